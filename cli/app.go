@@ -1,0 +1,51 @@
+// Package cli holds paretonav's command-line commands (urfave/cli v2): one file
+// per command, each a package-level *cli.Command registered in init. The
+// commands parse flags and configuration, call finetune, png, backend and
+// importer, and print; they hold no algorithm of their own.
+package cli
+
+import (
+	"errors"
+	"sort"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+// Version is paretonav's version, recorded in the models it writes.
+const Version = "0.1.0-dev"
+
+var commands []*ucli.Command
+
+// register adds a command to the application; each command file calls it
+// from init.
+func register(c *ucli.Command) { commands = append(commands, c) }
+
+// NewApp returns the paretonav application with every registered command.
+func NewApp() *ucli.App {
+	cmds := append([]*ucli.Command(nil), commands...)
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	return &ucli.App{
+		Name:                 "paretonav",
+		Usage:                "Pareto navigation fine-tuning of multi-task ONNX models",
+		Version:              Version,
+		Commands:             cmds,
+		EnableBashCompletion: true,
+		ExitErrHandler:       func(*ucli.Context, error) {},
+	}
+}
+
+// Run runs the application on args (os.Args form).
+func Run(args []string) error { return NewApp().Run(args) }
+
+// ExitCoder is an error that carries a process exit code.
+type ExitCoder interface{ ExitCode() int }
+
+// ExitCode maps an error returned by Run to a process exit code: the code
+// of an ExitCoder in its chain, else 1.
+func ExitCode(err error) int {
+	var ec ExitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return 1
+}

@@ -1,0 +1,48 @@
+package png
+
+// Jacobian holds the m task gradients of an n-parameter model, row-major in
+// float32: row i is ∇ℓ_i. Arithmetic on it accumulates in float64.
+type Jacobian struct {
+	M, N int
+	Data []float32 // len M*N
+}
+
+// NewJacobian allocates a zero m×n Jacobian.
+func NewJacobian(m, n int) Jacobian { return Jacobian{M: m, N: n, Data: make([]float32, m*n)} }
+
+// Row returns ∇ℓ_i, sharing storage with j.
+func (j Jacobian) Row(i int) []float32 { return j.Data[i*j.N : (i+1)*j.N] }
+
+// Gradient is the criterion's gradient ∇F at θ: Jᵀ·Coef + Extra. Coef (m
+// values, ∂F/∂ℓ) covers a criterion of the losses only; Extra (n values)
+// is the part of ∇F that depends on θ directly. Either may be nil.
+type Gradient struct {
+	Coef  []float64
+	Extra []float32
+}
+
+// Info records what one direction computation found.
+type Info struct {
+	G         float64   // g(θ) = min over the simplex of ωᵀKω
+	E         float64   // threshold e = γ·ē
+	Phi       float64   // control φ = α·g (0 when the control is off)
+	ControlOn bool      // g > e: the dual QP was solved
+	Lambda    []float64 // dual variables (m), zero when the control is off
+	Omega     []float64 // min-norm weights on the simplex (m)
+	VNorm     float64   // ‖v‖
+}
+
+// State is what a method carries from step to step: the discounted average
+// ē of (1/m)Σ‖∇ℓ_i‖² used by the threshold e = γ·ē.
+type State struct {
+	AvgSqNorm float64 // ē
+	Weight    float64 // sum of discount weights so far (bias correction)
+	Steps     int
+}
+
+// Method computes an update direction v (written into dst, n values) from
+// the task gradients J and the criterion's gradient. Implementations: PNG,
+// MGD and Linear. The caller moves θ ← θ − ξ·v (or hands v to an optimizer).
+type Method interface {
+	Direction(dst []float32, J Jacobian, grad Gradient, st *State) (Info, error)
+}
