@@ -11,8 +11,9 @@ import (
 
 // Batch binds array names (model inputs and loss targets) to arrays. The
 // first dimension of every array is the example index. Problems without
-// data ignore it.
-type Batch map[string]*importer.Tensor
+// data ignore it. It is an alias so that packages below finetune (backend,
+// models/synthetic) implement Problem without importing finetune.
+type Batch = map[string]*importer.Tensor
 
 // Problem is what the loop trains: m task losses of a flat float32 parameter
 // vector, and their gradients.
