@@ -22,7 +22,10 @@ type Model struct {
 	Dir string
 }
 
-// Load reads and decodes the ONNX model in path.
+// Load reads, decodes and validates the ONNX model in path (see Decode),
+// and checks that every external-data initializer names a file inside the
+// model's folder holding enough bytes for its declared shape. Every problem
+// found is reported, as an ErrorList wrapped with the file name.
 func Load(path string) (*Model, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -34,10 +37,17 @@ func Load(path string) (*Model, error) {
 	}
 	m.Path = path
 	m.Dir = filepath.Dir(path)
+	if err := m.checkExternal(); err != nil {
+		return nil, fmt.Errorf("importer: %s: %w", path, err)
+	}
 	return m, nil
 }
 
-// Decode decodes a serialized ModelProto.
+// Decode decodes a serialized ModelProto and validates it (Validate):
+// IR version, opset imports, graph structure and inline initializer sizes.
+// Fields unknown to ONNX 1.12's schema are kept and written back by Save.
+// A model decoded from bytes has no folder, so its external data (if any)
+// cannot be read.
 func Decode(b []byte) (*Model, error) {
 	var mp onnxpb.ModelProto
 	if err := proto.Unmarshal(b, &mp); err != nil {
@@ -45,6 +55,9 @@ func Decode(b []byte) (*Model, error) {
 	}
 	if mp.Graph == nil {
 		return nil, fmt.Errorf("not an ONNX model: no graph")
+	}
+	if err := Validate(&mp); err != nil {
+		return nil, err
 	}
 	return &Model{Proto: &mp}, nil
 }
@@ -84,7 +97,30 @@ func (m *Model) Initializers() (map[string]*Tensor, error) {
 // m's folder when the tensor says so.
 func (m *Model) Initializer(tp *onnxpb.TensorProto) (*Tensor, error) {
 	if tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
-		return nil, fmt.Errorf("initializer %q: external data not supported yet", tp.GetName())
+		raw, err := readExternal(m.Dir, tp)
+		if err != nil {
+			return nil, fmt.Errorf("initializer %q: %w", tp.GetName(), err)
+		}
+		t, err := decodeWithRaw(tp, raw, true)
+		if err != nil {
+			return nil, fmt.Errorf("initializer %q: %w", tp.GetName(), err)
+		}
+		return t, nil
 	}
-	return DecodeTensor(tp)
+	t, err := DecodeTensor(tp)
+	if err != nil {
+		return nil, fmt.Errorf("initializer %q: %w", tp.GetName(), err)
+	}
+	return t, nil
+}
+
+// HasExternalData reports whether any initializer of m's main graph keeps
+// its data in an external file.
+func (m *Model) HasExternalData() bool {
+	for _, tp := range m.Proto.GetGraph().GetInitializer() {
+		if tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
+			return true
+		}
+	}
+	return false
 }
