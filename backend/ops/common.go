@@ -1,0 +1,334 @@
+package ops
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"runtime"
+	"sync"
+
+	"github.com/chewxy/hm"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// float is the set of element types every op in this package computes in.
+type float interface{ ~float32 | ~float64 }
+
+// kernelFn computes one result tensor from its operand tensors.
+type kernelFn func(in []tensor.Tensor) (tensor.Tensor, error)
+
+// Dependency markers for gradSpec.deps beyond the op's own inputs.
+const (
+	depOut  = -1 // the op's output
+	depGrad = -2 // the gradient flowing into the op's output
+)
+
+// gradSpec describes how to compute the gradient of one input of a fnOp.
+type gradSpec struct {
+	// deps lists what the gradient needs: input indices, depOut or depGrad.
+	deps []int
+	// fn computes the gradient (shaped like the input) from the deps' values.
+	fn kernelFn
+}
+
+// fnOp is the one Gorgonia Op type behind every op of this package. It is
+// immutable after construction and holds no execution state, so one instance
+// may appear in several machines. Shapes are concrete at build time.
+type fnOp struct {
+	name     string       // op description including every parameter; hashed
+	inDims   []int        // rank of each input
+	inTypes  []hm.Type    // element type of each input; nil means the op's float type
+	outShape tensor.Shape // concrete output shape
+	outType  hm.Type      // element type of the output; nil means the op's float type
+	fwd      kernelFn
+	grads    []gradSpec // per input; a nil fn means not differentiable
+}
+
+var _ gorgonia.Op = (*fnOp)(nil)
+var _ gorgonia.SDOp = (*fnOp)(nil)
+var _ gorgonia.ADOp = (*fnOp)(nil)
+
+func (op *fnOp) Arity() int { return len(op.inDims) }
+
+func (op *fnOp) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	ts := make([]hm.Type, 0, len(op.inDims)+1)
+	for i, d := range op.inDims {
+		var of hm.Type = a
+		if op.inTypes != nil && op.inTypes[i] != nil {
+			of = op.inTypes[i]
+		}
+		ts = append(ts, &gorgonia.TensorType{Dims: d, Of: of})
+	}
+	var of hm.Type = a
+	if op.outType != nil {
+		of = op.outType
+	}
+	ts = append(ts, &gorgonia.TensorType{Dims: op.outShape.Dims(), Of: of})
+	return hm.NewFnType(ts...)
+}
+
+func (op *fnOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	return op.outShape.Clone(), nil
+}
+
+func (op *fnOp) Do(vals ...gorgonia.Value) (ret gorgonia.Value, err error) {
+	if len(vals) != len(op.inDims) {
+		return nil, fmt.Errorf("ops: %s: got %d inputs, expected %d", op.name, len(vals), len(op.inDims))
+	}
+	ts, err := asTensors(op.name, vals)
+	if err != nil {
+		return nil, err
+	}
+	return runKernel(op.name, op.fwd, ts)
+}
+
+func (op *fnOp) ReturnsPtr() bool     { return false }
+func (op *fnOp) CallsExtern() bool    { return false }
+func (op *fnOp) OverwritesInput() int { return -1 }
+func (op *fnOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "paretonav/ops.%s->%v", op.name, op.outShape)
+}
+func (op *fnOp) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+func (op *fnOp) String() string { return op.name }
+
+// DiffWRT reports which inputs the op is differentiable with respect to.
+func (op *fnOp) DiffWRT(n int) []bool {
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = i < len(op.grads) && op.grads[i].fn != nil
+	}
+	return out
+}
+
+// SymDiff builds one gradient node per differentiable input.
+func (op *fnOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	if len(inputs) != len(op.inDims) {
+		return nil, fmt.Errorf("ops: %s: SymDiff got %d inputs, expected %d", op.name, len(inputs), len(op.inDims))
+	}
+	ret := make(gorgonia.Nodes, len(inputs))
+	for i, g := range op.grads {
+		if g.fn == nil {
+			continue
+		}
+		deps := make([]*gorgonia.Node, len(g.deps))
+		for j, d := range g.deps {
+			switch d {
+			case depOut:
+				deps[j] = output
+			case depGrad:
+				deps[j] = grad
+			default:
+				deps[j] = inputs[d]
+			}
+		}
+		gop := &fnOp{
+			name:     fmt.Sprintf("d%s/d%d", op.name, i),
+			outShape: inputs[i].Shape(),
+			fwd:      g.fn,
+		}
+		gop.inDims, gop.inTypes = nodeTypes(deps)
+		n, err := apply(gop, deps...)
+		if err != nil {
+			return nil, err
+		}
+		ret[i] = n
+	}
+	return ret, nil
+}
+
+// DoDiff computes the gradients from the bound values and adds them to the
+// inputs' gradient values (as Gorgonia's LispMachine expects).
+func (op *fnOp) DoDiff(_ gorgonia.ExecutionContext, inputs gorgonia.Nodes, output *gorgonia.Node) error {
+	gy, err := output.Grad()
+	if err != nil {
+		return fmt.Errorf("ops: %s: DoDiff: output gradient: %w", op.name, err)
+	}
+	for i, g := range op.grads {
+		if g.fn == nil {
+			continue
+		}
+		vals := make([]gorgonia.Value, len(g.deps))
+		for j, d := range g.deps {
+			switch d {
+			case depOut:
+				vals[j] = output.Value()
+			case depGrad:
+				vals[j] = gy
+			default:
+				vals[j] = inputs[d].Value()
+			}
+		}
+		ts, err := asTensors(op.name, vals)
+		if err != nil {
+			return err
+		}
+		d, err := runKernel(op.name, g.fn, ts)
+		if err != nil {
+			return err
+		}
+		dst, err := inputs[i].Grad()
+		if err != nil {
+			return fmt.Errorf("ops: %s: DoDiff: gradient of input %d: %w", op.name, i, err)
+		}
+		dt, ok := dst.(tensor.Tensor)
+		if !ok {
+			return fmt.Errorf("ops: %s: DoDiff: gradient of input %d is %T, expected a tensor", op.name, i, dst)
+		}
+		if err := addInto(dt, d.(tensor.Tensor)); err != nil {
+			return fmt.Errorf("ops: %s: DoDiff: %w", op.name, err)
+		}
+	}
+	return nil
+}
+
+// nodeTypes returns ranks and element types (nil for float) of nodes.
+func nodeTypes(ns []*gorgonia.Node) ([]int, []hm.Type) {
+	dims := make([]int, len(ns))
+	types := make([]hm.Type, len(ns))
+	for i, n := range ns {
+		dims[i] = n.Shape().Dims()
+		if dt := n.Dtype(); dt != tensor.Float32 && dt != tensor.Float64 {
+			types[i] = dt
+		}
+	}
+	return dims, types
+}
+
+// apply adds op to the graph, turning a panic in Gorgonia into an error.
+func apply(op *fnOp, children ...*gorgonia.Node) (n *gorgonia.Node, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			n, err = nil, fmt.Errorf("ops: %s: building node panicked: %v", op.name, r)
+		}
+	}()
+	n, err = gorgonia.ApplyOp(op, children...)
+	if err != nil {
+		return nil, fmt.Errorf("ops: %s: %w", op.name, err)
+	}
+	return n, nil
+}
+
+// runKernel runs f, turning a panic into an error.
+func runKernel(name string, f kernelFn, in []tensor.Tensor) (out tensor.Tensor, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("ops: %s: kernel panicked: %v", name, r)
+		}
+	}()
+	return f(in)
+}
+
+func asTensors(name string, vals []gorgonia.Value) ([]tensor.Tensor, error) {
+	ts := make([]tensor.Tensor, len(vals))
+	for i, v := range vals {
+		t, ok := v.(tensor.Tensor)
+		if !ok {
+			return nil, fmt.Errorf("ops: %s: input %d is %T, expected a tensor", name, i, v)
+		}
+		ts[i] = t
+	}
+	return ts, nil
+}
+
+// data returns the contiguous row-major elements of t as []T, materialising
+// views.
+func data[T float | int64](t tensor.Tensor) []T {
+	if v, ok := t.(tensor.View); ok && v.IsMaterializable() {
+		t = v.Materialize()
+	}
+	return t.Data().([]T)
+}
+
+// newTensor wraps backing in a dense tensor of the given shape.
+func newTensor[T float | int64](shape tensor.Shape, backing []T) tensor.Tensor {
+	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(backing))
+}
+
+// dispatch runs f32 or f64 according to t's dtype.
+func dispatch(t tensor.Tensor, f32, f64 func() (tensor.Tensor, error)) (tensor.Tensor, error) {
+	switch t.Dtype() {
+	case tensor.Float32:
+		return f32()
+	case tensor.Float64:
+		return f64()
+	}
+	return nil, fmt.Errorf("unsupported dtype %v, expected float32 or float64", t.Dtype())
+}
+
+// addInto adds src to dst elementwise in place.
+func addInto(dst, src tensor.Tensor) error {
+	if dst.Shape().TotalSize() != src.Shape().TotalSize() || dst.Dtype() != src.Dtype() {
+		return fmt.Errorf("cannot add %v %v into %v %v", src.Dtype(), src.Shape(), dst.Dtype(), dst.Shape())
+	}
+	switch dst.Dtype() {
+	case tensor.Float32:
+		d, s := dst.Data().([]float32), data[float32](src)
+		for i := range d {
+			d[i] += s[i]
+		}
+	case tensor.Float64:
+		d, s := dst.Data().([]float64), data[float64](src)
+		for i := range d {
+			d[i] += s[i]
+		}
+	default:
+		return fmt.Errorf("cannot accumulate dtype %v", dst.Dtype())
+	}
+	return nil
+}
+
+// parallelFor splits [0, n) into contiguous chunks run on up to GOMAXPROCS
+// goroutines; f receives the worker number and its chunk.
+func parallelFor(n int, f func(worker, lo, hi int)) {
+	w := workers(n)
+	if w <= 1 {
+		f(0, 0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + w - 1) / w
+	for i := 0; i < w; i++ {
+		lo, hi := i*chunk, min((i+1)*chunk, n)
+		if lo >= hi {
+			break
+		}
+		wg.Add(1)
+		go func(i, lo, hi int) {
+			defer wg.Done()
+			f(i, lo, hi)
+		}(i, lo, hi)
+	}
+	wg.Wait()
+}
+
+// workers is the number of goroutines parallelFor uses for n items.
+func workers(n int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), n))
+}
+
+// checkFloat reports an error unless n holds float32 or float64.
+func checkFloat(op string, what string, n *gorgonia.Node) error {
+	if n == nil {
+		return fmt.Errorf("ops: %s: %s is nil", op, what)
+	}
+	if dt := n.Dtype(); dt != tensor.Float32 && dt != tensor.Float64 {
+		return fmt.Errorf("ops: %s: %s has dtype %v, expected float32 or float64", op, what, dt)
+	}
+	return nil
+}
+
+// sameDtype reports an error unless all non-nil nodes share x's dtype.
+func sameDtype(op string, x *gorgonia.Node, others ...*gorgonia.Node) error {
+	for _, o := range others {
+		if o != nil && o.Dtype() != x.Dtype() {
+			return fmt.Errorf("ops: %s: operand dtype %v differs from input dtype %v", op, o.Dtype(), x.Dtype())
+		}
+	}
+	return nil
+}

@@ -1,0 +1,354 @@
+package ops
+
+import (
+	"fmt"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// ConvParams are the attributes of ONNX Conv. The zero value means stride 1,
+// dilation 1, no padding and one group.
+type ConvParams struct {
+	// Strides per spatial axis; nil means all 1.
+	Strides []int
+	// Pads are [begin..., end...] per spatial axis as in ONNX: for 2-D,
+	// [top, left, bottom, right]. nil means no padding. Ignored unless AutoPad
+	// is "" or NOTSET.
+	Pads []int
+	// Dilations per spatial axis; nil means all 1.
+	Dilations []int
+	// Group is the number of groups; 0 means 1. Group = C is depthwise.
+	Group int
+	// AutoPad is ONNX's auto_pad: "", NOTSET, SAME_UPPER, SAME_LOWER or VALID.
+	AutoPad string
+}
+
+// convGeom is the resolved geometry of a 2-D convolution.
+type convGeom struct {
+	n, c, h, w, m, g  int
+	cg, mg            int // channels and filters per group
+	kh, kw            int
+	y, x              window // vertical, horizontal windows
+	oh, ow            int
+	direct            bool // 1×1, stride 1, no pad: the input is its own im2col
+	colRows, colCols  int  // im2col matrix of one group: (cg·kh·kw) × (oh·ow)
+	inPlane, outPlane int
+}
+
+func (g convGeom) String() string {
+	return fmt.Sprintf("x[%d,%d,%d,%d] w[%d,%d,%d,%d] group %d stride (%d,%d) dil (%d,%d) pads (%d,%d,%d,%d)",
+		g.n, g.c, g.h, g.w, g.m, g.cg, g.kh, g.kw, g.g, g.y.s, g.x.s, g.y.d, g.x.d, g.y.pb, g.x.pb, g.y.pe, g.x.pe)
+}
+
+// Conv builds ONNX Conv: y = conv(x, w) + b for x [N,C,H,W] (or [N,C,L]),
+// w [M, C/group, kH, kW] (or [M, C/group, k]) and an optional bias b [M]
+// (nil for none). The node is differentiable with respect to x, w and b.
+func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
+	const name = "Conv"
+	if err := checkFloat(name, "input X", x); err != nil {
+		return nil, err
+	}
+	if err := checkFloat(name, "weights W", w); err != nil {
+		return nil, err
+	}
+	if err := sameDtype(name, x, w, b); err != nil {
+		return nil, err
+	}
+	if x.Dims() == 3 && w.Dims() == 3 {
+		return conv1D(x, w, b, p)
+	}
+	if x.Dims() != 4 || w.Dims() != 4 {
+		return nil, fmt.Errorf("ops: Conv: X %v and W %v: expected both 4-D (NCHW) or both 3-D (NCL)", x.Shape(), w.Shape())
+	}
+	xs, ws := x.Shape(), w.Shape()
+	g, err := newConvGeom(xs, ws, p)
+	if err != nil {
+		return nil, fmt.Errorf("ops: Conv: %w", err)
+	}
+	if b != nil && (b.Dims() != 1 || b.Shape()[0] != g.m) {
+		return nil, fmt.Errorf("ops: Conv: bias B %v: expected shape [%d]", b.Shape(), g.m)
+	}
+	op := &fnOp{
+		name:     "Conv{" + g.String() + "}",
+		inDims:   []int{4, 4},
+		outShape: tensor.Shape{g.n, g.m, g.oh, g.ow},
+		fwd: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			var bias tensor.Tensor
+			if len(in) == 3 {
+				bias = in[2]
+			}
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return convForward[float32](g, in[0], in[1], bias), nil },
+				func() (tensor.Tensor, error) { return convForward[float64](g, in[0], in[1], bias), nil })
+		},
+		grads: []gradSpec{
+			{deps: []int{1, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
+				return dispatch(in[0],
+					func() (tensor.Tensor, error) { return convGradX[float32](g, in[0], in[1]), nil },
+					func() (tensor.Tensor, error) { return convGradX[float64](g, in[0], in[1]), nil })
+			}},
+			{deps: []int{0, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
+				return dispatch(in[0],
+					func() (tensor.Tensor, error) { return convGradW[float32](g, in[0], in[1]), nil },
+					func() (tensor.Tensor, error) { return convGradW[float64](g, in[0], in[1]), nil })
+			}},
+		},
+	}
+	children := []*gorgonia.Node{x, w}
+	if b != nil {
+		op.inDims = append(op.inDims, 1)
+		op.name += "+bias"
+		op.grads = append(op.grads, gradSpec{deps: []int{depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return channelSum[float32](in[0]), nil },
+				func() (tensor.Tensor, error) { return channelSum[float64](in[0]), nil })
+		}})
+		children = append(children, b)
+	}
+	return apply(op, children...)
+}
+
+// conv1D lowers a 1-D convolution to a 2-D one with height 1.
+func conv1D(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
+	xs, ws := x.Shape(), w.Shape()
+	q := ConvParams{Group: p.Group, AutoPad: p.AutoPad}
+	if len(p.Strides) == 1 {
+		q.Strides = []int{1, p.Strides[0]}
+	} else if p.Strides != nil {
+		return nil, fmt.Errorf("ops: Conv: strides %v: expected 1 value for 1-D", p.Strides)
+	}
+	if len(p.Dilations) == 1 {
+		q.Dilations = []int{1, p.Dilations[0]}
+	} else if p.Dilations != nil {
+		return nil, fmt.Errorf("ops: Conv: dilations %v: expected 1 value for 1-D", p.Dilations)
+	}
+	if len(p.Pads) == 2 {
+		q.Pads = []int{0, p.Pads[0], 0, p.Pads[1]}
+	} else if p.Pads != nil {
+		return nil, fmt.Errorf("ops: Conv: pads %v: expected 2 values for 1-D", p.Pads)
+	}
+	x4, err := reshape("Conv", x, tensor.Shape{xs[0], xs[1], 1, xs[2]})
+	if err != nil {
+		return nil, err
+	}
+	w4, err := reshape("Conv", w, tensor.Shape{ws[0], ws[1], 1, ws[2]})
+	if err != nil {
+		return nil, err
+	}
+	y, err := Conv(x4, w4, b, q)
+	if err != nil {
+		return nil, err
+	}
+	ys := y.Shape()
+	return reshape("Conv", y, tensor.Shape{ys[0], ys[1], ys[3]})
+}
+
+func newConvGeom(xs, ws tensor.Shape, p ConvParams) (convGeom, error) {
+	var g convGeom
+	g.n, g.c, g.h, g.w = xs[0], xs[1], xs[2], xs[3]
+	g.m, g.cg, g.kh, g.kw = ws[0], ws[1], ws[2], ws[3]
+	g.g = p.Group
+	if g.g == 0 {
+		g.g = 1
+	}
+	if g.g < 0 || g.c%g.g != 0 || g.m%g.g != 0 {
+		return g, fmt.Errorf("group %d must divide input channels %d and filters %d", g.g, g.c, g.m)
+	}
+	if g.cg != g.c/g.g {
+		return g, fmt.Errorf("W %v: expected %d input channels per group (C=%d, group=%d)", ws, g.c/g.g, g.c, g.g)
+	}
+	g.mg = g.m / g.g
+	a, err := fillSpatial(2, []int{g.kh, g.kw}, p.Strides, p.Dilations, p.Pads)
+	if err != nil {
+		return g, err
+	}
+	if g.y, err = resolveWindow(g.h, g.kh, a.strides[0], a.dilations[0], a.pads[0], a.pads[2], p.AutoPad, false); err != nil {
+		return g, fmt.Errorf("height: %w", err)
+	}
+	if g.x, err = resolveWindow(g.w, g.kw, a.strides[1], a.dilations[1], a.pads[1], a.pads[3], p.AutoPad, false); err != nil {
+		return g, fmt.Errorf("width: %w", err)
+	}
+	g.oh, g.ow = g.y.out, g.x.out
+	g.direct = g.kh == 1 && g.kw == 1 && g.y.s == 1 && g.x.s == 1 && g.y.pb == 0 && g.x.pb == 0 && g.y.pe == 0 && g.x.pe == 0
+	g.colRows, g.colCols = g.cg*g.kh*g.kw, g.oh*g.ow
+	g.inPlane, g.outPlane = g.h*g.w, g.oh*g.ow
+	return g, nil
+}
+
+// im2col writes the patches of one group's input planes xg (cg planes) into
+// col, laid out (cg·kh·kw) × (oh·ow).
+func im2col[T float](g *convGeom, xg, col []T) {
+	for c := 0; c < g.cg; c++ {
+		plane := xg[c*g.inPlane : (c+1)*g.inPlane]
+		for ki := 0; ki < g.kh; ki++ {
+			for kj := 0; kj < g.kw; kj++ {
+				row := col[((c*g.kh+ki)*g.kw+kj)*g.colCols:][:g.colCols]
+				for oi := 0; oi < g.oh; oi++ {
+					dst := row[oi*g.ow : (oi+1)*g.ow]
+					ii := oi*g.y.s - g.y.pb + ki*g.y.d
+					if ii < 0 || ii >= g.h {
+						clear(dst)
+						continue
+					}
+					src := plane[ii*g.w : (ii+1)*g.w]
+					jj := kj*g.x.d - g.x.pb
+					for oj := range dst {
+						if jj >= 0 && jj < g.w {
+							dst[oj] = src[jj]
+						} else {
+							dst[oj] = 0
+						}
+						jj += g.x.s
+					}
+				}
+			}
+		}
+	}
+}
+
+// col2im adds the columns col back into one group's input planes xg.
+func col2im[T float](g *convGeom, col, xg []T) {
+	for c := 0; c < g.cg; c++ {
+		plane := xg[c*g.inPlane : (c+1)*g.inPlane]
+		for ki := 0; ki < g.kh; ki++ {
+			for kj := 0; kj < g.kw; kj++ {
+				row := col[((c*g.kh+ki)*g.kw+kj)*g.colCols:][:g.colCols]
+				for oi := 0; oi < g.oh; oi++ {
+					ii := oi*g.y.s - g.y.pb + ki*g.y.d
+					if ii < 0 || ii >= g.h {
+						continue
+					}
+					src := row[oi*g.ow : (oi+1)*g.ow]
+					dst := plane[ii*g.w : (ii+1)*g.w]
+					jj := kj*g.x.d - g.x.pb
+					for oj := range src {
+						if jj >= 0 && jj < g.w {
+							dst[jj] += src[oj]
+						}
+						jj += g.x.s
+					}
+				}
+			}
+		}
+	}
+}
+
+func convForward[T float](g convGeom, xt, wt, bt tensor.Tensor) tensor.Tensor {
+	x, w := data[T](xt), data[T](wt)
+	var b []T
+	if bt != nil {
+		b = data[T](bt)
+	}
+	out := make([]T, g.n*g.m*g.outPlane)
+	parallelFor(g.n, func(_, lo, hi int) {
+		var col []T
+		if !g.direct {
+			col = make([]T, g.colRows*g.colCols)
+		}
+		for n := lo; n < hi; n++ {
+			for gi := 0; gi < g.g; gi++ {
+				xg := x[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
+				c := xg
+				if !g.direct {
+					im2col(&g, xg, col)
+					c = col
+				}
+				og := out[(n*g.m+gi*g.mg)*g.outPlane:][:g.mg*g.outPlane]
+				wg := w[gi*g.mg*g.colRows:][:g.mg*g.colRows]
+				gemm(false, false, g.mg, g.colCols, g.colRows, wg, g.colRows, c, g.colCols, 0, og, g.colCols)
+			}
+			if b != nil {
+				for m := 0; m < g.m; m++ {
+					o := out[(n*g.m+m)*g.outPlane:][:g.outPlane]
+					for i := range o {
+						o[i] += b[m]
+					}
+				}
+			}
+		}
+	})
+	return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
+}
+
+func convGradX[T float](g convGeom, wt, gyt tensor.Tensor) tensor.Tensor {
+	w, gy := data[T](wt), data[T](gyt)
+	dx := make([]T, g.n*g.c*g.inPlane)
+	parallelFor(g.n, func(_, lo, hi int) {
+		var col []T
+		if !g.direct {
+			col = make([]T, g.colRows*g.colCols)
+		}
+		for n := lo; n < hi; n++ {
+			for gi := 0; gi < g.g; gi++ {
+				wg := w[gi*g.mg*g.colRows:][:g.mg*g.colRows]
+				gyg := gy[(n*g.m+gi*g.mg)*g.outPlane:][:g.mg*g.outPlane]
+				dxg := dx[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
+				if g.direct {
+					gemm(true, false, g.colRows, g.colCols, g.mg, wg, g.colRows, gyg, g.colCols, 0, dxg, g.colCols)
+					continue
+				}
+				gemm(true, false, g.colRows, g.colCols, g.mg, wg, g.colRows, gyg, g.colCols, 0, col, g.colCols)
+				col2im(&g, col, dxg)
+			}
+		}
+	})
+	return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
+}
+
+func convGradW[T float](g convGeom, xt, gyt tensor.Tensor) tensor.Tensor {
+	x, gy := data[T](xt), data[T](gyt)
+	size := g.m * g.colRows
+	nw := workers(g.n)
+	acc := make([][]T, nw)
+	parallelFor(g.n, func(wk, lo, hi int) {
+		dw := make([]T, size)
+		var col []T
+		if !g.direct {
+			col = make([]T, g.colRows*g.colCols)
+		}
+		for n := lo; n < hi; n++ {
+			for gi := 0; gi < g.g; gi++ {
+				xg := x[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
+				c := xg
+				if !g.direct {
+					im2col(&g, xg, col)
+					c = col
+				}
+				gyg := gy[(n*g.m+gi*g.mg)*g.outPlane:][:g.mg*g.outPlane]
+				dwg := dw[gi*g.mg*g.colRows:][:g.mg*g.colRows]
+				gemm(false, true, g.mg, g.colRows, g.colCols, gyg, g.colCols, c, g.colCols, 1, dwg, g.colRows)
+			}
+		}
+		acc[wk] = dw
+	})
+	dw := acc[0]
+	for _, a := range acc[1:] {
+		for i := range a {
+			dw[i] += a[i]
+		}
+	}
+	return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
+}
+
+// channelSum sums a [N, C, ...] tensor over every axis but C.
+func channelSum[T float](t tensor.Tensor) tensor.Tensor {
+	s := t.Shape()
+	d := data[T](t)
+	n, c := s[0], s[1]
+	inner := 1
+	for _, v := range s[2:] {
+		inner *= v
+	}
+	out := make([]T, c)
+	for i := 0; i < n; i++ {
+		for j := 0; j < c; j++ {
+			var sum T
+			for _, v := range d[(i*c+j)*inner:][:inner] {
+				sum += v
+			}
+			out[j] += sum
+		}
+	}
+	return newTensor(tensor.Shape{c}, out)
+}

@@ -1,0 +1,141 @@
+package ops
+
+import (
+	"fmt"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Auto-padding modes of ONNX's auto_pad attribute.
+const (
+	AutoPadNotSet    = "NOTSET"
+	AutoPadSameUpper = "SAME_UPPER"
+	AutoPadSameLower = "SAME_LOWER"
+	AutoPadValid     = "VALID"
+)
+
+// window is the resolved geometry of a sliding window along one axis.
+type window struct {
+	in, k, s, d, pb, pe, out int
+}
+
+// resolveWindow computes the output length of a window of size k, stride s,
+// dilation d over in elements with explicit pads pb, pe, or the pads implied by
+// autoPad. ceil selects ONNX ceil_mode (a last window starting in the end
+// padding is dropped, as PyTorch and ONNX Runtime do).
+func resolveWindow(in, k, s, d, pb, pe int, autoPad string, ceil bool) (window, error) {
+	if k < 1 || s < 1 || d < 1 {
+		return window{}, fmt.Errorf("kernel %d, stride %d, dilation %d: expected all ≥ 1", k, s, d)
+	}
+	eff := (k-1)*d + 1
+	switch autoPad {
+	case "", AutoPadNotSet:
+	case AutoPadValid:
+		pb, pe = 0, 0
+	case AutoPadSameUpper, AutoPadSameLower:
+		out := (in + s - 1) / s
+		total := max(0, (out-1)*s+eff-in)
+		if autoPad == AutoPadSameUpper {
+			pb, pe = total/2, total-total/2
+		} else {
+			pb, pe = total-total/2, total/2
+		}
+		return window{in: in, k: k, s: s, d: d, pb: pb, pe: pe, out: out}, nil
+	default:
+		return window{}, fmt.Errorf("auto_pad %q, expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", autoPad)
+	}
+	if pb < 0 || pe < 0 {
+		return window{}, fmt.Errorf("pads %d, %d: expected ≥ 0", pb, pe)
+	}
+	num := in + pb + pe - eff
+	if num < 0 {
+		return window{}, fmt.Errorf("window of extent %d does not fit input %d with pads %d, %d", eff, in, pb, pe)
+	}
+	out := num/s + 1
+	if ceil {
+		out = (num+s-1)/s + 1
+		if (out-1)*s >= in+pb {
+			out--
+		}
+	}
+	return window{in: in, k: k, s: s, d: d, pb: pb, pe: pe, out: out}, nil
+}
+
+// spatialAttrs holds per-axis window attributes with ONNX defaults applied.
+type spatialAttrs struct {
+	kernel, strides, dilations, pads []int
+}
+
+// fillSpatial applies ONNX defaults for n spatial axes and validates lengths.
+func fillSpatial(n int, kernel, strides, dilations, pads []int) (spatialAttrs, error) {
+	one := func(v []int, name string) ([]int, error) {
+		if len(v) == 0 {
+			r := make([]int, n)
+			for i := range r {
+				r[i] = 1
+			}
+			return r, nil
+		}
+		if len(v) != n {
+			return nil, fmt.Errorf("%s %v: expected %d values", name, v, n)
+		}
+		return v, nil
+	}
+	var a spatialAttrs
+	var err error
+	if len(kernel) != n {
+		return a, fmt.Errorf("kernel %v: expected %d values", kernel, n)
+	}
+	a.kernel = kernel
+	if a.strides, err = one(strides, "strides"); err != nil {
+		return a, err
+	}
+	if a.dilations, err = one(dilations, "dilations"); err != nil {
+		return a, err
+	}
+	switch len(pads) {
+	case 0:
+		a.pads = make([]int, 2*n)
+	case 2 * n:
+		a.pads = pads
+	default:
+		return a, fmt.Errorf("pads %v: expected %d values [begins..., ends...]", pads, 2*n)
+	}
+	return a, nil
+}
+
+// gemm computes C = A·B + beta·C (row-major, optional transposes) with gonum's
+// BLAS; the float type selects Sgemm or Dgemm.
+func gemm[T float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	ta, tb := blas.NoTrans, blas.NoTrans
+	if tA {
+		ta = blas.Trans
+	}
+	if tB {
+		tb = blas.Trans
+	}
+	switch a := any(a).(type) {
+	case []float32:
+		blas32.Implementation().Sgemm(ta, tb, m, n, k, 1, a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
+	case []float64:
+		blas64.Implementation().Dgemm(ta, tb, m, n, k, 1, a, lda, any(b).([]float64), ldb, float64(beta), any(c).([]float64), ldc)
+	}
+}
+
+// reshape wraps gorgonia.Reshape, turning a panic into an error.
+func reshape(op string, n *gorgonia.Node, s tensor.Shape) (r *gorgonia.Node, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, fmt.Errorf("ops: %s: reshape to %v panicked: %v", op, s, p)
+		}
+	}()
+	r, err = gorgonia.Reshape(n, s)
+	if err != nil {
+		return nil, fmt.Errorf("ops: %s: reshape to %v: %w", op, s, err)
+	}
+	return r, nil
+}
