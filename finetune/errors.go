@@ -1,0 +1,65 @@
+package finetune
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNonFinite is the sentinel matched (errors.Is) by every *NonFiniteError.
+var ErrNonFinite = errors.New("finetune: non-finite value")
+
+// NonFiniteError reports a step whose losses, gradients, criterion or
+// update stayed non-finite after Retries rollbacks with a halved learning
+// rate.
+type NonFiniteError struct {
+	Step    int    // the step (1-based) that could not be completed
+	Model   int    // the point (model) where it was seen; 0 for Run
+	What    string // "loss", "gradient", "criterion", "direction" or "parameters"
+	Retries int    // rollbacks tried before giving up
+	Err     error  // the underlying error (a criterion domain error), may be nil
+}
+
+func (e *NonFiniteError) Error() string {
+	msg := fmt.Sprintf("finetune: step %d: non-finite %s", e.Step, e.What)
+	if e.Model > 0 {
+		msg = fmt.Sprintf("finetune: step %d, model %d: non-finite %s", e.Step, e.Model, e.What)
+	}
+	if e.Retries > 0 {
+		msg += fmt.Sprintf(" after %d retries with a halved learning rate", e.Retries)
+	} else {
+		msg += " (no earlier good parameters to return to)"
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrNonFinite) true.
+func (e *NonFiniteError) Is(target error) bool { return target == ErrNonFinite }
+
+// Unwrap returns the underlying error.
+func (e *NonFiniteError) Unwrap() error { return e.Err }
+
+// InterruptedError is returned with Status Interrupted when the context is
+// cancelled. Checkpoint names the file written, if any.
+type InterruptedError struct {
+	Step       int    // steps completed
+	Checkpoint string // checkpoint written on the way out ("" when none)
+	Err        error  // the context's error
+}
+
+func (e *InterruptedError) Error() string {
+	msg := fmt.Sprintf("finetune: interrupted after step %d", e.Step)
+	if e.Checkpoint != "" {
+		msg += fmt.Sprintf(" (checkpoint %s)", e.Checkpoint)
+	}
+	return msg + ": " + e.Err.Error()
+}
+
+// Unwrap returns the context's error (context.Canceled or
+// context.DeadlineExceeded).
+func (e *InterruptedError) Unwrap() error { return e.Err }
+
+// ExitCode is 130, the shell's code for a process stopped by SIGINT.
+func (e *InterruptedError) ExitCode() int { return 130 }

@@ -1,0 +1,144 @@
+package finetune
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+)
+
+// JSONLRecorder writes a JSON-lines log: the first line is the resolved
+// Config, then one object per step, then one "result" object. A step of
+// Run reads
+//
+//	{"step":1,"epoch":0,"losses":{"a":0.5,"b":0.2},"F":0.7,"g":0.01,"e":0.001,
+//	 "control":true,"lambda":[0.1,0],"vnorm":0.3,"lr":0.001,"seconds":0.01}
+//
+// With several models, the per-model fields move into "models":[{...}].
+// Non-finite numbers, which JSON cannot hold, are written as null.
+type JSONLRecorder struct {
+	W     io.Writer
+	tasks []string
+}
+
+// NewJSONLRecorder returns a JSONLRecorder writing to w.
+func NewJSONLRecorder(w io.Writer) *JSONLRecorder { return &JSONLRecorder{W: w} }
+
+// Init writes the configuration line.
+func (r *JSONLRecorder) Init(cfg *Config) error {
+	r.tasks = cfg.Tasks
+	return r.line(cfg)
+}
+
+// jsonPoint is one model's fields in a step line.
+type jsonPoint struct {
+	Losses    map[string]jsonFloat `json:"losses"`
+	F         *jsonFloat           `json:"F,omitempty"`
+	G         jsonFloat            `json:"g"`
+	E         jsonFloat            `json:"e"`
+	Control   bool                 `json:"control"`
+	Lambda    []jsonFloat          `json:"lambda"`
+	VNorm     jsonFloat            `json:"vnorm"`
+	ValLosses map[string]jsonFloat `json:"val_losses,omitempty"`
+}
+
+type jsonStep struct {
+	Step       int         `json:"step"`
+	Epoch      int         `json:"epoch"`
+	F          jsonFloat   `json:"F"`
+	LR         jsonFloat   `json:"lr"`
+	Retries    int         `json:"retries,omitempty"`
+	Seconds    jsonFloat   `json:"seconds"`
+	*jsonPoint             // Run: the only model's fields inline
+	Models     []jsonPoint `json:"models,omitempty"`
+}
+
+// Record writes one step line.
+func (r *JSONLRecorder) Record(st *Step) error {
+	js := jsonStep{Step: st.Step, Epoch: st.Epoch, F: jsonFloat(st.F), LR: jsonFloat(st.LR), Retries: st.Retries,
+		Seconds: jsonFloat(st.Elapsed.Seconds())}
+	pts := make([]jsonPoint, len(st.Points))
+	for k, p := range st.Points {
+		pts[k] = jsonPoint{Losses: r.named(p.Losses), G: jsonFloat(p.Info.G), E: jsonFloat(p.Info.E),
+			Control: p.Info.ControlOn, Lambda: floats(p.Info.Lambda), VNorm: jsonFloat(p.Info.VNorm),
+			ValLosses: r.named(p.ValLosses)}
+		if len(st.Points) > 1 {
+			f := jsonFloat(p.F)
+			pts[k].F = &f
+		}
+	}
+	if len(pts) == 1 {
+		js.jsonPoint = &pts[0]
+	} else {
+		js.Models = pts
+	}
+	return r.line(js)
+}
+
+// Done writes the result line: {"kind":"result","status":...,"steps":...,
+// "F":...,"models":[{"losses":{...},"g":...,"F":...}]}.
+func (r *JSONLRecorder) Done(res *Result) error {
+	if res == nil {
+		return nil
+	}
+	type point struct {
+		Losses    map[string]jsonFloat `json:"losses"`
+		F         jsonFloat            `json:"F"`
+		G         jsonFloat            `json:"g"`
+		ValLosses map[string]jsonFloat `json:"val_losses,omitempty"`
+	}
+	out := struct {
+		Kind   string    `json:"kind"`
+		Status Status    `json:"status"`
+		Steps  int       `json:"steps"`
+		F      jsonFloat `json:"F"`
+		Models []point   `json:"models"`
+	}{Kind: "result", Status: res.Status, Steps: res.Steps, F: jsonFloat(res.F)}
+	for _, p := range res.Points {
+		out.Models = append(out.Models, point{Losses: r.named(p.Losses), F: jsonFloat(p.F), G: jsonFloat(p.G), ValLosses: r.named(p.ValLosses)})
+	}
+	return r.line(out)
+}
+
+func (r *JSONLRecorder) named(v []float64) map[string]jsonFloat {
+	if v == nil {
+		return nil
+	}
+	m := make(map[string]jsonFloat, len(v))
+	for i, x := range v {
+		name := fmt.Sprintf("task%d", i)
+		if i < len(r.tasks) {
+			name = r.tasks[i]
+		}
+		m[name] = jsonFloat(x)
+	}
+	return m
+}
+
+func (r *JSONLRecorder) line(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("finetune: JSON-lines log: %w", err)
+	}
+	_, err = r.W.Write(append(b, '\n'))
+	return err
+}
+
+// jsonFloat is a float64 that encodes NaN and ±Inf as null.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	x := float64(f)
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(x)
+}
+
+func floats(v []float64) []jsonFloat {
+	out := make([]jsonFloat, len(v))
+	for i, x := range v {
+		out[i] = jsonFloat(x)
+	}
+	return out
+}

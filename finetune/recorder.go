@@ -1,0 +1,105 @@
+package finetune
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/paretonav/paretonav/png"
+)
+
+// Recorder watches a run from outside the algorithm (gonum optimize's
+// Recorder style): the progress bar, the JSON-lines log and the CSV trace
+// are Recorders the caller plugs in. A Recorder's error stops the run.
+type Recorder interface {
+	// Init is called once before the first step with the resolved
+	// configuration.
+	Init(cfg *Config) error
+	// Record is called after every completed step. st and its slices are
+	// reused by the loop: copy what you keep.
+	Record(st *Step) error
+	// Done is called once at the end, also when the run fails or is
+	// interrupted.
+	Done(res *Result) error
+}
+
+// Config is the resolved configuration of a run, as recorded on the first
+// line of a JSON-lines log.
+type Config struct {
+	Kind            string         `json:"kind"` // always "config"
+	Tasks           []string       `json:"tasks"`
+	NumParams       int            `json:"num_params"`
+	Models          int            `json:"models"`
+	Method          string         `json:"method"`
+	Criterion       string         `json:"criterion"`
+	Multi           string         `json:"multi,omitempty"`
+	Optimizer       string         `json:"optimizer"`
+	Momentum        float64        `json:"momentum,omitempty"`
+	Beta1           float64        `json:"beta1,omitempty"`
+	Beta2           float64        `json:"beta2,omitempty"`
+	Eps             float64        `json:"eps,omitempty"`
+	LR              float64        `json:"lr"`
+	LRSchedule      string         `json:"lr_schedule"`
+	Steps           int            `json:"steps"`
+	StartStep       int            `json:"start_step"`
+	BatchSize       int            `json:"batch_size,omitempty"`
+	TrainExamples   int            `json:"train_examples"`
+	ValExamples     int            `json:"val_examples"`
+	Seed            int64          `json:"seed"`
+	ValEvery        int            `json:"val_every,omitempty"`
+	CheckpointEvery int            `json:"checkpoint_every,omitempty"`
+	CheckpointPath  string         `json:"checkpoint_path,omitempty"`
+	MaxRetries      int            `json:"max_retries"`
+	Workers         int            `json:"workers"`
+	Meta            map[string]any `json:"meta,omitempty"`
+}
+
+// Step is what one completed step saw. Losses and Info of a point are
+// measured at the parameters before the step's update; ValLosses after it.
+type Step struct {
+	Step    int           // 1-based number of the step
+	Epoch   int           // 0-based epoch of its batch
+	F       float64       // criterion value (RunMulti: the multi-point criterion, or the sum of the points' values)
+	LR      float64       // learning rate used for the update (schedule × retry halvings)
+	Retries int           // rollbacks this step needed
+	Elapsed time.Duration // since the run (or the resumed run) started
+	Points  []Point       // one per model; Run has one
+}
+
+// Point is one model's part of a step.
+type Point struct {
+	Losses    []float64 // task losses on the step's batch
+	F         float64   // this point's Criterion value (0 when only Multi is set)
+	Info      png.Info  // what the method found: g, e, control, λ, ‖v‖
+	ValLosses []float64 // validation losses, nil unless validated at this step
+}
+
+// Multi returns a Recorder that passes every call to each of recs in turn;
+// nil entries are skipped. All are called even if one fails; the errors
+// are joined.
+func Multi(recs ...Recorder) Recorder { return multiRecorder(recs) }
+
+type multiRecorder []Recorder
+
+func (m multiRecorder) each(f func(Recorder) error) error {
+	var errs []error
+	for i, r := range m {
+		if r == nil {
+			continue
+		}
+		if err := f(r); err != nil {
+			errs = append(errs, fmt.Errorf("recorder %d: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m multiRecorder) Init(cfg *Config) error {
+	return m.each(func(r Recorder) error { return r.Init(cfg) })
+}
+func (m multiRecorder) Record(st *Step) error {
+	return m.each(func(r Recorder) error { return r.Record(st) })
+}
+func (m multiRecorder) Done(res *Result) error {
+	return m.each(func(r Recorder) error { return r.Done(res) })
+}

@@ -1,0 +1,539 @@
+package finetune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/paretonav/paretonav/png"
+)
+
+// Run trains p: at every step it takes a batch of train, evaluates the
+// task losses and their gradients J, the criterion F and ∂F/∂ℓ, asks
+// s.Method for a direction v, and hands v to the optimizer. rec (may be
+// nil) sees the configuration, every step and the result. val (may be
+// nil) is evaluated every s.ValEvery steps and at the end.
+//
+// Reaching the step limit is Status StepLimit with a nil error. A
+// cancelled ctx writes a checkpoint (when s.CheckpointPath is set) and
+// returns Status Interrupted with an *InterruptedError. Non-finite values
+// roll back to the last good parameters with a halved learning rate, up to
+// s.MaxRetries times, then fail with a *NonFiniteError.
+func Run(ctx context.Context, p Problem, train, val *Dataset, s *Settings, rec Recorder) (*Result, error) {
+	return run(ctx, []Problem{p}, train, val, s, rec, "", false)
+}
+
+// RunMulti trains N models together, one Problem each (independent
+// instances with the same tasks and parameter count). With s.Multi (the
+// energy) every model k gets ∂E/∂L_k as its criterion gradient and its own
+// direction and optimizer state; without it every model follows
+// s.Criterion on its own. All models see the same batches.
+func RunMulti(ctx context.Context, ps []Problem, train, val *Dataset, s *Settings, rec Recorder) (*Result, error) {
+	return run(ctx, ps, train, val, s, rec, "", true)
+}
+
+// Resume continues the run saved in the checkpoint at path. With the same
+// problem, data and settings as the interrupted run, it ends with
+// bit-identical parameters to a run that was never interrupted.
+func Resume(ctx context.Context, path string, p Problem, train, val *Dataset, s *Settings, rec Recorder) (*Result, error) {
+	return run(ctx, []Problem{p}, train, val, s, rec, path, false)
+}
+
+// ResumeMulti is Resume for RunMulti.
+func ResumeMulti(ctx context.Context, path string, ps []Problem, train, val *Dataset, s *Settings, rec Recorder) (*Result, error) {
+	return run(ctx, ps, train, val, s, rec, path, true)
+}
+
+// point is one model's state in the loop.
+type point struct {
+	p      Problem
+	theta  []float32
+	losses []float64
+	jac    png.Jacobian
+	coef   []float64
+	dir    []float32
+	opt    OptState
+	st     png.State
+	info   png.Info
+	f      float64
+
+	initLosses []float64
+	initF      float64
+
+	prevTheta []float32
+	prevOpt   OptState
+	prevDir   []float32
+}
+
+type loop struct {
+	s          Settings
+	obj        objective
+	pts        []*point
+	train, val *Dataset
+	tasks      []string
+	m, n       int
+	rec        Recorder
+	start      time.Time
+
+	total    int
+	step     int // steps completed
+	epoch    int
+	pos      int
+	batches  [][]int
+	batch    Batch
+	batchKey [2]int
+	haveB    bool
+
+	lrScale  float64
+	retries  int
+	hasPrev  bool
+	prevStep int
+	initF    float64
+	F        float64
+	lastCkpt string
+	L, coefs [][]float64
+	perF     []float64
+}
+
+// bad describes a non-finite value found during a step.
+type bad struct {
+	model int
+	what  string
+	err   error
+}
+
+func run(ctx context.Context, ps []Problem, train, val *Dataset, s *Settings, rec Recorder, resume string, multi bool) (res *Result, err error) {
+	l, err := newLoop(ps, train, val, s, rec, multi)
+	if err != nil {
+		return nil, err
+	}
+	if resume != "" {
+		if err := l.restore(resume); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.rec.Init(l.config(multi)); err != nil {
+		return nil, fmt.Errorf("finetune: recorder: %w", err)
+	}
+	res, err = l.loop(ctx)
+	if derr := l.rec.Done(res); derr != nil && err == nil {
+		err = fmt.Errorf("finetune: recorder: %w", derr)
+	}
+	return res, err
+}
+
+func newLoop(ps []Problem, train, val *Dataset, s *Settings, rec Recorder, multi bool) (*loop, error) {
+	rs, err := s.resolved()
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) == 0 {
+		return nil, errors.New("finetune: no problem to train")
+	}
+	for _, d := range []struct {
+		name string
+		d    *Dataset
+	}{{"training set", train}, {"validation set", val}} {
+		if d.d != nil {
+			if err := d.d.Validate(); err != nil {
+				return nil, fmt.Errorf("%w (%s)", err, d.name)
+			}
+		}
+	}
+	tasks := ps[0].Tasks()
+	n := ps[0].NumParams()
+	for k, p := range ps[1:] {
+		if err := checkTasks(fmt.Sprintf("model %d", k+1), p.Tasks(), tasks); err != nil {
+			return nil, err
+		}
+		if p.NumParams() != n {
+			return nil, fmt.Errorf("finetune: model %d has %d parameters, model 0 has %d", k+1, p.NumParams(), n)
+		}
+	}
+	obj := objective{c: rs.Criterion}
+	if multi {
+		obj.m = rs.Multi
+	}
+	if obj.c == nil && obj.m == nil {
+		obj.c = sumCriterion{tasks}
+	}
+	if obj.c != nil {
+		if err := checkTasks("criterion "+obj.c.String(), obj.c.Tasks(), tasks); err != nil {
+			return nil, err
+		}
+	}
+	if obj.m != nil {
+		if err := checkTasks("criterion "+obj.m.String(), obj.m.Tasks(), tasks); err != nil {
+			return nil, err
+		}
+	}
+	if rec == nil {
+		rec = Multi()
+	}
+	l := &loop{s: rs, obj: obj, train: train, val: val, tasks: tasks, m: len(tasks), n: n, rec: rec, lrScale: 1}
+	l.total = rs.totalSteps(train.Len())
+	for _, p := range ps {
+		pt := &point{p: p, theta: make([]float32, n), losses: make([]float64, l.m),
+			jac: png.NewJacobian(l.m, n), coef: make([]float64, l.m), dir: make([]float32, n)}
+		p.Params(pt.theta)
+		l.pts = append(l.pts, pt)
+		l.L = append(l.L, pt.losses)
+		l.coefs = append(l.coefs, pt.coef)
+	}
+	l.perF = make([]float64, len(ps))
+	return l, nil
+}
+
+func (l *loop) loop(ctx context.Context) (*Result, error) {
+	l.start = time.Now()
+	first := l.step == 0
+	for l.step < l.total {
+		if err := ctx.Err(); err != nil {
+			return l.interrupt(err)
+		}
+		b, err := l.evalStep(first)
+		if err != nil {
+			return l.fail(err)
+		}
+		if b != nil {
+			if err := l.rollback(b); err != nil {
+				return l.fail(err)
+			}
+			continue
+		}
+		first = false
+		lr := l.s.lrAt(l.step, l.total) * l.lrScale
+		l.snapshot()
+		for k, pt := range l.pts {
+			l.s.apply(pt.theta, pt.dir, &pt.opt, lr)
+			if !finite32(pt.theta) {
+				if err := l.rollback(&bad{model: k, what: "parameters"}); err != nil {
+					return l.fail(err)
+				}
+				lr = l.s.lrAt(l.step, l.total) * l.lrScale
+				break
+			}
+		}
+		if err := l.setParams(); err != nil {
+			return l.fail(err)
+		}
+		l.step++
+		l.advance()
+		st := l.stepRecord(lr)
+		if l.val != nil && l.s.ValEvery > 0 && l.step%l.s.ValEvery == 0 {
+			for k, pt := range l.pts {
+				if st.Points[k].ValLosses, err = l.validate(pt); err != nil {
+					return l.fail(err)
+				}
+			}
+		}
+		l.retries = 0
+		if err := l.rec.Record(st); err != nil {
+			return l.fail(fmt.Errorf("finetune: recorder at step %d: %w", l.step, err))
+		}
+		if l.s.CheckpointEvery > 0 && l.step%l.s.CheckpointEvery == 0 {
+			if err := l.checkpoint(); err != nil {
+				return l.fail(err)
+			}
+		}
+	}
+	return l.finish()
+}
+
+// evalStep evaluates every point on the current batch and computes the
+// criterion and the directions. It returns a non-nil *bad for non-finite
+// values and an error for anything else.
+func (l *loop) evalStep(first bool) (*bad, error) {
+	batch := l.currentBatch()
+	if b, err := l.evaluate(batch, true); b != nil || err != nil {
+		return b, err
+	}
+	F, err := l.obj.eval(l.L, l.coefs, l.perF)
+	if err != nil || math.IsNaN(F) || math.IsInf(F, 0) {
+		return &bad{what: "criterion", err: err}, nil
+	}
+	for k, pt := range l.pts {
+		if !finite64(pt.coef) {
+			return &bad{model: k, what: "criterion gradient"}, nil
+		}
+		pt.f = l.perF[k]
+	}
+	l.F = F
+	if first {
+		l.initF = F
+		for k, pt := range l.pts {
+			pt.initLosses = append([]float64(nil), pt.losses...)
+			pt.initF = l.perF[k]
+		}
+	}
+	err = l.parallel(func(k int) error {
+		pt := l.pts[k]
+		info, err := l.s.Method.Direction(pt.dir, pt.jac, png.Gradient{Coef: pt.coef}, &pt.st)
+		if err != nil {
+			return fmt.Errorf("finetune: step %d, model %d: direction: %w", l.step+1, k, err)
+		}
+		pt.info = info
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for k, pt := range l.pts {
+		if !finite32(pt.dir) {
+			return &bad{model: k, what: "direction"}, nil
+		}
+	}
+	return nil, nil
+}
+
+// evaluate computes every point's losses (and J when withJac) on batch.
+func (l *loop) evaluate(batch Batch, withJac bool) (*bad, error) {
+	err := l.parallel(func(k int) error {
+		pt := l.pts[k]
+		var jac *png.Jacobian
+		if withJac {
+			jac = &pt.jac
+		}
+		if err := pt.p.Evaluate(batch, pt.losses, jac); err != nil {
+			return fmt.Errorf("finetune: step %d, model %d: evaluate: %w", l.step+1, k, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for k, pt := range l.pts {
+		if !finite64(pt.losses) {
+			return &bad{model: k, what: "loss"}, nil
+		}
+		if withJac && !finite32(pt.jac.Data) {
+			return &bad{model: k, what: "gradient"}, nil
+		}
+	}
+	return nil, nil
+}
+
+// parallel runs f for every point on s.Workers goroutines and returns the
+// first error in point order.
+func (l *loop) parallel(f func(k int) error) error {
+	if l.s.Workers <= 1 || len(l.pts) == 1 {
+		for k := range l.pts {
+			if err := f(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, len(l.pts))
+	sem := make(chan struct{}, l.s.Workers)
+	var wg sync.WaitGroup
+	for k := range l.pts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[k] = f(k)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// snapshot keeps the state before this step's update as the last good one.
+func (l *loop) snapshot() {
+	for _, pt := range l.pts {
+		pt.prevTheta = append(pt.prevTheta[:0], pt.theta...)
+		pt.prevOpt = pt.opt.clone()
+		pt.prevDir = append(pt.prevDir[:0], pt.dir...)
+	}
+	l.hasPrev = true
+	l.prevStep = l.step
+}
+
+// rollback returns to the last good parameters and redoes their update
+// with a halved learning rate, until the parameters are finite or the
+// retries are spent.
+func (l *loop) rollback(b *bad) error {
+	for {
+		if !l.hasPrev || l.retries >= l.s.MaxRetries {
+			return &NonFiniteError{Step: l.step + 1, Model: b.model, What: b.what, Retries: l.retries, Err: b.err}
+		}
+		l.retries++
+		l.lrScale *= 0.5
+		lr := l.s.lrAt(l.prevStep, l.total) * l.lrScale
+		ok := true
+		for k, pt := range l.pts {
+			pt.theta = append(pt.theta[:0], pt.prevTheta...)
+			pt.opt = pt.prevOpt.clone()
+			l.s.apply(pt.theta, pt.prevDir, &pt.opt, lr)
+			if ok && !finite32(pt.theta) {
+				ok = false
+				b = &bad{model: k, what: "parameters"}
+			}
+		}
+		if ok {
+			return l.setParams()
+		}
+	}
+}
+
+func (l *loop) setParams() error {
+	for k, pt := range l.pts {
+		if err := pt.p.SetParams(pt.theta); err != nil {
+			return fmt.Errorf("finetune: step %d, model %d: set parameters: %w", l.step+1, k, err)
+		}
+	}
+	return nil
+}
+
+// currentBatch returns the batch at (epoch, pos), copying its rows once.
+func (l *loop) currentBatch() Batch {
+	if l.train.Empty() {
+		return nil
+	}
+	key := [2]int{l.epoch, l.pos}
+	if l.haveB && key == l.batchKey {
+		return l.batch
+	}
+	if l.batches == nil {
+		l.batches = l.train.Batches(l.s.Seed, l.epoch, l.s.BatchSize)
+	}
+	l.batch, l.batchKey, l.haveB = l.train.Subset(l.batches[l.pos]), key, true
+	return l.batch
+}
+
+// advance moves to the next batch; the last batch is kept for the final
+// evaluation.
+func (l *loop) advance() {
+	if l.train.Empty() {
+		return
+	}
+	l.pos++
+	if l.pos == len(l.batches) {
+		l.epoch++
+		l.pos = 0
+		l.batches = nil
+	}
+}
+
+// validate returns pt's losses over the validation set, the batch losses
+// weighted by batch size.
+func (l *loop) validate(pt *point) ([]float64, error) {
+	out := make([]float64, l.m)
+	if l.val.Empty() {
+		if err := pt.p.Evaluate(nil, out, nil); err != nil {
+			return nil, fmt.Errorf("finetune: validation after step %d: %w", l.step, err)
+		}
+		return out, nil
+	}
+	N := l.val.Len()
+	tmp := make([]float64, l.m)
+	for i := 0; i < N; i += l.s.BatchSize {
+		j := min(i+l.s.BatchSize, N)
+		if err := pt.p.Evaluate(l.val.Slice(i, j), tmp, nil); err != nil {
+			return nil, fmt.Errorf("finetune: validation after step %d, examples %d..%d: %w", l.step, i, j-1, err)
+		}
+		for t := range out {
+			out[t] += tmp[t] * float64(j-i) / float64(N)
+		}
+	}
+	return out, nil
+}
+
+func (l *loop) stepRecord(lr float64) *Step {
+	st := &Step{Step: l.step, Epoch: l.batchKey[0], F: l.F, LR: lr, Retries: l.retries, Elapsed: time.Since(l.start)}
+	for _, pt := range l.pts {
+		st.Points = append(st.Points, Point{Losses: pt.losses, F: pt.f, Info: pt.info})
+	}
+	return st
+}
+
+// finish evaluates the final parameters and builds the result.
+func (l *loop) finish() (*Result, error) {
+	batch := l.batch
+	if l.train.Empty() {
+		batch = nil
+	} else if !l.haveB {
+		batch = l.currentBatch()
+	}
+	b, err := l.evaluate(batch, true)
+	if err != nil {
+		return l.fail(err)
+	}
+	if b != nil {
+		return l.fail(&NonFiniteError{Step: l.step, Model: b.model, What: b.what + " at the final parameters"})
+	}
+	if l.F, err = l.obj.eval(l.L, l.coefs, l.perF); err != nil {
+		return l.fail(fmt.Errorf("finetune: criterion at the final parameters: %w", err))
+	}
+	res := l.result(StepLimit)
+	for k, pt := range l.pts {
+		st := pt.st // a copy: measuring g must not move the run's state
+		dir := make([]float32, l.n)
+		info, err := l.s.Method.Direction(dir, pt.jac, png.Gradient{Coef: pt.coef}, &st)
+		if err != nil {
+			return l.fail(fmt.Errorf("finetune: model %d: g at the final parameters: %w", k, err))
+		}
+		res.Points[k].G = info.G
+		if l.val != nil {
+			if res.Points[k].ValLosses, err = l.validate(pt); err != nil {
+				return l.fail(err)
+			}
+		}
+	}
+	return res, nil
+}
+
+func (l *loop) result(status Status) *Result {
+	res := &Result{Status: status, Steps: l.step, Tasks: l.tasks, F: l.F, InitialF: l.initF, Checkpoint: l.lastCkpt}
+	for k, pt := range l.pts {
+		res.Points = append(res.Points, PointResult{
+			Params:        append([]float32(nil), pt.theta...),
+			Losses:        append([]float64(nil), pt.losses...),
+			InitialLosses: pt.initLosses,
+			F:             l.perF[k],
+			InitialF:      pt.initF,
+			G:             pt.info.G,
+		})
+	}
+	return res
+}
+
+func (l *loop) fail(err error) (*Result, error) { return l.result(Failed), err }
+
+func (l *loop) interrupt(cause error) (*Result, error) {
+	ie := &InterruptedError{Step: l.step, Err: cause}
+	if l.s.CheckpointPath != "" {
+		if err := l.checkpoint(); err != nil {
+			return l.result(Interrupted), errors.Join(ie, err)
+		}
+		ie.Checkpoint = l.s.CheckpointPath
+	}
+	return l.result(Interrupted), ie
+}
+
+func finite64(x []float64) bool {
+	for _, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func finite32(x []float32) bool {
+	for _, v := range x {
+		if v != v || math.IsInf(float64(v), 0) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,184 @@
+package finetune
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/paretonav/paretonav/png"
+	"github.com/paretonav/paretonav/png/criterion"
+)
+
+// Default values used for zero fields of Settings.
+const (
+	DefaultLR         = 1e-3 // the paper's step size ξ
+	DefaultSteps      = 1000
+	DefaultBatchSize  = 32
+	DefaultMaxRetries = 3
+	DefaultBeta1      = 0.9
+	DefaultBeta2      = 0.999
+	DefaultEps        = 1e-8
+	DefaultStepFactor = 0.1
+)
+
+// Settings configures Run and RunMulti. The zero value is usable except
+// for Method (see below); every field documents its default.
+type Settings struct {
+	// Method computes the update direction from the task gradients. It is
+	// required (png.PNG{} gives the paper's method).
+	Method png.Method
+	// Criterion is F(ℓ), the function PNG navigates toward. nil means the
+	// sum of the task losses. In RunMulti without Multi, every point is
+	// driven by Criterion on its own.
+	Criterion criterion.Criterion
+	// Multi is the criterion over all points in RunMulti (the energy that
+	// spreads them over the front). It takes precedence over Criterion,
+	// which is then only reported per point. Run ignores it.
+	Multi criterion.Multi
+
+	// Optimizer is "sgd" (default) or "adam". The direction v is handed to
+	// it as the gradient; plain SGD is θ ← θ − lr·v.
+	Optimizer string
+	// Momentum is SGD's momentum μ (default 0): b ← μb + v, θ ← θ − lr·b.
+	Momentum float64
+	// Beta1, Beta2, Eps are Adam's β1 (0.9), β2 (0.999) and ε (1e-8).
+	Beta1, Beta2, Eps float64
+
+	// LR is the learning rate (default 1e-3).
+	LR float64
+	// LRSchedule is "constant" (default); "cosine": LR·½(1+cos(π·k/T)) at
+	// step k of T; or "step": LR·StepFactor^⌊k/StepEvery⌋.
+	LRSchedule string
+	// StepEvery is the period of the "step" schedule (default T/3, at
+	// least 1); StepFactor its factor (default 0.1).
+	StepEvery  int
+	StepFactor float64
+
+	// Steps is the number of steps. When 0, Epochs passes over the
+	// training set are done; when both are 0, DefaultSteps.
+	Steps  int
+	Epochs int
+	// BatchSize is the number of examples per step (default 32). The last
+	// batch of an epoch may be smaller. Ignored for problems without data.
+	BatchSize int
+	// Seed seeds the per-epoch shuffle of the training set.
+	Seed int64
+
+	// ValEvery evaluates the validation set every ValEvery steps (0: only
+	// at the end, when a validation set is given).
+	ValEvery int
+	// CheckpointEvery writes a checkpoint to CheckpointPath every
+	// CheckpointEvery steps (0: never, except on interruption when
+	// CheckpointPath is set).
+	CheckpointEvery int
+	CheckpointPath  string
+
+	// MaxRetries is how many times a non-finite step is rolled back with
+	// a halved learning rate before the run fails (default 3; negative:
+	// none). The halving persists for the rest of the run.
+	MaxRetries int
+	// Workers is the number of points RunMulti evaluates at once
+	// (default 1). Each Problem must then be independent of the others.
+	Workers int
+
+	// Meta is copied into the configuration record (the first line of a
+	// JSON-lines log): the command line's problem name, its init, ...
+	Meta map[string]any
+}
+
+// resolved returns a copy of s with the defaults filled in, or an error
+// naming the field that is wrong.
+func (s *Settings) resolved() (Settings, error) {
+	var r Settings
+	if s != nil {
+		r = *s
+	}
+	if r.Method == nil {
+		return r, fmt.Errorf("finetune: Settings.Method is nil; want a png.Method such as png.PNG{}")
+	}
+	switch r.Optimizer {
+	case "":
+		r.Optimizer = "sgd"
+	case "sgd", "adam":
+	default:
+		return r, fmt.Errorf("finetune: Settings.Optimizer %q: want \"sgd\" or \"adam\"", r.Optimizer)
+	}
+	if r.Beta1 == 0 {
+		r.Beta1 = DefaultBeta1
+	}
+	if r.Beta2 == 0 {
+		r.Beta2 = DefaultBeta2
+	}
+	if r.Eps == 0 {
+		r.Eps = DefaultEps
+	}
+	if r.LR == 0 {
+		r.LR = DefaultLR
+	}
+	switch r.LRSchedule {
+	case "":
+		r.LRSchedule = "constant"
+	case "constant", "cosine", "step":
+	default:
+		return r, fmt.Errorf("finetune: Settings.LRSchedule %q: want constant, cosine or step", r.LRSchedule)
+	}
+	if r.StepFactor == 0 {
+		r.StepFactor = DefaultStepFactor
+	}
+	if r.BatchSize == 0 {
+		r.BatchSize = DefaultBatchSize
+	}
+	if r.MaxRetries == 0 {
+		r.MaxRetries = DefaultMaxRetries
+	} else if r.MaxRetries < 0 {
+		r.MaxRetries = 0
+	}
+	if r.Workers <= 0 {
+		r.Workers = 1
+	}
+	for _, c := range []struct {
+		name string
+		v    float64
+	}{{"LR", r.LR}, {"Momentum", r.Momentum}, {"Beta1", r.Beta1}, {"Beta2", r.Beta2}, {"Eps", r.Eps}, {"StepFactor", r.StepFactor}} {
+		if c.v < 0 || math.IsNaN(c.v) || math.IsInf(c.v, 0) {
+			return r, fmt.Errorf("finetune: Settings.%s = %v: want a finite value ≥ 0", c.name, c.v)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"Steps", r.Steps}, {"Epochs", r.Epochs}, {"BatchSize", r.BatchSize}, {"ValEvery", r.ValEvery}, {"CheckpointEvery", r.CheckpointEvery}, {"StepEvery", r.StepEvery}} {
+		if c.v < 0 {
+			return r, fmt.Errorf("finetune: Settings.%s = %d: want ≥ 0", c.name, c.v)
+		}
+	}
+	if r.CheckpointEvery > 0 && r.CheckpointPath == "" {
+		return r, fmt.Errorf("finetune: Settings.CheckpointEvery = %d but CheckpointPath is empty", r.CheckpointEvery)
+	}
+	return r, nil
+}
+
+// totalSteps returns the step limit for a training set of n examples.
+func (s *Settings) totalSteps(n int) int {
+	switch {
+	case s.Steps > 0:
+		return s.Steps
+	case s.Epochs > 0:
+		return s.Epochs * batchesPerEpoch(n, s.BatchSize)
+	}
+	return DefaultSteps
+}
+
+// lrAt returns the scheduled learning rate for step k (0-based) of total.
+func (s *Settings) lrAt(k, total int) float64 {
+	switch s.LRSchedule {
+	case "cosine":
+		return s.LR * 0.5 * (1 + math.Cos(math.Pi*float64(k)/float64(total)))
+	case "step":
+		every := s.StepEvery
+		if every == 0 {
+			every = max(total/3, 1)
+		}
+		return s.LR * math.Pow(s.StepFactor, float64(k/every))
+	}
+	return s.LR
+}

@@ -1,0 +1,92 @@
+package finetune
+
+import "fmt"
+
+// checkpoint writes the loop's state to s.CheckpointPath.
+func (l *loop) checkpoint() error {
+	c := &Checkpoint{
+		NumParams: l.n, Tasks: l.tasks, Step: l.step, Epoch: l.epoch, Pos: l.pos, Seed: l.s.Seed,
+		LRScale: l.lrScale, InitialF: l.initF, HasPrev: l.hasPrev, PrevStep: l.prevStep,
+	}
+	for _, pt := range l.pts {
+		c.Points = append(c.Points, PointCheckpoint{
+			Params: pt.theta, Opt: pt.opt, PNG: pt.st, InitialLosses: pt.initLosses, InitialF: pt.initF,
+			PrevParams: pt.prevTheta, PrevOpt: pt.prevOpt, PrevDir: pt.prevDir,
+		})
+	}
+	if err := WriteCheckpoint(l.s.CheckpointPath, c); err != nil {
+		return fmt.Errorf("%w (after step %d)", err, l.step)
+	}
+	l.lastCkpt = l.s.CheckpointPath
+	return nil
+}
+
+// restore loads the checkpoint at path into the loop and the problems.
+func (l *loop) restore(path string) error {
+	c, err := ReadCheckpoint(path)
+	if err != nil {
+		return err
+	}
+	ps := make([]Problem, len(l.pts))
+	for k, pt := range l.pts {
+		ps[k] = pt.p
+	}
+	if err := c.check(path, ps); err != nil {
+		return err
+	}
+	if c.Seed != l.s.Seed {
+		return fmt.Errorf("finetune: checkpoint %s was made with seed %d, the settings say %d", path, c.Seed, l.s.Seed)
+	}
+	l.step, l.epoch, l.pos = c.Step, c.Epoch, c.Pos
+	l.lrScale, l.initF, l.hasPrev, l.prevStep = c.LRScale, c.InitialF, c.HasPrev, c.PrevStep
+	if !l.train.Empty() && l.pos >= batchesPerEpoch(l.train.Len(), l.s.BatchSize) {
+		return fmt.Errorf("finetune: checkpoint %s: batch %d of epoch %d does not exist with %d examples in batches of %d",
+			path, l.pos, l.epoch, l.train.Len(), l.s.BatchSize)
+	}
+	for k, pt := range l.pts {
+		pc := c.Points[k]
+		copy(pt.theta, pc.Params)
+		pt.opt, pt.st = pc.Opt, pc.PNG
+		pt.initLosses, pt.initF = pc.InitialLosses, pc.InitialF
+		pt.prevTheta, pt.prevOpt, pt.prevDir = pc.PrevParams, pc.PrevOpt, pc.PrevDir
+	}
+	return l.setParams()
+}
+
+// config returns the resolved configuration for the recorders.
+func (l *loop) config(multi bool) *Config {
+	s := &l.s
+	cfg := &Config{
+		Kind: "config", Tasks: l.tasks, NumParams: l.n, Models: len(l.pts),
+		Method: describe(s.Method), Criterion: describe(l.obj.c), Optimizer: s.Optimizer,
+		LR: s.LR, LRSchedule: s.LRSchedule, Steps: l.total, StartStep: l.step,
+		TrainExamples: l.train.Len(), ValExamples: l.val.Len(), Seed: s.Seed, ValEvery: s.ValEvery,
+		CheckpointEvery: s.CheckpointEvery, CheckpointPath: s.CheckpointPath,
+		MaxRetries: s.MaxRetries, Workers: s.Workers, Meta: s.Meta,
+	}
+	if l.obj.m != nil {
+		cfg.Multi = describe(l.obj.m)
+	}
+	if !l.train.Empty() {
+		cfg.BatchSize = s.BatchSize
+	}
+	switch s.Optimizer {
+	case "adam":
+		cfg.Beta1, cfg.Beta2, cfg.Eps = s.Beta1, s.Beta2, s.Eps
+	default:
+		cfg.Momentum = s.Momentum
+	}
+	return cfg
+}
+
+// describe names a method or criterion: its String method, else its Go
+// type and fields.
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case fmt.Stringer:
+		return x.String()
+	}
+	return fmt.Sprintf("%T%+v", v, v)
+}
