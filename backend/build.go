@@ -1,0 +1,221 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// builder lowers an ONNX graph into a Gorgonia graph for concrete input
+// shapes. Every lowering function receives it.
+type builder struct {
+	g      *G.ExprGraph
+	dt     tensor.Dtype // element type of every float node (Float32 or Float64)
+	opset  int64        // default-domain opset of the model
+	consts map[*importer.Tensor]gnode
+	nconst int
+}
+
+func newBuilder(dt tensor.Dtype, opset int64) *builder {
+	return &builder{g: G.NewGraph(), dt: dt, opset: opset, consts: map[*importer.Tensor]gnode{}}
+}
+
+// node returns v as a Gorgonia node, turning a constant into a
+// non-trainable input node holding its values (as floats of b.dt).
+func (b *builder) node(v *value) gnode {
+	if v.n != nil {
+		return v.n
+	}
+	if n, ok := b.consts[v.c]; ok {
+		return n
+	}
+	b.nconst++
+	name := fmt.Sprintf("const#%d:%s", b.nconst, v.c.Name)
+	val := makeValue(b.dt, v.c.Shape, v.c.Float64s())
+	var n gnode
+	if len(v.c.Shape) == 0 {
+		n = G.NewScalar(b.g, b.dt, G.WithName(name), G.WithValue(val))
+	} else {
+		n = G.NewTensor(b.g, b.dt, len(v.c.Shape), G.WithShape(v.c.Shape...), G.WithName(name), G.WithValue(val))
+	}
+	b.consts[v.c] = n
+	return n
+}
+
+// input adds a run-time input node (a model input, a loss target, a
+// parameter) of shape s.
+func (b *builder) input(name string, s []int) gnode {
+	if len(s) == 0 {
+		return G.NewScalar(b.g, b.dt, G.WithName(name))
+	}
+	return G.NewTensor(b.g, b.dt, len(s), G.WithShape(s...), G.WithName(name))
+}
+
+// UnsupportedOp is one node backend cannot lower.
+type UnsupportedOp struct {
+	OpType string
+	Domain string
+	Node   string
+	Opset  int64
+}
+
+// UnsupportedError lists every node of a model that backend cannot lower.
+type UnsupportedError struct {
+	Ops []UnsupportedOp
+}
+
+func (e *UnsupportedError) Error() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "backend: %d unsupported node(s):", len(e.Ops))
+	for _, o := range e.Ops {
+		op := o.OpType
+		if o.Domain != "" {
+			op = o.Domain + "." + op
+		}
+		fmt.Fprintf(&sb, "\n\t%s (node %q, opset %d)", op, o.Node, o.Opset)
+	}
+	return sb.String()
+}
+
+// evalNodeHook evaluates a node whose inputs are all constants. It is
+// importer.EvalNode once that exists; lowerings handle constants
+// themselves where shape arithmetic needs it, so a failure here only means
+// "lower it instead".
+var evalNodeHook func(n *onnxpb.NodeProto, opset int64, in []*importer.Tensor) ([]*importer.Tensor, error)
+
+// noFold lists ops never folded at build time.
+var noFold = map[string]bool{
+	"RandomNormal": true, "RandomUniform": true, "RandomNormalLike": true,
+	"RandomUniformLike": true, "Multinomial": true, "Bernoulli": true,
+}
+
+// lowerGraph lowers the nodes of gp given the values already bound
+// (inputs, initializers) in vals, adding every node output to vals. It
+// lowers as much as it can and reports every unsupported node (as an
+// *UnsupportedError) together with any other lowering errors.
+func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) error {
+	var unsupported []UnsupportedOp
+	var errs []error
+	unknown := map[string]bool{} // outputs of nodes that failed
+	for i, n := range gp.Node {
+		name := n.GetName()
+		if name == "" {
+			name = fmt.Sprintf("#%d", i)
+			n.Name = &name
+		}
+		dom := n.GetDomain()
+		if dom != "" && dom != "ai.onnx" {
+			unsupported = append(unsupported, UnsupportedOp{n.GetOpType(), dom, name, 0})
+			markUnknown(n, unknown)
+			continue
+		}
+		f := lookup(n.GetOpType(), b.opset)
+		in := make([]*value, len(n.Input))
+		blocked, allConst := false, true
+		for j, s := range n.Input {
+			if s == "" {
+				continue
+			}
+			if unknown[s] {
+				blocked = true
+				continue
+			}
+			v, ok := vals[s]
+			if !ok {
+				errs = append(errs, nodeErr(n, "input %d %q is not produced by any earlier node, graph input or initializer", j, s))
+				blocked = true
+				continue
+			}
+			in[j] = v
+			allConst = allConst && v.isConst()
+		}
+		if blocked {
+			if f == nil {
+				unsupported = append(unsupported, UnsupportedOp{n.GetOpType(), "", name, b.opset})
+			}
+			markUnknown(n, unknown)
+			continue
+		}
+		var outs []*value
+		if allConst && !noFold[n.GetOpType()] && evalNodeHook != nil {
+			cin := make([]*importer.Tensor, len(in))
+			for j, v := range in {
+				if v != nil {
+					cin[j] = v.c
+				}
+			}
+			if ts, err := evalNodeHook(n, b.opset, cin); err == nil {
+				for _, t := range ts {
+					outs = append(outs, constValue(t))
+				}
+			}
+		}
+		if outs == nil {
+			if f == nil {
+				unsupported = append(unsupported, UnsupportedOp{n.GetOpType(), "", name, b.opset})
+				markUnknown(n, unknown)
+				continue
+			}
+			var err error
+			outs, err = b.lowerNode(f, n, in)
+			if err != nil {
+				errs = append(errs, err)
+				markUnknown(n, unknown)
+				continue
+			}
+		}
+		if len(outs) < len(n.Output) {
+			// trailing outputs may be omitted only if unused
+			for j := len(outs); j < len(n.Output); j++ {
+				if n.Output[j] != "" {
+					unknown[n.Output[j]] = true
+				}
+			}
+		}
+		for j, o := range n.Output {
+			if j < len(outs) && o != "" && outs[j] != nil {
+				vals[o] = outs[j]
+			}
+		}
+	}
+	var all []error
+	if len(unsupported) > 0 {
+		sort.SliceStable(unsupported, func(i, j int) bool { return unsupported[i].OpType < unsupported[j].OpType })
+		all = append(all, &UnsupportedError{Ops: unsupported})
+	}
+	all = append(all, errs...)
+	return errors.Join(all...)
+}
+
+// lowerNode runs one lowering, turning a panic into an error naming the
+// node.
+func (b *builder) lowerNode(f lowerFunc, n *onnxpb.NodeProto, in []*value) (outs []*value, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = nodeErr(n, "panic while lowering (opset %d): %v", b.opset, r)
+		}
+	}()
+	outs, err = f(b, n, in)
+	if err != nil {
+		if !strings.Contains(err.Error(), fmt.Sprintf("node %q", n.GetName())) {
+			err = nodeErr(n, "%v", err)
+		}
+		return nil, err
+	}
+	return outs, nil
+}
+
+func markUnknown(n *onnxpb.NodeProto, unknown map[string]bool) {
+	for _, o := range n.Output {
+		if o != "" {
+			unknown[o] = true
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package backend
+
+import (
+	"fmt"
+
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// move builds a pure data-movement result: out[i] = cat[idx[i]], where cat
+// is the row-major concatenation of the flat data of ins. Reshape,
+// Transpose, Concat, Slice, Gather, ... are all instances. When every
+// input is a constant the result is a constant of the same element type
+// (this keeps shape arithmetic foldable); otherwise it is a kernel whose
+// gradient scatters back.
+func (b *builder) move(n *onnxpb.NodeProto, kind string, ins []*value, out []int, idx []int) (*value, error) {
+	if len(idx) != numel(out) {
+		return nil, nodeErr(n, "internal: %d indices for output shape %v", len(idx), out)
+	}
+	allConst := true
+	for _, v := range ins {
+		allConst = allConst && v.isConst()
+	}
+	if allConst {
+		return constValue(moveConst(n.GetName(), ins, out, idx)), nil
+	}
+	offs := make([]int, len(ins)+1)
+	nodes := make([]gnode, len(ins))
+	for i, v := range ins {
+		offs[i+1] = offs[i] + numel(v.shape)
+		nodes[i] = b.node(v)
+	}
+	if len(ins) == 1 && isIdentity(idx) && numel(ins[0].shape) == len(idx) {
+		idx = nil // plain copy
+	}
+	fwd := func(dst []float64, in [][]float64) {
+		if idx == nil {
+			copy(dst, in[0])
+			return
+		}
+		if len(in) == 1 {
+			src := in[0]
+			for i, j := range idx {
+				dst[i] = src[j]
+			}
+			return
+		}
+		for i, j := range idx {
+			k := inputOf(offs, j)
+			dst[i] = in[k][j-offs[k]]
+		}
+	}
+	bwd := func(k int, dst []float64, _ [][]float64, _, grad []float64) {
+		if idx == nil {
+			copy(dst, grad)
+			return
+		}
+		lo, hi := offs[k], offs[k+1]
+		for i, j := range idx {
+			if j >= lo && j < hi {
+				dst[j-lo] += grad[i]
+			}
+		}
+	}
+	r, err := b.kernel(n.GetName(), kind, nodes, out, fwd, bwd, nil)
+	if err != nil {
+		return nil, err
+	}
+	return nodeValue(r), nil
+}
+
+func isIdentity(idx []int) bool {
+	for i, j := range idx {
+		if i != j {
+			return false
+		}
+	}
+	return true
+}
+
+// inputOf returns k such that offs[k] <= j < offs[k+1].
+func inputOf(offs []int, j int) int {
+	lo, hi := 0, len(offs)-2
+	for lo < hi {
+		m := (lo + hi + 1) / 2
+		if offs[m] <= j {
+			lo = m
+		} else {
+			hi = m - 1
+		}
+	}
+	return lo
+}
+
+// moveConst applies a data movement to constants, keeping the element
+// type of the first input (all inputs are converted to it).
+func moveConst(name string, ins []*value, out []int, idx []int) *importer.Tensor {
+	t0 := ins[0].c
+	r := &importer.Tensor{Name: name, Type: t0.Type, Shape: append([]int{}, out...)}
+	switch {
+	case t0.F64 != nil:
+		var cat []float64
+		for _, v := range ins {
+			cat = append(cat, v.c.Float64s()...)
+		}
+		r.F64 = make([]float64, len(idx))
+		for i, j := range idx {
+			r.F64[i] = cat[j]
+		}
+	case t0.F32 != nil:
+		var cat []float32
+		for _, v := range ins {
+			if v.c.F32 != nil {
+				cat = append(cat, v.c.F32...)
+			} else {
+				for _, x := range v.c.Float64s() {
+					cat = append(cat, float32(x))
+				}
+			}
+		}
+		r.F32 = make([]float32, len(idx))
+		for i, j := range idx {
+			r.F32[i] = cat[j]
+		}
+	default:
+		var cat []int64
+		for _, v := range ins {
+			cat = append(cat, v.c.Int64s()...)
+		}
+		r.I64 = make([]int64, len(idx))
+		for i, j := range idx {
+			r.I64[i] = cat[j]
+		}
+	}
+	return r
+}
+
+// strides returns the row-major strides of shape s.
+func strides(s []int) []int {
+	st := make([]int, len(s))
+	acc := 1
+	for i := len(s) - 1; i >= 0; i-- {
+		st[i] = acc
+		acc *= s[i]
+	}
+	return st
+}
+
+// normAxis maps a possibly negative axis into [0, rank), or errors.
+func normAxis(n *onnxpb.NodeProto, axis int64, rank int) (int, error) {
+	a := int(axis)
+	if a < 0 {
+		a += rank
+	}
+	if a < 0 || a >= rank {
+		return 0, nodeErr(n, "axis %d out of range for rank %d", axis, rank)
+	}
+	return a, nil
+}
+
+// identityIdx returns 0..n-1.
+func identityIdx(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+// shapeString formats a shape for messages.
+func shapeString(s []int) string { return fmt.Sprint(s) }

@@ -1,0 +1,91 @@
+package backend
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// built is an ONNX graph lowered for one set of concrete input shapes.
+type built struct {
+	b      *builder
+	vals   map[string]*value // every ONNX value by name
+	inputs map[string]gnode  // model inputs fed at run time
+	params map[string]gnode  // trainable initializers, by name
+}
+
+// buildGraph lowers gp for the given concrete shapes of its (non
+// initializer) inputs. Initializers named in trainable become parameter
+// nodes holding their initial values; the others are constants.
+func buildGraph(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, inits map[string]*importer.Tensor, trainable map[string]bool) (*built, error) {
+	b := newBuilder(dt, opset)
+	bt := &built{b: b, vals: map[string]*value{}, inputs: map[string]gnode{}, params: map[string]gnode{}}
+	for name, t := range inits {
+		if !trainable[name] {
+			bt.vals[name] = constValue(t)
+			continue
+		}
+		if !t.IsFloat() {
+			return nil, fmt.Errorf("initializer %q: only floating-point initializers can be trained, it is %v", name, t.Type)
+		}
+		n := b.input("param:"+name, t.Shape)
+		if err := G.Let(n, makeValue(dt, t.Shape, t.Float64s())); err != nil {
+			return nil, fmt.Errorf("initializer %q: %w", name, err)
+		}
+		bt.params[name] = n
+		bt.vals[name] = nodeValue(n)
+	}
+	for _, vi := range gp.Input {
+		name := vi.GetName()
+		if _, ok := inits[name]; ok {
+			continue
+		}
+		s, ok := shapes[name]
+		if !ok {
+			return nil, fmt.Errorf("model input %q: no shape given", name)
+		}
+		if tt := vi.GetType().GetTensorType(); tt != nil {
+			et := importer.DataType(tt.GetElemType())
+			if et != importer.Float32 && et != importer.Float64 && et != importer.Float16 {
+				return nil, fmt.Errorf("model input %q has element type %v; only floating-point inputs are supported", name, et)
+			}
+		}
+		n := b.input("input:"+name, s)
+		bt.inputs[name] = n
+		bt.vals[name] = nodeValue(n)
+	}
+	if err := b.lowerGraph(gp, bt.vals); err != nil {
+		return nil, err
+	}
+	return bt, nil
+}
+
+// runMachine runs every instruction of m once, turning a panic into an
+// error.
+func runMachine(m G.VM) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("backend: panic while running the graph: %v", r)
+		}
+	}()
+	m.Reset()
+	return m.RunAll()
+}
+
+// letFloats binds data (row-major, shape s) to input node n.
+func letFloats(n gnode, dt tensor.Dtype, s []int, data []float64) error {
+	return G.Let(n, makeValue(dt, s, data))
+}
+
+// tensorOf copies the value of node n into a float64 importer tensor.
+func tensorOf(name string, n gnode) (*importer.Tensor, error) {
+	d, err := valueFloats(n.Value())
+	if err != nil {
+		return nil, fmt.Errorf("value %q: %w", name, err)
+	}
+	return &importer.Tensor{Name: name, Type: importer.Float64, Shape: append([]int{}, n.Shape()...), F64: append([]float64{}, d...)}, nil
+}

@@ -1,0 +1,326 @@
+package backend
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// Test helpers shared by the op tests of package backend: build a
+// one-node ONNX model, run it forward in float64, check gradients by
+// central differences.
+
+// tin is one input of a test node: a graph input fed at run time, or an
+// initializer (init true).
+type tin struct {
+	name string
+	t    *importer.Tensor
+	init bool
+}
+
+// feed returns a graph input of the given shape and values.
+func feed(name string, shape []int, data ...float64) tin {
+	return tin{name: name, t: &importer.Tensor{Name: name, Type: importer.Float64, Shape: shape, F64: data}}
+}
+
+// initF returns a float64 initializer.
+func initF(name string, shape []int, data ...float64) tin {
+	t := feed(name, shape, data...)
+	t.init = true
+	return t
+}
+
+// initI returns an int64 initializer (shapes, axes, ...).
+func initI(name string, shape []int, data ...int64) tin {
+	return tin{name: name, init: true, t: &importer.Tensor{Name: name, Type: importer.Int64, Shape: shape, I64: data}}
+}
+
+// randFeed returns a graph input with values uniform in [-1, 1) from a
+// fixed seed.
+func randFeed(name string, seed int64, shape ...int) tin {
+	r := rand.New(rand.NewSource(seed))
+	d := make([]float64, numel(shape))
+	for i := range d {
+		d[i] = 2*r.Float64() - 1
+	}
+	return feed(name, shape, d...)
+}
+
+// absent marks an omitted optional input.
+var absent = tin{}
+
+func aInt(name string, v int64) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: &name, Type: onnxpb.AttributeProto_INT.Enum(), I: &v}
+}
+
+func aFloat(name string, v float32) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: &name, Type: onnxpb.AttributeProto_FLOAT.Enum(), F: &v}
+}
+
+func aInts(name string, v ...int64) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: &name, Type: onnxpb.AttributeProto_INTS.Enum(), Ints: v}
+}
+
+func aString(name, v string) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: &name, Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(v)}
+}
+
+// tensorProto encodes t (float64, float32 or int64) as a TensorProto.
+func tensorProto(t *importer.Tensor) *onnxpb.TensorProto {
+	name := t.Name
+	tp := &onnxpb.TensorProto{Name: &name, DataType: proto32(int32(t.Type))}
+	for _, d := range t.Shape {
+		tp.Dims = append(tp.Dims, int64(d))
+	}
+	switch {
+	case t.F64 != nil:
+		tp.DoubleData = t.F64
+	case t.F32 != nil:
+		tp.FloatData = t.F32
+	default:
+		tp.Int64Data = t.I64
+	}
+	return tp
+}
+
+func proto32(v int32) *int32 { return &v }
+
+// oneNode builds a model holding a single node of opType at opset, with
+// the given inputs (graph inputs or initializers) and outputs.
+func oneNode(opType string, opset int64, attrs []*onnxpb.AttributeProto, ins []tin, outs ...string) *importer.Model {
+	name := "n0"
+	node := &onnxpb.NodeProto{Name: &name, OpType: &opType, Attribute: attrs}
+	g := &onnxpb.GraphProto{}
+	for _, in := range ins {
+		node.Input = append(node.Input, in.name)
+		if in.name == "" {
+			continue
+		}
+		if in.init {
+			g.Initializer = append(g.Initializer, tensorProto(in.t))
+			continue
+		}
+		nm := in.name
+		et := int32(importer.Float64)
+		g.Input = append(g.Input, &onnxpb.ValueInfoProto{Name: &nm, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: &et}}}})
+	}
+	node.Output = outs
+	for _, o := range outs {
+		nm := o
+		g.Output = append(g.Output, &onnxpb.ValueInfoProto{Name: &nm})
+	}
+	g.Node = []*onnxpb.NodeProto{node}
+	dom := ""
+	return &importer.Model{Proto: &onnxpb.ModelProto{Graph: g, OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: &dom, Version: &opset}}}}
+}
+
+// feedsOf returns the graph inputs among ins by name.
+func feedsOf(ins []tin) map[string]*importer.Tensor {
+	out := map[string]*importer.Tensor{}
+	for _, in := range ins {
+		if in.name != "" && !in.init {
+			out[in.name] = in.t
+		}
+	}
+	return out
+}
+
+// testGraph builds m in float64 for the shapes of feeds, with the
+// initializers in trainable as parameter nodes.
+func testGraph(t *testing.T, m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool) *built {
+	t.Helper()
+	bt, err := tryGraph(m, feeds, trainable)
+	if err != nil {
+		t.Fatalf("building the graph: %v", err)
+	}
+	return bt
+}
+
+func tryGraph(m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool) (*built, error) {
+	inits, err := m.Initializers()
+	if err != nil {
+		return nil, err
+	}
+	shapes := map[string][]int{}
+	for k, v := range feeds {
+		shapes[k] = v.Shape
+	}
+	bt, err := buildGraph(m.Proto.Graph, m.Opset(""), tensor.Float64, shapes, inits, trainable)
+	if err != nil {
+		return nil, err
+	}
+	for k, n := range bt.inputs {
+		if err := letFloats(n, tensor.Float64, feeds[k].Shape, feeds[k].Float64s()); err != nil {
+			return nil, err
+		}
+	}
+	return bt, nil
+}
+
+// outputsOf runs bt forward (a machine over its whole graph) and returns
+// the graph outputs of m.
+func outputsOf(t *testing.T, m *importer.Model, bt *built) map[string]*importer.Tensor {
+	t.Helper()
+	vm := G.NewTapeMachine(bt.b.g)
+	defer vm.Close()
+	if err := runMachine(vm); err != nil {
+		t.Fatalf("running: %v", err)
+	}
+	out := map[string]*importer.Tensor{}
+	for _, o := range m.Proto.Graph.Output {
+		v, ok := bt.vals[o.GetName()]
+		if !ok {
+			t.Fatalf("output %q not produced", o.GetName())
+		}
+		if v.isConst() {
+			out[o.GetName()] = v.c
+			continue
+		}
+		r, err := tensorOf(o.GetName(), v.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[o.GetName()] = r
+	}
+	return out
+}
+
+// forward runs model m on feeds in float64 and returns its outputs.
+func forward(t *testing.T, m *importer.Model, feeds map[string]*importer.Tensor) map[string]*importer.Tensor {
+	t.Helper()
+	return outputsOf(t, m, testGraph(t, m, feeds, nil))
+}
+
+// runOne builds a one-node model, runs it and returns its first output.
+func runOne(t *testing.T, opType string, opset int64, attrs []*onnxpb.AttributeProto, ins []tin) *importer.Tensor {
+	t.Helper()
+	m := oneNode(opType, opset, attrs, ins, "y")
+	return forward(t, m, feedsOf(ins))["y"]
+}
+
+// assertClose fails unless got (shape and values) matches want within
+// |got-want| <= tol·(1+|want|).
+func assertClose(t *testing.T, what string, got *importer.Tensor, wantShape []int, want []float64, tol float64) {
+	t.Helper()
+	if got == nil {
+		t.Fatalf("%s: no output", what)
+	}
+	if len(got.Shape) != len(wantShape) {
+		t.Fatalf("%s: shape %v, want %v", what, got.Shape, wantShape)
+	}
+	for i := range wantShape {
+		if got.Shape[i] != wantShape[i] {
+			t.Fatalf("%s: shape %v, want %v", what, got.Shape, wantShape)
+		}
+	}
+	g := got.Float64s()
+	if len(g) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(g), len(want))
+	}
+	for i := range want {
+		if math.Abs(g[i]-want[i]) > tol*(1+math.Abs(want[i])) {
+			t.Fatalf("%s: value %d = %.10g, want %.10g (all: %v)", what, i, g[i], want[i], g)
+		}
+	}
+}
+
+// gradCheck compares the gradient of L = Σ w·y (y the first output of m,
+// w fixed random weights) with respect to wrt (a graph input or a float
+// initializer) with central finite differences, element by element:
+// |analytic − numeric| <= rtol·max(1, |numeric|).
+func gradCheck(t *testing.T, m *importer.Model, feeds map[string]*importer.Tensor, wrt string, rtol float64) {
+	t.Helper()
+	inits, err := m.Initializers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, isInit := inits[wrt]
+	trainable := map[string]bool{}
+	if isInit {
+		trainable[wrt] = true
+	}
+	out := m.Proto.Graph.Output[0].GetName()
+	// analytic
+	bt := testGraph(t, m, feeds, trainable)
+	y := bt.vals[out]
+	if y == nil || y.isConst() {
+		t.Fatalf("output %q is not computed at run time", out)
+	}
+	wn := bt.params[wrt]
+	if wn == nil {
+		wn = bt.inputs[wrt]
+	}
+	if wn == nil {
+		t.Fatalf("%q is neither a graph input nor an initializer", wrt)
+	}
+	r := rand.New(rand.NewSource(7))
+	w := make([]float64, numel(y.shape))
+	for i := range w {
+		w[i] = 2*r.Float64() - 1
+	}
+	lossNode, err := bt.b.kernel("L", "weighted sum", []gnode{y.n}, nil,
+		func(dst []float64, in [][]float64) {
+			for i, v := range in[0] {
+				dst[0] += w[i] * v
+			}
+		},
+		func(_ int, dst []float64, _ [][]float64, _, g []float64) {
+			for i := range dst {
+				dst[i] = w[i] * g[0]
+			}
+		}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads, err := G.Grad(lossNode, wn)
+	if err != nil {
+		t.Fatalf("Grad: %v", err)
+	}
+	vm := G.NewTapeMachine(bt.b.g)
+	defer vm.Close()
+	if err := runMachine(vm); err != nil {
+		t.Fatal(err)
+	}
+	ga, err := valueFloats(grads[0].Value())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga = append([]float64{}, ga...)
+	wnShape := wn.Shape()
+	x0, err := valueFloats(wn.Value())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x0 = append([]float64{}, x0...)
+	lossAt := func(x []float64) float64 {
+		if err := letFloats(wn, tensor.Float64, wnShape, x); err != nil {
+			t.Fatal(err)
+		}
+		if err := runMachine(vm); err != nil {
+			t.Fatal(err)
+		}
+		l, err := valueFloats(lossNode.Value())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l[0]
+	}
+	const h = 1e-6
+	for j := range x0 {
+		x := append([]float64{}, x0...)
+		x[j] = x0[j] + h
+		lp := lossAt(x)
+		x[j] = x0[j] - h
+		lm := lossAt(x)
+		num := (lp - lm) / (2 * h)
+		if math.Abs(ga[j]-num) > rtol*math.Max(1, math.Abs(num)) {
+			t.Fatalf("d L / d %s[%d]: analytic %.8g, numeric %.8g", wrt, j, ga[j], num)
+		}
+	}
+}

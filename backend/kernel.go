@@ -1,0 +1,291 @@
+package backend
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"sync/atomic"
+
+	"github.com/chewxy/hm"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// gnode is a node of the Gorgonia graph under construction.
+type gnode = *G.Node
+
+// kernelIDs numbers kernel ops so that no two are ever merged by
+// Gorgonia's hash-consing of nodes.
+var kernelIDs atomic.Uint64
+
+// forwardFunc writes the output of a kernel into dst (zeroed, len of the
+// output) from its inputs (flat, row-major, read-only).
+type forwardFunc func(dst []float64, in [][]float64)
+
+// backwardFunc writes into dst (zeroed, len of input k) the gradient of
+// the loss with respect to input k, given the inputs, the forward output
+// and the gradient flowing into the output.
+type backwardFunc func(k int, dst []float64, in [][]float64, out, grad []float64)
+
+// kernelOp is a Gorgonia Op computed by Go closures on flat float64 data.
+// Shapes are fixed when the op is built (graphs are built for concrete
+// shapes), so the closures capture everything they need. Its gradient is
+// a kernelGradOp per differentiable input; second derivatives are not
+// supported. Do recovers panics and names the ONNX node.
+type kernelOp struct {
+	name  string // ONNX node name, for errors
+	kind  string // short op description, e.g. "Relu"
+	id    uint64
+	dt    tensor.Dtype
+	ins   [][]int
+	out   []int
+	fwd   forwardFunc
+	bwd   backwardFunc
+	diffs []bool
+}
+
+// kernel adds a kernelOp node computing out from ins. diff says which
+// inputs are differentiable (nil: all, when bwd is not nil; none
+// otherwise).
+func (b *builder) kernel(node, kind string, ins []gnode, out []int, fwd forwardFunc, bwd backwardFunc, diff []bool) (gnode, error) {
+	op := &kernelOp{name: node, kind: kind, id: kernelIDs.Add(1), dt: b.dt, out: append([]int{}, out...), fwd: fwd, bwd: bwd}
+	for _, n := range ins {
+		op.ins = append(op.ins, append([]int{}, n.Shape()...))
+	}
+	op.diffs = make([]bool, len(ins))
+	for i := range op.diffs {
+		op.diffs[i] = bwd != nil && (diff == nil || diff[i])
+	}
+	r, err := G.ApplyOp(op, ins...)
+	if err != nil {
+		return nil, fmt.Errorf("node %q (%s): building kernel: %w", node, kind, err)
+	}
+	return r, nil
+}
+
+// typeOf is the Gorgonia type of a value of shape s.
+func typeOf(dt tensor.Dtype, s []int) hm.Type {
+	if len(s) == 0 {
+		return dt
+	}
+	return G.TensorType{Dims: len(s), Of: dt}
+}
+
+func (op *kernelOp) Arity() int { return len(op.ins) }
+
+func (op *kernelOp) Type() hm.Type {
+	ts := make([]hm.Type, 0, len(op.ins)+1)
+	for _, s := range op.ins {
+		ts = append(ts, typeOf(op.dt, s))
+	}
+	return hm.NewFnType(append(ts, typeOf(op.dt, op.out))...)
+}
+
+func (op *kernelOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape(append([]int{}, op.out...)), nil
+}
+
+func (op *kernelOp) Do(vals ...G.Value) (v G.Value, err error) {
+	defer recoverOp(op.name, op.kind, &err)
+	in, err := readInputs(op.name, op.kind, vals, op.ins)
+	if err != nil {
+		return nil, err
+	}
+	dst := make([]float64, numel(op.out))
+	op.fwd(dst, in)
+	return makeValue(op.dt, op.out, dst), nil
+}
+
+func (op *kernelOp) ReturnsPtr() bool     { return false }
+func (op *kernelOp) CallsExtern() bool    { return false }
+func (op *kernelOp) OverwritesInput() int { return -1 }
+func (op *kernelOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "kernel %s %s %d", op.name, op.kind, op.id)
+}
+func (op *kernelOp) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+func (op *kernelOp) String() string { return op.kind + "[" + op.name + "]" }
+
+// DiffWRT implements G.SDOp.
+func (op *kernelOp) DiffWRT(int) []bool { return append([]bool{}, op.diffs...) }
+
+// SymDiff implements G.SDOp: one kernelGradOp node per differentiable input.
+func (op *kernelOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	out := make(G.Nodes, len(inputs))
+	for k := range inputs {
+		if !op.diffs[k] {
+			continue
+		}
+		children := append(append(G.Nodes{}, inputs...), output, grad)
+		n, err := G.ApplyOp(&kernelGradOp{p: op, k: k}, children...)
+		if err != nil {
+			return nil, fmt.Errorf("node %q (%s): gradient of input %d: %w", op.name, op.kind, k, err)
+		}
+		out[k] = n
+	}
+	return out, nil
+}
+
+// kernelGradOp computes the gradient of a kernelOp with respect to input k
+// from (inputs..., output, output gradient).
+type kernelGradOp struct {
+	p *kernelOp
+	k int
+}
+
+func (op *kernelGradOp) Arity() int { return len(op.p.ins) + 2 }
+
+func (op *kernelGradOp) Type() hm.Type {
+	p := op.p
+	ts := make([]hm.Type, 0, len(p.ins)+3)
+	for _, s := range p.ins {
+		ts = append(ts, typeOf(p.dt, s))
+	}
+	ts = append(ts, typeOf(p.dt, p.out), typeOf(p.dt, p.out), typeOf(p.dt, p.ins[op.k]))
+	return hm.NewFnType(ts...)
+}
+
+func (op *kernelGradOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape(append([]int{}, op.p.ins[op.k]...)), nil
+}
+
+func (op *kernelGradOp) Do(vals ...G.Value) (v G.Value, err error) {
+	p := op.p
+	kind := p.kind + " gradient"
+	defer recoverOp(p.name, kind, &err)
+	shapes := append(append([][]int{}, p.ins...), p.out, p.out)
+	all, err := readInputs(p.name, kind, vals, shapes)
+	if err != nil {
+		return nil, err
+	}
+	n := len(p.ins)
+	dst := make([]float64, numel(p.ins[op.k]))
+	p.bwd(op.k, dst, all[:n], all[n], all[n+1])
+	return makeValue(p.dt, p.ins[op.k], dst), nil
+}
+
+func (op *kernelGradOp) ReturnsPtr() bool     { return false }
+func (op *kernelGradOp) CallsExtern() bool    { return false }
+func (op *kernelGradOp) OverwritesInput() int { return -1 }
+func (op *kernelGradOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "kernelgrad %s %s %d %d", op.p.name, op.p.kind, op.p.id, op.k)
+}
+func (op *kernelGradOp) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+func (op *kernelGradOp) String() string {
+	return fmt.Sprintf("∂%s[%s]/∂in%d", op.p.kind, op.p.name, op.k)
+}
+
+// recoverOp turns a panic inside an op into an error naming the node. The
+// TapeMachine runs ops on its own goroutine, where a panic would end the
+// process.
+func recoverOp(node, kind string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("node %q (%s): panic while executing: %v", node, kind, r)
+	}
+}
+
+// readInputs converts Gorgonia values to flat float64 slices, checking
+// sizes against the expected shapes. Float64 tensors are returned without
+// copying: kernels must not write into their inputs.
+func readInputs(node, kind string, vals []G.Value, shapes [][]int) ([][]float64, error) {
+	if len(vals) != len(shapes) {
+		return nil, fmt.Errorf("node %q (%s): got %d inputs, expected %d", node, kind, len(vals), len(shapes))
+	}
+	out := make([][]float64, len(vals))
+	for i, v := range vals {
+		d, err := valueFloats(v)
+		if err != nil {
+			return nil, fmt.Errorf("node %q (%s): input %d: %w", node, kind, i, err)
+		}
+		if len(d) != numel(shapes[i]) {
+			return nil, fmt.Errorf("node %q (%s): input %d has %d values, expected shape %v", node, kind, i, len(d), shapes[i])
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// valueFloats returns the values of a Gorgonia value as float64, row-major.
+func valueFloats(v G.Value) ([]float64, error) {
+	switch x := v.(type) {
+	case *G.F64:
+		return []float64{float64(*x)}, nil
+	case *G.F32:
+		return []float64{float64(*x)}, nil
+	case *tensor.Dense:
+		if x.RequiresIterator() {
+			m := x.Materialize()
+			d, ok := m.(*tensor.Dense)
+			if !ok {
+				return nil, fmt.Errorf("cannot materialize a %T", m)
+			}
+			x = d
+		}
+		switch d := x.Data().(type) {
+		case []float64:
+			return d, nil
+		case []float32:
+			out := make([]float64, len(d))
+			for i, f := range d {
+				out[i] = float64(f)
+			}
+			return out, nil
+		case float64:
+			return []float64{d}, nil
+		case float32:
+			return []float64{float64(d)}, nil
+		case []int:
+			out := make([]float64, len(d))
+			for i, f := range d {
+				out[i] = float64(f)
+			}
+			return out, nil
+		case []int64:
+			out := make([]float64, len(d))
+			for i, f := range d {
+				out[i] = float64(f)
+			}
+			return out, nil
+		default:
+			return nil, fmt.Errorf("unsupported tensor data %T", d)
+		}
+	case nil:
+		return nil, fmt.Errorf("no value")
+	}
+	return nil, fmt.Errorf("unsupported value type %T", v)
+}
+
+// makeValue wraps data (row-major, shape s) as a Gorgonia value of dtype
+// dt: a scalar for an empty shape, a dense tensor otherwise.
+func makeValue(dt tensor.Dtype, s []int, data []float64) G.Value {
+	if dt == tensor.Float32 {
+		if len(s) == 0 {
+			return G.NewF32(float32(data[0]))
+		}
+		f := make([]float32, len(data))
+		for i, x := range data {
+			f[i] = float32(x)
+		}
+		return tensor.New(tensor.WithShape(s...), tensor.WithBacking(f))
+	}
+	if len(s) == 0 {
+		return G.NewF64(data[0])
+	}
+	return tensor.New(tensor.WithShape(s...), tensor.WithBacking(data))
+}
+
+// numel returns the number of elements of shape s (1 for a scalar).
+func numel(s []int) int {
+	n := 1
+	for _, d := range s {
+		n *= d
+	}
+	return n
+}

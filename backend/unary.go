@@ -1,0 +1,38 @@
+package backend
+
+import (
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// unary lowers an element-wise op y = f(x) with derivative df(x, y). A
+// constant input gives a constant (float64) result.
+func (b *builder) unary(n *onnxpb.NodeProto, in []*value, f func(x float64) float64, df func(x, y float64) float64) ([]*value, error) {
+	x, err := input(n, in, 0)
+	if err != nil {
+		return nil, err
+	}
+	if x.isConst() {
+		src := x.c.Float64s()
+		out := make([]float64, len(src))
+		for i, v := range src {
+			out[i] = f(v)
+		}
+		return []*value{constValue(&importer.Tensor{Name: n.Output[0], Type: importer.Float64, Shape: append([]int{}, x.shape...), F64: out})}, nil
+	}
+	fwd := func(dst []float64, in [][]float64) {
+		for i, v := range in[0] {
+			dst[i] = f(v)
+		}
+	}
+	bwd := func(_ int, dst []float64, in [][]float64, out, g []float64) {
+		for i, v := range in[0] {
+			dst[i] = g[i] * df(v, out[i])
+		}
+	}
+	r, err := b.kernel(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, bwd, nil)
+	if err != nil {
+		return nil, err
+	}
+	return []*value{nodeValue(r)}, nil
+}
