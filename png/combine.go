@@ -1,0 +1,102 @@
+package png
+
+import "math"
+
+// combineBlock is the number of columns one worker accumulates at a time in
+// float64 before rounding to float32 (16 KiB of accumulator, L1-resident).
+const combineBlock = 2048
+
+// combine writes v = Jᵀa + extra into dst (n values) in one pass over J,
+// split over columns across workers, and returns ‖v‖ of the float32 result
+// (computed in float64). Rows with a_i = 0 are not read. extra may be nil.
+// Each v_j is accumulated in float64 and rounded once, so cancellation
+// between ∇F and Jᵀλ costs no more than one float32 rounding.
+func combine(dst []float32, J Jacobian, a []float64, extra []float32, workers int) float64 {
+	m, n := J.M, J.N
+	rows := make([]int, 0, m)
+	for i, ai := range a {
+		if ai != 0 {
+			rows = append(rows, i)
+		}
+	}
+	w := numWorkers(workers, n)
+	sums := make([]float64, w)
+	splitCols(n, w, combineBlock, func(wi, lo, hi int) {
+		var acc [combineBlock]float64
+		var ss float64
+		for b0 := lo; b0 < hi; b0 += combineBlock {
+			b1 := b0 + combineBlock
+			if b1 > hi {
+				b1 = hi
+			}
+			l := b1 - b0
+			c := acc[:l]
+			if extra != nil {
+				for k, x := range extra[b0:b1] {
+					c[k] = float64(x)
+				}
+			} else {
+				for k := range c {
+					c[k] = 0
+				}
+			}
+			r := 0
+			for ; r+1 < len(rows); r += 2 {
+				i0, i1 := rows[r], rows[r+1]
+				axpy2(c, a[i0], J.Data[i0*n+b0:i0*n+b1], a[i1], J.Data[i1*n+b0:i1*n+b1])
+			}
+			if r < len(rows) {
+				i0 := rows[r]
+				axpy1(c, a[i0], J.Data[i0*n+b0:i0*n+b1])
+			}
+			d := dst[b0:b1]
+			for k, x := range c {
+				f := float32(x)
+				d[k] = f
+				ss += float64(f) * float64(f)
+			}
+		}
+		sums[wi] = ss
+	})
+	var ss float64
+	for _, s := range sums {
+		ss += s
+	}
+	return math.Sqrt(ss)
+}
+
+// axpy2 does c += a0·x0 + a1·x1 (float32 x, float64 c), unrolled by 4.
+func axpy2(c []float64, a0 float64, x0 []float32, a1 float64, x1 []float32) {
+	x0 = x0[:len(c)]
+	x1 = x1[:len(c)]
+	k := 0
+	for ; k+4 <= len(c); k += 4 {
+		cc := c[k : k+4 : k+4]
+		y0 := x0[k : k+4 : k+4]
+		y1 := x1[k : k+4 : k+4]
+		cc[0] += a0*float64(y0[0]) + a1*float64(y1[0])
+		cc[1] += a0*float64(y0[1]) + a1*float64(y1[1])
+		cc[2] += a0*float64(y0[2]) + a1*float64(y1[2])
+		cc[3] += a0*float64(y0[3]) + a1*float64(y1[3])
+	}
+	for ; k < len(c); k++ {
+		c[k] += a0*float64(x0[k]) + a1*float64(x1[k])
+	}
+}
+
+// axpy1 does c += a0·x0 (float32 x0, float64 c), unrolled by 4.
+func axpy1(c []float64, a0 float64, x0 []float32) {
+	x0 = x0[:len(c)]
+	k := 0
+	for ; k+4 <= len(c); k += 4 {
+		cc := c[k : k+4 : k+4]
+		y0 := x0[k : k+4 : k+4]
+		cc[0] += a0 * float64(y0[0])
+		cc[1] += a0 * float64(y0[1])
+		cc[2] += a0 * float64(y0[2])
+		cc[3] += a0 * float64(y0[3])
+	}
+	for ; k < len(c); k++ {
+		c[k] += a0 * float64(x0[k])
+	}
+}
