@@ -1,0 +1,575 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/chewxy/hm"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// PoolParams are the attributes of ONNX MaxPool, AveragePool and MaxUnpool.
+type PoolParams struct {
+	// Kernel is kernel_shape, one value per spatial axis (required).
+	Kernel []int
+	// Strides per spatial axis; nil means all 1.
+	Strides []int
+	// Pads are [begin..., end...] per spatial axis ([top, left, bottom,
+	// right] in 2-D); nil means none. Ignored unless AutoPad is "" or NOTSET.
+	Pads []int
+	// Dilations per spatial axis; nil means all 1.
+	Dilations []int
+	// CeilMode rounds the output size up (ONNX ceil_mode = 1). A last window
+	// that would start inside the end padding is dropped.
+	CeilMode bool
+	// AutoPad is ONNX's auto_pad: "", NOTSET, SAME_UPPER, SAME_LOWER or VALID.
+	AutoPad string
+	// CountIncludePad makes AveragePool divide by the number of window taps
+	// inside the padded input rather than inside the input.
+	CountIncludePad bool
+}
+
+// poolGeom is the resolved geometry of 2-D pooling.
+type poolGeom struct {
+	n, c, h, w int
+	y, x       window
+	oh, ow     int
+}
+
+func (g poolGeom) String() string {
+	return fmt.Sprintf("x[%d,%d,%d,%d] k(%d,%d) s(%d,%d) d(%d,%d) pads(%d,%d,%d,%d)", g.n, g.c, g.h, g.w,
+		g.y.k, g.x.k, g.y.s, g.x.s, g.y.d, g.x.d, g.y.pb, g.x.pb, g.y.pe, g.x.pe)
+}
+
+func newPoolGeom(xs tensor.Shape, p PoolParams) (poolGeom, error) {
+	var g poolGeom
+	g.n, g.c, g.h, g.w = xs[0], xs[1], xs[2], xs[3]
+	a, err := fillSpatial(2, p.Kernel, p.Strides, p.Dilations, p.Pads)
+	if err != nil {
+		return g, err
+	}
+	if g.y, err = resolveWindow(g.h, a.kernel[0], a.strides[0], a.dilations[0], a.pads[0], a.pads[2], p.AutoPad, p.CeilMode); err != nil {
+		return g, fmt.Errorf("height: %w", err)
+	}
+	if g.x, err = resolveWindow(g.w, a.kernel[1], a.strides[1], a.dilations[1], a.pads[1], a.pads[3], p.AutoPad, p.CeilMode); err != nil {
+		return g, fmt.Errorf("width: %w", err)
+	}
+	if g.y.pb >= (g.y.k-1)*g.y.d+1 || g.x.pb >= (g.x.k-1)*g.x.d+1 || g.y.pe >= (g.y.k-1)*g.y.d+1 || g.x.pe >= (g.x.k-1)*g.x.d+1 {
+		return g, fmt.Errorf("pads (%d,%d,%d,%d) must be smaller than the kernel extent", g.y.pb, g.x.pb, g.y.pe, g.x.pe)
+	}
+	g.oh, g.ow = g.y.out, g.x.out
+	return g, nil
+}
+
+// to4D lifts 3-D NCL pooling to 4-D NC1L: it reshapes x and rewrites p.
+func to4D(op string, x *gorgonia.Node, p PoolParams) (*gorgonia.Node, PoolParams, error) {
+	s := x.Shape()
+	q := p
+	if len(p.Kernel) != 1 {
+		return nil, p, fmt.Errorf("ops: %s: kernel %v: expected 1 value for a 3-D input", op, p.Kernel)
+	}
+	q.Kernel = []int{1, p.Kernel[0]}
+	lift := func(v []int, name string) ([]int, error) {
+		switch len(v) {
+		case 0:
+			return nil, nil
+		case 1:
+			return []int{1, v[0]}, nil
+		}
+		return nil, fmt.Errorf("ops: %s: %s %v: expected 1 value for a 3-D input", op, name, v)
+	}
+	var err error
+	if q.Strides, err = lift(p.Strides, "strides"); err != nil {
+		return nil, p, err
+	}
+	if q.Dilations, err = lift(p.Dilations, "dilations"); err != nil {
+		return nil, p, err
+	}
+	switch len(p.Pads) {
+	case 0:
+	case 2:
+		q.Pads = []int{0, p.Pads[0], 0, p.Pads[1]}
+	default:
+		return nil, p, fmt.Errorf("ops: %s: pads %v: expected 2 values for a 3-D input", op, p.Pads)
+	}
+	x4, err := reshape(op, x, tensor.Shape{s[0], s[1], 1, s[2]})
+	return x4, q, err
+}
+
+// drop3D reshapes a 4-D NC1L result back to NCL.
+func drop3D(op string, y *gorgonia.Node) (*gorgonia.Node, error) {
+	s := y.Shape()
+	return reshape(op, y, tensor.Shape{s[0], s[1], s[3]})
+}
+
+// MaxPool builds ONNX MaxPool on x [N,C,H,W] (or [N,C,L]). It returns the
+// pooled values and the ONNX Indices output: an int64 tensor, shaped like the
+// values, holding for each output the flat row-major index of its maximum in
+// x, counted over the whole N×C×H×W tensor (storage_order 0; padding is not
+// counted). Ties keep the first maximum in scan order. PyTorch's
+// max_pool2d(return_indices=True) counts within each (n, c) plane instead:
+// global = plane index + (n·C + c)·H·W. Only the values are differentiable;
+// their gradient routes to the arg-max positions.
+func MaxPool(x *gorgonia.Node, p PoolParams) (out, indices *gorgonia.Node, err error) {
+	const name = "MaxPool"
+	if err := checkFloat(name, "input X", x); err != nil {
+		return nil, nil, err
+	}
+	if x.Dims() == 3 {
+		x4, q, err := to4D(name, x, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		o, i, err := MaxPool(x4, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		if o, err = drop3D(name, o); err != nil {
+			return nil, nil, err
+		}
+		if i, err = drop3D(name, i); err != nil {
+			return nil, nil, err
+		}
+		return o, i, nil
+	}
+	if x.Dims() != 4 {
+		return nil, nil, fmt.Errorf("ops: MaxPool: X %v: expected 4-D (NCHW) or 3-D (NCL)", x.Shape())
+	}
+	g, err := newPoolGeom(x.Shape(), p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ops: MaxPool: %w", err)
+	}
+	iop := &fnOp{
+		name:     "MaxPoolIndices{" + g.String() + "}",
+		inDims:   []int{4},
+		outShape: tensor.Shape{g.n, g.c, g.oh, g.ow},
+		outType:  tensor.Int64,
+		fwd: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return maxPoolIndices[float32](g, in[0]) },
+				func() (tensor.Tensor, error) { return maxPoolIndices[float64](g, in[0]) })
+		},
+		grads: []gradSpec{{}},
+	}
+	if indices, err = apply(iop, x); err != nil {
+		return nil, nil, err
+	}
+	if out, err = gather(name, x, indices); err != nil {
+		return nil, nil, err
+	}
+	return out, indices, nil
+}
+
+// gather builds out[i] = x.flat[idx[i]] shaped like idx; differentiable in x.
+func gather(name string, x, idx *gorgonia.Node) (*gorgonia.Node, error) {
+	xs := x.Shape()
+	op := &fnOp{
+		name:     name + "Gather",
+		inDims:   []int{x.Dims(), idx.Dims()},
+		inTypes:  []hm.Type{nil, tensor.Int64},
+		outShape: idx.Shape(),
+		fwd: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return gatherK[float32](in[0], in[1]) },
+				func() (tensor.Tensor, error) { return gatherK[float64](in[0], in[1]) })
+		},
+		grads: []gradSpec{{deps: []int{1, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			return dispatch(in[1],
+				func() (tensor.Tensor, error) { return scatterK[float32](in[1], in[0], xs, true) },
+				func() (tensor.Tensor, error) { return scatterK[float64](in[1], in[0], xs, true) })
+		}}, {}},
+	}
+	return apply(op, x, idx)
+}
+
+// MaxUnpool builds ONNX MaxUnpool: a zero tensor of outputShape (or, when
+// nil, the ONNX default (in−1)·stride − pad_begin − pad_end + kernel per
+// spatial axis) with x's values written at the flat positions in indices
+// (int64, shaped like x, as returned by MaxPool). When indices repeat, the
+// last write wins and only that element receives gradient. Differentiable in
+// x: its gradient gathers the output gradient at the indices.
+func MaxUnpool(x, indices *gorgonia.Node, p PoolParams, outputShape []int) (*gorgonia.Node, error) {
+	const name = "MaxUnpool"
+	if err := checkFloat(name, "input X", x); err != nil {
+		return nil, err
+	}
+	if indices == nil || indices.Dtype() != tensor.Int64 {
+		return nil, fmt.Errorf("ops: MaxUnpool: indices must be an int64 tensor")
+	}
+	xs := x.Shape()
+	if !xs.Eq(indices.Shape()) {
+		return nil, fmt.Errorf("ops: MaxUnpool: indices %v: expected the shape of X %v", indices.Shape(), xs)
+	}
+	var os tensor.Shape
+	if outputShape != nil {
+		if len(outputShape) != len(xs) {
+			return nil, fmt.Errorf("ops: MaxUnpool: output_shape %v: expected %d values", outputShape, len(xs))
+		}
+		os = tensor.Shape(outputShape).Clone()
+	} else {
+		ns := len(xs) - 2
+		a, err := fillSpatial(ns, p.Kernel, p.Strides, nil, p.Pads)
+		if err != nil {
+			return nil, fmt.Errorf("ops: MaxUnpool: %w", err)
+		}
+		os = tensor.Shape{xs[0], xs[1]}
+		for i := 0; i < ns; i++ {
+			os = append(os, (xs[2+i]-1)*a.strides[i]-a.pads[i]-a.pads[ns+i]+a.kernel[i])
+		}
+	}
+	if os[0] != xs[0] || os[1] != xs[1] {
+		return nil, fmt.Errorf("ops: MaxUnpool: output shape %v: expected batch and channels of X %v", os, xs)
+	}
+	op := &fnOp{
+		name:     "MaxUnpool",
+		inDims:   []int{len(xs), len(xs)},
+		inTypes:  []hm.Type{nil, tensor.Int64},
+		outShape: os,
+		fwd: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return scatterK[float32](in[0], in[1], os, false) },
+				func() (tensor.Tensor, error) { return scatterK[float64](in[0], in[1], os, false) })
+		},
+		grads: []gradSpec{{deps: []int{depGrad, 1}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return gatherK[float32](in[0], in[1]) },
+				func() (tensor.Tensor, error) { return gatherK[float64](in[0], in[1]) })
+		}}, {}},
+	}
+	return apply(op, x, indices)
+}
+
+func maxPoolIndices[T float](g poolGeom, xt tensor.Tensor) (tensor.Tensor, error) {
+	x := data[T](xt)
+	idx := make([]int64, g.n*g.c*g.oh*g.ow)
+	plane, oplane := g.h*g.w, g.oh*g.ow
+	var (
+		mu  sync.Mutex
+		bad error
+	)
+	parallelFor(g.n*g.c, func(_, lo, hi int) {
+		for pc := lo; pc < hi; pc++ {
+			xp := x[pc*plane : (pc+1)*plane]
+			ip := idx[pc*oplane : (pc+1)*oplane]
+			for oi := 0; oi < g.oh; oi++ {
+				for oj := 0; oj < g.ow; oj++ {
+					best, arg := T(math.Inf(-1)), -1
+					for ki := 0; ki < g.y.k; ki++ {
+						ii := oi*g.y.s - g.y.pb + ki*g.y.d
+						if ii < 0 || ii >= g.h {
+							continue
+						}
+						for kj := 0; kj < g.x.k; kj++ {
+							jj := oj*g.x.s - g.x.pb + kj*g.x.d
+							if jj < 0 || jj >= g.w {
+								continue
+							}
+							if v := xp[ii*g.w+jj]; arg < 0 || v > best || v != v {
+								best, arg = v, ii*g.w+jj
+								if v != v {
+									break
+								}
+							}
+						}
+					}
+					if arg < 0 {
+						mu.Lock()
+						bad = fmt.Errorf("window (%d,%d) lies entirely in the padding", oi, oj)
+						mu.Unlock()
+						arg = 0
+					}
+					ip[oi*g.ow+oj] = int64(pc*plane + arg)
+				}
+			}
+		}
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	return newTensor(tensor.Shape{g.n, g.c, g.oh, g.ow}, idx), nil
+}
+
+func gatherK[T float](xt, it tensor.Tensor) (tensor.Tensor, error) {
+	x, idx := data[T](xt), data[int64](it)
+	out := make([]T, len(idx))
+	for i, j := range idx {
+		if j < 0 || int(j) >= len(x) {
+			return nil, fmt.Errorf("index %d out of range [0, %d)", j, len(x))
+		}
+		out[i] = x[j]
+	}
+	return newTensor(it.Shape(), out), nil
+}
+
+// scatterK writes (add=false) or accumulates (add=true) vals at the flat
+// positions idx of a zero tensor of shape s.
+func scatterK[T float](vt, it tensor.Tensor, s tensor.Shape, add bool) (tensor.Tensor, error) {
+	v, idx := data[T](vt), data[int64](it)
+	out := make([]T, s.TotalSize())
+	for i, j := range idx {
+		if j < 0 || int(j) >= len(out) {
+			return nil, fmt.Errorf("index %d out of range [0, %d)", j, len(out))
+		}
+		if add {
+			out[j] += v[i]
+		} else {
+			out[j] = v[i]
+		}
+	}
+	return newTensor(s, out), nil
+}
+
+// AveragePool builds ONNX AveragePool on x [N,C,H,W] (or [N,C,L]). Each
+// output is the mean of the window taps inside the input; with
+// CountIncludePad the divisor counts the taps inside the padded input
+// (never the extra taps added by ceil mode), as PyTorch and ONNX Runtime do.
+// Differentiable in x.
+func AveragePool(x *gorgonia.Node, p PoolParams) (*gorgonia.Node, error) {
+	const name = "AveragePool"
+	if err := checkFloat(name, "input X", x); err != nil {
+		return nil, err
+	}
+	if x.Dims() == 3 {
+		x4, q, err := to4D(name, x, p)
+		if err != nil {
+			return nil, err
+		}
+		y, err := AveragePool(x4, q)
+		if err != nil {
+			return nil, err
+		}
+		return drop3D(name, y)
+	}
+	if x.Dims() != 4 {
+		return nil, fmt.Errorf("ops: AveragePool: X %v: expected 4-D (NCHW) or 3-D (NCL)", x.Shape())
+	}
+	g, err := newPoolGeom(x.Shape(), p)
+	if err != nil {
+		return nil, fmt.Errorf("ops: AveragePool: %w", err)
+	}
+	ap := newAvgPlan(g, p.CountIncludePad)
+	op := &fnOp{
+		name:     fmt.Sprintf("AveragePool{%v include_pad=%v}", g, p.CountIncludePad),
+		inDims:   []int{4},
+		outShape: tensor.Shape{g.n, g.c, g.oh, g.ow},
+		fwd: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return avgPoolFwd[float32](ap, in[0]), nil },
+				func() (tensor.Tensor, error) { return avgPoolFwd[float64](ap, in[0]), nil })
+		},
+		grads: []gradSpec{{deps: []int{depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return avgPoolBwd[float32](ap, in[0]), nil },
+				func() (tensor.Tensor, error) { return avgPoolBwd[float64](ap, in[0]), nil })
+		}}},
+	}
+	return apply(op, x)
+}
+
+// avgPlan lists, per output row and column, the valid input positions and
+// the divisor factor (the divisor is separable: rows × columns).
+type avgPlan struct {
+	g          poolGeom
+	rows, cols [][]int
+	rcnt, ccnt []int
+}
+
+func newAvgPlan(g poolGeom, includePad bool) *avgPlan {
+	axis := func(w window) ([][]int, []int) {
+		taps := make([][]int, w.out)
+		cnt := make([]int, w.out)
+		for o := 0; o < w.out; o++ {
+			for k := 0; k < w.k; k++ {
+				i := o*w.s - w.pb + k*w.d
+				if i >= 0 && i < w.in {
+					taps[o] = append(taps[o], i)
+				}
+				if includePad {
+					if i >= -w.pb && i < w.in+w.pe {
+						cnt[o]++
+					}
+				} else if i >= 0 && i < w.in {
+					cnt[o]++
+				}
+			}
+		}
+		return taps, cnt
+	}
+	p := &avgPlan{g: g}
+	p.rows, p.rcnt = axis(g.y)
+	p.cols, p.ccnt = axis(g.x)
+	return p
+}
+
+func avgPoolFwd[T float](p *avgPlan, xt tensor.Tensor) tensor.Tensor {
+	g := p.g
+	x := data[T](xt)
+	out := make([]T, g.n*g.c*g.oh*g.ow)
+	plane, oplane := g.h*g.w, g.oh*g.ow
+	parallelFor(g.n*g.c, func(_, lo, hi int) {
+		for pc := lo; pc < hi; pc++ {
+			xp := x[pc*plane:]
+			op := out[pc*oplane:]
+			for oi, rs := range p.rows {
+				for oj, cs := range p.cols {
+					var s T
+					for _, i := range rs {
+						r := xp[i*g.w:]
+						for _, j := range cs {
+							s += r[j]
+						}
+					}
+					op[oi*g.ow+oj] = s / T(p.rcnt[oi]*p.ccnt[oj])
+				}
+			}
+		}
+	})
+	return newTensor(tensor.Shape{g.n, g.c, g.oh, g.ow}, out)
+}
+
+func avgPoolBwd[T float](p *avgPlan, gyt tensor.Tensor) tensor.Tensor {
+	g := p.g
+	gy := data[T](gyt)
+	dx := make([]T, g.n*g.c*g.h*g.w)
+	plane, oplane := g.h*g.w, g.oh*g.ow
+	parallelFor(g.n*g.c, func(_, lo, hi int) {
+		for pc := lo; pc < hi; pc++ {
+			dp := dx[pc*plane:]
+			gp := gy[pc*oplane:]
+			for oi, rs := range p.rows {
+				for oj, cs := range p.cols {
+					v := gp[oi*g.ow+oj] / T(p.rcnt[oi]*p.ccnt[oj])
+					for _, i := range rs {
+						r := dp[i*g.w:]
+						for _, j := range cs {
+							r[j] += v
+						}
+					}
+				}
+			}
+		}
+	})
+	return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
+}
+
+// globalShape returns [N, C, 1, ...] for x of shape [N, C, ...].
+func globalShape(s tensor.Shape) (tensor.Shape, int) {
+	out := tensor.Shape{s[0], s[1]}
+	inner := 1
+	for _, v := range s[2:] {
+		out = append(out, 1)
+		inner *= v
+	}
+	return out, inner
+}
+
+// GlobalAveragePool builds ONNX GlobalAveragePool: the mean over every
+// spatial axis of x [N, C, ...], shaped [N, C, 1, ...]. Differentiable in x.
+func GlobalAveragePool(x *gorgonia.Node) (*gorgonia.Node, error) {
+	return globalPool("GlobalAveragePool", x, false)
+}
+
+// GlobalMaxPool builds ONNX GlobalMaxPool: the maximum over every spatial
+// axis of x [N, C, ...], shaped [N, C, 1, ...]. Differentiable in x (the
+// gradient goes to the first maximum).
+func GlobalMaxPool(x *gorgonia.Node) (*gorgonia.Node, error) {
+	return globalPool("GlobalMaxPool", x, true)
+}
+
+func globalPool(name string, x *gorgonia.Node, isMax bool) (*gorgonia.Node, error) {
+	if err := checkFloat(name, "input X", x); err != nil {
+		return nil, err
+	}
+	xs := x.Shape()
+	if len(xs) < 3 {
+		return nil, fmt.Errorf("ops: %s: X %v: expected at least 3-D [N, C, spatial...]", name, xs)
+	}
+	os, _ := globalShape(xs)
+	op := &fnOp{name: name, inDims: []int{len(xs)}, outShape: os}
+	if isMax {
+		op.fwd = func(in []tensor.Tensor) (tensor.Tensor, error) {
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return globalMaxFwd[float32](in[0]), nil },
+				func() (tensor.Tensor, error) { return globalMaxFwd[float64](in[0]), nil })
+		}
+		op.grads = []gradSpec{{deps: []int{0, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return globalMaxBwd[float32](in[0], in[1]), nil },
+				func() (tensor.Tensor, error) { return globalMaxBwd[float64](in[0], in[1]), nil })
+		}}}
+	} else {
+		op.fwd = func(in []tensor.Tensor) (tensor.Tensor, error) {
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return globalAvgFwd[float32](in[0]), nil },
+				func() (tensor.Tensor, error) { return globalAvgFwd[float64](in[0]), nil })
+		}
+		op.grads = []gradSpec{{deps: []int{depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return globalAvgBwd[float32](in[0], xs), nil },
+				func() (tensor.Tensor, error) { return globalAvgBwd[float64](in[0], xs), nil })
+		}}}
+	}
+	return apply(op, x)
+}
+
+func globalAvgFwd[T float](xt tensor.Tensor) tensor.Tensor {
+	os, inner := globalShape(xt.Shape())
+	x := data[T](xt)
+	out := make([]T, len(x)/inner)
+	for i := range out {
+		var s T
+		for _, v := range x[i*inner : (i+1)*inner] {
+			s += v
+		}
+		out[i] = s / T(inner)
+	}
+	return newTensor(os, out)
+}
+
+func globalAvgBwd[T float](gyt tensor.Tensor, xs tensor.Shape) tensor.Tensor {
+	_, inner := globalShape(xs)
+	gy := data[T](gyt)
+	dx := make([]T, xs.TotalSize())
+	for i, g := range gy {
+		v := g / T(inner)
+		d := dx[i*inner : (i+1)*inner]
+		for j := range d {
+			d[j] = v
+		}
+	}
+	return newTensor(xs, dx)
+}
+
+func globalArgMax[T float](x []T) int {
+	arg := 0
+	for j, v := range x {
+		if v > x[arg] {
+			arg = j
+		}
+	}
+	return arg
+}
+
+func globalMaxFwd[T float](xt tensor.Tensor) tensor.Tensor {
+	os, inner := globalShape(xt.Shape())
+	x := data[T](xt)
+	out := make([]T, len(x)/inner)
+	for i := range out {
+		p := x[i*inner : (i+1)*inner]
+		out[i] = p[globalArgMax(p)]
+	}
+	return newTensor(os, out)
+}
+
+func globalMaxBwd[T float](xt, gyt tensor.Tensor) tensor.Tensor {
+	_, inner := globalShape(xt.Shape())
+	x, gy := data[T](xt), data[T](gyt)
+	dx := make([]T, len(x))
+	for i, g := range gy {
+		dx[i*inner+globalArgMax(x[i*inner:(i+1)*inner])] = g
+	}
+	return newTensor(xt.Shape(), dx)
+}
