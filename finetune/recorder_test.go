@@ -1,0 +1,96 @@
+package finetune_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paretonav/paretonav/finetune"
+)
+
+func TestJSONLRecorder(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		models int
+	}{{"one model", 1}, {"three models", 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			ps := make([]finetune.Problem, tc.models)
+			for k := range ps {
+				ps[k] = newQuad(float32(k), 2)
+			}
+			s := finetune.Settings{Method: gd{}, Criterion: weighted{1, 1}, LR: 0.1, Steps: 4, Meta: map[string]any{"problem": "quad"}}
+			if _, err := finetune.RunMulti(context.Background(), ps, nil, nil, &s, finetune.NewJSONLRecorder(&buf)); err != nil {
+				t.Fatal(err)
+			}
+			var lines []map[string]any
+			sc := bufio.NewScanner(&buf)
+			for sc.Scan() {
+				var m map[string]any
+				if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+					t.Fatalf("line %d is not JSON: %v\n%s", len(lines)+1, err, sc.Text())
+				}
+				lines = append(lines, m)
+			}
+			if len(lines) != 1+4+1 {
+				t.Fatalf("%d lines, want config + 4 steps + result", len(lines))
+			}
+			cfg := lines[0]
+			if cfg["kind"] != "config" || cfg["optimizer"] != "sgd" || cfg["lr"] != 0.1 || cfg["models"] != float64(tc.models) ||
+				cfg["meta"].(map[string]any)["problem"] != "quad" {
+				t.Errorf("config line %v", cfg)
+			}
+			for i, st := range lines[1:5] {
+				if st["step"] != float64(i+1) || st["lr"] != 0.1 {
+					t.Errorf("step line %d: %v", i+1, st)
+				}
+				pt := st
+				if tc.models > 1 {
+					pt = st["models"].([]any)[tc.models-1].(map[string]any)
+				}
+				losses := pt["losses"].(map[string]any)
+				if _, ok := losses["a"].(float64); !ok || pt["g"] == nil || pt["control"] == nil || pt["vnorm"] == nil {
+					t.Errorf("step line %d: model fields %v", i+1, pt)
+				}
+			}
+			if res := lines[5]; res["kind"] != "result" || res["status"] != "StepLimit" || res["steps"] != 4.0 {
+				t.Errorf("result line %v", res)
+			}
+		})
+	}
+}
+
+func TestCSVRecorder(t *testing.T) {
+	var buf bytes.Buffer
+	s := finetune.Settings{Method: gd{}, LR: 0.1, Steps: 3}
+	if _, err := finetune.Run(context.Background(), newQuad(1, 2), nil, nil, &s, finetune.NewCSVRecorder(&buf)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := "step,a,b,F,g,e,control,vnorm,lr,seconds"
+	if len(rows) != 4 || strings.Join(rows[0], ",") != head || rows[3][0] != "3" {
+		t.Errorf("CSV %v, want header %s and 3 rows", rows, head)
+	}
+}
+
+func TestProgressPlain(t *testing.T) {
+	var buf bytes.Buffer
+	p := finetune.NewProgress(&buf)
+	p.Interval = time.Hour // only the last step prints
+	s := finetune.Settings{Method: gd{}, LR: 0.1, Steps: 50}
+	if _, err := finetune.Run(context.Background(), newQuad(1, 2), nil, nil, &s, p); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if p.Terminal || !strings.HasPrefix(out, "step 50/50 ETA") || !strings.Contains(out, "StepLimit after 50 steps") || strings.Contains(out, "\r") {
+		t.Errorf("progress output %q", out)
+	}
+}

@@ -1,0 +1,205 @@
+package finetune_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/paretonav/paretonav/finetune"
+)
+
+const convTol = 1e-4
+
+func TestRunConverges(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    finetune.Settings
+		want []float32 // minimiser of w0·a + w1·b: w0·c0 + w1·c1
+	}{
+		{"sgd", finetune.Settings{LR: 0.1, Steps: 300}, []float32{0.5, 1}},
+		{"momentum", finetune.Settings{LR: 0.05, Momentum: 0.9, Steps: 400}, []float32{0.5, 1}},
+		{"adam", finetune.Settings{Optimizer: "adam", LR: 0.02, Steps: 2000}, []float32{0.5, 1}},
+		{"cosine", finetune.Settings{LR: 0.1, LRSchedule: "cosine", Steps: 400}, []float32{0.5, 1}},
+		{"step", finetune.Settings{LR: 0.1, LRSchedule: "step", Steps: 600}, []float32{0.5, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQuad(3, -2)
+			s := tc.s
+			s.Method, s.Criterion = gd{}, weighted{0.75, 0.25}
+			res, err := finetune.Run(context.Background(), q, nil, nil, &s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != finetune.StepLimit || res.Steps != s.Steps {
+				t.Errorf("status %v after %d steps, want StepLimit after %d", res.Status, res.Steps, s.Steps)
+			}
+			for j, w := range tc.want {
+				if got := res.Points[0].Params[j]; math.Abs(float64(got-w)) > convTol {
+					t.Errorf("θ[%d] = %v, want %v", j, got, w)
+				}
+			}
+			if res.G() > 1e-8 || res.F >= res.InitialF {
+				t.Errorf("final g = %g (want ≈ 0), F = %g from %g", res.G(), res.F, res.InitialF)
+			}
+			wantL := []float64{0.5 * (0.25 + 0), 0.5 * (2.25 + 0)}
+			for i, l := range res.Losses() {
+				if math.Abs(l-wantL[i]) > convTol {
+					t.Errorf("loss %d = %g, want %g", i, l, wantL[i])
+				}
+			}
+		})
+	}
+}
+
+func TestRunWithData(t *testing.T) {
+	data := regressionData(40)
+	r := &regression{theta: make([]float32, 3)}
+	s := finetune.Settings{Method: gd{}, LR: 0.1, Epochs: 60, BatchSize: 8, Seed: 3, ValEvery: 50}
+	res, err := finetune.Run(context.Background(), r, data, data, &s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 60*5 {
+		t.Errorf("%d steps, want 60 epochs × 5 batches = 300", res.Steps)
+	}
+	// F = mean (x·θ − y0)² + mean (x·θ − y1)² is minimised at θ = (½, ½, ½)
+	// where x·θ = (y0+y1)/2 exactly, leaving ½·mean (y0 − y1)².
+	for j, v := range res.Points[0].Params {
+		if math.Abs(float64(v)-0.5) > 1e-3 {
+			t.Errorf("θ[%d] = %v, want 0.5", j, v)
+		}
+	}
+	var want float64
+	y0, y1 := data.Arrays["y0"].F32, data.Arrays["y1"].F32
+	for e := range y0 {
+		d := float64(y0[e]) - float64(y1[e])
+		want += d * d / 2 / float64(len(y0))
+	}
+	if v := res.Points[0].ValLosses; v == nil || math.Abs(v[0]+v[1]-want) > 1e-4 {
+		t.Errorf("validation losses %v (sum %g), want the sum ½·mean (y0 − y1)² = %g", v, v[0]+v[1], want)
+	}
+}
+
+func TestRunNonFinite(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		q        *quad
+		lr       float64
+		retries  int
+		wantStep int // 0: the run must succeed
+		wantRetr int
+	}{
+		// θ jumps from 0 to 15 with lr 3 and is NaN beyond 10: one halving cures it.
+		{"diverging step is retried", func() *quad { q := newQuad(0, 0); q.centers[0][0] = 5; q.bound = 10; return q }(), 3, 0, 0, 0},
+		{"one NaN evaluation is retried", func() *quad { q := newQuad(3, -2); q.nanAt = map[int]bool{4: true}; return q }(), 0.1, 0, 0, 0},
+		{"persistent NaN fails after retries", func() *quad { q := newQuad(3, -2); q.nanFrom = 4; return q }(), 0.1, 2, 4, 2},
+		{"NaN at the start fails at once", func() *quad { q := newQuad(3, -2); q.nanFrom = 1; return q }(), 0.1, 0, 1, 0},
+		{"no retries allowed", func() *quad { q := newQuad(3, -2); q.nanAt = map[int]bool{3: true}; return q }(), 0.1, -1, 3, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := finetune.Settings{Method: gd{}, Criterion: weighted{1, 0}, LR: tc.lr, Steps: 20, MaxRetries: tc.retries}
+			res, err := finetune.Run(context.Background(), tc.q, nil, nil, &s, nil)
+			if tc.wantStep == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != finetune.StepLimit || !finiteAll(res.Losses()) {
+					t.Errorf("status %v, losses %v", res.Status, res.Losses())
+				}
+				return
+			}
+			var nf *finetune.NonFiniteError
+			if !errors.As(err, &nf) || !errors.Is(err, finetune.ErrNonFinite) {
+				t.Fatalf("error %v, want a *NonFiniteError", err)
+			}
+			if nf.Step != tc.wantStep || nf.Retries != tc.wantRetr || nf.What != "loss" {
+				t.Errorf("error at step %d after %d retries (%s), want step %d after %d retries (loss): %v",
+					nf.Step, nf.Retries, nf.What, tc.wantStep, tc.wantRetr, err)
+			}
+			if res == nil || res.Status != finetune.Failed {
+				t.Errorf("result %+v, want status Failed", res)
+			}
+		})
+	}
+}
+
+func TestRunRetryHalvesLR(t *testing.T) {
+	q := newQuad(0, 0)
+	q.centers[0][0], q.bound = 5, 10
+	var lrs []float64
+	rec := recorderFunc(func(st *finetune.Step) error { lrs = append(lrs, st.LR); return nil })
+	s := finetune.Settings{Method: gd{}, Criterion: weighted{1, 0}, LR: 3, Steps: 3}
+	if _, err := finetune.Run(context.Background(), q, nil, nil, &s, rec); err != nil {
+		t.Fatal(err)
+	}
+	// Step 1's update (lr 3) overshoots; step 2 rolls it back and redoes it
+	// with lr 1.5, which stays for the rest of the run.
+	want := []float64{3, 1.5, 1.5}
+	for i := range want {
+		if lrs[i] != want[i] {
+			t.Fatalf("learning rates %v, want %v", lrs, want)
+		}
+	}
+}
+
+func TestRunSettingsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    finetune.Settings
+	}{
+		{"no method", finetune.Settings{}},
+		{"optimizer", finetune.Settings{Method: gd{}, Optimizer: "rmsprop"}},
+		{"schedule", finetune.Settings{Method: gd{}, LRSchedule: "linear"}},
+		{"negative lr", finetune.Settings{Method: gd{}, LR: -1}},
+		{"checkpoint without path", finetune.Settings{Method: gd{}, CheckpointEvery: 5}},
+		{"criterion tasks", finetune.Settings{Method: gd{}, Criterion: otherTasks{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := finetune.Run(context.Background(), newQuad(1, 1), nil, nil, &tc.s, nil); err == nil {
+				t.Error("no error")
+			}
+		})
+	}
+}
+
+func TestRunMulti(t *testing.T) {
+	// Three independent points, each driven by its own weighted criterion
+	// (the sum): all reach the same minimiser.
+	ps := []finetune.Problem{newQuad(3, -2), newQuad(-1, 4), newQuad(0, 0)}
+	s := finetune.Settings{Method: gd{}, Criterion: weighted{0.5, 0.5}, LR: 0.1, Steps: 300, Workers: 2}
+	res, err := finetune.RunMulti(context.Background(), ps, nil, nil, &s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != 3 {
+		t.Fatalf("%d points, want 3", len(res.Points))
+	}
+	for k, p := range res.Points {
+		if math.Abs(float64(p.Params[0])) > convTol || math.Abs(float64(p.Params[1])-1) > convTol {
+			t.Errorf("model %d at %v, want (0, 1)", k, p.Params)
+		}
+	}
+	if math.Abs(res.F-3*1.0/2) > convTol {
+		t.Errorf("F = %g, want 3 × ½ = 1.5", res.F)
+	}
+}
+
+type otherTasks struct{ weighted }
+
+func (otherTasks) Tasks() []string { return []string{"b", "a"} }
+
+type recorderFunc func(*finetune.Step) error
+
+func (recorderFunc) Init(*finetune.Config) error      { return nil }
+func (f recorderFunc) Record(st *finetune.Step) error { return f(st) }
+func (recorderFunc) Done(*finetune.Result) error      { return nil }
+
+func finiteAll(x []float64) bool {
+	for _, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}
