@@ -1,0 +1,80 @@
+package png
+
+import (
+	"fmt"
+	"math"
+)
+
+// Defaults of Settings, used where a field is zero.
+const (
+	// DefaultAlpha is the paper's α: the control φ = α·g asks every task
+	// loss to decrease at least at half the rate MGD would guarantee.
+	DefaultAlpha = 0.5
+	// DefaultGamma is the paper's γ for real models (its synthetic
+	// experiments use 0.01).
+	DefaultGamma = 0.1
+	// DefaultDiscount is the discount β of the average ē: a memory of about
+	// 1/(1−β) = 10 steps. The threshold must follow the gradient scale as it
+	// shrinks over training (a long memory would keep e large and the
+	// control off near the front) while smoothing the minibatch noise of
+	// a single ‖∇ℓ_i‖² (β = 0 would make e jump with every batch); 0.9 is
+	// the usual first-moment discount of Adam and sits between the two.
+	DefaultDiscount = 0.9
+)
+
+// Settings configures PNG. The zero value of every field means its default,
+// so PNG{} is the paper's method.
+type Settings struct {
+	// Alpha is α in the control φ = α·g(θ). Zero means DefaultAlpha. Any
+	// finite value is allowed: α → −∞ approaches plain descent on F and
+	// α → +∞ approaches MGD.
+	Alpha float64
+	// Gamma is γ in the threshold e = γ·ē: the control is on only while
+	// g(θ) > e. Zero means DefaultGamma; it must not be negative.
+	Gamma float64
+	// Discount is β in ē ← (β·W·ē + x)/(β·W + 1), W ← β·W + 1, the
+	// bias-corrected discounted average of x = trace(K)/m = (1/m)Σ‖∇ℓ_i‖².
+	// Zero means DefaultDiscount; it must lie in (0, 1).
+	Discount float64
+	// Workers is the number of goroutines of the passes over J. Zero means
+	// runtime.NumCPU(); it must not be negative.
+	Workers int
+}
+
+// resolve returns s with defaults filled in, or an error naming the
+// offending field.
+func (s Settings) resolve() (Settings, error) {
+	if s.Alpha == 0 {
+		s.Alpha = DefaultAlpha
+	}
+	if s.Gamma == 0 {
+		s.Gamma = DefaultGamma
+	}
+	if s.Discount == 0 {
+		s.Discount = DefaultDiscount
+	}
+	switch {
+	case math.IsNaN(s.Alpha) || math.IsInf(s.Alpha, 0):
+		return s, fmt.Errorf("png: Settings.Alpha = %v, want a finite number", s.Alpha)
+	case !(s.Gamma >= 0) || math.IsInf(s.Gamma, 0):
+		return s, fmt.Errorf("png: Settings.Gamma = %v, want a finite number ≥ 0", s.Gamma)
+	case !(s.Discount > 0 && s.Discount < 1):
+		return s, fmt.Errorf("png: Settings.Discount = %v, want 0 < β < 1", s.Discount)
+	case s.Workers < 0:
+		return s, fmt.Errorf("png: Settings.Workers = %d, want ≥ 0 (0 = all CPUs)", s.Workers)
+	}
+	return s, nil
+}
+
+// observe returns the state after one more observation x of
+// (1/m)Σ‖∇ℓ_i‖² with discount beta: the weights β^k of the past
+// observations are normalised by their sum W, so ē has no bias toward its
+// zero start.
+func (s State) observe(x, beta float64) State {
+	w := beta*s.Weight + 1
+	return State{
+		AvgSqNorm: (beta*s.Weight*s.AvgSqNorm + x) / w,
+		Weight:    w,
+		Steps:     s.Steps + 1,
+	}
+}
