@@ -33,6 +33,7 @@ type Config struct {
 	Method          string         `json:"method"`
 	Criterion       string         `json:"criterion"`
 	Multi           string         `json:"multi,omitempty"`
+	RawMulti        bool           `json:"raw_multi,omitempty"`
 	Optimizer       string         `json:"optimizer"`
 	Momentum        float64        `json:"momentum,omitempty"`
 	Beta1           float64        `json:"beta1,omitempty"`

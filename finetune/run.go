@@ -259,6 +259,9 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 		if !finite64(pt.coef) {
 			return &bad{model: k, what: "criterion gradient"}, nil
 		}
+		if l.obj.m != nil && !l.s.RawMulti {
+			normalize(pt.coef)
+		}
 		pt.f = l.perF[k]
 	}
 	l.F = F
@@ -475,14 +478,10 @@ func (l *loop) finish() (*Result, error) {
 		return l.fail(fmt.Errorf("finetune: criterion at the final parameters: %w", err))
 	}
 	res := l.result(StepLimit)
+	K := make([]float64, l.m*l.m)
 	for k, pt := range l.pts {
-		st := pt.st // a copy: measuring g must not move the run's state
-		dir := make([]float32, l.n)
-		info, err := l.s.Method.Direction(dir, pt.jac, png.Gradient{Coef: pt.coef}, &st)
-		if err != nil {
-			return l.fail(fmt.Errorf("finetune: model %d: g at the final parameters: %w", k, err))
-		}
-		res.Points[k].G = info.G
+		png.Gram(K, pt.jac, 0)
+		_, res.Points[k].G = png.MinNorm(K, l.m)
 		if l.val != nil {
 			if res.Points[k].ValLosses, err = l.validate(pt); err != nil {
 				return l.fail(err)
@@ -518,6 +517,20 @@ func (l *loop) interrupt(cause error) (*Result, error) {
 		ie.Checkpoint = l.s.CheckpointPath
 	}
 	return l.result(Interrupted), ie
+}
+
+// normalize scales c to unit Euclidean length (a zero c is left alone).
+func normalize(c []float64) {
+	var ss float64
+	for _, v := range c {
+		ss += v * v
+	}
+	if ss > 0 {
+		r := 1 / math.Sqrt(ss)
+		for i := range c {
+			c[i] *= r
+		}
+	}
 }
 
 func finite64(x []float64) bool {

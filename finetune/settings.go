@@ -34,6 +34,12 @@ type Settings struct {
 	// spreads them over the front). It takes precedence over Criterion,
 	// which is then only reported per point. Run ignores it.
 	Multi criterion.Multi
+	// RawMulti hands each model Multi's raw gradient ∂F/∂L_k. By default
+	// it is scaled to unit length per model: the energy's gradient grows
+	// like the inverse cube of the distance between models, so its raw
+	// size says more about how close two models are than about how far to
+	// move; normalised, the learning rate alone sets the step.
+	RawMulti bool
 
 	// Optimizer is "sgd" (default) or "adam". The direction v is handed to
 	// it as the gradient; plain SGD is θ ← θ − lr·v.

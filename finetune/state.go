@@ -65,7 +65,7 @@ func (l *loop) config(multi bool) *Config {
 		MaxRetries: s.MaxRetries, Workers: s.Workers, Meta: s.Meta,
 	}
 	if l.obj.m != nil {
-		cfg.Multi = describe(l.obj.m)
+		cfg.Multi, cfg.RawMulti = describe(l.obj.m), s.RawMulti
 	}
 	if !l.train.Empty() {
 		cfg.BatchSize = s.BatchSize
