@@ -1,0 +1,126 @@
+package backend
+
+import (
+	"math"
+
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// Element-wise arithmetic with numpy broadcasting: Add, Sub, Mul, Div, Pow.
+
+func init() {
+	for _, op := range []string{"Add", "Sub", "Mul", "Div"} {
+		register(op, 1, lowerArith)
+	}
+	register("Pow", 1, lowerArith)
+}
+
+// arith describes one binary op: f(a, b) and its partial derivatives
+// given a, b and the output y.
+type arith struct {
+	f      func(a, b float64) float64
+	fi     func(a, b int64) int64 // integer version (nil: ints are not supported)
+	da, db func(a, b, y float64) float64
+}
+
+var ariths = map[string]arith{
+	"Add": {func(a, b float64) float64 { return a + b }, func(a, b int64) int64 { return a + b },
+		func(_, _, _ float64) float64 { return 1 }, func(_, _, _ float64) float64 { return 1 }},
+	"Sub": {func(a, b float64) float64 { return a - b }, func(a, b int64) int64 { return a - b },
+		func(_, _, _ float64) float64 { return 1 }, func(_, _, _ float64) float64 { return -1 }},
+	"Mul": {func(a, b float64) float64 { return a * b }, func(a, b int64) int64 { return a * b },
+		func(_, b, _ float64) float64 { return b }, func(a, _, _ float64) float64 { return a }},
+	"Div": {func(a, b float64) float64 { return a / b }, func(a, b int64) int64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	},
+		func(_, b, _ float64) float64 { return 1 / b }, func(_, b, y float64) float64 { return -y / b }},
+	"Pow": {math.Pow, nil,
+		func(a, b, _ float64) float64 {
+			if b == 0 {
+				return 0
+			}
+			return b * math.Pow(a, b-1)
+		},
+		func(a, _, y float64) float64 {
+			if a <= 0 {
+				return 0
+			}
+			return math.Log(a) * y
+		}},
+}
+
+func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	op := ariths[n.GetOpType()]
+	x, err := input(n, in, 0)
+	if err != nil {
+		return nil, err
+	}
+	y, err := input(n, in, 1)
+	if err != nil {
+		return nil, err
+	}
+	out, err := broadcastShape(x.shape, y.shape)
+	if err != nil {
+		return nil, nodeErr(n, "inputs %q and %q: %v", n.Input[0], n.Input[1], err)
+	}
+	ia, ib := broadcastIndex(x.shape, out), broadcastIndex(y.shape, out)
+	at := func(idx []int, i int) int {
+		if idx == nil {
+			return i
+		}
+		return idx[i]
+	}
+	if x.isConst() && y.isConst() {
+		t := &importer.Tensor{Name: n.Output[0], Shape: out}
+		if !x.c.IsFloat() && !y.c.IsFloat() && op.fi != nil {
+			a, c := x.c.Int64s(), y.c.Int64s()
+			t.Type, t.I64 = x.c.Type, make([]int64, numel(out))
+			for i := range t.I64 {
+				t.I64[i] = op.fi(a[at(ia, i)], c[at(ib, i)])
+			}
+		} else {
+			a, c := x.c.Float64s(), y.c.Float64s()
+			t.Type, t.F64 = importer.Float64, make([]float64, numel(out))
+			for i := range t.F64 {
+				t.F64[i] = op.f(a[at(ia, i)], c[at(ib, i)])
+			}
+		}
+		return []*value{constValue(t)}, nil
+	}
+	fwd := func(dst []float64, in [][]float64) {
+		a, c := in[0], in[1]
+		if ia == nil && ib == nil {
+			for i := range dst {
+				dst[i] = op.f(a[i], c[i])
+			}
+			return
+		}
+		for i := range dst {
+			dst[i] = op.f(a[at(ia, i)], c[at(ib, i)])
+		}
+	}
+	bwd := func(k int, dst []float64, in [][]float64, y, g []float64) {
+		a, c := in[0], in[1]
+		d, idx := op.da, ia
+		if k == 1 {
+			d, idx = op.db, ib
+		}
+		for i := range g {
+			ai, ci := at(ia, i), at(ib, i)
+			dst[at(idx, i)] += g[i] * d(a[ai], c[ci], y[i])
+		}
+	}
+	var diff []bool
+	if n.GetOpType() == "Pow" && y.isConst() {
+		diff = []bool{true, false}
+	}
+	r, err := b.kernel(n.GetName(), n.GetOpType(), []gnode{b.node(x), b.node(y)}, out, fwd, bwd, diff)
+	if err != nil {
+		return nil, err
+	}
+	return []*value{nodeValue(r)}, nil
+}

@@ -1,0 +1,139 @@
+package backend
+
+import "github.com/paretonav/paretonav/importer/onnxpb"
+
+// Concat and Split along one axis. Split sizes come from the "split"
+// attribute before opset 13, from the optional input from 13 on, and may
+// be given as num_outputs from 18 on; without them the axis is split
+// evenly (the last part smaller at 18 and later).
+
+func init() {
+	register("Concat", 1, lowerConcat)
+	register("Split", 1, lowerSplit)
+	register("Split", 13, lowerSplit)
+}
+
+func lowerConcat(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	var ins []*value
+	for i := range in {
+		v, err := input(n, in, i)
+		if err != nil {
+			return nil, err
+		}
+		ins = append(ins, v)
+	}
+	if len(ins) == 0 {
+		return nil, nodeErr(n, "no inputs")
+	}
+	ax, err := attrInt(n, "axis", 0)
+	if err != nil {
+		return nil, err
+	}
+	r := len(ins[0].shape)
+	a, err := normAxis(n, ax, r)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]int{}, ins[0].shape...)
+	out[a] = 0
+	for i, v := range ins {
+		if len(v.shape) != r {
+			return nil, nodeErr(n, "input %d %q has rank %d, expected %d", i, n.Input[i], len(v.shape), r)
+		}
+		for d := range v.shape {
+			if d != a && v.shape[d] != ins[0].shape[d] {
+				return nil, nodeErr(n, "input %d %q has shape %v, incompatible with %v on axis %d", i, n.Input[i], v.shape, ins[0].shape, a)
+			}
+		}
+		out[a] += v.shape[a]
+	}
+	outer, inner := numel(out[:a]), numel(out[a+1:])
+	idx := make([]int, 0, numel(out))
+	for o := 0; o < outer; o++ {
+		off := 0
+		for _, v := range ins {
+			sz := v.shape[a] * inner
+			base := off + o*sz
+			for j := 0; j < sz; j++ {
+				idx = append(idx, base+j)
+			}
+			off += numel(v.shape)
+		}
+	}
+	v, err := b.move(n, "Concat", ins, out, idx)
+	if err != nil {
+		return nil, err
+	}
+	return []*value{v}, nil
+}
+
+func lowerSplit(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	x, err := input(n, in, 0)
+	if err != nil {
+		return nil, err
+	}
+	ax, err := attrInt(n, "axis", 0)
+	if err != nil {
+		return nil, err
+	}
+	a, err := normAxis(n, ax, len(x.shape))
+	if err != nil {
+		return nil, err
+	}
+	var split []int64
+	if b.opset < 13 {
+		split, err = attrInts(n, "split", nil)
+	} else {
+		split, err = optConstInts(n, in, 1, "split")
+	}
+	if err != nil {
+		return nil, err
+	}
+	dim := x.shape[a]
+	if split == nil {
+		k := int64(len(n.Output))
+		if b.opset >= 18 {
+			if k, err = attrInt(n, "num_outputs", k); err != nil {
+				return nil, err
+			}
+		}
+		if k <= 0 {
+			return nil, nodeErr(n, "cannot split into %d parts", k)
+		}
+		part := (int64(dim) + k - 1) / k
+		if b.opset < 18 && int64(dim)%k != 0 {
+			return nil, nodeErr(n, "axis %d of size %d does not split evenly into %d outputs", a, dim, k)
+		}
+		for left := int64(dim); left > 0; left -= part {
+			split = append(split, min(part, left))
+		}
+	}
+	total := int64(0)
+	for _, s := range split {
+		total += s
+	}
+	if total != int64(dim) || len(split) != len(n.Output) {
+		return nil, nodeErr(n, "split %v does not cover axis %d of size %d with %d outputs", split, a, dim, len(n.Output))
+	}
+	outer, inner := numel(x.shape[:a]), numel(x.shape[a+1:])
+	var outs []*value
+	start := 0
+	for _, s := range split {
+		out := append([]int{}, x.shape...)
+		out[a] = int(s)
+		idx := make([]int, 0, numel(out))
+		for o := 0; o < outer; o++ {
+			base := (o*dim + start) * inner
+			for j := 0; j < int(s)*inner; j++ {
+				idx = append(idx, base+j)
+			}
+		}
+		v, err := b.move(n, "Split", []*value{x}, out, idx)
+		if err != nil {
+			return nil, err
+		}
+		outs = append(outs, v)
+		start += int(s)
+	}
+	return outs, nil
+}

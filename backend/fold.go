@@ -1,0 +1,62 @@
+package backend
+
+import (
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// Build-time evaluation: every node whose inputs are all constants is
+// computed by importer.EvalNode when it can (lowerGraph tries it first).
+// The ops below exist only in that form: Shape and Size read the concrete
+// shape of a run-time node; the others need constant inputs.
+
+func init() {
+	evalNodeHook = importer.EvalNode
+	for _, op := range []string{"Shape", "Size"} {
+		register(op, 1, lowerShapeOf)
+	}
+	for _, op := range []string{"Constant", "ConstantOfShape", "Range", "Equal", "Where", "Expand"} {
+		register(op, 1, lowerFold)
+	}
+}
+
+// lowerShapeOf evaluates Shape/Size from the input's concrete shape.
+func lowerShapeOf(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	x, err := input(n, in, 0)
+	if err != nil {
+		return nil, err
+	}
+	t := x.c
+	if t == nil {
+		t = &importer.Tensor{Name: n.Input[0], Type: importer.Float32, Shape: append([]int{}, x.shape...)}
+	}
+	return evalConst(b, n, []*importer.Tensor{t})
+}
+
+// lowerFold evaluates an op whose inputs must all be build-time constants.
+func lowerFold(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	cin := make([]*importer.Tensor, len(in))
+	for i, v := range in {
+		if v == nil {
+			continue
+		}
+		t, err := constInput(n, in, i, "operand")
+		if err != nil {
+			return nil, err
+		}
+		cin[i] = t
+	}
+	return evalConst(b, n, cin)
+}
+
+func evalConst(b *builder, n *onnxpb.NodeProto, cin []*importer.Tensor) ([]*value, error) {
+	ts, err := importer.EvalNode(n, b.opset, cin)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*value, len(ts))
+	for i, t := range ts {
+		out[i] = constValue(t)
+	}
+	return out, nil
+}

@@ -1,0 +1,116 @@
+package backend
+
+import (
+	"math"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// Slice: starts/ends/axes attributes before opset 10, inputs (with steps)
+// from 10 on; they must be known when the graph is built.
+
+func init() {
+	register("Slice", 1, lowerSlice)
+	register("Slice", 10, lowerSlice)
+}
+
+func lowerSlice(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	x, err := input(n, in, 0)
+	if err != nil {
+		return nil, err
+	}
+	var starts, ends, axes, steps []int64
+	if b.opset < 10 {
+		if starts, err = attrInts(n, "starts", nil); err != nil {
+			return nil, err
+		}
+		if ends, err = attrInts(n, "ends", nil); err != nil {
+			return nil, err
+		}
+		if axes, err = attrInts(n, "axes", nil); err != nil {
+			return nil, err
+		}
+	} else {
+		for i, p := range []*[]int64{&starts, &ends, &axes, &steps} {
+			if *p, err = optConstInts(n, in, i+1, []string{"starts", "ends", "axes", "steps"}[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(starts) != len(ends) {
+		return nil, nodeErr(n, "starts %v and ends %v differ in length", starts, ends)
+	}
+	r := len(x.shape)
+	if axes == nil {
+		for i := range starts {
+			axes = append(axes, int64(i))
+		}
+	}
+	if steps == nil {
+		for range starts {
+			steps = append(steps, 1)
+		}
+	}
+	if len(axes) != len(starts) || len(steps) != len(starts) {
+		return nil, nodeErr(n, "starts, ends, axes and steps must have the same length (%d, %d, %d, %d)", len(starts), len(ends), len(axes), len(steps))
+	}
+	first := make([]int, r)
+	step := make([]int, r)
+	out := append([]int{}, x.shape...)
+	for i := range step {
+		step[i] = 1
+	}
+	for i, ax := range axes {
+		a, err := normAxis(n, ax, r)
+		if err != nil {
+			return nil, err
+		}
+		d := int64(x.shape[a])
+		st := steps[i]
+		if st == 0 {
+			return nil, nodeErr(n, "step 0 on axis %d", ax)
+		}
+		s, e := starts[i], ends[i]
+		if s < 0 {
+			s += d
+		}
+		if e < 0 && e > math.MinInt64/2 {
+			e += d
+		}
+		cnt := int64(0)
+		if st > 0 {
+			s, e = max(0, min(s, d)), max(0, min(e, d))
+			if e > s {
+				cnt = (e - s + st - 1) / st
+			}
+		} else {
+			s, e = max(-1, min(s, d-1)), max(-1, min(e, d-1))
+			if s > e {
+				cnt = (s - e - st - 1) / (-st)
+			}
+		}
+		first[a], step[a], out[a] = int(s), int(st), int(cnt)
+	}
+	ist := strides(x.shape)
+	idx := make([]int, numel(out))
+	ctr := make([]int, r)
+	for i := range idx {
+		off := 0
+		for d := 0; d < r; d++ {
+			off += (first[d] + ctr[d]*step[d]) * ist[d]
+		}
+		idx[i] = off
+		for d := r - 1; d >= 0; d-- {
+			ctr[d]++
+			if ctr[d] < out[d] {
+				break
+			}
+			ctr[d] = 0
+		}
+	}
+	v, err := b.move(n, "Slice", []*value{x}, out, idx)
+	if err != nil {
+		return nil, err
+	}
+	return []*value{v}, nil
+}
