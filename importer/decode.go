@@ -16,7 +16,7 @@ const MaxElements = 1 << 32
 var elemSize = map[DataType]int{
 	onnxpb.TensorProto_FLOAT: 4, onnxpb.TensorProto_DOUBLE: 8, onnxpb.TensorProto_FLOAT16: 2,
 	onnxpb.TensorProto_BFLOAT16: 2,
-	onnxpb.TensorProto_INT8: 1, onnxpb.TensorProto_UINT8: 1, onnxpb.TensorProto_BOOL: 1,
+	onnxpb.TensorProto_INT8:     1, onnxpb.TensorProto_UINT8: 1, onnxpb.TensorProto_BOOL: 1,
 	onnxpb.TensorProto_INT16: 2, onnxpb.TensorProto_UINT16: 2,
 	onnxpb.TensorProto_INT32: 4, onnxpb.TensorProto_UINT32: 4,
 	onnxpb.TensorProto_INT64: 8, onnxpb.TensorProto_UINT64: 8,

@@ -99,13 +99,13 @@ func TestHalfRoundTrip(t *testing.T) {
 	}{
 		{1, 0x3c00},
 		{65504, 0x7bff},
-		{65520, 0x7c00},                       // rounds up to +Inf
-		{1 + 1.0/2048, 0x3c00},                // tie to even (down)
-		{1 + 3.0/2048, 0x3c02},                // tie to even (up)
-		{float32(math.Pow(2, -24)), 0x0001},   // smallest subnormal
-		{float32(math.Pow(2, -25)), 0x0000},   // tie to even: zero
-		{float32(math.Pow(2, -25)) * 1.5, 1},  // above the tie
-		{-float32(math.Pow(2, -14)), 0x8400},  // smallest negative normal
+		{65520, 0x7c00},                      // rounds up to +Inf
+		{1 + 1.0/2048, 0x3c00},               // tie to even (down)
+		{1 + 3.0/2048, 0x3c02},               // tie to even (up)
+		{float32(math.Pow(2, -24)), 0x0001},  // smallest subnormal
+		{float32(math.Pow(2, -25)), 0x0000},  // tie to even: zero
+		{float32(math.Pow(2, -25)) * 1.5, 1}, // above the tie
+		{-float32(math.Pow(2, -14)), 0x8400}, // smallest negative normal
 		{float32(math.Inf(-1)), 0xfc00},
 	} {
 		if got := floatToHalf(c.f); got != c.want {
