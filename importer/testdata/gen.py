@@ -11,6 +11,7 @@ mlp_ext.onnx     a small float MLP whose weights live in mlp_ext.onnx.data
                  (external data), with doc strings and metadata_props.
 """
 import json
+import os
 
 import numpy as np
 import onnx
@@ -103,6 +104,8 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
 model.ir_version = 8
 helper.set_model_props(model, {"author": "importer tests", "task": "none"})
 onnx.checker.check_model(model)
+if os.path.exists("mlp_ext.onnx.data"):  # onnx appends to an existing file
+    os.remove("mlp_ext.onnx.data")
 onnx.save_model(model, "mlp_ext.onnx", save_as_external_data=True,
                 all_tensors_to_one_file=True, location="mlp_ext.onnx.data",
                 size_threshold=0)
