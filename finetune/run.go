@@ -96,6 +96,11 @@ type loop struct {
 	lastCkpt string
 	L, coefs [][]float64
 	perF     []float64
+
+	dirs   [][]float32 // scratch for png.MultiDirection
+	jacs   []png.Jacobian
+	grads  []png.Gradient
+	states []*png.State
 }
 
 // bad describes a non-finite value found during a step.
@@ -184,6 +189,8 @@ func newLoop(ps []Problem, train, val *Dataset, s *Settings, rec Recorder, multi
 		l.coefs = append(l.coefs, pt.coef)
 	}
 	l.perF = make([]float64, len(ps))
+	l.dirs, l.jacs = make([][]float32, len(ps)), make([]png.Jacobian, len(ps))
+	l.grads, l.states = make([]png.Gradient, len(ps)), make([]*png.State, len(ps))
 	return l, nil
 }
 
@@ -272,17 +279,18 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 			pt.initF = l.perF[k]
 		}
 	}
-	err = l.parallel(func(k int) error {
-		pt := l.pts[k]
-		info, err := l.s.Method.Direction(pt.dir, pt.jac, png.Gradient{Coef: pt.coef}, &pt.st)
-		if err != nil {
-			return fmt.Errorf("finetune: step %d, model %d: direction: %w", l.step+1, k, err)
-		}
-		pt.info = info
-		return nil
-	})
+	for k, pt := range l.pts {
+		l.dirs[k], l.jacs[k], l.grads[k], l.states[k] = pt.dir, pt.jac, png.Gradient{Coef: pt.coef}, &pt.st
+	}
+	infos, err := png.MultiDirection(l.dirs, l.jacs, l.grads, l.states, l.s.Method)
 	if err != nil {
-		return nil, err
+		if errors.Is(err, png.ErrNonFinite) {
+			return &bad{what: "direction", err: err}, nil
+		}
+		return nil, fmt.Errorf("finetune: step %d: direction: %w", l.step+1, err)
+	}
+	for k, pt := range l.pts {
+		pt.info = infos[k]
 	}
 	for k, pt := range l.pts {
 		if !finite32(pt.dir) {

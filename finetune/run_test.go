@@ -148,7 +148,7 @@ func TestRunSettingsErrors(t *testing.T) {
 		name string
 		s    finetune.Settings
 	}{
-		{"no method", finetune.Settings{}},
+		{"negative momentum", finetune.Settings{Momentum: -0.5}},
 		{"optimizer", finetune.Settings{Method: gd{}, Optimizer: "rmsprop"}},
 		{"schedule", finetune.Settings{Method: gd{}, LRSchedule: "linear"}},
 		{"negative lr", finetune.Settings{Method: gd{}, LR: -1}},

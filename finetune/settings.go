@@ -23,8 +23,8 @@ const (
 // Settings configures Run and RunMulti. The zero value is usable except
 // for Method (see below); every field documents its default.
 type Settings struct {
-	// Method computes the update direction from the task gradients. It is
-	// required (png.PNG{} gives the paper's method).
+	// Method computes the update direction from the task gradients. nil
+	// means png.PNG{}, the paper's method with its defaults.
 	Method png.Method
 	// Criterion is F(ℓ), the function PNG navigates toward. nil means the
 	// sum of the task losses. In RunMulti without Multi, every point is
@@ -99,7 +99,7 @@ func (s *Settings) resolved() (Settings, error) {
 		r = *s
 	}
 	if r.Method == nil {
-		return r, fmt.Errorf("finetune: Settings.Method is nil; want a png.Method such as png.PNG{}")
+		r.Method = png.PNG{}
 	}
 	switch r.Optimizer {
 	case "":
