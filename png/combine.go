@@ -41,6 +41,11 @@ func combine(dst []float32, J Jacobian, a []float64, extra []float32, workers in
 				}
 			}
 			r := 0
+			for ; r+3 < len(rows); r += 4 {
+				i0, i1, i2, i3 := rows[r], rows[r+1], rows[r+2], rows[r+3]
+				axpy4(c, a[i0], J.Data[i0*n+b0:i0*n+b1], a[i1], J.Data[i1*n+b0:i1*n+b1],
+					a[i2], J.Data[i2*n+b0:i2*n+b1], a[i3], J.Data[i3*n+b0:i3*n+b1])
+			}
 			for ; r+1 < len(rows); r += 2 {
 				i0, i1 := rows[r], rows[r+1]
 				axpy2(c, a[i0], J.Data[i0*n+b0:i0*n+b1], a[i1], J.Data[i1*n+b0:i1*n+b1])
@@ -63,6 +68,17 @@ func combine(dst []float32, J Jacobian, a []float64, extra []float32, workers in
 		ss += s
 	}
 	return math.Sqrt(ss)
+}
+
+// axpy4 does c += a0·x0 + a1·x1 + a2·x2 + a3·x3 (float32 x, float64 c).
+func axpy4(c []float64, a0 float64, x0 []float32, a1 float64, x1 []float32, a2 float64, x2 []float32, a3 float64, x3 []float32) {
+	x0 = x0[:len(c)]
+	x1 = x1[:len(c)]
+	x2 = x2[:len(c)]
+	x3 = x3[:len(c)]
+	for k := range c {
+		c[k] += (a0*float64(x0[k]) + a1*float64(x1[k])) + (a2*float64(x2[k]) + a3*float64(x3[k]))
+	}
 }
 
 // axpy2 does c += a0·x0 + a1·x1 (float32 x, float64 c), unrolled by 4.

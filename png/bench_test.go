@@ -1,0 +1,120 @@
+package png
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchSizes are the benchmark grid: tasks m × parameters n (4.4e7 is the
+// size of the largest model we tune; skipped with -short).
+var (
+	benchMs = []int{2, 3, 10}
+	benchNs = []int{1e4, 1e6, 44e6}
+)
+
+// benchJacobian returns an m×n Jacobian filled cheaply (a fixed-seed
+// xorshift), with a common component so the PNG control is on.
+func benchJacobian(m, n int) Jacobian {
+	J := NewJacobian(m, n)
+	x := uint32(2463534242)
+	for i := range J.Data {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		J.Data[i] = float32(x)/float32(1<<32) - 0.4
+	}
+	return J
+}
+
+// benchGrid runs f for every (m, n) of the grid as a sub-benchmark that
+// reports the bytes of J (4·m·n) per iteration.
+func benchGrid(b *testing.B, f func(b *testing.B, J Jacobian)) {
+	for _, m := range benchMs {
+		for _, n := range benchNs {
+			b.Run(fmt.Sprintf("m=%d/n=%.0e", m, float64(n)), func(b *testing.B) {
+				if testing.Short() && n > 1e6 {
+					b.Skip("skipping n = 4.4e7 (1.76 GB at m = 10) in short mode")
+				}
+				J := benchJacobian(m, n)
+				b.SetBytes(int64(4 * m * n))
+				b.ResetTimer()
+				f(b, J)
+			})
+		}
+	}
+}
+
+// BenchmarkDirection measures one PNG step (Gram pass, min-norm, dual,
+// v pass: J is read twice) with the control on. SetBytes counts J once, so
+// the MB/s column is bytes of J per second of a whole step.
+func BenchmarkDirection(b *testing.B) {
+	benchGrid(b, func(b *testing.B, J Jacobian) {
+		rng := rand.New(rand.NewPCG(1, 1))
+		coef := make([]float64, J.M)
+		for i := range coef {
+			coef[i] = rng.NormFloat64()
+		}
+		v := make([]float32, J.N)
+		p := PNG{Settings{Gamma: 1e-9}}
+		for i := 0; i < b.N; i++ {
+			if _, err := p.Direction(v, J, Gradient{Coef: coef}, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkGram measures K = J Jᵀ alone (one pass over J).
+func BenchmarkGram(b *testing.B) {
+	benchGrid(b, func(b *testing.B, J Jacobian) {
+		K := make([]float64, J.M*J.M)
+		for i := 0; i < b.N; i++ {
+			Gram(K, J, 0)
+		}
+	})
+}
+
+// BenchmarkQP measures the m-dimensional solvers on random full-rank
+// Gram matrices.
+func BenchmarkQP(b *testing.B) {
+	for _, m := range []int{2, 3, 10, 32} {
+		rng := rand.New(rand.NewPCG(2, 2))
+		G := randRows(rng, m, m+5, 1)
+		for i := range G {
+			G[i][0] += 2
+		}
+		K := gramOf(G)
+		bv := make([]float64, m)
+		for i := range bv {
+			bv[i] = rng.NormFloat64()
+		}
+		b.Run(fmt.Sprintf("MinNorm/m=%d", m), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				MinNorm(K, m)
+			}
+		})
+		b.Run(fmt.Sprintf("SolveDual/m=%d", m), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := SolveDual(K, m, bv); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCombine measures the v pass v = Jᵀa + extra alone (one pass
+// over J).
+func BenchmarkCombine(b *testing.B) {
+	benchGrid(b, func(b *testing.B, J Jacobian) {
+		a := make([]float64, J.M)
+		for i := range a {
+			a[i] = float64(i + 1)
+		}
+		v := make([]float32, J.N)
+		for i := 0; i < b.N; i++ {
+			combine(v, J, a, nil, 0)
+		}
+	})
+}
