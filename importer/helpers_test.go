@@ -2,6 +2,7 @@ package importer
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -106,3 +107,5 @@ func sameBits(a, b *Tensor) bool {
 	}
 	return true
 }
+
+func stringsContains(s, sub string) bool { return strings.Contains(s, sub) }
