@@ -157,3 +157,16 @@ func TestEnergyErrors(t *testing.T) {
 		t.Error("NewEnergy with NaN eps: no error")
 	}
 }
+
+func TestEnergyImplementsMulti(t *testing.T) {
+	m, err := ParseMulti("energy", ab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.(*Energy); !ok {
+		t.Errorf("ParseMulti(energy) returned %T, want *Energy", m)
+	}
+	if got := m.Tasks(); len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Errorf("Tasks() = %v, want [a b]", got)
+	}
+}
