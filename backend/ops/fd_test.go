@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -38,7 +39,7 @@ func lossGraph(t *testing.T, vals []*tensor.Dense, b builder, r []float64) (*gor
 		if v == nil {
 			continue
 		}
-		in[i] = gorgonia.NewTensor(g, v.Dtype(), v.Dims(), gorgonia.WithShape(v.Shape()...), gorgonia.WithValue(v.Clone().(*tensor.Dense)))
+		in[i] = gorgonia.NewTensor(g, v.Dtype(), v.Dims(), gorgonia.WithShape(v.Shape()...), gorgonia.WithValue(v.Clone().(*tensor.Dense)), gorgonia.WithName(inName(i)))
 	}
 	out, err := b(in)
 	if err != nil {
@@ -71,7 +72,7 @@ func gradCheck(t *testing.T, vals []*tensor.Dense, diff []bool, b builder) float
 	probe := make([]*gorgonia.Node, len(vals))
 	for i, v := range vals {
 		if v != nil {
-			probe[i] = gorgonia.NewTensor(g0, v.Dtype(), v.Dims(), gorgonia.WithShape(v.Shape()...))
+			probe[i] = gorgonia.NewTensor(g0, v.Dtype(), v.Dims(), gorgonia.WithShape(v.Shape()...), gorgonia.WithName(inName(i)))
 		}
 	}
 	o0, err := b(probe)
@@ -144,6 +145,10 @@ func gradCheck(t *testing.T, vals []*tensor.Dense, diff []bool, b builder) float
 	return worst
 }
 
+// inName names input i: unnamed Gorgonia inputs of one shape would be merged
+// into one node by hash-consing.
+func inName(i int) string { return fmt.Sprintf("in%d", i) }
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -158,7 +163,7 @@ func forward(t *testing.T, vals []*tensor.Dense, b builder) tensor.Tensor {
 	in := make([]*gorgonia.Node, len(vals))
 	for i, v := range vals {
 		if v != nil {
-			in[i] = gorgonia.NewTensor(g, v.Dtype(), v.Dims(), gorgonia.WithShape(v.Shape()...), gorgonia.WithValue(v.Clone().(*tensor.Dense)))
+			in[i] = gorgonia.NewTensor(g, v.Dtype(), v.Dims(), gorgonia.WithShape(v.Shape()...), gorgonia.WithValue(v.Clone().(*tensor.Dense)), gorgonia.WithName(inName(i)))
 		}
 	}
 	out, err := b(in)
