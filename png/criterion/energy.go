@@ -77,6 +77,9 @@ func (e *Energy) String() string {
 // EvalMulti returns E(L) and, when grad is not nil, writes ∂E/∂L_k into
 // grad[k]. L has one row of m losses per model.
 func (e *Energy) EvalMulti(L [][]float64, grad [][]float64) (float64, error) {
+	if !(e.Eps >= 0) || math.IsInf(e.Eps, 0) {
+		return 0, fmt.Errorf("criterion: energy eps is %v; expected a finite number ≥ 0", e.Eps)
+	}
 	m := len(e.tasks)
 	for k, row := range L {
 		if len(row) != m {

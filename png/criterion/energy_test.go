@@ -156,6 +156,10 @@ func TestEnergyErrors(t *testing.T) {
 	if _, err := NewEnergy(ab, math.NaN()); err == nil {
 		t.Error("NewEnergy with NaN eps: no error")
 	}
+	e.Eps = -1
+	if _, err := e.EvalMulti([][]float64{{0, 0}, {1, 1}}, nil); err == nil || !strings.Contains(err.Error(), "eps is -1") {
+		t.Errorf("EvalMulti with eps -1: got %v, want an error naming eps", err)
+	}
 }
 
 func TestEnergyImplementsMulti(t *testing.T) {
