@@ -16,11 +16,14 @@ import (
 // builder lowers an ONNX graph into a Gorgonia graph for concrete input
 // shapes. Every lowering function receives it.
 type builder struct {
-	g      *G.ExprGraph
-	dt     tensor.Dtype // element type of every float node (Float32 or Float64)
-	opset  int64        // default-domain opset of the model
-	consts map[*importer.Tensor]gnode
-	nconst int
+	g     *G.ExprGraph
+	dt    tensor.Dtype // element type of every float node (Float32 or Float64)
+	opset int64        // default-domain opset of the model
+	// bnTrain: BatchNormalization uses batch statistics (Options.BatchNorm
+	// "train") instead of its running statistics.
+	bnTrain bool
+	consts  map[*importer.Tensor]gnode
+	nconst  int
 }
 
 func newBuilder(dt tensor.Dtype, opset int64) *builder {

@@ -21,8 +21,9 @@ type built struct {
 // buildGraph lowers gp for the given concrete shapes of its (non
 // initializer) inputs. Initializers named in trainable become parameter
 // nodes holding their initial values; the others are constants.
-func buildGraph(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, inits map[string]*importer.Tensor, trainable map[string]bool) (*built, error) {
+func buildGraph(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool) (*built, error) {
 	b := newBuilder(dt, opset)
+	b.bnTrain = bnTrain
 	bt := &built{b: b, vals: map[string]*value{}, inputs: map[string]gnode{}, params: map[string]gnode{}}
 	for name, t := range inits {
 		if !trainable[name] {

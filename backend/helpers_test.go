@@ -151,7 +151,7 @@ func tryGraph(m *importer.Model, feeds map[string]*importer.Tensor, trainable ma
 	for k, v := range feeds {
 		shapes[k] = v.Shape
 	}
-	bt, err := buildGraph(m.Proto.Graph, m.Opset(""), tensor.Float64, shapes, inits, trainable)
+	bt, err := buildGraph(m.Proto.Graph, m.Opset(""), tensor.Float64, shapes, inits, trainable, false)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,268 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/png"
+)
+
+// addLosses appends the loss heads, one symbolic backward pass for
+// Σ_i u_i·ℓ_i (u an input vector of task weights) and a sink node that
+// copies losses and gradients into one fresh buffer (Gorgonia reuses
+// buffers of dead values, so values are read only from the sink).
+func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
+	b := c.bt.b
+	for i, t := range md.tasks {
+		h := lossHeads[t.Loss]
+		out := c.bt.vals[t.Output]
+		var tg gnode
+		if t.Loss != "output" {
+			want, err := h.targetShape(out.shape)
+			if err != nil {
+				return fmt.Errorf("task %q: output %q: %v", t.Name, t.Output, err)
+			}
+			if !equalShape(targets[t.Target], want) {
+				return fmt.Errorf("task %q: target array %q has shape %v, expected %v", t.Name, t.Target, targets[t.Target], want)
+			}
+			tg = b.input(fmt.Sprintf("target#%d:%s", i, t.Target), want)
+		}
+		l, err := h.build(b, t, out.n, tg)
+		if err != nil {
+			return fmt.Errorf("task %q: %w", t.Name, err)
+		}
+		c.targets = append(c.targets, tg)
+		c.losses = append(c.losses, l)
+		c.u = append(c.u, b.input(fmt.Sprintf("u#%d", i), nil))
+	}
+	// Which parameters reach which losses through differentiable inputs.
+	reach := make([]map[gnode]bool, len(c.losses))
+	for i, l := range c.losses {
+		reach[i] = diffAncestors(b.g, l)
+	}
+	var outs, gouts, wrt G.Nodes
+	for i, l := range c.losses {
+		has := false
+		for _, p := range c.bt.params {
+			has = has || reach[i][p]
+		}
+		c.hasGrad = append(c.hasGrad, has)
+		if has {
+			outs, gouts = append(outs, l), append(gouts, c.u[i])
+		}
+	}
+	for j, p := range md.params {
+		n := c.bt.params[p.Name]
+		for i := range c.losses {
+			if reach[i][n] {
+				c.wrt = append(c.wrt, j)
+				wrt = append(wrt, n)
+				break
+			}
+		}
+	}
+	sinkIn := append(G.Nodes{}, c.losses...)
+	if len(wrt) > 0 {
+		grads, err := G.Backpropagate(outs, gouts, wrt)
+		if err != nil {
+			return fmt.Errorf("symbolic differentiation: %w", err)
+		}
+		sinkIn = append(sinkIn, grads...)
+	}
+	var err error
+	if c.sink, err = concatSink(b, "sink", sinkIn); err != nil {
+		return err
+	}
+	if c.lossOut, err = concatSink(b, "losses", c.losses); err != nil {
+		return err
+	}
+	c.full = G.NewTapeMachine(b.g)
+	c.fwd = G.NewTapeMachine(b.g.ExactSubgraphRoots(c.lossOut))
+	return nil
+}
+
+// diffAncestors returns the nodes from which root is reached through
+// differentiable op inputs.
+func diffAncestors(g *G.ExprGraph, root gnode) map[gnode]bool {
+	seen := map[gnode]bool{root: true}
+	stack := []gnode{root}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		it := g.From(n.ID())
+		var children []gnode
+		for it.Next() {
+			children = append(children, it.Node().(*G.Node))
+		}
+		var diffs []bool
+		if op, ok := n.Op().(G.SDOp); ok && n.Op() != nil {
+			diffs = op.DiffWRT(len(children))
+		}
+		for k, ch := range children {
+			if diffs != nil && k < len(diffs) && !diffs[k] {
+				continue
+			}
+			if !seen[ch] {
+				seen[ch] = true
+				stack = append(stack, ch)
+			}
+		}
+	}
+	return seen
+}
+
+// concatSink adds a kernel copying the flat values of ns into one vector.
+// It has no gradient.
+func concatSink(b *builder, name string, ns G.Nodes) (gnode, error) {
+	total := 0
+	for _, n := range ns {
+		total += numel(n.Shape())
+	}
+	return b.kernel(name, "sink", ns, []int{total}, func(dst []float64, in [][]float64) {
+		off := 0
+		for _, d := range in {
+			off += copy(dst[off:], d)
+		}
+	}, nil, nil)
+}
+
+// Evaluate computes the task losses on batch into losses and, when jac is
+// not nil, the exact per-task gradients into jac (m×n, rows in task order,
+// columns in Trainable order). The backward pass runs once per task with
+// the task weights u = e_i (the forward pass is recomputed each time).
+func (md *Model) Evaluate(batch map[string]*importer.Tensor, losses []float64, jac *png.Jacobian) error {
+	m := len(md.tasks)
+	if len(losses) != m {
+		return fmt.Errorf("backend: Evaluate: losses has length %d, expected %d tasks", len(losses), m)
+	}
+	if jac != nil && (jac.M != m || jac.N != len(md.theta) || len(jac.Data) != m*len(md.theta)) {
+		return fmt.Errorf("backend: Evaluate: Jacobian is %d×%d (%d values), expected %d×%d", jac.M, jac.N, len(jac.Data), m, len(md.theta))
+	}
+	if err := md.CheckBatch(batch); err != nil {
+		return err
+	}
+	shapes, targets := map[string][]int{}, map[string][]int{}
+	for _, in := range md.inputs {
+		shapes[in.Name] = batch[in.Name].Shape
+	}
+	for _, t := range md.tasks {
+		if t.Target != "" {
+			targets[t.Target] = batch[t.Target].Shape
+		}
+	}
+	c, err := md.compile(shapes, targets)
+	if err != nil {
+		return fmt.Errorf("backend: %w", err)
+	}
+	bt := c.bt
+	for _, p := range md.params {
+		v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
+		d := make([]float64, len(v))
+		for i, x := range v {
+			d[i] = float64(x)
+		}
+		if err := letFloats(bt.params[p.Name], md.dt, p.Shape, d); err != nil {
+			return fmt.Errorf("backend: parameter %q: %w", p.Name, err)
+		}
+	}
+	for name, n := range bt.inputs {
+		a := batch[name]
+		if err := letFloats(n, md.dt, a.Shape, a.Float64s()); err != nil {
+			return fmt.Errorf("backend: model input %q: %w", name, err)
+		}
+	}
+	for i, t := range md.tasks {
+		if c.targets[i] == nil {
+			continue
+		}
+		a := batch[t.Target]
+		if err := letFloats(c.targets[i], md.dt, a.Shape, a.Float64s()); err != nil {
+			return fmt.Errorf("backend: target array %q: %w", t.Target, err)
+		}
+	}
+	setU := func(k int) error {
+		for i, u := range c.u {
+			v := 0.0
+			if i == k {
+				v = 1
+			}
+			if err := letFloats(u, md.dt, nil, []float64{v}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := setU(-1); err != nil {
+		return fmt.Errorf("backend: %w", err)
+	}
+	if jac == nil {
+		if err := runMachine(c.fwd); err != nil {
+			return fmt.Errorf("backend: forward pass: %w", err)
+		}
+		d, err := valueFloats(c.lossOut.Value())
+		if err != nil {
+			return fmt.Errorf("backend: reading losses: %w", err)
+		}
+		copy(losses, d)
+		return md.checkLosses(losses)
+	}
+	for i := range jac.Data {
+		jac.Data[i] = 0
+	}
+	for k := 0; k < m; k++ {
+		if err := setU(k); err != nil {
+			return fmt.Errorf("backend: %w", err)
+		}
+		if err := runMachine(c.full); err != nil {
+			return fmt.Errorf("backend: task %q: forward and backward pass: %w", md.tasks[k].Name, err)
+		}
+		d, err := valueFloats(c.sink.Value())
+		if err != nil {
+			return fmt.Errorf("backend: reading gradients: %w", err)
+		}
+		if k == 0 {
+			copy(losses, d[:m])
+			if err := md.checkLosses(losses); err != nil {
+				return err
+			}
+		}
+		if !c.hasGrad[k] {
+			continue
+		}
+		row := jac.Row(k)
+		off := m
+		for _, j := range c.wrt {
+			p := md.params[j]
+			sz := numel(p.Shape)
+			for i, v := range d[off : off+sz] {
+				row[p.Offset+i] = float32(v)
+			}
+			off += sz
+		}
+	}
+	return nil
+}
+
+// NonFiniteError reports a loss that is NaN or infinite.
+type NonFiniteError struct {
+	Task  string
+	Value float64
+}
+
+func (e *NonFiniteError) Error() string {
+	return fmt.Sprintf("backend: task %q: loss is %v", e.Task, e.Value)
+}
+
+func (md *Model) checkLosses(losses []float64) error {
+	var errs []error
+	for i, l := range losses {
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			errs = append(errs, &NonFiniteError{Task: md.tasks[i].Name, Value: l})
+		}
+	}
+	return errors.Join(errs...)
+}

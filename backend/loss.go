@@ -1,0 +1,29 @@
+package backend
+
+import "fmt"
+
+// lossHead appends the loss of one task to the graph: out is the model's
+// value, target the node holding the target array (nil for "output"). It
+// returns a scalar node.
+type lossHead struct {
+	// targetShape gives the shape of the target array for an output of
+	// shape out (checked against the data before each build).
+	targetShape func(out []int) ([]int, error)
+	// integer reports whether targets are class indices.
+	integer bool
+	build   func(b *builder, t Task, out, target gnode) (gnode, error)
+}
+
+// lossHeads maps a loss kind to its head; loss family files fill it in
+// init.
+var lossHeads = map[string]lossHead{}
+
+func sameShape(out []int) ([]int, error) { return append([]int{}, out...), nil }
+
+// classTargetShape: [N, C, d...] → [N, d...].
+func classTargetShape(out []int) ([]int, error) {
+	if len(out) < 2 {
+		return nil, fmt.Errorf("class scores must have shape [N, C, ...], have %v", out)
+	}
+	return append(append([]int{}, out[0]), out[2:]...), nil
+}

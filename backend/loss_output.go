@@ -1,0 +1,16 @@
+package backend
+
+import "fmt"
+
+// output: the ONNX value already is the scalar loss (a single element).
+
+func init() {
+	lossHeads["output"] = lossHead{build: func(b *builder, t Task, out, _ gnode) (gnode, error) {
+		if numel(out.Shape()) != 1 {
+			return nil, fmt.Errorf("task %q: output %q has shape %v; loss \"output\" needs a single element", t.Name, t.Output, out.Shape())
+		}
+		return b.kernel("loss:"+t.Name, "output", []gnode{out}, nil,
+			func(dst []float64, in [][]float64) { dst[0] = in[0][0] },
+			func(_ int, dst []float64, _ [][]float64, _, g []float64) { dst[0] = g[0] }, nil)
+	}}
+}

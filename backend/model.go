@@ -1,0 +1,389 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"sort"
+	"strings"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/importer"
+)
+
+// Options configure Open. The zero value trains every weight in float32
+// with BatchNormalization using its running statistics.
+type Options struct {
+	// BatchNorm is "frozen" (default, "": running statistics, PyTorch's
+	// eval mode) or "train" (batch statistics).
+	BatchNorm string
+	// Freeze lists path.Match globs; initializers whose names match one
+	// are not trained.
+	Freeze []string
+	// Float64 computes in float64 (gradient checks); default float32.
+	Float64 bool
+}
+
+// Param is one trainable initializer and where it lives in the flat
+// parameter vector.
+type Param struct {
+	Name   string
+	Shape  []int
+	Offset int
+}
+
+// Input describes a model input; Shape has -1 for dynamic dimensions.
+type Input struct {
+	Name  string
+	Shape []int
+	Type  importer.DataType
+}
+
+// Model is an ONNX model with task losses appended; it implements
+// finetune.Problem. It is not safe for concurrent use.
+type Model struct {
+	m      *importer.Model
+	tasks  []Task
+	opt    Options
+	opset  int64
+	dt     tensor.Dtype
+	inits  map[string]*importer.Tensor
+	params []Param
+	theta  []float32
+	inputs []Input
+	cache  map[string]*compiled
+}
+
+// compiled is the graph for one signature of input and target shapes.
+type compiled struct {
+	bt      *built
+	targets []gnode // per task; nil for "output"
+	u       []gnode // per task: weight of the task's loss in the backward pass
+	losses  []gnode
+	hasGrad []bool // per task: some trainable parameter affects the loss
+	wrt     []int  // indices into Model.params of the differentiated params
+	sink    gnode  // [losses..., gradients of wrt...]
+	lossOut gnode  // [losses...]
+	full    G.VM
+	fwd     G.VM
+}
+
+// Open prepares m for training the given tasks: it checks that every
+// task's output exists and its loss kind is known, that every op is
+// supported (one error listing them all), and chooses the trainable
+// initializers.
+func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
+	if len(tasks) == 0 {
+		return nil, errors.New("backend: no tasks")
+	}
+	switch opt.BatchNorm {
+	case "", "frozen", "train":
+	default:
+		return nil, fmt.Errorf("backend: BatchNorm mode %q: expected \"frozen\" or \"train\"", opt.BatchNorm)
+	}
+	for _, g := range opt.Freeze {
+		if _, err := path.Match(g, ""); err != nil {
+			return nil, fmt.Errorf("backend: freeze pattern %q: %w", g, err)
+		}
+	}
+	inits, err := m.Initializers()
+	if err != nil {
+		return nil, fmt.Errorf("backend: %w", err)
+	}
+	md := &Model{m: m, tasks: tasks, opt: opt, opset: m.Opset(""), dt: tensor.Float32, inits: inits, cache: map[string]*compiled{}}
+	if opt.Float64 {
+		md.dt = tensor.Float64
+	}
+	gp := m.Proto.Graph
+	produced := map[string]bool{}
+	for _, n := range gp.Node {
+		for _, o := range n.Output {
+			produced[o] = true
+		}
+	}
+	seen := map[string]bool{}
+	var errs []error
+	for _, t := range tasks {
+		if _, ok := lossHeads[t.Loss]; !ok {
+			errs = append(errs, fmt.Errorf("task %q: unknown loss %q (known: %s)", t.Name, t.Loss, strings.Join(LossKinds(), ", ")))
+		}
+		if !produced[t.Output] {
+			errs = append(errs, fmt.Errorf("task %q: the model has no output %q", t.Name, t.Output))
+		}
+		if seen[t.Name] {
+			errs = append(errs, fmt.Errorf("task %q: name used twice", t.Name))
+		}
+		seen[t.Name] = true
+	}
+	for _, vi := range gp.Input {
+		if _, ok := inits[vi.GetName()]; ok {
+			continue
+		}
+		in := Input{Name: vi.GetName()}
+		if tt := vi.GetType().GetTensorType(); tt != nil {
+			in.Type = importer.DataType(tt.GetElemType())
+			for _, d := range tt.GetShape().GetDim() {
+				if d.GetDimParam() == "" && d.GetDimValue() > 0 {
+					in.Shape = append(in.Shape, int(d.GetDimValue()))
+				} else {
+					in.Shape = append(in.Shape, -1)
+				}
+			}
+		}
+		md.inputs = append(md.inputs, in)
+	}
+	md.chooseParams()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("backend: %w", errors.Join(errs...))
+	}
+	// A trial build with dynamic dimensions set to 2 lists unsupported ops.
+	shapes := map[string][]int{}
+	for _, in := range md.inputs {
+		s := make([]int, len(in.Shape))
+		for i, d := range in.Shape {
+			s[i] = d
+			if d < 0 {
+				s[i] = 2
+			}
+		}
+		shapes[in.Name] = s
+	}
+	if _, err := md.compile(shapes, nil); err != nil {
+		return nil, fmt.Errorf("backend: %w", err)
+	}
+	return md, nil
+}
+
+// constOperand lists, per op, the inputs that are shape-like operands, not
+// data: initializers consumed only there are not trained.
+var constOperand = map[string][]int{
+	"Reshape": {1}, "Unsqueeze": {1}, "Squeeze": {1}, "Slice": {1, 2, 3, 4}, "Split": {1},
+	"ReduceSum": {1}, "ReduceMean": {1}, "ReduceL2": {1}, "Clip": {1, 2}, "Expand": {1},
+	"Tile": {1}, "ConstantOfShape": {0}, "Resize": {1, 2, 3}, "Upsample": {1}, "Pad": {1, 2, 3},
+	"Gather": {1}, "BatchNormalization": {3, 4}, "Dropout": {1, 2}, "Shape": {0}, "Size": {0},
+	"Range": {0, 1, 2}, "TopK": {1}, "MaxUnpool": {1, 2},
+}
+
+// chooseParams picks the trainable initializers (float, used as data by
+// some node, not frozen), in graph order, and fills theta.
+func (md *Model) chooseParams() {
+	data := map[string]bool{}
+	for _, n := range md.m.Proto.Graph.Node {
+		skip := map[int]bool{}
+		for _, i := range constOperand[n.GetOpType()] {
+			skip[i] = true
+		}
+		for i, s := range n.Input {
+			if !skip[i] {
+				data[s] = true
+			}
+		}
+	}
+	for _, tp := range md.m.Proto.Graph.Initializer {
+		name := tp.GetName()
+		t := md.inits[name]
+		if t == nil || !t.IsFloat() || !data[name] || md.frozen(name) {
+			continue
+		}
+		md.params = append(md.params, Param{Name: name, Shape: append([]int{}, t.Shape...), Offset: len(md.theta)})
+		for _, v := range t.Float64s() {
+			md.theta = append(md.theta, float32(v))
+		}
+	}
+}
+
+func (md *Model) frozen(name string) bool {
+	for _, g := range md.opt.Freeze {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Tasks returns the task names in loss order.
+func (md *Model) Tasks() []string {
+	out := make([]string, len(md.tasks))
+	for i, t := range md.tasks {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// NumParams returns the length of the flat parameter vector.
+func (md *Model) NumParams() int { return len(md.theta) }
+
+// Params copies the current parameters into dst.
+func (md *Model) Params(dst []float32) { copy(dst, md.theta) }
+
+// SetParams replaces the parameters with src.
+func (md *Model) SetParams(src []float32) error {
+	if len(src) != len(md.theta) {
+		return fmt.Errorf("backend: SetParams: %d values, the model has %d parameters", len(src), len(md.theta))
+	}
+	copy(md.theta, src)
+	return nil
+}
+
+// Trainable returns the trainable initializers in flat-vector order.
+func (md *Model) Trainable() []Param {
+	out := make([]Param, len(md.params))
+	for i, p := range md.params {
+		out[i] = Param{Name: p.Name, Shape: append([]int{}, p.Shape...), Offset: p.Offset}
+	}
+	return out
+}
+
+// Inputs returns the model's inputs (initializers excluded).
+func (md *Model) Inputs() []Input {
+	out := make([]Input, len(md.inputs))
+	for i, in := range md.inputs {
+		out[i] = Input{Name: in.Name, Shape: append([]int{}, in.Shape...), Type: in.Type}
+	}
+	return out
+}
+
+// Weights returns the current values of the trainable initializers, by
+// name, in their original element types (for saving).
+func (md *Model) Weights() map[string]*importer.Tensor {
+	out := map[string]*importer.Tensor{}
+	for _, p := range md.params {
+		orig := md.inits[p.Name]
+		v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
+		t := &importer.Tensor{Name: p.Name, Type: orig.Type, Shape: append([]int{}, p.Shape...)}
+		if orig.F64 != nil {
+			t.F64 = make([]float64, len(v))
+			for i, x := range v {
+				t.F64[i] = float64(x)
+			}
+		} else {
+			t.F32 = append([]float32{}, v...)
+		}
+		out[p.Name] = t
+	}
+	return out
+}
+
+// CheckBatch checks b against the model inputs and task targets: every
+// array present, shapes compatible with the model, class labels in range.
+// Errors name the array and the input or task.
+func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
+	var errs []error
+	shapes := map[string][]int{}
+	for _, in := range md.inputs {
+		a, ok := b[in.Name]
+		if !ok || a == nil {
+			errs = append(errs, fmt.Errorf("model input %q: no array %q in the data", in.Name, in.Name))
+			continue
+		}
+		if !a.IsFloat() {
+			errs = append(errs, fmt.Errorf("model input %q: array %q has element type %v, expected floating point", in.Name, in.Name, a.Type))
+			continue
+		}
+		if in.Shape != nil {
+			ok := len(a.Shape) == len(in.Shape)
+			for i := 0; ok && i < len(in.Shape); i++ {
+				ok = in.Shape[i] < 0 || in.Shape[i] == a.Shape[i]
+			}
+			if !ok {
+				errs = append(errs, fmt.Errorf("model input %q: array %q has shape %v, the model expects %v (-1: any)", in.Name, in.Name, a.Shape, in.Shape))
+				continue
+			}
+		}
+		shapes[in.Name] = a.Shape
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("backend: %w", errors.Join(errs...))
+	}
+	c, err := md.compile(shapes, nil) // without targets: output shapes
+	if err != nil {
+		return fmt.Errorf("backend: %w", err)
+	}
+	for _, t := range md.tasks {
+		if t.Loss == "output" {
+			continue
+		}
+		h := lossHeads[t.Loss]
+		out := c.bt.vals[t.Output]
+		want, err := h.targetShape(out.shape)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("task %q: output %q: %v", t.Name, t.Output, err))
+			continue
+		}
+		a, ok := b[t.Target]
+		if !ok || a == nil {
+			errs = append(errs, fmt.Errorf("task %q: no target array %q in the data", t.Name, t.Target))
+			continue
+		}
+		if !equalShape(a.Shape, want) {
+			errs = append(errs, fmt.Errorf("task %q: target array %q has shape %v, expected %v for output %q of shape %v", t.Name, t.Target, a.Shape, want, t.Output, out.shape))
+			continue
+		}
+		if h.integer {
+			C := int64(out.shape[1])
+			for i, v := range a.Float64s() {
+				if v != math.Trunc(v) || ((int64(v) < 0 || int64(v) >= C) && int64(v) != t.IgnoreIndex) {
+					errs = append(errs, fmt.Errorf("task %q: target array %q: element %d is %v, expected a class in [0, %d) or ignore_index %d", t.Name, t.Target, i, v, C, t.IgnoreIndex))
+					break
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("backend: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// signature keys the compiled-graph cache.
+func signature(shapes map[string][]int) string {
+	keys := make([]string, 0, len(shapes))
+	for k := range shapes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "%q%v;", k, shapes[k])
+	}
+	return sb.String()
+}
+
+// compile builds (or fetches) the graph for the given input shapes. With
+// withLoss false only the forward model is built (shape checks).
+func (md *Model) compile(shapes map[string][]int, targets map[string][]int) (*compiled, error) {
+	key := signature(shapes)
+	withLoss := targets != nil
+	if withLoss {
+		key += "|" + signature(targets)
+	}
+	if c, ok := md.cache[key]; ok {
+		return c, nil
+	}
+	trainable := map[string]bool{}
+	for _, p := range md.params {
+		trainable[p.Name] = true
+	}
+	bt, err := buildGraph(md.m.Proto.Graph, md.opset, md.dt, shapes, md.inits, trainable, md.opt.BatchNorm == "train")
+	if err != nil {
+		return nil, err
+	}
+	c := &compiled{bt: bt}
+	for _, t := range md.tasks {
+		if v := bt.vals[t.Output]; v == nil || v.isConst() {
+			return nil, fmt.Errorf("task %q: output %q is not computed at run time from the inputs and weights", t.Name, t.Output)
+		}
+	}
+	if !withLoss {
+		md.cache[key] = c
+		return c, nil
+	}
+	if err := md.addLosses(c, targets); err != nil {
+		return nil, err
+	}
+	md.cache[key] = c
+	return c, nil
+}
