@@ -21,7 +21,8 @@ type Gradient struct {
 	Extra []float32
 }
 
-// Info records what one direction computation found.
+// Info records what one direction computation found. PNG fills every
+// field; MGD and Linear fill G, Omega and VNorm.
 type Info struct {
 	G         float64   // g(θ) = min over the simplex of ωᵀKω
 	E         float64   // threshold e = γ·ē
@@ -33,11 +34,16 @@ type Info struct {
 }
 
 // State is what a method carries from step to step: the discounted average
-// ē of (1/m)Σ‖∇ℓ_i‖² used by the threshold e = γ·ē.
+// ē of (1/m)Σ‖∇ℓ_i‖² used by the threshold e = γ·ē. The zero value is the
+// state before the first step. PNG updates it on every successful call
+// (MGD and Linear leave it alone): with x = trace(K)/m of the step and
+// discount β, Weight ← β·Weight + 1 and AvgSqNorm ← (β·W·ē + x)/Weight,
+// where W is the old Weight; that is Σ_k β^k x_{t−k} / Σ_k β^k, free of the
+// zero-start bias of a plain exponential average.
 type State struct {
-	AvgSqNorm float64 // ē
-	Weight    float64 // sum of discount weights so far (bias correction)
-	Steps     int
+	AvgSqNorm float64 // ē, bias-corrected
+	Weight    float64 // Σ_k β^k over the steps so far (→ 1/(1−β))
+	Steps     int     // number of steps observed
 }
 
 // Method computes an update direction v (written into dst, n values) from
