@@ -122,7 +122,7 @@ func TestEvalNodeErrors(t *testing.T) {
 		{"gather out of range", mkNode("Gather", []string{"d", "i"}, []string{"g"}), []*Tensor{i64([]int{2}, 1, 2), i64(scalar, 2)}, "index 2 out of range", false},
 		{"squeeze non-1", mkNode("Squeeze", []string{"x", "a"}, []string{"s"}), []*Tensor{i64([]int{2}, 1, 2), i64([]int{1}, 0)}, "cannot squeeze axis 0 of size 2", false},
 		{"reshape mismatch", mkNode("Reshape", []string{"x", "s"}, []string{"r"}), []*Tensor{i64([]int{3}, 1, 2, 3), i64([]int{1}, 2)}, "reshape [3] (3 elements) to [2]", false},
-		{"huge ConstantOfShape", mkNode("ConstantOfShape", []string{"s"}, []string{"c"}), []*Tensor{i64([]int{2}, 1 << 30, 1 << 30)}, "exceeds", false},
+		{"huge ConstantOfShape", mkNode("ConstantOfShape", []string{"s"}, []string{"c"}), []*Tensor{i64([]int{2}, 1<<30, 1<<30)}, "exceeds", false},
 		{"huge Range", mkNode("Range", []string{"s", "l", "d"}, []string{"r"}), []*Tensor{i64(scalar, 0), i64(scalar, math.MaxInt64), i64(scalar, 1)}, "exceeds", false},
 		{"slice step 0", mkNode("Slice", []string{"x", "s", "e", "a", "st"}, []string{"s"}), []*Tensor{i64([]int{2}, 1, 2), i64([]int{1}, 0), i64([]int{1}, 1), i64([]int{1}, 0), i64([]int{1}, 0)}, "step 0", false},
 		{"short data", mkNode("Identity", []string{"x"}, []string{"y"}), []*Tensor{{Type: Int64, Shape: []int{3}, I64: []int64{1}}}, "has 1 values, shape [3] needs 3", false},

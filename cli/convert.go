@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"fmt"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/paretonav/paretonav/importer"
+)
+
+var (
+	convertInlineFlag = &ucli.BoolFlag{Name: "inline-data", Usage: "store every weight inside OUT.onnx, even those IN.onnx keeps in external data"}
+	convertForceFlag  = &ucli.BoolFlag{Name: "force", Usage: "overwrite OUT.onnx (and OUT.onnx.data) if they exist"}
+)
+
+var convertCommand = &ucli.Command{
+	Name:      "convert",
+	Usage:     "import an ONNX model and write it back unchanged",
+	ArgsUsage: "IN.onnx OUT.onnx",
+	Description: `Reads IN.onnx (validating it and its external data, if any) and writes
+OUT.onnx with the same graph, weights, opsets and metadata; convert adds
+nothing to the model. Weights IN.onnx kept in external data go to
+OUT.onnx.data beside OUT.onnx (4096-aligned), unless --inline-data; their
+external_data entries (location, offset, length) are the only fields that
+change. Writing is atomic; existing files are kept unless --force.`,
+	Flags:  []ucli.Flag{convertInlineFlag, convertForceFlag},
+	Action: convertAction,
+}
+
+func init() { register(convertCommand) }
+
+func convertAction(c *ucli.Context) error {
+	if c.NArg() != 2 {
+		return ucli.Exit(fmt.Sprintf("convert: expected IN.onnx OUT.onnx, got %d arguments", c.NArg()), 2)
+	}
+	in, out := c.Args().Get(0), c.Args().Get(1)
+	m, err := importer.Load(in)
+	if err != nil {
+		return err
+	}
+	opt := importer.SaveOptions{InlineData: c.Bool(convertInlineFlag.Name), Force: c.Bool(convertForceFlag.Name)}
+	if err := importer.Save(out, m, nil, opt); err != nil {
+		return err
+	}
+	inits := len(m.Proto.GetGraph().GetInitializer())
+	where := "inline"
+	if m.HasExternalData() && !opt.InlineData {
+		where = "external data in " + importer.DataFileName(out)
+	}
+	fmt.Fprintf(c.App.Writer, "wrote %s: %d nodes, %d initializers (%s), IR %d, opset %d\n",
+		out, len(m.Proto.GetGraph().GetNode()), inits, where, m.Proto.GetIrVersion(), m.Opset(""))
+	return nil
+}
