@@ -236,7 +236,9 @@ func TestBadBatchErrors(t *testing.T) {
 		want string
 	}{
 		{"missing input", func(b map[string]*importer.Tensor) { delete(b, "x") }, `model input "x": no array "x"`},
-		{"wrong shape", func(b map[string]*importer.Tensor) { b["x"] = importer.NewFloat32("x", []int{4, 5}, make([]float32, 20)) }, `array "x" has shape [4 5], the model expects [-1 4]`},
+		{"wrong shape", func(b map[string]*importer.Tensor) {
+			b["x"] = importer.NewFloat32("x", []int{4, 5}, make([]float32, 20))
+		}, `array "x" has shape [4 5], the model expects [-1 4]`},
 		{"int input", func(b map[string]*importer.Tensor) { b["x"] = importer.NewInt64("x", []int{4, 4}, make([]int64, 16)) }, `expected floating point`},
 		{"missing target", func(b map[string]*importer.Tensor) { delete(b, "yb") }, `task "b": no target array "yb"`},
 		{"target shape", func(b map[string]*importer.Tensor) { b["yb"] = importer.NewFloat32("yb", []int{4}, make([]float32, 4)) }, `target array "yb" has shape [4], expected [4 2]`},
