@@ -573,3 +573,40 @@ func globalMaxBwd[T float](xt, gyt tensor.Tensor) tensor.Tensor {
 	}
 	return newTensor(xt.Shape(), dx)
 }
+
+// AsIndices returns indices as an int64 node: unchanged when it already is
+// one, otherwise a non-differentiable cast of a float node (rounded to the
+// nearest integer), for indices that went through float arithmetic.
+func AsIndices(indices *gorgonia.Node) (*gorgonia.Node, error) {
+	if indices == nil {
+		return nil, fmt.Errorf("ops: AsIndices: indices is nil")
+	}
+	if indices.Dtype() == tensor.Int64 {
+		return indices, nil
+	}
+	if err := checkFloat("AsIndices", "indices", indices); err != nil {
+		return nil, err
+	}
+	op := &fnOp{
+		name:     "AsIndices",
+		inDims:   []int{indices.Dims()},
+		outShape: indices.Shape(),
+		outType:  tensor.Int64,
+		fwd: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return roundToInt64[float32](in[0]), nil },
+				func() (tensor.Tensor, error) { return roundToInt64[float64](in[0]), nil })
+		},
+		grads: []gradSpec{{}},
+	}
+	return apply(op, indices)
+}
+
+func roundToInt64[T float](t tensor.Tensor) tensor.Tensor {
+	d := data[T](t)
+	out := make([]int64, len(d))
+	for i, v := range d {
+		out[i] = int64(math.Round(float64(v)))
+	}
+	return newTensor(t.Shape(), out)
+}
