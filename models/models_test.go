@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/finetune/npz"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/ortcheck"
@@ -441,6 +442,37 @@ func checkLogProbs(t *testing.T, x *importer.Tensor, shape []int) {
 			}
 			if math.Abs(s-1) > 1e-4 {
 				t.Fatalf("%s: probabilities at batch %d position %d sum to %g", x.Name, b, p, s)
+			}
+		}
+	}
+}
+
+// TestLeNet2MatchesPyTorch runs LeNet2(1) in ONNX Runtime on the batch in
+// testdata/lenet2_torch.npz and compares with PyTorch's outputs for the
+// same weights (made by testdata/lenet2_torch.py).
+func TestLeNet2MatchesPyTorch(t *testing.T) {
+	ortcheck.Require(t)
+	ref, err := npz.Read(filepath.Join("testdata", "lenet2_torch.npz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "lenet2.onnx")
+	if err := WriteModel(path, LeNet2(1)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ortcheck.Run(path, map[string]*importer.Tensor{"x": ref["x"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tol = 1e-5
+	for _, name := range []string{LeNet2OutputLeft, LeNet2OutputRight} {
+		got, want := out[name], ref[name]
+		if got == nil || !reflect.DeepEqual(got.Shape, want.Shape) {
+			t.Fatalf("%s: %v, want shape %v", name, got, want.Shape)
+		}
+		for i := range want.F32 {
+			if d := math.Abs(float64(got.F32[i] - want.F32[i])); d > tol {
+				t.Fatalf("%s[%d] = %g, PyTorch %g (|diff| %g > %g)", name, i, got.F32[i], want.F32[i], d, tol)
 			}
 		}
 	}
