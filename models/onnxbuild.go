@@ -310,8 +310,8 @@ func WriteModel(path string, m *onnxpb.ModelProto) error {
 
 // writeFileAtomic writes data to a temporary file in path's folder, syncs
 // it and renames it over path, so that readers see the old file or the
-// whole new one. (Kept local and small: the importer had no exported
-// atomic writer when this was written.)
+// whole new one. (Kept local and small: importer.Save writes atomically
+// but exports no plain atomic file writer.)
 func writeFileAtomic(path string, data []byte) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -337,7 +337,14 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	if err = os.Chmod(tmp, 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, derr := os.Open(filepath.Dir(path)); derr == nil {
+		d.Sync() // best effort: make the rename durable
+		d.Close()
+	}
+	return nil
 }
 
 // CountParams returns the number of trainable values in m: the elements of
