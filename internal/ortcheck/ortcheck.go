@@ -199,7 +199,7 @@ func Run(modelPath string, inputs map[string]*importer.Tensor) (map[string]*impo
 	}
 	defer os.RemoveAll(dir)
 
-	j := job{Model: abs, OptLevel: "disabled", Threads: 1}
+	j := job{Model: abs, OptLevel: "disabled", Threads: 1, Inputs: []jobTensor{}}
 	names := make([]string, 0, len(inputs))
 	for name := range inputs {
 		names = append(names, name)
