@@ -101,8 +101,8 @@ func TestExternalDataRejected(t *testing.T) {
 		{"no location", nil, map[string]string{"offset": "0"}, "no location"},
 		{"bad offset", nil, map[string]string{"location": "mlp_ext.onnx.data", "offset": "x"}, `offset "x" is not a non-negative integer`},
 		{"negative length", nil, map[string]string{"location": "mlp_ext.onnx.data", "length": "-4"}, `length "-4" is not`},
-		{"offset beyond", nil, map[string]string{"location": "mlp_ext.onnx.data", "offset": "100000"}, "offset 100000 is beyond the file's 240 bytes"},
-		{"length beyond", nil, map[string]string{"location": "mlp_ext.onnx.data", "offset": "200", "length": "128"}, "offset 200 + length 128 is beyond the file's 240 bytes"},
+		{"offset beyond", nil, map[string]string{"location": "mlp_ext.onnx.data", "offset": "100000"}, "offset 100000 is beyond the file's 224 bytes"},
+		{"length beyond", nil, map[string]string{"location": "mlp_ext.onnx.data", "offset": "200", "length": "128"}, "offset 200 + length 128 is beyond the file's 224 bytes"},
 		{"length short", nil, map[string]string{"location": "mlp_ext.onnx.data", "offset": "0", "length": "64"}, "needs 128"},
 		{"folder", func(dir string) {
 			must(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))

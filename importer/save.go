@@ -58,8 +58,10 @@ func DataFileName(path string) string { return filepath.Base(path) + ".data" }
 // Initializers that m kept in external data are written to one data file
 // beside path, named DataFileName(path), each at an offset aligned to 4096
 // bytes, unless opt.InlineData. When the model would otherwise exceed the
-// protobuf limit of 2 GiB, Save moves every initializer of 1 KiB or more to
-// that data file automatically (with opt.InlineData it fails instead).
+// protobuf limit of 2 GiB, Save moves every floating-point initializer of
+// 1 KiB or more to that data file automatically (with opt.InlineData it
+// fails instead); integer initializers stay inline, since ONNX Runtime
+// cannot read shape arguments from external data.
 //
 // Writes are atomic: each file is written to a temporary file in path's
 // folder, synced, and renamed over its target, and the folder is synced;
@@ -133,8 +135,8 @@ func Save(path string, m *Model, weights map[string]*Tensor, opt SaveOptions) er
 			return fmt.Errorf("importer: save %s: the model needs %d bytes, more than protobuf's limit of %d; save without --inline-data to keep weights in an external data file", path, proto.Size(out), maxProtoSize)
 		}
 		for _, tp := range g.Initializer {
-			if tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
-				continue
+			if tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL || storageFor(DataType(tp.GetDataType())) == 'i' {
+				continue // integer tensors stay inline: ONNX Runtime reads shapes only from inline data
 			}
 			if _, n, err := tensorShape(tp); err != nil || n*elemSize[DataType(tp.GetDataType())] < externalThreshold {
 				continue

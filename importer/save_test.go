@@ -81,7 +81,13 @@ func TestSaveExternal(t *testing.T) {
 				return
 			}
 			must(t, statErr)
-			for _, tp := range m2.Proto.Graph.Initializer {
+			for i, tp := range m2.Proto.Graph.Initializer {
+				if tp.GetDataLocation() != m.Proto.Graph.Initializer[i].GetDataLocation() {
+					t.Errorf("%s: data location %v, was %v", tp.GetName(), tp.GetDataLocation(), m.Proto.Graph.Initializer[i].GetDataLocation())
+				}
+				if tp.GetDataLocation() != onnxpb.TensorProto_EXTERNAL {
+					continue
+				}
 				r, err := parseExternal(tp)
 				must(t, err)
 				if r.location != "tuned.onnx.data" || r.offset%4096 != 0 {

@@ -8,7 +8,7 @@ view_dyn11.onnx  the same at opset 11 (Unsqueeze takes axes as an attribute).
 dtypes.onnx      one initializer per element type, raw_data and typed fields,
                  each passed through Identity to an output; values in dtypes.json.
 mlp_ext.onnx     a small float MLP whose weights live in mlp_ext.onnx.data
-                 (external data), with doc strings and metadata_props.
+                 (external data; its int64 Reshape shape inline), with doc strings and metadata_props.
 """
 import json
 import os
@@ -16,7 +16,7 @@ import os
 import numpy as np
 import onnx
 import torch
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, external_data_helper, helper, numpy_helper
 
 torch.manual_seed(0)
 np.random.seed(0)
@@ -106,6 +106,12 @@ helper.set_model_props(model, {"author": "importer tests", "task": "none"})
 onnx.checker.check_model(model)
 if os.path.exists("mlp_ext.onnx.data"):  # onnx appends to an existing file
     os.remove("mlp_ext.onnx.data")
-onnx.save_model(model, "mlp_ext.onnx", save_as_external_data=True,
-                all_tensors_to_one_file=True, location="mlp_ext.onnx.data",
-                size_threshold=0)
+# Float weights external; the int64 shape stays inline (ONNX Runtime cannot
+# read a Reshape's shape from external data during shape inference).
+external_data_helper.convert_model_to_external_data(
+    model, all_tensors_to_one_file=True, location="mlp_ext.onnx.data", size_threshold=0)
+for t in model.graph.initializer:
+    if t.data_type == TensorProto.INT64:
+        t.data_location = TensorProto.DEFAULT
+        del t.external_data[:]
+onnx.save_model(model, "mlp_ext.onnx")
