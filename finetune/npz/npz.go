@@ -134,14 +134,65 @@ func parseDescr(descr string) (dtypeInfo, binary.ByteOrder, error) {
 	return d, order, nil
 }
 
+// maxHeader bounds the .npy header length we accept (numpy's own limit
+// for safe loading is 10,000 bytes).
+const maxHeader = 1 << 15
+
+// checkPreamble validates the magic string, version and header length of
+// the .npy stream in br (without consuming it), so that npyio's header
+// parser, which trusts them, only sees well-formed headers.
+func checkPreamble(br *bufio.Reader) error {
+	pre, err := br.Peek(12)
+	if err != nil || string(pre[:6]) != "\x93NUMPY" {
+		return fmt.Errorf("%w: header: not a .npy stream (no \\x93NUMPY magic)", ErrFormat)
+	}
+	var start, n int
+	switch pre[6] {
+	case 1:
+		start, n = 10, int(binary.LittleEndian.Uint16(pre[8:]))
+	case 2, 3:
+		start, n = 12, int(binary.LittleEndian.Uint32(pre[8:]))
+	default:
+		return fmt.Errorf("%w: header: .npy format version %d.%d", ErrFormat, pre[6], pre[7])
+	}
+	if n < 2 || n > maxHeader {
+		return fmt.Errorf("%w: header: length %d (want 2 to %d bytes)", ErrFormat, n, maxHeader)
+	}
+	hdr, err := br.Peek(start + n)
+	if err != nil {
+		return fmt.Errorf("%w: header: truncated (%d bytes announced)", ErrFormat, n)
+	}
+	if hdr[len(hdr)-1] != '\n' || !strings.HasPrefix(strings.TrimSpace(string(hdr[start:])), "{") {
+		return fmt.Errorf("%w: header: want a dictionary ending in a newline", ErrFormat)
+	}
+	return nil
+}
+
+// readHeader parses the .npy header with npyio, turning its panics on
+// malformed input into errors.
+func readHeader(br *bufio.Reader) (h npy.Header, err error) {
+	if err := checkPreamble(br); err != nil {
+		return h, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: header: %v", ErrFormat, r)
+		}
+	}()
+	hr, err := npy.NewReader(br)
+	if err != nil {
+		return h, fmt.Errorf("%w: header: %v", ErrFormat, err)
+	}
+	return hr.Header, nil
+}
+
 // decode reads one .npy stream.
 func decode(rd io.Reader, name string) (*importer.Tensor, error) {
 	br := bufio.NewReaderSize(rd, 1<<16)
-	hr, err := npy.NewReader(br)
+	h, err := readHeader(br)
 	if err != nil {
-		return nil, fmt.Errorf("%w: header: %v", ErrFormat, err)
+		return nil, err
 	}
-	h := hr.Header
 	d, order, err := parseDescr(h.Descr.Type)
 	if err != nil {
 		return nil, err
@@ -160,14 +211,19 @@ func decode(rd io.Reader, name string) (*importer.Tensor, error) {
 	if n > math.MaxInt/d.size {
 		return nil, fmt.Errorf("%w: shape %v too large", ErrFormat, shape)
 	}
+	// Storage grows as data arrives (from at most initialCap elements), so
+	// that a header announcing a huge shape over a short stream fails as
+	// truncated instead of allocating the announced size.
+	const initialCap = 1 << 24
 	t := &importer.Tensor{Name: name, Type: d.typ, Shape: shape}
+	c := min(n, initialCap)
 	switch {
 	case d.typ == importer.Float32 || d.typ == importer.Float16:
-		t.F32 = make([]float32, n)
+		t.F32 = make([]float32, 0, c)
 	case d.typ == importer.Float64:
-		t.F64 = make([]float64, n)
+		t.F64 = make([]float64, 0, c)
 	default:
-		t.I64 = make([]int64, n)
+		t.I64 = make([]int64, 0, c)
 	}
 	const chunk = 1 << 16 // elements per read
 	buf := make([]byte, min(n, chunk)*d.size)
@@ -177,6 +233,14 @@ func decode(rd io.Reader, name string) (*importer.Tensor, error) {
 		if _, err := io.ReadFull(br, b); err != nil {
 			return nil, fmt.Errorf("%w: data truncated: want %d values of %s for shape %v: %v", ErrFormat, n, h.Descr.Type, shape, err)
 		}
+		switch {
+		case t.F32 != nil:
+			t.F32 = grow(t.F32, off+m)
+		case t.F64 != nil:
+			t.F64 = grow(t.F64, off+m)
+		default:
+			t.I64 = grow(t.I64, off+m)
+		}
 		if err := decodeChunk(t, d, order, b, off, m); err != nil {
 			return nil, err
 		}
@@ -185,6 +249,14 @@ func decode(rd io.Reader, name string) (*importer.Tensor, error) {
 		fromFortran(t)
 	}
 	return t, nil
+}
+
+// grow returns s extended to length n (n ≥ len(s)), reusing its capacity.
+func grow[T any](s []T, n int) []T {
+	if n <= cap(s) {
+		return s[:n]
+	}
+	return append(s[:cap(s)], make([]T, n-cap(s))...)[:n]
 }
 
 func decodeChunk(t *importer.Tensor, d dtypeInfo, order binary.ByteOrder, b []byte, off, m int) error {

@@ -1,6 +1,7 @@
 package npz
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -311,4 +312,74 @@ func TestTruncatedData(t *testing.T) {
 	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "truncated") {
 		t.Errorf("err = %v, want a truncation ErrFormat", err)
 	}
+}
+
+// npyHeader builds a version 1.0 preamble around dict (a newline is added).
+func npyHeader(dict string) []byte {
+	h := []byte("\x93NUMPY\x01\x00")
+	n := len(dict) + 1
+	return append(append(h, byte(n), byte(n>>8)), dict+"\n"...)
+}
+
+func TestMalformedNPY(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name    string
+		content []byte
+		wantSub string
+	}{
+		{"no newline", []byte("\x93NUMPY\x01\x00\x05\x00abcde"), "newline"},
+		{"not a dict", npyHeader("abcd"), "dictionary"},
+		{"empty dict", npyHeader("{}"), "header"},
+		{"bad shape", npyHeader("{'descr': '<f4', 'fortran_order': False, 'shape': (2x), }"), "header"},
+		{"bad version", []byte("\x93NUMPY\x07\x00\x05\x00{}   \n"), "version 7.0"},
+		{"huge header", []byte("\x93NUMPY\x02\x00\xff\xff\xff\x7f{"), "length"},
+		{"short header", []byte("\x93NUMPY\x01\x00\x40\x00{'descr'"), "truncated"},
+		{"huge shape, no data", npyHeader("{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000,), }"), "truncated"},
+		{"overflowing shape", npyHeader("{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 4), }"), "too large"},
+		{"bad bool", append(npyHeader("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }"), 0, 7), "bool value 7"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".npy")
+			if err := os.WriteFile(p, tc.content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadNPY(p)
+			if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), tc.wantSub) || !strings.Contains(err.Error(), p) {
+				t.Errorf("err = %v, want an ErrFormat naming %s and mentioning %q", err, p, tc.wantSub)
+			}
+		})
+	}
+}
+
+// FuzzDecode checks that no input makes decode panic, and that whatever
+// it accepts encodes and decodes back to the same tensor.
+func FuzzDecode(f *testing.F) {
+	for _, name := range []string{"single.npy"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add(npyHeader("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 1), }"))
+	f.Add([]byte("\x93NUMPY\x01\x00\x05\x00abcde"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		x, err := decode(bytes.NewReader(b), "a")
+		if err != nil {
+			return
+		}
+		var buf bytes.Buffer
+		if err := encode(&buf, x); err != nil {
+			t.Fatalf("decoded %+v but cannot encode it: %v", x, err)
+		}
+		y, err := decode(&buf, "a")
+		if err != nil {
+			t.Fatalf("re-decoding: %v", err)
+		}
+		if !reflect.DeepEqual(x.Shape, y.Shape) || x.Type != y.Type || x.Len() != y.Len() {
+			t.Fatalf("round trip changed %+v into %+v", x, y)
+		}
+	})
 }
