@@ -1,0 +1,158 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/importer"
+)
+
+// Outputs runs the model forward on the model inputs in batch (targets
+// are not needed and are ignored) with the current parameters and returns
+// the named values, keyed by name. A name may be any value of the ONNX
+// graph (a graph output or an intermediate node output); with no names it
+// returns every graph output. Values are float32 tensors when the model
+// computes in float32 and float64 tensors with Options.Float64; a value
+// known at build time (a folded constant) is returned as it is.
+// BatchNormalization follows Options.BatchNorm, as in Evaluate.
+//
+// Outputs is what accuracies and predictions are computed from. Its graph
+// is compiled once per input-shape signature and set of names, like
+// Evaluate's.
+func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (map[string]*importer.Tensor, error) {
+	if len(names) == 0 {
+		for _, o := range md.m.Proto.Graph.Output {
+			names = append(names, o.GetName())
+		}
+	}
+	shapes, err := md.inputShapes(batch)
+	if err != nil {
+		return nil, err
+	}
+	c, err := md.compile(shapes, nil)
+	if err != nil {
+		return nil, fmt.Errorf("backend: %w", err)
+	}
+	bt := c.bt
+	var errs []error
+	var nodes G.Nodes
+	for _, name := range names {
+		v, ok := bt.vals[name]
+		switch {
+		case !ok || v == nil:
+			errs = append(errs, fmt.Errorf("the model has no value %q", name))
+		case !v.isConst():
+			nodes = append(nodes, v.n)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("backend: Outputs: %w", errors.Join(errs...))
+	}
+
+	// The forward machine for these names is cached beside Evaluate's
+	// graphs under its own key ("outputs|" never starts a compile key).
+	key := "outputs|" + signature(shapes) + "|" + strings.Join(names, "\x00")
+	oc, ok := md.cache[key]
+	if !ok {
+		oc = &compiled{bt: bt}
+		if len(nodes) > 0 {
+			// Values are read from a sink copy: Gorgonia reuses the
+			// buffers of values that later nodes consume.
+			if oc.sink, err = concatSink(bt.b, "outputs", nodes); err != nil {
+				return nil, fmt.Errorf("backend: Outputs: %w", err)
+			}
+			oc.fwd = G.NewTapeMachine(bt.b.g.ExactSubgraphRoots(oc.sink))
+		}
+		md.cache[key] = oc
+	}
+	out := map[string]*importer.Tensor{}
+	var flat []float64
+	if oc.fwd != nil {
+		for _, p := range md.params {
+			n, ok := bt.params[p.Name]
+			if !ok {
+				continue
+			}
+			v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
+			d := make([]float64, len(v))
+			for i, x := range v {
+				d[i] = float64(x)
+			}
+			if err := letFloats(n, md.dt, p.Shape, d); err != nil {
+				return nil, fmt.Errorf("backend: parameter %q: %w", p.Name, err)
+			}
+		}
+		for name, n := range bt.inputs {
+			a := batch[name]
+			if err := letFloats(n, md.dt, a.Shape, a.Float64s()); err != nil {
+				return nil, fmt.Errorf("backend: model input %q: %w", name, err)
+			}
+		}
+		if err := runMachine(oc.fwd); err != nil {
+			return nil, fmt.Errorf("backend: forward pass: %w", err)
+		}
+		if flat, err = valueFloats(oc.sink.Value()); err != nil {
+			return nil, fmt.Errorf("backend: reading outputs: %w", err)
+		}
+	}
+	off := 0
+	for _, name := range names {
+		v := bt.vals[name]
+		if v.isConst() {
+			out[name] = v.c
+			continue
+		}
+		s := append([]int{}, v.n.Shape()...)
+		sz := numel(s)
+		d := flat[off : off+sz]
+		off += sz
+		t := &importer.Tensor{Name: name, Shape: s}
+		if md.dt == tensor.Float64 {
+			t.Type, t.F64 = importer.Float64, append([]float64{}, d...)
+		} else {
+			t.Type, t.F32 = importer.Float32, make([]float32, sz)
+			for i, x := range d {
+				t.F32[i] = float32(x)
+			}
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+// inputShapes checks that batch holds every model input as a float array
+// of a compatible shape and returns the shapes by input name.
+func (md *Model) inputShapes(batch map[string]*importer.Tensor) (map[string][]int, error) {
+	var errs []error
+	shapes := map[string][]int{}
+	for _, in := range md.inputs {
+		a, ok := batch[in.Name]
+		if !ok || a == nil {
+			errs = append(errs, fmt.Errorf("model input %q: no array %q in the data", in.Name, in.Name))
+			continue
+		}
+		if !a.IsFloat() {
+			errs = append(errs, fmt.Errorf("model input %q: array %q has element type %v, expected floating point", in.Name, in.Name, a.Type))
+			continue
+		}
+		if in.Shape != nil {
+			ok := len(a.Shape) == len(in.Shape)
+			for i := 0; ok && i < len(in.Shape); i++ {
+				ok = in.Shape[i] < 0 || in.Shape[i] == a.Shape[i]
+			}
+			if !ok {
+				errs = append(errs, fmt.Errorf("model input %q: array %q has shape %v, the model expects %v (-1: any)", in.Name, in.Name, a.Shape, in.Shape))
+				continue
+			}
+		}
+		shapes[in.Name] = a.Shape
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("backend: %w", errors.Join(errs...))
+	}
+	return shapes, nil
+}
