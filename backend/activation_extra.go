@@ -1,0 +1,190 @@
+package backend
+
+import (
+	"math"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// More activations: Elu, Selu, Softplus, Softsign, ThresholdedRelu,
+// Shrink (element-wise, through builder.unary) and PRelu (a broadcast
+// slope, differentiable in both inputs).
+
+func init() {
+	register("Elu", 1, lowerElu)
+	register("Selu", 1, lowerSelu)
+	register("Softplus", 1, lowerSoftplus)
+	register("Softsign", 1, lowerSoftsign)
+	register("ThresholdedRelu", 1, lowerThresholdedRelu)
+	register("Shrink", 9, lowerShrink)
+	register("PRelu", 1, lowerPRelu)
+}
+
+// lowerElu: y = x for x > 0, alpha·(eˣ − 1) otherwise.
+func lowerElu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	alpha, err := attrFloat(n, "alpha", 1)
+	if err != nil {
+		return nil, err
+	}
+	return b.unary(n, in, func(x float64) float64 {
+		if x > 0 {
+			return x
+		}
+		return alpha * math.Expm1(x)
+	}, func(x, y float64) float64 {
+		if x > 0 {
+			return 1
+		}
+		return y + alpha
+	})
+}
+
+// lowerSelu: y = gamma·x for x > 0, gamma·alpha·(eˣ − 1) otherwise.
+func lowerSelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	alpha, err := attrFloat(n, "alpha", 1.67326319217681884765625)
+	if err != nil {
+		return nil, err
+	}
+	gamma, err := attrFloat(n, "gamma", 1.05070102214813232421875)
+	if err != nil {
+		return nil, err
+	}
+	return b.unary(n, in, func(x float64) float64 {
+		if x > 0 {
+			return gamma * x
+		}
+		return gamma * alpha * math.Expm1(x)
+	}, func(x, _ float64) float64 {
+		if x > 0 {
+			return gamma
+		}
+		return gamma * alpha * math.Exp(x)
+	})
+}
+
+// lowerSoftplus: y = log(1 + eˣ), computed without overflow.
+func lowerSoftplus(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	return b.unary(n, in, func(x float64) float64 {
+		if x > 0 {
+			return x + math.Log1p(math.Exp(-x))
+		}
+		return math.Log1p(math.Exp(x))
+	}, func(x, _ float64) float64 { return sigmoid(x) })
+}
+
+// lowerSoftsign: y = x / (1 + |x|).
+func lowerSoftsign(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	return b.unary(n, in, func(x float64) float64 { return x / (1 + math.Abs(x)) },
+		func(x, _ float64) float64 { d := 1 + math.Abs(x); return 1 / (d * d) })
+}
+
+// lowerThresholdedRelu: y = x for x > alpha, 0 otherwise.
+func lowerThresholdedRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	alpha, err := attrFloat(n, "alpha", 1)
+	if err != nil {
+		return nil, err
+	}
+	return b.unary(n, in, func(x float64) float64 {
+		if x > alpha {
+			return x
+		}
+		return 0
+	}, func(x, _ float64) float64 {
+		if x > alpha {
+			return 1
+		}
+		return 0
+	})
+}
+
+// lowerShrink: y = x − bias for x > lambd, x + bias for x < −lambd, 0
+// otherwise.
+func lowerShrink(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	bias, err := attrFloat(n, "bias", 0)
+	if err != nil {
+		return nil, err
+	}
+	lambd, err := attrFloat(n, "lambd", 0.5)
+	if err != nil {
+		return nil, err
+	}
+	return b.unary(n, in, func(x float64) float64 {
+		switch {
+		case x < -lambd:
+			return x + bias
+		case x > lambd:
+			return x - bias
+		}
+		return 0
+	}, func(x, _ float64) float64 {
+		if x < -lambd || x > lambd {
+			return 1
+		}
+		return 0
+	})
+}
+
+// sigmoid is 1/(1+e⁻ˣ) without overflow.
+func sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+// lowerPRelu: y = x for x ≥ 0, slope·x otherwise; slope broadcasts to x
+// (unidirectionally) and is trainable.
+func lowerPRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	x, err := input(n, in, 0)
+	if err != nil {
+		return nil, err
+	}
+	s, err := input(n, in, 1)
+	if err != nil {
+		return nil, err
+	}
+	sshape := s.shape
+	// Opset < 7 allowed a slope of shape [C] for NCHW data: align it with
+	// axis 1.
+	if b.opset < 7 && len(sshape) == 1 && len(x.shape) > 2 && sshape[0] == x.shape[1] && sshape[0] != x.shape[len(x.shape)-1] {
+		sshape = append([]int{sshape[0]}, make([]int, len(x.shape)-2)...)
+		for i := 1; i < len(sshape); i++ {
+			sshape[i] = 1
+		}
+	}
+	out, err := broadcastShape(x.shape, sshape)
+	if err != nil || !equalShape(out, x.shape) {
+		return nil, nodeErr(n, "slope %q of shape %v does not broadcast to X of shape %v (opset %d)", n.Input[1], s.shape, x.shape, b.opset)
+	}
+	is := broadcastIndex(sshape, x.shape)
+	if is == nil {
+		is = identityIdx(numel(x.shape))
+	}
+	fwd := func(dst []float64, in [][]float64) {
+		for i, v := range in[0] {
+			if v < 0 {
+				v *= in[1][is[i]]
+			}
+			dst[i] = v
+		}
+	}
+	bwd := func(k int, dst []float64, in [][]float64, _, g []float64) {
+		for i, v := range in[0] {
+			if k == 0 {
+				if v < 0 {
+					dst[i] = g[i] * in[1][is[i]]
+				} else {
+					dst[i] = g[i]
+				}
+			} else if v < 0 {
+				dst[is[i]] += g[i] * v
+			}
+		}
+	}
+	r, err := b.kernel(n.GetName(), "PRelu", []gnode{b.node(x), b.node(s)}, x.shape, fwd, bwd, nil)
+	if err != nil {
+		return nil, err
+	}
+	return []*value{nodeValue(r)}, nil
+}

@@ -1,0 +1,56 @@
+package backend
+
+import (
+	"math"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// More element-wise math: Reciprocal, Floor, Ceil, Sign, Round (zero
+// gradient where piecewise constant), trigonometric and hyperbolic
+// functions and their inverses, Erf.
+
+func init() {
+	type fn struct {
+		op    string
+		since int64
+		f     func(float64) float64
+		df    func(x, y float64) float64
+	}
+	zero := func(_, _ float64) float64 { return 0 }
+	for _, u := range []fn{
+		{"Reciprocal", 1, func(x float64) float64 { return 1 / x }, func(_, y float64) float64 { return -y * y }},
+		{"Floor", 1, math.Floor, zero},
+		{"Ceil", 1, math.Ceil, zero},
+		{"Round", 11, math.RoundToEven, zero},
+		{"Sign", 9, sign, zero},
+		{"Sin", 7, math.Sin, func(x, _ float64) float64 { return math.Cos(x) }},
+		{"Cos", 7, math.Cos, func(x, _ float64) float64 { return -math.Sin(x) }},
+		{"Tan", 7, math.Tan, func(_, y float64) float64 { return 1 + y*y }},
+		{"Asin", 7, math.Asin, func(x, _ float64) float64 { return 1 / math.Sqrt(1-x*x) }},
+		{"Acos", 7, math.Acos, func(x, _ float64) float64 { return -1 / math.Sqrt(1-x*x) }},
+		{"Atan", 7, math.Atan, func(x, _ float64) float64 { return 1 / (1 + x*x) }},
+		{"Sinh", 9, math.Sinh, func(x, _ float64) float64 { return math.Cosh(x) }},
+		{"Cosh", 9, math.Cosh, func(x, _ float64) float64 { return math.Sinh(x) }},
+		{"Asinh", 9, math.Asinh, func(x, _ float64) float64 { return 1 / math.Sqrt(x*x+1) }},
+		{"Acosh", 9, math.Acosh, func(x, _ float64) float64 { return 1 / math.Sqrt(x*x-1) }},
+		{"Atanh", 9, math.Atanh, func(x, _ float64) float64 { return 1 / (1 - x*x) }},
+		{"Erf", 9, math.Erf, func(x, _ float64) float64 { return 2 / math.SqrtPi * math.Exp(-x*x) }},
+	} {
+		u := u
+		register(u.op, u.since, func(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+			return b.unary(n, in, u.f, u.df)
+		})
+	}
+}
+
+// sign is -1, 0 or 1 (NaN stays NaN).
+func sign(x float64) float64 {
+	switch {
+	case x > 0:
+		return 1
+	case x < 0:
+		return -1
+	}
+	return x
+}
