@@ -8,6 +8,8 @@ import (
 )
 
 // Element-wise arithmetic with numpy broadcasting: Add, Sub, Mul, Div, Pow.
+// Add, Sub, Mul and Div of run-time int64 tensors (MaxPool indices) with
+// integers are computed exactly in int64, without gradient (intnode.go).
 
 func init() {
 	for _, op := range []string{"Add", "Sub", "Mul", "Div"} {
@@ -73,6 +75,20 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 			return i
 		}
 		return idx[i]
+	}
+	if isIntNode(x) || isIntNode(y) {
+		if op.fi == nil {
+			return nil, nodeErr(n, "%s of run-time int64 tensors is not supported", n.GetOpType())
+		}
+		v, err := b.intOp(n, n.GetOpType(), []*value{x, y}, out, func(dst []int64, in [][]int64) {
+			for i := range dst {
+				dst[i] = op.fi(in[0][at(ia, i)], in[1][at(ib, i)])
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		return []*value{v}, nil
 	}
 	if x.isConst() && y.isConst() {
 		t := &importer.Tensor{Name: n.Output[0], Shape: out}

@@ -24,6 +24,11 @@ func (b *builder) move(n *onnxpb.NodeProto, kind string, ins []*value, out []int
 	if allConst {
 		return constValue(moveConst(n.GetName(), ins, out, idx)), nil
 	}
+	for _, v := range ins {
+		if isIntNode(v) {
+			return b.moveInt(n, kind, ins, out, idx)
+		}
+	}
 	offs := make([]int, len(ins)+1)
 	nodes := make([]gnode, len(ins))
 	for i, v := range ins {
@@ -67,6 +72,21 @@ func (b *builder) move(n *onnxpb.NodeProto, kind string, ins []*value, out []int
 		return nil, err
 	}
 	return nodeValue(r), nil
+}
+
+// moveInt is move for run-time int64 tensors (MaxPool indices): the
+// result is an int64 node without gradient.
+func (b *builder) moveInt(n *onnxpb.NodeProto, kind string, ins []*value, out []int, idx []int) (*value, error) {
+	offs := make([]int, len(ins)+1)
+	for i, v := range ins {
+		offs[i+1] = offs[i] + numel(v.shape)
+	}
+	return b.intOp(n, kind, ins, out, func(dst []int64, in [][]int64) {
+		for i, j := range idx {
+			k := inputOf(offs, j)
+			dst[i] = in[k][j-offs[k]]
+		}
+	})
 }
 
 func isIdentity(idx []int) bool {

@@ -3,21 +3,23 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
-// ReduceMean, ReduceSum, ReduceL2. Axes are an attribute until they become
+// ReduceMean, ReduceSum, ReduceL2, ReduceProd. Axes are an attribute until they become
 // an optional input (ReduceSum at opset 13, the others at 18); keepdims
 // defaults to 1; noop_with_empty_axes (input form) makes empty axes the
 // identity instead of a full reduction.
 
 func init() {
-	for _, op := range []string{"ReduceMean", "ReduceSum", "ReduceL2"} {
+	for _, op := range []string{"ReduceMean", "ReduceSum", "ReduceL2", "ReduceProd"} {
 		register(op, 1, lowerReduce)
 	}
 	register("ReduceSum", 13, lowerReduce)
-	register("ReduceMean", 18, lowerReduce)
-	register("ReduceL2", 18, lowerReduce)
+	for _, op := range []string{"ReduceMean", "ReduceL2", "ReduceProd"} {
+		register(op, 18, lowerReduce)
+	}
 }
 
 func lowerReduce(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
@@ -76,6 +78,44 @@ func lowerReduce(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	// oidx[i]: the output element input element i contributes to.
 	oidx := broadcastIndexInto(full, x.shape)
 	cnt := float64(numel(x.shape)) / float64(max(1, numel(full)))
+	if x.isConst() && (op == "ReduceSum" || op == "ReduceProd") {
+		// Shape arithmetic (PyTorch's MaxUnpool export multiplies dims):
+		// fold, keeping integers integers.
+		t := &importer.Tensor{Name: n.Output[0], Type: x.c.Type, Shape: out}
+		if x.c.IsFloat() {
+			t.Type, t.F64 = importer.Float64, make([]float64, numel(out))
+			for i := range t.F64 {
+				if op == "ReduceProd" {
+					t.F64[i] = 1
+				}
+			}
+			for i, v := range x.c.Float64s() {
+				if op == "ReduceProd" {
+					t.F64[oidx[i]] *= v
+				} else {
+					t.F64[oidx[i]] += v
+				}
+			}
+		} else {
+			t.I64 = make([]int64, numel(out))
+			for i := range t.I64 {
+				if op == "ReduceProd" {
+					t.I64[i] = 1
+				}
+			}
+			for i, v := range x.c.Int64s() {
+				if op == "ReduceProd" {
+					t.I64[oidx[i]] *= v
+				} else {
+					t.I64[oidx[i]] += v
+				}
+			}
+		}
+		return []*value{constValue(t)}, nil
+	}
+	if op == "ReduceProd" {
+		return lowerReduceProd(b, n, x, out, oidx)
+	}
 	fwd := func(dst []float64, in [][]float64) {
 		for i, v := range in[0] {
 			if op == "ReduceL2" {
@@ -124,4 +164,46 @@ func broadcastIndexInto(small, big []int) []int {
 		return identityIdx(numel(big))
 	}
 	return idx
+}
+
+// lowerReduceProd multiplies the elements of x that map to the same output
+// element (oidx). The gradient of a product with respect to one factor is
+// the product of the others, computed without dividing by zero factors.
+func lowerReduceProd(b *builder, n *onnxpb.NodeProto, x *value, out []int, oidx []int) ([]*value, error) {
+	fwd := func(dst []float64, in [][]float64) {
+		for o := range dst {
+			dst[o] = 1
+		}
+		for i, v := range in[0] {
+			dst[oidx[i]] *= v
+		}
+	}
+	bwd := func(_ int, dst []float64, in [][]float64, y, g []float64) {
+		zeros := make([]int, len(y))
+		nz := make([]float64, len(y)) // product of the non-zero factors
+		for o := range nz {
+			nz[o] = 1
+		}
+		for i, v := range in[0] {
+			if v == 0 {
+				zeros[oidx[i]]++
+			} else {
+				nz[oidx[i]] *= v
+			}
+		}
+		for i, v := range in[0] {
+			o := oidx[i]
+			switch {
+			case zeros[o] == 0:
+				dst[i] = g[o] * nz[o] / v
+			case zeros[o] == 1 && v == 0:
+				dst[i] = g[o] * nz[o]
+			}
+		}
+	}
+	node, err := b.kernel(n.GetName(), "ReduceProd", []gnode{b.node(x)}, out, fwd, bwd, nil)
+	if err != nil {
+		return nil, err
+	}
+	return []*value{nodeValue(node)}, nil
 }

@@ -1,0 +1,161 @@
+package backend
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+
+	"github.com/chewxy/hm"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// Run-time integer tensors. MaxPool's Indices output is an int64 node
+// computed from data; PyTorch's exporter does index arithmetic on it
+// (MaxPool with return_indices subtracts a second MaxPool's indices to get
+// per-plane indices; its MaxUnpool adds the plane offsets back) and moves
+// it around (Slice, Reshape, Concat). Those ops run here in exact int64
+// arithmetic: rounding indices through float32 would corrupt them beyond
+// 2^24 elements. Integer nodes carry no gradient.
+
+// isIntNode reports whether v is a run-time int64 node.
+func isIntNode(v *value) bool {
+	return v != nil && v.n != nil && v.n.Dtype() == tensor.Int64
+}
+
+// intForward computes an int64 result into dst (zeroed) from the flat
+// values of the operands (run-time nodes and constants, in order).
+type intForward func(dst []int64, in [][]int64)
+
+// intOp adds a node computing an int64 tensor of shape out from ins, each
+// an int64 run-time node or an integer constant (captured at build time).
+func (b *builder) intOp(n *onnxpb.NodeProto, kind string, ins []*value, out []int, fwd intForward) (*value, error) {
+	op := &intKernelOp{name: n.GetName(), kind: kind, id: kernelIDs.Add(1), out: append([]int{}, out...), fwd: fwd}
+	op.consts = make([][]int64, len(ins))
+	var nodes G.Nodes
+	for i, v := range ins {
+		switch {
+		case v.isConst():
+			if v.c.IsFloat() {
+				return nil, nodeErr(n, "input %d is a float constant combined with run-time int64 indices: expected an integer constant", i)
+			}
+			op.consts[i] = v.c.Int64s()
+		case isIntNode(v):
+			nodes = append(nodes, v.n)
+			op.ins = append(op.ins, append([]int{}, v.shape...))
+		default:
+			return nil, nodeErr(n, "input %d is a run-time float tensor combined with run-time int64 indices: mixed integer and float arithmetic is not supported", i)
+		}
+	}
+	r, err := G.ApplyOp(op, nodes...)
+	if err != nil {
+		return nil, nodeErr(n, "building integer kernel: %v", err)
+	}
+	return nodeValue(r), nil
+}
+
+// intKernelOp is a Gorgonia Op on int64 tensors computed by a Go closure.
+// Constant operands are held by the op (consts[i] != nil); the node
+// inputs fill the other slots in order. It has no gradient.
+type intKernelOp struct {
+	name, kind string
+	id         uint64
+	consts     [][]int64
+	ins        [][]int // shapes of the node inputs
+	out        []int
+	fwd        intForward
+}
+
+func (op *intKernelOp) Arity() int { return len(op.ins) }
+
+func (op *intKernelOp) Type() hm.Type {
+	ts := make([]hm.Type, 0, len(op.ins)+1)
+	for _, s := range op.ins {
+		ts = append(ts, typeOf(tensor.Int64, s))
+	}
+	return hm.NewFnType(append(ts, typeOf(tensor.Int64, op.out))...)
+}
+
+func (op *intKernelOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape(append([]int{}, op.out...)), nil
+}
+
+func (op *intKernelOp) Do(vals ...G.Value) (v G.Value, err error) {
+	defer recoverOp(op.name, op.kind, &err)
+	in := make([][]int64, len(op.consts))
+	k := 0
+	for i, c := range op.consts {
+		if c != nil {
+			in[i] = c
+			continue
+		}
+		if k >= len(vals) {
+			return nil, fmt.Errorf("node %q (%s): %d inputs, expected %d", op.name, op.kind, len(vals), len(op.ins))
+		}
+		d, err := valueInt64s(vals[k])
+		if err != nil {
+			return nil, fmt.Errorf("node %q (%s): input %d: %w", op.name, op.kind, i, err)
+		}
+		if len(d) != numel(op.ins[k]) {
+			return nil, fmt.Errorf("node %q (%s): input %d has %d values, expected shape %v", op.name, op.kind, i, len(d), op.ins[k])
+		}
+		in[i] = d
+		k++
+	}
+	dst := make([]int64, numel(op.out))
+	op.fwd(dst, in)
+	if len(op.out) == 0 {
+		return G.NewI64(dst[0]), nil
+	}
+	return tensor.New(tensor.WithShape(op.out...), tensor.WithBacking(dst)), nil
+}
+
+func (op *intKernelOp) ReturnsPtr() bool     { return false }
+func (op *intKernelOp) CallsExtern() bool    { return false }
+func (op *intKernelOp) OverwritesInput() int { return -1 }
+func (op *intKernelOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "intkernel %s %s %d", op.name, op.kind, op.id)
+}
+func (op *intKernelOp) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+func (op *intKernelOp) String() string { return "int:" + op.kind + "[" + op.name + "]" }
+
+// DiffWRT implements G.SDOp: integer results have no gradient.
+func (op *intKernelOp) DiffWRT(n int) []bool { return make([]bool, n) }
+
+// SymDiff implements G.SDOp; it is never reached (DiffWRT is all false).
+func (op *intKernelOp) SymDiff(inputs G.Nodes, _, _ *G.Node) (G.Nodes, error) {
+	return make(G.Nodes, len(inputs)), nil
+}
+
+// valueInt64s returns the values of an int64 Gorgonia value, row-major.
+func valueInt64s(v G.Value) ([]int64, error) {
+	switch x := v.(type) {
+	case *G.I64:
+		return []int64{int64(*x)}, nil
+	case *tensor.Dense:
+		if x.RequiresIterator() {
+			m := x.Materialize()
+			d, ok := m.(*tensor.Dense)
+			if !ok {
+				return nil, fmt.Errorf("cannot materialize a %T", m)
+			}
+			x = d
+		}
+		switch d := x.Data().(type) {
+		case []int64:
+			return d, nil
+		case int64:
+			return []int64{d}, nil
+		}
+		return nil, fmt.Errorf("tensor data %T, expected int64", x.Data())
+	case nil:
+		return nil, fmt.Errorf("no value")
+	}
+	return nil, fmt.Errorf("value type %T, expected int64", v)
+}
