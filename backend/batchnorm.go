@@ -26,6 +26,7 @@ func lowerBatchNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		}
 		vs[i] = v
 	}
+	// ONNX's default ε is applied here; ops.BatchNorm takes ε as given.
 	eps, err := attrFloat(n, "epsilon", 1e-5)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,9 @@ import (
 
 // BatchNormParams are the attributes of ONNX BatchNormalization.
 type BatchNormParams struct {
-	// Epsilon is added to the variance; 0 means ONNX's default 1e-5.
+	// Epsilon is added to the variance, exactly as given: 0 means no ε
+	// (ONNX's attribute default, 1e-5, is applied where the attribute is
+	// read, in backend's lowering).
 	Epsilon float64
 	// Training normalises with the batch's own mean and biased variance and
 	// differentiates through them (ONNX training_mode = 1, PyTorch train()).
@@ -57,10 +59,7 @@ func BatchNorm(x, scale, b, mean, variance *gorgonia.Node, p BatchNormParams) (*
 		return nil, err
 	}
 	eps := p.Epsilon
-	if eps == 0 {
-		eps = 1e-5
-	}
-	if eps < 0 {
+	if eps < 0 || math.IsNaN(eps) {
 		return nil, fmt.Errorf("ops: BatchNormalization: epsilon %g, expected ≥ 0", eps)
 	}
 	dims := []int{len(xs), 1, 1}

@@ -66,3 +66,19 @@ func TestBatchStatistics(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchNormEpsilonZero: Epsilon 0 means no ε (not ONNX's default).
+func TestBatchNormEpsilonZero(t *testing.T) {
+	vec := func(v ...float64) *tensor.Dense { return tensor.New(tensor.WithShape(len(v)), tensor.WithBacking(v)) }
+	x := tensor.New(tensor.WithShape(1, 2, 2), tensor.WithBacking([]float64{1, 3, 10, 2}))
+	y := forward(t, []*tensor.Dense{x, vec(1, 2), vec(0, 1), vec(1, 2), vec(4, 16)}, func(in []*gorgonia.Node) (*gorgonia.Node, error) {
+		return BatchNorm(in[0], in[1], in[2], in[3], in[4], BatchNormParams{})
+	}).Data().([]float64)
+	// (x − mean)/√var·scale + b with var 4 and 16: exact in binary.
+	want := []float64{0, 1, 5, 1}
+	for i := range want {
+		if y[i] != want[i] {
+			t.Fatalf("y = %v, expected %v (ε = 0)", y, want)
+		}
+	}
+}
