@@ -24,6 +24,9 @@ type builder struct {
 	bnTrain bool
 	consts  map[*importer.Tensor]gnode
 	nconst  int
+	// deferred names integer model inputs whose values are not known
+	// (Open's trial build): nodes depending on them are not lowered.
+	deferred []string
 }
 
 func newBuilder(dt tensor.Dtype, opset int64) *builder {
@@ -107,6 +110,9 @@ func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) erro
 	var unsupported []UnsupportedOp
 	var errs []error
 	unknown := map[string]bool{} // outputs of nodes that failed
+	for _, d := range b.deferred {
+		unknown[d] = true
+	}
 	for i, n := range gp.Node {
 		name := n.GetName()
 		if name == "" {

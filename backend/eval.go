@@ -154,7 +154,11 @@ func (md *Model) Evaluate(batch map[string]*importer.Tensor, losses []float64, j
 			targets[t.Target] = batch[t.Target].Shape
 		}
 	}
-	c, err := md.compile(shapes, targets)
+	ints, err := md.batchInts(batch)
+	if err != nil {
+		return fmt.Errorf("backend: %w", err)
+	}
+	c, err := md.compile(shapes, ints, targets)
 	if err != nil {
 		return fmt.Errorf("backend: %w", err)
 	}

@@ -22,6 +22,14 @@ type built struct {
 // initializer) inputs. Initializers named in trainable become parameter
 // nodes holding their initial values; the others are constants.
 func buildGraph(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool) (*built, error) {
+	return buildGraphInts(gp, opset, dt, shapes, nil, inits, trainable, bnTrain)
+}
+
+// buildGraphInts is buildGraph with the values of the integer (and bool)
+// model inputs, bound as build-time constants (see intinputs.go). An
+// integer input missing from ints is deferred: the nodes that depend on
+// it are not lowered (Open's trial build, which has no data).
+func buildGraphInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, ints, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool) (*built, error) {
 	b := newBuilder(dt, opset)
 	b.bnTrain = bnTrain
 	bt := &built{b: b, vals: map[string]*value{}, inputs: map[string]gnode{}, params: map[string]gnode{}}
@@ -51,8 +59,16 @@ func buildGraph(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[
 		}
 		if tt := vi.GetType().GetTensorType(); tt != nil {
 			et := importer.DataType(tt.GetElemType())
+			if integerType(et) {
+				if t, ok := ints[name]; ok {
+					bt.vals[name] = constValue(t)
+				} else {
+					b.deferred = append(b.deferred, name)
+				}
+				continue
+			}
 			if et != importer.Float32 && et != importer.Float64 && et != importer.Float16 {
-				return nil, fmt.Errorf("model input %q has element type %v; only floating-point inputs are supported", name, et)
+				return nil, fmt.Errorf("model input %q has element type %v; only floating-point and integer inputs are supported", name, et)
 			}
 		}
 		n := b.input("input:"+name, s)

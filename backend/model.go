@@ -74,11 +74,8 @@ type compiled struct {
 // Open prepares m for training the given tasks: it checks that every
 // task's output exists and its loss kind is known, that every op is
 // supported (one error listing them all), and chooses the trainable
-// initializers.
+// initializers. With no tasks the model only runs Outputs.
 func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
-	if len(tasks) == 0 {
-		return nil, errors.New("backend: no tasks")
-	}
 	switch opt.BatchNorm {
 	case "", "frozen", "train":
 	default:
@@ -136,6 +133,9 @@ func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
 		md.inputs = append(md.inputs, in)
 	}
 	md.chooseParams()
+	if err := md.checkIntInputs(); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("backend: %w", errors.Join(errs...))
 	}
@@ -151,7 +151,7 @@ func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
 		}
 		shapes[in.Name] = s
 	}
-	if _, err := md.compile(shapes, nil); err != nil {
+	if _, err := md.compile(shapes, nil, nil); err != nil {
 		return nil, fmt.Errorf("backend: %w", err)
 	}
 	return md, nil
@@ -279,7 +279,7 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 			errs = append(errs, fmt.Errorf("model input %q: no array %q in the data", in.Name, in.Name))
 			continue
 		}
-		if !a.IsFloat() {
+		if !a.IsFloat() && !integerType(in.Type) {
 			errs = append(errs, fmt.Errorf("model input %q: array %q has element type %v, expected floating point", in.Name, in.Name, a.Type))
 			continue
 		}
@@ -298,7 +298,11 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("backend: %w", errors.Join(errs...))
 	}
-	c, err := md.compile(shapes, nil) // without targets: output shapes
+	ints, err := md.batchInts(b)
+	if err != nil {
+		return fmt.Errorf("backend: %w", err)
+	}
+	c, err := md.compile(shapes, ints, nil) // without targets: output shapes
 	if err != nil {
 		return fmt.Errorf("backend: %w", err)
 	}
@@ -352,11 +356,16 @@ func signature(shapes map[string][]int) string {
 	return sb.String()
 }
 
-// compile builds (or fetches) the graph for the given input shapes. With
-// withLoss false only the forward model is built (shape checks).
-func (md *Model) compile(shapes map[string][]int, targets map[string][]int) (*compiled, error) {
-	key := signature(shapes)
+// compile builds (or fetches) the graph for the given input shapes and
+// values of the integer inputs (nil in Open's trial build: nodes that
+// depend on them are not built). With targets nil only the forward model
+// is built (shape checks, Outputs).
+func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tensor, targets map[string][]int) (*compiled, error) {
+	key := signature(shapes) + intSignature(ints)
 	withLoss := targets != nil
+	if withLoss && len(md.tasks) == 0 {
+		return nil, errors.New("no tasks: the model was opened for Outputs only")
+	}
 	if withLoss {
 		key += "|" + signature(targets)
 	}
@@ -367,13 +376,13 @@ func (md *Model) compile(shapes map[string][]int, targets map[string][]int) (*co
 	for _, p := range md.params {
 		trainable[p.Name] = true
 	}
-	bt, err := buildGraph(md.m.Proto.Graph, md.opset, md.dt, shapes, md.inits, trainable, md.opt.BatchNorm == "train")
+	bt, err := buildGraphInts(md.m.Proto.Graph, md.opset, md.dt, shapes, ints, md.inits, trainable, md.opt.BatchNorm == "train")
 	if err != nil {
 		return nil, err
 	}
 	c := &compiled{bt: bt}
 	for _, t := range md.tasks {
-		if v := bt.vals[t.Output]; v == nil || v.isConst() {
+		if v := bt.vals[t.Output]; (v == nil && len(bt.b.deferred) == 0) || v.isConst() {
 			return nil, fmt.Errorf("task %q: output %q is not computed at run time from the inputs and weights", t.Name, t.Output)
 		}
 	}

@@ -33,7 +33,11 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 	if err != nil {
 		return nil, err
 	}
-	c, err := md.compile(shapes, nil)
+	ints, err := md.batchInts(batch)
+	if err != nil {
+		return nil, fmt.Errorf("backend: %w", err)
+	}
+	c, err := md.compile(shapes, ints, nil)
 	if err != nil {
 		return nil, fmt.Errorf("backend: %w", err)
 	}
@@ -55,7 +59,7 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 
 	// The forward machine for these names is cached beside Evaluate's
 	// graphs under its own key ("outputs|" never starts a compile key).
-	key := "outputs|" + signature(shapes) + "|" + strings.Join(names, "\x00")
+	key := "outputs|" + signature(shapes) + intSignature(ints) + "|" + strings.Join(names, "\x00")
 	oc, ok := md.cache[key]
 	if !ok {
 		oc = &compiled{bt: bt}
@@ -135,7 +139,7 @@ func (md *Model) inputShapes(batch map[string]*importer.Tensor) (map[string][]in
 			errs = append(errs, fmt.Errorf("model input %q: no array %q in the data", in.Name, in.Name))
 			continue
 		}
-		if !a.IsFloat() {
+		if !a.IsFloat() && !integerType(in.Type) {
 			errs = append(errs, fmt.Errorf("model input %q: array %q has element type %v, expected floating point", in.Name, in.Name, a.Type))
 			continue
 		}

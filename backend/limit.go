@@ -1,0 +1,28 @@
+package backend
+
+import "fmt"
+
+// LimitError reports a node that uses an op in a way backend does not
+// support by design (a 3-D pool, MaxPool's column-major indices, integer
+// data computed at run time, ...), as opposed to an op it does not know
+// (*UnsupportedError). Open returns it, possibly joined with other errors:
+// use errors.As.
+type LimitError struct {
+	Node   string
+	OpType string
+	Opset  int64
+	// Reason says what is not supported, e.g. "storage_order=1".
+	Reason string
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("node %q (%s, opset %d): %s is not supported", e.Node, e.OpType, e.Opset, e.Reason)
+}
+
+// limitErr returns a *LimitError for node n of the model b builds.
+func (b *builder) limitErr(n interface {
+	GetName() string
+	GetOpType() string
+}, format string, args ...any) error {
+	return &LimitError{Node: n.GetName(), OpType: n.GetOpType(), Opset: b.opset, Reason: fmt.Sprintf(format, args...)}
+}
