@@ -1,0 +1,223 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/internal/ortcheck"
+	"github.com/paretonav/paretonav/models"
+	"github.com/paretonav/paretonav/models/datasets"
+	"github.com/paretonav/paretonav/models/synthetic"
+)
+
+// frontReport is the part of front's --json output the tests read.
+type frontReport struct {
+	Tasks  []string `json:"tasks"`
+	Steps  int      `json:"steps"`
+	Models []struct {
+		File      string             `json:"file"`
+		Losses    map[string]float64 `json:"losses"`
+		Accuracy  map[string]float64 `json:"accuracy"`
+		FrontDist *float64           `json:"front_distance"`
+	} `json:"models"`
+	Loss struct {
+		HV           float64   `json:"hv"`
+		Ref          []float64 `json:"ref"`
+		IGDPlus      float64   `json:"igd_plus"`
+		NonDominated int       `json:"non_dominated"`
+	} `json:"loss_quality"`
+	Accuracy *struct {
+		HV float64 `json:"hv"`
+	} `json:"accuracy_quality"`
+	Gaps  []float64         `json:"neighbour_gaps"`
+	Files map[string]string `json:"files"`
+}
+
+func runFrontJSON(t *testing.T, args ...string) frontReport {
+	t.Helper()
+	out, err := runCLI(t, append([]string{"front", "--json"}, args...)...)
+	if err != nil {
+		t.Fatalf("front %v: %v", args, err)
+	}
+	var r frontReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("front %v: output is not one JSON object: %v\n%s", args, err, out)
+	}
+	return r
+}
+
+// TestFrontExp2Even: five models on exp2 end on the true front (within
+// 1e-2) and evenly spread: the largest gap between neighbours is at most
+// 1.2 × the smallest, as in the paper's figure.
+func TestFrontExp2Even(t *testing.T) {
+	dir := t.TempDir()
+	r := runFrontJSON(t, "--problem", "exp2", "--models", "5", "--out-dir", dir)
+	if len(r.Models) != 5 {
+		t.Fatalf("%d models, want 5", len(r.Models))
+	}
+	exp2, _ := synthetic.New("exp2")
+	pts := make([][2]float64, 5)
+	for k, m := range r.Models {
+		pts[k] = [2]float64{m.Losses["l1"], m.Losses["l2"]}
+		d := exp2.FrontDistance(pts[k])
+		if d > frontTol {
+			t.Errorf("model %d at %v is %g from the front, want ≤ %g", k, pts[k], d, frontTol)
+		}
+		if m.FrontDist == nil || math.Abs(*m.FrontDist-d) > 1e-9 {
+			t.Errorf("model %d: reported front distance %v, want %g", k, m.FrontDist, d)
+		}
+	}
+	sort.Slice(pts, func(i, j int) bool { return pts[i][0] < pts[j][0] })
+	lo, hi := math.Inf(1), 0.0
+	for k := 1; k < len(pts); k++ {
+		d := math.Hypot(pts[k][0]-pts[k-1][0], pts[k][1]-pts[k-1][1])
+		lo, hi = math.Min(lo, d), math.Max(hi, d)
+	}
+	if hi > 1.2*lo {
+		t.Errorf("neighbour gaps from %g to %g: the largest exceeds 1.2 × the smallest (%v)", lo, hi, pts)
+	}
+	if len(r.Gaps) != 4 {
+		t.Errorf("report has %d neighbour gaps, want 4", len(r.Gaps))
+	}
+	// Five points spread over exp2's front: the hypervolume under (1.1,
+	// 1.1) is 0.446 here, against 0.13 for a corner point alone and 0.31
+	// for the middle point (0.636, 0.636) alone.
+	if r.Loss.HV < 0.4 || r.Loss.NonDominated != 5 || r.Loss.IGDPlus != 0 {
+		t.Errorf("loss quality %+v: want HV ≥ 0.5, 5 non-dominated, IGD+ 0 against itself", r.Loss)
+	}
+}
+
+// tinyMultiMNIST writes n MultiMNIST-like examples composed (by
+// datasets.Compose) from random 28×28 "digits" whose brightness encodes
+// their label, so that the labels are learnable.
+func tinyMultiMNIST(t *testing.T, path string, n int, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 9))
+	set := func() *datasets.Set {
+		const k = 50
+		im := &datasets.Images{N: k, Rows: 28, Cols: 28, Pixels: make([]uint8, k*28*28)}
+		labels := make([]uint8, k)
+		for i := range k {
+			labels[i] = uint8(rng.IntN(10))
+			px := im.At(i)
+			for p := range px {
+				if rng.Float64() < 0.1+0.08*float64(labels[i]) {
+					px[p] = 255
+				}
+			}
+		}
+		return &datasets.Set{Images: im, Labels: labels}
+	}
+	arrays, err := datasets.Compose(set(), set(), n, int64(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := npz.Write(path, arrays); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var lenetTaskArgs = []string{"--task", "left:nll:logp_left:left", "--task", "right:nll:logp_right:right"}
+
+// TestFrontLeNet2: three LeNet2 copies trained a few steps on tiny
+// MultiMNIST-like data write three models ONNX Runtime loads, front.csv,
+// front.png and report.json, with accuracies in [0, 1].
+func TestFrontLeNet2(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "lenet2.onnx")
+	if err := models.WriteModel(model, models.LeNet2(1)); err != nil {
+		t.Fatal(err)
+	}
+	train, val := filepath.Join(dir, "train.npz"), filepath.Join(dir, "val.npz")
+	tinyMultiMNIST(t, train, 48, 1)
+	tinyMultiMNIST(t, val, 20, 2)
+	out := filepath.Join(dir, "front")
+	args := append([]string{model, "--data", train, "--val", val, "--models", "3", "--steps", "3", "--batch", "16",
+		"--out-dir", out, "--seed", "4", "--workers", "2"}, lenetTaskArgs...)
+	r := runFrontJSON(t, args...)
+	if len(r.Models) != 3 || r.Steps != 3 {
+		t.Fatalf("%d models after %d steps, want 3 after 3", len(r.Models), r.Steps)
+	}
+	for k, m := range r.Models {
+		if want := filepath.Join(out, "model_"+string(rune('0'+k))+".onnx"); m.File != want {
+			t.Errorf("model %d written to %q, want %q", k, m.File, want)
+		}
+		if _, err := importer.Load(m.File); err != nil {
+			t.Errorf("model %d: %v", k, err)
+		}
+		for _, task := range []string{"left", "right"} {
+			if a := m.Accuracy[task]; !(a >= 0 && a <= 1) || m.Losses[task] <= 0 {
+				t.Errorf("model %d task %s: loss %v, accuracy %v", k, task, m.Losses[task], a)
+			}
+		}
+	}
+	if r.Accuracy == nil || !(r.Accuracy.HV >= 0) {
+		t.Errorf("accuracy quality %+v, want a hypervolume", r.Accuracy)
+	}
+	f, err := os.Open(filepath.Join(out, "front.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil || len(rows) != 4 || strings.Join(rows[0], ",") != "model,loss_left,loss_right,acc_left,acc_right" {
+		t.Errorf("front.csv: %v rows %v", err, rows)
+	}
+	img, _ := os.ReadFile(filepath.Join(out, "front.png"))
+	if !bytes.HasPrefix(img, []byte("\x89PNG")) {
+		t.Errorf("front.png is not a PNG image (%d bytes)", len(img))
+	}
+	rep, _ := os.ReadFile(filepath.Join(out, "report.json"))
+	if !json.Valid(rep) {
+		t.Errorf("report.json is not JSON: %s", rep)
+	}
+	// Existing outputs are kept without --force.
+	if _, err := runCLI(t, append([]string{"front"}, args...)...); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("second run into the same --out-dir: %v, want an error naming --force", err)
+	}
+
+	ortcheck.Require(t)
+	arrays, err := npz.Read(val)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := ortcheck.Run(r.Models[1].File, map[string]*importer.Tensor{"x": arrays["x"]})
+	if err != nil {
+		t.Fatalf("ONNX Runtime on model 1: %v", err)
+	}
+	if lp := outs["logp_left"]; lp == nil || len(lp.Shape) != 2 || lp.Shape[0] != 20 || lp.Shape[1] != 10 {
+		t.Errorf("ONNX Runtime output logp_left: %v", lp)
+	}
+}
+
+func TestFrontErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--problem", "exp2", "--models", "5"}, "--out-dir"},
+		{[]string{"--problem", "exp2", "--models", "1", "--out-dir", dir}, "--models"},
+		{[]string{"--problem", "nope", "--out-dir", dir}, "--problem"},
+		{[]string{"--problem", "exp2", "--criterion", "wd:0.5,0.5", "--out-dir", dir}, "--criterion"},
+		{[]string{"--problem", "exp2", "--spread", "-1", "--out-dir", dir}, "--spread"},
+		{[]string{"--problem", "exp2", "--ref", "1,2,3", "--steps", "1", "--out-dir", dir, "--force"}, "--ref"},
+		{[]string{"--out-dir", dir}, "MODEL.onnx"},
+		{[]string{"m.onnx", "--init", "a.onnx,b.onnx", "--models", "3", "--out-dir", dir}, "--init"},
+	} {
+		_, err := runCLI(t, append([]string{"front"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("front %v: error %v, want one naming %s", tc.args, err, tc.want)
+		}
+	}
+}
