@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"sync"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -69,6 +70,7 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 	if b != nil && (b.Dims() != 1 || b.Shape()[0] != g.m) {
 		return nil, fmt.Errorf("ops: Conv: bias B %v: expected shape [%d]", b.Shape(), g.m)
 	}
+	sc := &scratch{}
 	op := &fnOp{
 		name:     "Conv{" + g.String() + "}",
 		inDims:   []int{4, 4},
@@ -79,19 +81,19 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 				bias = in[2]
 			}
 			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return convForward[float32](g, in[0], in[1], bias), nil },
-				func() (tensor.Tensor, error) { return convForward[float64](g, in[0], in[1], bias), nil })
+				func() (tensor.Tensor, error) { return convForward[float32](g, sc, in[0], in[1], bias), nil },
+				func() (tensor.Tensor, error) { return convForward[float64](g, sc, in[0], in[1], bias), nil })
 		},
 		grads: []gradSpec{
 			{deps: []int{1, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
 				return dispatch(in[0],
-					func() (tensor.Tensor, error) { return convGradX[float32](g, in[0], in[1]), nil },
-					func() (tensor.Tensor, error) { return convGradX[float64](g, in[0], in[1]), nil })
+					func() (tensor.Tensor, error) { return convGradX[float32](g, sc, in[0], in[1]), nil },
+					func() (tensor.Tensor, error) { return convGradX[float64](g, sc, in[0], in[1]), nil })
 			}},
 			{deps: []int{0, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
 				return dispatch(in[0],
-					func() (tensor.Tensor, error) { return convGradW[float32](g, in[0], in[1]), nil },
-					func() (tensor.Tensor, error) { return convGradW[float64](g, in[0], in[1]), nil })
+					func() (tensor.Tensor, error) { return convGradW[float32](g, sc, in[0], in[1]), nil },
+					func() (tensor.Tensor, error) { return convGradW[float64](g, sc, in[0], in[1]), nil })
 			}},
 		},
 	}
@@ -176,29 +178,50 @@ func newConvGeom(xs, ws tensor.Shape, p ConvParams) (convGeom, error) {
 	return g, nil
 }
 
+// validRange returns the output positions [lo, hi) of a window of n
+// outputs whose input index o·s + off falls inside [0, in).
+func validRange(n, s, off, in int) (lo, hi int) {
+	lo, hi = 0, n
+	if off < 0 {
+		lo = (-off + s - 1) / s
+	}
+	if last := in - 1 - off; last < 0 {
+		hi = 0
+	} else {
+		hi = min(n, last/s+1)
+	}
+	return lo, max(lo, hi)
+}
+
 // im2col writes the patches of one group's input planes xg (cg planes) into
-// col, laid out (cg·kh·kw) × (oh·ow).
+// col, laid out (cg·kh·kw) × (oh·ow). Rows of unit stride are copied; only
+// the padded edges are zeroed.
 func im2col[T float](g *convGeom, xg, col []T) {
 	for c := 0; c < g.cg; c++ {
 		plane := xg[c*g.inPlane : (c+1)*g.inPlane]
 		for ki := 0; ki < g.kh; ki++ {
 			for kj := 0; kj < g.kw; kj++ {
 				row := col[((c*g.kh+ki)*g.kw+kj)*g.colCols:][:g.colCols]
+				off := kj*g.x.d - g.x.pb
+				lo, hi := validRange(g.ow, g.x.s, off, g.w)
 				for oi := 0; oi < g.oh; oi++ {
 					dst := row[oi*g.ow : (oi+1)*g.ow]
 					ii := oi*g.y.s - g.y.pb + ki*g.y.d
-					if ii < 0 || ii >= g.h {
+					if ii < 0 || ii >= g.h || lo >= hi {
 						clear(dst)
 						continue
 					}
 					src := plane[ii*g.w : (ii+1)*g.w]
-					jj := kj*g.x.d - g.x.pb
-					for oj := range dst {
-						if jj >= 0 && jj < g.w {
-							dst[oj] = src[jj]
-						} else {
-							dst[oj] = 0
-						}
+					clear(dst[:lo])
+					clear(dst[hi:])
+					if g.x.s == 1 {
+						copy(dst[lo:hi], src[lo+off:hi+off])
+						continue
+					}
+					d := dst[lo:hi]
+					jj := lo*g.x.s + off
+					for oj := range d {
+						d[oj] = src[jj]
 						jj += g.x.s
 					}
 				}
@@ -214,18 +237,28 @@ func col2im[T float](g *convGeom, col, xg []T) {
 		for ki := 0; ki < g.kh; ki++ {
 			for kj := 0; kj < g.kw; kj++ {
 				row := col[((c*g.kh+ki)*g.kw+kj)*g.colCols:][:g.colCols]
+				off := kj*g.x.d - g.x.pb
+				lo, hi := validRange(g.ow, g.x.s, off, g.w)
+				if lo >= hi {
+					continue
+				}
 				for oi := 0; oi < g.oh; oi++ {
 					ii := oi*g.y.s - g.y.pb + ki*g.y.d
 					if ii < 0 || ii >= g.h {
 						continue
 					}
-					src := row[oi*g.ow : (oi+1)*g.ow]
+					src := row[oi*g.ow+lo : oi*g.ow+hi]
 					dst := plane[ii*g.w : (ii+1)*g.w]
-					jj := kj*g.x.d - g.x.pb
-					for oj := range src {
-						if jj >= 0 && jj < g.w {
-							dst[jj] += src[oj]
+					if g.x.s == 1 {
+						dst = dst[lo+off : hi+off]
+						for oj, v := range src {
+							dst[oj] += v
 						}
+						continue
+					}
+					jj := lo*g.x.s + off
+					for _, v := range src {
+						dst[jj] += v
 						jj += g.x.s
 					}
 				}
@@ -234,7 +267,22 @@ func col2im[T float](g *convGeom, col, xg []T) {
 	}
 }
 
-func convForward[T float](g convGeom, xt, wt, bt tensor.Tensor) tensor.Tensor {
+// scratch is a pool of im2col buffers owned by one Conv op. A buffer is
+// used by one worker between get and put, and never escapes the kernel, so
+// reusing it across runs (and machines) cannot alias any output.
+type scratch struct{ pool sync.Pool }
+
+// get returns a buffer of n elements of T (contents undefined).
+func getScratch[T float](s *scratch, n int) *[]T {
+	if v, ok := s.pool.Get().(*[]T); ok && cap(*v) >= n {
+		*v = (*v)[:n]
+		return v
+	}
+	b := make([]T, n)
+	return &b
+}
+
+func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor) tensor.Tensor {
 	x, w := data[T](xt), data[T](wt)
 	var b []T
 	if bt != nil {
@@ -244,7 +292,9 @@ func convForward[T float](g convGeom, xt, wt, bt tensor.Tensor) tensor.Tensor {
 	parallelFor(g.n, func(_, lo, hi int) {
 		var col []T
 		if !g.direct {
-			col = make([]T, g.colRows*g.colCols)
+			buf := getScratch[T](sc, g.colRows*g.colCols)
+			defer sc.pool.Put(buf)
+			col = *buf
 		}
 		for n := lo; n < hi; n++ {
 			for gi := 0; gi < g.g; gi++ {
@@ -271,13 +321,15 @@ func convForward[T float](g convGeom, xt, wt, bt tensor.Tensor) tensor.Tensor {
 	return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
 }
 
-func convGradX[T float](g convGeom, wt, gyt tensor.Tensor) tensor.Tensor {
+func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor) tensor.Tensor {
 	w, gy := data[T](wt), data[T](gyt)
 	dx := make([]T, g.n*g.c*g.inPlane)
 	parallelFor(g.n, func(_, lo, hi int) {
 		var col []T
 		if !g.direct {
-			col = make([]T, g.colRows*g.colCols)
+			buf := getScratch[T](sc, g.colRows*g.colCols)
+			defer sc.pool.Put(buf)
+			col = *buf
 		}
 		for n := lo; n < hi; n++ {
 			for gi := 0; gi < g.g; gi++ {
@@ -296,7 +348,7 @@ func convGradX[T float](g convGeom, wt, gyt tensor.Tensor) tensor.Tensor {
 	return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 }
 
-func convGradW[T float](g convGeom, xt, gyt tensor.Tensor) tensor.Tensor {
+func convGradW[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor) tensor.Tensor {
 	x, gy := data[T](xt), data[T](gyt)
 	size := g.m * g.colRows
 	nw := workers(g.n)
@@ -305,7 +357,9 @@ func convGradW[T float](g convGeom, xt, gyt tensor.Tensor) tensor.Tensor {
 		dw := make([]T, size)
 		var col []T
 		if !g.direct {
-			col = make([]T, g.colRows*g.colCols)
+			buf := getScratch[T](sc, g.colRows*g.colCols)
+			defer sc.pool.Put(buf)
+			col = *buf
 		}
 		for n := lo; n < hi; n++ {
 			for gi := 0; gi < g.g; gi++ {
