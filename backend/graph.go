@@ -22,14 +22,15 @@ type built struct {
 // initializer) inputs. Initializers named in trainable become parameter
 // nodes holding their initial values; the others are constants.
 func buildGraph(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool) (*built, error) {
-	return buildGraphInts(gp, opset, dt, shapes, nil, inits, trainable, bnTrain)
+	return buildGraphInts(gp, opset, dt, shapes, nil, nil, inits, trainable, bnTrain)
 }
 
-// buildGraphInts is buildGraph with the values of the integer (and bool)
-// model inputs, bound as build-time constants (see intinputs.go). An
-// integer input missing from ints is deferred: the nodes that depend on
-// it are not lowered (Open's trial build, which has no data).
-func buildGraphInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, ints, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool) (*built, error) {
+// buildGraphInts is buildGraph with the values of the model inputs bound
+// as build-time constants (see intinputs.go): the integer (and bool)
+// inputs and those named in static. Such an input missing from ints is
+// deferred: the nodes that depend on it are not lowered (Open's trial
+// build, which has no data).
+func buildGraphInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, static map[string]bool, ints, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool) (*built, error) {
 	b := newBuilder(dt, opset)
 	b.bnTrain = bnTrain
 	bt := &built{b: b, vals: map[string]*value{}, inputs: map[string]gnode{}, params: map[string]gnode{}}
@@ -57,16 +58,19 @@ func buildGraphInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes 
 		if !ok {
 			return nil, fmt.Errorf("model input %q: no shape given", name)
 		}
+		var et importer.DataType
 		if tt := vi.GetType().GetTensorType(); tt != nil {
-			et := importer.DataType(tt.GetElemType())
-			if integerType(et) {
-				if t, ok := ints[name]; ok {
-					bt.vals[name] = constValue(t)
-				} else {
-					b.deferred = append(b.deferred, name)
-				}
-				continue
+			et = importer.DataType(tt.GetElemType())
+		}
+		if static[name] || integerType(et) {
+			if t, ok := ints[name]; ok {
+				bt.vals[name] = constValue(t)
+			} else {
+				b.deferred = append(b.deferred, name)
 			}
+			continue
+		}
+		if et != 0 {
 			if et != importer.Float32 && et != importer.Float64 && et != importer.Float16 {
 				return nil, fmt.Errorf("model input %q has element type %v; only floating-point and integer inputs are supported", name, et)
 			}

@@ -11,7 +11,8 @@ import (
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
-// Integer model inputs. Gorgonia graphs here compute in one float type,
+// Integer model inputs (and float inputs used only as Resize scales and
+// the like). Gorgonia graphs here compute in one float type,
 // so an integer (or bool) model input is never a run-time node: its
 // values are bound from the batch when the graph is built, as constants,
 // and the compiled-graph cache keys on them. That is cheap and exact when
@@ -79,18 +80,57 @@ func (md *Model) checkIntInputs() error {
 	return errors.Join(errs...)
 }
 
-// batchInts returns the batch arrays of the integer model inputs, as
-// int64 tensors of the inputs' element types. Float arrays are accepted
-// when every value is an integer (NPZ files written from float data).
+// staticInputs returns the model inputs bound when the graph is built:
+// every integer input, and every float input that only feeds operands of
+// indexOperand (Resize's scales, say).
+func (md *Model) staticInputs() map[string]bool {
+	uses := map[string][]bool{} // per input: is each use an index operand?
+	for _, n := range md.m.Proto.Graph.Node {
+		ok := map[int]bool{}
+		for _, k := range indexOperand[n.GetOpType()] {
+			ok[k] = true
+		}
+		for k, s := range n.Input {
+			uses[s] = append(uses[s], ok[k])
+		}
+	}
+	out := map[string]bool{}
+	for _, in := range md.inputs {
+		if integerType(in.Type) {
+			out[in.Name] = true
+			continue
+		}
+		all := len(uses[in.Name]) > 0
+		for _, u := range uses[in.Name] {
+			all = all && u
+		}
+		if all {
+			out[in.Name] = true
+		}
+	}
+	return out
+}
+
+// batchInts returns the batch arrays of the inputs bound at build time
+// (md.static): integer inputs as int64 tensors of the inputs' element
+// types (float arrays are accepted when every value is an integer, as NPZ
+// files written from float data hold), float inputs as they are.
 func (md *Model) batchInts(batch map[string]*importer.Tensor) (map[string]*importer.Tensor, error) {
 	var out map[string]*importer.Tensor
 	for _, in := range md.inputs {
-		if !integerType(in.Type) {
+		if !md.static[in.Name] {
 			continue
 		}
 		a, ok := batch[in.Name]
 		if !ok || a == nil {
 			return nil, fmt.Errorf("model input %q: no array %q in the data", in.Name, in.Name)
+		}
+		if out == nil {
+			out = map[string]*importer.Tensor{}
+		}
+		if !integerType(in.Type) {
+			out[in.Name] = a
+			continue
 		}
 		var v []int64
 		if a.IsFloat() {
@@ -102,9 +142,6 @@ func (md *Model) batchInts(batch map[string]*importer.Tensor) (map[string]*impor
 			}
 		} else {
 			v = a.Int64s()
-		}
-		if out == nil {
-			out = map[string]*importer.Tensor{}
 		}
 		out[in.Name] = &importer.Tensor{Name: in.Name, Type: in.Type, Shape: append([]int{}, a.Shape...), I64: v}
 	}
@@ -124,7 +161,7 @@ func intSignature(ints map[string]*importer.Tensor) string {
 	var sb strings.Builder
 	sb.WriteString("|ints:")
 	for _, k := range keys {
-		fmt.Fprintf(&sb, "%q%v=%v;", k, ints[k].Shape, ints[k].I64)
+		fmt.Fprintf(&sb, "%q%v=%v;", k, ints[k].Shape, ints[k].Float64s())
 	}
 	return sb.String()
 }

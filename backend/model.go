@@ -55,6 +55,7 @@ type Model struct {
 	theta  []float32
 	inputs []Input
 	cache  map[string]*compiled
+	static map[string]bool // inputs bound when the graph is built (intinputs.go)
 }
 
 // compiled is the graph for one signature of input and target shapes.
@@ -133,6 +134,7 @@ func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
 		md.inputs = append(md.inputs, in)
 	}
 	md.chooseParams()
+	md.static = md.staticInputs()
 	if err := md.checkIntInputs(); err != nil {
 		errs = append(errs, err)
 	}
@@ -376,7 +378,7 @@ func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tens
 	for _, p := range md.params {
 		trainable[p.Name] = true
 	}
-	bt, err := buildGraphInts(md.m.Proto.Graph, md.opset, md.dt, shapes, ints, md.inits, trainable, md.opt.BatchNorm == "train")
+	bt, err := buildGraphInts(md.m.Proto.Graph, md.opset, md.dt, shapes, md.static, ints, md.inits, trainable, md.opt.BatchNorm == "train")
 	if err != nil {
 		return nil, err
 	}

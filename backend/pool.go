@@ -65,7 +65,10 @@ func lowerMaxPool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	if so, err := attrInt(n, "storage_order", 0); err != nil {
 		return nil, err
 	} else if so != 0 {
-		return nil, nodeErr(n, "storage_order %d is not supported, expected 0 (row-major indices)", so)
+		return nil, b.limitErr(n, "storage_order=%d (column-major Indices)", so)
+	}
+	if err := poolRank(b, n, x); err != nil {
+		return nil, err
 	}
 	y, idx, err := ops.MaxPool(b.node(x), p)
 	if err != nil {
@@ -81,6 +84,9 @@ func lowerAveragePool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, e
 	}
 	p, err := poolParams(n)
 	if err != nil {
+		return nil, err
+	}
+	if err := poolRank(b, n, x); err != nil {
 		return nil, err
 	}
 	y, err := ops.AveragePool(b.node(x), p)
@@ -137,4 +143,13 @@ func lowerMaxUnpool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		return nil, nodeErr(n, "%v", err)
 	}
 	return []*value{nodeValue(y)}, nil
+}
+
+// poolRank returns a *LimitError unless x is 3-D (NCL) or 4-D (NCHW):
+// backend/ops pools one or two spatial dimensions.
+func poolRank(b *builder, n *onnxpb.NodeProto, x *value) error {
+	if r := len(x.shape); r != 3 && r != 4 {
+		return b.limitErr(n, "%d-D input %v (only 1-D and 2-D pooling, NCL or NCHW)", r, x.shape)
+	}
+	return nil
 }
