@@ -1,0 +1,754 @@
+package interop_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+	"github.com/paretonav/paretonav/internal/ortcheck"
+	"github.com/paretonav/paretonav/models"
+	"github.com/paretonav/paretonav/png"
+	"github.com/paretonav/paretonav/png/criterion"
+)
+
+// Acceptance criteria (issue 4). Everything read back from a saved model
+// (weights, our forward outputs) must be bit-identical to the model in
+// memory; ONNX Runtime's outputs must agree with ours element by element
+// within ortAbs + ortRel·|ours|.
+const (
+	ortAbs = 1e-4
+	ortRel = 1e-4
+)
+
+// tuneSteps is the number of real PNG steps every model takes before it is
+// saved; tuneLR is large enough that every step moves the weights.
+const (
+	tuneSteps = 2
+	tuneLR    = 1e-2
+)
+
+// producerKey is the metadata_props key the tests write, as the CLI does.
+const producerKey = "paretonav"
+
+// modelCase is one model to tune, save and check.
+type modelCase struct {
+	name string
+	// write puts the input model (and its external data, if any) into dir
+	// and returns the model's path.
+	write     func(t *testing.T, dir string) string
+	tasks     []string
+	criterion string
+	// batch returns the model inputs and task targets, by name.
+	batch  func(t *testing.T) map[string]*importer.Tensor
+	freeze []string // backend.Options.Freeze globs; each must match a float initializer
+	// external: the input keeps its float weights in external data.
+	external bool
+	// batchNorm: the model has BatchNormalization running statistics.
+	batchNorm bool
+}
+
+// lenetTasks are the two-headed LeNet's tasks (models.LeNet2).
+var lenetTasks = []string{"left:nll:logp_left:left", "right:nll:logp_right:right"}
+
+// mtanConfig is a small MTAN: all its ops and layers, little compute.
+var mtanConfig = models.MTANConfig{Width: 4, InputHeight: 32, InputWidth: 32, Classes: 4, Seed: 3}
+
+// cases returns the models: our own LeNet2 and a small MTAN, LeNet2 with
+// its weights in external data, the onnx-written external-data MLP of
+// importer's testdata, and every PyTorch fixture.
+func cases(t *testing.T) []modelCase {
+	t.Helper()
+	cs := []modelCase{
+		{
+			name:      "lenet2",
+			write:     writeProto(func() *onnxpb.ModelProto { return models.LeNet2(7) }),
+			tasks:     lenetTasks,
+			criterion: "left*right",
+			batch:     lenetBatch(4),
+			freeze:    []string{"conv1.*"},
+		},
+		{
+			name: "lenet2_external",
+			write: func(t *testing.T, dir string) string {
+				return writeExternal(t, models.LeNet2(11), dir, "lenet2_ext.onnx", "weights.bin")
+			},
+			tasks:     lenetTasks,
+			criterion: "wd:1,1",
+			batch:     lenetBatch(3),
+			freeze:    []string{"head_right.*"},
+			external:  true,
+		},
+		{
+			name:      "mtan_w4",
+			write:     writeProto(func() *onnxpb.ModelProto { return models.MTAN(mtanConfig) }),
+			tasks:     []string{"seg:nll:seg_logp:seg", "depth:depth_l1:depth:depth_t", "normal:normal_cos:normal:normal_t"},
+			criterion: "seg+depth+normal",
+			batch:     mtanBatch(2),
+			freeze:    []string{"encoder_block.0.*"},
+			batchNorm: true,
+		},
+		{
+			name:      "mlp_ext",
+			write:     copyFiles("../../importer/testdata", "mlp_ext.onnx", "mlp_ext.onnx.data"),
+			tasks:     []string{"reg:mse:y:t"},
+			criterion: "reg",
+			batch:     mlpBatch(5),
+			freeze:    []string{"b1"},
+			external:  true,
+		},
+	}
+	names, err := ortcheck.FixtureNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		f, err := ortcheck.LoadFixture(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var taskNames []string
+		for _, s := range f.Tasks {
+			task, err := backend.ParseTask(s)
+			if err != nil {
+				t.Fatalf("fixture %s: %v", name, err)
+			}
+			taskNames = append(taskNames, task.Name)
+		}
+		cs = append(cs, modelCase{
+			name:      "torch/" + name,
+			write:     copyFiles(filepath.Dir(f.ModelPath), filepath.Base(f.ModelPath)),
+			tasks:     f.Tasks,
+			criterion: strings.Join(taskNames, "+"),
+			batch: func(*testing.T) map[string]*importer.Tensor {
+				b := map[string]*importer.Tensor{f.InputName: f.Input}
+				for k, v := range f.Targets {
+					b[k] = v
+				}
+				return b
+			},
+			freeze:    []string{f.Trainable[0]},
+			batchNorm: len(f.Buffers) > 0,
+		})
+	}
+	return cs
+}
+
+// TestTunedModelInterop tunes every model with real PNG steps, saves it
+// before and after the steps, and checks each saved file:
+//
+//   - the ModelProto equals the input's except for initializer values and
+//     the producer's metadata_props entry, and every initializer keeps its
+//     storage form (external data stays external, at aligned offsets in
+//     the data file beside the output, unless InlineData);
+//   - the trained weights read back bit for bit; every other initializer
+//     (frozen weights, BatchNorm running statistics, shapes) is unchanged;
+//   - backend opens it with the same parameters and computes bit-identical
+//     outputs;
+//   - ONNX Runtime loads it (from its folder, for external data) and its
+//     outputs match ours within ortAbs + ortRel·|ours|;
+//
+// and that the input files are never modified.
+func TestTunedModelInterop(t *testing.T) {
+	for _, c := range cases(t) {
+		t.Run(c.name, func(t *testing.T) { checkCase(t, c) })
+	}
+}
+
+// saved is one file written by Save and what it must hold.
+type saved struct {
+	label   string
+	path    string
+	opt     importer.SaveOptions
+	weights map[string]*importer.Tensor
+	outputs map[string]*importer.Tensor // our outputs with those weights
+}
+
+func checkCase(t *testing.T, c modelCase) {
+	dir := t.TempDir()
+	in := c.write(t, dir)
+	inFiles := snapshot(t, dir)
+
+	m0, err := importer.Load(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m0.HasExternalData() != c.external {
+		t.Fatalf("input has external data: %v, the case says %v", m0.HasExternalData(), c.external)
+	}
+	var tasks []backend.Task
+	for _, s := range c.tasks {
+		task, err := backend.ParseTask(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, task)
+	}
+	opt := backend.Options{Freeze: c.freeze}
+	md, err := backend.Open(m0, tasks, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := m0.Initializers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen := frozenNames(t, m0, md, c.freeze)
+	stats := runningStats(m0)
+	if c.batchNorm != (len(stats) > 0) {
+		t.Fatalf("BatchNormalization running statistics %v; the case expects some: %v", stats, c.batchNorm)
+	}
+	batch := c.batch(t)
+	if err := md.CheckBatch(batch); err != nil {
+		t.Fatal(err)
+	}
+	inputs := map[string]*importer.Tensor{}
+	for _, mi := range md.Inputs() {
+		inputs[mi.Name] = batch[mi.Name]
+	}
+
+	beforeW := md.Weights()
+	beforeOut, err := md.Outputs(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	beforeParams := params(md)
+
+	record, err := json.Marshal(map[string]any{"tool": "paretonav interop test", "model": c.name, "criterion": c.criterion, "steps": tuneSteps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	producer := map[string]string{producerKey: string(record)}
+	var files []saved
+	save := func(label, name string, opt importer.SaveOptions, w, outs map[string]*importer.Tensor) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := importer.Save(p, m0, w, opt); err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		files = append(files, saved{label: label, path: p, opt: opt, weights: w, outputs: outs})
+	}
+	save("before", "before.onnx", importer.SaveOptions{Producer: producer}, beforeW, beforeOut)
+
+	// Real steps: PNG on the criterion, plain SGD.
+	train, err := finetune.NewDataset(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crit, err := criterion.Parse(c.criterion, md.Tasks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &finetune.Settings{Method: png.PNG{}, Criterion: crit, Steps: tuneSteps, BatchSize: train.Len(), LR: tuneLR, Seed: 1}
+	res, err := finetune.Run(context.Background(), md, train, nil, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != finetune.StepLimit || res.Steps != tuneSteps {
+		t.Fatalf("run ended with %v after %d steps, want StepLimit after %d", res.Status, res.Steps, tuneSteps)
+	}
+	afterParams := params(md)
+	if !sameFloat32s(afterParams, res.Points[0].Params) {
+		t.Fatal("the model's parameters are not the run's final parameters")
+	}
+	changed := 0
+	for i := range afterParams {
+		if math.Float32bits(afterParams[i]) != math.Float32bits(beforeParams[i]) {
+			changed++
+		}
+	}
+	if changed == 0 {
+		t.Fatalf("%d PNG steps left all %d parameters unchanged", tuneSteps, len(afterParams))
+	}
+	afterW := md.Weights()
+	afterOut, err := md.Outputs(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	save("tuned", "tuned.onnx", importer.SaveOptions{Producer: producer}, afterW, afterOut)
+	if c.external {
+		save("tuned, inline data", "tuned_inline.onnx", importer.SaveOptions{Producer: producer, InlineData: true}, afterW, afterOut)
+	}
+
+	for _, f := range files {
+		t.Run(f.label, func(t *testing.T) {
+			m1 := checkFile(t, m0, f, producer[producerKey], orig, frozen, stats)
+			md1, err := backend.Open(m1, tasks, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := beforeParams
+			if f.label != "before" {
+				want = afterParams
+			}
+			if !sameFloat32s(params(md1), want) {
+				t.Error("parameters of the reopened model differ from those saved")
+			}
+			outs, err := md1.Outputs(batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, w := range f.outputs {
+				if !sameBits(outs[name], w) {
+					t.Errorf("output %q of the reopened model is not bit-identical to the in-memory model's", name)
+				}
+			}
+		})
+	}
+	if t.Failed() {
+		return
+	}
+
+	t.Run("ort", func(t *testing.T) {
+		ortcheck.Require(t)
+		ortIn, err := ortcheck.Run(in, inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			got, err := ortcheck.Run(f.path, inputs)
+			if err != nil {
+				t.Fatalf("%s: %v", f.label, err)
+			}
+			worstAbs, worstRatio := 0.0, 0.0
+			for name, ours := range f.outputs {
+				a, r := compareORT(t, f.label+": output "+name, got[name], ours)
+				worstAbs, worstRatio = math.Max(worstAbs, a), math.Max(worstRatio, r)
+			}
+			t.Logf("%s: worst |ORT − ours| = %.3g (%.3g of the tolerance) over %d outputs", f.label, worstAbs, worstRatio, len(f.outputs))
+			if f.label == "before" {
+				// Unchanged weights: ORT gives the input's outputs bit for bit.
+				for name, w := range ortIn {
+					if !sameBits(got[name], w) {
+						t.Errorf("before: ORT output %q differs from ORT's output of the input model", name)
+					}
+				}
+			}
+		}
+	})
+
+	if got := snapshot(t, dir); !inputsKept(inFiles, got) {
+		t.Error("an input file was modified")
+	}
+}
+
+// checkFile loads a saved model and checks its proto, storage forms and
+// initializer values against the input m0 and the weights it was saved
+// with.
+func checkFile(t *testing.T, m0 *importer.Model, f saved, producer string, orig map[string]*importer.Tensor, frozen, stats []string) *importer.Model {
+	t.Helper()
+	m1, err := importer.Load(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkProto(t, m0.Proto, m1.Proto, producer, importer.DataFileName(f.path), f.opt.InlineData)
+	got, err := m1.Initializers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(orig) {
+		t.Errorf("%d initializers, the input has %d", len(got), len(orig))
+	}
+	for name, o := range orig {
+		want, trained := f.weights[name]
+		if !trained {
+			want = o
+		}
+		if !sameBits(got[name], want) {
+			if trained {
+				t.Errorf("trained weight %q is not bit-identical to the in-memory model's", name)
+			} else {
+				t.Errorf("untrained initializer %q changed", name)
+			}
+		}
+	}
+	for _, group := range []struct {
+		what  string
+		names []string
+	}{{"frozen weight", frozen}, {"BatchNorm running statistic", stats}} {
+		for _, name := range group.names {
+			if _, ok := f.weights[name]; ok {
+				t.Errorf("%s %q is among the trained weights", group.what, name)
+			}
+			if !sameBits(got[name], orig[name]) {
+				t.Errorf("%s %q changed", group.what, name)
+			}
+		}
+	}
+	return m1
+}
+
+// checkProto checks that saved equals orig once initializer values and
+// the producer entry are blanked: same graph, nodes, names, types, shapes,
+// opsets, doc strings, other metadata and unknown fields; each initializer
+// keeps its storage form.
+func checkProto(t *testing.T, orig, saved *onnxpb.ModelProto, producer, dataFile string, inline bool) {
+	t.Helper()
+	o := proto.Clone(orig).(*onnxpb.ModelProto)
+	s := proto.Clone(saved).(*onnxpb.ModelProto)
+
+	found := 0
+	s.MetadataProps = slices.DeleteFunc(s.MetadataProps, func(e *onnxpb.StringStringEntryProto) bool {
+		if e.GetKey() != producerKey {
+			return false
+		}
+		found++
+		if e.GetValue() != producer {
+			t.Errorf("metadata %q = %q, want %q", producerKey, e.GetValue(), producer)
+		}
+		return true
+	})
+	if found != 1 {
+		t.Errorf("metadata_props holds %d %q entries, want 1", found, producerKey)
+	}
+
+	oi, si := o.GetGraph().GetInitializer(), s.GetGraph().GetInitializer()
+	if len(oi) != len(si) {
+		t.Fatalf("%d initializers, the input has %d", len(si), len(oi))
+	}
+	for i := range oi {
+		a, b := oi[i], si[i]
+		if a.GetName() != b.GetName() {
+			t.Errorf("initializer %d is %q, the input's is %q", i, b.GetName(), a.GetName())
+			continue
+		}
+		wantForm := storageForm(a)
+		if wantForm == "external" && inline {
+			wantForm = "raw_data"
+			a.DataLocation = nil
+		}
+		if got := storageForm(b); got != wantForm {
+			t.Errorf("initializer %q stored as %s, the input's as %s", b.GetName(), got, storageForm(a))
+		}
+		if storageForm(b) == "external" {
+			kv := map[string]string{}
+			for _, e := range b.ExternalData {
+				kv[e.GetKey()] = e.GetValue()
+			}
+			off, err := strconv.Atoi(kv["offset"])
+			if kv["location"] != dataFile || err != nil || off%4096 != 0 {
+				t.Errorf("initializer %q: external data %v, want location %q and an offset aligned to 4096", b.GetName(), kv, dataFile)
+			}
+		}
+		for _, tp := range []*onnxpb.TensorProto{a, b} {
+			tp.RawData, tp.FloatData, tp.DoubleData, tp.Int32Data, tp.Int64Data, tp.Uint64Data, tp.ExternalData = nil, nil, nil, nil, nil, nil, nil
+		}
+	}
+	if !proto.Equal(o, s) {
+		t.Errorf("the saved model differs from the input beyond initializer values and metadata: %s", protoDiff(o, s))
+	}
+}
+
+// storageForm says where a tensor keeps its values.
+func storageForm(tp *onnxpb.TensorProto) string {
+	switch {
+	case tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL:
+		return "external"
+	case tp.RawData != nil:
+		return "raw_data"
+	case tp.FloatData != nil:
+		return "float_data"
+	case tp.DoubleData != nil:
+		return "double_data"
+	case tp.Int32Data != nil:
+		return "int32_data"
+	case tp.Int64Data != nil:
+		return "int64_data"
+	case tp.Uint64Data != nil:
+		return "uint64_data"
+	}
+	return "empty"
+}
+
+// protoDiff names the fields of the model and of its graph that differ.
+func protoDiff(a, b *onnxpb.ModelProto) string {
+	var diffs []string
+	fields := func(prefix string, x, y protoreflect.Message) {
+		fds := x.Descriptor().Fields()
+		for i := 0; i < fds.Len(); i++ {
+			fd := fds.Get(i)
+			if !x.Get(fd).Equal(y.Get(fd)) || x.Has(fd) != y.Has(fd) {
+				diffs = append(diffs, prefix+string(fd.Name()))
+			}
+		}
+		if !bytes.Equal(x.GetUnknown(), y.GetUnknown()) {
+			diffs = append(diffs, prefix+"(unknown fields)")
+		}
+	}
+	fields("", a.ProtoReflect(), b.ProtoReflect())
+	if a.Graph != nil && b.Graph != nil {
+		fields("graph.", a.Graph.ProtoReflect(), b.Graph.ProtoReflect())
+	}
+	return strings.Join(diffs, ", ")
+}
+
+// compareORT checks ORT's value against ours and returns the largest
+// absolute difference and the largest fraction of the tolerance used.
+func compareORT(t *testing.T, what string, ort, ours *importer.Tensor) (worstAbs, worstRatio float64) {
+	t.Helper()
+	if ort == nil {
+		t.Errorf("%s: ONNX Runtime did not return it", what)
+		return 0, 0
+	}
+	if !slices.Equal(ort.Shape, ours.Shape) {
+		t.Errorf("%s: ONNX Runtime's shape %v, ours %v", what, ort.Shape, ours.Shape)
+		return 0, 0
+	}
+	g, w := ort.Float64s(), ours.Float64s()
+	bad := 0
+	for i := range w {
+		d := math.Abs(g[i] - w[i])
+		tol := ortAbs + ortRel*math.Abs(w[i])
+		if !(d <= tol) {
+			if bad == 0 {
+				t.Errorf("%s[%d]: ONNX Runtime %v, ours %v (|diff| %.3g > %.3g)", what, i, g[i], w[i], d, tol)
+			}
+			bad++
+			d = math.Inf(1)
+		}
+		worstAbs, worstRatio = math.Max(worstAbs, d), math.Max(worstRatio, d/tol)
+	}
+	if bad > 1 {
+		t.Errorf("%s: %d of %d values out of tolerance", what, bad, len(w))
+	}
+	return worstAbs, worstRatio
+}
+
+// frozenNames returns the float initializers the freeze globs match, and
+// checks that every glob matches one and none is trained.
+func frozenNames(t *testing.T, m *importer.Model, md *backend.Model, globs []string) []string {
+	t.Helper()
+	trained := map[string]bool{}
+	for _, p := range md.Trainable() {
+		trained[p.Name] = true
+	}
+	var out []string
+	for _, g := range globs {
+		n := 0
+		for _, tp := range m.Proto.Graph.Initializer {
+			if ok, _ := path.Match(g, tp.GetName()); ok && tp.GetDataType() == int32(importer.Float32) {
+				out = append(out, tp.GetName())
+				n++
+				if trained[tp.GetName()] {
+					t.Errorf("frozen initializer %q is trainable", tp.GetName())
+				}
+			}
+		}
+		if n == 0 {
+			t.Fatalf("freeze pattern %q matches no float initializer", g)
+		}
+	}
+	return out
+}
+
+// runningStats returns the initializers that BatchNormalization nodes read
+// as running mean and variance.
+func runningStats(m *importer.Model) []string {
+	inits := map[string]bool{}
+	for _, tp := range m.Proto.Graph.Initializer {
+		inits[tp.GetName()] = true
+	}
+	var out []string
+	for _, n := range m.Proto.Graph.Node {
+		if n.GetOpType() != "BatchNormalization" || len(n.Input) < 5 {
+			continue
+		}
+		for _, s := range n.Input[3:5] {
+			if inits[s] {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func params(md *backend.Model) []float32 {
+	p := make([]float32, md.NumParams())
+	md.Params(p)
+	return p
+}
+
+func sameFloat32s(a, b []float32) bool {
+	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
+}
+
+// sameBits reports whether a and b have the same type, shape and bits.
+func sameBits(a, b *importer.Tensor) bool {
+	if a == nil || b == nil || a.Type != b.Type || !slices.Equal(a.Shape, b.Shape) {
+		return false
+	}
+	return sameFloat32s(a.F32, b.F32) &&
+		slices.EqualFunc(a.F64, b.F64, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) }) &&
+		slices.Equal(a.I64, b.I64)
+}
+
+// snapshot reads every file in dir.
+func snapshot(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = b
+	}
+	return out
+}
+
+// inputsKept reports whether every file of before is in after, unchanged.
+func inputsKept(before, after map[string][]byte) bool {
+	for name, b := range before {
+		if a, ok := after[name]; !ok || !bytes.Equal(a, b) {
+			return false
+		}
+	}
+	return true
+}
+
+// writeProto returns a writer of the model mk builds, as model.onnx.
+func writeProto(mk func() *onnxpb.ModelProto) func(*testing.T, string) string {
+	return func(t *testing.T, dir string) string {
+		p := filepath.Join(dir, "model.onnx")
+		if err := models.WriteModel(p, mk()); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+}
+
+// copyFiles returns a writer copying the named files of src into the
+// test's folder; the first is the model.
+func copyFiles(src string, names ...string) func(*testing.T, string) string {
+	return func(t *testing.T, dir string) string {
+		for _, n := range names {
+			b, err := os.ReadFile(filepath.Join(src, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return filepath.Join(dir, names[0])
+	}
+}
+
+// writeExternal moves every float initializer of mp into the data file
+// data (packed, unaligned, as onnx's external_data_helper writes them),
+// writes the model as name in dir and returns its path.
+func writeExternal(t *testing.T, mp *onnxpb.ModelProto, dir, name, data string) string {
+	t.Helper()
+	var buf []byte
+	for _, tp := range mp.Graph.Initializer {
+		if tp.GetDataType() != int32(importer.Float32) {
+			continue
+		}
+		v, err := importer.DecodeTensor(tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := len(buf)
+		for _, x := range v.F32 {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
+		}
+		tp.RawData, tp.FloatData = nil, nil
+		tp.DataLocation = onnxpb.TensorProto_EXTERNAL.Enum()
+		tp.ExternalData = []*onnxpb.StringStringEntryProto{
+			{Key: proto.String("location"), Value: proto.String(data)},
+			{Key: proto.String("offset"), Value: proto.String(strconv.Itoa(off))},
+			{Key: proto.String("length"), Value: proto.String(strconv.Itoa(len(buf) - off))},
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, data), buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := models.WriteModel(p, mp); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// uniform returns n values drawn uniformly from [lo, hi).
+func uniform(r *rand.Rand, n int, lo, hi float32) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = lo + (hi-lo)*r.Float32()
+	}
+	return v
+}
+
+// labels returns n class labels in [0, classes).
+func labels(r *rand.Rand, n, classes int) []int64 {
+	v := make([]int64, n)
+	for i := range v {
+		v[i] = int64(r.IntN(classes))
+	}
+	return v
+}
+
+func lenetBatch(n int) func(*testing.T) map[string]*importer.Tensor {
+	return func(*testing.T) map[string]*importer.Tensor {
+		r := rand.New(rand.NewPCG(1, uint64(n)))
+		return map[string]*importer.Tensor{
+			"x":     importer.NewFloat32("x", []int{n, 1, 36, 36}, uniform(r, n*36*36, 0, 1)),
+			"left":  importer.NewInt64("left", []int{n}, labels(r, n, 10)),
+			"right": importer.NewInt64("right", []int{n}, labels(r, n, 10)),
+		}
+	}
+}
+
+func mtanBatch(n int) func(*testing.T) map[string]*importer.Tensor {
+	return func(*testing.T) map[string]*importer.Tensor {
+		r := rand.New(rand.NewPCG(2, uint64(n)))
+		h, w := mtanConfig.InputHeight, mtanConfig.InputWidth
+		px := n * h * w
+		normal := make([]float32, 3*px)
+		for i := 0; i < n; i++ {
+			for j := 0; j < h*w; j++ {
+				v := uniform(r, 3, -1, 1)
+				norm := float32(math.Sqrt(float64(v[0]*v[0] + v[1]*v[1] + v[2]*v[2])))
+				for c := range 3 {
+					normal[(i*3+c)*h*w+j] = v[c] / norm
+				}
+			}
+		}
+		return map[string]*importer.Tensor{
+			"x":        importer.NewFloat32("x", []int{n, 3, h, w}, uniform(r, 3*px, -1, 1)),
+			"seg":      importer.NewInt64("seg", []int{n, h, w}, labels(r, px, mtanConfig.Classes)),
+			"depth_t":  importer.NewFloat32("depth_t", []int{n, 1, h, w}, uniform(r, px, 0.5, 5)),
+			"normal_t": importer.NewFloat32("normal_t", []int{n, 3, h, w}, normal),
+		}
+	}
+}
+
+func mlpBatch(n int) func(*testing.T) map[string]*importer.Tensor {
+	return func(*testing.T) map[string]*importer.Tensor {
+		r := rand.New(rand.NewPCG(3, uint64(n)))
+		return map[string]*importer.Tensor{
+			"x": importer.NewFloat32("x", []int{n, 4}, uniform(r, 4*n, -1, 1)),
+			"t": importer.NewFloat32("t", []int{n, 2}, uniform(r, 2*n, -1, 1)),
+		}
+	}
+}
