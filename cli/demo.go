@@ -38,8 +38,8 @@ type demoSize struct {
 // Demo sizes. The full demo was sized on the 2-core development machine
 // (see demoCommand's description); --quick is for tests.
 var (
-	demoFull = demoSize{Train: 4000, Val: 256, Batch: 32, PretrainSteps: 300, PretrainLR: 2e-3,
-		TuneSteps: 200, TuneLR: 5e-4, Minutes: 3, LeftFactor: 0.7, RightFactor: 1.0, Gamma: png.DefaultGamma, ReportLastSteps: 100}
+	demoFull = demoSize{Train: 6000, Val: 256, Batch: 32, PretrainSteps: 400, PretrainLR: 2e-3,
+		TuneSteps: 300, TuneLR: 5e-4, Minutes: 2, LeftFactor: 0.7, RightFactor: 1.0, Gamma: 0.5, ReportLastSteps: 100}
 	demoQuick = demoSize{Train: 256, Val: 64, Batch: 16, PretrainSteps: 40, PretrainLR: 3e-3,
 		TuneSteps: 30, TuneLR: 5e-4, Minutes: 0.5, LeftFactor: 0.7, RightFactor: 1.0, Gamma: png.DefaultGamma, ReportLastSteps: 100}
 )

@@ -477,8 +477,14 @@ func plotTune(path, title string, tasks []string, s *series) error {
 	pf := plot.New()
 	pf.Title.Text = "criterion F"
 	pf.X.Label.Text = "step"
-	if err := line(pf, s.step, s.F, trajectoryColors[0], "F (batch)"); err != nil {
+	k := smoothing(len(s.step))
+	if err := line(pf, s.step, s.F, color.Gray{Y: 0xc0}, "F (batch)"); err != nil {
 		return err
+	}
+	if k > 1 {
+		if err := line(pf, s.step, ema(s.F, k), trajectoryColors[0], fmt.Sprintf("moving average (%d steps)", k)); err != nil {
+			return err
+		}
 	}
 	pg := plot.New()
 	pg.Title.Text = "g(θ) and threshold e = γ·ē"
@@ -500,9 +506,17 @@ func plotTune(path, title string, tasks []string, s *series) error {
 				p := plot.New()
 				p.Title.Text = "trajectory in loss space"
 				p.X.Label.Text, p.Y.Label.Text = tasks[a], tasks[b]
-				tr := make([][2]float64, len(s.losses))
+				la, lb := make([]float64, len(s.losses)), make([]float64, len(s.losses))
 				for i, l := range s.losses {
-					tr[i] = [2]float64{l[a], l[b]}
+					la[i], lb[i] = l[a], l[b]
+				}
+				la, lb = ema(la, k), ema(lb, k)
+				tr := make([][2]float64, len(s.losses))
+				for i := range tr {
+					tr[i] = [2]float64{la[i], lb[i]}
+				}
+				if k > 1 {
+					p.Title.Text = fmt.Sprintf("batch losses (moving average of %d steps)", k)
 				}
 				l, err := plotter.NewLine(xys(tr))
 				if err != nil {
@@ -545,6 +559,24 @@ func plotTune(path, title string, tasks []string, s *series) error {
 		return fmt.Errorf("--plot %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// smoothing is the moving-average span used for n noisy batch values.
+func smoothing(n int) int { return max(1, n/20) }
+
+// ema returns the exponential moving average of x with span k (weight
+// 2/(k+1)); k ≤ 1 returns x.
+func ema(x []float64, k int) []float64 {
+	if k <= 1 || len(x) == 0 {
+		return x
+	}
+	a := 2 / float64(k+1)
+	out := make([]float64, len(x))
+	out[0] = x[0]
+	for i := 1; i < len(x); i++ {
+		out[i] = a*x[i] + (1-a)*out[i-1]
+	}
+	return out
 }
 
 func isLog(p *plot.Plot) bool { _, ok := p.Y.Scale.(plot.LogScale); return ok }
