@@ -1,0 +1,73 @@
+package backend
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/paretonav/paretonav/importer"
+)
+
+// intModel is one node whose inputs named in ints are int64 graph inputs.
+func intModel(op string, opset int64, ins []tin, ints ...string) *importer.Model {
+	m := oneNode(op, opset, nil, ins, "y")
+	for _, vi := range m.Proto.Graph.Input {
+		for _, s := range ints {
+			if vi.GetName() == s {
+				et := int32(importer.Int64)
+				vi.GetType().GetTensorType().ElemType = &et
+			}
+		}
+	}
+	return m
+}
+
+func TestIntegerInputBoundAtBuildTime(t *testing.T) {
+	x := feed("x", []int{2, 3}, 1, 2, 3, 4, 5, 6)
+	shape := tin{name: "shape", t: importer.NewInt64("shape", []int{2}, []int64{3, 2})}
+	m := intModel("Reshape", 13, []tin{x, shape}, "shape")
+	md, err := Open(m, nil, Options{Float64: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		shape     []int64
+		wantShape []int
+	}{{[]int64{3, 2}, []int{3, 2}}, {[]int64{6}, []int{6}}, {[]int64{-1, 1}, []int{6, 1}}, {[]int64{3, 2}, []int{3, 2}}} {
+		b := map[string]*importer.Tensor{"x": x.t, "shape": importer.NewInt64("shape", []int{len(c.shape)}, c.shape)}
+		got, err := md.Outputs(b)
+		if err != nil {
+			t.Fatalf("shape %v: %v", c.shape, err)
+		}
+		assertClose(t, "Reshape", got["y"], c.wantShape, []float64{1, 2, 3, 4, 5, 6}, 0)
+	}
+	// Integral float arrays are accepted for integer inputs, others not.
+	b := map[string]*importer.Tensor{"x": x.t, "shape": {Name: "shape", Type: importer.Float64, Shape: []int{1}, F64: []float64{6}}}
+	if _, err := md.Outputs(b); err != nil {
+		t.Errorf("integral float array: %v", err)
+	}
+	b["shape"].F64[0] = 6.5
+	if _, err := md.Outputs(b); err == nil {
+		t.Errorf("non-integral values for an int64 input: no error")
+	}
+}
+
+func TestIntegerDataInputIsLimit(t *testing.T) {
+	a := tin{name: "a", t: importer.NewInt64("a", []int{2}, []int64{7, 8})}
+	c := tin{name: "c", t: importer.NewInt64("c", []int{2}, []int64{3, 5})}
+	_, err := Open(intModel("Mod", 13, []tin{a, c}, "a", "c"), nil, Options{})
+	var le *LimitError
+	if !errors.As(err, &le) || le.OpType != "Mod" || le.Node != "n0" || le.Opset != 13 {
+		t.Fatalf("Open: %v, want a *LimitError for node n0 (Mod, opset 13)", err)
+	}
+}
+
+func TestOpenWithoutTasksRefusesEvaluate(t *testing.T) {
+	x := feed("x", []int{2}, 1, 2)
+	md, err := Open(oneNode("Relu", 13, nil, []tin{x}, "y"), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := md.Evaluate(map[string]*importer.Tensor{"x": x.t}, nil, nil); err == nil {
+		t.Fatal("Evaluate without tasks: no error")
+	}
+}
