@@ -221,6 +221,10 @@ func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize,
 		"   while right may stay where it is (r_right = %.0f%% of its pretrained loss): a trade-off that favours left.\n"+
 		"   PNG descends F only while g(θ) ≤ e = γ·ē (γ = %g), the Pareto band; outside, it first lowers every loss.\n",
 		expr, 100*(1-size.LeftFactor), 100*size.RightFactor, size.Gamma)
+	if size.Gamma != png.DefaultGamma {
+		fmt.Fprintf(w, "   (γ = %g, not the paper's %g: on %d-example batches the gradient noise of the two heads alone keeps\n"+
+			"   g(θ) at about 0.15–0.6 of ē, so with γ = %g the control would never switch off.)\n", size.Gamma, png.DefaultGamma, size.Batch, png.DefaultGamma)
+	}
 	logF, err := os.Create(path("log.jsonl"))
 	if err != nil {
 		return nil, err
