@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+var inspectCommand = withInterspersed(withConfig(&ucli.Command{
+	Name:      "inspect",
+	Usage:     "what an ONNX model holds and what paretonav can train in it",
+	ArgsUsage: "MODEL.onnx",
+	Description: `Prints the model's inputs and outputs with their shapes (dynamic dimensions
+by name), IR version and opsets, op counts, the number of parameters (elements
+of floating-point initializers), the initializers tune would train (--freeze
+to try patterns) and every op backend cannot run.`,
+	Flags:  []ucli.Flag{freezeFlag, jsonFlag},
+	Action: runInspect,
+}))
+
+func init() { register(inspectCommand) }
+
+// inspectValue is one graph input or output.
+type inspectValue struct {
+	Name  string   `json:"name"`
+	Type  string   `json:"type"`
+	Shape []string `json:"shape"` // sizes, or the dimension's name ("?" when unnamed)
+}
+
+// inspectInit is one trainable initializer.
+type inspectInit struct {
+	Name  string `json:"name"`
+	Shape []int  `json:"shape"`
+	Size  int    `json:"size"`
+}
+
+// inspectJSON is what inspect --json prints.
+type inspectJSON struct {
+	File        string            `json:"file"`
+	IRVersion   int64             `json:"ir_version"`
+	Opsets      map[string]int64  `json:"opsets"`
+	Producer    string            `json:"producer,omitempty"`
+	Inputs      []inspectValue    `json:"inputs"`
+	Outputs     []inspectValue    `json:"outputs"`
+	Ops         map[string]int    `json:"ops"`
+	Nodes       int               `json:"nodes"`
+	Params      int64             `json:"parameters"`
+	Trainable   []inspectInit     `json:"trainable"`
+	TrainParams int               `json:"trainable_parameters"`
+	Unsupported []string          `json:"unsupported"`
+	OpenError   string            `json:"open_error,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+}
+
+func runInspect(c *ucli.Context) error {
+	args := positional(c)
+	if len(args) != 1 {
+		return fmt.Errorf("inspect: want one MODEL.onnx argument, got %d (%s)", len(args), strings.Join(args, " "))
+	}
+	m, err := importer.Load(args[0])
+	if err != nil {
+		return err
+	}
+	info, err := inspectModel(args[0], m, c.StringSlice(freezeFlag.Name))
+	if err != nil {
+		return err
+	}
+	if c.Bool(jsonFlag.Name) {
+		return writeJSON(c.App.Writer, info)
+	}
+	return inspectSummary(c.App.Writer, info)
+}
+
+// inspectModel gathers what inspect shows.
+func inspectModel(path string, m *importer.Model, freeze []string) (*inspectJSON, error) {
+	mp := m.Proto
+	g := mp.GetGraph()
+	info := &inspectJSON{File: path, IRVersion: mp.GetIrVersion(), Opsets: map[string]int64{}, Ops: map[string]int{},
+		Nodes: len(g.GetNode()), Unsupported: []string{}, Trainable: []inspectInit{}, Metadata: map[string]string{}}
+	if mp.GetProducerName() != "" {
+		info.Producer = strings.TrimSpace(mp.GetProducerName() + " " + mp.GetProducerVersion())
+	}
+	for _, o := range mp.GetOpsetImport() {
+		d := o.GetDomain()
+		if d == "" {
+			d = "ai.onnx"
+		}
+		info.Opsets[d] = o.GetVersion()
+	}
+	for _, kv := range mp.GetMetadataProps() {
+		info.Metadata[kv.GetKey()] = kv.GetValue()
+	}
+	inits := map[string]bool{}
+	for _, tp := range g.GetInitializer() {
+		inits[tp.GetName()] = true
+		switch importer.DataType(tp.GetDataType()) {
+		case importer.Float32, importer.Float64, importer.Float16, onnxpb.TensorProto_BFLOAT16:
+			n := int64(1)
+			for _, d := range tp.GetDims() {
+				n *= d
+			}
+			info.Params += n
+		}
+	}
+	for _, vi := range g.GetInput() {
+		if !inits[vi.GetName()] {
+			info.Inputs = append(info.Inputs, valueOf(vi))
+		}
+	}
+	for _, vi := range g.GetOutput() {
+		info.Outputs = append(info.Outputs, valueOf(vi))
+	}
+	opset := m.Opset("")
+	unsup := map[string]bool{}
+	for _, n := range g.GetNode() {
+		op := n.GetOpType()
+		if d := n.GetDomain(); d != "" && d != "ai.onnx" {
+			op = d + "." + op
+		}
+		info.Ops[op]++
+		if !backend.Supported(op, opset) && !unsup[op] {
+			unsup[op] = true
+			info.Unsupported = append(info.Unsupported, fmt.Sprintf("%s (opset %d)", op, opset))
+		}
+	}
+	sort.Strings(info.Unsupported)
+	// The trainable initializers do not depend on the tasks: open the
+	// model with a placeholder task on its first output.
+	if len(info.Outputs) > 0 && len(info.Unsupported) == 0 {
+		t := backend.Task{Name: "inspect", Loss: "mse", Output: info.Outputs[0].Name, Target: "inspect_target", IgnoreIndex: -100, Options: map[string]string{}}
+		md, err := backend.Open(m, []backend.Task{t}, backend.Options{Freeze: freeze})
+		if err != nil {
+			info.OpenError = err.Error()
+		} else {
+			for _, p := range md.Trainable() {
+				size := 1
+				for _, d := range p.Shape {
+					size *= d
+				}
+				info.Trainable = append(info.Trainable, inspectInit{Name: p.Name, Shape: p.Shape, Size: size})
+				info.TrainParams += size
+			}
+		}
+	}
+	return info, nil
+}
+
+func valueOf(vi *onnxpb.ValueInfoProto) inspectValue {
+	v := inspectValue{Name: vi.GetName(), Shape: []string{}}
+	tt := vi.GetType().GetTensorType()
+	if tt == nil {
+		v.Type = "non-tensor"
+		return v
+	}
+	v.Type = strings.ToLower(onnxpb.TensorProto_DataType(tt.GetElemType()).String())
+	for _, d := range tt.GetShape().GetDim() {
+		switch {
+		case d.GetDimParam() != "":
+			v.Shape = append(v.Shape, d.GetDimParam())
+		case d.GetDimValue() > 0:
+			v.Shape = append(v.Shape, fmt.Sprint(d.GetDimValue()))
+		default:
+			v.Shape = append(v.Shape, "?")
+		}
+	}
+	return v
+}
+
+func inspectSummary(w io.Writer, info *inspectJSON) error {
+	var opsets []string
+	for d, v := range info.Opsets {
+		opsets = append(opsets, fmt.Sprintf("%s %d", d, v))
+	}
+	sort.Strings(opsets)
+	fmt.Fprintf(w, "%s: IR %d, opset %s", info.File, info.IRVersion, strings.Join(opsets, ", "))
+	if info.Producer != "" {
+		fmt.Fprintf(w, ", producer %s", info.Producer)
+	}
+	fmt.Fprintln(w)
+	show := func(label string, vs []inspectValue) {
+		fmt.Fprintf(w, "%s\n", label)
+		for _, v := range vs {
+			fmt.Fprintf(w, "  %-20s %s [%s]\n", v.Name, v.Type, strings.Join(v.Shape, ","))
+		}
+	}
+	show("inputs", info.Inputs)
+	show("outputs", info.Outputs)
+	ops := make([]string, 0, len(info.Ops))
+	for op := range info.Ops {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	for i, op := range ops {
+		ops[i] = fmt.Sprintf("%s×%d", op, info.Ops[op])
+	}
+	fmt.Fprintf(w, "nodes %d: %s\n", info.Nodes, strings.Join(ops, " "))
+	fmt.Fprintf(w, "parameters %d\n", info.Params)
+	switch {
+	case len(info.Unsupported) > 0:
+		fmt.Fprintf(w, "unsupported ops: %s (the model cannot be tuned)\n", strings.Join(info.Unsupported, ", "))
+	case info.OpenError != "":
+		fmt.Fprintf(w, "cannot be tuned: %s\n", info.OpenError)
+	default:
+		fmt.Fprintf(w, "trainable: %d initializers, %d parameters\n", len(info.Trainable), info.TrainParams)
+		for _, p := range info.Trainable {
+			fmt.Fprintf(w, "  %-32s %v\n", p.Name, p.Shape)
+		}
+		fmt.Fprintln(w, "all ops supported")
+	}
+	if v, ok := info.Metadata["paretonav"]; ok {
+		fmt.Fprintf(w, "tuned by paretonav: %s\n", v)
+	}
+	return nil
+}
