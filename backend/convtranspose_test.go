@@ -1,0 +1,157 @@
+package backend
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+	"github.com/paretonav/paretonav/internal/ortcheck"
+)
+
+// oracleCase is one node checked against ONNX Runtime: its inputs (the
+// first a graph input, the others float initializers) in float32.
+type oracleCase struct {
+	name  string
+	attrs []*onnxpb.AttributeProto
+	ins   []*importer.Tensor // nil: omitted optional input
+}
+
+// randF32Tensor returns a float32 tensor with U(−1, 1) values.
+func randF32Tensor(r *rand.Rand, name string, shape ...int) *importer.Tensor {
+	d := make([]float32, numel(shape))
+	for i := range d {
+		d[i] = float32(2*r.Float64() - 1)
+	}
+	return importer.NewFloat32(name, shape, d)
+}
+
+// checkAgainstORT puts every case's node (op at opset) in one float32
+// model, runs it once in ONNX Runtime and checks backend's float64
+// forward pass within tol·(1+|ort|) per element.
+func checkAgainstORT(t *testing.T, op string, opset int64, cases []oracleCase, tol float64) {
+	t.Helper()
+	ortcheck.Require(t)
+	var nodes []*onnxpb.NodeProto
+	var inits []*importer.Tensor
+	inputs := map[string][]int64{}
+	feeds := map[string]*importer.Tensor{}
+	var outs []string
+	for i, c := range cases {
+		var names []string
+		for j, in := range c.ins {
+			if in == nil {
+				names = append(names, "")
+				continue
+			}
+			name := fmt.Sprintf("c%d_in%d", i, j)
+			t := importer.NewFloat32(name, in.Shape, in.F32)
+			names = append(names, name)
+			if j == 0 {
+				var dims []int64
+				for _, d := range in.Shape {
+					dims = append(dims, int64(d))
+				}
+				inputs[name], feeds[name] = dims, t
+			} else {
+				inits = append(inits, t)
+			}
+		}
+		out := fmt.Sprintf("y%d", i)
+		outs = append(outs, out)
+		nodes = append(nodes, mkNode(op, c.name, names, []string{out}, c.attrs...))
+	}
+	m := graphModel(nodes, inits, inputs, outs...)
+	ir := int64(8)
+	m.Proto.IrVersion = &ir
+	m.Proto.OpsetImport[0].Version = &opset
+	b, err := proto.Marshal(m.Proto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ortcheck.RunBytes(b, feeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := forward(t, m, feeds)
+	for i, c := range cases {
+		w := want[outs[i]]
+		assertClose(t, c.name+" vs ONNX Runtime", got[outs[i]], w.Shape, w.Float64s(), tol)
+	}
+}
+
+// convTransposeCases cover strides, pads, output_padding, dilations,
+// groups, 1-D, output_shape and auto_pad.
+func convTransposeCases() []oracleCase {
+	r := rand.New(rand.NewSource(11))
+	return []oracleCase{
+		{"s2 p1 op1 bias", []*onnxpb.AttributeProto{aInts("strides", 2, 2), aInts("pads", 1, 1, 1, 1), aInts("output_padding", 1, 1)},
+			[]*importer.Tensor{randF32Tensor(r, "x", 2, 3, 4, 5), randF32Tensor(r, "w", 3, 4, 3, 3), randF32Tensor(r, "b", 4)}},
+		{"groups dilations asym pads", []*onnxpb.AttributeProto{aInt("group", 2), aInts("strides", 1, 2), aInts("dilations", 2, 1), aInts("pads", 0, 1, 1, 0)},
+			[]*importer.Tensor{randF32Tensor(r, "x", 1, 4, 3, 4), randF32Tensor(r, "w", 4, 3, 2, 3), nil}},
+		{"1-D", []*onnxpb.AttributeProto{aInts("strides", 3), aInts("pads", 1, 0)},
+			[]*importer.Tensor{randF32Tensor(r, "x", 2, 2, 5), randF32Tensor(r, "w", 2, 3, 3), randF32Tensor(r, "b", 3)}},
+		{"output_shape", []*onnxpb.AttributeProto{aInts("strides", 2, 2), aInts("output_shape", 6, 6)},
+			[]*importer.Tensor{randF32Tensor(r, "x", 1, 2, 3, 3), randF32Tensor(r, "w", 2, 2, 3, 3)}},
+		{"same_upper", []*onnxpb.AttributeProto{aInts("strides", 2, 2), aString("auto_pad", "SAME_UPPER")},
+			[]*importer.Tensor{randF32Tensor(r, "x", 1, 2, 3, 3), randF32Tensor(r, "w", 2, 3, 3, 3)}},
+		{"unet up k2 s2", []*onnxpb.AttributeProto{aInts("strides", 2, 2), aInts("kernel_shape", 2, 2)},
+			[]*importer.Tensor{randF32Tensor(r, "x", 2, 4, 3, 3), randF32Tensor(r, "w", 4, 2, 2, 2), randF32Tensor(r, "b", 2)}},
+	}
+}
+
+// TestConvTransposeORT checks ConvTranspose's forward pass against ONNX
+// Runtime (the unet_small PyTorch export also matched PyTorch's outputs
+// and autograd gradients when this was written).
+func TestConvTransposeORT(t *testing.T) {
+	checkAgainstORT(t, "ConvTranspose", 13, convTransposeCases(), 1e-5)
+}
+
+// TestConvTransposeGrad checks the gradients of X, W and B by central
+// finite differences.
+func TestConvTransposeGrad(t *testing.T) {
+	for _, c := range convTransposeCases() {
+		t.Run(c.name, func(t *testing.T) {
+			ins := []tin{feed("x", c.ins[0].Shape, c.ins[0].Float64s()...)}
+			wrt := []string{"x"}
+			for j, name := range []string{"w", "b"} {
+				if j+1 >= len(c.ins) || c.ins[j+1] == nil {
+					ins = append(ins, absent)
+					continue
+				}
+				ins = append(ins, initF(name, c.ins[j+1].Shape, c.ins[j+1].Float64s()...))
+				wrt = append(wrt, name)
+			}
+			m := oneNode("ConvTranspose", 13, c.attrs, ins, "y")
+			for _, v := range wrt {
+				gradCheck(t, m, feedsOf(ins), v, 1e-6)
+			}
+		})
+	}
+}
+
+// TestConvTransposeErrors checks that bad geometry is refused with an
+// error naming the node.
+func TestConvTransposeErrors(t *testing.T) {
+	x := feed("x", []int{1, 3, 4, 4}, make([]float64, 48)...)
+	cases := []struct {
+		name  string
+		attrs []*onnxpb.AttributeProto
+		w     tin
+	}{
+		{"channels", nil, initF("w", []int{2, 2, 3, 3}, make([]float64, 36)...)},
+		{"kernel_shape", []*onnxpb.AttributeProto{aInts("kernel_shape", 2, 2)}, initF("w", []int{3, 2, 3, 3}, make([]float64, 54)...)},
+		{"output_shape too large", []*onnxpb.AttributeProto{aInts("output_shape", 9, 9)}, initF("w", []int{3, 2, 3, 3}, make([]float64, 54)...)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := oneNode("ConvTranspose", 13, c.attrs, []tin{x, c.w}, "y")
+			if _, err := tryGraph(m, feedsOf([]tin{x}), nil); err == nil {
+				t.Fatal("no error")
+			}
+		})
+	}
+}

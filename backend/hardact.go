@@ -1,0 +1,51 @@
+package backend
+
+import (
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// Piecewise-linear activations PyTorch exports from MobileNet-style nets:
+// HardSigmoid (opset 6: y = max(0, min(1, alpha·x + beta)), alpha 0.2 and
+// beta 0.5 by default; F.hardsigmoid exports alpha 1/6) and HardSwish
+// (opset 14: y = x·max(0, min(1, x/6 + 1/2)); at opsets below 14
+// nn.Hardswish exports as HardSigmoid and Mul). Derivatives at the kinks
+// follow PyTorch: HardSigmoid's is alpha strictly inside (0, 1) and 0
+// elsewhere; HardSwish's is x/3 + 1/2 on [−3, 3], 0 below and 1 above.
+
+func init() {
+	register("HardSigmoid", 6, lowerHardSigmoid)
+	register("HardSwish", 14, lowerHardSwish)
+}
+
+func lowerHardSigmoid(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	alpha, err := attrFloat(n, "alpha", 0.2)
+	if err != nil {
+		return nil, err
+	}
+	beta, err := attrFloat(n, "beta", 0.5)
+	if err != nil {
+		return nil, err
+	}
+	return b.unary(n, in, func(x float64) float64 {
+		return max(0, min(1, alpha*x+beta))
+	}, func(x, _ float64) float64 {
+		if z := alpha*x + beta; z > 0 && z < 1 {
+			return alpha
+		}
+		return 0
+	})
+}
+
+func lowerHardSwish(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	return b.unary(n, in, func(x float64) float64 {
+		return x * max(0, min(1, x/6+0.5))
+	}, func(x, _ float64) float64 {
+		switch {
+		case x < -3:
+			return 0
+		case x > 3:
+			return 1
+		}
+		return x/3 + 0.5
+	})
+}
