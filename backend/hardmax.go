@@ -1,0 +1,61 @@
+package backend
+
+import "github.com/paretonav/paretonav/importer/onnxpb"
+
+// Hardmax: 1 at the first maximum, 0 elsewhere. Before opset 13 the input
+// is coerced to 2-D at axis (default 1), from 13 on the op works along one
+// axis (default -1), as Softmax. Its gradient is zero.
+
+func init() {
+	register("Hardmax", 1, lowerHardmax)
+	register("Hardmax", 13, lowerHardmax)
+}
+
+func lowerHardmax(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	x, err := input(n, in, 0)
+	if err != nil {
+		return nil, err
+	}
+	def := int64(-1)
+	if b.opset < 13 {
+		def = 1
+	}
+	ax, err := attrInt(n, "axis", def)
+	if err != nil {
+		return nil, err
+	}
+	r := len(x.shape)
+	if r == 0 {
+		return nil, nodeErr(n, "input %q is a scalar; expected rank >= 1 (opset %d)", n.Input[0], b.opset)
+	}
+	a, err := normAxis(n, ax, r)
+	if err != nil {
+		return nil, err
+	}
+	outer, d, inner := numel(x.shape[:a]), x.shape[a], numel(x.shape[a+1:])
+	if b.opset < 13 {
+		d, inner = numel(x.shape[a:]), 1
+	}
+	fwd := func(dst []float64, in [][]float64) {
+		src := in[0]
+		for o := 0; o < outer; o++ {
+			for j := 0; j < inner; j++ {
+				bi := 0
+				for k := 1; k < d; k++ {
+					if src[(o*d+k)*inner+j] > src[(o*d+bi)*inner+j] {
+						bi = k
+					}
+				}
+				if d > 0 {
+					dst[(o*d+bi)*inner+j] = 1
+				}
+			}
+		}
+	}
+	bwd := func(int, []float64, [][]float64, []float64, []float64) {} // zero
+	node, err := b.kernel(n.GetName(), "Hardmax", []gnode{b.node(x)}, x.shape, fwd, bwd, nil)
+	if err != nil {
+		return nil, err
+	}
+	return []*value{nodeValue(node)}, nil
+}
