@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -303,9 +304,11 @@ func (j *tuneJob) measure() (tuneReport, []float64, error) {
 	if err != nil {
 		return tuneReport{}, nil, fmt.Errorf("%s data: %w", j.ReportName, err)
 	}
+	// A criterion outside its domain is reported as NaN (null in JSON);
+	// the training loop decides what that means for the run.
 	F, err := j.Settings.Criterion.Eval(r.Losses, make([]float64, len(r.Losses)))
 	if err != nil {
-		return tuneReport{}, nil, fmt.Errorf("criterion %s on the %s data: %w", j.Criterion, j.ReportName, err)
+		F = math.NaN()
 	}
 	out := tuneReport{Losses: map[string]jnum{}, F: jnum(F), G: jnum(r.G)}
 	for i, n := range j.Net.Tasks() {
