@@ -1,0 +1,92 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/paretonav/paretonav/models/datasets"
+)
+
+func TestBenchPlan(t *testing.T) {
+	out, err := runCLI(t, "bench", "multimnist", "--plan", "--workers", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"budget small", "multimnist, multifashion, fashionmnist", "3 seeds",
+		"20480 training and 1000 test pairs", "5400 in all", "expected duration ≈ 38m15s with 2 workers"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestBenchTiny runs the whole benchmark at the tiny budget on MultiMNIST
+// (generated from MNIST, skipped where MNIST is not installed) and checks
+// the files and the table.
+func TestBenchTiny(t *testing.T) {
+	if _, err := datasets.MNISTDir(); err != nil {
+		t.Skipf("MNIST not available: %v", err)
+	}
+	dir := t.TempDir()
+	out, err := runCLI(t, "bench", "multimnist", "--budget", "tiny", "--datasets", "multimnist", "--out-dir", dir, "--json", "--workers", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Table map[string]map[string]map[string]struct {
+			Mean   *float64  `json:"mean"`
+			Values []float64 `json:"values"`
+			PNGvs  *struct {
+				T, P *float64
+				DF   float64
+			} `json:"png_vs"`
+		} `json:"table"`
+		Runs []struct {
+			Points []json.RawMessage `json:"points"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, out)
+	}
+	if len(r.Runs) != 2 || len(r.Runs[0].Points) != 30 {
+		t.Fatalf("%d runs (want 2 seeds), %d points in the first (want 3 methods × 5 models × 2 checkpoints)", len(r.Runs), len(r.Runs[0].Points))
+	}
+	for _, m := range []string{"linear", "mgd", "png"} {
+		c, ok := r.Table["multimnist"][m]["hv_acc"]
+		if !ok || c.Mean == nil || len(c.Values) != 2 {
+			t.Errorf("table multimnist/%s/hv_acc: %+v", m, c)
+		}
+		if (m != "png") != (c.PNGvs != nil && c.PNGvs.DF == 1) {
+			t.Errorf("%s: t-test %+v, want one (df 1) for each baseline only", m, c.PNGvs)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "results.md"))
+	if err != nil || !strings.Contains(string(md), "| png |") || !strings.Contains(string(md), "Paired t-test") {
+		t.Errorf("results.md: %v\n%s", err, md)
+	}
+	for _, f := range []string{"results.json", "data/multimnist_train_64_seed0.npz", "data/multimnist_test_32_seed0.npz"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestBenchErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--budget", "huge", "--plan"}, "--budget"},
+		{[]string{"--seeds", "1", "--plan"}, "--seeds"},
+		{[]string{"--datasets", "cifar", "--plan"}, "--datasets"},
+		{[]string{"--workers", "0", "--plan"}, "--workers"},
+	} {
+		_, err := runCLI(t, append([]string{"bench", "multimnist"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("bench multimnist %v: %v, want an error naming %s", tc.args, err, tc.want)
+		}
+	}
+}
