@@ -32,13 +32,26 @@ import (
 // (weights, our forward outputs) must be bit-identical to the model in
 // memory; ONNX Runtime's outputs must agree with ours element by element
 // within ortAbs + ortRel·|ours|.
+//
+// Both are float32 evaluations that round differently. Where a model
+// amplifies round-off (MTAN: some 40 conv layers, then a normal head that
+// divides by a per-pixel norm that is small at a few pixels) each of them
+// is more than 1e-4 from the exact value at some elements, ONNX Runtime
+// included. The exact value is known: our backend in float64 with the same
+// weights. An element therefore also gets as slack twice our own float32
+// error there, δ = |ours − exact| (ORT's error is of the same size); δ
+// itself must stay below maxRoundoff, so a broken float32 path cannot widen
+// the tolerance. For LeNet, ResNet and the torch MTAN δ is ~1e-7 and the
+// slack is never used; the log says how many elements needed it.
 const (
-	ortAbs = 1e-4
-	ortRel = 1e-4
+	ortAbs      = 1e-4
+	ortRel      = 1e-4
+	maxRoundoff = 1e-3
 )
 
 // tuneSteps is the number of real PNG steps every model takes before it is
-// saved; tuneLR is large enough that every step moves the weights.
+// saved; tuneLR (unless the case sets its own) is large enough that every
+// step moves the weights.
 const (
 	tuneSteps = 2
 	tuneLR    = 1e-2
@@ -62,10 +75,15 @@ type modelCase struct {
 	external bool
 	// batchNorm: the model has BatchNormalization running statistics.
 	batchNorm bool
+	// lr is the learning rate of the steps (0: tuneLR).
+	lr float64
 }
 
 // lenetTasks are the two-headed LeNet's tasks (models.LeNet2).
 var lenetTasks = []string{"left:nll:logp_left:left", "right:nll:logp_right:right"}
+
+// mtanTasks are MTAN's three tasks (models.MTAN).
+var mtanTasks = []string{"seg:nll:seg_logp:seg", "depth:depth_l1:depth:depth_t", "normal:normal_cos:normal:normal_t"}
 
 // mtanConfig is a small MTAN: all its ops and layers, little compute.
 var mtanConfig = models.MTANConfig{Width: 4, InputHeight: 32, InputWidth: 32, Classes: 4, Seed: 3}
@@ -96,13 +114,18 @@ func cases(t *testing.T) []modelCase {
 			external:  true,
 		},
 		{
-			name:      "mtan_w4",
-			write:     writeProto(func() *onnxpb.ModelProto { return models.MTAN(mtanConfig) }),
-			tasks:     []string{"seg:nll:seg_logp:seg", "depth:depth_l1:depth:depth_t", "normal:normal_cos:normal:normal_t"},
+			name: "mtan_w4",
+			write: func(t *testing.T, dir string) string {
+				mp := models.MTAN(mtanConfig)
+				calibrateBN(t, mp, mtanTasks, mtanBatch(16)(t))
+				return writeProto(func() *onnxpb.ModelProto { return mp })(t, dir)
+			},
+			tasks:     mtanTasks,
 			criterion: "seg+depth+normal",
 			batch:     mtanBatch(2),
 			freeze:    []string{"encoder_block.0.*"},
 			batchNorm: true,
+			lr:        1e-3, // the paper's; 1e-2 sends the depth head to 1e4 in two steps
 		},
 		{
 			name:      "mlp_ext",
@@ -178,6 +201,7 @@ type saved struct {
 	opt     importer.SaveOptions
 	weights map[string]*importer.Tensor
 	outputs map[string]*importer.Tensor // our outputs with those weights
+	exact   map[string]*importer.Tensor // the same in float64
 }
 
 func checkCase(t *testing.T, c modelCase) {
@@ -229,6 +253,21 @@ func checkCase(t *testing.T, c modelCase) {
 		t.Fatal(err)
 	}
 	beforeParams := params(md)
+	md64, err := backend.Open(m0, tasks, backend.Options{Freeze: c.freeze, Float64: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := func(theta []float32) map[string]*importer.Tensor {
+		t.Helper()
+		if err := md64.SetParams(theta); err != nil {
+			t.Fatal(err)
+		}
+		outs, err := md64.Outputs(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outs
+	}
 
 	record, err := json.Marshal(map[string]any{"tool": "paretonav interop test", "model": c.name, "criterion": c.criterion, "steps": tuneSteps})
 	if err != nil {
@@ -236,15 +275,15 @@ func checkCase(t *testing.T, c modelCase) {
 	}
 	producer := map[string]string{producerKey: string(record)}
 	var files []saved
-	save := func(label, name string, opt importer.SaveOptions, w, outs map[string]*importer.Tensor) {
+	save := func(label, name string, opt importer.SaveOptions, w, outs, ex map[string]*importer.Tensor) {
 		t.Helper()
 		p := filepath.Join(dir, name)
 		if err := importer.Save(p, m0, w, opt); err != nil {
 			t.Fatalf("%s: %v", label, err)
 		}
-		files = append(files, saved{label: label, path: p, opt: opt, weights: w, outputs: outs})
+		files = append(files, saved{label: label, path: p, opt: opt, weights: w, outputs: outs, exact: ex})
 	}
-	save("before", "before.onnx", importer.SaveOptions{Producer: producer}, beforeW, beforeOut)
+	save("before", "before.onnx", importer.SaveOptions{Producer: producer}, beforeW, beforeOut, exact(beforeParams))
 
 	// Real steps: PNG on the criterion, plain SGD.
 	train, err := finetune.NewDataset(batch)
@@ -256,6 +295,9 @@ func checkCase(t *testing.T, c modelCase) {
 		t.Fatal(err)
 	}
 	s := &finetune.Settings{Method: png.PNG{}, Criterion: crit, Steps: tuneSteps, BatchSize: train.Len(), LR: tuneLR, Seed: 1}
+	if c.lr != 0 {
+		s.LR = c.lr
+	}
 	res, err := finetune.Run(context.Background(), md, train, nil, s, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -281,9 +323,10 @@ func checkCase(t *testing.T, c modelCase) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	save("tuned", "tuned.onnx", importer.SaveOptions{Producer: producer}, afterW, afterOut)
+	afterExact := exact(afterParams)
+	save("tuned", "tuned.onnx", importer.SaveOptions{Producer: producer}, afterW, afterOut, afterExact)
 	if c.external {
-		save("tuned, inline data", "tuned_inline.onnx", importer.SaveOptions{Producer: producer, InlineData: true}, afterW, afterOut)
+		save("tuned, inline data", "tuned_inline.onnx", importer.SaveOptions{Producer: producer, InlineData: true}, afterW, afterOut, afterExact)
 	}
 
 	for _, f := range files {
@@ -326,12 +369,12 @@ func checkCase(t *testing.T, c modelCase) {
 			if err != nil {
 				t.Fatalf("%s: %v", f.label, err)
 			}
-			worstAbs, worstRatio := 0.0, 0.0
+			var sum orcDiff
 			for name, ours := range f.outputs {
-				a, r := compareORT(t, f.label+": output "+name, got[name], ours)
-				worstAbs, worstRatio = math.Max(worstAbs, a), math.Max(worstRatio, r)
+				sum.add(compareORT(t, f.label+": output "+name, got[name], ours, f.exact[name]))
 			}
-			t.Logf("%s: worst |ORT − ours| = %.3g (%.3g of the tolerance) over %d outputs", f.label, worstAbs, worstRatio, len(f.outputs))
+			t.Logf("%s: worst |ORT − ours| = %.3g (%.3g of ortAbs+ortRel·|ours|); worst |ours − exact| = %.3g; %d of %d values needed the round-off slack",
+				f.label, sum.abs, sum.ratio, sum.roundoff, sum.slack, sum.n)
 			if f.label == "before" {
 				// Unchanged weights: ORT gives the input's outputs bit for bit.
 				for name, w := range ortIn {
@@ -498,36 +541,65 @@ func protoDiff(a, b *onnxpb.ModelProto) string {
 	return strings.Join(diffs, ", ")
 }
 
-// compareORT checks ORT's value against ours and returns the largest
-// absolute difference and the largest fraction of the tolerance used.
-func compareORT(t *testing.T, what string, ort, ours *importer.Tensor) (worstAbs, worstRatio float64) {
+// orcDiff summarises a comparison with ONNX Runtime.
+type orcDiff struct {
+	abs      float64 // max |ORT − ours|
+	ratio    float64 // max |ORT − ours| / (ortAbs + ortRel·|ours|)
+	roundoff float64 // max δ = |ours − exact|
+	slack    int     // values within tolerance only thanks to 2δ
+	n        int     // values compared
+}
+
+func (d *orcDiff) add(e orcDiff) {
+	d.abs, d.ratio, d.roundoff = math.Max(d.abs, e.abs), math.Max(d.ratio, e.ratio), math.Max(d.roundoff, e.roundoff)
+	d.slack += e.slack
+	d.n += e.n
+}
+
+// compareORT checks ORT's value against ours (float32) element by element:
+// |ORT − ours| ≤ ortAbs + ortRel·|ours| + 2δ with δ = |ours − exact| ≤
+// maxRoundoff, exact being ours in float64 (see the constants).
+func compareORT(t *testing.T, what string, ort, ours, exact *importer.Tensor) orcDiff {
 	t.Helper()
-	if ort == nil {
-		t.Errorf("%s: ONNX Runtime did not return it", what)
-		return 0, 0
+	var d orcDiff
+	if ort == nil || exact == nil {
+		t.Errorf("%s: missing (ONNX Runtime's %v, float64 reference %v)", what, ort != nil, exact != nil)
+		return d
 	}
-	if !slices.Equal(ort.Shape, ours.Shape) {
-		t.Errorf("%s: ONNX Runtime's shape %v, ours %v", what, ort.Shape, ours.Shape)
-		return 0, 0
+	if !slices.Equal(ort.Shape, ours.Shape) || !slices.Equal(exact.Shape, ours.Shape) {
+		t.Errorf("%s: ONNX Runtime's shape %v, ours %v, float64 %v", what, ort.Shape, ours.Shape, exact.Shape)
+		return d
 	}
-	g, w := ort.Float64s(), ours.Float64s()
+	g, w, x := ort.Float64s(), ours.Float64s(), exact.Float64s()
 	bad := 0
 	for i := range w {
-		d := math.Abs(g[i] - w[i])
+		diff := math.Abs(g[i] - w[i])
 		tol := ortAbs + ortRel*math.Abs(w[i])
-		if !(d <= tol) {
+		delta := math.Abs(w[i] - x[i])
+		if !(delta <= maxRoundoff) {
+			t.Errorf("%s[%d]: ours %v in float32, %v in float64: round-off %.3g > %g", what, i, w[i], x[i], delta, maxRoundoff)
+			delta = 0
+		}
+		switch {
+		case diff <= tol:
+		case diff <= tol+2*delta:
+			d.slack++
+		default:
 			if bad == 0 {
-				t.Errorf("%s[%d]: ONNX Runtime %v, ours %v (|diff| %.3g > %.3g)", what, i, g[i], w[i], d, tol)
+				t.Errorf("%s[%d]: ONNX Runtime %v, ours %v, exact %v (|diff| %.3g > %.3g + 2·%.3g)", what, i, g[i], w[i], x[i], diff, tol, delta)
 			}
 			bad++
-			d = math.Inf(1)
 		}
-		worstAbs, worstRatio = math.Max(worstAbs, d), math.Max(worstRatio, d/tol)
+		if math.IsNaN(diff) {
+			diff = math.Inf(1)
+		}
+		d.abs, d.ratio, d.roundoff = math.Max(d.abs, diff), math.Max(d.ratio, diff/tol), math.Max(d.roundoff, delta)
 	}
 	if bad > 1 {
 		t.Errorf("%s: %d of %d values out of tolerance", what, bad, len(w))
 	}
-	return worstAbs, worstRatio
+	d.n = len(w)
+	return d
 }
 
 // frozenNames returns the float initializers the freeze globs match, and
@@ -749,6 +821,86 @@ func mlpBatch(n int) func(*testing.T) map[string]*importer.Tensor {
 		return map[string]*importer.Tensor{
 			"x": importer.NewFloat32("x", []int{n, 4}, uniform(r, 4*n, -1, 1)),
 			"t": importer.NewFloat32("t", []int{n, 2}, uniform(r, 2*n, -1, 1)),
+		}
+	}
+}
+
+// calibrateBN sets the running statistics of every BatchNormalization of
+// mp to the batch statistics (mean, biased variance) its input has on
+// batch when every BatchNormalization uses batch statistics, so that the
+// model in inference mode computes on batch what it computes in training
+// mode. A freshly initialised model (running mean 0, variance 1) does not
+// normalise at all: MTAN's activations then grow to 1e5 and float32
+// round-off alone moves its log-probabilities by 1e-3, which says nothing
+// about saving. A pretrained model has calibrated statistics; so does this
+// one.
+func calibrateBN(t *testing.T, mp *onnxpb.ModelProto, specs []string, batch map[string]*importer.Tensor) {
+	t.Helper()
+	b, err := models.Marshal(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := importer.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tasks []backend.Task
+	for _, s := range specs {
+		task, err := backend.ParseTask(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, task)
+	}
+	md, err := backend.Open(m, tasks, backend.Options{BatchNorm: "train"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bns []*onnxpb.NodeProto
+	var in []string
+	for _, n := range mp.Graph.Node {
+		if n.GetOpType() == "BatchNormalization" {
+			bns = append(bns, n)
+			in = append(in, n.Input[0])
+		}
+	}
+	outs, err := md.Outputs(batch, in...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inits := map[string]*onnxpb.TensorProto{}
+	for _, tp := range mp.Graph.Initializer {
+		inits[tp.GetName()] = tp
+	}
+	for _, n := range bns {
+		x := outs[n.Input[0]]
+		if len(x.Shape) != 4 {
+			t.Fatalf("BatchNormalization %q: input shape %v, want 4-D", n.GetName(), x.Shape)
+		}
+		N, C, HW := x.Shape[0], x.Shape[1], x.Shape[2]*x.Shape[3]
+		v := x.Float64s()
+		mean, variance := make([]float32, C), make([]float32, C)
+		for c := range C {
+			var s, ss float64
+			for i := range N {
+				for _, y := range v[(i*C+c)*HW : (i*C+c+1)*HW] {
+					s += y
+					ss += y * y
+				}
+			}
+			k := float64(N * HW)
+			mu := s / k
+			mean[c], variance[c] = float32(mu), float32(math.Max(ss/k-mu*mu, 0))
+		}
+		for _, r := range []struct {
+			name string
+			v    []float32
+		}{{n.Input[3], mean}, {n.Input[4], variance}} {
+			tp := inits[r.name]
+			if tp == nil || len(tp.Dims) != 1 || int(tp.Dims[0]) != C {
+				t.Fatalf("BatchNormalization %q: running statistic %q is not a [%d] initializer", n.GetName(), r.name, C)
+			}
+			tp.RawData, tp.FloatData = nil, r.v
 		}
 	}
 }
