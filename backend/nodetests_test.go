@@ -19,8 +19,14 @@ import (
 // by element. Raise the floor and lower the ceiling as ops are added; a
 // case moving from passed to failed then fails the test.
 const (
-	conformanceFloor   = 299 // least number passed
-	conformanceCeiling = 2   // most number failed (wrong values or errors that are our bugs)
+	conformanceFloor = 306 // least number passed
+	// conformanceCeiling is the most number failed (wrong values or
+	// errors that are our bugs). At 4 when written: ConvTranspose 3-D
+	// (should be a LimitError) and output_shape (ConvTranspose was in
+	// progress), MaxPool with argmax (Outputs cannot sink int64 Indices
+	// yet), and TestMaxunpoolExportWithOutputShape, whose expected output
+	// contradicts its indices (internal/nodetests: ORT agrees with us).
+	conformanceCeiling = 4
 )
 
 // Element-wise tolerances: |got − want| <= atol + rtol·|want|, ONNX's
@@ -140,6 +146,12 @@ func anyFloat64(c *nodetests.Case) bool {
 	return false
 }
 
+// corpusErrors are cases whose expected outputs are known to be wrong
+// (see internal/nodetests' ortMismatch); they still count as failed.
+var corpusErrors = map[string]string{
+	"TestMaxunpoolExportWithOutputShape": "the expected y contradicts the indices input; ONNX Runtime computes what backend does",
+}
+
 // opCount is one row of the conformance table.
 type opCount struct {
 	op     string
@@ -173,6 +185,9 @@ func TestNodeConformance(t *testing.T) {
 		oc.counts[res]++
 		if res != nodePassed {
 			line := firstLine(msg)
+			if why, ok := corpusErrors[c.Name]; ok {
+				line += " [corpus error: " + why + "]"
+			}
 			oc.notes = append(oc.notes, fmt.Sprintf("%s %s: %s", res, c.Name, line))
 			t.Logf("%s %s: %s", strings.ToUpper(res.String()), c.Name, line)
 		}
@@ -235,12 +250,12 @@ func conformanceDoc(total [3]int, n int, rows []*opCount, table string) string {
 	return sb.String()
 }
 
+// firstLine flattens a (possibly multi-line) error message to one line
+// without backend's prefixes.
 func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	for _, pre := range []string{"backend: 1 unsupported node(s):", "backend: "} {
-		if strings.HasPrefix(s, pre) && len(s) > len(pre) {
-			s = strings.TrimSpace(s[len(pre):])
-		}
+	s = strings.Join(strings.Fields(s), " ")
+	for _, pre := range []string{"backend: 1 unsupported node(s): ", "backend: "} {
+		s = strings.TrimPrefix(s, pre)
 	}
 	return s
 }
