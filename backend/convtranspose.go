@@ -40,7 +40,7 @@ func lowerConvTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value,
 	bv := optInput(in, 2)
 	r := len(x.shape)
 	if r != 3 && r != 4 {
-		return nil, nodeErr(n, "input of rank %d: only 1-D and 2-D ConvTranspose (rank 3 or 4) are supported", r)
+		return nil, b.limitErr(n, "input of rank %d (only 1-D and 2-D ConvTranspose, rank 3 or 4)", r)
 	}
 	if len(w.shape) != r {
 		return nil, nodeErr(n, "W has shape %v, expected rank %d like X %v", w.shape, r, x.shape)
@@ -119,14 +119,15 @@ func lowerConvTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value,
 			if len(oshape) != sp {
 				return nil, nodeErr(n, "output_shape %v: expected %d values", oshape, sp)
 			}
+			// A negative total (output_shape beyond the full output)
+			// pads the output with zeros, as output_padding would; the
+			// halves round toward −∞ as in the ONNX reference.
 			total := full - int(oshape[len(oshape)-sp+i])
-			if total < 0 {
-				return nil, nodeErr(n, "output_shape %v is larger than the full output %d on axis %d", oshape, full, i)
-			}
+			half := floorDiv2(total)
 			if autoPad == "SAME_UPPER" {
-				begin[i], end[i] = total/2, total-total/2
+				begin[i], end[i] = half, total-half
 			} else {
-				begin[i], end[i] = total-total/2, total/2
+				begin[i], end[i] = total-half, half
 			}
 		case autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER":
 			total := max(0, full-in*strides[i])
@@ -240,4 +241,12 @@ func (p *convTParams) backward(k int, dst []float64, in [][]float64, _, gy []flo
 			}
 		}
 	}
+}
+
+// floorDiv2 returns ⌊v/2⌋ (Python's v // 2).
+func floorDiv2(v int) int {
+	if v < 0 {
+		return -((-v + 1) / 2)
+	}
+	return v / 2
 }

@@ -16,8 +16,9 @@ import (
 // the named values, keyed by name. A name may be any value of the ONNX
 // graph (a graph output or an intermediate node output); with no names it
 // returns every graph output. Values are float32 tensors when the model
-// computes in float32 and float64 tensors with Options.Float64; a value
-// known at build time (a folded constant) is returned as it is.
+// computes in float32 and float64 tensors with Options.Float64, int64
+// tensors for run-time integer values (MaxPool's Indices); a value known
+// at build time (a folded constant) is returned as it is.
 // BatchNormalization follows Options.BatchNorm, as in Evaluate.
 //
 // Outputs is what accuracies and predictions are computed from. Its graph
@@ -43,12 +44,14 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 	}
 	bt := c.bt
 	var errs []error
-	var nodes G.Nodes
+	var nodes, intNodes G.Nodes // float and int64 (MaxPool indices) values
 	for _, name := range names {
 		v, ok := bt.vals[name]
 		switch {
 		case !ok || v == nil:
 			errs = append(errs, fmt.Errorf("the model has no value %q", name))
+		case isIntNode(v):
+			intNodes = append(intNodes, v.n)
 		case !v.isConst():
 			nodes = append(nodes, v.n)
 		}
@@ -62,19 +65,31 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 	key := "outputs|" + signature(shapes) + intSignature(ints) + "|" + strings.Join(names, "\x00")
 	oc, ok := md.cache[key]
 	if !ok {
+		// Values are read from sink copies: Gorgonia reuses the buffers
+		// of values that later nodes consume. oc.sink collects the float
+		// values, oc.lossOut the int64 ones.
 		oc = &compiled{bt: bt}
+		var roots G.Nodes
 		if len(nodes) > 0 {
-			// Values are read from a sink copy: Gorgonia reuses the
-			// buffers of values that later nodes consume.
 			if oc.sink, err = concatSink(bt.b, "outputs", nodes); err != nil {
 				return nil, fmt.Errorf("backend: Outputs: %w", err)
 			}
-			oc.fwd = G.NewTapeMachine(bt.b.g.ExactSubgraphRoots(oc.sink))
+			roots = append(roots, oc.sink)
+		}
+		if len(intNodes) > 0 {
+			if oc.lossOut, err = intSink(intNodes); err != nil {
+				return nil, fmt.Errorf("backend: Outputs: %w", err)
+			}
+			roots = append(roots, oc.lossOut)
+		}
+		if len(roots) > 0 {
+			oc.fwd = G.NewTapeMachine(bt.b.g.ExactSubgraphRoots(roots...))
 		}
 		md.cache[key] = oc
 	}
 	out := map[string]*importer.Tensor{}
 	var flat []float64
+	var flatInt []int64
 	if oc.fwd != nil {
 		for _, p := range md.params {
 			n, ok := bt.params[p.Name]
@@ -99,11 +114,18 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 		if err := runMachine(oc.fwd); err != nil {
 			return nil, fmt.Errorf("backend: forward pass: %w", err)
 		}
-		if flat, err = valueFloats(oc.sink.Value()); err != nil {
-			return nil, fmt.Errorf("backend: reading outputs: %w", err)
+		if oc.sink != nil {
+			if flat, err = valueFloats(oc.sink.Value()); err != nil {
+				return nil, fmt.Errorf("backend: reading outputs: %w", err)
+			}
+		}
+		if oc.lossOut != nil {
+			if flatInt, err = valueInt64s(oc.lossOut.Value()); err != nil {
+				return nil, fmt.Errorf("backend: reading int64 outputs: %w", err)
+			}
 		}
 	}
-	off := 0
+	off, offInt := 0, 0
 	for _, name := range names {
 		v := bt.vals[name]
 		if v.isConst() {
@@ -112,6 +134,11 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 		}
 		s := append([]int{}, v.n.Shape()...)
 		sz := numel(s)
+		if isIntNode(v) {
+			out[name] = &importer.Tensor{Name: name, Type: importer.Int64, Shape: s, I64: append([]int64{}, flatInt[offInt:offInt+sz]...)}
+			offInt += sz
+			continue
+		}
 		d := flat[off : off+sz]
 		off += sz
 		t := &importer.Tensor{Name: name, Shape: s}
@@ -126,6 +153,25 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 		out[name] = t
 	}
 	return out, nil
+}
+
+// intSink adds a node copying the flat values of the int64 nodes ns into
+// one int64 vector.
+func intSink(ns G.Nodes) (gnode, error) {
+	op := &intKernelOp{name: "outputs", kind: "sink", id: kernelIDs.Add(1), consts: make([][]int64, len(ns))}
+	total := 0
+	for _, n := range ns {
+		op.ins = append(op.ins, append([]int{}, n.Shape()...))
+		total += numel(n.Shape())
+	}
+	op.out = []int{total}
+	op.fwd = func(dst []int64, in [][]int64) {
+		off := 0
+		for _, d := range in {
+			off += copy(dst[off:], d)
+		}
+	}
+	return G.ApplyOp(op, ns...)
 }
 
 // inputShapes checks that batch holds every model input as a float array
