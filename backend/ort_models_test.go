@@ -138,8 +138,9 @@ func TestORTModels(t *testing.T) {
 	}
 }
 
-// TestORTTorchFixtures runs every PyTorch fixture in ONNX Runtime now and
-// compares its outputs with backend's.
+// TestORTTorchFixtures runs every PyTorch fixture (testdata/torch and
+// testdata/torch_extra) in ONNX Runtime now and compares its outputs with
+// backend's.
 func TestORTTorchFixtures(t *testing.T) {
 	ortcheck.Require(t)
 	for _, name := range torchFixtureNames(t) {
@@ -148,6 +149,18 @@ func TestORTTorchFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			compareWithORT(t, f.ModelPath, f.Tasks, map[string]*importer.Tensor{f.InputName: f.Input})
+		})
+	}
+	extra, err := filepath.Glob(filepath.Join(extraDir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range extra {
+		name := strings.TrimSuffix(filepath.Base(p), ".json")
+		t.Run("extra/"+name, func(t *testing.T) {
+			tf := loadExtraFixture(t, name)
+			f := tf.f
 			compareWithORT(t, f.ModelPath, f.Tasks, map[string]*importer.Tensor{f.InputName: f.Input})
 		})
 	}

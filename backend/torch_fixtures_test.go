@@ -1,9 +1,14 @@
 package backend
 
 import (
+	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/finetune/npz"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/internal/ortcheck"
 	"github.com/paretonav/paretonav/png"
@@ -103,6 +108,90 @@ func TestTorchFixtures(t *testing.T) {
 				checkTorchFixture(t, loadTorchFixture(t, name), f64)
 			})
 		}
+	}
+}
+
+// extraDir holds further PyTorch exports (make_extra.py): architectures
+// users bring that are not in the repo's model zoo.
+const extraDir = "testdata/torch_extra"
+
+// loadExtraFixture reads NAME.json/.npz/.onnx from extraDir (the layout of
+// testdata/torch, which ortcheck.LoadFixture reads from its fixed folder).
+func loadExtraFixture(t *testing.T, name string) *torchFixture {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(extraDir, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		Tasks     []string `json:"tasks"`
+		Trainable []string `json:"trainable"`
+		Input     struct{ Name string }
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	arrays, err := npz.Read(filepath.Join(extraDir, name+".npz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &ortcheck.Fixture{Name: name, ModelPath: filepath.Join(extraDir, name+".onnx"), Tasks: meta.Tasks,
+		Trainable: meta.Trainable, InputName: meta.Input.Name, Targets: map[string]*importer.Tensor{},
+		Outputs: map[string]*importer.Tensor{}, ORT: map[string]*importer.Tensor{}, Losses: map[string]float64{},
+		Grads: map[string]map[string]*importer.Tensor{}}
+	for key, v := range arrays {
+		kind, rest, _ := strings.Cut(key, "/")
+		switch kind {
+		case "input":
+			f.Input = v
+		case "target":
+			f.Targets[rest] = v
+		case "output":
+			f.Outputs[rest] = v
+		case "ort":
+			f.ORT[rest] = v
+		case "loss":
+			f.Losses[rest] = v.Float64s()[0]
+		case "grad":
+			task, init, _ := strings.Cut(rest, "/")
+			if f.Grads[task] == nil {
+				f.Grads[task] = map[string]*importer.Tensor{}
+			}
+			f.Grads[task][init] = v
+		}
+	}
+	m, err := importer.Load(f.ModelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := &torchFixture{f: f, m: m, batch: map[string]*importer.Tensor{f.InputName: f.Input}}
+	for _, s := range f.Tasks {
+		task, err := ParseTask(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tf.tasks = append(tf.tasks, task)
+	}
+	for k, v := range f.Targets {
+		tf.batch[k] = v
+	}
+	return tf
+}
+
+// TestTorchExtraFixtures checks backend against PyTorch, as
+// TestTorchFixtures does, on the extra exports of testdata/torch_extra
+// (GELU/Erf, LayerNorm, SiLU, AvgPool, depthwise conv, ReLU6, Hardswish,
+// HardSigmoid, ConvTranspose, bilinear Upsample), in float32.
+func TestTorchExtraFixtures(t *testing.T) {
+	matches, err := filepath.Glob(filepath.Join(extraDir, "*.json"))
+	if err != nil || len(matches) == 0 {
+		t.Fatalf("no fixtures in %s (%v)", extraDir, err)
+	}
+	for _, p := range matches {
+		name := strings.TrimSuffix(filepath.Base(p), ".json")
+		t.Run(name, func(t *testing.T) {
+			checkTorchFixture(t, loadExtraFixture(t, name), false)
+		})
 	}
 }
 
