@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -443,6 +444,16 @@ func checkFile(t *testing.T, m0 *importer.Model, f saved, producer string, orig 
 // keeps its storage form.
 func checkProto(t *testing.T, orig, saved *onnxpb.ModelProto, producer, dataFile string, inline bool) {
 	t.Helper()
+	for _, p := range protoProblems(orig, saved, producer, dataFile, inline) {
+		t.Error(p)
+	}
+}
+
+// protoProblems lists how saved differs from orig beyond what Save may
+// change (see checkProto).
+func protoProblems(orig, saved *onnxpb.ModelProto, producer, dataFile string, inline bool) []string {
+	var probs []string
+	errorf := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
 	o := proto.Clone(orig).(*onnxpb.ModelProto)
 	s := proto.Clone(saved).(*onnxpb.ModelProto)
 
@@ -453,22 +464,23 @@ func checkProto(t *testing.T, orig, saved *onnxpb.ModelProto, producer, dataFile
 		}
 		found++
 		if e.GetValue() != producer {
-			t.Errorf("metadata %q = %q, want %q", producerKey, e.GetValue(), producer)
+			errorf("metadata %q = %q, want %q", producerKey, e.GetValue(), producer)
 		}
 		return true
 	})
 	if found != 1 {
-		t.Errorf("metadata_props holds %d %q entries, want 1", found, producerKey)
+		errorf("metadata_props holds %d %q entries, want 1", found, producerKey)
 	}
 
 	oi, si := o.GetGraph().GetInitializer(), s.GetGraph().GetInitializer()
 	if len(oi) != len(si) {
-		t.Fatalf("%d initializers, the input has %d", len(si), len(oi))
+		errorf("%d initializers, the input has %d", len(si), len(oi))
+		return probs
 	}
 	for i := range oi {
 		a, b := oi[i], si[i]
 		if a.GetName() != b.GetName() {
-			t.Errorf("initializer %d is %q, the input's is %q", i, b.GetName(), a.GetName())
+			errorf("initializer %d is %q, the input's is %q", i, b.GetName(), a.GetName())
 			continue
 		}
 		wantForm := storageForm(a)
@@ -477,7 +489,7 @@ func checkProto(t *testing.T, orig, saved *onnxpb.ModelProto, producer, dataFile
 			a.DataLocation = nil
 		}
 		if got := storageForm(b); got != wantForm {
-			t.Errorf("initializer %q stored as %s, the input's as %s", b.GetName(), got, storageForm(a))
+			errorf("initializer %q stored as %s, the input's as %s", b.GetName(), got, storageForm(a))
 		}
 		if storageForm(b) == "external" {
 			kv := map[string]string{}
@@ -486,7 +498,7 @@ func checkProto(t *testing.T, orig, saved *onnxpb.ModelProto, producer, dataFile
 			}
 			off, err := strconv.Atoi(kv["offset"])
 			if kv["location"] != dataFile || err != nil || off%4096 != 0 {
-				t.Errorf("initializer %q: external data %v, want location %q and an offset aligned to 4096", b.GetName(), kv, dataFile)
+				errorf("initializer %q: external data %v, want location %q and an offset aligned to 4096", b.GetName(), kv, dataFile)
 			}
 		}
 		for _, tp := range []*onnxpb.TensorProto{a, b} {
@@ -494,8 +506,9 @@ func checkProto(t *testing.T, orig, saved *onnxpb.ModelProto, producer, dataFile
 		}
 	}
 	if !proto.Equal(o, s) {
-		t.Errorf("the saved model differs from the input beyond initializer values and metadata: %s", protoDiff(o, s))
+		errorf("the saved model differs from the input beyond initializer values and metadata: %s", protoDiff(o, s))
 	}
+	return probs
 }
 
 // storageForm says where a tensor keeps its values.
@@ -670,7 +683,7 @@ func sameBits(a, b *importer.Tensor) bool {
 		slices.Equal(a.I64, b.I64)
 }
 
-// snapshot reads every file in dir.
+// snapshot reads every entry of dir: files' contents, nil for folders.
 func snapshot(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
@@ -679,6 +692,10 @@ func snapshot(t *testing.T, dir string) map[string][]byte {
 	}
 	out := map[string][]byte{}
 	for _, e := range ents {
+		if e.IsDir() {
+			out[e.Name()] = nil
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)
@@ -902,5 +919,178 @@ func calibrateBN(t *testing.T, mp *onnxpb.ModelProto, specs []string, batch map[
 			}
 			tp.RawData, tp.FloatData = nil, r.v
 		}
+	}
+}
+
+// TestSaveExternalDestinations covers what importer's own destination
+// tests (inline models) do not: a model whose weights live in external
+// data. A directory where the data file would go is refused without a
+// partial file, with or without Force; without Force the input model and
+// its data file are never overwritten; with Force, saving over the input
+// reads the old data before replacing it, and the result reads back with
+// the new weights and runs in ONNX Runtime.
+func TestSaveExternalDestinations(t *testing.T) {
+	cases := []struct {
+		desc  string
+		out   string // output file name in the folder holding the input
+		mkdir string // a directory to create first
+		force bool
+		want  string // error substring; "" for success
+	}{
+		{"data file path is a directory", "o.onnx", "o.onnx.data", false, "o.onnx.data: is a directory"},
+		{"data file path is a directory, force", "o.onnx", "o.onnx.data", true, "o.onnx.data: is a directory"},
+		{"the input", "mlp_ext.onnx", "", false, "is the input model; refusing to overwrite it"},
+		{"the input, force", "mlp_ext.onnx", "", true, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			in := copyFiles("../../importer/testdata", "mlp_ext.onnx", "mlp_ext.onnx.data")(t, dir)
+			if c.mkdir != "" {
+				if err := os.Mkdir(filepath.Join(dir, c.mkdir), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := importer.Load(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inits, err := m.Initializers()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := map[string]*importer.Tensor{}
+			for _, name := range []string{"w1", "w2"} {
+				v := *inits[name]
+				v.F32 = slices.Clone(v.F32)
+				for i := range v.F32 {
+					v.F32[i] = -2*v.F32[i] + 0.25
+				}
+				w[name] = &v
+			}
+			before := snapshot(t, dir)
+			out := filepath.Join(dir, c.out)
+			err = importer.Save(out, m, w, importer.SaveOptions{Force: c.force, Producer: map[string]string{producerKey: "{}"}})
+			if c.want != "" {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("err = %v, want it to contain %q", err, c.want)
+				}
+				after := snapshot(t, dir)
+				if !inputsKept(before, after) || len(after) != len(before) {
+					t.Errorf("the folder changed: %d files before, %d after, inputs kept: %v", len(before), len(after), inputsKept(before, after))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m1, err := importer.Load(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := m1.Initializers()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, o := range inits {
+				want := o
+				if v, ok := w[name]; ok {
+					want = v
+				}
+				if !sameBits(got[name], want) {
+					t.Errorf("initializer %q does not read back as saved", name)
+				}
+			}
+			if ents := snapshot(t, dir); len(ents) != len(before) {
+				t.Errorf("%d files after saving over the input, %d before (temporary files left?)", len(ents), len(before))
+			}
+			ortcheck.Require(t)
+			x := mlpBatch(3)(t)["x"]
+			res, err := ortcheck.Run(out, map[string]*importer.Tensor{"x": x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// y = relu(x·w1 + b1)·w2, in float64.
+			y := res["y"]
+			if y == nil || !slices.Equal(y.Shape, []int{3, 2}) {
+				t.Fatalf("ORT output y = %v, want shape [3 2]", y)
+			}
+			w1, b1, w2 := w["w1"].F32, inits["b1"].F32, w["w2"].F32
+			for r := range 3 {
+				h := make([]float64, 8)
+				for j := range 8 {
+					s := float64(b1[j])
+					for k := range 4 {
+						s += float64(x.F32[r*4+k]) * float64(w1[k*8+j])
+					}
+					h[j] = math.Max(s, 0)
+				}
+				for j := range 2 {
+					s := 0.0
+					for k := range 8 {
+						s += h[k] * float64(w2[k*2+j])
+					}
+					if d := math.Abs(float64(y.F32[r*2+j]) - s); d > ortAbs+ortRel*math.Abs(s) {
+						t.Errorf("ORT y[%d,%d] = %v, the saved weights give %v", r, j, y.F32[r*2+j], s)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestProtoProblemsDetects checks that the proto comparison of
+// TestTunedModelInterop sees what Save must not change: each mutation of a
+// correctly saved model is reported, and the unmutated one is not.
+func TestProtoProblemsDetects(t *testing.T) {
+	dir := t.TempDir()
+	in := copyFiles("../../importer/testdata", "mlp_ext.onnx", "mlp_ext.onnx.data")(t, dir)
+	m, err := importer.Load(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "o.onnx")
+	if err := importer.Save(out, m, nil, importer.SaveOptions{Producer: map[string]string{producerKey: "p"}}); err != nil {
+		t.Fatal(err)
+	}
+	good, err := importer.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		desc   string
+		mutate func(mp *onnxpb.ModelProto)
+		want   string
+	}{
+		{"none", func(*onnxpb.ModelProto) {}, ""},
+		{"producer value", func(mp *onnxpb.ModelProto) { mp.MetadataProps[len(mp.MetadataProps)-1].Value = proto.String("q") }, "metadata"},
+		{"producer missing", func(mp *onnxpb.ModelProto) { mp.MetadataProps = mp.MetadataProps[:len(mp.MetadataProps)-1] }, "entries, want 1"},
+		{"other metadata", func(mp *onnxpb.ModelProto) { mp.MetadataProps[0].Value = proto.String("x") }, "metadata_props"},
+		{"node renamed", func(mp *onnxpb.ModelProto) { mp.Graph.Node[0].Name = proto.String("renamed") }, "graph.node"},
+		{"doc string", func(mp *onnxpb.ModelProto) { mp.DocString = proto.String("changed") }, "doc_string"},
+		{"opset", func(mp *onnxpb.ModelProto) { mp.OpsetImport[0].Version = proto.Int64(14) }, "opset_import"},
+		{"initializer shape", func(mp *onnxpb.ModelProto) { mp.Graph.Initializer[0].Dims[0]++ }, "graph.initializer"},
+		{"external moved inline", func(mp *onnxpb.ModelProto) {
+			tp := mp.Graph.Initializer[0]
+			tp.DataLocation, tp.ExternalData, tp.RawData = nil, nil, []byte{0, 0, 0, 0}
+		}, "stored as raw_data"},
+		{"data file elsewhere", func(mp *onnxpb.ModelProto) { mp.Graph.Initializer[0].ExternalData[0].Value = proto.String("x.data") }, "want location"},
+		{"unknown field", func(mp *onnxpb.ModelProto) {
+			mp.ProtoReflect().SetUnknown(protoreflect.RawFields{0xf8, 0x3f, 0x01})
+		}, "unknown fields"},
+	}
+	for _, c := range cases {
+		t.Run(c.desc, func(t *testing.T) {
+			mp := proto.Clone(good.Proto).(*onnxpb.ModelProto)
+			c.mutate(mp)
+			probs := protoProblems(m.Proto, mp, "p", importer.DataFileName(out), false)
+			joined := strings.Join(probs, "; ")
+			switch {
+			case c.want == "" && len(probs) > 0:
+				t.Errorf("problems reported for an unmutated save: %s", joined)
+			case c.want != "" && !strings.Contains(joined, c.want):
+				t.Errorf("problems %q, want one mentioning %q", joined, c.want)
+			}
+		})
 	}
 }
