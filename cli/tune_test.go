@@ -360,3 +360,27 @@ func TestTuneTorchFixture(t *testing.T) {
 		}
 	}
 }
+
+// TestTuneConfig reads tasks, criterion and steps from --config, given
+// after the model argument; the command line's --steps wins over the file.
+func TestTuneConfig(t *testing.T) {
+	dir := t.TempDir()
+	model, data := tinyLeNet(t, dir, 4)
+	cfg := filepath.Join(dir, "tune.yaml")
+	yaml := "task: [\"left:nll:logp_left:left\", \"right:nll:logp_right:right\"]\ncriterion: wd:2,2\nsteps: 50\nbatch: 2\nmethod: mgd\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "tuned.onnx")
+	printed, err := runCLI(t, "tune", model, "--config", cfg, "--data", data, "--steps", "2", "--out", out, "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, printed)
+	}
+	var res tuneOutcome
+	if err := json.Unmarshal([]byte(printed[strings.Index(printed, "{"):]), &res); err != nil {
+		t.Fatalf("%v\n%s", err, printed)
+	}
+	if res.Steps != 2 || res.Criterion != "wd:2,2" || res.Method != "mgd" || strings.Join(res.Tasks, ",") != "left,right" {
+		t.Errorf("got %d steps, criterion %q, method %q, tasks %v; want 2, wd:2,2, mgd, left,right", res.Steps, res.Criterion, res.Method, res.Tasks)
+	}
+}
