@@ -21,6 +21,7 @@ import (
 
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/finetune/npz"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/ortcheck"
@@ -171,7 +172,69 @@ func cases(t *testing.T) []modelCase {
 			batchNorm: len(f.Buffers) > 0,
 		})
 	}
+	extra, err := filepath.Glob(filepath.Join(extraDir, "*.json"))
+	if err != nil || len(extra) == 0 {
+		t.Fatalf("no fixtures in %s (%v)", extraDir, err)
+	}
+	for _, p := range extra {
+		cs = append(cs, extraCase(t, strings.TrimSuffix(filepath.Base(p), ".json")))
+	}
 	return cs
+}
+
+// extraDir holds backend's further PyTorch exports (make_extra.py), in the
+// layout of ortcheck's fixtures but outside ortcheck.FixtureDir.
+const extraDir = "../../backend/testdata/torch_extra"
+
+// extraCase reads the fixture name of extraDir as a case.
+func extraCase(t *testing.T, name string) modelCase {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(extraDir, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		Model     string   `json:"model"`
+		Data      string   `json:"data"`
+		Tasks     []string `json:"tasks"`
+		Trainable []string `json:"trainable"`
+		Buffers   []string `json:"buffers"`
+		Input     struct{ Name string }
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	arrays, err := npz.Read(filepath.Join(extraDir, meta.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := map[string]*importer.Tensor{}
+	for key, v := range arrays {
+		switch kind, rest, _ := strings.Cut(key, "/"); {
+		case kind == "input" && rest == meta.Input.Name, kind == "target":
+			batch[rest] = v
+		}
+	}
+	if batch[meta.Input.Name] == nil || len(meta.Trainable) == 0 {
+		t.Fatalf("%s: no input %q or no trainable initializer", name, meta.Input.Name)
+	}
+	var taskNames []string
+	for _, s := range meta.Tasks {
+		task, err := backend.ParseTask(s)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		taskNames = append(taskNames, task.Name)
+	}
+	return modelCase{
+		name:      "torch_extra/" + name,
+		write:     copyFiles(extraDir, meta.Model),
+		tasks:     meta.Tasks,
+		criterion: strings.Join(taskNames, "+"),
+		batch:     func(*testing.T) map[string]*importer.Tensor { return batch },
+		freeze:    []string{meta.Trainable[0]},
+		batchNorm: len(meta.Buffers) > 0,
+	}
 }
 
 // TestTunedModelInterop tunes every model with real PNG steps, saves it
