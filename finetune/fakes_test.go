@@ -1,6 +1,7 @@
 package finetune_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -18,6 +19,9 @@ type quad struct {
 	nanAt   map[int]bool // evaluations (1-based) that return NaN
 	nanFrom int          // every evaluation from this one returns NaN (0: never)
 	bound   float64      // losses are NaN where some |θ_j| > bound (0: no bound)
+	// nanAsError reports a bad evaluation as an error matching
+	// png.ErrNonFinite (as the ONNX backend does) instead of NaN values.
+	nanAsError bool
 }
 
 func newQuad(init ...float32) *quad {
@@ -59,6 +63,9 @@ func (q *quad) Evaluate(_ finetune.Batch, losses []float64, jac *png.Jacobian) e
 		if bad {
 			losses[i] = math.NaN()
 		}
+	}
+	if bad && q.nanAsError {
+		return fmt.Errorf("quad: evaluation %d: loss is NaN: %w", q.calls, png.ErrNonFinite)
 	}
 	return nil
 }

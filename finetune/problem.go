@@ -27,6 +27,8 @@ type Problem interface {
 	// SetParams replaces the parameters with src (len n).
 	SetParams(src []float32) error
 	// Evaluate computes the m task losses on b into losses and, when jac is
-	// not nil, the task gradients into jac (m×n).
+	// not nil, the task gradients into jac (m×n). A non-finite loss may be
+	// returned as a value or as an error matching png.ErrNonFinite
+	// (errors.Is); either way the loop rolls the step back and retries.
 	Evaluate(b Batch, losses []float64, jac *png.Jacobian) error
 }

@@ -302,6 +302,7 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 
 // evaluate computes every point's losses (and J when withJac) on batch.
 func (l *loop) evaluate(batch Batch, withJac bool) (*bad, error) {
+	nonFinite := make([]error, len(l.pts))
 	err := l.parallel(func(k int) error {
 		pt := l.pts[k]
 		var jac *png.Jacobian
@@ -309,12 +310,24 @@ func (l *loop) evaluate(batch Batch, withJac bool) (*bad, error) {
 			jac = &pt.jac
 		}
 		if err := pt.p.Evaluate(batch, pt.losses, jac); err != nil {
+			if errors.Is(err, png.ErrNonFinite) {
+				// A problem may report a non-finite loss as an error
+				// rather than a value: that is a bad step to roll back,
+				// not a failure.
+				nonFinite[k] = err
+				return nil
+			}
 			return fmt.Errorf("finetune: step %d, model %d: evaluate: %w", l.step+1, k, err)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	for k, e := range nonFinite {
+		if e != nil {
+			return &bad{model: k, what: "loss", err: e}, nil
+		}
 	}
 	for k, pt := range l.pts {
 		if !finite64(pt.losses) {

@@ -96,6 +96,12 @@ func TestRunNonFinite(t *testing.T) {
 		{"persistent NaN fails after retries", func() *quad { q := newQuad(3, -2); q.nanFrom = 4; return q }(), 0.1, 2, 4, 2},
 		{"NaN at the start fails at once", func() *quad { q := newQuad(3, -2); q.nanFrom = 1; return q }(), 0.1, 0, 1, 0},
 		{"no retries allowed", func() *quad { q := newQuad(3, -2); q.nanAt = map[int]bool{3: true}; return q }(), 0.1, -1, 3, 0},
+		{"NaN reported as an error is retried", func() *quad {
+			q := newQuad(3, -2)
+			q.nanAt, q.nanAsError = map[int]bool{4: true}, true
+			return q
+		}(), 0.1, 0, 0, 0},
+		{"NaN reported as errors fails after retries", func() *quad { q := newQuad(3, -2); q.nanFrom, q.nanAsError = 4, true; return q }(), 0.1, 2, 4, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := finetune.Settings{Method: gd{}, Criterion: weighted{1, 0}, LR: tc.lr, Steps: 20, MaxRetries: tc.retries}
