@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 
 	"gorgonia.org/gorgonia"
@@ -289,6 +290,7 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor) ten
 		b = data[T](bt)
 	}
 	out := make([]T, g.n*g.m*g.outPlane)
+	mul := gemmFor[T](g.n)
 	parallelFor(g.n, func(_, lo, hi int) {
 		var col []T
 		if !g.direct {
@@ -306,7 +308,7 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor) ten
 				}
 				og := out[(n*g.m+gi*g.mg)*g.outPlane:][:g.mg*g.outPlane]
 				wg := w[gi*g.mg*g.colRows:][:g.mg*g.colRows]
-				gemm(false, false, g.mg, g.colCols, g.colRows, wg, g.colRows, c, g.colCols, 0, og, g.colCols)
+				mul(false, false, g.mg, g.colCols, g.colRows, wg, g.colRows, c, g.colCols, 0, og, g.colCols)
 			}
 			if b != nil {
 				for m := 0; m < g.m; m++ {
@@ -324,6 +326,7 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor) ten
 func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor) tensor.Tensor {
 	w, gy := data[T](wt), data[T](gyt)
 	dx := make([]T, g.n*g.c*g.inPlane)
+	mul := gemmFor[T](g.n)
 	parallelFor(g.n, func(_, lo, hi int) {
 		var col []T
 		if !g.direct {
@@ -337,10 +340,10 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor) tensor.T
 				gyg := gy[(n*g.m+gi*g.mg)*g.outPlane:][:g.mg*g.outPlane]
 				dxg := dx[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
 				if g.direct {
-					gemm(true, false, g.colRows, g.colCols, g.mg, wg, g.colRows, gyg, g.colCols, 0, dxg, g.colCols)
+					mul(true, false, g.colRows, g.colCols, g.mg, wg, g.colRows, gyg, g.colCols, 0, dxg, g.colCols)
 					continue
 				}
-				gemm(true, false, g.colRows, g.colCols, g.mg, wg, g.colRows, gyg, g.colCols, 0, col, g.colCols)
+				mul(true, false, g.colRows, g.colCols, g.mg, wg, g.colRows, gyg, g.colCols, 0, col, g.colCols)
 				col2im(&g, col, dxg)
 			}
 		}
@@ -353,6 +356,7 @@ func convGradW[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor) tensor.T
 	size := g.m * g.colRows
 	nw := workers(g.n)
 	acc := make([][]T, nw)
+	mul := gemmFor[T](g.n)
 	parallelFor(g.n, func(wk, lo, hi int) {
 		dw := make([]T, size)
 		var col []T
@@ -371,7 +375,7 @@ func convGradW[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor) tensor.T
 				}
 				gyg := gy[(n*g.m+gi*g.mg)*g.outPlane:][:g.mg*g.outPlane]
 				dwg := dw[gi*g.mg*g.colRows:][:g.mg*g.colRows]
-				gemm(false, true, g.mg, g.colRows, g.colCols, gyg, g.colCols, c, g.colCols, 1, dwg, g.colRows)
+				mul(false, true, g.mg, g.colRows, g.colCols, gyg, g.colCols, c, g.colCols, 1, dwg, g.colRows)
 			}
 		}
 		acc[wk] = dw
@@ -383,6 +387,17 @@ func convGradW[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor) tensor.T
 		}
 	}
 	return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
+}
+
+// gemmFor picks the matrix product for a convolution over n samples:
+// gonum's parallel Sgemm when there are fewer samples than threads (the
+// product is then the only parallelism), gemmSerial inside the parallelFor
+// workers otherwise.
+func gemmFor[T float](n int) func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	if n < runtime.GOMAXPROCS(0) {
+		return gemm[T]
+	}
+	return gemmSerial[T]
 }
 
 // channelSum sums a [N, C, ...] tensor over every axis but C.

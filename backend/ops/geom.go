@@ -139,3 +139,72 @@ func reshape(op string, n *gorgonia.Node, s tensor.Shape) (r *gorgonia.Node, err
 	}
 	return r, nil
 }
+
+// gemmTile is the column tile of gemmSerial: a tile of B (k rows) stays in
+// cache while every row of C is updated.
+const gemmTile = 512
+
+// gemmSerial computes c = op(a)·op(b) + beta·c like gemm (beta 0 or 1), on
+// the calling goroutine, for row-major op(a) m×k and op(b) k×n; tB with tA
+// is not supported. It is meant for the many small products of a
+// convolution run by parallelFor workers, where gonum's Sgemm, which starts
+// goroutines for every call and works in 64×64 blocks, spends more time
+// scheduling than computing. Its inner loops are gonum's assembly
+// axpy (NN, TN: along rows of C, tiled by gemmTile columns) and dot (NT:
+// along k).
+func gemmSerial[T float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if beta == 0 {
+		for i := 0; i < m; i++ {
+			clear(c[i*ldc : i*ldc+n])
+		}
+	}
+	axpy, dot := kernelsOf[T]()
+	if tB {
+		if tA {
+			panic("ops: gemmSerial: op(a)ᵀ·op(b)ᵀ is not supported")
+		}
+		for i := 0; i < m; i++ {
+			ai := a[i*lda : i*lda+k]
+			ci := c[i*ldc : i*ldc+n]
+			for j := range ci {
+				ci[j] += dot(ai, b[j*ldb:j*ldb+k])
+			}
+		}
+		return
+	}
+	for j0 := 0; j0 < n; j0 += gemmTile {
+		j1 := min(j0+gemmTile, n)
+		for i := 0; i < m; i++ {
+			ci := c[i*ldc+j0 : i*ldc+j1]
+			for l := 0; l < k; l++ {
+				var s T
+				if tA {
+					s = a[l*lda+i]
+				} else {
+					s = a[i*lda+l]
+				}
+				axpy(s, b[l*ldb+j0:l*ldb+j1], ci)
+			}
+		}
+	}
+}
+
+// kernelsOf returns y += s·x and x·y for T, running gonum's assembly.
+func kernelsOf[T float]() (axpy func(s T, x, y []T), dot func(x, y []T) T) {
+	var z T
+	switch any(z).(type) {
+	case float32:
+		impl := blas32.Implementation()
+		ax := func(s float32, x, y []float32) { impl.Saxpy(len(x), s, x, 1, y, 1) }
+		dt := func(x, y []float32) float32 { return impl.Sdot(len(x), x, 1, y, 1) }
+		return any(ax).(func(T, []T, []T)), any(dt).(func([]T, []T) T)
+	default:
+		impl := blas64.Implementation()
+		ax := func(s float64, x, y []float64) { impl.Daxpy(len(x), s, x, 1, y, 1) }
+		dt := func(x, y []float64) float64 { return impl.Ddot(len(x), x, 1, y, 1) }
+		return any(ax).(func(T, []T, []T)), any(dt).(func([]T, []T) T)
+	}
+}
