@@ -221,3 +221,17 @@ func TestFrontErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestFrontConfig: front reads its flags from --config like every command,
+// and command-line flags win.
+func TestFrontConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "front.yaml")
+	if err := os.WriteFile(cfg, []byte("problem: exp2\nmodels: 3\nsteps: 40\nref: [1.2, 1.2]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runFrontJSON(t, "--config", cfg, "--steps", "30", "--out-dir", filepath.Join(dir, "out"))
+	if len(r.Models) != 3 || r.Steps != 30 || len(r.Loss.Ref) != 2 || r.Loss.Ref[0] != 1.2 {
+		t.Errorf("got %d models after %d steps, ref %v; want 3 models (file), 30 steps (flag), ref [1.2 1.2] (file)", len(r.Models), r.Steps, r.Loss.Ref)
+	}
+}
