@@ -1,0 +1,196 @@
+package archtest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// importRule forbids the packages matching from (minus except) to import
+// directly any package matching forbid or forbidOther. Packages of this
+// module are written relative to the module root ("." is the root), other
+// packages by their import path; see match for the "/..." patterns.
+type importRule struct {
+	from   []string
+	except []string
+	// forbid names packages of this module; forbidOther, packages outside
+	// it (the standard library, third parties).
+	forbid      []string
+	forbidOther []string
+	// tests extends the rule to the packages' test files (internal and
+	// external); otherwise only the package's own files count.
+	tests bool
+	why   string
+}
+
+// importRules are the module's dependency rules (DESIGN.md §3, STYLE.md
+// "Our own rules of thumb"): cli → finetune → backend/png → importer.
+var importRules = []importRule{
+	{
+		from:        []string{"..."},
+		except:      []string{"backend/..."},
+		forbidOther: []string{"gorgonia.org/gorgonia/...", "gorgonia.org/tensor/..."},
+		tests:       true,
+		why: "Gorgonia and its traps (DESIGN.md §4) stay behind backend's small " +
+			"losses-and-gradients interface; everything else reaches it only through backend",
+	},
+	{
+		from:   []string{"png/..."},
+		forbid: []string{"importer/...", "backend/...", "finetune/...", "cli/...", "models/..."},
+		why: "png is the math: plain slices and small structs, driven by backend " +
+			"and synthetic problems alike without knowing either",
+	},
+	{
+		from:        []string{"png/..."},
+		forbidOther: []string{"os", "os/...", "net", "net/...", "io/fs", "io/ioutil"},
+		why:         "png does no file or network I/O: callers bring data in and take results out",
+	},
+	{
+		from:   []string{"importer/..."},
+		forbid: []string{"png/...", "backend/...", "finetune/...", "cli/...", "models/..."},
+		why:    "importer is the lowest layer (ONNX protobuf in and out); everything else builds on it",
+	},
+	{
+		from:   []string{"backend/..."},
+		forbid: []string{"finetune/...", "cli/..."},
+		why:    "backend computes losses and gradients; the training loop and the command line drive it from above",
+	},
+	{
+		from:   []string{"finetune/..."},
+		forbid: []string{"cli/..."},
+		why:    "finetune is a library; printing, flags and files of the command line are cli's",
+	},
+	{
+		from:   []string{"models/synthetic"},
+		forbid: []string{"backend/...", "cli/..."},
+		why: "synthetic problems implement the same losses-and-gradients interface " +
+			"as backend, in plain Go, so png and finetune can be tested without ONNX",
+	},
+	{
+		from:   []string{"models/..."},
+		forbid: []string{"cli/..."},
+		why:    "reference models and data sets are libraries the command line uses, not the other way round",
+	},
+	{
+		from:   []string{"..."},
+		except: []string{".", "cli/..."},
+		forbid: []string{"cli/..."},
+		why:    "cli is the top of the graph: only the paretonav main program imports it",
+	},
+}
+
+// importsOf returns p's direct imports (module-relative where local) that
+// rule r looks at.
+func importsOf(p listedPackage, r importRule) []string {
+	imps := slices.Clone(p.Imports)
+	if r.tests {
+		imps = append(imps, p.TestImports...)
+		imps = append(imps, p.XTestImports...)
+	}
+	for i, imp := range imps {
+		imps[i] = rel(imp)
+	}
+	slices.Sort(imps)
+	return slices.Compact(imps)
+}
+
+// violations lists every import that breaks one of rules, one line each.
+func violations(pkgs []listedPackage, rules []importRule) []string {
+	var out []string
+	for _, r := range rules {
+		for _, p := range pkgs {
+			from := rel(p.ImportPath)
+			if !matchAny(r.from, from) || matchAny(r.except, from) {
+				continue
+			}
+			for _, imp := range importsOf(p, r) {
+				if imp == from {
+					continue // an external test package importing its own package
+				}
+				if matchAny(r.forbid, imp) || matchAny(r.forbidOther, imp) {
+					out = append(out, fmt.Sprintf("%s imports %s: %s", from, imp, r.why))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestImportRules(t *testing.T) {
+	pkgs := listPackages(t)
+	for _, v := range violations(pkgs, importRules) {
+		t.Error(v)
+	}
+}
+
+// TestImportRulesNotVacuous fails when a rule names a package of this
+// module that no longer exists (after a rename, say), which would make the
+// rule silently check nothing.
+func TestImportRulesNotVacuous(t *testing.T) {
+	pkgs := listPackages(t)
+	local := make([]string, len(pkgs))
+	for i, p := range pkgs {
+		local[i] = rel(p.ImportPath)
+	}
+	exists := func(pattern string) bool {
+		return slices.ContainsFunc(local, func(p string) bool { return match(pattern, p) })
+	}
+	for i, r := range importRules {
+		for _, pat := range slices.Concat(r.from, r.except) {
+			if !exists(pat) {
+				t.Errorf("rule %d (%s): pattern %q matches no package of the module", i, r.why, pat)
+			}
+		}
+		for _, pat := range r.forbid {
+			if !exists(pat) {
+				t.Errorf("rule %d (%s): forbidden %q matches no package of the module", i, r.why, pat)
+			}
+		}
+	}
+}
+
+// TestViolationsFindsBreaks checks the checker on invented packages: each
+// row must be reported, and an allowed import must not be.
+func TestViolationsFindsBreaks(t *testing.T) {
+	// pkg makes a package of this module; local imports are given
+	// module-relative, others with a leading "!".
+	pkg := func(path string, imports ...string) listedPackage {
+		for i, imp := range imports {
+			if other, ok := strings.CutPrefix(imp, "!"); ok {
+				imports[i] = other
+			} else {
+				imports[i] = modulePath + "/" + imp
+			}
+		}
+		return listedPackage{ImportPath: modulePath + "/" + path, Imports: imports}
+	}
+	bad := []listedPackage{
+		pkg("finetune", "!gorgonia.org/gorgonia"),
+		pkg("png/criterion", "!os"),
+		pkg("png", "importer"),
+		pkg("importer", "backend"),
+		pkg("backend/ops", "finetune/npz"),
+		pkg("finetune/npz", "cli"),
+		pkg("models/synthetic", "backend"),
+		pkg("png/pareto", "!io/fs"),
+		pkg("models/datasets", "cli"),
+		{ImportPath: modulePath + "/models", XTestImports: []string{"gorgonia.org/tensor"}},
+	}
+	for _, p := range bad {
+		if v := violations([]listedPackage{p}, importRules); len(v) == 0 {
+			t.Errorf("%s importing %v: no violation reported", p.ImportPath, slices.Concat(p.Imports, p.XTestImports))
+		}
+	}
+	good := []listedPackage{
+		pkg("backend", "!gorgonia.org/gorgonia", "importer", "png"),
+		pkg("finetune", "png", "importer", "!os"),
+		pkg("cli", "finetune", "backend", "models"),
+		{ImportPath: modulePath, Imports: []string{modulePath + "/cli"}},
+	}
+	for _, p := range good {
+		if v := violations([]listedPackage{p}, importRules); len(v) != 0 {
+			t.Errorf("%s: unexpected violations %v", p.ImportPath, v)
+		}
+	}
+}
