@@ -29,6 +29,7 @@ type BindError struct {
 	Problems []string // one sentence each, naming the array and its role
 }
 
+// Error names the data file and lists every problem, separated by "; ".
 func (e *BindError) Error() string {
 	where := "data"
 	if e.File != "" {

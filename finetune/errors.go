@@ -19,6 +19,8 @@ type NonFiniteError struct {
 	Err     error  // the underlying error (a criterion domain error), may be nil
 }
 
+// Error says which step, model and value went non-finite, and after how
+// many retries.
 func (e *NonFiniteError) Error() string {
 	msg := fmt.Sprintf("finetune: step %d: non-finite %s", e.Step, e.What)
 	if e.Model > 0 {
@@ -49,6 +51,8 @@ type InterruptedError struct {
 	Err        error  // the context's error
 }
 
+// Error says after which step the run stopped, the checkpoint written and
+// the context's reason.
 func (e *InterruptedError) Error() string {
 	msg := fmt.Sprintf("finetune: interrupted after step %d", e.Step)
 	if e.Checkpoint != "" {

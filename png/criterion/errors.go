@@ -12,6 +12,7 @@ type SyntaxError struct {
 	Msg string
 }
 
+// Error gives the column and the problem.
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("criterion: column %d: %s", e.Col, e.Msg)
 }
@@ -24,6 +25,7 @@ type UnknownNameError struct {
 	Known []string
 }
 
+// Error gives the column, the unknown name and the known task names.
 func (e *UnknownNameError) Error() string {
 	return fmt.Sprintf("criterion: column %d: unknown task %q; known tasks: %s",
 		e.Col, e.Name, strings.Join(e.Known, ", "))
@@ -35,6 +37,7 @@ type PresetError struct {
 	Msg    string
 }
 
+// Error names the preset and the problem.
 func (e *PresetError) Error() string {
 	return fmt.Sprintf("criterion: preset %s: %s", e.Preset, e.Msg)
 }
@@ -50,6 +53,7 @@ type EvalError struct {
 	Msg  string
 }
 
+// Error gives the problem and, when known, the sub-expression.
 func (e *EvalError) Error() string {
 	if e.Expr == "" {
 		return "criterion: " + e.Msg
