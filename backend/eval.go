@@ -72,6 +72,7 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 			return fmt.Errorf("symbolic differentiation: %w", err)
 		}
 		sinkIn = append(sinkIn, grads...)
+		c.grads = grads
 	}
 	var err error
 	if c.sink, err = concatSink(b, "sink", sinkIn); err != nil {
@@ -80,8 +81,10 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 	if c.lossOut, err = concatSink(b, "losses", c.losses); err != nil {
 		return err
 	}
-	c.full = G.NewTapeMachine(b.g)
-	c.fwd = G.NewTapeMachine(b.g.ExactSubgraphRoots(c.lossOut))
+	roots := append(append(G.Nodes{}, c.losses...), c.grads...)
+	if c.prog, err = newProgram(b.g, roots, c.u); err != nil {
+		return fmt.Errorf("planning execution: %w", err)
+	}
 	return nil
 }
 
@@ -188,64 +191,41 @@ func (md *Model) Evaluate(batch map[string]*importer.Tensor, losses []float64, j
 			return fmt.Errorf("backend: target array %q: %w", t.Target, err)
 		}
 	}
-	setU := func(k int) error {
-		for i, u := range c.u {
-			v := 0.0
-			if i == k {
-				v = 1
-			}
-			if err := letFloats(u, md.dt, nil, []float64{v}); err != nil {
-				return err
-			}
-		}
-		return nil
+	if err := c.prog.forward(); err != nil {
+		return fmt.Errorf("backend: forward pass: %w", err)
 	}
-	if err := setU(-1); err != nil {
-		return fmt.Errorf("backend: %w", err)
-	}
-	if jac == nil {
-		if err := runMachine(c.fwd); err != nil {
-			return fmt.Errorf("backend: forward pass: %w", err)
-		}
-		d, err := valueFloats(c.lossOut.Value())
+	for i, l := range c.losses {
+		d, err := valueFloats(c.prog.value(l))
 		if err != nil {
 			return fmt.Errorf("backend: reading losses: %w", err)
 		}
-		copy(losses, d)
-		return md.checkLosses(losses)
+		losses[i] = d[0]
 	}
-	for i := range jac.Data {
-		jac.Data[i] = 0
+	if err := md.checkLosses(losses); err != nil {
+		return err
 	}
+	if jac == nil {
+		return nil
+	}
+	clear(jac.Data)
 	for k := 0; k < m; k++ {
-		if err := setU(k); err != nil {
-			return fmt.Errorf("backend: %w", err)
-		}
-		if err := runMachine(c.full); err != nil {
-			return fmt.Errorf("backend: task %q: forward and backward pass: %w", md.tasks[k].Name, err)
-		}
-		d, err := valueFloats(c.sink.Value())
-		if err != nil {
-			return fmt.Errorf("backend: reading gradients: %w", err)
-		}
-		if k == 0 {
-			copy(losses, d[:m])
-			if err := md.checkLosses(losses); err != nil {
-				return err
-			}
-		}
 		if !c.hasGrad[k] {
 			continue
 		}
+		if err := c.prog.backward(k, md.dt); err != nil {
+			return fmt.Errorf("backend: task %q: backward pass: %w", md.tasks[k].Name, err)
+		}
 		row := jac.Row(k)
-		off := m
-		for _, j := range c.wrt {
+		for gi, j := range c.wrt {
 			p := md.params[j]
-			sz := numel(p.Shape)
-			for i, v := range d[off : off+sz] {
-				row[p.Offset+i] = float32(v)
+			d, err := valueFloats(c.prog.value(c.grads[gi]))
+			if err != nil {
+				return fmt.Errorf("backend: reading the gradient of %q: %w", p.Name, err)
 			}
-			off += sz
+			dst := row[p.Offset : p.Offset+numel(p.Shape)]
+			for i, v := range d {
+				dst[i] = float32(v)
+			}
 		}
 	}
 	return nil

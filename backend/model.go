@@ -68,8 +68,9 @@ type compiled struct {
 	wrt     []int  // indices into Model.params of the differentiated params
 	sink    gnode  // [losses..., gradients of wrt...]
 	lossOut gnode  // [losses...]
-	full    G.VM
-	fwd     G.VM
+	grads   G.Nodes  // per wrt parameter: its gradient of Σ u_i·ℓ_i
+	prog    *program // runs losses once, gradients per task
+	fwd     G.VM     // Outputs' forward machine
 }
 
 // Open prepares m for training the given tasks: it checks that every

@@ -91,7 +91,7 @@ func twoHeadBatch(n int) map[string]*importer.Tensor {
 	return map[string]*importer.Tensor{"x": x, "ya": importer.NewInt64("ya", []int{n}, ya), "yb": randF32(r, "yb", n, 2)}
 }
 
-func mustTasks(t *testing.T, specs ...string) []Task {
+func mustTasks(t testing.TB, specs ...string) []Task {
 	t.Helper()
 	var out []Task
 	for _, s := range specs {

@@ -1,0 +1,209 @@
+package backend
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// program executes the loss-and-gradient graph of a compiled model
+// without a TapeMachine, so that one forward pass serves every task:
+//
+//   - the forward segment holds every needed node that does not depend on
+//     the task weights u (the model, the losses, and any gradient factor
+//     computed from forward values only); it runs once per Evaluate;
+//   - the backward segment holds the nodes that depend on u; it runs once
+//     per task with u = e_k, reading the held forward values. A backward
+//     node that depends on no u_k with k = the task (the gradient of
+//     another task's head, say) is not run: its value is exactly zero
+//     under u = e_k, and a zero tensor held per node stands in for it.
+//     (The only difference from running it: a non-finite local
+//     derivative times u_j = 0 would have given NaN where ℓ_k does not
+//     depend on it.)
+//
+// Every op runs through its Do on the calling goroutine. Do returns a
+// fresh value and never writes into its inputs (Gorgonia's contract, and
+// the contract of this package's kernels and of backend/ops), so the
+// forward values held across the backward runs cannot be overwritten, and
+// a backward run gives exactly the values a full forward-and-backward run
+// with the same u gives: the same ops on the same inputs. (The
+// TapeMachine, by contrast, reuses output buffers in place.)
+type program struct {
+	nodes []gnode   // every needed node, in execution order
+	args  [][]int   // per node: positions of its children in nodes
+	fwd   []int     // op nodes of the forward segment, in order
+	bwd   []int     // op nodes of the backward segment, in order
+	leafs []int     // input nodes (no op) other than u
+	u     []int     // positions of the u nodes (-1 when not needed)
+	deps  [][]bool  // per node: which u nodes it depends on
+	zeros []G.Value // per node: its zero value, made on first use
+	vals  []G.Value
+	pos   map[gnode]int
+}
+
+// newProgram plans the execution of the nodes needed for roots, with u the
+// task-weight input nodes.
+func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
+	sorted, err := G.Sort(g)
+	if err != nil {
+		return nil, fmt.Errorf("sorting the graph: %w", err)
+	}
+	children := func(n gnode) []gnode {
+		it := g.From(n.ID())
+		var out []gnode
+		for it.Next() {
+			out = append(out, it.Node().(*G.Node))
+		}
+		return out
+	}
+	needed := map[gnode]bool{}
+	stack := append([]gnode{}, roots...)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if needed[n] {
+			continue
+		}
+		needed[n] = true
+		stack = append(stack, children(n)...)
+	}
+	p := &program{pos: map[gnode]int{}}
+	// G.Sort lists a node before its children: execute in reverse.
+	for i := len(sorted) - 1; i >= 0; i-- {
+		if n := sorted[i]; needed[n] {
+			p.pos[n] = len(p.nodes)
+			p.nodes = append(p.nodes, n)
+		}
+	}
+	isU := map[gnode]bool{}
+	for _, n := range u {
+		isU[n] = true
+	}
+	dependsOnU := make([]bool, len(p.nodes))
+	p.args = make([][]int, len(p.nodes))
+	p.deps = make([][]bool, len(p.nodes))
+	p.zeros = make([]G.Value, len(p.nodes))
+	for i, n := range p.nodes {
+		p.deps[i] = make([]bool, len(u))
+		for k, un := range u {
+			p.deps[i][k] = n == un
+		}
+		dependsOnU[i] = isU[n]
+		for _, ch := range children(n) {
+			j, ok := p.pos[ch]
+			if !ok || j >= i {
+				return nil, fmt.Errorf("node %v: child %v is not scheduled before it", n, ch)
+			}
+			p.args[i] = append(p.args[i], j)
+			dependsOnU[i] = dependsOnU[i] || dependsOnU[j]
+			for k := range u {
+				p.deps[i][k] = p.deps[i][k] || p.deps[j][k]
+			}
+		}
+		switch {
+		case n.Op() == nil && !isU[n]:
+			p.leafs = append(p.leafs, i)
+		case n.Op() == nil:
+		case dependsOnU[i]:
+			p.bwd = append(p.bwd, i)
+		default:
+			p.fwd = append(p.fwd, i)
+		}
+	}
+	for _, n := range u {
+		if i, ok := p.pos[n]; ok {
+			p.u = append(p.u, i)
+		} else {
+			p.u = append(p.u, -1)
+		}
+	}
+	p.vals = make([]G.Value, len(p.nodes))
+	return p, nil
+}
+
+// forward reads the bound values of the input nodes and runs the forward
+// segment.
+func (p *program) forward() error {
+	for _, i := range p.leafs {
+		v := p.nodes[i].Value()
+		if v == nil {
+			return fmt.Errorf("backend: input %v has no value", p.nodes[i])
+		}
+		p.vals[i] = v
+	}
+	return p.run(p.fwd)
+}
+
+// backward runs the backward segment for task k: u = e_k.
+func (p *program) backward(k int, dt tensor.Dtype) error {
+	for j, i := range p.u {
+		if i >= 0 {
+			v := 0.0
+			if j == k {
+				v = 1
+			}
+			p.vals[i] = scalarValue(dt, v)
+		}
+	}
+	seg := make([]int, 0, len(p.bwd))
+	for _, i := range p.bwd {
+		if p.deps[i][k] {
+			seg = append(seg, i)
+			continue
+		}
+		if p.zeros[i] == nil {
+			p.zeros[i] = zeroValue(p.nodes[i])
+		}
+		p.vals[i] = p.zeros[i]
+	}
+	return p.run(seg)
+}
+
+// zeroValue is a zero of n's type and shape.
+func zeroValue(n gnode) G.Value {
+	if n.IsScalar() {
+		if n.Dtype() == tensor.Float32 {
+			return G.NewF32(0)
+		}
+		return G.NewF64(0)
+	}
+	return tensor.New(tensor.Of(n.Dtype()), tensor.WithShape(n.Shape()...))
+}
+
+// value returns the current value of n, which must be a root or an
+// ancestor of one.
+func (p *program) value(n gnode) G.Value { return p.vals[p.pos[n]] }
+
+// run executes the op nodes at the given positions, turning a panic into
+// an error.
+func (p *program) run(seg []int) (err error) {
+	var cur gnode
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("backend: panic while running %v: %v", cur, r)
+		}
+	}()
+	var in []G.Value
+	for _, i := range seg {
+		cur = p.nodes[i]
+		in = in[:0]
+		for _, j := range p.args[i] {
+			in = append(in, p.vals[j])
+		}
+		v, err := cur.Op().Do(in...)
+		if err != nil {
+			return fmt.Errorf("backend: running %v: %w", cur, err)
+		}
+		p.vals[i] = v
+	}
+	return nil
+}
+
+// scalarValue is v as a Gorgonia scalar of dtype dt.
+func scalarValue(dt tensor.Dtype, v float64) G.Value {
+	if dt == tensor.Float32 {
+		return G.NewF32(float32(v))
+	}
+	return G.NewF64(v)
+}

@@ -1,0 +1,109 @@
+package backend
+
+import (
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/paretonav/paretonav/png"
+)
+
+// tapeJacobian recomputes what Evaluate computes the way it used to: one
+// TapeMachine run of the whole graph (forward and backward) per task with
+// u = e_k, read from the sink node. It relies on the inputs and parameters
+// bound by the Evaluate call that compiled c.
+func tapeJacobian(t *testing.T, md *Model, c *compiled) ([]float64, []float32) {
+	t.Helper()
+	m := len(md.tasks)
+	vm := G.NewTapeMachine(c.bt.b.g)
+	defer vm.Close()
+	jac := make([]float32, m*len(md.theta))
+	var losses []float64
+	for k := 0; k < m; k++ {
+		for i, u := range c.u {
+			v := 0.0
+			if i == k {
+				v = 1
+			}
+			if err := G.Let(u, scalarValue(md.dt, v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := runMachine(vm); err != nil {
+			t.Fatal(err)
+		}
+		d, err := valueFloats(c.sink.Value())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 {
+			losses = append(losses, d[:m]...)
+		}
+		if !c.hasGrad[k] {
+			continue
+		}
+		off := m
+		for _, j := range c.wrt {
+			p := md.params[j]
+			for i := 0; i < numel(p.Shape); i++ {
+				jac[k*len(md.theta)+p.Offset+i] = float32(d[off+i])
+			}
+			off += numel(p.Shape)
+		}
+	}
+	return losses, jac
+}
+
+// TestProgramMatchesTapeMachine: one forward pass and one backward-segment
+// run per task give bit-for-bit the losses and Jacobian of a full
+// TapeMachine run per task, in float32 and float64, for LeNet2 and MTAN
+// (BatchNorm, MaxUnpool, attention gates).
+func TestProgramMatchesTapeMachine(t *testing.T) {
+	for _, sc := range stepCases {
+		for _, f64 := range []bool{false, true} {
+			name := sc.name + "/f32"
+			if f64 {
+				name = sc.name + "/f64"
+			}
+			t.Run(name, func(t *testing.T) {
+				md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{Float64: f64})
+				if err != nil {
+					t.Fatal(err)
+				}
+				batch := sc.batch(3)
+				m := len(sc.tasks)
+				losses := make([]float64, m)
+				jac := png.NewJacobian(m, md.NumParams())
+				for rep := 0; rep < 2; rep++ { // a second call reuses the compiled program
+					if err := md.Evaluate(batch, losses, &jac); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var c *compiled
+				for _, cc := range md.cache {
+					if cc.prog != nil {
+						c = cc
+					}
+				}
+				wantL, wantJ := tapeJacobian(t, md, c)
+				for i := range wantL {
+					if losses[i] != wantL[i] {
+						t.Errorf("loss %d: %v, TapeMachine %v", i, losses[i], wantL[i])
+					}
+				}
+				nz := 0
+				for i := range wantJ {
+					if jac.Data[i] != wantJ[i] {
+						t.Fatalf("J[%d,%d] = %v, TapeMachine %v", i/jac.N, i%jac.N, jac.Data[i], wantJ[i])
+					}
+					if wantJ[i] != 0 {
+						nz++
+					}
+				}
+				if nz < len(wantJ)/10 { // not trivially equal
+					t.Errorf("only %d of %d Jacobian entries are nonzero", nz, len(wantJ))
+				}
+			})
+		}
+	}
+}
