@@ -26,6 +26,7 @@ import (
 
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
+	"github.com/paretonav/paretonav/internal/atomicfile"
 	"github.com/sbinet/npyio/npy"
 	"github.com/sbinet/npyio/npy/float16"
 	npyz "github.com/sbinet/npyio/npz"
@@ -418,43 +419,11 @@ func WriteNPY(path string, t *importer.Tensor) error {
 }
 
 // writeAtomic writes through fill into a temporary file beside path, syncs
-// it and renames it to path. On error the temporary file is removed and
-// path is left untouched.
-func writeAtomic(path string, fill func(io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+// it and renames it to path (atomicfile.Write, mode 0644). On error the
+// temporary file is removed and path is left untouched.
+func writeAtomic(path string, fill func(io.Writer) error) error {
+	if err := atomicfile.Write(path, 0o644, fill); err != nil {
 		return fmt.Errorf("npz: write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = fill(bw); err != nil {
-		return fmt.Errorf("npz: write %s: %w", path, err)
-	}
-	if err = bw.Flush(); err != nil {
-		return fmt.Errorf("npz: write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("npz: write %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("npz: write %s: %w", path, err)
-	}
-	if err = os.Chmod(tmp, 0o644); err != nil {
-		return fmt.Errorf("npz: write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("npz: write %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync() // best effort: make the rename durable
-		d.Close()
 	}
 	return nil
 }
