@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
+	"github.com/paretonav/paretonav/internal/atomicfile"
 	"github.com/paretonav/paretonav/png"
 )
 
@@ -53,45 +53,20 @@ type PointCheckpoint struct {
 	PrevDir       []float32
 }
 
-// WriteCheckpoint writes c to path atomically (see the format above).
-func WriteCheckpoint(path string, c *Checkpoint) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+// WriteCheckpoint writes c to path atomically (see the format above), with
+// mode 0600, readable by its owner only.
+func WriteCheckpoint(path string, c *Checkpoint) error {
+	err := atomicfile.Write(path, 0o600, func(w io.Writer) error {
+		if _, err := io.WriteString(w, checkpointMagic); err != nil {
+			return err
+		}
+		if err := binary.Write(w, binary.LittleEndian, uint32(CheckpointVersion)); err != nil {
+			return err
+		}
+		return gob.NewEncoder(w).Encode(c)
+	})
 	if err != nil {
 		return fmt.Errorf("finetune: checkpoint %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			err = fmt.Errorf("finetune: checkpoint %s: %w", path, err)
-		}
-	}()
-	w := bufio.NewWriter(f)
-	if _, err = w.WriteString(checkpointMagic); err != nil {
-		return err
-	}
-	if err = binary.Write(w, binary.LittleEndian, uint32(CheckpointVersion)); err != nil {
-		return err
-	}
-	if err = gob.NewEncoder(w).Encode(c); err != nil {
-		return err
-	}
-	if err = w.Flush(); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync() // best effort: some file systems refuse to sync a folder
-		d.Close()
 	}
 	return nil
 }

@@ -84,6 +84,11 @@ func TestCheckpointErrors(t *testing.T) {
 	if _, err := finetune.Run(context.Background(), newQuad(1, 2), nil, nil, &s, nil); err != nil {
 		t.Fatal(err)
 	}
+	if st, err := os.Stat(good); err != nil {
+		t.Error(err)
+	} else if st.Mode().Perm() != 0o600 {
+		t.Errorf("checkpoint file mode %v, want 0600", st.Mode().Perm())
+	}
 	garbage := filepath.Join(dir, "garbage.ckpt")
 	os.WriteFile(garbage, []byte("not a checkpoint"), 0o644)
 	for _, tc := range []struct {
