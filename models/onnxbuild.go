@@ -3,14 +3,14 @@ package models
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/paretonav/paretonav/importer/onnxpb"
+	"github.com/paretonav/paretonav/internal/atomicfile"
 )
 
 // IR and opset versions of every model this package writes.
@@ -299,50 +299,19 @@ func Marshal(m *onnxpb.ModelProto) ([]byte, error) {
 	return b, nil
 }
 
-// WriteModel writes m to path atomically (see writeFileAtomic).
+// WriteModel writes m to path atomically (internal/atomicfile, mode 0644):
+// readers see the old file or the whole new one.
 func WriteModel(path string, m *onnxpb.ModelProto) error {
 	b, err := Marshal(m)
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, b)
-}
-
-// writeFileAtomic writes data to a temporary file in path's folder, syncs
-// it and renames it over path, so that readers see the old file or the
-// whole new one. (Kept local and small: importer.Save writes atomically
-// but exports no plain atomic file writer.)
-func writeFileAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	err = atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("models: write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-			err = fmt.Errorf("models: write %s: %w", path, err)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(filepath.Dir(path)); derr == nil {
-		d.Sync() // best effort: make the rename durable
-		d.Close()
 	}
 	return nil
 }
