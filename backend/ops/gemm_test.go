@@ -18,7 +18,7 @@ func TestGemmSerial(t *testing.T) {
 		}
 		return d
 	}
-	for _, c := range []struct{ m, n, k int }{{1, 1, 1}, {3, 5, 7}, {10, 784, 81}, {4, gemmTile + 37, 9}, {20, 250, 3}} {
+	for _, c := range []struct{ m, n, k int }{{1, 1, 1}, {3, 5, 7}, {10, 784, 81}, {4, gemmTile + 37, 9}, {20, 250, 3}, {64, 4, 576}, {576, 4, 64}, {64, 576, 4}, {8, 16, 72}, {72, 16, 8}, {30, 2, 5}} {
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}} {
 			for _, beta := range []float64{0, 1} {
 				lda, ldb, ldc := c.k+2, c.n+1, c.n+3

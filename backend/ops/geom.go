@@ -149,12 +149,17 @@ const gemmTile = 512
 // is not supported. It is meant for the many small products of a
 // convolution run by parallelFor workers, where gonum's Sgemm, which starts
 // goroutines for every call and works in 64×64 blocks, spends more time
-// scheduling than computing. Its inner loops are gonum's assembly
-// axpy (NN, TN: along rows of C, tiled by gemmTile columns) and dot (NT:
-// along k).
+// scheduling than computing. Its inner loops are gonum's assembly axpy and
+// dot, run along the longest of n (rows of C, tiled by gemmTile columns),
+// k (dots) and m (rows of Cᵀ), with the operands transposed into scratch
+// where that makes them contiguous.
+// (Deep convolution layers have few output pixels n but long k and m.)
 func gemmSerial[T float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if m == 0 || n == 0 {
 		return
+	}
+	if tA && tB {
+		panic("ops: gemmSerial: op(a)ᵀ·op(b)ᵀ is not supported")
 	}
 	if beta == 0 {
 		for i := 0; i < m; i++ {
@@ -162,35 +167,106 @@ func gemmSerial[T float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb in
 		}
 	}
 	axpy, dot := kernelsOf[T]()
-	if tB {
+	opA := func(i, l int) T {
 		if tA {
-			panic("ops: gemmSerial: op(a)ᵀ·op(b)ᵀ is not supported")
+			return a[l*lda+i]
 		}
-		for i := 0; i < m; i++ {
-			ai := a[i*lda : i*lda+k]
-			ci := c[i*ldc : i*ldc+n]
-			for j := range ci {
-				ci[j] += dot(ai, b[j*ldb:j*ldb+k])
+		return a[i*lda+l]
+	}
+	opB := func(l, j int) T {
+		if tB {
+			return b[j*ldb+l]
+		}
+		return b[l*ldb+j]
+	}
+	switch {
+	case n >= k && n >= m:
+		// Rows of C (length n), tiled; op(b) rows made contiguous.
+		br, bstr := b, ldb
+		if tB {
+			buf := getScratch[T](&gemmScratch, k*n)
+			defer gemmScratch.pool.Put(buf)
+			br, bstr = *buf, n
+			for j := 0; j < n; j++ {
+				for l := 0; l < k; l++ {
+					br[l*n+j] = b[j*ldb+l]
+				}
 			}
 		}
-		return
-	}
-	for j0 := 0; j0 < n; j0 += gemmTile {
-		j1 := min(j0+gemmTile, n)
-		for i := 0; i < m; i++ {
-			ci := c[i*ldc+j0 : i*ldc+j1]
-			for l := 0; l < k; l++ {
-				var s T
-				if tA {
-					s = a[l*lda+i]
-				} else {
-					s = a[i*lda+l]
+		for j0 := 0; j0 < n; j0 += gemmTile {
+			j1 := min(j0+gemmTile, n)
+			for i := 0; i < m; i++ {
+				ci := c[i*ldc+j0 : i*ldc+j1]
+				for l := 0; l < k; l++ {
+					axpy(opA(i, l), br[l*bstr+j0:l*bstr+j1], ci)
 				}
-				axpy(s, b[l*ldb+j0:l*ldb+j1], ci)
+			}
+		}
+	case k >= m:
+		// Dots along k: op(a) rows and op(b) columns made contiguous.
+		ar, astr := a, lda
+		if tA {
+			buf := getScratch[T](&gemmScratch, m*k)
+			defer gemmScratch.pool.Put(buf)
+			ar, astr = *buf, k
+			for i := 0; i < m; i++ {
+				for l := 0; l < k; l++ {
+					ar[i*k+l] = a[l*lda+i]
+				}
+			}
+		}
+		bc, bstr := b, ldb
+		if !tB {
+			buf := getScratch[T](&gemmScratch, n*k)
+			defer gemmScratch.pool.Put(buf)
+			bc, bstr = *buf, k
+			for l := 0; l < k; l++ {
+				for j := 0; j < n; j++ {
+					bc[j*k+l] = b[l*ldb+j]
+				}
+			}
+		}
+		for i := 0; i < m; i++ {
+			ai := ar[i*astr : i*astr+k]
+			ci := c[i*ldc : i*ldc+n]
+			for j := range ci {
+				ci[j] += dot(ai, bc[j*bstr:j*bstr+k])
+			}
+		}
+	default:
+		// Rows of Cᵀ (length m): Cᵀ[j,:] += op(b)[l,j]·op(a)[:,l].
+		at, astr := a, lda
+		if !tA {
+			buf := getScratch[T](&gemmScratch, k*m)
+			defer gemmScratch.pool.Put(buf)
+			at, astr = *buf, m
+			for i := 0; i < m; i++ {
+				for l := 0; l < k; l++ {
+					at[l*m+i] = a[i*lda+l]
+				}
+			}
+		}
+		tbuf := getScratch[T](&gemmScratch, n*m)
+		defer gemmScratch.pool.Put(tbuf)
+		ct := *tbuf
+		clear(ct)
+		for j := 0; j < n; j++ {
+			cj := ct[j*m : (j+1)*m]
+			for l := 0; l < k; l++ {
+				axpy(opB(l, j), at[l*astr:l*astr+m], cj)
+			}
+		}
+		for i := 0; i < m; i++ {
+			ci := c[i*ldc : i*ldc+n]
+			for j := range ci {
+				ci[j] += ct[j*m+i]
 			}
 		}
 	}
 }
+
+// gemmScratch holds gemmSerial's transposed operands between calls.
+var gemmScratch scratch
 
 // kernelsOf returns y += s·x and x·y for T, running gonum's assembly.
 func kernelsOf[T float]() (axpy func(s T, x, y []T), dot func(x, y []T) T) {
