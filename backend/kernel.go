@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/chewxy/hm"
@@ -87,11 +88,13 @@ func (op *kernelOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 
 func (op *kernelOp) Do(vals ...G.Value) (v G.Value, err error) {
 	defer recoverOp(op.name, op.kind, &err)
-	in, err := readInputs(op.name, op.kind, vals, op.ins)
+	var sc f64Scratch
+	defer sc.release()
+	in, err := readInputsInto(&sc, op.name, op.kind, vals, op.ins)
 	if err != nil {
 		return nil, err
 	}
-	dst := make([]float64, numel(op.out))
+	dst := resultBuf(&sc, op.dt, numel(op.out))
 	op.fwd(dst, in)
 	return makeValue(op.dt, op.out, dst), nil
 }
@@ -157,12 +160,14 @@ func (op *kernelGradOp) Do(vals ...G.Value) (v G.Value, err error) {
 	kind := p.kind + " gradient"
 	defer recoverOp(p.name, kind, &err)
 	shapes := append(append([][]int{}, p.ins...), p.out, p.out)
-	all, err := readInputs(p.name, kind, vals, shapes)
+	var sc f64Scratch
+	defer sc.release()
+	all, err := readInputsInto(&sc, p.name, kind, vals, shapes)
 	if err != nil {
 		return nil, err
 	}
 	n := len(p.ins)
-	dst := make([]float64, numel(p.ins[op.k]))
+	dst := resultBuf(&sc, p.dt, numel(p.ins[op.k]))
 	p.bwd(op.k, dst, all[:n], all[n], all[n+1])
 	return makeValue(p.dt, p.ins[op.k], dst), nil
 }
@@ -195,12 +200,18 @@ func recoverOp(node, kind string, err *error) {
 // sizes against the expected shapes. Float64 tensors are returned without
 // copying: kernels must not write into their inputs.
 func readInputs(node, kind string, vals []G.Value, shapes [][]int) ([][]float64, error) {
+	return readInputsInto(nil, node, kind, vals, shapes)
+}
+
+// readInputsInto is readInputs converting non-float64 data into buffers
+// of sc (nil: fresh allocations).
+func readInputsInto(sc *f64Scratch, node, kind string, vals []G.Value, shapes [][]int) ([][]float64, error) {
 	if len(vals) != len(shapes) {
 		return nil, fmt.Errorf("node %q (%s): got %d inputs, expected %d", node, kind, len(vals), len(shapes))
 	}
 	out := make([][]float64, len(vals))
 	for i, v := range vals {
-		d, err := valueFloats(v)
+		d, err := valueFloatsInto(sc, v)
 		if err != nil {
 			return nil, fmt.Errorf("node %q (%s): input %d: %w", node, kind, i, err)
 		}
@@ -213,7 +224,55 @@ func readInputs(node, kind string, vals []G.Value, shapes [][]int) ([][]float64,
 }
 
 // valueFloats returns the values of a Gorgonia value as float64, row-major.
-func valueFloats(v G.Value) ([]float64, error) {
+// Float64 tensor data is returned without copying.
+func valueFloats(v G.Value) ([]float64, error) { return valueFloatsInto(nil, v) }
+
+// f64Scratch lends float64 buffers from a process-wide pool to one kernel
+// call: the float64 copies of float32 inputs and the float64 result, all
+// dead once the kernel has written its (freshly allocated) output value.
+// The zero value is ready; release returns every buffer.
+type f64Scratch struct{ bufs []*[]float64 }
+
+var f64Pool sync.Pool
+
+// get returns a zeroed buffer of n values, or a fresh slice when s is nil.
+func (s *f64Scratch) get(n int) []float64 {
+	if s == nil {
+		return make([]float64, n)
+	}
+	b, ok := f64Pool.Get().(*[]float64)
+	if !ok || cap(*b) < n {
+		nb := make([]float64, n)
+		b = &nb
+	}
+	*b = (*b)[:n]
+	clear(*b)
+	s.bufs = append(s.bufs, b)
+	return *b
+}
+
+// release returns s's buffers to the pool; slices from s must not be used
+// afterwards.
+func (s *f64Scratch) release() {
+	for _, b := range s.bufs {
+		f64Pool.Put(b)
+	}
+	s.bufs = nil
+}
+
+// resultBuf is the zeroed float64 buffer a kernel writes its result into:
+// pooled in float32 mode (makeValue copies it), fresh in float64 mode
+// (makeValue wraps it as the output value).
+func resultBuf(sc *f64Scratch, dt tensor.Dtype, n int) []float64 {
+	if dt == tensor.Float32 {
+		return sc.get(n)
+	}
+	return make([]float64, n)
+}
+
+// valueFloatsInto is valueFloats converting non-float64 tensor data into a
+// buffer from sc.
+func valueFloatsInto(sc *f64Scratch, v G.Value) ([]float64, error) {
 	switch x := v.(type) {
 	case *G.F64:
 		return []float64{float64(*x)}, nil
@@ -232,7 +291,7 @@ func valueFloats(v G.Value) ([]float64, error) {
 		case []float64:
 			return d, nil
 		case []float32:
-			out := make([]float64, len(d))
+			out := sc.get(len(d))
 			for i, f := range d {
 				out[i] = float64(f)
 			}
