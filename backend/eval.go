@@ -168,17 +168,13 @@ func (md *Model) Evaluate(batch map[string]*importer.Tensor, losses []float64, j
 	bt := c.bt
 	for _, p := range md.params {
 		v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
-		d := make([]float64, len(v))
-		for i, x := range v {
-			d[i] = float64(x)
-		}
-		if err := letFloats(bt.params[p.Name], md.dt, p.Shape, d); err != nil {
+		if err := c.bind(bt.params[p.Name], md.dt, p.Shape, v, nil); err != nil {
 			return fmt.Errorf("backend: parameter %q: %w", p.Name, err)
 		}
 	}
 	for name, n := range bt.inputs {
 		a := batch[name]
-		if err := letFloats(n, md.dt, a.Shape, a.Float64s()); err != nil {
+		if err := c.bind(n, md.dt, a.Shape, a.F32, a); err != nil {
 			return fmt.Errorf("backend: model input %q: %w", name, err)
 		}
 	}
@@ -187,7 +183,7 @@ func (md *Model) Evaluate(batch map[string]*importer.Tensor, losses []float64, j
 			continue
 		}
 		a := batch[t.Target]
-		if err := letFloats(c.targets[i], md.dt, a.Shape, a.Float64s()); err != nil {
+		if err := c.bind(c.targets[i], md.dt, a.Shape, a.F32, a); err != nil {
 			return fmt.Errorf("backend: target array %q: %w", t.Target, err)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/importer"
 )
 
 // program executes the loss-and-gradient graph of a compiled model
@@ -206,4 +208,42 @@ func scalarValue(dt tensor.Dtype, v float64) G.Value {
 		return G.NewF32(float32(v))
 	}
 	return G.NewF64(v)
+}
+
+// bind binds the values of an input node of shape s for the next program
+// run: f32 when it is not nil, else t's values. In float32 mode the node
+// keeps one tensor across calls and the values are copied into it; this
+// is safe because no op writes into its inputs and the program's values
+// are dead once Evaluate has copied its results out. Scalars and float64
+// mode bind fresh values.
+func (c *compiled) bind(n gnode, dt tensor.Dtype, s []int, f32 []float32, t *importer.Tensor) error {
+	if dt != tensor.Float32 || len(s) == 0 {
+		var d []float64
+		if f32 != nil {
+			d = make([]float64, len(f32))
+			for i, v := range f32 {
+				d[i] = float64(v)
+			}
+		} else {
+			d = t.Float64s()
+		}
+		return letFloats(n, dt, s, d)
+	}
+	if c.bufs == nil {
+		c.bufs = map[gnode]*tensor.Dense{}
+	}
+	buf, ok := c.bufs[n]
+	if !ok || !equalShape(buf.Shape(), s) {
+		buf = tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(s...))
+		c.bufs[n] = buf
+	}
+	dst := buf.Data().([]float32)
+	if f32 != nil {
+		copy(dst, f32)
+	} else {
+		for i, v := range t.Float64s() {
+			dst[i] = float32(v)
+		}
+	}
+	return G.Let(n, buf)
 }

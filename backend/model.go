@@ -64,13 +64,14 @@ type compiled struct {
 	targets []gnode // per task; nil for "output"
 	u       []gnode // per task: weight of the task's loss in the backward pass
 	losses  []gnode
-	hasGrad []bool // per task: some trainable parameter affects the loss
-	wrt     []int  // indices into Model.params of the differentiated params
-	sink    gnode  // [losses..., gradients of wrt...]
-	lossOut gnode  // [losses...]
-	grads   G.Nodes  // per wrt parameter: its gradient of Σ u_i·ℓ_i
-	prog    *program // runs losses once, gradients per task
-	fwd     G.VM     // Outputs' forward machine
+	hasGrad []bool                  // per task: some trainable parameter affects the loss
+	wrt     []int                   // indices into Model.params of the differentiated params
+	sink    gnode                   // [losses..., gradients of wrt...]
+	lossOut gnode                   // [losses...]
+	grads   G.Nodes                 // per wrt parameter: its gradient of Σ u_i·ℓ_i
+	prog    *program                // runs losses once, gradients per task
+	bufs    map[gnode]*tensor.Dense // float32 input values, refilled per Evaluate
+	fwd     G.VM                    // Outputs' forward machine
 }
 
 // Open prepares m for training the given tasks: it checks that every
