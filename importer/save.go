@@ -3,6 +3,7 @@ package importer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/paretonav/paretonav/importer/onnxpb"
+	"github.com/paretonav/paretonav/internal/atomicfile"
 )
 
 // SaveOptions controls Save. The zero value saves in the input's layout and
@@ -162,11 +164,11 @@ func Save(path string, m *Model, weights map[string]*Tensor, opt SaveOptions) er
 		if err := checkDestination(m, opt.Force, filepath.Join(dir, data.name)); err != nil {
 			return err
 		}
-		if tmpData, err = writeTemp(dir, filepath.Join(dir, data.name), data.buf); err != nil {
+		if tmpData, err = writeTemp(filepath.Join(dir, data.name), data.buf); err != nil {
 			return err
 		}
 	}
-	tmpModel, err := writeTemp(dir, path, b)
+	tmpModel, err := writeTemp(path, b)
 	if err != nil {
 		if tmpData != "" {
 			os.Remove(tmpData)
@@ -184,7 +186,7 @@ func Save(path string, m *Model, weights map[string]*Tensor, opt SaveOptions) er
 		os.Remove(tmpModel)
 		return fmt.Errorf("importer: save %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fmt.Errorf("importer: save %s: %w", path, err)
 	}
 	return nil
@@ -294,44 +296,16 @@ func (d *dataFile) add(tp *onnxpb.TensorProto, raw []byte) {
 	}
 }
 
-// writeTemp writes b to a new temporary file in dir, synced and closed, and
-// returns its name; target names the file it will replace, for errors.
-func writeTemp(dir, target string, b []byte) (string, error) {
-	f, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp-*")
+// writeTemp writes b to a new temporary file beside target
+// (atomicfile.Temp, mode 0644), synced and closed, and returns its name;
+// Save renames it over target.
+func writeTemp(target string, b []byte) (string, error) {
+	name, err := atomicfile.Temp(target, 0o644, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
 	if err != nil {
-		return "", fmt.Errorf("importer: cannot write %s: %w", target, err)
-	}
-	name := f.Name()
-	fail := func(err error) (string, error) {
-		f.Close()
-		os.Remove(name)
-		return "", fmt.Errorf("importer: cannot write %s: %w", target, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(name)
 		return "", fmt.Errorf("importer: cannot write %s: %w", target, err)
 	}
 	return name, nil
-}
-
-// syncDir flushes a folder's entries (the renames) to disk.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("sync folder %s: %w", dir, err)
-	}
-	return nil
 }
