@@ -237,6 +237,10 @@ func (e *NonFiniteError) Error() string {
 	return fmt.Sprintf("backend: task %q: loss is %v", e.Task, e.Value)
 }
 
+// Is makes errors.Is(err, png.ErrNonFinite) true, so that the training loop
+// treats a non-finite loss as a step to roll back rather than a failure.
+func (e *NonFiniteError) Is(target error) bool { return target == png.ErrNonFinite }
+
 func (md *Model) checkLosses(losses []float64) error {
 	var errs []error
 	for i, l := range losses {

@@ -94,4 +94,7 @@ func TestNonFiniteLoss(t *testing.T) {
 	if !errors.As(err, &nf) || nf.Task != "d" {
 		t.Fatalf("error %v (%T), want a NonFiniteError", err, err)
 	}
+	if !errors.Is(err, png.ErrNonFinite) {
+		t.Errorf("error %v does not match png.ErrNonFinite: the training loop would not roll the step back", err)
+	}
 }
