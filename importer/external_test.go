@@ -3,6 +3,7 @@ package importer
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func TestExternalData(t *testing.T) {
 	}
 	shapes := map[string][]int{"w1": {4, 8}, "b1": {8}, "w2": {8, 2}, "shape": {2}}
 	for name, want := range shapes {
-		if got := inits[name]; got == nil || !equalInts(got.Shape, want) {
+		if got := inits[name]; got == nil || !slices.Equal(got.Shape, want) {
 			t.Errorf("%s: %v, want shape %v", name, got, want)
 		}
 	}
@@ -58,18 +59,6 @@ func TestExternalData(t *testing.T) {
 	if _, err := mb.Initializers(); err == nil || !strings.Contains(err.Error(), "not loaded from a folder") {
 		t.Errorf("Decode then Initializers: err = %v", err)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestExternalDataRejected rewrites the fixture's external reference of w1

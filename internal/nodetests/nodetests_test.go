@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,10 +115,10 @@ func TestKnownCases(t *testing.T) {
 				t.Fatalf("%d inputs, want %d", len(c.Inputs), tc.inputs)
 			}
 			in, out := c.Inputs[0], c.ExpectedOutputs[0]
-			if in.Name != tc.inputName || in.Type != tc.inType || !equalInts(in.Shape, tc.inShape) {
+			if in.Name != tc.inputName || in.Type != tc.inType || !slices.Equal(in.Shape, tc.inShape) {
 				t.Errorf("input %s %v %v, want %s %v %v", in.Name, in.Type, in.Shape, tc.inputName, tc.inType, tc.inShape)
 			}
-			if out.Type != tc.outType || !equalInts(out.Shape, tc.outShape) {
+			if out.Type != tc.outType || !slices.Equal(out.Shape, tc.outShape) {
 				t.Errorf("output %v %v, want %v %v", out.Type, out.Shape, tc.outType, tc.outShape)
 			}
 			if tc.firstIn != 0 && in.Float64s()[0] != tc.firstIn {
@@ -195,16 +196,4 @@ func TestDirMissing(t *testing.T) {
 	if _, err := Dir(); !errors.Is(err, ErrCorpusMissing) {
 		t.Errorf("Dir() error %v, want ErrCorpusMissing", err)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/paretonav/paretonav/importer"
@@ -72,7 +73,7 @@ func TestCorpusAgainstORT(t *testing.T) {
 				ok = false
 				continue
 			}
-			if !equalInts(g.Shape, want.Shape) || g.Type != want.Type {
+			if !slices.Equal(g.Shape, want.Shape) || g.Type != want.Type {
 				errorf("%s: %s: ORT %v %v, decoded %v %v", c.Name, want.Name, g.Type, g.Shape, want.Type, want.Shape)
 				ok = false
 				continue

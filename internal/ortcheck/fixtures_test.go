@@ -2,6 +2,7 @@ package ortcheck
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,7 +109,7 @@ func TestFixturesConsistent(t *testing.T) {
 						t.Errorf("task %s: no gradient for %s", task, name)
 						continue
 					}
-					if !equalInts(g.Shape, inits[name].Shape) {
+					if !slices.Equal(g.Shape, inits[name].Shape) {
 						t.Errorf("task %s: gradient of %s has shape %v, initializer %v", task, name, g.Shape, inits[name].Shape)
 					}
 				}
@@ -210,7 +211,7 @@ func recomputeLoss(t *testing.T, kind string, out, target *importer.Tensor, opts
 
 func maxAbsDiff(t *testing.T, a, b *importer.Tensor) float64 {
 	t.Helper()
-	if !equalInts(a.Shape, b.Shape) {
+	if !slices.Equal(a.Shape, b.Shape) {
 		t.Fatalf("%s: shape %v vs %v", a.Name, a.Shape, b.Shape)
 	}
 	av, bv := a.Float64s(), b.Float64s()

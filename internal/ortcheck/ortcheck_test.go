@@ -3,6 +3,7 @@ package ortcheck
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,7 +53,7 @@ func TestRunTiny(t *testing.T) {
 			if got.Type != tc.typ {
 				t.Errorf("type %v, want %v", got.Type, tc.typ)
 			}
-			if !equalInts(got.Shape, tc.shape) {
+			if !slices.Equal(got.Shape, tc.shape) {
 				t.Errorf("shape %v, want %v", got.Shape, tc.shape)
 			}
 			vals := got.Float64s()
@@ -125,18 +126,6 @@ func TestRunErrors(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestProbeMissingDir checks that a wrong PARETONAV_ORT_DIR gives a reason
