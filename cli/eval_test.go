@@ -8,31 +8,14 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/finetune/npz"
-	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/internal/ortcheck"
 )
 
 // TestEvalFixture checks eval's losses and --grad-out against the
 // PyTorch fixture's float64 losses and gradients, with flags given after
 // the model argument, and that --batch and --limit average as documented.
 func TestEvalFixture(t *testing.T) {
-	fx, err := ortcheck.LoadFixture("lenet2_op13")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	data := filepath.Join(dir, "d.npz")
-	arrays := map[string]*importer.Tensor{"x": fx.Input}
-	for k, v := range fx.Targets {
-		arrays[k] = v
-	}
-	if err := npz.Write(data, arrays); err != nil {
-		t.Fatal(err)
-	}
-	var taskArgs []string
-	for _, s := range fx.Tasks {
-		taskArgs = append(taskArgs, "--task", s)
-	}
+	fx, data, taskArgs := torchFixture(t, "lenet2_op13", dir, "d.npz", "x")
 	const (
 		lossTol = 1e-6
 		gradTol = 1e-6

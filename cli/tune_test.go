@@ -280,23 +280,8 @@ func TestTuneNonFinite(t *testing.T) {
 // agree.
 func TestTuneTorchFixture(t *testing.T) {
 	ortcheck.Require(t)
-	fx, err := ortcheck.LoadFixture("lenet2_op13")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	data := filepath.Join(dir, "val.npz")
-	arrays := map[string]*importer.Tensor{"images": fx.Input}
-	for k, v := range fx.Targets {
-		arrays[k] = v
-	}
-	if err := npz.Write(data, arrays); err != nil {
-		t.Fatal(err)
-	}
-	var taskArgs []string
-	for _, s := range fx.Tasks {
-		taskArgs = append(taskArgs, "--task", s)
-	}
+	fx, data, taskArgs := torchFixture(t, "lenet2_op13", dir, "val.npz", "images")
 	out := filepath.Join(dir, "tuned.onnx")
 	args := append([]string{"tune", fx.ModelPath, "--data", data, "--val", data, "--map", "x=images", "--criterion", "left+2*right",
 		"--steps", "8", "--batch", "2", "--lr", "1e-3", "--out", out, "--json"}, taskArgs...)
