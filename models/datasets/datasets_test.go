@@ -40,48 +40,6 @@ func writeFile(t *testing.T, dir, name string, b []byte) string {
 	return p
 }
 
-func TestReadIDX(t *testing.T) {
-	dir := t.TempDir()
-	good := idxBytes([]int{2, 3}, []uint8{1, 2, 3, 4, 5, 6})
-	tests := []struct {
-		name     string
-		content  []byte
-		wantDims []int
-		wantErr  string
-	}{
-		{"raw", good, []int{2, 3}, ""},
-		{"gzip", gz(good), []int{2, 3}, ""},
-		{"bad magic", append([]byte{1, 2}, good[2:]...), nil, "magic"},
-		{"int32 type", append([]byte{0, 0, 0x0c}, good[3:]...), nil, "element type 0x0c"},
-		{"zero dims", []byte{0, 0, 8, 0}, nil, "0 dimensions"},
-		{"truncated data", good[:len(good)-2], nil, "need 6 bytes of data, found 4"},
-		{"truncated header", good[:6], nil, "dimension 0"},
-		{"empty", nil, nil, "magic"},
-		{"broken gzip", gz(good)[:12], nil, "ErrIDX"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := writeFile(t, dir, strings.ReplaceAll(tc.name, " ", "_"), tc.content)
-			dims, data, err := ReadIDX(p)
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !reflect.DeepEqual(dims, tc.wantDims) || !reflect.DeepEqual(data, []uint8{1, 2, 3, 4, 5, 6}) {
-					t.Errorf("got %v %v", dims, data)
-				}
-				return
-			}
-			if err == nil || !errors.Is(err, ErrIDX) || !strings.Contains(err.Error(), p) {
-				t.Fatalf("err = %v, want an ErrIDX naming %s", err, p)
-			}
-			if tc.wantErr != "ErrIDX" && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("err = %v, want it to mention %q", err, tc.wantErr)
-			}
-		})
-	}
-}
-
 // fakeSet writes an MNIST-layout folder holding n images of size×size
 // whose image k has value 10+k at (k%size, k%size), labelled k%10.
 func fakeSet(t *testing.T, dir string, split string, n, size int) {

@@ -1,0 +1,84 @@
+package idx
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// idxBytes encodes an unsigned-byte IDX file.
+func idxBytes(dims []int, data []uint8) []byte {
+	var b bytes.Buffer
+	b.Write([]byte{0, 0, 8, byte(len(dims))})
+	for _, d := range dims {
+		binary.Write(&b, binary.BigEndian, uint32(d))
+	}
+	b.Write(data)
+	return b.Bytes()
+}
+
+func gz(b []byte) []byte {
+	var out bytes.Buffer
+	w := gzip.NewWriter(&out)
+	w.Write(b)
+	w.Close()
+	return out.Bytes()
+}
+
+func TestRead(t *testing.T) {
+	dir := t.TempDir()
+	good := idxBytes([]int{2, 3}, []uint8{1, 2, 3, 4, 5, 6})
+	tests := []struct {
+		name     string
+		content  []byte
+		wantDims []int
+		wantErr  string
+	}{
+		{"raw", good, []int{2, 3}, ""},
+		{"gzip", gz(good), []int{2, 3}, ""},
+		{"bad magic", append([]byte{1, 2}, good[2:]...), nil, "magic"},
+		{"int32 type", append([]byte{0, 0, 0x0c}, good[3:]...), nil, "element type 0x0c"},
+		{"zero dims", []byte{0, 0, 8, 0}, nil, "0 dimensions"},
+		{"truncated data", good[:len(good)-2], nil, "need 6 bytes of data, found 4"},
+		{"truncated header", good[:6], nil, "dimension 0"},
+		{"empty", nil, nil, "magic"},
+		{"broken gzip", gz(good)[:12], nil, "ErrFormat"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_"))
+			if err := os.WriteFile(p, tc.content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dims, data, err := Read(p)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(dims, tc.wantDims) || !reflect.DeepEqual(data, []uint8{1, 2, 3, 4, 5, 6}) {
+					t.Errorf("got %v %v", dims, data)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("err = %v, want an ErrFormat naming %s", err, p)
+			}
+			if tc.wantErr != "ErrFormat" && !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err = %v, want it to mention %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestReadMissing(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "nope")
+	if _, _, err := Read(p); err == nil || !errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrFormat) {
+		t.Errorf("err = %v, want a not-exist error that is not ErrFormat", err)
+	}
+}
