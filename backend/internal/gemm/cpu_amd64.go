@@ -1,0 +1,74 @@
+package gemm
+
+// cpuid executes CPUID with the given leaf and sub-leaf.
+func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
+
+// xgetbv0 reads XCR0 (the register states the OS saves on context switch).
+func xgetbv0() (eax, edx uint32)
+
+// sgemmKernel6x16 is the AVX2+FMA micro-kernel (MR=6, NR=16, 12 YMM
+// accumulators): c[i*ldc+j] += Σ_l a[l*6+i]·b[l*16+j].
+//
+//go:noescape
+func sgemmKernel6x16(kc int, a, b, c *float32, ldc int)
+
+// sgemmKernel6x32 is the AVX-512F micro-kernel (MR=6, NR=32, 12 ZMM
+// accumulators): c[i*ldc+j] += Σ_l a[l*6+i]·b[l*32+j].
+//
+//go:noescape
+func sgemmKernel6x32(kc int, a, b, c *float32, ldc int)
+
+var (
+	kernelAVX2   = &kernel{mr: 6, nr: 16, name: "avx2-6x16", fn: sgemmKernel6x16}
+	kernelAVX512 = &kernel{mr: 6, nr: 32, name: "avx512-6x32", fn: sgemmKernel6x32}
+)
+
+func init() {
+	hasAVX2, hasAVX512 := detect()
+	switch {
+	case hasAVX512:
+		active = kernelAVX512
+	case hasAVX2:
+		active = kernelAVX2
+	}
+}
+
+// detect reports whether the CPU and OS support AVX2+FMA and AVX-512F
+// (with the YMM, resp. opmask/ZMM, state enabled in XCR0).
+func detect() (avx2, avx512 bool) {
+	maxLeaf, _, _, _ := cpuid(0, 0)
+	if maxLeaf < 7 {
+		return false, false
+	}
+	_, _, ecx1, _ := cpuid(1, 0)
+	const (
+		fma     = 1 << 12
+		osxsave = 1 << 27
+		avx     = 1 << 28
+	)
+	if ecx1&(fma|osxsave|avx) != fma|osxsave|avx {
+		return false, false
+	}
+	xcr0, _ := xgetbv0()
+	if xcr0&0x6 != 0x6 { // SSE and AVX state
+		return false, false
+	}
+	_, ebx7, _, _ := cpuid(7, 0)
+	avx2 = ebx7&(1<<5) != 0
+	avx512 = avx2 && ebx7&(1<<16) != 0 && xcr0&0xe0 == 0xe0
+	return avx2, avx512
+}
+
+// kernels lists the micro-kernels this CPU can run (for tests and
+// benchmarks).
+func kernels() []*kernel {
+	avx2, avx512 := detect()
+	var ks []*kernel
+	if avx2 {
+		ks = append(ks, kernelAVX2)
+	}
+	if avx512 {
+		ks = append(ks, kernelAVX512)
+	}
+	return ks
+}

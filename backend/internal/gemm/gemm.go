@@ -1,0 +1,257 @@
+// Package gemm is the backend's float32 matrix product: a Goto/BLIS style
+// Sgemm (packed panels of A and B, KC×NC/MC cache blocking, a register
+// blocked micro-kernel in Go assembly) for amd64 CPUs with AVX2 and FMA,
+// with an AVX-512 micro-kernel chosen at run time where the CPU and the OS
+// support it. Other CPUs and architectures fall back to gonum's blas32.
+package gemm
+
+import (
+	"fmt"
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// Cache blocking: a KC×NC panel of B is packed once and reused by every
+// MC×KC panel of A; a KC×NR micro-panel of B stays in L1 while the MR-row
+// micro-panels of A stream through it.
+const (
+	blockK = 256
+	blockM = 96   // multiple of every kernel's MR
+	blockN = 3072 // multiple of every kernel's NR
+)
+
+// kernel is a micro-kernel: c[i*ldc+j] += Σ_l a[l*mr+i]·b[l*nr+j] for the
+// packed micro-panels a (kc×mr) and b (kc×nr) and an mr×nr tile of c.
+type kernel struct {
+	mr, nr int
+	name   string
+	fn     func(kc int, a, b, c *float32, ldc int)
+}
+
+// active is the micro-kernel chosen for this CPU at start-up (nil: none,
+// the fallback runs); useKernel lets tests force the fallback.
+var (
+	active    *kernel
+	useKernel = true
+)
+
+// Accelerated reports whether Sgemm runs its own assembly micro-kernel on
+// this CPU (false: it calls gonum's blas32).
+func Accelerated() bool { return active != nil && useKernel }
+
+// Kernel names the micro-kernel in use ("gonum" for the fallback).
+func Kernel() string {
+	if !Accelerated() {
+		return "gonum"
+	}
+	return active.name
+}
+
+// Sgemm computes c = alpha·op(a)·op(b) + beta·c for row-major matrices,
+// with BLAS semantics: op(a) is m×k (a stored k×m when transA), op(b) is
+// k×n (b stored n×k when transB), c is m×n; lda, ldb and ldc are the row
+// strides. When beta is 0, c is overwritten (NaN in c does not propagate).
+// It runs on the calling goroutine. It panics on invalid arguments.
+func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	check(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if !Accelerated() {
+		ta, tb := blas.NoTrans, blas.NoTrans
+		if transA {
+			ta = blas.Trans
+		}
+		if transB {
+			tb = blas.Trans
+		}
+		blas32.Implementation().Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	blocked(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmParallel is Sgemm with the columns of c split among up to workers
+// goroutines (each at least a few micro-panels wide); workers <= 1 or a
+// small product runs on the calling goroutine.
+func SgemmParallel(workers int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	check(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	const minCols = 64
+	if workers > n/minCols {
+		workers = n / minCols
+	}
+	if workers <= 1 || int64(m)*int64(n)*int64(k) < 1<<18 {
+		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	chunk := (n + workers - 1) / workers
+	chunk = (chunk + 31) / 32 * 32
+	var wg sync.WaitGroup
+	for j0 := 0; j0 < n; j0 += chunk {
+		j1 := min(j0+chunk, n)
+		bs := b[j0:]
+		if transB {
+			bs = b[j0*ldb:]
+		}
+		wg.Add(1)
+		go func(j0, j1 int, bs []float32) {
+			defer wg.Done()
+			Sgemm(transA, transB, m, j1-j0, k, alpha, a, lda, bs, ldb, beta, c[j0:], ldc)
+		}(j0, j1, bs)
+	}
+	wg.Wait()
+}
+
+// check panics like a reference BLAS on invalid dimensions, strides or
+// slices too short for them.
+func check(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: negative dimension m=%d n=%d k=%d", m, n, k))
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	need := func(name string, rows, cols, ld int, s []float32) {
+		if ld < max(1, cols) {
+			panic(fmt.Sprintf("gemm: ld%s = %d < %d", name, ld, max(1, cols)))
+		}
+		if rows > 0 && cols > 0 && len(s) < (rows-1)*ld+cols {
+			panic(fmt.Sprintf("gemm: len(%s) = %d < %d", name, len(s), (rows-1)*ld+cols))
+		}
+	}
+	need("a", ar, ac, lda, a)
+	need("b", br, bc, ldb, b)
+	need("c", m, n, ldc, c)
+}
+
+// pools of packing buffers (one KC×NC panel of B, one MC×KC panel of A,
+// rounded up to whole micro-panels).
+var (
+	poolA = sync.Pool{New: func() any { s := make([]float32, blockM*blockK); return &s }}
+	poolB = sync.Pool{New: func() any { s := make([]float32, blockN*blockK); return &s }}
+)
+
+// blocked is the Goto/BLIS loop nest around the micro-kernel kr.
+func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	scale(m, n, beta, c, ldc)
+	if alpha == 0 || k == 0 {
+		return
+	}
+	mr, nr := kr.mr, kr.nr
+	pa := poolA.Get().(*[]float32)
+	defer poolA.Put(pa)
+	pb := poolB.Get().(*[]float32)
+	defer poolB.Put(pb)
+	bufA, bufB := *pa, *pb
+	var tile [16 * 32]float32 // edge tiles: mr×nr ≤ 16×32
+	for jc := 0; jc < n; jc += blockN {
+		nc := min(blockN, n-jc)
+		for pc := 0; pc < k; pc += blockK {
+			kc := min(blockK, k-pc)
+			packB(transB, b, ldb, pc, jc, kc, nc, nr, bufB)
+			for ic := 0; ic < m; ic += blockM {
+				mc := min(blockM, m-ic)
+				packA(transA, a, lda, ic, pc, mc, kc, mr, alpha, bufA)
+				for jr := 0; jr < nc; jr += nr {
+					w := min(nr, nc-jr)
+					bp := &bufB[jr*kc]
+					for ir := 0; ir < mc; ir += mr {
+						h := min(mr, mc-ir)
+						ap := &bufA[ir*kc]
+						ci := (ic+ir)*ldc + jc + jr
+						if h == mr && w == nr {
+							kr.fn(kc, ap, bp, &c[ci], ldc)
+							continue
+						}
+						t := tile[:mr*nr]
+						clear(t)
+						kr.fn(kc, ap, bp, &t[0], nr)
+						for i := 0; i < h; i++ {
+							row := c[ci+i*ldc : ci+i*ldc+w]
+							for j, v := range t[i*nr : i*nr+w] {
+								row[j] += v
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// scale sets c = beta·c (c = 0 when beta is 0, whatever c held).
+func scale(m, n int, beta float32, c []float32, ldc int) {
+	switch beta {
+	case 1:
+	case 0:
+		for i := 0; i < m; i++ {
+			clear(c[i*ldc : i*ldc+n])
+		}
+	default:
+		for i := 0; i < m; i++ {
+			row := c[i*ldc : i*ldc+n]
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+	}
+}
+
+// packA copies alpha·op(a)[ic:ic+mc, pc:pc+kc] into dst as micro-panels of
+// mr rows, each stored k-major (dst[p*mr*kc + l*mr + i]), zero-padding the
+// last panel to mr rows.
+func packA(trans bool, a []float32, lda, ic, pc, mc, kc, mr int, alpha float32, dst []float32) {
+	for ir := 0; ir < mc; ir += mr {
+		h := min(mr, mc-ir)
+		p := dst[ir*kc : ir*kc+mr*kc]
+		if h < mr {
+			clear(p)
+		}
+		for i := 0; i < h; i++ {
+			r := ic + ir + i
+			if trans {
+				for l := 0; l < kc; l++ {
+					p[l*mr+i] = alpha * a[(pc+l)*lda+r]
+				}
+				continue
+			}
+			row := a[r*lda+pc : r*lda+pc+kc]
+			for l, v := range row {
+				p[l*mr+i] = alpha * v
+			}
+		}
+	}
+}
+
+// packB copies op(b)[pc:pc+kc, jc:jc+nc] into dst as micro-panels of nr
+// columns, each stored k-major (dst[q*nr*kc + l*nr + j]), zero-padding the
+// last panel to nr columns.
+func packB(trans bool, b []float32, ldb, pc, jc, kc, nc, nr int, dst []float32) {
+	for jr := 0; jr < nc; jr += nr {
+		w := min(nr, nc-jr)
+		p := dst[jr*kc : jr*kc+nr*kc]
+		if w < nr {
+			clear(p)
+		}
+		if trans {
+			for j := 0; j < w; j++ {
+				col := b[(jc+jr+j)*ldb+pc : (jc+jr+j)*ldb+pc+kc]
+				for l, v := range col {
+					p[l*nr+j] = v
+				}
+			}
+			continue
+		}
+		for l := 0; l < kc; l++ {
+			o := (pc+l)*ldb + jc + jr
+			copy(p[l*nr:l*nr+w], b[o:o+w])
+		}
+	}
+}

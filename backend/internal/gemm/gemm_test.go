@@ -1,0 +1,257 @@
+package gemm
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+)
+
+// naive computes alpha·op(a)·op(b) + beta·c in float64 (beta 0 overwrites)
+// and the bound Σ_l |op(a)[i,l]|·|op(b)[l,j]| for the error check.
+func naive(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) (want, bound []float64) {
+	want = make([]float64, len(c))
+	bound = make([]float64, len(c))
+	for i := range c {
+		want[i] = float64(c[i])
+	}
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s, abs float64
+			for l := 0; l < k; l++ {
+				var av, bv float32
+				if tA {
+					av = a[l*lda+i]
+				} else {
+					av = a[i*lda+l]
+				}
+				if tB {
+					bv = b[j*ldb+l]
+				} else {
+					bv = b[l*ldb+j]
+				}
+				s += float64(av) * float64(bv)
+				abs += math.Abs(float64(av) * float64(bv))
+			}
+			o := i*ldc + j
+			old := 0.0
+			if beta != 0 {
+				old = float64(beta) * float64(c[o])
+			}
+			want[o] = float64(alpha)*s + old
+			bound[o] = math.Abs(float64(alpha))*abs + math.Abs(old)
+		}
+	}
+	return want, bound
+}
+
+// problem is one random Sgemm call.
+type problem struct {
+	tA, tB        bool
+	m, n, k       int
+	alpha, beta   float32
+	lda, ldb, ldc int
+}
+
+// run checks Sgemm (or SgemmParallel with workers > 0) on p against naive:
+// |got-want| ≤ (k+2)·eps·bound per element, elements outside the m×n
+// window of c untouched.
+func run(t *testing.T, rng *rand.Rand, p problem, workers int) {
+	t.Helper()
+	ar, br := p.m, p.k
+	if p.tA {
+		ar = p.k
+	}
+	if p.tB {
+		br = p.n
+	}
+	fill := func(n int) []float32 {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = float32(rng.NormFloat64())
+		}
+		return s
+	}
+	a, b, c := fill(ar*p.lda), fill(br*p.ldb), fill(p.m*p.ldc)
+	if p.beta == 0 {
+		for i := range c {
+			if rng.Intn(3) == 0 {
+				c[i] = float32(math.NaN())
+			}
+		}
+	}
+	want, bound := naive(p.tA, p.tB, p.m, p.n, p.k, p.alpha, a, p.lda, b, p.ldb, p.beta, c, p.ldc)
+	orig := append([]float32(nil), c...)
+	if workers > 0 {
+		SgemmParallel(workers, p.tA, p.tB, p.m, p.n, p.k, p.alpha, a, p.lda, b, p.ldb, p.beta, c, p.ldc)
+	} else {
+		Sgemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, a, p.lda, b, p.ldb, p.beta, c, p.ldc)
+	}
+	const eps = 1.0 / (1 << 23)
+	for i := 0; i < p.m; i++ {
+		for j := 0; j < p.ldc; j++ {
+			o := i*p.ldc + j
+			if j >= p.n {
+				if math.Float32bits(c[o]) != math.Float32bits(orig[o]) {
+					t.Fatalf("%s %+v: c[%d,%d] outside the product changed", Kernel(), p, i, j)
+				}
+				continue
+			}
+			tol := float64(p.k+2) * eps * (bound[o] + 1e-30)
+			if d := math.Abs(float64(c[o]) - want[o]); !(d <= tol) {
+				t.Fatalf("%s %+v: c[%d,%d] = %v, want %v (tol %g)", Kernel(), p, i, j, c[o], want[o], tol)
+			}
+		}
+	}
+}
+
+// randomProblem draws sizes in 1..maxDim, transposes, alpha/beta among
+// the special values and leading dimensions at or above the minimum.
+func randomProblem(rng *rand.Rand, maxDim int) problem {
+	p := problem{
+		tA: rng.Intn(2) == 0, tB: rng.Intn(2) == 0,
+		m: 1 + rng.Intn(maxDim), n: 1 + rng.Intn(maxDim), k: 1 + rng.Intn(maxDim),
+		alpha: []float32{1, -1, 0.5, 2.5, 0}[rng.Intn(5)],
+		beta:  []float32{0, 1, -0.75, 2}[rng.Intn(4)],
+	}
+	ac, bc := p.k, p.n
+	if p.tA {
+		ac = p.m
+	}
+	if p.tB {
+		bc = p.k
+	}
+	extra := func() int { return []int{0, 0, 1, 3, 17}[rng.Intn(5)] }
+	p.lda, p.ldb, p.ldc = ac+extra(), bc+extra(), p.n+extra()
+	return p
+}
+
+// paths runs f with the assembly micro-kernel (where there is one) and with
+// the forced gonum fallback.
+func paths(t *testing.T, f func(t *testing.T)) {
+	t.Run("fallback", func(t *testing.T) {
+		useKernel = false
+		defer func() { useKernel = true }()
+		f(t)
+	})
+	if active == nil {
+		t.Log("no micro-kernel on this CPU")
+		return
+	}
+	for _, kr := range kernels() {
+		t.Run(kr.name, func(t *testing.T) {
+			saved := active
+			active = kr
+			defer func() { active = saved }()
+			f(t)
+		})
+	}
+}
+
+func TestSgemmEdges(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		rng := rand.New(rand.NewSource(1))
+		for _, tc := range []struct {
+			name    string
+			m, n, k int
+		}{
+			{"1x1x1", 1, 1, 1},
+			{"tile", 6, 16, 1},
+			{"tile512", 6, 32, 3},
+			{"edge-m", 7, 32, 5},
+			{"edge-n", 12, 17, 9},
+			{"edge-both", 13, 33, 70},
+			{"row", 1, 70, 70},
+			{"col", 70, 1, 70},
+			{"blockK+1", 5, 20, blockK + 1},
+			{"blockM+1", blockM + 1, 40, 30},
+			{"lenet-conv1", 10, 784, 81},
+			{"lenet-conv2", 20, 100, 250},
+		} {
+			for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+				for _, ab := range [][2]float32{{1, 0}, {1, 1}, {-0.5, 2}, {0, 0}, {0, 3}} {
+					p := problem{tA: tr[0], tB: tr[1], m: tc.m, n: tc.n, k: tc.k, alpha: ab[0], beta: ab[1]}
+					p.lda, p.ldb, p.ldc = p.k+2, p.n+1, p.n+3
+					if p.tA {
+						p.lda = p.m + 2
+					}
+					if p.tB {
+						p.ldb = p.k + 1
+					}
+					run(t, rng, p, 0)
+				}
+			}
+		}
+	})
+}
+
+func TestSgemmRandom(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		rng := rand.New(rand.NewSource(2))
+		for range 1500 {
+			run(t, rng, randomProblem(rng, 70), 0)
+		}
+	})
+}
+
+func TestSgemmParallel(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		rng := rand.New(rand.NewSource(3))
+		for _, w := range []int{1, 2, 3, 8} {
+			for range 20 {
+				p := randomProblem(rng, 300)
+				run(t, rng, p, w)
+			}
+			run(t, rng, problem{m: 64, n: 1024, k: 80, alpha: 1, lda: 80, ldb: 1024, ldc: 1024}, w)
+		}
+	})
+}
+
+func TestSgemmZeroSizes(t *testing.T) {
+	c := []float32{float32(math.NaN()), 5}
+	Sgemm(false, false, 0, 2, 3, 1, nil, 3, make([]float32, 6), 2, 0, nil, 2)
+	Sgemm(false, false, 1, 2, 0, 1, nil, 1, nil, 2, 0, c, 2)
+	if c[0] != 0 || c[1] != 0 {
+		t.Fatalf("k = 0, beta = 0: c = %v, want zeros", c)
+	}
+}
+
+func TestSgemmPanics(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    func()
+	}{
+		{"negative", func() { Sgemm(false, false, -1, 1, 1, 1, nil, 1, nil, 1, 0, nil, 1) }},
+		{"lda", func() {
+			Sgemm(false, false, 2, 2, 2, 1, make([]float32, 4), 1, make([]float32, 4), 2, 0, make([]float32, 4), 2)
+		}},
+		{"short c", func() {
+			Sgemm(false, false, 2, 2, 2, 1, make([]float32, 4), 2, make([]float32, 4), 2, 0, make([]float32, 3), 2)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			tc.f()
+		})
+	}
+}
+
+func FuzzSgemm(f *testing.F) {
+	f.Add(uint8(7), uint8(17), uint8(9), false, true, int64(1))
+	f.Add(uint8(1), uint8(1), uint8(1), true, true, int64(2))
+	f.Fuzz(func(t *testing.T, m, n, k uint8, tA, tB bool, seed int64) {
+		rng := rand.New(rand.NewSource(seed))
+		p := problem{tA: tA, tB: tB, m: int(m%100) + 1, n: int(n%100) + 1, k: int(k) + 1, alpha: 1, beta: 1}
+		p.lda, p.ldb, p.ldc = p.k, p.n, p.n
+		if tA {
+			p.lda = p.m
+		}
+		if tB {
+			p.ldb = p.k
+		}
+		run(t, rng, p, 0)
+	})
+}
