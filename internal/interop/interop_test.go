@@ -33,18 +33,15 @@ import (
 // Acceptance criteria (issue 4). Everything read back from a saved model
 // (weights, our forward outputs) must be bit-identical to the model in
 // memory; ONNX Runtime's outputs must agree with ours element by element
-// within ortAbs + ortRel·|ours|.
+// within ortAbs + ortRel·|ours|, with no further slack.
 //
-// Both are float32 evaluations that round differently. Where a model
-// amplifies round-off (MTAN: some 40 conv layers, then a normal head that
-// divides by a per-pixel norm that is small at a few pixels) each of them
-// is more than 1e-4 from the exact value at some elements, ONNX Runtime
-// included. The exact value is known: our backend in float64 with the same
-// weights. An element therefore also gets as slack twice our own float32
-// error there, δ = |ours − exact| (ORT's error is of the same size); δ
-// itself must stay below maxRoundoff, so a broken float32 path cannot widen
-// the tolerance. For LeNet, ResNet and the torch MTAN δ is ~1e-7 and the
-// slack is never used; the log says how many elements needed it.
+// The exact value is known too (our backend in float64 with the same
+// weights): our float32 round-off δ = |ours − exact| must stay below
+// maxRoundoff, and the log reports the worst δ beside the worst difference
+// to ONNX Runtime. Test models are well conditioned (trained-like biases,
+// calibrated BatchNorm statistics): a freshly initialised MTAN divides by
+// normal vectors of norm ~1e-10 at some pixels, where every float32
+// implementation, ONNX Runtime included, is 1e-4 from the exact answer.
 const (
 	ortAbs      = 1e-4
 	ortRel      = 1e-4
@@ -119,6 +116,7 @@ func cases(t *testing.T) []modelCase {
 			name: "mtan_w4",
 			write: func(t *testing.T, dir string) string {
 				mp := models.MTAN(mtanConfig)
+				randomBiases(t, mp, 5)
 				calibrateBN(t, mp, mtanTasks, mtanBatch(16)(t))
 				return writeProto(func() *onnxpb.ModelProto { return mp })(t, dir)
 			},
@@ -437,8 +435,8 @@ func checkCase(t *testing.T, c modelCase) {
 			for name, ours := range f.outputs {
 				sum.add(compareORT(t, f.label+": output "+name, got[name], ours, f.exact[name]))
 			}
-			t.Logf("%s: worst |ORT − ours| = %.3g (%.3g of ortAbs+ortRel·|ours|); worst |ours − exact| = %.3g; %d of %d values needed the round-off slack",
-				f.label, sum.abs, sum.ratio, sum.roundoff, sum.slack, sum.n)
+			t.Logf("%s: worst |ORT − ours| = %.3g (%.3g of ortAbs+ortRel·|ours|); worst |ours − exact| = %.3g over %d values",
+				f.label, sum.abs, sum.ratio, sum.roundoff, sum.n)
 			if f.label == "before" {
 				// Unchanged weights: ORT gives the input's outputs bit for bit.
 				for name, w := range ortIn {
@@ -622,19 +620,17 @@ type orcDiff struct {
 	abs      float64 // max |ORT − ours|
 	ratio    float64 // max |ORT − ours| / (ortAbs + ortRel·|ours|)
 	roundoff float64 // max δ = |ours − exact|
-	slack    int     // values within tolerance only thanks to 2δ
 	n        int     // values compared
 }
 
 func (d *orcDiff) add(e orcDiff) {
 	d.abs, d.ratio, d.roundoff = math.Max(d.abs, e.abs), math.Max(d.ratio, e.ratio), math.Max(d.roundoff, e.roundoff)
-	d.slack += e.slack
 	d.n += e.n
 }
 
 // compareORT checks ORT's value against ours (float32) element by element:
-// |ORT − ours| ≤ ortAbs + ortRel·|ours| + 2δ with δ = |ours − exact| ≤
-// maxRoundoff, exact being ours in float64 (see the constants).
+// |ORT − ours| ≤ ortAbs + ortRel·|ours|, and our round-off δ = |ours −
+// exact| ≤ maxRoundoff, exact being ours in float64 (see the constants).
 func compareORT(t *testing.T, what string, ort, ours, exact *importer.Tensor) orcDiff {
 	t.Helper()
 	var d orcDiff
@@ -656,13 +652,9 @@ func compareORT(t *testing.T, what string, ort, ours, exact *importer.Tensor) or
 			t.Errorf("%s[%d]: ours %v in float32, %v in float64: round-off %.3g > %g", what, i, w[i], x[i], delta, maxRoundoff)
 			delta = 0
 		}
-		switch {
-		case diff <= tol:
-		case diff <= tol+2*delta:
-			d.slack++
-		default:
+		if !(diff <= tol) {
 			if bad == 0 {
-				t.Errorf("%s[%d]: ONNX Runtime %v, ours %v, exact %v (|diff| %.3g > %.3g + 2·%.3g)", what, i, g[i], w[i], x[i], diff, tol, delta)
+				t.Errorf("%s[%d]: ONNX Runtime %v, ours %v, exact %v (|diff| %.3g > %.3g)", what, i, g[i], w[i], x[i], diff, tol)
 			}
 			bad++
 		}
@@ -902,6 +894,42 @@ func mlpBatch(n int) func(*testing.T) map[string]*importer.Tensor {
 			"x": importer.NewFloat32("x", []int{n, 4}, uniform(r, 4*n, -1, 1)),
 			"t": importer.NewFloat32("t", []int{n, 2}, uniform(r, 2*n, -1, 1)),
 		}
+	}
+}
+
+// randomBiases gives every float initializer named *bias N(0, 0.1) values,
+// as training would. A fresh MTAN has zero biases: its normal head then
+// yields vectors of norm ~1e-10 at some pixels, where the unit
+// normalisation turns float32 round-off into the output in any
+// implementation (ONNX Runtime is itself 1.3e-4 from the float64 answer
+// there), which says nothing about saving.
+func randomBiases(t *testing.T, mp *onnxpb.ModelProto, seed uint64) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 7))
+	n := 0
+	for i, tp := range mp.Graph.Initializer {
+		if !strings.HasSuffix(tp.GetName(), "bias") {
+			continue
+		}
+		w, err := importer.DecodeTensor(tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.F32 == nil {
+			continue
+		}
+		for j := range w.F32 {
+			w.F32[j] = float32(r.NormFloat64() * 0.1)
+		}
+		enc, err := importer.EncodeTensor(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mp.Graph.Initializer[i] = enc
+		n++
+	}
+	if n == 0 {
+		t.Fatal("randomBiases: no float bias initializer found")
 	}
 }
 
