@@ -1,0 +1,234 @@
+package finetune
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/paretonav/paretonav/finetune/idx"
+	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/importer"
+)
+
+// Source is one parsed data source spec. ParseSource describes the forms.
+type Source struct {
+	// Spec is the spec as given (trimmed of surrounding spaces).
+	Spec string
+	// Name is the array name for a single-array source, "" for an NPZ
+	// archive (whose arrays keep their own names).
+	Name string
+	// Path is the file.
+	Path string
+	// Raw keeps IDX pixel values at 0..255 instead of scaling them to
+	// [0,1].
+	Raw bool
+}
+
+// rawSuffix marks an IDX image source whose pixels are not scaled.
+const rawSuffix = ":raw"
+
+// ParseSource parses one data source spec:
+//
+//	FILE            an NPZ archive: every array in it, under its own name
+//	NAME=FILE       one array named NAME: FILE is a .npy file or an IDX
+//	                file (MNIST's format, raw or gzip)
+//	NAME=FILE:raw   the same, for IDX images: pixel values kept at 0..255
+//
+// The text before the first "=" is NAME, so a FILE given alone cannot hold
+// "=". What FILE holds is told by its first bytes when it is loaded, not
+// by its extension.
+func ParseSource(spec string) (Source, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return Source{}, errors.New("finetune: empty data source: want FILE.npz, NAME=FILE.npy or NAME=FILE.idx")
+	}
+	s := Source{Spec: spec, Path: spec}
+	name, file, named := strings.Cut(spec, "=")
+	if !named {
+		return s, nil
+	}
+	s.Name, s.Path = strings.TrimSpace(name), strings.TrimSpace(file)
+	if s.Name == "" {
+		return Source{}, fmt.Errorf("finetune: data %q: empty array name before \"=\": want NAME=FILE", spec)
+	}
+	if p, ok := strings.CutSuffix(s.Path, rawSuffix); ok {
+		s.Path, s.Raw = p, true
+	}
+	if s.Path == "" {
+		return Source{}, fmt.Errorf("finetune: data %q: no file after \"=\": want NAME=FILE", spec)
+	}
+	return s, nil
+}
+
+// fileKind is what a data file holds, told by its first bytes.
+type fileKind int
+
+const (
+	kindNPZ fileKind = iota + 1 // a zip archive
+	kindNPY                     // "\x93NUMPY"
+	kindIDX                     // 00 00 <type> <ndim>, or gzip
+)
+
+func (k fileKind) String() string {
+	switch k {
+	case kindNPZ:
+		return "an NPZ archive"
+	case kindNPY:
+		return "a .npy array"
+	case kindIDX:
+		return "an IDX file"
+	}
+	return "unknown"
+}
+
+// sniff tells what the file at path holds from its first bytes.
+func sniff(path string) (fileKind, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	head, err := bufio.NewReader(f).Peek(6)
+	if err != nil && err != io.EOF {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	switch {
+	case bytes.HasPrefix(head, []byte("\x93NUMPY")):
+		return kindNPY, nil
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")), bytes.HasPrefix(head, []byte("PK\x05\x06")):
+		return kindNPZ, nil
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}), bytes.HasPrefix(head, []byte{0, 0}):
+		return kindIDX, nil
+	}
+	return 0, fmt.Errorf("%s: first bytes % x: want an NPZ archive (zip), a .npy array (\\x93NUMPY) or an IDX file (00 00 08 <ndim>, or gzip)", path, head)
+}
+
+// Load reads the arrays of s: every array of an NPZ archive, or the one
+// array of a .npy or IDX file, named s.Name. An IDX file of three
+// dimensions holds images [N,H,W]: they become float32 [N,1,H,W] scaled
+// to [0,1] (pixel/255), or kept at 0..255 with s.Raw. An IDX file of one
+// dimension holds labels: they become int64 [N]. Errors name s.Spec.
+func (s Source) Load() (map[string]*importer.Tensor, error) {
+	arrays, err := s.load()
+	if err != nil {
+		return nil, fmt.Errorf("finetune: data %q: %w", s.Spec, err)
+	}
+	return arrays, nil
+}
+
+func (s Source) load() (map[string]*importer.Tensor, error) {
+	kind, err := sniff(s.Path)
+	if err != nil {
+		return nil, err
+	}
+	if s.Name == "" {
+		if kind != kindNPZ {
+			return nil, fmt.Errorf("%s is %v, one unnamed array: give it as NAME=%s", s.Path, kind, s.Path)
+		}
+		return npz.Read(s.Path)
+	}
+	if s.Raw && kind != kindIDX {
+		return nil, fmt.Errorf("%s is %v: %s applies to IDX images only", s.Path, kind, rawSuffix)
+	}
+	var t *importer.Tensor
+	switch kind {
+	case kindNPZ:
+		return nil, fmt.Errorf("%s is an NPZ archive, whose arrays have their own names: give it as %s, without NAME=", s.Path, s.Path)
+	case kindNPY:
+		if t, err = npz.ReadNPY(s.Path); err != nil {
+			return nil, err
+		}
+	default:
+		if t, err = s.readIDX(); err != nil {
+			return nil, err
+		}
+	}
+	t.Name = s.Name
+	return map[string]*importer.Tensor{s.Name: t}, nil
+}
+
+// readIDX converts an IDX file of images or labels to a tensor.
+func (s Source) readIDX() (*importer.Tensor, error) {
+	dims, data, err := idx.Read(s.Path)
+	if err != nil {
+		return nil, err
+	}
+	switch len(dims) {
+	case 1:
+		if s.Raw {
+			return nil, fmt.Errorf("%s holds labels %v: %s applies to IDX images only", s.Path, dims, rawSuffix)
+		}
+		lab := make([]int64, len(data))
+		for i, v := range data {
+			lab[i] = int64(v)
+		}
+		return importer.NewInt64(s.Name, dims, lab), nil
+	case 3:
+		px := make([]float32, len(data))
+		for i, v := range data {
+			if s.Raw {
+				px[i] = float32(v)
+			} else {
+				px[i] = float32(v) / 255 // as models/datasets builds x
+			}
+		}
+		return importer.NewFloat32(s.Name, []int{dims[0], 1, dims[1], dims[2]}, px), nil
+	}
+	return nil, fmt.Errorf("%s: IDX dimensions %v: want 1 (labels [N]) or 3 (images [N,H,W])", s.Path, dims)
+}
+
+// LoadArrays reads and merges the arrays of every data source spec (see
+// ParseSource; Source.Load says what each file gives), in any order.
+// Arrays keep the names their sources give them; a name given by two
+// sources is an error naming both. When several sources are merged, every
+// array that is not a scalar must have the same number of examples (first
+// dimension); the error names both arrays and their sources. A single NPZ
+// archive is returned as read: its arrays are checked when bound (Bind).
+func LoadArrays(specs []string) (map[string]*importer.Tensor, error) {
+	if len(specs) == 0 {
+		return nil, errors.New("finetune: no data source: want FILE.npz, NAME=FILE.npy or NAME=FILE.idx")
+	}
+	srcs := make([]Source, len(specs))
+	for i, spec := range specs {
+		s, err := ParseSource(spec)
+		if err != nil {
+			return nil, err
+		}
+		srcs[i] = s
+	}
+	out := map[string]*importer.Tensor{}
+	from := map[string]string{} // array → spec
+	ref := ""                   // the first non-scalar array, for the example count
+	for _, s := range srcs {
+		arrays, err := s.Load()
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(arrays))
+		for n := range arrays {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if prev, dup := from[n]; dup {
+				return nil, fmt.Errorf("finetune: array %q comes from two data sources, %q and %q", n, prev, s.Spec)
+			}
+			a := arrays[n]
+			if len(srcs) > 1 && len(a.Shape) > 0 {
+				if ref == "" {
+					ref = n
+				} else if r := out[ref]; r.Shape[0] != a.Shape[0] {
+					return nil, fmt.Errorf("finetune: array %q (from %q) has %d examples but array %q (from %q) has %d",
+						n, s.Spec, a.Shape[0], ref, from[ref], r.Shape[0])
+				}
+			}
+			out[n], from[n] = a, s.Spec
+		}
+	}
+	return out, nil
+}
