@@ -14,8 +14,10 @@
 // machine runs again only if the machine does not reuse them (read them with
 // gorgonia.Read or copy them, as everywhere in Gorgonia).
 //
-// Kernels use im2col with gonum's BLAS (blas32/blas64, so a C BLAS registered
-// with blas64.Use is picked up) and split the batch across GOMAXPROCS
-// goroutines. A panic inside a kernel or while building a node is returned as
+// Kernels use im2col with a matrix product: float32 runs
+// backend/internal/gemm (packed, cache-blocked, AVX2/AVX-512 assembly
+// micro-kernels, gonum's blas32 on other CPUs), float64 gonum's blas64 (so a
+// C BLAS registered with blas64.Use is picked up). They split the batch
+// across GOMAXPROCS goroutines. A panic inside a kernel or while building a node is returned as
 // an error naming the op.
 package ops

@@ -2,12 +2,15 @@ package ops
 
 import (
 	"fmt"
+	"runtime"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
 )
 
 // Auto-padding modes of ONNX's auto_pad attribute.
@@ -108,8 +111,10 @@ func fillSpatial(n int, kernel, strides, dilations, pads []int) (spatialAttrs, e
 	return a, nil
 }
 
-// gemm computes C = A·B + beta·C (row-major, optional transposes) with gonum's
-// BLAS; the float type selects Sgemm or Dgemm.
+// gemm computes C = A·B + beta·C (row-major, optional transposes) using
+// every thread: float32 runs backend/internal/gemm's SgemmParallel (its
+// assembly micro-kernel, or gonum's Sgemm on CPUs without one), float64
+// gonum's Dgemm.
 func gemm[T float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	ta, tb := blas.NoTrans, blas.NoTrans
 	if tA {
@@ -120,7 +125,7 @@ func gemm[T float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, bet
 	}
 	switch a := any(a).(type) {
 	case []float32:
-		blas32.Implementation().Sgemm(ta, tb, m, n, k, 1, a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
+		fgemm.SgemmParallel(runtime.GOMAXPROCS(0), tA, tB, m, n, k, 1, a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
 	case []float64:
 		blas64.Implementation().Dgemm(ta, tb, m, n, k, 1, a, lda, any(b).([]float64), ldb, float64(beta), any(c).([]float64), ldc)
 	}
@@ -154,8 +159,15 @@ const gemmTile = 512
 // k (dots) and m (rows of Cᵀ), with the operands transposed into scratch
 // where that makes them contiguous.
 // (Deep convolution layers have few output pixels n but long k and m.)
+// float32 on CPUs with backend/internal/gemm's assembly micro-kernel runs
+// its packed, cache-blocked gemm.Sgemm instead (also on the calling
+// goroutine).
 func gemmSerial[T float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if m == 0 || n == 0 {
+		return
+	}
+	if a32, ok := any(a).([]float32); ok && fgemm.Accelerated() {
+		fgemm.Sgemm(tA, tB, m, n, k, 1, a32, lda, any(b).([]float32), ldb, any(beta).(float32), any(c).([]float32), ldc)
 		return
 	}
 	if tA && tB {

@@ -75,9 +75,13 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 
 // SgemmParallel is Sgemm with the columns of c split among up to workers
 // goroutines (each at least a few micro-panels wide); workers <= 1 or a
-// small product runs on the calling goroutine.
+// small product runs on the calling goroutine. Without a micro-kernel it
+// calls gonum's Sgemm, which has its own parallelism.
 func SgemmParallel(workers int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	check(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	if !Accelerated() {
+		workers = 1
+	}
 	const minCols = 64
 	if workers > n/minCols {
 		workers = n / minCols
