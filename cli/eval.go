@@ -18,7 +18,7 @@ const evalBatch = 256
 
 var evalCommand = withInterspersed(withConfig(&ucli.Command{
 	Name:      "eval",
-	Usage:     "task losses and g(θ) of an ONNX model on NPZ data",
+	Usage:     "task losses and g(θ) of an ONNX model on data (NPZ, .npy, IDX)",
 	ArgsUsage: "MODEL.onnx",
 	Description: `Evaluates every --task on the first --limit examples of --data (default
 all), in file order, --batch at a time. Model inputs are read from the arrays
@@ -56,10 +56,11 @@ func runEval(c *ucli.Context) error {
 		return fmt.Errorf("eval: want one MODEL.onnx argument, got %d (%s)", len(args), strings.Join(args, " "))
 	}
 	model := args[0]
-	dataPath, err := requirePath(c, dataFlag.Name, "the NPZ data file")
+	sources, err := dataSources(c, dataFlag.Name, "the data")
 	if err != nil {
 		return err
 	}
+	dataPath := strings.Join(sources, ",")
 	batch, limit := c.Int("batch"), c.Int("limit")
 	if batch < 1 {
 		return fmt.Errorf("--batch %d: want at least 1", batch)
@@ -93,7 +94,7 @@ func runEval(c *ucli.Context) error {
 	if err := bind.check(); err != nil {
 		return err
 	}
-	ds, err := bind.load("--data", dataPath, limit, batch)
+	ds, err := bind.load("--data", sources, limit, batch)
 	if err != nil {
 		return err
 	}

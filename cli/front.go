@@ -61,7 +61,8 @@ distance to the true front and the spacing of the models along it.`,
 	Flags: []ucli.Flag{
 		&ucli.StringFlag{Name: "problem", Usage: "train a synthetic problem (" + strings.Join(synthetic.Names, " or ") + ") instead of an ONNX model", Category: "Problem"},
 		dataFlag,
-		&ucli.PathFlag{Name: "val", Usage: "data `FILE.npz` the models are scored on (default: --data)", Category: "Data"},
+		&ucli.StringSliceFlag{Name: "val", Usage: "data the models are scored on (default: --data), from `SOURCE`: FILE.npz, " + sourceUsage,
+			Category: "Data", TakesFile: true},
 		taskFlag, mapFlag, bnFlag, freezeFlag,
 		&ucli.IntFlag{Name: "models", Value: frontModels, Usage: "number `N` of models trained together", Category: "Problem"},
 		&ucli.StringFlag{Name: "init", Usage: "start from these `a.onnx,b.onnx,...` (one per model) instead of perturbed copies of MODEL", Category: "Problem"},
@@ -318,7 +319,7 @@ func frontJobFromFlags(c *ucli.Context, N int) (*frontJob, error) {
 // synthetic prepares N copies of a synthetic problem around the paper's
 // initial point.
 func (j *frontJob) synthetic(c *ucli.Context, N int, spread float64) error {
-	if positional(c) != nil || c.Path(dataFlag.Name) != "" || c.String("init") != "" {
+	if positional(c) != nil || len(c.StringSlice(dataFlag.Name)) > 0 || c.String("init") != "" {
 		return errors.New("--problem: takes no MODEL.onnx, --data or --init")
 	}
 	name := c.String("problem")
@@ -368,10 +369,11 @@ func (j *frontJob) onnx(c *ucli.Context, N int, spread float64) error {
 	default:
 		return fmt.Errorf("front: want one MODEL.onnx argument (or --init, or --problem), got %d", len(args))
 	}
-	dataPath, err := requirePath(c, dataFlag.Name, "the NPZ training data")
+	sources, err := dataSources(c, dataFlag.Name, "the training data")
 	if err != nil {
 		return err
 	}
+	dataPath := strings.Join(sources, ",")
 	if j.btasks, err = parseTasks(c); err != nil {
 		return err
 	}
@@ -410,15 +412,15 @@ func (j *frontJob) onnx(c *ucli.Context, N int, spread float64) error {
 	if err := bind.check(); err != nil {
 		return err
 	}
-	if j.train, err = bind.load("--data", dataPath, 0, j.batch); err != nil {
+	if j.train, err = bind.load("--data", sources, 0, j.batch); err != nil {
 		return err
 	}
 	j.score, j.scoredOn = j.train, "training data "+dataPath
-	if vp := c.Path("val"); vp != "" {
-		if j.val, err = bind.load("--val", vp, 0, j.batch); err != nil {
+	if vs := c.StringSlice("val"); len(vs) > 0 {
+		if j.val, err = bind.load("--val", vs, 0, j.batch); err != nil {
 			return err
 		}
-		j.score, j.scoredOn = j.val, "validation data "+vp
+		j.score, j.scoredOn = j.val, "validation data "+strings.Join(vs, ",")
 	} else if j.train.Len() > frontReportMax {
 		j.score = &finetune.Dataset{Arrays: j.train.Slice(0, frontReportMax)}
 		j.scoredOn = fmt.Sprintf("first %d examples of training data %s", frontReportMax, dataPath)

@@ -11,13 +11,12 @@ import (
 
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
-	"github.com/paretonav/paretonav/finetune/npz"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/png"
 )
 
-// Flags shared by the commands that read an ONNX model and NPZ data
-// (eval, tune, inspect).
+// Flags shared by the commands that read an ONNX model and data (eval,
+// tune, front, inspect).
 var (
 	taskFlag = &ucli.StringSliceFlag{Name: "task", Category: "Model",
 		Usage: "a task `NAME:LOSS:OUTPUT:TARGET[:key=value]` (repeat per task): loss " +
@@ -28,9 +27,25 @@ var (
 		Usage: "BatchNormalization: `frozen` (running statistics) or train (batch statistics)"}
 	freezeFlag = &ucli.StringSliceFlag{Name: "freeze", Category: "Model",
 		Usage: "do not train initializers matching `GLOB` (path.Match; repeatable)"}
-	dataFlag = &ucli.PathFlag{Name: "data", Category: "Data",
-		Usage: "NPZ `FILE` holding the model inputs and the task targets"}
+	dataFlag = &ucli.StringSliceFlag{Name: "data", Category: "Data", TakesFile: true,
+		Usage: "the model inputs and task targets, from `SOURCE`: FILE.npz (its arrays by name), " + sourceUsage}
 )
+
+// sourceUsage ends the usage of every flag that takes data sources
+// (finetune.ParseSource).
+const sourceUsage = "NAME=FILE.npy (one array, NAME), or NAME=FILE for an MNIST IDX file, gzip or not " +
+	"(images become float32 [N,1,H,W] in [0,1], 0..255 with NAME=FILE:raw; labels int64 [N]); " +
+	"repeat the flag or separate sources with commas to merge them"
+
+// dataSources returns the sources given to the data flag name (--data,
+// --val), or an error saying what is needed when there are none.
+func dataSources(c *ucli.Context, name, what string) ([]string, error) {
+	specs := c.StringSlice(name)
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("--%s: required (%s: FILE.npz, NAME=FILE.npy or NAME=FILE.idx, repeatable)", name, what)
+	}
+	return specs, nil
+}
 
 // batchFlag is --batch with a per-command default.
 func batchFlag(def int) *ucli.IntFlag {
@@ -146,17 +161,19 @@ func (b dataBinding) check() error {
 	return nil
 }
 
-// load reads the NPZ file named by flag, binds it to the model (first
-// limit examples when limit > 0) and checks it before any work: every
-// array present with one number of examples, model inputs of a floating
-// type and of the model's shape, targets of the shape each loss needs and
-// class labels in range. Errors name the file, the array and the input or
-// task.
-func (b dataBinding) load(flag, path string, limit, batch int) (*finetune.Dataset, error) {
-	arrays, err := npz.Read(path)
+// load reads the data sources specs given to flag (finetune.LoadArrays:
+// NPZ archives, .npy and IDX files, merged), binds them to the model
+// (first limit examples when limit > 0) and checks them before any work:
+// every array present with one number of examples, model inputs of a
+// floating type and of the model's shape, targets of the shape each loss
+// needs and class labels in range. Errors name the sources, the array and
+// the input or task.
+func (b dataBinding) load(flag string, specs []string, limit, batch int) (*finetune.Dataset, error) {
+	arrays, err := finetune.LoadArrays(specs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
+	path := strings.Join(specs, ",")
 	ds, err := finetune.Bind(arrays, b.uses(), limit, path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
@@ -356,13 +373,4 @@ func splitArgs(c *ucli.Context, set bool) ([]string, error) {
 		}
 	}
 	return pos, nil
-}
-
-// requirePath returns the value of a path flag that must be given.
-func requirePath(c *ucli.Context, name, what string) (string, error) {
-	p := c.Path(name)
-	if p == "" {
-		return "", fmt.Errorf("--%s: required (%s)", name, what)
-	}
-	return p, nil
 }

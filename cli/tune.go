@@ -52,7 +52,8 @@ metadata; the input model is never overwritten, an existing output only with
 default OUT.ckpt) and leaves --out untouched; --resume continues it.`,
 	Flags: []ucli.Flag{
 		dataFlag,
-		&ucli.PathFlag{Name: "val", Usage: "validation data `FILE.npz` (same arrays as --data)", Category: "Data"},
+		&ucli.StringSliceFlag{Name: "val", Usage: "validation data (the arrays of --data) from `SOURCE`: FILE.npz, " + sourceUsage,
+			Category: "Data", TakesFile: true},
 		taskFlag, mapFlag, bnFlag, freezeFlag,
 		criterionFlag, methodFlag, weightsFlag, alphaFlag, gammaFlag(png.DefaultGamma),
 		&ucli.StringFlag{Name: "optimizer", Value: tuneOptimizer, Usage: "`sgd` or adam (the direction v is its gradient)", Category: "Training"},
@@ -173,10 +174,11 @@ func tuneJobFromFlags(c *ucli.Context) (*tuneJob, error) {
 	if tuneTestRecorder != nil {
 		job.Extra = append(job.Extra, tuneTestRecorder)
 	}
-	dataPath, err := requirePath(c, dataFlag.Name, "the NPZ training data")
+	sources, err := dataSources(c, dataFlag.Name, "the training data")
 	if err != nil {
 		return nil, err
 	}
+	dataPath := strings.Join(sources, ",")
 	if job.Batch < 1 {
 		return nil, fmt.Errorf("--batch %d: want at least 1", job.Batch)
 	}
@@ -247,11 +249,11 @@ func tuneJobFromFlags(c *ucli.Context) (*tuneJob, error) {
 	if err := bind.check(); err != nil {
 		return nil, err
 	}
-	if job.Train, err = bind.load("--data", dataPath, 0, job.Batch); err != nil {
+	if job.Train, err = bind.load("--data", sources, 0, job.Batch); err != nil {
 		return nil, err
 	}
-	if vp := c.Path("val"); vp != "" {
-		if job.Val, err = bind.load("--val", vp, 0, job.Batch); err != nil {
+	if vs := c.StringSlice("val"); len(vs) > 0 {
+		if job.Val, err = bind.load("--val", vs, 0, job.Batch); err != nil {
 			return nil, err
 		}
 		job.Report, job.ReportName = job.Val, "validation"
