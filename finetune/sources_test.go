@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log"
 	"math"
 	"os"
 	"path/filepath"
@@ -251,4 +252,31 @@ func TestLoadArraysSingleNPZ(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `array "x" (from "`+p+`") has 4 examples but array "classes"`) {
 		t.Errorf("merged: err = %v, want a count mismatch between x and classes", err)
 	}
+}
+
+func ExampleLoadArrays() {
+	dir, err := os.MkdirTemp("", "sources")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	// Two 2×2 images and their labels in MNIST's IDX format, and one
+	// more array as a .npy file.
+	images, labels, extra := filepath.Join(dir, "images.idx"), filepath.Join(dir, "labels.idx"), filepath.Join(dir, "w.npy")
+	os.WriteFile(images, idxFile(8, []int{2, 2, 2}, []uint8{0, 51, 102, 255, 0, 0, 0, 0}), 0o644)
+	os.WriteFile(labels, idxFile(8, []int{2}, []uint8{3, 7}), 0o644)
+	npz.WriteNPY(extra, importer.NewFloat32("w", []int{2}, []float32{0.5, 2}))
+
+	arrays, err := finetune.LoadArrays([]string{"x=" + images, "y=" + labels, "weight=" + extra})
+	if err != nil {
+		log.Fatal(err)
+	}
+	x, y, w := arrays["x"], arrays["y"], arrays["weight"]
+	fmt.Println(x.Type, x.Shape, x.F32[:4])
+	fmt.Println(y.Type, y.Shape, y.I64)
+	fmt.Println(w.Name, w.F32)
+	// Output:
+	// FLOAT [2 1 2 2] [0 0.2 0.4 1]
+	// INT64 [2] [3 7]
+	// weight [0.5 2]
 }
