@@ -218,14 +218,19 @@ func packA(trans bool, a []float32, lda, ic, pc, mc, kc, mr int, alpha float32, 
 		if h < mr {
 			clear(p)
 		}
+		if trans {
+			// Column l of the panel is contiguous in a.
+			for l := 0; l < kc; l++ {
+				o := (pc+l)*lda + ic + ir
+				dst := p[l*mr : l*mr+h]
+				for i, v := range a[o : o+h] {
+					dst[i] = alpha * v
+				}
+			}
+			continue
+		}
 		for i := 0; i < h; i++ {
 			r := ic + ir + i
-			if trans {
-				for l := 0; l < kc; l++ {
-					p[l*mr+i] = alpha * a[(pc+l)*lda+r]
-				}
-				continue
-			}
 			row := a[r*lda+pc : r*lda+pc+kc]
 			for l, v := range row {
 				p[l*mr+i] = alpha * v
