@@ -130,11 +130,42 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 			dst[at(idx, i)] += g[i] * d(a[ai], c[ci], y[i])
 		}
 	}
+	fwd32 := func(dst []float32, in [][]float32) {
+		a, c := in[0], in[1]
+		if ia == nil && ib == nil {
+			a, c = a[:len(dst)], c[:len(dst)]
+			for i := range dst {
+				dst[i] = float32(op.f(float64(a[i]), float64(c[i])))
+			}
+			return
+		}
+		for i := range dst {
+			dst[i] = float32(op.f(float64(a[at(ia, i)]), float64(c[at(ib, i)])))
+		}
+	}
+	// The float32 gradient handles an input that is not broadcast (each
+	// gradient element is one term); a broadcast input sums several terms
+	// in float64 on the float64 path.
+	bwd32 := func(k int, dst []float32, in [][]float32, y, g []float32) bool {
+		a, c := in[0], in[1]
+		d, idx := op.da, ia
+		if k == 1 {
+			d, idx = op.db, ib
+		}
+		if idx != nil {
+			return false
+		}
+		for i := range g {
+			ai, ci := at(ia, i), at(ib, i)
+			dst[i] += float32(float64(g[i]) * d(float64(a[ai]), float64(c[ci]), float64(y[i])))
+		}
+		return true
+	}
 	var diff []bool
 	if n.GetOpType() == "Pow" && y.isConst() {
 		diff = []bool{true, false}
 	}
-	r, err := b.kernel(n.GetName(), n.GetOpType(), []gnode{b.node(x), b.node(y)}, out, fwd, bwd, diff)
+	r, err := b.kernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x), b.node(y)}, out, fwd, bwd, diff, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}

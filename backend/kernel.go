@@ -28,6 +28,20 @@ type forwardFunc func(dst []float64, in [][]float64)
 // and the gradient flowing into the output.
 type backwardFunc func(k int, dst []float64, in [][]float64, out, grad []float64)
 
+// forward32Func is a forwardFunc on float32 data, for float32 graphs: dst
+// is zeroed and becomes the output. It must give the same values as the
+// op's forwardFunc rounded to float32 (so that float32 graphs compute the
+// same whichever path runs): compute each element in float64 from the
+// float32 inputs and round once.
+type forward32Func func(dst []float32, in [][]float32)
+
+// backward32Func is a backwardFunc on float32 data with the same
+// exactness rule as forward32Func. It returns false, leaving dst
+// untouched, when it does not handle input k (the float64 path runs
+// instead), e.g. when dst elements accumulate several terms (a float64
+// sum rounded once is not a float32 running sum).
+type backward32Func func(k int, dst []float32, in [][]float32, out, grad []float32) bool
+
 // kernelOp is a Gorgonia Op computed by Go closures on flat float64 data.
 // Shapes are fixed when the op is built (graphs are built for concrete
 // shapes), so the closures capture everything they need. Its gradient is
@@ -43,13 +57,24 @@ type kernelOp struct {
 	fwd   forwardFunc
 	bwd   backwardFunc
 	diffs []bool
+	// fwd32 and bwd32, when set, run in float32 graphs on the float32 data
+	// directly (no float64 copies of inputs and result).
+	fwd32 forward32Func
+	bwd32 backward32Func
 }
 
 // kernel adds a kernelOp node computing out from ins. diff says which
 // inputs are differentiable (nil: all, when bwd is not nil; none
 // otherwise).
 func (b *builder) kernel(node, kind string, ins []gnode, out []int, fwd forwardFunc, bwd backwardFunc, diff []bool) (gnode, error) {
-	op := &kernelOp{name: node, kind: kind, id: kernelIDs.Add(1), dt: b.dt, out: append([]int{}, out...), fwd: fwd, bwd: bwd}
+	return b.kernel32(node, kind, ins, out, fwd, bwd, diff, nil, nil)
+}
+
+// kernel32 is kernel with float32 closures fwd32 and bwd32 (either may be
+// nil) used in float32 graphs instead of fwd and bwd; see forward32Func
+// for the rule they follow.
+func (b *builder) kernel32(node, kind string, ins []gnode, out []int, fwd forwardFunc, bwd backwardFunc, diff []bool, fwd32 forward32Func, bwd32 backward32Func) (gnode, error) {
+	op := &kernelOp{name: node, kind: kind, id: kernelIDs.Add(1), dt: b.dt, out: append([]int{}, out...), fwd: fwd, bwd: bwd, fwd32: fwd32, bwd32: bwd32}
 	for _, n := range ins {
 		op.ins = append(op.ins, append([]int{}, n.Shape()...))
 	}
@@ -88,6 +113,14 @@ func (op *kernelOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 
 func (op *kernelOp) Do(vals ...G.Value) (v G.Value, err error) {
 	defer recoverOp(op.name, op.kind, &err)
+	if op.dt == tensor.Float32 && op.fwd32 != nil {
+		var arr [4][]float32
+		if in, ok := readF32(arr[:0], vals, op.ins); ok {
+			dst := make([]float32, numel(op.out))
+			op.fwd32(dst, in)
+			return makeValue32(op.out, dst), nil
+		}
+	}
 	var sc f64Scratch
 	defer sc.release()
 	in, err := readInputsInto(&sc, op.name, op.kind, vals, op.ins)
@@ -159,7 +192,17 @@ func (op *kernelGradOp) Do(vals ...G.Value) (v G.Value, err error) {
 	p := op.p
 	kind := p.kind + " gradient"
 	defer recoverOp(p.name, kind, &err)
-	shapes := append(append([][]int{}, p.ins...), p.out, p.out)
+	shapes := append(append(make([][]int, 0, len(p.ins)+2), p.ins...), p.out, p.out)
+	if p.dt == tensor.Float32 && p.bwd32 != nil {
+		var arr [6][]float32
+		if all, ok := readF32(arr[:0], vals, shapes); ok {
+			n := len(p.ins)
+			dst := make([]float32, numel(p.ins[op.k]))
+			if p.bwd32(op.k, dst, all[:n], all[n], all[n+1]) {
+				return makeValue32(p.ins[op.k], dst), nil
+			}
+		}
+	}
 	var sc f64Scratch
 	defer sc.release()
 	all, err := readInputsInto(&sc, p.name, kind, vals, shapes)
@@ -336,6 +379,51 @@ func makeValue(dt tensor.Dtype, s []int, data []float64) G.Value {
 	}
 	if len(s) == 0 {
 		return G.NewF64(data[0])
+	}
+	return tensor.New(tensor.WithShape(s...), tensor.WithBacking(data))
+}
+
+// readF32 appends to dst the float32 data of vals (float32 scalars or
+// dense float32 tensors not needing an iterator, sizes matching shapes),
+// without copying. ok is false for any other value: the caller then takes
+// the float64 path, which reports errors.
+func readF32(dst [][]float32, vals []G.Value, shapes [][]int) (in [][]float32, ok bool) {
+	if len(vals) != len(shapes) {
+		return nil, false
+	}
+	for i, v := range vals {
+		var d []float32
+		switch x := v.(type) {
+		case *G.F32:
+			d = []float32{float32(*x)}
+		case *tensor.Dense:
+			if x.RequiresIterator() {
+				return nil, false
+			}
+			switch t := x.Data().(type) {
+			case []float32:
+				d = t
+			case float32:
+				d = []float32{t}
+			default:
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+		if len(d) != numel(shapes[i]) {
+			return nil, false
+		}
+		dst = append(dst, d)
+	}
+	return dst, true
+}
+
+// makeValue32 wraps float32 data (row-major, shape s) as a Gorgonia value:
+// a scalar for an empty shape, a dense tensor backed by data otherwise.
+func makeValue32(s []int, data []float32) G.Value {
+	if len(s) == 0 {
+		return G.NewF32(data[0])
 	}
 	return tensor.New(tensor.WithShape(s...), tensor.WithBacking(data))
 }

@@ -30,7 +30,20 @@ func (b *builder) unary(n *onnxpb.NodeProto, in []*value, f func(x float64) floa
 			dst[i] = g[i] * df(v, out[i])
 		}
 	}
-	r, err := b.kernel(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, bwd, nil)
+	fwd32 := func(dst []float32, in [][]float32) {
+		for i, v := range in[0] {
+			dst[i] = float32(f(float64(v)))
+		}
+	}
+	bwd32 := func(_ int, dst []float32, in [][]float32, out, g []float32) bool {
+		out = out[:len(in[0])]
+		g = g[:len(in[0])]
+		for i, v := range in[0] {
+			dst[i] = float32(float64(g[i]) * df(float64(v), float64(out[i])))
+		}
+		return true
+	}
+	r, err := b.kernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
