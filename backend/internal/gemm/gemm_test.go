@@ -144,6 +144,15 @@ func paths(t *testing.T, f func(t *testing.T)) {
 			defer func() { active = saved }()
 			f(t)
 		})
+		if kr.dot == nil {
+			continue
+		}
+		t.Run(kr.name+"-dots", func(t *testing.T) {
+			saved, k, m := active, dotMinK, dotMaxM
+			active, dotMinK, dotMaxM = kr, 16, 1<<30
+			defer func() { active, dotMinK, dotMaxM = saved, k, m }()
+			f(t)
+		})
 	}
 }
 
@@ -166,6 +175,9 @@ func TestSgemmEdges(t *testing.T) {
 			{"blockM+1", blockM + 1, 40, 30},
 			{"lenet-conv1", 10, 784, 81},
 			{"lenet-conv2", 20, 100, 250},
+			{"dots-tail", 7, 9, 16*5 + 15},
+			{"dots-exact", 3, 4, 16},
+			{"dots-short", 2, 3, 15},
 		} {
 			for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 				for _, ab := range [][2]float32{{1, 0}, {1, 1}, {-0.5, 2}, {0, 0}, {0, 3}} {
