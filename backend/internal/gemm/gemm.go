@@ -88,7 +88,17 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		dots(active, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	blocked(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	scale(m, n, beta, c, ldc)
+	if alpha == 0 || k == 0 {
+		return
+	}
+	if n <= active.nr/2 && m >= 2*n {
+		// Few columns: compute cᵀ = op(b)ᵀ·op(a)ᵀ, whose n rows pad
+		// to MR instead of NR.
+		blocked(active, !transB, !transA, n, m, k, alpha, b, ldb, a, lda, c, ldc, true)
+		return
+	}
+	blocked(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc, false)
 }
 
 // dots computes c = alpha·a·bᵀ + beta·c as dot products of rows of a and
@@ -200,12 +210,10 @@ var (
 	poolB = sync.Pool{New: func() any { s := make([]float32, blockN*blockK); return &s }}
 )
 
-// blocked is the Goto/BLIS loop nest around the micro-kernel kr.
-func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	scale(m, n, beta, c, ldc)
-	if alpha == 0 || k == 0 {
-		return
-	}
+// blocked is the Goto/BLIS loop nest around the micro-kernel kr: c +=
+// alpha·op(a)·op(b), or cᵀ += alpha·op(a)·op(b) when transC (c then holds
+// an n×m matrix; every tile goes through the scratch tile).
+func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, transC bool) {
 	mr, nr := kr.mr, kr.nr
 	pa := poolA.Get().(*[]float32)
 	defer poolA.Put(pa)
@@ -228,13 +236,22 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 						h := min(mr, mc-ir)
 						ap := &bufA[ir*kc]
 						ci := (ic+ir)*ldc + jc + jr
-						if h == mr && w == nr {
+						if h == mr && w == nr && !transC {
 							kr.fn(kc, ap, bp, &c[ci], ldc)
 							continue
 						}
 						t := tile[:mr*nr]
 						clear(t)
 						kr.fn(kc, ap, bp, &t[0], nr)
+						if transC {
+							for j := 0; j < w; j++ {
+								col := c[(jc+jr+j)*ldc+ic+ir : (jc+jr+j)*ldc+ic+ir+h]
+								for i := range col {
+									col[i] += t[i*nr+j]
+								}
+							}
+							continue
+						}
 						for i := 0; i < h; i++ {
 							row := c[ci+i*ldc : ci+i*ldc+w]
 							for j, v := range t[i*nr : i*nr+w] {

@@ -176,6 +176,8 @@ func TestSgemmEdges(t *testing.T) {
 			{"lenet-conv1", 10, 784, 81},
 			{"lenet-conv2", 20, 100, 250},
 			{"dots-tail", 7, 9, 16*5 + 15},
+			{"tall-thin", 70, 3, 20},
+			{"tall-16", 40, 16, 9},
 			{"dots-exact", 3, 4, 16},
 			{"dots-short", 2, 3, 15},
 		} {
