@@ -2,8 +2,10 @@ package ops
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -270,8 +272,120 @@ func col2im[T float](g *convGeom, col, xg []T) {
 
 // scratch is a pool of im2col buffers owned by one Conv op. A buffer is
 // used by one worker between get and put, and never escapes the kernel, so
-// reusing it across runs (and machines) cannot alias any output.
-type scratch struct{ pool sync.Pool }
+// reusing it across runs (and machines) cannot alias any output. cache
+// holds the forward pass's im2col matrices for the weight gradient.
+type scratch struct {
+	pool  sync.Pool
+	cache colCache
+}
+
+// ColCacheLimit bounds, in bytes, the im2col matrices one Conv op keeps
+// from its forward pass for its weight gradient (every sample and group:
+// N·group·(C/group·kH·kW)·(oH·oW) values). The weight gradient runs once
+// per task after one forward pass, so it reads the kept matrices instead
+// of recomputing them m times. Above the limit (large inputs such as
+// MTAN's at full batch) nothing is kept and the gradient recomputes them
+// per sample as before. Each op that keeps matrices also keeps a copy of
+// its input X (N·C·H·W values) to check the cache; both stay allocated
+// with the op between steps and are reused.
+var ColCacheLimit = 32 << 20
+
+// colCache is the im2col matrix of every sample of one forward input x,
+// with a copy of x: the weight gradient uses col only when its own x is
+// bit-for-bit equal to the copy, so whichever executor ran the forward
+// pass, and whatever it did with x's buffer since, a cached matrix is
+// exactly the one the gradient would compute. mu is only ever TryLocked:
+// a run that finds it held (another goroutine running the same op)
+// computes without the cache.
+type colCache struct {
+	mu    sync.Mutex
+	valid bool
+	x     any // []T: copy of the forward input
+	col   any // []T: per sample and group, colRows×colCols
+}
+
+// sameBits reports whether a and b hold the same bits.
+func sameBits[T float](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	switch x := any(a).(type) {
+	case []float32:
+		y := any(b).([]float32)
+		for i, v := range x {
+			if math.Float32bits(v) != math.Float32bits(y[i]) {
+				return false
+			}
+		}
+	case []float64:
+		y := any(b).([]float64)
+		for i, v := range x {
+			if math.Float64bits(v) != math.Float64bits(y[i]) {
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// cacheSize is the number of values of the cached im2col matrices of g,
+// or 0 when g does not cache them (a direct convolution, or above
+// ColCacheLimit).
+func cacheSize[T float](g *convGeom) int {
+	if g.direct {
+		return 0
+	}
+	n := g.n * g.g * g.colRows * g.colCols
+	var z T
+	if n*int(unsafe.Sizeof(z)) > ColCacheLimit {
+		return 0
+	}
+	return n
+}
+
+// forwardCols locks the cache of sc for a forward pass over x and returns
+// the buffer to write every sample's im2col matrices into, or nil (no
+// caching: the cache is not locked). The caller fills it and calls
+// sc.cache.store.
+func forwardCols[T float](g *convGeom, sc *scratch, x []T) []T {
+	n := cacheSize[T](g)
+	if n == 0 || !sc.cache.mu.TryLock() {
+		return nil
+	}
+	c := &sc.cache
+	c.valid = false
+	col, ok := c.col.([]T)
+	if !ok || len(col) != n {
+		col = make([]T, n)
+		c.col = col
+	}
+	xc, ok := c.x.([]T)
+	if !ok || len(xc) != len(x) {
+		xc = make([]T, len(x))
+		c.x = xc
+	}
+	copy(xc, x)
+	return col
+}
+
+// cachedCols returns the cached im2col matrices when they were computed
+// from an input bit-for-bit equal to x, holding the lock until the
+// returned release is called; nil otherwise.
+func cachedCols[T float](g *convGeom, sc *scratch, x []T) (col []T, release func()) {
+	if cacheSize[T](g) == 0 || !sc.cache.mu.TryLock() {
+		return nil, nil
+	}
+	c := &sc.cache
+	xc, ok1 := c.x.([]T)
+	col, ok2 := c.col.([]T)
+	if !c.valid || !ok1 || !ok2 || !sameBits(xc, x) {
+		c.mu.Unlock()
+		return nil, nil
+	}
+	return col, c.mu.Unlock
+}
 
 // get returns a buffer of n elements of T (contents undefined).
 func getScratch[T float](s *scratch, n int) *[]T {
@@ -291,10 +405,15 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor) ten
 	}
 	out := make([]T, g.n*g.m*g.outPlane)
 	mul := gemmFor[T](g.n)
+	cols := forwardCols(&g, sc, x)
+	if cols != nil {
+		defer sc.cache.mu.Unlock()
+	}
+	colSize := g.colRows * g.colCols
 	parallelFor(g.n, func(_, lo, hi int) {
 		var col []T
-		if !g.direct {
-			buf := getScratch[T](sc, g.colRows*g.colCols)
+		if !g.direct && cols == nil {
+			buf := getScratch[T](sc, colSize)
 			defer sc.pool.Put(buf)
 			col = *buf
 		}
@@ -303,6 +422,9 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor) ten
 				xg := x[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
 				c := xg
 				if !g.direct {
+					if cols != nil {
+						col = cols[(n*g.g+gi)*colSize:][:colSize]
+					}
 					im2col(&g, xg, col)
 					c = col
 				}
@@ -320,6 +442,9 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor) ten
 			}
 		}
 	})
+	if cols != nil {
+		sc.cache.valid = true
+	}
 	return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
 }
 
@@ -357,11 +482,16 @@ func convGradW[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor) tensor.T
 	nw := workers(g.n)
 	acc := make([][]T, nw)
 	mul := gemmFor[T](g.n)
+	cols, release := cachedCols(&g, sc, x)
+	if release != nil {
+		defer release()
+	}
+	colSize := g.colRows * g.colCols
 	parallelFor(g.n, func(wk, lo, hi int) {
 		dw := make([]T, size)
 		var col []T
-		if !g.direct {
-			buf := getScratch[T](sc, g.colRows*g.colCols)
+		if !g.direct && cols == nil {
+			buf := getScratch[T](sc, colSize)
 			defer sc.pool.Put(buf)
 			col = *buf
 		}
@@ -369,7 +499,11 @@ func convGradW[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor) tensor.T
 			for gi := 0; gi < g.g; gi++ {
 				xg := x[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
 				c := xg
-				if !g.direct {
+				switch {
+				case g.direct:
+				case cols != nil:
+					c = cols[(n*g.g+gi)*colSize:][:colSize]
+				default:
 					im2col(&g, xg, col)
 					c = col
 				}
