@@ -11,24 +11,33 @@ import (
 
 // benchShapes are square products and the backend's typical shapes: LeNet
 // conv1 im2col (per sample and batched over 16 samples), conv2, the fc
-// layer, and an MTAN-like 3×3 convolution (64 filters, 64 channels, 32×32).
+// layer, an MTAN-like 3×3 convolution (64 filters, 64 channels, 32×32), and
+// the transposed products of convolution gradients (NT: weight gradient
+// dY·colᵀ, TN: input gradient Wᵀ·dY) from LeNet and MTAN.
 var benchShapes = []struct {
 	name    string
+	tA, tB  bool
 	m, n, k int
 }{
-	{"sq256", 256, 256, 256},
-	{"sq512", 512, 512, 512},
-	{"sq1024", 1024, 1024, 1024},
-	{"lenet-conv1", 10, 784, 81},
-	{"lenet-conv1x16", 10, 784 * 16, 81},
-	{"lenet-conv2", 20, 100, 250},
-	{"lenet-fc", 256, 50, 500},
-	{"mtan", 64, 1024, 576},
+	{"sq256", false, false, 256, 256, 256},
+	{"sq512", false, false, 512, 512, 512},
+	{"sq1024", false, false, 1024, 1024, 1024},
+	{"lenet-conv1", false, false, 10, 784, 81},
+	{"lenet-conv1x16", false, false, 10, 784 * 16, 81},
+	{"lenet-conv2", false, false, 20, 100, 250},
+	{"lenet-fc", false, false, 256, 50, 500},
+	{"mtan", false, false, 64, 1024, 576},
+	{"lenet-conv1-dW-NT", false, true, 10, 81, 784},
+	{"lenet-conv2-dW-NT", false, true, 20, 250, 100},
+	{"lenet-conv2-dX-TN", true, false, 250, 100, 20},
+	{"mtan-dW-NT", false, true, 8, 72, 1024},
+	{"mtan-dX-TN", true, false, 576, 16, 64},
+	{"mtan-dX-TN-n4", true, false, 576, 4, 64},
 }
 
-// BenchmarkSgemm reports GFLOP/s for Sgemm (single goroutine), Sgemm with
-// the forced gonum fallback (gonum's Sgemm, which starts its own
-// goroutines), SgemmParallel with 2 workers and gonum's blas32 directly.
+// BenchmarkSgemm reports GFLOP/s for Sgemm (single goroutine),
+// SgemmParallel with 2 workers and gonum's blas32 Sgemm (which starts its
+// own goroutines).
 func BenchmarkSgemm(b *testing.B) {
 	for _, s := range benchShapes {
 		rng := rand.New(rand.NewSource(1))
@@ -40,16 +49,22 @@ func BenchmarkSgemm(b *testing.B) {
 			return d
 		}
 		x, y, z := fill(s.m*s.k), fill(s.k*s.n), fill(s.m*s.n)
+		lda, ldb := s.k, s.n
+		ta, tb := blas.NoTrans, blas.NoTrans
+		if s.tA {
+			lda, ta = s.m, blas.Trans
+		}
+		if s.tB {
+			ldb, tb = s.k, blas.Trans
+		}
 		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
 		for _, v := range []struct {
 			name string
 			f    func()
 		}{
-			{"gemm", func() { Sgemm(false, false, s.m, s.n, s.k, 1, x, s.k, y, s.n, 0, z, s.n) }},
-			{"gemm-par2", func() { SgemmParallel(2, false, false, s.m, s.n, s.k, 1, x, s.k, y, s.n, 0, z, s.n) }},
-			{"gonum", func() {
-				blas32.Implementation().Sgemm(blas.NoTrans, blas.NoTrans, s.m, s.n, s.k, 1, x, s.k, y, s.n, 0, z, s.n)
-			}},
+			{"gemm", func() { Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, x, lda, y, ldb, 0, z, s.n) }},
+			{"gemm-par2", func() { SgemmParallel(2, s.tA, s.tB, s.m, s.n, s.k, 1, x, lda, y, ldb, 0, z, s.n) }},
+			{"gonum", func() { blas32.Implementation().Sgemm(ta, tb, s.m, s.n, s.k, 1, x, lda, y, ldb, 0, z, s.n) }},
 		} {
 			b.Run(fmt.Sprintf("%s/%s", s.name, v.name), func(b *testing.B) {
 				for b.Loop() {
