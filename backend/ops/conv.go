@@ -253,10 +253,7 @@ func col2im[T float](g *convGeom, col, xg []T) {
 					src := row[oi*g.ow+lo : oi*g.ow+hi]
 					dst := plane[ii*g.w : (ii+1)*g.w]
 					if g.x.s == 1 {
-						dst = dst[lo+off : hi+off]
-						for oj, v := range src {
-							dst[oj] += v
-						}
+						addTo(dst[lo+off:hi+off], src)
 						continue
 					}
 					jj := lo*g.x.s + off
@@ -267,6 +264,23 @@ func col2im[T float](g *convGeom, col, xg []T) {
 				}
 			}
 		}
+	}
+}
+
+// addTo adds src into dst element-wise (len(dst) = len(src)), four at a
+// time without bounds checks in the loop.
+func addTo[T float](dst, src []T) {
+	dst = dst[:len(src)]
+	i := 0
+	for ; i+4 <= len(src); i += 4 {
+		d, s := dst[i:i+4:i+4], src[i:i+4:i+4]
+		d[0] += s[0]
+		d[1] += s[1]
+		d[2] += s[2]
+		d[3] += s[3]
+	}
+	for ; i < len(src); i++ {
+		dst[i] += src[i]
 	}
 }
 

@@ -1,0 +1,37 @@
+package ops
+
+import (
+	"testing"
+
+	"gorgonia.org/tensor"
+)
+
+// BenchmarkCol2im times col2im of one sample for a LeNet and an MTAN
+// convolution.
+func BenchmarkCol2im(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		x, w []int
+		p    ConvParams
+	}{
+		{"lenet_conv2", []int{1, 10, 14, 14}, []int{20, 10, 5, 5}, ConvParams{}},
+		{"mtan_3x3_32", []int{1, 8, 32, 32}, []int{8, 8, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"mtan_3x3_8", []int{1, 32, 8, 8}, []int{32, 32, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			col := make([]float32, g.colRows*g.colCols)
+			for i := range col {
+				col[i] = float32(i%7) - 3
+			}
+			xg := make([]float32, g.cg*g.inPlane)
+			b.ResetTimer()
+			for range b.N {
+				col2im(&g, col, xg)
+			}
+		})
+	}
+}
