@@ -19,11 +19,10 @@ func sgemmKernel6x16(kc int, a, b, c *float32, ldc int)
 func sgemmKernel6x32(kc int, a, b, c *float32, ldc int)
 
 // sdotKernel3x4 is the AVX-512F dot-product kernel for A·Bᵀ with long
-// rows: c[4*i+j] += Σ_{l<k} ai[l]·bj[l] (i < 3, j < 4), k a positive
-// multiple of 16.
+// rows: c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l] (i < 3, j < 4, k ≥ 1).
 //
 //go:noescape
-func sdotKernel3x4(k int, a0, a1, a2, b0, b1, b2, b3, c *float32)
+func sdotKernel3x4(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
 
 var (
 	kernelAVX2   = &kernel{mr: 6, nr: 16, name: "avx2-6x16", fn: sgemmKernel6x16}

@@ -30,18 +30,20 @@ type kernel struct {
 	fn     func(kc int, a, b, c *float32, ldc int)
 	// dot, if set, is a 3×4 dot-product kernel for op(a)·op(b) with a
 	// not transposed and b transposed (rows of both contiguous along k):
-	// c[4*i+j] += Σ_{l<k} ai[l]·bj[l], k a positive multiple of 16.
-	dot func(k int, a0, a1, a2, b0, b1, b2, b3, c *float32)
+	// c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l], k ≥ 1.
+	dot func(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
 }
 
 // Sgemm runs A·Bᵀ as dot products (when the kernel has a dot kernel) for
-// k ≥ dotMinK and m < dotMaxM: with short rows the dot kernel's reductions
-// cost more than packing B, with many rows of A packing B is amortised
-// (measured: 10×81×784 12 -> 85 GFLOP/s, 64×64×1024 44 -> 107, but 256³
-// 94 -> 61 and 64×288×64 53 -> 21). Tests change them to cover both paths.
+// k ≥ dotMinK and n·k ≤ dotMaxB: with short rows the dot kernel's
+// reductions cost more than packing B; the rows of b, read again for every
+// three rows of a, should stay in L2 (measured, GFLOP/s packed -> dots:
+// 10×81×784 12 -> 100, 20×250×100 27 -> 53, 128×256×256 78 -> 110,
+// 64×288×64 52 -> 49, 64×576×32 52 -> 29). Tests change them to cover both
+// paths.
 var (
-	dotMinK = 96
-	dotMaxM = 128
+	dotMinK = 48
+	dotMaxB = 1 << 18
 )
 
 // active is the micro-kernel chosen for this CPU at start-up (nil: none,
@@ -84,7 +86,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		blas32.Implementation().Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	if !transA && transB && active.dot != nil && k >= dotMinK && m < dotMaxM {
+	if !transA && transB && active.dot != nil && k >= dotMinK && n*k <= dotMaxB {
 		dots(active, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
@@ -102,15 +104,14 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 }
 
 // dots computes c = alpha·a·bᵀ + beta·c as dot products of rows of a and
-// rows of b (both contiguous along k), 3×4 at a time with kr.dot over the
-// first k&^15 columns and a scalar tail; edge blocks repeat their last row
-// and drop the duplicate results.
+// rows of b (both contiguous along k), 3×4 at a time with kr.dot; edge
+// blocks repeat their last row, go through a scratch tile and drop the
+// duplicate results.
 func dots(kr *kernel, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	scale(m, n, beta, c, ldc)
 	if alpha == 0 {
 		return
 	}
-	k16 := k &^ 15
 	var t [12]float32
 	var ar [3]int
 	var br [4]int
@@ -124,17 +125,16 @@ func dots(kr *kernel, m, n, k int, alpha float32, a []float32, lda int, b []floa
 			for j := range br {
 				br[j] = (j0 + min(j, w-1)) * ldb
 			}
+			if h == 3 && w == 4 {
+				kr.dot(k, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &c[i0*ldc+j0], ldc, alpha)
+				continue
+			}
 			t = [12]float32{}
-			kr.dot(k16, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &t[0])
+			kr.dot(k, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &t[0], 4, alpha)
 			for i := 0; i < h; i++ {
-				ai := a[ar[i]+k16 : ar[i]+k]
 				row := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+w]
 				for j := range row {
-					s := t[4*i+j]
-					for l, v := range b[br[j]+k16 : br[j]+k] {
-						s += ai[l] * v
-					}
-					row[j] += alpha * s
+					row[j] += t[4*i+j]
 				}
 			}
 		}

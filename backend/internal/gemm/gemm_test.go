@@ -148,9 +148,9 @@ func paths(t *testing.T, f func(t *testing.T)) {
 			continue
 		}
 		t.Run(kr.name+"-dots", func(t *testing.T) {
-			saved, k, m := active, dotMinK, dotMaxM
-			active, dotMinK, dotMaxM = kr, 16, 1<<30
-			defer func() { active, dotMinK, dotMaxM = saved, k, m }()
+			saved, k, nk := active, dotMinK, dotMaxB
+			active, dotMinK, dotMaxB = kr, 1, 1<<30
+			defer func() { active, dotMinK, dotMaxB = saved, k, nk }()
 			f(t)
 		})
 	}

@@ -183,11 +183,15 @@ store:
 	VZEROUPPER
 	RET
 
-// func sdotKernel3x4(k int, a0, a1, a2, b0, b1, b2, b3, c *float32)
-// c[4*i+j] += Σ_{l<k} ai[l]·bj[l] for i < 3, j < 4; k is a positive
-// multiple of 16. AVX-512F: 12 ZMM accumulators, 7 loads per 12 FMAs.
-TEXT ·sdotKernel3x4(SB), NOSPLIT, $0-72
+// func sdotKernel3x4(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
+// c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l] for i < 3, j < 4 (k ≥ 1).
+// AVX-512F: 12 ZMM accumulators, 7 loads per 12 FMAs; the last k%16
+// elements are read with masked loads (masked-off lanes are not accessed).
+TEXT ·sdotKernel3x4(SB), NOSPLIT, $0-84
 	MOVQ k+0(FP), CX
+	MOVQ CX, BX
+	ANDQ $15, BX
+	ANDQ $-16, CX
 	SHLQ $2, CX
 	MOVQ a0+8(FP), SI
 	MOVQ a1+16(FP), R8
@@ -197,6 +201,8 @@ TEXT ·sdotKernel3x4(SB), NOSPLIT, $0-72
 	MOVQ b2+48(FP), R11
 	MOVQ b3+56(FP), R12
 	MOVQ c+64(FP), DX
+	MOVQ ldc+72(FP), R14
+	SHLQ $2, R14
 	XORQ AX, AX
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -210,6 +216,8 @@ TEXT ·sdotKernel3x4(SB), NOSPLIT, $0-72
 	VPXORD Z9, Z9, Z9
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
+	TESTQ CX, CX
+	JZ dottail
 dotloop:
 	VMOVUPS (SI)(AX*1), Z12
 	VMOVUPS (R8)(AX*1), Z13
@@ -233,6 +241,34 @@ dotloop:
 	ADDQ $64, AX
 	CMPQ AX, CX
 	JB dotloop
+dottail:
+	TESTQ BX, BX
+	JZ dotreduce
+	MOVQ BX, CX
+	MOVL $1, R13
+	SHLL CX, R13
+	DECL R13
+	KMOVW R13, K1
+	VMOVUPS.Z (SI)(AX*1), K1, Z12
+	VMOVUPS.Z (R8)(AX*1), K1, Z13
+	VMOVUPS.Z (R9)(AX*1), K1, Z14
+	VMOVUPS.Z (DI)(AX*1), K1, Z15
+	VFMADD231PS Z15, Z12, Z0
+	VFMADD231PS Z15, Z13, Z4
+	VFMADD231PS Z15, Z14, Z8
+	VMOVUPS.Z (R10)(AX*1), K1, Z15
+	VFMADD231PS Z15, Z12, Z1
+	VFMADD231PS Z15, Z13, Z5
+	VFMADD231PS Z15, Z14, Z9
+	VMOVUPS.Z (R11)(AX*1), K1, Z15
+	VFMADD231PS Z15, Z12, Z2
+	VFMADD231PS Z15, Z13, Z6
+	VFMADD231PS Z15, Z14, Z10
+	VMOVUPS.Z (R12)(AX*1), K1, Z15
+	VFMADD231PS Z15, Z12, Z3
+	VFMADD231PS Z15, Z13, Z7
+	VFMADD231PS Z15, Z14, Z11
+dotreduce:
 	VEXTRACTF64X4 $1, Z0, Y12
 	VADDPS Y12, Y0, Y0
 	VEXTRACTF128 $1, Y0, X12
@@ -281,20 +317,26 @@ dotloop:
 	VADDPS Y12, Y11, Y11
 	VEXTRACTF128 $1, Y11, X12
 	VADDPS X12, X11, X11
+	VBROADCASTSS alpha+80(FP), X14
 	VHADDPS X1, X0, X12
 	VHADDPS X3, X2, X13
 	VHADDPS X13, X12, X12
-	VADDPS 0(DX), X12, X12
-	VMOVUPS X12, 0(DX)
+	VMULPS X14, X12, X12
+	VADDPS (DX), X12, X12
+	VMOVUPS X12, (DX)
+	ADDQ R14, DX
 	VHADDPS X5, X4, X12
 	VHADDPS X7, X6, X13
 	VHADDPS X13, X12, X12
-	VADDPS 16(DX), X12, X12
-	VMOVUPS X12, 16(DX)
+	VMULPS X14, X12, X12
+	VADDPS (DX), X12, X12
+	VMOVUPS X12, (DX)
+	ADDQ R14, DX
 	VHADDPS X9, X8, X12
 	VHADDPS X11, X10, X13
 	VHADDPS X13, X12, X12
-	VADDPS 32(DX), X12, X12
-	VMOVUPS X12, 32(DX)
+	VMULPS X14, X12, X12
+	VADDPS (DX), X12, X12
+	VMOVUPS X12, (DX)
 	VZEROUPPER
 	RET
