@@ -214,8 +214,9 @@ func affine[T float](xt tensor.Tensor, a, b []T) tensor.Tensor {
 		for p := lo; p < hi; p++ {
 			j := p % c
 			src, dst := x[p*inner:][:inner], y[p*inner:][:inner]
+			aj, bj := a[j], b[j]
 			for i, v := range src {
-				dst[i] = a[j]*v + b[j]
+				dst[i] = aj*v + bj
 			}
 		}
 	})
@@ -264,16 +265,23 @@ func bnGradScale[T float](xt, gyt, mt, vt tensor.Tensor, eps float64) tensor.Ten
 	n, c, inner := bnDims(xt.Shape())
 	x, gy := data[T](xt), data[T](gyt)
 	out := make([]T, c)
-	for i := 0; i < n; i++ {
-		for j := 0; j < c; j++ {
-			var s T
-			o := (i*c + j) * inner
-			for k, v := range x[o : o+inner] {
-				s += gy[o+k] * (v - mean[j])
+	// Channels in parallel; each channel sums its samples in order.
+	parallelFor(c, func(_, lo, hi int) {
+		for j := lo; j < hi; j++ {
+			mj, ij := mean[j], inv[j]
+			for i := 0; i < n; i++ {
+				var s T
+				o := (i*c + j) * inner
+				xs := x[o : o+inner]
+				gs := gy[o : o+inner]
+				gs = gs[:len(xs)]
+				for k, v := range xs {
+					s += gs[k] * (v - mj)
+				}
+				out[j] += s * ij
 			}
-			out[j] += s * inv[j]
 		}
-	}
+	})
 	return newTensor(tensor.Shape{c}, out)
 }
 
