@@ -28,6 +28,10 @@ type kernel struct {
 	mr, nr int
 	name   string
 	fn     func(kc int, a, b, c *float32, ldc int)
+	// direct, if set, is fn reading an untransposed b in place (row l of
+	// the kc×nr panel at b + l·ldb), used when m is small and packing B
+	// would cost as much as the product.
+	direct func(kc int, a, b, c *float32, ldc, ldb int)
 	// dot, if set, is a 3×4 dot-product kernel for op(a)·op(b) with a
 	// not transposed and b transposed (rows of both contiguous along k):
 	// c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l], k ≥ 1.
@@ -45,6 +49,10 @@ var (
 	dotMinK = 48
 	dotMaxB = 1 << 18
 )
+
+// Products with m ≤ directMaxM and an untransposed b read full-width
+// panels of b in place instead of packing them (kernel.direct).
+var directMaxM = 64
 
 // active is the micro-kernel chosen for this CPU at start-up (nil: none,
 // the fallback runs); useKernel lets tests force the fallback.
@@ -225,7 +233,15 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 		nc := min(blockN, n-jc)
 		for pc := 0; pc < k; pc += blockK {
 			kc := min(blockK, k-pc)
-			packB(transB, b, ldb, pc, jc, kc, nc, nr, bufB)
+			direct := kr.direct != nil && !transB && m <= directMaxM
+			if direct {
+				// Only the last, partial panel is packed.
+				if r := nc % nr; r != 0 {
+					packB(false, b, ldb, pc, jc+nc-r, kc, r, nr, bufB[(nc-r)*kc:])
+				}
+			} else {
+				packB(transB, b, ldb, pc, jc, kc, nc, nr, bufB)
+			}
 			for ic := 0; ic < m; ic += blockM {
 				mc := min(blockM, m-ic)
 				packA(transA, a, lda, ic, pc, mc, kc, mr, alpha, bufA)
@@ -236,13 +252,22 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 						h := min(mr, mc-ir)
 						ap := &bufA[ir*kc]
 						ci := (ic+ir)*ldc + jc + jr
+						inPlace := direct && w == nr
 						if h == mr && w == nr && !transC {
-							kr.fn(kc, ap, bp, &c[ci], ldc)
+							if inPlace {
+								kr.direct(kc, ap, &b[pc*ldb+jc+jr], &c[ci], ldc, ldb)
+							} else {
+								kr.fn(kc, ap, bp, &c[ci], ldc)
+							}
 							continue
 						}
 						t := tile[:mr*nr]
 						clear(t)
-						kr.fn(kc, ap, bp, &t[0], nr)
+						if inPlace {
+							kr.direct(kc, ap, &b[pc*ldb+jc+jr], &t[0], nr, ldb)
+						} else {
+							kr.fn(kc, ap, bp, &t[0], nr)
+						}
 						if transC {
 							for j := 0; j < w; j++ {
 								col := c[(jc+jr+j)*ldc+ic+ir : (jc+jr+j)*ldc+ic+ir+h]
