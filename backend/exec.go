@@ -31,6 +31,19 @@ import (
 // a backward run gives exactly the values a full forward-and-backward run
 // with the same u gives: the same ops on the same inputs. (The
 // TapeMachine, by contrast, reuses output buffers in place.)
+//
+// The one exception is deliberate: a float32 kernel node (kernelOp,
+// kernelGradOp) writes its result into the buffer of its own previous
+// result (bufs), which that op allocated itself and which no other value
+// shares. That value is dead when the node runs again: a backward node's
+// previous result belongs to the previous task, whose gradients the
+// caller has copied out, and is read only by nodes downstream of it,
+// which either run again after it (reading the new value) or, not
+// depending on the new task, are set to their zero first; a forward
+// node's previous result belongs to the previous Evaluate, whose losses
+// and gradients are copied out, and no forward value is read before it
+// is recomputed. Values of other ops (which may return views of their
+// inputs) are never reused.
 type program struct {
 	nodes []gnode   // every needed node, in execution order
 	args  [][]int   // per node: positions of its children in nodes
@@ -41,7 +54,14 @@ type program struct {
 	deps  [][]bool  // per node: which u nodes it depends on
 	zeros []G.Value // per node: its zero value, made on first use
 	vals  []G.Value
+	bufs  [][]float32 // per node: the float32 buffer of its last result, for reuse
 	pos   map[gnode]int
+}
+
+// intoOp is an op that can write its result into a given float32 buffer
+// (see kernelOp.doInto).
+type intoOp interface {
+	doInto(buf []float32, vals []G.Value) (v G.Value, used []float32, err error)
 }
 
 // newProgram plans the execution of the nodes needed for roots, with u the
@@ -121,6 +141,7 @@ func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
 		}
 	}
 	p.vals = make([]G.Value, len(p.nodes))
+	p.bufs = make([][]float32, len(p.nodes))
 	return p, nil
 }
 
@@ -193,7 +214,17 @@ func (p *program) run(seg []int) (err error) {
 		for _, j := range p.args[i] {
 			in = append(in, p.vals[j])
 		}
-		v, err := cur.Op().Do(in...)
+		var v G.Value
+		var err error
+		if op, ok := cur.Op().(intoOp); ok {
+			var used []float32
+			v, used, err = op.doInto(p.bufs[i], in)
+			if used != nil {
+				p.bufs[i] = used
+			}
+		} else {
+			v, err = cur.Op().Do(in...)
+		}
 		if err != nil {
 			return fmt.Errorf("backend: running %v: %w", cur, err)
 		}

@@ -1,10 +1,12 @@
 package backend
 
 import (
+	"math"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/png"
 )
 
@@ -105,5 +107,52 @@ func TestProgramMatchesTapeMachine(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestProgramReuseAcrossSteps checks that an Evaluate after one on other
+// data (float32 kernel nodes then write into their previous results'
+// buffers) gives bit-for-bit the losses and Jacobian of a fresh model.
+func TestProgramReuseAcrossSteps(t *testing.T) {
+	for _, sc := range stepCases {
+		t.Run(sc.name, func(t *testing.T) {
+			m := len(sc.tasks)
+			eval := func(md *Model, batch map[string]*importer.Tensor) ([]float64, []float32) {
+				losses := make([]float64, m)
+				jac := png.NewJacobian(m, md.NumParams())
+				if err := md.Evaluate(batch, losses, &jac); err != nil {
+					t.Fatal(err)
+				}
+				return losses, jac.Data
+			}
+			open := func() *Model {
+				md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return md
+			}
+			other := sc.batch(3)
+			x := other["x"]
+			xs := append([]float32(nil), x.F32...)
+			for i := range xs {
+				xs[i] = 1.5*xs[i] + 0.25
+			}
+			other["x"] = importer.NewFloat32("x", x.Shape, xs)
+			md := open()
+			eval(md, other)
+			gotL, gotJ := eval(md, sc.batch(3))
+			wantL, wantJ := eval(open(), sc.batch(3))
+			for i := range wantL {
+				if gotL[i] != wantL[i] {
+					t.Errorf("loss %d: %v, fresh model %v", i, gotL[i], wantL[i])
+				}
+			}
+			for i := range wantJ {
+				if math.Float32bits(gotJ[i]) != math.Float32bits(wantJ[i]) {
+					t.Fatalf("J[%d]: %v, fresh model %v", i, gotJ[i], wantJ[i])
+				}
+			}
+		})
 	}
 }

@@ -112,15 +112,30 @@ func (op *kernelOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 }
 
 func (op *kernelOp) Do(vals ...G.Value) (v G.Value, err error) {
+	v, _, err = op.doInto(nil, vals)
+	return v, err
+}
+
+// doInto is Do writing a float32 result into buf when its length is the
+// output's (a fresh buffer otherwise); used is the buffer the result
+// value is backed by, nil when the float64 path ran. buf must not share
+// memory with any of vals nor with any value still to be read.
+func (op *kernelOp) doInto(buf []float32, vals []G.Value) (v G.Value, used []float32, err error) {
 	defer recoverOp(op.name, op.kind, &err)
 	if op.dt == tensor.Float32 && op.fwd32 != nil {
 		var arr [4][]float32
 		if in, ok := readF32(arr[:0], vals, op.ins); ok {
-			dst := make([]float32, numel(op.out))
+			dst := outBuf32(buf, numel(op.out))
 			op.fwd32(dst, in)
-			return makeValue32(op.out, dst), nil
+			return makeValue32(op.out, dst), dst, nil
 		}
 	}
+	v, err = op.do64(vals)
+	return v, nil, err
+}
+
+// do64 runs the float64 closures.
+func (op *kernelOp) do64(vals []G.Value) (G.Value, error) {
 	var sc f64Scratch
 	defer sc.release()
 	in, err := readInputsInto(&sc, op.name, op.kind, vals, op.ins)
@@ -189,6 +204,12 @@ func (op *kernelGradOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 }
 
 func (op *kernelGradOp) Do(vals ...G.Value) (v G.Value, err error) {
+	v, _, err = op.doInto(nil, vals)
+	return v, err
+}
+
+// doInto is kernelOp.doInto for the gradient.
+func (op *kernelGradOp) doInto(buf []float32, vals []G.Value) (v G.Value, used []float32, err error) {
 	p := op.p
 	kind := p.kind + " gradient"
 	defer recoverOp(p.name, kind, &err)
@@ -197,12 +218,20 @@ func (op *kernelGradOp) Do(vals ...G.Value) (v G.Value, err error) {
 		var arr [6][]float32
 		if all, ok := readF32(arr[:0], vals, shapes); ok {
 			n := len(p.ins)
-			dst := make([]float32, numel(p.ins[op.k]))
+			dst := outBuf32(buf, numel(p.ins[op.k]))
 			if p.bwd32(op.k, dst, all[:n], all[n], all[n+1]) {
-				return makeValue32(p.ins[op.k], dst), nil
+				return makeValue32(p.ins[op.k], dst), dst, nil
 			}
 		}
 	}
+	v, err = op.do64(vals, shapes)
+	return v, nil, err
+}
+
+// do64 runs the float64 closures.
+func (op *kernelGradOp) do64(vals []G.Value, shapes [][]int) (G.Value, error) {
+	p := op.p
+	kind := p.kind + " gradient"
 	var sc f64Scratch
 	defer sc.release()
 	all, err := readInputsInto(&sc, p.name, kind, vals, shapes)
@@ -417,6 +446,16 @@ func readF32(dst [][]float32, vals []G.Value, shapes [][]int) (in [][]float32, o
 		dst = append(dst, d)
 	}
 	return dst, true
+}
+
+// outBuf32 is buf zeroed when it holds n values, else a fresh zeroed
+// buffer.
+func outBuf32(buf []float32, n int) []float32 {
+	if len(buf) != n {
+		return make([]float32, n)
+	}
+	clear(buf)
+	return buf
 }
 
 // makeValue32 wraps float32 data (row-major, shape s) as a Gorgonia value:
