@@ -538,9 +538,9 @@ func convGradW[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor) tensor.T
 }
 
 // gemmFor picks the matrix product for a convolution over n samples:
-// gonum's parallel Sgemm when there are fewer samples than threads (the
-// product is then the only parallelism), gemmSerial inside the parallelFor
-// workers otherwise.
+// the parallel gemm (backend/internal/gemm's SgemmParallel, gonum's Dgemm)
+// when there are fewer samples than threads (the product is then the only
+// parallelism), gemmSerial inside the parallelFor workers otherwise.
 func gemmFor[T float](n int) func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if n < runtime.GOMAXPROCS(0) {
 		return gemm[T]

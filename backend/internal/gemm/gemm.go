@@ -151,7 +151,8 @@ func dots(kr *kernel, m, n, k int, alpha float32, a []float32, lda int, b []floa
 
 // SgemmParallel is Sgemm with the columns of c split among up to workers
 // goroutines (each at least a few micro-panels wide); workers <= 1 or a
-// small product runs on the calling goroutine. Without a micro-kernel it
+// small product (under 2M multiply-adds, where starting goroutines costs
+// more than it saves) runs on the calling goroutine. Without a micro-kernel it
 // calls gonum's Sgemm, which has its own parallelism.
 func SgemmParallel(workers int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	check(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
@@ -162,7 +163,7 @@ func SgemmParallel(workers int, transA, transB bool, m, n, k int, alpha float32,
 	if workers > n/minCols {
 		workers = n / minCols
 	}
-	if workers <= 1 || int64(m)*int64(n)*int64(k) < 1<<18 {
+	if workers <= 1 || int64(m)*int64(n)*int64(k) < 1<<21 {
 		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
