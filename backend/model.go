@@ -71,7 +71,7 @@ type compiled struct {
 	grads   G.Nodes                 // per wrt parameter: its gradient of Σ u_i·ℓ_i
 	prog    *program                // runs losses once, gradients per task
 	bufs    map[gnode]*tensor.Dense // float32 input values, refilled per Evaluate
-	fwd     G.VM                    // Outputs' forward machine
+	fwd     *program                // Outputs' forward pass (no task weights)
 }
 
 // Open prepares m for training the given tasks: it checks that every

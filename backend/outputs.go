@@ -60,14 +60,15 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 		return nil, fmt.Errorf("backend: Outputs: %w", errors.Join(errs...))
 	}
 
-	// The forward machine for these names is cached beside Evaluate's
+	// The forward program for these names is cached beside Evaluate's
 	// graphs under its own key ("outputs|" never starts a compile key).
 	key := "outputs|" + signature(shapes) + intSignature(ints) + "|" + strings.Join(names, "\x00")
 	oc, ok := md.cache[key]
 	if !ok {
-		// Values are read from sink copies: Gorgonia reuses the buffers
-		// of values that later nodes consume. oc.sink collects the float
-		// values, oc.lossOut the int64 ones.
+		// Values are read from sink copies, flat: oc.sink collects the
+		// float values, oc.lossOut the int64 ones. The program runs the
+		// ops' Do once each on this goroutine, without the TapeMachine's
+		// in-place buffer reuse (exec.go).
 		oc = &compiled{bt: bt}
 		var roots G.Nodes
 		if len(nodes) > 0 {
@@ -83,7 +84,9 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 			roots = append(roots, oc.lossOut)
 		}
 		if len(roots) > 0 {
-			oc.fwd = G.NewTapeMachine(bt.b.g.ExactSubgraphRoots(roots...))
+			if oc.fwd, err = newProgram(bt.b.g, roots, nil); err != nil {
+				return nil, fmt.Errorf("backend: Outputs: %w", err)
+			}
 		}
 		md.cache[key] = oc
 	}
@@ -111,16 +114,16 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 				return nil, fmt.Errorf("backend: model input %q: %w", name, err)
 			}
 		}
-		if err := runMachine(oc.fwd); err != nil {
+		if err := oc.fwd.forward(); err != nil {
 			return nil, fmt.Errorf("backend: forward pass: %w", err)
 		}
 		if oc.sink != nil {
-			if flat, err = valueFloats(oc.sink.Value()); err != nil {
+			if flat, err = valueFloats(oc.fwd.value(oc.sink)); err != nil {
 				return nil, fmt.Errorf("backend: reading outputs: %w", err)
 			}
 		}
 		if oc.lossOut != nil {
-			if flatInt, err = valueInt64s(oc.lossOut.Value()); err != nil {
+			if flatInt, err = valueInt64s(oc.fwd.value(oc.lossOut)); err != nil {
 				return nil, fmt.Errorf("backend: reading int64 outputs: %w", err)
 			}
 		}
