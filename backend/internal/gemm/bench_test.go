@@ -76,19 +76,28 @@ func BenchmarkSgemm(b *testing.B) {
 	}
 }
 
-// BenchmarkKernels compares the micro-kernels on the MTAN-like shape.
+// BenchmarkKernels reports Sgemm's GFLOP/s on benchShapes with each
+// micro-kernel this CPU runs (the AVX2 one is what CPUs without AVX-512 get).
 func BenchmarkKernels(b *testing.B) {
-	const m, n, k = 64, 1024, 576
-	x, y, z := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
 	for _, kr := range kernels() {
-		b.Run(kr.name, func(b *testing.B) {
-			saved := active
-			active = kr
-			defer func() { active = saved }()
-			for b.Loop() {
-				Sgemm(false, false, m, n, k, 1, x, k, y, n, 0, z, n)
+		for _, s := range benchShapes {
+			x, y, z := make([]float32, s.m*s.k), make([]float32, s.k*s.n), make([]float32, s.m*s.n)
+			lda, ldb := s.k, s.n
+			if s.tA {
+				lda = s.m
 			}
-			b.ReportMetric(2*m*n*k*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
+			if s.tB {
+				ldb = s.k
+			}
+			b.Run(kr.name+"/"+s.name, func(b *testing.B) {
+				saved := active
+				active = kr
+				defer func() { active = saved }()
+				for b.Loop() {
+					Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, x, lda, y, ldb, 0, z, s.n)
+				}
+				b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
 	}
 }

@@ -18,6 +18,12 @@ func sgemmKernel6x16(kc int, a, b, c *float32, ldc int)
 //go:noescape
 func sgemmKernel6x32(kc int, a, b, c *float32, ldc int)
 
+// sgemmKernel6x16s is sgemmKernel6x16 with B read in place (not packed):
+// row l of the kc×16 panel starts at b + l·ldb.
+//
+//go:noescape
+func sgemmKernel6x16s(kc int, a, b, c *float32, ldc, ldb int)
+
 // sgemmKernel6x32s is sgemmKernel6x32 with B read in place (not packed):
 // row l of the kc×32 panel starts at b + l·ldb.
 //
@@ -31,7 +37,7 @@ func sgemmKernel6x32s(kc int, a, b, c *float32, ldc, ldb int)
 func sdotKernel3x4(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
 
 var (
-	kernelAVX2   = &kernel{mr: 6, nr: 16, name: "avx2-6x16", fn: sgemmKernel6x16}
+	kernelAVX2   = &kernel{mr: 6, nr: 16, name: "avx2-6x16", fn: sgemmKernel6x16, direct: sgemmKernel6x16s}
 	kernelAVX512 = &kernel{mr: 6, nr: 32, name: "avx512-6x32", fn: sgemmKernel6x32, direct: sgemmKernel6x32s, dot: sdotKernel3x4}
 )
 
