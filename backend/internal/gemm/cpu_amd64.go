@@ -36,8 +36,13 @@ func sgemmKernel6x32s(kc int, a, b, c *float32, ldc, ldb int)
 //go:noescape
 func sdotKernel3x4(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
 
+// sdotKernel3x4AVX2 is sdotKernel3x4 for AVX2+FMA.
+//
+//go:noescape
+func sdotKernel3x4AVX2(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
+
 var (
-	kernelAVX2   = &kernel{mr: 6, nr: 16, name: "avx2-6x16", fn: sgemmKernel6x16, direct: sgemmKernel6x16s}
+	kernelAVX2   = &kernel{mr: 6, nr: 16, name: "avx2-6x16", fn: sgemmKernel6x16, direct: sgemmKernel6x16s, dot: sdotKernel3x4AVX2}
 	kernelAVX512 = &kernel{mr: 6, nr: 32, name: "avx512-6x32", fn: sgemmKernel6x32, direct: sgemmKernel6x32s, dot: sdotKernel3x4}
 )
 
