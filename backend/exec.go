@@ -33,9 +33,10 @@ import (
 // TapeMachine, by contrast, reuses output buffers in place.)
 //
 // The one exception is deliberate: a float32 kernel node (kernelOp,
-// kernelGradOp) writes its result into the buffer of its own previous
-// result (bufs), which that op allocated itself and which no other value
-// shares. That value is dead when the node runs again: a backward node's
+// kernelGradOp), and an ops node whose op supports it (ops.fnOp.DoInto:
+// Conv and its input gradient, MaxPool's gradient), writes its result
+// into the buffer of its own previous result (bufs, obufs), which that op
+// allocated itself and which no other value shares. That value is dead when the node runs again: a backward node's
 // previous result belongs to the previous task, whose gradients the
 // caller has copied out, and is read only by nodes downstream of it,
 // which either run again after it (reading the new value) or, not
@@ -55,7 +56,14 @@ type program struct {
 	zeros []G.Value // per node: its zero value, made on first use
 	vals  []G.Value
 	bufs  [][]float32 // per node: the float32 buffer of its last result, for reuse
+	obufs []any       // per node: the backing data of its last ops.fnOp result, for reuse
 	pos   map[gnode]int
+}
+
+// opsIntoOp is an ops op that can write its result into a given buffer
+// (ops.fnOp.DoInto).
+type opsIntoOp interface {
+	DoInto(buf any, vals ...G.Value) (v G.Value, used any, err error)
 }
 
 // intoOp is an op that can write its result into a given float32 buffer
@@ -142,6 +150,7 @@ func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
 	}
 	p.vals = make([]G.Value, len(p.nodes))
 	p.bufs = make([][]float32, len(p.nodes))
+	p.obufs = make([]any, len(p.nodes))
 	return p, nil
 }
 
@@ -216,13 +225,20 @@ func (p *program) run(seg []int) (err error) {
 		}
 		var v G.Value
 		var err error
-		if op, ok := cur.Op().(intoOp); ok {
+		switch op := cur.Op().(type) {
+		case intoOp:
 			var used []float32
 			v, used, err = op.doInto(p.bufs[i], in)
 			if used != nil {
 				p.bufs[i] = used
 			}
-		} else {
+		case opsIntoOp:
+			var used any
+			v, used, err = op.DoInto(p.obufs[i], in...)
+			if used != nil {
+				p.obufs[i] = used
+			}
+		default:
 			v, err = cur.Op().Do(in...)
 		}
 		if err != nil {

@@ -24,12 +24,29 @@ const (
 	depGrad = -2 // the gradient flowing into the op's output
 )
 
+// intoFn is a kernelFn writing its result into buf when buf is a []T
+// of the result's length (zeroing it first), into a fresh slice
+// otherwise (buf nil or of another length or type). The result tensor is
+// backed by the slice written.
+type intoFn func(buf any, in []tensor.Tensor) (tensor.Tensor, error)
+
+// outBuf is buf zeroed when it is a []T of n values, else a fresh []T.
+func outBuf[T float](buf any, n int) []T {
+	if b, ok := buf.([]T); ok && len(b) == n {
+		clear(b)
+		return b
+	}
+	return make([]T, n)
+}
+
 // gradSpec describes how to compute the gradient of one input of a fnOp.
 type gradSpec struct {
 	// deps lists what the gradient needs: input indices, depOut or depGrad.
 	deps []int
 	// fn computes the gradient (shaped like the input) from the deps' values.
 	fn kernelFn
+	// into, when set, is fn writing into a given buffer (fnOp.DoInto).
+	into intoFn
 }
 
 // fnOp is the one Gorgonia Op type behind every op of this package. It is
@@ -42,6 +59,7 @@ type fnOp struct {
 	outShape tensor.Shape // concrete output shape
 	outType  hm.Type      // element type of the output; nil means the op's float type
 	fwd      kernelFn
+	into     intoFn     // optional: fwd writing into a given buffer
 	grads    []gradSpec // per input; a nil fn means not differentiable
 }
 
@@ -82,6 +100,31 @@ func (op *fnOp) Do(vals ...gorgonia.Value) (ret gorgonia.Value, err error) {
 		return nil, err
 	}
 	return runKernel(op.name, op.fwd, ts)
+}
+
+// DoInto is Do writing the result into buf where the op supports it:
+// buf must be the backing data (used) of this op's own previous result,
+// which the caller guarantees is dead and shares no memory with vals. used
+// is the backing data of the result when the op wrote into a buffer of
+// its own (fresh or buf), nil when it ran Do (whose result may share
+// memory with other values and must not be reused).
+func (op *fnOp) DoInto(buf any, vals ...gorgonia.Value) (v gorgonia.Value, used any, err error) {
+	if op.into == nil {
+		v, err = op.Do(vals...)
+		return v, nil, err
+	}
+	if len(vals) != len(op.inDims) {
+		return nil, nil, fmt.Errorf("ops: %s: got %d inputs, expected %d", op.name, len(vals), len(op.inDims))
+	}
+	ts, err := asTensors(op.name, vals)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := runKernel(op.name, func(in []tensor.Tensor) (tensor.Tensor, error) { return op.into(buf, in) }, ts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, t.Data(), nil
 }
 
 func (op *fnOp) ReturnsPtr() bool     { return false }
@@ -131,6 +174,7 @@ func (op *fnOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gor
 			name:     fmt.Sprintf("d%s/d%d", op.name, i),
 			outShape: inputs[i].Shape(),
 			fwd:      g.fn,
+			into:     g.into,
 		}
 		gop.inDims, gop.inTypes = nodeTypes(deps)
 		n, err := apply(gop, deps...)

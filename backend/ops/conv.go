@@ -78,20 +78,26 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 		name:     "Conv{" + g.String() + "}",
 		inDims:   []int{4, 4},
 		outShape: tensor.Shape{g.n, g.m, g.oh, g.ow},
-		fwd: func(in []tensor.Tensor) (tensor.Tensor, error) {
+		into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 			var bias tensor.Tensor
 			if len(in) == 3 {
 				bias = in[2]
 			}
+			n := g.n * g.m * g.outPlane
 			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return convForward[float32](g, sc, in[0], in[1], bias), nil },
-				func() (tensor.Tensor, error) { return convForward[float64](g, sc, in[0], in[1], bias), nil })
+				func() (tensor.Tensor, error) {
+					return convForward(g, sc, in[0], in[1], bias, outBuf[float32](buf, n)), nil
+				},
+				func() (tensor.Tensor, error) {
+					return convForward(g, sc, in[0], in[1], bias, outBuf[float64](buf, n)), nil
+				})
 		},
 		grads: []gradSpec{
-			{deps: []int{1, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			{deps: []int{1, depGrad}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
+				n := g.n * g.c * g.inPlane
 				return dispatch(in[0],
-					func() (tensor.Tensor, error) { return convGradX[float32](g, sc, in[0], in[1]), nil },
-					func() (tensor.Tensor, error) { return convGradX[float64](g, sc, in[0], in[1]), nil })
+					func() (tensor.Tensor, error) { return convGradX(g, sc, in[0], in[1], outBuf[float32](buf, n)), nil },
+					func() (tensor.Tensor, error) { return convGradX(g, sc, in[0], in[1], outBuf[float64](buf, n)), nil })
 			}},
 			{deps: []int{0, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
 				return dispatch(in[0],
@@ -100,6 +106,9 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 			}},
 		},
 	}
+	fwd, gradX := op.into, op.grads[0].into
+	op.fwd = func(in []tensor.Tensor) (tensor.Tensor, error) { return fwd(nil, in) }
+	op.grads[0].fn = func(in []tensor.Tensor) (tensor.Tensor, error) { return gradX(nil, in) }
 	children := []*gorgonia.Node{x, w}
 	if b != nil {
 		op.inDims = append(op.inDims, 1)
@@ -411,13 +420,13 @@ func getScratch[T float](s *scratch, n int) *[]T {
 	return &b
 }
 
-func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor) tensor.Tensor {
+// convForward writes the convolution into out (zeroed, n·m·oH·oW).
+func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out []T) tensor.Tensor {
 	x, w := data[T](xt), data[T](wt)
 	var b []T
 	if bt != nil {
 		b = data[T](bt)
 	}
-	out := make([]T, g.n*g.m*g.outPlane)
 	mul := gemmFor[T](g.n)
 	cols := forwardCols(&g, sc, x)
 	if cols != nil {
@@ -462,9 +471,9 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor) ten
 	return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
 }
 
-func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor) tensor.Tensor {
+// convGradX writes the input gradient into dx (zeroed, n·c·H·W).
+func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
 	w, gy := data[T](wt), data[T](gyt)
-	dx := make([]T, g.n*g.c*g.inPlane)
 	mul := gemmFor[T](g.n)
 	parallelFor(g.n, func(_, lo, hi int) {
 		var col []T

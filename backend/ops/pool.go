@@ -177,9 +177,9 @@ func gather(name string, x, idx *gorgonia.Node) (*gorgonia.Node, error) {
 				func() (tensor.Tensor, error) { return gatherK[float64](in[0], in[1]) })
 		},
 		grads: []gradSpec{{deps: []int{1, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
-			return dispatch(in[1],
-				func() (tensor.Tensor, error) { return scatterK[float32](in[1], in[0], xs, true) },
-				func() (tensor.Tensor, error) { return scatterK[float64](in[1], in[0], xs, true) })
+			return scatterInto(nil, in[1], in[0], xs)
+		}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
+			return scatterInto(buf, in[1], in[0], xs)
 		}}, {}},
 	}
 	return apply(op, x, idx)
@@ -230,8 +230,8 @@ func MaxUnpool(x, indices *gorgonia.Node, p PoolParams, outputShape []int) (*gor
 		outShape: os,
 		fwd: func(in []tensor.Tensor) (tensor.Tensor, error) {
 			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return scatterK[float32](in[0], in[1], os, false) },
-				func() (tensor.Tensor, error) { return scatterK[float64](in[0], in[1], os, false) })
+				func() (tensor.Tensor, error) { return scatterK[float32](in[0], in[1], os, false, nil) },
+				func() (tensor.Tensor, error) { return scatterK[float64](in[0], in[1], os, false, nil) })
 		},
 		grads: []gradSpec{{deps: []int{depGrad, 1}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
 			return dispatch(in[0],
@@ -304,11 +304,20 @@ func gatherK[T float](xt, it tensor.Tensor) (tensor.Tensor, error) {
 	return newTensor(it.Shape(), out), nil
 }
 
+// scatterInto is scatterK accumulating into buf (see intoFn).
+func scatterInto(buf any, vt, it tensor.Tensor, s tensor.Shape) (tensor.Tensor, error) {
+	return dispatch(vt,
+		func() (tensor.Tensor, error) { return scatterK(vt, it, s, true, outBuf[float32](buf, s.TotalSize())) },
+		func() (tensor.Tensor, error) { return scatterK(vt, it, s, true, outBuf[float64](buf, s.TotalSize())) })
+}
+
 // scatterK writes (add=false) or accumulates (add=true) vals at the flat
-// positions idx of a zero tensor of shape s.
-func scatterK[T float](vt, it tensor.Tensor, s tensor.Shape, add bool) (tensor.Tensor, error) {
+// positions idx of out (zeroed, of shape s; nil: a fresh one).
+func scatterK[T float](vt, it tensor.Tensor, s tensor.Shape, add bool, out []T) (tensor.Tensor, error) {
 	v, idx := data[T](vt), data[int64](it)
-	out := make([]T, s.TotalSize())
+	if out == nil {
+		out = make([]T, s.TotalSize())
+	}
 	for i, j := range idx {
 		if j < 0 || int(j) >= len(out) {
 			return nil, fmt.Errorf("index %d out of range [0, %d)", j, len(out))
