@@ -89,21 +89,29 @@ func BatchNorm(x, scale, b, mean, variance *gorgonia.Node, p BatchNormParams) (*
 		}
 		return apply(op, x, scale, b)
 	}
+	n := xs.TotalSize()
+	evalFwd := func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
+		return dispatch(in[0],
+			func() (tensor.Tensor, error) { return bnEvalFwd(in, eps, outBuf[float32](buf, n)), nil },
+			func() (tensor.Tensor, error) { return bnEvalFwd(in, eps, outBuf[float64](buf, n)), nil })
+	}
+	evalGradX := func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
+		return dispatch(in[0],
+			func() (tensor.Tensor, error) {
+				return bnEvalGradX(in[0], in[1], in[2], eps, outBuf[float32](buf, n)), nil
+			},
+			func() (tensor.Tensor, error) {
+				return bnEvalGradX(in[0], in[1], in[2], eps, outBuf[float64](buf, n)), nil
+			})
+	}
 	op := &fnOp{
 		name:     fmt.Sprintf("BatchNormEval{eps=%g}", eps),
 		inDims:   []int{len(xs), 1, 1, 1, 1},
 		outShape: xs,
-		fwd: func(in []tensor.Tensor) (tensor.Tensor, error) {
-			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return bnEvalFwd[float32](in, eps), nil },
-				func() (tensor.Tensor, error) { return bnEvalFwd[float64](in, eps), nil })
-		},
+		fwd:      func(in []tensor.Tensor) (tensor.Tensor, error) { return evalFwd(nil, in) },
+		into:     evalFwd,
 		grads: []gradSpec{
-			{deps: []int{1, 4, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
-				return dispatch(in[0],
-					func() (tensor.Tensor, error) { return bnEvalGradX[float32](in[0], in[1], in[2], eps), nil },
-					func() (tensor.Tensor, error) { return bnEvalGradX[float64](in[0], in[1], in[2], eps), nil })
-			}},
+			{deps: []int{1, 4, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) { return evalGradX(nil, in) }, into: evalGradX},
 			{deps: []int{0, depGrad, 3, 4}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
 				return dispatch(in[0],
 					func() (tensor.Tensor, error) { return bnGradScale[float32](in[0], in[1], in[2], in[3], eps), nil },
@@ -205,11 +213,14 @@ func bnStats[T float](xt tensor.Tensor) (mean, variance []T) {
 	return mean, variance
 }
 
-// affine writes y = a_c·x + b_c per channel.
-func affine[T float](xt tensor.Tensor, a, b []T) tensor.Tensor {
+// affine writes y = a_c·x + b_c per channel into y (len(x); nil: a
+// fresh slice).
+func affine[T float](xt tensor.Tensor, a, b, y []T) tensor.Tensor {
 	n, c, inner := bnDims(xt.Shape())
 	x := data[T](xt)
-	y := make([]T, len(x))
+	if y == nil {
+		y = make([]T, len(x))
+	}
 	parallelFor(n*c, func(_, lo, hi int) {
 		for p := lo; p < hi; p++ {
 			j := p % c
@@ -231,7 +242,8 @@ func invStd[T float](variance []T, eps float64) []T {
 	return r
 }
 
-func bnEvalFwd[T float](in []tensor.Tensor, eps float64) tensor.Tensor {
+// bnEvalFwd writes BatchNorm with given statistics into y (len(x)).
+func bnEvalFwd[T float](in []tensor.Tensor, eps float64, y []T) tensor.Tensor {
 	scale, b, mean, variance := data[T](in[1]), data[T](in[2]), data[T](in[3]), data[T](in[4])
 	inv := invStd(variance, eps)
 	a, c := make([]T, len(scale)), make([]T, len(scale))
@@ -239,17 +251,18 @@ func bnEvalFwd[T float](in []tensor.Tensor, eps float64) tensor.Tensor {
 		a[j] = scale[j] * inv[j]
 		c[j] = b[j] - mean[j]*a[j]
 	}
-	return affine(in[0], a, c)
+	return affine(in[0], a, c, y)
 }
 
-func bnEvalGradX[T float](st, vt, gyt tensor.Tensor, eps float64) tensor.Tensor {
+// bnEvalGradX writes the input gradient of bnEvalFwd into dx (len(gy)).
+func bnEvalGradX[T float](st, vt, gyt tensor.Tensor, eps float64, dx []T) tensor.Tensor {
 	scale := data[T](st)
 	inv := invStd(data[T](vt), eps)
 	a := make([]T, len(scale))
 	for j := range scale {
 		a[j] = scale[j] * inv[j]
 	}
-	return affine(gyt, a, make([]T, len(scale)))
+	return affine(gyt, a, make([]T, len(scale)), dx)
 }
 
 // bnGradScale returns Σ gy·x̂ per channel, with x̂ from the given statistics
@@ -294,7 +307,7 @@ func bnTrainFwd[T float](xt, st, bt tensor.Tensor, eps float64) tensor.Tensor {
 		a[j] = scale[j] * inv[j]
 		c[j] = b[j] - mean[j]*a[j]
 	}
-	return affine(xt, a, c)
+	return affine(xt, a, c, nil)
 }
 
 // bnTrainGradX is dx = scale·inv/M · (M·gy − Σgy − x̂·Σ(gy·x̂)).
