@@ -2,6 +2,7 @@ package backend
 
 import (
 	"fmt"
+	"reflect"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -33,8 +34,9 @@ import (
 // TapeMachine, by contrast, reuses output buffers in place.)
 //
 // The one exception is deliberate: a float32 kernel node (kernelOp,
-// kernelGradOp), and an ops node whose op supports it (ops.fnOp.DoInto:
-// Conv and its input gradient, MaxPool's gradient), writes its result
+// kernelGradOp), Gorgonia's addition of two float32 tensors (add32), and
+// an ops node whose op supports it (ops.fnOp.DoInto: Conv and its input
+// gradient, MaxPool's gradient, BatchNorm), writes its result
 // into the buffer of its own previous result (bufs, obufs), which that op
 // allocated itself and which no other value shares. That value is dead when the node runs again: a backward node's
 // previous result belongs to the previous task, whose gradients the
@@ -57,7 +59,43 @@ type program struct {
 	vals  []G.Value
 	bufs  [][]float32 // per node: the float32 buffer of its last result, for reuse
 	obufs []any       // per node: the backing data of its last ops.fnOp result, for reuse
+	adds  []bool      // per node: Gorgonia's element-wise tensor addition (gradient sums)
 	pos   map[gnode]int
+}
+
+// isGorgoniaAdd reports whether op is Gorgonia's element-wise addition,
+// which symbolic differentiation uses to sum the gradients reaching a
+// node. Recognised by its type and description; anything else (a future
+// Gorgonia naming its ops otherwise included) just runs its Do.
+func isGorgoniaAdd(op G.Op) bool {
+	return op != nil && reflect.TypeOf(op).String() == "gorgonia.elemBinOp" && op.String() == "+ false"
+}
+
+// add32 adds two float32 tensors of equal shape into buf (reused when it
+// has their length, like a kernel node's result), as Gorgonia's addition
+// does (one float32 addition per element). ok is false for any other
+// inputs: the caller then runs the op's Do.
+func add32(buf []float32, a, b G.Value) (v G.Value, used []float32, ok bool) {
+	x, ok1 := a.(*tensor.Dense)
+	y, ok2 := b.(*tensor.Dense)
+	if !ok1 || !ok2 || x.RequiresIterator() || y.RequiresIterator() || !x.Shape().Eq(y.Shape()) || len(x.Shape()) == 0 {
+		return nil, nil, false
+	}
+	xd, ok1 := x.Data().([]float32)
+	yd, ok2 := y.Data().([]float32)
+	if !ok1 || !ok2 || len(xd) != len(yd) {
+		return nil, nil, false
+	}
+	out := buf
+	if len(out) != len(xd) {
+		out = make([]float32, len(xd))
+	}
+	yd = yd[:len(xd)]
+	out = out[:len(xd)]
+	for i, v := range xd {
+		out[i] = v + yd[i]
+	}
+	return tensor.New(tensor.WithShape(x.Shape().Clone()...), tensor.WithBacking(out)), out, true
 }
 
 // opsIntoOp is an ops op that can write its result into a given buffer
@@ -151,6 +189,10 @@ func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
 	p.vals = make([]G.Value, len(p.nodes))
 	p.bufs = make([][]float32, len(p.nodes))
 	p.obufs = make([]any, len(p.nodes))
+	p.adds = make([]bool, len(p.nodes))
+	for i, n := range p.nodes {
+		p.adds[i] = len(p.args[i]) == 2 && isGorgoniaAdd(n.Op())
+	}
 	return p, nil
 }
 
@@ -225,6 +267,12 @@ func (p *program) run(seg []int) (err error) {
 		}
 		var v G.Value
 		var err error
+		if p.adds[i] {
+			if sum, used, ok := add32(p.bufs[i], in[0], in[1]); ok {
+				p.vals[i], p.bufs[i] = sum, used
+				continue
+			}
+		}
 		switch op := cur.Op().(type) {
 		case intoOp:
 			var used []float32
