@@ -16,7 +16,7 @@ func TestBenchPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"budget small", "multimnist, multifashion, fashionmnist", "3 seeds",
-		"20480 training and 1000 test pairs", "5400 in all", "expected duration ≈ 38m15s with 2 workers"} {
+		"20480 training and 1000 test pairs", "23625 in all", "expected duration ≈ 43m26s with 2 workers"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan lacks %q:\n%s", want, out)
 		}

@@ -48,24 +48,25 @@ type Budget struct {
 }
 
 // Per-step costs behind Estimate, measured on this project's 2-core
-// machine with the pure-Go backend: one training step of LeNet2 (m = 2:
-// losses and both task gradients) at batch 256 took 0.73 s of CPU time
-// (1.3–1.9 s of wall time while ~8 other jobs shared the 2 cores); a
-// forward pass at batch 256 took 0.34 s of wall time under the same load,
-// about 0.15 s of CPU. Costs scale about linearly with the batch size.
+// machine after the backend's GEMM and executor work: one training step of
+// LeNet2 (m = 2: losses and both task gradients) at batch 256 takes 0.15–0.21
+// s of CPU time (BenchmarkStep/lenet2, the lower figure on an idle machine,
+// the higher with another job running); a forward pass at batch 256 about
+// 0.075 s (Outputs). Costs scale about linearly with the batch size. The
+// estimate uses the loaded figures, to leave a margin.
 const (
-	StepCPU256    = 730 * time.Millisecond
-	ForwardCPU256 = 150 * time.Millisecond
+	StepCPU256    = 200 * time.Millisecond
+	ForwardCPU256 = 75 * time.Millisecond
 )
 
 // Budgets by name. "small" fits in an hour on two free cores (Estimate:
-// about 40 minutes); "paper" is the paper's scale: 120,000/20,000 pairs,
+// about 43 minutes); "paper" is the paper's scale: 120,000/20,000 pairs,
 // 100 epochs per model (50 of linear warm-up, 50 of each method), one
 // checkpoint per epoch over the last 10 epochs, 5 seeds; "tiny" is a smoke
 // test of the whole pipeline in seconds.
 var Budgets = map[string]Budget{
 	"tiny":  {Name: "tiny", TrainExamples: 64, TestExamples: 32, Seeds: 2, WarmSteps: 2, Steps: 2, Checkpoints: 2, Batch: 16, Models: 5},
-	"small": {Name: "small", TrainExamples: 20480, TestExamples: 1000, Seeds: 3, WarmSteps: 60, Steps: 20, Checkpoints: 2, Batch: 256, Models: 5},
+	"small": {Name: "small", TrainExamples: 20480, TestExamples: 1000, Seeds: 3, WarmSteps: 300, Steps: 75, Checkpoints: 3, Batch: 256, Models: 5},
 	"paper": {Name: "paper", TrainExamples: 120000, TestExamples: 20000, Seeds: 5,
 		WarmSteps: 50 * 469, Steps: 50 * 469, Checkpoints: 10, Batch: 256, Models: 5},
 }
