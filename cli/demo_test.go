@@ -16,7 +16,7 @@ import (
 
 // TestDemoQuick runs the demo at its --quick size (a few seconds): every
 // file is written, F decreases from the pretrained model, the summary
-// reports the band fraction, ONNX Runtime loads tuned.onnx, and a second
+// reports the band fraction and both tasks' accuracies, ONNX Runtime loads tuned.onnx, and a second
 // run refuses to replace the files without --force.
 func TestDemoQuick(t *testing.T) {
 	if _, err := datasets.MNISTDir(); err != nil {
@@ -51,6 +51,13 @@ func TestDemoQuick(t *testing.T) {
 	}
 	if s.InBandSteps != demoQuick.TuneSteps || s.InBand < 0 || s.InBand > 1 {
 		t.Errorf("band fraction %v over %d steps, want a fraction over %d", s.InBand, s.InBandSteps, demoQuick.TuneSteps)
+	}
+	for _, acc := range []map[string]jnum{s.AccuracyPretrained, s.AccuracyTuned} {
+		for _, task := range []string{"left", "right"} {
+			if a, ok := acc[task]; !ok || !(a > 0.1 && a <= 1) {
+				t.Errorf("accuracy of %s = %v (present %v), want a fraction above chance", task, a, ok)
+			}
+		}
 	}
 	if s.Reference["left"] >= float64(s.Pretrained.Losses["left"]) {
 		t.Errorf("r_left %v does not favour left (pretrained %v)", s.Reference["left"], s.Pretrained.Losses["left"])
