@@ -279,17 +279,17 @@ func plotDemo(path, title string, tasks []string, r []float64, gamma float64, d 
 		l.Color, l.Width, l.Dashes = color.Gray{Y: 0xa0}, vg.Points(0.7), []vg.Length{vg.Points(3), vg.Points(2)}
 		pc.Add(l)
 		if k == 0 {
-			pc.Legend.Add("iso-F contours", l)
+			pc.Legend.Add("F = F(pretrained), ¼ and 1/16 of it", l)
 		}
 	}
 	l, s, err := plotter.NewLinePoints(xys(tr))
 	if err != nil {
 		return fmt.Errorf("demo plot: trajectory: %w", err)
 	}
-	l.Color, l.Width = demoBlue, vg.Points(1.4)
+	l.Color, l.Width = demoBlue, vg.Points(1)
 	s.GlyphStyle = draw.GlyphStyle{Color: demoBlue, Radius: vg.Points(1.5), Shape: draw.CircleGlyph{}}
 	pc.Add(l, s)
-	pc.Legend.Add("trajectory", l)
+	pc.Legend.Add(fmt.Sprintf("every %g steps", d.vStep[1]-d.vStep[0]), l)
 	for _, m := range []struct {
 		at    [2]float64
 		c     color.Color
