@@ -26,11 +26,20 @@ type Recorder interface {
 // Config is the resolved configuration of a run, as recorded on the first
 // line of a JSON-lines log.
 type Config struct {
-	Kind            string         `json:"kind"` // always "config"
-	Tasks           []string       `json:"tasks"`
-	NumParams       int            `json:"num_params"`
-	Models          int            `json:"models"`
+	Kind      string   `json:"kind"` // always "config"
+	Tasks     []string `json:"tasks"`
+	NumParams int      `json:"num_params"`
+	Models    int      `json:"models"`
+	// Method names the direction method: "png", "mgd", "linear", or for
+	// other methods their String (else Go type and fields). The method's
+	// parameters follow with defaults resolved: Alpha, Gamma and Discount
+	// for "png", Weights for "linear" (1/m each when none were given);
+	// they are absent for other methods.
 	Method          string         `json:"method"`
+	Alpha           *float64       `json:"alpha,omitempty"`
+	Gamma           *float64       `json:"gamma,omitempty"`
+	Discount        *float64       `json:"discount,omitempty"`
+	Weights         []float64      `json:"weights,omitempty"`
 	Criterion       string         `json:"criterion"`
 	Multi           string         `json:"multi,omitempty"`
 	RawMulti        bool           `json:"raw_multi,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/png"
 )
 
 func TestJSONLRecorder(t *testing.T) {
@@ -60,6 +61,37 @@ func TestJSONLRecorder(t *testing.T) {
 			}
 			if res := lines[5]; res["kind"] != "result" || res["status"] != "StepLimit" || res["steps"] != 4.0 {
 				t.Errorf("result line %v", res)
+			}
+		})
+	}
+}
+
+// TestJSONLConfigMethod checks the method part of the configuration
+// line: a name and the method's parameters with defaults resolved, never
+// a Go struct with zero fields.
+func TestJSONLConfigMethod(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		method png.Method
+		want   string
+	}{
+		{"png defaults", png.PNG{}, `"method":"png","alpha":0.5,"gamma":0.1,"discount":0.9,"criterion"`},
+		{"png set", &png.PNG{Settings: png.Settings{Alpha: -1, Gamma: 0.01, Discount: 0.5, Workers: 1}},
+			`"method":"png","alpha":-1,"gamma":0.01,"discount":0.5,"criterion"`},
+		{"mgd", png.MGD{}, `"method":"mgd","criterion"`},
+		{"linear default", png.Linear{}, `"method":"linear","weights":[0.5,0.5],"criterion"`},
+		{"linear weights", png.Linear{Weights: []float64{0.25, 0.75}}, `"method":"linear","weights":[0.25,0.75],"criterion"`},
+		{"other", gd{}, `"method":"finetune_test.gd{}","criterion"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			s := finetune.Settings{Method: tc.method, Criterion: weighted{1, 1}, LR: 0.1, Steps: 1}
+			if _, err := finetune.Run(context.Background(), newQuad(1, 2), nil, nil, &s, finetune.NewJSONLRecorder(&buf)); err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := strings.Cut(buf.String(), "\n")
+			if !strings.Contains(first, tc.want) {
+				t.Errorf("config line\n%s\nwant it to contain\n%s", first, tc.want)
 			}
 		})
 	}

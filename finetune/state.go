@@ -1,6 +1,10 @@
 package finetune
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/paretonav/paretonav/png"
+)
 
 // checkpoint writes the loop's state to s.CheckpointPath.
 func (l *loop) checkpoint() error {
@@ -58,12 +62,13 @@ func (l *loop) config(multi bool) *Config {
 	s := &l.s
 	cfg := &Config{
 		Kind: "config", Tasks: l.tasks, NumParams: l.n, Models: len(l.pts),
-		Method: describe(s.Method), Criterion: describe(l.obj.c), Optimizer: s.Optimizer,
+		Criterion: describe(l.obj.c), Optimizer: s.Optimizer,
 		LR: s.LR, LRSchedule: s.LRSchedule, Steps: l.total, StartStep: l.step,
 		TrainExamples: l.train.Len(), ValExamples: l.val.Len(), Seed: s.Seed, ValEvery: s.ValEvery,
 		CheckpointEvery: s.CheckpointEvery, CheckpointPath: s.CheckpointPath,
 		MaxRetries: s.MaxRetries, Workers: s.Workers, Meta: s.Meta,
 	}
+	describeMethod(cfg, s.Method, len(l.tasks))
 	if l.obj.m != nil {
 		cfg.Multi, cfg.RawMulti = describe(l.obj.m), s.RawMulti
 	}
@@ -77,6 +82,54 @@ func (l *loop) config(multi bool) *Config {
 		cfg.Momentum = s.Momentum
 	}
 	return cfg
+}
+
+// describeMethod sets cfg's Method and the method's parameters with
+// their defaults resolved (png.Settings' zero fields, Linear's nil
+// weights for m tasks), so that the log says what ran rather than what
+// was left zero.
+func describeMethod(cfg *Config, m png.Method, tasks int) {
+	if p, ok := m.(*png.PNG); ok && p != nil {
+		m = *p
+	}
+	switch x := m.(type) {
+	case png.PNG:
+		ps := x.Settings
+		alpha, gamma, discount := orDefault(ps.Alpha, png.DefaultAlpha), orDefault(ps.Gamma, png.DefaultGamma),
+			orDefault(ps.Discount, png.DefaultDiscount)
+		cfg.Method, cfg.Alpha, cfg.Gamma, cfg.Discount = "png", &alpha, &gamma, &discount
+	case png.MGD, *png.MGD:
+		cfg.Method = "mgd"
+	case png.Linear:
+		cfg.Method, cfg.Weights = "linear", linearWeights(x.Weights, tasks)
+	case *png.Linear:
+		cfg.Method = "linear"
+		if x != nil {
+			cfg.Weights = linearWeights(x.Weights, tasks)
+		}
+	default:
+		cfg.Method = describe(m)
+	}
+}
+
+// orDefault returns v, or def when v is zero.
+func orDefault(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// linearWeights returns a copy of w, or 1/m each when w is nil.
+func linearWeights(w []float64, m int) []float64 {
+	if w != nil {
+		return append([]float64(nil), w...)
+	}
+	out := make([]float64, m)
+	for i := range out {
+		out[i] = 1 / float64(m)
+	}
+	return out
 }
 
 // describe names a method or criterion: its String method, else its Go
