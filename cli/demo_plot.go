@@ -221,26 +221,9 @@ func plotDemo(path, title string, tasks []string, r []float64, gamma float64, d 
 	headroom(pb, lo/1.5, hi, 0.45)
 	// The band is a strip along the bottom of the panel: one green bar
 	// per run of steps with the control off.
-	stripTop := pb.Y.Min * math.Pow(pb.Y.Max/pb.Y.Min, 0.04)
-	var band *plotter.Polygon
-	for i := 0; i < len(d.on); {
-		if d.on[i] {
-			i++
-			continue
-		}
-		j := i
-		for j < len(d.on) && !d.on[j] {
-			j++
-		}
-		x0, x1 := d.step[i]-0.5, d.step[j-1]+0.5
-		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: pb.Y.Min}, {X: x1, Y: pb.Y.Min}, {X: x1, Y: stripTop}, {X: x0, Y: stripTop}})
-		if err != nil {
-			return fmt.Errorf("demo plot: band: %w", err)
-		}
-		poly.Color, poly.LineStyle.Width = demoGreen, 0
-		pb.Add(poly)
-		band = poly
-		i = j
+	band, err := bandStrip(pb, d.step, d.on, demoGreen)
+	if err != nil {
+		return fmt.Errorf("demo plot: %w", err)
 	}
 	if err := line(pb, d.step, d.G, demoRed, vg.Points(0.8), "g(θ) on the batch", false); err != nil {
 		return err
@@ -350,26 +333,6 @@ func plotDemo(path, title string, tasks []string, r []float64, gamma float64, d 
 		return fmt.Errorf("demo plot %s: %w", path, err)
 	}
 	return f.Close()
-}
-
-// positiveRange returns the smallest and largest positive finite values
-// of the slices (1 and 10 when there are none).
-func positiveRange(xs ...[]float64) (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, x := range xs {
-		for _, v := range x {
-			if v > 0 && !math.IsInf(v, 0) {
-				lo, hi = min(lo, v), max(hi, v)
-			}
-		}
-	}
-	if lo > hi {
-		return 1, 10
-	}
-	if lo == hi {
-		return lo / 2, hi * 2
-	}
-	return lo, hi
 }
 
 // isoLevels returns the F values of the iso-F contours drawn around r:

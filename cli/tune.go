@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image/color"
 	"io"
 	"math"
 	"os"
@@ -13,11 +12,6 @@ import (
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
@@ -370,7 +364,8 @@ func (j *tuneJob) run(ctx context.Context) (res *tuneOutcome, err error) {
 	}
 	res.InBand, res.BandSteps = res.series.inBand(100)
 	if j.PlotPath != "" {
-		if err := plotTune(j.PlotPath, j.PlotTitle, res.Tasks, res.series); err != nil {
+		if err := plotTune(j.PlotPath, &tunePlot{Title: j.PlotTitle, Tasks: res.Tasks, Series: res.series, Crit: j.Settings.Criterion,
+			Before: res.before, After: res.after, MeasuredOn: j.ReportName, Examples: res.Examples}); err != nil {
 			return nil, err
 		}
 	}
@@ -412,183 +407,4 @@ func tuneSummary(w io.Writer, r *tuneOutcome) error {
 	}
 	fmt.Fprintf(w, "wrote %s\n", r.Output)
 	return nil
-}
-
-// series is a Recorder keeping what the plots and the band fraction need.
-type series struct {
-	step    []float64
-	F, G, E []float64
-	on      []bool
-	losses  [][]float64
-}
-
-func (s *series) Init(*finetune.Config) error { return nil }
-
-func (s *series) Record(st *finetune.Step) error {
-	p := st.Points[0]
-	s.step = append(s.step, float64(st.Step))
-	s.F = append(s.F, st.F)
-	s.G = append(s.G, p.Info.G)
-	s.E = append(s.E, p.Info.E)
-	s.on = append(s.on, p.Info.ControlOn)
-	s.losses = append(s.losses, append([]float64(nil), p.Losses...))
-	return nil
-}
-
-func (s *series) Done(*finetune.Result) error { return nil }
-
-// inBand returns the fraction of the last (up to) k recorded steps with
-// the control off (g ≤ e), and how many steps that is.
-func (s *series) inBand(k int) (jnum, int) {
-	n := min(k, len(s.on))
-	if n == 0 {
-		return 0, 0
-	}
-	in := 0
-	for _, on := range s.on[len(s.on)-n:] {
-		if !on {
-			in++
-		}
-	}
-	return jnum(float64(in) / float64(n)), n
-}
-
-// plotTune draws F over the steps, g and the threshold e over the steps
-// (log scale), and for 2 or 3 tasks the trajectory in loss space (each
-// pair of tasks), and saves a PNG image at path.
-func plotTune(path, title string, tasks []string, s *series) error {
-	if len(s.step) == 0 {
-		return fmt.Errorf("--plot %s: no steps to draw", path)
-	}
-	line := func(p *plot.Plot, x, y []float64, c color.Color, label string) error {
-		pts := make(plotter.XYs, 0, len(x))
-		for i := range x {
-			if y[i] > 0 || !isLog(p) {
-				pts = append(pts, plotter.XY{X: x[i], Y: y[i]})
-			}
-		}
-		if len(pts) == 0 {
-			return nil
-		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return fmt.Errorf("--plot: %s: %w", label, err)
-		}
-		l.Color, l.Width = c, vg.Points(1)
-		p.Add(l)
-		p.Legend.Add(label, l)
-		return nil
-	}
-	pf := plot.New()
-	pf.Title.Text = "criterion F"
-	pf.X.Label.Text = "step"
-	k := smoothing(len(s.step))
-	if err := line(pf, s.step, s.F, color.Gray{Y: 0xc0}, "F (batch)"); err != nil {
-		return err
-	}
-	if k > 1 {
-		if err := line(pf, s.step, ema(s.F, k), trajectoryColors[0], fmt.Sprintf("moving average (%d steps)", k)); err != nil {
-			return err
-		}
-	}
-	pg := plot.New()
-	pg.Title.Text = "g(θ) and threshold e = γ·ē"
-	pg.X.Label.Text = "step"
-	pg.Y.Scale, pg.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: 1}
-	if err := line(pg, s.step, s.G, trajectoryColors[1], "g"); err != nil {
-		return err
-	}
-	if err := line(pg, s.step, s.E, trajectoryColors[2], "e"); err != nil {
-		return err
-	}
-	pg.Legend.Top = true
-	top := []*plot.Plot{pf, pg}
-	var bottom []*plot.Plot
-	m := len(tasks)
-	if m == 2 || m == 3 {
-		for a := 0; a < m; a++ {
-			for b := a + 1; b < m; b++ {
-				p := plot.New()
-				p.Title.Text = "trajectory in loss space"
-				p.X.Label.Text, p.Y.Label.Text = tasks[a], tasks[b]
-				la, lb := make([]float64, len(s.losses)), make([]float64, len(s.losses))
-				for i, l := range s.losses {
-					la[i], lb[i] = l[a], l[b]
-				}
-				la, lb = ema(la, k), ema(lb, k)
-				tr := make([][2]float64, len(s.losses))
-				for i := range tr {
-					tr[i] = [2]float64{la[i], lb[i]}
-				}
-				if k > 1 {
-					p.Title.Text = fmt.Sprintf("batch losses (moving average of %d steps)", k)
-				}
-				l, err := plotter.NewLine(xys(tr))
-				if err != nil {
-					return fmt.Errorf("--plot: trajectory: %w", err)
-				}
-				l.Color, l.Width = color.Gray{Y: 0x60}, vg.Points(0.5)
-				ends, _ := plotter.NewScatter(xys([][2]float64{tr[0], tr[len(tr)-1]}))
-				ends.GlyphStyle = draw.GlyphStyle{Color: trajectoryColors[1], Radius: vg.Points(3), Shape: draw.CircleGlyph{}}
-				p.Add(l, ends)
-				bottom = append(bottom, p)
-			}
-		}
-	}
-	cols := max(len(top), len(bottom))
-	rows := [][]*plot.Plot{pad(top, cols)}
-	if len(bottom) > 0 {
-		rows = append(rows, pad(bottom, cols))
-	}
-	const cell = 4 * vg.Inch
-	img := vgimg.New(vg.Length(cols)*cell, vg.Length(len(rows))*cell)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: len(rows), Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
-		PadTop: vg.Millimeter * 8, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align(rows, tiles, dc)
-	for r := range rows {
-		for k, p := range rows[r] {
-			if p != nil {
-				p.Draw(canvases[r][k])
-			}
-		}
-	}
-	dc.FillText(draw.TextStyle{Color: color.Black, Font: pf.Title.TextStyle.Font, Handler: pf.Title.TextStyle.Handler, XAlign: draw.XCenter},
-		vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Millimeter*5}, title)
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--plot: %w", err)
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("--plot %s: %w", path, err)
-	}
-	return f.Close()
-}
-
-// smoothing is the moving-average span used for n noisy batch values.
-func smoothing(n int) int { return max(1, n/20) }
-
-// ema returns the exponential moving average of x with span k (weight
-// 2/(k+1)); k ≤ 1 returns x.
-func ema(x []float64, k int) []float64 {
-	if k <= 1 || len(x) == 0 {
-		return x
-	}
-	a := 2 / float64(k+1)
-	out := make([]float64, len(x))
-	out[0] = x[0]
-	for i := 1; i < len(x); i++ {
-		out[i] = a*x[i] + (1-a)*out[i-1]
-	}
-	return out
-}
-
-func isLog(p *plot.Plot) bool { _, ok := p.Y.Scale.(plot.LogScale); return ok }
-
-func pad(ps []*plot.Plot, n int) []*plot.Plot {
-	for len(ps) < n {
-		ps = append(ps, nil)
-	}
-	return ps
 }
