@@ -174,7 +174,13 @@ func (t readableTicks) Ticks(lo, hi float64) []plot.Tick {
 			}
 		}
 		if inside >= 2 {
-			return ticks // powers of ten, labelled exactly
+			// LogTicks multiplies its way up, labelling 9.999999999999999e-05.
+			for i, tk := range ticks {
+				if tk.Label != "" {
+					ticks[i].Label = strconv.FormatFloat(math.Pow10(int(math.Round(math.Log10(tk.Value)))), 'g', -1, 64)
+				}
+			}
+			return ticks
 		}
 		ticks = plot.DefaultTicks{}.Ticks(lo, hi)
 	} else {

@@ -257,7 +257,7 @@ func plotTune(path string, t *tunePlot) error {
 	}
 	ts := pa.Title.TextStyle
 	ts.XAlign, ts.Font.Size = draw.XCenter, vg.Points(12)
-	dc.FillText(ts, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Millimeter*7}, t.Title)
+	dc.FillText(ts, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Millimeter*6}, t.Title)
 	return savePNG(img, path, "--plot")
 }
 

@@ -114,6 +114,7 @@ func TestReadableTicks(t *testing.T) {
 		{0, 60, false, []string{"0", "30", "60"}},
 		{-0.1, 0.1, false, []string{"-0.1", "0.0", "0.1"}},
 		{0.01, 20, true, []string{"0.01", "0.1", "1", "10", "100"}},
+		{1e-7, 1e-3, true, []string{"1e-07", "1e-06", "1e-05", "0.0001", "0.001"}},
 	} {
 		var got []string
 		for _, tk := range (readableTicks{Log: tc.log}).Ticks(tc.lo, tc.hi) {
