@@ -14,8 +14,12 @@ import (
 
 // plotFront draws the models in loss space to a PNG at path: one panel for
 // two tasks (over the true front when given), three pairwise panels for
-// three; more tasks draw the first three pairs. Each model is a labelled
-// point.
+// three; more tasks draw the first three pairs. Each model is a point
+// numbered as its file model_K.onnx, filled when no other model is at
+// least as good in every task (non-dominated in all tasks, not only the
+// panel's two), hollow when dominated. Axes leave a margin around the
+// points and head room above them for the legend; tick labels carry the
+// digits that tell neighbouring ticks apart.
 func plotFront(path, title string, tasks []string, pts [][]float64, trueFront [][2]float64) error {
 	pairs := [][2]int{{0, 1}}
 	if len(tasks) >= 3 {
@@ -24,14 +28,29 @@ func plotFront(path, title string, tasks []string, pts [][]float64, trueFront []
 	if len(tasks) < 2 {
 		return fmt.Errorf("front.png: need at least 2 tasks, got %d", len(tasks))
 	}
+	dominated := make([]bool, len(pts))
+	for i := range pts {
+		for j := range pts {
+			if j != i && dominates(pts[j], pts[i]) {
+				dominated[i] = true
+				break
+			}
+		}
+	}
 	var panels []*plot.Plot
 	for _, pr := range pairs {
 		p := plot.New()
 		p.Title.Text = title
 		if len(pairs) > 1 {
-			p.Title.Text = fmt.Sprintf("%s vs %s", tasks[pr[1]], tasks[pr[0]])
+			p.Title.Text = fmt.Sprintf("loss %s against loss %s", tasks[pr[1]], tasks[pr[0]])
 		}
-		p.X.Label.Text, p.Y.Label.Text = tasks[pr[0]], tasks[pr[1]]
+		p.X.Label.Text, p.Y.Label.Text = "loss "+tasks[pr[0]], "loss "+tasks[pr[1]]
+		p.X.Tick.Marker, p.Y.Tick.Marker = readableTicks{}, readableTicks{}
+		p.Legend.TextStyle.Font.Size = vg.Points(10)
+		xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
+		for k, q := range pts {
+			xs[k], ys[k] = q[pr[0]], q[pr[1]]
+		}
 		if len(trueFront) > 0 && pr == [2]int{0, 1} {
 			l, err := plotter.NewLine(xys(trueFront))
 			if err != nil {
@@ -39,25 +58,48 @@ func plotFront(path, title string, tasks []string, pts [][]float64, trueFront []
 			}
 			l.Color, l.Width, l.Dashes = color.Gray{Y: 0x80}, vg.Points(1.5), []vg.Length{vg.Points(4), vg.Points(3)}
 			p.Add(l)
-			p.Legend.Add("true front", l)
+			p.Legend.Add("true Pareto front", l)
+			for _, f := range trueFront {
+				xs, ys = append(xs, f[0]), append(ys, f[1])
+			}
 		}
-		xy := make(plotter.XYs, len(pts))
-		labels := make([]string, len(pts))
-		for k, q := range pts {
-			xy[k].X, xy[k].Y = q[pr[0]], q[pr[1]]
-			labels[k] = fmt.Sprintf(" %d", k)
+		xlo, xhi := finiteRange(xs)
+		ylo, yhi := finiteRange(ys)
+		mx, my := 0.08*(xhi-xlo), 0.08*(yhi-ylo)
+		p.X.Min, p.X.Max = xlo-mx, xhi+mx
+		p.Y.Min, p.Y.Max = ylo-my, yhi+my+0.25*(yhi-ylo)
+		for _, group := range []struct {
+			dominated bool
+			label     string
+		}{{false, "model k, non-dominated"}, {true, "model k, dominated"}} {
+			var xy plotter.XYs
+			var labels []string
+			for k, q := range pts {
+				if dominated[k] == group.dominated {
+					xy = append(xy, plotter.XY{X: q[pr[0]], Y: q[pr[1]]})
+					labels = append(labels, fmt.Sprint(k))
+				}
+			}
+			if len(xy) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(xy)
+			if err != nil {
+				return fmt.Errorf("front.png: models: %w", err)
+			}
+			var shape draw.GlyphDrawer = draw.CircleGlyph{}
+			if group.dominated {
+				shape = draw.RingGlyph{}
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: trajectoryColors[0], Radius: vg.Points(4), Shape: shape}
+			lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xy, Labels: labels})
+			if err != nil {
+				return fmt.Errorf("front.png: labels: %w", err)
+			}
+			lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(3)}
+			p.Add(sc, lb)
+			p.Legend.Add(group.label, sc)
 		}
-		sc, err := plotter.NewScatter(xy)
-		if err != nil {
-			return fmt.Errorf("front.png: models: %w", err)
-		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: trajectoryColors[0], Radius: vg.Points(4), Shape: draw.CircleGlyph{}}
-		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xy, Labels: labels})
-		if err != nil {
-			return fmt.Errorf("front.png: labels: %w", err)
-		}
-		p.Add(sc, lb)
-		p.Legend.Add("models", sc)
 		p.Legend.Top = true
 		panels = append(panels, p)
 	}
@@ -90,3 +132,16 @@ func plotFront(path, title string, tasks []string, pts [][]float64, trueFront []
 }
 
 func createFile(path string) (*os.File, error) { return os.Create(path) }
+
+// dominates reports whether a is at least as good as b in every task and
+// better in one (lower losses).
+func dominates(a, b []float64) bool {
+	better := false
+	for i := range a {
+		if a[i] > b[i] {
+			return false
+		}
+		better = better || a[i] < b[i]
+	}
+	return better
+}

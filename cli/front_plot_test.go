@@ -37,6 +37,22 @@ func TestPlotFront(t *testing.T) {
 			t.Errorf("%d tasks: image width %d, want %d", len(tc.tasks), w, want)
 		}
 	}
+	// Model 2 is dominated by model 1; models 0 and 1 are not dominated.
+	if err := plotFront(filepath.Join(dir, "d.png"), "dominated", []string{"a", "b"}, [][]float64{{0.1, 0.9}, {0.5, 0.5}, {0.6, 0.5}}, nil); err != nil {
+		t.Errorf("a dominated model: %v", err)
+	}
+	for _, tc := range []struct {
+		a, b []float64
+		want bool
+	}{
+		{[]float64{1, 1}, []float64{1, 2}, true},
+		{[]float64{1, 1}, []float64{1, 1}, false},
+		{[]float64{0, 2}, []float64{1, 1}, false},
+	} {
+		if got := dominates(tc.a, tc.b); got != tc.want {
+			t.Errorf("dominates(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
 	if err := plotFront(filepath.Join(dir, "g.png"), "x", []string{"a"}, [][]float64{{1}}, nil); err == nil {
 		t.Error("one task: no error")
 	}
