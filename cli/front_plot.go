@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"image/color"
-	"os"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -109,29 +108,20 @@ func plotFront(path, title string, tasks []string, pts [][]float64, trueFront []
 		}
 		return nil
 	}
+	// Three panels side by side under the overall title.
 	const w, h = 15 * vg.Inch, 5 * vg.Inch
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Points(10)}
+	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Points(10), PadTop: vg.Millimeter * 11}
 	canvases := plot.Align([][]*plot.Plot{panels}, tiles, dc)
 	for i, p := range panels {
 		p.Draw(canvases[0][i])
 	}
-	f, err := createFile(path)
-	if err != nil {
-		return fmt.Errorf("front.png %s: %w", path, err)
-	}
-	_, werr := vgimg.PngCanvas{Canvas: img}.WriteTo(f)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return fmt.Errorf("front.png %s: %w", path, werr)
-	}
-	return nil
+	ts := panels[0].Title.TextStyle
+	ts.XAlign, ts.YAlign, ts.Font.Size = draw.XCenter, draw.YCenter, vg.Points(13)
+	dc.FillText(ts, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Millimeter*5}, title)
+	return savePNG(img, path, "front.png")
 }
-
-func createFile(path string) (*os.File, error) { return os.Create(path) }
 
 // dominates reports whether a is at least as good as b in every task and
 // better in one (lower losses).

@@ -256,7 +256,7 @@ func plotTune(path string, t *tunePlot) error {
 		}
 	}
 	ts := pa.Title.TextStyle
-	ts.XAlign, ts.Font.Size = draw.XCenter, vg.Points(12)
+	ts.XAlign, ts.YAlign, ts.Font.Size = draw.XCenter, draw.YCenter, vg.Points(12)
 	dc.FillText(ts, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Millimeter*6}, t.Title)
 	return savePNG(img, path, "--plot")
 }
