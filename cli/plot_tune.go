@@ -225,7 +225,7 @@ func plotTune(path string, t *tunePlot) error {
 		for a := 0; a < m; a++ {
 			for b := a + 1; b < m; b++ {
 				title := fmt.Sprintf("(%c) %s", 'd'+rune(len(trajs)), what)
-				p, err := t.trajectoryPanel(tr, span, title, a, b, m == 2)
+				p, err := t.trajectoryPanel(tr, span, title, a, b, m == 2, len(vLoss) >= 3)
 				if err != nil {
 					return err
 				}
@@ -316,8 +316,9 @@ func (t *tunePlot) trajectory(vStep []float64, vLoss [][]float64) ([][]float64, 
 // trajectoryPanel draws the trajectory tr from step span[0] to span[1],
 // titled title, in the plane of tasks a and b,
 // its start and end marked, with iso-F contours through both when
-// contours is set and a criterion is known.
-func (t *tunePlot) trajectoryPanel(tr [][]float64, span [2]float64, title string, a, b int, contours bool) (*plot.Plot, error) {
+// contours is set and a criterion is known, and a dot at every point
+// with dots.
+func (t *tunePlot) trajectoryPanel(tr [][]float64, span [2]float64, title string, a, b int, contours, dots bool) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(11)
@@ -345,7 +346,7 @@ func (t *tunePlot) trajectoryPanel(tr [][]float64, span [2]float64, title string
 	}
 	l.Color, l.Width = plotBlue, vg.Points(1)
 	p.Add(l)
-	if len(tr) <= 40 {
+	if dots {
 		sc.GlyphStyle = draw.GlyphStyle{Color: plotBlue, Radius: vg.Points(1.5), Shape: draw.CircleGlyph{}}
 		p.Add(sc)
 	}
