@@ -9,7 +9,10 @@ import (
 )
 
 // Progress shows a run's progress: on a terminal, a bar redrawn in place
-// with the step, the ETA, F and g; otherwise a plain line every Interval.
+// with the step, the ETA, F and g (the largest over the models) as the
+// step measured them; otherwise a plain line every Interval. With training
+// data they are the last batch's and read "batch F", which differs from F
+// on a whole data set as a summary reports it.
 type Progress struct {
 	W        io.Writer
 	Terminal bool          // redraw a bar in place (set by NewProgress for terminals)
@@ -20,6 +23,7 @@ type Progress struct {
 	last         time.Time
 	began        time.Time
 	drawn        bool
+	fLabel       string // "batch F" with training data, else "F"
 }
 
 // NewProgress returns a Progress writing to w, drawing a bar when w is a
@@ -40,6 +44,10 @@ func (p *Progress) Init(cfg *Config) error {
 	p.total, p.start = cfg.Steps, cfg.StartStep
 	p.began = time.Now()
 	p.last = time.Time{}
+	p.fLabel = "F"
+	if cfg.TrainExamples > 0 {
+		p.fLabel = "batch F"
+	}
 	if p.Interval == 0 {
 		p.Interval = 5 * time.Second
 	}
@@ -72,7 +80,7 @@ func (p *Progress) Record(st *Step) error {
 		left := time.Duration(float64(now.Sub(p.began)) / float64(done) * float64(p.total-st.Step))
 		eta = left.Round(time.Second).String()
 	}
-	stats := fmt.Sprintf("%d/%d ETA %s F=%.6g g=%.3g", st.Step, p.total, eta, st.F, g)
+	stats := fmt.Sprintf("%d/%d ETA %s %s=%.4g g=%.4g", st.Step, p.total, eta, p.fLabel, st.F, g)
 	if !p.Terminal {
 		_, err := fmt.Fprintf(p.W, "step %s\n", stats)
 		return err
@@ -83,7 +91,8 @@ func (p *Progress) Record(st *Step) error {
 	return err
 }
 
-// Done ends the bar's line and prints the status.
+// Done ends the bar's line and prints the status with the final F (the
+// last batch's with training data).
 func (p *Progress) Done(res *Result) error {
 	if p.drawn {
 		fmt.Fprintln(p.W)
@@ -91,6 +100,10 @@ func (p *Progress) Done(res *Result) error {
 	if res == nil {
 		return nil
 	}
-	_, err := fmt.Fprintf(p.W, "%s after %d steps in %s, F=%.6g\n", res.Status, res.Steps, time.Since(p.began).Round(time.Millisecond), res.F)
+	label := p.fLabel
+	if label == "" {
+		label = "F"
+	}
+	_, err := fmt.Fprintf(p.W, "%s after %d steps in %s, %s=%.4g\n", res.Status, res.Steps, time.Since(p.began).Round(time.Millisecond), label, res.F)
 	return err
 }

@@ -125,4 +125,24 @@ func TestProgressPlain(t *testing.T) {
 	if p.Terminal || !strings.HasPrefix(out, "step 50/50 ETA") || !strings.Contains(out, "StepLimit after 50 steps") || strings.Contains(out, "\r") {
 		t.Errorf("progress output %q", out)
 	}
+	// Without training data F is exact, not a batch's.
+	if !strings.Contains(out, " F=") || strings.Contains(out, "batch F") {
+		t.Errorf("progress output %q: want F labelled plain F without training data", out)
+	}
+}
+
+// TestProgressBatchF: with training data the progress line's F is the last
+// batch's, and says so.
+func TestProgressBatchF(t *testing.T) {
+	var buf bytes.Buffer
+	p := finetune.NewProgress(&buf)
+	p.Interval = time.Hour // only the last step prints
+	s := finetune.Settings{Method: gd{}, LR: 0.05, Steps: 4, BatchSize: 5, Seed: 1}
+	if _, err := finetune.Run(context.Background(), &regression{theta: []float32{1, -1, 2}}, regressionData(10), nil, &s, p); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "step 4/4 ETA") || strings.Count(out, "batch F=") != 2 {
+		t.Errorf("progress output %q: want the last step's line and the status line, each with batch F=", out)
+	}
 }
