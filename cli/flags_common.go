@@ -22,10 +22,10 @@ var (
 	seedFlag = &ucli.Int64Flag{Name: "seed", Value: 1, Usage: "random seed (shuffles, initial noise)", Category: "Training"}
 
 	methodFlag  = &ucli.StringFlag{Name: "method", Value: "png", Usage: "update direction: png, mgd or linear", Category: "Method"}
-	weightsFlag = &ucli.StringFlag{Name: "weights", Usage: "`w1,w2,...`: task weights of --method linear (default: equal)", Category: "Method"}
+	weightsFlag = &ucli.StringFlag{Name: "weights", Usage: "task weights of --method linear, one per task as `W1,W2,...` (default: equal)", Category: "Method"}
 	alphaFlag   = &ucli.Float64Flag{Name: "alpha", Value: png.DefaultAlpha, Usage: "PNG's α: the control φ = α·g", Category: "Method"}
 
-	criterionFlag = &ucli.StringFlag{Name: "criterion", Usage: "criterion `EXPR|PRESET` over the task names (wd:r1,r2 / ratio:r1,r2 / cosine:r1,r2 / energy with --models)", Category: "Method"}
+	criterionFlag = &ucli.StringFlag{Name: "criterion", Usage: "what to descend inside the Pareto set; `SPEC` is an expression over the task names or a preset (wd:r1,r2 / ratio:r1,r2 / cosine:r1,r2 / energy with --models)", Category: "Method"}
 
 	traceFlag = &ucli.PathFlag{Name: "trace", Usage: "write a per-step CSV trace (step, losses, F, g, e, control) to `FILE.csv`", Category: "Output"}
 	logFlag   = &ucli.PathFlag{Name: "log", Usage: "write a JSON-lines log (configuration, then one object per step) to `FILE.jsonl`", Category: "Output"}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -52,8 +55,10 @@ energy Σ_{i≠j} ‖L_i − L_j‖⁻² over their loss vectors spreads them al
 front. Writes OUT_DIR/model_K.onnx (atomically), front.csv (each model's task
 losses and, for nll/ce tasks, accuracies on --val, else on the first 2048
 examples of --data), front.png (the models in loss space), report.json
-(hypervolume with reference point --ref on the losses and 0 on the
-accuracies; IGD+ against the non-dominated set of the models).
+(how many models are non-dominated; the hypervolume of the losses below the
+reference point --ref, with a note when no model is below it in every task,
+and of the accuracies above 0; IGD+ of the losses against a reference front,
+--reference FILE.csv or with --problem the true front).
 
 With --problem exp2 (or zdt2v) the same code path trains the paper's
 synthetic problem (no data, no ONNX files) and also reports every model's
@@ -65,26 +70,31 @@ distance to the true front and the spacing of the models along it.`,
 			Category: "Data", TakesFile: true},
 		taskFlag, mapFlag, bnFlag, freezeFlag,
 		&ucli.IntFlag{Name: "models", Value: frontModels, Usage: "number `N` of models trained together", Category: "Problem"},
-		&ucli.StringFlag{Name: "init", Usage: "start from these `a.onnx,b.onnx,...` (one per model) instead of perturbed copies of MODEL", Category: "Problem"},
-		&ucli.Float64Flag{Name: "spread", Usage: "standard deviation of the seeded noise added to every parameter of every copy (default 0.01; 0.1 with --problem)", Category: "Problem"},
-		&ucli.StringFlag{Name: "criterion", Value: "energy", Usage: "multi-point criterion `energy[:eps=E]`", Category: "Method"},
+		&ucli.StringFlag{Name: "init", Usage: "start model k from the k-th file of `A.onnx,B.onnx,...` (one per model) instead of from perturbed copies of MODEL", Category: "Problem"},
+		&ucli.Float64Flag{Name: "spread", Usage: "standard deviation of the seeded noise added to every parameter of every copy",
+			DefaultText: "0.01; 0.1 with --problem", Category: "Problem"},
+		&ucli.StringFlag{Name: "criterion", Value: "energy", Usage: "the multi-point criterion that spreads the models; `SPEC` is energy or energy:eps=E", Category: "Method"},
 		alphaFlag,
-		&ucli.Float64Flag{Name: "gamma", Usage: "PNG's γ: the control is on while g > γ·ē (default 0.1; 0.01 with --problem)", Category: "Method"},
-		&ucli.StringFlag{Name: "optimizer", Usage: "`sgd` or adam (default adam; sgd with --problem)", Category: "Training"},
-		&ucli.Float64Flag{Name: "lr", Usage: "learning rate (default 1e-3; 0.005 with --problem)", Category: "Training"},
-		&ucli.StringFlag{Name: "lr-schedule", Value: "constant", Usage: "`constant`, cosine or step", Category: "Training"},
-		&ucli.IntFlag{Name: "steps", Usage: "number of steps (default 1000; 10000 with --problem)", Category: "Training"},
+		&ucli.Float64Flag{Name: "gamma", Usage: "PNG's γ: the control is on while g > γ·ē", DefaultText: "0.1; 0.01 with --problem", Category: "Method"},
+		&ucli.StringFlag{Name: "optimizer", Usage: "the optimizer by `NAME`: sgd or adam", DefaultText: "adam; sgd with --problem", Category: "Training"},
+		&ucli.Float64Flag{Name: "lr", Usage: "learning rate", DefaultText: "0.001; 0.005 with --problem", Category: "Training"},
+		&ucli.StringFlag{Name: "lr-schedule", Value: "constant", Usage: "learning-rate `SCHEDULE`: constant, cosine or step", Category: "Training"},
+		&ucli.IntFlag{Name: "steps", Usage: "number of steps; 0 runs --epochs passes over --data instead",
+			DefaultText: "1000; 10000 with --problem; --epochs passes when that is set", Category: "Training"},
 		&ucli.IntFlag{Name: "epochs", Usage: "passes over --data when --steps is 0", Category: "Training"},
 		batchFlag(frontBatch),
 		&ucli.IntFlag{Name: "workers", Value: 1, Usage: "models evaluated at once (each on its own goroutine)", Category: "Training"},
 		seedFlag,
 		&ucli.PathFlag{Name: "out-dir", Usage: "write the models, front.csv, front.png and report.json to `DIR`", Category: "Output"},
-		&ucli.StringFlag{Name: "ref", Usage: "hypervolume reference point on the losses, `r1,r2,...` or one value for all (default 0.6; 1.1 with --problem)", Category: "Output"},
+		&ucli.StringFlag{Name: "ref", Usage: "hypervolume reference point on the losses, one value for all tasks or one per task as `R1,R2,...`; only models below it in every task count",
+			DefaultText: "0.6, the paper's for trained MultiMNIST models; 1.1 with --problem", Category: "Output"},
+		&ucli.PathFlag{Name: "reference", Usage: "measure IGD+ of the models' losses against the reference front in `FILE.csv` (one point per row, a loss per task; a header names the columns loss_TASK as in front.csv, or the tasks in order)",
+			Category: "Output", TakesFile: true},
 		&ucli.BoolFlag{Name: "force", Usage: "overwrite existing files in --out-dir", Category: "Output"},
 		logFlag,
 		&ucli.PathFlag{Name: "csv", Usage: "write a per-step CSV trace to `FILE.csv`", Category: "Output"},
 		&ucli.IntFlag{Name: "checkpoint-every", Usage: "write a checkpoint every `K` steps", Category: "Output"},
-		&ucli.PathFlag{Name: "checkpoint", Usage: "checkpoint `FILE` (default OUT_DIR/front.ckpt); also written on interruption", Category: "Output"},
+		&ucli.PathFlag{Name: "checkpoint", Usage: "write checkpoints to `FILE` (default OUT_DIR/front.ckpt), also on interruption", Category: "Output"},
 		&ucli.PathFlag{Name: "resume", Usage: "continue the run saved in `CKPT` (same models, data and settings)", Category: "Training"},
 		jsonFlag,
 	},
@@ -121,12 +131,19 @@ type frontModelOut struct {
 	Initial   map[string]jnum `json:"initial_losses"`
 }
 
-// frontQualityOut is a front.Quality in JSON.
+// frontQualityOut is a front.Quality in JSON. IGD+ is reported only
+// against a reference front (--reference, or the true front of a synthetic
+// problem): against the models' own non-dominated set it is 0 by
+// construction and says nothing.
 type frontQualityOut struct {
-	HV           jnum   `json:"hv"`
-	Ref          []jnum `json:"ref"`
-	IGDPlus      jnum   `json:"igd_plus"`
+	HV  jnum   `json:"hv"`
+	Ref []jnum `json:"ref"`
+	// HVNote explains an HV of 0: no model is below Ref in every task.
+	HVNote       string `json:"hv_note,omitempty"`
 	NonDominated int    `json:"non_dominated"`
+	IGDPlus      *jnum  `json:"igd_plus,omitempty"`
+	// Reference names the front IGDPlus is measured against.
+	Reference string `json:"igd_plus_reference,omitempty"`
 }
 
 // frontOut is front's report (report.json and --json).
@@ -176,6 +193,16 @@ func runFront(c *ucli.Context) (err error) {
 	if job.s.CheckpointPath == "" {
 		job.s.CheckpointPath = filepath.Join(dir, "front.ckpt")
 	}
+	// The quality measures' flags are read before training so that a
+	// mistake in them costs no run.
+	ref, err := frontRef(c, len(job.tasks))
+	if err != nil {
+		return err
+	}
+	reference, refName, err := job.referenceFront(c.Path("reference"))
+	if err != nil {
+		return err
+	}
 
 	recs := []finetune.Recorder{finetune.NewProgress(c.App.ErrWriter)}
 	for _, out := range []struct {
@@ -214,11 +241,7 @@ func runFront(c *ucli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	ref, err := frontRef(c, len(job.tasks))
-	if err != nil {
-		return err
-	}
-	out := job.report(res, members, ref, c.String("criterion"))
+	out := job.report(res, members, ref, reference, refName, c.String("criterion"))
 	for k, net := range job.nets {
 		meta, _ := json.Marshal(map[string]any{"version": Version, "command": "front", "criterion": out.Criterion,
 			"model": k, "models": N, "steps": res.Steps, "tasks": taskSpecs(job.btasks), "source": job.source})
@@ -484,8 +507,94 @@ func frontRef(c *ucli.Context, m int) ([]float64, error) {
 	return nil, fmt.Errorf("--ref %q: %d values, want 1 or one per task (%d)", s, len(v), m)
 }
 
-// report assembles front's report from the run and the scores.
-func (j *frontJob) report(res *finetune.Result, ms []front.Member, ref []float64, crit string) *frontOut {
+// referenceFront returns the loss-space front IGD+ is measured against
+// and its name: the points of path (--reference) when given, else the
+// true front of a synthetic problem, else none.
+func (j *frontJob) referenceFront(path string) ([][]float64, string, error) {
+	if path != "" {
+		pts, err := readReferenceFront(path, j.tasks)
+		if err != nil {
+			return nil, "", fmt.Errorf("--reference: %w", err)
+		}
+		return pts, fmt.Sprintf("%s (%d points)", path, len(pts)), nil
+	}
+	if j.synth == nil {
+		return nil, "", nil
+	}
+	tf := j.synth.Front(200)
+	pts := make([][]float64, len(tf))
+	for i, p := range tf {
+		pts[i] = []float64{p[0], p[1]}
+	}
+	return pts, fmt.Sprintf("the true front of %s (%d points)", j.source, len(pts)), nil
+}
+
+// readReferenceFront reads a CSV file of loss vectors, one point per row.
+// A first row that is not all numbers is a header: the columns named
+// loss_TASK (as in front.csv) or TASK are read, for every task; without a
+// header every row has one loss per task, in task order.
+func readReferenceFront(path string, tasks []string) ([][]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	cols := make([]int, len(tasks))
+	for i := range cols {
+		cols[i] = i
+	}
+	if len(rows) > 0 && !allNumbers(rows[0]) {
+		head := rows[0]
+		rows = rows[1:]
+		for i, t := range tasks {
+			cols[i] = slices.IndexFunc(head, func(h string) bool {
+				h = strings.TrimSpace(h)
+				return h == "loss_"+t || h == t
+			})
+			if cols[i] < 0 {
+				return nil, fmt.Errorf("%s: header %q has no column loss_%s or %s", path, strings.Join(head, ","), t, t)
+			}
+		}
+	} else if len(rows) > 0 && len(rows[0]) != len(tasks) {
+		return nil, fmt.Errorf("%s: %d columns and no header, want one loss per task (%s)", path, len(rows[0]), strings.Join(tasks, ", "))
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: no points", path)
+	}
+	pts := make([][]float64, len(rows))
+	for r, row := range rows {
+		pts[r] = make([]float64, len(tasks))
+		for i, c := range cols {
+			if c >= len(row) {
+				return nil, fmt.Errorf("%s: row %d has %d columns, want at least %d", path, r+1, len(row), c+1)
+			}
+			v, err := strconv.ParseFloat(strings.TrimSpace(row[c]), 64)
+			if err != nil || math.IsNaN(v) {
+				return nil, fmt.Errorf("%s: row %d, column %d: %q is not a loss", path, r+1, c+1, row[c])
+			}
+			pts[r][i] = v
+		}
+	}
+	return pts, nil
+}
+
+// allNumbers reports whether every field of row parses as a number.
+func allNumbers(row []string) bool {
+	for _, s := range row {
+		if _, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// report assembles front's report from the run and the scores; IGD+ of
+// the losses is measured against reference (named refName) when given.
+func (j *frontJob) report(res *finetune.Result, ms []front.Member, ref []float64, reference [][]float64, refName, crit string) *frontOut {
 	out := &frontOut{Source: j.source, Tasks: j.tasks, Criterion: crit, Status: res.Status.String(), Steps: res.Steps, ScoredOn: j.scoredOn}
 	if j.score != nil {
 		out.Examples = j.score.Len()
@@ -508,13 +617,23 @@ func (j *frontJob) report(res *finetune.Result, ms []front.Member, ref []float64
 		}
 		out.Models = append(out.Models, mo)
 	}
-	lq := front.Measure(front.LossPoints(ms), ref, nil)
-	out.Loss = qualityOut(lq)
+	lp := front.LossPoints(ms)
+	out.Loss = qualityOut(front.Measure(lp, ref, reference))
+	if reference != nil {
+		out.Loss.Reference = refName
+	} else {
+		out.Loss.IGDPlus = nil
+	}
+	if !anyBelow(lp, ref) {
+		out.Loss.HVNote = fmt.Sprintf("no model's losses are below the reference point (%s) in every task; HV is 0 — pass --ref above the losses (the largest is %#.4g)",
+			joinFloats(ref), maxOf(lp))
+	}
 	if ap := front.AccPoints(ms); ap != nil && j.nets != nil {
 		aq := qualityOut(front.Measure(ap, front.Uniform(len(j.tasks), 0), nil))
 		for i := range aq.Ref {
 			aq.Ref[i] = 0
 		}
+		aq.IGDPlus = nil // against the models' own set: 0 by construction
 		out.Accuracy = &aq
 	}
 	if len(j.tasks) == 2 {
@@ -524,7 +643,43 @@ func (j *frontJob) report(res *finetune.Result, ms []front.Member, ref []float64
 }
 
 func qualityOut(q front.Quality) frontQualityOut {
-	return frontQualityOut{HV: jnum(q.HV), Ref: jnums(q.Ref), IGDPlus: jnum(q.IGDPlus), NonDominated: q.NonDominated}
+	igd := jnum(q.IGDPlus)
+	return frontQualityOut{HV: jnum(q.HV), Ref: jnums(q.Ref), IGDPlus: &igd, NonDominated: q.NonDominated}
+}
+
+// anyBelow reports whether some point is below ref in every coordinate,
+// so that it adds to the hypervolume.
+func anyBelow(points [][]float64, ref []float64) bool {
+	for _, p := range points {
+		below := true
+		for i, v := range p {
+			below = below && v < ref[i]
+		}
+		if below {
+			return true
+		}
+	}
+	return false
+}
+
+// maxOf returns the largest coordinate of any point.
+func maxOf(points [][]float64) float64 {
+	m := math.Inf(-1)
+	for _, p := range points {
+		for _, v := range p {
+			m = math.Max(m, v)
+		}
+	}
+	return m
+}
+
+// joinFloats writes v as "a, b, ..." (%g: as the user wrote them).
+func joinFloats[T ~float64](v []T) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%g", float64(x))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // writeFrontCSV writes one row per model: model, the task losses, the
@@ -585,28 +740,36 @@ func frontSummary(w io.Writer, r *frontOut) error {
 	for _, m := range r.Models {
 		var parts []string
 		for _, t := range r.Tasks {
-			p := fmt.Sprintf("%s=%.5f", t, float64(m.Losses[t]))
+			p := fmt.Sprintf("%s=%#.4g", t, float64(m.Losses[t]))
 			if a, ok := m.Accuracy[t]; ok && !math.IsNaN(float64(a)) {
-				p += fmt.Sprintf(" (acc %.4f)", float64(a))
+				p += fmt.Sprintf(" (acc %#.4g)", float64(a))
 			}
 			parts = append(parts, p)
 		}
 		extra := ""
 		if m.FrontDist != nil {
-			extra = fmt.Sprintf("  front distance %.2g", float64(*m.FrontDist))
+			extra = fmt.Sprintf("  front distance %#.4g", float64(*m.FrontDist))
 		}
-		fmt.Fprintf(w, "  model %d: %s  g %.3g%s\n", m.Model, strings.Join(parts, " "), float64(m.G), extra)
+		fmt.Fprintf(w, "  model %d: %s  g %#.4g%s\n", m.Model, strings.Join(parts, " "), float64(m.G), extra)
 	}
-	fmt.Fprintf(w, "  losses: HV %.6g (ref %v), IGD+ %.4g, %d non-dominated\n", float64(r.Loss.HV), r.Loss.Ref, float64(r.Loss.IGDPlus), r.Loss.NonDominated)
+	fmt.Fprintf(w, "  losses: %d of %d models non-dominated; ", r.Loss.NonDominated, len(r.Models))
+	if r.Loss.HVNote != "" {
+		fmt.Fprintf(w, "%s\n", r.Loss.HVNote)
+	} else {
+		fmt.Fprintf(w, "HV %#.4g (ref %s)\n", float64(r.Loss.HV), joinFloats(r.Loss.Ref))
+	}
+	if r.Loss.IGDPlus != nil {
+		fmt.Fprintf(w, "  losses: IGD+ %#.4g against %s\n", float64(*r.Loss.IGDPlus), r.Loss.Reference)
+	}
 	if r.Accuracy != nil {
-		fmt.Fprintf(w, "  accuracies: HV %.6g (ref 0), IGD+ %.4g, %d non-dominated\n", float64(r.Accuracy.HV), float64(r.Accuracy.IGDPlus), r.Accuracy.NonDominated)
+		fmt.Fprintf(w, "  accuracies: %d of %d models non-dominated; HV %#.4g (ref 0)\n", r.Accuracy.NonDominated, len(r.Models), float64(r.Accuracy.HV))
 	}
 	if len(r.Gaps) > 0 {
 		lo, hi := math.Inf(1), 0.0
 		for _, g := range r.Gaps {
 			lo, hi = math.Min(lo, float64(g)), math.Max(hi, float64(g))
 		}
-		fmt.Fprintf(w, "  neighbour gaps in loss space: %.4g .. %.4g (ratio %.3g)\n", lo, hi, hi/lo)
+		fmt.Fprintf(w, "  neighbour gaps in loss space: %#.4g .. %#.4g (ratio %#.3g)\n", lo, hi, hi/lo)
 	}
 	fmt.Fprintf(w, "wrote %s\n", filepath.Dir(r.Files["report"]))
 	return nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,11 +34,14 @@ type frontReport struct {
 	Loss struct {
 		HV           float64   `json:"hv"`
 		Ref          []float64 `json:"ref"`
-		IGDPlus      float64   `json:"igd_plus"`
+		HVNote       string    `json:"hv_note"`
+		IGDPlus      *float64  `json:"igd_plus"`
+		Reference    string    `json:"igd_plus_reference"`
 		NonDominated int       `json:"non_dominated"`
 	} `json:"loss_quality"`
 	Accuracy *struct {
-		HV float64 `json:"hv"`
+		HV      float64  `json:"hv"`
+		IGDPlus *float64 `json:"igd_plus"`
 	} `json:"accuracy_quality"`
 	Gaps  []float64         `json:"neighbour_gaps"`
 	Files map[string]string `json:"files"`
@@ -91,9 +95,15 @@ func TestFrontExp2Even(t *testing.T) {
 	}
 	// Five points spread over exp2's front: the hypervolume under (1.1,
 	// 1.1) is 0.446 here, against 0.13 for a corner point alone and 0.31
-	// for the middle point (0.636, 0.636) alone.
-	if r.Loss.HV < 0.4 || r.Loss.NonDominated != 5 || r.Loss.IGDPlus != 0 {
-		t.Errorf("loss quality %+v: want HV ≥ 0.5, 5 non-dominated, IGD+ 0 against itself", r.Loss)
+	// for the middle point (0.636, 0.636) alone. IGD+ is measured against
+	// 200 points of the true front: the mean distance from a front point
+	// to the nearest model, 0.046 for these five evenly spread models.
+	if r.Loss.HV < 0.4 || r.Loss.NonDominated != 5 || r.Loss.HVNote != "" {
+		t.Errorf("loss quality %+v: want HV ≥ 0.4, 5 non-dominated, no HV note", r.Loss)
+	}
+	const igdTol = 0.06
+	if r.Loss.IGDPlus == nil || !(*r.Loss.IGDPlus <= igdTol) || !strings.Contains(r.Loss.Reference, "true front of exp2") {
+		t.Errorf("loss IGD+ %v against %q: want ≤ %g against the true front of exp2", fmtPtr(r.Loss.IGDPlus), r.Loss.Reference, igdTol)
 	}
 }
 
@@ -161,8 +171,33 @@ func TestFrontLeNet2(t *testing.T) {
 			}
 		}
 	}
-	if r.Accuracy == nil || !(r.Accuracy.HV >= 0) {
-		t.Errorf("accuracy quality %+v, want a hypervolume", r.Accuracy)
+	if r.Accuracy == nil || !(r.Accuracy.HV >= 0) || r.Accuracy.IGDPlus != nil {
+		t.Errorf("accuracy quality %+v, want a hypervolume and no IGD+ (no reference front)", r.Accuracy)
+	}
+	// Untrained losses (about 2.3) are all above the default reference
+	// point 0.6: the report says so instead of a bare HV of 0, and has no
+	// IGD+ without --reference.
+	if r.Loss.HV != 0 || !strings.Contains(r.Loss.HVNote, "below the reference point (0.6, 0.6)") ||
+		!strings.Contains(r.Loss.HVNote, "--ref") || r.Loss.IGDPlus != nil || r.Loss.NonDominated < 1 {
+		t.Errorf("loss quality %+v: want HV 0 with a note naming (0.6, 0.6) and --ref, non-dominated models, no IGD+", r.Loss)
+	}
+	sum, err := runCLI(t, append([]string{"front", "--force"}, args...)...)
+	if err != nil || !strings.Contains(sum, "models non-dominated; no model's losses are below the reference point (0.6, 0.6)") || strings.Contains(sum, "IGD+") {
+		t.Errorf("front summary (%v):\n%s\nwant the non-dominated count and the HV note, no IGD+", err, sum)
+	}
+	// With --ref above the losses and --reference (front.csv of this run)
+	// HV is positive and IGD+ is measured against that file.
+	ref := filepath.Join(dir, "reference.csv")
+	csvBytes, err := os.ReadFile(filepath.Join(out, "front.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ref, csvBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r2 := runFrontJSON(t, append([]string{"--force", "--ref", "10", "--reference", ref}, args...)...)
+	if !(r2.Loss.HV > 0) || r2.Loss.HVNote != "" || r2.Loss.IGDPlus == nil || !(*r2.Loss.IGDPlus >= 0) || !strings.HasPrefix(r2.Loss.Reference, ref+" (3 points)") {
+		t.Errorf("loss quality with --ref 10 --reference %s: %+v, want HV > 0, no note, IGD+ against the file's 3 points", ref, r2.Loss)
 	}
 	f, err := os.Open(filepath.Join(out, "front.csv"))
 	if err != nil {
@@ -202,6 +237,14 @@ func TestFrontLeNet2(t *testing.T) {
 
 func TestFrontErrors(t *testing.T) {
 	dir := t.TempDir()
+	// Reference fronts the reading rejects (before any training step).
+	badRef, shortRef := filepath.Join(dir, "bad.csv"), filepath.Join(dir, "short.csv")
+	if err := os.WriteFile(badRef, []byte("model,loss_l1\n0,0.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(shortRef, []byte("0.5\n0.7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -214,6 +257,9 @@ func TestFrontErrors(t *testing.T) {
 		{[]string{"--problem", "exp2", "--ref", "1,2,3", "--steps", "1", "--out-dir", dir, "--force"}, "--ref"},
 		{[]string{"--out-dir", dir}, "MODEL.onnx"},
 		{[]string{"m.onnx", "--init", "a.onnx,b.onnx", "--models", "3", "--out-dir", dir}, "--init"},
+		{[]string{"--problem", "exp2", "--reference", badRef, "--out-dir", dir, "--force"}, "loss_l2"},
+		{[]string{"--problem", "exp2", "--reference", shortRef, "--out-dir", dir, "--force"}, "one loss per task"},
+		{[]string{"--problem", "exp2", "--reference", filepath.Join(dir, "none.csv"), "--out-dir", dir, "--force"}, "--reference"},
 	} {
 		_, err := runCLI(t, append([]string{"front"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -234,4 +280,12 @@ func TestFrontConfig(t *testing.T) {
 	if len(r.Models) != 3 || r.Steps != 30 || len(r.Loss.Ref) != 2 || r.Loss.Ref[0] != 1.2 {
 		t.Errorf("got %d models after %d steps, ref %v; want 3 models (file), 30 steps (flag), ref [1.2 1.2] (file)", len(r.Models), r.Steps, r.Loss.Ref)
 	}
+}
+
+// fmtPtr prints *v, or nil.
+func fmtPtr(v *float64) string {
+	if v == nil {
+		return "nil"
+	}
+	return strconv.FormatFloat(*v, 'g', -1, 64)
 }

@@ -19,12 +19,12 @@ import (
 // tune, front, inspect).
 var (
 	taskFlag = &ucli.StringSliceFlag{Name: "task", Category: "Model",
-		Usage: "a task `NAME:LOSS:OUTPUT:TARGET[:key=value]` (repeat per task): loss " +
+		Usage: "one task per flag; `SPEC` is NAME:LOSS:OUTPUT:TARGET[:key=value], with loss " +
 			strings.Join(backend.LossKinds(), "|") + " between ONNX value OUTPUT and data array TARGET"}
 	mapFlag = &ucli.StringSliceFlag{Name: "map", Category: "Data",
-		Usage: "feed model input from data array: `input=array` (default: the array of the input's name)"}
+		Usage: "feed a model input from a data array of another name, given as `INPUT=ARRAY` (default: the array named like the input)"}
 	bnFlag = &ucli.StringFlag{Name: "bn", Value: "frozen", Category: "Model",
-		Usage: "BatchNormalization: `frozen` (running statistics) or train (batch statistics)"}
+		Usage: "BatchNormalization `MODE`: frozen (running statistics) or train (batch statistics)"}
 	freezeFlag = &ucli.StringSliceFlag{Name: "freeze", Category: "Model",
 		Usage: "do not train initializers matching `GLOB` (path.Match; repeatable)"}
 	dataFlag = &ucli.StringSliceFlag{Name: "data", Category: "Data", TakesFile: true,

@@ -50,12 +50,12 @@ default OUT.ckpt) and leaves --out untouched; --resume continues it.`,
 			Category: "Data", TakesFile: true},
 		taskFlag, mapFlag, bnFlag, freezeFlag,
 		criterionFlag, methodFlag, weightsFlag, alphaFlag, gammaFlag(png.DefaultGamma),
-		&ucli.StringFlag{Name: "optimizer", Value: tuneOptimizer, Usage: "`sgd` or adam (the direction v is its gradient)", Category: "Training"},
+		&ucli.StringFlag{Name: "optimizer", Value: tuneOptimizer, Usage: "the optimizer by `NAME`: sgd or adam (the direction v is its gradient)", Category: "Training"},
 		lrFlag(tuneLR),
 		&ucli.Float64Flag{Name: "momentum", Usage: "SGD momentum μ", Category: "Training"},
-		&ucli.StringFlag{Name: "lr-schedule", Value: "constant", Usage: "`constant`, cosine or step", Category: "Training"},
-		stepsFlag(0),
-		&ucli.IntFlag{Name: "epochs", Usage: "passes over --data when --steps is 0 (both 0: 1000 steps)", Category: "Training"},
+		&ucli.StringFlag{Name: "lr-schedule", Value: "constant", Usage: "learning-rate `SCHEDULE`: constant, cosine or step", Category: "Training"},
+		&ucli.IntFlag{Name: "steps", Usage: "number of steps; 0 runs --epochs passes over --data instead", DefaultText: fmt.Sprintf("%d, or --epochs passes when that is set", finetune.DefaultSteps), Category: "Training"},
+		&ucli.IntFlag{Name: "epochs", Usage: "passes over --data when --steps is 0", Category: "Training"},
 		batchFlag(tuneBatch),
 		&ucli.IntFlag{Name: "val-every", Usage: "evaluate --val every `K` steps (0: at the end only)", Category: "Training"},
 		seedFlag,
@@ -63,9 +63,9 @@ default OUT.ckpt) and leaves --out untouched; --resume continues it.`,
 		&ucli.BoolFlag{Name: "force", Usage: "overwrite --out if it exists (never the input model)", Category: "Output"},
 		logFlag,
 		&ucli.PathFlag{Name: "csv", Usage: "write a per-step CSV trace to `FILE.csv`", Category: "Output"},
-		&ucli.PathFlag{Name: "plot", Usage: "draw F and g over the steps (and the loss-space trajectory for 2 or 3 tasks) to `FILE.png`", Category: "Output"},
+		&ucli.PathFlag{Name: "plot", Usage: "draw the run to `FILE.png`: F (with a moving average and validation F), g and e with the Pareto band, the task losses over the steps, and for 2 or 3 tasks the trajectory in loss space", Category: "Output"},
 		&ucli.IntFlag{Name: "checkpoint-every", Usage: "write a checkpoint every `K` steps", Category: "Output"},
-		&ucli.PathFlag{Name: "checkpoint", Usage: "checkpoint `FILE` (default OUT.ckpt); also written on interruption", Category: "Output"},
+		&ucli.PathFlag{Name: "checkpoint", Usage: "write checkpoints to `FILE` (default OUT.ckpt), also on interruption", Category: "Output"},
 		&ucli.PathFlag{Name: "resume", Usage: "continue the run saved in `CKPT` (same model, data and settings)", Category: "Training"},
 		jsonFlag,
 	},
@@ -398,10 +398,10 @@ func tuneSummary(w io.Writer, r *tuneOutcome) error {
 	fmt.Fprintf(w, "  on the %s data (%d examples):\n", r.MeasuredOn, r.Examples)
 	fmt.Fprintf(w, "    %-12s %12s %12s\n", "", "before", "after")
 	for i, n := range r.Tasks {
-		fmt.Fprintf(w, "    %-12s %12.6f %12.6f\n", n, r.before[i], r.after[i])
+		fmt.Fprintf(w, "    %-12s %#12.4g %#12.4g\n", n, r.before[i], r.after[i])
 	}
-	fmt.Fprintf(w, "    %-12s %12.6g %12.6g\n", "F", float64(r.Before.F), float64(r.After.F))
-	fmt.Fprintf(w, "    %-12s %12.4g %12.4g\n", "g(θ)", float64(r.Before.G), float64(r.After.G))
+	fmt.Fprintf(w, "    %-12s %#12.4g %#12.4g\n", "F", float64(r.Before.F), float64(r.After.F))
+	fmt.Fprintf(w, "    %-12s %#12.4g %#12.4g\n", "g(θ)", float64(r.Before.G), float64(r.After.G))
 	if r.Method == "png" && r.BandSteps > 0 {
 		fmt.Fprintf(w, "  in the Pareto band (g ≤ e) for %.0f%% of the last %d steps\n", 100*float64(r.InBand), r.BandSteps)
 	}

@@ -80,7 +80,7 @@ func (p *Progress) Record(st *Step) error {
 		left := time.Duration(float64(now.Sub(p.began)) / float64(done) * float64(p.total-st.Step))
 		eta = left.Round(time.Second).String()
 	}
-	stats := fmt.Sprintf("%d/%d ETA %s %s=%.4g g=%.4g", st.Step, p.total, eta, p.fLabel, st.F, g)
+	stats := fmt.Sprintf("%d/%d ETA %s %s=%#.4g g=%#.4g", st.Step, p.total, eta, p.fLabel, st.F, g)
 	if !p.Terminal {
 		_, err := fmt.Fprintf(p.W, "step %s\n", stats)
 		return err
@@ -104,6 +104,6 @@ func (p *Progress) Done(res *Result) error {
 	if label == "" {
 		label = "F"
 	}
-	_, err := fmt.Fprintf(p.W, "%s after %d steps in %s, %s=%.4g\n", res.Status, res.Steps, time.Since(p.began).Round(time.Millisecond), label, res.F)
+	_, err := fmt.Fprintf(p.W, "%s after %d steps in %s, %s=%#.4g\n", res.Status, res.Steps, time.Since(p.began).Round(time.Millisecond), label, res.F)
 	return err
 }
