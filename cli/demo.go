@@ -37,9 +37,10 @@ type demoSize struct {
 }
 
 // Demo sizes. The full demo uses the paper's MultiMNIST batch (256) and
-// Adam; measured on the 2-core development machine while other jobs kept
-// it busy (load average about 3.8): 131 s wall, 130 s CPU (user+sys), about
-// 790 MB resident, deterministic for a seed (validation F 0.0187 → 0.0061,
+// Adam; measured on the 2-core development machine after the backend's GEMM
+// work: 91 s wall, 144 s CPU (user+sys), 775 MB resident when the machine
+// was otherwise idle; 131 s wall while other jobs kept it busy (load
+// average about 3.8). It is deterministic for a seed (validation F 0.0187 → 0.0061,
 // accuracies left 95.0% → 95.0%, right 94.7% → 95.6%, in the band for 75
 // of the last 100 steps). γ = 0.5: g(θ)/ē measured 0.2–0.6 on batches of
 // 32 to 2048 pairs (task gradients nearly orthogonal); in the last 100
@@ -49,7 +50,7 @@ type demoSize struct {
 // --quick (a few seconds) is for tests.
 var (
 	demoFull = demoSize{Train: 40000, Val: 1024, Batch: 256, PretrainSteps: 500, PretrainLR: 2e-3,
-		TuneSteps: 300, TuneLR: 3e-4, Minutes: 2.5, LeftFactor: 0.7, RightFactor: 1.0, Gamma: 0.5, ReportLastSteps: 100, ValEvery: 10}
+		TuneSteps: 300, TuneLR: 3e-4, Minutes: 1.5, LeftFactor: 0.7, RightFactor: 1.0, Gamma: 0.5, ReportLastSteps: 100, ValEvery: 10}
 	demoQuick = demoSize{Train: 256, Val: 64, Batch: 16, PretrainSteps: 40, PretrainLR: 3e-3,
 		TuneSteps: 30, TuneLR: 5e-4, Minutes: 0.5, LeftFactor: 0.7, RightFactor: 1.0, Gamma: png.DefaultGamma, ReportLastSteps: 100, ValEvery: 5}
 )
