@@ -22,10 +22,10 @@ func TestBudgetArithmetic(t *testing.T) {
 		// estimate for all three datasets with 2 workers
 		estimate time.Duration
 	}{
-		// small: 5·60 + 3·5·20 = 600 steps; 3·5·2 = 30 scorings of
+		// small: 5·300 + 3·5·75 = 2625 steps; 3·5·3 = 45 scorings of
 		// ⌈1000/256⌉ = 4 batches, 2 passes each.
-		// 3 datasets × 3 seeds × (600·0.73/2 + 30·2·4·0.15) s = 9 × 255 s.
-		{"small", 600, 30, []int{10, 20}, 9 * (219*time.Second + 36*time.Second)},
+		// 3 datasets × 3 seeds × (2625·0.2/2 + 45·2·4·0.075) s = 9 × 289.5 s.
+		{"small", 2625, 45, []int{25, 50, 75}, 9 * (262500*time.Millisecond + 27*time.Second)},
 		// paper: 5·23450 + 15·23450 = 469000 steps per dataset and seed.
 		{"paper", 469000, 150, []int{2345, 4690, 7035, 9380, 11725, 14070, 16415, 18760, 21105, 23450}, 0},
 		{"tiny", 40, 30, []int{1, 2}, 0},
@@ -57,7 +57,7 @@ func TestBudgetArithmetic(t *testing.T) {
 		t.Errorf("small budget estimate %v exceeds 45 minutes", est)
 	}
 	plan := Budgets["small"].Describe([]string{"multimnist", "multifashion", "fashionmnist"}, 2)
-	for _, want := range []string{"20480 training and 1000 test pairs", "3 seeds", "checkpoints at steps [10 20]", "expected duration ≈ 38m15s"} {
+	for _, want := range []string{"20480 training and 1000 test pairs", "3 seeds", "checkpoints at steps [25 50 75]", "expected duration ≈ 43m26s"} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("plan lacks %q:\n%s", want, plan)
 		}
