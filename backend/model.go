@@ -275,32 +275,9 @@ func (md *Model) Weights() map[string]*importer.Tensor {
 // array present, shapes compatible with the model, class labels in range.
 // Errors name the array and the input or task.
 func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
-	var errs []error
-	shapes := map[string][]int{}
-	for _, in := range md.inputs {
-		a, ok := b[in.Name]
-		if !ok || a == nil {
-			errs = append(errs, fmt.Errorf("model input %q: no array %q in the data", in.Name, in.Name))
-			continue
-		}
-		if !a.IsFloat() && !integerType(in.Type) {
-			errs = append(errs, fmt.Errorf("model input %q: array %q has element type %v, expected floating point", in.Name, in.Name, a.Type))
-			continue
-		}
-		if in.Shape != nil {
-			ok := len(a.Shape) == len(in.Shape)
-			for i := 0; ok && i < len(in.Shape); i++ {
-				ok = in.Shape[i] < 0 || in.Shape[i] == a.Shape[i]
-			}
-			if !ok {
-				errs = append(errs, fmt.Errorf("model input %q: array %q has shape %v, the model expects %v (-1: any)", in.Name, in.Name, a.Shape, in.Shape))
-				continue
-			}
-		}
-		shapes[in.Name] = a.Shape
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("backend: %w", errors.Join(errs...))
+	shapes, err := md.inputShapes(b)
+	if err != nil {
+		return err
 	}
 	ints, err := md.batchInts(b)
 	if err != nil {
@@ -310,6 +287,7 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 	if err != nil {
 		return fmt.Errorf("backend: %w", err)
 	}
+	var errs []error
 	for _, t := range md.tasks {
 		if t.Loss == "output" {
 			continue
