@@ -70,13 +70,7 @@ type intKernelOp struct {
 
 func (op *intKernelOp) Arity() int { return len(op.ins) }
 
-func (op *intKernelOp) Type() hm.Type {
-	ts := make([]hm.Type, 0, len(op.ins)+1)
-	for _, s := range op.ins {
-		ts = append(ts, typeOf(tensor.Int64, s))
-	}
-	return hm.NewFnType(append(ts, typeOf(tensor.Int64, op.out))...)
-}
+func (op *intKernelOp) Type() hm.Type { return fnTypeOf(tensor.Int64, op.ins, op.out) }
 
 func (op *intKernelOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape(append([]int{}, op.out...)), nil

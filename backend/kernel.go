@@ -97,15 +97,22 @@ func typeOf(dt tensor.Dtype, s []int) hm.Type {
 	return G.TensorType{Dims: len(s), Of: dt}
 }
 
+// fnTypeOf is the type of an op taking operands of shapes ins, then
+// more (the last of more is the result), all of element type dt.
+func fnTypeOf(dt tensor.Dtype, ins [][]int, more ...[]int) hm.Type {
+	ts := make([]hm.Type, 0, len(ins)+len(more))
+	for _, s := range ins {
+		ts = append(ts, typeOf(dt, s))
+	}
+	for _, s := range more {
+		ts = append(ts, typeOf(dt, s))
+	}
+	return hm.NewFnType(ts...)
+}
+
 func (op *kernelOp) Arity() int { return len(op.ins) }
 
-func (op *kernelOp) Type() hm.Type {
-	ts := make([]hm.Type, 0, len(op.ins)+1)
-	for _, s := range op.ins {
-		ts = append(ts, typeOf(op.dt, s))
-	}
-	return hm.NewFnType(append(ts, typeOf(op.dt, op.out))...)
-}
+func (op *kernelOp) Type() hm.Type { return fnTypeOf(op.dt, op.ins, op.out) }
 
 func (op *kernelOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape(append([]int{}, op.out...)), nil
@@ -191,12 +198,7 @@ func (op *kernelGradOp) Arity() int { return len(op.p.ins) + 2 }
 
 func (op *kernelGradOp) Type() hm.Type {
 	p := op.p
-	ts := make([]hm.Type, 0, len(p.ins)+3)
-	for _, s := range p.ins {
-		ts = append(ts, typeOf(p.dt, s))
-	}
-	ts = append(ts, typeOf(p.dt, p.out), typeOf(p.dt, p.out), typeOf(p.dt, p.ins[op.k]))
-	return hm.NewFnType(ts...)
+	return fnTypeOf(p.dt, p.ins, p.out, p.out, p.ins[op.k])
 }
 
 func (op *kernelGradOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
