@@ -16,25 +16,9 @@ func lowerHardmax(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	if err != nil {
 		return nil, err
 	}
-	def := int64(-1)
-	if b.opset < 13 {
-		def = 1
-	}
-	ax, err := attrInt(n, "axis", def)
+	outer, d, inner, err := softmaxSplit(b, n, x)
 	if err != nil {
 		return nil, err
-	}
-	r := len(x.shape)
-	if r == 0 {
-		return nil, nodeErr(n, "input %q is a scalar; expected rank >= 1 (opset %d)", n.Input[0], b.opset)
-	}
-	a, err := normAxis(n, ax, r)
-	if err != nil {
-		return nil, err
-	}
-	outer, d, inner := numel(x.shape[:a]), x.shape[a], numel(x.shape[a+1:])
-	if b.opset < 13 {
-		d, inner = numel(x.shape[a:]), 1
 	}
 	fwd := func(dst []float64, in [][]float64) {
 		src := in[0]

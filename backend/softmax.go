@@ -17,31 +17,42 @@ func init() {
 	}
 }
 
-func lowerSoftmax(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
-	if err != nil {
-		return nil, err
-	}
+// softmaxSplit reads the axis of a Softmax-like node (default 1 before
+// opset 13, -1 from 13 on) and splits x's shape into outer × d × inner,
+// d being the extent worked along: the axis, or before opset 13 the
+// flattened trailing dimensions from the axis on (inner is then 1).
+func softmaxSplit(b *builder, n *onnxpb.NodeProto, x *value) (outer, d, inner int, err error) {
 	def := int64(-1)
 	if b.opset < 13 {
 		def = 1
 	}
 	ax, err := attrInt(n, "axis", def)
 	if err != nil {
-		return nil, err
+		return 0, 0, 0, err
 	}
 	r := len(x.shape)
 	if r == 0 {
-		return nil, nodeErr(n, "input %q is a scalar; expected rank >= 1", n.Input[0])
+		return 0, 0, 0, nodeErr(n, "input %q is a scalar; expected rank >= 1 (opset %d)", n.Input[0], b.opset)
 	}
 	a, err := normAxis(n, ax, r)
 	if err != nil {
-		return nil, err
+		return 0, 0, 0, err
 	}
-	outer := numel(x.shape[:a])
-	d, inner := x.shape[a], numel(x.shape[a+1:])
+	outer, d, inner = numel(x.shape[:a]), x.shape[a], numel(x.shape[a+1:])
 	if b.opset < 13 {
 		d, inner = numel(x.shape[a:]), 1
+	}
+	return outer, d, inner, nil
+}
+
+func lowerSoftmax(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	x, err := input(n, in, 0)
+	if err != nil {
+		return nil, err
+	}
+	outer, d, inner, err := softmaxSplit(b, n, x)
+	if err != nil {
+		return nil, err
 	}
 	logSm := n.GetOpType() == "LogSoftmax"
 	fwd := func(dst []float64, in [][]float64) {
