@@ -166,6 +166,18 @@ func strides(s []int) []int {
 	return st
 }
 
+// nextIndex advances the row-major multi-index ctr within shape by one,
+// wrapping to all zeros after the last element.
+func nextIndex(ctr, shape []int) {
+	for d := len(ctr) - 1; d >= 0; d-- {
+		ctr[d]++
+		if ctr[d] < shape[d] {
+			return
+		}
+		ctr[d] = 0
+	}
+}
+
 // normAxis maps a possibly negative axis into [0, rank), or errors.
 func normAxis(n *onnxpb.NodeProto, axis int64, rank int) (int, error) {
 	a := int(axis)

@@ -72,13 +72,7 @@ func lowerTile(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 			j += (ctr[d] % x.shape[d]) * ist[d]
 		}
 		idx[i] = j
-		for d := r - 1; d >= 0; d-- {
-			ctr[d]++
-			if ctr[d] < out[d] {
-				break
-			}
-			ctr[d] = 0
-		}
+		nextIndex(ctr, out)
 	}
 	v, err := b.move(n, "Tile", []*value{x}, out, idx)
 	if err != nil {

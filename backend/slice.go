@@ -100,13 +100,7 @@ func lowerSlice(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 			off += (first[d] + ctr[d]*step[d]) * ist[d]
 		}
 		idx[i] = off
-		for d := r - 1; d >= 0; d-- {
-			ctr[d]++
-			if ctr[d] < out[d] {
-				break
-			}
-			ctr[d] = 0
-		}
+		nextIndex(ctr, out)
 	}
 	v, err := b.move(n, "Slice", []*value{x}, out, idx)
 	if err != nil {

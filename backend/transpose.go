@@ -42,13 +42,7 @@ func lowerTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 			off += ctr[d] * ist[perm[d]]
 		}
 		idx[i] = off
-		for d := r - 1; d >= 0; d-- {
-			ctr[d]++
-			if ctr[d] < out[d] {
-				break
-			}
-			ctr[d] = 0
-		}
+		nextIndex(ctr, out)
 	}
 	v, err := b.move(n, "Transpose", []*value{x}, out, idx)
 	if err != nil {
