@@ -25,12 +25,8 @@ func lowerConcat(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	if len(ins) == 0 {
 		return nil, nodeErr(n, "no inputs")
 	}
-	ax, err := attrInt(n, "axis", 0)
-	if err != nil {
-		return nil, err
-	}
 	r := len(ins[0].shape)
-	a, err := normAxis(n, ax, r)
+	a, err := axisAttr(n, 0, r)
 	if err != nil {
 		return nil, err
 	}
@@ -72,11 +68,7 @@ func lowerSplit(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 	if err != nil {
 		return nil, err
 	}
-	ax, err := attrInt(n, "axis", 0)
-	if err != nil {
-		return nil, err
-	}
-	a, err := normAxis(n, ax, len(x.shape))
+	a, err := axisAttr(n, 0, len(x.shape))
 	if err != nil {
 		return nil, err
 	}

@@ -190,6 +190,16 @@ func normAxis(n *onnxpb.NodeProto, axis int64, rank int) (int, error) {
 	return a, nil
 }
 
+// axisAttr reads n's "axis" attribute (def when absent) and maps it into
+// [0, rank) as normAxis does.
+func axisAttr(n *onnxpb.NodeProto, def int64, rank int) (int, error) {
+	ax, err := attrInt(n, "axis", def)
+	if err != nil {
+		return 0, err
+	}
+	return normAxis(n, ax, rank)
+}
+
 // identityIdx returns 0..n-1.
 func identityIdx(n int) []int {
 	idx := make([]int, n)

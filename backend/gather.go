@@ -16,11 +16,7 @@ func lowerGather(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	if err != nil {
 		return nil, err
 	}
-	ax, err := attrInt(n, "axis", 0)
-	if err != nil {
-		return nil, err
-	}
-	a, err := normAxis(n, ax, len(x.shape))
+	a, err := axisAttr(n, 0, len(x.shape))
 	if err != nil {
 		return nil, err
 	}
