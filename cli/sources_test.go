@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/binary"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -14,25 +11,16 @@ import (
 
 	"github.com/paretonav/paretonav/finetune/npz"
 	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/internal/idxtest"
 	"github.com/paretonav/paretonav/models"
 )
 
 // writeIDX writes an unsigned-byte IDX file (gzip-compressed when gz).
 func writeIDX(t *testing.T, path string, dims []int, data []uint8, gz bool) {
 	t.Helper()
-	var b bytes.Buffer
-	b.Write([]byte{0, 0, 8, byte(len(dims))})
-	for _, d := range dims {
-		binary.Write(&b, binary.BigEndian, uint32(d))
-	}
-	b.Write(data)
-	out := b.Bytes()
+	out := idxtest.Encode(dims, data)
 	if gz {
-		var z bytes.Buffer
-		w := gzip.NewWriter(&z)
-		w.Write(out)
-		w.Close()
-		out = z.Bytes()
+		out = idxtest.Gzip(out)
 	}
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)

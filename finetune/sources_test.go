@@ -2,7 +2,6 @@ package finetune_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,27 +19,8 @@ import (
 	"github.com/paretonav/paretonav/finetune/idx"
 	"github.com/paretonav/paretonav/finetune/npz"
 	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/internal/idxtest"
 )
-
-// idxFile encodes an unsigned-byte IDX file (type 0x08 unless typ says
-// otherwise).
-func idxFile(typ byte, dims []int, data []uint8) []byte {
-	var b bytes.Buffer
-	b.Write([]byte{0, 0, typ, byte(len(dims))})
-	for _, d := range dims {
-		binary.Write(&b, binary.BigEndian, uint32(d))
-	}
-	b.Write(data)
-	return b.Bytes()
-}
-
-func gzipped(b []byte) []byte {
-	var out bytes.Buffer
-	w := gzip.NewWriter(&out)
-	w.Write(b)
-	w.Close()
-	return out.Bytes()
-}
 
 // fortranNPY encodes a little-endian float32 .npy file in Fortran
 // (column-major) order: vals are given column by column.
@@ -107,14 +87,14 @@ func TestLoadArrays(t *testing.T) {
 	left := importer.NewInt64("left", []int{4}, []int64{1, 2, 3, 4})
 	y := importer.NewFloat32("y", []int{4, 3}, make([]float32, 12))
 	files := map[string][]byte{
-		"img.idx":    idxFile(8, []int{4, 2, 2}, px),
-		"img.idx.gz": gzipped(idxFile(8, []int{4, 2, 2}, px)),
-		"lab.idx":    idxFile(8, []int{4}, []uint8{7, 0, 9, 3}),
-		"lab3.idx":   idxFile(8, []int{3}, []uint8{7, 0, 9}),
-		"flat.idx":   idxFile(8, []int{4, 2}, px[:8]),
-		"sbyte.idx":  idxFile(9, []int{4}, []uint8{1, 2, 3, 4}),
+		"img.idx":    idxtest.Encode([]int{4, 2, 2}, px),
+		"img.idx.gz": idxtest.Gzip(idxtest.Encode([]int{4, 2, 2}, px)),
+		"lab.idx":    idxtest.Encode([]int{4}, []uint8{7, 0, 9, 3}),
+		"lab3.idx":   idxtest.Encode([]int{3}, []uint8{7, 0, 9}),
+		"flat.idx":   idxtest.Encode([]int{4, 2}, px[:8]),
+		"sbyte.idx":  idxtest.EncodeType(9, []int{4}, []uint8{1, 2, 3, 4}),
 		"junk.bin":   []byte("hello, world"),
-		"junk.gz":    gzipped([]byte("hello, world")),
+		"junk.gz":    idxtest.Gzip([]byte("hello, world")),
 		"f.npy":      fortranNPY([]int{2, 3}, []float32{1, 4, 2, 5, 3, 6}),
 	}
 	for name, b := range files {
@@ -245,7 +225,7 @@ func TestLoadArraysSingleNPZ(t *testing.T) {
 		t.Errorf("single archive: %d arrays, %v; want 2, nil", len(got), err)
 	}
 	lab := filepath.Join(dir, "lab.idx")
-	if err := os.WriteFile(lab, idxFile(8, []int{4}, []uint8{1, 2, 3, 4}), 0o644); err != nil {
+	if err := os.WriteFile(lab, idxtest.Encode([]int{4}, []uint8{1, 2, 3, 4}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := finetune.LoadArrays([]string{p, "y=" + lab})
@@ -263,8 +243,8 @@ func ExampleLoadArrays() {
 	// Two 2×2 images and their labels in MNIST's IDX format, and one
 	// more array as a .npy file.
 	images, labels, extra := filepath.Join(dir, "images.idx"), filepath.Join(dir, "labels.idx"), filepath.Join(dir, "w.npy")
-	os.WriteFile(images, idxFile(8, []int{2, 2, 2}, []uint8{0, 51, 102, 255, 0, 0, 0, 0}), 0o644)
-	os.WriteFile(labels, idxFile(8, []int{2}, []uint8{3, 7}), 0o644)
+	os.WriteFile(images, idxtest.Encode([]int{2, 2, 2}, []uint8{0, 51, 102, 255, 0, 0, 0, 0}), 0o644)
+	os.WriteFile(labels, idxtest.Encode([]int{2}, []uint8{3, 7}), 0o644)
 	npz.WriteNPY(extra, importer.NewFloat32("w", []int{2}, []float32{0.5, 2}))
 
 	arrays, err := finetune.LoadArrays([]string{"x=" + images, "y=" + labels, "weight=" + extra})

@@ -1,39 +1,19 @@
 package idx
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/paretonav/paretonav/internal/idxtest"
 )
-
-// idxBytes encodes an unsigned-byte IDX file.
-func idxBytes(dims []int, data []uint8) []byte {
-	var b bytes.Buffer
-	b.Write([]byte{0, 0, 8, byte(len(dims))})
-	for _, d := range dims {
-		binary.Write(&b, binary.BigEndian, uint32(d))
-	}
-	b.Write(data)
-	return b.Bytes()
-}
-
-func gz(b []byte) []byte {
-	var out bytes.Buffer
-	w := gzip.NewWriter(&out)
-	w.Write(b)
-	w.Close()
-	return out.Bytes()
-}
 
 func TestRead(t *testing.T) {
 	dir := t.TempDir()
-	good := idxBytes([]int{2, 3}, []uint8{1, 2, 3, 4, 5, 6})
+	good := idxtest.Encode([]int{2, 3}, []uint8{1, 2, 3, 4, 5, 6})
 	tests := []struct {
 		name     string
 		content  []byte
@@ -41,14 +21,14 @@ func TestRead(t *testing.T) {
 		wantErr  string
 	}{
 		{"raw", good, []int{2, 3}, ""},
-		{"gzip", gz(good), []int{2, 3}, ""},
+		{"gzip", idxtest.Gzip(good), []int{2, 3}, ""},
 		{"bad magic", append([]byte{1, 2}, good[2:]...), nil, "magic"},
 		{"int32 type", append([]byte{0, 0, 0x0c}, good[3:]...), nil, "element type 0x0c"},
 		{"zero dims", []byte{0, 0, 8, 0}, nil, "0 dimensions"},
 		{"truncated data", good[:len(good)-2], nil, "need 6 bytes of data, found 4"},
 		{"truncated header", good[:6], nil, "dimension 0"},
 		{"empty", nil, nil, "magic"},
-		{"broken gzip", gz(good)[:12], nil, "ErrFormat"},
+		{"broken gzip", idxtest.Gzip(good)[:12], nil, "ErrFormat"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,34 +2,15 @@ package datasets
 
 import (
 	"bytes"
-	"compress/gzip"
-	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/paretonav/paretonav/internal/idxtest"
 )
-
-// idxBytes encodes an unsigned-byte IDX file.
-func idxBytes(dims []int, data []uint8) []byte {
-	var b bytes.Buffer
-	b.Write([]byte{0, 0, 8, byte(len(dims))})
-	for _, d := range dims {
-		binary.Write(&b, binary.BigEndian, uint32(d))
-	}
-	b.Write(data)
-	return b.Bytes()
-}
-
-func gz(b []byte) []byte {
-	var out bytes.Buffer
-	w := gzip.NewWriter(&out)
-	w.Write(b)
-	w.Close()
-	return out.Bytes()
-}
 
 func writeFile(t *testing.T, dir, name string, b []byte) string {
 	t.Helper()
@@ -50,8 +31,8 @@ func fakeSet(t *testing.T, dir string, split string, n, size int) {
 		px[k*size*size+(k%size)*size+k%size] = uint8(10 + k)
 		lb[k] = uint8(k % 10)
 	}
-	writeFile(t, dir, split+"-images-idx3-ubyte.gz", gz(idxBytes([]int{n, size, size}, px)))
-	writeFile(t, dir, split+"-labels-idx1-ubyte", idxBytes([]int{n}, lb))
+	writeFile(t, dir, split+"-images-idx3-ubyte.gz", idxtest.Gzip(idxtest.Encode([]int{n, size, size}, px)))
+	writeFile(t, dir, split+"-labels-idx1-ubyte", idxtest.Encode([]int{n}, lb))
 }
 
 func TestLoad(t *testing.T) {
@@ -75,15 +56,15 @@ func TestLoad(t *testing.T) {
 		{"bad split", func(string) {}, "val", `split "val"`},
 		{"count mismatch", func(d string) {
 			fakeSet(t, d, "train", 4, 28)
-			writeFile(t, d, "train-labels-idx1-ubyte", idxBytes([]int{3}, []uint8{1, 2, 3}))
+			writeFile(t, d, "train-labels-idx1-ubyte", idxtest.Encode([]int{3}, []uint8{1, 2, 3}))
 		}, Train, "4 images but"},
 		{"label range", func(d string) {
 			fakeSet(t, d, "train", 2, 28)
-			writeFile(t, d, "train-labels-idx1-ubyte", idxBytes([]int{2}, []uint8{1, 12}))
+			writeFile(t, d, "train-labels-idx1-ubyte", idxtest.Encode([]int{2}, []uint8{1, 12}))
 		}, Train, "label 12 at index 1"},
 		{"images not 3-D", func(d string) {
 			fakeSet(t, d, "train", 2, 28)
-			writeFile(t, d, "train-images-idx3-ubyte.gz", gz(idxBytes([]int{2}, []uint8{1, 2})))
+			writeFile(t, d, "train-images-idx3-ubyte.gz", idxtest.Gzip(idxtest.Encode([]int{2}, []uint8{1, 2})))
 		}, Train, "3 dimensions"},
 	}
 	for _, tc := range tests {
