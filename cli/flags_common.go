@@ -29,6 +29,12 @@ var (
 
 	traceFlag = &ucli.PathFlag{Name: "trace", Usage: "write a per-step CSV trace (step, losses, F, g, e, control) to `FILE.csv`", Category: "Output"}
 	logFlag   = &ucli.PathFlag{Name: "log", Usage: "write a JSON-lines log (configuration, then one object per step) to `FILE.jsonl`", Category: "Output"}
+
+	// Flags of the long runs (tune, front).
+	lrScheduleFlag      = &ucli.StringFlag{Name: "lr-schedule", Value: "constant", Usage: "learning-rate `SCHEDULE`: constant, cosine or step", Category: "Training"}
+	epochsFlag          = &ucli.IntFlag{Name: "epochs", Usage: "passes over --data when --steps is 0", Category: "Training"}
+	csvFlag             = &ucli.PathFlag{Name: "csv", Usage: "write a per-step CSV trace to `FILE.csv`", Category: "Output"}
+	checkpointEveryFlag = &ucli.IntFlag{Name: "checkpoint-every", Usage: "write a checkpoint every `K` steps", Category: "Output"}
 )
 
 func gammaFlag(def float64) *ucli.Float64Flag {
