@@ -205,22 +205,12 @@ func runFront(c *ucli.Context) (err error) {
 	}
 
 	recs := []finetune.Recorder{finetune.NewProgress(c.App.ErrWriter)}
-	for _, out := range []struct {
-		flag string
-		make func(io.Writer) finetune.Recorder
-	}{
-		{"csv", func(w io.Writer) finetune.Recorder { return finetune.NewCSVRecorder(w) }},
-		{logFlag.Name, func(w io.Writer) finetune.Recorder { return finetune.NewJSONLRecorder(w) }},
-	} {
-		if path := c.Path(out.flag); path != "" {
-			rec, closer, err := fileRecorder("--"+out.flag, path, out.make)
-			if err != nil {
-				return err
-			}
-			defer func() { err = errors.Join(err, closer()) }()
-			recs = append(recs, rec)
-		}
+	traced, closeFiles, err := traceRecorders("--"+csvFlag.Name, c.Path(csvFlag.Name), c.Path(logFlag.Name))
+	if err != nil {
+		return err
 	}
+	defer func() { err = errors.Join(err, closeFiles()) }()
+	recs = append(recs, traced...)
 	ctx, stop := signalContext(c)
 	defer stop()
 	var res *finetune.Result

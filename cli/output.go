@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -79,4 +80,38 @@ func fileRecorder(flag, path string, make func(io.Writer) finetune.Recorder) (fi
 		return nil, nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return make(f), f.Close, nil
+}
+
+// traceRecorders opens the per-step CSV trace at csvPath (given with the
+// flag csvFlag, "--csv" or "--trace") and the JSON-lines log at logPath
+// (--log), each only when its path is set, and returns their recorders in
+// that order with a closer for the files. On error the files already open
+// are closed.
+func traceRecorders(csvFlag, csvPath, logPath string) (recs []finetune.Recorder, closeAll func() error, err error) {
+	var closers []func() error
+	closeAll = func() error {
+		var errs []error
+		for i := len(closers) - 1; i >= 0; i-- {
+			errs = append(errs, closers[i]())
+		}
+		return errors.Join(errs...)
+	}
+	for _, out := range []struct {
+		flag, path string
+		make       func(io.Writer) finetune.Recorder
+	}{
+		{csvFlag, csvPath, func(w io.Writer) finetune.Recorder { return finetune.NewCSVRecorder(w) }},
+		{"--" + logFlag.Name, logPath, func(w io.Writer) finetune.Recorder { return finetune.NewJSONLRecorder(w) }},
+	} {
+		if out.path == "" {
+			continue
+		}
+		rec, closer, err := fileRecorder(out.flag, out.path, out.make)
+		if err != nil {
+			return nil, nil, errors.Join(err, closeAll())
+		}
+		closers = append(closers, closer)
+		recs = append(recs, rec)
+	}
+	return recs, closeAll, nil
 }

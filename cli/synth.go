@@ -107,24 +107,12 @@ func runSynth(c *ucli.Context) (err error) {
 
 	traj := &trajectories{}
 	recs := []finetune.Recorder{finetune.NewProgress(c.App.ErrWriter), traj}
-	for _, out := range []struct {
-		flag string
-		make func(io.Writer) finetune.Recorder
-	}{
-		{traceFlag.Name, func(w io.Writer) finetune.Recorder { return finetune.NewCSVRecorder(w) }},
-		{logFlag.Name, func(w io.Writer) finetune.Recorder { return finetune.NewJSONLRecorder(w) }},
-	} {
-		path := c.Path(out.flag)
-		if path == "" {
-			continue
-		}
-		rec, closer, err := fileRecorder("--"+out.flag, path, out.make)
-		if err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, closer()) }()
-		recs = append(recs, rec)
+	traced, closeFiles, err := traceRecorders("--"+traceFlag.Name, c.Path(traceFlag.Name), c.Path(logFlag.Name))
+	if err != nil {
+		return err
 	}
+	defer func() { err = errors.Join(err, closeFiles()) }()
+	recs = append(recs, traced...)
 
 	ctx, stop := signalContext(c)
 	defer stop()

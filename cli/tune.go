@@ -325,23 +325,12 @@ func (j *tuneJob) run(ctx context.Context) (res *tuneOutcome, err error) {
 	if j.Progress != nil {
 		recs = append(recs, finetune.NewProgress(j.Progress))
 	}
-	for _, out := range []struct {
-		flag, path string
-		make       func(io.Writer) finetune.Recorder
-	}{
-		{"--csv", j.CSVPath, func(w io.Writer) finetune.Recorder { return finetune.NewCSVRecorder(w) }},
-		{"--log", j.LogPath, func(w io.Writer) finetune.Recorder { return finetune.NewJSONLRecorder(w) }},
-	} {
-		if out.path == "" {
-			continue
-		}
-		rec, closer, err := fileRecorder(out.flag, out.path, out.make)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { err = errors.Join(err, closer()) }()
-		recs = append(recs, rec)
+	traced, closeFiles, err := traceRecorders("--"+csvFlag.Name, j.CSVPath, j.LogPath)
+	if err != nil {
+		return nil, err
 	}
+	defer func() { err = errors.Join(err, closeFiles()) }()
+	recs = append(recs, traced...)
 	recs = append(recs, j.Extra...)
 	var fr *finetune.Result
 	if j.Resume != "" {
