@@ -29,8 +29,7 @@ type demoTrace struct {
 	batch int
 	crit  criterion.Criterion
 
-	step, F, G, E []float64
-	on            []bool
+	stepTrace
 	// Validation records, the pretrained model first (step 0).
 	vStep []float64
 	vLoss [][]float64
@@ -41,12 +40,8 @@ type demoTrace struct {
 func (d *demoTrace) Init(*finetune.Config) error { return nil }
 
 func (d *demoTrace) Record(st *finetune.Step) error {
+	d.add(st)
 	p := st.Points[0]
-	d.step = append(d.step, float64(st.Step))
-	d.F = append(d.F, st.F)
-	d.G = append(d.G, p.Info.G)
-	d.E = append(d.E, p.Info.E)
-	d.on = append(d.on, p.Info.ControlOn)
 	if p.ValLosses != nil {
 		return d.validation(st.Step, p.ValLosses)
 	}

@@ -15,16 +15,32 @@ import (
 	"github.com/paretonav/paretonav/png/criterion"
 )
 
+// stepTrace keeps every step's number, batch F, g, e and whether the
+// control was on (of the first model), for the plots of tune and demo.
+type stepTrace struct {
+	step    []float64
+	F, G, E []float64
+	on      []bool
+}
+
+// add records st.
+func (t *stepTrace) add(st *finetune.Step) {
+	p := st.Points[0]
+	t.step = append(t.step, float64(st.Step))
+	t.F = append(t.F, st.F)
+	t.G = append(t.G, p.Info.G)
+	t.E = append(t.E, p.Info.E)
+	t.on = append(t.on, p.Info.ControlOn)
+}
+
 // series is a Recorder keeping what tune's plot and band fraction need:
 // every step's batch F, g, e, control and batch losses, and the
 // validation losses of the steps at which the loop validated.
 type series struct {
-	step    []float64
-	F, G, E []float64
-	on      []bool
-	losses  [][]float64
-	vStep   []float64
-	vLoss   [][]float64
+	stepTrace
+	losses [][]float64
+	vStep  []float64
+	vLoss  [][]float64
 }
 
 // Init implements finetune.Recorder.
@@ -32,12 +48,8 @@ func (s *series) Init(*finetune.Config) error { return nil }
 
 // Record implements finetune.Recorder.
 func (s *series) Record(st *finetune.Step) error {
+	s.add(st)
 	p := st.Points[0]
-	s.step = append(s.step, float64(st.Step))
-	s.F = append(s.F, st.F)
-	s.G = append(s.G, p.Info.G)
-	s.E = append(s.E, p.Info.E)
-	s.on = append(s.on, p.Info.ControlOn)
 	s.losses = append(s.losses, append([]float64(nil), p.Losses...))
 	if p.ValLosses != nil {
 		s.vStep = append(s.vStep, float64(st.Step))
