@@ -41,6 +41,13 @@ func loadTorchFixture(t *testing.T, name string) *torchFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newTorchFixture(t, f)
+}
+
+// newTorchFixture loads f's model and builds the batch (input and
+// targets) and the tasks.
+func newTorchFixture(t *testing.T, f *ortcheck.Fixture) *torchFixture {
+	t.Helper()
 	m, err := importer.Load(f.ModelPath)
 	if err != nil {
 		t.Fatal(err)
@@ -160,22 +167,7 @@ func loadExtraFixture(t *testing.T, name string) *torchFixture {
 			f.Grads[task][init] = v
 		}
 	}
-	m, err := importer.Load(f.ModelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tf := &torchFixture{f: f, m: m, batch: map[string]*importer.Tensor{f.InputName: f.Input}}
-	for _, s := range f.Tasks {
-		task, err := ParseTask(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tf.tasks = append(tf.tasks, task)
-	}
-	for k, v := range f.Targets {
-		tf.batch[k] = v
-	}
-	return tf
+	return newTorchFixture(t, f)
 }
 
 // TestTorchExtraFixtures checks backend against PyTorch, as
