@@ -49,15 +49,7 @@ type frontReport struct {
 
 func runFrontJSON(t *testing.T, args ...string) frontReport {
 	t.Helper()
-	out, err := runCLI(t, append([]string{"front", "--json"}, args...)...)
-	if err != nil {
-		t.Fatalf("front %v: %v", args, err)
-	}
-	var r frontReport
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("front %v: output is not one JSON object: %v\n%s", args, err, out)
-	}
-	return r
+	return runJSON[frontReport](t, "front", args...)
 }
 
 // TestFrontExp2Even: five models on exp2 end on the true front (within

@@ -25,6 +25,22 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// runJSON runs paretonav command --json with args and decodes the one
+// JSON object it prints into a T; it fails t if the command fails or
+// prints anything else.
+func runJSON[T any](t *testing.T, command string, args ...string) T {
+	t.Helper()
+	out, err := runCLI(t, append([]string{command, "--json"}, args...)...)
+	if err != nil {
+		t.Fatalf("%s %v: %v", command, args, err)
+	}
+	var r T
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%s %v: output is not one JSON object: %v\n%s", command, args, err, out)
+	}
+	return r
+}
+
 type synthOut struct {
 	Losses    []float64 `json:"losses"`
 	Criterion float64   `json:"criterion"`
@@ -35,15 +51,7 @@ type synthOut struct {
 
 func synthJSON(t *testing.T, args ...string) synthOut {
 	t.Helper()
-	out, err := runCLI(t, append([]string{"synth", "--json"}, args...)...)
-	if err != nil {
-		t.Fatalf("synth %v: %v", args, err)
-	}
-	var r synthOut
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("synth %v: output is not one JSON object: %v\n%s", args, err, out)
-	}
-	return r
+	return runJSON[synthOut](t, "synth", args...)
 }
 
 // exp2Optimum returns the minimiser over exp2's front of f, by a dense scan
