@@ -183,14 +183,7 @@ func TestTuneIDXVal(t *testing.T) {
 	args := append([]string{"tune", model, "--data", data,
 		"--val", "x=" + p("images.idx.gz"), "--val", "left=" + p("left.idx") + ",right=" + p("right.idx"),
 		"--criterion", "left+right", "--steps", "1", "--batch", "3", "--out", p("tuned.onnx"), "--json"}, lenetTasks...)
-	printed, err := runCLI(t, args...)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, printed)
-	}
-	var tuned tuneOutcome
-	if err := json.Unmarshal([]byte(printed[strings.Index(printed, "{"):]), &tuned); err != nil {
-		t.Fatalf("%v\n%s", err, printed)
-	}
+	tuned := runTuneJSON(t, args...)
 	if tuned.MeasuredOn != "validation" || tuned.Steps != 1 {
 		t.Errorf("measured on %q after %d steps, want validation after 1", tuned.MeasuredOn, tuned.Steps)
 	}

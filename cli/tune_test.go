@@ -274,6 +274,21 @@ func TestTuneNonFinite(t *testing.T) {
 	}
 }
 
+// runTuneJSON runs paretonav with args, a tune command with --json, and
+// decodes the JSON object it prints (after any other output).
+func runTuneJSON(t *testing.T, args ...string) tuneOutcome {
+	t.Helper()
+	printed, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, printed)
+	}
+	var res tuneOutcome
+	if err := json.Unmarshal([]byte(printed[strings.Index(printed, "{"):]), &res); err != nil {
+		t.Fatalf("%v\n%s", err, printed)
+	}
+	return res
+}
+
 // TestTuneTorchFixture tunes a PyTorch-exported model, loads the result in
 // ONNX Runtime, and checks that tune's validation losses, eval's losses on
 // the saved model and the losses recomputed from ONNX Runtime's outputs
@@ -285,14 +300,7 @@ func TestTuneTorchFixture(t *testing.T) {
 	out := filepath.Join(dir, "tuned.onnx")
 	args := append([]string{"tune", fx.ModelPath, "--data", data, "--val", data, "--map", "x=images", "--criterion", "left+2*right",
 		"--steps", "8", "--batch", "2", "--lr", "1e-3", "--out", out, "--json"}, taskArgs...)
-	printed, err := runCLI(t, args...)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, printed)
-	}
-	var tuned tuneOutcome
-	if err := json.Unmarshal([]byte(printed[strings.Index(printed, "{"):]), &tuned); err != nil {
-		t.Fatalf("%v\n%s", err, printed)
-	}
+	tuned := runTuneJSON(t, args...)
 	if tuned.MeasuredOn != "validation" || tuned.Steps != 8 {
 		t.Errorf("measured on %q after %d steps, want validation after 8", tuned.MeasuredOn, tuned.Steps)
 	}
@@ -301,7 +309,7 @@ func TestTuneTorchFixture(t *testing.T) {
 	}
 
 	evalArgs := append([]string{"eval", out, "--data", data, "--map", "x=images", "--json"}, taskArgs...)
-	printed, err = runCLI(t, evalArgs...)
+	printed, err := runCLI(t, evalArgs...)
 	if err != nil {
 		t.Fatalf("eval: %v\n%s", err, printed)
 	}
@@ -357,14 +365,7 @@ func TestTuneConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "tuned.onnx")
-	printed, err := runCLI(t, "tune", model, "--config", cfg, "--data", data, "--steps", "2", "--out", out, "--json")
-	if err != nil {
-		t.Fatalf("%v\n%s", err, printed)
-	}
-	var res tuneOutcome
-	if err := json.Unmarshal([]byte(printed[strings.Index(printed, "{"):]), &res); err != nil {
-		t.Fatalf("%v\n%s", err, printed)
-	}
+	res := runTuneJSON(t, "tune", model, "--config", cfg, "--data", data, "--steps", "2", "--out", out, "--json")
 	if res.Steps != 2 || res.Criterion != "wd:2,2" || res.Method != "mgd" || strings.Join(res.Tasks, ",") != "left,right" {
 		t.Errorf("got %d steps, criterion %q, method %q, tasks %v; want 2, wd:2,2, mgd, left,right", res.Steps, res.Criterion, res.Method, res.Tasks)
 	}
