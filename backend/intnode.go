@@ -133,13 +133,9 @@ func valueInt64s(v G.Value) ([]int64, error) {
 	case *G.I64:
 		return []int64{int64(*x)}, nil
 	case *tensor.Dense:
-		if x.RequiresIterator() {
-			m := x.Materialize()
-			d, ok := m.(*tensor.Dense)
-			if !ok {
-				return nil, fmt.Errorf("cannot materialize a %T", m)
-			}
-			x = d
+		x, err := contiguous(x)
+		if err != nil {
+			return nil, err
 		}
 		switch d := x.Data().(type) {
 		case []int64:

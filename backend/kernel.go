@@ -344,6 +344,20 @@ func resultBuf(sc *f64Scratch, dt tensor.Dtype, n int) []float64 {
 	return make([]float64, n)
 }
 
+// contiguous returns x itself, or when x needs an iterator (a view) a
+// materialized contiguous copy.
+func contiguous(x *tensor.Dense) (*tensor.Dense, error) {
+	if !x.RequiresIterator() {
+		return x, nil
+	}
+	m := x.Materialize()
+	d, ok := m.(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("cannot materialize a %T", m)
+	}
+	return d, nil
+}
+
 // valueFloatsInto is valueFloats converting non-float64 tensor data into a
 // buffer from sc.
 func valueFloatsInto(sc *f64Scratch, v G.Value) ([]float64, error) {
@@ -353,13 +367,9 @@ func valueFloatsInto(sc *f64Scratch, v G.Value) ([]float64, error) {
 	case *G.F32:
 		return []float64{float64(*x)}, nil
 	case *tensor.Dense:
-		if x.RequiresIterator() {
-			m := x.Materialize()
-			d, ok := m.(*tensor.Dense)
-			if !ok {
-				return nil, fmt.Errorf("cannot materialize a %T", m)
-			}
-			x = d
+		x, err := contiguous(x)
+		if err != nil {
+			return nil, err
 		}
 		switch d := x.Data().(type) {
 		case []float64:
