@@ -28,56 +28,15 @@ func lowerReduce(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 		return nil, err
 	}
 	op := n.GetOpType()
-	asInput := (op == "ReduceSum" && b.opset >= 13) || b.opset >= 18
-	var axes []int64
-	if asInput {
-		axes, err = optConstInts(n, in, 1, "axes")
-	} else {
-		axes, err = attrInts(n, "axes", nil)
-	}
-	if err != nil {
-		return nil, err
-	}
-	keep, err := attrInt(n, "keepdims", 1)
-	if err != nil {
-		return nil, err
-	}
-	noop, err := attrInt(n, "noop_with_empty_axes", 0)
-	if err != nil {
-		return nil, err
-	}
-	r := len(x.shape)
-	red := make([]bool, r)
-	if len(axes) == 0 {
-		if noop != 0 && asInput {
-			return []*value{x}, nil
-		}
-		for i := range red {
-			red[i] = true
-		}
-	}
-	for _, a := range axes {
-		i, err := normAxis(n, a, r)
-		if err != nil {
-			return nil, err
-		}
-		red[i] = true
-	}
-	var out, full []int // full: out with reduced dims kept as 1
-	for i, d := range x.shape {
-		if red[i] {
-			full = append(full, 1)
-			if keep != 0 {
-				out = append(out, 1)
-			}
-		} else {
-			full = append(full, d)
-			out = append(out, d)
-		}
-	}
 	// oidx[i]: the output element input element i contributes to.
-	oidx := broadcastIndexInto(full, x.shape)
-	cnt := float64(numel(x.shape)) / float64(max(1, numel(full)))
+	out, oidx, identity, err := reduceGeometry(b, n, in, x)
+	if err != nil {
+		return nil, err
+	}
+	if identity {
+		return []*value{x}, nil
+	}
+	cnt := float64(numel(x.shape)) / float64(max(1, numel(out)))
 	if x.isConst() && (op == "ReduceSum" || op == "ReduceProd") {
 		// Shape arithmetic (PyTorch's MaxUnpool export multiplies dims):
 		// fold, keeping integers integers.

@@ -23,12 +23,13 @@ func init() {
 	}
 }
 
-// reduceGeometry reads the axes (attribute or, from opset 18, input 1),
-// keepdims and noop_with_empty_axes of a reduction of x. It returns the
-// output shape and, per input element, the output element it reduces
-// into; identity is true when empty axes with noop make it the identity.
+// reduceGeometry reads the axes (attribute or, from opset 18 and for
+// ReduceSum from 13, input 1), keepdims and noop_with_empty_axes of a
+// reduction of x. It returns the output shape (nil for a scalar) and, per
+// input element, the output element it reduces into; identity is true
+// when empty axes with noop make it the identity.
 func reduceGeometry(b *builder, n *onnxpb.NodeProto, in []*value, x *value) (out []int, oidx []int, identity bool, err error) {
-	asInput := b.opset >= 18
+	asInput := (n.GetOpType() == "ReduceSum" && b.opset >= 13) || b.opset >= 18
 	var axes []int64
 	if asInput {
 		axes, err = optConstInts(n, in, 1, "axes")
@@ -75,9 +76,6 @@ func reduceGeometry(b *builder, n *onnxpb.NodeProto, in []*value, x *value) (out
 			out = append(out, d)
 		}
 	}
-	if out == nil {
-		out = []int{}
-	}
 	return out, broadcastIndexInto(full, x.shape), false, nil
 }
 
@@ -89,6 +87,9 @@ func lowerReduceExtra(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, e
 	out, oidx, identity, err := reduceGeometry(b, n, in, x)
 	if err != nil {
 		return nil, err
+	}
+	if out == nil {
+		out = []int{}
 	}
 	op := n.GetOpType()
 	if identity {
