@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,15 +72,7 @@ func TestFrontExp2Even(t *testing.T) {
 			t.Errorf("model %d: reported front distance %v, want %g", k, m.FrontDist, d)
 		}
 	}
-	sort.Slice(pts, func(i, j int) bool { return pts[i][0] < pts[j][0] })
-	lo, hi := math.Inf(1), 0.0
-	for k := 1; k < len(pts); k++ {
-		d := math.Hypot(pts[k][0]-pts[k-1][0], pts[k][1]-pts[k-1][1])
-		lo, hi = math.Min(lo, d), math.Max(hi, d)
-	}
-	if hi > 1.2*lo {
-		t.Errorf("neighbour gaps from %g to %g: the largest exceeds 1.2 × the smallest (%v)", lo, hi, pts)
-	}
+	checkEvenGaps(t, pts)
 	if len(r.Gaps) != 4 {
 		t.Errorf("report has %d neighbour gaps, want 4", len(r.Gaps))
 	}

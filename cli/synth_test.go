@@ -25,6 +25,21 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// checkEvenGaps sorts pts by the first loss and fails t unless the
+// largest gap between neighbours is at most 1.2 × the smallest.
+func checkEvenGaps(t *testing.T, pts [][2]float64) {
+	t.Helper()
+	sort.Slice(pts, func(i, j int) bool { return pts[i][0] < pts[j][0] })
+	lo, hi := math.Inf(1), 0.0
+	for k := 1; k < len(pts); k++ {
+		d := math.Hypot(pts[k][0]-pts[k-1][0], pts[k][1]-pts[k-1][1])
+		lo, hi = math.Min(lo, d), math.Max(hi, d)
+	}
+	if hi > 1.2*lo {
+		t.Errorf("neighbour gaps from %g to %g: the largest exceeds 1.2 × the smallest (%v)", lo, hi, pts)
+	}
+}
+
 // runJSON runs paretonav command --json with args and decodes the one
 // JSON object it prints into a T; it fails t if the command fails or
 // prints anything else.
@@ -179,15 +194,7 @@ func TestSynthEnergyFiveModels(t *testing.T) {
 			t.Errorf("model %d at %v is %g from the front, want ≤ %g", k, pts[k], d, frontTol)
 		}
 	}
-	sort.Slice(pts, func(i, j int) bool { return pts[i][0] < pts[j][0] })
-	lo, hi := math.Inf(1), 0.0
-	for k := 1; k < len(pts); k++ {
-		d := math.Hypot(pts[k][0]-pts[k-1][0], pts[k][1]-pts[k-1][1])
-		lo, hi = math.Min(lo, d), math.Max(hi, d)
-	}
-	if hi > 1.2*lo {
-		t.Errorf("neighbour gaps from %g to %g: the largest exceeds 1.2 × the smallest (%v)", lo, hi, pts)
-	}
+	checkEvenGaps(t, pts)
 }
 
 func TestSynthFiles(t *testing.T) {
