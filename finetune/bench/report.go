@@ -29,6 +29,19 @@ func (r *Results) Datasets() []string {
 	return out
 }
 
+// metricHeader ends a Markdown table's header row, begun with its first
+// column, with a column per metric, and writes the separator row.
+func metricHeader(sb *strings.Builder) {
+	for _, m := range Metrics {
+		fmt.Fprintf(sb, " %s |", metricTitles[m])
+	}
+	sb.WriteString("\n|---|")
+	for range Metrics {
+		sb.WriteString("---|")
+	}
+	sb.WriteString("\n")
+}
+
 // WriteMarkdown writes the results table: per dataset, one row per method
 // with mean ± std over seeds of every metric, then the paired t-tests of
 // PNG against each baseline (t, p; positive t: PNG's value is larger).
@@ -43,14 +56,7 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 		b.Seeds, b.TrainExamples, b.TestExamples, b.Batch, b.WarmSteps, b.Steps, b.CheckpointSteps(), b.Models, r.Elapsed.Round(1e9))
 	for _, ds := range r.Datasets() {
 		fmt.Fprintf(&sb, "\n## %s\n\n| method |", ds)
-		for _, m := range Metrics {
-			fmt.Fprintf(&sb, " %s |", metricTitles[m])
-		}
-		sb.WriteString("\n|---|")
-		for range Metrics {
-			sb.WriteString("---|")
-		}
-		sb.WriteString("\n")
+		metricHeader(&sb)
 		for _, method := range Methods {
 			cells := r.Table[ds][method]
 			if cells == nil {
@@ -67,14 +73,7 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 			sb.WriteString("\n")
 		}
 		fmt.Fprintf(&sb, "\nPaired t-test, PNG vs baseline (t on PNG − baseline, %d seeds, two-sided p):\n\n| baseline |", b.Seeds)
-		for _, m := range Metrics {
-			fmt.Fprintf(&sb, " %s |", metricTitles[m])
-		}
-		sb.WriteString("\n|---|")
-		for range Metrics {
-			sb.WriteString("---|")
-		}
-		sb.WriteString("\n")
+		metricHeader(&sb)
 		for _, method := range Methods {
 			if method == "png" || r.Table[ds][method] == nil {
 				continue
