@@ -30,6 +30,26 @@ func randTensor(rng *rand.Rand, s ...int) *tensor.Dense {
 	return tensor.New(tensor.WithShape(s...), tensor.WithBacking(d))
 }
 
+// gradValues differentiates loss (in g) with respect to wrt, runs g and
+// returns a copy of each gradient's values.
+func gradValues(t *testing.T, g *gorgonia.ExprGraph, loss *gorgonia.Node, wrt gorgonia.Nodes) [][]float64 {
+	t.Helper()
+	grads, err := gorgonia.Grad(loss, wrt...)
+	if err != nil {
+		t.Fatalf("Grad: %v", err)
+	}
+	m := gorgonia.NewTapeMachine(g)
+	defer m.Close()
+	if err := m.RunAll(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	vals := make([][]float64, len(grads))
+	for i, gn := range grads {
+		vals[i] = append([]float64(nil), gn.Value().Data().([]float64)...)
+	}
+	return vals
+}
+
 // lossGraph builds loss = Σ out ⊙ r over fresh input nodes holding vals.
 func lossGraph(t *testing.T, vals []*tensor.Dense, b builder, r []float64) (*gorgonia.ExprGraph, []*gorgonia.Node, *gorgonia.Node, *gorgonia.Node) {
 	t.Helper()
@@ -88,19 +108,7 @@ func gradCheck(t *testing.T, vals []*tensor.Dense, diff []bool, b builder) float
 			wrt = append(wrt, in[i])
 		}
 	}
-	grads, err := gorgonia.Grad(loss, wrt...)
-	if err != nil {
-		t.Fatalf("Grad: %v", err)
-	}
-	m := gorgonia.NewTapeMachine(g)
-	defer m.Close()
-	if err := m.RunAll(); err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	analytic := make([][]float64, len(grads))
-	for i, gn := range grads {
-		analytic[i] = append([]float64(nil), gn.Value().Data().([]float64)...)
-	}
+	analytic := gradValues(t, g, loss, wrt)
 
 	fg, fin, _, floss := lossGraph(t, vals, b, r)
 	fm := gorgonia.NewTapeMachine(fg)
