@@ -157,28 +157,6 @@ func plotDemo(path, title string, tasks []string, r []float64, gamma float64, d 
 		return fmt.Errorf("demo plot: too few records (%d steps, %d validations)", len(d.step), len(d.vStep))
 	}
 	last := d.step[len(d.step)-1]
-	line := func(p *plot.Plot, x, y []float64, c color.Color, w vg.Length, label string, dots bool) error {
-		pts := make(plotter.XYs, 0, len(x))
-		for i := range x {
-			if !math.IsNaN(y[i]) && (y[i] > 0 || !isLog(p)) {
-				pts = append(pts, plotter.XY{X: x[i], Y: y[i]})
-			}
-		}
-		l, s, err := plotter.NewLinePoints(pts)
-		if err != nil {
-			return fmt.Errorf("demo plot: %s: %w", label, err)
-		}
-		l.Color, l.Width = c, w
-		p.Add(l)
-		if dots {
-			s.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(1.8), Shape: draw.CircleGlyph{}}
-			p.Add(s)
-		}
-		if label != "" {
-			p.Legend.Add(label, l)
-		}
-		return nil
-	}
 	headroom := func(p *plot.Plot, lo, hi float64, frac float64) {
 		if isLog(p) {
 			p.Y.Min, p.Y.Max = lo, hi*math.Pow(hi/lo, frac)
@@ -199,10 +177,10 @@ func plotDemo(path, title string, tasks []string, r []float64, gamma float64, d 
 	// (a) F.
 	pa := newPanel("(a) criterion F", "PNG step", "F (log scale)")
 	pa.Y.Scale, pa.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: 2}
-	if err := line(pa, d.step, d.F, demoFaint, vg.Points(0.7), "on each training batch", false); err != nil {
+	if err := addLine(pa, d.step, d.F, demoFaint, vg.Points(0.7), "on each training batch", false); err != nil {
 		return err
 	}
-	if err := line(pa, d.vStep, d.vF, demoBlue, vg.Points(1.6), fmt.Sprintf("on the validation pairs (every %g steps)", d.vStep[1]-d.vStep[0]), true); err != nil {
+	if err := addLine(pa, d.vStep, d.vF, demoBlue, vg.Points(1.6), fmt.Sprintf("on the validation pairs (every %g steps)", d.vStep[1]-d.vStep[0]), true); err != nil {
 		return err
 	}
 	lo, hi := positiveRange(d.F, d.vF)
@@ -220,10 +198,10 @@ func plotDemo(path, title string, tasks []string, r []float64, gamma float64, d 
 	if err != nil {
 		return fmt.Errorf("demo plot: %w", err)
 	}
-	if err := line(pb, d.step, d.G, demoRed, vg.Points(0.8), "g(θ) on the batch", false); err != nil {
+	if err := addLine(pb, d.step, d.G, demoRed, vg.Points(0.8), "g(θ) on the batch", false); err != nil {
 		return err
 	}
-	if err := line(pb, d.step, d.E, demoGreen, vg.Points(1.6), "e = γ·ē", false); err != nil {
+	if err := addLine(pb, d.step, d.E, demoGreen, vg.Points(1.6), "e = γ·ē", false); err != nil {
 		return err
 	}
 	if band != nil {
@@ -297,7 +275,7 @@ func plotDemo(path, title string, tasks []string, r []float64, gamma float64, d 
 			y[i] = 100 * a[k]
 			alo, ahi = min(alo, y[i]), max(ahi, y[i])
 		}
-		if err := line(pd, d.vStep, y, c, vg.Points(1.4), "task "+tasks[k], true); err != nil {
+		if err := addLine(pd, d.vStep, y, c, vg.Points(1.4), "task "+tasks[k], true); err != nil {
 			return err
 		}
 	}
