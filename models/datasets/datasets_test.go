@@ -178,29 +178,59 @@ func TestComposeOverlapMax(t *testing.T) {
 	}
 }
 
-func TestMNISTDirNotFound(t *testing.T) {
+// TestMNISTSource checks the override: a folder in $PARETONAV_MNIST_DIR is
+// used, one that is not a folder is an error naming it, and without it the
+// embedded files are read.
+func TestMNISTSource(t *testing.T) {
 	empty := t.TempDir()
 	t.Setenv(EnvMNISTDir, "")
-	t.Setenv("GOMODCACHE", filepath.Join(empty, "cache"))
-	t.Setenv("GOPATH", filepath.Join(empty, "gopath"))
-	t.Setenv("HOME", filepath.Join(empty, "home"))
-	t.Setenv("PATH", empty) // no `go` to ask
-	_, err := MNISTDir()
-	if !errors.Is(err, ErrNotFound) {
-		t.Fatalf("err = %v, want ErrNotFound", err)
-	}
-	for _, want := range []string{filepath.Join(empty, "cache"), filepath.Join(empty, "gopath", "pkg", "mod"), filepath.Join(empty, "home"), EnvMNISTDir} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not mention %s", err, want)
-		}
+	if src, err := MNISTSource(); err != nil || src != EmbeddedMNIST {
+		t.Errorf("without $%s: %q, %v; want %q", EnvMNISTDir, src, err, EmbeddedMNIST)
 	}
 	t.Setenv(EnvMNISTDir, filepath.Join(empty, "nowhere"))
-	if _, err := MNISTDir(); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "nowhere") {
+	if _, err := MNISTSource(); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "nowhere") {
 		t.Errorf("with $%s pointing nowhere: %v", EnvMNISTDir, err)
+	}
+	if _, err := LoadMNIST(Test); !errors.Is(err, ErrNotFound) {
+		t.Errorf("LoadMNIST with $%s pointing nowhere: %v", EnvMNISTDir, err)
+	}
+	fakeSet(t, empty, "t10k", 3, 28)
+	t.Setenv(EnvMNISTDir, empty)
+	s, err := LoadMNIST(Test)
+	if err != nil || s.Len() != 3 {
+		t.Errorf("LoadMNIST from $%s (3 fake images): %v", EnvMNISTDir, err)
 	}
 	t.Setenv(EnvFashionDir, filepath.Join(empty, "nofashion"))
 	if _, err := FashionDir(); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "nofashion") {
 		t.Errorf("with $%s pointing nowhere: %v", EnvFashionDir, err)
+	}
+}
+
+// TestEmbeddedMNIST reads the MNIST files built into the package: the
+// standard sizes, and the label counts published with MNIST's test set.
+func TestEmbeddedMNIST(t *testing.T) {
+	t.Setenv(EnvMNISTDir, "")
+	for _, tc := range []struct {
+		split Split
+		n     int
+	}{{Train, 60000}, {Test, 10000}} {
+		s, err := LoadMNIST(tc.split)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Len() != tc.n || s.Images.Rows != 28 || s.Images.Cols != 28 {
+			t.Errorf("%s: %d images of %dx%d, want %d of 28x28", tc.split, s.Len(), s.Images.Rows, s.Images.Cols, tc.n)
+		}
+		if tc.split != Test {
+			continue
+		}
+		var count [10]int
+		for _, l := range s.Labels {
+			count[l]++
+		}
+		if want := [10]int{980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009}; count != want {
+			t.Errorf("test label counts %v, want %v", count, want)
+		}
 	}
 }
 
@@ -218,10 +248,7 @@ func TestMultiErrors(t *testing.T) {
 func requireSources(t *testing.T, kind Kind) {
 	t.Helper()
 	var err error
-	if kind != MultiFashion {
-		_, err = MNISTDir()
-	}
-	if err == nil && kind != MultiMNIST {
+	if kind != MultiMNIST {
 		_, err = FashionDir()
 	}
 	if err != nil {

@@ -33,6 +33,11 @@ func ReadImages(path string) (*Images, error) {
 	if err != nil {
 		return nil, err
 	}
+	return imagesOf(path, dims, data)
+}
+
+// imagesOf checks that an IDX file read from path holds images.
+func imagesOf(path string, dims []int, data []uint8) (*Images, error) {
 	if len(dims) != 3 {
 		return nil, fmt.Errorf("datasets: %s: %w: images need 3 dimensions (count, rows, cols), found %v", path, ErrIDX, dims)
 	}
@@ -45,6 +50,11 @@ func ReadLabels(path string) ([]uint8, error) {
 	if err != nil {
 		return nil, err
 	}
+	return labelsOf(path, dims, data)
+}
+
+// labelsOf checks that an IDX file read from path holds labels.
+func labelsOf(path string, dims []int, data []uint8) ([]uint8, error) {
 	if len(dims) != 1 {
 		return nil, fmt.Errorf("datasets: %s: %w: labels need 1 dimension, found %v", path, ErrIDX, dims)
 	}

