@@ -12,7 +12,11 @@ import (
 // Run reads
 //
 //	{"step":1,"epoch":0,"losses":{"a":0.5,"b":0.2},"F":0.7,"g":0.01,"e":0.001,
-//	 "control":true,"lambda":[0.1,0],"vnorm":0.3,"lr":0.001,"seconds":0.01}
+//	 "control":true,"phi":0.005,"lambda":[0.1,0],"vnorm":0.3,
+//	 "dloss":{"a":-6e-6,"b":-5e-6},"lr":0.001,"seconds":0.01}
+//
+// where phi is the control φ (0 when off) and dloss the first-order change
+// ∇ℓ_iᵀΔθ of each loss under the update the optimizer applied.
 //
 // With several models, the per-model fields move into "models":[{...}].
 // Non-finite numbers, which JSON cannot hold, are written as null.
@@ -37,8 +41,10 @@ type jsonPoint struct {
 	G         jsonFloat            `json:"g"`
 	E         jsonFloat            `json:"e"`
 	Control   bool                 `json:"control"`
+	Phi       jsonFloat            `json:"phi"`
 	Lambda    []jsonFloat          `json:"lambda"`
 	VNorm     jsonFloat            `json:"vnorm"`
+	DLoss     map[string]jsonFloat `json:"dloss,omitempty"`
 	ValLosses map[string]jsonFloat `json:"val_losses,omitempty"`
 }
 
@@ -60,8 +66,8 @@ func (r *JSONLRecorder) Record(st *Step) error {
 	pts := make([]jsonPoint, len(st.Points))
 	for k, p := range st.Points {
 		pts[k] = jsonPoint{Losses: r.named(p.Losses), G: jsonFloat(p.Info.G), E: jsonFloat(p.Info.E),
-			Control: p.Info.ControlOn, Lambda: floats(p.Info.Lambda), VNorm: jsonFloat(p.Info.VNorm),
-			ValLosses: r.named(p.ValLosses)}
+			Control: p.Info.ControlOn, Phi: jsonFloat(p.Info.Phi), Lambda: floats(p.Info.Lambda), VNorm: jsonFloat(p.Info.VNorm),
+			DLoss: r.named(p.DLoss), ValLosses: r.named(p.ValLosses)}
 		if len(st.Points) > 1 {
 			f := jsonFloat(p.F)
 			pts[k].F = &f

@@ -78,9 +78,14 @@ type Step struct {
 
 // Point is one model's part of a step.
 type Point struct {
-	Losses    []float64 // task losses on the step's batch
-	F         float64   // this point's Criterion value (0 when only Multi is set)
-	Info      png.Info  // what the method found: g, e, control, λ, ‖v‖
+	Losses []float64 // task losses on the step's batch
+	F      float64   // this point's Criterion value (0 when only Multi is set)
+	Info   png.Info  // what the method found: g, e, control, λ, ‖v‖
+	// DLoss is the first-order change of each task loss under the update
+	// the optimizer actually applied: ∇ℓ_iᵀΔθ with Δθ = θ_after − θ_before
+	// (negative: the loss decreases). With the control on, PNG promises
+	// DLoss_i ≤ −lr·φ.
+	DLoss     []float64
 	ValLosses []float64 // validation losses, nil unless validated at this step
 }
 

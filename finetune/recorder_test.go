@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,18 @@ func TestJSONLRecorder(t *testing.T) {
 				losses := pt["losses"].(map[string]any)
 				if _, ok := losses["a"].(float64); !ok || pt["g"] == nil || pt["control"] == nil || pt["vnorm"] == nil {
 					t.Errorf("step line %d: model fields %v", i+1, pt)
+				}
+				if i == 0 {
+					// θ = (k, 2) before step 1, ∇ℓ_a = θ − (1, 1),
+					// ∇ℓ_b = θ − (−1, 1), v = ∇ℓ_a + ∇ℓ_b, Δθ = −0.1·v.
+					k := float64(tc.models - 1)
+					want := map[string]float64{"a": -0.1 * (2*k*(k-1) + 2), "b": -0.1 * (2*k*(k+1) + 2)}
+					dl, _ := pt["dloss"].(map[string]any)
+					for task, w := range want {
+						if got, ok := dl[task].(float64); !ok || math.Abs(got-w) > 1e-6 {
+							t.Errorf("step 1: dloss[%s] = %v, want ∇ℓᵀΔθ = %g", task, dl[task], w)
+						}
+					}
 				}
 			}
 			if res := lines[5]; res["kind"] != "result" || res["status"] != "StepLimit" || res["steps"] != 4.0 {

@@ -59,6 +59,7 @@ type point struct {
 	st     png.State
 	info   png.Info
 	f      float64
+	dloss  []float64 // ∇ℓ_iᵀΔθ of the last applied update
 
 	initLosses []float64
 	initF      float64
@@ -226,6 +227,9 @@ func (l *loop) loop(ctx context.Context) (*Result, error) {
 		}
 		if err := l.setParams(); err != nil {
 			return l.fail(err)
+		}
+		for _, pt := range l.pts {
+			pt.dloss = firstOrderChange(pt.dloss, pt.jac, pt.prevTheta, pt.theta)
 		}
 		l.step++
 		l.advance()
@@ -475,7 +479,7 @@ func (l *loop) validate(pt *point) ([]float64, error) {
 func (l *loop) stepRecord(lr float64) *Step {
 	st := &Step{Step: l.step, Epoch: l.batchKey[0], F: l.F, LR: lr, Retries: l.retries, Elapsed: time.Since(l.start)}
 	for _, pt := range l.pts {
-		st.Points = append(st.Points, Point{Losses: pt.losses, F: pt.f, Info: pt.info})
+		st.Points = append(st.Points, Point{Losses: pt.losses, F: pt.f, Info: pt.info, DLoss: pt.dloss})
 	}
 	return st
 }
@@ -538,6 +542,24 @@ func (l *loop) interrupt(cause error) (*Result, error) {
 		ie.Checkpoint = l.s.CheckpointPath
 	}
 	return l.result(Interrupted), ie
+}
+
+// firstOrderChange returns J·(after − before) in dst (reallocated to m
+// values when too short): the first-order change ∇ℓ_iᵀΔθ of every task
+// loss under the update that moved before to after.
+func firstOrderChange(dst []float64, J png.Jacobian, before, after []float32) []float64 {
+	if cap(dst) < J.M {
+		dst = make([]float64, J.M)
+	}
+	dst = dst[:J.M]
+	for i := range dst {
+		var s float64
+		for j, g := range J.Row(i) {
+			s += float64(g) * (float64(after[j]) - float64(before[j]))
+		}
+		dst[i] = s
+	}
+	return dst
 }
 
 // normalize scales c to unit Euclidean length (a zero c is left alone).
