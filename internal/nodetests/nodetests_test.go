@@ -2,10 +2,9 @@ package nodetests
 
 import (
 	"errors"
-	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -13,14 +12,11 @@ import (
 	"github.com/paretonav/paretonav/importer"
 )
 
-// requireCorpus loads the corpus, skipping the test when it is absent
-// outside CI.
+// requireCorpus loads the embedded corpus. It never skips: the corpus is
+// part of the repository, so an error fails the test, in CI and outside.
 func requireCorpus(t *testing.T) []*Case {
 	t.Helper()
 	cases, err := Load()
-	if errors.Is(err, ErrCorpusMissing) && os.Getenv("CI") == "" {
-		t.Skip(err)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,61 +135,125 @@ func TestKnownCases(t *testing.T) {
 	}
 }
 
-// TestParseFileErrors checks that malformed case files are reported with
-// the file name, and a commented-out registration is not a case.
-func TestParseFileErrors(t *testing.T) {
-	const header = "package onnxtest\n\nimport (\n\t\"github.com/owulveryck/onnx-go/backend/testbackend\"\n\t\"gorgonia.org/tensor\"\n)\n\n"
-	tests := []struct {
-		name string
-		src  string
-		want string // "" for a file that is no case
-	}{
-		{"unregistered", header + "func init() {\n\t// testbackend.Register(\"A\", \"TestA\", NewTestA)\n}\n", ""},
-		{"no init", header + "func NewTestA() {}\n", "no init"},
-		{"no constructor", header + "func init() { testbackend.Register(\"A\", \"TestA\", NewTestA) }\n", "constructor NewTestA not found"},
-		{"bad byte", header + "func init() { testbackend.Register(\"A\", \"TestA\", NewTestA) }\nfunc NewTestA() *testbackend.TestCase { return &testbackend.TestCase{OpType: \"A\", Title: \"TestA\", ModelB: []byte{0x100}} }\n", "ModelB"},
-		{"bad backing", header + "func init() { testbackend.Register(\"A\", \"TestA\", NewTestA) }\nfunc NewTestA() *testbackend.TestCase { return &testbackend.TestCase{OpType: \"A\", Title: \"TestA\", ModelB: []byte{0x8}, Input: []tensor.Tensor{tensor.New(tensor.WithBacking([]string{\"a\"}))}} }\n", "unsupported backing type"},
+func TestCamelCase(t *testing.T) {
+	tests := []struct{ dir, want string }{
+		{"test_abs", "TestAbs"},
+		{"test_averagepool_2d_default", "TestAveragepool2dDefault"},
+		{"test_maxunpool_export_with_output_shape", "TestMaxunpoolExportWithOutputShape"},
+		{"test_reduce_log_sum_exp_do_not_keepdims_random", "TestReduceLogSumExpDoNotKeepdimsRandom"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "onnx_test_x.go")
-			if err := os.WriteFile(path, []byte(tc.src), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			c, err := parseFile(token.NewFileSet(), path)
-			if tc.want == "" {
-				if c != nil || err != nil {
-					t.Fatalf("got case %v, error %v; want neither", c, err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "onnx_test_x.go") {
-				t.Errorf("error %q should name the file and mention %q", err, tc.want)
-			}
-		})
-	}
-}
-
-// TestOnnxGoNotLinked guards against linking onnx-go, whose protobuf
-// registrations would come with it.
-func TestOnnxGoNotLinked(t *testing.T) {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		t.Skip("no build information")
-	}
-	for _, d := range bi.Deps {
-		if d.Path == Module {
-			t.Errorf("%s is linked into the test binary", Module)
+		if got := camelCase(tc.dir); got != tc.want {
+			t.Errorf("camelCase(%q) = %q, want %q", tc.dir, got, tc.want)
 		}
 	}
 }
 
-func TestDirMissing(t *testing.T) {
-	t.Setenv(EnvDir, filepath.Join(t.TempDir(), "nope"))
-	if _, err := Dir(); !errors.Is(err, ErrCorpusMissing) {
-		t.Errorf("Dir() error %v, want ErrCorpusMissing", err)
+// copyCase copies the embedded case folder name into dir/as.
+func copyCase(t *testing.T, name, dir, as string) {
+	t.Helper()
+	err := fs.WalkDir(corpus, corpusRoot+"/"+name, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, as, filepath.FromSlash(strings.TrimPrefix(p, corpusRoot+"/"+name)))
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := fs.ReadFile(corpus, p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoadDir checks that a folder in the same layout reads as the
+// embedded corpus does.
+func TestLoadDir(t *testing.T) {
+	dir := t.TempDir()
+	copyCase(t, "test_abs", dir, "test_abs")
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("not a case"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want *Case
+	for _, c := range requireCorpus(t) {
+		if c.Name == "TestAbs" {
+			want = c
+		}
+	}
+	if len(got) != 1 || want == nil {
+		t.Fatalf("LoadDir read %d cases, want 1 (embedded TestAbs found: %v)", len(got), want != nil)
+	}
+	g := got[0]
+	if g.Name != want.Name || g.OpType != want.OpType || g.Dir != "test_abs" || !slices.Equal(g.ModelBytes, want.ModelBytes) ||
+		!slices.Equal(g.Inputs[0].F32, want.Inputs[0].F32) || !slices.Equal(g.ExpectedOutputs[0].F32, want.ExpectedOutputs[0].F32) {
+		t.Errorf("LoadDir's TestAbs differs from the embedded one")
+	}
+}
+
+// TestLoadDirErrors checks that a missing or malformed corpus is reported,
+// naming the folder or file at fault.
+func TestLoadDirErrors(t *testing.T) {
+	write := func(path string, b []byte) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			p := filepath.Join(dir, filepath.FromSlash(path))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	remove := func(path string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, filepath.FromSlash(path))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tests := []struct {
+		name    string
+		sub     string // folder given to LoadDir, under the temporary one
+		abs     bool   // copy test_abs as test_x first
+		mutate  func(t *testing.T, dir string)
+		missing bool // the error must be ErrCorpusMissing
+		want    string
+	}{
+		{name: "no folder", sub: "nope", missing: true, want: "nope is not a folder"},
+		{name: "no case", mutate: write("README.md", []byte("x")), missing: true, want: "no case folder"},
+		{name: "no model", mutate: write("test_x/test_data_set_0/input_0.pb", nil), want: "case test_x"},
+		{name: "bad model", abs: true, mutate: write("test_x/model.onnx", []byte{0xff, 0xff}), want: "test_x/model.onnx"},
+		{name: "no output", abs: true, mutate: remove("test_x/test_data_set_0/output_0.pb"), want: "no output_0.pb"},
+		{name: "bad tensor", abs: true, mutate: write("test_x/test_data_set_0/input_0.pb", []byte{0x8, 0x3, 0x10, 0x1, 0x4a, 0x1, 0x0}), want: "test_x/test_data_set_0/input_0.pb"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.abs {
+				copyCase(t, "test_abs", dir, "test_x")
+			}
+			if tc.mutate != nil {
+				tc.mutate(t, dir)
+			}
+			_, err := LoadDir(filepath.Join(dir, tc.sub))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if errors.Is(err, ErrCorpusMissing) != tc.missing {
+				t.Errorf("errors.Is(%v, ErrCorpusMissing) = %v, want %v", err, !tc.missing, tc.missing)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not mention %q", err, tc.want)
+			}
+		})
 	}
 }
