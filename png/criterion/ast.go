@@ -59,10 +59,11 @@ func (o opcode) String() string { return opNames[o] }
 // node is a vertex of the expression tree. Built trees (presets) may share
 // nodes, making a DAG; compile evaluates a shared node once.
 type node struct {
-	op   opcode
-	val  float64 // opConst
-	idx  int     // opVar: index into the loss vector
-	args []*node
+	op     opcode
+	val    float64 // opConst
+	idx    int     // opVar: index into the variables (tasks, terms, drift)
+	args   []*node
+	preset string // the preset this node is the root of, in normalised form ("" for none)
 }
 
 func num(v float64) *node             { return &node{op: opConst, val: v} }
@@ -72,6 +73,9 @@ func fn(op opcode, a ...*node) *node  { return &node{op: op, args: a} }
 
 // prec is the binding strength used by the printer.
 func (n *node) prec() int {
+	if n.preset != "" {
+		return 4 // printed as one operand: NAME:REFS
+	}
 	switch n.op {
 	case opAdd, opSub:
 		return 1
@@ -85,21 +89,27 @@ func (n *node) prec() int {
 
 // format prints n in normalised form: one space around binary operators,
 // ", " between arguments, shortest round-tripping numbers, and exactly the
-// parentheses needed to re-parse to the same tree.
-func (n *node) format(sb *strings.Builder, tasks []string) {
+// parentheses needed to re-parse to the same tree (a preset inside a
+// function's arguments is parenthesised: its references would run on into
+// the next argument). vars names the variables.
+func (n *node) format(sb *strings.Builder, vars []string) {
+	if n.preset != "" {
+		sb.WriteString(n.preset)
+		return
+	}
 	switch n.op {
 	case opConst:
 		sb.WriteString(strconv.FormatFloat(n.val, 'g', -1, 64))
 	case opVar:
-		sb.WriteString(tasks[n.idx])
+		sb.WriteString(vars[n.idx])
 	case opAdd, opSub, opMul, opDiv:
 		a, b := n.args[0], n.args[1]
-		paren(sb, a, tasks, a.prec() < n.prec())
+		paren(sb, a, vars, a.prec() < n.prec())
 		sb.WriteString(" " + n.op.String() + " ")
-		paren(sb, b, tasks, b.prec() <= n.prec())
+		paren(sb, b, vars, b.prec() <= n.prec())
 	case opNeg:
 		sb.WriteString("-")
-		paren(sb, n.args[0], tasks, n.args[0].prec() < n.prec())
+		paren(sb, n.args[0], vars, n.args[0].prec() < n.prec())
 	default:
 		sb.WriteString(n.op.String())
 		sb.WriteString("(")
@@ -107,25 +117,25 @@ func (n *node) format(sb *strings.Builder, tasks []string) {
 			if i > 0 {
 				sb.WriteString(", ")
 			}
-			a.format(sb, tasks)
+			paren(sb, a, vars, a.preset != "")
 		}
 		sb.WriteString(")")
 	}
 }
 
-func paren(sb *strings.Builder, n *node, tasks []string, need bool) {
+func paren(sb *strings.Builder, n *node, vars []string, need bool) {
 	if need {
 		sb.WriteString("(")
 	}
-	n.format(sb, tasks)
+	n.format(sb, vars)
 	if need {
 		sb.WriteString(")")
 	}
 }
 
-// text returns n printed in normalised form.
-func (n *node) text(tasks []string) string {
+// text returns n printed in normalised form over the variables vars.
+func (n *node) text(vars []string) string {
 	var sb strings.Builder
-	n.format(&sb, tasks)
+	n.format(&sb, vars)
 	return sb.String()
 }

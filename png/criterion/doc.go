@@ -23,6 +23,16 @@
 // derivative that overflows to ±Inf or NaN are reported as *EvalError
 // naming the operation and the sub-expression.
 //
+// # Terms and drift
+//
+// Besides the task losses an expression may read terms (losses the caller
+// computes that are not tasks: they take no part in the Pareto set; pass
+// their names to Parse) and drift, ‖θ − θ₀‖², the squared distance of the
+// trainable parameters from their values at the start of the run (L2-SP).
+// Their θ-gradients lie outside the span of the task gradients. Eval then
+// reads one value per name of VarsOf: the tasks, the terms, and drift when
+// the expression uses it.
+//
 // # Presets
 //
 // With m tasks and references r_1..r_m (Ye & Liu 2022):
@@ -30,6 +40,10 @@
 //	wd:r1,...,rm      Σ (ℓ_i − r_i)² / r_i                      (r_i > 0)
 //	ratio:r1,...,rm   Σ p_i log(m p_i), p_i = r_iℓ_i / Σ_s r_sℓ_s (r_i > 0, ℓ_i > 0)
 //	cosine:r1,r2      −cos(π(ℓ1 − r1)/2) + (cos(π(ℓ2 − r2)) + 1)²  (m = 2)
+//
+// A preset is also an operand of an expression: "wd:0.2,0.8 + 0.01*drift".
+// Its references run to the next + * / or parenthesis, so inside a
+// function's arguments it goes in parentheses: "max((wd:1,1), drift)".
 //
 // The multi-point "energy" criterion (ParseMulti) spreads N models over the
 // Pareto front; see Energy.

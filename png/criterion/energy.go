@@ -1,10 +1,12 @@
 package criterion
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // DefaultEnergyEps is the ε added to every squared distance by the energy
@@ -138,4 +140,48 @@ func (e *Energy) EvalMulti(L [][]float64, grad [][]float64) (float64, error) {
 		}
 	}
 	return total, nil
+}
+
+// ParseMultiPoint reads a multi-point criterion with an optional
+// per-model part, "MULTI [+ EXPR]" such as "energy:eps=1e-3 + 0.01*drift":
+// MULTI by ParseMulti, EXPR by Parse over the tasks and terms. The
+// objective it stands for is MULTI(L_1..L_N) + Σ_k EXPR(x_k), with x_k
+// model k's task losses, terms and drift. point is nil when spec has no
+// '+'. Errors in EXPR give their column in spec.
+func ParseMultiPoint(spec string, tasks []string, terms ...string) (multi Multi, point Criterion, err error) {
+	ms, ps, col := splitMulti(spec)
+	if multi, err = ParseMulti(ms, tasks); err != nil {
+		return nil, nil, err
+	}
+	if col == 0 {
+		return multi, nil, nil
+	}
+	if point, err = Parse(ps, tasks, terms...); err != nil {
+		var se *SyntaxError
+		var ue *UnknownNameError
+		switch {
+		case errors.As(err, &se):
+			se.Col += col - 1
+		case errors.As(err, &ue):
+			ue.Col += col - 1
+		}
+		return nil, nil, err
+	}
+	return multi, point, nil
+}
+
+// splitMulti splits spec at its first '+' that is not a number's exponent
+// sign (1e+3): multi before it, point after it, and col the 1-based column
+// where point starts (0 when spec has no such '+').
+func splitMulti(spec string) (multi, point string, col int) {
+	for i := 0; i < len(spec); i++ {
+		if spec[i] != '+' {
+			continue
+		}
+		if i > 1 && (spec[i-1] == 'e' || spec[i-1] == 'E') && (isDigit(rune(spec[i-2])) || spec[i-2] == '.') {
+			continue
+		}
+		return strings.TrimSpace(spec[:i]), spec[i+1:], utf8.RuneCountInString(spec[:i+1]) + 1
+	}
+	return strings.TrimSpace(spec), "", 0
 }

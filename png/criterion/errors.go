@@ -17,18 +17,25 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("criterion: column %d: %s", e.Col, e.Msg)
 }
 
-// UnknownNameError reports a name in an expression that is neither a task
-// nor a function. Known lists the task names that were available.
+// UnknownNameError reports a name in an expression that is neither a task,
+// a term, drift nor a function. Known lists the task names and Terms the
+// term names that were available.
 type UnknownNameError struct {
 	Name  string
 	Col   int
 	Known []string
+	Terms []string
 }
 
-// Error gives the column, the unknown name and the known task names.
+// Error gives the column, the unknown name and the known task and term
+// names.
 func (e *UnknownNameError) Error() string {
-	return fmt.Sprintf("criterion: column %d: unknown task %q; known tasks: %s",
+	msg := fmt.Sprintf("criterion: column %d: unknown task %q; known tasks: %s",
 		e.Col, e.Name, strings.Join(e.Known, ", "))
+	if len(e.Terms) > 0 {
+		msg += "; terms: " + strings.Join(e.Terms, ", ")
+	}
+	return msg
 }
 
 // PresetError reports a malformed preset such as "wd:0.2" for three tasks.

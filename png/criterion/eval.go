@@ -19,6 +19,7 @@ type instr struct {
 // expr is a compiled single-point criterion. It is safe for concurrent use.
 type expr struct {
 	tasks []string
+	vars  []string // tasks, then terms, then Drift when the expression uses it
 	text  string
 	root  *node
 	tape  []instr
@@ -26,8 +27,8 @@ type expr struct {
 
 // newExpr compiles root into a tape in evaluation order; a node shared by
 // several parents (a DAG, as built by presets) is computed once.
-func newExpr(tasks []string, root *node, text string) *expr {
-	e := &expr{tasks: tasks, text: text, root: root}
+func newExpr(tasks, vars []string, root *node) *expr {
+	e := &expr{tasks: tasks, vars: vars, text: root.text(vars), root: root}
 	seen := map[*node]int{}
 	var walk func(n *node) int
 	walk = func(n *node) int {
@@ -51,23 +52,36 @@ func newExpr(tasks []string, root *node, text string) *expr {
 // Tasks returns the task names, in loss order.
 func (e *expr) Tasks() []string { return append([]string(nil), e.tasks...) }
 
+// Vars returns the names of the values Eval reads: the tasks, the terms,
+// and Drift when the expression uses it.
+func (e *expr) Vars() []string { return append([]string(nil), e.vars...) }
+
 // String returns the normalised criterion: a re-printed free expression or
 // the preset with its references.
 func (e *expr) String() string { return e.text }
 
-// Eval returns F(ℓ) and, when grad is not nil, writes ∂F/∂ℓ into it by a
-// reverse sweep over the tape. See the package documentation for the
-// subgradients chosen at kinks.
+// Eval returns F at the values of its variables (Vars: the task losses,
+// then the terms and drift) and, when grad is not nil, writes ∂F/∂x into
+// it by a reverse sweep over the tape. See the package documentation for
+// the subgradients chosen at kinks.
 func (e *expr) Eval(losses, grad []float64) (float64, error) {
-	if len(losses) != len(e.tasks) {
-		return 0, fmt.Errorf("criterion: got %d losses, expected %d (tasks %v)", len(losses), len(e.tasks), e.tasks)
+	if len(losses) != len(e.vars) {
+		what := "values"
+		if len(e.vars) == len(e.tasks) {
+			what = "losses"
+		}
+		return 0, fmt.Errorf("criterion: got %d %s, expected %d (%s %v)", len(losses), what, len(e.vars), e.what(), e.vars)
 	}
-	if grad != nil && len(grad) != len(e.tasks) {
-		return 0, fmt.Errorf("criterion: gradient has length %d, expected %d (tasks %v)", len(grad), len(e.tasks), e.tasks)
+	if grad != nil && len(grad) != len(e.vars) {
+		return 0, fmt.Errorf("criterion: gradient has length %d, expected %d (%s %v)", len(grad), len(e.vars), e.what(), e.vars)
 	}
 	for i, l := range losses {
 		if math.IsNaN(l) || math.IsInf(l, 0) {
-			return 0, &EvalError{Op: "input", Msg: fmt.Sprintf("loss %s is %v; expected a finite number", e.tasks[i], l)}
+			kind := "loss"
+			if e.vars[i] == Drift && i >= len(e.tasks) {
+				kind = "value"
+			}
+			return 0, &EvalError{Op: "input", Msg: fmt.Sprintf("%s %s is %v; expected a finite number", kind, e.vars[i], l)}
 		}
 	}
 	v := make([]float64, len(e.tape))
@@ -88,10 +102,19 @@ func (e *expr) Eval(losses, grad []float64) (float64, error) {
 	return f, nil
 }
 
+// what names the variable list in messages: "tasks" when it holds only
+// the task losses.
+func (e *expr) what() string {
+	if len(e.vars) == len(e.tasks) {
+		return "tasks"
+	}
+	return "variables"
+}
+
 // fail builds the EvalError for step k.
 func (e *expr) fail(k int, format string, a ...any) error {
 	in := e.tape[k]
-	return &EvalError{Op: in.op.String(), Expr: in.n.text(e.tasks), Msg: fmt.Sprintf(format, a...)}
+	return &EvalError{Op: in.op.String(), Expr: in.n.text(e.vars), Msg: fmt.Sprintf(format, a...)}
 }
 
 // forward computes the value of step k from earlier values in v.
@@ -255,7 +278,7 @@ func (e *expr) backward(v, grad []float64) error {
 	}
 	for i, g := range grad {
 		if math.IsNaN(g) || math.IsInf(g, 0) {
-			return &EvalError{Op: "gradient", Expr: e.text, Msg: fmt.Sprintf("derivative with respect to %s is %v", e.tasks[i], g)}
+			return &EvalError{Op: "gradient", Expr: e.text, Msg: fmt.Sprintf("derivative with respect to %s is %v", e.vars[i], g)}
 		}
 	}
 	return nil

@@ -32,7 +32,7 @@ func checkGrad(t *testing.T, c Criterion, x []float64) {
 	want := fd.Gradient(nil, f, x, &fd.Settings{Formula: fd.Central, Step: fdStep})
 	for i := range got {
 		if !scalar.EqualWithinAbsOrRel(got[i], want[i], fdAbsTol, fdRelTol) {
-			t.Errorf("%s at %v: ∂F/∂%s = %.10g, central difference %.10g", c, x, c.Tasks()[i], got[i], want[i])
+			t.Errorf("%s at %v: ∂F/∂%s = %.10g, central difference %.10g", c, x, VarsOf(c)[i], got[i], want[i])
 		}
 	}
 }

@@ -13,7 +13,8 @@ const (
 	tokEOF tokKind = iota
 	tokNum
 	tokIdent
-	tokOp // one of + - * / ( ) ,
+	tokOp     // one of + - * / ( ) ,
+	tokPreset // NAME:REFS, a preset used as an operand
 )
 
 // token is one lexical token; col is its 1-based column.
@@ -22,6 +23,7 @@ type token struct {
 	text string
 	num  float64
 	col  int
+	args string // tokPreset: the references as written
 }
 
 func (t token) describe() string {
@@ -32,6 +34,8 @@ func (t token) describe() string {
 		return "number " + t.text
 	case tokIdent:
 		return "name " + strconv.Quote(t.text)
+	case tokPreset:
+		return "preset " + t.text
 	}
 	return "'" + t.text + "'"
 }
@@ -69,6 +73,13 @@ func lex(s string) ([]token, error) {
 			for j < len(s) && (isLetter(rune(s[j])) || isDigit(rune(s[j]))) {
 				j++
 			}
+			if k := skipSpace(s, j); k < len(s) && s[k] == ':' {
+				end := scanRefs(s, k+1)
+				toks = append(toks, token{kind: tokPreset, text: s[i:j], args: s[k+1 : end], col: col})
+				col += utf8.RuneCountInString(s[i:end])
+				i = end
+				continue
+			}
 			toks = append(toks, token{kind: tokIdent, text: s[i:j], col: col})
 			col += j - i
 			i = j
@@ -102,6 +113,41 @@ func lex(s string) ([]token, error) {
 	}
 	toks = append(toks, token{kind: tokEOF, col: col})
 	return toks, nil
+}
+
+// skipSpace returns the index of the first non-blank byte of s at or
+// after i.
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanRefs returns the end of a preset's reference list starting at s[i]
+// (just after the ':'): it runs to the next + * / ( or ), or to a '-' that
+// follows a reference (a '-' right after ':' or ',' is a sign, one after a
+// mantissa's 'e' an exponent's), or to the end. What it holds is checked
+// by parseRefs, which names a malformed reference as written.
+func scanRefs(s string, i int) int {
+	afterSep := true // at the start of a reference
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '+' || c == '-':
+			exp := i > 1 && (s[i-1] == 'e' || s[i-1] == 'E') && (isDigit(rune(s[i-2])) || s[i-2] == '.')
+			if !exp && (c == '+' || !afterSep) {
+				return i
+			}
+			afterSep = false
+		case c == '*' || c == '/' || c == '(' || c == ')':
+			return i
+		case c == ',':
+			afterSep = true
+		case c != ' ' && c != '\t' && c != '\n' && c != '\r':
+			afterSep = false
+		}
+	}
+	return i
 }
 
 // scanNumber returns the end of the number starting at s[i]: digits with an

@@ -10,8 +10,10 @@ import (
 // presetNames lists the single-point presets Parse accepts.
 var presetNames = []string{"wd", "ratio", "cosine"}
 
-// parsePreset builds the preset name with the references in args.
-func parsePreset(name, args string, tasks []string) (Criterion, error) {
+// parsePreset builds the tree of the preset name with the references in
+// args over the first len(tasks) variables; its root carries the preset's
+// normalised text.
+func parsePreset(name, args string, tasks []string) (*node, error) {
 	m := len(tasks)
 	switch name {
 	case "wd", "ratio", "cosine":
@@ -46,7 +48,8 @@ func parsePreset(name, args string, tasks []string) (Criterion, error) {
 	case "cosine":
 		root = cosineTree(refs)
 	}
-	return newExpr(tasks, root, presetText(name, refs)), nil
+	root.preset = presetText(name, refs)
+	return root, nil
 }
 
 // parseRefs reads the comma-separated references of a preset: finite
