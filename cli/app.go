@@ -8,11 +8,12 @@ import (
 	"errors"
 	"sort"
 
+	"github.com/paretonav/paretonav/job"
 	ucli "github.com/urfave/cli/v2"
 )
 
 // Version is paretonav's version, recorded in the models it writes.
-const Version = "0.1.0-dev"
+const Version = job.Version
 
 var commands []*ucli.Command
 

@@ -14,6 +14,7 @@ import (
 	"github.com/paretonav/paretonav/finetune/bench"
 	"github.com/paretonav/paretonav/finetune/npz"
 	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/job"
 	"github.com/paretonav/paretonav/models/datasets"
 )
 
@@ -117,10 +118,10 @@ func runBench(c *ucli.Context) error {
 		return err
 	}
 	mdPath, jsPath := filepath.Join(dir, "results.md"), filepath.Join(dir, "results.json")
-	if err := writeFileAtomic(mdPath, []byte(md.String())); err != nil {
+	if err := job.WriteFile(mdPath, []byte(md.String())); err != nil {
 		return fmt.Errorf("--out-dir: %w", err)
 	}
-	if err := writeFileAtomic(jsPath, append(js, '\n')); err != nil {
+	if err := job.WriteFile(jsPath, append(js, '\n')); err != nil {
 		return fmt.Errorf("--out-dir: %w", err)
 	}
 	if c.Bool(jsonFlag.Name) {

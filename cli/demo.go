@@ -14,6 +14,7 @@ import (
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/job"
 	"github.com/paretonav/paretonav/models"
 	"github.com/paretonav/paretonav/models/datasets"
 	"github.com/paretonav/paretonav/png"
@@ -86,8 +87,8 @@ type demoSummary struct {
 	TuneSteps     int                `json:"tune_steps"`
 	Criterion     string             `json:"criterion"`
 	Reference     map[string]float64 `json:"reference"`
-	Pretrained    tuneReport         `json:"pretrained"`
-	Tuned         tuneReport         `json:"tuned"`
+	Pretrained    job.TuneReport         `json:"pretrained"`
+	Tuned         job.TuneReport         `json:"tuned"`
 	FDecrease     jnum               `json:"F_decrease"` // 1 − F_tuned/F_pretrained
 	// AccuracyPretrained and AccuracyTuned are the argmax accuracies
 	// of both tasks on the validation pairs.
@@ -188,12 +189,12 @@ func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize,
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		bind := dataBinding{md: md, tasks: tasks}
-		tr, err := finetune.Bind(trainArr, bind.uses(), 0, "MultiMNIST train")
+		bind := job.Binding{Model: md, Tasks: tasks}
+		tr, err := finetune.Bind(trainArr, bind.Uses(), 0, "MultiMNIST train")
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		va, err := finetune.Bind(valArr, bind.uses(), 0, "MultiMNIST validation")
+		va, err := finetune.Bind(valArr, bind.Uses(), 0, "MultiMNIST validation")
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -209,19 +210,19 @@ func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize,
 	if err != nil {
 		return nil, err
 	}
-	pre := &tuneJob{ModelPath: "lenet2", Model: init0, Net: md, Tasks: tasks, Train: tr, Report: va, ReportName: "validation",
+	pre := &job.Tune{ModelPath: "lenet2", Model: init0, Net: md, Tasks: tasks, Train: tr, Report: va, ReportName: "validation",
 		Criterion: "left+right", Method: "linear", Batch: size.Batch, Out: path("pretrained.onnx"), Force: true, Progress: progress,
 		Settings: &finetune.Settings{Method: png.Linear{}, Criterion: sumCrit, Optimizer: "adam", LR: size.PretrainLR,
 			Steps: size.PretrainSteps, BatchSize: size.Batch, Seed: seed, Meta: map[string]any{"command": "demo pretrain"}}}
 	fmt.Fprintf(w, "2. Pretraining the two-head LeNet (%d parameters) with equal task weights, Adam lr %g, %d steps of %d...\n",
 		md.NumParams(), size.PretrainLR, size.PretrainSteps, size.Batch)
-	preRes, err := pre.run(ctx)
+	preRes, err := pre.Run(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("demo: pretraining: %w", err)
 	}
-	lPre := preRes.after
+	lPre := preRes.AfterLosses
 	fmt.Fprintf(w, "   pretrained: validation losses left %.4f, right %.4f (from %.4f, %.4f); g = %.3g\n",
-		lPre[0], lPre[1], preRes.before[0], preRes.before[1], float64(preRes.After.G))
+		lPre[0], lPre[1], preRes.BeforeLosses[0], preRes.BeforeLosses[1], float64(preRes.After.G))
 
 	// 3. PNG toward a trade-off favouring left.
 	r := []float64{size.LeftFactor * lPre[0], size.RightFactor * lPre[1]}
@@ -256,13 +257,13 @@ func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize,
 	if err != nil {
 		return nil, err
 	}
-	tune := &tuneJob{ModelPath: path("pretrained.onnx"), Model: preModel, Net: md2, Tasks: tasks, Train: tr2, Val: va2, Report: va2,
+	tune := &job.Tune{ModelPath: path("pretrained.onnx"), Model: preModel, Net: md2, Tasks: tasks, Train: tr2, Val: va2, Report: va2,
 		ReportName: "validation", Criterion: expr, Method: "png", Batch: size.Batch, Out: path("tuned.onnx"), Force: true,
 		Progress: progress, Extra: []finetune.Recorder{finetune.NewJSONLRecorder(logF), trace},
 		Settings: &finetune.Settings{Method: png.PNG{Settings: png.Settings{Gamma: size.Gamma}}, Criterion: crit, Optimizer: "adam",
 			LR: size.TuneLR, Steps: size.TuneSteps, BatchSize: size.Batch, Seed: seed + 7, ValEvery: size.ValEvery,
 			Meta: map[string]any{"command": "demo tune", "criterion": expr}}}
-	res, err := tune.run(ctx)
+	res, err := tune.Run(ctx)
 	if cerr := logF.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -273,7 +274,7 @@ func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize,
 	if err != nil {
 		return nil, err
 	}
-	trace.bracket(res.before, accPre, float64(size.TuneSteps), res.after, accPost)
+	trace.bracket(res.BeforeLosses, accPre, float64(size.TuneSteps), res.AfterLosses, accPost)
 	if err := plotDemo(path("plot.png"), "demo: two-head LeNet on MultiMNIST, PNG toward "+expr, md2.Tasks(), r, size.Gamma, trace); err != nil {
 		return nil, err
 	}
@@ -284,7 +285,7 @@ func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize,
 		AccuracyPretrained: map[string]jnum{"left": jnum(accPre[0]), "right": jnum(accPre[1])},
 		AccuracyTuned:      map[string]jnum{"left": jnum(accPost[0]), "right": jnum(accPost[1])},
 	}
-	sum.InBand, sum.InBandSteps = res.series.inBand(size.ReportLastSteps)
+	sum.InBand, sum.InBandSteps = job.InBand(trace.on, size.ReportLastSteps)
 	if res.Before.F > 0 {
 		sum.FDecrease = 1 - res.After.F/res.Before.F
 	}
@@ -295,7 +296,7 @@ func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize,
 	fmt.Fprintf(w, "4. Result on the validation pairs:\n")
 	fmt.Fprintf(w, "     %-10s %10s %10s %10s\n", "", "pretrained", "tuned", "r")
 	for i, n := range []string{"left", "right"} {
-		fmt.Fprintf(w, "     %-10s %10.4f %10.4f %10.4f\n", n, res.before[i], res.after[i], r[i])
+		fmt.Fprintf(w, "     %-10s %10.4f %10.4f %10.4f\n", n, res.BeforeLosses[i], res.AfterLosses[i], r[i])
 	}
 	fmt.Fprintf(w, "     %-10s %10.4g %10.4g   (%.0f%% lower)\n", "F", float64(res.Before.F), float64(res.After.F), 100*float64(sum.FDecrease))
 	for i, n := range []string{"left", "right"} {

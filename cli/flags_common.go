@@ -2,15 +2,13 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/paretonav/paretonav/job"
 	"github.com/paretonav/paretonav/png"
 )
 
@@ -49,43 +47,16 @@ func stepsFlag(def int) *ucli.IntFlag {
 	return &ucli.IntFlag{Name: "steps", Value: def, Usage: "number of steps", Category: "Training"}
 }
 
+// methodConfigFromFlags reads --method, --alpha, --gamma and --weights.
+func methodConfigFromFlags(c *ucli.Context) job.MethodConfig {
+	return job.MethodConfig{Name: c.String(methodFlag.Name), Alpha: c.Float64(alphaFlag.Name),
+		Gamma: c.Float64("gamma"), Weights: c.String(weightsFlag.Name)}
+}
+
 // methodFromFlags builds the png.Method named by --method from --alpha,
 // --gamma and --weights.
 func methodFromFlags(c *ucli.Context, tasks []string) (png.Method, error) {
-	switch name := c.String(methodFlag.Name); name {
-	case "png":
-		return png.PNG{Settings: png.Settings{Alpha: c.Float64(alphaFlag.Name), Gamma: c.Float64("gamma")}}, nil
-	case "mgd":
-		return png.MGD{}, nil
-	case "linear":
-		var w []float64
-		if s := c.String(weightsFlag.Name); s != "" {
-			var err error
-			if w, err = parseFloats("--weights", s); err != nil {
-				return nil, err
-			}
-			if len(w) != len(tasks) {
-				return nil, fmt.Errorf("--weights %q: %d weights, want one per task (%s)", s, len(w), strings.Join(tasks, ", "))
-			}
-		}
-		return png.Linear{Weights: w}, nil
-	default:
-		return nil, fmt.Errorf("--method %q: want png, mgd or linear", name)
-	}
-}
-
-// parseFloats reads a comma-separated list of numbers given to flag.
-func parseFloats(flag, s string) ([]float64, error) {
-	parts := strings.Split(s, ",")
-	out := make([]float64, len(parts))
-	for i, p := range parts {
-		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s %q: item %d (%q) is not a number", flag, s, i+1, strings.TrimSpace(p))
-		}
-		out[i] = v
-	}
-	return out, nil
+	return methodConfigFromFlags(c).Build(tasks)
 }
 
 // signalContext returns a context cancelled on SIGINT or SIGTERM (or when

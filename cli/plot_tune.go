@@ -61,22 +61,6 @@ func (s *series) Record(st *finetune.Step) error {
 // Done implements finetune.Recorder.
 func (s *series) Done(*finetune.Result) error { return nil }
 
-// inBand returns the fraction of the last (up to) k recorded steps with
-// the control off (g ≤ e), and how many steps that is.
-func (s *series) inBand(k int) (jnum, int) {
-	n := min(k, len(s.on))
-	if n == 0 {
-		return 0, 0
-	}
-	in := 0
-	for _, on := range s.on[len(s.on)-n:] {
-		if !on {
-			in++
-		}
-	}
-	return jnum(float64(in) / float64(n)), n
-}
-
 // tunePlot is what tune's --plot draws.
 type tunePlot struct {
 	Title  string

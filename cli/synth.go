@@ -10,6 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/job"
 	"github.com/paretonav/paretonav/models/synthetic"
 	"github.com/paretonav/paretonav/png/criterion"
 )
@@ -20,10 +21,10 @@ import (
 // size is bounded by zdt2v, whose gradients grow with θ: from the paper's
 // init, lr 0.02 diverges and 0.01 is at the edge; 0.005 keeps a margin.
 const (
-	synthLR     = 0.005
-	synthSteps  = 10000
-	synthGamma  = 0.01 // the paper's γ for its synthetic experiments
-	synthSpread = 0.1
+	synthLR     = job.SynthLR
+	synthSteps  = job.SynthSteps
+	synthGamma  = job.SynthGamma // the paper's γ for its synthetic experiments
+	synthSpread = job.SynthSpread
 )
 
 var synthCommand = withConfig(&ucli.Command{
@@ -107,7 +108,7 @@ func runSynth(c *ucli.Context) (err error) {
 
 	traj := &trajectories{}
 	recs := []finetune.Recorder{finetune.NewProgress(c.App.ErrWriter), traj}
-	traced, closeFiles, err := traceRecorders("--"+traceFlag.Name, c.Path(traceFlag.Name), c.Path(logFlag.Name))
+	traced, closeFiles, err := job.TraceRecorders("--"+traceFlag.Name, c.Path(traceFlag.Name), c.Path(logFlag.Name))
 	if err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func synthInit(c *ucli.Context, n int) ([]float32, error) {
 	if s == "" {
 		return synthetic.DefaultInit(n), nil
 	}
-	v, err := parseFloats("--init", s)
+	v, err := job.ParseFloats("--init", s)
 	if err != nil {
 		return nil, err
 	}

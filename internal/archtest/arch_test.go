@@ -25,7 +25,7 @@ type importRule struct {
 }
 
 // importRules are the module's dependency rules (DESIGN.md §3, STYLE.md
-// "Our own rules of thumb"): cli → finetune → backend/png → importer.
+// "Our own rules of thumb"): cli → job → finetune → backend/png → importer.
 var importRules = []importRule{
 	{
 		from:        []string{"..."},
@@ -55,6 +55,16 @@ var importRules = []importRule{
 		from:   []string{"backend/..."},
 		forbid: []string{"finetune/...", "cli/..."},
 		why:    "backend computes losses and gradients; the training loop and the command line drive it from above",
+	},
+	{
+		from:   []string{"png/...", "importer/...", "backend/...", "finetune/...", "models/..."},
+		forbid: []string{"job/..."},
+		why:    "job runs the commands' jobs on top of the libraries; the libraries do not know about jobs",
+	},
+	{
+		from:   []string{"job/..."},
+		forbid: []string{"cli/..."},
+		why:    "job is a library shared by the commands and batch runs; flags and printing are cli's",
 	},
 	{
 		from:   []string{"finetune/..."},

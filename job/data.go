@@ -1,0 +1,202 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/png"
+)
+
+// Binding says which data array feeds each model input and task
+// target.
+type Binding struct {
+	Model *backend.Model
+	Tasks []backend.Task
+	Maps  map[string]string // model input → array
+}
+
+// Uses lists the arrays md needs.
+func (b Binding) Uses() []finetune.Use {
+	var out []finetune.Use
+	for _, in := range b.Model.Inputs() {
+		arr := in.Name
+		if a, ok := b.Maps[in.Name]; ok {
+			arr = a
+		}
+		out = append(out, finetune.Use{Key: in.Name, Array: arr, Role: fmt.Sprintf("model input %q", in.Name)})
+	}
+	for _, t := range b.Tasks {
+		if t.Target == "" {
+			continue
+		}
+		out = append(out, finetune.Use{Key: t.Target, Array: t.Target, Role: fmt.Sprintf("target of task %q", t.Name)})
+	}
+	return out
+}
+
+// Check validates --map against the model's inputs.
+func (b Binding) Check() error {
+	names := map[string]bool{}
+	var list []string
+	for _, in := range b.Model.Inputs() {
+		names[in.Name] = true
+		list = append(list, in.Name)
+	}
+	keys := make([]string, 0, len(b.Maps))
+	for k := range b.Maps {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !names[k] {
+			return fmt.Errorf("--map %s=%s: the model has no input %q (inputs: %s)", k, b.Maps[k], k, strings.Join(list, ", "))
+		}
+	}
+	return nil
+}
+
+// Load reads (through l, which may be nil) the data sources specs given to flag (finetune.LoadArrays:
+// NPZ archives, .npy and IDX files, merged), binds them to the model
+// (first limit examples when limit > 0) and checks them before any work:
+// every array present with one number of examples, model inputs of a
+// floating type and of the model's shape, targets of the shape each loss
+// needs and class labels in range. Errors name the sources, the array and
+// the input or task.
+func (b Binding) Load(l *Loader, flag string, specs []string, limit, batch int) (*finetune.Dataset, error) {
+	arrays, err := l.Arrays(specs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	path := strings.Join(specs, ",")
+	ds, err := finetune.Bind(arrays, b.Uses(), limit, path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	if ds.Len() == 0 {
+		return nil, fmt.Errorf("%s %s: no examples", flag, path)
+	}
+	if err := b.checkInputs(ds, path); err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	// Target shapes and label ranges: the model checks them per batch;
+	// every batch is checked here, before the first step.
+	N := ds.Len()
+	for i := 0; i < N; i += batch {
+		j := min(i+batch, N)
+		if err := b.Model.CheckBatch(ds.Slice(i, j)); err != nil {
+			where := ""
+			if N > batch {
+				where = fmt.Sprintf(" (examples %d..%d)", i, j-1)
+			}
+			return nil, fmt.Errorf("%s %s%s: %w", flag, path, where, err)
+		}
+	}
+	return ds, nil
+}
+
+// checkInputs checks element types and shapes of the arrays bound to the
+// model inputs, naming the data array and the input.
+func (b Binding) checkInputs(ds *finetune.Dataset, path string) error {
+	var errs []error
+	for _, in := range b.Model.Inputs() {
+		arr := in.Name
+		if m, ok := b.Maps[in.Name]; ok {
+			arr = m
+		}
+		u := finetune.Use{Key: in.Name, Array: arr}
+		a := ds.Arrays[u.Key]
+		if !a.IsFloat() {
+			errs = append(errs, fmt.Errorf("%s: array %q for model input %q has element type %v; the model expects %v (floating point)",
+				path, u.Array, in.Name, a.Type, in.Type))
+			continue
+		}
+		if in.Shape == nil {
+			continue
+		}
+		ok := len(a.Shape) == len(in.Shape)
+		for i := 1; ok && i < len(in.Shape); i++ {
+			ok = in.Shape[i] < 0 || in.Shape[i] == a.Shape[i]
+		}
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: array %q for model input %q has shape %v; the model expects %s",
+				path, u.Array, in.Name, a.Shape, fmtDims(in.Shape)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// fmtDims writes a shape with dynamic dimensions as "N".
+func fmtDims(shape []int) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		if d < 0 {
+			parts[i] = "N"
+		} else {
+			parts[i] = fmt.Sprint(d)
+		}
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// DataEval is the outcome of one pass over a data set.
+type DataEval struct {
+	Examples int
+	Losses   []float64    // per task: batch means weighted by batch size
+	Jac      png.Jacobian // the same average of the task gradients (when asked)
+	G        float64      // g from png.Gram + png.MinNorm on Jac (when asked)
+}
+
+// Evaluate runs md over ds in file order, batch examples at a time,
+// and averages losses (and, with grad, task gradients) over the batches
+// weighted by their sizes.
+func Evaluate(md *backend.Model, ds *finetune.Dataset, batch int, grad bool) (*DataEval, error) {
+	m, n := len(md.Tasks()), md.NumParams()
+	N := ds.Len()
+	res := &DataEval{Examples: N, Losses: make([]float64, m)}
+	var jac png.Jacobian
+	sum := make([]float64, 0)
+	if grad {
+		jac = png.NewJacobian(m, n)
+		sum = make([]float64, m*n)
+	}
+	tmp := make([]float64, m)
+	for i := 0; i < N; i += batch {
+		j := min(i+batch, N)
+		w := float64(j-i) / float64(N)
+		var jp *png.Jacobian
+		if grad {
+			jp = &jac
+		}
+		if err := md.Evaluate(ds.Slice(i, j), tmp, jp); err != nil {
+			return nil, fmt.Errorf("examples %d..%d: %w", i, j-1, err)
+		}
+		for t := range tmp {
+			res.Losses[t] += w * tmp[t]
+		}
+		if grad {
+			for k, v := range jac.Data {
+				sum[k] += w * float64(v)
+			}
+		}
+	}
+	for t, v := range res.Losses {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("task %q: loss is %v", md.Tasks()[t], v)
+		}
+	}
+	if grad {
+		for k, v := range sum {
+			jac.Data[k] = float32(v)
+		}
+		res.Jac = jac
+		K := make([]float64, m*m)
+		png.Gram(K, jac, 0)
+		_, res.G = png.MinNorm(K, m)
+	}
+	return res, nil
+}

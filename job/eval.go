@@ -1,0 +1,108 @@
+package job
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/importer"
+)
+
+// EvalBatch is eval's default batch size.
+const EvalBatch = 256
+
+// EvalConfig is an eval job as the eval command's flags give it.
+type EvalConfig struct {
+	Model string   // MODEL.onnx
+	Data  []string // --data sources
+	ModelConfig
+	Batch int
+	Limit int // the first Limit examples (0: all)
+	// GradOut, when set, receives the task gradients (NPZ); Force
+	// overwrites it.
+	GradOut string
+	Force   bool
+}
+
+// EvalOutcome is what an eval job reports (eval --json, a batch job's
+// result).
+type EvalOutcome struct {
+	Examples int            `json:"examples"`
+	Tasks    map[string]Num `json:"tasks"`
+	G        Num            `json:"g"`
+	GradOut  string         `json:"grad_out,omitempty"`
+
+	// Names are the tasks in order and Eval the pass itself.
+	Names []string  `json:"-"`
+	Eval  *DataEval `json:"-"`
+}
+
+// Eval checks c, loads the model and data (through l, which may be nil),
+// evaluates every task and writes the gradients when asked.
+func Eval(l *Loader, c *EvalConfig) (*EvalOutcome, error) {
+	if len(c.Data) == 0 {
+		return nil, missingData("data", "the data")
+	}
+	dataPath := strings.Join(c.Data, ",")
+	if c.Batch < 1 {
+		return nil, fmt.Errorf("--batch %d: want at least 1", c.Batch)
+	}
+	if c.Limit < 0 {
+		return nil, fmt.Errorf("--limit %d: want 0 (all) or a positive count", c.Limit)
+	}
+	if c.GradOut != "" && !c.Force {
+		if _, err := os.Stat(c.GradOut); err == nil {
+			return nil, fmt.Errorf("--grad-out %s: file exists (use --force to overwrite)", c.GradOut)
+		}
+	}
+	tasks, maps, opt, err := c.ModelConfig.resolve()
+	if err != nil {
+		return nil, err
+	}
+	_, md, err := OpenModel(l, c.Model, tasks, opt)
+	if err != nil {
+		return nil, err
+	}
+	bind := Binding{Model: md, Tasks: tasks, Maps: maps}
+	if err := bind.Check(); err != nil {
+		return nil, err
+	}
+	ds, err := bind.Load(l, "--data", c.Data, c.Limit, c.Batch)
+	if err != nil {
+		return nil, err
+	}
+	res, err := Evaluate(md, ds, c.Batch, true)
+	if err != nil {
+		return nil, fmt.Errorf("eval %s on %s: %w", c.Model, dataPath, err)
+	}
+	if c.GradOut != "" {
+		if err := writeGradients(c.GradOut, md, res); err != nil {
+			return nil, err
+		}
+	}
+	names := md.Tasks()
+	return &EvalOutcome{Examples: res.Examples, Tasks: named(names, res.Losses), G: Num(res.G), GradOut: c.GradOut,
+		Names: names, Eval: res}, nil
+}
+
+// writeGradients writes res.Jac as "TASK/INITIALIZER" float32 arrays.
+func writeGradients(path string, md *backend.Model, res *DataEval) error {
+	arrays := map[string]*importer.Tensor{}
+	for i, task := range md.Tasks() {
+		row := res.Jac.Row(i)
+		for _, p := range md.Trainable() {
+			size := 1
+			for _, d := range p.Shape {
+				size *= d
+			}
+			name := task + "/" + p.Name
+			arrays[name] = importer.NewFloat32(name, p.Shape, append([]float32(nil), row[p.Offset:p.Offset+size]...))
+		}
+	}
+	if err := npz.Write(path, arrays); err != nil {
+		return fmt.Errorf("--grad-out: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,406 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/finetune/front"
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/models/synthetic"
+	"github.com/paretonav/paretonav/png"
+	"github.com/paretonav/paretonav/png/criterion"
+)
+
+// Defaults of front for ONNX models: the paper's MultiMNIST setting (Adam,
+// lr 1e-3, batch 256, γ 0.1). Spread perturbs every parameter of the one
+// starting model by N(0, spread²) so that the N models start apart.
+// Synthetic problems use the Synth* defaults instead.
+const (
+	FrontBatch  = 256
+	FrontSteps  = 1000
+	FrontSpread = 0.01
+	FrontModels = 5
+	// frontReportMax caps the training examples scored when no
+	// validation data are given.
+	frontReportMax = 2048
+	// frontSynthRef is the default hypervolume reference with a synthetic
+	// problem: the synthetic fronts reach losses of 1, beyond 0.6.
+	frontSynthRef = 1.1
+)
+
+// Defaults of the synthetic problems (synth, and front --problem): plain
+// steps, lr 0.005, 10000 steps, the paper's γ 0.01, spread 0.1.
+const (
+	SynthLR     = 0.005
+	SynthSteps  = 10000
+	SynthGamma  = 0.01
+	SynthSpread = 0.1
+)
+
+// FrontConfig is a front job as the front command's flags give it.
+// Optional numbers are pointers: nil takes the default of ONNX models or
+// of synthetic problems.
+type FrontConfig struct {
+	Problem   string   // a synthetic problem instead of ONNX models
+	Args      []string // MODEL.onnx (at most one)
+	Data, Val []string
+	ModelConfig
+	Models int    // N
+	Init   string // A.onnx,B.onnx,...: one starting model each
+	Spread *float64
+	// Criterion is energy[:eps=E].
+	Criterion string
+	Alpha     float64
+	Gamma     *float64
+	Optimizer string // "": adam, sgd for synthetic problems
+	LR        *float64
+	// LRSchedule is constant, cosine or step.
+	LRSchedule    string
+	Steps, Epochs int
+	Batch         int
+	Workers       int
+	Seed          int64
+	OutDir        string
+	Ref           string // --ref: one value or one per task
+	Reference     string // --reference FILE.csv
+	Force         bool
+	Log, CSV      string
+	// CheckpointEvery steps a checkpoint is written to Checkpoint
+	// (default OUT_DIR/front.ckpt); Resume continues one.
+	CheckpointEvery    int
+	Checkpoint, Resume string
+}
+
+// Front is a resolved front run: N problems and how to score them.
+type Front struct {
+	cfg       *FrontConfig
+	tasks     []string
+	btasks    []backend.Task     // ONNX only
+	nets      []*backend.Model   // ONNX only
+	models    []*importer.Model  // ONNX only: the file each net saves into
+	probs     []finetune.Problem // what the loop trains
+	synth     *synthetic.Problem // synthetic only: for the true front
+	train     *finetune.Dataset
+	val       *finetune.Dataset
+	score     *finetune.Dataset
+	scoredOn  string
+	batch     int
+	s         *finetune.Settings
+	source    string
+	ref       []float64
+	reference [][]float64
+	refName   string
+
+	// Progress receives progress lines (nil: none).
+	Progress io.Writer
+	// Plot, when set, draws the models in loss space to path (front.png);
+	// trueFront is the synthetic problem's front, else nil.
+	Plot func(path, title string, tasks []string, pts [][]float64, trueFront [][2]float64) error
+}
+
+// Prepare checks c and resolves it into a run: models and data (read
+// through l, which may be nil), settings, the quality measures' reference
+// points, all before any training.
+func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
+	if c.OutDir == "" {
+		return nil, errors.New("--out-dir: required (the folder for the models, front.csv, front.png and report.json)")
+	}
+	N := c.Models
+	if N < 2 {
+		return nil, fmt.Errorf("--models %d: want at least 2 (a front needs several models)", N)
+	}
+	job := &Front{cfg: c, batch: c.Batch}
+	if job.batch < 1 {
+		return nil, fmt.Errorf("--batch %d: want at least 1", job.batch)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"steps", c.Steps}, {"epochs", c.Epochs}, {"checkpoint-every", c.CheckpointEvery}, {"workers", c.Workers}} {
+		if f.v < 0 {
+			return nil, fmt.Errorf("--%s %d: want ≥ 0", f.name, f.v)
+		}
+	}
+	synth := c.Problem != ""
+	def := func(v *float64, onnx, syn float64) float64 {
+		if v != nil {
+			return *v
+		}
+		if synth {
+			return syn
+		}
+		return onnx
+	}
+	steps := c.Steps
+	if steps == 0 && c.Epochs == 0 {
+		steps = FrontSteps
+		if synth {
+			steps = SynthSteps
+		}
+	}
+	optName := c.Optimizer
+	if optName == "" {
+		optName = "adam"
+		if synth {
+			optName = "sgd"
+		}
+	}
+	spread := def(c.Spread, FrontSpread, SynthSpread)
+	job.s = &finetune.Settings{
+		Method:    png.PNG{Settings: png.Settings{Alpha: c.Alpha, Gamma: def(c.Gamma, png.DefaultGamma, SynthGamma)}},
+		Optimizer: optName, LR: def(c.LR, TuneLR, SynthLR), LRSchedule: c.LRSchedule,
+		Steps: steps, Epochs: c.Epochs, BatchSize: job.batch, Seed: c.Seed,
+		CheckpointEvery: c.CheckpointEvery, CheckpointPath: c.Checkpoint, Workers: c.Workers,
+		Meta: map[string]any{"command": "front", "models": N},
+	}
+	var err error
+	if synth {
+		err = job.synthetic(N, spread)
+	} else {
+		err = job.onnx(l, N, spread)
+	}
+	if err != nil {
+		return nil, err
+	}
+	spec := c.Criterion
+	if !strings.HasPrefix(strings.TrimSpace(spec), "energy") {
+		return nil, fmt.Errorf("--criterion %q: front trains with a multi-point criterion: energy[:eps=E]", spec)
+	}
+	if job.s.Multi, err = criterion.ParseMulti(spec, job.tasks); err != nil {
+		return nil, fmt.Errorf("--criterion: %w", err)
+	}
+	job.s.Meta["criterion"] = spec
+	job.s.Meta["source"] = job.source
+	if job.s.CheckpointPath == "" {
+		job.s.CheckpointPath = filepath.Join(c.OutDir, "front.ckpt")
+	}
+	// The quality measures' settings are read before training so that a
+	// mistake in them costs no run.
+	if job.ref, err = c.refPoint(len(job.tasks)); err != nil {
+		return nil, err
+	}
+	if job.reference, job.refName, err = job.referenceFront(c.Reference); err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
+// synthetic prepares N copies of a synthetic problem around the paper's
+// initial point.
+func (j *Front) synthetic(N int, spread float64) error {
+	c := j.cfg
+	if c.Args != nil || len(c.Data) > 0 || c.Init != "" {
+		return errors.New("--problem: takes no MODEL.onnx, --data or --init")
+	}
+	for k := 0; k < N; k++ {
+		p, err := synthetic.New(c.Problem)
+		if err != nil {
+			return fmt.Errorf("--problem: %w", err)
+		}
+		if err := p.SetParams(synthetic.DefaultInit(p.NumParams())); err != nil {
+			return err
+		}
+		if k == 0 {
+			j.synth = p
+		}
+		j.probs = append(j.probs, p)
+	}
+	if err := front.Perturb(j.probs, spread, c.Seed); err != nil {
+		return fmt.Errorf("--spread: %w", err)
+	}
+	j.tasks, j.source, j.scoredOn = j.probs[0].Tasks(), c.Problem, "exact losses"
+	return nil
+}
+
+// onnx opens N backend models, from MODEL.onnx (perturbed) or --init, and
+// loads the data.
+func (j *Front) onnx(l *Loader, N int, spread float64) error {
+	c := j.cfg
+	args := c.Args
+	var paths []string
+	switch {
+	case c.Init != "":
+		for _, p := range strings.Split(c.Init, ",") {
+			paths = append(paths, strings.TrimSpace(p))
+		}
+		if len(paths) != N {
+			return fmt.Errorf("--init %q: %d models, want --models %d", c.Init, len(paths), N)
+		}
+		if len(args) > 1 {
+			return fmt.Errorf("front: with --init, at most one MODEL.onnx argument (got %d)", len(args))
+		}
+		j.source = paths[0]
+	case len(args) == 1:
+		j.source = args[0]
+		for range N {
+			paths = append(paths, args[0])
+		}
+	default:
+		return fmt.Errorf("front: want one MODEL.onnx argument (or --init, or --problem), got %d", len(args))
+	}
+	if len(c.Data) == 0 {
+		return missingData("data", "the training data")
+	}
+	dataPath := strings.Join(c.Data, ",")
+	btasks, maps, opt, err := c.ModelConfig.resolve()
+	if err != nil {
+		return err
+	}
+	j.btasks = btasks
+	if l == nil {
+		// Each model gets its own copy of the graph: backend models on
+		// different goroutines (--workers) must share no tensors.
+		l = NewLoader()
+	}
+	for k, p := range paths {
+		m, err := l.Model(p)
+		if err != nil {
+			return fmt.Errorf("model %d: %w", k, err)
+		}
+		net, err := backend.Open(m, j.btasks, opt)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if net.NumParams() == 0 {
+			return fmt.Errorf("%s: nothing to train (no trainable initializer; check --freeze)", p)
+		}
+		j.models, j.nets, j.probs = append(j.models, m), append(j.nets, net), append(j.probs, net)
+	}
+	if c.Init == "" {
+		if err := front.Perturb(j.probs, spread, c.Seed); err != nil {
+			return fmt.Errorf("--spread: %w", err)
+		}
+	}
+	j.tasks = j.nets[0].Tasks()
+	bind := Binding{Model: j.nets[0], Tasks: j.btasks, Maps: maps}
+	if err := bind.Check(); err != nil {
+		return err
+	}
+	if j.train, err = bind.Load(l, "--data", c.Data, 0, j.batch); err != nil {
+		return err
+	}
+	j.score, j.scoredOn = j.train, "training data "+dataPath
+	if vs := c.Val; len(vs) > 0 {
+		if j.val, err = bind.Load(l, "--val", vs, 0, j.batch); err != nil {
+			return err
+		}
+		j.score, j.scoredOn = j.val, "validation data "+strings.Join(vs, ",")
+	} else if j.train.Len() > frontReportMax {
+		j.score = &finetune.Dataset{Arrays: j.train.Slice(0, frontReportMax)}
+		j.scoredOn = fmt.Sprintf("first %d examples of training data %s", frontReportMax, dataPath)
+	}
+	j.s.Meta["data"] = dataPath
+	return nil
+}
+
+// refPoint reads --ref: one value for every task or one per task.
+func (c *FrontConfig) refPoint(m int) ([]float64, error) {
+	s := c.Ref
+	if s == "" && c.Problem != "" {
+		return front.Uniform(m, frontSynthRef), nil
+	}
+	if s == "" {
+		return front.Uniform(m, front.DefaultLossRef), nil
+	}
+	v, err := ParseFloats("--ref", s)
+	if err != nil {
+		return nil, err
+	}
+	switch len(v) {
+	case 1:
+		return front.Uniform(m, v[0]), nil
+	case m:
+		return v, nil
+	}
+	return nil, fmt.Errorf("--ref %q: %d values, want 1 or one per task (%d)", s, len(v), m)
+}
+
+// Run trains the N models together, scores them and writes the models,
+// front.csv, front.png (through Plot) and report.json to the out folder.
+func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *FrontOutcome, err error) {
+	c := j.cfg
+	dir, N := c.OutDir, c.Models
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--out-dir: %w", err)
+	}
+	files := map[string]string{"csv": filepath.Join(dir, "front.csv"), "report": filepath.Join(dir, "report.json")}
+	if j.Plot != nil {
+		files["plot"] = filepath.Join(dir, "front.png")
+	}
+	var modelFiles []string
+	for k := range j.nets {
+		modelFiles = append(modelFiles, filepath.Join(dir, fmt.Sprintf("model_%d.onnx", k)))
+	}
+	if !c.Force {
+		for _, p := range append(append([]string(nil), modelFiles...), filepath.Join(dir, "front.csv"), filepath.Join(dir, "front.png"), files["report"]) {
+			if _, err := os.Stat(p); err == nil {
+				return nil, fmt.Errorf("--out-dir %s: %s exists (use --force to overwrite)", dir, filepath.Base(p))
+			}
+		}
+	}
+
+	var recs []finetune.Recorder
+	if j.Progress != nil {
+		recs = append(recs, finetune.NewProgress(j.Progress))
+	}
+	traced, closeFiles, err := TraceRecorders("--csv", c.CSV, c.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, closeFiles()) }()
+	recs = append(recs, traced...)
+	recs = append(recs, extra...)
+	var res *finetune.Result
+	if c.Resume != "" {
+		res, err = finetune.ResumeMulti(ctx, c.Resume, j.probs, j.train, j.val, j.s, finetune.Multi(recs...))
+	} else {
+		res, err = finetune.RunMulti(ctx, j.probs, j.train, j.val, j.s, finetune.Multi(recs...))
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	members, err := j.scoreAll(res)
+	if err != nil {
+		return nil, err
+	}
+	out = j.report(res, members, j.ref, j.reference, j.refName, c.Criterion)
+	for k, net := range j.nets {
+		meta, _ := json.Marshal(map[string]any{"version": Version, "command": "front", "criterion": out.Criterion,
+			"model": k, "models": N, "steps": res.Steps, "tasks": TaskSpecs(j.btasks), "source": j.source})
+		if err := importer.Save(modelFiles[k], j.models[k], net.Weights(), importer.SaveOptions{
+			Producer: map[string]string{"paretonav": string(meta)}, Force: c.Force}); err != nil {
+			return nil, fmt.Errorf("--out-dir: model %d: %w", k, err)
+		}
+		out.Models[k].File = modelFiles[k]
+	}
+	if err := writeFrontCSV(files["csv"], j.tasks, members); err != nil {
+		return nil, err
+	}
+	if j.Plot != nil {
+		var trueFront [][2]float64
+		if j.synth != nil {
+			trueFront = j.synth.Front(200)
+		}
+		if err := j.Plot(files["plot"], fmt.Sprintf("%s: %d models, %s", filepath.Base(j.source), N, out.Criterion), j.tasks, front.LossPoints(members), trueFront); err != nil {
+			return nil, err
+		}
+	}
+	out.Files = files
+	rb, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := WriteFile(files["report"], append(rb, '\n')); err != nil {
+		return nil, fmt.Errorf("--out-dir: %w", err)
+	}
+	return out, nil
+}

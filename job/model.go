@@ -1,0 +1,99 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/importer"
+)
+
+// ParseTasks reads the task specs given to --task
+// (NAME:LOSS:OUTPUT:TARGET[:key=value]); at least one is required and
+// names are unique.
+func ParseTasks(specs []string) ([]backend.Task, error) {
+	if len(specs) == 0 {
+		return nil, errors.New("--task: at least one task NAME:LOSS:OUTPUT:TARGET is required")
+	}
+	out := make([]backend.Task, 0, len(specs))
+	seen := map[string]bool{}
+	for _, s := range specs {
+		t, err := backend.ParseTask(s)
+		if err != nil {
+			return nil, fmt.Errorf("--task: %w", err)
+		}
+		if seen[t.Name] {
+			return nil, fmt.Errorf("--task %q: task name %q used twice", s, t.Name)
+		}
+		seen[t.Name] = true
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// ParseMaps reads the input=array pairs given to --map.
+func ParseMaps(specs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, s := range specs {
+		in, arr, ok := strings.Cut(s, "=")
+		in, arr = strings.TrimSpace(in), strings.TrimSpace(arr)
+		if !ok || in == "" || arr == "" {
+			return nil, fmt.Errorf("--map %q: want input=array", s)
+		}
+		if _, dup := out[in]; dup {
+			return nil, fmt.Errorf("--map %q: input %q mapped twice", s, in)
+		}
+		out[in] = arr
+	}
+	return out, nil
+}
+
+// ModelOptions builds backend.Options from --bn (frozen or train) and
+// --freeze.
+func ModelOptions(bn string, freeze []string) (backend.Options, error) {
+	if bn != "frozen" && bn != "train" {
+		return backend.Options{}, fmt.Errorf("--bn %q: want frozen or train", bn)
+	}
+	return backend.Options{BatchNorm: bn, Freeze: freeze}, nil
+}
+
+// ModelConfig is how a job reads its ONNX model: the tasks, the data
+// arrays feeding its inputs, BatchNormalization and frozen initializers.
+type ModelConfig struct {
+	Tasks  []string // --task specs
+	Maps   []string // --map INPUT=ARRAY
+	BN     string   // --bn: frozen or train
+	Freeze []string // --freeze globs
+}
+
+// resolve parses the tasks, maps and options.
+func (mc ModelConfig) resolve() ([]backend.Task, map[string]string, backend.Options, error) {
+	tasks, err := ParseTasks(mc.Tasks)
+	if err != nil {
+		return nil, nil, backend.Options{}, err
+	}
+	maps, err := ParseMaps(mc.Maps)
+	if err != nil {
+		return nil, nil, backend.Options{}, err
+	}
+	opt, err := ModelOptions(mc.BN, mc.Freeze)
+	if err != nil {
+		return nil, nil, backend.Options{}, err
+	}
+	return tasks, maps, opt, nil
+}
+
+// OpenModel loads the ONNX model at path (through l, which may be nil)
+// and prepares it for tasks.
+func OpenModel(l *Loader, path string, tasks []backend.Task, opt backend.Options) (*importer.Model, *backend.Model, error) {
+	m, err := l.Model(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	md, err := backend.Open(m, tasks, opt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, md, nil
+}

@@ -1,0 +1,138 @@
+package job
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/paretonav/paretonav/png"
+)
+
+func TestParseTasks(t *testing.T) {
+	for _, tc := range []struct {
+		specs []string
+		names []string
+		err   string
+	}{
+		{specs: []string{"left:ce:out_l:yl", "right:ce:out_r:yr"}, names: []string{"left", "right"}},
+		{specs: nil, err: "--task: at least one task"},
+		{specs: []string{"a:ce:o:y", "a:mse:p:z"}, err: `task name "a" used twice`},
+		{specs: []string{"a:nosuchloss:o:y"}, err: "--task:"},
+	} {
+		got, err := ParseTasks(tc.specs)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseTasks(%q): error %v, want one containing %q", tc.specs, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("ParseTasks(%q): %v", tc.specs, err)
+		}
+		var names []string
+		for _, tk := range got {
+			names = append(names, tk.Name)
+		}
+		if strings.Join(names, ",") != strings.Join(tc.names, ",") {
+			t.Errorf("ParseTasks(%q): tasks %v, want %v", tc.specs, names, tc.names)
+		}
+	}
+}
+
+func TestParseMaps(t *testing.T) {
+	for _, tc := range []struct {
+		specs []string
+		want  map[string]string
+		err   string
+	}{
+		{specs: []string{"x=images", " y = labels "}, want: map[string]string{"x": "images", "y": "labels"}},
+		{specs: []string{"x"}, err: `--map "x": want input=array`},
+		{specs: []string{"x=a", "x=b"}, err: `input "x" mapped twice`},
+	} {
+		got, err := ParseMaps(tc.specs)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseMaps(%q): error %v, want one containing %q", tc.specs, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || len(got) != len(tc.want) {
+			t.Fatalf("ParseMaps(%q) = %v, %v; want %v", tc.specs, got, err, tc.want)
+		}
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("ParseMaps(%q)[%q] = %q, want %q", tc.specs, k, got[k], v)
+			}
+		}
+	}
+}
+
+func TestMethodConfigBuild(t *testing.T) {
+	tasks := []string{"a", "b"}
+	for _, tc := range []struct {
+		mc   MethodConfig
+		want string
+		err  string
+	}{
+		{mc: MethodConfig{Name: "png", Alpha: 0.5, Gamma: 0.2}, want: "png.PNG"},
+		{mc: MethodConfig{Name: "mgd"}, want: "png.MGD"},
+		{mc: MethodConfig{Name: "linear", Weights: "1,3"}, want: "png.Linear"},
+		{mc: MethodConfig{Name: "linear", Weights: "1"}, err: "1 weights, want one per task (a, b)"},
+		{mc: MethodConfig{Name: "linear", Weights: "1,x"}, err: `item 2 ("x") is not a number`},
+		{mc: MethodConfig{Name: "sgd"}, err: `--method "sgd": want png, mgd or linear`},
+	} {
+		m, err := tc.mc.Build(tasks)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%+v: error %v, want one containing %q", tc.mc, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", tc.mc, err)
+		}
+		switch x := m.(type) {
+		case png.PNG:
+			if tc.want != "png.PNG" || x.Settings.Alpha != 0.5 || x.Settings.Gamma != 0.2 {
+				t.Errorf("%+v: got %#v", tc.mc, x)
+			}
+		case png.MGD:
+			if tc.want != "png.MGD" {
+				t.Errorf("%+v: got %#v", tc.mc, x)
+			}
+		case png.Linear:
+			if tc.want != "png.Linear" || len(x.Weights) != 2 || x.Weights[1] != 3 {
+				t.Errorf("%+v: got %#v", tc.mc, x)
+			}
+		default:
+			t.Errorf("%+v: got %T", tc.mc, m)
+		}
+	}
+}
+
+func TestInBand(t *testing.T) {
+	for _, tc := range []struct {
+		on   []bool
+		k    int
+		frac float64
+		n    int
+	}{
+		{on: nil, k: 100, frac: 0, n: 0},
+		{on: []bool{true, true, false, false}, k: 100, frac: 0.5, n: 4},
+		{on: []bool{true, true, false, false}, k: 2, frac: 1, n: 2},
+		{on: []bool{false, true, true}, k: 2, frac: 0, n: 2},
+	} {
+		frac, n := InBand(tc.on, tc.k)
+		if float64(frac) != tc.frac || n != tc.n {
+			t.Errorf("InBand(%v, %d) = %v, %d; want %v, %d", tc.on, tc.k, frac, n, tc.frac, tc.n)
+		}
+	}
+}
+
+func TestNumJSON(t *testing.T) {
+	b, err := json.Marshal([]Num{1.5, Num(math.NaN()), Num(math.Inf(-1))})
+	if err != nil || string(b) != "[1.5,null,null]" {
+		t.Errorf("got %s, %v; want [1.5,null,null]", b, err)
+	}
+}

@@ -1,0 +1,331 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/png/criterion"
+)
+
+// Defaults of tune: the paper's step size with Adam, its γ for real
+// models, and small batches.
+const (
+	TuneLR        = 1e-3
+	TuneBatch     = 32
+	TuneOptimizer = "adam"
+	// tuneReportMax caps the training examples used for the before/after
+	// report when no validation data are given.
+	tuneReportMax = 2048
+)
+
+// TuneConfig is a tune job as the tune command's flags give it.
+type TuneConfig struct {
+	Model     string   // MODEL.onnx
+	Data, Val []string // --data, --val sources
+	ModelConfig
+	Criterion string
+	Method    MethodConfig
+	Optimizer string
+	LR        float64
+	Momentum  float64
+	// LRSchedule is constant, cosine or step.
+	LRSchedule string
+	// Steps, or Epochs passes over Data when Steps is 0.
+	Steps, Epochs int
+	Batch         int
+	ValEvery      int
+	Seed          int64
+	// Out is the tuned model (default MODEL_tuned.onnx); Force overwrites
+	// an existing one.
+	Out   string
+	Force bool
+	// Log (JSON lines) and CSV (per-step trace) are written when set.
+	Log, CSV string
+	// CheckpointEvery steps a checkpoint is written to Checkpoint
+	// (default OUT.ckpt), also on interruption; Resume continues one.
+	CheckpointEvery    int
+	Checkpoint, Resume string
+}
+
+// Tune is a resolved tuning run: the model and data loaded and checked,
+// the settings built. Callers may also build one directly (demo does).
+type Tune struct {
+	ModelPath  string
+	Model      *importer.Model
+	Net        *backend.Model
+	Tasks      []backend.Task
+	Train, Val *finetune.Dataset
+	Report     *finetune.Dataset // before/after losses are measured here
+	ReportName string            // "validation" or "training"
+	Settings   *finetune.Settings
+	Criterion  string // as given
+	Method     string
+	Batch      int
+	Out        string
+	Force      bool
+	LogPath    string
+	CSVPath    string
+	Resume     string
+	Progress   io.Writer // nil: no progress lines
+	Extra      []finetune.Recorder
+	// BeforeSave, when set, is called after training and the final
+	// measurement, before the model is written (the command draws its
+	// plot there); an error stops the run with nothing written.
+	BeforeSave func(*TuneOutcome) error
+}
+
+// TuneReport is the measurement of one model on the report set.
+type TuneReport struct {
+	Losses map[string]Num `json:"losses"`
+	F      Num            `json:"F"`
+	G      Num            `json:"g"`
+}
+
+// TuneOutcome is what a tune job reports (tune --json, a batch job's
+// result).
+type TuneOutcome struct {
+	Status     string     `json:"status"`
+	Steps      int        `json:"steps"`
+	Criterion  string     `json:"criterion"`
+	Method     string     `json:"method"`
+	Tasks      []string   `json:"tasks"`
+	MeasuredOn string     `json:"measured_on"`
+	Examples   int        `json:"examples"`
+	Before     TuneReport `json:"before"`
+	After      TuneReport `json:"after"`
+	// InBand is the fraction of the last (up to) 100 steps with g ≤ e,
+	// the control off (PNG only).
+	InBand     Num    `json:"in_band_last100"`
+	BandSteps  int    `json:"band_steps"`
+	Output     string `json:"output"`
+	Checkpoint string `json:"checkpoint,omitempty"`
+	Log        string `json:"log,omitempty"`
+	Plot       string `json:"plot,omitempty"`
+
+	// BeforeLosses and AfterLosses are the task losses on the report set,
+	// in task order.
+	BeforeLosses []float64 `json:"-"`
+	AfterLosses  []float64 `json:"-"`
+}
+
+// Prepare checks c and resolves it into a run: model and data (read
+// through l, which may be nil) checked against each other, destinations
+// checked, before any training.
+func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
+	job := &Tune{ModelPath: c.Model, Method: c.Method.Name, Batch: c.Batch, Force: c.Force,
+		LogPath: c.Log, CSVPath: c.CSV, Resume: c.Resume}
+	if len(c.Data) == 0 {
+		return nil, missingData("data", "the training data")
+	}
+	dataPath := strings.Join(c.Data, ",")
+	if job.Batch < 1 {
+		return nil, fmt.Errorf("--batch %d: want at least 1", job.Batch)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"steps", c.Steps}, {"epochs", c.Epochs}, {"val-every", c.ValEvery}, {"checkpoint-every", c.CheckpointEvery}} {
+		if f.v < 0 {
+			return nil, fmt.Errorf("--%s %d: want ≥ 0", f.name, f.v)
+		}
+	}
+	job.Out = c.Out
+	if job.Out == "" {
+		job.Out = strings.TrimSuffix(job.ModelPath, filepath.Ext(job.ModelPath)) + "_tuned.onnx"
+	}
+	if err := CheckOutput(job.ModelPath, job.Out, job.Force); err != nil {
+		return nil, err
+	}
+	ckpt := c.Checkpoint
+	if ckpt == "" {
+		ckpt = job.Out + ".ckpt"
+	}
+	if same, _ := SamePath(ckpt, job.ModelPath); same {
+		return nil, fmt.Errorf("--checkpoint %s: that is the input model", ckpt)
+	}
+	if job.Resume != "" {
+		if _, err := os.Stat(job.Resume); err != nil {
+			return nil, fmt.Errorf("--resume: %w", err)
+		}
+	}
+	tasks, maps, opt, err := c.ModelConfig.resolve()
+	if err != nil {
+		return nil, err
+	}
+	job.Tasks = tasks
+	if job.Model, job.Net, err = OpenModel(l, job.ModelPath, job.Tasks, opt); err != nil {
+		return nil, err
+	}
+	if job.Net.NumParams() == 0 {
+		return nil, fmt.Errorf("%s: nothing to train (no trainable initializer; check --freeze)", job.ModelPath)
+	}
+	names := job.Net.Tasks()
+	s := &finetune.Settings{
+		Optimizer: c.Optimizer, LR: c.LR, Momentum: c.Momentum,
+		LRSchedule: c.LRSchedule, Steps: c.Steps, Epochs: c.Epochs,
+		BatchSize: job.Batch, Seed: c.Seed, ValEvery: c.ValEvery,
+		CheckpointEvery: c.CheckpointEvery, CheckpointPath: ckpt,
+		Meta: map[string]any{"command": "tune", "model": job.ModelPath, "data": dataPath, "out": job.Out},
+	}
+	if s.Method, err = c.Method.Build(names); err != nil {
+		return nil, err
+	}
+	job.Criterion = c.Criterion
+	if job.Criterion == "" {
+		return nil, fmt.Errorf("--criterion: required: an expression over the task names (%s) or a preset such as wd:r1,...", strings.Join(names, ", "))
+	}
+	if s.Criterion, err = criterion.Parse(job.Criterion, names); err != nil {
+		return nil, fmt.Errorf("--criterion: %w", err)
+	}
+	s.Meta["criterion"] = job.Criterion
+	job.Settings = s
+
+	bind := Binding{Model: job.Net, Tasks: job.Tasks, Maps: maps}
+	if err := bind.Check(); err != nil {
+		return nil, err
+	}
+	if job.Train, err = bind.Load(l, "--data", c.Data, 0, job.Batch); err != nil {
+		return nil, err
+	}
+	if len(c.Val) > 0 {
+		if job.Val, err = bind.Load(l, "--val", c.Val, 0, job.Batch); err != nil {
+			return nil, err
+		}
+		job.Report, job.ReportName = job.Val, "validation"
+	} else {
+		job.Report, job.ReportName = job.Train, "training"
+		if job.Train.Len() > tuneReportMax {
+			job.Report = &finetune.Dataset{Arrays: job.Train.Slice(0, tuneReportMax)}
+		}
+	}
+	return job, nil
+}
+
+// missingData is the error for a job given no data sources for flag.
+func missingData(flag, what string) error {
+	return fmt.Errorf("--%s: required (%s: FILE.npz, NAME=FILE.npy or NAME=FILE.idx, repeatable)", flag, what)
+}
+
+// measure evaluates the criterion on the report set.
+func (j *Tune) measure() (TuneReport, []float64, error) {
+	r, err := Evaluate(j.Net, j.Report, j.Batch, true)
+	if err != nil {
+		return TuneReport{}, nil, fmt.Errorf("%s data: %w", j.ReportName, err)
+	}
+	// A criterion outside its domain is reported as NaN (null in JSON);
+	// the training loop decides what that means for the run.
+	F, err := j.Settings.Criterion.Eval(r.Losses, make([]float64, len(r.Losses)))
+	if err != nil {
+		F = math.NaN()
+	}
+	return TuneReport{Losses: named(j.Net.Tasks(), r.Losses), F: Num(F), G: Num(r.G)}, r.Losses, nil
+}
+
+// Run measures the model, trains it, measures it again and saves it. On
+// any error (interruption, non-finite values) nothing is written to Out.
+func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
+	res = &TuneOutcome{Criterion: j.Criterion, Method: j.Method, Tasks: j.Net.Tasks(), MeasuredOn: j.ReportName,
+		Examples: j.Report.Len(), Output: j.Out, Log: j.LogPath}
+	if res.Before, res.BeforeLosses, err = j.measure(); err != nil {
+		return nil, fmt.Errorf("before training: %w", err)
+	}
+	band := &bandRecorder{}
+	recs := []finetune.Recorder{band}
+	if j.Progress != nil {
+		recs = append(recs, finetune.NewProgress(j.Progress))
+	}
+	traced, closeFiles, err := TraceRecorders("--csv", j.CSVPath, j.LogPath)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, closeFiles()) }()
+	recs = append(recs, traced...)
+	recs = append(recs, j.Extra...)
+	var fr *finetune.Result
+	if j.Resume != "" {
+		fr, err = finetune.Resume(ctx, j.Resume, j.Net, j.Train, j.Val, j.Settings, finetune.Multi(recs...))
+	} else {
+		fr, err = finetune.Run(ctx, j.Net, j.Train, j.Val, j.Settings, finetune.Multi(recs...))
+	}
+	if err != nil {
+		if errors.Is(err, finetune.ErrNonFinite) {
+			return nil, fmt.Errorf("tune: %w; no model written", err)
+		}
+		return nil, err
+	}
+	res.Status, res.Steps, res.Checkpoint = fr.Status.String(), fr.Steps, fr.Checkpoint
+	if err := j.Net.SetParams(fr.Points[0].Params); err != nil {
+		return nil, err
+	}
+	if res.After, res.AfterLosses, err = j.measure(); err != nil {
+		return nil, fmt.Errorf("after training: %w", err)
+	}
+	res.InBand, res.BandSteps = InBand(band.on, 100)
+	if j.BeforeSave != nil {
+		if err := j.BeforeSave(res); err != nil {
+			return nil, err
+		}
+	}
+	meta, err := json.Marshal(map[string]any{
+		"version": Version, "criterion": j.Criterion, "method": j.Method, "steps": fr.Steps,
+		"tasks": TaskSpecs(j.Tasks), "source": filepath.Base(j.ModelPath),
+		"optimizer": j.Settings.Optimizer, "lr": j.Settings.LR,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := importer.Save(j.Out, j.Model, j.Net.Weights(), importer.SaveOptions{
+		Producer: map[string]string{"paretonav": string(meta)}, Force: j.Force,
+	}); err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	return res, nil
+}
+
+// TaskSpecs writes the tasks as the specs --task takes.
+func TaskSpecs(ts []backend.Task) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.String()
+	}
+	return out
+}
+
+// bandRecorder keeps, for every step, whether the control was on (of the
+// first model).
+type bandRecorder struct{ on []bool }
+
+func (b *bandRecorder) Init(*finetune.Config) error { return nil }
+
+func (b *bandRecorder) Record(st *finetune.Step) error {
+	b.on = append(b.on, st.Points[0].Info.ControlOn)
+	return nil
+}
+
+func (b *bandRecorder) Done(*finetune.Result) error { return nil }
+
+// InBand returns the fraction of the last (up to) k steps of on with the
+// control off (g ≤ e), and how many steps that is.
+func InBand(on []bool, k int) (Num, int) {
+	n := min(k, len(on))
+	if n == 0 {
+		return 0, 0
+	}
+	in := 0
+	for _, o := range on[len(on)-n:] {
+		if !o {
+			in++
+		}
+	}
+	return Num(float64(in) / float64(n)), n
+}
