@@ -87,8 +87,8 @@ type demoSummary struct {
 	TuneSteps     int                `json:"tune_steps"`
 	Criterion     string             `json:"criterion"`
 	Reference     map[string]float64 `json:"reference"`
-	Pretrained    job.TuneReport         `json:"pretrained"`
-	Tuned         job.TuneReport         `json:"tuned"`
+	Pretrained    job.TuneReport     `json:"pretrained"`
+	Tuned         job.TuneReport     `json:"tuned"`
 	FDecrease     jnum               `json:"F_decrease"` // 1 − F_tuned/F_pretrained
 	// AccuracyPretrained and AccuracyTuned are the argmax accuracies
 	// of both tasks on the validation pairs.
