@@ -51,6 +51,9 @@ type PointCheckpoint struct {
 	PrevParams    []float32
 	PrevOpt       OptState
 	PrevDir       []float32
+	// Start holds the parameters θ₀ the run started from when a criterion
+	// reads drift (nil otherwise).
+	Start []float32
 }
 
 // WriteCheckpoint writes c to path atomically (see the format above), with

@@ -7,13 +7,15 @@ import (
 )
 
 // CSVRecorder writes one row per step and model: step, [model,] one
-// column per task loss, F, g, e, control (1 on, 0 off), vnorm, lr,
-// seconds. The model column appears only when several models train
-// together.
+// column per task loss, one per term, drift, F, g, e, control (1 on, 0
+// off), vnorm, lr, seconds. The model column appears only when several
+// models train together, the term columns only with terms
+// (Config.Terms), drift only when a criterion reads it.
 type CSVRecorder struct {
 	W     io.Writer
 	cw    *csv.Writer
 	multi bool
+	drift bool
 }
 
 // NewCSVRecorder returns a CSVRecorder writing to w.
@@ -28,6 +30,10 @@ func (r *CSVRecorder) Init(cfg *Config) error {
 		head = append(head, "model")
 	}
 	head = append(head, cfg.Tasks...)
+	head = append(head, cfg.Terms...)
+	if r.drift = cfg.Drift; r.drift {
+		head = append(head, "drift")
+	}
 	head = append(head, "F", "g", "e", "control", "vnorm", "lr", "seconds")
 	r.cw.Write(head)
 	r.cw.Flush()
@@ -43,6 +49,12 @@ func (r *CSVRecorder) Record(st *Step) error {
 		}
 		for _, l := range p.Losses {
 			row = append(row, num(l))
+		}
+		for _, v := range p.Terms {
+			row = append(row, num(v))
+		}
+		if r.drift {
+			row = append(row, num(p.Drift))
 		}
 		F := st.F
 		if r.multi {

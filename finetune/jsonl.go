@@ -16,13 +16,17 @@ import (
 //	 "dloss":{"a":-6e-6,"b":-5e-6},"lr":0.001,"seconds":0.01}
 //
 // where phi is the control φ (0 when off) and dloss the first-order change
-// ∇ℓ_iᵀΔθ of each loss under the update the optimizer applied.
+// ∇ℓ_iᵀΔθ of each loss under the update the optimizer applied. With terms
+// (Config.Terms) a "terms" object follows "losses", and "drift"
+// (‖θ − θ₀‖²) when a criterion reads it: "terms":{"adv":0.3},"drift":0.01.
 //
 // With several models, the per-model fields move into "models":[{...}].
 // Non-finite numbers, which JSON cannot hold, are written as null.
 type JSONLRecorder struct {
 	W     io.Writer
 	tasks []string
+	terms []string
+	drift bool
 }
 
 // NewJSONLRecorder returns a JSONLRecorder writing to w.
@@ -30,13 +34,15 @@ func NewJSONLRecorder(w io.Writer) *JSONLRecorder { return &JSONLRecorder{W: w} 
 
 // Init writes the configuration line.
 func (r *JSONLRecorder) Init(cfg *Config) error {
-	r.tasks = cfg.Tasks
+	r.tasks, r.terms, r.drift = cfg.Tasks, cfg.Terms, cfg.Drift
 	return r.line(cfg)
 }
 
 // jsonPoint is one model's fields in a step line.
 type jsonPoint struct {
 	Losses    map[string]jsonFloat `json:"losses"`
+	Terms     map[string]jsonFloat `json:"terms,omitempty"`
+	Drift     *jsonFloat           `json:"drift,omitempty"`
 	F         *jsonFloat           `json:"F,omitempty"`
 	G         jsonFloat            `json:"g"`
 	E         jsonFloat            `json:"e"`
@@ -65,7 +71,7 @@ func (r *JSONLRecorder) Record(st *Step) error {
 		Seconds: jsonFloat(st.Elapsed.Seconds())}
 	pts := make([]jsonPoint, len(st.Points))
 	for k, p := range st.Points {
-		pts[k] = jsonPoint{Losses: r.named(p.Losses), G: jsonFloat(p.Info.G), E: jsonFloat(p.Info.E),
+		pts[k] = jsonPoint{Losses: r.named(p.Losses), Terms: r.termMap(p.Terms), Drift: r.driftOf(p.Drift), G: jsonFloat(p.Info.G), E: jsonFloat(p.Info.E),
 			Control: p.Info.ControlOn, Phi: jsonFloat(p.Info.Phi), Lambda: floats(p.Info.Lambda), VNorm: jsonFloat(p.Info.VNorm),
 			DLoss: r.named(p.DLoss), ValLosses: r.named(p.ValLosses)}
 		if len(st.Points) > 1 {
@@ -89,6 +95,8 @@ func (r *JSONLRecorder) Done(res *Result) error {
 	}
 	type point struct {
 		Losses    map[string]jsonFloat `json:"losses"`
+		Terms     map[string]jsonFloat `json:"terms,omitempty"`
+		Drift     *jsonFloat           `json:"drift,omitempty"`
 		F         jsonFloat            `json:"F"`
 		G         jsonFloat            `json:"g"`
 		ValLosses map[string]jsonFloat `json:"val_losses,omitempty"`
@@ -101,7 +109,7 @@ func (r *JSONLRecorder) Done(res *Result) error {
 		Models []point   `json:"models"`
 	}{Kind: "result", Status: res.Status, Steps: res.Steps, F: jsonFloat(res.F)}
 	for _, p := range res.Points {
-		out.Models = append(out.Models, point{Losses: r.named(p.Losses), F: jsonFloat(p.F), G: jsonFloat(p.G), ValLosses: r.named(p.ValLosses)})
+		out.Models = append(out.Models, point{Losses: r.named(p.Losses), Terms: r.termMap(p.Terms), Drift: r.driftOf(p.Drift), F: jsonFloat(p.F), G: jsonFloat(p.G), ValLosses: r.named(p.ValLosses)})
 	}
 	return r.line(out)
 }
@@ -119,6 +127,27 @@ func (r *JSONLRecorder) named(v []float64) map[string]jsonFloat {
 		m[name] = jsonFloat(x)
 	}
 	return m
+}
+
+// termMap names the term values v (nil without terms).
+func (r *JSONLRecorder) termMap(v []float64) map[string]jsonFloat {
+	if len(r.terms) == 0 || len(v) != len(r.terms) {
+		return nil
+	}
+	m := make(map[string]jsonFloat, len(v))
+	for i, x := range v {
+		m[r.terms[i]] = jsonFloat(x)
+	}
+	return m
+}
+
+// driftOf returns d for the log, or nil when no criterion reads drift.
+func (r *JSONLRecorder) driftOf(d float64) *jsonFloat {
+	if !r.drift {
+		return nil
+	}
+	f := jsonFloat(d)
+	return &f
 }
 
 func (r *JSONLRecorder) line(v any) error {

@@ -8,40 +8,89 @@ import (
 )
 
 // objective evaluates the criterion over all points: the Multi criterion
-// when set, else the sum of Criterion over the points.
+// (plus PerModel for every point) when set, else the sum of Criterion over
+// the points. Every point's values form one vector x: the m task losses,
+// then the problem's terms, then drift when a criterion uses it (layout);
+// cIdx and pmIdx place each criterion's own variables in it.
 type objective struct {
-	c criterion.Criterion
-	m criterion.Multi
+	c     criterion.Criterion
+	m     criterion.Multi
+	pm    criterion.Criterion
+	cIdx  []int
+	pmIdx []int
+	tasks int  // m
+	raw   bool // hand Multi's gradient on unnormalised
 }
 
-// eval returns F and writes ∂F/∂ℓ_k into coef[k] and point k's own
-// Criterion value into perF[k].
-func (o objective) eval(L, coef [][]float64, perF []float64) (float64, error) {
-	if o.m != nil {
-		F, err := o.m.EvalMulti(L, coef)
-		if err != nil {
-			return F, err
-		}
-		for k := range L {
-			perF[k] = 0
-			if o.c != nil {
-				if perF[k], err = o.c.Eval(L[k], nil); err != nil {
-					return F, fmt.Errorf("model %d: %w", k, err)
-				}
+// eval returns F at the points' values X (one row per point) and writes
+// ∂F/∂X_k into G[k] and point k's own Criterion value into perF[k]. Multi's
+// gradient ∂F/∂L_k is scaled to unit length per point unless raw.
+func (o objective) eval(X, G [][]float64, perF []float64) (float64, error) {
+	for _, g := range G {
+		clear(g)
+	}
+	if o.m == nil {
+		var F float64
+		for k, x := range X {
+			f, err := evalAt(o.c, o.cIdx, x, G[k])
+			if err != nil {
+				return F, fmt.Errorf("model %d: %w", k, err)
 			}
+			perF[k] = f
+			F += f
 		}
 		return F, nil
 	}
-	var F float64
-	for k := range L {
-		f, err := o.c.Eval(L[k], coef[k])
-		if err != nil {
-			return F, fmt.Errorf("model %d: %w", k, err)
+	L, gL := make([][]float64, len(X)), make([][]float64, len(X))
+	for k := range X {
+		L[k], gL[k] = X[k][:o.tasks], G[k][:o.tasks]
+	}
+	F, err := o.m.EvalMulti(L, gL)
+	if err != nil {
+		return F, err
+	}
+	for k, x := range X {
+		if !o.raw {
+			normalize(gL[k])
 		}
-		perF[k] = f
-		F += f
+		if o.pm != nil {
+			f, err := evalAt(o.pm, o.pmIdx, x, G[k])
+			if err != nil {
+				return F, fmt.Errorf("model %d: %w", k, err)
+			}
+			F += f
+		}
+		perF[k] = 0
+		if o.c != nil {
+			if perF[k], err = evalAt(o.c, o.cIdx, x, nil); err != nil {
+				return F, fmt.Errorf("model %d: %w", k, err)
+			}
+		}
 	}
 	return F, nil
+}
+
+// evalAt evaluates c at its variables x[idx[i]] and, when g is not nil,
+// adds ∂c/∂x into g at the same places.
+func evalAt(c criterion.Criterion, idx []int, x, g []float64) (float64, error) {
+	cx := make([]float64, len(idx))
+	for i, j := range idx {
+		cx[i] = x[j]
+	}
+	var cg []float64
+	if g != nil {
+		cg = make([]float64, len(idx))
+	}
+	f, err := c.Eval(cx, cg)
+	if err != nil {
+		return f, err
+	}
+	for i, j := range idx {
+		if g != nil {
+			g[j] += cg[i]
+		}
+	}
+	return f, nil
 }
 
 // sumCriterion is the default criterion: F = Σ ℓ_i.

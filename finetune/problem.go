@@ -1,7 +1,9 @@
 // Package finetune owns the training loop: batches, the criterion, the
 // PNG (or baseline) direction, optimizers, validation, logs, checkpoints and
 // recovery from non-finite steps. It trains anything that implements
-// Problem: an ONNX model through backend, or a synthetic problem.
+// Problem: an ONNX model through backend, or a synthetic problem. A
+// criterion may also read terms (TermProblem) and drift, ‖θ − θ₀‖²; their
+// gradients reach the direction as png.Gradient.Extra (terms.go).
 package finetune
 
 import (
@@ -31,4 +33,21 @@ type Problem interface {
 	// returned as a value or as an error matching png.ErrNonFinite
 	// (errors.Is); either way the loop rolls the step back and retries.
 	Evaluate(b Batch, losses []float64, jac *png.Jacobian) error
+}
+
+// TermProblem is a Problem that also computes terms: losses a criterion
+// may use by name that are not tasks (a discrepancy from an extra head,
+// say). Terms take no part in the Pareto set, g(θ), the threshold or the
+// dual; their gradients enter only ∇F, outside the span of the task
+// gradients (png.Gradient.Extra). The loop uses EvaluateTerms instead of
+// Evaluate when Terms is not empty.
+type TermProblem interface {
+	Problem
+	// Terms returns the t term names, in order.
+	Terms() []string
+	// EvaluateTerms is Evaluate that also writes the t term values on b
+	// into terms and, when jac is not nil, their gradients into tjac
+	// (t×n; jac and tjac are nil together). Non-finite values are
+	// reported as Evaluate reports them.
+	EvaluateTerms(b Batch, losses, terms []float64, jac, tjac *png.Jacobian) error
 }

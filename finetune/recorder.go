@@ -41,6 +41,9 @@ type Config struct {
 	Discount        *float64       `json:"discount,omitempty"`
 	Weights         []float64      `json:"weights,omitempty"`
 	Criterion       string         `json:"criterion"`
+	PerModel        string         `json:"per_model,omitempty"` // Settings.PerModel
+	Terms           []string       `json:"terms,omitempty"`     // the problem's terms (TermProblem), logged beside the tasks
+	Drift           bool           `json:"drift,omitempty"`     // a criterion reads drift, ‖θ − θ₀‖²
 	Multi           string         `json:"multi,omitempty"`
 	RawMulti        bool           `json:"raw_multi,omitempty"`
 	Optimizer       string         `json:"optimizer"`
@@ -79,6 +82,8 @@ type Step struct {
 // Point is one model's part of a step.
 type Point struct {
 	Losses []float64 // task losses on the step's batch
+	Terms  []float64 // term values on the step's batch (Config.Terms), nil without terms
+	Drift  float64   // ‖θ − θ₀‖² at the step's parameters (0 unless Config.Drift)
 	F      float64   // this point's Criterion value (0 when only Multi is set)
 	Info   png.Info  // what the method found: g, e, control, λ, ‖v‖
 	// DLoss is the first-order change of each task loss under the update

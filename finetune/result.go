@@ -18,6 +18,8 @@ type Result struct {
 type PointResult struct {
 	Params        []float32 // final parameters
 	Losses        []float64 // final task losses
+	Terms         []float64 // final term values (nil without terms)
+	Drift         float64   // final ‖θ − θ₀‖² (0 unless a criterion reads drift)
 	InitialLosses []float64 // task losses at the first evaluation
 	F             float64   // this point's Criterion value (0 when only Multi is set)
 	InitialF      float64

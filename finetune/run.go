@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,9 +52,15 @@ func ResumeMulti(ctx context.Context, path string, ps []Problem, train, val *Dat
 type point struct {
 	p      Problem
 	theta  []float32
-	losses []float64
+	losses []float64 // x[:m]
 	jac    png.Jacobian
-	coef   []float64
+	coef   []float64 // g[:m]
+	x, g   []float64 // values (tasks, terms, drift: see layout) and ∂F/∂x
+	terms  []float64 // x[m:m+t]
+	tp     TermProblem
+	tjac   png.Jacobian // term gradients (t×n)
+	theta0 []float32    // parameters at the start of the run, when drift is read
+	extra  []float32    // Gradient.Extra: ∇F outside the span of J
 	dir    []float32
 	opt    OptState
 	st     png.State
@@ -72,6 +79,7 @@ type point struct {
 type loop struct {
 	s          Settings
 	obj        objective
+	lay        layout
 	pts        []*point
 	train, val *Dataset
 	tasks      []string
@@ -159,9 +167,12 @@ func newLoop(ps []Problem, train, val *Dataset, s *Settings, rec Recorder, multi
 			return nil, fmt.Errorf("finetune: model %d has %d parameters, model 0 has %d", k+1, p.NumParams(), n)
 		}
 	}
-	obj := objective{c: rs.Criterion}
+	obj := objective{c: rs.Criterion, tasks: len(tasks), raw: rs.RawMulti}
 	if multi {
 		obj.m = rs.Multi
+	}
+	if obj.m != nil {
+		obj.pm = rs.PerModel
 	}
 	if obj.c == nil && obj.m == nil {
 		obj.c = sumCriterion{tasks}
@@ -176,18 +187,28 @@ func newLoop(ps []Problem, train, val *Dataset, s *Settings, rec Recorder, multi
 			return nil, err
 		}
 	}
+	if obj.pm != nil {
+		if err := checkTasks("per-model criterion "+obj.pm.String(), obj.pm.Tasks(), tasks); err != nil {
+			return nil, err
+		}
+	}
+	lay, idx, err := newLayout(ps, tasks, obj.c, obj.pm)
+	if err != nil {
+		return nil, err
+	}
+	obj.cIdx, obj.pmIdx = idx[0], idx[1]
 	if rec == nil {
 		rec = Multi()
 	}
-	l := &loop{s: rs, obj: obj, train: train, val: val, tasks: tasks, m: len(tasks), n: n, rec: rec, lrScale: 1}
+	l := &loop{s: rs, obj: obj, lay: lay, train: train, val: val, tasks: tasks, m: len(tasks), n: n, rec: rec, lrScale: 1}
 	l.total = rs.totalSteps(train.Len())
 	for _, p := range ps {
-		pt := &point{p: p, theta: make([]float32, n), losses: make([]float64, l.m),
-			jac: png.NewJacobian(l.m, n), coef: make([]float64, l.m), dir: make([]float32, n)}
+		pt := &point{p: p, theta: make([]float32, n), jac: png.NewJacobian(l.m, n), dir: make([]float32, n)}
 		p.Params(pt.theta)
+		pt.initTerms(lay, n)
 		l.pts = append(l.pts, pt)
-		l.L = append(l.L, pt.losses)
-		l.coefs = append(l.coefs, pt.coef)
+		l.L = append(l.L, pt.x)
+		l.coefs = append(l.coefs, pt.g)
 	}
 	l.perF = make([]float64, len(ps))
 	l.dirs, l.jacs = make([][]float32, len(ps)), make([]png.Jacobian, len(ps))
@@ -267,11 +288,8 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 		return &bad{what: "criterion", err: err}, nil
 	}
 	for k, pt := range l.pts {
-		if !finite64(pt.coef) {
+		if !finite64(pt.g) {
 			return &bad{model: k, what: "criterion gradient"}, nil
-		}
-		if l.obj.m != nil && !l.s.RawMulti {
-			normalize(pt.coef)
 		}
 		pt.f = l.perF[k]
 	}
@@ -284,7 +302,7 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 		}
 	}
 	for k, pt := range l.pts {
-		l.dirs[k], l.jacs[k], l.grads[k], l.states[k] = pt.dir, pt.jac, png.Gradient{Coef: pt.coef}, &pt.st
+		l.dirs[k], l.jacs[k], l.grads[k], l.states[k] = pt.dir, pt.jac, pt.gradient(l.lay), &pt.st
 	}
 	infos, err := png.MultiDirection(l.dirs, l.jacs, l.grads, l.states, l.s.Method)
 	if err != nil {
@@ -309,11 +327,7 @@ func (l *loop) evaluate(batch Batch, withJac bool) (*bad, error) {
 	nonFinite := make([]error, len(l.pts))
 	err := l.parallel(func(k int) error {
 		pt := l.pts[k]
-		var jac *png.Jacobian
-		if withJac {
-			jac = &pt.jac
-		}
-		if err := pt.p.Evaluate(batch, pt.losses, jac); err != nil {
+		if err := pt.evaluate(l.lay, batch, withJac); err != nil {
 			if errors.Is(err, png.ErrNonFinite) {
 				// A problem may report a non-finite loss as an error
 				// rather than a value: that is a bad step to roll back,
@@ -334,10 +348,10 @@ func (l *loop) evaluate(batch Batch, withJac bool) (*bad, error) {
 		}
 	}
 	for k, pt := range l.pts {
-		if !finite64(pt.losses) {
+		if !finite64(pt.x) {
 			return &bad{model: k, what: "loss"}, nil
 		}
-		if withJac && !finite32(pt.jac.Data) {
+		if withJac && (!finite32(pt.jac.Data) || !finite32(pt.tjac.Data)) {
 			return &bad{model: k, what: "gradient"}, nil
 		}
 	}
@@ -479,7 +493,7 @@ func (l *loop) validate(pt *point) ([]float64, error) {
 func (l *loop) stepRecord(lr float64) *Step {
 	st := &Step{Step: l.step, Epoch: l.batchKey[0], F: l.F, LR: lr, Retries: l.retries, Elapsed: time.Since(l.start)}
 	for _, pt := range l.pts {
-		st.Points = append(st.Points, Point{Losses: pt.losses, F: pt.f, Info: pt.info, DLoss: pt.dloss})
+		st.Points = append(st.Points, Point{Losses: pt.losses, Terms: pt.terms, Drift: pt.driftValue(l.lay), F: pt.f, Info: pt.info, DLoss: pt.dloss})
 	}
 	return st
 }
@@ -522,6 +536,8 @@ func (l *loop) result(status Status) *Result {
 		res.Points = append(res.Points, PointResult{
 			Params:        append([]float32(nil), pt.theta...),
 			Losses:        append([]float64(nil), pt.losses...),
+			Terms:         slices.Clone(pt.terms),
+			Drift:         pt.driftValue(l.lay),
 			InitialLosses: pt.initLosses,
 			F:             l.perF[k],
 			InitialF:      pt.initF,

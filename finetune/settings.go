@@ -28,12 +28,21 @@ type Settings struct {
 	Method png.Method
 	// Criterion is F(ℓ), the function PNG navigates toward. nil means the
 	// sum of the task losses. In RunMulti without Multi, every point is
-	// driven by Criterion on its own.
+	// driven by Criterion on its own. Besides the task losses it may read
+	// the problem's terms (TermProblem) and criterion.Drift, ‖θ − θ₀‖²
+	// with θ₀ the parameters at the start of the run: their gradients
+	// enter ∇F outside the span of the task gradients.
 	Criterion criterion.Criterion
 	// Multi is the criterion over all points in RunMulti (the energy that
 	// spreads them over the front). It takes precedence over Criterion,
 	// which is then only reported per point. Run ignores it.
 	Multi criterion.Multi
+	// PerModel is added to Multi for every model in RunMulti:
+	// F = Multi(L_1..L_N) + Σ_k PerModel(x_k), with x_k model k's task
+	// losses, terms and drift (criterion.ParseMultiPoint reads both from
+	// "energy + EXPR"). Its gradient is added after Multi's is normalised.
+	// nil means none; Run and RunMulti without Multi ignore it.
+	PerModel criterion.Criterion
 	// RawMulti hands each model Multi's raw gradient ∂F/∂L_k. By default
 	// it is scaled to unit length per model: the energy's gradient grows
 	// like the inverse cube of the distance between models, so its raw

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/paretonav/paretonav/png"
+	"github.com/paretonav/paretonav/png/criterion"
 )
 
 // checkpoint writes the loop's state to s.CheckpointPath.
@@ -15,7 +16,7 @@ func (l *loop) checkpoint() error {
 	for _, pt := range l.pts {
 		c.Points = append(c.Points, PointCheckpoint{
 			Params: pt.theta, Opt: pt.opt, PNG: pt.st, InitialLosses: pt.initLosses, InitialF: pt.initF,
-			PrevParams: pt.prevTheta, PrevOpt: pt.prevOpt, PrevDir: pt.prevDir,
+			PrevParams: pt.prevTheta, PrevOpt: pt.prevOpt, PrevDir: pt.prevDir, Start: pt.theta0,
 		})
 	}
 	if err := WriteCheckpoint(l.s.CheckpointPath, c); err != nil {
@@ -53,6 +54,13 @@ func (l *loop) restore(path string) error {
 		pt.opt, pt.st = pc.Opt, pc.PNG
 		pt.initLosses, pt.initF = pc.InitialLosses, pc.InitialF
 		pt.prevTheta, pt.prevOpt, pt.prevDir = pc.PrevParams, pc.PrevOpt, pc.PrevDir
+		if pt.theta0 != nil {
+			if len(pc.Start) != l.n {
+				return fmt.Errorf("finetune: checkpoint %s model %d holds %d start parameters; the criterion reads %s, which needs the %d parameters the run started from",
+					path, k, len(pc.Start), criterion.Drift, l.n)
+			}
+			copy(pt.theta0, pc.Start)
+		}
 	}
 	return l.setParams()
 }
@@ -62,7 +70,7 @@ func (l *loop) config(multi bool) *Config {
 	s := &l.s
 	cfg := &Config{
 		Kind: "config", Tasks: l.tasks, NumParams: l.n, Models: len(l.pts),
-		Criterion: describe(l.obj.c), Optimizer: s.Optimizer,
+		Criterion: describe(l.obj.c), Terms: l.lay.terms, Drift: l.lay.drift >= 0, Optimizer: s.Optimizer,
 		LR: s.LR, LRSchedule: s.LRSchedule, Steps: l.total, StartStep: l.step,
 		TrainExamples: l.train.Len(), ValExamples: l.val.Len(), Seed: s.Seed, ValEvery: s.ValEvery,
 		CheckpointEvery: s.CheckpointEvery, CheckpointPath: s.CheckpointPath,
@@ -71,6 +79,9 @@ func (l *loop) config(multi bool) *Config {
 	describeMethod(cfg, s.Method, len(l.tasks))
 	if l.obj.m != nil {
 		cfg.Multi, cfg.RawMulti = describe(l.obj.m), s.RawMulti
+		if l.obj.pm != nil {
+			cfg.PerModel = describe(l.obj.pm)
+		}
 	}
 	if !l.train.Empty() {
 		cfg.BatchSize = s.BatchSize
