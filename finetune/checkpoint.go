@@ -36,7 +36,7 @@ type Checkpoint struct {
 	Seed      int64    // shuffle seed (batches are a function of Seed and Epoch)
 	LRScale   float64  // product of the retry halvings so far
 	InitialF  float64
-	HasPrev   bool // PrevParams, PrevOpt, PrevDir hold the last good state
+	HasPrev   bool // PrevParams, PrevOpt, PrevDir, PrevUpd hold the last good state
 	PrevStep  int  // 0-based step whose update the Prev state undoes
 	Points    []PointCheckpoint
 }
@@ -51,6 +51,7 @@ type PointCheckpoint struct {
 	PrevParams    []float32
 	PrevOpt       OptState
 	PrevDir       []float32
+	PrevUpd       []float32 // the update made instead of the optimizer's own for PrevDir (nil: none)
 	// Start holds the parameters θ₀ the run started from when a criterion
 	// reads drift (nil otherwise).
 	Start []float32

@@ -19,6 +19,9 @@ import (
 // ∇ℓ_iᵀΔθ of each loss under the update the optimizer applied. With terms
 // (Config.Terms) a "terms" object follows "losses", and "drift"
 // (‖θ − θ₀‖²) when a criterion reads it: "terms":{"adv":0.3},"drift":0.01.
+// With momentum SGD or Adam and the control on, "metric":{"g":..,"phi":..,
+// "lambda":[..]} reports the QP on the optimizer's proposal: along the
+// update applied every loss falls at rate ≥ metric.phi.
 //
 // With several models, the per-model fields move into "models":[{...}].
 // Non-finite numbers, which JSON cannot hold, are written as null.
@@ -50,8 +53,16 @@ type jsonPoint struct {
 	Phi       jsonFloat            `json:"phi"`
 	Lambda    []jsonFloat          `json:"lambda"`
 	VNorm     jsonFloat            `json:"vnorm"`
+	Metric    *jsonMetric          `json:"metric,omitempty"`
 	DLoss     map[string]jsonFloat `json:"dloss,omitempty"`
 	ValLosses map[string]jsonFloat `json:"val_losses,omitempty"`
+}
+
+// jsonMetric is a png.MetricInfo in a step line.
+type jsonMetric struct {
+	G      jsonFloat   `json:"g"`
+	Phi    jsonFloat   `json:"phi"`
+	Lambda []jsonFloat `json:"lambda"`
 }
 
 type jsonStep struct {
@@ -74,6 +85,9 @@ func (r *JSONLRecorder) Record(st *Step) error {
 		pts[k] = jsonPoint{Losses: r.named(p.Losses), Terms: r.termMap(p.Terms), Drift: r.driftOf(p.Drift), G: jsonFloat(p.Info.G), E: jsonFloat(p.Info.E),
 			Control: p.Info.ControlOn, Phi: jsonFloat(p.Info.Phi), Lambda: floats(p.Info.Lambda), VNorm: jsonFloat(p.Info.VNorm),
 			DLoss: r.named(p.DLoss), ValLosses: r.named(p.ValLosses)}
+		if mi := p.Metric; mi != nil {
+			pts[k].Metric = &jsonMetric{G: jsonFloat(mi.G), Phi: jsonFloat(mi.Phi), Lambda: floats(mi.Lambda)}
+		}
 		if len(st.Points) > 1 {
 			f := jsonFloat(p.F)
 			pts[k].F = &f

@@ -68,12 +68,20 @@ type point struct {
 	f      float64
 	dloss  []float64 // ∇ℓ_iᵀΔθ of the last applied update
 
+	// The optimizer's proposal for dir, its metric, and PNG's constrained
+	// update of it (upd is used only when hasUpd); minfo reports the
+	// constraint (nil when it was not posed).
+	prop, metric, upd []float32
+	hasUpd            bool
+	minfo             *png.MetricInfo
+
 	initLosses []float64
 	initF      float64
 
 	prevTheta []float32
 	prevOpt   OptState
 	prevDir   []float32
+	prevUpd   []float32 // nil: the optimizer's own update of prevDir
 }
 
 type loop struct {
@@ -237,7 +245,7 @@ func (l *loop) loop(ctx context.Context) (*Result, error) {
 		lr := l.s.lrAt(l.step, l.total) * l.lrScale
 		l.snapshot()
 		for k, pt := range l.pts {
-			l.s.apply(pt.theta, pt.dir, &pt.opt, lr)
+			l.s.apply(pt.theta, pt.dir, pt.update(), &pt.opt, lr)
 			if !finite32(pt.theta) {
 				if err := l.rollback(&bad{model: k, what: "parameters"}); err != nil {
 					return l.fail(err)
@@ -319,7 +327,52 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 			return &bad{model: k, what: "direction"}, nil
 		}
 	}
+	return l.constrain()
+}
+
+// constrain holds PNG's guarantee on the update a momentum or Adam
+// optimizer actually makes: for every point with the control on, it poses
+// the QP on the optimizer's proposal for the point's direction in the
+// optimizer's metric (png.PNG.Constrain). Plain SGD moves along the
+// direction itself, which already satisfies it (the paper's form), and
+// methods without a per-task guarantee (not png.Constrainer) are left
+// alone.
+func (l *loop) constrain() (*bad, error) {
+	c, ok := l.s.Method.(png.Constrainer)
+	for k, pt := range l.pts {
+		pt.hasUpd, pt.minfo = false, nil
+		if !ok || l.s.plain() || !pt.info.ControlOn {
+			continue
+		}
+		if pt.prop == nil {
+			pt.prop, pt.metric, pt.upd = make([]float32, l.n), make([]float32, l.n), make([]float32, l.n)
+		}
+		var metric []float32
+		if l.s.propose(pt.prop, pt.metric, pt.dir, pt.opt) {
+			metric = pt.metric
+		}
+		mi, err := c.Constrain(pt.upd, pt.jac, pt.prop, metric)
+		if err != nil {
+			if errors.Is(err, png.ErrNonFinite) {
+				return &bad{model: k, what: "update", err: err}, nil
+			}
+			return nil, fmt.Errorf("finetune: step %d, model %d: constrained update: %w", l.step+1, k, err)
+		}
+		pt.minfo = &mi
+		for _, x := range mi.Lambda {
+			pt.hasUpd = pt.hasUpd || x != 0
+		}
+	}
 	return nil, nil
+}
+
+// update returns the update a point makes in place of its optimizer's own
+// (nil: none).
+func (pt *point) update() []float32 {
+	if pt.hasUpd {
+		return pt.upd
+	}
+	return nil
 }
 
 // evaluate computes every point's losses (and J when withJac) on batch.
@@ -395,6 +448,11 @@ func (l *loop) snapshot() {
 		pt.prevTheta = append(pt.prevTheta[:0], pt.theta...)
 		pt.prevOpt = pt.opt.clone()
 		pt.prevDir = append(pt.prevDir[:0], pt.dir...)
+		if u := pt.update(); u != nil {
+			pt.prevUpd = append(pt.prevUpd[:0], u...)
+		} else {
+			pt.prevUpd = nil
+		}
 	}
 	l.hasPrev = true
 	l.prevStep = l.step
@@ -415,7 +473,7 @@ func (l *loop) rollback(b *bad) error {
 		for k, pt := range l.pts {
 			pt.theta = append(pt.theta[:0], pt.prevTheta...)
 			pt.opt = pt.prevOpt.clone()
-			l.s.apply(pt.theta, pt.prevDir, &pt.opt, lr)
+			l.s.apply(pt.theta, pt.prevDir, pt.prevUpd, &pt.opt, lr)
 			if ok && !finite32(pt.theta) {
 				ok = false
 				b = &bad{model: k, what: "parameters"}
@@ -493,7 +551,7 @@ func (l *loop) validate(pt *point) ([]float64, error) {
 func (l *loop) stepRecord(lr float64) *Step {
 	st := &Step{Step: l.step, Epoch: l.batchKey[0], F: l.F, LR: lr, Retries: l.retries, Elapsed: time.Since(l.start)}
 	for _, pt := range l.pts {
-		st.Points = append(st.Points, Point{Losses: pt.losses, Terms: pt.terms, Drift: pt.driftValue(l.lay), F: pt.f, Info: pt.info, DLoss: pt.dloss})
+		st.Points = append(st.Points, Point{Losses: pt.losses, Terms: pt.terms, Drift: pt.driftValue(l.lay), F: pt.f, Info: pt.info, Metric: pt.minfo, DLoss: pt.dloss})
 	}
 	return st
 }

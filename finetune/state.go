@@ -16,7 +16,7 @@ func (l *loop) checkpoint() error {
 	for _, pt := range l.pts {
 		c.Points = append(c.Points, PointCheckpoint{
 			Params: pt.theta, Opt: pt.opt, PNG: pt.st, InitialLosses: pt.initLosses, InitialF: pt.initF,
-			PrevParams: pt.prevTheta, PrevOpt: pt.prevOpt, PrevDir: pt.prevDir, Start: pt.theta0,
+			PrevParams: pt.prevTheta, PrevOpt: pt.prevOpt, PrevDir: pt.prevDir, PrevUpd: pt.prevUpd, Start: pt.theta0,
 		})
 	}
 	if err := WriteCheckpoint(l.s.CheckpointPath, c); err != nil {
@@ -53,7 +53,7 @@ func (l *loop) restore(path string) error {
 		copy(pt.theta, pc.Params)
 		pt.opt, pt.st = pc.Opt, pc.PNG
 		pt.initLosses, pt.initF = pc.InitialLosses, pc.InitialF
-		pt.prevTheta, pt.prevOpt, pt.prevDir = pc.PrevParams, pc.PrevOpt, pc.PrevDir
+		pt.prevTheta, pt.prevOpt, pt.prevDir, pt.prevUpd = pc.PrevParams, pc.PrevOpt, pc.PrevDir, pc.PrevUpd
 		if pt.theta0 != nil {
 			if len(pc.Start) != l.n {
 				return fmt.Errorf("finetune: checkpoint %s model %d holds %d start parameters; the criterion reads %s, which needs the %d parameters the run started from",

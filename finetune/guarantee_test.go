@@ -1,0 +1,201 @@
+package finetune_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/png"
+)
+
+// scaledQuad is a random m-task problem without data whose coordinates
+// differ in curvature by four decades, so that Adam's per-coordinate
+// metric is far from the identity: ℓ_i = ½Σ_k D_ik(θ_k − C_ik)².
+type scaledQuad struct {
+	theta []float32
+	D, C  [][]float64
+}
+
+func newScaledQuad(seed uint64, m, n int) *scaledQuad {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	q := &scaledQuad{theta: make([]float32, n)}
+	for k := range q.theta {
+		q.theta[k] = float32(rng.NormFloat64())
+	}
+	for i := 0; i < m; i++ {
+		d, c := make([]float64, n), make([]float64, n)
+		for k := range d {
+			d[k] = math.Pow(10, 4*rng.Float64()-2)
+			c[k] = rng.NormFloat64()
+		}
+		q.D, q.C = append(q.D, d), append(q.C, c)
+	}
+	return q
+}
+
+func (q *scaledQuad) Tasks() []string {
+	out := make([]string, len(q.D))
+	for i := range out {
+		out[i] = fmt.Sprintf("t%d", i)
+	}
+	return out
+}
+func (q *scaledQuad) NumParams() int       { return len(q.theta) }
+func (q *scaledQuad) Params(dst []float32) { copy(dst, q.theta) }
+func (q *scaledQuad) SetParams(src []float32) error {
+	copy(q.theta, src)
+	return nil
+}
+
+func (q *scaledQuad) Evaluate(_ finetune.Batch, losses []float64, jac *png.Jacobian) error {
+	for i := range q.D {
+		var s float64
+		for k, t := range q.theta {
+			d := float64(t) - q.C[i][k]
+			s += q.D[i][k] * d * d
+			if jac != nil {
+				jac.Row(i)[k] = float32(q.D[i][k] * d)
+			}
+		}
+		losses[i] = s / 2
+	}
+	return nil
+}
+
+// signedLinear is F = Σ w_i ℓ_i with weights of both signs: like the
+// energy, it asks some losses to rise, which the control must prevent.
+type signedLinear struct {
+	tasks []string
+	w     []float64
+}
+
+func (c signedLinear) Tasks() []string { return c.tasks }
+func (c signedLinear) String() string  { return fmt.Sprint("signed", c.w) }
+func (c signedLinear) Eval(l, grad []float64) (float64, error) {
+	var f float64
+	for i, w := range c.w {
+		f += w * l[i]
+		if grad != nil {
+			grad[i] = w
+		}
+	}
+	return f, nil
+}
+
+// roundingSlack bounds, per task, how far the measured ∇ℓ_iᵀΔθ can stray
+// from the exact change of the update because θ is stored in float32:
+// Σ_k |∂ℓ_i/∂θ_k|·(|θ_k| + |θ'_k|)·2⁻²⁴, with J taken at before (the
+// parameters the step started from; q holds those after it).
+func roundingSlack(q *scaledQuad, before []float32) []float64 {
+	after := append([]float32(nil), q.theta...)
+	m := len(q.D)
+	J := png.NewJacobian(m, len(before))
+	q.SetParams(before)
+	q.Evaluate(nil, make([]float64, m), &J)
+	q.SetParams(after)
+	out := make([]float64, m)
+	for i := range out {
+		for k, g := range J.Row(i) {
+			out[i] += math.Abs(float64(g)) * (math.Abs(float64(before[k])) + math.Abs(float64(after[k]))) * 0x1p-24
+		}
+	}
+	return out
+}
+
+// hideConstrain is PNG without its Constrain method: the optimizer is
+// handed the paper's direction and makes its own update of it, as before
+// the metric QP existed.
+type hideConstrain struct{ p png.PNG }
+
+func (h hideConstrain) Direction(dst []float32, J png.Jacobian, grad png.Gradient, st *png.State) (png.Info, error) {
+	return h.p.Direction(dst, J, grad, st)
+}
+
+// TestControlGuaranteeOnAppliedUpdate checks PNG's promise on the update
+// the optimizer really makes, on random problems: at every step with the
+// control on, every task loss falls to first order at rate ≥ φ per unit
+// learning rate, ∇ℓ_iᵀΔθ ≤ −lr·φ (φ_P of the metric QP for momentum SGD
+// and Adam, the paper's φ for plain SGD). The same runs with the paper's
+// direction handed to momentum SGD or Adam as a gradient (hideConstrain)
+// must break it: some loss rises at a control-on step.
+func TestControlGuaranteeOnAppliedUpdate(t *testing.T) {
+	const lr = 1e-3
+	opts := []struct {
+		name string
+		s    finetune.Settings
+	}{
+		{"sgd", finetune.Settings{}},
+		{"momentum", finetune.Settings{Momentum: 0.9}},
+		{"adam", finetune.Settings{Optimizer: "adam"}},
+	}
+	for _, o := range opts {
+		for _, hide := range []bool{false, true} {
+			if hide && o.name == "sgd" {
+				continue
+			}
+			name := o.name
+			if hide {
+				name += "/paper direction as gradient"
+			}
+			t.Run(name, func(t *testing.T) {
+				var on, rises int
+				worst := math.Inf(1)
+				for seed := uint64(1); seed <= 6; seed++ {
+					m := 2 + int(seed%3)
+					q := newScaledQuad(seed, m, 40)
+					w := make([]float64, m)
+					for i := range w {
+						w[i] = float64(i%2)*2 - 1 + 0.3*float64(i) // mixed signs
+					}
+					s := o.s
+					s.LR, s.Steps = lr, 60
+					s.Criterion = signedLinear{q.Tasks(), w}
+					var meth png.Method = png.PNG{Settings: png.Settings{Gamma: 1e-3}}
+					if hide {
+						meth = hideConstrain{png.PNG{Settings: png.Settings{Gamma: 1e-3}}}
+					}
+					s.Method = meth
+					before := append([]float32(nil), q.theta...)
+					rec := recorderFunc(func(st *finetune.Step) error {
+						p := st.Points[0]
+						slack := roundingSlack(q, before)
+						before = append(before[:0], q.theta...)
+						if !p.Info.ControlOn {
+							return nil
+						}
+						on++
+						phi := p.Info.Phi
+						if p.Metric != nil {
+							phi = p.Metric.Phi
+						} else if !hide && o.name != "sgd" {
+							return fmt.Errorf("seed %d step %d: control on with %s but no metric QP", seed, st.Step, o.name)
+						}
+						for i, d := range p.DLoss {
+							if d > 0 {
+								rises++
+							}
+							worst = math.Min(worst, -d/(st.LR*phi))
+							if !hide && -d < st.LR*phi-slack[i] {
+								t.Errorf("seed %d step %d: ∇ℓ_%dᵀΔθ = %.6g, want ≤ −lr·φ = %.6g", seed, st.Step, i, d, -st.LR*phi)
+							}
+						}
+						return nil
+					})
+					if _, err := finetune.Run(context.Background(), q, nil, nil, &s, rec); err != nil {
+						t.Fatal(err)
+					}
+				}
+				t.Logf("%d control-on steps; min over steps and tasks of −∇ℓ_iᵀΔθ/(lr·φ) = %.4g; %d rising losses", on, worst, rises)
+				if on < 100 {
+					t.Fatalf("only %d control-on steps: the test does not exercise the control", on)
+				}
+				if hide && rises == 0 {
+					t.Errorf("the paper's direction handed to %s never let a loss rise at a control-on step: these problems do not tell the metric QP from the paper's form", o.name)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package png
+
+import (
+	"fmt"
+	"math"
+)
+
+// Constrainer is a Method that can also hold its guarantee on the update a
+// momentum or preconditioned optimizer actually makes (see
+// PNG.Constrain). PNG implements it; MGD and Linear give no per-task
+// guarantee and do not.
+type Constrainer interface {
+	Constrain(dst []float32, J Jacobian, prop, metric []float32) (MetricInfo, error)
+}
+
+// MetricInfo records what Constrain found.
+type MetricInfo struct {
+	G      float64   // g_P = min over the simplex of ωᵀ(J P Jᵀ)ω
+	Phi    float64   // the rate φ_P = α·g_P asked of every task on the update
+	Lambda []float64 // dual variables (m); all zero when the proposal already complies
+}
+
+// Constrain writes into dst (n values) the update u closest to the
+// optimizer's proposal prop in the optimizer's own diagonal metric P
+// (metric; nil means P = I) such that every task loss decreases at rate at
+// least φ_P along −u:
+//
+//	minimise ½‖u − prop‖²_{P⁻¹}  subject to  ∇ℓ_iᵀu ≥ φ_P for every i,
+//
+// with φ_P = α·g_P and g_P = min over the simplex of ωᵀK_Pω, K_P = J P Jᵀ:
+// the metric's own min-norm value, so that φ_P is α times the rate the
+// min-norm (MGD) update of the metric, u = P Jᵀω, guarantees every task.
+// Its dual is the paper's with K replaced by K_P and Jz by J·prop: λ ≥ 0
+// minimises ½λᵀK_Pλ + λᵀ(J·prop − φ_P1), and u = prop + P Jᵀλ.
+//
+// The optimizer moves θ ← θ − lr·u, so every task satisfies
+// ∇ℓ_iᵀΔθ ≤ −lr·φ_P to first order. For plain steps (prop the PNG
+// direction v, P = I) the constraints already hold (the paper's KKT
+// conditions) and λ = 0: u = v. For momentum SGD, prop = μb + v and P = I;
+// for Adam, prop is Adam's step m̂/(√v̂+ε) and P = 1/(√v̂+ε) (see the
+// finetune package). The metric must be positive and finite.
+//
+// Errors: non-finite J, prop or metric (wrapping ErrNonFinite), a dual
+// without minimiser (wrapping ErrUnbounded), invalid Settings. Constrain
+// panics when the shapes of dst, J, prop and metric disagree.
+func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric []float32) (MetricInfo, error) {
+	s, err := p.Settings.resolve()
+	if err != nil {
+		return MetricInfo{}, err
+	}
+	checkJacobian(J)
+	m, n := J.M, J.N
+	if len(dst) != n || len(prop) != n || (metric != nil && len(metric) != n) {
+		panic(fmt.Sprintf("png: Constrain: len(dst) = %d, len(prop) = %d, len(metric) = %d, want n = %d (metric may be nil)",
+			len(dst), len(prop), len(metric), n))
+	}
+	if m == 0 {
+		return MetricInfo{}, errNoTasks
+	}
+	for k, w := range metric {
+		if !(w > 0) || math.IsInf(float64(w), 0) {
+			return MetricInfo{}, fmt.Errorf("png: Constrain: metric[%d] = %v, want a finite value > 0: %w", k, w, ErrNonFinite)
+		}
+	}
+	K := make([]float64, m*m)
+	jp := make([]float64, m)
+	if metric == nil {
+		gramPass(K, jp, J, prop, s.Workers)
+	} else {
+		metricGram(K, jp, J, metric, prop, s.Workers)
+	}
+	if err := checkFinite(K, jp, nil, m); err != nil {
+		return MetricInfo{}, err
+	}
+	_, g := MinNorm(K, m)
+	info := MetricInfo{G: g, Phi: s.Alpha * g, Lambda: make([]float64, m)}
+	b := make([]float64, m)
+	for i := range b {
+		b[i] = jp[i] - info.Phi
+	}
+	lambda, err := SolveDual(K, m, b)
+	if err != nil {
+		return info, fmt.Errorf("png: Constrain with φ_P = %g: %w", info.Phi, err)
+	}
+	info.Lambda = lambda
+	metricCombine(dst, J, lambda, metric, prop, s.Workers)
+	for _, x := range dst {
+		if x != x || math.IsInf(float64(x), 0) {
+			return info, fmt.Errorf("png: Constrain: update overflows float32: %w", ErrNonFinite)
+		}
+	}
+	return info, nil
+}
+
+// metricGram writes K = J diag(P) Jᵀ (m×m) and jp = J·prop (m) in one
+// pass over J, accumulating in float64, split over columns across
+// workers; the partials are summed in worker order (deterministic).
+func metricGram(K, jp []float64, J Jacobian, P, prop []float32, workers int) {
+	m, n := J.M, J.N
+	clear(K)
+	clear(jp)
+	if n == 0 {
+		return
+	}
+	w := numWorkers(workers, n)
+	stride := m*m + m
+	parts := make([]float64, w*stride)
+	splitCols(n, w, 1, func(wi, lo, hi int) {
+		pk := parts[wi*stride : wi*stride+m*m]
+		pe := parts[wi*stride+m*m : (wi+1)*stride]
+		col := make([]float64, m)
+		for c := lo; c < hi; c++ {
+			pc := float64(P[c])
+			for i := 0; i < m; i++ {
+				col[i] = float64(J.Data[i*n+c])
+			}
+			for i := 0; i < m; i++ {
+				a := col[i] * pc
+				for j := 0; j <= i; j++ {
+					pk[i*m+j] += a * col[j]
+				}
+				pe[i] += col[i] * float64(prop[c])
+			}
+		}
+	})
+	for wi := 0; wi < w; wi++ {
+		for i := 0; i < m; i++ {
+			for j := 0; j <= i; j++ {
+				K[i*m+j] += parts[wi*stride+i*m+j]
+			}
+			jp[i] += parts[wi*stride+m*m+i]
+		}
+	}
+	for i := 0; i < m; i++ {
+		for j := 0; j < i; j++ {
+			K[j*m+i] = K[i*m+j]
+		}
+	}
+}
+
+// metricCombine writes dst = prop + P∘(Jᵀλ) (P nil: identity), each
+// element accumulated in float64 and rounded once.
+func metricCombine(dst []float32, J Jacobian, lambda []float64, P, prop []float32, workers int) {
+	m, n := J.M, J.N
+	w := numWorkers(workers, n)
+	splitCols(n, w, 1, func(_, lo, hi int) {
+		for c := lo; c < hi; c++ {
+			var s float64
+			for i := 0; i < m; i++ {
+				if lambda[i] != 0 {
+					s += lambda[i] * float64(J.Data[i*n+c])
+				}
+			}
+			if P != nil {
+				s *= float64(P[c])
+			}
+			dst[c] = float32(float64(prop[c]) + s)
+		}
+	})
+}
