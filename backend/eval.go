@@ -24,16 +24,16 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 		if t.Loss != "output" {
 			want, err := h.targetShape(out.shape)
 			if err != nil {
-				return fmt.Errorf("task %q: output %q: %v", t.Name, t.Output, err)
+				return fmt.Errorf("%s %q: output %q: %v", md.kind(i), t.Name, t.Output, err)
 			}
 			if !equalShape(targets[t.Target], want) {
-				return fmt.Errorf("task %q: target array %q has shape %v, expected %v", t.Name, t.Target, targets[t.Target], want)
+				return fmt.Errorf("%s %q: target array %q has shape %v, expected %v", md.kind(i), t.Name, t.Target, targets[t.Target], want)
 			}
 			tg = b.input(fmt.Sprintf("target#%d:%s", i, t.Target), want)
 		}
 		l, err := h.build(b, t, out.n, tg)
 		if err != nil {
-			return fmt.Errorf("task %q: %w", t.Name, err)
+			return fmt.Errorf("%s %q: %w", md.kind(i), t.Name, err)
 		}
 		c.targets = append(c.targets, tg)
 		c.losses = append(c.losses, l)
@@ -137,13 +137,46 @@ func concatSink(b *builder, name string, ns G.Nodes) (gnode, error) {
 // not nil, the exact per-task gradients into jac (m×n, rows in task order,
 // columns in Trainable order). The backward pass runs once per task with
 // the task weights u = e_i (the forward pass is recomputed each time).
+// Terms (Options.Terms) are computed by the forward pass but get no
+// backward pass.
 func (md *Model) Evaluate(batch map[string]*importer.Tensor, losses []float64, jac *png.Jacobian) error {
-	m := len(md.tasks)
-	if len(losses) != m {
-		return fmt.Errorf("backend: Evaluate: losses has length %d, expected %d tasks", len(losses), m)
+	return md.evaluate("Evaluate", batch, losses, nil, jac, nil)
+}
+
+// EvaluateTerms is Evaluate that also writes the term values
+// (Options.Terms, in order) into terms and, when jac is not nil, their
+// exact gradients into tjac (t×n): one more backward pass per term.
+func (md *Model) EvaluateTerms(batch map[string]*importer.Tensor, losses, terms []float64, jac, tjac *png.Jacobian) error {
+	t := len(md.tasks) - md.ntasks
+	if len(terms) != t {
+		return fmt.Errorf("backend: EvaluateTerms: terms has length %d, expected %d terms", len(terms), t)
 	}
-	if jac != nil && (jac.M != m || jac.N != len(md.theta) || len(jac.Data) != m*len(md.theta)) {
-		return fmt.Errorf("backend: Evaluate: Jacobian is %d×%d (%d values), expected %d×%d", jac.M, jac.N, len(jac.Data), m, len(md.theta))
+	if (jac == nil) != (tjac == nil) {
+		return fmt.Errorf("backend: EvaluateTerms: the task and term Jacobians must both be given or both be nil")
+	}
+	return md.evaluate("EvaluateTerms", batch, losses, terms, jac, tjac)
+}
+
+// checkJacobian returns an error unless jac is rows×n for the model's n.
+func (md *Model) checkJacobian(fn, what string, jac *png.Jacobian, rows int) error {
+	if jac != nil && (jac.M != rows || jac.N != len(md.theta) || len(jac.Data) != rows*len(md.theta)) {
+		return fmt.Errorf("backend: %s: %s Jacobian is %d×%d (%d values), expected %d×%d", fn, what, jac.M, jac.N, len(jac.Data), rows, len(md.theta))
+	}
+	return nil
+}
+
+// evaluate is Evaluate and EvaluateTerms: terms and tjac are nil for
+// Evaluate.
+func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, terms []float64, jac, tjac *png.Jacobian) error {
+	m := md.ntasks
+	if len(losses) != m {
+		return fmt.Errorf("backend: %s: losses has length %d, expected %d tasks", fn, len(losses), m)
+	}
+	if err := md.checkJacobian(fn, "task", jac, m); err != nil {
+		return err
+	}
+	if err := md.checkJacobian(fn, "term", tjac, len(md.tasks)-m); err != nil {
+		return err
 	}
 	if err := md.CheckBatch(batch); err != nil {
 		return err
@@ -190,28 +223,43 @@ func (md *Model) Evaluate(batch map[string]*importer.Tensor, losses []float64, j
 	if err := c.prog.forward(); err != nil {
 		return fmt.Errorf("backend: forward pass: %w", err)
 	}
+	all := make([]float64, len(c.losses))
 	for i, l := range c.losses {
 		d, err := valueFloats(c.prog.value(l))
 		if err != nil {
 			return fmt.Errorf("backend: reading losses: %w", err)
 		}
-		losses[i] = d[0]
+		all[i] = d[0]
 	}
-	if err := md.checkLosses(losses); err != nil {
+	copy(losses, all[:m])
+	if terms != nil {
+		copy(terms, all[m:])
+	} else {
+		all = all[:m]
+	}
+	if err := md.checkLosses(all); err != nil {
 		return err
 	}
 	if jac == nil {
 		return nil
 	}
 	clear(jac.Data)
-	for k := 0; k < m; k++ {
+	if tjac != nil {
+		clear(tjac.Data)
+	}
+	for k := range all {
 		if !c.hasGrad[k] {
 			continue
 		}
 		if err := c.prog.backward(k, md.dt); err != nil {
-			return fmt.Errorf("backend: task %q: backward pass: %w", md.tasks[k].Name, err)
+			return fmt.Errorf("backend: %s %q: backward pass: %w", md.kind(k), md.tasks[k].Name, err)
 		}
-		row := jac.Row(k)
+		var row []float32
+		if k < m {
+			row = jac.Row(k)
+		} else {
+			row = tjac.Row(k - m)
+		}
 		for gi, j := range c.wrt {
 			p := md.params[j]
 			d, err := valueFloats(c.prog.value(c.grads[gi]))

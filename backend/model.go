@@ -25,6 +25,10 @@ type Options struct {
 	Freeze []string
 	// Float64 computes in float64 (gradient checks); default float32.
 	Float64 bool
+	// Terms are losses beyond the tasks (same syntax, same loss kinds)
+	// that a criterion may read by name: Terms and EvaluateTerms report
+	// them and their gradients, Tasks and Evaluate leave them out.
+	Terms []Task
 }
 
 // Param is one trainable initializer and where it lives in the flat
@@ -46,7 +50,8 @@ type Input struct {
 // finetune.Problem. It is not safe for concurrent use.
 type Model struct {
 	m      *importer.Model
-	tasks  []Task
+	tasks  []Task // the tasks, then Options.Terms: every loss the graph computes
+	ntasks int    // how many of tasks are tasks
 	opt    Options
 	opset  int64
 	dt     tensor.Dtype
@@ -93,7 +98,7 @@ func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend: %w", err)
 	}
-	md := &Model{m: m, tasks: tasks, opt: opt, opset: m.Opset(""), dt: tensor.Float32, inits: inits, cache: map[string]*compiled{}}
+	md := &Model{m: m, tasks: append(append([]Task(nil), tasks...), opt.Terms...), ntasks: len(tasks), opt: opt, opset: m.Opset(""), dt: tensor.Float32, inits: inits, cache: map[string]*compiled{}}
 	if opt.Float64 {
 		md.dt = tensor.Float64
 	}
@@ -106,15 +111,16 @@ func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
 	}
 	seen := map[string]bool{}
 	var errs []error
-	for _, t := range tasks {
+	for i, t := range md.tasks {
+		kind := md.kind(i)
 		if _, ok := lossHeads[t.Loss]; !ok {
-			errs = append(errs, fmt.Errorf("task %q: unknown loss %q (known: %s)", t.Name, t.Loss, strings.Join(LossKinds(), ", ")))
+			errs = append(errs, fmt.Errorf("%s %q: unknown loss %q (known: %s)", kind, t.Name, t.Loss, strings.Join(LossKinds(), ", ")))
 		}
 		if !produced[t.Output] {
-			errs = append(errs, fmt.Errorf("task %q: the model has no output %q", t.Name, t.Output))
+			errs = append(errs, fmt.Errorf("%s %q: the model has no output %q", kind, t.Name, t.Output))
 		}
 		if seen[t.Name] {
-			errs = append(errs, fmt.Errorf("task %q: name used twice", t.Name))
+			errs = append(errs, fmt.Errorf("%s %q: name used twice (tasks and terms need distinct names)", kind, t.Name))
 		}
 		seen[t.Name] = true
 	}
@@ -210,11 +216,28 @@ func (md *Model) frozen(name string) bool {
 
 // Tasks returns the task names in loss order.
 func (md *Model) Tasks() []string {
-	out := make([]string, len(md.tasks))
-	for i, t := range md.tasks {
+	out := make([]string, md.ntasks)
+	for i, t := range md.tasks[:md.ntasks] {
 		out[i] = t.Name
 	}
 	return out
+}
+
+// Terms returns the names of Options.Terms, in order.
+func (md *Model) Terms() []string {
+	var out []string
+	for _, t := range md.tasks[md.ntasks:] {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// kind says whether loss i is a "task" or a "term", for messages.
+func (md *Model) kind(i int) string {
+	if i < md.ntasks {
+		return "task"
+	}
+	return "term"
 }
 
 // NumParams returns the length of the flat parameter vector.
@@ -288,7 +311,8 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 		return fmt.Errorf("backend: %w", err)
 	}
 	var errs []error
-	for _, t := range md.tasks {
+	for i, t := range md.tasks {
+		kind := md.kind(i)
 		if t.Loss == "output" {
 			continue
 		}
@@ -296,23 +320,23 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 		out := c.bt.vals[t.Output]
 		want, err := h.targetShape(out.shape)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("task %q: output %q: %v", t.Name, t.Output, err))
+			errs = append(errs, fmt.Errorf("%s %q: output %q: %v", kind, t.Name, t.Output, err))
 			continue
 		}
 		a, ok := b[t.Target]
 		if !ok || a == nil {
-			errs = append(errs, fmt.Errorf("task %q: no target array %q in the data", t.Name, t.Target))
+			errs = append(errs, fmt.Errorf("%s %q: no target array %q in the data", kind, t.Name, t.Target))
 			continue
 		}
 		if !equalShape(a.Shape, want) {
-			errs = append(errs, fmt.Errorf("task %q: target array %q has shape %v, expected %v for output %q of shape %v", t.Name, t.Target, a.Shape, want, t.Output, out.shape))
+			errs = append(errs, fmt.Errorf("%s %q: target array %q has shape %v, expected %v for output %q of shape %v", kind, t.Name, t.Target, a.Shape, want, t.Output, out.shape))
 			continue
 		}
 		if h.integer {
 			C := int64(out.shape[1])
 			for i, v := range a.Float64s() {
 				if v != math.Trunc(v) || ((int64(v) < 0 || int64(v) >= C) && int64(v) != t.IgnoreIndex) {
-					errs = append(errs, fmt.Errorf("task %q: target array %q: element %d is %v, expected a class in [0, %d) or ignore_index %d", t.Name, t.Target, i, v, C, t.IgnoreIndex))
+					errs = append(errs, fmt.Errorf("%s %q: target array %q: element %d is %v, expected a class in [0, %d) or ignore_index %d", kind, t.Name, t.Target, i, v, C, t.IgnoreIndex))
 					break
 				}
 			}
@@ -363,9 +387,9 @@ func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tens
 		return nil, err
 	}
 	c := &compiled{bt: bt}
-	for _, t := range md.tasks {
+	for i, t := range md.tasks {
 		if v := bt.vals[t.Output]; (v == nil && len(bt.b.deferred) == 0) || v.isConst() {
-			return nil, fmt.Errorf("task %q: output %q is not computed at run time from the inputs and weights", t.Name, t.Output)
+			return nil, fmt.Errorf("%s %q: output %q is not computed at run time from the inputs and weights", md.kind(i), t.Name, t.Output)
 		}
 	}
 	if !withLoss {
