@@ -6,6 +6,7 @@ import (
 	"math"
 
 	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/png"
@@ -238,9 +239,11 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 		all = all[:m]
 	}
 	if err := md.checkLosses(all); err != nil {
+		c.prog.release()
 		return err
 	}
 	if jac == nil {
+		c.prog.release()
 		return nil
 	}
 	clear(jac.Data)
@@ -262,15 +265,37 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 		}
 		for gi, j := range c.wrt {
 			p := md.params[j]
-			d, err := valueFloats(c.prog.value(c.grads[gi]))
-			if err != nil {
+			dst := row[p.Offset : p.Offset+numel(p.Shape)]
+			if err := copyFloats32(dst, c.prog.value(c.grads[gi])); err != nil {
 				return fmt.Errorf("backend: reading the gradient of %q: %w", p.Name, err)
 			}
-			dst := row[p.Offset : p.Offset+numel(p.Shape)]
-			for i, v := range d {
-				dst[i] = float32(v)
-			}
 		}
+	}
+	c.prog.release()
+	return nil
+}
+
+// copyFloats32 copies the values of v (len(dst) of them) into dst,
+// rounding float64 values to float32.
+func copyFloats32(dst []float32, v G.Value) error {
+	if t, ok := v.(*tensor.Dense); ok && !t.RequiresIterator() {
+		if d, ok := t.Data().([]float32); ok {
+			if len(d) != len(dst) {
+				return fmt.Errorf("%d values, expected %d", len(d), len(dst))
+			}
+			copy(dst, d)
+			return nil
+		}
+	}
+	d, err := valueFloats(v)
+	if err != nil {
+		return err
+	}
+	if len(d) != len(dst) {
+		return fmt.Errorf("%d values, expected %d", len(d), len(dst))
+	}
+	for i, x := range d {
+		dst[i] = float32(x)
 	}
 	return nil
 }

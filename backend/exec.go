@@ -20,33 +20,31 @@ import (
 //     per task with u = e_k, reading the held forward values. A backward
 //     node that depends on no u_k with k = the task (the gradient of
 //     another task's head, say) is not run: its value is exactly zero
-//     under u = e_k, and a zero tensor held per node stands in for it.
-//     (The only difference from running it: a non-finite local
-//     derivative times u_j = 0 would have given NaN where ℓ_k does not
-//     depend on it.)
+//     under u = e_k, and a zero tensor stands in for it (all such zeros
+//     share one read-only backing array). (The only difference from
+//     running it: a non-finite local derivative times u_j = 0 would have
+//     given NaN where ℓ_k does not depend on it.)
 //
 // Every op runs through its Do on the calling goroutine. Do returns a
 // fresh value and never writes into its inputs (Gorgonia's contract, and
-// the contract of this package's kernels and of backend/ops), so the
-// forward values held across the backward runs cannot be overwritten, and
-// a backward run gives exactly the values a full forward-and-backward run
-// with the same u gives: the same ops on the same inputs. (The
-// TapeMachine, by contrast, reuses output buffers in place.)
+// the contract of this package's kernels and of backend/ops), so a
+// backward run gives exactly the values a full forward-and-backward run
+// with the same u gives: the same ops on the same inputs.
 //
-// The one exception is deliberate: a float32 kernel node (kernelOp,
-// kernelGradOp), Gorgonia's addition of two float32 tensors (add32), and
-// an ops node whose op supports it (ops.fnOp.DoInto: Conv and its input
-// gradient, MaxPool's gradient, BatchNorm), writes its result
-// into the buffer of its own previous result (bufs, obufs), which that op
-// allocated itself and which no other value shares. That value is dead when the node runs again: a backward node's
-// previous result belongs to the previous task, whose gradients the
-// caller has copied out, and is read only by nodes downstream of it,
-// which either run again after it (reading the new value) or, not
-// depending on the new task, are set to their zero first; a forward
-// node's previous result belongs to the previous Evaluate, whose losses
-// and gradients are copied out, and no forward value is read before it
-// is recomputed. Values of other ops (which may return views of their
-// inputs) are never reused.
+// Memory is planned over the graph (plan.go): a forward value lives until
+// its last use in the forward segment, or, when a backward node or the
+// caller reads it, until release; a backward value lives until its last
+// use in its task's pass, a root until the pass ends. Where a value dies,
+// the buffer it lives in returns to the program's pool when it is one of
+// ours: the result of a float32 kernel node (kernelOp, kernelGradOp), of
+// Gorgonia's addition of two float32 tensors (add32), or of an ops node
+// writing into a given buffer (ops.fnOp.DoInto: Conv and its input
+// gradient, pooling gradients, BatchNorm…). Those ops write a fresh
+// result that shares no memory with their inputs, into a pool buffer of
+// the result's length, zeroed first, so reuse is invisible in the values.
+// Values of other ops (Gorgonia's, which may return views of their
+// inputs) are never pooled, and keep every value they read alive as long
+// as they live (plan.go's alias rule), so a view never outlives its data.
 type program struct {
 	nodes []gnode   // every needed node, in execution order
 	args  [][]int   // per node: positions of its children in nodes
@@ -57,10 +55,15 @@ type program struct {
 	deps  [][]bool  // per node: which u nodes it depends on
 	zeros []G.Value // per node: its zero value, made on first use
 	vals  []G.Value
-	bufs  [][]float32 // per node: the float32 buffer of its last result, for reuse
-	obufs []any       // per node: the backing data of its last ops.fnOp result, for reuse
-	adds  []bool      // per node: Gorgonia's element-wise tensor addition (gradient sums)
+	adds  []bool // per node: Gorgonia's element-wise tensor addition (gradient sums)
 	pos   map[gnode]int
+	roots []bool // per node: read by the caller after a pass
+
+	plan  *plan       // lifetimes: when each value dies (plan.go)
+	owned [][]float32 // per node: the pool buffer its current value lives in, or nil
+	pool  bufPool
+	zero  zeroBacking // the shared backing of zero values
+	live  []int       // backward nodes holding a value from the last pass
 }
 
 // isGorgoniaAdd reports whether op is Gorgonia's element-wise addition,
@@ -187,18 +190,23 @@ func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
 		}
 	}
 	p.vals = make([]G.Value, len(p.nodes))
-	p.bufs = make([][]float32, len(p.nodes))
-	p.obufs = make([]any, len(p.nodes))
+	p.owned = make([][]float32, len(p.nodes))
 	p.adds = make([]bool, len(p.nodes))
+	p.roots = make([]bool, len(p.nodes))
 	for i, n := range p.nodes {
 		p.adds[i] = len(p.args[i]) == 2 && isGorgoniaAdd(n.Op())
 	}
+	for _, r := range roots {
+		p.roots[p.pos[r]] = true
+	}
+	p.plan = newPlan(p, len(u))
 	return p, nil
 }
 
 // forward reads the bound values of the input nodes and runs the forward
-// segment.
+// segment. Values of the previous run are released first.
 func (p *program) forward() error {
+	p.release()
 	for _, i := range p.leafs {
 		v := p.nodes[i].Value()
 		if v == nil {
@@ -206,11 +214,14 @@ func (p *program) forward() error {
 		}
 		p.vals[i] = v
 	}
-	return p.run(p.fwd)
+	return p.run(p.fwd, p.plan.fwdFree)
 }
 
-// backward runs the backward segment for task k: u = e_k.
+// backward runs the backward segment for task k: u = e_k. The values of
+// the previous task's pass are released first; the roots of this one stay
+// readable until the next pass or release.
 func (p *program) backward(k int, dt tensor.Dtype) error {
+	p.endPass()
 	for j, i := range p.u {
 		if i >= 0 {
 			v := 0.0
@@ -220,29 +231,45 @@ func (p *program) backward(k int, dt tensor.Dtype) error {
 			p.vals[i] = scalarValue(dt, v)
 		}
 	}
-	seg := make([]int, 0, len(p.bwd))
-	for _, i := range p.bwd {
-		if p.deps[i][k] {
-			seg = append(seg, i)
-			continue
-		}
+	for _, i := range p.plan.zeroed[k] {
 		if p.zeros[i] == nil {
-			p.zeros[i] = zeroValue(p.nodes[i])
+			p.zeros[i] = p.zero.value(p.nodes[i], p.plan.zeroMax)
 		}
 		p.vals[i] = p.zeros[i]
 	}
-	return p.run(seg)
+	seg := p.plan.segs[k]
+	p.live = append(p.live[:0], seg...)
+	return p.run(seg, p.plan.bwdFree[k])
 }
 
-// zeroValue is a zero of n's type and shape.
-func zeroValue(n gnode) G.Value {
-	if n.IsScalar() {
-		if n.Dtype() == tensor.Float32 {
-			return G.NewF32(0)
-		}
-		return G.NewF64(0)
+// endPass releases the values of the last backward pass.
+func (p *program) endPass() {
+	for _, i := range p.live {
+		p.free(i)
 	}
-	return tensor.New(tensor.Of(n.Dtype()), tensor.WithShape(n.Shape()...))
+	p.live = p.live[:0]
+}
+
+// release drops every value the program holds (forward and backward),
+// returning its buffers to the pool. The inputs' bound values stay.
+func (p *program) release() {
+	p.endPass()
+	for _, i := range p.fwd {
+		p.free(i)
+	}
+	for _, i := range p.bwd {
+		p.vals[i] = nil
+	}
+}
+
+// free drops the value of node i, returning its buffer to the pool when it
+// is one of ours.
+func (p *program) free(i int) {
+	if b := p.owned[i]; b != nil {
+		p.pool.put(b)
+		p.owned[i] = nil
+	}
+	p.vals[i] = nil
 }
 
 // value returns the current value of n, which must be a root or an
@@ -250,8 +277,8 @@ func zeroValue(n gnode) G.Value {
 func (p *program) value(n gnode) G.Value { return p.vals[p.pos[n]] }
 
 // run executes the op nodes at the given positions, turning a panic into
-// an error.
-func (p *program) run(seg []int) (err error) {
+// an error; after seg[t] it frees the values listed in frees[t].
+func (p *program) run(seg []int, frees [][]int) (err error) {
 	var cur gnode
 	defer func() {
 		if r := recover(); r != nil {
@@ -259,41 +286,72 @@ func (p *program) run(seg []int) (err error) {
 		}
 	}()
 	var in []G.Value
-	for _, i := range seg {
+	for t, i := range seg {
 		cur = p.nodes[i]
 		in = in[:0]
 		for _, j := range p.args[i] {
 			in = append(in, p.vals[j])
 		}
-		var v G.Value
-		var err error
-		if p.adds[i] {
-			if sum, used, ok := add32(p.bufs[i], in[0], in[1]); ok {
-				p.vals[i], p.bufs[i] = sum, used
-				continue
-			}
-		}
-		switch op := cur.Op().(type) {
-		case intoOp:
-			var used []float32
-			v, used, err = op.doInto(p.bufs[i], in)
-			if used != nil {
-				p.bufs[i] = used
-			}
-		case opsIntoOp:
-			var used any
-			v, used, err = op.DoInto(p.obufs[i], in...)
-			if used != nil {
-				p.obufs[i] = used
-			}
-		default:
-			v, err = cur.Op().Do(in...)
-		}
-		if err != nil {
+		if err := p.exec(i, cur, in); err != nil {
 			return fmt.Errorf("backend: running %v: %w", cur, err)
 		}
-		p.vals[i] = v
+		for _, j := range frees[t] {
+			p.free(j)
+		}
 	}
+	return nil
+}
+
+// exec runs node i on its input values in, writing into a pool buffer
+// where the op supports it.
+func (p *program) exec(i int, cur gnode, in []G.Value) error {
+	f32 := cur.Dtype() == tensor.Float32
+	var buf []float32
+	if f32 {
+		buf = p.pool.get(numel(cur.Shape()))
+	}
+	// keep records that the result lives in b (nil: not a buffer of
+	// ours), returning buf to the pool when the op did not use it.
+	keep := func(b []float32) {
+		if len(b) > 0 && len(buf) > 0 && &b[0] == &buf[0] {
+			buf = nil
+		}
+		p.owned[i] = b
+		if buf != nil {
+			p.pool.put(buf)
+		}
+	}
+	if p.adds[i] && f32 {
+		if sum, used, ok := add32(buf, in[0], in[1]); ok {
+			p.vals[i] = sum
+			keep(used)
+			return nil
+		}
+	}
+	var v G.Value
+	var err error
+	switch op := cur.Op().(type) {
+	case intoOp:
+		var used []float32
+		v, used, err = op.doInto(buf, in)
+		keep(used)
+	case opsIntoOp:
+		var b any
+		if f32 {
+			b = buf
+		}
+		var used any
+		v, used, err = op.DoInto(b, in...)
+		u32, _ := used.([]float32)
+		keep(u32)
+	default:
+		keep(nil)
+		v, err = cur.Op().Do(in...)
+	}
+	if err != nil {
+		return err
+	}
+	p.vals[i] = v
 	return nil
 }
 

@@ -156,3 +156,42 @@ func TestProgramReuseAcrossSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanFreesValues checks that the planned peak of live values is
+// at most 3/4 of what holding every value takes (the executor's old
+// behaviour), and that a step leaves the program holding no value beyond
+// its inputs.
+func TestPlanFreesValues(t *testing.T) {
+	for _, sc := range stepCases {
+		t.Run(sc.name, func(t *testing.T) {
+			md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := len(sc.tasks)
+			jac := png.NewJacobian(m, md.NumParams())
+			if err := md.Evaluate(sc.batch(3), make([]float64, m), &jac); err != nil {
+				t.Fatal(err)
+			}
+			var p *program
+			for _, c := range md.cache {
+				if c.prog != nil {
+					p = c.prog
+				}
+			}
+			var all int64
+			for _, b := range p.plan.bytes {
+				all += b
+			}
+			peak := p.plan.peak(p)
+			if peak <= 0 || peak > all*3/4 {
+				t.Errorf("planned peak %d bytes, every value together %d: expected at most 3/4", peak, all)
+			}
+			for _, i := range append(append([]int{}, p.fwd...), p.bwd...) {
+				if p.vals[i] != nil || p.owned[i] != nil {
+					t.Fatalf("after Evaluate, node %v still holds a value", p.nodes[i])
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,253 @@
+package backend
+
+import (
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// plan is when each value of a program dies: the lifetimes behind the
+// program's buffer reuse and its memory estimate.
+//
+// A forward value dies after its last reader in the forward segment, or
+// never before release when a backward node or the caller (a root) reads
+// it. A backward value of task k's pass dies after its last reader in that
+// pass; a root lives until the pass ends. A value read by an op that may
+// return a view of its inputs (any op but ours, see aliases) lives at
+// least as long as that op's value.
+type plan struct {
+	fwdFree [][]int // per position in program.fwd: nodes dying after it
+	segs    [][]int // per task: the backward nodes its pass runs, in order
+	bwdFree [][][]int
+	zeroed  [][]int // per task: backward nodes not run whose zero value is read
+	zeroMax int     // elements of the largest zero value
+	bytes   []int64 // per node: bytes of its value
+}
+
+// kept marks a value that lives until release.
+const kept = int(^uint(0) >> 1)
+
+// aliases reports whether the op of node i may return a value sharing
+// memory with its inputs: any op but this package's kernels, backend/ops'
+// ops and gradient sums, which always return fresh values.
+func (p *program) aliases(i int) bool {
+	switch p.nodes[i].Op().(type) {
+	case intoOp, opsIntoOp:
+		return false
+	}
+	return !p.adds[i]
+}
+
+// newPlan plans the lifetimes of p's values for m tasks.
+func newPlan(p *program, m int) *plan {
+	pl := &plan{bytes: make([]int64, len(p.nodes))}
+	for i, n := range p.nodes {
+		if n.Op() != nil {
+			pl.bytes[i] = int64(numel(n.Shape())) * int64(dtypeSize(n.Dtype()))
+		}
+	}
+	inBwd := make([]bool, len(p.nodes))
+	for _, i := range p.bwd {
+		inBwd[i] = true
+	}
+	// Forward segment.
+	at := make([]int, len(p.nodes))
+	for i := range at {
+		at[i] = -1
+	}
+	for t, i := range p.fwd {
+		at[i] = t
+	}
+	last := make([]int, len(p.nodes))
+	for i := range last {
+		last[i] = -1
+	}
+	for t, i := range p.fwd {
+		for _, j := range p.args[i] {
+			if at[j] >= 0 {
+				last[j] = max(last[j], t)
+			}
+		}
+	}
+	for _, i := range p.bwd {
+		for _, j := range p.args[i] {
+			if at[j] >= 0 {
+				last[j] = kept
+			}
+		}
+	}
+	pl.fwdFree = lifetimes(p, p.fwd, at, last)
+	// One backward pass per task.
+	pl.segs = make([][]int, m)
+	pl.bwdFree = make([][][]int, m)
+	pl.zeroed = make([][]int, m)
+	for k := 0; k < m; k++ {
+		var seg []int
+		for i := range at {
+			at[i], last[i] = -1, -1
+		}
+		for _, i := range p.bwd {
+			if p.deps[i][k] {
+				at[i] = len(seg)
+				seg = append(seg, i)
+			}
+		}
+		zero := map[int]bool{}
+		for t, i := range seg {
+			for _, j := range p.args[i] {
+				switch {
+				case at[j] >= 0:
+					last[j] = max(last[j], t)
+				case inBwd[j]:
+					zero[j] = true
+				}
+			}
+		}
+		for _, i := range p.bwd {
+			if at[i] < 0 && p.roots[i] {
+				zero[i] = true
+			}
+		}
+		for _, i := range p.bwd {
+			if zero[i] {
+				pl.zeroed[k] = append(pl.zeroed[k], i)
+				pl.zeroMax = max(pl.zeroMax, numel(p.nodes[i].Shape()))
+			}
+		}
+		pl.segs[k] = seg
+		pl.bwdFree[k] = lifetimes(p, seg, at, last)
+	}
+	return pl
+}
+
+// lifetimes turns the last readers (last[i]: a position in seg, kept, or
+// -1 for none) of seg's values (at[i]: position in seg, -1 outside) into
+// the lists of values dying after each position. Roots are kept; a value
+// read by an aliasing op lives as long as that op's value.
+func lifetimes(p *program, seg, at, last []int) [][]int {
+	for t, i := range seg {
+		if p.roots[i] {
+			last[i] = kept
+		} else if last[i] < 0 {
+			last[i] = t // read by nobody: dies at once
+		}
+	}
+	for t := len(seg) - 1; t >= 0; t-- {
+		i := seg[t]
+		if !p.aliases(i) {
+			continue
+		}
+		for _, j := range p.args[i] {
+			if at[j] >= 0 {
+				last[j] = max(last[j], last[i])
+			}
+		}
+	}
+	free := make([][]int, len(seg))
+	for _, i := range seg {
+		if l := last[i]; l != kept {
+			free[l] = append(free[l], i)
+		}
+	}
+	return free
+}
+
+// peak is the planned largest total of live values over a forward pass
+// and the m backward passes, in bytes (the shared zero backing included;
+// inputs and parameters, bound outside the program, not).
+func (pl *plan) peak(p *program) int64 {
+	var cur, top int64
+	for t, i := range p.fwd {
+		cur += pl.bytes[i]
+		top = max(top, cur)
+		for _, j := range pl.fwdFree[t] {
+			cur -= pl.bytes[j]
+		}
+	}
+	if len(pl.segs) > 0 && len(p.bwd) > 0 {
+		cur += int64(pl.zeroMax) * int64(dtypeSize(p.nodes[p.bwd[0]].Dtype()))
+	}
+	base := cur
+	for k, seg := range pl.segs {
+		cur = base
+		for t, i := range seg {
+			cur += pl.bytes[i]
+			top = max(top, cur)
+			for _, j := range pl.bwdFree[k][t] {
+				cur -= pl.bytes[j]
+			}
+		}
+	}
+	return top
+}
+
+// dtypeSize is the size in bytes of one element of dt (8 when unknown).
+func dtypeSize(dt tensor.Dtype) int {
+	if s := int(dt.Size()); s > 0 {
+		return s
+	}
+	return 8
+}
+
+// zeroBacking holds the one read-only zero array behind every zero value
+// of a program's backward passes (no op writes into its inputs).
+type zeroBacking struct {
+	f32 []float32
+	f64 []float64
+}
+
+// value is a zero of n's type and shape over the shared backing, grown to
+// at least size elements when it is shorter.
+func (z *zeroBacking) value(n gnode, size int) G.Value {
+	k := numel(n.Shape())
+	if n.IsScalar() {
+		if n.Dtype() == tensor.Float32 {
+			return G.NewF32(0)
+		}
+		return G.NewF64(0)
+	}
+	switch n.Dtype() {
+	case tensor.Float32:
+		if len(z.f32) < k {
+			z.f32 = make([]float32, max(k, size))
+		}
+		return tensor.New(tensor.WithShape(n.Shape()...), tensor.WithBacking(z.f32[:k:k]))
+	case tensor.Float64:
+		if len(z.f64) < k {
+			z.f64 = make([]float64, max(k, size))
+		}
+		return tensor.New(tensor.WithShape(n.Shape()...), tensor.WithBacking(z.f64[:k:k]))
+	}
+	return tensor.New(tensor.Of(n.Dtype()), tensor.WithShape(n.Shape()...))
+}
+
+// bufPool keeps the float32 buffers of dead values for reuse.
+type bufPool struct{ free [][]float32 }
+
+// get returns a buffer of n elements (contents undefined): the smallest
+// free one holding n with at most 1/8 to spare, else a new one.
+func (b *bufPool) get(n int) []float32 {
+	if n <= 0 {
+		return nil
+	}
+	best := -1
+	for i, f := range b.free {
+		if c := cap(f); c >= n && c <= n+n/8 && (best < 0 || c < cap(b.free[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return make([]float32, n)
+	}
+	f := b.free[best]
+	last := len(b.free) - 1
+	b.free[best], b.free[last] = b.free[last], nil
+	b.free = b.free[:last]
+	return f[:n]
+}
+
+// put returns f to the pool; nothing may read or write it afterwards.
+func (b *bufPool) put(f []float32) {
+	if cap(f) > 0 {
+		b.free = append(b.free, f[:cap(f)])
+	}
+}
