@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"gorgonia.org/gorgonia"
@@ -73,7 +74,7 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 	if b != nil && (b.Dims() != 1 || b.Shape()[0] != g.m) {
 		return nil, fmt.Errorf("ops: Conv: bias B %v: expected shape [%d]", b.Shape(), g.m)
 	}
-	sc := &scratch{}
+	sc := newConvScratch()
 	op := &fnOp{
 		name:     "Conv{" + g.String() + "}",
 		inDims:   []int{4, 4},
@@ -99,16 +100,18 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 					func() (tensor.Tensor, error) { return convGradX(g, sc, in[0], in[1], outBuf[float32](buf, n)), nil },
 					func() (tensor.Tensor, error) { return convGradX(g, sc, in[0], in[1], outBuf[float64](buf, n)), nil })
 			}},
-			{deps: []int{0, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
+			{deps: []int{0, depGrad}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
+				n := g.m * g.colRows
 				return dispatch(in[0],
-					func() (tensor.Tensor, error) { return convGradW[float32](g, sc, in[0], in[1]), nil },
-					func() (tensor.Tensor, error) { return convGradW[float64](g, sc, in[0], in[1]), nil })
+					func() (tensor.Tensor, error) { return convGradWInto(g, sc, in[0], in[1], outBuf[float32](buf, n)), nil },
+					func() (tensor.Tensor, error) { return convGradWInto(g, sc, in[0], in[1], outBuf[float64](buf, n)), nil })
 			}},
 		},
 	}
-	fwd, gradX := op.into, op.grads[0].into
+	fwd, gradX, gradW := op.into, op.grads[0].into, op.grads[1].into
 	op.fwd = func(in []tensor.Tensor) (tensor.Tensor, error) { return fwd(nil, in) }
 	op.grads[0].fn = func(in []tensor.Tensor) (tensor.Tensor, error) { return gradX(nil, in) }
+	op.grads[1].fn = func(in []tensor.Tensor) (tensor.Tensor, error) { return gradW(nil, in) }
 	children := []*gorgonia.Node{x, w}
 	if b != nil {
 		op.inDims = append(op.inDims, 1)
@@ -206,18 +209,23 @@ func validRange(n, s, off, in int) (lo, hi int) {
 }
 
 // im2col writes the patches of one group's input planes xg (cg planes) into
-// col, laid out (cg·kh·kw) × (oh·ow). Rows of unit stride are copied; only
-// the padded edges are zeroed.
-func im2col[T float](g *convGeom, xg, col []T) {
+// col, laid out (cg·kh·kw) × (oh·ow).
+func im2col[T float](g *convGeom, xg, col []T) { im2colRows(g, xg, col, 0, g.oh) }
+
+// im2colRows writes the patches of output rows [r0, r1) of one group's
+// input planes xg into col, laid out (cg·kh·kw) × ((r1−r0)·ow). Rows of
+// unit stride are copied; only the padded edges are zeroed.
+func im2colRows[T float](g *convGeom, xg, col []T, r0, r1 int) {
+	cols := (r1 - r0) * g.ow
 	for c := 0; c < g.cg; c++ {
 		plane := xg[c*g.inPlane : (c+1)*g.inPlane]
 		for ki := 0; ki < g.kh; ki++ {
 			for kj := 0; kj < g.kw; kj++ {
-				row := col[((c*g.kh+ki)*g.kw+kj)*g.colCols:][:g.colCols]
+				row := col[((c*g.kh+ki)*g.kw+kj)*cols:][:cols]
 				off := kj*g.x.d - g.x.pb
 				lo, hi := validRange(g.ow, g.x.s, off, g.w)
-				for oi := 0; oi < g.oh; oi++ {
-					dst := row[oi*g.ow : (oi+1)*g.ow]
+				for oi := r0; oi < r1; oi++ {
+					dst := row[(oi-r0)*g.ow : (oi-r0+1)*g.ow]
 					ii := oi*g.y.s - g.y.pb + ki*g.y.d
 					if ii < 0 || ii >= g.h || lo >= hi {
 						clear(dst)
@@ -243,23 +251,28 @@ func im2col[T float](g *convGeom, xg, col []T) {
 }
 
 // col2im adds the columns col back into one group's input planes xg.
-func col2im[T float](g *convGeom, col, xg []T) {
+func col2im[T float](g *convGeom, col, xg []T) { col2imRows(g, col, xg, 0, g.oh) }
+
+// col2imRows adds the columns of output rows [r0, r1), laid out as
+// im2colRows writes them, back into one group's input planes xg.
+func col2imRows[T float](g *convGeom, col, xg []T, r0, r1 int) {
+	cols := (r1 - r0) * g.ow
 	for c := 0; c < g.cg; c++ {
 		plane := xg[c*g.inPlane : (c+1)*g.inPlane]
 		for ki := 0; ki < g.kh; ki++ {
 			for kj := 0; kj < g.kw; kj++ {
-				row := col[((c*g.kh+ki)*g.kw+kj)*g.colCols:][:g.colCols]
+				row := col[((c*g.kh+ki)*g.kw+kj)*cols:][:cols]
 				off := kj*g.x.d - g.x.pb
 				lo, hi := validRange(g.ow, g.x.s, off, g.w)
 				if lo >= hi {
 					continue
 				}
-				for oi := 0; oi < g.oh; oi++ {
+				for oi := r0; oi < r1; oi++ {
 					ii := oi*g.y.s - g.y.pb + ki*g.y.d
 					if ii < 0 || ii >= g.h {
 						continue
 					}
-					src := row[oi*g.ow+lo : oi*g.ow+hi]
+					src := row[(oi-r0)*g.ow+lo : (oi-r0)*g.ow+hi]
 					dst := plane[ii*g.w : (ii+1)*g.w]
 					if g.x.s == 1 {
 						addTo(dst[lo+off:hi+off], src)
@@ -274,6 +287,18 @@ func col2im[T float](g *convGeom, col, xg []T) {
 			}
 		}
 	}
+}
+
+// ColBandElems bounds, in elements, the im2col buffer one worker of a
+// convolution fills at a time: a larger im2col matrix (one sample, one
+// group) is formed and multiplied in bands of whole output rows, so the
+// scratch memory of a convolution does not grow with the image (MTAN's
+// first 3×3 layers at 288×384 would need 255 MB per sample).
+var ColBandElems = 1 << 22
+
+// bandRows is the number of output rows per im2col band of g.
+func (g *convGeom) bandRows() int {
+	return max(1, min(g.oh, ColBandElems/max(1, g.colRows*g.ow)))
 }
 
 // addTo adds src into dst element-wise (len(dst) = len(src)), four at a
@@ -293,25 +318,36 @@ func addTo[T float](dst, src []T) {
 	}
 }
 
-// scratch is a pool of im2col buffers owned by one Conv op. A buffer is
+// scratch is a pool of scratch buffers, and, for a Conv op, the cache of
+// its forward pass's im2col matrices for the weight gradient. A buffer is
 // used by one worker between get and put, and never escapes the kernel, so
-// reusing it across runs (and machines) cannot alias any output. cache
-// holds the forward pass's im2col matrices for the weight gradient.
+// reusing it across runs (and machines) cannot alias any output.
 type scratch struct {
 	pool  sync.Pool
 	cache colCache
 }
 
+// colScratch holds the im2col bands of every convolution: ops run one at
+// a time, so all of them share one pool of a few band-sized buffers.
+var colScratch scratch
+
 // ColCacheLimit bounds, in bytes, the im2col matrices one Conv op keeps
 // from its forward pass for its weight gradient (every sample and group:
-// N·group·(C/group·kH·kW)·(oH·oW) values). The weight gradient runs once
-// per task after one forward pass, so it reads the kept matrices instead
-// of recomputing them m times. Above the limit (large inputs such as
-// MTAN's at full batch) nothing is kept and the gradient recomputes them
-// per sample as before. Each op that keeps matrices also keeps a copy of
-// its input X (N·C·H·W values) to check the cache; both stay allocated
-// with the op between steps and are reused.
-var ColCacheLimit = 32 << 20
+// N·group·(C/group·kH·kW)·(oH·oW) values), and ColCacheTotal those all
+// Conv ops keep together (the first ops to run take what there is). The
+// weight gradient runs once per task after one forward pass, so it reads
+// the kept matrices instead of recomputing them m times. Above the limits
+// (large inputs such as MTAN's) nothing is kept and the gradient
+// recomputes them, band by band. Each op that keeps matrices also keeps a
+// copy of its input X (N·C·H·W values) to check the cache; both stay
+// allocated with the op between steps and are reused.
+var (
+	ColCacheLimit       = 32 << 20
+	ColCacheTotal int64 = 64 << 20
+)
+
+// colCacheUsed is the bytes the Conv ops' caches hold together.
+var colCacheUsed atomic.Int64
 
 // colCache is the im2col matrix of every sample of one forward input x,
 // with a copy of x: the weight gradient uses col only when its own x is
@@ -323,8 +359,18 @@ var ColCacheLimit = 32 << 20
 type colCache struct {
 	mu    sync.Mutex
 	valid bool
-	x     any // []T: copy of the forward input
-	col   any // []T: per sample and group, colRows×colCols
+	x     any    // []T: copy of the forward input
+	col   any    // []T: per sample and group, colRows×colCols
+	bytes *int64 // what x and col hold, counted in colCacheUsed
+}
+
+// newConvScratch is the scratch of one Conv op; when the op is garbage
+// collected, what its cache held is no longer counted against
+// ColCacheTotal.
+func newConvScratch() *scratch {
+	sc := &scratch{cache: colCache{bytes: new(int64)}}
+	runtime.AddCleanup(sc, func(b *int64) { colCacheUsed.Add(-*b) }, sc.cache.bytes)
+	return sc
 }
 
 // sameBits reports whether a and b hold the same bits.
@@ -379,15 +425,22 @@ func forwardCols[T float](g *convGeom, sc *scratch, x []T) []T {
 	}
 	c := &sc.cache
 	c.valid = false
-	col, ok := c.col.([]T)
-	if !ok || len(col) != n {
-		col = make([]T, n)
-		c.col = col
-	}
-	xc, ok := c.x.([]T)
-	if !ok || len(xc) != len(x) {
-		xc = make([]T, len(x))
-		c.x = xc
+	col, ok1 := c.col.([]T)
+	xc, ok2 := c.x.([]T)
+	if !ok1 || !ok2 || len(col) != n || len(xc) != len(x) {
+		var z T
+		need := int64(n+len(x)) * int64(unsafe.Sizeof(z))
+		if c.bytes == nil {
+			c.bytes = new(int64) // a scratch not from newConvScratch (tests)
+		}
+		if colCacheUsed.Add(need-*c.bytes) > ColCacheTotal {
+			colCacheUsed.Add(-need)
+			c.col, c.x, *c.bytes = nil, nil, 0
+			c.mu.Unlock()
+			return nil
+		}
+		col, xc = make([]T, n), make([]T, len(x))
+		c.col, c.x, *c.bytes = col, xc, need
 	}
 	copy(xc, x)
 	return col
@@ -410,7 +463,8 @@ func cachedCols[T float](g *convGeom, sc *scratch, x []T) (col []T, release func
 	return col, c.mu.Unlock
 }
 
-// get returns a buffer of n elements of T (contents undefined).
+// getScratch returns a buffer of n elements of T from s (contents
+// undefined); give it back with s.pool.Put.
 func getScratch[T float](s *scratch, n int) *[]T {
 	if v, ok := s.pool.Get().(*[]T); ok && cap(*v) >= n {
 		*v = (*v)[:n]
@@ -433,27 +487,39 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 		defer sc.cache.mu.Unlock()
 	}
 	colSize := g.colRows * g.colCols
+	band := g.bandRows()
+	if cols != nil {
+		band = g.oh
+	}
 	parallelFor(g.n, func(_, lo, hi int) {
 		var col []T
 		if !g.direct && cols == nil {
-			buf := getScratch[T](sc, colSize)
-			defer sc.pool.Put(buf)
+			buf := getScratch[T](&colScratch, g.colRows*band*g.ow)
+			defer colScratch.pool.Put(buf)
 			col = *buf
 		}
 		for n := lo; n < hi; n++ {
 			for gi := 0; gi < g.g; gi++ {
 				xg := x[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
-				c := xg
-				if !g.direct {
-					if cols != nil {
-						col = cols[(n*g.g+gi)*colSize:][:colSize]
-					}
-					im2col(&g, xg, col)
-					c = col
-				}
 				og := out[(n*g.m+gi*g.mg)*g.outPlane:][:g.mg*g.outPlane]
 				wg := w[gi*g.mg*g.colRows:][:g.mg*g.colRows]
-				mul(false, false, g.mg, g.colCols, g.colRows, wg, g.colRows, c, g.colCols, 0, og, g.colCols)
+				if g.direct {
+					mul(false, false, g.mg, g.colCols, g.colRows, wg, g.colRows, xg, g.colCols, 0, og, g.colCols)
+					continue
+				}
+				if cols != nil {
+					c := cols[(n*g.g+gi)*colSize:][:colSize]
+					im2col(&g, xg, c)
+					mul(false, false, g.mg, g.colCols, g.colRows, wg, g.colRows, c, g.colCols, 0, og, g.colCols)
+					continue
+				}
+				for r0 := 0; r0 < g.oh; r0 += band {
+					r1 := min(g.oh, r0+band)
+					bc := (r1 - r0) * g.ow
+					c := col[:g.colRows*bc]
+					im2colRows(&g, xg, c, r0, r1)
+					mul(false, false, g.mg, bc, g.colRows, wg, g.colRows, c, bc, 0, og[r0*g.ow:], g.colCols)
+				}
 			}
 			if b != nil {
 				for m := 0; m < g.m; m++ {
@@ -472,14 +538,15 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 }
 
 // convGradX writes the input gradient into dx (zeroed, n·c·H·W).
-func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
+func convGradX[T float](g convGeom, _ *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
 	w, gy := data[T](wt), data[T](gyt)
 	mul := gemmFor[T](g.n)
+	band := g.bandRows()
 	parallelFor(g.n, func(_, lo, hi int) {
 		var col []T
 		if !g.direct {
-			buf := getScratch[T](sc, g.colRows*g.colCols)
-			defer sc.pool.Put(buf)
+			buf := getScratch[T](&colScratch, g.colRows*band*g.ow)
+			defer colScratch.pool.Put(buf)
 			col = *buf
 		}
 		for n := lo; n < hi; n++ {
@@ -491,57 +558,81 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 					mul(true, false, g.colRows, g.colCols, g.mg, wg, g.colRows, gyg, g.colCols, 0, dxg, g.colCols)
 					continue
 				}
-				mul(true, false, g.colRows, g.colCols, g.mg, wg, g.colRows, gyg, g.colCols, 0, col, g.colCols)
-				col2im(&g, col, dxg)
+				for r0 := 0; r0 < g.oh; r0 += band {
+					r1 := min(g.oh, r0+band)
+					bc := (r1 - r0) * g.ow
+					c := col[:g.colRows*bc]
+					mul(true, false, g.colRows, bc, g.mg, wg, g.colRows, gyg[r0*g.ow:], g.colCols, 0, c, bc)
+					col2imRows(&g, c, dxg, r0, r1)
+				}
 			}
 		}
 	})
 	return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 }
 
+// convGradW returns the weight gradient in a fresh tensor.
 func convGradW[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor) tensor.Tensor {
+	return convGradWInto(g, sc, xt, gyt, make([]T, g.m*g.colRows))
+}
+
+// convGradWInto writes the weight gradient into dw (zeroed, m·cg·kH·kW).
+func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw []T) tensor.Tensor {
 	x, gy := data[T](xt), data[T](gyt)
 	size := g.m * g.colRows
 	nw := workers(g.n)
-	acc := make([][]T, nw)
+	acc := make([]*[]T, nw)
 	mul := gemmFor[T](g.n)
 	cols, release := cachedCols(&g, sc, x)
 	if release != nil {
 		defer release()
 	}
 	colSize := g.colRows * g.colCols
+	band := g.bandRows()
 	parallelFor(g.n, func(wk, lo, hi int) {
-		dw := make([]T, size)
+		d := dw
+		if wk > 0 {
+			acc[wk] = getScratch[T](&colScratch, size)
+			d = *acc[wk]
+			clear(d)
+		}
 		var col []T
 		if !g.direct && cols == nil {
-			buf := getScratch[T](sc, colSize)
-			defer sc.pool.Put(buf)
+			buf := getScratch[T](&colScratch, g.colRows*band*g.ow)
+			defer colScratch.pool.Put(buf)
 			col = *buf
 		}
 		for n := lo; n < hi; n++ {
 			for gi := 0; gi < g.g; gi++ {
 				xg := x[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
-				c := xg
+				gyg := gy[(n*g.m+gi*g.mg)*g.outPlane:][:g.mg*g.outPlane]
+				dwg := d[gi*g.mg*g.colRows:][:g.mg*g.colRows]
 				switch {
 				case g.direct:
+					mul(false, true, g.mg, g.colRows, g.colCols, gyg, g.colCols, xg, g.colCols, 1, dwg, g.colRows)
 				case cols != nil:
-					c = cols[(n*g.g+gi)*colSize:][:colSize]
+					c := cols[(n*g.g+gi)*colSize:][:colSize]
+					mul(false, true, g.mg, g.colRows, g.colCols, gyg, g.colCols, c, g.colCols, 1, dwg, g.colRows)
 				default:
-					im2col(&g, xg, col)
-					c = col
+					for r0 := 0; r0 < g.oh; r0 += band {
+						r1 := min(g.oh, r0+band)
+						bc := (r1 - r0) * g.ow
+						c := col[:g.colRows*bc]
+						im2colRows(&g, xg, c, r0, r1)
+						mul(false, true, g.mg, g.colRows, bc, gyg[r0*g.ow:], g.colCols, c, bc, 1, dwg, g.colRows)
+					}
 				}
-				gyg := gy[(n*g.m+gi*g.mg)*g.outPlane:][:g.mg*g.outPlane]
-				dwg := dw[gi*g.mg*g.colRows:][:g.mg*g.colRows]
-				mul(false, true, g.mg, g.colRows, g.colCols, gyg, g.colCols, c, g.colCols, 1, dwg, g.colRows)
 			}
 		}
-		acc[wk] = dw
 	})
-	dw := acc[0]
 	for _, a := range acc[1:] {
-		for i := range a {
-			dw[i] += a[i]
+		if a == nil {
+			continue
 		}
+		for i, v := range *a {
+			dw[i] += v
+		}
+		colScratch.pool.Put(a)
 	}
 	return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
 }
