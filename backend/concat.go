@@ -44,6 +44,12 @@ func lowerConcat(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 		out[a] += v.shape[a]
 	}
 	outer, inner := numel(out[:a]), numel(out[a+1:])
+	if v, ok, err := b.concatBlocks(n, ins, out, outer, inner, a); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return []*value{v}, nil
+	}
 	idx := make([]int, 0, numel(out))
 	for o := 0; o < outer; o++ {
 		off := 0
@@ -128,4 +134,67 @@ func lowerSplit(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		start += int(s)
 	}
 	return outs, nil
+}
+
+// concatBlocks lowers a Concat of float values computed at run time to a
+// kernel copying whole blocks (per outer index, each input's axis·inner
+// values), in float32 for float32 graphs: no index array, no float64
+// copies. ok is false for constants and integer inputs, which b.move
+// handles.
+func (b *builder) concatBlocks(n *onnxpb.NodeProto, ins []*value, out []int, outer, inner, a int) (*value, bool, error) {
+	for _, v := range ins {
+		if isIntNode(v) {
+			return nil, false, nil
+		}
+	}
+	allConst := true
+	for _, v := range ins {
+		allConst = allConst && v.isConst()
+	}
+	if allConst {
+		return nil, false, nil
+	}
+	nodes := make([]gnode, len(ins))
+	sizes := make([]int, len(ins)) // per input: values per outer index
+	for i, v := range ins {
+		nodes[i] = b.node(v)
+		sizes[i] = v.shape[a] * inner
+	}
+	fwd := func(dst []float64, in [][]float64) { concatFwd(dst, in, sizes, outer) }
+	bwd := func(k int, dst []float64, _ [][]float64, _, grad []float64) { concatBwd(k, dst, grad, sizes, outer) }
+	fwd32 := func(dst []float32, in [][]float32) { concatFwd(dst, in, sizes, outer) }
+	bwd32 := func(k int, dst []float32, _ [][]float32, _, grad []float32) bool {
+		concatBwd(k, dst, grad, sizes, outer)
+		return true
+	}
+	r, err := b.kernel32(n.GetName(), "Concat", nodes, out, fwd, bwd, nil, fwd32, bwd32)
+	if err != nil {
+		return nil, true, err
+	}
+	return nodeValue(r), true, nil
+}
+
+// concatFwd copies, per outer index, each input's block into dst.
+func concatFwd[T float32 | float64](dst []T, in [][]T, sizes []int, outer int) {
+	off := 0
+	for o := 0; o < outer; o++ {
+		for k, sz := range sizes {
+			off += copy(dst[off:off+sz], in[k][o*sz:(o+1)*sz])
+		}
+	}
+}
+
+// concatBwd copies input k's blocks of the output gradient into dst.
+func concatBwd[T float32 | float64](k int, dst, grad []T, sizes []int, outer int) {
+	row, before := 0, 0
+	for j, sz := range sizes {
+		row += sz
+		if j < k {
+			before += sz
+		}
+	}
+	sz := sizes[k]
+	for o := 0; o < outer; o++ {
+		copy(dst[o*sz:(o+1)*sz], grad[o*row+before:][:sz])
+	}
 }

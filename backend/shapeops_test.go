@@ -34,6 +34,7 @@ func TestDataMovement(t *testing.T) {
 		{"Unsqueeze 13", "Unsqueeze", 13, nil, []tin{x, initI("a", []int{2}, 0, -1)}, []int{1, 2, 3, 1}, seq(6)},
 		{"Unsqueeze 11", "Unsqueeze", 11, []*onnxpb.AttributeProto{aInts("axes", 1)}, []tin{x}, []int{2, 1, 3}, seq(6)},
 		{"Concat", "Concat", 13, []*onnxpb.AttributeProto{aInt("axis", 1)}, []tin{x, feed("z", []int{2, 1}, 10, 11)}, []int{2, 4}, []float64{0, 1, 2, 10, 3, 4, 5, 11}},
+		{"Concat three, axis 0", "Concat", 13, []*onnxpb.AttributeProto{aInt("axis", 0)}, []tin{feed("z", []int{1, 3}, 7, 8, 9), x, feed("w", []int{1, 3}, 10, 11, 12)}, []int{4, 3}, []float64{7, 8, 9, 0, 1, 2, 3, 4, 5, 10, 11, 12}},
 		{"Slice", "Slice", 13, nil, []tin{x, initI("s", []int{2}, 0, -1), initI("e", []int{2}, 2, -4), initI("ax", []int{2}, 0, 1), initI("st", []int{2}, 1, -2)}, []int{2, 2}, []float64{2, 0, 5, 3}},
 		{"Slice 9", "Slice", 9, []*onnxpb.AttributeProto{aInts("starts", 1), aInts("ends", 3), aInts("axes", 1)}, []tin{x}, []int{2, 2}, []float64{1, 2, 4, 5}},
 		{"Gather", "Gather", 13, []*onnxpb.AttributeProto{aInt("axis", 1)}, []tin{x, initI("i", []int{2}, 2, -3)}, []int{2, 2}, []float64{2, 0, 5, 3}},
