@@ -1,15 +1,17 @@
 // Package cli holds paretonav's command-line commands (urfave/cli v2): one file
 // per command, each a package-level *cli.Command registered in init. The
-// commands parse flags and configuration, call finetune, png, backend and
-// importer, and print; they hold no algorithm of their own.
+// commands parse flags and configuration, call job (tune, front, eval),
+// batch, finetune, png, backend and importer, and print; they hold no
+// algorithm of their own.
 package cli
 
 import (
 	"errors"
 	"sort"
 
-	"github.com/paretonav/paretonav/job"
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/paretonav/paretonav/job"
 )
 
 // Version is paretonav's version, recorded in the models it writes.

@@ -65,7 +65,7 @@ func applyConfig(c *ucli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--config %s: %w", path, err)
 	}
-	return applyValues(c, path, values)
+	return applyValues(c, "--config "+path, values)
 }
 
 // parseConfig reads a YAML mapping of flag names to scalars or lists of
@@ -109,8 +109,9 @@ func scalar(v any) (string, error) {
 
 // applyValues sets the flags of c's command named in values that were not
 // given on the command line. Unknown names are an error listing the
-// command's flags.
-func applyValues(c *ucli.Context, path string, values map[string][]string) error {
+// command's flags; errors start with where (the file the values come
+// from).
+func applyValues(c *ucli.Context, where string, values map[string][]string) error {
 	flags := map[string]ucli.Flag{}
 	var names []string
 	for _, f := range c.Command.Flags {
@@ -128,7 +129,7 @@ func applyValues(c *ucli.Context, path string, values map[string][]string) error
 		f, ok := flags[key]
 		if !ok || key == configFlag.Name {
 			sort.Strings(names)
-			return fmt.Errorf("--config %s: key %q is not a flag of %q; flags: %s", path, key, c.Command.Name, strings.Join(names, ", "))
+			return fmt.Errorf("%s: key %q is not a flag of %q; flags: %s", where, key, c.Command.Name, strings.Join(names, ", "))
 		}
 		if isSet(c, f) {
 			continue
@@ -139,7 +140,7 @@ func applyValues(c *ucli.Context, path string, values map[string][]string) error
 		}
 		for _, v := range vals {
 			if err := c.Set(f.Names()[0], v); err != nil {
-				return fmt.Errorf("--config %s: key %q: %w", path, key, err)
+				return fmt.Errorf("%s: key %q: %w", where, key, err)
 			}
 		}
 	}

@@ -43,8 +43,7 @@ func runEval(c *ucli.Context) error {
 	if len(args) != 1 {
 		return fmt.Errorf("eval: want one MODEL.onnx argument, got %d (%s)", len(args), strings.Join(args, " "))
 	}
-	res, err := job.Eval(nil, &job.EvalConfig{Model: args[0], Data: c.StringSlice(dataFlag.Name), ModelConfig: modelConfigFromFlags(c),
-		Batch: c.Int("batch"), Limit: c.Int("limit"), GradOut: c.Path("grad-out"), Force: c.Bool("force")})
+	res, err := job.Eval(nil, evalConfigFromFlags(c, args[0]))
 	if err != nil {
 		return err
 	}
@@ -52,6 +51,13 @@ func runEval(c *ucli.Context) error {
 		return writeJSON(c.App.Writer, res)
 	}
 	return evalSummary(c.App.Writer, args[0], res.Eval, res.Names, res.GradOut)
+}
+
+// evalConfigFromFlags reads eval's flags into a job configuration for
+// model.
+func evalConfigFromFlags(c *ucli.Context, model string) *job.EvalConfig {
+	return &job.EvalConfig{Model: model, Data: c.StringSlice(dataFlag.Name), ModelConfig: modelConfigFromFlags(c),
+		Batch: c.Int("batch"), Limit: c.Int("limit"), GradOut: c.Path("grad-out"), Force: c.Bool("force")}
 }
 
 func evalSummary(w io.Writer, model string, res *job.DataEval, names []string, gradOut string) error {

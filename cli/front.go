@@ -75,17 +75,7 @@ distance to the true front and the spacing of the models along it.`,
 func init() { register(frontCommand) }
 
 func runFront(c *ucli.Context) error {
-	cfg := &job.FrontConfig{
-		Problem: c.String("problem"), Args: positional(c), Data: c.StringSlice(dataFlag.Name), Val: c.StringSlice("val"),
-		ModelConfig: modelConfigFromFlags(c), Models: c.Int("models"), Init: c.String("init"),
-		Spread: optFloat(c, "spread"), Criterion: c.String("criterion"), Alpha: c.Float64(alphaFlag.Name),
-		Gamma: optFloat(c, "gamma"), Optimizer: c.String("optimizer"), LR: optFloat(c, "lr"),
-		LRSchedule: c.String("lr-schedule"), Steps: c.Int("steps"), Epochs: c.Int("epochs"), Batch: c.Int("batch"),
-		Workers: c.Int("workers"), Seed: c.Int64(seedFlag.Name), OutDir: c.Path("out-dir"), Ref: c.String("ref"),
-		Reference: c.Path("reference"), Force: c.Bool("force"), Log: c.Path(logFlag.Name), CSV: c.Path(csvFlag.Name),
-		CheckpointEvery: c.Int("checkpoint-every"), Checkpoint: c.Path("checkpoint"), Resume: c.Path("resume"),
-	}
-	fj, err := cfg.Prepare(nil)
+	fj, err := frontConfigFromFlags(c).Prepare(nil)
 	if err != nil {
 		return err
 	}
@@ -104,6 +94,20 @@ func runFront(c *ucli.Context) error {
 		return writeJSON(c.App.Writer, out)
 	}
 	return frontSummary(c.App.Writer, out)
+}
+
+// frontConfigFromFlags reads front's flags into a job configuration.
+func frontConfigFromFlags(c *ucli.Context) *job.FrontConfig {
+	return &job.FrontConfig{
+		Problem: c.String("problem"), Args: positional(c), Data: c.StringSlice(dataFlag.Name), Val: c.StringSlice("val"),
+		ModelConfig: modelConfigFromFlags(c), Models: c.Int("models"), Init: c.String("init"),
+		Spread: optFloat(c, "spread"), Criterion: c.String("criterion"), Alpha: c.Float64(alphaFlag.Name),
+		Gamma: optFloat(c, "gamma"), Optimizer: c.String("optimizer"), LR: optFloat(c, "lr"),
+		LRSchedule: c.String("lr-schedule"), Steps: c.Int("steps"), Epochs: c.Int("epochs"), Batch: c.Int("batch"),
+		Workers: c.Int("workers"), Seed: c.Int64(seedFlag.Name), OutDir: c.Path("out-dir"), Ref: c.String("ref"),
+		Reference: c.Path("reference"), Force: c.Bool("force"), Log: c.Path(logFlag.Name), CSV: c.Path(csvFlag.Name),
+		CheckpointEvery: c.Int("checkpoint-every"), Checkpoint: c.Path("checkpoint"), Resume: c.Path("resume"),
+	}
 }
 
 // optFloat returns the value of the float flag name when it was given,

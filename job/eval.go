@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/finetune/npz"
 	"github.com/paretonav/paretonav/importer"
 )
@@ -39,13 +40,19 @@ type EvalOutcome struct {
 	Eval  *DataEval `json:"-"`
 }
 
-// Eval checks c, loads the model and data (through l, which may be nil),
-// evaluates every task and writes the gradients when asked.
-func Eval(l *Loader, c *EvalConfig) (*EvalOutcome, error) {
+// EvalRun is a resolved eval job: model and data loaded and checked.
+type EvalRun struct {
+	cfg *EvalConfig
+	md  *backend.Model
+	ds  *finetune.Dataset
+}
+
+// Prepare checks c and loads the model and data (through l, which may be
+// nil), checking them against each other.
+func (c *EvalConfig) Prepare(l *Loader) (*EvalRun, error) {
 	if len(c.Data) == 0 {
 		return nil, missingData("data", "the data")
 	}
-	dataPath := strings.Join(c.Data, ",")
 	if c.Batch < 1 {
 		return nil, fmt.Errorf("--batch %d: want at least 1", c.Batch)
 	}
@@ -73,9 +80,15 @@ func Eval(l *Loader, c *EvalConfig) (*EvalOutcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := Evaluate(md, ds, c.Batch, true)
+	return &EvalRun{cfg: c, md: md, ds: ds}, nil
+}
+
+// Run evaluates every task and writes the gradients when asked.
+func (e *EvalRun) Run() (*EvalOutcome, error) {
+	c, md := e.cfg, e.md
+	res, err := Evaluate(md, e.ds, c.Batch, true)
 	if err != nil {
-		return nil, fmt.Errorf("eval %s on %s: %w", c.Model, dataPath, err)
+		return nil, fmt.Errorf("eval %s on %s: %w", c.Model, strings.Join(c.Data, ","), err)
 	}
 	if c.GradOut != "" {
 		if err := writeGradients(c.GradOut, md, res); err != nil {
@@ -85,6 +98,15 @@ func Eval(l *Loader, c *EvalConfig) (*EvalOutcome, error) {
 	names := md.Tasks()
 	return &EvalOutcome{Examples: res.Examples, Tasks: named(names, res.Losses), G: Num(res.G), GradOut: c.GradOut,
 		Names: names, Eval: res}, nil
+}
+
+// Eval prepares and runs the eval job c.
+func Eval(l *Loader, c *EvalConfig) (*EvalOutcome, error) {
+	e, err := c.Prepare(l)
+	if err != nil {
+		return nil, err
+	}
+	return e.Run()
 }
 
 // writeGradients writes res.Jac as "TASK/INITIALIZER" float32 arrays.

@@ -25,7 +25,8 @@ type importRule struct {
 }
 
 // importRules are the module's dependency rules (DESIGN.md §3, STYLE.md
-// "Our own rules of thumb"): cli → job → finetune → backend/png → importer.
+// "Our own rules of thumb"): cli → batch → job → finetune → backend/png →
+// importer.
 var importRules = []importRule{
 	{
 		from:        []string{"..."},
@@ -58,8 +59,18 @@ var importRules = []importRule{
 	},
 	{
 		from:   []string{"png/...", "importer/...", "backend/...", "finetune/...", "models/..."},
-		forbid: []string{"job/..."},
+		forbid: []string{"job/...", "batch/..."},
 		why:    "job runs the commands' jobs on top of the libraries; the libraries do not know about jobs",
+	},
+	{
+		from:   []string{"job/..."},
+		forbid: []string{"batch/..."},
+		why:    "batch runs many jobs; one job knows nothing of batches",
+	},
+	{
+		from:   []string{"batch/..."},
+		forbid: []string{"cli/..."},
+		why:    "batch is a library (jobs files, out folders, cluster scripts); flags and printing are cli's",
 	},
 	{
 		from:   []string{"job/..."},

@@ -1,0 +1,183 @@
+package batch
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"math"
+	"strings"
+)
+
+//go:embed report.html.tmpl
+var reportTemplate string
+
+var reportPage = template.Must(template.New("report").Parse(reportTemplate))
+
+// reportData is what report.html.tmpl renders.
+type reportData struct {
+	Dir      string
+	Counts   map[string]int
+	Panels   []template.HTML // one SVG per pair of tasks
+	Parallel template.HTML   // parallel coordinates (3 or more tasks)
+	Columns  []column
+	Rows     []reportRow
+}
+
+// reportRow is one table row: its cells and links.
+type reportRow struct {
+	Row   *Row
+	Cells []reportCell
+	Model string
+	Log   string
+}
+
+type reportCell struct {
+	Text    string
+	Numeric bool
+}
+
+// html renders report.html: one page, no network (styles, script and the
+// SVG pictures inline).
+func (c *Collection) html() ([]byte, error) {
+	d := reportData{Dir: c.Dir, Counts: map[string]int{}, Columns: c.columns()}
+	var pts []plotPoint
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		d.Counts[r.Status]++
+		rr := reportRow{Row: r, Model: r.Files["model"], Log: r.Files["log"]}
+		if rr.Model == "" {
+			rr.Model = r.Files["model_0"]
+		}
+		for _, col := range d.Columns {
+			rr.Cells = append(rr.Cells, reportCell{Text: col.cell(r), Numeric: col.Numeric})
+		}
+		d.Rows = append(d.Rows, rr)
+		if v := r.lossVector(c.Tasks); v != nil {
+			pts = append(pts, plotPoint{id: r.ID, v: v, nd: r.NonDominated})
+		}
+	}
+	m := len(c.Tasks)
+	for a := 0; a < m; a++ {
+		for b := a + 1; b < m; b++ {
+			d.Panels = append(d.Panels, scatterSVG(c.Tasks[a], c.Tasks[b], a, b, pts))
+		}
+	}
+	if m >= 3 {
+		d.Parallel = parallelSVG(c.Tasks, pts)
+	}
+	var buf bytes.Buffer
+	if err := reportPage.Execute(&buf, d); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// plotPoint is one done job in loss space.
+type plotPoint struct {
+	id string
+	v  []float64
+	nd bool
+}
+
+// axisRange is the range of coordinate i of the points, padded by 5%.
+func axisRange(pts []plotPoint, i int) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, p := range pts {
+		lo, hi = math.Min(lo, p.v[i]), math.Max(hi, p.v[i])
+	}
+	if len(pts) == 0 {
+		return 0, 1
+	}
+	pad := 0.05 * (hi - lo)
+	if pad == 0 {
+		pad = 0.05*math.Abs(hi) + 1e-9
+	}
+	return lo - pad, hi + pad
+}
+
+// Geometry of the pictures (SVG user units).
+const (
+	panelSize = 300
+	margin    = 48
+)
+
+// scatterSVG draws the points in the plane of tasks a and b, the
+// non-dominated ones in red and on top, each with its job ID as a tooltip.
+func scatterSVG(ta, tb string, a, b int, pts []plotPoint) template.HTML {
+	xlo, xhi := axisRange(pts, a)
+	ylo, yhi := axisRange(pts, b)
+	inner := float64(panelSize - 2*margin)
+	x := func(v float64) float64 { return margin + (v-xlo)/(xhi-xlo)*inner }
+	y := func(v float64) float64 { return panelSize - margin - (v-ylo)/(yhi-ylo)*inner }
+	var s strings.Builder
+	fmt.Fprintf(&s, `<svg class="panel" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="loss_%s against loss_%s">`,
+		panelSize, panelSize, panelSize, panelSize, esc(tb), esc(ta))
+	fmt.Fprintf(&s, `<rect x="%d" y="%d" width="%g" height="%g" class="frame"/>`, margin, margin, inner, inner)
+	fmt.Fprintf(&s, `<text x="%g" y="%d" class="label" text-anchor="middle">loss_%s</text>`, margin+inner/2, panelSize-8, esc(ta))
+	fmt.Fprintf(&s, `<text x="12" y="%g" class="label" text-anchor="middle" transform="rotate(-90 12 %g)">loss_%s</text>`,
+		margin+inner/2, margin+inner/2, esc(tb))
+	fmt.Fprintf(&s, `<text x="%d" y="%d" class="tick">%.4g</text><text x="%g" y="%d" class="tick" text-anchor="end">%.4g</text>`,
+		margin, panelSize-margin+14, xlo, margin+inner, panelSize-margin+14, xhi)
+	fmt.Fprintf(&s, `<text x="%d" y="%d" class="tick" text-anchor="end">%.4g</text><text x="%d" y="%d" class="tick" text-anchor="end">%.4g</text>`,
+		margin-4, panelSize-margin, ylo, margin-4, margin+8, yhi)
+	for _, pass := range []bool{false, true} {
+		for _, p := range pts {
+			if p.nd != pass {
+				continue
+			}
+			cls, r := "pt", 3.5
+			if p.nd {
+				cls, r = "pt nd", 5.5
+			}
+			fmt.Fprintf(&s, `<circle cx="%.2f" cy="%.2f" r="%g" class="%s" data-id="%s"><title>%s</title></circle>`,
+				x(p.v[a]), y(p.v[b]), r, cls, esc(p.id), esc(p.id))
+		}
+	}
+	s.WriteString(`</svg>`)
+	return template.HTML(s.String())
+}
+
+// parallelSVG draws parallel coordinates: one vertical axis per task
+// (each scaled to its own range, low at the bottom) and one line per
+// job, the non-dominated ones in red.
+func parallelSVG(tasks []string, pts []plotPoint) template.HTML {
+	m := len(tasks)
+	w, h := 140*m+2*margin, 320
+	inner := float64(h - 2*margin)
+	lo, hi := make([]float64, m), make([]float64, m)
+	for i := range tasks {
+		lo[i], hi[i] = axisRange(pts, i)
+	}
+	ax := func(i int) float64 { return margin + float64(i)*float64(w-2*margin)/float64(m-1) }
+	var s strings.Builder
+	fmt.Fprintf(&s, `<svg class="parallel" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="parallel coordinates">`, w, h, w, h)
+	for i, t := range tasks {
+		fmt.Fprintf(&s, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" class="axis"/>`, ax(i), margin, ax(i), h-margin)
+		fmt.Fprintf(&s, `<text x="%.1f" y="%d" class="label" text-anchor="middle">loss_%s</text>`, ax(i), margin-18, esc(t))
+		fmt.Fprintf(&s, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%.4g</text>`, ax(i), margin-4, hi[i])
+		fmt.Fprintf(&s, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%.4g</text>`, ax(i), h-margin+14, lo[i])
+	}
+	for _, pass := range []bool{false, true} {
+		for _, p := range pts {
+			if p.nd != pass {
+				continue
+			}
+			var pl []string
+			for i, v := range p.v {
+				pl = append(pl, fmt.Sprintf("%.1f,%.1f", ax(i), float64(h-margin)-(v-lo[i])/(hi[i]-lo[i])*inner))
+			}
+			cls := "line"
+			if p.nd {
+				cls = "line nd"
+			}
+			fmt.Fprintf(&s, `<polyline points="%s" class="%s" data-id="%s"><title>%s</title></polyline>`,
+				strings.Join(pl, " "), cls, esc(p.id), esc(p.id))
+		}
+	}
+	s.WriteString(`</svg>`)
+	return template.HTML(s.String())
+}
+
+// esc escapes s for SVG text and attributes.
+func esc(s string) string { return template.HTMLEscapeString(s) }

@@ -1,0 +1,344 @@
+package batch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/job"
+)
+
+// Resolver turns a job's keys into its configuration: a *job.TuneConfig,
+// *job.FrontConfig or *job.EvalConfig for the kinds tune, front and eval.
+// Errors name the key.
+type Resolver func(j *Job) (any, error)
+
+// Runner runs a batch's jobs in one process.
+type Runner struct {
+	OutDir string
+	// Workers jobs run at once (at least 1).
+	Workers int
+	// Shard I of Shards runs the jobs k with k mod Shards = I; Shards 0
+	// runs every job.
+	Shard, Shards int
+	// RetryFailed reruns failed jobs; otherwise they stay failed.
+	RetryFailed bool
+	Resolve     Resolver
+	// FrontPlot, when set, draws each front job's front.png.
+	FrontPlot func(path, title string, tasks []string, pts [][]float64, trueFront [][2]float64) error
+	// Log receives one line per job started, finished, failed or skipped.
+	Log io.Writer
+	// Extra recorders follow every tune and front job's training loop.
+	Extra []finetune.Recorder
+}
+
+// Summary counts what a run did with the jobs of its shard.
+type Summary struct {
+	Jobs        int `json:"jobs"`
+	Done        int `json:"done"`    // finished in this run
+	Skipped     int `json:"skipped"` // done before
+	Failed      int `json:"failed"`  // failed in this run, or before (without RetryFailed)
+	Running     int `json:"running"` // held by another process
+	Interrupted int `json:"interrupted"`
+}
+
+// Result is a done job's result.json.
+type Result struct {
+	ID   string              `json:"id"`
+	Name string              `json:"name"`
+	Kind string              `json:"kind"`
+	Keys map[string][]string `json:"keys"`
+	// Tasks, with the final task losses, F and g where the kind has them
+	// (tune: after training, on the report set; eval: on the data).
+	Tasks   []string           `json:"tasks,omitempty"`
+	Losses  map[string]job.Num `json:"losses,omitempty"`
+	F       *job.Num           `json:"F,omitempty"`
+	G       *job.Num           `json:"g,omitempty"`
+	Metrics map[string]job.Num `json:"metrics,omitempty"`
+	Steps   int                `json:"steps"`
+	// Seconds is the job's wall time in this process (preparing, running,
+	// writing); TrainSeconds the training loop's, from its first step to
+	// its last.
+	Seconds      float64 `json:"seconds"`
+	TrainSeconds float64 `json:"train_seconds"`
+	Resumed      bool    `json:"resumed,omitempty"`
+	// Files are the job's outputs, relative to the out folder.
+	Files   map[string]string `json:"files"`
+	Outcome any               `json:"outcome"`
+}
+
+// prepared is a job ready to run.
+type prepared struct {
+	run     func(ctx context.Context, timer finetune.Recorder) (any, error)
+	files   map[string]string
+	ckpt    string
+	resumed bool
+}
+
+// Run validates the jobs (every job's keys; the model and data of every
+// job this shard will run), writes the manifest, then runs this shard's
+// jobs that are not done on Workers goroutines. It returns an error when
+// validation fails (before any job starts) or when some job failed or
+// was interrupted.
+func (r *Runner) Run(ctx context.Context, file string, jobs []Job) (*Summary, error) {
+	if r.Workers < 1 {
+		return nil, fmt.Errorf("--workers %d: want at least 1", r.Workers)
+	}
+	if r.Shards > 0 && (r.Shard < 0 || r.Shard >= r.Shards) {
+		return nil, fmt.Errorf("--shard %d/%d: want 0 ≤ I < N", r.Shard, r.Shards)
+	}
+	var errs []error
+	cfgs := make([]any, len(jobs))
+	for i := range jobs {
+		cfg, err := r.Resolve(&jobs[i])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %s (%s): %w", jobs[i].ID, jobs[i].Where, err))
+		}
+		cfgs[i] = cfg
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	sum := &Summary{}
+	var todo []int
+	for i, j := range jobs {
+		if !inShard(i, r.Shard, r.Shards) {
+			continue
+		}
+		sum.Jobs++
+		switch st := StateOf(r.OutDir, j); st.State {
+		case StateDone:
+			sum.Skipped++
+			r.logf("skip %s: done", j.ID)
+			continue
+		case StateRunning:
+			sum.Running++
+			r.logf("skip %s: running (%s)", j.ID, st.Where)
+			continue
+		case StateFailed:
+			if !r.RetryFailed {
+				sum.Failed++
+				r.logf("skip %s: failed before (--retry-failed reruns it): %s", j.ID, st.Error)
+				continue
+			}
+		}
+		todo = append(todo, i)
+	}
+	// Validation: the model and data of every job to run are loaded and
+	// checked, each file once.
+	loader := job.NewLoader()
+	for _, i := range todo {
+		if _, err := r.prepare(loader, &jobs[i], cfgs[i]); err != nil {
+			errs = append(errs, fmt.Errorf("job %s (%s): %w", jobs[i].ID, jobs[i].Where, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := WriteManifest(r.OutDir, file, jobs); err != nil {
+		return nil, err
+	}
+
+	var mu sync.Mutex
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range r.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				state := r.runOne(ctx, loader, &jobs[i], cfgs[i])
+				mu.Lock()
+				switch state {
+				case StateDone:
+					sum.Done++
+				case StateFailed:
+					sum.Failed++
+				default:
+					sum.Interrupted++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, i := range todo {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	switch {
+	case sum.Interrupted > 0 || ctx.Err() != nil:
+		return sum, fmt.Errorf("interrupted: %d jobs done, %d interrupted (rerun to resume them from their checkpoints)", sum.Done, sum.Interrupted)
+	case sum.Failed > 0:
+		return sum, fmt.Errorf("%d of %d jobs failed (see %s in their folders)", sum.Failed, sum.Jobs, ErrorFile)
+	}
+	return sum, nil
+}
+
+// inShard reports whether job k belongs to shard i of n (k mod n = i);
+// with n = 0 every job does.
+func inShard(k, i, n int) bool { return n == 0 || k%n == i }
+
+func (r *Runner) logf(format string, args ...any) {
+	if r.Log != nil {
+		fmt.Fprintf(r.Log, format+"\n", args...)
+	}
+}
+
+// prepare points the job's outputs into its folder and prepares it.
+func (r *Runner) prepare(l *job.Loader, j *Job, cfg any) (*prepared, error) {
+	dir := filepath.Join(r.OutDir, j.ID)
+	ckpt := filepath.Join(dir, CheckpointFn)
+	p := &prepared{ckpt: ckpt, files: map[string]string{}}
+	rel := func(name string) string { return filepath.Join(j.ID, name) }
+	resume := ""
+	if exists(ckpt) {
+		resume, p.resumed = ckpt, true
+	}
+	switch c := cfg.(type) {
+	case *job.TuneConfig:
+		cc := *c
+		cc.Out, cc.Force, cc.Log, cc.Checkpoint, cc.Resume = filepath.Join(dir, ModelFile), true, filepath.Join(dir, LogFile), ckpt, resume
+		t, err := cc.Prepare(l)
+		if err != nil {
+			return nil, err
+		}
+		p.files["model"], p.files["log"] = rel(ModelFile), rel(LogFile)
+		p.run = func(ctx context.Context, timer finetune.Recorder) (any, error) {
+			t.Extra = append(append(t.Extra, timer), r.Extra...)
+			return t.Run(ctx)
+		}
+	case *job.FrontConfig:
+		cc := *c
+		cc.OutDir, cc.Force, cc.Log, cc.Checkpoint, cc.Resume = dir, true, filepath.Join(dir, LogFile), ckpt, resume
+		f, err := cc.Prepare(l)
+		if err != nil {
+			return nil, err
+		}
+		f.Plot = r.FrontPlot
+		p.files["report"], p.files["log"] = rel("report.json"), rel(LogFile)
+		for k := range cc.Models {
+			p.files[fmt.Sprintf("model_%d", k)] = rel(fmt.Sprintf("model_%d.onnx", k))
+		}
+		p.run = func(ctx context.Context, timer finetune.Recorder) (any, error) {
+			return f.Run(ctx, append([]finetune.Recorder{timer}, r.Extra...)...)
+		}
+	case *job.EvalConfig:
+		cc := *c
+		e, err := cc.Prepare(l)
+		if err != nil {
+			return nil, err
+		}
+		p.run = func(context.Context, finetune.Recorder) (any, error) { return e.Run() }
+	default:
+		return nil, fmt.Errorf("kind %s: the resolver gave a %T", j.Kind, cfg)
+	}
+	return p, nil
+}
+
+// runOne runs job j in its folder and returns its state afterwards:
+// done, failed, or pending (interrupted).
+func (r *Runner) runOne(ctx context.Context, l *job.Loader, j *Job, cfg any) string {
+	start := time.Now()
+	dir := filepath.Join(r.OutDir, j.ID)
+	fail := func(err error) string {
+		if ctx.Err() != nil {
+			var ie *finetune.InterruptedError
+			where := ""
+			if errors.As(err, &ie) && ie.Checkpoint != "" {
+				where = fmt.Sprintf("; checkpoint at step %d", ie.Step)
+			}
+			r.logf("interrupted %s%s", j.ID, where)
+			return StatePending
+		}
+		msg := fmt.Sprintf("job %s (%s): %v\n", j.ID, j.Where, err)
+		if werr := job.WriteFile(filepath.Join(dir, ErrorFile), []byte(msg)); werr != nil {
+			r.logf("failed %s: %v (and writing %s: %v)", j.ID, err, ErrorFile, werr)
+		} else {
+			r.logf("failed %s: %v", j.ID, err)
+		}
+		return StateFailed
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(err)
+	}
+	os.Remove(filepath.Join(dir, ErrorFile))
+	if err := job.WriteFile(filepath.Join(dir, RunningFile), []byte(marker())); err != nil {
+		return fail(err)
+	}
+	defer os.Remove(filepath.Join(dir, RunningFile))
+	if err := writeJSON(filepath.Join(dir, ConfigFile), map[string]any{"job": j, "config": cfg}); err != nil {
+		return fail(err)
+	}
+	p, err := r.prepare(l, j, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	r.logf("start %s", j.ID)
+	timer := &loopTimer{}
+	out, err := p.run(ctx, timer)
+	if err != nil {
+		return fail(err)
+	}
+	res := &Result{ID: j.ID, Name: j.Name, Kind: j.Kind, Keys: j.Keys, Files: p.files, Outcome: out,
+		TrainSeconds: timer.seconds(), Resumed: p.resumed}
+	fillResult(res, out)
+	res.Seconds = time.Since(start).Seconds()
+	if err := writeJSON(filepath.Join(dir, ResultFile), res); err != nil {
+		return fail(err)
+	}
+	os.Remove(p.ckpt)
+	r.logf("done %s: %d steps, %.2f s (loop %.2f s)", j.ID, res.Steps, res.Seconds, res.TrainSeconds)
+	return StateDone
+}
+
+// fillResult copies the final losses, F, g and steps of a job's outcome.
+func fillResult(res *Result, out any) {
+	switch o := out.(type) {
+	case *job.TuneOutcome:
+		res.Tasks, res.Losses, res.Steps = o.Tasks, o.After.Losses, o.Steps
+		res.F, res.G = &o.After.F, &o.After.G
+	case *job.EvalOutcome:
+		res.Tasks, res.Losses, res.G = o.Names, o.Tasks, &o.G
+	case *job.FrontOutcome:
+		res.Tasks, res.Steps = o.Tasks, o.Steps
+		hv, nd := o.Loss.HV, job.Num(o.Loss.NonDominated)
+		res.Metrics = map[string]job.Num{"hv": hv, "non_dominated": nd}
+	}
+}
+
+// writeJSON writes v indented to path, atomically.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return job.WriteFile(path, append(b, '\n'))
+}
+
+// loopTimer is a finetune.Recorder timing the training loop from its
+// start to its end.
+type loopTimer struct{ start, end time.Time }
+
+func (t *loopTimer) Init(*finetune.Config) error { t.start = time.Now(); return nil }
+
+func (t *loopTimer) Record(*finetune.Step) error { return nil }
+
+func (t *loopTimer) Done(*finetune.Result) error { t.end = time.Now(); return nil }
+
+func (t *loopTimer) seconds() float64 {
+	if t.start.IsZero() || t.end.IsZero() {
+		return 0
+	}
+	return t.end.Sub(t.start).Seconds()
+}
