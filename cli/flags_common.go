@@ -19,9 +19,10 @@ var (
 	jsonFlag = &ucli.BoolFlag{Name: "json", Usage: "print exactly one JSON object instead of the summary", Category: "Output"}
 	seedFlag = &ucli.Int64Flag{Name: "seed", Value: 1, Usage: "random seed (shuffles, initial noise)", Category: "Training"}
 
-	methodFlag  = &ucli.StringFlag{Name: "method", Value: "png", Usage: "update direction: png, mgd or linear", Category: "Method"}
-	weightsFlag = &ucli.StringFlag{Name: "weights", Usage: "task weights of --method linear, one per task as `W1,W2,...` (default: equal)", Category: "Method"}
-	alphaFlag   = &ucli.Float64Flag{Name: "alpha", Value: png.DefaultAlpha, Usage: "PNG's α: the control φ = α·g", Category: "Method"}
+	methodFlag     = &ucli.StringFlag{Name: "method", Value: "png", Usage: "update direction: png, mgd, linear or epo", Category: "Method"}
+	weightsFlag    = &ucli.StringFlag{Name: "weights", Usage: "task weights of --method linear, one per task as `W1,W2,...` (default: equal)", Category: "Method"}
+	preferenceFlag = &ucli.StringFlag{Name: "preference", Usage: "preference of --method epo, one positive weight per task as `R1,R2,...`: EPO seeks R1·ℓ1 = R2·ℓ2 = … (default: 1 each)", Category: "Method"}
+	alphaFlag      = &ucli.Float64Flag{Name: "alpha", Value: png.DefaultAlpha, Usage: "PNG's α: the control φ = α·g", Category: "Method"}
 
 	criterionFlag = &ucli.StringFlag{Name: "criterion", Usage: "what to descend inside the Pareto set; `SPEC` is an expression over the task names or a preset (wd:r1,r2 / ratio:r1,r2 / cosine:r1,r2 / energy with --models)", Category: "Method"}
 
@@ -50,7 +51,7 @@ func stepsFlag(def int) *ucli.IntFlag {
 // methodConfigFromFlags reads --method, --alpha, --gamma and --weights.
 func methodConfigFromFlags(c *ucli.Context) job.MethodConfig {
 	return job.MethodConfig{Name: c.String(methodFlag.Name), Alpha: c.Float64(alphaFlag.Name),
-		Gamma: c.Float64("gamma"), Weights: c.String(weightsFlag.Name)}
+		Gamma: c.Float64("gamma"), Weights: c.String(weightsFlag.Name), Preference: c.String(preferenceFlag.Name)}
 }
 
 // methodFromFlags builds the png.Method named by --method from --alpha,

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -103,6 +104,40 @@ func TestSynthWD(t *testing.T) {
 			}
 			if r.G > gTol || r.Steps != 10000 || len(r.Theta) != 10 {
 				t.Errorf("g = %g (want ≤ %g), %d steps, %d parameters", r.G, gTol, r.Steps, len(r.Theta))
+			}
+		})
+	}
+}
+
+// TestSynthEPO: EPO on exp2 ends on the Pareto front at the point of the
+// preference ray, r1ℓ1 = r2ℓ2 (the paper's Figure 2).
+func TestSynthEPO(t *testing.T) {
+	for _, r := range [][2]float64{{1, 1}, {1, 2}, {2, 1}, {3, 1}, {1, 4}} {
+		pref := fmt.Sprintf("%g,%g", r[0], r[1])
+		t.Run(pref, func(t *testing.T) {
+			out := synthJSON(t, "--problem", "exp2", "--method", "epo", "--preference", pref)
+			if d := out.Losses[0]*r[0] - out.Losses[1]*r[1]; math.Abs(d) > lossTol {
+				t.Errorf("r1ℓ1 − r2ℓ2 = %.3g, want within %g of 0 (losses %v)", d, lossTol, out.Losses)
+			}
+			// The front's point on the ray, by bisection on t: r1ℓ1(t) − r2ℓ2(t)
+			// falls from positive (t = −1) to negative (t = 1).
+			lo, hi := -1.0, 1.0
+			for hi-lo > 1e-12 {
+				mid := (lo + hi) / 2
+				if l := synthetic.Exp2Point(mid); r[0]*l[0] > r[1]*l[1] {
+					lo = mid
+				} else {
+					hi = mid
+				}
+			}
+			want := synthetic.Exp2Point(lo)
+			for i := range want {
+				if math.Abs(out.Losses[i]-want[i]) > lossTol {
+					t.Errorf("loss %d = %.6f, want %.6f ± %g (the front on the ray)", i, out.Losses[i], want[i], lossTol)
+				}
+			}
+			if out.G > gTol || synthetic.Exp2ParetoDistance(out.Theta) > lossTol {
+				t.Errorf("g = %g (want ≤ %g), distance to the Pareto set %g", out.G, gTol, synthetic.Exp2ParetoDistance(out.Theta))
 			}
 		})
 	}
@@ -254,6 +289,8 @@ func TestSynthErrors(t *testing.T) {
 		{[]string{"--init", "1,2"}, "--init"},
 		{[]string{"--method", "sgd"}, "--method"},
 		{[]string{"--method", "linear", "--weights", "1,2,3"}, "--weights"},
+		{[]string{"--method", "epo", "--preference", "1,2,3"}, "--preference"},
+		{[]string{"--method", "epo", "--preference", "1,-1"}, "--preference"},
 		{[]string{"--problem", "zdt3"}, "zdt3"},
 		{[]string{"--criterion", "energy"}, "--criterion"},
 		{[]string{"--models", "0"}, "--models"},

@@ -310,7 +310,9 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 		}
 	}
 	for k, pt := range l.pts {
-		l.dirs[k], l.jacs[k], l.grads[k], l.states[k] = pt.dir, pt.jac, pt.gradient(l.lay), &pt.st
+		grad := pt.gradient(l.lay)
+		grad.Losses = pt.losses // for EPO
+		l.dirs[k], l.jacs[k], l.grads[k], l.states[k] = pt.dir, pt.jac, grad, &pt.st
 	}
 	infos, err := png.MultiDirection(l.dirs, l.jacs, l.grads, l.states, l.s.Method)
 	if err != nil {

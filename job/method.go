@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -9,12 +10,13 @@ import (
 )
 
 // MethodConfig names the update direction and its settings (--method,
-// --alpha, --gamma, --weights).
+// --alpha, --gamma, --weights, --preference).
 type MethodConfig struct {
-	Name    string  // png, mgd or linear
-	Alpha   float64 // PNG's α
-	Gamma   float64 // PNG's γ
-	Weights string  // linear's task weights W1,W2,... ("" for equal)
+	Name       string  // png, mgd, linear or epo
+	Alpha      float64 // PNG's α
+	Gamma      float64 // PNG's γ
+	Weights    string  // linear's task weights W1,W2,... ("" for equal)
+	Preference string  // EPO's preference r1,r2,... ("" for 1 each)
 }
 
 // Build returns the png.Method mc names for the tasks.
@@ -36,8 +38,25 @@ func (mc MethodConfig) Build(tasks []string) (png.Method, error) {
 			}
 		}
 		return png.Linear{Weights: w}, nil
+	case "epo":
+		var r []float64
+		if s := mc.Preference; s != "" {
+			var err error
+			if r, err = ParseFloats("--preference", s); err != nil {
+				return nil, err
+			}
+			if len(r) != len(tasks) {
+				return nil, fmt.Errorf("--preference %q: %d weights, want one per task (%s)", s, len(r), strings.Join(tasks, ", "))
+			}
+			for i, v := range r {
+				if !(v > 0) || math.IsInf(v, 0) {
+					return nil, fmt.Errorf("--preference %q: item %d (%v) must be a positive finite number", s, i+1, v)
+				}
+			}
+		}
+		return png.EPO{Preference: r}, nil
 	default:
-		return nil, fmt.Errorf("--method %q: want png, mgd or linear", mc.Name)
+		return nil, fmt.Errorf("--method %q: want png, mgd, linear or epo", mc.Name)
 	}
 }
 

@@ -16,9 +16,14 @@ func (j Jacobian) Row(i int) []float32 { return j.Data[i*j.N : (i+1)*j.N] }
 // Gradient is the criterion's gradient ∇F at θ: Jᵀ·Coef + Extra. Coef (m
 // values, ∂F/∂ℓ) covers a criterion of the losses only; Extra (n values)
 // is the part of ∇F that depends on θ directly. Either may be nil.
+//
+// Losses are the task losses ℓ at θ (m values), for the methods that read
+// them (EPO's preference ray); PNG, MGD and Linear ignore them, and a nil
+// Losses is an error only for EPO.
 type Gradient struct {
-	Coef  []float64
-	Extra []float32
+	Coef   []float64
+	Extra  []float32
+	Losses []float64
 }
 
 // Info records what one direction computation found. PNG fills every
@@ -31,6 +36,14 @@ type Info struct {
 	Lambda    []float64 // dual variables (m), zero when the control is off
 	Omega     []float64 // min-norm weights on the simplex (m)
 	VNorm     float64   // ‖v‖
+
+	// EPO only (zero for the other methods): the mode of the step
+	// ("balance", "descent" or "descent-relaxed", see EPO), the
+	// non-uniformity μ of r⊙ℓ, and the LP's weights β on the simplex
+	// (v = Jᵀβ). EPO sets ControlOn in balance mode.
+	Mode string
+	Mu   float64
+	Beta []float64
 }
 
 // State is what a method carries from step to step: the discounted average
@@ -48,7 +61,7 @@ type State struct {
 
 // Method computes an update direction v (written into dst, n values) from
 // the task gradients J and the criterion's gradient. Implementations: PNG,
-// MGD and Linear. The caller moves θ ← θ − ξ·v (or hands v to an optimizer).
+// MGD, Linear and EPO. The caller moves θ ← θ − ξ·v (or hands v to an optimizer).
 type Method interface {
 	Direction(dst []float32, J Jacobian, grad Gradient, st *State) (Info, error)
 }
