@@ -80,7 +80,11 @@ func TestMethodConfigBuild(t *testing.T) {
 		{mc: MethodConfig{Name: "linear", Weights: "1,3"}, want: "png.Linear"},
 		{mc: MethodConfig{Name: "linear", Weights: "1"}, err: "1 weights, want one per task (a, b)"},
 		{mc: MethodConfig{Name: "linear", Weights: "1,x"}, err: `item 2 ("x") is not a number`},
-		{mc: MethodConfig{Name: "sgd"}, err: `--method "sgd": want png, mgd or linear`},
+		{mc: MethodConfig{Name: "epo", Preference: "1,3"}, want: "png.EPO"},
+		{mc: MethodConfig{Name: "epo"}, want: "png.EPO"},
+		{mc: MethodConfig{Name: "epo", Preference: "1,2,3"}, err: "3 weights, want one per task (a, b)"},
+		{mc: MethodConfig{Name: "epo", Preference: "1,0"}, err: "item 2 (0) must be a positive finite number"},
+		{mc: MethodConfig{Name: "sgd"}, err: `--method "sgd": want png, mgd, linear or epo`},
 	} {
 		m, err := tc.mc.Build(tasks)
 		if tc.err != "" {
@@ -103,6 +107,10 @@ func TestMethodConfigBuild(t *testing.T) {
 			}
 		case png.Linear:
 			if tc.want != "png.Linear" || len(x.Weights) != 2 || x.Weights[1] != 3 {
+				t.Errorf("%+v: got %#v", tc.mc, x)
+			}
+		case png.EPO:
+			if tc.want != "png.EPO" || (tc.mc.Preference == "" && x.Preference != nil) || (tc.mc.Preference != "" && (len(x.Preference) != 2 || x.Preference[1] != 3)) {
 				t.Errorf("%+v: got %#v", tc.mc, x)
 			}
 		default:
