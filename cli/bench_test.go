@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,5 +84,59 @@ func TestBenchErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("bench multimnist %v: %v, want an error naming %s", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestBenchRescoreCommitted rescores the committed small-budget results:
+// the table stored in bench/results-small.json must be what this version's
+// metrics compute from its checkpoints (rescore it after changing them),
+// and the command refuses to overwrite its input.
+func TestBenchRescoreCommitted(t *testing.T) {
+	const committed = "../bench/results-small.json"
+	raw, err := os.ReadFile(committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored struct {
+		Table map[string]map[string]map[string]struct {
+			Mean *float64 `json:"mean"`
+		} `json:"table"`
+	}
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := runCLI(t, "bench", "rescore", committed, "--out-dir", dir); err != nil {
+		t.Fatal(err)
+	}
+	res, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again struct {
+		Table map[string]map[string]map[string]struct {
+			Mean *float64 `json:"mean"`
+		} `json:"table"`
+	}
+	if err := json.Unmarshal(res, &again); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ds, byMethod := range stored.Table {
+		for m, byMetric := range byMethod {
+			for metric, c := range byMetric {
+				got := again.Table[ds][m][metric].Mean
+				if c.Mean == nil || got == nil || math.Abs(*got-*c.Mean) > 1e-12 {
+					t.Errorf("%s %s %s: rescored %v, stored %v", ds, m, metric, got, c.Mean)
+				}
+				n++
+			}
+		}
+	}
+	if n != 3*3*4 {
+		t.Errorf("%d table cells, want 36 (3 datasets × 3 methods × 4 metrics)", n)
+	}
+	if _, err := runCLI(t, "bench", "rescore", filepath.Join(dir, "results.json"), "--out-dir", dir); err == nil || !strings.Contains(err.Error(), "holds the input") {
+		t.Errorf("rescore into the input's folder: %v", err)
 	}
 }

@@ -51,9 +51,10 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 	fmt.Fprintf(&sb, "# paretonav bench multimnist — budget %s\n\n", b.Name)
 	fmt.Fprintf(&sb, "%d seeds; %d training / %d test pairs; batch %d, Adam lr 1e-3; phase 1: %d linear steps; "+
 		"phase 2: %d steps per method; checkpoints at phase-2 steps %v; %d models per method. "+
-		"HV: losses below (0.6, 0.6), accuracies above (0, 0). IGD+: against the non-dominated union of all methods' checkpoints "+
+		"HV: losses below (%g, %g), accuracies above (%g, %g) (the paper's references). IGD+: against the non-dominated union of all methods' checkpoints "+
 		"(per dataset and seed). Values: mean ± std over seeds. Took %s.\n",
-		b.Seeds, b.TrainExamples, b.TestExamples, b.Batch, b.WarmSteps, b.Steps, b.CheckpointSteps(), b.Models, r.Elapsed.Round(1e9))
+		b.Seeds, b.TrainExamples, b.TestExamples, b.Batch, b.WarmSteps, b.Steps, b.CheckpointSteps(), b.Models,
+		LossRef, LossRef, AccRef, AccRef, r.Elapsed.Round(1e9))
 	for _, ds := range r.Datasets() {
 		fmt.Fprintf(&sb, "\n## %s\n\n| method |", ds)
 		metricHeader(&sb)

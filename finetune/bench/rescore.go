@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+)
+
+// ReadResults decodes a results file written from Results.JSON. The
+// scored checkpoints (every seed's points) are all Rescore needs; the
+// metrics and the table stored beside them are not read back.
+func ReadResults(data []byte) (*Results, error) {
+	var raw struct {
+		Budget  *Budget  `json:"budget"`
+		Elapsed *float64 `json:"elapsed_s"`
+		Runs    []struct {
+			Dataset string   `json:"dataset"`
+			Seed    *int64   `json:"seed"`
+			Elapsed float64  `json:"elapsed_s"`
+			Points  []rawPnt `json:"points"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("bench: results: %w", err)
+	}
+	if raw.Budget == nil || raw.Elapsed == nil || len(raw.Runs) == 0 {
+		return nil, fmt.Errorf("bench: results: want the keys budget, elapsed_s and a non-empty runs list")
+	}
+	r := &Results{Budget: *raw.Budget, Elapsed: seconds(*raw.Elapsed)}
+	for i, run := range raw.Runs {
+		if run.Dataset == "" || run.Seed == nil || len(run.Points) == 0 {
+			return nil, fmt.Errorf("bench: results: runs[%d]: want dataset, seed and a non-empty points list", i)
+		}
+		sr := SeedResult{Dataset: run.Dataset, Seed: *run.Seed, Elapsed: seconds(run.Elapsed)}
+		for j, p := range run.Points {
+			if p.Method == "" || len(p.Losses) == 0 || len(p.Losses) != len(p.Accuracies) {
+				return nil, fmt.Errorf("bench: results: runs[%d].points[%d]: want a method and as many accuracies as losses", i, j)
+			}
+			sr.Points = append(sr.Points, Point{Method: p.Method, Model: p.Model, Step: p.Step,
+				Losses: nanFor(p.Losses), Accuracies: nanFor(p.Accuracies)})
+		}
+		r.Seeds = append(r.Seeds, sr)
+	}
+	return r, nil
+}
+
+// rawPnt is a Point as JSON holds it: non-finite values are null.
+type rawPnt struct {
+	Method     string     `json:"method"`
+	Model      int        `json:"model"`
+	Step       int        `json:"step"`
+	Losses     []*float64 `json:"losses"`
+	Accuracies []*float64 `json:"accuracies"`
+}
+
+func nanFor(v []*float64) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = math.NaN()
+		if x != nil {
+			out[i] = *x
+		}
+	}
+	return out
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Rescore recomputes every seed's metrics from its scored checkpoints with
+// this version's measures (references LossRef and AccRef, IGD+ against the
+// union of the methods present), and the table over seeds with its paired
+// t-tests. Nothing is retrained: the checkpoints' losses and accuracies
+// are those of the run that wrote the file.
+func (r *Results) Rescore() {
+	for i := range r.Seeds {
+		r.Seeds[i].Metrics = measure(r.Seeds[i].Points)
+	}
+	r.Table = tabulate(r.Seeds)
+}
