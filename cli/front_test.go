@@ -218,6 +218,33 @@ func TestFrontLeNet2(t *testing.T) {
 	}
 }
 
+// TestFrontDivergedWritesNothing: a run whose models diverge (plain SGD at
+// an absurd learning rate: the losses jump from 2.3 to 10⁷ at step 2, and
+// halving the rate three times does not save them) stops with an error
+// naming the model and step, and front writes no model, front.csv or
+// report for it.
+func TestFrontDivergedWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "lenet2.onnx")
+	if err := models.WriteModel(model, models.LeNet2(1)); err != nil {
+		t.Fatal(err)
+	}
+	train := filepath.Join(dir, "train.npz")
+	tinyMultiMNIST(t, train, 48, 1)
+	out := filepath.Join(dir, "front")
+	args := append([]string{"front", model, "--data", train, "--models", "2", "--steps", "20", "--batch", "16",
+		"--optimizer", "sgd", "--lr", "1000", "--out-dir", out}, lenetTaskArgs...)
+	_, err := runCLI(t, args...)
+	if err == nil || !strings.Contains(err.Error(), "step 2, model 0 diverged: loss left") {
+		t.Fatalf("front at --lr 1000: error %v, want one naming the diverged model, its loss and the step", err)
+	}
+	for _, f := range []string{"model_0.onnx", "model_1.onnx", "front.csv", "front.png", "report.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err == nil {
+			t.Errorf("%s written for a run that diverged", f)
+		}
+	}
+}
+
 func TestFrontErrors(t *testing.T) {
 	dir := t.TempDir()
 	// Reference fronts the reading rejects (before any training step).

@@ -43,6 +43,37 @@ func (e *NonFiniteError) Is(target error) bool { return target == ErrNonFinite }
 // Unwrap returns the underlying error.
 func (e *NonFiniteError) Unwrap() error { return e.Err }
 
+// ErrDiverged is the sentinel matched (errors.Is) by every *DivergedError.
+var ErrDiverged = errors.New("finetune: model diverged")
+
+// DivergedError reports a model whose task loss rose past its bound
+// ℓ_i(0) + ρ·max_j |ℓ_j(0)| (Settings.DivergeFactor) and stayed there
+// after Retries rollbacks with a halved learning rate.
+type DivergedError struct {
+	Step    int     // the step (1-based) that could not be completed
+	Model   int     // the model that diverged (0 for Run)
+	Task    string  // the task whose loss rose past its bound
+	Loss    float64 // its loss on the step's batch
+	Initial float64 // its loss at the first step
+	Bound   float64 // the bound it exceeded
+	Retries int     // rollbacks tried before giving up
+}
+
+// Error names the model, step and task, and says how far the loss rose.
+func (e *DivergedError) Error() string {
+	msg := fmt.Sprintf("finetune: step %d, model %d diverged: loss %s = %.4g rose past %.4g (it started at %.4g)",
+		e.Step, e.Model, e.Task, e.Loss, e.Bound, e.Initial)
+	if e.Retries > 0 {
+		msg += fmt.Sprintf(", still after %d retries with a halved learning rate", e.Retries)
+	} else {
+		msg += " (no earlier good parameters to return to)"
+	}
+	return msg + "; try a smaller --lr"
+}
+
+// Is makes errors.Is(err, ErrDiverged) true.
+func (e *DivergedError) Is(target error) bool { return target == ErrDiverged }
+
 // InterruptedError is returned with Status Interrupted when the context is
 // cancelled. Checkpoint names the file written, if any.
 type InterruptedError struct {

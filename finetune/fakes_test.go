@@ -18,7 +18,11 @@ type quad struct {
 	calls   int
 	nanAt   map[int]bool // evaluations (1-based) that return NaN
 	nanFrom int          // every evaluation from this one returns NaN (0: never)
-	bound   float64      // losses are NaN where some |θ_j| > bound (0: no bound)
+	// blowAt and blowFrom are like nanAt and nanFrom, but the losses are
+	// multiplied by 1e4 (finite: a diverged model, not a non-finite one).
+	blowAt   map[int]bool
+	blowFrom int
+	bound    float64 // losses are NaN where some |θ_j| > bound (0: no bound)
 	// nanAsError reports a bad evaluation as an error matching
 	// png.ErrNonFinite (as the ONNX backend does) instead of NaN values.
 	nanAsError bool
@@ -60,6 +64,9 @@ func (q *quad) Evaluate(_ finetune.Batch, losses []float64, jac *png.Jacobian) e
 			}
 		}
 		losses[i] = s / 2
+		if q.blowAt[q.calls] || (q.blowFrom > 0 && q.calls >= q.blowFrom) {
+			losses[i] *= 1e4
+		}
 		if bad {
 			losses[i] = math.NaN()
 		}

@@ -4,6 +4,15 @@
 // Problem: an ONNX model through backend, or a synthetic problem. A
 // criterion may also read terms (TermProblem) and drift, ‖θ − θ₀‖²; their
 // gradients reach the direction as png.Gradient.Extra (terms.go).
+//
+// With momentum SGD or Adam and the control on, the loop asks the
+// optimizer for its proposal for the PNG direction and its diagonal metric
+// (optimizer.go) and makes png.PNG.Constrain's update instead, so PNG's
+// guarantee holds for the step actually taken; the log's "dloss" records
+// ∇ℓ_iᵀΔθ of every step to check it. A model whose loss rises past
+// ℓ_i(0) + ρ·max_j |ℓ_j(0)| (Settings.DivergeFactor) is rolled back like a
+// non-finite step and, when that does not help, fails the run with a
+// *DivergedError, so a diverged model is never a result.
 package finetune
 
 import (

@@ -33,12 +33,13 @@ type Config struct {
 	// Method names the direction method: "png", "mgd", "linear", or for
 	// other methods their String (else Go type and fields). The method's
 	// parameters follow with defaults resolved: Alpha, Gamma and Discount
-	// for "png", Weights for "linear" (1/m each when none were given);
+	// for "png" (and ThresholdCap when set), Weights for "linear" (1/m each when none were given);
 	// they are absent for other methods.
 	Method          string         `json:"method"`
 	Alpha           *float64       `json:"alpha,omitempty"`
 	Gamma           *float64       `json:"gamma,omitempty"`
 	Discount        *float64       `json:"discount,omitempty"`
+	ThresholdCap    float64        `json:"threshold_cap,omitempty"`
 	Weights         []float64      `json:"weights,omitempty"`
 	Criterion       string         `json:"criterion"`
 	PerModel        string         `json:"per_model,omitempty"` // Settings.PerModel
@@ -63,6 +64,7 @@ type Config struct {
 	CheckpointEvery int            `json:"checkpoint_every,omitempty"`
 	CheckpointPath  string         `json:"checkpoint_path,omitempty"`
 	MaxRetries      int            `json:"max_retries"`
+	DivergeFactor   float64        `json:"diverge_factor"`
 	Workers         int            `json:"workers"`
 	Meta            map[string]any `json:"meta,omitempty"`
 }

@@ -120,11 +120,13 @@ type loop struct {
 	states []*png.State
 }
 
-// bad describes a non-finite value found during a step.
+// bad describes a non-finite value or a diverged model found during a
+// step.
 type bad struct {
 	model int
 	what  string
 	err   error
+	div   *DivergedError // set for a diverged model
 }
 
 func run(ctx context.Context, ps []Problem, train, val *Dataset, s *Settings, rec Recorder, resume string, multi bool) (res *Result, err error) {
@@ -410,7 +412,35 @@ func (l *loop) evaluate(batch Batch, withJac bool) (*bad, error) {
 			return &bad{model: k, what: "gradient"}, nil
 		}
 	}
+	for k, pt := range l.pts {
+		if d := l.diverged(pt); d != nil {
+			d.Model = k
+			return &bad{model: k, what: "loss", div: d}, nil
+		}
+	}
 	return nil, nil
+}
+
+// diverged returns a *DivergedError (Model, Step and Retries to be filled
+// in) when one of pt's losses exceeds ℓ_i(0) + ρ·max_j |ℓ_j(0)|, nil
+// otherwise or before the first step's losses are known.
+func (l *loop) diverged(pt *point) *DivergedError {
+	if l.s.DivergeFactor < 0 || pt.initLosses == nil {
+		return nil
+	}
+	var scale float64
+	for _, x := range pt.initLosses {
+		scale = math.Max(scale, math.Abs(x))
+	}
+	if scale == 0 {
+		return nil // no scale to be relative to
+	}
+	for i, x := range pt.losses {
+		if bound := pt.initLosses[i] + l.s.DivergeFactor*scale; x > bound {
+			return &DivergedError{Task: l.tasks[i], Loss: x, Initial: pt.initLosses[i], Bound: bound}
+		}
+	}
+	return nil
 }
 
 // parallel runs f for every point on s.Workers goroutines and returns the
@@ -466,6 +496,11 @@ func (l *loop) snapshot() {
 func (l *loop) rollback(b *bad) error {
 	for {
 		if !l.hasPrev || l.retries >= l.s.MaxRetries {
+			if b.div != nil {
+				d := *b.div
+				d.Step, d.Retries = l.step+1, l.retries
+				return &d
+			}
 			return &NonFiniteError{Step: l.step + 1, Model: b.model, What: b.what, Retries: l.retries, Err: b.err}
 		}
 		l.retries++
@@ -569,6 +604,11 @@ func (l *loop) finish() (*Result, error) {
 	b, err := l.evaluate(batch, true)
 	if err != nil {
 		return l.fail(err)
+	}
+	if b != nil && b.div != nil {
+		d := *b.div
+		d.Step = l.step
+		return l.fail(&d)
 	}
 	if b != nil {
 		return l.fail(&NonFiniteError{Step: l.step, Model: b.model, What: b.what + " at the final parameters"})

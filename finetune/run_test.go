@@ -3,7 +3,9 @@ package finetune_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/paretonav/paretonav/finetune"
@@ -122,6 +124,55 @@ func TestRunNonFinite(t *testing.T) {
 			if nf.Step != tc.wantStep || nf.Retries != tc.wantRetr || nf.What != "loss" {
 				t.Errorf("error at step %d after %d retries (%s), want step %d after %d retries (loss): %v",
 					nf.Step, nf.Retries, nf.What, tc.wantStep, tc.wantRetr, err)
+			}
+			if res == nil || res.Status != finetune.Failed {
+				t.Errorf("result %+v, want status Failed", res)
+			}
+		})
+	}
+}
+
+// TestRunDiverged checks the divergence test: a loss above
+// ℓ_i(0) + ρ·max_j |ℓ_j(0)| rolls the step back like a non-finite one;
+// when it persists the run fails with a *DivergedError naming the model,
+// task and step, and a Failed result.
+func TestRunDiverged(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		blowAt    map[int]bool // evaluation (1-based) of model blowModel
+		blowFrom  int
+		blowModel int
+		factor    float64
+		wantStep  int // 0: the run must succeed
+	}{
+		{"one blown-up evaluation is rolled back", map[int]bool{4: true}, 0, 0, 0, 0},
+		{"persistent rise fails after retries", nil, 4, 0, 0, 4},
+		{"the model that diverged is named", nil, 6, 1, 0, 6},
+		{"a negative factor turns the test off", nil, 4, 0, -1, 0},
+		{"a large factor tolerates the rise", nil, 4, 0, 1e6, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			qs := []*quad{newQuad(3, -2), newQuad(2, -1)}
+			qs[tc.blowModel].blowAt, qs[tc.blowModel].blowFrom = tc.blowAt, tc.blowFrom
+			s := finetune.Settings{Method: gd{}, Criterion: weighted{1, 1}, LR: 0.01, Steps: 20, MaxRetries: 2, DivergeFactor: tc.factor}
+			res, err := finetune.RunMulti(context.Background(), []finetune.Problem{qs[0], qs[1]}, nil, nil, &s, nil)
+			if tc.wantStep == 0 {
+				if err != nil || res.Status != finetune.StepLimit {
+					t.Fatalf("status %v, error %v; want StepLimit", res.Status, err)
+				}
+				return
+			}
+			var d *finetune.DivergedError
+			if !errors.As(err, &d) || !errors.Is(err, finetune.ErrDiverged) {
+				t.Fatalf("error %v, want a *DivergedError", err)
+			}
+			if d.Step != tc.wantStep || d.Model != tc.blowModel || d.Retries != 2 || d.Task != "a" || !(d.Loss > d.Bound) {
+				t.Errorf("%+v: want step %d, model %d, task a, 2 retries, loss > bound", *d, tc.wantStep, tc.blowModel)
+			}
+			for _, part := range []string{fmt.Sprintf("step %d", tc.wantStep), fmt.Sprintf("model %d diverged", tc.blowModel), "loss a"} {
+				if !strings.Contains(err.Error(), part) {
+					t.Errorf("message %q does not say %q", err, part)
+				}
 			}
 			if res == nil || res.Status != finetune.Failed {
 				t.Errorf("result %+v, want status Failed", res)

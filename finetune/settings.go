@@ -18,6 +18,11 @@ const (
 	DefaultBeta2      = 0.999
 	DefaultEps        = 1e-8
 	DefaultStepFactor = 0.1
+	// DefaultDivergeFactor is ρ of Settings.DivergeFactor: a loss that
+	// rose by ten times the largest initial loss has left anything a
+	// trade-off between tasks explains (from an untrained 10-class
+	// classifier, ℓ ≈ 2.3: a loss above 25).
+	DefaultDivergeFactor = 10
 )
 
 // Settings configures Run and RunMulti. The zero value is usable except
@@ -91,6 +96,13 @@ type Settings struct {
 	// a halved learning rate before the run fails (default 3; negative:
 	// none). The halving persists for the rest of the run.
 	MaxRetries int
+	// DivergeFactor is ρ in the divergence test: a model whose task loss i
+	// exceeds ℓ_i(0) + ρ·max_j |ℓ_j(0)| (its losses at the first step)
+	// has diverged; the step is rolled back like a non-finite one, and
+	// after MaxRetries the run fails with a *DivergedError naming the
+	// model, task and step, so that no diverged model is returned as a
+	// result. Default DefaultDivergeFactor; negative: no test.
+	DivergeFactor float64
 	// Workers is the number of points RunMulti evaluates at once
 	// (default 1). Each Problem must then be independent of the others.
 	Workers int
@@ -149,6 +161,12 @@ func (s *Settings) resolved() (Settings, error) {
 	}
 	if r.Workers <= 0 {
 		r.Workers = 1
+	}
+	if r.DivergeFactor == 0 {
+		r.DivergeFactor = DefaultDivergeFactor
+	}
+	if math.IsNaN(r.DivergeFactor) || math.IsInf(r.DivergeFactor, 0) {
+		return r, fmt.Errorf("finetune: Settings.DivergeFactor = %v: want a finite value (negative: no divergence test)", r.DivergeFactor)
 	}
 	for _, c := range []struct {
 		name string

@@ -74,7 +74,7 @@ func (l *loop) config(multi bool) *Config {
 		LR: s.LR, LRSchedule: s.LRSchedule, Steps: l.total, StartStep: l.step,
 		TrainExamples: l.train.Len(), ValExamples: l.val.Len(), Seed: s.Seed, ValEvery: s.ValEvery,
 		CheckpointEvery: s.CheckpointEvery, CheckpointPath: s.CheckpointPath,
-		MaxRetries: s.MaxRetries, Workers: s.Workers, Meta: s.Meta,
+		MaxRetries: s.MaxRetries, DivergeFactor: s.DivergeFactor, Workers: s.Workers, Meta: s.Meta,
 	}
 	describeMethod(cfg, s.Method, len(l.tasks))
 	if l.obj.m != nil {
@@ -109,6 +109,7 @@ func describeMethod(cfg *Config, m png.Method, tasks int) {
 		alpha, gamma, discount := orDefault(ps.Alpha, png.DefaultAlpha), orDefault(ps.Gamma, png.DefaultGamma),
 			orDefault(ps.Discount, png.DefaultDiscount)
 		cfg.Method, cfg.Alpha, cfg.Gamma, cfg.Discount = "png", &alpha, &gamma, &discount
+		cfg.ThresholdCap = ps.ThresholdCap
 	case png.MGD, *png.MGD:
 		cfg.Method = "mgd"
 	case png.Linear:

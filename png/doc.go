@@ -13,4 +13,25 @@
 // criterion's gradient into a direction v, reading J twice (the Gram pass
 // and the pass that forms v); MultiDirection gives each of N models its
 // own step.
+//
+// The paper's guarantee, ∇ℓ_iᵀv ≥ φ with the control on, is about the
+// direction v; a momentum or preconditioned optimizer handed v as its
+// gradient moves along something else (Adam along m̂/(√v̂+ε)), and there a
+// loss can rise although the control is on. PNG.Constrain restores the
+// guarantee on the update actually made: given the optimizer's proposal u₀
+// (its update for v) and its diagonal metric P, it returns the update
+// closest to u₀ in ‖·‖_{P⁻¹} with ∇ℓ_iᵀu ≥ φ_P = α·g_P for every task, where
+// g_P is the min-norm value of K_P = J P Jᵀ: the same dual QP with K_P in
+// place of K. Posing it on the proposal for v rather than for ∇F keeps the
+// optimizer's own scale (Adam's second moment sees the direction it
+// follows, so a small ∇F cannot blow the metric up) and leaves the
+// proposal alone whenever its momentum already descends every loss fast
+// enough. Plain steps need none of it: their proposal is v, which already
+// complies (the paper's form, unchanged).
+//
+// With Settings.ThresholdCap = ρ > 0 the threshold is e = γ·min(ē, ρ·ē_W),
+// ē capped at ρ times its value after a warm-up of ⌈1/(1−β)⌉ steps: e may
+// follow the gradient scale down as training converges, but exploding
+// gradients cannot raise it and switch the control off far from the front
+// (RobustThresholdCap; the default, 0, is the paper's e = γ·ē).
 package png

@@ -8,8 +8,9 @@ import "fmt"
 // all of them fast enough.
 //
 // Per call (DESIGN §2): K = J Jᵀ and g = min over the simplex of ωᵀKω;
-// the threshold e = γ·ē with ē the discounted average of trace(K)/m,
-// updated in the State (current step included); if g ≤ e the control is off
+// the threshold e = γ·min(ē, ρ·ē_W) with ē the discounted average of
+// trace(K)/m, updated in the State (current step included), and ē_W its
+// value after the warm-up (Settings.ThresholdCap); if g ≤ e the control is off
 // and v = ∇F; otherwise φ = α·g and λ ≥ 0 solves the dual
 // min ½λᵀKλ + λᵀ(Jz − φ1), z = ∇F, Jz = K·Coef + J·Extra, and
 // v = ∇F + Jᵀλ = Jᵀ(Coef + λ) + Extra. With the control on, every task
@@ -58,8 +59,8 @@ func (p PNG) Direction(dst []float32, J Jacobian, grad Gradient, st *State) (Inf
 	for i := 0; i < m; i++ {
 		trace += K[i*m+i]
 	}
-	next := prev.observe(trace/float64(m), s.Discount)
-	info := Info{G: g, E: s.Gamma * next.AvgSqNorm, Omega: omega, Lambda: make([]float64, m)}
+	next, e := prev.observe(trace/float64(m), s.Discount).threshold(s)
+	info := Info{G: g, E: e, Omega: omega, Lambda: make([]float64, m)}
 	if g > info.E {
 		info.ControlOn = true
 		info.Phi = s.Alpha * g

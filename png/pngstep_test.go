@@ -351,3 +351,62 @@ func TestPNGPanicsOnShape(t *testing.T) {
 		}()
 	}
 }
+
+// TestPNGThresholdCap checks that exploding gradients cannot raise the
+// threshold above its warm-up value. Two tasks with gradients s·(±1, a):
+// g = s²a², trace/m = s²(1 + a²). Ten warm-up steps (W for β = 0.9) at
+// s = 1, a = 1 give ē_W = 2; then the gradients explode (s = 1000, a =
+// 0.1: g = 1e4, 10⁴ times larger). The paper's e = γ·ē explodes with them
+// (e ≈ 1e5 > g: the control turns off far from the front); capped, e stays
+// ≤ γ·ρ·ē_W and the control stays on. When the gradients then shrink
+// (s = 0.01), the capped e follows ē down.
+func TestPNGThresholdCap(t *testing.T) {
+	type step struct{ s, a float64 }
+	var steps []step
+	for range 10 {
+		steps = append(steps, step{1, 1})
+	}
+	for range 5 {
+		steps = append(steps, step{1000, 0.1})
+	}
+	for range 250 {
+		steps = append(steps, step{0.01, 1})
+	}
+	for _, tc := range []struct {
+		name   string
+		cap    float64
+		maxE   float64 // bound on e after the warm-up
+		wantOn bool    // control during the explosion
+	}{
+		{"cap 1", 1, 0.1 * 2, true},
+		{"cap 10", 10, 0.1 * 10 * 2, true},
+		{"no cap (default)", 0, math.Inf(1), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := PNG{Settings{ThresholdCap: tc.cap}}
+			st := &State{}
+			J := NewJacobian(2, 2)
+			v := make([]float32, 2)
+			var last Info
+			for k, x := range steps {
+				copy(J.Data, []float32{float32(x.s), float32(x.s * x.a), float32(-x.s), float32(x.s * x.a)})
+				info, err := p.Direction(v, J, Gradient{Coef: []float64{1, 0}}, st)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if k >= 10 && info.E > tc.maxE*(1+1e-6) {
+					t.Errorf("step %d: e = %g, want ≤ %g", k+1, info.E, tc.maxE)
+				}
+				if x.s == 1000 && info.ControlOn != tc.wantOn {
+					t.Errorf("step %d (exploded gradients): control on = %v with g = %g, e = %g; want %v", k+1, info.ControlOn, info.G, info.E, tc.wantOn)
+				}
+				last = info
+			}
+			// 250 steps at trace/m = 2e-4 later, ē has forgotten the
+			// explosion (0.9²⁵⁰·1e6 ≈ 4e-6): e ≈ γ·2e-4 = 2e-5.
+			if last.E > 1e-3 {
+				t.Errorf("final e = %g: the capped threshold does not follow ē down", last.E)
+			}
+		})
+	}
+}

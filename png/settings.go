@@ -20,6 +20,18 @@ const (
 	// a single ‖∇ℓ_i‖² (β = 0 would make e jump with every batch); 0.9 is
 	// the usual first-moment discount of Adam and sits between the two.
 	DefaultDiscount = 0.9
+	// RobustThresholdCap is the ρ of Settings.ThresholdCap we recommend
+	// for training real models, from scratch in particular: e = γ·ē alone
+	// is relative, so when every gradient explodes (a model leaving the
+	// front, a diverging run: ‖∇ℓ‖² grew 10⁸-fold in issue 13) ē explodes
+	// with it and g ≤ e can hold far from the front, switching the control
+	// off exactly when it is needed. With e ≤ 10·γ·ē_W, gradients may grow
+	// tenfold over the warm-up's scale (as they do when an untrained
+	// network leaves its initial plateau) before the cap bites. It is not
+	// the default: on problems whose gradients legitimately grow by orders
+	// of magnitude toward the front (zdt2v) a cap keeps the control on and
+	// changes the paper's method.
+	RobustThresholdCap = 10
 )
 
 // Settings configures PNG. The zero value of every field means its default,
@@ -36,6 +48,11 @@ type Settings struct {
 	// bias-corrected discounted average of x = trace(K)/m = (1/m)Σ‖∇ℓ_i‖².
 	// Zero means DefaultDiscount; it must lie in (0, 1).
 	Discount float64
+	// ThresholdCap is ρ in the threshold e = γ·min(ē, ρ·ē_W), where ē_W
+	// is ē after the first W = ⌈1/(1−β)⌉ steps (the memory of the
+	// average); before then e = γ·ē. Zero (the default) means no cap: the
+	// paper's e = γ·ē. See RobustThresholdCap.
+	ThresholdCap float64
 	// Workers is the number of goroutines of the passes over J. Zero means
 	// runtime.NumCPU(); it must not be negative.
 	Workers int
@@ -60,6 +77,8 @@ func (s Settings) resolve() (Settings, error) {
 		return s, fmt.Errorf("png: Settings.Gamma = %v, want a finite number ≥ 0", s.Gamma)
 	case !(s.Discount > 0 && s.Discount < 1):
 		return s, fmt.Errorf("png: Settings.Discount = %v, want 0 < β < 1", s.Discount)
+	case !(s.ThresholdCap >= 0) || math.IsInf(s.ThresholdCap, 0):
+		return s, fmt.Errorf("png: Settings.ThresholdCap = %v, want a finite number ≥ 0 (0: no cap)", s.ThresholdCap)
 	case s.Workers < 0:
 		return s, fmt.Errorf("png: Settings.Workers = %d, want ≥ 0 (0 = all CPUs)", s.Workers)
 	}
@@ -76,5 +95,24 @@ func (s State) observe(x, beta float64) State {
 		AvgSqNorm: (beta*s.Weight*s.AvgSqNorm + x) / w,
 		Weight:    w,
 		Steps:     s.Steps + 1,
+		Cap:       s.Cap,
 	}
 }
+
+// threshold returns the state with its cap set once the warm-up is over
+// and the threshold e = γ·min(ē, cap) (γ·ē without a cap).
+func (s State) threshold(set Settings) (State, float64) {
+	ebar := s.AvgSqNorm
+	if set.ThresholdCap > 0 {
+		if s.Cap == 0 && s.Steps >= warmupSteps(set.Discount) {
+			s.Cap = set.ThresholdCap * ebar
+		}
+		if s.Cap > 0 {
+			ebar = math.Min(ebar, s.Cap)
+		}
+	}
+	return s, set.Gamma * ebar
+}
+
+// warmupSteps is W = ⌈1/(1−β)⌉, the memory of the discounted average.
+func warmupSteps(beta float64) int { return int(math.Ceil(1/(1-beta) - 1e-9)) }

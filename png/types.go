@@ -30,7 +30,7 @@ type Gradient struct {
 // field; MGD and Linear fill G, Omega and VNorm.
 type Info struct {
 	G         float64   // g(θ) = min over the simplex of ωᵀKω
-	E         float64   // threshold e = γ·ē
+	E         float64   // threshold e = γ·min(ē, State.Cap)
 	Phi       float64   // control φ = α·g (0 when the control is off)
 	ControlOn bool      // g > e: the dual QP was solved
 	Lambda    []float64 // dual variables (m), zero when the control is off
@@ -47,7 +47,7 @@ type Info struct {
 }
 
 // State is what a method carries from step to step: the discounted average
-// ē of (1/m)Σ‖∇ℓ_i‖² used by the threshold e = γ·ē. The zero value is the
+// ē of (1/m)Σ‖∇ℓ_i‖² used by the threshold e = γ·min(ē, Cap). The zero value is the
 // state before the first step. PNG updates it on every successful call
 // (MGD and Linear leave it alone): with x = trace(K)/m of the step and
 // discount β, Weight ← β·Weight + 1 and AvgSqNorm ← (β·W·ē + x)/Weight,
@@ -57,6 +57,9 @@ type State struct {
 	AvgSqNorm float64 // ē, bias-corrected
 	Weight    float64 // Σ_k β^k over the steps so far (→ 1/(1−β))
 	Steps     int     // number of steps observed
+	// Cap is ρ·ē at the end of the warm-up (Settings.ThresholdCap), the
+	// most ē counts for in the threshold; 0 until then or without a cap.
+	Cap float64
 }
 
 // Method computes an update direction v (written into dst, n values) from
