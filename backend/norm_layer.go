@@ -1,0 +1,189 @@
+package backend
+
+import (
+	"math"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// LayerNormalization (opset 17): normalise X over its trailing axes
+// [axis, rank), y = (x − μ)/√(σ² + ε)·Scale + B (biased variance), Scale
+// and the optional B broadcast to X's shape. The optional outputs Mean and
+// InvStdDev have X's leading dimensions and ones for the normalised axes.
+// The statistics are computed in float64 whatever stash_type says (a
+// float32 graph rounds them once to float32). Differentiable in X, Scale
+// and B, and Mean and InvStdDev in X.
+
+func init() { register("LayerNormalization", 17, lowerLayerNorm) }
+
+// stashTypes are the stash_type values ONNX allows (float, float16,
+// double, bfloat16).
+var stashTypes = map[int64]bool{1: true, 10: true, 11: true, 16: true}
+
+// layerGroups splits shape at axis (normalised, possibly negative) into
+// the number of groups and the size of each.
+func layerGroups(n *onnxpb.NodeProto, shape []int, axis int64) (groups, size, ax int, err error) {
+	r := int64(len(shape))
+	if axis < -r || axis >= r {
+		return 0, 0, 0, nodeErr(n, "attribute axis %d out of range for input %q of rank %d (expected %d to %d)", axis, n.Input[0], r, -r, r-1)
+	}
+	if axis < 0 {
+		axis += r
+	}
+	return numel(shape[:axis]), numel(shape[axis:]), int(axis), nil
+}
+
+func lowerLayerNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	x, err := input(n, in, 0)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := input(n, in, 1)
+	if err != nil {
+		return nil, err
+	}
+	bias := optInput(in, 2)
+	axis, err := attrInt(n, "axis", -1)
+	if err != nil {
+		return nil, err
+	}
+	eps, err := attrFloat(n, "epsilon", 1e-5)
+	if err != nil {
+		return nil, err
+	}
+	st, err := attrInt(n, "stash_type", 1)
+	if err != nil {
+		return nil, err
+	}
+	if !stashTypes[st] {
+		return nil, nodeErr(n, "attribute stash_type %d: expected a float type (1 float, 10 float16, 11 double, 16 bfloat16)", st)
+	}
+	groups, S, ax, err := layerGroups(n, x.shape, axis)
+	if err != nil {
+		return nil, err
+	}
+	ins := []gnode{b.node(x), b.node(sc)}
+	idx := [][]int{nil, nil, nil} // element of Scale / B used by each element of X
+	for i, v := range []*value{sc, bias} {
+		if v == nil {
+			continue
+		}
+		bs, err := broadcastShape(x.shape, v.shape)
+		if err != nil || !equalShape(bs, x.shape) {
+			return nil, nodeErr(n, "input %d %q of shape %v does not broadcast to X's shape %v (opset %d)", i+1, n.Input[i+1], v.shape, x.shape, b.opset)
+		}
+		idx[i+1] = broadcastIndex(v.shape, x.shape)
+		if i == 1 {
+			ins = append(ins, b.node(v))
+		}
+	}
+	at := func(k, j int) int {
+		if idx[k] == nil {
+			return j
+		}
+		return idx[k][j]
+	}
+	stats := func(src []float64, off int) (mu, inv float64) {
+		return layerStats(src[off:off+S], eps)
+	}
+	fwd := func(dst []float64, in [][]float64) {
+		for gi := 0; gi < groups; gi++ {
+			off := gi * S
+			mu, inv := stats(in[0], off)
+			for j := off; j < off+S; j++ {
+				dst[j] = (in[0][j] - mu) * inv * in[1][at(1, j)]
+				if len(in) > 2 {
+					dst[j] += in[2][at(2, j)]
+				}
+			}
+		}
+	}
+	bwd := func(k int, dst []float64, in [][]float64, _, g []float64) {
+		for gi := 0; gi < groups; gi++ {
+			off := gi * S
+			mu, inv := stats(in[0], off)
+			switch k {
+			case 0: // dx = inv·(g' − mean(g') − x̂·mean(g'·x̂)), g' = Scale·g
+				var mg, mgx float64
+				for j := off; j < off+S; j++ {
+					gs := g[j] * in[1][at(1, j)]
+					mg += gs
+					mgx += gs * (in[0][j] - mu) * inv
+				}
+				mg /= float64(S)
+				mgx /= float64(S)
+				for j := off; j < off+S; j++ {
+					xh := (in[0][j] - mu) * inv
+					dst[j] = inv * (g[j]*in[1][at(1, j)] - mg - xh*mgx)
+				}
+			case 1:
+				for j := off; j < off+S; j++ {
+					dst[at(1, j)] += g[j] * (in[0][j] - mu) * inv
+				}
+			case 2:
+				for j := off; j < off+S; j++ {
+					dst[at(2, j)] += g[j]
+				}
+			}
+		}
+	}
+	y, err := b.kernel(n.GetName(), "LayerNormalization", ins, x.shape, fwd, bwd, nil)
+	if err != nil {
+		return nil, err
+	}
+	outs := []*value{nodeValue(y)}
+	if len(n.Output) < 2 || (n.Output[1] == "" && (len(n.Output) < 3 || n.Output[2] == "")) {
+		return outs, nil
+	}
+	statShape := append([]int{}, x.shape...)
+	for i := ax; i < len(statShape); i++ {
+		statShape[i] = 1
+	}
+	mean, err := b.kernel(n.GetName(), "LayerNormalization Mean", []gnode{b.node(x)}, statShape,
+		func(dst []float64, in [][]float64) {
+			for gi := range dst {
+				dst[gi], _ = stats(in[0], gi*S)
+			}
+		},
+		func(_ int, dst []float64, _ [][]float64, _, g []float64) {
+			for j := range dst {
+				dst[j] = g[j/S] / float64(S)
+			}
+		}, nil)
+	if err != nil {
+		return nil, err
+	}
+	// ∂inv/∂x_j = −inv³·(x_j − μ)/S
+	invStd, err := b.kernel(n.GetName(), "LayerNormalization InvStdDev", []gnode{b.node(x)}, statShape,
+		func(dst []float64, in [][]float64) {
+			for gi := range dst {
+				_, dst[gi] = stats(in[0], gi*S)
+			}
+		},
+		func(_ int, dst []float64, in [][]float64, _, g []float64) {
+			for gi := 0; gi < groups; gi++ {
+				mu, inv := stats(in[0], gi*S)
+				for j := gi * S; j < (gi+1)*S; j++ {
+					dst[j] = -g[gi] * inv * inv * inv * (in[0][j] - mu) / float64(S)
+				}
+			}
+		}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return append(outs, nodeValue(mean), nodeValue(invStd)), nil
+}
+
+// layerStats returns the mean of v and 1/√(σ² + eps), σ² the biased
+// variance.
+func layerStats(v []float64, eps float64) (mu, inv float64) {
+	for _, e := range v {
+		mu += e
+	}
+	mu /= float64(len(v))
+	var vr float64
+	for _, e := range v {
+		vr += (e - mu) * (e - mu)
+	}
+	return mu, 1 / math.Sqrt(vr/float64(len(v))+eps)
+}
