@@ -145,15 +145,16 @@ func (md *Model) Evaluate(batch map[string]*importer.Tensor, losses []float64, j
 }
 
 // EvaluateTerms is Evaluate that also writes the term values
-// (Options.Terms, in order) into terms and, when jac is not nil, their
-// exact gradients into tjac (t×n): one more backward pass per term.
+// (Options.Terms, in order) into terms and, when tjac is not nil, their
+// exact gradients into tjac (t×n): one more backward pass per term. tjac
+// needs jac; jac alone gives the task gradients and the term values.
 func (md *Model) EvaluateTerms(batch map[string]*importer.Tensor, losses, terms []float64, jac, tjac *png.Jacobian) error {
 	t := len(md.tasks) - md.ntasks
 	if len(terms) != t {
 		return fmt.Errorf("backend: EvaluateTerms: terms has length %d, expected %d terms", len(terms), t)
 	}
-	if (jac == nil) != (tjac == nil) {
-		return fmt.Errorf("backend: EvaluateTerms: the task and term Jacobians must both be given or both be nil")
+	if jac == nil && tjac != nil {
+		return fmt.Errorf("backend: EvaluateTerms: a term Jacobian needs the task Jacobian too")
 	}
 	return md.evaluate("EvaluateTerms", batch, losses, terms, jac, tjac)
 }
@@ -251,6 +252,9 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 		clear(tjac.Data)
 	}
 	for k := range all {
+		if k >= m && tjac == nil {
+			break
+		}
 		if !c.hasGrad[k] {
 			continue
 		}

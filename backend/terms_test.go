@@ -52,6 +52,11 @@ func TestTermsMatchTasks(t *testing.T) {
 	if l1[0] != want[0] || !slices.Equal(j1.Row(0), wantJ.Row(0)) {
 		t.Error("Evaluate with a term differs from the task-only values")
 	}
+	// Task gradients with term values only (no term backward pass).
+	clear(jac.Data)
+	if err := withTerm.EvaluateTerms(batch, losses, terms, &jac, nil); err != nil || terms[0] != want[1] || !slices.Equal(jac.Row(0), wantJ.Row(0)) {
+		t.Errorf("EvaluateTerms with the task Jacobian only: term %v, err %v; want %v and the task gradient", terms[0], err, want[1])
+	}
 	// Values without gradients.
 	if err := withTerm.EvaluateTerms(batch, losses, terms, nil, nil); err != nil || terms[0] != want[1] {
 		t.Errorf("EvaluateTerms without Jacobians: term %v, err %v; want %v", terms[0], err, want[1])
@@ -85,7 +90,7 @@ func TestTermsErrors(t *testing.T) {
 	}{
 		{"missing target", func() error { return md.EvaluateTerms(batch, make([]float64, 1), make([]float64, 1), nil, nil) }, `term "b": no target array "yz"`},
 		{"short terms", func() error { return md.EvaluateTerms(batch, make([]float64, 1), nil, nil, nil) }, "terms has length 0, expected 1"},
-		{"one Jacobian", func() error { return md.EvaluateTerms(batch, make([]float64, 1), make([]float64, 1), &jac, nil) }, "both be given"},
+		{"term Jacobian alone", func() error { return md.EvaluateTerms(batch, make([]float64, 1), make([]float64, 1), nil, &jac) }, "needs the task Jacobian"},
 		{"wide term Jacobian", func() error {
 			w := png.NewJacobian(2, n)
 			return md.EvaluateTerms(batch, make([]float64, 1), make([]float64, 1), &jac, &w)

@@ -24,7 +24,7 @@ var (
 	preferenceFlag = &ucli.StringFlag{Name: "preference", Usage: "preference of --method epo, one positive weight per task as `R1,R2,...`: EPO seeks R1·ℓ1 = R2·ℓ2 = … (default: 1 each)", Category: "Method"}
 	alphaFlag      = &ucli.Float64Flag{Name: "alpha", Value: png.DefaultAlpha, Usage: "PNG's α: the control φ = α·g", Category: "Method"}
 
-	criterionFlag = &ucli.StringFlag{Name: "criterion", Usage: "what to descend inside the Pareto set; `SPEC` is an expression over the task names or a preset (wd:r1,r2 / ratio:r1,r2 / cosine:r1,r2 / energy with --models)", Category: "Method"}
+	criterionFlag = &ucli.StringFlag{Name: "criterion", Usage: "what to descend inside the Pareto set; `SPEC` is an expression over the task names, the --term names and drift (‖θ − θ₀‖², the distance from the starting weights), a preset (wd:r1,r2 / ratio:r1,r2 / cosine:r1,r2 / energy with --models), or presets inside an expression (wd:0.2,0.8 + 0.01*drift)", Category: "Method"}
 
 	traceFlag = &ucli.PathFlag{Name: "trace", Usage: "write a per-step CSV trace (step, losses, F, g, e, control) to `FILE.csv`", Category: "Output"}
 	logFlag   = &ucli.PathFlag{Name: "log", Usage: "write a JSON-lines log (configuration, then one object per step) to `FILE.jsonl`", Category: "Output"}

@@ -39,18 +39,32 @@ func (t *stepTrace) add(st *finetune.Step) {
 type series struct {
 	stepTrace
 	losses [][]float64
+	terms  [][]float64 // the --term values on each batch (none without terms)
+	drift  []float64   // ‖θ − θ₀‖² at each step, when the criterion reads drift
 	vStep  []float64
 	vLoss  [][]float64
+
+	termNames []string
+	hasDrift  bool
 }
 
 // Init implements finetune.Recorder.
-func (s *series) Init(*finetune.Config) error { return nil }
+func (s *series) Init(cfg *finetune.Config) error {
+	s.termNames, s.hasDrift = cfg.Terms, cfg.Drift
+	return nil
+}
 
 // Record implements finetune.Recorder.
 func (s *series) Record(st *finetune.Step) error {
 	s.add(st)
 	p := st.Points[0]
 	s.losses = append(s.losses, append([]float64(nil), p.Losses...))
+	if len(s.termNames) > 0 {
+		s.terms = append(s.terms, append([]float64(nil), p.Terms...))
+	}
+	if s.hasDrift {
+		s.drift = append(s.drift, p.Drift)
+	}
 	if p.ValLosses != nil {
 		s.vStep = append(s.vStep, float64(st.Step))
 		s.vLoss = append(s.vLoss, append([]float64(nil), p.ValLosses...))
@@ -183,7 +197,7 @@ func plotTune(path string, t *tunePlot) error {
 		pb.Legend.Add("steps in the Pareto band (g ≤ e)", band)
 	}
 
-	// (c) task losses over the steps.
+	// (c) task losses over the steps, then the terms and drift.
 	pc := newPanel("(c) task losses", "loss")
 	m := len(t.Tasks)
 	var all [][]float64
@@ -207,11 +221,17 @@ func plotTune(path string, t *tunePlot) error {
 			}
 		}
 	}
-	lo, hi = finiteRange(all...)
 	entries := m
 	if len(vLoss) > 0 {
 		entries *= 2
 	}
+	extra, err := s.addTermLines(pc, k, m)
+	if err != nil {
+		return err
+	}
+	all = append(all, extra...)
+	entries += len(extra)
+	lo, hi = finiteRange(all...)
 	headroom(pc, lo, hi, 0.12*float64(max(2, entries)))
 
 	panels := []*plot.Plot{pa, pb, pc}
@@ -255,6 +275,57 @@ func plotTune(path string, t *tunePlot) error {
 	ts.XAlign, ts.YAlign, ts.Font.Size = draw.XCenter, draw.YCenter, vg.Points(12)
 	dc.FillText(ts, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Millimeter*6}, t.Title)
 	return savePNG(img, path, "--plot")
+}
+
+// addTermLines draws the terms and drift over the steps into p (dashed,
+// in the colours after the m tasks', under a moving average of k batches)
+// and retitles it; it returns the lines drawn.
+func (s *series) addTermLines(p *plot.Plot, k, m int) ([][]float64, error) {
+	var lines [][]float64
+	names := append([]string(nil), s.termNames...)
+	for i := range s.termNames {
+		lines = append(lines, ema(column(s.terms, i), k))
+	}
+	if s.hasDrift {
+		names = append(names, criterion.Drift+" ‖θ − θ₀‖²")
+		lines = append(lines, s.drift)
+	}
+	for i, y := range lines {
+		label := names[i]
+		if i < len(s.termNames) {
+			label = fmt.Sprintf("%s (term), batch", names[i])
+			if k > 1 {
+				label = fmt.Sprintf("%s (term), batch (moving average of %d)", names[i], k)
+			}
+		}
+		pts := make(plotter.XYs, 0, len(y))
+		for j, v := range y {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				pts = append(pts, plotter.XY{X: s.step[j], Y: v})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, fmt.Errorf("--plot: %s: %w", label, err)
+		}
+		l.Color = trajectoryColors[(m+i)%len(trajectoryColors)]
+		l.Width = vg.Points(1.1)
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		p.Add(l)
+		p.Legend.Add(label, l)
+	}
+	switch {
+	case len(s.termNames) > 0 && s.hasDrift:
+		p.Title.Text = "(c) task losses, terms and drift"
+	case len(s.termNames) > 0:
+		p.Title.Text = "(c) task losses and terms"
+	case s.hasDrift:
+		p.Title.Text = "(c) task losses and drift"
+	}
+	return lines, nil
 }
 
 // validation returns the steps and task losses measured on the

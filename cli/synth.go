@@ -97,7 +97,7 @@ func runSynth(c *ucli.Context) (err error) {
 		expr = "wd:0.5,0.5"
 	}
 	if strings.HasPrefix(strings.TrimSpace(expr), "energy") && N > 1 {
-		s.Multi, err = criterion.ParseMulti(expr, tasks)
+		s.Multi, s.PerModel, err = criterion.ParseMultiPoint(expr, tasks)
 	} else {
 		s.Criterion, err = criterion.Parse(expr, tasks)
 	}

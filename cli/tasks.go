@@ -16,6 +16,8 @@ var (
 	taskFlag = &ucli.StringSliceFlag{Name: "task", Category: "Model",
 		Usage: "one task per flag; `SPEC` is NAME:LOSS:OUTPUT:TARGET[:key=value], with loss " +
 			strings.Join(backend.LossKinds(), "|") + " between ONNX value OUTPUT and data array TARGET"}
+	termFlag = &ucli.StringSliceFlag{Name: "term", Category: "Model",
+		Usage: "a loss the criterion may read by NAME that is not a task (not part of the Pareto set, g or the dual; its exact gradient enters ∇F); `SPEC` as --task; repeatable"}
 	mapFlag = &ucli.StringSliceFlag{Name: "map", Category: "Data",
 		Usage: "feed a model input from a data array of another name, given as `INPUT=ARRAY` (default: the array named like the input)"}
 	bnFlag = &ucli.StringFlag{Name: "bn", Value: "frozen", Category: "Model",
@@ -37,9 +39,10 @@ func batchFlag(def int) *ucli.IntFlag {
 	return &ucli.IntFlag{Name: "batch", Value: def, Usage: "examples per batch `B`", Category: "Data"}
 }
 
-// modelConfigFromFlags reads --task, --map, --bn and --freeze.
+// modelConfigFromFlags reads --task, --term (tune, front), --map, --bn and
+// --freeze.
 func modelConfigFromFlags(c *ucli.Context) job.ModelConfig {
-	return job.ModelConfig{Tasks: c.StringSlice(taskFlag.Name), Maps: c.StringSlice(mapFlag.Name),
+	return job.ModelConfig{Tasks: c.StringSlice(taskFlag.Name), Terms: c.StringSlice(termFlag.Name), Maps: c.StringSlice(mapFlag.Name),
 		BN: c.String(bnFlag.Name), Freeze: c.StringSlice(freezeFlag.Name)}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/job"
 	"github.com/paretonav/paretonav/png"
+	"github.com/paretonav/paretonav/png/criterion"
 )
 
 var tuneCommand = withInterspersed(withConfig(&ucli.Command{
@@ -31,7 +32,7 @@ default OUT.ckpt) and leaves --out untouched; --resume continues it.`,
 		dataFlag,
 		&ucli.StringSliceFlag{Name: "val", Usage: "validation data (the arrays of --data) from `SOURCE`: FILE.npz, " + sourceUsage,
 			Category: "Data", TakesFile: true},
-		taskFlag, mapFlag, bnFlag, freezeFlag,
+		taskFlag, termFlag, mapFlag, bnFlag, freezeFlag,
 		criterionFlag, methodFlag, weightsFlag, preferenceFlag, alphaFlag, gammaFlag(png.DefaultGamma),
 		&ucli.StringFlag{Name: "optimizer", Value: job.TuneOptimizer, Usage: "the optimizer by `NAME`: sgd or adam (the direction v is its gradient)", Category: "Training"},
 		lrFlag(job.TuneLR),
@@ -81,8 +82,14 @@ func runTune(c *ucli.Context) error {
 		s := &series{}
 		tj.Extra = append(tj.Extra, s)
 		title := fmt.Sprintf("%s: %s, %s", filepath.Base(tj.ModelPath), tj.Method, tj.Criterion)
+		// F of the validation losses and the iso-F contours in loss space
+		// need F to depend on the task losses alone.
+		crit := tj.Settings.Criterion
+		if len(criterion.VarsOf(crit)) > len(tj.Tasks) {
+			crit = nil
+		}
 		tj.BeforeSave = func(res *tuneOutcome) error {
-			return plotTune(plotPath, &tunePlot{Title: title, Tasks: res.Tasks, Series: s, Crit: tj.Settings.Criterion,
+			return plotTune(plotPath, &tunePlot{Title: title, Tasks: res.Tasks, Series: s, Crit: crit,
 				Before: res.BeforeLosses, After: res.AfterLosses, MeasuredOn: tj.ReportName, Examples: res.Examples})
 		}
 	}
@@ -126,6 +133,12 @@ func tuneSummary(w io.Writer, r *tuneOutcome) error {
 	fmt.Fprintf(w, "    %-12s %12s %12s\n", "", "before", "after")
 	for i, n := range r.Tasks {
 		fmt.Fprintf(w, "    %-12s %#12.4g %#12.4g\n", n, r.BeforeLosses[i], r.AfterLosses[i])
+	}
+	for _, n := range r.Terms {
+		fmt.Fprintf(w, "    %-12s %#12.4g %#12.4g\n", n+" (term)", float64(r.Before.Terms[n]), float64(r.After.Terms[n]))
+	}
+	if r.Before.Drift != nil && r.After.Drift != nil {
+		fmt.Fprintf(w, "    %-12s %#12.4g %#12.4g\n", "drift", float64(*r.Before.Drift), float64(*r.After.Drift))
 	}
 	fmt.Fprintf(w, "    %-12s %#12.4g %#12.4g\n", "F", float64(r.Before.F), float64(r.After.F))
 	fmt.Fprintf(w, "    %-12s %#12.4g %#12.4g\n", "g(θ)", float64(r.Before.G), float64(r.After.G))

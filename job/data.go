@@ -17,6 +17,7 @@ import (
 type Binding struct {
 	Model *backend.Model
 	Tasks []backend.Task
+	Terms []backend.Task    // backend.Options.Terms: their targets are read too
 	Maps  map[string]string // model input → array
 }
 
@@ -30,11 +31,15 @@ func (b Binding) Uses() []finetune.Use {
 		}
 		out = append(out, finetune.Use{Key: in.Name, Array: arr, Role: fmt.Sprintf("model input %q", in.Name)})
 	}
-	for _, t := range b.Tasks {
+	for i, t := range append(append([]backend.Task(nil), b.Tasks...), b.Terms...) {
 		if t.Target == "" {
 			continue
 		}
-		out = append(out, finetune.Use{Key: t.Target, Array: t.Target, Role: fmt.Sprintf("target of task %q", t.Name)})
+		kind := "task"
+		if i >= len(b.Tasks) {
+			kind = "term"
+		}
+		out = append(out, finetune.Use{Key: t.Target, Array: t.Target, Role: fmt.Sprintf("target of %s %q", kind, t.Name)})
 	}
 	return out
 }
@@ -147,6 +152,7 @@ func fmtDims(shape []int) string {
 type DataEval struct {
 	Examples int
 	Losses   []float64    // per task: batch means weighted by batch size
+	Terms    []float64    // per term (backend.Options.Terms): the same means; nil without terms
 	Jac      png.Jacobian // the same average of the task gradients (when asked)
 	G        float64      // g from png.Gram + png.MinNorm on Jac (when asked)
 }
@@ -158,6 +164,10 @@ func Evaluate(md *backend.Model, ds *finetune.Dataset, batch int, grad bool) (*D
 	m, n := len(md.Tasks()), md.NumParams()
 	N := ds.Len()
 	res := &DataEval{Examples: N, Losses: make([]float64, m)}
+	var terms []float64
+	if t := len(md.Terms()); t > 0 {
+		res.Terms, terms = make([]float64, t), make([]float64, t)
+	}
 	var jac png.Jacobian
 	sum := make([]float64, 0)
 	if grad {
@@ -172,11 +182,20 @@ func Evaluate(md *backend.Model, ds *finetune.Dataset, batch int, grad bool) (*D
 		if grad {
 			jp = &jac
 		}
-		if err := md.Evaluate(ds.Slice(i, j), tmp, jp); err != nil {
+		var err error
+		if terms != nil {
+			err = md.EvaluateTerms(ds.Slice(i, j), tmp, terms, jp, nil)
+		} else {
+			err = md.Evaluate(ds.Slice(i, j), tmp, jp)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("examples %d..%d: %w", i, j-1, err)
 		}
 		for t := range tmp {
 			res.Losses[t] += w * tmp[t]
+		}
+		for t := range terms {
+			res.Terms[t] += w * terms[t]
 		}
 		if grad {
 			for k, v := range jac.Data {
@@ -187,6 +206,11 @@ func Evaluate(md *backend.Model, ds *finetune.Dataset, batch int, grad bool) (*D
 	for t, v := range res.Losses {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("task %q: loss is %v", md.Tasks()[t], v)
+		}
+	}
+	for t, v := range res.Terms {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("term %q: value is %v", md.Terms()[t], v)
 		}
 	}
 	if grad {

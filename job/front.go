@@ -56,7 +56,9 @@ type FrontConfig struct {
 	Models int    // N
 	Init   string // A.onnx,B.onnx,...: one starting model each
 	Spread *float64
-	// Criterion is energy[:eps=E].
+	// Criterion is energy[:eps=E], optionally + EXPR: a per-model
+	// criterion over the tasks, the terms and drift added for every model
+	// ("energy + 0.01*drift").
 	Criterion string
 	Alpha     float64
 	Gamma     *float64
@@ -84,6 +86,7 @@ type Front struct {
 	cfg       *FrontConfig
 	tasks     []string
 	btasks    []backend.Task     // ONNX only
+	terms     []string           // ONNX only: --term names
 	nets      []*backend.Model   // ONNX only
 	models    []*importer.Model  // ONNX only: the file each net saves into
 	probs     []finetune.Problem // what the loop trains
@@ -172,9 +175,9 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 	}
 	spec := c.Criterion
 	if !strings.HasPrefix(strings.TrimSpace(spec), "energy") {
-		return nil, fmt.Errorf("--criterion %q: front trains with a multi-point criterion: energy[:eps=E]", spec)
+		return nil, fmt.Errorf("--criterion %q: front trains with a multi-point criterion: energy[:eps=E], optionally + a per-model expression", spec)
 	}
-	if job.s.Multi, err = criterion.ParseMulti(spec, job.tasks); err != nil {
+	if job.s.Multi, job.s.PerModel, err = criterion.ParseMultiPoint(spec, job.tasks, job.terms...); err != nil {
 		return nil, fmt.Errorf("--criterion: %w", err)
 	}
 	job.s.Meta["criterion"] = spec
@@ -197,8 +200,8 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 // initial point.
 func (j *Front) synthetic(N int, spread float64) error {
 	c := j.cfg
-	if c.Args != nil || len(c.Data) > 0 || c.Init != "" {
-		return errors.New("--problem: takes no MODEL.onnx, --data or --init")
+	if c.Args != nil || len(c.Data) > 0 || c.Init != "" || len(c.Terms) > 0 {
+		return errors.New("--problem: takes no MODEL.onnx, --data, --init or --term")
 	}
 	for k := 0; k < N; k++ {
 		p, err := synthetic.New(c.Problem)
@@ -255,6 +258,9 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		return err
 	}
 	j.btasks = btasks
+	for _, t := range opt.Terms {
+		j.terms = append(j.terms, t.Name)
+	}
 	if l == nil {
 		// Each model gets its own copy of the graph: backend models on
 		// different goroutines (--workers) must share no tensors.
@@ -280,7 +286,7 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		}
 	}
 	j.tasks = j.nets[0].Tasks()
-	bind := Binding{Model: j.nets[0], Tasks: j.btasks, Maps: maps}
+	bind := Binding{Model: j.nets[0], Tasks: j.btasks, Terms: opt.Terms, Maps: maps}
 	if err := bind.Check(); err != nil {
 		return err
 	}
@@ -374,8 +380,12 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 	}
 	out = j.report(res, members, j.ref, j.reference, j.refName, c.Criterion)
 	for k, net := range j.nets {
-		meta, _ := json.Marshal(map[string]any{"version": Version, "command": "front", "criterion": out.Criterion,
-			"model": k, "models": N, "steps": res.Steps, "tasks": TaskSpecs(j.btasks), "source": j.source})
+		record := map[string]any{"version": Version, "command": "front", "criterion": out.Criterion,
+			"model": k, "models": N, "steps": res.Steps, "tasks": TaskSpecs(j.btasks), "source": j.source}
+		if len(j.terms) > 0 {
+			record["terms"] = j.terms
+		}
+		meta, _ := json.Marshal(record)
 		if err := importer.Save(modelFiles[k], j.models[k], net.Weights(), importer.SaveOptions{
 			Producer: map[string]string{"paretonav": string(meta)}, Force: c.Force}); err != nil {
 			return nil, fmt.Errorf("--out-dir: model %d: %w", k, err)

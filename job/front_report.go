@@ -11,6 +11,7 @@ import (
 
 	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/finetune/front"
+	"github.com/paretonav/paretonav/png/criterion"
 )
 
 // FrontModel is one model in front's report.
@@ -22,6 +23,10 @@ type FrontModel struct {
 	G         Num            `json:"g"`
 	FrontDist *Num           `json:"front_distance,omitempty"`
 	Initial   map[string]Num `json:"initial_losses"`
+	// Terms are the --term values and Drift ‖θ − θ₀‖² (when the criterion
+	// reads drift) at the end, on the last training batch.
+	Terms map[string]Num `json:"terms,omitempty"`
+	Drift *Num           `json:"drift,omitempty"`
 }
 
 // FrontQuality is a front.Quality in JSON. IGD+ is reported only
@@ -195,6 +200,16 @@ func (j *Front) report(res *finetune.Result, ms []front.Member, ref []float64, r
 		if j.synth != nil {
 			d := Num(j.synth.FrontDistance([2]float64{m.Losses[0], m.Losses[1]}))
 			mo.FrontDist = &d
+		}
+		if len(j.terms) > 0 {
+			mo.Terms = map[string]Num{}
+			for i, t := range j.terms {
+				mo.Terms[t] = Num(res.Points[k].Terms[i])
+			}
+		}
+		if j.s.PerModel != nil && slices.Contains(criterion.VarsOf(j.s.PerModel), criterion.Drift) {
+			d := Num(res.Points[k].Drift)
+			mo.Drift = &d
 		}
 		out.Models = append(out.Models, mo)
 	}

@@ -32,6 +32,29 @@ func ParseTasks(specs []string) ([]backend.Task, error) {
 	return out, nil
 }
 
+// ParseTerms reads the term specs given to --term (same syntax as
+// --task): losses a criterion may use by name that are not tasks. Names
+// are unique and differ from the tasks'.
+func ParseTerms(specs []string, tasks []backend.Task) ([]backend.Task, error) {
+	seen := map[string]bool{}
+	for _, t := range tasks {
+		seen[t.Name] = true
+	}
+	var out []backend.Task
+	for _, s := range specs {
+		t, err := backend.ParseTask(s)
+		if err != nil {
+			return nil, fmt.Errorf("--term: %w", err)
+		}
+		if seen[t.Name] {
+			return nil, fmt.Errorf("--term %q: name %q is already a task's or another term's", s, t.Name)
+		}
+		seen[t.Name] = true
+		out = append(out, t)
+	}
+	return out, nil
+}
+
 // ParseMaps reads the input=array pairs given to --map.
 func ParseMaps(specs []string) (map[string]string, error) {
 	out := map[string]string{}
@@ -62,12 +85,14 @@ func ModelOptions(bn string, freeze []string) (backend.Options, error) {
 // arrays feeding its inputs, BatchNormalization and frozen initializers.
 type ModelConfig struct {
 	Tasks  []string // --task specs
+	Terms  []string // --term specs: losses a criterion may read that are not tasks
 	Maps   []string // --map INPUT=ARRAY
 	BN     string   // --bn: frozen or train
 	Freeze []string // --freeze globs
 }
 
-// resolve parses the tasks, maps and options.
+// resolve parses the tasks, maps and options; the terms go into the
+// options (backend.Options.Terms).
 func (mc ModelConfig) resolve() ([]backend.Task, map[string]string, backend.Options, error) {
 	tasks, err := ParseTasks(mc.Tasks)
 	if err != nil {
@@ -79,6 +104,9 @@ func (mc ModelConfig) resolve() ([]backend.Task, map[string]string, backend.Opti
 	}
 	opt, err := ModelOptions(mc.BN, mc.Freeze)
 	if err != nil {
+		return nil, nil, backend.Options{}, err
+	}
+	if opt.Terms, err = ParseTerms(mc.Terms, tasks); err != nil {
 		return nil, nil, backend.Options{}, err
 	}
 	return tasks, maps, opt, nil

@@ -64,6 +64,7 @@ type Tune struct {
 	Model      *importer.Model
 	Net        *backend.Model
 	Tasks      []backend.Task
+	Terms      []backend.Task // losses the criterion may read that are not tasks
 	Train, Val *finetune.Dataset
 	Report     *finetune.Dataset // before/after losses are measured here
 	ReportName string            // "validation" or "training"
@@ -87,6 +88,8 @@ type Tune struct {
 // TuneReport is the measurement of one model on the report set.
 type TuneReport struct {
 	Losses map[string]Num `json:"losses"`
+	Terms  map[string]Num `json:"terms,omitempty"` // the --term values
+	Drift  *Num           `json:"drift,omitempty"` // ‖θ − θ₀‖², when the criterion reads drift
 	F      Num            `json:"F"`
 	G      Num            `json:"g"`
 }
@@ -99,6 +102,7 @@ type TuneOutcome struct {
 	Criterion  string     `json:"criterion"`
 	Method     string     `json:"method"`
 	Tasks      []string   `json:"tasks"`
+	Terms      []string   `json:"terms,omitempty"`
 	MeasuredOn string     `json:"measured_on"`
 	Examples   int        `json:"examples"`
 	Before     TuneReport `json:"before"`
@@ -162,7 +166,7 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	if err != nil {
 		return nil, err
 	}
-	job.Tasks = tasks
+	job.Tasks, job.Terms = tasks, opt.Terms
 	if job.Model, job.Net, err = OpenModel(l, job.ModelPath, job.Tasks, opt); err != nil {
 		return nil, err
 	}
@@ -184,13 +188,13 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	if job.Criterion == "" {
 		return nil, fmt.Errorf("--criterion: required: an expression over the task names (%s) or a preset such as wd:r1,...", strings.Join(names, ", "))
 	}
-	if s.Criterion, err = criterion.Parse(job.Criterion, names); err != nil {
+	if s.Criterion, err = criterion.Parse(job.Criterion, names, job.Net.Terms()...); err != nil {
 		return nil, fmt.Errorf("--criterion: %w", err)
 	}
 	s.Meta["criterion"] = job.Criterion
 	job.Settings = s
 
-	bind := Binding{Model: job.Net, Tasks: job.Tasks, Maps: maps}
+	bind := Binding{Model: job.Net, Tasks: job.Tasks, Terms: job.Terms, Maps: maps}
 	if err := bind.Check(); err != nil {
 		return nil, err
 	}
@@ -216,27 +220,39 @@ func missingData(flag, what string) error {
 	return fmt.Errorf("--%s: required (%s: FILE.npz, NAME=FILE.npy or NAME=FILE.idx, repeatable)", flag, what)
 }
 
-// measure evaluates the criterion on the report set.
-func (j *Tune) measure() (TuneReport, []float64, error) {
+// measure evaluates the criterion on the report set; drift is
+// ‖θ − θ₀‖² of the parameters measured (0 before training).
+func (j *Tune) measure(drift float64) (TuneReport, []float64, error) {
 	r, err := Evaluate(j.Net, j.Report, j.Batch, true)
 	if err != nil {
 		return TuneReport{}, nil, fmt.Errorf("%s data: %w", j.ReportName, err)
 	}
+	x := append(append([]float64(nil), r.Losses...), r.Terms...)
+	rep := TuneReport{Losses: named(j.Net.Tasks(), r.Losses), G: Num(r.G)}
+	if len(r.Terms) > 0 {
+		rep.Terms = named(j.Net.Terms(), r.Terms)
+	}
+	if vars := criterion.VarsOf(j.Settings.Criterion); len(vars) > len(x) && vars[len(x)] == criterion.Drift {
+		x = append(x, drift)
+		d := Num(drift)
+		rep.Drift = &d
+	}
 	// A criterion outside its domain is reported as NaN (null in JSON);
 	// the training loop decides what that means for the run.
-	F, err := j.Settings.Criterion.Eval(r.Losses, make([]float64, len(r.Losses)))
+	F, err := j.Settings.Criterion.Eval(x, nil)
 	if err != nil {
 		F = math.NaN()
 	}
-	return TuneReport{Losses: named(j.Net.Tasks(), r.Losses), F: Num(F), G: Num(r.G)}, r.Losses, nil
+	rep.F = Num(F)
+	return rep, r.Losses, nil
 }
 
 // Run measures the model, trains it, measures it again and saves it. On
 // any error (interruption, non-finite values) nothing is written to Out.
 func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
-	res = &TuneOutcome{Criterion: j.Criterion, Method: j.Method, Tasks: j.Net.Tasks(), MeasuredOn: j.ReportName,
+	res = &TuneOutcome{Criterion: j.Criterion, Method: j.Method, Tasks: j.Net.Tasks(), Terms: j.Net.Terms(), MeasuredOn: j.ReportName,
 		Examples: j.Report.Len(), Output: j.Out, Log: j.LogPath}
-	if res.Before, res.BeforeLosses, err = j.measure(); err != nil {
+	if res.Before, res.BeforeLosses, err = j.measure(0); err != nil {
 		return nil, fmt.Errorf("before training: %w", err)
 	}
 	band := &bandRecorder{}
@@ -267,7 +283,7 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 	if err := j.Net.SetParams(fr.Points[0].Params); err != nil {
 		return nil, err
 	}
-	if res.After, res.AfterLosses, err = j.measure(); err != nil {
+	if res.After, res.AfterLosses, err = j.measure(fr.Points[0].Drift); err != nil {
 		return nil, fmt.Errorf("after training: %w", err)
 	}
 	res.InBand, res.BandSteps = InBand(band.on, 100)
@@ -276,11 +292,15 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 			return nil, err
 		}
 	}
-	meta, err := json.Marshal(map[string]any{
+	record := map[string]any{
 		"version": Version, "criterion": j.Criterion, "method": j.Method, "steps": fr.Steps,
 		"tasks": TaskSpecs(j.Tasks), "source": filepath.Base(j.ModelPath),
 		"optimizer": j.Settings.Optimizer, "lr": j.Settings.LR,
-	})
+	}
+	if len(j.Terms) > 0 {
+		record["terms"] = TaskSpecs(j.Terms)
+	}
+	meta, err := json.Marshal(record)
 	if err != nil {
 		return nil, err
 	}
