@@ -93,6 +93,8 @@ func runSynth(c *ucli.Context) (err error) {
 	switch {
 	case expr == "" && N > 1:
 		expr = "energy"
+	case expr == "" && c.String(methodFlag.Name) == "epo":
+		expr = methodConfigFromFlags(c).EPOCriterion(len(tasks))
 	case expr == "":
 		expr = "wd:0.5,0.5"
 	}

@@ -54,6 +54,7 @@ type jsonPoint struct {
 	Lambda    []jsonFloat          `json:"lambda"`
 	VNorm     jsonFloat            `json:"vnorm"`
 	Metric    *jsonMetric          `json:"metric,omitempty"`
+	EPO       *jsonEPO             `json:"epo,omitempty"`
 	DLoss     map[string]jsonFloat `json:"dloss,omitempty"`
 	ValLosses map[string]jsonFloat `json:"val_losses,omitempty"`
 }
@@ -63,6 +64,14 @@ type jsonMetric struct {
 	G      jsonFloat   `json:"g"`
 	Phi    jsonFloat   `json:"phi"`
 	Lambda []jsonFloat `json:"lambda"`
+}
+
+// jsonEPO is EPO's part of a png.Info in a step line: the mode, the
+// non-uniformity μ and the LP's weights β.
+type jsonEPO struct {
+	Mode string      `json:"mode"`
+	Mu   jsonFloat   `json:"mu"`
+	Beta []jsonFloat `json:"beta"`
 }
 
 type jsonStep struct {
@@ -87,6 +96,9 @@ func (r *JSONLRecorder) Record(st *Step) error {
 			DLoss: r.named(p.DLoss), ValLosses: r.named(p.ValLosses)}
 		if mi := p.Metric; mi != nil {
 			pts[k].Metric = &jsonMetric{G: jsonFloat(mi.G), Phi: jsonFloat(mi.Phi), Lambda: floats(mi.Lambda)}
+		}
+		if p.Info.Mode != "" {
+			pts[k].EPO = &jsonEPO{Mode: p.Info.Mode, Mu: jsonFloat(p.Info.Mu), Beta: floats(p.Info.Beta)}
 		}
 		if len(st.Points) > 1 {
 			f := jsonFloat(p.F)

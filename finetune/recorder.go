@@ -33,14 +33,17 @@ type Config struct {
 	// Method names the direction method: "png", "mgd", "linear", or for
 	// other methods their String (else Go type and fields). The method's
 	// parameters follow with defaults resolved: Alpha, Gamma and Discount
-	// for "png" (and ThresholdCap when set), Weights for "linear" (1/m each when none were given);
-	// they are absent for other methods.
+	// for "png" (and ThresholdCap when set), Weights for "linear" (1/m each
+	// when none were given), Preference for "epo" (EPO, or a png.PerPoint
+	// of EPOs: one vector per model, 1 each when none was given); they are
+	// absent for other methods.
 	Method          string         `json:"method"`
 	Alpha           *float64       `json:"alpha,omitempty"`
 	Gamma           *float64       `json:"gamma,omitempty"`
 	Discount        *float64       `json:"discount,omitempty"`
 	ThresholdCap    float64        `json:"threshold_cap,omitempty"`
 	Weights         []float64      `json:"weights,omitempty"`
+	Preference      [][]float64    `json:"preference,omitempty"` // "epo": each model's preference r
 	Criterion       string         `json:"criterion"`
 	PerModel        string         `json:"per_model,omitempty"` // Settings.PerModel
 	Terms           []string       `json:"terms,omitempty"`     // the problem's terms (TermProblem), logged beside the tasks

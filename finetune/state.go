@@ -119,9 +119,42 @@ func describeMethod(cfg *Config, m png.Method, tasks int) {
 		if x != nil {
 			cfg.Weights = linearWeights(x.Weights, tasks)
 		}
+	case png.EPO:
+		cfg.Method, cfg.Preference = "epo", [][]float64{epoPreference(x, tasks)}
+	case png.PerPoint:
+		cfg.Method = describe(m)
+		if prefs := epoPreferences(x, tasks); prefs != nil {
+			cfg.Method, cfg.Preference = "epo", prefs
+		}
 	default:
 		cfg.Method = describe(m)
 	}
+}
+
+// epoPreference returns e's preference, 1 each when nil.
+func epoPreference(e png.EPO, m int) []float64 {
+	if e.Preference != nil {
+		return append([]float64(nil), e.Preference...)
+	}
+	out := make([]float64, m)
+	for i := range out {
+		out[i] = 1
+	}
+	return out
+}
+
+// epoPreferences returns the preference of every model when every method
+// of p is EPO, else nil.
+func epoPreferences(p png.PerPoint, m int) [][]float64 {
+	out := make([][]float64, len(p))
+	for k, mk := range p {
+		e, ok := mk.(png.EPO)
+		if !ok {
+			return nil
+		}
+		out[k] = epoPreference(e, m)
+	}
+	return out
 }
 
 // orDefault returns v, or def when v is zero.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/paretonav/paretonav/backend"
@@ -60,10 +61,17 @@ type FrontConfig struct {
 	// criterion over the tasks, the terms and drift added for every model
 	// ("energy + 0.01*drift").
 	Criterion string
-	Alpha     float64
-	Gamma     *float64
-	Optimizer string // "": adam, sgd for synthetic problems
-	LR        *float64
+	// Method is png (the default when empty: multi-point PNG with the
+	// criterion) or epo (model k follows EPO toward its own preference
+	// ray; the criterion is then only reported).
+	Method string
+	// Preference is EPO's preference per model, "R1,R2,...;R1,R2,...;..."
+	// (N vectors); empty means the rays EvenPreferences gives.
+	Preference string
+	Alpha      float64
+	Gamma      *float64
+	Optimizer  string // "": adam, sgd for synthetic problems
+	LR         *float64
 	// LRSchedule is constant, cosine or step.
 	LRSchedule    string
 	Steps, Epochs int
@@ -84,6 +92,7 @@ type FrontConfig struct {
 // Front is a resolved front run: N problems and how to score them.
 type Front struct {
 	cfg       *FrontConfig
+	label     string // what trained the models, in the report: the criterion, or EPO and its preferences
 	tasks     []string
 	btasks    []backend.Task     // ONNX only
 	terms     []string           // ONNX only: --term names
@@ -181,6 +190,9 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 		return nil, fmt.Errorf("--criterion: %w", err)
 	}
 	job.s.Meta["criterion"] = spec
+	if err := job.epo(N); err != nil {
+		return nil, err
+	}
 	job.s.Meta["source"] = job.source
 	if job.s.CheckpointPath == "" {
 		job.s.CheckpointPath = filepath.Join(c.OutDir, "front.ckpt")
@@ -378,7 +390,7 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 	if err != nil {
 		return nil, err
 	}
-	out = j.report(res, members, j.ref, j.reference, j.refName, c.Criterion)
+	out = j.report(res, members, j.ref, j.reference, j.refName, j.label)
 	for k, net := range j.nets {
 		record := map[string]any{"version": Version, "command": "front", "criterion": out.Criterion,
 			"model": k, "models": N, "steps": res.Steps, "tasks": TaskSpecs(j.btasks), "source": j.source}
@@ -413,4 +425,42 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 		return nil, fmt.Errorf("--out-dir: %w", err)
 	}
 	return out, nil
+}
+
+// epo replaces the multi-point PNG of a front job by EPO with one
+// preference ray per model when the configuration asks for it.
+func (j *Front) epo(N int) error {
+	switch j.cfg.Method {
+	case "", "png":
+		if j.cfg.Preference != "" {
+			return errors.New("--preference: only with --method epo")
+		}
+		j.s.Meta["method"] = "png"
+		j.label = j.cfg.Criterion
+		return nil
+	case "epo":
+	default:
+		return fmt.Errorf("--method %q: front trains with png or epo", j.cfg.Method)
+	}
+	prefs, err := ParsePreferences("--preference", j.cfg.Preference, N, j.tasks)
+	if err != nil {
+		return err
+	}
+	per := make(png.PerPoint, N)
+	for k, r := range prefs {
+		per[k] = png.EPO{Preference: r}
+	}
+	j.s.Method = per
+	j.s.Meta["method"] = "epo"
+	strs := make([]string, N)
+	for k, r := range prefs {
+		parts := make([]string, len(r))
+		for i, v := range r {
+			parts[i] = strconv.FormatFloat(v, 'g', 4, 64)
+		}
+		strs[k] = strings.Join(parts, ",")
+	}
+	j.label = "epo " + strings.Join(strs, ";")
+	j.s.Meta["preferences"] = prefs
+	return nil
 }

@@ -73,3 +73,60 @@ func ParseFloats(flag, s string) ([]float64, error) {
 	}
 	return out, nil
 }
+
+// EvenPreferences returns N preference vectors for two tasks evenly spread
+// over the simplex with the extremes excluded: (w_k, 1 − w_k) with
+// w_k = (k + ½)/N, the weights the MultiMNIST benchmark gives linear
+// scalarization and EPO (0.1, 0.3, …, 0.9 for N = 5).
+func EvenPreferences(N int) [][]float64 {
+	out := make([][]float64, N)
+	for k := range out {
+		w := (float64(k) + 0.5) / float64(N)
+		out[k] = []float64{w, 1 - w}
+	}
+	return out
+}
+
+// ParsePreferences reads EPO's per-model preferences "R1,R2,...;R1,R2,...;..."
+// given to flag: N vectors of one positive weight per task. An empty spec
+// means EvenPreferences(N), for two tasks only.
+func ParsePreferences(flag, spec string, N int, tasks []string) ([][]float64, error) {
+	if strings.TrimSpace(spec) == "" {
+		if len(tasks) != 2 {
+			return nil, fmt.Errorf("%s: the default preferences are for 2 tasks; give %d vectors of %d weights (%s) as R1,R2,...;R1,R2,...", flag, N, len(tasks), strings.Join(tasks, ", "))
+		}
+		return EvenPreferences(N), nil
+	}
+	parts := strings.Split(spec, ";")
+	if len(parts) != N {
+		return nil, fmt.Errorf("%s %q: %d preference vectors, want one per model (%d), separated by ';'", flag, spec, len(parts), N)
+	}
+	out := make([][]float64, N)
+	for k, p := range parts {
+		r, err := ParseFloats(fmt.Sprintf("%s (model %d)", flag, k), p)
+		if err != nil {
+			return nil, err
+		}
+		if len(r) != len(tasks) {
+			return nil, fmt.Errorf("%s %q: model %d has %d weights, want one per task (%s)", flag, spec, k, len(r), strings.Join(tasks, ", "))
+		}
+		for i, v := range r {
+			if !(v > 0) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("%s %q: model %d, item %d (%v) must be a positive finite number", flag, spec, k, i+1, v)
+			}
+		}
+		out[k] = r
+	}
+	return out, nil
+}
+
+// EPOCriterion is the criterion reported beside EPO when none is given:
+// ratio:R1,...,Rm with EPO's preference (1 each when none), whose value is
+// the non-uniformity μ that EPO drives to zero. EPO itself ignores the
+// criterion.
+func (mc MethodConfig) EPOCriterion(m int) string {
+	if mc.Preference != "" {
+		return "ratio:" + mc.Preference
+	}
+	return "ratio:" + strings.TrimSuffix(strings.Repeat("1,", m), ",")
+}

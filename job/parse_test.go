@@ -2,6 +2,7 @@ package job
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -142,5 +143,45 @@ func TestNumJSON(t *testing.T) {
 	b, err := json.Marshal([]Num{1.5, Num(math.NaN()), Num(math.Inf(-1))})
 	if err != nil || string(b) != "[1.5,null,null]" {
 		t.Errorf("got %s, %v; want [1.5,null,null]", b, err)
+	}
+}
+
+func TestPreferences(t *testing.T) {
+	two := []string{"a", "b"}
+	for _, tc := range []struct {
+		spec  string
+		N     int
+		tasks []string
+		want  string // fmt of the result
+		err   string
+	}{
+		{"", 5, two, "[[0.1 0.9] [0.3 0.7] [0.5 0.5] [0.7 0.30000000000000004] [0.9 0.09999999999999998]]", ""},
+		{"", 2, two, "[[0.25 0.75] [0.75 0.25]]", ""},
+		{"1,2; 3,4", 2, two, "[[1 2] [3 4]]", ""},
+		{"", 2, []string{"a", "b", "c"}, "", "default preferences are for 2 tasks"},
+		{"1,2", 2, two, "", "1 preference vectors, want one per model (2)"},
+		{"1,2;3", 2, two, "", "model 1 has 1 weights"},
+		{"1,2;3,-4", 2, two, "", "model 1, item 2 (-4) must be a positive"},
+		{"1,2;3,x", 2, two, "", `item 2 ("x") is not a number`},
+	} {
+		got, err := ParsePreferences("--preference", tc.spec, tc.N, tc.tasks)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want one containing %q", tc.spec, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || fmt.Sprint(got) != tc.want {
+			t.Errorf("%q, N %d: %v, %v; want %s", tc.spec, tc.N, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		mc   MethodConfig
+		m    int
+		want string
+	}{{MethodConfig{Name: "epo"}, 3, "ratio:1,1,1"}, {MethodConfig{Name: "epo", Preference: "1,4"}, 2, "ratio:1,4"}} {
+		if got := tc.mc.EPOCriterion(tc.m); got != tc.want {
+			t.Errorf("%+v.EPOCriterion(%d) = %q, want %q", tc.mc, tc.m, got, tc.want)
+		}
 	}
 }

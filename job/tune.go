@@ -185,6 +185,9 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 		return nil, err
 	}
 	job.Criterion = c.Criterion
+	if job.Criterion == "" && c.Method.Name == "epo" {
+		job.Criterion = c.Method.EPOCriterion(len(names))
+	}
 	if job.Criterion == "" {
 		return nil, fmt.Errorf("--criterion: required: an expression over the task names (%s) or a preset such as wd:r1,...", strings.Join(names, ", "))
 	}

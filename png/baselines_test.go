@@ -141,3 +141,48 @@ func TestMultiDirectionErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPerPoint: MultiDirection gives each point its own method's direction.
+func TestPerPoint(t *testing.T) {
+	J := NewJacobian(2, 2)
+	copy(J.Data, []float32{1, 0.2, 0.3, 1})
+	losses := []float64{0.8, 0.2}
+	per := PerPoint{EPO{Preference: []float64{1, 4}}, Linear{Weights: []float64{0.25, 0.75}}, EPO{}}
+	dst := [][]float32{make([]float32, 2), make([]float32, 2), make([]float32, 2)}
+	grads := []Gradient{{Losses: losses}, {Losses: losses}, {Losses: losses}}
+	infos, err := MultiDirection(dst, []Jacobian{J, J, J}, grads, nil, per)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, m := range per {
+		v := make([]float32, 2)
+		want, err := m.Direction(v, J, grads[k], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v[0] != dst[k][0] || v[1] != dst[k][1] || infos[k].Mode != want.Mode {
+			t.Errorf("point %d: v = %v (mode %q), its own method gives %v (mode %q)", k, dst[k], infos[k].Mode, v, want.Mode)
+		}
+	}
+	if dst[0][0] == dst[2][0] && dst[0][1] == dst[2][1] {
+		t.Errorf("EPO with preferences (1,4) and (1,1) gave the same direction %v", dst[0])
+	}
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"count", func() error {
+			_, err := MultiDirection(dst[:2], []Jacobian{J, J}, grads[:2], nil, per)
+			return err
+		}, "3 methods for 2 points"},
+		{"single", func() error {
+			_, err := per.Direction(dst[0], J, grads[0], nil)
+			return err
+		}, "PerPoint with 3 methods"},
+	} {
+		if err := tc.run(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+	}
+}
