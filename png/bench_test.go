@@ -172,3 +172,38 @@ func BenchmarkMemoryCopy(b *testing.B) {
 		copy(dst, src)
 	}
 }
+
+// BenchmarkOutsideSpan measures what terms and drift add to a step: the
+// pass that forms Extra = Σ c_s·∇t_s + c_d·2(θ − θ₀) (t terms, with drift)
+// and the PNG direction with that Extra (m = 2, which then also reads
+// Extra in its Gram pass and its v pass), beside the direction without.
+func BenchmarkOutsideSpan(b *testing.B) {
+	for _, n := range []int{1e4, 1e6} {
+		J := benchJacobian(2, n)
+		T := benchJacobian(1, n)
+		theta, theta0 := T.Data, J.Row(0)
+		extra, v := make([]float32, n), make([]float32, n)
+		coef := []float64{1, 0.5}
+		p := PNG{Settings{Gamma: 1e-9}}
+		b.Run(fmt.Sprintf("extra/t=1+drift/n=%.0e", float64(n)), func(b *testing.B) {
+			b.SetBytes(int64(4 * 3 * n))
+			for i := 0; i < b.N; i++ {
+				OutsideSpan(extra, T, []float64{0.3}, 0.01, theta, theta0)
+			}
+		})
+		OutsideSpan(extra, T, []float64{0.3}, 0.01, theta, theta0)
+		for _, tc := range []struct {
+			name string
+			g    Gradient
+		}{{"direction/span", Gradient{Coef: coef}}, {"direction/extra", Gradient{Coef: coef, Extra: extra}}} {
+			b.Run(fmt.Sprintf("%s/n=%.0e", tc.name, float64(n)), func(b *testing.B) {
+				b.SetBytes(int64(4 * 2 * n))
+				for i := 0; i < b.N; i++ {
+					if _, err := p.Direction(v, J, tc.g, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
