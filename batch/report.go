@@ -80,8 +80,8 @@ type plotPoint struct {
 	nd bool
 }
 
-// axisRange is the range of coordinate i of the points, padded by 5%.
-func axisRange(pts []plotPoint, i int) (lo, hi float64) {
+// dataRange is the range of coordinate i of the points.
+func dataRange(pts []plotPoint, i int) (lo, hi float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for _, p := range pts {
 		lo, hi = math.Min(lo, p.v[i]), math.Max(hi, p.v[i])
@@ -89,6 +89,12 @@ func axisRange(pts []plotPoint, i int) (lo, hi float64) {
 	if len(pts) == 0 {
 		return 0, 1
 	}
+	return lo, hi
+}
+
+// axisRange is dataRange padded by 5% on either side.
+func axisRange(pts []plotPoint, i int) (lo, hi float64) {
+	lo, hi = dataRange(pts, i)
 	pad := 0.05 * (hi - lo)
 	if pad == 0 {
 		pad = 0.05*math.Abs(hi) + 1e-9
@@ -117,10 +123,13 @@ func scatterSVG(ta, tb string, a, b int, pts []plotPoint) template.HTML {
 	fmt.Fprintf(&s, `<text x="%g" y="%d" class="label" text-anchor="middle">loss_%s</text>`, margin+inner/2, panelSize-8, esc(ta))
 	fmt.Fprintf(&s, `<text x="12" y="%g" class="label" text-anchor="middle" transform="rotate(-90 12 %g)">loss_%s</text>`,
 		margin+inner/2, margin+inner/2, esc(tb))
-	fmt.Fprintf(&s, `<text x="%d" y="%d" class="tick">%.4g</text><text x="%g" y="%d" class="tick" text-anchor="end">%.4g</text>`,
-		margin, panelSize-margin+14, xlo, margin+inner, panelSize-margin+14, xhi)
-	fmt.Fprintf(&s, `<text x="%d" y="%d" class="tick" text-anchor="end">%.4g</text><text x="%d" y="%d" class="tick" text-anchor="end">%.4g</text>`,
-		margin-4, panelSize-margin, ylo, margin-4, margin+8, yhi)
+	// The data's smallest and largest values, labelled where they lie.
+	dxlo, dxhi := dataRange(pts, a)
+	dylo, dyhi := dataRange(pts, b)
+	fmt.Fprintf(&s, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%.4g</text><text x="%.1f" y="%d" class="tick" text-anchor="middle">%.4g</text>`,
+		x(dxlo), panelSize-margin+14, dxlo, x(dxhi), panelSize-margin+14, dxhi)
+	fmt.Fprintf(&s, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%.4g</text><text x="%d" y="%.1f" class="tick" text-anchor="end">%.4g</text>`,
+		margin-4, y(dylo)+4, dylo, margin-4, y(dyhi)+4, dyhi)
 	for _, pass := range []bool{false, true} {
 		for _, p := range pts {
 			if p.nd != pass {
@@ -155,8 +164,9 @@ func parallelSVG(tasks []string, pts []plotPoint) template.HTML {
 	for i, t := range tasks {
 		fmt.Fprintf(&s, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" class="axis"/>`, ax(i), margin, ax(i), h-margin)
 		fmt.Fprintf(&s, `<text x="%.1f" y="%d" class="label" text-anchor="middle">loss_%s</text>`, ax(i), margin-18, esc(t))
-		fmt.Fprintf(&s, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%.4g</text>`, ax(i), margin-4, hi[i])
-		fmt.Fprintf(&s, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%.4g</text>`, ax(i), h-margin+14, lo[i])
+		dlo, dhi := dataRange(pts, i)
+		fmt.Fprintf(&s, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%.4g</text>`, ax(i), margin-4, dhi)
+		fmt.Fprintf(&s, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%.4g</text>`, ax(i), h-margin+14, dlo)
 	}
 	for _, pass := range []bool{false, true} {
 		for _, p := range pts {
