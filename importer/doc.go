@@ -4,8 +4,8 @@
 // It knows nothing of Gorgonia.
 //
 // Reading: Load (a file) and Decode (bytes) validate the model (Validate):
-// IR versions MinIRVersion..MaxIRVersion (3..8), a default-domain opset
-// MinOpset..MaxOpset (7..18), every node input defined earlier in the graph
+// IR versions MinIRVersion..MaxIRVersion (3..10), a default-domain opset
+// MinOpset..MaxOpset (7..21), every node input defined earlier in the graph
 // (subgraphs see their enclosing scopes), no value defined twice, no empty
 // op_type, and declared tensor sizes matching their data before anything is
 // allocated. All problems are reported together as an ErrorList. External

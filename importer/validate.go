@@ -10,12 +10,18 @@ import (
 const (
 	// MinIRVersion is the oldest ONNX IR version accepted (ONNX 1.0).
 	MinIRVersion = 3
-	// MaxIRVersion is the newest ONNX IR version accepted: the one of the
-	// onnx.proto our bindings are generated from (ONNX 1.12/1.13).
-	MaxIRVersion = int64(onnxpb.Version_IR_VERSION)
-	// MinOpset and MaxOpset bound the default-domain (ai.onnx) opset.
+	// MaxIRVersion is the newest ONNX IR version accepted (ONNX 1.16/1.17).
+	// Our bindings are generated from IR 8's onnx.proto: the fields IR 9
+	// and 10 added (node and function overloads, function value_info,
+	// metadata_props) decode as unknown fields, which Save writes back
+	// unchanged; tensors of the types they added (float8, 4-bit integers)
+	// are refused by DecodeTensor.
+	MaxIRVersion = 10
+	// MinOpset and MaxOpset bound the default-domain (ai.onnx) opset: the
+	// opset of ONNX 1.16/1.17. Ops whose signature changed up to MaxOpset
+	// are lowered by their newest version or refused by name (backend).
 	MinOpset = 7
-	MaxOpset = 18
+	MaxOpset = 21
 )
 
 // Validate checks a decoded model: its IR version, its opset imports, the
@@ -30,7 +36,7 @@ func Validate(mp *onnxpb.ModelProto) error {
 	case ir < MinIRVersion:
 		errs.Add("model", "IR version %d is not supported (expected %d to %d; IR < 3 predates ONNX 1.0)", ir, MinIRVersion, MaxIRVersion)
 	case ir > MaxIRVersion:
-		errs.Add("model", "IR version %d is newer than supported (expected %d to %d, ONNX <= 1.13)", ir, MinIRVersion, MaxIRVersion)
+		errs.Add("model", "IR version %d is newer than supported (expected %d to %d, ONNX <= 1.17)", ir, MinIRVersion, MaxIRVersion)
 	}
 	domains := map[string]bool{}
 	haveDefault := false

@@ -24,10 +24,13 @@ func TestValidate(t *testing.T) {
 			m.IrVersion = proto.Int64(3)
 			m.Graph.Input = append(m.Graph.Input, valueInfo("w"), valueInfo("s"))
 		}, nil},
-		{"IR 2", func(m *onnxpb.ModelProto) { m.IrVersion = proto.Int64(2) }, []string{"IR version 2 is not supported (expected 3 to 8"}},
-		{"IR 9", func(m *onnxpb.ModelProto) { m.IrVersion = proto.Int64(9) }, []string{"IR version 9 is newer than supported"}},
-		{"opset 6", func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = proto.Int64(6) }, []string{"opset 6 is not supported (expected 7 to 18)"}},
-		{"opset 19", func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = proto.Int64(19) }, []string{"opset 19 is not supported"}},
+		{"IR 2", func(m *onnxpb.ModelProto) { m.IrVersion = proto.Int64(2) }, []string{"IR version 2 is not supported (expected 3 to 10"}},
+		{"IR 9", func(m *onnxpb.ModelProto) { m.IrVersion = proto.Int64(9) }, nil},
+		{"IR 10", func(m *onnxpb.ModelProto) { m.IrVersion = proto.Int64(10) }, nil},
+		{"IR 11", func(m *onnxpb.ModelProto) { m.IrVersion = proto.Int64(11) }, []string{"IR version 11 is newer than supported (expected 3 to 10"}},
+		{"opset 6", func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = proto.Int64(6) }, []string{"opset 6 is not supported (expected 7 to 21)"}},
+		{"opset 21", func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = proto.Int64(21) }, nil},
+		{"opset 22", func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = proto.Int64(22) }, []string{"opset 22 is not supported (expected 7 to 21)"}},
 		{"ai.onnx domain name", func(m *onnxpb.ModelProto) { m.OpsetImport[0].Domain = proto.String("ai.onnx") }, nil},
 		{"no default opset", func(m *onnxpb.ModelProto) {
 			m.OpsetImport[0].Domain = proto.String("com.microsoft")

@@ -1,0 +1,53 @@
+package backend
+
+import (
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+func geluCases() []oracleCase {
+	r := rand.New(rand.NewSource(20))
+	x := func() *importer.Tensor {
+		t := randF32Tensor(r, "x", 3, 7)
+		for i := range t.F32 {
+			t.F32[i] *= 4 // cover the tails
+		}
+		return t
+	}
+	return []oracleCase{
+		{"erf", nil, []*importer.Tensor{x()}},
+		{"erf explicit", []*onnxpb.AttributeProto{aString("approximate", "none")}, []*importer.Tensor{x()}},
+		{"tanh", []*onnxpb.AttributeProto{aString("approximate", "tanh")}, []*importer.Tensor{x()}},
+	}
+}
+
+// TestGeluORT checks Gelu (opset 20) against ONNX Runtime.
+func TestGeluORT(t *testing.T) { checkAgainstORT(t, "Gelu", 20, geluCases(), 1e-6) }
+
+// TestGeluGrad checks both forms' derivatives by central differences.
+func TestGeluGrad(t *testing.T) {
+	for _, c := range geluCases() {
+		t.Run(c.name, func(t *testing.T) {
+			ins := []tin{feed("x", c.ins[0].Shape, c.ins[0].Float64s()...)}
+			gradCheck(t, oneNode("Gelu", 20, c.attrs, ins, "y"), feedsOf(ins), "x", 1e-6)
+		})
+	}
+}
+
+// TestGeluVersions checks that Gelu is lowered from opset 20 only and
+// that a bad approximate is named.
+func TestGeluVersions(t *testing.T) {
+	ins := []tin{randFeed("x", 1, 2, 3)}
+	_, err := tryGraph(oneNode("Gelu", 19, nil, ins, "y"), feedsOf(ins), nil)
+	if err == nil || !strings.Contains(err.Error(), "Gelu (node \"n0\", opset 19)") {
+		t.Errorf("Gelu at opset 19: got %v, want an unsupported-op error naming Gelu", err)
+	}
+	_, err = tryGraph(oneNode("Gelu", 20, []*onnxpb.AttributeProto{aString("approximate", "erf")}, ins, "y"), feedsOf(ins), nil)
+	if err == nil || !strings.Contains(err.Error(), `approximate "erf"`) {
+		t.Errorf("approximate erf: got %v", err)
+	}
+}
