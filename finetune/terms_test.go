@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/models/synthetic"
 	"github.com/paretonav/paretonav/png"
 	"github.com/paretonav/paretonav/png/criterion"
 )
@@ -315,5 +316,72 @@ func TestRunMultiPerModel(t *testing.T) {
 	t.Logf("total drift %g with the penalty, %g without", drifts[true], drifts[false])
 	if !(drifts[true] < 0.5*drifts[false]) || drifts[false] == 0 {
 		t.Errorf("total drift %g with the penalty, %g without; want the penalty to halve it at least", drifts[true], drifts[false])
+	}
+}
+
+// exp2Pull is the paper's exp2 with one term, pull = ½‖θ − p‖².
+type exp2Pull struct {
+	*synthetic.Problem
+	p []float64
+}
+
+func (q *exp2Pull) Terms() []string { return []string{"pull"} }
+
+func (q *exp2Pull) EvaluateTerms(b finetune.Batch, losses, terms []float64, jac, tjac *png.Jacobian) error {
+	if err := q.Evaluate(b, losses, jac); err != nil {
+		return err
+	}
+	th := make([]float32, q.NumParams())
+	q.Params(th)
+	terms[0] = 0
+	for j, v := range th {
+		d := float64(v) - q.p[j]
+		terms[0] += d * d / 2
+		if tjac != nil {
+			tjac.Row(0)[j] = float32(d)
+		}
+	}
+	return nil
+}
+
+// TestExp2TermAndDrift: on exp2 (n = 10) the Pareto set is the segment
+// θ = t·u, −1 ≤ t ≤ 1, u = (1, …, 1)/√10, where ℓ1 = 1 − exp(−(t−1)²) and
+// ℓ2 = 1 − exp(−(t+1)²). Starting at θ₀ = −0.5·u, "l1 + drift" is least on
+// the set where (t−1)·exp(−(t−1)²) + (t + 0.5) = 0, t* = −0.22831620;
+// with p = 0.4·u, "l2 + pull" where 2(t+1)·exp(−(t+1)²) + (t − 0.4) = 0,
+// t* = −0.42583697 (roots by bisection, unique on [−1, 1]). PNG ends there
+// to float32 precision.
+func TestExp2TermAndDrift(t *testing.T) {
+	u := 1 / math.Sqrt(10)
+	for _, tc := range []struct {
+		expr  string
+		tStar float64
+	}{
+		{"l1 + drift", -0.22831620482414255},
+		{"l2 + pull", -0.4258369670982959},
+	} {
+		p := synthetic.Exp2()
+		th0, pull := make([]float32, 10), make([]float64, 10)
+		for j := range th0 {
+			th0[j], pull[j] = float32(-0.5*u), 0.4*u
+		}
+		if err := p.SetParams(th0); err != nil {
+			t.Fatal(err)
+		}
+		crit, err := criterion.Parse(tc.expr, p.Tasks(), "pull")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := finetune.Settings{Method: png.PNG{Settings: png.Settings{Gamma: 0.01}}, Criterion: crit, LR: 0.2, LRSchedule: "cosine", Steps: 1000}
+		res, err := finetune.Run(context.Background(), &exp2Pull{Problem: p, p: pull}, nil, nil, &s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, v := range res.Points[0].Params {
+			if math.Abs(float64(v)-tc.tStar*u) > 1e-5 {
+				t.Errorf("%s: θ[%d] = %.7f, want t*·u_j = %.7f", tc.expr, j, v, tc.tStar*u)
+				break
+			}
+		}
 	}
 }
