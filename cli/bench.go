@@ -28,18 +28,19 @@ var benchCommand = &ucli.Command{
 	Usage: "reproduce the PNG paper's benchmarks",
 	Subcommands: []*ucli.Command{withConfig(&ucli.Command{
 		Name:  "multimnist",
-		Usage: "linear scalarization vs MGD vs PNG (energy), 5 LeNet2 models each, on MultiMNIST-style datasets",
+		Usage: "linear scalarization vs MGD vs EPO vs PNG (energy), 5 LeNet2 models each, on MultiMNIST-style datasets",
 		Description: `For every dataset and seed: 5 LeNet2 models are trained with linear
 scalarization (first-task weights 0.1, 0.3, 0.5, 0.7, 0.9); from them each
-method trains the same number of further steps: linear (continued), MGD and
-PNG with the energy criterion over the 5 loss vectors. Adam lr 1e-3, batch 256.
+method trains the same number of further steps: linear (continued), MGD, EPO
+(model k toward the preference ray (w_k, 1 − w_k), linear's weights) and PNG
+with the energy criterion over the 5 loss vectors. Adam lr 1e-3, batch 256.
 Checkpoints collected during the second phase are scored on the test set;
 hypervolume (losses below 0.6,0.6; accuracies above 0.6,0.6, the paper's
 references) and IGD+ against the
 non-dominated union of all methods' checkpoints are reported as mean ± std
 over seeds, with a paired t-test of PNG against each baseline.
 
-Budgets: small (3 seeds, 20,480/1,000 pairs, 60+20 steps: about 40 minutes
+Budgets: small (3 seeds, 20,480/1,000 pairs, 300+75 steps: about 50 minutes
 for the three datasets on two free cores), paper (120,000/20,000 pairs,
 100 epochs, 5 seeds: days), tiny (a smoke test in seconds). The plan and its
 expected duration are printed first; --plan prints them and stops.

@@ -15,7 +15,7 @@ func TestBenchPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"budget small", "multimnist, multifashion, fashionmnist", "3 seeds",
-		"20480 training and 1000 test pairs", "23625 in all", "expected duration ≈ 43m26s with 2 workers"} {
+		"20480 training and 1000 test pairs", "27000 in all", "expected duration ≈ 50m24s with 2 workers"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan lacks %q:\n%s", want, out)
 		}
@@ -47,10 +47,10 @@ func TestBenchTiny(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, out)
 	}
-	if len(r.Runs) != 2 || len(r.Runs[0].Points) != 30 {
-		t.Fatalf("%d runs (want 2 seeds), %d points in the first (want 3 methods × 5 models × 2 checkpoints)", len(r.Runs), len(r.Runs[0].Points))
+	if len(r.Runs) != 2 || len(r.Runs[0].Points) != 40 {
+		t.Fatalf("%d runs (want 2 seeds), %d points in the first (want 4 methods × 5 models × 2 checkpoints)", len(r.Runs), len(r.Runs[0].Points))
 	}
-	for _, m := range []string{"linear", "mgd", "png"} {
+	for _, m := range []string{"linear", "mgd", "epo", "png"} {
 		c, ok := r.Table["multimnist"][m]["hv_acc"]
 		if !ok || c.Mean == nil || len(c.Values) != 2 {
 			t.Errorf("table multimnist/%s/hv_acc: %+v", m, c)

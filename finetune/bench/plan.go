@@ -1,6 +1,6 @@
 // Package bench runs the PNG paper's comparison of methods that find
 // several diverse Pareto models (Ye & Liu 2022, MultiMNIST experiments):
-// linear scalarization, MGD and PNG with the energy criterion, each
+// linear scalarization, MGD, EPO and PNG with the energy criterion, each
 // producing 5 two-headed LeNets per dataset and seed, measured by
 // hypervolume and IGD+ on test losses and accuracies, with paired t-tests
 // of PNG against each baseline. The command `paretonav bench multimnist`
@@ -19,7 +19,11 @@
 //  2. From those 5 models, each method trains for the same number of
 //     further steps: linear continues with its weights; MGD (initialised
 //     from the linear runs, as the paper does) follows the min-norm
-//     direction; PNG trains the 5 together with the energy criterion.
+//     direction; EPO (Mahapatra & Rai 2020) moves model k toward its
+//     preference ray, r = (w_k, 1 − w_k) with linear's weights (the
+//     paper: "equally distributed preference vectors for linear
+//     scalarization and EPO"); PNG trains the 5 together with the energy
+//     criterion.
 //     All use Adam (lr 1e-3) and batch 256; every method sees the same
 //     batches.
 //  3. Checkpoints: each model's parameters are collected at Checkpoints
@@ -64,7 +68,7 @@ const (
 )
 
 // Budgets by name. "small" fits in an hour on two free cores (Estimate:
-// about 43 minutes); "paper" is the paper's scale: 120,000/20,000 pairs,
+// about 50 minutes with the four methods); "paper" is the paper's scale: 120,000/20,000 pairs,
 // 100 epochs per model (60 of linear warm-up, the paper's MGD protocol, then
 // 40 of each method), one checkpoint per epoch over the last 40 epochs (the
 // paper collects from epoch 60 on), 5 seeds; "tiny" is a smoke
@@ -111,7 +115,7 @@ func (b Budget) CheckpointSteps() []int {
 }
 
 // Methods compared, in table order.
-var Methods = []string{"linear", "mgd", "png"}
+var Methods = []string{"linear", "mgd", "epo", "png"}
 
 // ModelSteps returns the training steps of single models in one (dataset,
 // seed) run: Models warm-up runs, then Models per method in phase 2.
@@ -146,7 +150,7 @@ func (b Budget) Describe(datasets []string, workers int) string {
 	fmt.Fprintf(&sb, "bench plan (budget %s): datasets %s; %d seeds\n", b.Name, strings.Join(datasets, ", "), b.Seeds)
 	fmt.Fprintf(&sb, "  data: %d training and %d test pairs per dataset; batch %d; Adam lr 1e-3\n", b.TrainExamples, b.TestExamples, b.Batch)
 	fmt.Fprintf(&sb, "  phase 1: %d linear-scalarization models × %d steps (weights 0.1..0.9)\n", b.Models, b.WarmSteps)
-	fmt.Fprintf(&sb, "  phase 2: linear, mgd, png (energy) × %d models × %d steps from the phase-1 models; checkpoints at steps %v\n",
+	fmt.Fprintf(&sb, "  phase 2: linear, mgd, epo (preferences as linear's weights), png (energy) × %d models × %d steps from the phase-1 models; checkpoints at steps %v\n",
 		b.Models, b.Steps, b.CheckpointSteps())
 	fmt.Fprintf(&sb, "  %d model-steps and %d test scorings per dataset and seed; %d in all\n",
 		b.ModelSteps(), b.Scorings(), b.ModelSteps()*len(datasets)*b.Seeds)

@@ -239,6 +239,12 @@ func runSeed(ctx context.Context, cfg Config, tasks []backend.Task, ds string, s
 			}
 		case "mgd":
 			_, err = finetune.RunMulti(ctx, ps, train, nil, settings(b.Steps, png.MGD{}), snaps)
+		case "epo":
+			per := make(png.PerPoint, b.Models)
+			for k := range per {
+				per[k] = png.EPO{Preference: []float64{LinearWeights[k], 1 - LinearWeights[k]}}
+			}
+			_, err = finetune.RunMulti(ctx, ps, train, nil, settings(b.Steps, per), snaps)
 		case "png":
 			s := settings(b.Steps, png.PNG{})
 			if s.Multi, err = criterion.ParseMulti("energy", names); err != nil {
