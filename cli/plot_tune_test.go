@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"gonum.org/v1/plot"
+
 	"github.com/paretonav/paretonav/png/criterion"
 )
 
@@ -136,5 +138,53 @@ func TestReadableTicks(t *testing.T) {
 			t.Errorf("ticks of [1000000, 1000001]: label %q twice in %v", tk.Label, ticks)
 		}
 		seen[tk.Label] = true
+	}
+}
+
+// TestPlotTermLines: panel (c) gets one dashed line per term and one for
+// drift, titled after what it shows, and tune's plot with them is drawn.
+func TestPlotTermLines(t *testing.T) {
+	for _, tc := range []struct {
+		terms []string
+		drift bool
+		title string
+	}{
+		{nil, false, "(c) task losses"},
+		{[]string{"adv"}, false, "(c) task losses and terms"},
+		{nil, true, "(c) task losses and drift"},
+		{[]string{"adv", "kl"}, true, "(c) task losses, terms and drift"},
+	} {
+		s := fakeSeries(40, 2, 0)
+		s.termNames, s.hasDrift = tc.terms, tc.drift
+		for i := range s.step {
+			v := make([]float64, len(tc.terms))
+			for j := range v {
+				v[j] = 1 + float64(j) + 0.01*float64(i)
+			}
+			s.terms = append(s.terms, v)
+			if tc.drift {
+				s.drift = append(s.drift, 1e-3*float64(i*i))
+			}
+		}
+		p := plot.New()
+		p.Title.Text = "(c) task losses"
+		lines, err := s.addTermLines(p, 2, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := len(tc.terms)
+		if tc.drift {
+			want++
+		}
+		if len(lines) != want || p.Title.Text != tc.title {
+			t.Errorf("terms %v drift %v: %d lines titled %q, want %d titled %q", tc.terms, tc.drift, len(lines), p.Title.Text, want, tc.title)
+		}
+		path := filepath.Join(t.TempDir(), "tune.png")
+		if err := plotTune(path, &tunePlot{Title: "t", Tasks: []string{"a", "b"}, Series: s}); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+			t.Errorf("terms %v drift %v: no plot written (%v)", tc.terms, tc.drift, err)
+		}
 	}
 }
