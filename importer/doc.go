@@ -9,11 +9,12 @@
 // (subgraphs see their enclosing scopes), no value defined twice, no empty
 // op_type, and declared tensor sizes matching their data before anything is
 // allocated. All problems are reported together as an ErrorList. External
-// data are read only from inside the model's folder.
+// data are read only from inside the model's folder. Calls of ONNX local
+// functions (FunctionProto) are inlined into Model.Proto (functions.go).
 //
 // Constants: EvalNode computes the ops of shape and constant subgraphs on
 // CPU; Fold applies it to every node whose inputs are all known at import.
 //
 // Writing: Save writes a model with new initializer values and nothing else
-// changed, atomically, refusing to overwrite files unless told to.
+// changed (local functions and their calls as they were written), atomically, refusing to overwrite files unless told to.
 package importer

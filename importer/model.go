@@ -20,6 +20,10 @@ type Model struct {
 	Path string
 	// Dir is the folder external data are resolved against.
 	Dir string
+	// written is the model as decoded, before its local functions were
+	// inlined into Proto (nil when it has none): Save writes it, so that
+	// functions and their calls are kept.
+	written *onnxpb.ModelProto
 }
 
 // Load reads, decodes and validates the ONNX model in path (see Decode),
@@ -46,6 +50,9 @@ func Load(path string) (*Model, error) {
 // Decode decodes a serialized ModelProto and validates it (Validate):
 // IR version, opset imports, graph structure and inline initializer sizes.
 // Fields unknown to ONNX 1.12's schema are kept and written back by Save.
+// Calls of local functions (ModelProto.functions) are inlined into Proto
+// (see functions.go) and the result validated again; Save writes the
+// functions and calls as they were.
 // A model decoded from bytes has no folder, so its external data (if any)
 // cannot be read.
 func Decode(b []byte) (*Model, error) {
@@ -59,7 +66,17 @@ func Decode(b []byte) (*Model, error) {
 	if err := Validate(&mp); err != nil {
 		return nil, err
 	}
-	return &Model{Proto: &mp}, nil
+	if len(mp.Functions) == 0 {
+		return &Model{Proto: &mp}, nil
+	}
+	written := proto.Clone(&mp).(*onnxpb.ModelProto)
+	if err := inlineFunctions(&mp); err != nil {
+		return nil, fmt.Errorf("inlining local functions: %w", err)
+	}
+	if err := Validate(&mp); err != nil {
+		return nil, fmt.Errorf("after inlining local functions: %w", err)
+	}
+	return &Model{Proto: &mp, written: written}, nil
 }
 
 // Opset returns the opset version the model imports for domain ("" or

@@ -73,7 +73,11 @@ func Save(path string, m *Model, weights map[string]*Tensor, opt SaveOptions) er
 	if err := checkDestination(m, opt.Force, path); err != nil {
 		return err
 	}
-	out := proto.Clone(m.Proto).(*onnxpb.ModelProto)
+	src := m.Proto
+	if m.written != nil {
+		src = m.written // functions and calls as they were written
+	}
+	out := proto.Clone(src).(*onnxpb.ModelProto)
 	g := out.GetGraph()
 	if g == nil {
 		return fmt.Errorf("importer: save %s: model has no graph", path)
@@ -115,7 +119,7 @@ func Save(path string, m *Model, weights map[string]*Tensor, opt SaveOptions) er
 				raw = rawBytes(w, dt)
 			} else {
 				var err error
-				if raw, err = readExternal(m.Dir, m.Proto.Graph.Initializer[i]); err != nil {
+				if raw, err = readExternal(m.Dir, src.Graph.Initializer[i]); err != nil {
 					return fmt.Errorf("importer: save %s: initializer %q: %w", path, tp.GetName(), err)
 				}
 			}
