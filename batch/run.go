@@ -161,18 +161,20 @@ func (r *Runner) Run(ctx context.Context, file string, jobs []Job) (*Summary, er
 					sum.Done++
 				case StateFailed:
 					sum.Failed++
-				default:
+				case StatePending:
 					sum.Interrupted++
 				}
 				mu.Unlock()
 			}
 		}()
 	}
+dispatch:
 	for _, i := range todo {
-		if ctx.Err() != nil {
-			break
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break dispatch
 		}
-		work <- i
 	}
 	close(work)
 	wg.Wait()
@@ -247,8 +249,12 @@ func (r *Runner) prepare(l *job.Loader, j *Job, cfg any) (*prepared, error) {
 }
 
 // runOne runs job j in its folder and returns its state afterwards:
-// done, failed, or pending (interrupted).
+// done, failed, or pending (interrupted); "" when ctx was cancelled
+// before it started.
 func (r *Runner) runOne(ctx context.Context, l *job.Loader, j *Job, cfg any) string {
+	if ctx.Err() != nil {
+		return "" // interrupted before it started: it stays pending
+	}
 	start := time.Now()
 	dir := filepath.Join(r.OutDir, j.ID)
 	fail := func(err error) string {
