@@ -64,11 +64,23 @@ func LoadFile(path string) ([]Job, error) {
 // order and the last varying fastest. Without jobs, the defaults are the
 // one job.
 func Parse(raw []byte) ([]Job, error) {
+	var top map[string]any
+	if err := yaml.Unmarshal(raw, &top); err != nil {
+		return nil, fmt.Errorf("jobs file: %w", err)
+	}
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k != "defaults" && k != "jobs" {
+			return nil, fmt.Errorf("jobs file: key %q: the top level has only defaults: (a mapping) and jobs: (a list)", k)
+		}
+	}
 	var doc fileDoc
-	dec := yaml.NewDecoder(strings.NewReader(string(raw)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("jobs file: %w (want the keys defaults and jobs)", err)
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("jobs file: %w (want defaults: a mapping of keys to values; jobs: a list of such mappings)", err)
 	}
 	entries := doc.Jobs
 	if len(entries) == 0 {

@@ -85,7 +85,8 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		file, want string
 	}{
-		{"default:\n  model: m.onnx\n", "field default not found"},
+		{"default:\n  model: m.onnx\n", `key "default": the top level has only defaults:`},
+		{"jobs: {name: a}\n", "jobs file: yaml: unmarshal errors"},
 		{"jobs:\n  - kind: train\n", `jobs[0]: key kind: "train", want tune, front or eval`},
 		{"jobs:\n  - matrix: {seed: []}\n", "jobs[0]: key matrix.seed: want a non-empty list"},
 		{"jobs:\n  - matrix: [1, 2]\n", "jobs[0]: key matrix: want a mapping"},

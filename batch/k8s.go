@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -45,7 +46,7 @@ type (
 		Spec       k8sJobSpec `yaml:"spec"`
 	}
 	k8sMeta struct {
-		Name   string            `yaml:"name"`
+		Name   string            `yaml:"name,omitempty"`
 		Labels map[string]string `yaml:"labels,omitempty"`
 	}
 	k8sJobSpec struct {
@@ -155,7 +156,16 @@ func K8sManifest(o K8sOptions) ([]byte, error) {
 			}},
 		},
 	}
-	return yaml.Marshal(m)
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // WriteK8s writes the out folder's jobs.json and k8s-job.yaml, and

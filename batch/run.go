@@ -229,8 +229,10 @@ func (r *Runner) prepare(l *job.Loader, j *Job, cfg any) (*prepared, error) {
 		}
 		f.Plot = r.FrontPlot
 		p.files["report"], p.files["log"] = rel("report.json"), rel(LogFile)
-		for k := range cc.Models {
-			p.files[fmt.Sprintf("model_%d", k)] = rel(fmt.Sprintf("model_%d.onnx", k))
+		if cc.Problem == "" { // synthetic problems write no models
+			for k := range cc.Models {
+				p.files[fmt.Sprintf("model_%d", k)] = rel(fmt.Sprintf("model_%d.onnx", k))
+			}
 		}
 		p.run = func(ctx context.Context, timer finetune.Recorder) (any, error) {
 			return f.Run(ctx, append([]finetune.Recorder{timer}, r.Extra...)...)
@@ -319,7 +321,7 @@ func fillResult(res *Result, out any) {
 	case *job.FrontOutcome:
 		res.Tasks, res.Steps = o.Tasks, o.Steps
 		hv, nd := o.Loss.HV, job.Num(o.Loss.NonDominated)
-		res.Metrics = map[string]job.Num{"hv": hv, "non_dominated": nd}
+		res.Metrics = map[string]job.Num{"front_hv": hv, "front_non_dominated": nd}
 	}
 }
 

@@ -283,3 +283,48 @@ func TestBatchValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestBatchFrontJobs(t *testing.T) {
+	dir := t.TempDir()
+	model, data := tinyLeNet(t, dir, 8)
+	jobsFile := filepath.Join(dir, "jobs.yaml")
+	text := "jobs:\n" +
+		"  - {name: synth, kind: front, problem: exp2, models: 3, steps: 50}\n" +
+		"  - {name: onnx, kind: front, model: " + model + ", data: " + data + ", task: [\"left:nll:logp_left:left\", \"right:nll:logp_right:right\"], models: 2, steps: 2, batch: 4}\n"
+	if err := os.WriteFile(jobsFile, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if printed, err := runCLI(t, "batch", "run", jobsFile, "--out-dir", out); err != nil {
+		t.Fatalf("batch run: %v\n%s", err, printed)
+	}
+	jobs, _ := batch.LoadFile(jobsFile)
+	for _, j := range jobs {
+		var res batch.Result
+		b, err := os.ReadFile(filepath.Join(out, j.ID, batch.ResultFile))
+		if err == nil {
+			err = json.Unmarshal(b, &res)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", j.ID, err)
+		}
+		wantModels := map[string]int{"synth": 0, "onnx": 2}[j.Name]
+		nModels := 0
+		for k, f := range res.Files {
+			if strings.HasPrefix(k, "model_") {
+				nModels++
+				if _, err := importer.Load(filepath.Join(out, f)); err != nil {
+					t.Errorf("%s: %s: %v", j.ID, f, err)
+				}
+			}
+		}
+		if nModels != wantModels || res.Metrics["front_non_dominated"] < 1 || len(res.Tasks) != 2 {
+			t.Errorf("%s: %d model files (want %d), metrics %v, tasks %v", j.ID, nModels, wantModels, res.Metrics, res.Tasks)
+		}
+		for _, f := range []string{"report.json", "front.csv", "front.png", batch.LogFile} {
+			if _, err := os.Stat(filepath.Join(out, j.ID, f)); err != nil {
+				t.Errorf("%s: %v", j.ID, err)
+			}
+		}
+	}
+}
