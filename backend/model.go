@@ -29,6 +29,10 @@ type Options struct {
 	// that a criterion may read by name: Terms and EvaluateTerms report
 	// them and their gradients, Tasks and Evaluate leave them out.
 	Terms []Task
+	// Untie gives every node reading a trainable initializer that several
+	// nodes read its own copy (importer.Model.Untie, on the model given
+	// to Open, so that saving it keeps the copies); see shared.go.
+	Untie bool
 }
 
 // Param is one trainable initializer and where it lives in the flat
@@ -60,7 +64,9 @@ type Model struct {
 	theta  []float32
 	inputs []Input
 	cache  map[string]*compiled
-	static map[string]bool // inputs bound when the graph is built (intinputs.go)
+	static map[string]bool     // inputs bound when the graph is built (intinputs.go)
+	shared []importer.Shared   // trainable initializers read by several nodes (shared.go)
+	untied map[string][]string // the copies Options.Untie made
 }
 
 // compiled is the graph for one signature of input and target shapes.
@@ -142,6 +148,9 @@ func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
 		md.inputs = append(md.inputs, in)
 	}
 	md.chooseParams()
+	if err := md.findShared(); err != nil {
+		errs = append(errs, err)
+	}
 	md.static = md.staticInputs()
 	if err := md.checkIntInputs(); err != nil {
 		errs = append(errs, err)

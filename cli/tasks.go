@@ -24,6 +24,8 @@ var (
 		Usage: "BatchNormalization `MODE`: frozen (running statistics) or train (batch statistics)"}
 	freezeFlag = &ucli.StringSliceFlag{Name: "freeze", Category: "Model",
 		Usage: "do not train initializers matching `GLOB` (path.Match; repeatable)"}
+	untieFlag = &ucli.BoolFlag{Name: "untie", Category: "Model",
+		Usage: "give each node its own copy of a trainable initializer that several nodes read (PyTorch's export merges equal ones, e.g. zero biases), so that they train independently; the saved model keeps the copies"}
 	dataFlag = &ucli.StringSliceFlag{Name: "data", Category: "Data", TakesFile: true,
 		Usage: "the model inputs and task targets, from `SOURCE`: FILE.npz (its arrays by name), " + sourceUsage}
 )
@@ -39,11 +41,11 @@ func batchFlag(def int) *ucli.IntFlag {
 	return &ucli.IntFlag{Name: "batch", Value: def, Usage: "examples per batch `B`", Category: "Data"}
 }
 
-// modelConfigFromFlags reads --task, --term (tune, front), --map, --bn and
-// --freeze.
+// modelConfigFromFlags reads --task, --term and --untie (tune, front),
+// --map, --bn and --freeze.
 func modelConfigFromFlags(c *ucli.Context) job.ModelConfig {
 	return job.ModelConfig{Tasks: c.StringSlice(taskFlag.Name), Terms: c.StringSlice(termFlag.Name), Maps: c.StringSlice(mapFlag.Name),
-		BN: c.String(bnFlag.Name), Freeze: c.StringSlice(freezeFlag.Name)}
+		BN: c.String(bnFlag.Name), Freeze: c.StringSlice(freezeFlag.Name), Untie: c.Bool(untieFlag.Name)}
 }
 
 // withInterspersed lets cmd take flags after its positional arguments
@@ -117,4 +119,11 @@ func splitArgs(c *ucli.Context, set bool) ([]string, error) {
 		}
 	}
 	return pos, nil
+}
+
+// printWarnings writes a job's warnings to the command's error stream.
+func printWarnings(c *ucli.Context, ws []string) {
+	for _, w := range ws {
+		fmt.Fprintf(c.App.ErrWriter, "warning: %s\n", w)
+	}
 }

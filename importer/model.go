@@ -141,3 +141,14 @@ func (m *Model) HasExternalData() bool {
 	}
 	return false
 }
+
+// Clone returns a deep copy of m (its graph, and the model as written
+// when Decode inlined local functions), so that the copy can be changed
+// and saved independently of m.
+func (m *Model) Clone() *Model {
+	c := &Model{Proto: proto.Clone(m.Proto).(*onnxpb.ModelProto), Path: m.Path, Dir: m.Dir}
+	if m.written != nil {
+		c.written = proto.Clone(m.written).(*onnxpb.ModelProto)
+	}
+	return c
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -113,6 +114,9 @@ type Front struct {
 
 	// Progress receives progress lines (nil: none).
 	Progress io.Writer
+	// Warnings are found by Prepare (tied parameters, SharedWarning, once
+	// per distinct model file) for the caller to show once.
+	Warnings []string
 	// Plot, when set, draws the models in loss space to path (front.png);
 	// trueFront is the synthetic problem's front, else nil.
 	Plot func(path, title string, tasks []string, pts [][]float64, trueFront [][2]float64) error
@@ -289,6 +293,9 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		}
 		if net.NumParams() == 0 {
 			return fmt.Errorf("%s: nothing to train (no trainable initializer; check --freeze)", p)
+		}
+		if w := SharedWarning(p, net); w != "" && !slices.Contains(j.Warnings, w) {
+			j.Warnings = append(j.Warnings, w)
 		}
 		j.models, j.nets, j.probs = append(j.models, m), append(j.nets, net), append(j.probs, net)
 	}

@@ -4,11 +4,8 @@ import (
 	"strings"
 	"sync"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 // Loader reads models and data files once and hands every job its own
@@ -43,7 +40,7 @@ func (l *Loader) Model(path string) (*importer.Model, error) {
 		}
 		l.models[path] = m
 	}
-	return &importer.Model{Proto: proto.Clone(m.Proto).(*onnxpb.ModelProto), Path: m.Path, Dir: m.Dir}, nil
+	return m.Clone(), nil
 }
 
 // Arrays returns the arrays of the data sources specs

@@ -89,6 +89,7 @@ type ModelConfig struct {
 	Maps   []string // --map INPUT=ARRAY
 	BN     string   // --bn: frozen or train
 	Freeze []string // --freeze globs
+	Untie  bool     // --untie: give each node its own copy of a shared trainable initializer
 }
 
 // resolve parses the tasks, maps and options; the terms go into the
@@ -109,6 +110,7 @@ func (mc ModelConfig) resolve() ([]backend.Task, map[string]string, backend.Opti
 	if opt.Terms, err = ParseTerms(mc.Terms, tasks); err != nil {
 		return nil, nil, backend.Options{}, err
 	}
+	opt.Untie = mc.Untie
 	return tasks, maps, opt, nil
 }
 
@@ -124,4 +126,20 @@ func OpenModel(l *Loader, path string, tasks []backend.Task, opt backend.Options
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, md, nil
+}
+
+// SharedWarning describes the trainable initializers of net (the model at
+// path) that several nodes read, which training ties together, or returns
+// "" when there are none. tune and front print it once.
+func SharedWarning(path string, net *backend.Model) string {
+	sh := net.SharedInitializers()
+	if len(sh) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s: %d trainable initializer(s) read by several nodes will be trained as one (PyTorch's export merges equal initializers; --untie gives each node its own copy):", path, len(sh))
+	for _, s := range sh {
+		fmt.Fprintf(&sb, "\n  %s: %s", s.Name, strings.Join(s.Consumers, ", "))
+	}
+	return sb.String()
 }

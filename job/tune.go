@@ -78,7 +78,10 @@ type Tune struct {
 	CSVPath    string
 	Resume     string
 	Progress   io.Writer // nil: no progress lines
-	Extra      []finetune.Recorder
+	// Warnings are found by Prepare (tied parameters, SharedWarning) for
+	// the caller to show once.
+	Warnings []string
+	Extra    []finetune.Recorder
 	// BeforeSave, when set, is called after training and the final
 	// measurement, before the model is written (the command draws its
 	// plot there); an error stops the run with nothing written.
@@ -172,6 +175,9 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	}
 	if job.Net.NumParams() == 0 {
 		return nil, fmt.Errorf("%s: nothing to train (no trainable initializer; check --freeze)", job.ModelPath)
+	}
+	if w := SharedWarning(job.ModelPath, job.Net); w != "" {
+		job.Warnings = append(job.Warnings, w)
 	}
 	names := job.Net.Tasks()
 	s := &finetune.Settings{

@@ -1,0 +1,107 @@
+package backend
+
+import (
+	"math/rand"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+	"github.com/paretonav/paretonav/internal/ortcheck"
+	"github.com/paretonav/paretonav/png"
+)
+
+// tiedModel is x[N,4] → Gemm(w1, b) → Relu → Gemm(w2, b) = y: the zero
+// bias b read by both Gemms, as PyTorch's export merges them.
+func tiedModel(r *rand.Rand) *importer.Model {
+	nodes := []*onnxpb.NodeProto{
+		mkNode("Gemm", "fc1", []string{"x", "w1", "b"}, []string{"h"}, aInt("transB", 1)),
+		mkNode("Relu", "act", []string{"h"}, []string{"a"}),
+		mkNode("Gemm", "fc2", []string{"a", "w2", "b"}, []string{"y"}, aInt("transB", 1)),
+	}
+	inits := []*importer.Tensor{randF32Tensor(r, "w1", 4, 4), randF32Tensor(r, "w2", 4, 4), importer.NewFloat32("b", []int{4}, make([]float32, 4))}
+	m := graphModel(nodes, inits, map[string][]int64{"x": {-1, 4}}, "y")
+	ir := int64(8)
+	m.Proto.IrVersion = &ir
+	return m
+}
+
+// TestUntieOpen checks that Open reports the tied bias, that Untie gives
+// fc2 its own copy with its own gradient, that the outputs do not change,
+// and that the saved model runs in ONNX Runtime with the same outputs.
+func TestUntieOpen(t *testing.T) {
+	r := rand.New(rand.NewSource(12))
+	task := []Task{{Name: "t", Loss: "mse", Output: "y", Target: "yt", Options: map[string]string{}}}
+	batch := map[string]*importer.Tensor{"x": randF32Tensor(r, "x", 3, 4), "yt": randF32Tensor(r, "yt", 3, 4)}
+
+	m := tiedModel(rand.New(rand.NewSource(1)))
+	tied, err := Open(m, task, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []importer.Shared{{Name: "b", Consumers: []string{"fc1", "fc2"}}}
+	if got := tied.SharedInitializers(); !reflect.DeepEqual(got, want) {
+		t.Errorf("SharedInitializers = %v, want %v", got, want)
+	}
+	before, err := tied.Outputs(batch, "y")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	um := tiedModel(rand.New(rand.NewSource(1)))
+	untied, err := Open(um, task, Options{Untie: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh := untied.SharedInitializers(); len(sh) != 0 {
+		t.Errorf("still shared after Untie: %v", sh)
+	}
+	if got := untied.Untied(); !reflect.DeepEqual(got, map[string][]string{"b": {"b.fc2"}}) {
+		t.Errorf("Untied = %v", got)
+	}
+	if n, want := untied.NumParams(), tied.NumParams()+4; n != want {
+		t.Errorf("%d parameters after untie, want %d", n, want)
+	}
+	after, err := untied.Outputs(batch, "y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertClose(t, "y after untie", after["y"], before["y"].Shape, before["y"].Float64s(), 0)
+
+	// The tied gradient of b is the sum of the two untied ones.
+	grad := func(md *Model) map[string][]float32 {
+		jac := png.NewJacobian(1, md.NumParams())
+		if err := md.Evaluate(batch, make([]float64, 1), &jac); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]float32{}
+		for _, p := range md.Trainable() {
+			n := numel(p.Shape)
+			out[p.Name] = jac.Row(0)[p.Offset : p.Offset+n]
+		}
+		return out
+	}
+	gt, gu := grad(tied), grad(untied)
+	differ := false
+	for i := range gt["b"] {
+		if d := float64(gt["b"][i] - gu["b"][i] - gu["b.fc2"][i]); d > 1e-5 || d < -1e-5 {
+			t.Errorf("∂b[%d]: tied %g, untied %g + %g", i, gt["b"][i], gu["b"][i], gu["b.fc2"][i])
+		}
+		differ = differ || gu["b"][i] != gu["b.fc2"][i]
+	}
+	if !differ {
+		t.Error("the two copies get the same gradient: not untied")
+	}
+
+	ortcheck.Require(t)
+	path := filepath.Join(t.TempDir(), "untied.onnx")
+	if err := importer.Save(path, um, untied.Weights(), importer.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ort, err := ortcheck.Run(path, map[string]*importer.Tensor{"x": batch["x"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertClose(t, "ONNX Runtime on the untied file", ort["y"], before["y"].Shape, before["y"].Float64s(), 1e-6)
+}
