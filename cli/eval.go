@@ -66,6 +66,7 @@ func evalSummary(w io.Writer, model string, res *job.DataEval, names []string, g
 		fmt.Fprintf(w, "  %-12s %.6f\n", n, res.Losses[i])
 	}
 	fmt.Fprintf(w, "  g(θ)         %.4g\n", res.G)
+	job.WriteMetrics(w, "", names, job.NumMetrics(res.Metrics))
 	if gradOut != "" {
 		fmt.Fprintf(w, "gradients written to %s\n", gradOut)
 	}

@@ -142,6 +142,9 @@ func frontSummary(w io.Writer, r *job.FrontOutcome) error {
 			extra = fmt.Sprintf("  front distance %#.4g", float64(*m.FrontDist))
 		}
 		fmt.Fprintf(w, "  model %d: %s  g %#.4g%s\n", m.Model, strings.Join(parts, " "), float64(m.G), extra)
+		if job.BeyondAccuracy(m.Metrics) {
+			job.WriteMetrics(w, "    ", r.Tasks, m.Metrics)
+		}
 	}
 	fmt.Fprintf(w, "  losses: %d of %d models non-dominated; ", r.Loss.NonDominated, len(r.Models))
 	if r.Loss.HVNote != "" {

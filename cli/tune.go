@@ -143,6 +143,12 @@ func tuneSummary(w io.Writer, r *tuneOutcome) error {
 	}
 	fmt.Fprintf(w, "    %-12s %#12.4g %#12.4g\n", "F", float64(r.Before.F), float64(r.After.F))
 	fmt.Fprintf(w, "    %-12s %#12.4g %#12.4g\n", "g(θ)", float64(r.Before.G), float64(r.After.G))
+	if len(r.After.Metrics) > 0 {
+		fmt.Fprintln(w, "  before:")
+		job.WriteMetrics(w, "    ", r.Tasks, r.Before.Metrics)
+		fmt.Fprintln(w, "  after:")
+		job.WriteMetrics(w, "    ", r.Tasks, r.After.Metrics)
+	}
 	if r.Method == "png" && r.BandSteps > 0 {
 		fmt.Fprintf(w, "  in the Pareto band (g ≤ e) for %.0f%% of the last %d steps\n", 100*float64(r.InBand), r.BandSteps)
 	}

@@ -57,6 +57,9 @@ type jsonPoint struct {
 	EPO       *jsonEPO             `json:"epo,omitempty"`
 	DLoss     map[string]jsonFloat `json:"dloss,omitempty"`
 	ValLosses map[string]jsonFloat `json:"val_losses,omitempty"`
+	// ValMetrics are the task metrics of the validation pass
+	// (Settings.ValMeter): {"TASK": {"miou": ..., ...}}.
+	ValMetrics map[string]map[string]jsonFloat `json:"val_metrics,omitempty"`
 }
 
 // jsonMetric is a png.MetricInfo in a step line.
@@ -93,7 +96,7 @@ func (r *JSONLRecorder) Record(st *Step) error {
 	for k, p := range st.Points {
 		pts[k] = jsonPoint{Losses: r.named(p.Losses), Terms: r.termMap(p.Terms), Drift: r.driftOf(p.Drift), G: jsonFloat(p.Info.G), E: jsonFloat(p.Info.E),
 			Control: p.Info.ControlOn, Phi: jsonFloat(p.Info.Phi), Lambda: floats(p.Info.Lambda), VNorm: jsonFloat(p.Info.VNorm),
-			DLoss: r.named(p.DLoss), ValLosses: r.named(p.ValLosses)}
+			DLoss: r.named(p.DLoss), ValLosses: r.named(p.ValLosses), ValMetrics: jsonMetrics(p.ValMetrics)}
 		if mi := p.Metric; mi != nil {
 			pts[k].Metric = &jsonMetric{G: jsonFloat(mi.G), Phi: jsonFloat(mi.Phi), Lambda: floats(mi.Lambda)}
 		}
@@ -120,12 +123,13 @@ func (r *JSONLRecorder) Done(res *Result) error {
 		return nil
 	}
 	type point struct {
-		Losses    map[string]jsonFloat `json:"losses"`
-		Terms     map[string]jsonFloat `json:"terms,omitempty"`
-		Drift     *jsonFloat           `json:"drift,omitempty"`
-		F         jsonFloat            `json:"F"`
-		G         jsonFloat            `json:"g"`
-		ValLosses map[string]jsonFloat `json:"val_losses,omitempty"`
+		Losses     map[string]jsonFloat            `json:"losses"`
+		Terms      map[string]jsonFloat            `json:"terms,omitempty"`
+		Drift      *jsonFloat                      `json:"drift,omitempty"`
+		F          jsonFloat                       `json:"F"`
+		G          jsonFloat                       `json:"g"`
+		ValLosses  map[string]jsonFloat            `json:"val_losses,omitempty"`
+		ValMetrics map[string]map[string]jsonFloat `json:"val_metrics,omitempty"`
 	}
 	out := struct {
 		Kind   string    `json:"kind"`
@@ -135,7 +139,7 @@ func (r *JSONLRecorder) Done(res *Result) error {
 		Models []point   `json:"models"`
 	}{Kind: "result", Status: res.Status, Steps: res.Steps, F: jsonFloat(res.F)}
 	for _, p := range res.Points {
-		out.Models = append(out.Models, point{Losses: r.named(p.Losses), Terms: r.termMap(p.Terms), Drift: r.driftOf(p.Drift), F: jsonFloat(p.F), G: jsonFloat(p.G), ValLosses: r.named(p.ValLosses)})
+		out.Models = append(out.Models, point{Losses: r.named(p.Losses), Terms: r.termMap(p.Terms), Drift: r.driftOf(p.Drift), F: jsonFloat(p.F), G: jsonFloat(p.G), ValLosses: r.named(p.ValLosses), ValMetrics: jsonMetrics(p.ValMetrics)})
 	}
 	return r.line(out)
 }
@@ -200,6 +204,22 @@ func floats(v []float64) []jsonFloat {
 	out := make([]jsonFloat, len(v))
 	for i, x := range v {
 		out[i] = jsonFloat(x)
+	}
+	return out
+}
+
+// jsonMetrics converts task metrics for a JSON line (NaN → null); nil
+// stays nil.
+func jsonMetrics(m map[string]map[string]float64) map[string]map[string]jsonFloat {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]map[string]jsonFloat, len(m))
+	for task, ms := range m {
+		out[task] = make(map[string]jsonFloat, len(ms))
+		for k, v := range ms {
+			out[task][k] = jsonFloat(v)
+		}
 	}
 	return out
 }

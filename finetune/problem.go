@@ -26,6 +26,14 @@ import (
 // models/synthetic) implement Problem without importing finetune.
 type Batch = map[string]*importer.Tensor
 
+// Meter accumulates task metrics over the batches of one validation pass
+// (Settings.ValMeter): Add sees every batch in order, Result gives the
+// metrics pooled over the pass, by task and metric name.
+type Meter interface {
+	Add(b Batch) error
+	Result() map[string]map[string]float64
+}
+
 // Problem is what the loop trains: m task losses of a flat float32 parameter
 // vector, and their gradients.
 type Problem interface {

@@ -101,6 +101,9 @@ type Point struct {
 	// DLoss_i ≤ −lr·φ (−lr·φ_P of Metric when that is set).
 	DLoss     []float64
 	ValLosses []float64 // validation losses, nil unless validated at this step
+	// ValMetrics are the task metrics of the same validation pass
+	// (Settings.ValMeter), nil without.
+	ValMetrics map[string]map[string]float64
 }
 
 // Multi returns a Recorder that passes every call to each of recs in turn;

@@ -25,6 +25,9 @@ type PointResult struct {
 	InitialF      float64
 	G             float64   // g(θ) at the end: 0 on the Pareto set
 	ValLosses     []float64 // validation losses at the end, nil without a validation set
+	// ValMetrics are the task metrics at the end (Settings.ValMeter), nil
+	// without.
+	ValMetrics map[string]map[string]float64
 }
 
 // Losses returns the first point's final losses (Run's only point).

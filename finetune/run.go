@@ -267,7 +267,7 @@ func (l *loop) loop(ctx context.Context) (*Result, error) {
 		st := l.stepRecord(lr)
 		if l.val != nil && l.s.ValEvery > 0 && l.step%l.s.ValEvery == 0 {
 			for k, pt := range l.pts {
-				if st.Points[k].ValLosses, err = l.validate(pt); err != nil {
+				if st.Points[k].ValLosses, st.Points[k].ValMetrics, err = l.validate(k, pt); err != nil {
 					return l.fail(err)
 				}
 			}
@@ -563,26 +563,39 @@ func (l *loop) advance() {
 
 // validate returns pt's losses over the validation set, the batch losses
 // weighted by batch size.
-func (l *loop) validate(pt *point) ([]float64, error) {
+func (l *loop) validate(k int, pt *point) ([]float64, map[string]map[string]float64, error) {
 	out := make([]float64, l.m)
 	if l.val.Empty() {
 		if err := pt.p.Evaluate(nil, out, nil); err != nil {
-			return nil, fmt.Errorf("finetune: validation after step %d: %w", l.step, err)
+			return nil, nil, fmt.Errorf("finetune: validation after step %d: %w", l.step, err)
 		}
-		return out, nil
+		return out, nil, nil
+	}
+	var meter Meter
+	if l.s.ValMeter != nil {
+		meter = l.s.ValMeter(k)
 	}
 	N := l.val.Len()
 	tmp := make([]float64, l.m)
 	for i := 0; i < N; i += l.s.BatchSize {
 		j := min(i+l.s.BatchSize, N)
-		if err := pt.p.Evaluate(l.val.Slice(i, j), tmp, nil); err != nil {
-			return nil, fmt.Errorf("finetune: validation after step %d, examples %d..%d: %w", l.step, i, j-1, err)
+		b := l.val.Slice(i, j)
+		if err := pt.p.Evaluate(b, tmp, nil); err != nil {
+			return nil, nil, fmt.Errorf("finetune: validation after step %d, examples %d..%d: %w", l.step, i, j-1, err)
+		}
+		if meter != nil {
+			if err := meter.Add(b); err != nil {
+				return nil, nil, fmt.Errorf("finetune: validation metrics after step %d, examples %d..%d: %w", l.step, i, j-1, err)
+			}
 		}
 		for t := range out {
 			out[t] += tmp[t] * float64(j-i) / float64(N)
 		}
 	}
-	return out, nil
+	if meter != nil {
+		return out, meter.Result(), nil
+	}
+	return out, nil, nil
 }
 
 func (l *loop) stepRecord(lr float64) *Step {
@@ -622,7 +635,7 @@ func (l *loop) finish() (*Result, error) {
 		png.Gram(K, pt.jac, 0)
 		_, res.Points[k].G = png.MinNorm(K, l.m)
 		if l.val != nil {
-			if res.Points[k].ValLosses, err = l.validate(pt); err != nil {
+			if res.Points[k].ValLosses, res.Points[k].ValMetrics, err = l.validate(k, pt); err != nil {
 				return l.fail(err)
 			}
 		}

@@ -86,6 +86,11 @@ type Settings struct {
 	// ValEvery evaluates the validation set every ValEvery steps (0: only
 	// at the end, when a validation set is given).
 	ValEvery int
+	// ValMeter, when set, returns a fresh Meter for model k (0 for Run)
+	// at every validation pass over a validation set; its metrics are
+	// recorded beside the validation losses (Point.ValMetrics,
+	// PointResult.ValMetrics). nil means losses only.
+	ValMeter func(k int) Meter
 	// CheckpointEvery writes a checkpoint to CheckpointPath every
 	// CheckpointEvery steps (0: never, except on interruption when
 	// CheckpointPath is set).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/finetune/front"
 	"github.com/paretonav/paretonav/png"
 )
 
@@ -155,15 +156,25 @@ type DataEval struct {
 	Terms    []float64    // per term (backend.Options.Terms): the same means; nil without terms
 	Jac      png.Jacobian // the same average of the task gradients (when asked)
 	G        float64      // g from png.Gram + png.MinNorm on Jac (when asked)
+	// Metrics are the tasks' metrics (front.Meter) pooled over the whole
+	// pass, by task and metric name; nil when no tasks were given or none
+	// has metrics.
+	Metrics map[string]map[string]float64
 }
 
 // Evaluate runs md over ds in file order, batch examples at a time,
 // and averages losses (and, with grad, task gradients) over the batches
-// weighted by their sizes.
-func Evaluate(md *backend.Model, ds *finetune.Dataset, batch int, grad bool) (*DataEval, error) {
+// weighted by their sizes. With tasks (md's, in order) it also
+// accumulates their metrics over every batch (one more forward pass per
+// batch for the outputs).
+func Evaluate(md *backend.Model, ds *finetune.Dataset, batch int, grad bool, tasks []backend.Task) (*DataEval, error) {
 	m, n := len(md.Tasks()), md.NumParams()
 	N := ds.Len()
 	res := &DataEval{Examples: N, Losses: make([]float64, m)}
+	var meter *front.Meter
+	if tasks != nil {
+		meter = front.NewMeter(tasks)
+	}
 	var terms []float64
 	if t := len(md.Terms()); t > 0 {
 		res.Terms, terms = make([]float64, t), make([]float64, t)
@@ -191,6 +202,11 @@ func Evaluate(md *backend.Model, ds *finetune.Dataset, batch int, grad bool) (*D
 		if err != nil {
 			return nil, fmt.Errorf("examples %d..%d: %w", i, j-1, err)
 		}
+		if meter != nil {
+			if err := meter.Add(md, ds.Slice(i, j)); err != nil {
+				return nil, fmt.Errorf("examples %d..%d: metrics: %w", i, j-1, err)
+			}
+		}
 		for t := range tmp {
 			res.Losses[t] += w * tmp[t]
 		}
@@ -212,6 +228,9 @@ func Evaluate(md *backend.Model, ds *finetune.Dataset, batch int, grad bool) (*D
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("term %q: value is %v", md.Terms()[t], v)
 		}
+	}
+	if meter != nil && !meter.Empty() {
+		res.Metrics = meter.Result()
 	}
 	if grad {
 		for k, v := range sum {

@@ -34,6 +34,9 @@ type EvalOutcome struct {
 	Tasks    map[string]Num `json:"tasks"`
 	G        Num            `json:"g"`
 	GradOut  string         `json:"grad_out,omitempty"`
+	// Metrics are the tasks' metrics (front.Meter), pooled over every
+	// evaluated pixel: "metrics": {"TASK": {"miou": ..., ...}}.
+	Metrics map[string]map[string]Num `json:"metrics,omitempty"`
 
 	// Names are the tasks in order and Eval the pass itself.
 	Names []string  `json:"-"`
@@ -42,9 +45,10 @@ type EvalOutcome struct {
 
 // EvalRun is a resolved eval job: model and data loaded and checked.
 type EvalRun struct {
-	cfg *EvalConfig
-	md  *backend.Model
-	ds  *finetune.Dataset
+	cfg   *EvalConfig
+	md    *backend.Model
+	tasks []backend.Task
+	ds    *finetune.Dataset
 }
 
 // Prepare checks c and loads the model and data (through l, which may be
@@ -80,13 +84,13 @@ func (c *EvalConfig) Prepare(l *Loader) (*EvalRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &EvalRun{cfg: c, md: md, ds: ds}, nil
+	return &EvalRun{cfg: c, md: md, tasks: tasks, ds: ds}, nil
 }
 
 // Run evaluates every task and writes the gradients when asked.
 func (e *EvalRun) Run() (*EvalOutcome, error) {
 	c, md := e.cfg, e.md
-	res, err := Evaluate(md, e.ds, c.Batch, true)
+	res, err := Evaluate(md, e.ds, c.Batch, true, e.tasks)
 	if err != nil {
 		return nil, fmt.Errorf("eval %s on %s: %w", c.Model, strings.Join(c.Data, ","), err)
 	}
@@ -97,7 +101,7 @@ func (e *EvalRun) Run() (*EvalOutcome, error) {
 	}
 	names := md.Tasks()
 	return &EvalOutcome{Examples: res.Examples, Tasks: named(names, res.Losses), G: Num(res.G), GradOut: c.GradOut,
-		Names: names, Eval: res}, nil
+		Metrics: NumMetrics(res.Metrics), Names: names, Eval: res}, nil
 }
 
 // Eval prepares and runs the eval job c.

@@ -16,13 +16,15 @@ import (
 
 // FrontModel is one model in front's report.
 type FrontModel struct {
-	Model     int            `json:"model"`
-	File      string         `json:"file,omitempty"`
-	Losses    map[string]Num `json:"losses"`
-	Accuracy  map[string]Num `json:"accuracy,omitempty"`
-	G         Num            `json:"g"`
-	FrontDist *Num           `json:"front_distance,omitempty"`
-	Initial   map[string]Num `json:"initial_losses"`
+	Model    int            `json:"model"`
+	File     string         `json:"file,omitempty"`
+	Losses   map[string]Num `json:"losses"`
+	Accuracy map[string]Num `json:"accuracy,omitempty"`
+	// Metrics are the task metrics on the scoring data (front.Meter).
+	Metrics   map[string]map[string]Num `json:"metrics,omitempty"`
+	G         Num                       `json:"g"`
+	FrontDist *Num                      `json:"front_distance,omitempty"`
+	Initial   map[string]Num            `json:"initial_losses"`
 	// Terms are the --term values and Drift ‖θ − θ₀‖² (when the criterion
 	// reads drift) at the end, on the last training batch.
 	Terms map[string]Num `json:"terms,omitempty"`
@@ -76,11 +78,11 @@ func (j *Front) scoreAll(res *finetune.Result) ([]front.Member, error) {
 			out[k] = front.Member{Losses: l, Acc: nanSlice(len(l))}
 			continue
 		}
-		l, a, err := front.Score(j.nets[k], j.btasks, j.score, j.batch)
+		l, a, met, err := front.ScoreMetrics(j.nets[k], j.btasks, j.score, j.batch)
 		if err != nil {
 			return nil, fmt.Errorf("model %d on the %s: %w", k, j.scoredOn, err)
 		}
-		out[k] = front.Member{Losses: l, Acc: a}
+		out[k] = front.Member{Losses: l, Acc: a, Metrics: met}
 	}
 	return out, nil
 }
@@ -193,7 +195,8 @@ func (j *Front) report(res *finetune.Result, ms []front.Member, ref []float64, r
 		return o
 	}
 	for k, m := range ms {
-		mo := FrontModel{Model: k, Losses: named(m.Losses), G: Num(res.Points[k].G), Initial: named(res.Points[k].InitialLosses)}
+		mo := FrontModel{Model: k, Losses: named(m.Losses), G: Num(res.Points[k].G), Initial: named(res.Points[k].InitialLosses),
+			Metrics: NumMetrics(m.Metrics)}
 		if j.nets != nil {
 			mo.Accuracy = named(m.Acc)
 		}

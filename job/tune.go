@@ -95,6 +95,8 @@ type TuneReport struct {
 	Drift  *Num           `json:"drift,omitempty"` // ‖θ − θ₀‖², when the criterion reads drift
 	F      Num            `json:"F"`
 	G      Num            `json:"g"`
+	// Metrics are the tasks' metrics on the same data (front.Meter).
+	Metrics map[string]map[string]Num `json:"metrics,omitempty"`
 }
 
 // TuneOutcome is what a tune job reports (tune --json, a batch job's
@@ -201,6 +203,8 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 		return nil, fmt.Errorf("--criterion: %w", err)
 	}
 	s.Meta["criterion"] = job.Criterion
+	net, tasks := job.Net, job.Tasks
+	s.ValMeter = func(int) finetune.Meter { return ModelMeter(net, tasks) }
 	job.Settings = s
 
 	bind := Binding{Model: job.Net, Tasks: job.Tasks, Terms: job.Terms, Maps: maps}
@@ -232,12 +236,12 @@ func missingData(flag, what string) error {
 // measure evaluates the criterion on the report set; drift is
 // ‖θ − θ₀‖² of the parameters measured (0 before training).
 func (j *Tune) measure(drift float64) (TuneReport, []float64, error) {
-	r, err := Evaluate(j.Net, j.Report, j.Batch, true)
+	r, err := Evaluate(j.Net, j.Report, j.Batch, true, j.Tasks)
 	if err != nil {
 		return TuneReport{}, nil, fmt.Errorf("%s data: %w", j.ReportName, err)
 	}
 	x := append(append([]float64(nil), r.Losses...), r.Terms...)
-	rep := TuneReport{Losses: named(j.Net.Tasks(), r.Losses), G: Num(r.G)}
+	rep := TuneReport{Losses: named(j.Net.Tasks(), r.Losses), G: Num(r.G), Metrics: NumMetrics(r.Metrics)}
 	if len(r.Terms) > 0 {
 		rep.Terms = named(j.Net.Terms(), r.Terms)
 	}

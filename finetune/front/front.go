@@ -40,6 +40,9 @@ func Perturb(ps []finetune.Problem, spread float64, seed int64) error {
 type Member struct {
 	Losses []float64 // task losses
 	Acc    []float64 // task accuracies in [0, 1], NaN where a task has none
+	// Metrics are the task metrics (Meter) by task and name, nil when
+	// none was measured.
+	Metrics map[string]map[string]float64
 }
 
 // Quality measures a set of points in objective space (minimised).

@@ -68,6 +68,15 @@ func (m *Meter) Add(md Outputer, b map[string]*importer.Tensor) error {
 	if err != nil {
 		return err
 	}
+	return m.AddOutputs(vals, b)
+}
+
+// Outputs returns the names of the outputs Add reads.
+func (m *Meter) Outputs() []string { return m.outs }
+
+// AddOutputs accumulates every task's metrics from outputs already
+// computed on batch b (vals holds at least Outputs()).
+func (m *Meter) AddOutputs(vals, b map[string]*importer.Tensor) error {
 	for k, t := range m.tasks {
 		if !HasMetrics(t) {
 			continue

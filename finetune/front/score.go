@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/finetune/metrics"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/png"
 )
@@ -28,10 +30,19 @@ func IsClassification(t backend.Task) bool { return t.Loss == "nll" || t.Loss ==
 // accuracy of a classification task (IsClassification) with an [N, C]
 // output is the fraction of examples whose label has the largest output
 // (the first largest, like argmax); examples labelled with the task's
-// ignore_index are left out. Other tasks get NaN.
+// ignore_index are left out; with per-pixel targets ([N, C, d...]
+// outputs) it is the pixel accuracy of Meter. Other tasks get NaN.
 func Score(md Classifier, tasks []backend.Task, data *finetune.Dataset, batchSize int) (losses, acc []float64, err error) {
+	losses, acc, _, err = ScoreMetrics(md, tasks, data, batchSize)
+	return losses, acc, err
+}
+
+// ScoreMetrics is Score that also accumulates the tasks' metrics (Meter) over
+// the same batches and outputs: by task and metric name, nil when no task
+// has metrics.
+func ScoreMetrics(md Classifier, tasks []backend.Task, data *finetune.Dataset, batchSize int) (losses, acc []float64, met map[string]map[string]float64, err error) {
 	if data.Empty() {
-		return nil, nil, errors.New("front: Score: no data")
+		return nil, nil, nil, errors.New("front: Score: no data")
 	}
 	if batchSize < 1 {
 		batchSize = finetune.DefaultBatchSize
@@ -43,6 +54,12 @@ func Score(md Classifier, tasks []backend.Task, data *finetune.Dataset, batchSiz
 			outs = append(outs, t.Output)
 		}
 	}
+	meter := NewMeter(tasks)
+	for _, o := range meter.Outputs() {
+		if !slices.Contains(outs, o) {
+			outs = append(outs, o)
+		}
+	}
 	n := data.Len()
 	losses, acc = make([]float64, m), make([]float64, m)
 	hits, counted := make([]int, m), make([]int, m)
@@ -51,7 +68,7 @@ func Score(md Classifier, tasks []backend.Task, data *finetune.Dataset, batchSiz
 		j := min(i+batchSize, n)
 		b := data.Slice(i, j)
 		if err := md.Evaluate(b, tmp, nil); err != nil {
-			return nil, nil, fmt.Errorf("front: examples %d..%d: %w", i, j-1, err)
+			return nil, nil, nil, fmt.Errorf("front: examples %d..%d: %w", i, j-1, err)
 		}
 		for k, v := range tmp {
 			losses[k] += v * float64(j-i) / float64(n)
@@ -61,15 +78,18 @@ func Score(md Classifier, tasks []backend.Task, data *finetune.Dataset, batchSiz
 		}
 		vals, err := md.Outputs(b, outs...)
 		if err != nil {
-			return nil, nil, fmt.Errorf("front: examples %d..%d: %w", i, j-1, err)
+			return nil, nil, nil, fmt.Errorf("front: examples %d..%d: %w", i, j-1, err)
+		}
+		if err := meter.AddOutputs(vals, b); err != nil {
+			return nil, nil, nil, fmt.Errorf("front: examples %d..%d: metrics: %w", i, j-1, err)
 		}
 		for k, t := range tasks {
-			if !IsClassification(t) {
-				continue
+			if !IsClassification(t) || (vals[t.Output] != nil && len(vals[t.Output].Shape) > 2) {
+				continue // per-pixel targets: the meter's pixel accuracy
 			}
 			h, c, err := countHits(vals[t.Output], b[t.Target], t.IgnoreIndex)
 			if err != nil {
-				return nil, nil, fmt.Errorf("front: task %q, examples %d..%d: %w", t.Name, i, j-1, err)
+				return nil, nil, nil, fmt.Errorf("front: task %q, examples %d..%d: %w", t.Name, i, j-1, err)
 			}
 			hits[k] += h
 			counted[k] += c
@@ -81,7 +101,15 @@ func Score(md Classifier, tasks []backend.Task, data *finetune.Dataset, batchSiz
 			acc[k] = float64(hits[k]) / float64(counted[k])
 		}
 	}
-	return losses, acc, nil
+	if !meter.Empty() {
+		met = meter.Result()
+	}
+	for k, t := range tasks {
+		if v, ok := met[t.Name][metrics.PixelAcc]; ok && IsClassification(t) {
+			acc[k] = v
+		}
+	}
+	return losses, acc, met, nil
 }
 
 // countHits compares the argmax of every row of out [N, C] with labels [N]
