@@ -18,7 +18,7 @@ import (
 // code, test-only packages) is not checked.
 var (
 	docStrict = []string{
-		"png/...", "importer", "finetune", "finetune/npz", "models/...",
+		"png/...", "importer", "finetune", "finetune/npz", "finetune/metrics", "models/...",
 		"internal/ortcheck", "internal/nodetests", "internal/archtest", "cli",
 	}
 	docReportOnly = []string{
