@@ -20,7 +20,9 @@ var inspectCommand = withInterspersed(withConfig(&ucli.Command{
 	Description: `Prints the model's inputs and outputs with their shapes (dynamic dimensions
 by name), IR version and opsets, op counts, the number of parameters (elements
 of floating-point initializers), the initializers tune would train (--freeze
-to try patterns) and every op backend cannot run.`,
+to try patterns), the trainable initializers that several nodes read (trained
+as one unless tune/front --untie), and every op backend cannot run, with the
+nodes that use it and the ONNX node tests of that op backend does not pass.`,
 	Flags:  []ucli.Flag{freezeFlag, jsonFlag},
 	Action: runInspect,
 }))
@@ -43,20 +45,34 @@ type inspectInit struct {
 
 // inspectJSON is what inspect --json prints.
 type inspectJSON struct {
-	File        string            `json:"file"`
-	IRVersion   int64             `json:"ir_version"`
-	Opsets      map[string]int64  `json:"opsets"`
-	Producer    string            `json:"producer,omitempty"`
-	Inputs      []inspectValue    `json:"inputs"`
-	Outputs     []inspectValue    `json:"outputs"`
-	Ops         map[string]int    `json:"ops"`
-	Nodes       int               `json:"nodes"`
-	Params      int64             `json:"parameters"`
-	Trainable   []inspectInit     `json:"trainable"`
-	TrainParams int               `json:"trainable_parameters"`
-	Unsupported []string          `json:"unsupported"`
-	OpenError   string            `json:"open_error,omitempty"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
+	File        string           `json:"file"`
+	IRVersion   int64            `json:"ir_version"`
+	Opsets      map[string]int64 `json:"opsets"`
+	Producer    string           `json:"producer,omitempty"`
+	Inputs      []inspectValue   `json:"inputs"`
+	Outputs     []inspectValue   `json:"outputs"`
+	Ops         map[string]int   `json:"ops"`
+	Nodes       int              `json:"nodes"`
+	Params      int64            `json:"parameters"`
+	Trainable   []inspectInit    `json:"trainable"`
+	TrainParams int              `json:"trainable_parameters"`
+	Unsupported []string         `json:"unsupported"`
+	// UnsupportedNodes says, per unsupported op, which nodes use it and
+	// which ONNX node tests of that op backend does not pass.
+	UnsupportedNodes []inspectUnsupported `json:"unsupported_nodes"`
+	// Shared lists the trainable initializers read by several nodes
+	// (training ties them; tune --untie unties them).
+	Shared    []importer.Shared `json:"shared_initializers"`
+	OpenError string            `json:"open_error,omitempty"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+}
+
+// inspectUnsupported is one op backend cannot lower.
+type inspectUnsupported struct {
+	Op        string   `json:"op"`
+	Opset     int64    `json:"opset"`
+	Nodes     []string `json:"nodes"`
+	NodeTests []string `json:"node_tests_not_passed"`
 }
 
 func runInspect(c *ucli.Context) error {
@@ -83,7 +99,8 @@ func inspectModel(path string, m *importer.Model, freeze []string) (*inspectJSON
 	mp := m.Proto
 	g := mp.GetGraph()
 	info := &inspectJSON{File: path, IRVersion: mp.GetIrVersion(), Opsets: map[string]int64{}, Ops: map[string]int{},
-		Nodes: len(g.GetNode()), Unsupported: []string{}, Trainable: []inspectInit{}, Metadata: map[string]string{}}
+		Nodes: len(g.GetNode()), Unsupported: []string{}, UnsupportedNodes: []inspectUnsupported{},
+		Shared: []importer.Shared{}, Trainable: []inspectInit{}, Metadata: map[string]string{}}
 	if mp.GetProducerName() != "" {
 		info.Producer = strings.TrimSpace(mp.GetProducerName() + " " + mp.GetProducerVersion())
 	}
@@ -118,19 +135,47 @@ func inspectModel(path string, m *importer.Model, freeze []string) (*inspectJSON
 		info.Outputs = append(info.Outputs, valueOf(vi))
 	}
 	opset := m.Opset("")
-	unsup := map[string]bool{}
-	for _, n := range g.GetNode() {
+	unsup := map[string]*inspectUnsupported{}
+	for i, n := range g.GetNode() {
 		op := n.GetOpType()
 		if d := n.GetDomain(); d != "" && d != "ai.onnx" {
 			op = d + "." + op
 		}
 		info.Ops[op]++
-		if !backend.Supported(op, opset) && !unsup[op] {
-			unsup[op] = true
+		if backend.Supported(op, opset) {
+			continue
+		}
+		u := unsup[op]
+		if u == nil {
+			u = &inspectUnsupported{Op: op, Opset: opset, NodeTests: backend.NodeTestsNotPassed(op)}
+			if u.NodeTests == nil {
+				u.NodeTests = []string{}
+			}
+			unsup[op] = u
 			info.Unsupported = append(info.Unsupported, fmt.Sprintf("%s (opset %d)", op, opset))
 		}
+		name := n.GetName()
+		if name == "" {
+			name = fmt.Sprintf("#%d", i)
+		}
+		u.Nodes = append(u.Nodes, name)
 	}
 	sort.Strings(info.Unsupported)
+	for _, u := range unsup {
+		info.UnsupportedNodes = append(info.UnsupportedNodes, *u)
+	}
+	sort.Slice(info.UnsupportedNodes, func(i, j int) bool { return info.UnsupportedNodes[i].Op < info.UnsupportedNodes[j].Op })
+	// Without a backend model, every float initializer read by several
+	// nodes may be trainable.
+	decoded, err := m.Initializers()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range m.SharedInitializers() {
+		if t := decoded[s.Name]; t != nil && t.IsFloat() {
+			info.Shared = append(info.Shared, s)
+		}
+	}
 	// The trainable initializers do not depend on the tasks: open the
 	// model with a placeholder task on its first output.
 	if len(info.Outputs) > 0 && len(info.Unsupported) == 0 {
@@ -139,6 +184,7 @@ func inspectModel(path string, m *importer.Model, freeze []string) (*inspectJSON
 		if err != nil {
 			info.OpenError = err.Error()
 		} else {
+			info.Shared = append([]importer.Shared{}, md.SharedInitializers()...)
 			for _, p := range md.Trainable() {
 				size := 1
 				for _, d := range p.Shape {
@@ -205,6 +251,12 @@ func inspectSummary(w io.Writer, info *inspectJSON) error {
 	switch {
 	case len(info.Unsupported) > 0:
 		fmt.Fprintf(w, "unsupported ops: %s (the model cannot be tuned)\n", strings.Join(info.Unsupported, ", "))
+		for _, u := range info.UnsupportedNodes {
+			fmt.Fprintf(w, "  %s: %d node(s): %s\n", u.Op, len(u.Nodes), abbreviate(u.Nodes, 8))
+			if len(u.NodeTests) > 0 {
+				fmt.Fprintf(w, "    ONNX node tests not passed: %s\n", abbreviate(u.NodeTests, 8))
+			}
+		}
 	case info.OpenError != "":
 		fmt.Fprintf(w, "cannot be tuned: %s\n", info.OpenError)
 	default:
@@ -214,8 +266,22 @@ func inspectSummary(w io.Writer, info *inspectJSON) error {
 		}
 		fmt.Fprintln(w, "all ops supported")
 	}
+	if len(info.Shared) > 0 {
+		fmt.Fprintf(w, "shared initializers: %d, each read by several nodes and trained as one (tune --untie gives each node its own copy)\n", len(info.Shared))
+		for _, s := range info.Shared {
+			fmt.Fprintf(w, "  %-32s %s\n", s.Name, abbreviate(s.Consumers, 8))
+		}
+	}
 	if v, ok := info.Metadata["paretonav"]; ok {
 		fmt.Fprintf(w, "tuned by paretonav: %s\n", v)
 	}
 	return nil
+}
+
+// abbreviate joins the first k of names, saying how many more there are.
+func abbreviate(names []string, k int) string {
+	if len(names) <= k {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s, ... (%d more)", strings.Join(names[:k], ", "), len(names)-k)
 }

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
+	"github.com/paretonav/paretonav/models"
+)
+
+// TestInspectUnsupportedNodes checks that inspect names, per unsupported
+// op, its nodes and the ONNX node tests of that op backend does not pass.
+func TestInspectUnsupportedNodes(t *testing.T) {
+	node := func(name, op string, in, out string) *onnxpb.NodeProto {
+		n := &onnxpb.NodeProto{OpType: proto.String(op), Input: []string{in}, Output: []string{out}}
+		if name != "" {
+			n.Name = proto.String(name)
+		}
+		if op == "LRN" {
+			n.Attribute = []*onnxpb.AttributeProto{{Name: proto.String("size"), I: proto.Int64(3), Type: onnxpb.AttributeProto_INT.Enum()}}
+		}
+		return n
+	}
+	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(18)}},
+		Graph: &onnxpb.GraphProto{Name: proto.String("g"),
+			Node:  []*onnxpb.NodeProto{node("lrn1", "LRN", "x", "a"), node("", "Mish", "a", "b"), node("lrn2", "LRN", "b", "y")},
+			Input: []*onnxpb.ValueInfoProto{{Name: proto.String("x")}}, Output: []*onnxpb.ValueInfoProto{{Name: proto.String("y")}}}}
+	model := filepath.Join(t.TempDir(), "m.onnx")
+	if err := models.WriteModel(model, mp); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, "inspect", model, "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var info inspectJSON
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := []inspectUnsupported{
+		{Op: "LRN", Opset: 18, Nodes: []string{"lrn1", "lrn2"}, NodeTests: []string{"TestLrn (unsupported)", "TestLrnDefault (unsupported)"}},
+		{Op: "Mish", Opset: 18, Nodes: []string{"#1"}, NodeTests: []string{}},
+	}
+	if !reflect.DeepEqual(info.UnsupportedNodes, want) {
+		t.Errorf("unsupported_nodes = %+v, want %+v", info.UnsupportedNodes, want)
+	}
+	out, err = runCLI(t, "inspect", model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"LRN: 2 node(s): lrn1, lrn2", "ONNX node tests not passed: TestLrn (unsupported), TestLrnDefault (unsupported)", "Mish: 1 node(s): #1"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("human output lacks %q:\n%s", line, out)
+		}
+	}
+}
