@@ -215,6 +215,7 @@ func (r *Runner) prepare(l *job.Loader, j *Job, cfg any) (*prepared, error) {
 		if err != nil {
 			return nil, err
 		}
+		t.AppendLog = p.resumed
 		p.files["model"], p.files["log"] = rel(ModelFile), rel(LogFile)
 		p.run = func(ctx context.Context, timer finetune.Recorder) (any, error) {
 			t.Extra = append(append(t.Extra, timer), r.Extra...)
@@ -227,7 +228,7 @@ func (r *Runner) prepare(l *job.Loader, j *Job, cfg any) (*prepared, error) {
 		if err != nil {
 			return nil, err
 		}
-		f.Plot = r.FrontPlot
+		f.Plot, f.AppendLog = r.FrontPlot, p.resumed
 		p.files["report"], p.files["log"] = rel("report.json"), rel(LogFile)
 		if cc.Problem == "" { // synthetic problems write no models
 			for k := range cc.Models {

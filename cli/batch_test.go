@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -251,6 +252,35 @@ func TestBatchInterruptedThenResumed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(first, batch.CheckpointFn)); err == nil {
 		t.Errorf("checkpoint left after the job finished")
+	}
+	// The log goes on: the first run's configuration, steps 1 and 2 and
+	// its interruption, then the resumed run's configuration, steps 3 to 6
+	// and its result.
+	log, err := os.ReadFile(filepath.Join(first, batch.LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		var rec struct {
+			Kind   string `json:"kind"`
+			Step   int    `json:"step"`
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		switch rec.Kind {
+		case "":
+			kinds = append(kinds, fmt.Sprint(rec.Step))
+		case "result":
+			kinds = append(kinds, rec.Status)
+		default:
+			kinds = append(kinds, rec.Kind)
+		}
+	}
+	if got, want := strings.Join(kinds, " "), "config 1 2 Interrupted config 3 4 5 6 StepLimit"; got != want {
+		t.Errorf("resumed job's log: %s, want %s", got, want)
 	}
 }
 

@@ -54,10 +54,15 @@ func WriteFile(path string, b []byte) error {
 	})
 }
 
-// fileRecorder opens path and returns the recorder make builds on it, with
-// a closer for the file.
-func fileRecorder(flag, path string, make func(io.Writer) finetune.Recorder) (finetune.Recorder, func() error, error) {
-	f, err := os.Create(path)
+// fileRecorder opens path (for appending when add is set, else
+// replacing it) and returns the recorder make builds on it, with a closer
+// for the file.
+func fileRecorder(flag, path string, add bool, make func(io.Writer) finetune.Recorder) (finetune.Recorder, func() error, error) {
+	mode := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if add {
+		mode = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, mode, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", flag, err)
 	}
@@ -70,6 +75,13 @@ func fileRecorder(flag, path string, make func(io.Writer) finetune.Recorder) (fi
 // that order with a closer for the files. On error the files already open
 // are closed.
 func TraceRecorders(csvFlag, csvPath, logPath string) (recs []finetune.Recorder, closeAll func() error, err error) {
+	return traceRecorders(csvFlag, csvPath, logPath, false)
+}
+
+// traceRecorders is TraceRecorders; with appendLog the log is continued
+// (a resumed run's log: its configuration line again, then the steps from
+// the checkpoint on) instead of replaced.
+func traceRecorders(csvFlag, csvPath, logPath string, appendLog bool) (recs []finetune.Recorder, closeAll func() error, err error) {
 	var closers []func() error
 	closeAll = func() error {
 		var errs []error
@@ -80,15 +92,16 @@ func TraceRecorders(csvFlag, csvPath, logPath string) (recs []finetune.Recorder,
 	}
 	for _, out := range []struct {
 		flag, path string
+		add        bool
 		make       func(io.Writer) finetune.Recorder
 	}{
-		{csvFlag, csvPath, func(w io.Writer) finetune.Recorder { return finetune.NewCSVRecorder(w) }},
-		{"--log", logPath, func(w io.Writer) finetune.Recorder { return finetune.NewJSONLRecorder(w) }},
+		{csvFlag, csvPath, false, func(w io.Writer) finetune.Recorder { return finetune.NewCSVRecorder(w) }},
+		{"--log", logPath, appendLog, func(w io.Writer) finetune.Recorder { return finetune.NewJSONLRecorder(w) }},
 	} {
 		if out.path == "" {
 			continue
 		}
-		rec, closer, err := fileRecorder(out.flag, out.path, out.make)
+		rec, closer, err := fileRecorder(out.flag, out.path, out.add, out.make)
 		if err != nil {
 			return nil, nil, errors.Join(err, closeAll())
 		}

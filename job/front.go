@@ -117,6 +117,9 @@ type Front struct {
 	// Warnings are found by Prepare (tied parameters, SharedWarning, once
 	// per distinct model file) for the caller to show once.
 	Warnings []string
+	// AppendLog continues the log instead of replacing it (batch runs
+	// resuming a job).
+	AppendLog bool
 	// Plot, when set, draws the models in loss space to path (front.png);
 	// trueFront is the synthetic problem's front, else nil.
 	Plot func(path, title string, tasks []string, pts [][]float64, trueFront [][2]float64) error
@@ -376,7 +379,7 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 	if j.Progress != nil {
 		recs = append(recs, finetune.NewProgress(j.Progress))
 	}
-	traced, closeFiles, err := TraceRecorders("--csv", c.CSV, c.Log)
+	traced, closeFiles, err := traceRecorders("--csv", c.CSV, c.Log, j.AppendLog)
 	if err != nil {
 		return nil, err
 	}

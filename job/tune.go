@@ -82,6 +82,9 @@ type Tune struct {
 	// the caller to show once.
 	Warnings []string
 	Extra    []finetune.Recorder
+	// AppendLog continues the log at LogPath instead of replacing it
+	// (batch runs resuming a job).
+	AppendLog bool
 	// BeforeSave, when set, is called after training and the final
 	// measurement, before the model is written (the command draws its
 	// plot there); an error stops the run with nothing written.
@@ -273,7 +276,7 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 	if j.Progress != nil {
 		recs = append(recs, finetune.NewProgress(j.Progress))
 	}
-	traced, closeFiles, err := TraceRecorders("--csv", j.CSVPath, j.LogPath)
+	traced, closeFiles, err := traceRecorders("--csv", j.CSVPath, j.LogPath, j.AppendLog)
 	if err != nil {
 		return nil, err
 	}
