@@ -80,6 +80,8 @@ type prepared struct {
 	files   map[string]string
 	ckpt    string
 	resumed bool
+	// warnings are Prepare's (tied parameters and such).
+	warnings []string
 }
 
 // Run validates the jobs (every job's keys; the model and data of every
@@ -134,9 +136,18 @@ func (r *Runner) Run(ctx context.Context, file string, jobs []Job) (*Summary, er
 	// Validation: the model and data of every job to run are loaded and
 	// checked, each file once.
 	loader := job.NewLoader()
+	warned := map[string]bool{}
 	for _, i := range todo {
-		if _, err := r.prepare(loader, &jobs[i], cfgs[i]); err != nil {
+		p, err := r.prepare(loader, &jobs[i], cfgs[i])
+		if err != nil {
 			errs = append(errs, fmt.Errorf("job %s (%s): %w", jobs[i].ID, jobs[i].Where, err))
+			continue
+		}
+		for _, w := range p.warnings {
+			if !warned[w] {
+				warned[w] = true
+				r.logf("warning (job %s and maybe others): %s", jobs[i].ID, w)
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -215,7 +226,7 @@ func (r *Runner) prepare(l *job.Loader, j *Job, cfg any) (*prepared, error) {
 		if err != nil {
 			return nil, err
 		}
-		t.AppendLog = p.resumed
+		t.AppendLog, p.warnings = p.resumed, t.Warnings
 		p.files["model"], p.files["log"] = rel(ModelFile), rel(LogFile)
 		p.run = func(ctx context.Context, timer finetune.Recorder) (any, error) {
 			t.Extra = append(append(t.Extra, timer), r.Extra...)
@@ -228,7 +239,7 @@ func (r *Runner) prepare(l *job.Loader, j *Job, cfg any) (*prepared, error) {
 		if err != nil {
 			return nil, err
 		}
-		f.Plot, f.AppendLog = r.FrontPlot, p.resumed
+		f.Plot, f.AppendLog, p.warnings = r.FrontPlot, p.resumed, f.Warnings
 		p.files["report"], p.files["log"] = rel("report.json"), rel(LogFile)
 		if cc.Problem == "" { // synthetic problems write no models
 			for k := range cc.Models {
