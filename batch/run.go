@@ -328,13 +328,30 @@ func fillResult(res *Result, out any) {
 	case *job.TuneOutcome:
 		res.Tasks, res.Losses, res.Steps = o.Tasks, o.After.Losses, o.Steps
 		res.F, res.G = &o.After.F, &o.After.G
+		res.Metrics = flatMetrics(o.After.Metrics)
 	case *job.EvalOutcome:
 		res.Tasks, res.Losses, res.G = o.Names, o.Tasks, &o.G
+		res.Metrics = flatMetrics(o.Metrics)
 	case *job.FrontOutcome:
 		res.Tasks, res.Steps = o.Tasks, o.Steps
 		hv, nd := o.Loss.HV, job.Num(o.Loss.NonDominated)
 		res.Metrics = map[string]job.Num{"front_hv": hv, "front_non_dominated": nd}
 	}
+}
+
+// flatMetrics names each task metric TASK/METRIC (nil when there are
+// none).
+func flatMetrics(m map[string]map[string]job.Num) map[string]job.Num {
+	if len(m) == 0 {
+		return nil
+	}
+	out := map[string]job.Num{}
+	for task, ms := range m {
+		for name, v := range ms {
+			out[task+"/"+name] = v
+		}
+	}
+	return out
 }
 
 // writeJSON writes v indented to path, atomically.

@@ -159,7 +159,7 @@ func TestBatchRunSkipRetryCollect(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := strings.Join(rows[0], ",")
-	for _, col := range []string{"id,name,kind,status,batch,criterion", "lr,seed,steps,loss_left,loss_right,F,g,steps_taken,seconds,non_dominated"} {
+	for _, col := range []string{"id,name,kind,status,batch,criterion", "lr,seed,steps,loss_left,loss_right,F,g,left/accuracy,right/accuracy,steps_taken,seconds,non_dominated"} {
 		if !strings.Contains(head, col) {
 			t.Errorf("results.csv header %q lacks %q", head, col)
 		}
