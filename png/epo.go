@@ -42,6 +42,14 @@ const DefaultEPOEps = 1e-9
 // relaxed one, and Info.Mode says "descent-relaxed". A balance program
 // reported infeasible (possible only through rounding) is an error.
 //
+// Step size: β lies on the simplex, so v keeps the size of the task
+// gradients even as μ → 0. For m = 2 the balance constraints scale with a
+// and the steps shrink with the imbalance (exp2 lands on the ray to 1e-5
+// with a constant step). For m ≥ 3 a loss in J other than the largest is
+// unconstrained, and near the ray a balance step of a constant size
+// overshoots: the iterates circle the ray at a distance proportional to
+// the step. A decaying step (a cosine schedule) lands on it.
+//
 // Info: Mode, Mu, Beta; ControlOn in balance mode; G and Omega (the
 // min-norm point, for comparison with the other methods) and VNorm.
 type EPO struct {
