@@ -16,9 +16,10 @@ func init() {
 }
 
 func lowerRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	return b.unary(n, in, func(x float64) float64 { return math.Max(x, 0) },
-		func(x, _ float64) float64 {
-			if x > 0 {
+	// y > 0 exactly where x > 0 (NaN gives NaN, not > 0, either way).
+	return b.unaryOut(n, in, func(x float64) float64 { return math.Max(x, 0) },
+		func(y float64) float64 {
+			if y > 0 {
 				return 1
 			}
 			return 0
@@ -44,15 +45,15 @@ func lowerLeakyRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 }
 
 func lowerSigmoid(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	return b.unary(n, in, func(x float64) float64 {
+	return b.unaryOut(n, in, func(x float64) float64 {
 		if x >= 0 {
 			return 1 / (1 + math.Exp(-x))
 		}
 		e := math.Exp(x)
 		return e / (1 + e)
-	}, func(_, y float64) float64 { return y * (1 - y) })
+	}, func(y float64) float64 { return y * (1 - y) })
 }
 
 func lowerTanh(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	return b.unary(n, in, math.Tanh, func(_, y float64) float64 { return 1 - y*y })
+	return b.unaryOut(n, in, math.Tanh, func(y float64) float64 { return 1 - y*y })
 }

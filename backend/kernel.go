@@ -61,6 +61,11 @@ type kernelOp struct {
 	// directly (no float64 copies of inputs and result).
 	fwd32 forward32Func
 	bwd32 backward32Func
+	// gradReads, when set, says which operands of the gradient (the
+	// inputs, the output, the output's gradient) bwd and bwd32 read; the
+	// others are passed as nil, and the executor does not keep them alive
+	// for the backward passes. nil: all of them.
+	gradReads []bool
 }
 
 // kernel adds a kernelOp node computing out from ins. diff says which
@@ -211,10 +216,31 @@ func (op *kernelGradOp) Do(vals ...G.Value) (v G.Value, err error) {
 }
 
 // doInto is kernelOp.doInto for the gradient.
+// readsArgs reports which of the gradient op's operands it reads (nil:
+// all); see kernelOp.gradReads.
+func (op *kernelGradOp) readsArgs() []bool { return op.p.gradReads }
+
+// dropUnread returns vals with the operands the gradient does not read set
+// to nil.
+func (op *kernelGradOp) dropUnread(vals []G.Value) []G.Value {
+	r := op.p.gradReads
+	if r == nil {
+		return vals
+	}
+	out := make([]G.Value, len(vals))
+	for i, v := range vals {
+		if i < len(r) && r[i] {
+			out[i] = v
+		}
+	}
+	return out
+}
+
 func (op *kernelGradOp) doInto(buf []float32, vals []G.Value) (v G.Value, used []float32, err error) {
 	p := op.p
 	kind := p.kind + " gradient"
 	defer recoverOp(p.name, kind, &err)
+	vals = op.dropUnread(vals)
 	shapes := append(append(make([][]int, 0, len(p.ins)+2), p.ins...), p.out, p.out)
 	if p.dt == tensor.Float32 && p.bwd32 != nil {
 		var arr [6][]float32
@@ -285,6 +311,9 @@ func readInputsInto(sc *f64Scratch, node, kind string, vals []G.Value, shapes []
 	}
 	out := make([][]float64, len(vals))
 	for i, v := range vals {
+		if v == nil { // an operand the kernel does not read
+			continue
+		}
 		d, err := valueFloatsInto(sc, v)
 		if err != nil {
 			return nil, fmt.Errorf("node %q (%s): input %d: %w", node, kind, i, err)
@@ -435,6 +464,9 @@ func readF32(dst [][]float32, vals []G.Value, shapes [][]int) (in [][]float32, o
 	for i, v := range vals {
 		var d []float32
 		switch x := v.(type) {
+		case nil: // an operand the kernel does not read
+			dst = append(dst, nil)
+			continue
 		case *G.F32:
 			d = []float32{float32(*x)}
 		case *tensor.Dense:

@@ -11,7 +11,8 @@ import (
 // A forward value dies after its last reader in the forward segment, or
 // never before release when a backward node or the caller (a root) reads
 // it. A backward value of task k's pass dies after its last reader in that
-// pass; a root lives until the pass ends. A value read by an op that may
+// pass; a root lives until the pass ends. Operands an op does not read
+// (argReader) do not count as uses. A value read by an op that may
 // return a view of its inputs (any op but ours, see aliases) lives at
 // least as long as that op's value.
 type plan struct {
@@ -35,6 +36,20 @@ func (p *program) aliases(i int) bool {
 		return false
 	}
 	return !p.adds[i]
+}
+
+// argReader is an op that reads only some of its operands (see
+// kernelOp.gradReads).
+type argReader interface{ readsArgs() []bool }
+
+// reads reports whether node i's op reads its a-th operand.
+func (p *program) reads(i, a int) bool {
+	if r, ok := p.nodes[i].Op().(argReader); ok {
+		if m := r.readsArgs(); m != nil && a < len(m) {
+			return m[a]
+		}
+	}
+	return true
 }
 
 // newPlan plans the lifetimes of p's values for m tasks.
@@ -62,15 +77,15 @@ func newPlan(p *program, m int) *plan {
 		last[i] = -1
 	}
 	for t, i := range p.fwd {
-		for _, j := range p.args[i] {
-			if at[j] >= 0 {
+		for a, j := range p.args[i] {
+			if at[j] >= 0 && p.reads(i, a) {
 				last[j] = max(last[j], t)
 			}
 		}
 	}
 	for _, i := range p.bwd {
-		for _, j := range p.args[i] {
-			if at[j] >= 0 {
+		for a, j := range p.args[i] {
+			if at[j] >= 0 && p.reads(i, a) {
 				last[j] = kept
 			}
 		}
@@ -93,7 +108,10 @@ func newPlan(p *program, m int) *plan {
 		}
 		zero := map[int]bool{}
 		for t, i := range seg {
-			for _, j := range p.args[i] {
+			for a, j := range p.args[i] {
+				if !p.reads(i, a) {
+					continue
+				}
 				switch {
 				case at[j] >= 0:
 					last[j] = max(last[j], t)

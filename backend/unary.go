@@ -26,7 +26,11 @@ func (b *builder) unary(n *onnxpb.NodeProto, in []*value, f func(x float64) floa
 		}
 	}
 	bwd := func(_ int, dst []float64, in [][]float64, out, g []float64) {
-		for i, v := range in[0] {
+		for i := range dst {
+			var v float64
+			if in[0] != nil {
+				v = in[0][i]
+			}
 			dst[i] = g[i] * df(v, out[i])
 		}
 	}
@@ -36,9 +40,17 @@ func (b *builder) unary(n *onnxpb.NodeProto, in []*value, f func(x float64) floa
 		}
 	}
 	bwd32 := func(_ int, dst []float32, in [][]float32, out, g []float32) bool {
-		out = out[:len(in[0])]
-		g = g[:len(in[0])]
-		for i, v := range in[0] {
+		out = out[:len(dst)]
+		g = g[:len(dst)]
+		x := in[0]
+		if x == nil { // unaryOut: df reads y only
+			for i, y := range out {
+				dst[i] = float32(float64(g[i]) * df(0, float64(y)))
+			}
+			return true
+		}
+		x = x[:len(dst)]
+		for i, v := range x {
 			dst[i] = float32(float64(g[i]) * df(float64(v), float64(out[i])))
 		}
 		return true
@@ -48,4 +60,18 @@ func (b *builder) unary(n *onnxpb.NodeProto, in []*value, f func(x float64) floa
 		return nil, err
 	}
 	return []*value{nodeValue(r)}, nil
+}
+
+// unaryOut is unary for an op whose derivative is a function of its output
+// alone (dfy(y)): its gradient reads only y and the incoming gradient, so
+// the executor need not keep the input x for the backward passes.
+func (b *builder) unaryOut(n *onnxpb.NodeProto, in []*value, f func(x float64) float64, dfy func(y float64) float64) ([]*value, error) {
+	v, err := b.unary(n, in, f, func(_, y float64) float64 { return dfy(y) })
+	if err != nil || v[0].isConst() {
+		return v, err
+	}
+	if op, ok := v[0].n.Op().(*kernelOp); ok {
+		op.gradReads = []bool{false, true, true}
+	}
+	return v, nil
 }
