@@ -1,0 +1,130 @@
+package backend
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/importer"
+)
+
+// weightCopies is how many float32 copies of the parameters a training
+// step holds: the model file's initializer data, the decoded
+// initializers, θ, and the copy bound to the step's graph.
+const weightCopies = 4
+
+// MemoryEstimate is the memory one Evaluate (a forward pass and every
+// task's backward pass) needs, planned from the graph before any of it is
+// allocated. Sizes are in bytes.
+type MemoryEstimate struct {
+	// Values is the planned peak of the activations and gradients alive at
+	// once: forward values kept for the backward passes plus the live
+	// values of the largest pass.
+	Values int64
+	// Weights is the parameters, weightCopies float32 copies.
+	Weights int64
+	// Jacobian is J (and the terms' rows), float32.
+	Jacobian int64
+	// Scratch is the convolutions' im2col bands and cache.
+	Scratch int64
+}
+
+// Total is the sum of the parts.
+func (e MemoryEstimate) Total() int64 { return e.Values + e.Weights + e.Jacobian + e.Scratch }
+
+// String gives the total and its parts in GB.
+func (e MemoryEstimate) String() string {
+	return fmt.Sprintf("%s (activations and gradients %s, weights %s, J %s, scratch %s)",
+		FormatBytes(e.Total()), FormatBytes(e.Values), FormatBytes(e.Weights), FormatBytes(e.Jacobian), FormatBytes(e.Scratch))
+}
+
+// FormatBytes writes n bytes in GB (MB below 1 GB), decimal units.
+func FormatBytes(n int64) string {
+	if n < 1e9 {
+		return fmt.Sprintf("%.0f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.1f GB", float64(n)/1e9)
+}
+
+// EstimateMemory plans a step on a batch shaped like batch (its values are
+// not read, except integer model inputs that fix shapes) and returns the
+// memory it will need. The graph it builds is the one Evaluate uses for
+// this shape.
+func (md *Model) EstimateMemory(batch map[string]*importer.Tensor) (MemoryEstimate, error) {
+	shapes, err := md.inputShapes(batch)
+	if err != nil {
+		return MemoryEstimate{}, err
+	}
+	ints, err := md.batchInts(batch)
+	if err != nil {
+		return MemoryEstimate{}, fmt.Errorf("backend: %w", err)
+	}
+	return md.estimate(shapes, ints)
+}
+
+// EstimateMemoryBatch is EstimateMemory for a batch of n examples: every
+// input's first dimension, when dynamic, is n. Other dynamic dimensions
+// and integer inputs that fix shapes need data (EstimateMemory).
+func (md *Model) EstimateMemoryBatch(n int) (MemoryEstimate, error) {
+	if n < 1 {
+		return MemoryEstimate{}, fmt.Errorf("backend: batch %d: want at least 1", n)
+	}
+	shapes := map[string][]int{}
+	for _, in := range md.inputs {
+		if md.static[in.Name] {
+			return MemoryEstimate{}, fmt.Errorf("backend: model input %q fixes shapes by its values: estimate on data", in.Name)
+		}
+		if in.Shape == nil {
+			return MemoryEstimate{}, fmt.Errorf("backend: model input %q has no declared shape: estimate on data", in.Name)
+		}
+		s := make([]int, len(in.Shape))
+		for i, d := range in.Shape {
+			switch {
+			case d >= 0:
+				s[i] = d
+			case i == 0:
+				s[i] = n
+			default:
+				return MemoryEstimate{}, fmt.Errorf("backend: model input %q: dimension %d is dynamic: estimate on data", in.Name, i)
+			}
+		}
+		shapes[in.Name] = s
+	}
+	return md.estimate(shapes, nil)
+}
+
+// estimate compiles the step for the given input shapes (targets shaped
+// as the losses need) and sums the plan's parts.
+func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Tensor) (MemoryEstimate, error) {
+	if len(md.tasks) == 0 {
+		return MemoryEstimate{}, fmt.Errorf("backend: no tasks: the model was opened for Outputs only")
+	}
+	c0, err := md.compile(shapes, ints, nil)
+	if err != nil {
+		return MemoryEstimate{}, fmt.Errorf("backend: %w", err)
+	}
+	targets := map[string][]int{}
+	for i, t := range md.tasks {
+		if t.Loss == "output" {
+			continue
+		}
+		out := c0.bt.vals[t.Output]
+		want, err := lossHeads[t.Loss].targetShape(out.shape)
+		if err != nil {
+			return MemoryEstimate{}, fmt.Errorf("backend: %s %q: output %q: %v", md.kind(i), t.Name, t.Output, err)
+		}
+		targets[t.Target] = want
+	}
+	c, err := md.compile(shapes, ints, targets)
+	if err != nil {
+		return MemoryEstimate{}, fmt.Errorf("backend: %w", err)
+	}
+	n := int64(len(md.theta))
+	w := int64(runtime.GOMAXPROCS(0))
+	return MemoryEstimate{
+		Values:   c.prog.plan.peak(c.prog),
+		Weights:  weightCopies * 4 * n,
+		Jacobian: int64(len(md.tasks)) * 4 * n,
+		Scratch:  w*4*int64(ops.ColBandElems) + ops.ColCacheTotal,
+	}, nil
+}

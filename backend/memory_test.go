@@ -1,0 +1,86 @@
+package backend
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/paretonav/paretonav/png"
+)
+
+// TestEstimateMemory checks the planned step memory: the estimate from a
+// batch equals the one from its size, the activations grow linearly with
+// the batch (the parameters' gradients are a fixed part), the fixed parts
+// are counted from the parameter count, and an Evaluate allocates no more
+// than twice the estimate.
+func TestEstimateMemory(t *testing.T) {
+	for _, sc := range stepCases {
+		t.Run(sc.name, func(t *testing.T) {
+			md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e1, err := md.EstimateMemoryBatch(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e4, err := md.EstimateMemoryBatch(4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eb, err := md.EstimateMemory(sc.batch(4))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if eb != e4 {
+				t.Errorf("EstimateMemory(batch of 4) = %+v, EstimateMemoryBatch(4) = %+v", eb, e4)
+			}
+			e2, err := md.EstimateMemoryBatch(2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := float64(e4.Values-e1.Values) / float64(e2.Values-e1.Values); r < 2.5 || r > 3.5 {
+				t.Errorf("activations: batch 1, 2, 4: %d, %d, %d bytes: growth from 1 to 4 is %.2f times that from 1 to 2, expected about 3",
+					e1.Values, e2.Values, e4.Values, r)
+			}
+			n := int64(md.NumParams())
+			if e4.Weights != weightCopies*4*n || e4.Jacobian != int64(len(sc.tasks))*4*n {
+				t.Errorf("weights %d, J %d bytes for %d parameters and %d tasks", e4.Weights, e4.Jacobian, n, len(sc.tasks))
+			}
+			if !strings.Contains(e4.String(), "activations and gradients") {
+				t.Errorf("String() = %q", e4.String())
+			}
+			jac := png.NewJacobian(len(sc.tasks), md.NumParams())
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			if err := md.Evaluate(sc.batch(4), make([]float64, len(sc.tasks)), &jac); err != nil {
+				t.Fatal(err)
+			}
+			runtime.ReadMemStats(&after)
+			if grown := int64(after.TotalAlloc - before.TotalAlloc); grown > 2*e4.Total() {
+				t.Errorf("an Evaluate allocated %d bytes, twice the estimate %d is the most expected", grown, e4.Total())
+			}
+		})
+	}
+}
+
+// TestEstimateMemoryBatchErrors checks the errors for models the batch
+// size alone does not shape.
+func TestEstimateMemoryBatchErrors(t *testing.T) {
+	sc := stepCases[0]
+	md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := md.EstimateMemoryBatch(0); err == nil || !strings.Contains(err.Error(), "batch 0") {
+		t.Errorf("batch 0: error %v, expected one naming the batch", err)
+	}
+	out, err := Open(sc.model(t), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.EstimateMemoryBatch(2); err == nil || !strings.Contains(err.Error(), "no tasks") {
+		t.Errorf("no tasks: error %v", err)
+	}
+}
