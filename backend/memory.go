@@ -34,8 +34,13 @@ func (e MemoryEstimate) Total() int64 { return e.Values + e.Weights + e.Jacobian
 
 // String gives the total and its parts in GB.
 func (e MemoryEstimate) String() string {
-	return fmt.Sprintf("%s (activations and gradients %s, weights %s, J %s, scratch %s)",
-		FormatBytes(e.Total()), FormatBytes(e.Values), FormatBytes(e.Weights), FormatBytes(e.Jacobian), FormatBytes(e.Scratch))
+	return fmt.Sprintf("%s (%s)", FormatBytes(e.Total()), e.Parts())
+}
+
+// Parts lists the parts in GB.
+func (e MemoryEstimate) Parts() string {
+	return fmt.Sprintf("activations and gradients %s, weights %s, J %s, scratch %s",
+		FormatBytes(e.Values), FormatBytes(e.Weights), FormatBytes(e.Jacobian), FormatBytes(e.Scratch))
 }
 
 // FormatBytes writes n bytes in GB (MB below 1 GB), decimal units.

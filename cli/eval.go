@@ -27,7 +27,7 @@ angle_median, within_11.25, within_22.5, within_30; "metrics" in --json).
 gradient of that task's mean loss with respect to that trainable initializer
 (float32, its shape; zeros where the task does not reach it).`,
 	Flags: []ucli.Flag{
-		dataFlag, taskFlag, mapFlag, bnFlag, freezeFlag, batchFlag(job.EvalBatch),
+		dataFlag, taskFlag, mapFlag, bnFlag, freezeFlag, maxMemoryFlag, batchFlag(job.EvalBatch),
 		&ucli.IntFlag{Name: "limit", Usage: "use the first `N` examples (0: all)", Category: "Data"},
 		&ucli.PathFlag{Name: "grad-out", Usage: "write the task gradients to `G.npz`", Category: "Output"},
 		&ucli.BoolFlag{Name: "force", Usage: "overwrite --grad-out if it exists", Category: "Output"},
@@ -46,7 +46,14 @@ func runEval(c *ucli.Context) error {
 	if len(args) != 1 {
 		return fmt.Errorf("eval: want one MODEL.onnx argument, got %d (%s)", len(args), strings.Join(args, " "))
 	}
-	res, err := job.Eval(nil, evalConfigFromFlags(c, args[0]))
+	run, err := evalConfigFromFlags(c, args[0]).Prepare(nil)
+	if err != nil {
+		return err
+	}
+	if !c.Bool(jsonFlag.Name) {
+		fmt.Fprintln(c.App.ErrWriter, run.Memory)
+	}
+	res, err := run.Run()
 	if err != nil {
 		return err
 	}

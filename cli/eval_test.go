@@ -109,3 +109,27 @@ func TestEvalFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestEvalMaxMemory checks that eval stops before any step when the
+// expected peak is over --max-memory, naming the flag and the batch, and
+// prints the expected peak when it fits.
+func TestEvalMaxMemory(t *testing.T) {
+	dir := t.TempDir()
+	fx, data, taskArgs := torchFixture(t, "lenet2_op13", dir, "d.npz", "x")
+	args := append([]string{"eval", fx.ModelPath, "--data", data, "--batch", "4", "--max-memory", "100KB"}, taskArgs...)
+	out, err := runCLI(t, args...)
+	if err == nil || !strings.Contains(err.Error(), "--max-memory") || !strings.Contains(err.Error(), "--batch 4 needs about") {
+		t.Fatalf("error %v, expected --batch 4 over --max-memory\n%s", err, out)
+	}
+	if strings.Contains(out, " on 4 examples") {
+		t.Errorf("eval ran despite the limit:\n%s", out)
+	}
+	args = append([]string{"eval", fx.ModelPath, "--data", data, "--batch", "4", "--max-memory", "8GB"}, taskArgs...)
+	out, err = runCLI(t, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "expected peak memory") || !strings.Contains(out, "limit 8.0 GB (--max-memory)") {
+		t.Errorf("no expected peak line:\n%s", out)
+	}
+}

@@ -39,7 +39,7 @@ distance to the true front and the spacing of the models along it.`,
 		dataFlag,
 		&ucli.StringSliceFlag{Name: "val", Usage: "data the models are scored on (default: --data), from `SOURCE`: FILE.npz, " + sourceUsage,
 			Category: "Data", TakesFile: true},
-		taskFlag, termFlag, mapFlag, bnFlag, freezeFlag, untieFlag,
+		taskFlag, termFlag, mapFlag, bnFlag, freezeFlag, untieFlag, maxMemoryFlag,
 		&ucli.IntFlag{Name: "models", Value: job.FrontModels, Usage: "number `N` of models trained together", Category: "Problem"},
 		&ucli.StringFlag{Name: "init", Usage: "start model k from the k-th file of `A.onnx,B.onnx,...` (one per model) instead of from perturbed copies of MODEL", Category: "Problem"},
 		&ucli.Float64Flag{Name: "spread", Usage: "standard deviation of the seeded noise added to every parameter of every copy",
@@ -84,6 +84,9 @@ func runFront(c *ucli.Context) error {
 	}
 	fj.Progress, fj.Plot = c.App.ErrWriter, plotFront
 	printWarnings(c, fj.Warnings)
+	if fj.Memory != nil && !c.Bool(jsonFlag.Name) {
+		fmt.Fprintln(c.App.ErrWriter, fj.Memory)
+	}
 	ctx, stop := signalContext(c)
 	defer stop()
 	out, err := fj.Run(ctx)

@@ -11,6 +11,7 @@ import (
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
+	"github.com/paretonav/paretonav/job"
 )
 
 var inspectCommand = withInterspersed(withConfig(&ucli.Command{
@@ -22,8 +23,12 @@ by name), IR version and opsets, op counts, the number of parameters (elements
 of floating-point initializers), the initializers tune would train (--freeze
 to try patterns), the trainable initializers that several nodes read (trained
 as one unless tune/front --untie), and every op backend cannot run, with the
-nodes that use it and the ONNX node tests of that op backend does not pass.`,
-	Flags:  []ucli.Flag{freezeFlag, jsonFlag},
+nodes that use it and the ONNX node tests of that op backend does not pass.
+With --batch B, the memory one training step at batch B is expected to need
+(one mse task per float output stands in for the tasks; only a batch
+dimension may be dynamic).`,
+	Flags: []ucli.Flag{freezeFlag, jsonFlag,
+		&ucli.IntFlag{Name: "batch", Usage: "estimate the peak memory of a training step at batch `B`"}},
 	Action: runInspect,
 }))
 
@@ -64,7 +69,12 @@ type inspectJSON struct {
 	// (training ties them; tune --untie unties them).
 	Shared    []importer.Shared `json:"shared_initializers"`
 	OpenError string            `json:"open_error,omitempty"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
+	Batch     int               `json:"batch,omitempty"`
+	// MemoryBytes is the expected peak of a tune step at Batch.
+	MemoryBytes int64             `json:"memory_bytes,omitempty"`
+	Memory      string            `json:"memory,omitempty"`
+	MemoryError string            `json:"memory_error,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
 }
 
 // inspectUnsupported is one op backend cannot lower.
@@ -87,6 +97,12 @@ func runInspect(c *ucli.Context) error {
 	info, err := inspectModel(args[0], m, c.StringSlice(freezeFlag.Name))
 	if err != nil {
 		return err
+	}
+	if b := c.Int("batch"); b != 0 {
+		if b < 0 {
+			return fmt.Errorf("--batch %d: want at least 1", b)
+		}
+		inspectMemory(info, m, c.StringSlice(freezeFlag.Name), b)
 	}
 	if c.Bool(jsonFlag.Name) {
 		return writeJSON(c.App.Writer, info)
@@ -272,6 +288,12 @@ func inspectSummary(w io.Writer, info *inspectJSON) error {
 			fmt.Fprintf(w, "  %-32s %s\n", s.Name, abbreviate(s.Consumers, 8))
 		}
 	}
+	switch {
+	case info.MemoryError != "":
+		fmt.Fprintf(w, "memory at batch %d: %s\n", info.Batch, info.MemoryError)
+	case info.Memory != "":
+		fmt.Fprintf(w, "memory at batch %d: %s\n", info.Batch, info.Memory)
+	}
 	if v, ok := info.Metadata["paretonav"]; ok {
 		fmt.Fprintf(w, "tuned by paretonav: %s\n", v)
 	}
@@ -284,4 +306,37 @@ func abbreviate(names []string, k int) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s, ... (%d more)", strings.Join(names[:k], ", "), len(names)-k)
+}
+
+// inspectMemory estimates a tune step at batch b, with one mse task per
+// float output standing in for the tasks, into info.
+func inspectMemory(info *inspectJSON, m *importer.Model, freeze []string, b int) {
+	info.Batch = b
+	if len(info.Unsupported) > 0 || info.OpenError != "" {
+		info.MemoryError = "the model cannot be tuned"
+		return
+	}
+	var tasks []backend.Task
+	for i, o := range info.Outputs {
+		if strings.HasPrefix(o.Type, "float") || o.Type == "double" {
+			tasks = append(tasks, backend.Task{Name: fmt.Sprintf("t%d", i), Loss: "mse", Output: o.Name, Target: o.Name + "#target", IgnoreIndex: -100, Options: map[string]string{}})
+		}
+	}
+	if len(tasks) == 0 {
+		info.MemoryError = "no float output to stand in for a task"
+		return
+	}
+	md, err := backend.Open(m, tasks, backend.Options{Freeze: freeze})
+	if err != nil {
+		info.MemoryError = err.Error()
+		return
+	}
+	e, err := md.EstimateMemoryBatch(b)
+	if err != nil {
+		info.MemoryError = err.Error()
+		return
+	}
+	loop := job.TuneLoopBytes(md.NumParams())
+	info.MemoryBytes = e.Total() + loop
+	info.Memory = fmt.Sprintf("%s: step %s, loop %s", backend.FormatBytes(info.MemoryBytes), e, backend.FormatBytes(loop))
 }

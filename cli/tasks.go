@@ -22,6 +22,8 @@ var (
 		Usage: "feed a model input from a data array of another name, given as `INPUT=ARRAY` (default: the array named like the input)"}
 	bnFlag = &ucli.StringFlag{Name: "bn", Value: "frozen", Category: "Model",
 		Usage: "BatchNormalization `MODE`: frozen (running statistics) or train (batch statistics)"}
+	maxMemoryFlag = &ucli.StringFlag{Name: "max-memory", Category: "Model",
+		Usage: "stop before the first step when the expected peak memory is over `SIZE` (e.g. 12GB, 16GiB); default: what the machine (MemAvailable) or the cgroup (memory.max) allows"}
 	freezeFlag = &ucli.StringSliceFlag{Name: "freeze", Category: "Model",
 		Usage: "do not train initializers matching `GLOB` (path.Match; repeatable)"}
 	untieFlag = &ucli.BoolFlag{Name: "untie", Category: "Model",
@@ -45,7 +47,8 @@ func batchFlag(def int) *ucli.IntFlag {
 // --map, --bn and --freeze.
 func modelConfigFromFlags(c *ucli.Context) job.ModelConfig {
 	return job.ModelConfig{Tasks: c.StringSlice(taskFlag.Name), Terms: c.StringSlice(termFlag.Name), Maps: c.StringSlice(mapFlag.Name),
-		BN: c.String(bnFlag.Name), Freeze: c.StringSlice(freezeFlag.Name), Untie: c.Bool(untieFlag.Name)}
+		BN: c.String(bnFlag.Name), Freeze: c.StringSlice(freezeFlag.Name), Untie: c.Bool(untieFlag.Name),
+		MaxMemory: c.String(maxMemoryFlag.Name)}
 }
 
 // withInterspersed lets cmd take flags after its positional arguments

@@ -32,7 +32,7 @@ default OUT.ckpt) and leaves --out untouched; --resume continues it.`,
 		dataFlag,
 		&ucli.StringSliceFlag{Name: "val", Usage: "validation data (the arrays of --data) from `SOURCE`: FILE.npz, " + sourceUsage,
 			Category: "Data", TakesFile: true},
-		taskFlag, termFlag, mapFlag, bnFlag, freezeFlag, untieFlag,
+		taskFlag, termFlag, mapFlag, bnFlag, freezeFlag, untieFlag, maxMemoryFlag,
 		criterionFlag, methodFlag, weightsFlag, preferenceFlag, alphaFlag, gammaFlag(png.DefaultGamma),
 		&ucli.StringFlag{Name: "optimizer", Value: job.TuneOptimizer, Usage: "the optimizer by `NAME`: sgd or adam (the direction v is its gradient)", Category: "Training"},
 		lrFlag(job.TuneLR),
@@ -75,6 +75,9 @@ func runTune(c *ucli.Context) error {
 	}
 	tj.Progress = c.App.ErrWriter
 	printWarnings(c, tj.Warnings)
+	if !c.Bool(jsonFlag.Name) {
+		fmt.Fprintln(c.App.ErrWriter, tj.Memory)
+	}
 	if tuneTestRecorder != nil {
 		tj.Extra = append(tj.Extra, tuneTestRecorder)
 	}

@@ -49,6 +49,8 @@ type EvalRun struct {
 	md    *backend.Model
 	tasks []backend.Task
 	ds    *finetune.Dataset
+	// Memory is the expected peak, checked against the limit.
+	Memory *MemoryPlan
 }
 
 // Prepare checks c and loads the model and data (through l, which may be
@@ -84,7 +86,11 @@ func (c *EvalConfig) Prepare(l *Loader) (*EvalRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &EvalRun{cfg: c, md: md, tasks: tasks, ds: ds}, nil
+	mem, err := PlanMemory(md, ds, c.Batch, 1, 0, c.MaxMemory)
+	if err != nil {
+		return nil, err
+	}
+	return &EvalRun{cfg: c, md: md, tasks: tasks, ds: ds, Memory: mem}, nil
 }
 
 // Run evaluates every task and writes the gradients when asked.

@@ -120,6 +120,9 @@ type Front struct {
 	// AppendLog continues the log instead of replacing it (batch runs
 	// resuming a job).
 	AppendLog bool
+	// Memory is the expected peak (ONNX models; nil for synthetic
+	// problems), checked against the limit.
+	Memory *MemoryPlan
 	// Plot, when set, draws the models in loss space to path (front.png);
 	// trueFront is the synthetic problem's front, else nil.
 	Plot func(path, title string, tasks []string, pts [][]float64, trueFront [][2]float64) error
@@ -326,6 +329,10 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		j.scoredOn = fmt.Sprintf("first %d examples of training data %s", frontReportMax, dataPath)
 	}
 	j.s.Meta["data"] = dataPath
+	extra := TuneLoopBytes(j.nets[0].NumParams())
+	if j.Memory, err = PlanMemory(j.nets[0], j.train, j.batch, len(j.nets), extra, c.MaxMemory); err != nil {
+		return err
+	}
 	return nil
 }
 

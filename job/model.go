@@ -90,7 +90,18 @@ type ModelConfig struct {
 	BN     string   // --bn: frozen or train
 	Freeze []string // --freeze globs
 	Untie  bool     // --untie: give each node its own copy of a shared trainable initializer
+	// MaxMemory is --max-memory (e.g. 12GB): the most a job may use; ""
+	// for what the machine or cgroup allows (AvailableMemory).
+	MaxMemory string
 }
+
+// loopVectors is how many n-vectors of float32 the training loop holds
+// beside the step (θ, the direction, the optimizer's moments, θ₀).
+const loopVectors = 5
+
+// TuneLoopBytes is the memory the training loop holds beside the step for
+// n trainable parameters.
+func TuneLoopBytes(n int) int64 { return loopVectors * 4 * int64(n) }
 
 // resolve parses the tasks, maps and options; the terms go into the
 // options (backend.Options.Terms).

@@ -81,6 +81,7 @@ type Tune struct {
 	// Warnings are found by Prepare (tied parameters, SharedWarning) for
 	// the caller to show once.
 	Warnings []string
+	Memory   *MemoryPlan // the expected peak, checked against the limit
 	Extra    []finetune.Recorder
 	// AppendLog continues the log at LogPath instead of replacing it
 	// (batch runs resuming a job).
@@ -227,6 +228,10 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 		if job.Train.Len() > tuneReportMax {
 			job.Report = &finetune.Dataset{Arrays: job.Train.Slice(0, tuneReportMax)}
 		}
+	}
+	extra := TuneLoopBytes(job.Net.NumParams())
+	if job.Memory, err = PlanMemory(job.Net, job.Train, job.Batch, 1, extra, c.MaxMemory); err != nil {
+		return nil, err
 	}
 	return job, nil
 }

@@ -1,0 +1,186 @@
+package job
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/finetune"
+)
+
+// MemoryPlan is the memory a job expects to need at its peak and what it
+// may use, resolved before its first step.
+type MemoryPlan struct {
+	Step      backend.MemoryEstimate // one step of one model at the job's batch
+	Models    int                    // models held at once (front: --models)
+	Extra     int64                  // per model: the loop's own vectors (θ, direction, optimizer state)
+	Limit     int64                  // bytes the job may use
+	LimitFrom string                 // where Limit comes from
+}
+
+// Total is the expected peak in bytes.
+func (p *MemoryPlan) Total() int64 { return int64(p.Models) * (p.Step.Total() + p.Extra) }
+
+// String is the line tune, eval and front print before the first step.
+func (p *MemoryPlan) String() string {
+	if p == nil {
+		return "expected peak memory: not estimated"
+	}
+	s := fmt.Sprintf("expected peak memory %s", backend.FormatBytes(p.Total()))
+	if p.Models > 1 {
+		s += fmt.Sprintf(" for %d models, each", p.Models)
+	}
+	s += fmt.Sprintf(": step %s%s", p.Step, p.loop())
+	return s + fmt.Sprintf("; limit %s (%s)", backend.FormatBytes(p.Limit), p.LimitFrom)
+}
+
+// loop is ", loop SIZE" when the loop holds memory beside the step.
+func (p *MemoryPlan) loop() string {
+	if p.Extra == 0 {
+		return ""
+	}
+	return ", loop " + backend.FormatBytes(p.Extra)
+}
+
+// ParseBytes reads a size such as 12GB, 12G, 12GiB, 800MB or 1000000
+// (bytes). Decimal units (GB = 1e9) and binary ones (GiB = 2^30).
+func ParseBytes(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	units := []struct {
+		suffix string
+		mul    float64
+	}{{"TIB", 1 << 40}, {"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10},
+		{"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3},
+		{"T", 1e12}, {"G", 1e9}, {"M", 1e6}, {"K", 1e3}, {"B", 1}}
+	mul := 1.0
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mul = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mul
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 || v*mul > 1<<62 {
+		return 0, fmt.Errorf("--max-memory %q: want a positive size such as 12GB, 800MB or 16GiB", s)
+	}
+	return int64(v * mul), nil
+}
+
+// AvailableMemory is what this process may use: the memory available on
+// the machine now (/proc/meminfo's MemAvailable) plus what the process
+// already holds, capped by its cgroup's limit (/sys/fs/cgroup/memory.max,
+// or cgroup v1's memory.limit_in_bytes). from says which applied.
+func AvailableMemory() (bytes int64, from string, err error) {
+	avail, err := meminfo("MemAvailable")
+	if err != nil {
+		return 0, "", fmt.Errorf("reading the available memory: %w (give --max-memory)", err)
+	}
+	bytes, from = avail+selfRSS(), "MemAvailable in /proc/meminfo plus this process"
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil || v <= 0 { // "max": no limit
+			continue
+		}
+		if v < bytes {
+			bytes, from = v, f
+		}
+		break
+	}
+	return bytes, from, nil
+}
+
+// meminfo reads one field of /proc/meminfo, in bytes.
+func meminfo(field string) (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok || name != field {
+			continue
+		}
+		fs := strings.Fields(rest)
+		if len(fs) == 0 {
+			break
+		}
+		kb, err := strconv.ParseInt(fs[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/meminfo %s: %w", field, err)
+		}
+		return kb << 10, nil
+	}
+	return 0, fmt.Errorf("/proc/meminfo has no %s", field)
+}
+
+// selfRSS is this process's resident memory in bytes (0 when unknown).
+func selfRSS() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	fs := strings.Fields(string(b))
+	if len(fs) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(fs[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
+}
+
+// PlanMemory estimates a step of md on ds's first batch examples (with
+// models copies and extra bytes per model beside it), resolves the limit
+// (maxMemory as --max-memory gives it, "" for AvailableMemory) and
+// returns an error naming a batch size that fits when the estimate is
+// over it. Otherwise it sets the Go runtime's soft memory limit to the
+// limit, so that the garbage collector works harder rather than exceed
+// it.
+func PlanMemory(md *backend.Model, ds *finetune.Dataset, batch, models int, extra int64, maxMemory string) (*MemoryPlan, error) {
+	p := &MemoryPlan{Models: max(1, models), Extra: extra}
+	var err error
+	if maxMemory != "" {
+		if p.Limit, err = ParseBytes(maxMemory); err != nil {
+			return nil, err
+		}
+		p.LimitFrom = "--max-memory"
+	} else if p.Limit, p.LimitFrom, err = AvailableMemory(); err != nil {
+		return nil, err
+	}
+	n := min(batch, ds.Len())
+	if p.Step, err = md.EstimateMemory(ds.Slice(0, n)); err != nil {
+		return nil, err
+	}
+	if p.Total() > p.Limit {
+		return nil, fmt.Errorf("--batch %d needs about %s (%s%s), more than the %s allowed (%s): %s",
+			batch, backend.FormatBytes(p.Total()), p.Step.Parts(), p.loop(), backend.FormatBytes(p.Limit), p.LimitFrom, p.fitting(n))
+	}
+	debug.SetMemoryLimit(p.Limit)
+	return p, nil
+}
+
+// fitting names the largest batch that fits, taking the activations as
+// proportional to the batch (n examples estimated) and the rest as fixed.
+func (p *MemoryPlan) fitting(n int) string {
+	per := p.Step.Values / int64(max(n, 1))
+	fixed := int64(p.Models) * (p.Step.Total() - p.Step.Values + p.Extra)
+	if per <= 0 || p.Limit <= fixed {
+		return fmt.Sprintf("the parameters alone need %s; use a machine with more memory or --freeze part of the model", backend.FormatBytes(fixed))
+	}
+	b := (p.Limit - fixed) / (int64(p.Models) * per)
+	if b < 1 {
+		return "even --batch 1 does not fit; use a machine with more memory or --freeze part of the model"
+	}
+	return fmt.Sprintf("--batch %d should fit (with --accumulate to keep the effective batch)", b)
+}
