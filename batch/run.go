@@ -96,16 +96,8 @@ func (r *Runner) Run(ctx context.Context, file string, jobs []Job) (*Summary, er
 	if r.Shards > 0 && (r.Shard < 0 || r.Shard >= r.Shards) {
 		return nil, fmt.Errorf("--shard %d/%d: want 0 ≤ I < N", r.Shard, r.Shards)
 	}
-	var errs []error
-	cfgs := make([]any, len(jobs))
-	for i := range jobs {
-		cfg, err := r.Resolve(&jobs[i])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("job %s (%s): %w", jobs[i].ID, jobs[i].Where, err))
-		}
-		cfgs[i] = cfg
-	}
-	if err := errors.Join(errs...); err != nil {
+	cfgs, err := r.resolveAll(jobs)
+	if err != nil {
 		return nil, err
 	}
 	sum := &Summary{}
@@ -136,21 +128,7 @@ func (r *Runner) Run(ctx context.Context, file string, jobs []Job) (*Summary, er
 	// Validation: the model and data of every job to run are loaded and
 	// checked, each file once.
 	loader := job.NewLoader()
-	warned := map[string]bool{}
-	for _, i := range todo {
-		p, err := r.prepare(loader, &jobs[i], cfgs[i])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("job %s (%s): %w", jobs[i].ID, jobs[i].Where, err))
-			continue
-		}
-		for _, w := range p.warnings {
-			if !warned[w] {
-				warned[w] = true
-				r.logf("warning (job %s and maybe others): %s", jobs[i].ID, w)
-			}
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := r.check(loader, jobs, cfgs, todo); err != nil {
 		return nil, err
 	}
 	if err := WriteManifest(r.OutDir, file, jobs); err != nil {
@@ -196,6 +174,56 @@ dispatch:
 		return sum, fmt.Errorf("%d of %d jobs failed (see %s in their folders)", sum.Failed, sum.Jobs, ErrorFile)
 	}
 	return sum, nil
+}
+
+// Check resolves every job and prepares it as Run would (model and data
+// loaded and checked, each file once), without running any: the checks a
+// cluster's array tasks would otherwise make only once they start.
+func (r *Runner) Check(jobs []Job) error {
+	cfgs, err := r.resolveAll(jobs)
+	if err != nil {
+		return err
+	}
+	all := make([]int, len(jobs))
+	for i := range all {
+		all[i] = i
+	}
+	return r.check(job.NewLoader(), jobs, cfgs, all)
+}
+
+// resolveAll resolves every job's keys; the error lists every bad job.
+func (r *Runner) resolveAll(jobs []Job) ([]any, error) {
+	var errs []error
+	cfgs := make([]any, len(jobs))
+	for i := range jobs {
+		cfg, err := r.Resolve(&jobs[i])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %s (%s): %w", jobs[i].ID, jobs[i].Where, err))
+		}
+		cfgs[i] = cfg
+	}
+	return cfgs, errors.Join(errs...)
+}
+
+// check prepares the jobs idx through l and logs each distinct warning
+// once; the error lists every bad job.
+func (r *Runner) check(l *job.Loader, jobs []Job, cfgs []any, idx []int) error {
+	var errs []error
+	warned := map[string]bool{}
+	for _, i := range idx {
+		p, err := r.prepare(l, &jobs[i], cfgs[i])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %s (%s): %w", jobs[i].ID, jobs[i].Where, err))
+			continue
+		}
+		for _, w := range p.warnings {
+			if !warned[w] {
+				warned[w] = true
+				r.logf("warning (job %s and maybe others): %s", jobs[i].ID, w)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // inShard reports whether job k belongs to shard i of n (k mod n = i);

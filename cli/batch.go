@@ -327,6 +327,11 @@ func runBatchSlurm(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	// The submitting host sees the files the array tasks will: check every
+	// job now rather than when its task starts.
+	if err := (&batch.Runner{OutDir: dir, Resolve: resolveBatchJob, Log: c.App.ErrWriter}).Check(jobs); err != nil {
+		return err
+	}
 	o := batch.SlurmOptions{JobsFile: file, OutDir: dir, Shards: c.Int("shards"), Partition: c.String("partition"),
 		Time: c.String("time"), CPUs: c.Int("cpus"), Mem: c.String("mem"), Workers: c.Int("workers"), Extra: c.StringSlice("extra")}
 	script, err := batch.WriteSlurm(o, jobs)

@@ -358,3 +358,36 @@ func TestBatchFrontJobs(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchSlurmChecksFirst: batch slurm checks every job (here a
+// criterion over a task the model lacks) before writing the script, and
+// otherwise writes it, its log folder and jobs.json, printing the sbatch
+// line.
+func TestBatchSlurmChecksFirst(t *testing.T) {
+	dir := t.TempDir()
+	model, data := tinyLeNet(t, dir, 8)
+	head := "defaults: {model: " + model + ", data: " + data + ", task: [\"left:nll:logp_left:left\", \"right:nll:logp_right:right\"], steps: 2}\n"
+	for _, tc := range []struct {
+		crit, want string
+	}{{"wd:2,2", ""}, {"middle+left", "--criterion"}} {
+		jobsFile := filepath.Join(t.TempDir(), "jobs.yaml")
+		os.WriteFile(jobsFile, []byte(head+"jobs: [{name: x, criterion: \""+tc.crit+"\"}]\n"), 0o644)
+		out := filepath.Join(t.TempDir(), "out")
+		printed, err := runCLI(t, "batch", "slurm", jobsFile, "--out-dir", out, "--shards", "2")
+		_, statErr := os.Stat(filepath.Join(out, "batch.sbatch"))
+		if tc.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "job x-") || statErr == nil {
+				t.Errorf("%s: error %v, script %v; want an error naming job x and %s, and no script", tc.crit, err, statErr, tc.want)
+			}
+			continue
+		}
+		if err != nil || statErr != nil || !strings.Contains(printed, "sbatch "+filepath.Join(out, "batch.sbatch")) {
+			t.Errorf("%s: %v, script %v, printed %q", tc.crit, err, statErr, printed)
+		}
+		for _, p := range []string{batch.SlurmLogDir, batch.ManifestFile} {
+			if _, err := os.Stat(filepath.Join(out, p)); err != nil {
+				t.Errorf("%v", err)
+			}
+		}
+	}
+}
