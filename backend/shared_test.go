@@ -105,3 +105,71 @@ func TestUntieOpen(t *testing.T) {
 	}
 	assertClose(t, "ONNX Runtime on the untied file", ort["y"], before["y"].Shape, before["y"].Float64s(), 1e-6)
 }
+
+// TestUntieTorchExports opens the fresh torchvision ViT and ConvNeXt
+// exports (make_transformer_fixtures.py), in which torch merged equal
+// initializers (Identity nodes read the kept one), checks that they are
+// reported, unties them, and checks that the outputs do not change, in
+// backend and in ONNX Runtime on the saved file.
+func TestUntieTorchExports(t *testing.T) {
+	ortcheck.Require(t)
+	task := []Task{{Name: "a", Loss: "nll", Output: "logp_a", Target: "a", IgnoreIndex: -100, Options: map[string]string{}}}
+	x := ortInput("x", 4, 2, 3, 32, 32)
+	batch := map[string]*importer.Tensor{"x": x}
+	for _, name := range []string{"tied_vit2_op17", "tied_convnext2_op17"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join("testdata", "torch", name+".onnx")
+			m, err := importer.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tied, err := Open(m, task, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sh := tied.SharedInitializers()
+			if len(sh) == 0 {
+				t.Fatal("no shared initializers reported in a fresh torch export")
+			}
+			copies := 0
+			for _, s := range sh {
+				copies += len(s.Consumers) - 1
+			}
+			before, err := ortcheck.Run(path, batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			um, err := importer.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			untied, err := Open(um, task, Options{Untie: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(untied.Trainable()) - len(tied.Trainable()); got != copies {
+				t.Errorf("%d new trainable initializers, want %d (one per extra consumer of %d shared)", got, copies, len(sh))
+			}
+			if sh := untied.SharedInitializers(); len(sh) != 0 {
+				t.Errorf("still shared: %v", sh)
+			}
+			ours, err := untied.Outputs(batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "untied.onnx")
+			if err := importer.Save(out, um, untied.Weights(), importer.SaveOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			after, err := ortcheck.Run(out, batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range []string{"logp_a", "logp_b"} {
+				assertClose(t, o+": ONNX Runtime, untied vs tied file", after[o], before[o].Shape, before[o].Float64s(), 0)
+				assertClose(t, o+": backend untied vs ONNX Runtime", ours[o], before[o].Shape, before[o].Float64s(), 1e-5)
+			}
+			t.Logf("%d shared initializers, %d copies", len(sh), copies)
+		})
+	}
+}

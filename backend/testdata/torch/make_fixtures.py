@@ -343,19 +343,29 @@ def ort_run(model_path, inputs):
 # ---------------------------------------------------------------- fixtures
 
 
-def make_fixture(name, model, x, output_names, tasks, targets, opset, notes):
+def make_fixture(name, model, x, output_names, tasks, targets, opset, notes, default_export=False):
     """Exports model and writes NAME.onnx, NAME.npz, NAME.json.
 
     tasks: list of (task, loss kind, output name, target name, extra spec or "").
     targets: dict target name -> numpy array.
+    default_export: export with torch.onnx.export's defaults (TrainingMode.EVAL,
+    constant folding) instead of the settings above. Constant folding turns
+    Linear weights into transposed copies (onnx::MatMul_NN), so initializers
+    are matched to parameters by value (equal, or equal transposed; the
+    parameters must all differ, see randomise_all) and their gradients
+    transposed to match.
     """
     model.eval()
     path = os.path.join(HERE, name + ".onnx")
     dyn = {n: {0: "N"} for n in ["x"] + output_names}
-    torch.onnx.export(model, x, path, opset_version=opset, input_names=["x"],
-                      output_names=output_names, dynamic_axes=dyn,
-                      do_constant_folding=False, keep_initializers_as_inputs=False,
-                      training=torch.onnx.TrainingMode.PRESERVE)
+    if default_export:
+        torch.onnx.export(model, x, path, opset_version=opset, input_names=["x"],
+                          output_names=output_names, dynamic_axes=dyn)
+    else:
+        torch.onnx.export(model, x, path, opset_version=opset, input_names=["x"],
+                          output_names=output_names, dynamic_axes=dyn,
+                          do_constant_folding=False, keep_initializers_as_inputs=False,
+                          training=torch.onnx.TrainingMode.PRESERVE)
     proto = onnx.load(path)
     onnx.checker.check_model(proto, full_check=True)
     inits = [i.name for i in proto.graph.initializer]
@@ -366,10 +376,22 @@ def make_fixture(name, model, x, output_names, tasks, targets, opset, notes):
     params = dict(model.named_parameters())
     buffers = {k: v for k, v in model.named_buffers() if not k.endswith("num_batches_tracked")}
     mapping = {}
+    transposed = set()
     missing = []
+    values = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
     for k in list(params) + list(buffers):
         if k in init_set:
             mapping[k] = k
+        elif default_export:
+            v = (params.get(k) if k in params else buffers[k]).detach().numpy()
+            same = [n for n, a in values.items() if a.shape == v.shape and np.array_equal(a, v)]
+            flip = [n for n, a in values.items() if v.ndim == 2 and a.shape == v.T.shape and np.array_equal(a, v.T)]
+            if len(same) + len(flip) == 1:
+                mapping[k] = (same + flip)[0]
+                if flip:
+                    transposed.add(k)
+            else:
+                missing.append(k)
         else:
             missing.append(k)
     extra = sorted(init_set - set(mapping.values()))
@@ -379,7 +401,8 @@ def make_fixture(name, model, x, output_names, tasks, targets, opset, notes):
     for k, p in params.items():
         onnx_val = numpy_helper.to_array(
             next(i for i in proto.graph.initializer if i.name == mapping[k]))
-        assert np.array_equal(onnx_val, p.detach().numpy()), k
+        want = p.detach().numpy()
+        assert np.array_equal(onnx_val, want.T if k in transposed else want), k
 
     # float32 forward (what ORT is compared with) and float32 gradients.
     outs32 = model(x)
@@ -417,7 +440,9 @@ def make_fixture(name, model, x, output_names, tasks, targets, opset, notes):
             if err / scale > 1e-3:
                 raise SystemExit("%s: float32/float64 gradients of %s/%s differ (%g)"
                                  % (name, task, k, err / scale))
-            arrays["grad/%s/%s" % (task, mapping[k])] = ref.astype(np.float32)
+            if k in transposed:
+                ref = ref.T
+            arrays["grad/%s/%s" % (task, mapping[k])] = np.ascontiguousarray(ref.astype(np.float32))
     model.float()
 
     ort = ort_run(path, {"x": x.numpy()})
@@ -441,7 +466,7 @@ def make_fixture(name, model, x, output_names, tasks, targets, opset, notes):
         "tasks": [":".join([t, k, o, g]) + (":" + extra if extra else "")
                   for t, k, o, g, extra in tasks],
         "losses": losses,
-        "trainable": [mapping[k] for k in params],
+        "trainable": [i.name for i in proto.graph.initializer if i.name in {mapping[k] for k in params}],
         "buffers": [mapping[k] for k in buffers],
         "state_dict_to_onnx": mapping,
         "num_parameters": int(sum(p.numel() for p in params.values())),
