@@ -245,6 +245,55 @@ func TestFrontDivergedWritesNothing(t *testing.T) {
 	}
 }
 
+// TestFrontDefaultsFromScratch: front on an ONNX model resolves the
+// defaults that train from scratch (README, issue 13): Adam 1e-3, or SGD
+// with momentum 0.9 and lr 0.03, and the threshold capped at 10 times its
+// warm-up value; --problem keeps the paper's plain steps and threshold.
+func TestFrontDefaultsFromScratch(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "lenet2.onnx")
+	if err := models.WriteModel(model, models.LeNet2(1)); err != nil {
+		t.Fatal(err)
+	}
+	train := filepath.Join(dir, "train.npz")
+	tinyMultiMNIST(t, train, 16, 1)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want map[string]any // fields of the log's config line; nil: absent
+	}{
+		{"adam", append([]string{model, "--data", train, "--batch", "8"}, lenetTaskArgs...),
+			map[string]any{"optimizer": "adam", "lr": 1e-3, "momentum": nil, "threshold_cap": 10.0}},
+		{"sgd", append([]string{model, "--data", train, "--batch", "8", "--optimizer", "sgd"}, lenetTaskArgs...),
+			map[string]any{"optimizer": "sgd", "lr": 0.03, "momentum": 0.9, "threshold_cap": 10.0}},
+		{"sgd, momentum off", append([]string{model, "--data", train, "--batch", "8", "--optimizer", "sgd", "--momentum", "0"}, lenetTaskArgs...),
+			map[string]any{"optimizer": "sgd", "lr": 0.03, "momentum": nil}},
+		{"synthetic", []string{"--problem", "exp2"},
+			map[string]any{"optimizer": "sgd", "lr": 0.005, "momentum": nil, "threshold_cap": nil}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(dir, tc.name+".jsonl")
+			args := append([]string{"front", "--models", "2", "--steps", "1", "--out-dir", filepath.Join(dir, tc.name), "--log", log}, tc.args...)
+			if out, err := runCLI(t, args...); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			b, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cfg map[string]any
+			if err := json.Unmarshal(bytes.SplitN(b, []byte("\n"), 2)[0], &cfg); err != nil {
+				t.Fatal(err)
+			}
+			for k, want := range tc.want {
+				if got, ok := cfg[k]; (want == nil && ok) || (want != nil && got != want) {
+					t.Errorf("config %s = %v, want %v", k, got, want)
+				}
+			}
+		})
+	}
+}
+
 func TestFrontErrors(t *testing.T) {
 	dir := t.TempDir()
 	// Reference fronts the reading rejects (before any training step).

@@ -22,8 +22,11 @@ import (
 )
 
 // Defaults of front for ONNX models: the paper's MultiMNIST setting (Adam,
-// lr 1e-3, batch 256, γ 0.1). Spread perturbs every parameter of the one
-// starting model by N(0, spread²) so that the N models start apart.
+// lr 1e-3, batch 256, γ 0.1; lr TuneSGDLR with plain SGD), with the
+// threshold capped at png.RobustThresholdCap times its warm-up value so
+// that models trained from scratch keep the control on when gradients
+// explode. Spread perturbs every parameter of the one starting model by
+// N(0, spread²) so that the N models start apart.
 // Synthetic problems use the Synth* defaults instead.
 const (
 	FrontBatch  = 256
@@ -73,6 +76,9 @@ type FrontConfig struct {
 	Gamma      *float64
 	Optimizer  string // "": adam, sgd for synthetic problems
 	LR         *float64
+	// Momentum is SGD's momentum μ; nil: DefaultMomentum for ONNX models,
+	// 0 (plain steps) for synthetic problems.
+	Momentum *float64
 	// LRSchedule is constant, cosine or step.
 	LRSchedule    string
 	Steps, Epochs int
@@ -176,10 +182,15 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 		}
 	}
 	spread := def(c.Spread, FrontSpread, SynthSpread)
+	ps := png.Settings{Alpha: c.Alpha, Gamma: def(c.Gamma, png.DefaultGamma, SynthGamma)}
+	if !synth {
+		ps.ThresholdCap = png.RobustThresholdCap
+	}
 	job.s = &finetune.Settings{
-		Method:    png.PNG{Settings: png.Settings{Alpha: c.Alpha, Gamma: def(c.Gamma, png.DefaultGamma, SynthGamma)}},
-		Optimizer: optName, LR: def(c.LR, TuneLR, SynthLR), LRSchedule: c.LRSchedule,
-		Steps: steps, Epochs: c.Epochs, BatchSize: job.batch, Seed: c.Seed,
+		Method:    png.PNG{Settings: ps},
+		Optimizer: optName, LR: def(c.LR, DefaultLR(optName), SynthLR), LRSchedule: c.LRSchedule,
+		Momentum: def(c.Momentum, DefaultMomentum(optName), 0),
+		Steps:    steps, Epochs: c.Epochs, BatchSize: job.batch, Seed: c.Seed,
 		CheckpointEvery: c.CheckpointEvery, CheckpointPath: c.Checkpoint, Workers: c.Workers,
 		Meta: map[string]any{"command": "front", "models": N},
 	}
