@@ -10,9 +10,11 @@ import (
 // scales) and Resize-10 use asymmetric coordinates and ONNX Runtime's
 // nearest rounding (floor when enlarging, ceil when shrinking). Resize 11+
 // reads X, roi (ignored), scales, sizes, with coordinate_transformation_mode
-// and nearest_mode; cubic mode, tf_crop_and_resize, exclude_outside,
-// antialias and the axes attribute are not supported. scales and sizes must
-// be known when the graph is built.
+// and nearest_mode, and from opset 18 the axes attribute (scales and sizes
+// for those axes only); cubic mode, tf_crop_and_resize, exclude_outside,
+// antialias, keep_aspect_ratio_policy other than stretch (18) and
+// half_pixel_symmetric (19) are not supported. scales and sizes must be
+// known when the graph is built.
 
 func init() {
 	register("Upsample", 7, lowerResize)
@@ -69,9 +71,6 @@ func lowerResize(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 				return nil, nodeErr(n, "%s = %d is not supported", a, v)
 			}
 		}
-		if hasAttr(n, "axes") {
-			return nil, nodeErr(n, "attribute axes is not supported")
-		}
 		if optInput(in, 2) != nil {
 			t, err := constInput(n, in, 2, "scales")
 			if err != nil {
@@ -89,6 +88,11 @@ func lowerResize(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 		if len(p.Scales) == 0 {
 			p.Scales = nil
 		}
+		if b.opset >= 18 {
+			if err := resizeAxes(n, x.shape, &p); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if p.Scales == nil && p.Sizes == nil {
 		return nil, nodeErr(n, "neither scales nor sizes given")
@@ -98,4 +102,63 @@ func lowerResize(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 		return nil, nodeErr(n, "%v", err)
 	}
 	return []*value{nodeValue(y)}, nil
+}
+
+// resizeAxes applies Resize-18's keep_aspect_ratio_policy (only stretch is
+// supported) and axes: scales and sizes given for those axes only are
+// completed with 1 and X's size on the others.
+func resizeAxes(n *onnxpb.NodeProto, shape []int, p *ops.ResizeParams) error {
+	rank := len(shape)
+	policy, err := attrString(n, "keep_aspect_ratio_policy", "stretch")
+	if err != nil {
+		return err
+	}
+	if policy != "stretch" && p.Sizes != nil {
+		return nodeErr(n, "keep_aspect_ratio_policy %q is not supported (only stretch)", policy)
+	}
+	if !hasAttr(n, "axes") {
+		return nil
+	}
+	axes, err := attrInts(n, "axes", nil)
+	if err != nil {
+		return err
+	}
+	full := make([]int, len(axes))
+	seen := map[int]bool{}
+	for i, a := range axes {
+		if a < -int64(rank) || a >= int64(rank) {
+			return nodeErr(n, "axes %v: axis %d out of range for input %q of rank %d", axes, a, n.Input[0], rank)
+		}
+		if a < 0 {
+			a += int64(rank)
+		}
+		if seen[int(a)] {
+			return nodeErr(n, "axes %v: axis %d repeated", axes, a)
+		}
+		seen[int(a)], full[i] = true, int(a)
+	}
+	if p.Scales != nil {
+		if len(p.Scales) != len(axes) {
+			return nodeErr(n, "scales %v: expected one per axis of %v", p.Scales, axes)
+		}
+		s := make([]float64, rank)
+		for i := range s {
+			s[i] = 1
+		}
+		for i, a := range full {
+			s[a] = p.Scales[i]
+		}
+		p.Scales = s
+	}
+	if p.Sizes != nil {
+		if len(p.Sizes) != len(axes) {
+			return nodeErr(n, "sizes %v: expected one per axis of %v", p.Sizes, axes)
+		}
+		s := append([]int{}, shape...)
+		for i, a := range full {
+			s[a] = p.Sizes[i]
+		}
+		p.Sizes = s
+	}
+	return nil
 }

@@ -1,0 +1,47 @@
+package backend
+
+import (
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// TestResize18AxesORT checks Resize-18's axes attribute (scales for the
+// listed axes only, in any order, negative axes) against ONNX Runtime.
+func TestResize18AxesORT(t *testing.T) {
+	r := rand.New(rand.NewSource(18))
+	sc := func(v ...float32) *importer.Tensor { return importer.NewFloat32("s", []int{len(v)}, v) }
+	cases := []oracleCase{
+		{"nearest axes 2,3", []*onnxpb.AttributeProto{aInts("axes", 2, 3)}, []*importer.Tensor{randF32Tensor(r, "x", 1, 2, 3, 4), nil, sc(2, 1.5)}},
+		{"linear axes 3,2", []*onnxpb.AttributeProto{aInts("axes", 3, 2), aString("mode", "linear")}, []*importer.Tensor{randF32Tensor(r, "x", 2, 1, 3, 4), nil, sc(1.5, 2)}},
+		{"linear axis -1", []*onnxpb.AttributeProto{aInts("axes", -1), aString("mode", "linear"), aString("coordinate_transformation_mode", "align_corners")},
+			[]*importer.Tensor{randF32Tensor(r, "x", 1, 2, 3, 4), nil, sc(2)}},
+	}
+	checkAgainstORT(t, "Resize", 18, cases, 1e-5)
+}
+
+// TestResize18Sizes checks sizes given per axis against the same sizes
+// given for every axis (Resize-13's form, checked against ONNX Runtime in
+// the node-test corpus), and the refused keep_aspect_ratio_policy.
+func TestResize18Sizes(t *testing.T) {
+	x := randFeed("x", 3, 1, 2, 3, 4)
+	lin := aString("mode", "linear")
+	full := runOne(t, "Resize", 13, []*onnxpb.AttributeProto{lin}, []tin{x, absent, absent, initI("sz", []int{4}, 1, 2, 5, 7)})
+	part := runOne(t, "Resize", 18, []*onnxpb.AttributeProto{lin, aInts("axes", 3, 2)}, []tin{x, absent, absent, initI("sz", []int{2}, 7, 5)})
+	assertClose(t, "sizes for axes 3,2", part, full.Shape, full.Float64s(), 0)
+	gins := []tin{x, absent, initF("s", []int{1}, 1.5)}
+	gradCheck(t, oneNode("Resize", 18, []*onnxpb.AttributeProto{lin, aInts("axes", -1)}, gins, "y"), feedsOf(gins), "x", 1e-6)
+
+	ins := []tin{x, absent, absent, initI("sz", []int{2}, 7, 5)}
+	_, err := tryGraph(oneNode("Resize", 18, []*onnxpb.AttributeProto{aInts("axes", 3, 2), aString("keep_aspect_ratio_policy", "not_larger")}, ins, "y"), feedsOf(ins), nil)
+	if err == nil || !strings.Contains(err.Error(), `keep_aspect_ratio_policy "not_larger" is not supported`) {
+		t.Errorf("not_larger: got %v", err)
+	}
+	_, err = tryGraph(oneNode("Resize", 18, []*onnxpb.AttributeProto{aInts("axes", 2, 2)}, ins, "y"), feedsOf(ins), nil)
+	if err == nil || !strings.Contains(err.Error(), "axis 2 repeated") {
+		t.Errorf("repeated axis: got %v", err)
+	}
+}
