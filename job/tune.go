@@ -74,8 +74,12 @@ type TuneConfig struct {
 	// Steps, or Epochs passes over Data when Steps is 0.
 	Steps, Epochs int
 	Batch         int
-	ValEvery      int
-	Seed          int64
+	// Accumulate splits every batch into this many micro-batches run one
+	// after the other (finetune.Accumulate): the step of --batch B at the
+	// memory of B/Accumulate. 0 or 1: whole batches.
+	Accumulate int
+	ValEvery   int
+	Seed       int64
 	// Out is the tuned model (default MODEL_tuned.onnx); Force overwrites
 	// an existing one.
 	Out   string
@@ -103,6 +107,7 @@ type Tune struct {
 	Criterion  string // as given
 	Method     string
 	Batch      int
+	Accumulate int // micro-batches per batch (1: none)
 	Out        string
 	Force      bool
 	LogPath    string
@@ -178,10 +183,13 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"steps", c.Steps}, {"epochs", c.Epochs}, {"val-every", c.ValEvery}, {"checkpoint-every", c.CheckpointEvery}} {
+	}{{"steps", c.Steps}, {"epochs", c.Epochs}, {"val-every", c.ValEvery}, {"checkpoint-every", c.CheckpointEvery}, {"accumulate", c.Accumulate}} {
 		if f.v < 0 {
 			return nil, fmt.Errorf("--%s %d: want ≥ 0", f.name, f.v)
 		}
+	}
+	if job.Accumulate = max(c.Accumulate, 1); job.Accumulate > job.Batch {
+		return nil, fmt.Errorf("--accumulate %d: more micro-batches than the %d examples of --batch", job.Accumulate, job.Batch)
 	}
 	job.Out = c.Out
 	if job.Out == "" {
@@ -271,7 +279,10 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 		}
 	}
 	extra := TuneLoopBytes(job.Net.NumParams())
-	if job.Memory, err = PlanMemory(job.Net, job.Train, job.Batch, 1, extra, c.MaxMemory); err != nil {
+	if job.Accumulate > 1 { // the micro-batches' Jacobian beside the step's
+		extra += int64(len(job.Tasks)+len(job.Terms)) * 4 * int64(job.Net.NumParams())
+	}
+	if job.Memory, err = PlanMemory(job.Net, job.Train, job.microBatch(), 1, extra, c.MaxMemory); err != nil {
 		return nil, err
 	}
 	return job, nil
@@ -285,7 +296,7 @@ func missingData(flag, what string) error {
 // measure evaluates the criterion on the report set; drift is
 // ‖θ − θ₀‖² of the parameters measured (0 before training).
 func (j *Tune) measure(drift float64) (TuneReport, []float64, error) {
-	r, err := Evaluate(j.Net, j.Report, j.Batch, true, j.Tasks)
+	r, err := Evaluate(j.Net, j.Report, j.microBatch(), true, j.Tasks)
 	if err != nil {
 		return TuneReport{}, nil, fmt.Errorf("%s data: %w", j.ReportName, err)
 	}
@@ -331,9 +342,9 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 	recs = append(recs, j.Extra...)
 	var fr *finetune.Result
 	if j.Resume != "" {
-		fr, err = finetune.Resume(ctx, j.Resume, j.Net, j.Train, j.Val, j.Settings, finetune.Multi(recs...))
+		fr, err = finetune.Resume(ctx, j.Resume, j.problem(), j.Train, j.Val, j.Settings, finetune.Multi(recs...))
 	} else {
-		fr, err = finetune.Run(ctx, j.Net, j.Train, j.Val, j.Settings, finetune.Multi(recs...))
+		fr, err = finetune.Run(ctx, j.problem(), j.Train, j.Val, j.Settings, finetune.Multi(recs...))
 	}
 	if err != nil {
 		if errors.Is(err, finetune.ErrNonFinite) {
@@ -410,4 +421,19 @@ func InBand(on []bool, k int) (Num, int) {
 		}
 	}
 	return Num(float64(in) / float64(n)), n
+}
+
+// microBatch is the most examples one evaluation runs at once: the batch,
+// or its largest part with --accumulate.
+func (j *Tune) microBatch() int {
+	if j.Accumulate <= 1 {
+		return j.Batch
+	}
+	return (j.Batch + j.Accumulate - 1) / j.Accumulate
+}
+
+// problem is what the loop trains: the model, evaluated in micro-batches
+// with --accumulate.
+func (j *Tune) problem() finetune.Problem {
+	return finetune.Accumulate(j.Net, j.Accumulate)
 }
