@@ -14,14 +14,15 @@ import (
 
 // newOpsetModel is one IR-10, opset-21 model written with our encoder
 // that uses the signatures which changed from opset 18 on: Reduce* with
-// axes as an input, Split with num_outputs (uneven), Pad with axes, plus
-// LayerNormalization (17), Gelu (20) and GroupNormalization (21).
+// axes as an input, Split with num_outputs (uneven), Pad with axes and wrap
+// mode (19), plus LayerNormalization (17), Gelu (20) and GroupNormalization
+// (21).
 func newOpsetModel() (*importer.Model, map[string]*importer.Tensor, []string) {
 	r := rand.New(rand.NewSource(21))
 	x := randF32Tensor(r, "x", 2, 4, 5)
 	i64 := func(name string, v ...int64) *importer.Tensor { return importer.NewInt64(name, []int{len(v)}, v) }
 	inits := []*importer.Tensor{
-		i64("ax1", 1), i64("ax12", 1, 2), i64("pads", 1, 2), i64("padax", 2),
+		i64("ax1", 1), i64("ax12", 1, 2), i64("pads", 1, 2), i64("padax", 2), i64("wrappads", 0, 1, 2, 0, 3, 4),
 		randF32Tensor(r, "lns", 5), randF32Tensor(r, "lnb", 5),
 		randF32Tensor(r, "gns", 4), randF32Tensor(r, "gnb", 4),
 	}
@@ -48,6 +49,7 @@ func newOpsetModel() (*importer.Model, map[string]*importer.Tensor, []string) {
 	add("ReduceSum", []string{"x"}, 1) // no axes: all
 	add("Split", []string{"x"}, 3, aInt("axis", 2), aInt("num_outputs", 3))
 	add("Pad", []string{"x", "pads", "", "padax"}, 1, aString("mode", "reflect"))
+	add("Pad", []string{"x", "wrappads"}, 1, aString("mode", "wrap"))
 	add("LayerNormalization", []string{"x", "lns", "lnb"}, 1)
 	add("Gelu", []string{"x"}, 1, aString("approximate", "tanh"))
 	add("GroupNormalization", []string{"x", "gns", "gnb"}, 1, aInt("num_groups", 2))
@@ -98,7 +100,7 @@ func TestNewOpsetRefused(t *testing.T) {
 			[]tin{randFeed("x", 1, 2, 3), initI("i", []int{1, 1}, 0), randFeed("u", 2, 1, 1)}, `ScatterElements (node "n0", opset 18)`},
 		{"ScatterElements", 16, nil, []tin{randFeed("x", 1, 2, 3), initI("i", []int{1, 1}, 0), randFeed("u", 2, 1, 1)}, `ScatterElements (node "n0", opset 16)`},
 		{"Mish", 18, nil, []tin{randFeed("x", 1, 2, 3)}, `Mish (node "n0", opset 18)`},
-		{"Pad", 19, []*onnxpb.AttributeProto{aString("mode", "wrap")}, []tin{randFeed("x", 1, 2, 3), initI("p", []int{4}, 0, 1, 0, 1)}, `mode "wrap"`},
+		{"Pad", 18, []*onnxpb.AttributeProto{aString("mode", "wrap")}, []tin{randFeed("x", 1, 2, 3), initI("p", []int{4}, 0, 1, 0, 1)}, `mode "wrap" needs opset 19`},
 		{"Resize", 18, []*onnxpb.AttributeProto{aInt("antialias", 1)},
 			[]tin{randFeed("x", 1, 1, 1, 2, 2), {name: ""}, initF("s", []int{4}, 1, 1, 2, 2)}, "antialias = 1 is not supported"},
 		{"Resize", 19, []*onnxpb.AttributeProto{aString("coordinate_transformation_mode", "half_pixel_symmetric")},
@@ -112,4 +114,10 @@ func TestNewOpsetRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPadWrapGrad checks Pad's wrap mode (opset 19) by finite differences.
+func TestPadWrapGrad(t *testing.T) {
+	ins := []tin{randFeed("x", 5, 2, 3, 4), initI("p", []int{6}, 0, 2, 1, 1, 3, 4)}
+	gradCheck(t, oneNode("Pad", 19, []*onnxpb.AttributeProto{aString("mode", "wrap")}, ins, "y"), feedsOf(ins), "x", 1e-6)
 }

@@ -7,8 +7,8 @@ import (
 
 // Pad: opset 1 reads attribute paddings, opset 2 attribute pads, opset 11
 // the inputs pads and constant_value (and axes from 18), all of which must be
-// known when the graph is built. Modes constant, reflect and edge (wrap,
-// opset 19, is not supported).
+// known when the graph is built. Modes constant, reflect, edge and, from
+// opset 19, wrap.
 
 func init() {
 	register("Pad", 1, lowerPad)
@@ -24,6 +24,9 @@ func lowerPad(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	mode, err := attrString(n, "mode", ops.PadConstant)
 	if err != nil {
 		return nil, err
+	}
+	if mode == ops.PadWrap && b.opset < 19 {
+		return nil, nodeErr(n, "mode %q needs opset 19, the model imports %d", mode, b.opset)
 	}
 	p := ops.PadParams{Mode: mode}
 	r := len(x.shape)

@@ -12,12 +12,13 @@ const (
 	PadConstant = "constant"
 	PadReflect  = "reflect"
 	PadEdge     = "edge"
+	PadWrap     = "wrap" // ONNX opset 19: the axis repeats periodically
 )
 
 // PadParams are the attributes (opset ≤ 10) or constant inputs (opset ≥ 11)
 // of ONNX Pad.
 type PadParams struct {
-	// Mode is constant (also ""), reflect or edge.
+	// Mode is constant (also ""), reflect, edge or wrap.
 	Mode string
 	// Pads are [begin..., end...] per axis, as in ONNX; negative values crop.
 	Pads []int
@@ -26,7 +27,8 @@ type PadParams struct {
 }
 
 // Pad builds ONNX Pad on x of any rank. Reflect mirrors without repeating the
-// border (PyTorch's reflect); pads wider than the axis keep reflecting. The
+// border (PyTorch's reflect); pads wider than the axis keep reflecting; wrap
+// repeats the axis periodically. The
 // node is differentiable in x: padded positions scatter their gradient back
 // to the elements they copy.
 func Pad(x *gorgonia.Node, p PadParams) (*gorgonia.Node, error) {
@@ -43,8 +45,8 @@ func Pad(x *gorgonia.Node, p PadParams) (*gorgonia.Node, error) {
 	if mode == "" {
 		mode = PadConstant
 	}
-	if mode != PadConstant && mode != PadReflect && mode != PadEdge {
-		return nil, fmt.Errorf("ops: Pad: mode %q, expected constant, reflect or edge", p.Mode)
+	if mode != PadConstant && mode != PadReflect && mode != PadEdge && mode != PadWrap {
+		return nil, fmt.Errorf("ops: Pad: mode %q, expected constant, reflect, edge or wrap", p.Mode)
 	}
 	os := make(tensor.Shape, r)
 	maps := make([][]int, r)
@@ -91,6 +93,12 @@ func padSource(i, n int, mode string) int {
 	switch mode {
 	case PadEdge:
 		return min(max(i, 0), n-1)
+	case PadWrap:
+		i %= n
+		if i < 0 {
+			i += n
+		}
+		return i
 	case PadReflect:
 		period := 2 * (n - 1)
 		i %= period
