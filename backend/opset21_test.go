@@ -103,8 +103,8 @@ func TestNewOpsetRefused(t *testing.T) {
 		{"Pad", 18, []*onnxpb.AttributeProto{aString("mode", "wrap")}, []tin{randFeed("x", 1, 2, 3), initI("p", []int{4}, 0, 1, 0, 1)}, `mode "wrap" needs opset 19`},
 		{"Resize", 18, []*onnxpb.AttributeProto{aInt("antialias", 1)},
 			[]tin{randFeed("x", 1, 1, 1, 2, 2), {name: ""}, initF("s", []int{4}, 1, 1, 2, 2)}, "antialias = 1 is not supported"},
-		{"Resize", 19, []*onnxpb.AttributeProto{aString("coordinate_transformation_mode", "half_pixel_symmetric")},
-			[]tin{randFeed("x", 1, 1, 1, 2, 2), {name: ""}, initF("s", []int{4}, 1, 1, 2, 2)}, "half_pixel_symmetric"},
+		{"Resize", 18, []*onnxpb.AttributeProto{aString("coordinate_transformation_mode", "half_pixel_symmetric")},
+			[]tin{randFeed("x", 1, 1, 1, 2, 2), {name: ""}, initF("s", []int{4}, 1, 1, 2, 2)}, `"half_pixel_symmetric" needs opset 19`},
 	}
 	for _, c := range cases {
 		t.Run(c.op, func(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 // reads X, roi (ignored), scales, sizes, with coordinate_transformation_mode
 // and nearest_mode, and from opset 18 the axes attribute (scales and sizes
 // for those axes only); cubic mode, tf_crop_and_resize, exclude_outside,
-// antialias, keep_aspect_ratio_policy other than stretch (18) and
-// half_pixel_symmetric (19) are not supported. scales and sizes must be
+// antialias and keep_aspect_ratio_policy other than stretch (18) are not
+// supported; half_pixel_symmetric is accepted from opset 19. scales and sizes must be
 // known when the graph is built.
 
 func init() {
@@ -60,6 +60,9 @@ func lowerResize(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 		}
 		if p.NearestMode, err = attrString(n, "nearest_mode", ops.NearestRoundPreferFloor); err != nil {
 			return nil, err
+		}
+		if p.CoordMode == ops.CoordHalfPixelSymmetric && b.opset < 19 {
+			return nil, nodeErr(n, "coordinate_transformation_mode %q needs opset 19, the model imports %d", p.CoordMode, b.opset)
 		}
 		if p.CoordMode == "tf_crop_and_resize" {
 			return nil, nodeErr(n, "coordinate_transformation_mode tf_crop_and_resize is not supported")

@@ -45,3 +45,20 @@ func TestResize18Sizes(t *testing.T) {
 		t.Errorf("repeated axis: got %v", err)
 	}
 }
+
+// TestResize19SymmetricORT checks half_pixel_symmetric (opset 19) against
+// ONNX Runtime with scales whose output sizes are rounded down, where it
+// differs from half_pixel.
+func TestResize19SymmetricORT(t *testing.T) {
+	r := rand.New(rand.NewSource(19))
+	sc := func(v ...float32) *importer.Tensor { return importer.NewFloat32("s", []int{len(v)}, v) }
+	sym := aString("coordinate_transformation_mode", "half_pixel_symmetric")
+	cases := []oracleCase{
+		{"linear up 1.7", []*onnxpb.AttributeProto{sym, aString("mode", "linear")}, []*importer.Tensor{randF32Tensor(r, "x", 1, 2, 5, 3), nil, sc(1, 1, 1.7, 2.5)}},
+		{"linear down 0.6", []*onnxpb.AttributeProto{sym, aString("mode", "linear")}, []*importer.Tensor{randF32Tensor(r, "x", 1, 1, 6, 7), nil, sc(1, 1, 0.6, 0.45)}},
+		{"nearest 1.3", []*onnxpb.AttributeProto{sym}, []*importer.Tensor{randF32Tensor(r, "x", 2, 1, 4, 5), nil, sc(1, 1, 1.3, 1.9)}},
+	}
+	checkAgainstORT(t, "Resize", 19, cases, 1e-5)
+	ins := []tin{randFeed("x", 4, 1, 1, 5, 3), absent, initF("s", []int{4}, 1, 1, 1.7, 2.5)}
+	gradCheck(t, oneNode("Resize", 19, []*onnxpb.AttributeProto{sym, aString("mode", "linear")}, ins, "y"), feedsOf(ins), "x", 1e-6)
+}

@@ -19,6 +19,9 @@ const (
 	CoordAlignCorners     = "align_corners"
 	CoordAsymmetric       = "asymmetric"
 	CoordTFHalfPixelForNN = "tf_half_pixel_for_nn"
+	// CoordHalfPixelSymmetric (ONNX opset 19) is half_pixel shifted so
+	// that the output stays centred when the output size is rounded.
+	CoordHalfPixelSymmetric = "half_pixel_symmetric"
 
 	NearestRoundPreferFloor = "round_prefer_floor"
 	NearestRoundPreferCeil  = "round_prefer_ceil"
@@ -165,8 +168,11 @@ func resizeCoord(o, in, out int, scale float64, coord string) (float64, error) {
 		return x / scale, nil
 	case CoordTFHalfPixelForNN:
 		return (x + 0.5) / scale, nil
+	case CoordHalfPixelSymmetric:
+		adj := float64(out) / (scale * float64(in))
+		return float64(in)/2*(1-adj) + (x+0.5)/scale - 0.5, nil
 	}
-	return 0, fmt.Errorf("coordinate_transformation_mode %q, expected half_pixel, pytorch_half_pixel, align_corners, asymmetric or tf_half_pixel_for_nn", coord)
+	return 0, fmt.Errorf("coordinate_transformation_mode %q, expected half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric or tf_half_pixel_for_nn", coord)
 }
 
 func newResizeAxis(in, out int, scale float64, mode, coord, nearest string) (resizeAxis, error) {
