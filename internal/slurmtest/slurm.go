@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,7 +23,7 @@ import (
 )
 
 // Programs the cluster needs.
-var programs = []string{"/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/sbin/munged", "sbatch", "squeue", "scancel", "sinfo", "munge", "runuser"}
+var programs = []string{"/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/sbin/munged", "sbatch", "squeue", "scancel", "sinfo", "munge", "unmunge"}
 
 // Available says why a cluster cannot be started here (nil: it can).
 func Available() error {
@@ -32,7 +33,7 @@ func Available() error {
 		}
 	}
 	if os.Geteuid() != 0 {
-		return errors.New("slurmtest: must run as root (SlurmUser=root, munged started as user munge)")
+		return errors.New("slurmtest: must run as root (SlurmUser=root; munged runs as user munge)")
 	}
 	if _, err := os.Stat("/etc/munge/munge.key"); err != nil {
 		return fmt.Errorf("slurmtest: %w (the munge package creates it)", err)
@@ -43,12 +44,15 @@ func Available() error {
 // Cluster is a running single-node Slurm.
 type Cluster struct {
 	// Dir holds slurm.conf, the state, spool and log folders.
-	Dir  string
-	Conf string
-	ctld *exec.Cmd
-	slrd *exec.Cmd
-	// mungePID is the munged this cluster started (0: one was running).
-	mungePID int
+	Dir   string
+	Conf  string
+	ctld  *exec.Cmd
+	slrd  *exec.Cmd
+	munge *exec.Cmd
+	// mungeDir holds the cluster's own munged's socket, PID, log and
+	// seed (outside Dir: munged needs every folder above its socket
+	// searchable by all, and test folders are private).
+	mungeDir string
 }
 
 // Start configures a cluster in dir (which must exist) and starts munged
@@ -68,10 +72,12 @@ func Start(dir string, timeout time.Duration) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(c.Conf, []byte(conf(dir, ports[0], ports[1])), 0o644); err != nil {
+	if err := c.startMunge(); err != nil {
+		c.Stop()
 		return nil, err
 	}
-	if err := c.startMunge(); err != nil {
+	if err := os.WriteFile(c.Conf, []byte(conf(dir, c.mungeSocket(), ports[0], ports[1])), 0o644); err != nil {
+		c.Stop()
 		return nil, err
 	}
 	c.ctld = exec.Command("/usr/sbin/slurmctld", "-D", "-i")
@@ -108,26 +114,28 @@ func Start(dir string, timeout time.Duration) (*Cluster, error) {
 	}
 }
 
-// conf is slurm.conf for a one-node cluster in dir.
-func conf(dir string, ctldPort, slurmdPort int) string {
+// conf is slurm.conf for a one-node cluster in dir, authenticating
+// through the munged at socket.
+func conf(dir, socket string, ctldPort, slurmdPort int) string {
 	return fmt.Sprintf(`ClusterName=ci
 SlurmctldHost=localhost
-SlurmctldPort=%d
-SlurmdPort=%d
+SlurmctldPort=%[3]d
+SlurmdPort=%[4]d
 SlurmUser=root
 AuthType=auth/munge
-StateSaveLocation=%[3]s/state
-SlurmdSpoolDir=%[3]s/spool
-SlurmctldPidFile=%[3]s/slurmctld.pid
-SlurmdPidFile=%[3]s/slurmd.pid
-SlurmctldLogFile=%[3]s/log/slurmctld.log
-SlurmdLogFile=%[3]s/log/slurmd.log
+AuthInfo=socket=%[2]s
+StateSaveLocation=%[1]s/state
+SlurmdSpoolDir=%[1]s/spool
+SlurmctldPidFile=%[1]s/slurmctld.pid
+SlurmdPidFile=%[1]s/slurmd.pid
+SlurmctldLogFile=%[1]s/log/slurmctld.log
+SlurmdLogFile=%[1]s/log/slurmd.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
-JobCompLoc=%[3]s/log/jobcomp.log
+JobCompLoc=%[1]s/log/jobcomp.log
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -135,7 +143,7 @@ MpiDefault=none
 ReturnToService=2
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
-`, ctldPort, slurmdPort, dir)
+`, dir, socket, ctldPort, slurmdPort)
 }
 
 // freePorts returns n TCP ports free on localhost right now.
@@ -158,29 +166,53 @@ func freePorts(n int) ([]int, error) {
 	return out, nil
 }
 
-const mungePidFile = "/run/munge/munged.pid"
-
-// startMunge starts munged as user munge unless one already runs.
+// startMunge starts the cluster's own munged (user munge, foreground, a
+// child of this process) on a socket of its own, so that clusters of
+// tests running side by side neither share nor stop each other's.
 func (c *Cluster) startMunge() error {
-	if pid, err := readPid(mungePidFile); err == nil && alive(pid) {
-		return nil // someone else's: leave it alone
-	}
-	if err := exec.Command("install", "-d", "-o", "munge", "-g", "munge", "-m", "755", "/run/munge").Run(); err != nil {
-		return fmt.Errorf("slurmtest: /run/munge: %w", err)
-	}
-	if out, err := exec.Command("runuser", "-u", "munge", "--", "/usr/sbin/munged").CombinedOutput(); err != nil {
-		return fmt.Errorf("slurmtest: munged: %w: %s", err, out)
-	}
-	pid, err := readPid(mungePidFile)
+	u, err := user.Lookup("munge")
 	if err != nil {
-		return fmt.Errorf("slurmtest: munged started but %w", err)
+		return fmt.Errorf("slurmtest: %w (the munge package creates the user)", err)
 	}
-	c.mungePID = pid
-	if out, err := exec.Command("bash", "-c", "munge -n | unmunge").CombinedOutput(); err != nil {
-		return fmt.Errorf("slurmtest: munge -n | unmunge: %w: %s", err, out)
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	base, err := os.MkdirTemp("", "slurmtest-munge-")
+	if err != nil {
+		return err
 	}
-	return nil
+	c.mungeDir = base
+	d := filepath.Join(base, "m")
+	if err := os.Chmod(base, 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(d, 0o755); err != nil {
+		return err
+	}
+	if err := os.Chown(d, uid, gid); err != nil {
+		return err
+	}
+	c.munge = exec.Command("/usr/sbin/munged", "-F", "--socket="+c.mungeSocket(), "--pid-file="+filepath.Join(d, "munged.pid"),
+		"--log-file="+filepath.Join(d, "munged.log"), "--seed-file="+filepath.Join(d, "munged.seed"))
+	c.munge.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	var errb bytes.Buffer
+	c.munge.Stderr = &errb
+	if err := c.munge.Start(); err != nil {
+		return fmt.Errorf("slurmtest: munged: %w", err)
+	}
+	for i := 0; ; i++ {
+		out, err := exec.Command("bash", "-c", "munge -S \"$1\" -n | unmunge -S \"$1\"", "-", c.mungeSocket()).CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		if i == 50 {
+			return fmt.Errorf("slurmtest: munge -n | unmunge: %w: %s\nmunged: %s", err, out, errb.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
+
+// mungeSocket is the cluster's munged's socket.
+func (c *Cluster) mungeSocket() string { return filepath.Join(c.mungeDir, "m", "munge.socket") }
 
 // Env is the environment of a Slurm client of this cluster.
 func (c *Cluster) Env() []string { return append(os.Environ(), "SLURM_CONF="+c.Conf) }
@@ -253,14 +285,13 @@ func (c *Cluster) Stop() error {
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
 			out, _ := c.Command("squeue", "-h").Output()
-			steps, _ := exec.Command("pgrep", "-x", "slurmstepd").Output()
-			if strings.TrimSpace(string(out)) == "" && strings.TrimSpace(string(steps)) == "" {
+			if strings.TrimSpace(string(out)) == "" {
 				break
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	for _, cmd := range []*exec.Cmd{c.slrd, c.ctld} {
+	for _, cmd := range []*exec.Cmd{c.slrd, c.ctld, c.munge} {
 		if cmd == nil || cmd.Process == nil {
 			continue
 		}
@@ -275,26 +306,8 @@ func (c *Cluster) Stop() error {
 			errs = append(errs, fmt.Errorf("slurmtest: %s did not stop on SIGTERM; killed", cmd.Path))
 		}
 	}
-	if c.mungePID > 0 {
-		if p, err := os.FindProcess(c.mungePID); err == nil {
-			p.Signal(syscall.SIGTERM)
-			for i := 0; i < 50 && alive(c.mungePID); i++ {
-				time.Sleep(100 * time.Millisecond)
-			}
-			if alive(c.mungePID) {
-				errs = append(errs, fmt.Errorf("slurmtest: munged (pid %d) still running", c.mungePID))
-			}
-		}
+	if c.mungeDir != "" {
+		errs = append(errs, os.RemoveAll(c.mungeDir))
 	}
 	return errors.Join(errs...)
 }
-
-func readPid(path string) (int, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
-}
-
-func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
