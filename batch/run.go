@@ -2,7 +2,6 @@ package batch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,31 +46,6 @@ type Summary struct {
 	Failed      int `json:"failed"`  // failed in this run, or before (without RetryFailed)
 	Running     int `json:"running"` // held by another process
 	Interrupted int `json:"interrupted"`
-}
-
-// Result is a done job's result.json.
-type Result struct {
-	ID   string              `json:"id"`
-	Name string              `json:"name"`
-	Kind string              `json:"kind"`
-	Keys map[string][]string `json:"keys"`
-	// Tasks, with the final task losses, F and g where the kind has them
-	// (tune: after training, on the report set; eval: on the data).
-	Tasks   []string           `json:"tasks,omitempty"`
-	Losses  map[string]job.Num `json:"losses,omitempty"`
-	F       *job.Num           `json:"F,omitempty"`
-	G       *job.Num           `json:"g,omitempty"`
-	Metrics map[string]job.Num `json:"metrics,omitempty"`
-	Steps   int                `json:"steps"`
-	// Seconds is the job's wall time in this process (preparing, running,
-	// writing); TrainSeconds the training loop's, from its first step to
-	// its last.
-	Seconds      float64 `json:"seconds"`
-	TrainSeconds float64 `json:"train_seconds"`
-	Resumed      bool    `json:"resumed,omitempty"`
-	// Files are the job's outputs, relative to the out folder.
-	Files   map[string]string `json:"files"`
-	Outcome any               `json:"outcome"`
 }
 
 // prepared is a job ready to run.
@@ -348,62 +322,4 @@ func (r *Runner) runOne(ctx context.Context, l *job.Loader, j *Job, cfg any) str
 	os.Remove(p.ckpt)
 	r.logf("done %s: %d steps, %.2f s (loop %.2f s)", j.ID, res.Steps, res.Seconds, res.TrainSeconds)
 	return StateDone
-}
-
-// fillResult copies the final losses, F, g and steps of a job's outcome.
-func fillResult(res *Result, out any) {
-	switch o := out.(type) {
-	case *job.TuneOutcome:
-		res.Tasks, res.Losses, res.Steps = o.Tasks, o.After.Losses, o.Steps
-		res.F, res.G = &o.After.F, &o.After.G
-		res.Metrics = flatMetrics(o.After.Metrics)
-	case *job.EvalOutcome:
-		res.Tasks, res.Losses, res.G = o.Names, o.Tasks, &o.G
-		res.Metrics = flatMetrics(o.Metrics)
-	case *job.FrontOutcome:
-		res.Tasks, res.Steps = o.Tasks, o.Steps
-		hv, nd := o.Loss.HV, job.Num(o.Loss.NonDominated)
-		res.Metrics = map[string]job.Num{"front_hv": hv, "front_non_dominated": nd}
-	}
-}
-
-// flatMetrics names each task metric TASK/METRIC (nil when there are
-// none).
-func flatMetrics(m map[string]map[string]job.Num) map[string]job.Num {
-	if len(m) == 0 {
-		return nil
-	}
-	out := map[string]job.Num{}
-	for task, ms := range m {
-		for name, v := range ms {
-			out[task+"/"+name] = v
-		}
-	}
-	return out
-}
-
-// writeJSON writes v indented to path, atomically.
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return job.WriteFile(path, append(b, '\n'))
-}
-
-// loopTimer is a finetune.Recorder timing the training loop from its
-// start to its end.
-type loopTimer struct{ start, end time.Time }
-
-func (t *loopTimer) Init(*finetune.Config) error { t.start = time.Now(); return nil }
-
-func (t *loopTimer) Record(*finetune.Step) error { return nil }
-
-func (t *loopTimer) Done(*finetune.Result) error { t.end = time.Now(); return nil }
-
-func (t *loopTimer) seconds() float64 {
-	if t.start.IsZero() || t.end.IsZero() {
-		return 0
-	}
-	return t.end.Sub(t.start).Seconds()
 }
