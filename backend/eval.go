@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -222,9 +223,13 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 			return fmt.Errorf("backend: target array %q: %w", t.Target, err)
 		}
 	}
+	start := time.Now()
+	md.times = StepTimes{}
+	defer func() { md.times.Backward = time.Since(start) - md.times.Forward }()
 	if err := c.prog.forward(); err != nil {
 		return fmt.Errorf("backend: forward pass: %w", err)
 	}
+	md.times.Forward = time.Since(start)
 	all := make([]float64, len(c.losses))
 	for i, l := range c.losses {
 		d, err := valueFloats(c.prog.value(l))
@@ -327,3 +332,12 @@ func (md *Model) checkLosses(losses []float64) error {
 	}
 	return errors.Join(errs...)
 }
+
+// StepTimes is how the last Evaluate spent its time.
+type StepTimes struct {
+	Forward  time.Duration // the forward pass, losses read
+	Backward time.Duration // the backward passes, gradients copied into J
+}
+
+// LastStep returns the times of the last Evaluate (or EvaluateTerms).
+func (md *Model) LastStep() StepTimes { return md.times }

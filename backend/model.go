@@ -54,8 +54,9 @@ type Input struct {
 // finetune.Problem. It is not safe for concurrent use.
 type Model struct {
 	m      *importer.Model
-	tasks  []Task // the tasks, then Options.Terms: every loss the graph computes
-	ntasks int    // how many of tasks are tasks
+	tasks  []Task    // the tasks, then Options.Terms: every loss the graph computes
+	ntasks int       // how many of tasks are tasks
+	times  StepTimes // of the last Evaluate
 	opt    Options
 	opset  int64
 	dt     tensor.Dtype

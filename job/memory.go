@@ -123,6 +123,26 @@ func meminfo(field string) (int64, error) {
 	return 0, fmt.Errorf("/proc/meminfo has no %s", field)
 }
 
+// PeakRSS is this process's peak resident memory in bytes (VmHWM in
+// /proc/self/status; 0 when unknown).
+func PeakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			fs := strings.Fields(rest)
+			if len(fs) > 0 {
+				if kb, err := strconv.ParseInt(fs[0], 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
+}
+
 // selfRSS is this process's resident memory in bytes (0 when unknown).
 func selfRSS() int64 {
 	b, err := os.ReadFile("/proc/self/statm")

@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/job"
+)
+
+var benchStepCommand = withInterspersed(withConfig(&ucli.Command{
+	Name:      "step",
+	Usage:     "time PNG steps (forward, one backward pass per task, the direction) of an ONNX model",
+	ArgsUsage: "MODEL.onnx",
+	Description: `Loads MODEL.onnx and the first --batch examples of --data, builds the step's
+graph (timed together as load + build), runs one untimed step and --steps
+timed ones on that batch, and prints the median step time, the shares of the
+forward pass, the backward passes and the PNG direction, and the process's
+peak resident memory. bench/torch_mtan.py times the same step of
+models.MTAN in PyTorch.`,
+	Flags: []ucli.Flag{dataFlag, taskFlag, mapFlag, bnFlag, freezeFlag, maxMemoryFlag, batchFlag(2),
+		&ucli.IntFlag{Name: "steps", Value: 3, Usage: "timed steps `K`"}, jsonFlag},
+	Action: runBenchStep,
+}))
+
+func init() { benchCommand.Subcommands = append(benchCommand.Subcommands, benchStepCommand) }
+
+func runBenchStep(c *ucli.Context) error {
+	args := positional(c)
+	if len(args) != 1 {
+		return fmt.Errorf("bench step: want one MODEL.onnx argument, got %d (%s)", len(args), strings.Join(args, " "))
+	}
+	res, err := job.BenchStep(&job.BenchStepConfig{Model: args[0], Data: c.StringSlice(dataFlag.Name),
+		ModelConfig: modelConfigFromFlags(c), Batch: c.Int("batch"), Steps: c.Int("steps")})
+	if err != nil {
+		return err
+	}
+	if c.Bool(jsonFlag.Name) {
+		return writeJSON(c.App.Writer, res)
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "%s: %d parameters, batch %d, %d tasks\n", res.Model, res.Params, res.Batch, res.Tasks)
+	fmt.Fprintf(w, "  load + build   %.2f s\n", res.LoadBuildS)
+	fmt.Fprintf(w, "  step (median)  %.3f s over %d steps\n", res.MedianS, len(res.StepS))
+	fmt.Fprintf(w, "  shares         forward %.0f%%, backward passes %.0f%%, PNG direction %.1f%%\n",
+		100*res.ForwardShare, 100*res.BackwardShare, 100*res.PNGShare)
+	fmt.Fprintf(w, "  peak RSS       %s (%s)\n", backend.FormatBytes(res.PeakRSS), res.Memory)
+	return nil
+}

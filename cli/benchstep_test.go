@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/paretonav/paretonav/job"
+)
+
+// TestBenchStep checks bench step's report on the LeNet fixture: as many
+// step times as --steps, a median among them, shares of a step that add
+// up to at most 1, and the memory fields filled.
+func TestBenchStep(t *testing.T) {
+	dir := t.TempDir()
+	fx, data, taskArgs := torchFixture(t, "lenet2_op13", dir, "d.npz", "x")
+	args := append([]string{"bench", "step", fx.ModelPath, "--data", data, "--batch", "4", "--steps", "3", "--json"}, taskArgs...)
+	out, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var r job.BenchStepOutcome
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(r.StepS) != 3 || r.Batch != 4 || r.Tasks != 2 || r.Params <= 0 {
+		t.Fatalf("report %+v: expected 3 steps of batch 4, 2 tasks", r)
+	}
+	lo, hi := r.StepS[0], r.StepS[0]
+	for _, s := range r.StepS {
+		lo, hi = min(lo, s), max(hi, s)
+	}
+	if r.MedianS < lo || r.MedianS > hi || lo <= 0 {
+		t.Errorf("median %g outside the step times %v", r.MedianS, r.StepS)
+	}
+	if sum := r.ForwardShare + r.BackwardShare + r.PNGShare; r.ForwardShare <= 0 || r.BackwardShare <= 0 || sum > 1+1e-9 {
+		t.Errorf("shares forward %g, backward %g, PNG %g", r.ForwardShare, r.BackwardShare, r.PNGShare)
+	}
+	if r.PeakRSS <= 0 || r.LoadBuildS <= 0 || r.Memory == "" {
+		t.Errorf("peak RSS %d, load %g s, memory %q", r.PeakRSS, r.LoadBuildS, r.Memory)
+	}
+}

@@ -1,0 +1,112 @@
+package job
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/paretonav/paretonav/png"
+)
+
+// BenchStepConfig is a `bench step` job: time PNG steps of an ONNX model
+// on the first batch of its data.
+type BenchStepConfig struct {
+	Model string   // MODEL.onnx
+	Data  []string // --data sources
+	ModelConfig
+	Batch int
+	Steps int // timed steps (after one untimed warm-up step)
+}
+
+// BenchStepOutcome is what `bench step` reports. Times are in seconds;
+// the shares are of the summed step times.
+type BenchStepOutcome struct {
+	Model         string    `json:"model"`
+	Params        int       `json:"params"`
+	Batch         int       `json:"batch"`
+	Tasks         int       `json:"tasks"`
+	LoadBuildS    float64   `json:"load_build_s"` // reading model and data, opening the model, building the step's graph
+	StepS         []float64 `json:"step_s"`
+	MedianS       float64   `json:"median_s"`
+	ForwardShare  float64   `json:"forward_share"`
+	BackwardShare float64   `json:"backward_share"`
+	PNGShare      float64   `json:"png_share"` // the PNG direction from J
+	PeakRSS       int64     `json:"peak_rss_bytes"`
+	Memory        string    `json:"expected_memory"`
+}
+
+// BenchStep loads c's model and data (timing it, with the graph build of
+// the step), runs one untimed step and then c.Steps timed ones on the
+// first batch: the model's Evaluate (forward pass, one backward pass per
+// task, J) and the PNG direction from J, and reports their times and the
+// process's peak resident memory.
+func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
+	if c.Batch < 1 {
+		return nil, fmt.Errorf("--batch %d: want at least 1", c.Batch)
+	}
+	if c.Steps < 1 {
+		return nil, fmt.Errorf("--steps %d: want at least 1", c.Steps)
+	}
+	if len(c.Data) == 0 {
+		return nil, missingData("data", "the data")
+	}
+	start := time.Now()
+	tasks, maps, opt, err := c.ModelConfig.resolve()
+	if err != nil {
+		return nil, err
+	}
+	_, md, err := OpenModel(nil, c.Model, tasks, opt)
+	if err != nil {
+		return nil, err
+	}
+	bind := Binding{Model: md, Tasks: tasks, Terms: opt.Terms, Maps: maps}
+	if err := bind.Check(); err != nil {
+		return nil, err
+	}
+	ds, err := bind.Load(nil, "--data", c.Data, c.Batch, c.Batch)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := PlanMemory(md, ds, c.Batch, 1, 0, c.MaxMemory) // builds the step's graph
+	if err != nil {
+		return nil, err
+	}
+	out := &BenchStepOutcome{Model: c.Model, Params: md.NumParams(), Batch: min(c.Batch, ds.Len()), Tasks: len(tasks),
+		LoadBuildS: time.Since(start).Seconds(), Memory: mem.String()}
+	b := ds.Slice(0, out.Batch)
+	m, n := len(tasks), md.NumParams()
+	losses := make([]float64, m)
+	jac := png.NewJacobian(m, n)
+	dir := make([]float32, n)
+	grad := png.Gradient{Coef: slices.Repeat([]float64{1}, m), Losses: losses}
+	var fwd, bwd, dirT time.Duration
+	for s := 0; s <= c.Steps; s++ {
+		t0 := time.Now()
+		if err := md.Evaluate(b, losses, &jac); err != nil {
+			return nil, err
+		}
+		t1 := time.Now()
+		if _, err := (png.PNG{}).Direction(dir, jac, grad, nil); err != nil {
+			return nil, fmt.Errorf("the PNG direction: %w", err)
+		}
+		t2 := time.Now()
+		if s == 0 {
+			continue // warm-up: buffers allocated
+		}
+		st := md.LastStep()
+		fwd, bwd, dirT = fwd+st.Forward, bwd+st.Backward, dirT+t2.Sub(t1)
+		out.StepS = append(out.StepS, t2.Sub(t0).Seconds())
+	}
+	total := 0.0
+	for _, v := range out.StepS {
+		total += v
+	}
+	sorted := slices.Sorted(slices.Values(out.StepS))
+	out.MedianS = sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		out.MedianS = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+	}
+	out.ForwardShare, out.BackwardShare, out.PNGShare = fwd.Seconds()/total, bwd.Seconds()/total, dirT.Seconds()/total
+	out.PeakRSS = PeakRSS()
+	return out, nil
+}
