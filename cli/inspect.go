@@ -50,18 +50,21 @@ type inspectInit struct {
 
 // inspectJSON is what inspect --json prints.
 type inspectJSON struct {
-	File        string           `json:"file"`
-	IRVersion   int64            `json:"ir_version"`
-	Opsets      map[string]int64 `json:"opsets"`
-	Producer    string           `json:"producer,omitempty"`
-	Inputs      []inspectValue   `json:"inputs"`
-	Outputs     []inspectValue   `json:"outputs"`
-	Ops         map[string]int   `json:"ops"`
-	Nodes       int              `json:"nodes"`
-	Params      int64            `json:"parameters"`
-	Trainable   []inspectInit    `json:"trainable"`
-	TrainParams int              `json:"trainable_parameters"`
-	Unsupported []string         `json:"unsupported"`
+	File      string           `json:"file"`
+	IRVersion int64            `json:"ir_version"`
+	Opsets    map[string]int64 `json:"opsets"`
+	Producer  string           `json:"producer,omitempty"`
+	Inputs    []inspectValue   `json:"inputs"`
+	Outputs   []inspectValue   `json:"outputs"`
+	Ops       map[string]int   `json:"ops"`
+	// Functions are the model's ONNX local functions (domain.name),
+	// inlined into the graph that ops and nodes count.
+	Functions   []string      `json:"local_functions,omitempty"`
+	Nodes       int           `json:"nodes"`
+	Params      int64         `json:"parameters"`
+	Trainable   []inspectInit `json:"trainable"`
+	TrainParams int           `json:"trainable_parameters"`
+	Unsupported []string      `json:"unsupported"`
 	// UnsupportedNodes says, per unsupported op, which nodes use it and
 	// which ONNX node tests of that op backend does not pass.
 	UnsupportedNodes []inspectUnsupported `json:"unsupported_nodes"`
@@ -129,6 +132,9 @@ func inspectModel(path string, m *importer.Model, freeze []string) (*inspectJSON
 	}
 	for _, kv := range mp.GetMetadataProps() {
 		info.Metadata[kv.GetKey()] = kv.GetValue()
+	}
+	for _, f := range mp.GetFunctions() {
+		info.Functions = append(info.Functions, f.GetDomain()+"."+f.GetName())
 	}
 	inits := map[string]bool{}
 	for _, tp := range g.GetInitializer() {
@@ -263,6 +269,9 @@ func inspectSummary(w io.Writer, info *inspectJSON) error {
 		ops[i] = fmt.Sprintf("%s×%d", op, info.Ops[op])
 	}
 	fmt.Fprintf(w, "nodes %d: %s\n", info.Nodes, strings.Join(ops, " "))
+	if len(info.Functions) > 0 {
+		fmt.Fprintf(w, "local functions %d, inlined above: %s\n", len(info.Functions), abbreviate(info.Functions, 8))
+	}
 	fmt.Fprintf(w, "parameters %d\n", info.Params)
 	switch {
 	case len(info.Unsupported) > 0:

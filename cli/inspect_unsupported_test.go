@@ -59,3 +59,33 @@ func TestInspectUnsupportedNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectFunctions checks that inspect counts the ops of inlined local
+// functions and lists the functions.
+func TestInspectFunctions(t *testing.T) {
+	fn := &onnxpb.FunctionProto{Name: proto.String("act"), Domain: proto.String("pkg"), Input: []string{"a"}, Output: []string{"b"},
+		Node:        []*onnxpb.NodeProto{{OpType: proto.String("Relu"), Input: []string{"a"}, Output: []string{"b"}}},
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(18)}}}
+	call := func(name, in, out string) *onnxpb.NodeProto {
+		return &onnxpb.NodeProto{Name: proto.String(name), OpType: proto.String("act"), Domain: proto.String("pkg"), Input: []string{in}, Output: []string{out}}
+	}
+	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(9), Functions: []*onnxpb.FunctionProto{fn},
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(18)}, {Domain: proto.String("pkg"), Version: proto.Int64(1)}},
+		Graph: &onnxpb.GraphProto{Name: proto.String("g"), Node: []*onnxpb.NodeProto{call("c1", "x", "h"), call("c2", "h", "y")},
+			Input: []*onnxpb.ValueInfoProto{{Name: proto.String("x")}}, Output: []*onnxpb.ValueInfoProto{{Name: proto.String("y")}}}}
+	model := filepath.Join(t.TempDir(), "f.onnx")
+	if err := models.WriteModel(model, mp); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, "inspect", model, "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var info inspectJSON
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !reflect.DeepEqual(info.Functions, []string{"pkg.act"}) || !reflect.DeepEqual(info.Ops, map[string]int{"Relu": 2}) || len(info.Unsupported) != 0 {
+		t.Errorf("functions %v, ops %v, unsupported %v: want [pkg.act], Relu×2, none", info.Functions, info.Ops, info.Unsupported)
+	}
+}
