@@ -18,7 +18,6 @@ var nodeTestsNotPassed = map[string][]string{
 	"ReverseSequence":           {"TestReversesequenceBatch (unsupported)", "TestReversesequenceTime (unsupported)"},
 	"RoiAlign":                  {"TestRoialign (unsupported)"},
 	"Scan":                      {"TestScan9Sum (unsupported)"},
-	"Scatter":                   {"TestScatterWithAxis (unsupported)", "TestScatterWithoutAxis (unsupported)"},
 	"TfIdfVectorizer":           {"TestTfidfvectorizerTfBatchOnlybigramsSkip0 (unsupported)", "TestTfidfvectorizerTfBatchOnlybigramsSkip5 (unsupported)", "TestTfidfvectorizerTfBatchUniandbigramsSkip5 (unsupported)", "TestTfidfvectorizerTfOnlyBigramsSkip0 (unsupported)", "TestTfidfvectorizerTfOnlybigramsLevelempty (unsupported)", "TestTfidfvectorizerTfOnlybigramsSkip5 (unsupported)", "TestTfidfvectorizerTfUniandbigramsSkip5 (unsupported)"},
 	"TopK":                      {"TestTopK (unsupported)"},
 }
