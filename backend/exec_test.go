@@ -159,8 +159,9 @@ func TestProgramReuseAcrossSteps(t *testing.T) {
 
 // TestPlanFreesValues checks that the planned peak of live values is
 // at most 3/4 of what holding every value takes (the executor's old
-// behaviour), and that a step leaves the program holding no value beyond
-// its inputs.
+// behaviour), that the backward passes recompute cheap forward values
+// (and only those) instead of keeping them, and that a step leaves the
+// program holding no value beyond its inputs.
 func TestPlanFreesValues(t *testing.T) {
 	for _, sc := range stepCases {
 		t.Run(sc.name, func(t *testing.T) {
@@ -191,6 +192,22 @@ func TestPlanFreesValues(t *testing.T) {
 				if p.vals[i] != nil || p.owned[i] != nil {
 					t.Fatalf("after Evaluate, node %v still holds a value", p.nodes[i])
 				}
+			}
+			fwd := map[int]bool{}
+			for _, i := range p.fwd {
+				fwd[i] = true
+			}
+			recomputed := 0
+			for _, i := range p.plan.segs[0] {
+				if fwd[i] {
+					recomputed++
+					if !p.cheap(i) {
+						t.Errorf("the backward pass recomputes %v, not a cheap op", p.nodes[i])
+					}
+				}
+			}
+			if recomputed == 0 {
+				t.Error("the backward pass recomputes no forward value (Relu, Sigmoid, BatchNorm)")
 			}
 		})
 	}

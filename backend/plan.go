@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"strings"
+
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -36,6 +38,21 @@ func (p *program) aliases(i int) bool {
 		return false
 	}
 	return !p.adds[i]
+}
+
+// cheap reports whether node i's value is cheap to recompute from its
+// operands (element-wise: Relu, Sigmoid, BatchNormalization with running
+// statistics), so that the backward passes recompute it rather than keep
+// it from the forward pass. Recomputing runs the same op on the same
+// values: the same result, bit for bit.
+func (p *program) cheap(i int) bool {
+	switch op := p.nodes[i].Op().(type) {
+	case *kernelOp:
+		return op.kind == "Relu" || op.kind == "Sigmoid"
+	case opsIntoOp:
+		return strings.HasPrefix(p.nodes[i].Op().String(), "BatchNormEval{")
+	}
+	return false
 }
 
 // argReader is an op that reads only some of its operands (see
@@ -83,11 +100,36 @@ func newPlan(p *program, m int) *plan {
 			}
 		}
 	}
+	// A forward value a backward node reads is kept, unless it is cheap
+	// to recompute (remat): then what it is computed from is kept, and
+	// each pass recomputes it where it is read.
+	remat := make([]bool, len(p.nodes))
+	for _, i := range p.fwd {
+		remat[i] = !p.roots[i] && p.cheap(i)
+	}
+	var need func(j int)
+	need = func(j int) {
+		if at[j] < 0 || last[j] == kept {
+			return
+		}
+		if !remat[j] {
+			last[j] = kept
+			return
+		}
+		for _, a := range p.args[j] {
+			need(a)
+		}
+	}
 	for _, i := range p.bwd {
 		for a, j := range p.args[i] {
-			if at[j] >= 0 && p.reads(i, a) {
-				last[j] = kept
+			if p.reads(i, a) {
+				need(j)
 			}
+		}
+	}
+	for _, i := range p.fwd {
+		if last[i] == kept {
+			remat[i] = false // kept anyway (read by a kept value's op, say)
 		}
 	}
 	pl.fwdFree = lifetimes(p, p.fwd, at, last)
@@ -100,8 +142,26 @@ func newPlan(p *program, m int) *plan {
 		for i := range at {
 			at[i], last[i] = -1, -1
 		}
+		// The pass, with each recomputed forward value scheduled just
+		// before its first reader (after what it is computed from).
+		var add func(j int)
+		add = func(j int) {
+			if !remat[j] || at[j] >= 0 {
+				return
+			}
+			for _, a := range p.args[j] {
+				add(a)
+			}
+			at[j] = len(seg)
+			seg = append(seg, j)
+		}
 		for _, i := range p.bwd {
 			if p.deps[i][k] {
+				for a, j := range p.args[i] {
+					if p.reads(i, a) {
+						add(j)
+					}
+				}
 				at[i] = len(seg)
 				seg = append(seg, i)
 			}
