@@ -136,3 +136,39 @@ func TestTuneUntie(t *testing.T) {
 		t.Errorf("ONNX Runtime on the untied model: %v", err)
 	}
 }
+
+// TestFrontUntie checks that front warns once for its models cut from one
+// tied file, and that --untie gives every saved model the copies.
+func TestFrontUntie(t *testing.T) {
+	dir := t.TempDir()
+	model, data := tiedModel(t, dir)
+	base := []string{"front", model, "--data", data, "--task", "t:mse:y:yt", "--task", "u:l1:y:yt", "--models", "2", "--steps", "2", "--batch", "4"}
+	out, err := runCLI(t, append(base, "--out-dir", filepath.Join(dir, "tied"))...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if n := strings.Count(out, "warning: "); n != 1 {
+		t.Errorf("%d warnings for 2 models of one file, want 1:\n%s", n, out)
+	}
+	untied := filepath.Join(dir, "untied")
+	out, err = runCLI(t, append(base, "--out-dir", untied, "--untie")...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if strings.Contains(out, "warning: ") {
+		t.Errorf("warning after --untie:\n%s", out)
+	}
+	saved, err := filepath.Glob(filepath.Join(untied, "*.onnx"))
+	if err != nil || len(saved) != 2 {
+		t.Fatalf("saved models %v (%v), want 2", saved, err)
+	}
+	for _, p := range saved {
+		m, err := importer.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sh := m.SharedInitializers(); len(sh) != 0 {
+			t.Errorf("%s: still shared %v", p, sh)
+		}
+	}
+}

@@ -200,3 +200,44 @@ func TestInlineErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestInlineOverloads checks that calls pick the function of their
+// overload (IR 10: NodeProto.overload, FunctionProto.overload).
+func TestInlineOverloads(t *testing.T) {
+	fn := func(overload, op string) *onnxpb.FunctionProto {
+		f := &onnxpb.FunctionProto{Name: proto.String("f"), Domain: proto.String("custom"), Input: []string{"a"}, Output: []string{"b"},
+			Node:        []*onnxpb.NodeProto{mkNode(op, []string{"a"}, []string{"b"})},
+			OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(17)}}}
+		if overload != "" {
+			withUnknown(f, fieldFuncOverload, []byte(overload))
+		}
+		return f
+	}
+	call := func(overload, in, out string) *onnxpb.NodeProto {
+		n := &onnxpb.NodeProto{OpType: proto.String("f"), Domain: proto.String("custom"), Input: []string{in}, Output: []string{out}}
+		if overload != "" {
+			withUnknown(n, fieldNodeOverload, []byte(overload))
+		}
+		return n
+	}
+	mp := mkModel(10, 17, &onnxpb.GraphProto{Name: proto.String("g"), Input: []*onnxpb.ValueInfoProto{valueInfo("x")},
+		Node:   []*onnxpb.NodeProto{call("neg", "x", "h1"), call("", "h1", "h2"), call("abs", "h2", "y")},
+		Output: []*onnxpb.ValueInfoProto{valueInfo("y")}})
+	mp.OpsetImport = append(mp.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: proto.String("custom"), Version: proto.Int64(1)})
+	mp.Functions = []*onnxpb.FunctionProto{fn("", "Relu"), fn("neg", "Neg"), fn("abs", "Abs")}
+	b, err := proto.Marshal(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, n := range m.Proto.Graph.Node {
+		ops = append(ops, n.GetOpType())
+	}
+	if strings.Join(ops, " ") != "Neg Relu Abs" {
+		t.Errorf("inlined ops %v, want Neg Relu Abs", ops)
+	}
+}
