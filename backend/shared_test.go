@@ -40,7 +40,7 @@ func TestUntieOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []importer.Shared{{Name: "b", Consumers: []string{"fc1", "fc2"}}}
+	want := []importer.Shared{{Name: "b", Consumers: []string{"fc1", "fc2"}, Readers: []string{"fc1", "fc2"}}}
 	if got := tied.SharedInitializers(); !reflect.DeepEqual(got, want) {
 		t.Errorf("SharedInitializers = %v, want %v", got, want)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -295,6 +296,9 @@ func inspectSummary(w io.Writer, info *inspectJSON) error {
 		fmt.Fprintf(w, "shared initializers: %d, each read by several nodes and trained as one (tune --untie gives each node its own copy)\n", len(info.Shared))
 		for _, s := range info.Shared {
 			fmt.Fprintf(w, "  %-32s %s\n", s.Name, abbreviate(s.Consumers, 8))
+			if !slices.Equal(s.Readers, s.Consumers) {
+				fmt.Fprintf(w, "  %-32s through Identity: %s\n", "", abbreviate(s.Readers, 8))
+			}
 		}
 	}
 	switch {

@@ -80,7 +80,7 @@ func TestInspectShared(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &info); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	want := []importer.Shared{{Name: "b", Consumers: []string{"fc1", "fc2"}}}
+	want := []importer.Shared{{Name: "b", Consumers: []string{"fc1", "fc2"}, Readers: []string{"fc1", "fc2"}}}
 	if !reflect.DeepEqual(info.Shared, want) {
 		t.Errorf("shared_initializers = %v, want %v", info.Shared, want)
 	}
@@ -93,6 +93,14 @@ func TestInspectShared(t *testing.T) {
 	}
 	if !strings.Contains(out, "shared initializers: 1,") || !strings.Contains(out, "fc1, fc2") {
 		t.Errorf("human output lacks the shared bias:\n%s", out)
+	}
+	// torch's own merge: Identity nodes read the kept initializer.
+	out, err = runCLI(t, "inspect", filepath.Join("..", "backend", "testdata", "torch", "tied_convnext2_op17.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "shared initializers: 4,") || !strings.Contains(out, "through Identity: /features/features.3/features.3.0/block/block.2/LayerNormalization, /norm/LayerNormalization") {
+		t.Errorf("human output lacks the merged LayerNorm weight's readers:\n%s", out)
 	}
 }
 

@@ -23,6 +23,11 @@ type Shared struct {
 	// node whose subgraphs read it counts as a consumer; a node without a
 	// name is "#i", i its index, as backend names it).
 	Consumers []string `json:"consumers"`
+	// Readers are the nodes that use the value, looking through Identity
+	// nodes (torch's exporter merges equal initializers into one read by
+	// Identity nodes, whose names say nothing): Consumers with every
+	// Identity replaced by the nodes reading its output, in graph order.
+	Readers []string `json:"readers"`
 }
 
 // nodeLabel is n's name, or "#i" when it has none.
@@ -116,8 +121,38 @@ func (m *Model) SharedInitializers() []Shared {
 	var out []Shared
 	for _, tp := range g.GetInitializer() {
 		if c := consumers[tp.GetName()]; len(c) > 1 {
-			out = append(out, Shared{Name: tp.GetName(), Consumers: c})
+			out = append(out, Shared{Name: tp.GetName(), Consumers: c, Readers: readers(g, tp.GetName())})
 		}
+	}
+	return out
+}
+
+// readers returns the nodes of g reading value name, looking through
+// Identity nodes, in graph order.
+func readers(g *onnxpb.GraphProto, name string) []string {
+	follow := map[string]bool{name: true}
+	var out []string
+	for i, n := range g.Node {
+		hit := false
+		for _, s := range n.Input {
+			hit = hit || follow[s]
+		}
+		if !hit {
+			if hasSubgraph(n) {
+				for v := range follow {
+					if reads(n, v) {
+						out = append(out, nodeLabel(i, n))
+						break
+					}
+				}
+			}
+			continue
+		}
+		if n.GetOpType() == "Identity" && len(n.Output) == 1 {
+			follow[n.Output[0]] = true
+			continue
+		}
+		out = append(out, nodeLabel(i, n))
 	}
 	return out
 }

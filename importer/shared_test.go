@@ -42,7 +42,7 @@ func sharedModel() *onnxpb.ModelProto {
 
 func TestSharedInitializers(t *testing.T) {
 	m := &Model{Proto: sharedModel()}
-	want := []Shared{{"b", []string{"g1", "g2", "cond"}}, {"s", []string{"#2", "#3"}}}
+	want := []Shared{{"b", []string{"g1", "g2", "cond"}, []string{"g1", "g2", "cond"}}, {"s", []string{"#2", "#3"}, []string{"#2", "#3"}}}
 	if got := m.SharedInitializers(); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
@@ -90,5 +90,29 @@ func TestUntie(t *testing.T) {
 	}
 	if _, err := m.Untie([]string{"nope"}); err == nil || !strings.Contains(err.Error(), `initializer "nope": no such initializer`) {
 		t.Errorf("unknown name: %v", err)
+	}
+}
+
+// TestSharedReaders checks that Readers look through the Identity nodes
+// torch's exporter writes for merged initializers.
+func TestSharedReaders(t *testing.T) {
+	named := func(n *onnxpb.NodeProto, name string) *onnxpb.NodeProto { n.Name = proto.String(name); return n }
+	mp := mkModel(8, 17, &onnxpb.GraphProto{
+		Name:  proto.String("g"),
+		Input: []*onnxpb.ValueInfoProto{valueInfo("x")},
+		Node: []*onnxpb.NodeProto{
+			named(mkNode("Identity", []string{"ln1.weight"}, []string{"ln2.weight"}), "Identity_0"),
+			named(mkNode("Identity", []string{"ln2.weight"}, []string{"ln3.weight"}), "Identity_1"),
+			named(mkNode("Mul", []string{"x", "ln1.weight"}, []string{"a"}), "ln1"),
+			named(mkNode("Mul", []string{"a", "ln2.weight"}, []string{"b"}), "ln2"),
+			named(mkNode("Mul", []string{"b", "ln3.weight"}, []string{"y"}), "ln3"),
+		},
+		Initializer: []*onnxpb.TensorProto{mkInit(NewFloat32("ln1.weight", []int{2}, []float32{1, 1}))},
+		Output:      []*onnxpb.ValueInfoProto{valueInfo("y")},
+	})
+	m := &Model{Proto: mp}
+	want := []Shared{{"ln1.weight", []string{"Identity_0", "ln1"}, []string{"ln1", "ln2", "ln3"}}}
+	if got := m.SharedInitializers(); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }

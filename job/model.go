@@ -3,6 +3,7 @@ package job
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/paretonav/paretonav/backend"
@@ -151,6 +152,9 @@ func SharedWarning(path string, net *backend.Model) string {
 	fmt.Fprintf(&sb, "%s: %d trainable initializer(s) read by several nodes will be trained as one (PyTorch's export merges equal initializers; --untie gives each node its own copy):", path, len(sh))
 	for _, s := range sh {
 		fmt.Fprintf(&sb, "\n  %s: %s", s.Name, strings.Join(s.Consumers, ", "))
+		if !slices.Equal(s.Readers, s.Consumers) {
+			fmt.Fprintf(&sb, " (through Identity: %s)", strings.Join(s.Readers, ", "))
+		}
 	}
 	return sb.String()
 }
