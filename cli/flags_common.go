@@ -21,6 +21,7 @@ var (
 
 	methodFlag     = &ucli.StringFlag{Name: "method", Value: "png", Usage: "update direction: png, mgd, linear or epo", Category: "Method"}
 	weightsFlag    = &ucli.StringFlag{Name: "weights", Usage: "task weights of --method linear, one per task as `W1,W2,...` (default: equal)", Category: "Method"}
+	mgdStepsFlag   = &ucli.IntFlag{Name: "mgd-steps", Usage: "follow MGD for the first `N` steps, then --method (the paper's complex-cosine protocol on ZDT2-variant uses 150)", Category: "Method"}
 	preferenceFlag = &ucli.StringFlag{Name: "preference", Usage: "preference of --method epo, one positive weight per task as `R1,R2,...`: EPO seeks R1·ℓ1 = R2·ℓ2 = … (default: 1 each)", Category: "Method"}
 	alphaFlag      = &ucli.Float64Flag{Name: "alpha", Value: png.DefaultAlpha, Usage: "PNG's α: the control φ = α·g", Category: "Method"}
 
@@ -48,10 +49,12 @@ func stepsFlag(def int) *ucli.IntFlag {
 	return &ucli.IntFlag{Name: "steps", Value: def, Usage: "number of steps", Category: "Training"}
 }
 
-// methodConfigFromFlags reads --method, --alpha, --gamma and --weights.
+// methodConfigFromFlags reads --method, --alpha, --gamma, --weights,
+// --preference and --mgd-steps.
 func methodConfigFromFlags(c *ucli.Context) job.MethodConfig {
 	return job.MethodConfig{Name: c.String(methodFlag.Name), Alpha: c.Float64(alphaFlag.Name),
-		Gamma: c.Float64("gamma"), Weights: c.String(weightsFlag.Name), Preference: c.String(preferenceFlag.Name)}
+		Gamma: c.Float64("gamma"), Weights: c.String(weightsFlag.Name), Preference: c.String(preferenceFlag.Name),
+		MGDSteps: c.Int(mgdStepsFlag.Name)}
 }
 
 // methodFromFlags builds the png.Method named by --method from --alpha,

@@ -303,3 +303,54 @@ func TestSynthErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSynthMGDSteps: --mgd-steps N (the paper's ZDT2 complex-cosine
+// protocol) makes the first N steps MGD's — the log's configuration says
+// so, and those steps never turn PNG's control on nor feed its threshold
+// (e = 0) — and PNG then still reaches the wd optimum.
+func TestSynthMGDSteps(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "run.jsonl")
+	r := synthJSON(t, "--problem", "exp2", "--criterion", "wd:0.2,0.8", "--mgd-steps", "150", "--log", log)
+	want := synthetic.Exp2Point(0.514652)
+	for i := range want {
+		if math.Abs(r.Losses[i]-want[i]) > lossTol {
+			t.Errorf("loss %d = %.6f, want %.6f ± %g", i, r.Losses[i], want[i], lossTol)
+		}
+	}
+	raw, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	var cfg struct {
+		Method      string `json:"method"`
+		FirstMethod string `json:"first_method"`
+		FirstSteps  int    `json:"first_steps"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Method != "png" || cfg.FirstMethod != "mgd" || cfg.FirstSteps != 150 {
+		t.Errorf("configuration line: %+v, want png after 150 mgd steps", cfg)
+	}
+	var firstOn, laterE int
+	for _, ln := range lines[1:] {
+		var st struct {
+			Step    int      `json:"step"`
+			E       *float64 `json:"e"`
+			Control bool     `json:"control"`
+		}
+		if err := json.Unmarshal([]byte(ln), &st); err != nil || st.Step == 0 {
+			continue
+		}
+		switch {
+		case st.Step <= 150 && (st.Control || (st.E != nil && *st.E != 0)):
+			firstOn++
+		case st.Step > 150 && st.E != nil && *st.E > 0:
+			laterE++
+		}
+	}
+	if firstOn != 0 || laterE == 0 {
+		t.Errorf("%d of the first 150 steps had PNG's control or threshold; %d later steps had a threshold", firstOn, laterE)
+	}
+}

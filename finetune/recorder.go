@@ -43,7 +43,9 @@ type Config struct {
 	Discount        *float64       `json:"discount,omitempty"`
 	ThresholdCap    float64        `json:"threshold_cap,omitempty"`
 	Weights         []float64      `json:"weights,omitempty"`
-	Preference      [][]float64    `json:"preference,omitempty"` // "epo": each model's preference r
+	Preference      [][]float64    `json:"preference,omitempty"`   // "epo": each model's preference r
+	FirstMethod     string         `json:"first_method,omitempty"` // png.Staged: the method of the first FirstSteps steps
+	FirstSteps      int            `json:"first_steps,omitempty"`
 	Criterion       string         `json:"criterion"`
 	PerModel        string         `json:"per_model,omitempty"` // Settings.PerModel
 	Terms           []string       `json:"terms,omitempty"`     // the problem's terms (TermProblem), logged beside the tasks

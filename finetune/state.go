@@ -103,6 +103,14 @@ func describeMethod(cfg *Config, m png.Method, tasks int) {
 	if p, ok := m.(*png.PNG); ok && p != nil {
 		m = *p
 	}
+	if st, ok := m.(png.Staged); ok {
+		describeMethod(cfg, st.Then, tasks)
+		cfg.FirstMethod, cfg.FirstSteps = describe(st.First), st.Steps
+		if _, mgd := st.First.(png.MGD); mgd {
+			cfg.FirstMethod = "mgd"
+		}
+		return
+	}
 	switch x := m.(type) {
 	case png.PNG:
 		ps := x.Settings

@@ -17,10 +17,28 @@ type MethodConfig struct {
 	Gamma      float64 // PNG's γ
 	Weights    string  // linear's task weights W1,W2,... ("" for equal)
 	Preference string  // EPO's preference r1,r2,... ("" for 1 each)
+	// MGDSteps > 0 makes the first MGDSteps directions MGD's, then the
+	// method's (png.Staged): the paper's protocol for the complex-cosine
+	// criterion on ZDT2-variant (150 steps).
+	MGDSteps int
 }
 
 // Build returns the png.Method mc names for the tasks.
 func (mc MethodConfig) Build(tasks []string) (png.Method, error) {
+	m, err := mc.build(tasks)
+	switch {
+	case err != nil || mc.MGDSteps == 0:
+		return m, err
+	case mc.MGDSteps < 0:
+		return nil, fmt.Errorf("--mgd-steps %d: want 0 or more steps", mc.MGDSteps)
+	case mc.Name == "mgd":
+		return nil, fmt.Errorf("--mgd-steps %d with --method mgd: the whole run already follows MGD", mc.MGDSteps)
+	}
+	return png.Staged{Steps: mc.MGDSteps, First: png.MGD{}, Then: m}, nil
+}
+
+// build returns the method mc.Name names, without MGDSteps.
+func (mc MethodConfig) build(tasks []string) (png.Method, error) {
 	switch mc.Name {
 	case "png":
 		return png.PNG{Settings: png.Settings{Alpha: mc.Alpha, Gamma: mc.Gamma}}, nil

@@ -86,6 +86,10 @@ func TestMethodConfigBuild(t *testing.T) {
 		{mc: MethodConfig{Name: "epo", Preference: "1,2,3"}, err: "3 weights, want one per task (a, b)"},
 		{mc: MethodConfig{Name: "epo", Preference: "1,0"}, err: "item 2 (0) must be a positive finite number"},
 		{mc: MethodConfig{Name: "sgd"}, err: `--method "sgd": want png, mgd, linear or epo`},
+		{mc: MethodConfig{Name: "png", Alpha: 0.5, Gamma: 0.2, MGDSteps: 150}, want: "png.Staged"},
+		{mc: MethodConfig{Name: "png", MGDSteps: -1}, err: "--mgd-steps -1: want 0 or more"},
+		{mc: MethodConfig{Name: "mgd", MGDSteps: 5}, err: "already follows MGD"},
+		{mc: MethodConfig{Name: "sgd", MGDSteps: 5}, err: `--method "sgd"`},
 	} {
 		m, err := tc.mc.Build(tasks)
 		if tc.err != "" {
@@ -112,6 +116,11 @@ func TestMethodConfigBuild(t *testing.T) {
 			}
 		case png.EPO:
 			if tc.want != "png.EPO" || (tc.mc.Preference == "" && x.Preference != nil) || (tc.mc.Preference != "" && (len(x.Preference) != 2 || x.Preference[1] != 3)) {
+				t.Errorf("%+v: got %#v", tc.mc, x)
+			}
+		case png.Staged:
+			p, ok := x.Then.(png.PNG)
+			if _, mgd := x.First.(png.MGD); tc.want != "png.Staged" || !mgd || !ok || x.Steps != tc.mc.MGDSteps || p.Settings.Alpha != 0.5 {
 				t.Errorf("%+v: got %#v", tc.mc, x)
 			}
 		default:

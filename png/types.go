@@ -60,6 +60,9 @@ type State struct {
 	// Cap is ρ·ē at the end of the warm-up (Settings.ThresholdCap), the
 	// most ē counts for in the threshold; 0 until then or without a cap.
 	Cap float64
+	// FirstSteps counts the directions a Staged method took with its
+	// First method.
+	FirstSteps int
 }
 
 // Method computes an update direction v (written into dst, n values) from
