@@ -57,7 +57,7 @@ func decodeWithRaw(tp *onnxpb.TensorProto, raw []byte, useRaw bool) (*Tensor, er
 	dt := DataType(tp.GetDataType())
 	size, ok := elemSize[dt]
 	if !ok {
-		return nil, fmt.Errorf("tensor %q: unsupported element type %v", tp.GetName(), dt)
+		return nil, fmt.Errorf("tensor %q: unsupported element type %s", tp.GetName(), typeName(dt))
 	}
 	t := &Tensor{Name: tp.GetName(), Type: dt, Shape: shape}
 	if useRaw {

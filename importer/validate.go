@@ -196,7 +196,7 @@ func checkTensorSize(tp *onnxpb.TensorProto) error {
 	}
 	size, ok := elemSize[dt]
 	if !ok {
-		return fmt.Errorf("unsupported element type %v", dt)
+		return fmt.Errorf("unsupported element type %s", typeName(dt))
 	}
 	if tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
 		return nil
@@ -227,4 +227,20 @@ func typedLen(tp *onnxpb.TensorProto, dt DataType) int {
 		return len(tp.Uint64Data)
 	}
 	return len(tp.Int32Data)
+}
+
+// newerTypes names the element types that IR versions newer than our
+// bindings added, for messages.
+var newerTypes = map[int32]string{
+	17: "FLOAT8E4M3FN (IR 9)", 18: "FLOAT8E4M3FNUZ (IR 9)", 19: "FLOAT8E5M2 (IR 9)",
+	20: "FLOAT8E5M2FNUZ (IR 9)", 21: "UINT4 (IR 10)", 22: "INT4 (IR 10)",
+}
+
+// typeName describes element type dt, naming the types newer than our
+// bindings (which print them as bare numbers).
+func typeName(dt DataType) string {
+	if s, ok := newerTypes[int32(dt)]; ok {
+		return fmt.Sprintf("%d, %s", int32(dt), s)
+	}
+	return dt.String()
 }

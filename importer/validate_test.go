@@ -117,3 +117,19 @@ func TestDecodeNotONNX(t *testing.T) {
 		})
 	}
 }
+
+// TestNewerElementTypes checks that tensors of the types IR 9 and 10
+// added are refused naming the type.
+func TestNewerElementTypes(t *testing.T) {
+	for dt, want := range map[int32]string{17: "unsupported element type 17, FLOAT8E4M3FN (IR 9)", 22: "unsupported element type 22, INT4 (IR 10)"} {
+		mp := tiny()
+		mp.IrVersion = proto.Int64(10)
+		mp.Graph.Initializer = append(mp.Graph.Initializer, &onnxpb.TensorProto{Name: proto.String("q"), DataType: proto.Int32(dt), Dims: []int64{2}, RawData: []byte{1, 2}})
+		if err := Validate(mp); err == nil || !strings.Contains(err.Error(), `initializer "q": `+want) {
+			t.Errorf("type %d: got %v, want %q", dt, err, want)
+		}
+		if _, err := DecodeTensor(mp.Graph.Initializer[len(mp.Graph.Initializer)-1]); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("DecodeTensor type %d: got %v", dt, err)
+		}
+	}
+}
