@@ -10,14 +10,26 @@ import (
 )
 
 func TestBenchPlan(t *testing.T) {
-	out, err := runCLI(t, "bench", "multimnist", "--plan", "--workers", "2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"budget small", "multimnist, multifashion, fashionmnist", "3 seeds",
-		"20480 training and 1000 test pairs", "27000 in all", "expected duration ≈ 50m24s with 2 workers"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("plan lacks %q:\n%s", want, out)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"budget small", "multimnist, multifashion, fashionmnist", "3 seeds",
+			"20480 training and 1000 test pairs", "27000 in all", "expected duration ≈ 25m23s with 2 workers"}},
+		{[]string{"--budget", "medium", "--ablation"}, []string{"budget medium", "5 seeds", "8192 training and 2048 test pairs",
+			"52800 in all", "expected duration ≈ 52m0s with 2 workers", "ablation on multimnist", "in all ≈ 1h4m32s"}},
+	} {
+		out, err := runCLI(t, append([]string{"bench", "multimnist", "--plan", "--workers", "2"}, tc.args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v: plan lacks %q:\n%s", tc.args, want, out)
+			}
+		}
+		if (len(tc.args) > 0) != strings.Contains(out, "ablation") {
+			t.Errorf("%v: the plan's ablation lines:\n%s", tc.args, out)
 		}
 	}
 }
@@ -79,6 +91,7 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"--seeds", "1", "--plan"}, "--seeds"},
 		{[]string{"--datasets", "cifar", "--plan"}, "--datasets"},
 		{[]string{"--workers", "0", "--plan"}, "--workers"},
+		{[]string{"--ablation", "--datasets", "multifashion", "--plan"}, "--ablation"},
 	} {
 		_, err := runCLI(t, append([]string{"bench", "multimnist"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -10,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/finetune/front"
 	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/models"
 	"github.com/paretonav/paretonav/models/datasets"
 )
 
@@ -26,21 +30,36 @@ func paperCheckpoints() []int {
 
 func TestBudgetArithmetic(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		modelSteps  int
-		scorings    int
-		checkpoints []int
-		// estimate for all three datasets with 2 workers
-		estimate time.Duration
+		name          string
+		modelSteps    int
+		ablationSteps int
+		scorings      int
+		checkpoints   []int
+		epochs        float64
+		// estimates for all three datasets with 2 workers (0: not checked)
+		estimate, ablation time.Duration
 	}{
-		// small: 5·300 + 4·5·75 = 3000 steps (4 methods: linear, MGD, EPO,
-		// PNG); 4·5·3 = 60 scorings of ⌈1000/256⌉ = 4 batches, 2 passes each.
-		// 3 datasets × 3 seeds × (3000·0.2/2 + 60·2·4·0.075) s = 9 × 336 s.
-		{"small", 3000, 60, []int{25, 50, 75}, 9 * (300*time.Second + 36*time.Second)},
+		// small: 5·300 + 4·5·75 = 3000 steps; per dataset and seed with 2
+		// workers: phase 1, 5 jobs of 300 → 3 rounds, 900 steps' time;
+		// phase 2, jobs 375, 375, 375 (mgd, epo, png) and 5 × 75 (linear)
+		// → 750 each; scoring, 20 jobs of 3 checkpoints × 4 batches → 120
+		// batches each. (900 + 750)·0.1 s + 120·0.035 s = 169.2 s, × 9.
+		// Ablation: 4 more jobs of 375 (phase 2: 7·375 + 375 → 1500 each,
+		// +750) and 20 more scorings (+120): (75 + 4.2) s × 3 seeds.
+		{"small", 3000, 1500, 60, []int{25, 50, 75}, 4.6875,
+			9 * 169200 * time.Millisecond, 3 * 79200 * time.Millisecond},
+		// medium: 5·192 + 20·128 = 3520 steps; phase 1: 3·192 = 576;
+		// phase 2: 640, 640, 640 and 5 × 128 → 1280; scoring: 20 jobs of
+		// 8 checkpoints × 8 batches = 64 → 640 batches.
+		// (576 + 1280)·0.1 + 640·0.035 = 208 s, × 15 = 52 min.
+		// Ablation: phase 2, 7 × 640 and 5 × 128 → 2560 (+1280), scoring
+		// 40 jobs of 64 → 1280 (+640): (128 + 22.4) s × 5 seeds = 752 s.
+		{"medium", 3520, 2560, 160, []int{16, 32, 48, 64, 80, 96, 112, 128}, 10,
+			15 * 208 * time.Second, 752 * time.Second},
 		// paper: 5·28140 + 20·18760 = 515900 steps per dataset and seed;
 		// 4·5·40 = 800 scorings, one per epoch of phase 2 (469 steps).
-		{"paper", 515900, 800, paperCheckpoints(), 0},
-		{"tiny", 50, 40, []int{1, 2}, 0},
+		{"paper", 515900, 4 * 5 * 18760, 800, paperCheckpoints(), 100.05333333333333, 0, 0},
+		{"tiny", 50, 40, 40, []int{1, 2}, 1, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := Budgets[tc.name]
@@ -50,28 +69,69 @@ func TestBudgetArithmetic(t *testing.T) {
 			if got := b.ModelSteps(); got != tc.modelSteps {
 				t.Errorf("ModelSteps = %d, want %d", got, tc.modelSteps)
 			}
+			if got := b.AblationModelSteps(); got != tc.ablationSteps {
+				t.Errorf("AblationModelSteps = %d, want %d", got, tc.ablationSteps)
+			}
 			if got := b.Scorings(); got != tc.scorings {
 				t.Errorf("Scorings = %d, want %d", got, tc.scorings)
 			}
 			if got := b.CheckpointSteps(); !equalInts(got, tc.checkpoints) {
 				t.Errorf("CheckpointSteps = %v, want %v", got, tc.checkpoints)
 			}
+			if got := b.Epochs(); math.Abs(got-tc.epochs) > 1e-9 {
+				t.Errorf("Epochs = %v, want %v", got, tc.epochs)
+			}
 			if tc.estimate > 0 {
 				if got := b.Estimate(3, 2); (got - tc.estimate).Abs() > time.Millisecond {
 					t.Errorf("Estimate(3 datasets, 2 workers) = %v, want %v", got, tc.estimate)
 				}
+				if got := b.AblationEstimate(2); (got - tc.ablation).Abs() > time.Millisecond {
+					t.Errorf("AblationEstimate(2 workers) = %v, want %v", got, tc.ablation)
+				}
 			}
 		})
 	}
-	// The small budget's promise: all three datasets within the hour on
-	// two free cores, with room to spare.
-	if est := Budgets["small"].Estimate(3, 2); est > 55*time.Minute {
-		t.Errorf("small budget estimate %v exceeds 55 minutes", est)
+	// The medium budget's promise: the three datasets and the ablation
+	// within 90 minutes on two free cores even if a step costs 1.35× the
+	// measured figure (the committed small run's 0.13 s per model-step).
+	med := Budgets["medium"]
+	if est := med.Estimate(3, 2) + med.AblationEstimate(2); time.Duration(1.35*float64(est)) > 90*time.Minute {
+		t.Errorf("medium budget estimate %v (with the ablation) leaves no margin within 90 minutes", est)
 	}
-	plan := Budgets["small"].Describe([]string{"multimnist", "multifashion", "fashionmnist"}, 2)
-	for _, want := range []string{"20480 training and 1000 test pairs", "3 seeds", "checkpoints at steps [25 50 75]", "expected duration ≈ 50m24s"} {
+	// The paper's structure: phase 2 is the last 40% of training, its
+	// last checkpoint at its end.
+	if got := float64(med.Steps) / float64(med.WarmSteps+med.Steps); got != 0.4 {
+		t.Errorf("medium: phase 2 is %v of training, want 0.4", got)
+	}
+	plan := med.Describe([]string{"multimnist", "multifashion", "fashionmnist"}, 2, "multimnist")
+	for _, want := range []string{"8192 training and 2048 test pairs", "5 seeds", "10 epochs per model",
+		"checkpoints at steps [16 32 48 64 80 96 112 128]", "expected duration ≈ 52m0s",
+		"ablation on multimnist: png with α=0.25, γ=0.1; α=0.75, γ=0.1; α=0.5, γ=0.01; α=0.5, γ=0.25",
+		"2560 more model-steps per seed", "ablation ≈ 12m32s more; in all ≈ 1h4m32s"} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("plan lacks %q:\n%s", want, plan)
+		}
+	}
+	if plan := med.Describe([]string{"multimnist"}, 2, ""); strings.Contains(plan, "ablation") {
+		t.Errorf("plan without ablation mentions it:\n%s", plan)
+	}
+}
+
+func TestMakespan(t *testing.T) {
+	for _, tc := range []struct {
+		sizes   []int
+		workers int
+		want    int
+	}{
+		{[]int{5, 5, 5, 5, 5}, 2, 15},          // 5 equal jobs: 3 rounds
+		{[]int{1, 1, 1, 1, 1, 5, 5, 5}, 2, 10}, // largest first: 5+5 | 5+1·5
+		{[]int{3, 3, 2, 2, 2}, 2, 7},           // the LPT schedule, not the optimum 6
+		{[]int{4, 1}, 4, 4},
+		{nil, 2, 0},
+		{[]int{2, 3}, 0, 5}, // workers < 1 is one
+	} {
+		if got := makespan(tc.sizes, tc.workers); got != tc.want {
+			t.Errorf("makespan(%v, %d) = %d, want %d", tc.sizes, tc.workers, got, tc.want)
 		}
 	}
 }
@@ -255,5 +315,188 @@ func TestReadResultsErrors(t *testing.T) {
 		if _, err := ReadResults([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ReadResults(%s): %v, want an error naming %q", tc.in, err, tc.want)
 		}
+	}
+}
+
+// TestRunTinyAblation runs the protocol with the ablation on fake data:
+// the variants are trained from the same phase-1 models and scored, the
+// main table is unchanged by them, the ablation table has every variant
+// with a t-test against the default png, and every method has a sane
+// trace at each checkpoint.
+func TestRunTinyAblation(t *testing.T) {
+	b := Budgets["tiny"]
+	cfg := Config{Budget: b, Datasets: []string{"fake", "other"}, Data: fakeData, Workers: 2, Ablation: "fake"}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arms := len(Methods) + len(AblationVariants())
+	for _, sr := range res.Seeds {
+		wantPts, wantAbl := len(Methods)*b.Models*b.Checkpoints, 0
+		if sr.Dataset == "fake" {
+			wantPts, wantAbl = arms*b.Models*b.Checkpoints, 1+len(AblationVariants())
+		}
+		if len(sr.Points) != wantPts || len(sr.Ablation) != wantAbl {
+			t.Errorf("%s seed %d: %d points, %d ablation rows; want %d, %d", sr.Dataset, sr.Seed, len(sr.Points), len(sr.Ablation), wantPts, wantAbl)
+		}
+		if len(sr.Metrics) != len(Methods) {
+			t.Errorf("%s seed %d: main metrics for %d methods, want %d", sr.Dataset, sr.Seed, len(sr.Metrics), len(Methods))
+		}
+		// The main table's metrics leave the variants out of the IGD+
+		// union: measuring the main methods' points alone gives them.
+		var main []Point
+		for _, p := range sr.Points {
+			if !isAblation(p.Method) {
+				main = append(main, p)
+			}
+		}
+		if again := measure(main); !equalMetrics(again, sr.Metrics) {
+			t.Errorf("%s seed %d: main metrics depend on the ablation's points: %v vs %v", sr.Dataset, sr.Seed, sr.Metrics, again)
+		}
+		checkTraces(t, sr, b, wantAbl > 0)
+	}
+	if len(res.AblationTable) != 1 || res.AblationTable["fake"] == nil {
+		t.Fatalf("ablation table for %d datasets, want fake only", len(res.AblationTable))
+	}
+	for _, name := range ablationNames() {
+		c := res.AblationTable["fake"][name]["hv_acc"]
+		if c == nil || len(c.Values) != b.Seeds {
+			t.Fatalf("ablation cell %s/hv_acc: %+v", name, c)
+		}
+		if (name == "png") != (c.VsPNG == nil) {
+			t.Errorf("ablation %s: t-test %v (want one per variant, none for png)", name, c.VsPNG)
+		}
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Ablation: PNG's α and γ on fake", "| α=0.25, γ=0.1 |", "| α=0.5, γ=0.01 |",
+		"Paired t-test, α=0.5, γ=0.1 vs each variant", "Phase-2 dynamics", "| png_a0.75_g0.1 |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	// The round trip keeps the ablation and the traces.
+	js, err := json.Marshal(res.JSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadResults(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back.Rescore()
+	for i, sr := range res.Seeds {
+		if !equalMetrics(back.Seeds[i].Ablation, sr.Ablation) {
+			t.Errorf("seed %d: rescored ablation %v, run %v", i, back.Seeds[i].Ablation, sr.Ablation)
+		}
+		if len(back.Seeds[i].Trace) != len(sr.Trace) || (len(sr.Trace) > 0 && back.Seeds[i].Trace[0].G != sr.Trace[0].G) {
+			t.Errorf("seed %d: traces lost in the round trip", i)
+		}
+	}
+}
+
+// checkTraces: one trace per method (and variant) and checkpoint, over
+// the steps since the previous checkpoint of all models; g ≥ 0; PNG's ē
+// > 0 and control share in [0, 1]; linear and MGD never turn a control on.
+func checkTraces(t *testing.T, sr SeedResult, b Budget, ablation bool) {
+	t.Helper()
+	byMethod := map[string][]Trace{}
+	for _, tr := range sr.Trace {
+		byMethod[tr.Method] = append(byMethod[tr.Method], tr)
+	}
+	want := append([]string(nil), Methods...)
+	if ablation {
+		want = append(want, ablationNames()[1:]...)
+	}
+	if len(byMethod) != len(want) {
+		t.Errorf("%s seed %d: traces of %d methods, want %d", sr.Dataset, sr.Seed, len(byMethod), len(want))
+	}
+	steps := b.CheckpointSteps()
+	for _, m := range want {
+		ts := byMethod[m]
+		if len(ts) != len(steps) {
+			t.Errorf("%s: %d traces, want one per checkpoint (%d)", m, len(ts), len(steps))
+			continue
+		}
+		prev := 0
+		for i, tr := range ts {
+			if tr.Step != steps[i] || tr.Steps != b.Models*(steps[i]-prev) {
+				t.Errorf("%s trace %d: step %d over %d model-steps, want %d over %d", m, i, tr.Step, tr.Steps, steps[i], b.Models*(steps[i]-prev))
+			}
+			prev = steps[i]
+			png := m == "png" || isAblation(m)
+			if !(tr.G >= 0) || !(tr.ControlOn >= 0 && tr.ControlOn <= 1) || png != (tr.EBar > 0) || (png && !(tr.GOverEBar >= 0)) {
+				t.Errorf("%s trace %d: g %v, ē %v, g/ē %v, control on %v", m, i, tr.G, tr.EBar, tr.GOverEBar, tr.ControlOn)
+			}
+			if (m == "linear" || m == "mgd") && tr.ControlOn != 0 {
+				t.Errorf("%s trace %d: control on %v, want 0", m, i, tr.ControlOn)
+			}
+			for k := range tr.TrainLoss {
+				if !(tr.TrainLoss[k] > 0) || math.IsNaN(tr.Descent[k]) || math.IsInf(tr.Descent[k], 0) {
+					t.Errorf("%s trace %d: training loss %v, descent %v", m, i, tr.TrainLoss, tr.Descent)
+				}
+			}
+		}
+	}
+}
+
+func equalMetrics(a, b map[string]map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for m, va := range a {
+		for k, x := range va {
+			y, ok := b[m][k]
+			if !ok || (x != y && !(math.IsNaN(x) && math.IsNaN(y))) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestScoreMatchesFront: the one-pass scorer gives front.Score's losses
+// and accuracies (two passes) on LeNet2.
+func TestScoreMatchesFront(t *testing.T) {
+	a, err := fakeData("fake", "test", 50, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := finetune.NewDataset(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tasks []backend.Task
+	for _, s := range Tasks {
+		tk, err := backend.ParseTask(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, tk)
+	}
+	md, err := backend.Open(&importer.Model{Proto: models.LeNet2(2)}, tasks, backend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, batch := range []int{16, 50} { // 16: a short last batch
+		l1, a1, err := score(md, tasks, data, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l2, a2, err := front.Score(md, tasks, data, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range tasks {
+			if math.Abs(l1[k]-l2[k]) > 1e-6*math.Abs(l2[k]) || a1[k] != a2[k] {
+				t.Errorf("batch %d task %s: score (%v, %v), front.Score (%v, %v)", batch, tasks[k].Name, l1[k], a1[k], l2[k], a2[k])
+			}
+		}
+	}
+	bad := []backend.Task{{Name: "d", Loss: "depth_l1", Output: "logp_left", Target: "left"}}
+	if _, _, err := score(md, bad, data, 16); err == nil || !strings.Contains(err.Error(), `task "d"`) {
+		t.Errorf("score with a depth_l1 task: %v, want an error naming it", err)
 	}
 }

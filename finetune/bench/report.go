@@ -89,9 +89,162 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 			}
 			sb.WriteString("\n")
 		}
+		writeTraces(&sb, r, ds)
 	}
+	writeAblation(&sb, r)
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// writeTraces writes the phase-2 dynamics of ds's methods, mean over
+// seeds: g(θ) and g/ē at every checkpoint, the share of steps with the
+// control on and the mean first-order change of each loss per step.
+func writeTraces(sb *strings.Builder, r *Results, ds string) {
+	tr := meanTraces(r, ds)
+	if len(tr) == 0 {
+		return
+	}
+	fmt.Fprintf(sb, "\nPhase-2 dynamics (mean over seeds and models; per checkpoint stretch, in order; "+
+		"ē: PNG's average of (1/m)Σ‖∇ℓ_i‖², the control is on while g/ē > γ; descent: ∇ℓ_iᵀΔθ per step):\n\n"+
+		"| method | g(θ) | g/ē | control on | descent per step | training loss, last stretch |\n|---|---|---|---|---|---|\n")
+	for _, m := range append(append([]string(nil), Methods...), ablationNames()[1:]...) {
+		ts := tr[m]
+		if len(ts) == 0 {
+			continue
+		}
+		var g, ratio []string
+		var on float64
+		desc := make([]float64, len(ts[0].Descent))
+		for _, t := range ts {
+			g = append(g, num(t.G))
+			ratio = append(ratio, num(t.GOverEBar))
+			on += t.ControlOn / float64(len(ts))
+			for i, d := range t.Descent {
+				desc[i] += d / float64(len(ts))
+			}
+		}
+		ratios := strings.Join(ratio, ", ")
+		if ts[0].EBar == 0 {
+			ratios = "–"
+		}
+		last := ts[len(ts)-1].TrainLoss
+		fmt.Fprintf(sb, "| %s | %s | %s | %s | %s | %s |\n", m, strings.Join(g, ", "), ratios, num(on), nums(desc), nums(last))
+	}
+}
+
+// meanTraces averages ds's traces over seeds: method → one Trace per
+// checkpoint.
+func meanTraces(r *Results, ds string) map[string][]Trace {
+	sums := map[string][]Trace{}
+	count := map[string]int{}
+	for _, sr := range r.Seeds {
+		if sr.Dataset != ds {
+			continue
+		}
+		byMethod := map[string][]Trace{}
+		for _, t := range sr.Trace {
+			byMethod[t.Method] = append(byMethod[t.Method], t)
+		}
+		for m, ts := range byMethod {
+			if sums[m] == nil {
+				sums[m] = make([]Trace, len(ts))
+				for i, t := range ts {
+					sums[m][i] = Trace{Method: m, Step: t.Step, TrainLoss: make([]float64, len(t.TrainLoss)), Descent: make([]float64, len(t.Descent))}
+				}
+			}
+			if len(ts) != len(sums[m]) {
+				continue
+			}
+			count[m]++
+			for i, t := range ts {
+				s := &sums[m][i]
+				s.Steps += t.Steps
+				s.G += t.G
+				s.EBar += t.EBar
+				s.GOverEBar += t.GOverEBar
+				s.ControlOn += t.ControlOn
+				for k := range s.TrainLoss {
+					s.TrainLoss[k] += t.TrainLoss[k]
+				}
+				for k := range s.Descent {
+					s.Descent[k] += t.Descent[k]
+				}
+			}
+		}
+	}
+	for m, ts := range sums {
+		n := float64(count[m])
+		for i := range ts {
+			s := &ts[i]
+			s.G, s.EBar, s.GOverEBar, s.ControlOn = s.G/n, s.EBar/n, s.GOverEBar/n, s.ControlOn/n
+			for k := range s.TrainLoss {
+				s.TrainLoss[k] /= n
+			}
+			for k := range s.Descent {
+				s.Descent[k] /= n
+			}
+		}
+	}
+	return sums
+}
+
+// writeAblation writes the ablation table (the paper's appendix table,
+// its rows in AblationRows order) with the paired t-tests of the default
+// png against each variant.
+func writeAblation(sb *strings.Builder, r *Results) {
+	dss := make([]string, 0, len(r.AblationTable))
+	for ds := range r.AblationTable {
+		dss = append(dss, ds)
+	}
+	sort.Strings(dss)
+	for _, ds := range dss {
+		tab := r.AblationTable[ds]
+		fmt.Fprintf(sb, "\n## Ablation: PNG's α and γ on %s\n\n"+
+			"The paper's appendix table: α at γ = 0.1, then γ at α = 0.5; every variant from the same phase-1 models as the main table "+
+			"(α=0.5, γ=0.1 is its png). IGD+ against the union of the main methods' and every variant's checkpoints, "+
+			"so it differs from the main table's.\n\n| setting |", ds)
+		metricHeader(sb)
+		for _, v := range AblationRows {
+			cells := tab[v.Name()]
+			if cells == nil {
+				continue
+			}
+			fmt.Fprintf(sb, "| %s |", v.Label())
+			for _, m := range Metrics {
+				if c := cells[m]; c != nil {
+					fmt.Fprintf(sb, " %s ± %s |", num(c.Mean), num(c.Std))
+				} else {
+					sb.WriteString(" – |")
+				}
+			}
+			sb.WriteString("\n")
+		}
+		fmt.Fprintf(sb, "\nPaired t-test, α=0.5, γ=0.1 vs each variant (t on default − variant, two-sided p):\n\n| variant |")
+		metricHeader(sb)
+		for _, v := range AblationVariants() {
+			cells := tab[v.Name()]
+			if cells == nil {
+				continue
+			}
+			fmt.Fprintf(sb, "| %s |", v.Label())
+			for _, m := range Metrics {
+				if c := cells[m]; c != nil && c.VsPNG != nil {
+					fmt.Fprintf(sb, " t=%s, p=%s |", num(c.VsPNG.T), num(c.VsPNG.P))
+				} else {
+					sb.WriteString(" – |")
+				}
+			}
+			sb.WriteString("\n")
+		}
+	}
+}
+
+func nums(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = num(x)
+	}
+	return "(" + strings.Join(s, ", ") + ")"
 }
 
 func num(v float64) string {
@@ -106,12 +259,54 @@ func num(v float64) string {
 
 // JSON returns r as a JSON-friendly value (NaN and ±Inf as nil).
 func (r *Results) JSON() map[string]any {
+	var seeds []any
+	for _, s := range r.Seeds {
+		var pts []any
+		for _, p := range s.Points {
+			pts = append(pts, map[string]any{"method": p.Method, "model": p.Model, "step": p.Step,
+				"losses": jfs(p.Losses), "accuracies": jfs(p.Accuracies)})
+		}
+		run := map[string]any{"dataset": s.Dataset, "seed": s.Seed, "elapsed_s": s.Elapsed.Seconds(),
+			"metrics": metricsJSON(s.Metrics), "points": pts}
+		if s.Ablation != nil {
+			run["ablation"] = metricsJSON(s.Ablation)
+		}
+		if len(s.Trace) > 0 {
+			var ts []any
+			for _, t := range s.Trace {
+				ts = append(ts, map[string]any{"method": t.Method, "step": t.Step, "steps": t.Steps, "g": jf(t.G),
+					"ebar": jf(t.EBar), "g_over_ebar": jf(t.GOverEBar), "control_on": jf(t.ControlOn),
+					"train_loss": jfs(t.TrainLoss), "descent": jfs(t.Descent)})
+			}
+			run["trace"] = ts
+		}
+		seeds = append(seeds, run)
+	}
+	out := map[string]any{"budget": r.Budget, "elapsed_s": r.Elapsed.Seconds(), "table": tableJSON(r.Table), "runs": seeds}
+	if len(r.AblationTable) > 0 {
+		out["ablation_table"] = tableJSON(r.AblationTable)
+	}
+	return out
+}
+
+func metricsJSON(ms map[string]map[string]float64) map[string]any {
+	met := map[string]any{}
+	for m, v := range ms {
+		mv := map[string]any{}
+		for k, x := range v {
+			mv[k] = jf(x)
+		}
+		met[m] = mv
+	}
+	return met
+}
+
+// tableJSON returns a table (dataset → method → metric → cell) as JSON.
+func tableJSON(t map[string]map[string]map[string]*Cell) map[string]any {
 	table := map[string]any{}
-	dss := r.Datasets()
-	sort.Strings(dss)
-	for _, ds := range dss {
+	for ds := range t {
 		byMethod := map[string]any{}
-		for method, byMetric := range r.Table[ds] {
+		for method, byMetric := range t[ds] {
 			mm := map[string]any{}
 			for metric, c := range byMetric {
 				cell := map[string]any{"mean": jf(c.Mean), "std": jf(c.Std), "values": jfs(c.Values)}
@@ -124,25 +319,7 @@ func (r *Results) JSON() map[string]any {
 		}
 		table[ds] = byMethod
 	}
-	var seeds []any
-	for _, s := range r.Seeds {
-		var pts []any
-		for _, p := range s.Points {
-			pts = append(pts, map[string]any{"method": p.Method, "model": p.Model, "step": p.Step,
-				"losses": jfs(p.Losses), "accuracies": jfs(p.Accuracies)})
-		}
-		met := map[string]any{}
-		for m, v := range s.Metrics {
-			mv := map[string]any{}
-			for k, x := range v {
-				mv[k] = jf(x)
-			}
-			met[m] = mv
-		}
-		seeds = append(seeds, map[string]any{"dataset": s.Dataset, "seed": s.Seed, "elapsed_s": s.Elapsed.Seconds(),
-			"metrics": met, "points": pts})
-	}
-	return map[string]any{"budget": r.Budget, "elapsed_s": r.Elapsed.Seconds(), "table": table, "runs": seeds}
+	return table
 }
 
 func jf(v float64) any {

@@ -15,10 +15,11 @@ func ReadResults(data []byte) (*Results, error) {
 		Budget  *Budget  `json:"budget"`
 		Elapsed *float64 `json:"elapsed_s"`
 		Runs    []struct {
-			Dataset string   `json:"dataset"`
-			Seed    *int64   `json:"seed"`
-			Elapsed float64  `json:"elapsed_s"`
-			Points  []rawPnt `json:"points"`
+			Dataset string     `json:"dataset"`
+			Seed    *int64     `json:"seed"`
+			Elapsed float64    `json:"elapsed_s"`
+			Points  []rawPnt   `json:"points"`
+			Trace   []rawTrace `json:"trace"`
 		} `json:"runs"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -40,9 +41,37 @@ func ReadResults(data []byte) (*Results, error) {
 			sr.Points = append(sr.Points, Point{Method: p.Method, Model: p.Model, Step: p.Step,
 				Losses: nanFor(p.Losses), Accuracies: nanFor(p.Accuracies)})
 		}
+		for _, t := range run.Trace {
+			sr.Trace = append(sr.Trace, t.trace())
+		}
 		r.Seeds = append(r.Seeds, sr)
 	}
 	return r, nil
+}
+
+// rawTrace is a Trace as JSON holds it (non-finite values are null); old
+// results have none.
+type rawTrace struct {
+	Method    string     `json:"method"`
+	Step      int        `json:"step"`
+	Steps     int        `json:"steps"`
+	G         *float64   `json:"g"`
+	EBar      *float64   `json:"ebar"`
+	GOverEBar *float64   `json:"g_over_ebar"`
+	ControlOn *float64   `json:"control_on"`
+	TrainLoss []*float64 `json:"train_loss"`
+	Descent   []*float64 `json:"descent"`
+}
+
+func (t rawTrace) trace() Trace {
+	one := func(x *float64) float64 {
+		if x == nil {
+			return math.NaN()
+		}
+		return *x
+	}
+	return Trace{Method: t.Method, Step: t.Step, Steps: t.Steps, G: one(t.G), EBar: one(t.EBar), GOverEBar: one(t.GOverEBar),
+		ControlOn: one(t.ControlOn), TrainLoss: nanFor(t.TrainLoss), Descent: nanFor(t.Descent)}
 }
 
 // rawPnt is a Point as JSON holds it: non-finite values are null.
@@ -69,12 +98,15 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 
 // Rescore recomputes every seed's metrics from its scored checkpoints with
 // this version's measures (references LossRef and AccRef, IGD+ against the
-// union of the methods present), and the table over seeds with its paired
-// t-tests. Nothing is retrained: the checkpoints' losses and accuracies
+// union of the methods present), the ablation's where the file holds its
+// variants, and the tables over seeds with their paired t-tests. Nothing
+// is retrained: the checkpoints' losses and accuracies (and the traces)
 // are those of the run that wrote the file.
 func (r *Results) Rescore() {
 	for i := range r.Seeds {
 		r.Seeds[i].Metrics = measure(r.Seeds[i].Points)
+		r.Seeds[i].Ablation = measureAblation(r.Seeds[i].Points)
 	}
-	r.Table = tabulate(r.Seeds)
+	r.Table = tabulate(r.Seeds, func(sr SeedResult) map[string]map[string]float64 { return sr.Metrics })
+	r.AblationTable = tabulate(r.Seeds, func(sr SeedResult) map[string]map[string]float64 { return sr.Ablation })
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sync"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -58,6 +58,10 @@ type Config struct {
 	Workers int
 	// Log receives progress lines (nil: none).
 	Log io.Writer
+	// Ablation names the dataset on which PNG's α/γ ablation runs
+	// (AblationVariants beside the main methods, from the same phase-1
+	// models); "" for none. The paper runs it on MultiMNIST.
+	Ablation string
 }
 
 // Point is one scored checkpoint.
@@ -76,7 +80,13 @@ type SeedResult struct {
 	Seed    int64                         `json:"seed"`
 	Points  []Point                       `json:"points"`
 	Metrics map[string]map[string]float64 `json:"metrics"` // method → metric → value
-	Elapsed time.Duration                 `json:"elapsed_ns"`
+	// Ablation holds the ablation table's metrics (png and each variant,
+	// IGD+ against the union of every method and variant), nil without.
+	Ablation map[string]map[string]float64 `json:"ablation,omitempty"`
+	// Trace is every method's (and variant's) phase-2 dynamics, one entry
+	// per checkpoint; nil in results written before it was recorded.
+	Trace   []Trace       `json:"trace,omitempty"`
+	Elapsed time.Duration `json:"elapsed_ns"`
 }
 
 // Cell is one method's metric over the seeds.
@@ -89,10 +99,14 @@ type Cell struct {
 
 // Results is the outcome of Run.
 type Results struct {
-	Budget  Budget
-	Seeds   []SeedResult
-	Table   map[string]map[string]map[string]*Cell // dataset → method → metric
-	Elapsed time.Duration
+	Budget Budget
+	Seeds  []SeedResult
+	Table  map[string]map[string]map[string]*Cell // dataset → method → metric
+	// AblationTable is the ablation's table, dataset → variant name (png
+	// and AblationVariants) → metric, each variant's VsPNG the paired
+	// t-test of the default png against it; empty without the ablation.
+	AblationTable map[string]map[string]map[string]*Cell
+	Elapsed       time.Duration
 }
 
 // Run trains and measures every method on every dataset and seed (see the
@@ -129,7 +143,8 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			logf(cfg.Log, "%s seed %d done in %s (%s elapsed)", ds, seed, sr.Elapsed.Round(time.Second), time.Since(start).Round(time.Second))
 		}
 	}
-	res.Table = tabulate(res.Seeds)
+	res.Table = tabulate(res.Seeds, func(sr SeedResult) map[string]map[string]float64 { return sr.Metrics })
+	res.AblationTable = tabulate(res.Seeds, func(sr SeedResult) map[string]map[string]float64 { return sr.Ablation })
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
@@ -186,10 +201,14 @@ func runSeed(ctx context.Context, cfg Config, tasks []backend.Task, ds string, s
 		return nil, err
 	}
 	logf(cfg.Log, "%s seed %d: phase 1, %d linear models × %d steps", ds, seed, b.Models, b.WarmSteps)
-	if err := parallel(b.Models, cfg.Workers, func(k int) error {
-		_, err := finetune.Run(ctx, warm[k], train, nil, settings(b.WarmSteps, linear(k)), nil)
-		return err
-	}); err != nil {
+	var warmJobs []job
+	for k := range b.Models {
+		warmJobs = append(warmJobs, job{size: b.WarmSteps, run: func() error {
+			_, err := finetune.Run(ctx, warm[k], train, nil, settings(b.WarmSteps, linear(k)), nil)
+			return err
+		}})
+	}
+	if err := runJobs(warmJobs, cfg.Workers); err != nil {
 		return nil, fmt.Errorf("phase 1: %w", err)
 	}
 	start := make([][]float32, b.Models)
@@ -203,7 +222,24 @@ func runSeed(ctx context.Context, cfg Config, tasks []backend.Task, ds string, s
 		at[s] = true
 	}
 	sr := &SeedResult{Dataset: ds, Seed: seed, Metrics: map[string]map[string]float64{}}
-	for _, method := range Methods {
+	arms := append([]string(nil), Methods...)
+	if ds == cfg.Ablation {
+		for _, v := range AblationVariants() {
+			arms = append(arms, v.Name())
+		}
+	}
+	// Phase 2: every arm (method or ablation variant) starts from the
+	// phase-1 models; its 5-model run (or, for linear, each model's run)
+	// is a job; the jobs share the workers, largest first.
+	type armRun struct {
+		nets  []*backend.Model
+		snaps *front.Snapshots
+		trace []Trace
+	}
+	runs := make([]*armRun, len(arms))
+	var jobs []job
+	var mergers []func()
+	for a, name := range arms {
 		nets, err := newNets()
 		if err != nil {
 			return nil, err
@@ -215,78 +251,143 @@ func runSeed(ctx context.Context, cfg Config, tasks []backend.Task, ds string, s
 			}
 			ps[k] = md
 		}
-		snaps := &front.Snapshots{Problems: ps, At: at}
-		logf(cfg.Log, "%s seed %d: phase 2, %s × %d models × %d steps", ds, seed, method, b.Models, b.Steps)
-		switch method {
-		case "linear":
+		r := &armRun{nets: nets, snaps: &front.Snapshots{Problems: ps, At: at}}
+		runs[a] = r
+		if name == "linear" {
 			// Each model has its own weights: one run per model, each
-			// with its own snapshots.
+			// with its own snapshots and trace, merged when all are done.
 			per := make([]*front.Snapshots, b.Models)
-			err = parallel(b.Models, cfg.Workers, func(k int) error {
-				per[k] = &front.Snapshots{Problems: ps[k : k+1], At: at}
-				_, err := finetune.Run(ctx, ps[k], train, nil, settings(b.Steps, linear(k)), per[k])
-				return err
-			})
-			if err == nil {
-				snaps.Steps = per[0].Steps
+			traces := make([][]Trace, b.Models)
+			for k := range b.Models {
+				jobs = append(jobs, job{size: b.Steps, run: func() error {
+					per[k] = &front.Snapshots{Problems: ps[k : k+1], At: at}
+					tr := &tracer{method: name, at: at}
+					s := settings(b.Steps, linear(k))
+					s.Workers = 1
+					if _, err := finetune.Run(ctx, ps[k], train, nil, s, finetune.Multi(per[k], tr)); err != nil {
+						return fmt.Errorf("phase 2, linear model %d: %w", k, err)
+					}
+					traces[k] = tr.out
+					return nil
+				}})
+			}
+			merge := func() {
+				r.snaps.Steps = per[0].Steps
 				for i := range per[0].Params {
 					row := make([][]float32, b.Models)
 					for k := range per {
 						row[k] = per[k].Params[i][0]
 					}
-					snaps.Params = append(snaps.Params, row)
+					r.snaps.Params = append(r.snaps.Params, row)
 				}
+				r.trace = mergeTraces(traces)
 			}
+			mergers = append(mergers, merge)
+			continue
+		}
+		s := settings(b.Steps, nil)
+		s.Workers = 1
+		tr := &tracer{method: name, at: at}
+		switch name {
 		case "mgd":
-			_, err = finetune.RunMulti(ctx, ps, train, nil, settings(b.Steps, png.MGD{}), snaps)
+			s.Method = png.MGD{}
 		case "epo":
 			per := make(png.PerPoint, b.Models)
 			for k := range per {
 				per[k] = png.EPO{Preference: []float64{LinearWeights[k], 1 - LinearWeights[k]}}
 			}
-			_, err = finetune.RunMulti(ctx, ps, train, nil, settings(b.Steps, per), snaps)
-		case "png":
-			s := settings(b.Steps, png.PNG{})
+			s.Method = per
+		default: // png and the ablation variants
+			v, ok := variantByName(name)
+			if !ok {
+				return nil, fmt.Errorf("phase 2: unknown method %q", name)
+			}
+			s.Method = png.PNG{Settings: png.Settings{Alpha: v.Alpha, Gamma: v.Gamma}}
+			tr.gamma = v.Gamma
 			if s.Multi, err = criterion.ParseMulti("energy", names); err != nil {
 				return nil, err
 			}
-			_, err = finetune.RunMulti(ctx, ps, train, nil, s, snaps)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("phase 2, %s: %w", method, err)
+		jobs = append(jobs, job{size: b.Models * b.Steps, run: func() error {
+			if _, err := finetune.RunMulti(ctx, ps, train, nil, s, finetune.Multi(r.snaps, tr)); err != nil {
+				return fmt.Errorf("phase 2, %s: %w", name, err)
+			}
+			r.trace = tr.out
+			return nil
+		}})
+	}
+	logf(cfg.Log, "%s seed %d: phase 2, %s × %d models × %d steps", ds, seed, strings.Join(arms, ", "), b.Models, b.Steps)
+	if err := runJobs(jobs, cfg.Workers); err != nil {
+		return nil, err
+	}
+	for _, m := range mergers {
+		m()
+	}
+	// Scoring: a job per (arm, model), each scoring that model's
+	// checkpoints in turn on its own network.
+	points := make([][]Point, len(arms)*b.Models)
+	jobs = jobs[:0]
+	for a, name := range arms {
+		r := runs[a]
+		sr.Trace = append(sr.Trace, r.trace...)
+		for k := range b.Models {
+			jobs = append(jobs, job{size: len(r.snaps.Params), run: func() error {
+				for i, params := range r.snaps.Params {
+					if err := r.nets[k].SetParams(params[k]); err != nil {
+						return err
+					}
+					l, acc, err := score(r.nets[k], tasks, test, b.Batch)
+					if err != nil {
+						return fmt.Errorf("%s model %d at step %d: %w", name, k, r.snaps.Steps[i], err)
+					}
+					points[a*b.Models+k] = append(points[a*b.Models+k], Point{Method: name, Model: k, Step: r.snaps.Steps[i], Losses: l, Accuracies: acc})
+				}
+				return nil
+			}})
 		}
-		for i, params := range snaps.Params {
-			for k, theta := range params {
-				if err := nets[k].SetParams(theta); err != nil {
-					return nil, err
-				}
-				l, a, err := front.Score(nets[k], tasks, test, b.Batch)
-				if err != nil {
-					return nil, fmt.Errorf("%s model %d at step %d: %w", method, k, snaps.Steps[i], err)
-				}
-				sr.Points = append(sr.Points, Point{Method: method, Model: k, Step: snaps.Steps[i], Losses: l, Accuracies: a})
+	}
+	if err := runJobs(jobs, cfg.Workers); err != nil {
+		return nil, err
+	}
+	// Points in the order of the sequential version: method, checkpoint,
+	// model.
+	for a := range arms {
+		for i := range runs[a].snaps.Params {
+			for k := range b.Models {
+				sr.Points = append(sr.Points, points[a*b.Models+k][i])
 			}
 		}
 	}
 	sr.Metrics = measure(sr.Points)
+	sr.Ablation = measureAblation(sr.Points)
 	sr.Elapsed = time.Since(t0)
 	return sr, nil
 }
 
-// measure computes every method's metrics; the IGD+ reference sets are
-// the non-dominated union of all methods' points.
+// measure computes the main table's metrics of every method; the IGD+
+// reference sets are the non-dominated union of the main methods' points
+// (ablation variants are left out, so the main table does not depend on
+// whether the ablation ran).
 func measure(pts []Point) map[string]map[string]float64 {
+	return measureAmong(pts, Methods, func(m string) bool { return !isAblation(m) })
+}
+
+// measureAmong computes the metrics of methods, with IGD+ against the
+// non-dominated union of the points whose method inUnion accepts.
+func measureAmong(pts []Point, methods []string, inUnion func(string) bool) map[string]map[string]float64 {
 	var allL, allA [][]float64
 	byL, byA := map[string][][]float64{}, map[string][][]float64{}
 	for _, p := range pts {
 		na := negate(p.Accuracies)
-		allL, allA = append(allL, p.Losses), append(allA, na)
+		if inUnion(p.Method) {
+			allL, allA = append(allL, p.Losses), append(allA, na)
+		}
 		byL[p.Method] = append(byL[p.Method], p.Losses)
 		byA[p.Method] = append(byA[p.Method], na)
 	}
 	refL, refA := pick(allL, pareto.NonDominated(allL)), pick(allA, pareto.NonDominated(allA))
 	out := map[string]map[string]float64{}
-	for _, m := range Methods {
+	for _, m := range methods {
 		if len(byL[m]) == 0 {
 			continue
 		}
@@ -315,13 +416,17 @@ func pick(pts [][]float64, idx []int) [][]float64 {
 
 // tabulate summarises the metrics over seeds and tests PNG against each
 // baseline, pairing seeds.
-func tabulate(seeds []SeedResult) map[string]map[string]map[string]*Cell {
+func tabulate(seeds []SeedResult, metrics func(SeedResult) map[string]map[string]float64) map[string]map[string]map[string]*Cell {
 	out := map[string]map[string]map[string]*Cell{}
 	for _, sr := range seeds {
+		ms := metrics(sr)
+		if len(ms) == 0 {
+			continue
+		}
 		if out[sr.Dataset] == nil {
 			out[sr.Dataset] = map[string]map[string]*Cell{}
 		}
-		for m, vals := range sr.Metrics {
+		for m, vals := range ms {
 			if out[sr.Dataset][m] == nil {
 				out[sr.Dataset][m] = map[string]*Cell{}
 			}
@@ -358,24 +463,6 @@ func tabulate(seeds []SeedResult) map[string]map[string]map[string]*Cell {
 		}
 	}
 	return out
-}
-
-// parallel runs f(0..n−1) on up to workers goroutines and returns the
-// errors joined.
-func parallel(n, workers int, f func(k int) error) error {
-	errs := make([]error, n)
-	sem := make(chan struct{}, max(workers, 1))
-	var wg sync.WaitGroup
-	for k := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[k] = f(k)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // Better reports whether a is better than b for metric.
