@@ -241,15 +241,20 @@ func TestTuneNonFinite(t *testing.T) {
 		name      string
 		args      []string
 		nonFinite bool // the error is a finetune.ErrNonFinite
+		diverged  bool // the error is a finetune.ErrDiverged
 	}{
 		// log of a negative number: the criterion is NaN at the first
 		// step, with no earlier parameters to return to.
-		{"criterion", []string{"--criterion", "log(left-100)"}, true},
+		{"criterion", []string{"--criterion", "log(left-100)"}, true, false},
+		// A learning rate of 1000 sends the losses from 2.3 to 10⁵ and
+		// more, finite: the model diverged, and rolling back with a
+		// halved rate three times does not save it.
+		{"diverged", []string{"--criterion", "left+right", "--optimizer", "sgd", "--lr", "1000", "--momentum", "0"}, false, true},
 		// A learning rate of 1e30 sends the weights far out; halving it
 		// on each rollback cannot help. The backend reports the NaN loss
 		// as an error of its own (not a NaN the loop could roll back),
 		// so only the failure and the absent output are checked.
-		{"learning rate", []string{"--criterion", "left+right", "--optimizer", "sgd", "--lr", "1e30"}, false},
+		{"learning rate", []string{"--criterion", "left+right", "--optimizer", "sgd", "--lr", "1e30"}, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -266,6 +271,9 @@ func TestTuneNonFinite(t *testing.T) {
 				if !strings.Contains(err.Error(), "no model written") {
 					t.Errorf("error does not say that nothing was written: %v", err)
 				}
+			}
+			if tc.diverged && (!errors.Is(err, finetune.ErrDiverged) || !strings.Contains(err.Error(), "model 0 diverged: loss")) {
+				t.Errorf("err = %v, want ErrDiverged naming the model and its loss", err)
 			}
 			if _, err := os.Stat(out); err == nil {
 				t.Errorf("%s written by a failed run", out)
