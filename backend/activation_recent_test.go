@@ -51,3 +51,16 @@ func TestGeluVersions(t *testing.T) {
 		t.Errorf("approximate erf: got %v", err)
 	}
 }
+
+// TestMishORT checks Mish (opset 18) against ONNX Runtime and by central
+// differences.
+func TestMishORT(t *testing.T) {
+	r := rand.New(rand.NewSource(18))
+	x := randF32Tensor(r, "x", 4, 6)
+	for i := range x.F32 {
+		x.F32[i] *= 8 // both tails
+	}
+	checkAgainstORT(t, "Mish", 18, []oracleCase{{"mish", nil, []*importer.Tensor{x}}}, 1e-6)
+	ins := []tin{feed("x", x.Shape, x.Float64s()...)}
+	gradCheck(t, oneNode("Mish", 18, nil, ins, "y"), feedsOf(ins), "x", 1e-6)
+}

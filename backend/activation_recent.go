@@ -6,11 +6,30 @@ import (
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
+// Activations added to ONNX after opset 17 (earlier exports write them
+// out with elementary ops):
+//
 // Gelu (opset 20): y = x·Φ(x) = ½x(1 + erf(x/√2)) with approximate
 // "none", or ½x(1 + tanh(√(2/π)(x + 0.044715x³))) with approximate
-// "tanh". Earlier exports write the erf form out as Div/Erf/Add/Mul.
+// "tanh".
+//
+// Mish (opset 18): y = x·tanh(softplus(x)).
 
-func init() { register("Gelu", 20, lowerGelu) }
+func init() {
+	register("Gelu", 20, lowerGelu)
+	register("Mish", 18, lowerMish)
+}
+
+// lowerMish: dy/dx = tanh(sp) + x·(1 − tanh²(sp))·σ(x), sp = softplus(x).
+func lowerMish(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	sp := func(x float64) float64 { return max(x, 0) + math.Log1p(math.Exp(-math.Abs(x))) }
+	return b.unary(n, in,
+		func(x float64) float64 { return x * math.Tanh(sp(x)) },
+		func(x, _ float64) float64 {
+			t := math.Tanh(sp(x))
+			return t + x*(1-t*t)/(1+math.Exp(-x))
+		})
+}
 
 // geluC is √(2/π).
 var geluC = math.Sqrt(2 / math.Pi)
