@@ -204,7 +204,7 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 	bt := c.bt
 	for _, p := range md.params {
 		v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
-		if err := c.bind(bt.params[p.Name], md.dt, p.Shape, v, nil); err != nil {
+		if err := c.bindParam(bt.params[p.Name], md.dt, p.Shape, v); err != nil {
 			return fmt.Errorf("backend: parameter %q: %w", p.Name, err)
 		}
 	}

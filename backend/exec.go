@@ -34,7 +34,8 @@ import (
 // Memory is planned over the graph (plan.go): a forward value lives until
 // its last use in the forward segment, or, when a backward node or the
 // caller reads it, until release, unless it is cheap to recompute
-// (Relu, Sigmoid, BatchNorm with running statistics: program.cheap),
+// (Relu, Sigmoid, Mul, Concat, BatchNorm with running statistics:
+// program.cheap),
 // when each backward pass recomputes it just before its first reader; a backward value lives until its last
 // use in its task's pass, a root until the pass ends. Where a value dies,
 // the buffer it lives in returns to the program's pool when it is one of
@@ -363,6 +364,17 @@ func scalarValue(dt tensor.Dtype, v float64) G.Value {
 		return G.NewF32(float32(v))
 	}
 	return G.NewF64(v)
+}
+
+// bindParam binds a parameter's values v (a slice of θ) to n. In float32
+// mode the tensor is backed by v itself, not a copy: no op writes into its
+// inputs, and θ changes only between Evaluates (SetParams), so the graph
+// holds no second copy of the parameters. Otherwise it is bind.
+func (c *compiled) bindParam(n gnode, dt tensor.Dtype, s []int, v []float32) error {
+	if dt != tensor.Float32 || len(s) == 0 {
+		return c.bind(n, dt, s, v, nil)
+	}
+	return G.Let(n, tensor.New(tensor.WithShape(s...), tensor.WithBacking(v[:len(v):len(v)])))
 }
 
 // bind binds the values of an input node of shape s for the next program

@@ -10,8 +10,8 @@ import (
 
 // weightCopies is how many float32 copies of the parameters a training
 // step holds: the model file's initializer data, the decoded
-// initializers, θ, and the copy bound to the step's graph.
-const weightCopies = 4
+// initializers and θ (which the step's graph reads in place).
+const weightCopies = 3
 
 // MemoryEstimate is the memory one Evaluate (a forward pass and every
 // task's backward pass) needs, planned from the graph before any of it is

@@ -41,14 +41,18 @@ func (p *program) aliases(i int) bool {
 }
 
 // cheap reports whether node i's value is cheap to recompute from its
-// operands (element-wise: Relu, Sigmoid, BatchNormalization with running
-// statistics), so that the backward passes recompute it rather than keep
+// operands (element-wise: Relu, Sigmoid, Mul, BatchNormalization with
+// running statistics; Concat, a copy), so that the backward passes recompute it rather than keep
 // it from the forward pass. Recomputing runs the same op on the same
 // values: the same result, bit for bit.
 func (p *program) cheap(i int) bool {
 	switch op := p.nodes[i].Op().(type) {
 	case *kernelOp:
-		return op.kind == "Relu" || op.kind == "Sigmoid"
+		switch op.kind {
+		case "Relu", "Sigmoid", "Mul", "Concat":
+			return true
+		}
+		return false
 	case opsIntoOp:
 		return strings.HasPrefix(p.nodes[i].Op().String(), "BatchNormEval{")
 	}
