@@ -500,3 +500,48 @@ func TestScoreMatchesFront(t *testing.T) {
 		t.Errorf("score with a depth_l1 task: %v, want an error naming it", err)
 	}
 }
+
+// TestRunWorkersAgree: the schedule does not change the results: one
+// worker and three (the jobs then run in another order and at once) give
+// the same checkpoints and traces.
+func TestRunWorkersAgree(t *testing.T) {
+	b := Budgets["tiny"]
+	b.Seeds = 2
+	var runs [2]*Results
+	for i, w := range []int{1, 3} {
+		res, err := Run(context.Background(), Config{Budget: b, Datasets: []string{"fake"}, Data: fakeData, Workers: w, Ablation: "fake"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[i] = res
+	}
+	for s := range runs[0].Seeds {
+		a, c := runs[0].Seeds[s], runs[1].Seeds[s]
+		if len(a.Points) != len(c.Points) || len(a.Trace) != len(c.Trace) {
+			t.Fatalf("seed %d: %d/%d points, %d/%d traces", s, len(a.Points), len(c.Points), len(a.Trace), len(c.Trace))
+		}
+		for i, p := range a.Points {
+			q := c.Points[i]
+			if p.Method != q.Method || p.Model != q.Model || p.Step != q.Step || !equalFloats(p.Losses, q.Losses) || !equalFloats(p.Accuracies, q.Accuracies) {
+				t.Errorf("seed %d point %d: 1 worker %+v, 3 workers %+v", s, i, p, q)
+			}
+		}
+		for i, tr := range a.Trace {
+			if u := c.Trace[i]; tr.Method != u.Method || tr.G != u.G || tr.ControlOn != u.ControlOn || !equalFloats(tr.Descent, u.Descent) {
+				t.Errorf("seed %d trace %d: 1 worker %+v, 3 workers %+v", s, i, tr, u)
+			}
+		}
+	}
+}
+
+func equalFloats(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

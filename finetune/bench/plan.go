@@ -69,10 +69,10 @@ type Budget struct {
 // -bench 'ModelStep|Score' -benchtime 10x` while the machine was shared
 // (load average 9–11): one model-step of the benchmark's training loop
 // (LeNet2, m = 2: forward pass, both task gradients, direction, Adam) at
-// batch 256 took 0.091–0.096 s of CPU time, alone (linear) or among the 5
+// batch 256 took 0.091–0.102 s of CPU time, alone (linear) or among the 5
 // PNG models; scoring one model on 256 test pairs (one forward pass,
 // score) 0.034–0.035 s. Costs scale about linearly with the batch size.
-// The constants round up. The committed small-budget run
+// The constants are about the upper end. The committed small-budget run
 // (bench/results-small.json, an earlier machine and backend) spent about
 // 0.13 s of CPU per model-step: budgets are sized with a margin for that.
 const (
