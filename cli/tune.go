@@ -35,8 +35,8 @@ default OUT.ckpt) and leaves --out untouched; --resume continues it.`,
 		taskFlag, termFlag, mapFlag, bnFlag, freezeFlag, untieFlag, maxMemoryFlag,
 		criterionFlag, methodFlag, weightsFlag, preferenceFlag, mgdStepsFlag, alphaFlag, gammaFlag(png.DefaultGamma),
 		&ucli.StringFlag{Name: "optimizer", Value: job.TuneOptimizer, Usage: "the optimizer by `NAME`: sgd or adam (the direction v is its gradient)", Category: "Training"},
-		&ucli.Float64Flag{Name: "lr", Usage: "learning rate ξ", DefaultText: fmt.Sprintf("%g with adam, %g with sgd", job.TuneLR, job.TuneSGDLR), Category: "Training"},
-		&ucli.Float64Flag{Name: "momentum", Usage: "SGD momentum μ (with --optimizer sgd)", DefaultText: fmt.Sprintf("%g", job.TuneSGDMomentum), Category: "Training"},
+		lrFlag(job.TuneLR),
+		&ucli.Float64Flag{Name: "momentum", Usage: "SGD momentum μ", Category: "Training"},
 		lrScheduleFlag,
 		&ucli.IntFlag{Name: "steps", Usage: "number of steps; 0 runs --epochs passes over --data instead", DefaultText: fmt.Sprintf("%d, or --epochs passes when that is set", finetune.DefaultSteps), Category: "Training"},
 		epochsFlag,
@@ -124,7 +124,7 @@ func tuneConfigFromFlags(c *ucli.Context) (*job.TuneConfig, error) {
 	return &job.TuneConfig{
 		Model: args[0], Data: c.StringSlice(dataFlag.Name), Val: c.StringSlice("val"), ModelConfig: modelConfigFromFlags(c),
 		Criterion: c.String(criterionFlag.Name), Method: methodConfigFromFlags(c),
-		Optimizer: c.String("optimizer"), LR: c.Float64("lr"), Momentum: tuneMomentum(c),
+		Optimizer: c.String("optimizer"), LR: c.Float64("lr"), Momentum: c.Float64("momentum"),
 		LRSchedule: c.String("lr-schedule"), Steps: c.Int("steps"), Epochs: c.Int("epochs"),
 		Batch: c.Int("batch"), Accumulate: c.Int("accumulate"), ValEvery: c.Int("val-every"), Seed: c.Int64(seedFlag.Name),
 		Out: c.Path("out"), Force: c.Bool("force"), Log: c.Path(logFlag.Name), CSV: c.Path("csv"),
@@ -158,13 +158,4 @@ func tuneSummary(w io.Writer, r *tuneOutcome) error {
 	}
 	fmt.Fprintf(w, "wrote %s\n", r.Output)
 	return nil
-}
-
-// tuneMomentum returns --momentum, or when it is not given the default of
-// the optimizer (job.DefaultMomentum: 0.9 for sgd).
-func tuneMomentum(c *ucli.Context) float64 {
-	if c.IsSet("momentum") {
-		return c.Float64("momentum")
-	}
-	return job.DefaultMomentum(c.String("optimizer"))
 }

@@ -22,7 +22,8 @@ import (
 )
 
 // Defaults of front for ONNX models: the paper's MultiMNIST setting (Adam,
-// lr 1e-3, batch 256, γ 0.1; lr TuneSGDLR with plain SGD), with the
+// lr 1e-3, batch 256, γ 0.1; SGD: momentum TuneSGDMomentum at lr
+// TuneSGDLR), with the
 // threshold capped at png.RobustThresholdCap times its warm-up value so
 // that models trained from scratch keep the control on when gradients
 // explode. Spread perturbs every parameter of the one starting model by

@@ -22,8 +22,9 @@ import (
 // models, and small batches.
 const (
 	TuneLR = 1e-3
-	// TuneSGDLR and TuneSGDMomentum are SGD's learning rate and momentum
-	// when none are given, for tune and front alike (issue 13, README).
+	// TuneSGDLR and TuneSGDMomentum are front's SGD learning rate and
+	// momentum when none are given (issue 13, README); front hands every
+	// model the energy's gradient scaled to unit length, so one rate fits.
 	// Adam's 1e-3 is a step of about 1e-3 per parameter whatever the
 	// gradient's size; SGD's step is lr·v, and an untrained network's task
 	// gradients are small (LeNet2 on MultiMNIST: ‖∇ℓ_i‖² ≈ 0.01). Measured
@@ -41,8 +42,8 @@ const (
 	tuneReportMax = 2048
 )
 
-// DefaultMomentum returns the SGD momentum tune and front use for an ONNX
-// model when none is given: TuneSGDMomentum for "sgd", else 0.
+// DefaultMomentum returns the SGD momentum front uses for an ONNX model
+// when none is given: TuneSGDMomentum for "sgd", else 0.
 func DefaultMomentum(optimizer string) float64 {
 	if optimizer == "sgd" {
 		return TuneSGDMomentum
@@ -50,8 +51,8 @@ func DefaultMomentum(optimizer string) float64 {
 	return 0
 }
 
-// DefaultLR returns the learning rate tune and front use for an ONNX
-// model when none is given: TuneSGDLR for "sgd", else TuneLR (Adam's).
+// DefaultLR returns the learning rate front uses for an ONNX model when
+// none is given: TuneSGDLR for "sgd", else TuneLR (Adam's).
 func DefaultLR(optimizer string) float64 {
 	if optimizer == "sgd" {
 		return TuneSGDLR
@@ -67,7 +68,7 @@ type TuneConfig struct {
 	Criterion string
 	Method    MethodConfig
 	Optimizer string
-	LR        float64 // 0: DefaultLR(Optimizer)
+	LR        float64 // 0: TuneLR
 	Momentum  float64
 	// LRSchedule is constant, cosine or step.
 	LRSchedule string
@@ -225,9 +226,15 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 		job.Warnings = append(job.Warnings, w)
 	}
 	names := job.Net.Tasks()
+	// tune keeps TuneLR for both optimizers (TuneSGDLR is front's): its
+	// criterion's gradient ∂F/∂ℓ has any scale (13 for wd:0.3,0.3 at
+	// chance-level losses), and SGD's step scales with it, so no fixed SGD
+	// rate suits every criterion (momentum 0.9 at 0.03 killed an untrained
+	// LeNet2 in 12 steps with wd:0.3,0.3); Adam's step does not depend on
+	// that scale, which is why it is tune's default.
 	lr := c.LR
 	if lr == 0 {
-		lr = DefaultLR(c.Optimizer)
+		lr = TuneLR
 	}
 	s := &finetune.Settings{
 		Optimizer: c.Optimizer, LR: lr, Momentum: c.Momentum,
