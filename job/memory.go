@@ -160,13 +160,19 @@ func selfRSS() int64 {
 	return pages * int64(os.Getpagesize())
 }
 
+// gcPercent is the heap growth between collections jobs run with.
+const gcPercent = 25
+
 // PlanMemory estimates a step of md on ds's first batch examples (with
 // models copies and extra bytes per model beside it), resolves the limit
 // (maxMemory as --max-memory gives it, "" for AvailableMemory) and
 // returns an error naming a batch size that fits when the estimate is
 // over it. Otherwise it sets the Go runtime's soft memory limit to the
 // limit, so that the garbage collector works harder rather than exceed
-// it.
+// it, and lets the heap grow by gcPercent between collections instead of
+// Go's default 100% (a step's large buffers are pooled and its garbage
+// is pointer-free, so collecting more often is cheap, and the peak stays
+// near the planned one).
 func PlanMemory(md *backend.Model, ds *finetune.Dataset, batch, models int, extra int64, maxMemory string) (*MemoryPlan, error) {
 	p := &MemoryPlan{Models: max(1, models), Extra: extra}
 	var err error
@@ -187,6 +193,7 @@ func PlanMemory(md *backend.Model, ds *finetune.Dataset, batch, models int, extr
 			batch, backend.FormatBytes(p.Total()), p.Step.Parts(), p.loop(), backend.FormatBytes(p.Limit), p.LimitFrom, p.fitting(n))
 	}
 	debug.SetMemoryLimit(p.Limit)
+	debug.SetGCPercent(gcPercent)
 	return p, nil
 }
 
