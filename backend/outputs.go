@@ -100,11 +100,7 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 				continue
 			}
 			v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
-			d := make([]float64, len(v))
-			for i, x := range v {
-				d[i] = float64(x)
-			}
-			if err := letFloats(n, md.dt, p.Shape, d); err != nil {
+			if err := oc.bindParam(n, md.dt, p.Shape, v); err != nil {
 				return nil, fmt.Errorf("backend: parameter %q: %w", p.Name, err)
 			}
 		}

@@ -179,11 +179,15 @@ func Evaluate(md *backend.Model, ds *finetune.Dataset, batch int, grad bool, tas
 	if t := len(md.Terms()); t > 0 {
 		res.Terms, terms = make([]float64, t), make([]float64, t)
 	}
+	// J is evaluated per batch and, over several batches, averaged into
+	// sum (float32, each addition rounded once).
 	var jac png.Jacobian
-	sum := make([]float64, 0)
+	var sum []float32
 	if grad {
 		jac = png.NewJacobian(m, n)
-		sum = make([]float64, m*n)
+		if N > batch {
+			sum = make([]float32, m*n)
+		}
 	}
 	tmp := make([]float64, m)
 	for i := 0; i < N; i += batch {
@@ -213,9 +217,9 @@ func Evaluate(md *backend.Model, ds *finetune.Dataset, batch int, grad bool, tas
 		for t := range terms {
 			res.Terms[t] += w * terms[t]
 		}
-		if grad {
+		if sum != nil {
 			for k, v := range jac.Data {
-				sum[k] += w * float64(v)
+				sum[k] = float32(float64(sum[k]) + w*float64(v))
 			}
 		}
 	}
@@ -233,8 +237,8 @@ func Evaluate(md *backend.Model, ds *finetune.Dataset, batch int, grad bool, tas
 		res.Metrics = meter.Result()
 	}
 	if grad {
-		for k, v := range sum {
-			jac.Data[k] = float32(v)
+		if sum != nil {
+			copy(jac.Data, sum)
 		}
 		res.Jac = jac
 		K := make([]float64, m*m)
