@@ -247,7 +247,7 @@ func TestFrontDivergedWritesNothing(t *testing.T) {
 
 // TestFrontDefaultsFromScratch: front on an ONNX model resolves the
 // defaults that train from scratch (README, issue 13): Adam 1e-3, or SGD
-// with momentum 0.9 and lr 0.03, and the threshold capped at 1000 times its
+// with momentum 0.9 and lr 0.03, and the threshold capped at 100 times its
 // warm-up value; --problem keeps the paper's plain steps and threshold.
 func TestFrontDefaultsFromScratch(t *testing.T) {
 	dir := t.TempDir()
@@ -263,9 +263,9 @@ func TestFrontDefaultsFromScratch(t *testing.T) {
 		want map[string]any // fields of the log's config line; nil: absent
 	}{
 		{"adam", append([]string{model, "--data", train, "--batch", "8"}, lenetTaskArgs...),
-			map[string]any{"optimizer": "adam", "lr": 1e-3, "momentum": nil, "threshold_cap": 1000.0}},
+			map[string]any{"optimizer": "adam", "lr": 1e-3, "momentum": nil, "threshold_cap": 100.0}},
 		{"sgd", append([]string{model, "--data", train, "--batch", "8", "--optimizer", "sgd"}, lenetTaskArgs...),
-			map[string]any{"optimizer": "sgd", "lr": 0.03, "momentum": 0.9, "threshold_cap": 1000.0}},
+			map[string]any{"optimizer": "sgd", "lr": 0.03, "momentum": 0.9, "threshold_cap": 100.0}},
 		{"sgd, momentum off", append([]string{model, "--data", train, "--batch", "8", "--optimizer", "sgd", "--momentum", "0"}, lenetTaskArgs...),
 			map[string]any{"optimizer": "sgd", "lr": 0.03, "momentum": nil}},
 		{"synthetic", []string{"--problem", "exp2"},
