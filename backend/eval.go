@@ -87,6 +87,7 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 	if c.prog, err = newProgram(b.g, roots, c.u); err != nil {
 		return fmt.Errorf("planning execution: %w", err)
 	}
+	c.prog.pool = md.bufPool()
 	return nil
 }
 

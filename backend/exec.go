@@ -64,7 +64,7 @@ type program struct {
 
 	plan  *plan       // lifetimes: when each value dies (plan.go)
 	owned [][]float32 // per node: the pool buffer its current value lives in, or nil
-	pool  bufPool
+	pool  *bufPool    // dead buffers; shared by the programs of one Model
 	zero  zeroBacking // the shared backing of zero values
 	live  []int       // backward nodes holding a value from the last pass
 }
@@ -142,7 +142,7 @@ func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
 		needed[n] = true
 		stack = append(stack, children(n)...)
 	}
-	p := &program{pos: map[gnode]int{}}
+	p := &program{pos: map[gnode]int{}, pool: &bufPool{}}
 	// G.Sort lists a node before its children: execute in reverse.
 	for i := len(sorted) - 1; i >= 0; i-- {
 		if n := sorted[i]; needed[n] {

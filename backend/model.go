@@ -57,6 +57,7 @@ type Model struct {
 	tasks  []Task    // the tasks, then Options.Terms: every loss the graph computes
 	ntasks int       // how many of tasks are tasks
 	times  StepTimes // of the last Evaluate
+	pool   *bufPool  // dead float32 buffers, shared by every program of the model
 	opt    Options
 	opset  int64
 	dt     tensor.Dtype
@@ -411,4 +412,15 @@ func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tens
 	}
 	md.cache[key] = c
 	return c, nil
+}
+
+// bufPool returns the pool of dead buffers every program of md draws from:
+// the programs run one at a time (a Model is not safe for concurrent use)
+// and release their values when a call ends, so one pool serves Evaluate's
+// and Outputs' graphs instead of each keeping its own.
+func (md *Model) bufPool() *bufPool {
+	if md.pool == nil {
+		md.pool = &bufPool{}
+	}
+	return md.pool
 }

@@ -87,6 +87,7 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 			if oc.fwd, err = newProgram(bt.b.g, roots, nil); err != nil {
 				return nil, fmt.Errorf("backend: Outputs: %w", err)
 			}
+			oc.fwd.pool = md.bufPool()
 		}
 		md.cache[key] = oc
 	}
@@ -123,6 +124,7 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 				return nil, fmt.Errorf("backend: reading int64 outputs: %w", err)
 			}
 		}
+		oc.fwd.release() // flat and flatInt are not pool buffers
 	}
 	off, offInt := 0, 0
 	for _, name := range names {
