@@ -16,6 +16,7 @@ import (
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/models"
 	"github.com/paretonav/paretonav/models/datasets"
+	"github.com/paretonav/paretonav/png"
 )
 
 // paperCheckpoints are the ends of epochs 61 to 100 counted in phase-2
@@ -544,4 +545,108 @@ func equalFloats(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// TestRunFailedArm forces runs to diverge (a huge learning rate and a
+// divergence bound just above the first losses): mgd in seed 1, the
+// linear model 2 in seed 2 and an ablation variant in seed 3. The
+// benchmark goes on; each failure is recorded with its error, its points
+// left out and its metrics NaN (null in JSON); every other run is
+// complete; the t-tests pair only the seeds where both runs exist; and
+// the failures survive a rescore.
+func TestRunFailedArm(t *testing.T) {
+	b := Budgets["tiny"]
+	b.Seeds = 3
+	variant := AblationVariants()[0].Name()
+	fail := map[int64]string{1: "mgd", 2: "linear", 3: variant}
+	cfg := Config{Budget: b, Datasets: []string{"fake"}, Data: fakeData, Workers: 2, Ablation: "fake",
+		tweak: func(arm string, s *finetune.Settings) {
+			if fail[s.Seed] != arm || (arm == "linear" && s.Method.(png.Linear).Weights[0] != LinearWeights[2]) {
+				return
+			}
+			s.LR, s.DivergeFactor, s.MaxRetries = 100, 1e-9, -1
+		}}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arms := append(append([]string(nil), Methods...), ablationNames()[1:]...)
+	for _, sr := range res.Seeds {
+		bad := fail[sr.Seed]
+		if len(sr.Failures) != 1 || sr.Failures[0].Method != bad || !strings.Contains(sr.Failures[0].Error, "phase 2") {
+			t.Fatalf("seed %d: failures %+v, want one for %s", sr.Seed, sr.Failures, bad)
+		}
+		count := map[string]int{}
+		for _, p := range sr.Points {
+			count[p.Method]++
+		}
+		for _, m := range arms {
+			want := b.Models * b.Checkpoints
+			if m == bad {
+				want = 0
+			}
+			if count[m] != want {
+				t.Errorf("seed %d: %d points of %s, want %d", sr.Seed, count[m], m, want)
+			}
+			ms := sr.Metrics
+			if isAblation(m) {
+				ms = sr.Ablation
+			}
+			for _, metric := range Metrics {
+				v, ok := ms[m][metric]
+				if !ok || math.IsNaN(v) != (m == bad) {
+					t.Errorf("seed %d: %s %s = %v (present %v), want NaN only for the failed run", sr.Seed, m, metric, v, ok)
+				}
+			}
+		}
+	}
+	// mgd failed in seed 1 only: its mean is over seeds 2 and 3 and its
+	// t-test pairs them with png's.
+	c, p := res.Table["fake"]["mgd"]["igd_acc"], res.Table["fake"]["png"]["igd_acc"]
+	if c.N != 2 || len(c.Values) != 3 || !math.IsNaN(c.Values[0]) || c.VsPNG == nil || c.VsPNG.N != 2 {
+		t.Fatalf("mgd cell %+v, want 2 of 3 seeds and a t-test of 2 pairs", c)
+	}
+	want, err := PairedT(p.Values[1:], c.Values[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(c.VsPNG.T == want.T || math.IsNaN(want.T) && math.IsNaN(c.VsPNG.T)) {
+		t.Errorf("t-test %+v, want %+v (seeds 2 and 3)", *c.VsPNG, want)
+	}
+	if epo := res.Table["fake"]["epo"]["igd_acc"]; epo.N != 3 || epo.VsPNG == nil || epo.VsPNG.N != 3 {
+		t.Errorf("epo cell %+v, want 3 seeds and 3 pairs", epo)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Failed runs", "| fake | 1 | mgd | phase 2, mgd: ", "| fake | 2 | linear | phase 2, linear model 2: ",
+		"| fake | 3 | " + variant + " |", "(2 of 3 seeds)"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	raw, err := json.Marshal(res.JSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"mgd":{"hv_acc":null`) {
+		t.Errorf("results JSON lacks mgd's null metrics")
+	}
+	back, err := ReadResults(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back.Rescore()
+	for i, sr := range back.Seeds {
+		if len(sr.Failures) != 1 || sr.Failures[0] != res.Seeds[i].Failures[0] {
+			t.Errorf("rescored seed %d: failures %+v, want %+v", sr.Seed, sr.Failures, res.Seeds[i].Failures)
+		}
+		if v := sr.Metrics["mgd"]["hv_loss"]; math.IsNaN(v) != (sr.Seed == 1) {
+			t.Errorf("rescored seed %d: mgd hv_loss %v", sr.Seed, v)
+		}
+	}
+	if got := back.Table["fake"]["mgd"]["igd_acc"]; got.N != 2 || got.Mean != c.Mean || got.VsPNG == nil || got.VsPNG.T != c.VsPNG.T {
+		t.Errorf("rescored mgd cell %+v, want %+v", got, c)
+	}
 }

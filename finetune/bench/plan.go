@@ -43,6 +43,14 @@
 //  6. Dynamics: every method's phase-2 run records, per checkpoint, the
 //     mean g(θ), PNG's g/ē and share of steps with the control on, and the
 //     first-order descent of each loss (Trace), to explain differences.
+//
+// A phase-2 run that fails numerically (a model diverged, finetune's
+// *DivergedError, or went non-finite) does not stop the benchmark: the
+// failure and its error are recorded for that dataset, seed and method
+// (SeedResult.Failures, "Failed runs" in the Markdown), its points are
+// left out, its metrics are NaN (null in JSON), means are over the seeds
+// that have a value and the t-tests pair only seeds where both runs
+// exist. Any other error (data, cancellation) still aborts Run.
 package bench
 
 import (

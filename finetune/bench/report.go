@@ -65,11 +65,7 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 			}
 			fmt.Fprintf(&sb, "| %s |", method)
 			for _, m := range Metrics {
-				if c := cells[m]; c != nil {
-					fmt.Fprintf(&sb, " %s ± %s |", num(c.Mean), num(c.Std))
-				} else {
-					sb.WriteString(" – |")
-				}
+				sb.WriteString(cellText(cells[m]))
 			}
 			sb.WriteString("\n")
 		}
@@ -82,7 +78,7 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 			fmt.Fprintf(&sb, "| %s |", method)
 			for _, m := range Metrics {
 				if c := r.Table[ds][method][m]; c != nil && c.VsPNG != nil {
-					fmt.Fprintf(&sb, " t=%s, p=%s |", num(c.VsPNG.T), num(c.VsPNG.P))
+					sb.WriteString(tText(c.VsPNG, b.Seeds))
 				} else {
 					sb.WriteString(" – |")
 				}
@@ -92,6 +88,7 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 		writeTraces(&sb, r, ds)
 	}
 	writeAblation(&sb, r)
+	writeFailures(&sb, r)
 	_, err := io.WriteString(w, sb.String())
 	return err
 }
@@ -211,11 +208,7 @@ func writeAblation(sb *strings.Builder, r *Results) {
 			}
 			fmt.Fprintf(sb, "| %s |", v.Label())
 			for _, m := range Metrics {
-				if c := cells[m]; c != nil {
-					fmt.Fprintf(sb, " %s ± %s |", num(c.Mean), num(c.Std))
-				} else {
-					sb.WriteString(" – |")
-				}
+				sb.WriteString(cellText(cells[m]))
 			}
 			sb.WriteString("\n")
 		}
@@ -229,13 +222,55 @@ func writeAblation(sb *strings.Builder, r *Results) {
 			fmt.Fprintf(sb, "| %s |", v.Label())
 			for _, m := range Metrics {
 				if c := cells[m]; c != nil && c.VsPNG != nil {
-					fmt.Fprintf(sb, " t=%s, p=%s |", num(c.VsPNG.T), num(c.VsPNG.P))
+					sb.WriteString(tText(c.VsPNG, r.Budget.Seeds))
 				} else {
 					sb.WriteString(" – |")
 				}
 			}
 			sb.WriteString("\n")
 		}
+	}
+}
+
+// cellText is a table cell: mean ± std over the seeds with a value,
+// followed by "(n of N seeds)" when failed runs left some out, "–" for
+// none.
+func cellText(c *Cell) string {
+	switch {
+	case c == nil || c.N == 0:
+		return " – |"
+	case c.N < len(c.Values):
+		return fmt.Sprintf(" %s ± %s (%d of %d seeds) |", num(c.Mean), num(c.Std), c.N, len(c.Values))
+	}
+	return fmt.Sprintf(" %s ± %s |", num(c.Mean), num(c.Std))
+}
+
+// tText is a t-test's cell: t and p, and the number of pairs when failed
+// runs left some of the seeds out.
+func tText(t *TTest, seeds int) string {
+	if t.N < seeds {
+		return fmt.Sprintf(" t=%s, p=%s (%d seeds) |", num(t.T), num(t.P), t.N)
+	}
+	return fmt.Sprintf(" t=%s, p=%s |", num(t.T), num(t.P))
+}
+
+// writeFailures lists the runs that failed numerically (their points are
+// left out, their metrics missing), nothing when none did.
+func writeFailures(sb *strings.Builder, r *Results) {
+	var rows []string
+	for _, s := range r.Seeds {
+		for _, f := range s.Failures {
+			rows = append(rows, fmt.Sprintf("| %s | %d | %s | %s |\n", s.Dataset, s.Seed, f.Method, strings.ReplaceAll(f.Error, "|", "\\|")))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	sb.WriteString("\n## Failed runs\n\nThese runs failed numerically (a model diverged or went non-finite); their points are left out, " +
+		"their metrics are missing (means over the other seeds, t-tests over the seeds where both runs exist):\n\n" +
+		"| dataset | seed | method | error |\n|---|---|---|---|\n")
+	for _, row := range rows {
+		sb.WriteString(row)
 	}
 }
 
@@ -270,6 +305,9 @@ func (r *Results) JSON() map[string]any {
 			"metrics": metricsJSON(s.Metrics), "points": pts}
 		if s.Ablation != nil {
 			run["ablation"] = metricsJSON(s.Ablation)
+		}
+		if len(s.Failures) > 0 {
+			run["failures"] = s.Failures
 		}
 		if len(s.Trace) > 0 {
 			var ts []any
@@ -309,7 +347,7 @@ func tableJSON(t map[string]map[string]map[string]*Cell) map[string]any {
 		for method, byMetric := range t[ds] {
 			mm := map[string]any{}
 			for metric, c := range byMetric {
-				cell := map[string]any{"mean": jf(c.Mean), "std": jf(c.Std), "values": jfs(c.Values)}
+				cell := map[string]any{"mean": jf(c.Mean), "std": jf(c.Std), "n": c.N, "values": jfs(c.Values), "seeds": c.Seeds}
 				if c.VsPNG != nil {
 					cell["png_vs"] = map[string]any{"t": jf(c.VsPNG.T), "p": jf(c.VsPNG.P), "df": c.VsPNG.DF}
 				}

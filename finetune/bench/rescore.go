@@ -20,6 +20,9 @@ func ReadResults(data []byte) (*Results, error) {
 			Elapsed float64    `json:"elapsed_s"`
 			Points  []rawPnt   `json:"points"`
 			Trace   []rawTrace `json:"trace"`
+			// Failures are absent from results written before they
+			// were recorded.
+			Failures []Failure `json:"failures"`
 		} `json:"runs"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -33,7 +36,12 @@ func ReadResults(data []byte) (*Results, error) {
 		if run.Dataset == "" || run.Seed == nil || len(run.Points) == 0 {
 			return nil, fmt.Errorf("bench: results: runs[%d]: want dataset, seed and a non-empty points list", i)
 		}
-		sr := SeedResult{Dataset: run.Dataset, Seed: *run.Seed, Elapsed: seconds(run.Elapsed)}
+		sr := SeedResult{Dataset: run.Dataset, Seed: *run.Seed, Elapsed: seconds(run.Elapsed), Failures: run.Failures}
+		for j, f := range run.Failures {
+			if f.Method == "" {
+				return nil, fmt.Errorf("bench: results: runs[%d].failures[%d]: want a method", i, j)
+			}
+		}
 		for j, p := range run.Points {
 			if p.Method == "" || len(p.Losses) == 0 || len(p.Losses) != len(p.Accuracies) {
 				return nil, fmt.Errorf("bench: results: runs[%d].points[%d]: want a method and as many accuracies as losses", i, j)
@@ -98,14 +106,13 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 
 // Rescore recomputes every seed's metrics from its scored checkpoints with
 // this version's measures (references LossRef and AccRef, IGD+ against the
-// union of the methods present), the ablation's where the file holds its
-// variants, and the tables over seeds with their paired t-tests. Nothing
+// union of the methods present; NaN for the runs the file records as
+// failed), the ablation's where the file holds its variants, and the tables over seeds with their paired t-tests. Nothing
 // is retrained: the checkpoints' losses and accuracies (and the traces)
 // are those of the run that wrote the file.
 func (r *Results) Rescore() {
 	for i := range r.Seeds {
-		r.Seeds[i].Metrics = measure(r.Seeds[i].Points)
-		r.Seeds[i].Ablation = measureAblation(r.Seeds[i].Points)
+		r.Seeds[i].measure()
 	}
 	r.Table = tabulate(r.Seeds, func(sr SeedResult) map[string]map[string]float64 { return sr.Metrics })
 	r.AblationTable = tabulate(r.Seeds, func(sr SeedResult) map[string]map[string]float64 { return sr.Ablation })

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -62,6 +64,27 @@ type Config struct {
 	// (AblationVariants beside the main methods, from the same phase-1
 	// models); "" for none. The paper runs it on MultiMNIST.
 	Ablation string
+
+	// tweak, when set (tests only), edits each phase-2 arm's settings
+	// (s.Seed is the seed) before its run: a test forces one arm to
+	// diverge with it.
+	tweak func(arm string, s *finetune.Settings)
+}
+
+// Failure is a phase-2 run (one method or ablation variant on one dataset
+// and seed) that failed numerically: a model diverged (finetune's
+// *DivergedError) or its loss or gradient stayed non-finite. Its points
+// are left out and its metrics are missing (NaN); the other runs go on.
+type Failure struct {
+	Method string `json:"method"`
+	Error  string `json:"error"`
+}
+
+// numericalFailure reports whether err is a run's numerical failure
+// (divergence or a non-finite loss or gradient) rather than a fault of
+// the benchmark (bad data, cancellation), which still aborts it.
+func numericalFailure(err error) bool {
+	return errors.Is(err, finetune.ErrDiverged) || errors.Is(err, finetune.ErrNonFinite)
 }
 
 // Point is one scored checkpoint.
@@ -85,15 +108,25 @@ type SeedResult struct {
 	Ablation map[string]map[string]float64 `json:"ablation,omitempty"`
 	// Trace is every method's (and variant's) phase-2 dynamics, one entry
 	// per checkpoint; nil in results written before it was recorded.
-	Trace   []Trace       `json:"trace,omitempty"`
-	Elapsed time.Duration `json:"elapsed_ns"`
+	Trace []Trace `json:"trace,omitempty"`
+	// Failures are the phase-2 runs that failed numerically, in arm
+	// order; their metrics are NaN in Metrics and Ablation.
+	Failures []Failure     `json:"failures,omitempty"`
+	Elapsed  time.Duration `json:"elapsed_ns"`
 }
 
 // Cell is one method's metric over the seeds.
 type Cell struct {
+	// Mean and Std are over the seeds with a value (NaN Values, from
+	// failed runs, are left out); N is how many there are.
 	Mean, Std float64
-	Values    []float64
-	// VsPNG is the paired t-test of PNG against this method (nil for PNG).
+	N         int
+	// Values and Seeds are the per-seed values (NaN for a failed run) and
+	// their seeds, in run order.
+	Values []float64
+	Seeds  []int64
+	// VsPNG is the paired t-test of PNG against this method (nil for
+	// PNG), over the seeds where both have a value.
 	VsPNG *TTest
 }
 
@@ -235,6 +268,10 @@ func runSeed(ctx context.Context, cfg Config, tasks []backend.Task, ds string, s
 		nets  []*backend.Model
 		snaps *front.Snapshots
 		trace []Trace
+		// failed is the arm's numerical failure (for linear, its first
+		// model's in model order), nil when every model finished.
+		failed error
+		mu     sync.Mutex
 	}
 	runs := make([]*armRun, len(arms))
 	var jobs []job
@@ -253,6 +290,19 @@ func runSeed(ctx context.Context, cfg Config, tasks []backend.Task, ds string, s
 		}
 		r := &armRun{nets: nets, snaps: &front.Snapshots{Problems: ps, At: at}}
 		runs[a] = r
+		// fail records a numerical failure of the arm and lets the other
+		// jobs go on; any other error is returned.
+		fail := func(err error) error {
+			if !numericalFailure(err) {
+				return err
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.failed == nil {
+				r.failed = err
+			}
+			return nil
+		}
 		if name == "linear" {
 			// Each model has its own weights: one run per model, each
 			// with its own snapshots and trace, merged when all are done.
@@ -264,14 +314,20 @@ func runSeed(ctx context.Context, cfg Config, tasks []backend.Task, ds string, s
 					tr := &tracer{method: name, at: at}
 					s := settings(b.Steps, linear(k))
 					s.Workers = 1
+					if cfg.tweak != nil {
+						cfg.tweak(name, s)
+					}
 					if _, err := finetune.Run(ctx, ps[k], train, nil, s, finetune.Multi(per[k], tr)); err != nil {
-						return fmt.Errorf("phase 2, linear model %d: %w", k, err)
+						return fail(fmt.Errorf("phase 2, linear model %d: %w", k, err))
 					}
 					traces[k] = tr.out
 					return nil
 				}})
 			}
 			merge := func() {
+				if r.failed != nil {
+					return
+				}
 				r.snaps.Steps = per[0].Steps
 				for i := range per[0].Params {
 					row := make([][]float32, b.Models)
@@ -308,9 +364,12 @@ func runSeed(ctx context.Context, cfg Config, tasks []backend.Task, ds string, s
 				return nil, err
 			}
 		}
+		if cfg.tweak != nil {
+			cfg.tweak(name, s)
+		}
 		jobs = append(jobs, job{size: b.Models * b.Steps, run: func() error {
 			if _, err := finetune.RunMulti(ctx, ps, train, nil, s, finetune.Multi(r.snaps, tr)); err != nil {
-				return fmt.Errorf("phase 2, %s: %w", name, err)
+				return fail(fmt.Errorf("phase 2, %s: %w", name, err))
 			}
 			r.trace = tr.out
 			return nil
@@ -329,6 +388,11 @@ func runSeed(ctx context.Context, cfg Config, tasks []backend.Task, ds string, s
 	jobs = jobs[:0]
 	for a, name := range arms {
 		r := runs[a]
+		if r.failed != nil {
+			logf(cfg.Log, "%s seed %d: %s failed, its points are left out: %v", ds, seed, name, r.failed)
+			sr.Failures = append(sr.Failures, Failure{Method: name, Error: r.failed.Error()})
+			continue
+		}
 		sr.Trace = append(sr.Trace, r.trace...)
 		for k := range b.Models {
 			jobs = append(jobs, job{size: len(r.snaps.Params), run: func() error {
@@ -352,16 +416,37 @@ func runSeed(ctx context.Context, cfg Config, tasks []backend.Task, ds string, s
 	// Points in the order of the sequential version: method, checkpoint,
 	// model.
 	for a := range arms {
+		if runs[a].failed != nil {
+			continue
+		}
 		for i := range runs[a].snaps.Params {
 			for k := range b.Models {
 				sr.Points = append(sr.Points, points[a*b.Models+k][i])
 			}
 		}
 	}
-	sr.Metrics = measure(sr.Points)
-	sr.Ablation = measureAblation(sr.Points)
+	sr.measure()
 	sr.Elapsed = time.Since(t0)
 	return sr, nil
+}
+
+// measure computes sr's metrics (main table and ablation) from its points,
+// NaN for every run that failed.
+func (sr *SeedResult) measure() {
+	sr.Metrics = measure(sr.Points)
+	sr.Ablation = measureAblation(sr.Points)
+	for _, f := range sr.Failures {
+		nan := map[string]float64{}
+		for _, m := range Metrics {
+			nan[m] = math.NaN()
+		}
+		if !isAblation(f.Method) {
+			sr.Metrics[f.Method] = nan
+		}
+		if sr.Ablation != nil && (f.Method == "png" || isAblation(f.Method)) {
+			sr.Ablation[f.Method] = maps.Clone(nan)
+		}
+	}
 }
 
 // measure computes the main table's metrics of every method; the IGD+
@@ -414,8 +499,9 @@ func pick(pts [][]float64, idx []int) [][]float64 {
 	return out
 }
 
-// tabulate summarises the metrics over seeds and tests PNG against each
-// baseline, pairing seeds.
+// tabulate summarises the metrics over seeds (the seeds with a value:
+// a failed run's NaN is left out) and tests PNG against each baseline,
+// pairing the seeds where both have a value.
 func tabulate(seeds []SeedResult, metrics func(SeedResult) map[string]map[string]float64) map[string]map[string]map[string]*Cell {
 	out := map[string]map[string]map[string]*Cell{}
 	for _, sr := range seeds {
@@ -437,14 +523,15 @@ func tabulate(seeds []SeedResult, metrics func(SeedResult) map[string]map[string
 					out[sr.Dataset][m][metric] = c
 				}
 				c.Values = append(c.Values, v)
+				c.Seeds = append(c.Seeds, sr.Seed)
 			}
 		}
 	}
 	for _, byMethod := range out {
 		for _, byMetric := range byMethod {
 			for _, c := range byMetric {
-				s := Summarize(c.Values)
-				c.Mean, c.Std = s.Mean, s.Std
+				s := Summarize(finite(c.Values))
+				c.Mean, c.Std, c.N = s.Mean, s.Std, s.N
 			}
 		}
 		for m, byMetric := range byMethod {
@@ -453,16 +540,48 @@ func tabulate(seeds []SeedResult, metrics func(SeedResult) map[string]map[string
 			}
 			for metric, c := range byMetric {
 				p := byMethod["png"][metric]
-				if p == nil || len(p.Values) != len(c.Values) || len(c.Values) < 2 {
+				if p == nil {
 					continue
 				}
-				if t, err := PairedT(p.Values, c.Values); err == nil {
+				a, b := paired(p, c)
+				if len(a) < 2 {
+					continue
+				}
+				if t, err := PairedT(a, b); err == nil {
 					c.VsPNG = &t
 				}
 			}
 		}
 	}
 	return out
+}
+
+// finite returns the values of x that are not NaN.
+func finite(x []float64) []float64 {
+	var out []float64
+	for _, v := range x {
+		if !math.IsNaN(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// paired returns the values of p and c on the seeds where both have one
+// (not NaN), in c's seed order.
+func paired(p, c *Cell) (a, b []float64) {
+	byseed := map[int64]float64{}
+	for i, s := range p.Seeds {
+		byseed[s] = p.Values[i]
+	}
+	for i, s := range c.Seeds {
+		pv, ok := byseed[s]
+		if !ok || math.IsNaN(pv) || math.IsNaN(c.Values[i]) {
+			continue
+		}
+		a, b = append(a, pv), append(b, c.Values[i])
+	}
+	return a, b
 }
 
 // Better reports whether a is better than b for metric.
