@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -68,6 +69,7 @@ cached in OUT_DIR/data as NPZ. Writes OUT_DIR/results.md and results.json.`,
 			&ucli.PathFlag{Name: "out-dir", Value: "bench-out", Usage: "write data, results.md and results.json to `DIR`"},
 			&ucli.IntFlag{Name: "workers", Value: runtime.NumCPU(), Usage: "models trained at once"},
 			&ucli.BoolFlag{Name: "ablation", Usage: "add the paper's α/γ ablation of PNG on multimnist (α 0.25, 0.75 at γ 0.1; γ 0.01, 0.25 at α 0.5), sharing the warm-up"},
+			&ucli.Float64Flag{Name: "threshold-cap", Usage: "cap PNG's threshold at `RHO` times its warm-up average (png.Settings.ThresholdCap; 0: none, the paper's method)"},
 			&ucli.BoolFlag{Name: "plan", Usage: "print the plan and its expected duration, and stop"},
 			jsonFlag,
 		},
@@ -104,6 +106,10 @@ func runBench(c *ucli.Context) error {
 	if workers < 1 {
 		return fmt.Errorf("--workers %d: want at least 1", workers)
 	}
+	thresholdCap := c.Float64("threshold-cap")
+	if !(thresholdCap >= 0) || math.IsInf(thresholdCap, 0) {
+		return fmt.Errorf("--threshold-cap %v: want a finite number ≥ 0 (0: no cap)", thresholdCap)
+	}
 	ablation := ""
 	if c.Bool("ablation") {
 		if !slices.Contains(dss, string(datasets.MultiMNIST)) {
@@ -129,7 +135,8 @@ func runBench(c *ucli.Context) error {
 	}
 	ctx, stop := signalContext(c)
 	defer stop()
-	res, err := bench.Run(ctx, bench.Config{Budget: b, Datasets: dss, Data: data, Workers: workers, Log: c.App.ErrWriter, Ablation: ablation})
+	res, err := bench.Run(ctx, bench.Config{Budget: b, Datasets: dss, Data: data, Workers: workers, Log: c.App.ErrWriter, Ablation: ablation,
+		ThresholdCap: thresholdCap})
 	if err != nil {
 		return err
 	}

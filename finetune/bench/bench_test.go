@@ -270,9 +270,14 @@ func TestMeasureUnion(t *testing.T) {
 
 // TestRescoreRoundTrip writes a run's results as JSON, reads them back and
 // rescores them: the checkpoints survive the round trip exactly, so every
-// metric and the table come out as the run computed them.
+// metric and the table come out as the run computed them, and the
+// threshold cap is kept and stated in the Markdown.
 func TestRescoreRoundTrip(t *testing.T) {
-	res, err := Run(context.Background(), Config{Budget: Budgets["tiny"], Datasets: []string{"fake"}, Data: fakeData, Workers: 2})
+	if _, err := Run(context.Background(), Config{Budget: Budgets["tiny"], Datasets: []string{"fake"}, Data: fakeData, ThresholdCap: -1}); err == nil ||
+		!strings.Contains(err.Error(), "ThresholdCap") {
+		t.Errorf("ThresholdCap -1: %v, want an error naming it", err)
+	}
+	res, err := Run(context.Background(), Config{Budget: Budgets["tiny"], Datasets: []string{"fake"}, Data: fakeData, Workers: 2, ThresholdCap: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,8 +290,15 @@ func TestRescoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	back.Rescore()
-	if back.Budget != res.Budget || len(back.Seeds) != len(res.Seeds) {
-		t.Fatalf("budget %+v, %d seeds; want %+v, %d", back.Budget, len(back.Seeds), res.Budget, len(res.Seeds))
+	if back.Budget != res.Budget || len(back.Seeds) != len(res.Seeds) || back.ThresholdCap != 100 {
+		t.Fatalf("budget %+v, %d seeds, cap %v; want %+v, %d, 100", back.Budget, len(back.Seeds), back.ThresholdCap, res.Budget, len(res.Seeds))
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, back); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "ρ = 100") {
+		t.Errorf("markdown does not state the threshold cap:\n%s", md.String())
 	}
 	for i, sr := range res.Seeds {
 		for m, vals := range sr.Metrics {

@@ -14,7 +14,10 @@ func ReadResults(data []byte) (*Results, error) {
 	var raw struct {
 		Budget  *Budget  `json:"budget"`
 		Elapsed *float64 `json:"elapsed_s"`
-		Runs    []struct {
+		Config  struct {
+			ThresholdCap float64 `json:"png_threshold_cap"`
+		} `json:"config"`
+		Runs []struct {
 			Dataset string     `json:"dataset"`
 			Seed    *int64     `json:"seed"`
 			Elapsed float64    `json:"elapsed_s"`
@@ -31,7 +34,7 @@ func ReadResults(data []byte) (*Results, error) {
 	if raw.Budget == nil || raw.Elapsed == nil || len(raw.Runs) == 0 {
 		return nil, fmt.Errorf("bench: results: want the keys budget, elapsed_s and a non-empty runs list")
 	}
-	r := &Results{Budget: *raw.Budget, Elapsed: seconds(*raw.Elapsed)}
+	r := &Results{Budget: *raw.Budget, Elapsed: seconds(*raw.Elapsed), ThresholdCap: raw.Config.ThresholdCap}
 	for i, run := range raw.Runs {
 		if run.Dataset == "" || run.Seed == nil || len(run.Points) == 0 {
 			return nil, fmt.Errorf("bench: results: runs[%d]: want dataset, seed and a non-empty points list", i)

@@ -64,6 +64,10 @@ type Config struct {
 	// (AblationVariants beside the main methods, from the same phase-1
 	// models); "" for none. The paper runs it on MultiMNIST.
 	Ablation string
+	// ThresholdCap is PNG's png.Settings.ThresholdCap ρ for png and the
+	// ablation variants: the threshold e = γ·min(ē, ρ·ē_W); 0 (the
+	// paper's method) for none.
+	ThresholdCap float64
 
 	// tweak, when set (tests only), edits each phase-2 arm's settings
 	// (s.Seed is the seed) before its run: a test forces one arm to
@@ -139,7 +143,10 @@ type Results struct {
 	// and AblationVariants) → metric, each variant's VsPNG the paired
 	// t-test of the default png against it; empty without the ablation.
 	AblationTable map[string]map[string]map[string]*Cell
-	Elapsed       time.Duration
+	// ThresholdCap is Config.ThresholdCap of the run (0 in results
+	// written before it was recorded, which had none).
+	ThresholdCap float64
+	Elapsed      time.Duration
 }
 
 // Run trains and measures every method on every dataset and seed (see the
@@ -155,6 +162,9 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if cfg.Workers < 1 {
 		cfg.Workers = 1
 	}
+	if !(cfg.ThresholdCap >= 0) || math.IsInf(cfg.ThresholdCap, 0) {
+		return nil, fmt.Errorf("bench: Config.ThresholdCap = %v, want a finite number ≥ 0 (0: none)", cfg.ThresholdCap)
+	}
 	var tasks []backend.Task
 	for _, s := range Tasks {
 		t, err := backend.ParseTask(s)
@@ -164,7 +174,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		tasks = append(tasks, t)
 	}
 	start := time.Now()
-	res := &Results{Budget: b, Table: map[string]map[string]map[string]*Cell{}}
+	res := &Results{Budget: b, Table: map[string]map[string]map[string]*Cell{}, ThresholdCap: cfg.ThresholdCap}
 	for _, ds := range cfg.Datasets {
 		for s := range b.Seeds {
 			seed := int64(s + 1)
@@ -358,7 +368,7 @@ func runSeed(ctx context.Context, cfg Config, tasks []backend.Task, ds string, s
 			if !ok {
 				return nil, fmt.Errorf("phase 2: unknown method %q", name)
 			}
-			s.Method = png.PNG{Settings: png.Settings{Alpha: v.Alpha, Gamma: v.Gamma}}
+			s.Method = png.PNG{Settings: png.Settings{Alpha: v.Alpha, Gamma: v.Gamma, ThresholdCap: cfg.ThresholdCap}}
 			tr.gamma = v.Gamma
 			if s.Multi, err = criterion.ParseMulti("energy", names); err != nil {
 				return nil, err
