@@ -19,6 +19,12 @@ import (
 	"path/filepath"
 )
 
+// ErrNotRegular is returned (wrapped) when the target exists and is not a
+// regular file (a device such as /dev/null, a folder, a named pipe, a
+// socket, or a link to one): renaming over it would replace it, as root
+// even a device node, so it is refused before anything is written.
+var ErrNotRegular = errors.New("atomicfile: not a regular file")
+
 // bufferSize is the write buffer between fill and the temporary file.
 const bufferSize = 1 << 20
 
@@ -45,7 +51,12 @@ func Write(path string, perm fs.FileMode, fill func(io.Writer) error) error {
 // caller that renames it over target itself (importer.Save renames a model
 // and its external data file in turn). Its name starts with "." and
 // target's base name and contains ".tmp". On error nothing is left behind.
+// A target that exists and is not a regular file is refused
+// (ErrNotRegular).
 func Temp(target string, perm fs.FileMode, fill func(io.Writer) error) (name string, err error) {
+	if st, err := os.Stat(target); err == nil && !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: %s is a %s; write to a file instead", ErrNotRegular, target, kind(st.Mode()))
+	}
 	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp*")
 	if err != nil {
 		return "", err
@@ -88,4 +99,21 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("sync folder %s: %w", dir, err)
 	}
 	return nil
+}
+
+// kind names a non-regular file mode in words.
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "folder"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file (" + m.String() + ")"
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -107,5 +108,36 @@ func TestTempLeavesNamedFile(t *testing.T) {
 	}
 	if err := SyncDir(dir); err != nil {
 		t.Errorf("SyncDir: %v", err)
+	}
+}
+
+// TestWriteRefusesNonRegular: a folder or a named pipe at the target (as a
+// device such as /dev/null would be) is refused before anything is
+// written, and stays what it was.
+func TestWriteRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	pipe := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(pipe, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(pipe, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, kind string }{{pipe, "named pipe"}, {sub, "folder"}, {link, "named pipe"}} {
+		err := Write(tc.path, 0o644, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err })
+		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), tc.kind) || !strings.Contains(err.Error(), tc.path) {
+			t.Errorf("Write(%s): %v, want ErrNotRegular naming the path and %q", tc.path, err, tc.kind)
+		}
+	}
+	if st, err := os.Lstat(pipe); err != nil || st.Mode()&fs.ModeNamedPipe == 0 {
+		t.Errorf("the pipe was replaced: %v, %v", st, err)
+	}
+	if got := entries(t, dir); len(got) != 3 {
+		t.Errorf("folder holds %v, want only pipe, sub and link (no temporary file)", got)
 	}
 }
