@@ -18,16 +18,7 @@ func init() {
 }
 
 func lowerGroupNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	var xs [3]*value
-	for i := range xs {
-		v, err := input(n, in, i)
-		if err != nil {
-			return nil, err
-		}
-		xs[i] = v
-	}
-	x, sc, bias := xs[0], xs[1], xs[2]
-	eps, err := attrFloat(n, "epsilon", 1e-5)
+	x, sc, bias, eps, err := scaleBiasNorm(n, in)
 	if err != nil {
 		return nil, err
 	}

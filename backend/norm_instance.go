@@ -13,16 +13,7 @@ import (
 func init() { register("InstanceNormalization", 1, lowerInstanceNorm) }
 
 func lowerInstanceNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	var xs [3]*value
-	for i := range xs {
-		v, err := input(n, in, i)
-		if err != nil {
-			return nil, err
-		}
-		xs[i] = v
-	}
-	x, sc, bias := xs[0], xs[1], xs[2]
-	eps, err := attrFloat(n, "epsilon", 1e-5)
+	x, sc, bias, eps, err := scaleBiasNorm(n, in)
 	if err != nil {
 		return nil, err
 	}
@@ -88,4 +79,20 @@ func lowerInstanceNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, 
 		return nil, err
 	}
 	return []*value{nodeValue(r)}, nil
+}
+
+// scaleBiasNorm reads the inputs X, scale and B and the epsilon attribute
+// (default 1e-5) shared by InstanceNormalization and GroupNormalization.
+func scaleBiasNorm(n *onnxpb.NodeProto, in []*value) (x, scale, bias *value, eps float64, err error) {
+	var xs [3]*value
+	for i := range xs {
+		if xs[i], err = input(n, in, i); err != nil {
+			return nil, nil, nil, 0, err
+		}
+	}
+	eps, err = attrFloat(n, "epsilon", 1e-5)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	return xs[0], xs[1], xs[2], eps, nil
 }
