@@ -203,7 +203,9 @@ func runBenchRescore(c *ucli.Context) error {
 	if err != nil {
 		return fmt.Errorf("bench rescore: %s: %w", in, err)
 	}
-	if a, b := absPath(in), absPath(filepath.Join(dir, "results.json")); a == b {
+	if same, err := job.SamePath(in, filepath.Join(dir, "results.json")); err != nil {
+		return fmt.Errorf("bench rescore: %w", err)
+	} else if same {
 		return fmt.Errorf("bench rescore: --out-dir %s holds the input %s: choose another folder", dir, in)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -213,12 +215,6 @@ func runBenchRescore(c *ucli.Context) error {
 	return writeBenchResults(c, dir, res)
 }
 
-func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
-}
 
 // benchData returns n pairs of a dataset split, from the NPZ cache in dir
 // or generated (and cached) with models/datasets.
