@@ -215,7 +215,6 @@ func runBenchRescore(c *ucli.Context) error {
 	return writeBenchResults(c, dir, res)
 }
 
-
 // benchData returns n pairs of a dataset split, from the NPZ cache in dir
 // or generated (and cached) with models/datasets.
 func benchData(dir, ds, split string, n int) (map[string]*importer.Tensor, error) {
