@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,7 +33,15 @@ images, test pairs from the 10,000 test images: 120,000 and 20,000 pairs by
 default, or --limit (a smaller limit gives a prefix of a larger one).
 MNIST's original files are built into paretonav ($PARETONAV_MNIST_DIR
 overrides with a folder holding the same four files), Fashion-MNIST from
-/usr/share/datasets/fashion-mnist ($PARETONAV_FASHION_DIR overrides).`,
+/usr/share/datasets/fashion-mnist ($PARETONAV_FASHION_DIR overrides).
+
+--layout sener builds Sener & Koltun's (2018) construction instead, which
+Pareto MTL's pickles follow: the right item at offset (6,6), so the items
+overlap over 22x22 pixels rather than 20x20 and the last two rows and columns
+stay blank; the left item of example k is source image k (every image in
+turn, in file order), the right one drawn at random. Sener & Koltun then
+shrink the image to 28x28; the Pareto MTL pickles and this command keep
+36x36.`,
 }
 
 func init() {
@@ -44,6 +53,7 @@ func init() {
 				&ucli.PathFlag{Name: "out", Usage: genOutUsage, Required: true},
 				&ucli.StringFlag{Name: "split", Usage: "`train` or test", Value: string(datasets.Train)},
 				&ucli.IntFlag{Name: "limit", Usage: "at most `N` examples (0: 120,000 train / 20,000 test)"},
+				&ucli.StringFlag{Name: "layout", Usage: "`LAYOUT` of the two items: ours (right item at 8,8) or sener (at 6,6, lefts in file order)", Value: string(datasets.LayoutOurs)},
 				genSeedFlag,
 				&ucli.BoolFlag{Name: "compress", Usage: "deflate the archive (like numpy.savez_compressed)", Value: true},
 				genForceFlag, genJSONFlag,
@@ -66,6 +76,7 @@ type dataSummary struct {
 	Split    string   `json:"split"`
 	Examples int      `json:"examples"`
 	Seed     int64    `json:"seed"`
+	Layout   string   `json:"layout"`
 	Out      string   `json:"out"`
 	Bytes    int64    `json:"bytes"`
 	Arrays   []string `json:"arrays"`
@@ -83,7 +94,11 @@ func dataAction(c *ucli.Context, kind datasets.Kind) error {
 	if err := genRefuseOverwrite(c, out); err != nil {
 		return err
 	}
-	arrays, err := datasets.Multi(kind, datasets.Options{Split: split, Limit: c.Int("limit"), Seed: c.Int64(genSeedFlag.Name)})
+	layout := datasets.Layout(c.String("layout"))
+	if !slices.Contains(datasets.Layouts, layout) {
+		return fmt.Errorf("--layout %q: want one of %v", c.String("layout"), datasets.Layouts)
+	}
+	arrays, err := datasets.Multi(kind, datasets.Options{Split: split, Limit: c.Int("limit"), Seed: c.Int64(genSeedFlag.Name), Layout: layout})
 	if err != nil {
 		return err
 	}
@@ -96,7 +111,7 @@ func dataAction(c *ucli.Context, kind datasets.Kind) error {
 	}
 	s := dataSummary{
 		Dataset: string(kind), Split: string(split), Examples: arrays["x"].Shape[0],
-		Seed: c.Int64(genSeedFlag.Name), Out: out, Bytes: st.Size(),
+		Seed: c.Int64(genSeedFlag.Name), Layout: string(layout), Out: out, Bytes: st.Size(),
 	}
 	names := make([]string, 0, len(arrays))
 	for name := range arrays {
@@ -115,7 +130,7 @@ func dataAction(c *ucli.Context, kind datasets.Kind) error {
 	if c.Bool(genJSONFlag.Name) {
 		return json.NewEncoder(w).Encode(s)
 	}
-	_, err = fmt.Fprintf(w, "wrote %s: %s %s, %d examples (seed %d), %d bytes\n  %s\n",
-		s.Out, s.Dataset, s.Split, s.Examples, s.Seed, s.Bytes, strings.Join(s.Arrays, "\n  "))
+	_, err = fmt.Fprintf(w, "wrote %s: %s %s, layout %s, %d examples (seed %d), %d bytes\n  %s\n",
+		s.Out, s.Dataset, s.Split, s.Layout, s.Examples, s.Seed, s.Bytes, strings.Join(s.Arrays, "\n  "))
 	return err
 }

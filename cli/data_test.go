@@ -30,20 +30,27 @@ func TestDataCommand(t *testing.T) {
 	requireDataSources(t)
 	dir := t.TempDir()
 	tests := []struct {
-		kind  string
-		split string
+		kind   string
+		split  string
+		layout string // "" leaves --layout out
 	}{
-		{"multimnist", "train"}, {"multifashion", "test"}, {"fashionmnist", "test"},
+		{"multimnist", "train", ""}, {"multifashion", "test", ""}, {"fashionmnist", "test", ""},
+		{"multimnist", "train", "sener"}, {"fashionmnist", "test", "sener"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.kind+"/"+tc.split, func(t *testing.T) {
-			path := filepath.Join(dir, tc.kind+"_"+tc.split+".npz")
+		t.Run(tc.kind+"/"+tc.split+"/"+tc.layout, func(t *testing.T) {
+			path := filepath.Join(dir, tc.kind+"_"+tc.split+"_"+tc.layout+".npz")
 			args := []string{"data", tc.kind, "--out", path, "--split", tc.split, "--limit", "12", "--seed", "4"}
+			layout := datasets.LayoutOurs
+			if tc.layout != "" {
+				args = append(args, "--layout", tc.layout)
+				layout = datasets.Layout(tc.layout)
+			}
 			out, err := runCLI(t, args...)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
-			for _, w := range []string{tc.kind + " " + tc.split + ", 12 examples (seed 4)", "x [12,1,36,36] float", "left [12] int64", "right [12] int64"} {
+			for _, w := range []string{tc.kind + " " + tc.split + ", layout " + string(layout) + ", 12 examples (seed 4)", "x [12,1,36,36] float", "left [12] int64", "right [12] int64"} {
 				if !strings.Contains(out, w) {
 					t.Errorf("output lacks %q:\n%s", w, out)
 				}
@@ -52,7 +59,7 @@ func TestDataCommand(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := datasets.Multi(datasets.Kind(tc.kind), datasets.Options{Split: datasets.Split(tc.split), Limit: 12, Seed: 4})
+			want, err := datasets.Multi(datasets.Kind(tc.kind), datasets.Options{Split: datasets.Split(tc.split), Limit: 12, Seed: 4, Layout: layout})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +90,7 @@ func TestDataCommandJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatalf("--json printed %q: %v", out, err)
 	}
-	want := dataSummary{Dataset: "multimnist", Split: "test", Examples: 3, Out: path, Bytes: s.Bytes,
+	want := dataSummary{Dataset: "multimnist", Split: "test", Examples: 3, Layout: "ours", Out: path, Bytes: s.Bytes,
 		Arrays: []string{"left [3] int64", "right [3] int64", "x [3,1,36,36] float"}}
 	if !reflect.DeepEqual(s, want) || s.Bytes <= 0 {
 		t.Errorf("summary %+v, want %+v", s, want)
@@ -99,6 +106,7 @@ func TestDataCommandErrors(t *testing.T) {
 	}{
 		{[]string{"data", "multimnist", "--out", out, "--split", "val"}, `--split "val"`},
 		{[]string{"data", "multimnist", "--out", out, "--limit", "-1"}, "--limit -1"},
+		{[]string{"data", "multimnist", "--out", out, "--layout", "center"}, `--layout "center"`},
 		{[]string{"data", "multimnist"}, "out"},
 	}
 	for _, tc := range tests {

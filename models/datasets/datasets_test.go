@@ -344,3 +344,109 @@ func TestMultiRealMatchesSource(t *testing.T) {
 		t.Error("Multi(FashionMNIST) differs from Compose(fashion, mnist)")
 	}
 }
+
+// TestComposeLayout checks each layout's geometry on images of constant
+// value: the left item (value 50) fills rows and columns 0..27, the right
+// one (value 200) 28 rows and columns from its offset, the brighter value
+// wins where they overlap, and the rest of the 36×36 canvas is blank.
+func TestComposeLayout(t *testing.T) {
+	full := func(v uint8) *Set {
+		px := bytes.Repeat([]byte{v}, 28*28)
+		return &Set{Images: &Images{N: 1, Rows: 28, Cols: 28, Pixels: px}, Labels: []uint8{v % 10}}
+	}
+	type px struct {
+		r, c int
+		want uint8
+	}
+	tests := []struct {
+		layout  Layout
+		pixels  []px
+		overlap int // pixels where both items lie
+		blank   int // pixels where neither does
+	}{
+		{LayoutOurs, []px{
+			{0, 0, 50}, {7, 7, 50}, {8, 8, 200}, {7, 35, 0}, {8, 35, 200}, {27, 27, 200},
+			{28, 8, 200}, {28, 7, 0}, {35, 35, 200}, {35, 0, 0}, {0, 35, 0},
+		}, 20 * 20, 36*36 - (28*28 + 28*28 - 20*20)},
+		{LayoutSener, []px{
+			{0, 0, 50}, {5, 5, 50}, {6, 6, 200}, {5, 33, 0}, {6, 33, 200}, {27, 27, 200},
+			{28, 6, 200}, {28, 5, 0}, {33, 33, 200}, {34, 34, 0}, {33, 34, 0}, {34, 10, 0},
+			{35, 35, 0}, {35, 0, 0}, {0, 35, 0},
+		}, 22 * 22, 36*36 - (28*28 + 28*28 - 22*22)},
+	}
+	for _, tc := range tests {
+		t.Run(string(tc.layout), func(t *testing.T) {
+			out, err := ComposeLayout(full(50), full(200), 1, 0, tc.layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := out["x"].F32
+			at := func(r, c int) uint8 { return uint8(x[r*36+c]*255 + 0.5) }
+			for _, p := range tc.pixels {
+				if got := at(p.r, p.c); got != p.want {
+					t.Errorf("pixel (%d,%d) = %d, want %d", p.r, p.c, got, p.want)
+				}
+			}
+			// A pixel lies in both items when it shows 200 whichever item
+			// carries it: the maximum of 50 and 200.
+			swapped, err := ComposeLayout(full(200), full(50), 1, 0, tc.layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const bright = float32(200) / 255
+			var overlap, blank int
+			for p, v := range x {
+				if v == 0 {
+					blank++
+				}
+				if v == bright && swapped["x"].F32[p] == bright {
+					overlap++
+				}
+			}
+			if overlap != tc.overlap || blank != tc.blank {
+				t.Errorf("%d overlapping and %d blank pixels, want %d and %d", overlap, blank, tc.overlap, tc.blank)
+			}
+		})
+	}
+	if _, err := ComposeLayout(full(1), full(1), 1, 0, "center"); err == nil || !strings.Contains(err.Error(), `"center"`) {
+		t.Errorf("unknown layout: err = %v", err)
+	}
+}
+
+// TestComposeLayoutPairs checks the pairing: LayoutSener takes the left
+// items in file order, wrapping around, and draws the right ones; the
+// default draws both.
+func TestComposeLayoutPairs(t *testing.T) {
+	dir := t.TempDir()
+	fakeSet(t, dir, "train", 7, 28)
+	src, err := Load(dir, Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		layout   Layout
+		wantLeft []int64 // nil: drawn, so not the file order
+	}{
+		{LayoutSener, []int64{0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0, 1}},
+		{LayoutOurs, nil},
+	}
+	order := []int64{0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0, 1}
+	for _, tc := range tests {
+		t.Run(string(tc.layout), func(t *testing.T) {
+			out, err := ComposeLayout(src, src, 16, 3, tc.layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			left, right := out["left"].I64, out["right"].I64
+			if tc.wantLeft != nil && !reflect.DeepEqual(left, tc.wantLeft) {
+				t.Errorf("left labels %v, want %v", left, tc.wantLeft)
+			}
+			if tc.wantLeft == nil && reflect.DeepEqual(left, order) {
+				t.Errorf("left labels %v follow the file order", left)
+			}
+			if reflect.DeepEqual(right, order) {
+				t.Errorf("right labels %v follow the file order", right)
+			}
+		})
+	}
+}

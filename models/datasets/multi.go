@@ -28,10 +28,47 @@ var Kinds = []Kind{MultiMNIST, MultiFashion, FashionMNIST}
 // Geometry of the composed images: a 36×36 canvas, the left item's 28×28
 // image at offset (0,0) (top left), the right item's at (RightOffset,
 // RightOffset) (bottom right), overlapping pixels combined by maximum.
+// LayoutSener moves the right item to (SenerRightOffset, SenerRightOffset).
 const (
-	Canvas      = 36
-	RightOffset = 8
+	Canvas           = 36
+	RightOffset      = 8
+	SenerRightOffset = 6
 )
+
+// Layout selects where the right item goes and how the pairs are drawn.
+type Layout string
+
+// The layouts Compose knows.
+const (
+	// LayoutOurs (the default) puts the right item at (RightOffset,
+	// RightOffset) and draws both items of every pair uniformly, with
+	// replacement.
+	LayoutOurs Layout = "ours"
+	// LayoutSener is the construction of Sener & Koltun (2018), whose
+	// MultiMNIST Pareto MTL's pickles follow, kept at 36×36 as those
+	// pickles are: the right item at (SenerRightOffset, SenerRightOffset),
+	// so that rows and columns 34 and 35 stay blank and the items overlap
+	// over 22×22 pixels instead of 20×20; the left item of example k is
+	// source image k mod N (every image in turn, in file order), the right
+	// one drawn uniformly with replacement (it may be the same image).
+	// Sener & Koltun then shrink the 36×36 image to 28×28 (nearest
+	// neighbour); Pareto MTL's 36×36 pickles do not, and neither does this.
+	LayoutSener Layout = "sener"
+)
+
+// Layouts lists every Layout, the default first.
+var Layouts = []Layout{LayoutOurs, LayoutSener}
+
+// rightOffset returns the right item's offset of layout l.
+func (l Layout) rightOffset() (int, error) {
+	switch l {
+	case LayoutOurs, "":
+		return RightOffset, nil
+	case LayoutSener:
+		return SenerRightOffset, nil
+	}
+	return 0, fmt.Errorf("datasets: layout %q: want one of %v", string(l), Layouts)
+}
 
 // Default sizes: 120,000 training and 20,000 test pairs, as in Lin et al.
 const (
@@ -52,6 +89,8 @@ type Options struct {
 	Limit int
 	// Seed fixes which source images are paired.
 	Seed int64
+	// Layout is LayoutOurs (default) or LayoutSener.
+	Layout Layout
 }
 
 // Multi loads the sources of kind and composes its dataset (see Compose).
@@ -60,6 +99,9 @@ func Multi(kind Kind, opt Options) (map[string]*importer.Tensor, error) {
 		opt.Split = Train
 	}
 	if _, err := opt.Split.prefix(); err != nil {
+		return nil, err
+	}
+	if _, err := opt.Layout.rightOffset(); err != nil {
 		return nil, err
 	}
 	var loadLeft, loadRight func(Split) (*Set, error)
@@ -90,7 +132,7 @@ func Multi(kind Kind, opt Options) (map[string]*importer.Tensor, error) {
 	if opt.Limit > 0 && opt.Limit < n {
 		n = opt.Limit
 	}
-	return Compose(left, right, n, opt.Seed)
+	return ComposeLayout(left, right, n, opt.Seed, opt.Layout)
 }
 
 // Compose builds n two-item examples. Example k pairs left image i and
@@ -101,13 +143,24 @@ func Multi(kind Kind, opt Options) (map[string]*importer.Tensor, error) {
 // It returns "x" [n,1,36,36] float32 (pixels/255, in [0,1]) and "left",
 // "right" [n] int64 labels.
 func Compose(left, right *Set, n int, seed int64) (map[string]*importer.Tensor, error) {
+	return ComposeLayout(left, right, n, seed, LayoutOurs)
+}
+
+// ComposeLayout is Compose with the right item's offset and the pairing of
+// layout (see Layout). With LayoutSener, left image k mod left.Len() and a
+// right image drawn by the same generator make example k.
+func ComposeLayout(left, right *Set, n int, seed int64, layout Layout) (map[string]*importer.Tensor, error) {
+	off, err := layout.rightOffset()
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range []*Set{left, right} {
 		if s.Len() == 0 {
 			return nil, fmt.Errorf("datasets: compose: empty source set")
 		}
-		if s.Images.Rows+RightOffset > Canvas || s.Images.Cols+RightOffset > Canvas {
+		if s.Images.Rows+off > Canvas || s.Images.Cols+off > Canvas {
 			return nil, fmt.Errorf("datasets: compose: %dx%d images do not fit a %dx%d canvas at offset %d",
-				s.Images.Rows, s.Images.Cols, Canvas, Canvas, RightOffset)
+				s.Images.Rows, s.Images.Cols, Canvas, Canvas, off)
 		}
 	}
 	if n < 1 {
@@ -120,11 +173,14 @@ func Compose(left, right *Set, n int, seed int64) (map[string]*importer.Tensor, 
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6d756c74696d6e73)) // "multimns"
 	canvas := make([]uint8, plane)
 	for k := range n {
-		i := rng.IntN(left.Len())
+		i := k % left.Len()
+		if layout != LayoutSener {
+			i = rng.IntN(left.Len())
+		}
 		j := rng.IntN(right.Len())
 		clear(canvas)
 		paste(canvas, left.Images, i, 0)
-		paste(canvas, right.Images, j, RightOffset)
+		paste(canvas, right.Images, j, off)
 		dst := x[k*plane : (k+1)*plane]
 		for p, v := range canvas {
 			dst[p] = float32(v) / 255
