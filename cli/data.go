@@ -39,7 +39,8 @@ overrides with a folder holding the same four files), Fashion-MNIST from
 Pareto MTL's pickles follow: the right item at offset (6,6), so the items
 overlap over 22x22 pixels rather than 20x20 and the last two rows and columns
 stay blank; the left item of example k is source image k (every image in
-turn, in file order), the right one drawn at random. Sener & Koltun then
+turn, in file order, so --limit below the source's size keeps its first
+images), the right one drawn at random. Sener & Koltun then
 shrink the image to 28x28; the Pareto MTL pickles and this command keep
 36x36.`,
 }

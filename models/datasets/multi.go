@@ -51,6 +51,8 @@ const (
 	// over 22×22 pixels instead of 20×20; the left item of example k is
 	// source image k mod N (every image in turn, in file order), the right
 	// one drawn uniformly with replacement (it may be the same image).
+	// A limit below the source's size therefore takes its first images as
+	// the left items.
 	// Sener & Koltun then shrink the 36×36 image to 28×28 (nearest
 	// neighbour); Pareto MTL's 36×36 pickles do not, and neither does this.
 	LayoutSener Layout = "sener"
