@@ -60,8 +60,9 @@ table. Every method's phase-2 dynamics (g, g/ē, the share of steps with
 PNG's control on, the first-order descent of each loss) are recorded per
 checkpoint in results.json and summarised in results.md.
 
-Datasets are generated from MNIST / Fashion-MNIST (see 'paretonav data') and
-cached in OUT_DIR/data as NPZ. Writes OUT_DIR/results.md and results.json.`,
+Datasets are generated from MNIST / Fashion-MNIST (see 'paretonav data';
+--layout sener builds Sener & Koltun's geometry) and cached in OUT_DIR/data
+as NPZ. Writes OUT_DIR/results.md and results.json.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "datasets", Value: "multimnist,multifashion,fashionmnist", Usage: "comma list of `DATASETS`"},
 			&ucli.StringFlag{Name: "budget", Value: "small", Usage: "`small`, medium, paper or tiny"},
@@ -70,6 +71,7 @@ cached in OUT_DIR/data as NPZ. Writes OUT_DIR/results.md and results.json.`,
 			&ucli.IntFlag{Name: "workers", Value: runtime.NumCPU(), Usage: "models trained at once"},
 			&ucli.BoolFlag{Name: "ablation", Usage: "add the paper's α/γ ablation of PNG on multimnist (α 0.25, 0.75 at γ 0.1; γ 0.01, 0.25 at α 0.5), sharing the warm-up"},
 			&ucli.Float64Flag{Name: "threshold-cap", Usage: "cap PNG's threshold at `RHO` times its warm-up average (png.Settings.ThresholdCap; 0: none, the paper's method)"},
+			&ucli.StringFlag{Name: "layout", Value: string(datasets.LayoutOurs), Usage: "`LAYOUT` of the generated datasets: ours or sener (see 'paretonav data')"},
 			&ucli.BoolFlag{Name: "plan", Usage: "print the plan and its expected duration, and stop"},
 			jsonFlag,
 		},
@@ -110,6 +112,10 @@ func runBench(c *ucli.Context) error {
 	if !(thresholdCap >= 0) || math.IsInf(thresholdCap, 0) {
 		return fmt.Errorf("--threshold-cap %v: want a finite number ≥ 0 (0: no cap)", thresholdCap)
 	}
+	layout := datasets.Layout(c.String("layout"))
+	if !slices.Contains(datasets.Layouts, layout) {
+		return fmt.Errorf("--layout %q: want one of %v", c.String("layout"), datasets.Layouts)
+	}
 	ablation := ""
 	if c.Bool("ablation") {
 		if !slices.Contains(dss, string(datasets.MultiMNIST)) {
@@ -131,12 +137,12 @@ func runBench(c *ucli.Context) error {
 		return fmt.Errorf("--out-dir: %w", err)
 	}
 	data := func(ds, split string, n int, _ int64) (map[string]*importer.Tensor, error) {
-		return benchData(filepath.Join(dir, "data"), ds, split, n)
+		return benchData(filepath.Join(dir, "data"), ds, split, n, layout)
 	}
 	ctx, stop := signalContext(c)
 	defer stop()
 	res, err := bench.Run(ctx, bench.Config{Budget: b, Datasets: dss, Data: data, Workers: workers, Log: c.App.ErrWriter, Ablation: ablation,
-		ThresholdCap: thresholdCap})
+		ThresholdCap: thresholdCap, DataLayout: string(layout)})
 	if err != nil {
 		return err
 	}
@@ -215,10 +221,15 @@ func runBenchRescore(c *ucli.Context) error {
 	return writeBenchResults(c, dir, res)
 }
 
-// benchData returns n pairs of a dataset split, from the NPZ cache in dir
-// or generated (and cached) with models/datasets.
-func benchData(dir, ds, split string, n int) (map[string]*importer.Tensor, error) {
-	path := filepath.Join(dir, fmt.Sprintf("%s_%s_%d_seed%d.npz", ds, split, n, benchDataSeed))
+// benchData returns n pairs of a dataset split built with layout, from the
+// NPZ cache in dir or generated (and cached) with models/datasets. The
+// cache names the layout unless it is the default.
+func benchData(dir, ds, split string, n int, layout datasets.Layout) (map[string]*importer.Tensor, error) {
+	name := fmt.Sprintf("%s_%s_%d_seed%d", ds, split, n, benchDataSeed)
+	if layout != datasets.LayoutOurs {
+		name += "_" + string(layout)
+	}
+	path := filepath.Join(dir, name+".npz")
 	if a, err := npz.Read(path); err == nil {
 		return a, nil
 	}
@@ -226,7 +237,7 @@ func benchData(dir, ds, split string, n int) (map[string]*importer.Tensor, error
 	if split == "test" {
 		sp = datasets.Test
 	}
-	a, err := datasets.Multi(datasets.Kind(ds), datasets.Options{Split: sp, Limit: n, Seed: benchDataSeed})
+	a, err := datasets.Multi(datasets.Kind(ds), datasets.Options{Split: sp, Limit: n, Seed: benchDataSeed, Layout: layout})
 	if err != nil {
 		return nil, err
 	}

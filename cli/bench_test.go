@@ -92,6 +92,7 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"--datasets", "cifar", "--plan"}, "--datasets"},
 		{[]string{"--workers", "0", "--plan"}, "--workers"},
 		{[]string{"--threshold-cap", "-1", "--plan"}, "--threshold-cap"},
+		{[]string{"--layout", "center", "--plan"}, "--layout"},
 		{[]string{"--ablation", "--datasets", "multifashion", "--plan"}, "--ablation"},
 	} {
 		_, err := runCLI(t, append([]string{"bench", "multimnist"}, tc.args...)...)

@@ -125,3 +125,39 @@ func TestDataCommandErrors(t *testing.T) {
 		t.Errorf("a failed command left %s behind", out)
 	}
 }
+
+// TestBenchDataLayout: the benchmark's datasets follow --layout, and the
+// cache keeps the default's file name and names any other layout, so a
+// cache of one layout is never read for another.
+func TestBenchDataLayout(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		layout datasets.Layout
+		file   string
+	}{
+		{datasets.LayoutOurs, "multimnist_test_5_seed0.npz"},
+		{datasets.LayoutSener, "multimnist_test_5_seed0_sener.npz"},
+	}
+	for _, tc := range tests {
+		t.Run(string(tc.layout), func(t *testing.T) {
+			got, err := benchData(dir, "multimnist", "test", 5, tc.layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := datasets.Multi(datasets.MultiMNIST, datasets.Options{Split: datasets.Test, Limit: 5, Seed: benchDataSeed, Layout: tc.layout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("layout %s: benchData differs from datasets.Multi", tc.layout)
+			}
+			cached, err := npz.Read(filepath.Join(dir, tc.file))
+			if err != nil {
+				t.Fatalf("cache: %v", err)
+			}
+			if !reflect.DeepEqual(cached, want) {
+				t.Errorf("cache %s holds other arrays", tc.file)
+			}
+		})
+	}
+}

@@ -277,7 +277,7 @@ func TestRescoreRoundTrip(t *testing.T) {
 		!strings.Contains(err.Error(), "ThresholdCap") {
 		t.Errorf("ThresholdCap -1: %v, want an error naming it", err)
 	}
-	res, err := Run(context.Background(), Config{Budget: Budgets["tiny"], Datasets: []string{"fake"}, Data: fakeData, Workers: 2, ThresholdCap: 100})
+	res, err := Run(context.Background(), Config{Budget: Budgets["tiny"], Datasets: []string{"fake"}, Data: fakeData, Workers: 2, ThresholdCap: 100, DataLayout: "sener"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,12 +290,15 @@ func TestRescoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	back.Rescore()
-	if back.Budget != res.Budget || len(back.Seeds) != len(res.Seeds) || back.ThresholdCap != 100 {
-		t.Fatalf("budget %+v, %d seeds, cap %v; want %+v, %d, 100", back.Budget, len(back.Seeds), back.ThresholdCap, res.Budget, len(res.Seeds))
+	if back.Budget != res.Budget || len(back.Seeds) != len(res.Seeds) || back.ThresholdCap != 100 || back.DataLayout != "sener" {
+		t.Fatalf("budget %+v, %d seeds, cap %v, layout %q; want %+v, %d, 100, sener", back.Budget, len(back.Seeds), back.ThresholdCap, back.DataLayout, res.Budget, len(res.Seeds))
 	}
 	var md bytes.Buffer
 	if err := WriteMarkdown(&md, back); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "`paretonav data --layout sener`") {
+		t.Errorf("results.md does not state the data layout:\n%s", md.String())
 	}
 	if !strings.Contains(md.String(), "ρ = 100") {
 		t.Errorf("markdown does not state the threshold cap:\n%s", md.String())

@@ -55,6 +55,9 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 		"(per dataset and seed). Values: mean ± std over seeds. Took %s.\n",
 		b.Seeds, b.TrainExamples, b.TestExamples, b.Batch, b.WarmSteps, b.Steps, b.CheckpointSteps(), b.Models,
 		LossRef, LossRef, AccRef, AccRef, r.Elapsed.Round(1e9))
+	if r.DataLayout != "" {
+		fmt.Fprintf(&sb, "\nDatasets built with layout %s (`paretonav data --layout %s`).\n", r.DataLayout, r.DataLayout)
+	}
 	if r.ThresholdCap > 0 {
 		fmt.Fprintf(&sb, "\nPNG's threshold is capped (not the paper's method): e = γ·min(ē, ρ·ē_W) with ρ = %g, ē_W its average after the warm-up.\n", r.ThresholdCap)
 	}
@@ -323,7 +326,7 @@ func (r *Results) JSON() map[string]any {
 		}
 		seeds = append(seeds, run)
 	}
-	out := map[string]any{"budget": r.Budget, "config": map[string]any{"png_threshold_cap": r.ThresholdCap},
+	out := map[string]any{"budget": r.Budget, "config": map[string]any{"png_threshold_cap": r.ThresholdCap, "data_layout": r.DataLayout},
 		"elapsed_s": r.Elapsed.Seconds(), "table": tableJSON(r.Table), "runs": seeds}
 	if len(r.AblationTable) > 0 {
 		out["ablation_table"] = tableJSON(r.AblationTable)

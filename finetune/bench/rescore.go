@@ -16,6 +16,7 @@ func ReadResults(data []byte) (*Results, error) {
 		Elapsed *float64 `json:"elapsed_s"`
 		Config  struct {
 			ThresholdCap float64 `json:"png_threshold_cap"`
+			DataLayout   string  `json:"data_layout"`
 		} `json:"config"`
 		Runs []struct {
 			Dataset string     `json:"dataset"`
@@ -34,7 +35,7 @@ func ReadResults(data []byte) (*Results, error) {
 	if raw.Budget == nil || raw.Elapsed == nil || len(raw.Runs) == 0 {
 		return nil, fmt.Errorf("bench: results: want the keys budget, elapsed_s and a non-empty runs list")
 	}
-	r := &Results{Budget: *raw.Budget, Elapsed: seconds(*raw.Elapsed), ThresholdCap: raw.Config.ThresholdCap}
+	r := &Results{Budget: *raw.Budget, Elapsed: seconds(*raw.Elapsed), ThresholdCap: raw.Config.ThresholdCap, DataLayout: raw.Config.DataLayout}
 	for i, run := range raw.Runs {
 		if run.Dataset == "" || run.Seed == nil || len(run.Points) == 0 {
 			return nil, fmt.Errorf("bench: results: runs[%d]: want dataset, seed and a non-empty points list", i)

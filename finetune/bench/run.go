@@ -68,6 +68,10 @@ type Config struct {
 	// ablation variants: the threshold e = γ·min(ē, ρ·ē_W); 0 (the
 	// paper's method) for none.
 	ThresholdCap float64
+	// DataLayout names the layout Data builds the datasets with (the
+	// CLI's --layout, models/datasets.Layout), recorded in the results;
+	// "" when not told.
+	DataLayout string
 
 	// tweak, when set (tests only), edits each phase-2 arm's settings
 	// (s.Seed is the seed) before its run: a test forces one arm to
@@ -146,7 +150,10 @@ type Results struct {
 	// ThresholdCap is Config.ThresholdCap of the run (0 in results
 	// written before it was recorded, which had none).
 	ThresholdCap float64
-	Elapsed      time.Duration
+	// DataLayout is Config.DataLayout of the run ("" in results written
+	// before it was recorded, whose data had the default layout).
+	DataLayout string
+	Elapsed    time.Duration
 }
 
 // Run trains and measures every method on every dataset and seed (see the
@@ -174,7 +181,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		tasks = append(tasks, t)
 	}
 	start := time.Now()
-	res := &Results{Budget: b, Table: map[string]map[string]map[string]*Cell{}, ThresholdCap: cfg.ThresholdCap}
+	res := &Results{Budget: b, Table: map[string]map[string]map[string]*Cell{}, ThresholdCap: cfg.ThresholdCap, DataLayout: cfg.DataLayout}
 	for _, ds := range cfg.Datasets {
 		for s := range b.Seeds {
 			seed := int64(s + 1)
