@@ -21,7 +21,10 @@ import (
 // (‖θ − θ₀‖²) when a criterion reads it: "terms":{"adv":0.3},"drift":0.01.
 // With momentum SGD or Adam and the control on, "metric":{"g":..,"phi":..,
 // "lambda":[..]} reports the QP on the optimizer's proposal: along the
-// update applied every loss falls at rate ≥ metric.phi.
+// update applied every loss falls at rate ≥ metric.phi. "improper":true
+// marks a step whose control is on only because the criterion's free step
+// was an improper trade (png.Settings.MaxTradeoff), and "held":true one
+// where the point then held still (png.Info.Held).
 //
 // With several models, the per-model fields move into "models":[{...}].
 // Non-finite numbers, which JSON cannot hold, are written as null.
@@ -50,6 +53,8 @@ type jsonPoint struct {
 	G         jsonFloat            `json:"g"`
 	E         jsonFloat            `json:"e"`
 	Control   bool                 `json:"control"`
+	Improper  bool                 `json:"improper,omitempty"`
+	Held      bool                 `json:"held,omitempty"`
 	Phi       jsonFloat            `json:"phi"`
 	Lambda    []jsonFloat          `json:"lambda"`
 	VNorm     jsonFloat            `json:"vnorm"`
@@ -95,7 +100,7 @@ func (r *JSONLRecorder) Record(st *Step) error {
 	pts := make([]jsonPoint, len(st.Points))
 	for k, p := range st.Points {
 		pts[k] = jsonPoint{Losses: r.named(p.Losses), Terms: r.termMap(p.Terms), Drift: r.driftOf(p.Drift), G: jsonFloat(p.Info.G), E: jsonFloat(p.Info.E),
-			Control: p.Info.ControlOn, Phi: jsonFloat(p.Info.Phi), Lambda: floats(p.Info.Lambda), VNorm: jsonFloat(p.Info.VNorm),
+			Control: p.Info.ControlOn, Improper: p.Info.Improper, Held: p.Info.Held, Phi: jsonFloat(p.Info.Phi), Lambda: floats(p.Info.Lambda), VNorm: jsonFloat(p.Info.VNorm),
 			DLoss: r.named(p.DLoss), ValLosses: r.named(p.ValLosses), ValMetrics: jsonMetrics(p.ValMetrics)}
 		if mi := p.Metric; mi != nil {
 			pts[k].Metric = &jsonMetric{G: jsonFloat(mi.G), Phi: jsonFloat(mi.Phi), Lambda: floats(mi.Lambda)}

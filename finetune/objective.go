@@ -2,6 +2,7 @@ package finetune
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/paretonav/paretonav/png/criterion"
@@ -18,13 +19,14 @@ type objective struct {
 	pm    criterion.Criterion
 	cIdx  []int
 	pmIdx []int
-	tasks int  // m
-	raw   bool // hand Multi's gradient on unnormalised
+	tasks int    // m
+	scale string // Settings.MultiScale
 }
 
 // eval returns F at the points' values X (one row per point) and writes
 // ∂F/∂X_k into G[k] and point k's own Criterion value into perF[k]. Multi's
-// gradient ∂F/∂L_k is scaled to unit length per point unless raw.
+// gradients ∂F/∂L_k are scaled as o.scale says (Settings.MultiScale)
+// before PerModel's are added.
 func (o objective) eval(X, G [][]float64, perF []float64) (float64, error) {
 	for _, g := range G {
 		clear(g)
@@ -49,10 +51,8 @@ func (o objective) eval(X, G [][]float64, perF []float64) (float64, error) {
 	if err != nil {
 		return F, err
 	}
+	scaleMulti(gL, o.scale)
 	for k, x := range X {
-		if !o.raw {
-			normalize(gL[k])
-		}
 		if o.pm != nil {
 			f, err := evalAt(o.pm, o.pmIdx, x, G[k])
 			if err != nil {
@@ -68,6 +68,32 @@ func (o objective) eval(X, G [][]float64, perF []float64) (float64, error) {
 		}
 	}
 	return F, nil
+}
+
+// scaleMulti scales the points' gradients gL as Settings.MultiScale says:
+// each to unit length (MultiPerModel), all by the largest length
+// (MultiShared), or not at all (MultiRaw). Zero gradients stay zero.
+func scaleMulti(gL [][]float64, scale string) {
+	switch scale {
+	case MultiRaw:
+	case MultiPerModel:
+		for _, g := range gL {
+			normalize(g)
+		}
+	default:
+		var top float64
+		for _, g := range gL {
+			top = math.Max(top, norm(g))
+		}
+		if top == 0 || math.IsInf(top, 0) || math.IsNaN(top) {
+			return
+		}
+		for _, g := range gL {
+			for i := range g {
+				g[i] /= top
+			}
+		}
+	}
 }
 
 // evalAt evaluates c at its variables x[idx[i]] and, when g is not nil,

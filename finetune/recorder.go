@@ -51,7 +51,7 @@ type Config struct {
 	Terms           []string       `json:"terms,omitempty"`     // the problem's terms (TermProblem), logged beside the tasks
 	Drift           bool           `json:"drift,omitempty"`     // a criterion reads drift, ‖θ − θ₀‖²
 	Multi           string         `json:"multi,omitempty"`
-	RawMulti        bool           `json:"raw_multi,omitempty"`
+	MultiScale      string         `json:"multi_scale,omitempty"`
 	Optimizer       string         `json:"optimizer"`
 	Momentum        float64        `json:"momentum,omitempty"`
 	Beta1           float64        `json:"beta1,omitempty"`

@@ -177,7 +177,7 @@ func newLoop(ps []Problem, train, val *Dataset, s *Settings, rec Recorder, multi
 			return nil, fmt.Errorf("finetune: model %d has %d parameters, model 0 has %d", k+1, p.NumParams(), n)
 		}
 	}
-	obj := objective{c: rs.Criterion, tasks: len(tasks), raw: rs.RawMulti}
+	obj := objective{c: rs.Criterion, tasks: len(tasks), scale: rs.MultiScale}
 	if multi {
 		obj.m = rs.Multi
 	}
@@ -335,9 +335,10 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 }
 
 // constrain holds PNG's guarantee on the update a momentum or Adam
-// optimizer actually makes: for every point with the control on, it poses
-// the QP on the optimizer's proposal for the point's direction in the
-// optimizer's metric (png.PNG.Constrain). Plain SGD moves along the
+// optimizer actually makes: for every point with the control on, or whose
+// proposal is an improper trade (png.PNG.ImproperUpdate), it poses the QP
+// on the optimizer's proposal for the point's direction in the optimizer's
+// metric (png.PNG.Constrain). Plain SGD moves along the
 // direction itself, which already satisfies it (the paper's form), and
 // methods without a per-task guarantee (not png.Constrainer) are left
 // alone.
@@ -345,7 +346,7 @@ func (l *loop) constrain() (*bad, error) {
 	c, ok := l.s.Method.(png.Constrainer)
 	for k, pt := range l.pts {
 		pt.hasUpd, pt.minfo = false, nil
-		if !ok || l.s.plain() || !pt.info.ControlOn {
+		if !ok || l.s.plain() {
 			continue
 		}
 		if pt.prop == nil {
@@ -355,7 +356,22 @@ func (l *loop) constrain() (*bad, error) {
 		if l.s.propose(pt.prop, pt.metric, pt.dir, pt.opt) {
 			metric = pt.metric
 		}
+		if !pt.info.ControlOn {
+			// The optimizer's own update, not v, is what moves the
+			// model: an improper trade turns the control on for it.
+			if !c.ImproperUpdate(pt.jac, pt.prop) {
+				continue
+			}
+			pt.info.ControlOn, pt.info.Improper = true, true
+		}
 		mi, err := c.Constrain(pt.upd, pt.jac, pt.prop, metric)
+		if err != nil && pt.info.Improper && errors.Is(err, png.ErrUnbounded) {
+			// An improper trade at a Pareto-stationary point with
+			// opposing gradients: the point holds still (png.Info.Held).
+			clear(pt.upd)
+			pt.info.Held, pt.hasUpd = true, true
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, png.ErrNonFinite) {
 				return &bad{model: k, what: "update", err: err}, nil
@@ -691,14 +707,19 @@ func firstOrderChange(dst []float64, J png.Jacobian, before, after []float32) []
 	return dst
 }
 
-// normalize scales c to unit Euclidean length (a zero c is left alone).
-func normalize(c []float64) {
+// norm returns the Euclidean length of c.
+func norm(c []float64) float64 {
 	var ss float64
 	for _, v := range c {
 		ss += v * v
 	}
-	if ss > 0 {
-		r := 1 / math.Sqrt(ss)
+	return math.Sqrt(ss)
+}
+
+// normalize scales c to unit Euclidean length (a zero c is left alone).
+func normalize(c []float64) {
+	if n := norm(c); n > 0 {
+		r := 1 / n
 		for i := range c {
 			c[i] *= r
 		}

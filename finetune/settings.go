@@ -25,6 +25,13 @@ const (
 	DefaultDivergeFactor = 10
 )
 
+// Values of Settings.MultiScale.
+const (
+	MultiShared   = "shared"
+	MultiPerModel = "model"
+	MultiRaw      = "raw"
+)
+
 // Settings configures Run and RunMulti. The zero value is usable except
 // for Method (see below); every field documents its default.
 type Settings struct {
@@ -48,12 +55,19 @@ type Settings struct {
 	// "energy + EXPR"). Its gradient is added after Multi's is normalised.
 	// nil means none; Run and RunMulti without Multi ignore it.
 	PerModel criterion.Criterion
-	// RawMulti hands each model Multi's raw gradient ∂F/∂L_k. By default
-	// it is scaled to unit length per model: the energy's gradient grows
-	// like the inverse cube of the distance between models, so its raw
-	// size says more about how close two models are than about how far to
-	// move; normalised, the learning rate alone sets the step.
-	RawMulti bool
+	// MultiScale says how Multi's gradients ∂F/∂L_k reach the models:
+	// MultiShared (the default, "" too) divides all of them by the
+	// largest of their lengths, so the model pushed hardest moves at unit
+	// strength and the others in proportion; MultiPerModel scales each to
+	// unit length on its own; MultiRaw hands them on as they are. The
+	// energy's gradient grows like the inverse cube of the distance
+	// between models, so its raw size says more about how close two
+	// models are than about how far to move: normalised, the learning
+	// rate sets the step. Per model, a model far from all others (an end
+	// of the front walking off along a task whose loss cannot fall any
+	// further) is pushed as hard as the closest pair and never stops;
+	// shared, its push fades with the distance as the raw energy's does.
+	MultiScale string
 
 	// Optimizer is "sgd" (default) or "adam". The direction v is handed to
 	// it as the gradient; plain SGD is θ ← θ − lr·v.
@@ -166,6 +180,13 @@ func (s *Settings) resolved() (Settings, error) {
 	}
 	if r.Workers <= 0 {
 		r.Workers = 1
+	}
+	switch r.MultiScale {
+	case "":
+		r.MultiScale = MultiShared
+	case MultiShared, MultiPerModel, MultiRaw:
+	default:
+		return r, fmt.Errorf("finetune: Settings.MultiScale %q: want %s, %s or %s", r.MultiScale, MultiShared, MultiPerModel, MultiRaw)
 	}
 	if r.DivergeFactor == 0 {
 		r.DivergeFactor = DefaultDivergeFactor

@@ -78,7 +78,7 @@ func (l *loop) config(multi bool) *Config {
 	}
 	describeMethod(cfg, s.Method, len(l.tasks))
 	if l.obj.m != nil {
-		cfg.Multi, cfg.RawMulti = describe(l.obj.m), s.RawMulti
+		cfg.Multi, cfg.MultiScale = describe(l.obj.m), s.MultiScale
 		if l.obj.pm != nil {
 			cfg.PerModel = describe(l.obj.pm)
 		}

@@ -26,7 +26,8 @@ import (
 // TuneSGDLR), with the
 // threshold capped at png.RobustThresholdCap times its warm-up value so
 // that models trained from scratch keep the control on when gradients
-// explode. Spread perturbs every parameter of the one starting model by
+// explode, and free steps limited to proper trades
+// (png.RobustMaxTradeoff). Spread perturbs every parameter of the one starting model by
 // N(0, spread²) so that the N models start apart.
 // Synthetic problems use the Synth* defaults instead.
 const (
@@ -73,10 +74,13 @@ type FrontConfig struct {
 	// Preference is EPO's preference per model, "R1,R2,...;R1,R2,...;..."
 	// (N vectors); empty means the rays EvenPreferences gives.
 	Preference string
-	Alpha      float64
-	Gamma      *float64
-	Optimizer  string // "": adam, sgd for synthetic problems
-	LR         *float64
+	// EnergyScale is finetune.Settings.MultiScale: shared (default),
+	// model or raw.
+	EnergyScale string
+	Alpha       float64
+	Gamma       *float64
+	Optimizer   string // "": adam, sgd for synthetic problems
+	LR          *float64
 	// Momentum is SGD's momentum μ; nil: DefaultMomentum for ONNX models,
 	// 0 (plain steps) for synthetic problems.
 	Momentum *float64
@@ -186,6 +190,7 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 	ps := png.Settings{Alpha: c.Alpha, Gamma: def(c.Gamma, png.DefaultGamma, SynthGamma)}
 	if !synth {
 		ps.ThresholdCap = png.RobustThresholdCap
+		ps.MaxTradeoff = png.RobustMaxTradeoff
 	}
 	job.s = &finetune.Settings{
 		Method:    png.PNG{Settings: ps},
@@ -193,7 +198,8 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 		Momentum: def(c.Momentum, DefaultMomentum(optName), 0),
 		Steps:    steps, Epochs: c.Epochs, BatchSize: job.batch, Seed: c.Seed,
 		CheckpointEvery: c.CheckpointEvery, CheckpointPath: c.Checkpoint, Workers: c.Workers,
-		Meta: map[string]any{"command": "front", "models": N},
+		MultiScale: c.EnergyScale,
+		Meta:       map[string]any{"command": "front", "models": N},
 	}
 	var err error
 	if synth {

@@ -248,8 +248,11 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	}
 	if p, ok := s.Method.(png.PNG); ok {
 		// Real models, possibly untrained: a threshold exploding
-		// gradients cannot raise (png.RobustThresholdCap).
+		// gradients cannot raise (png.RobustThresholdCap), and no walk
+		// off along a task whose loss has reached its floor
+		// (png.RobustMaxTradeoff).
 		p.Settings.ThresholdCap = png.RobustThresholdCap
+		p.Settings.MaxTradeoff = png.RobustMaxTradeoff
 		s.Method = p
 	}
 	job.Criterion = c.Criterion

@@ -11,6 +11,34 @@ import (
 // guarantee and do not.
 type Constrainer interface {
 	Constrain(dst []float32, J Jacobian, prop, metric []float32) (MetricInfo, error)
+	ImproperUpdate(J Jacobian, u []float32) bool
+}
+
+// ImproperUpdate reports whether the update u (the optimizer moves
+// θ ← θ − lr·u) is an improper trade under Settings.MaxTradeoff: to first
+// order it raises the task losses by more than MaxTradeoff times what it
+// lowers them (TradeOK on Ju). It is always false when MaxTradeoff is
+// zero or the Settings are invalid. A momentum or Adam optimizer's update
+// is not the direction PNG tested, so the caller tests it again and, when
+// it is improper, poses Constrain on it as for a control-on step.
+func (p PNG) ImproperUpdate(J Jacobian, u []float32) bool {
+	s, err := p.Settings.resolve()
+	if err != nil || s.MaxTradeoff == 0 {
+		return false
+	}
+	checkJacobian(J)
+	if len(u) != J.N {
+		panic(fmt.Sprintf("png: ImproperUpdate: len(u) = %d, want n = %d", len(u), J.N))
+	}
+	q := make([]float64, J.M)
+	for i := range q {
+		var t float64
+		for c, x := range J.Data[i*J.N : (i+1)*J.N] {
+			t += float64(x) * float64(u[c])
+		}
+		q[i] = t
+	}
+	return !TradeOK(q, s.MaxTradeoff)
 }
 
 // MetricInfo records what Constrain found.
@@ -20,6 +48,10 @@ type MetricInfo struct {
 	Lambda []float64 // dual variables (m); all zero when the proposal already complies
 }
 
+// stationaryTol: Constrain treats g_P ≤ stationaryTol·max_i K_P,ii as
+// zero (Pareto-stationary in the metric to rounding) and asks φ_P = 0.
+const stationaryTol = 1e-12
+
 // Constrain writes into dst (n values) the update u closest to the
 // optimizer's proposal prop in the optimizer's own diagonal metric P
 // (metric; nil means P = I) such that every task loss decreases at rate at
@@ -27,7 +59,9 @@ type MetricInfo struct {
 //
 //	minimise ½‖u − prop‖²_{P⁻¹}  subject to  ∇ℓ_iᵀu ≥ φ_P for every i,
 //
-// with φ_P = α·g_P and g_P = min over the simplex of ωᵀK_Pω, K_P = J P Jᵀ:
+// with φ_P = α·g_P (0 when g_P ≤ 1e-12·max_i K_P,ii: rounding at a
+// Pareto-stationary point) and g_P = min over the simplex of ωᵀK_Pω,
+// K_P = J P Jᵀ:
 // the metric's own min-norm value, so that φ_P is α times the rate the
 // min-norm (MGD) update of the metric, u = P Jᵀω, guarantees every task.
 // Its dual is the paper's with K replaced by K_P and Jz by J·prop: λ ≥ 0
@@ -74,6 +108,16 @@ func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric []float32) (Metri
 	}
 	_, g := MinNorm(K, m)
 	info := MetricInfo{G: g, Phi: s.Alpha * g, Lambda: make([]float64, m)}
+	var top float64
+	for i := 0; i < m; i++ {
+		top = math.Max(top, K[i*m+i])
+	}
+	if g <= stationaryTol*top {
+		// Pareto-stationary in the metric to rounding: g_P is noise and
+		// so would be φ_P > 0, which makes the constraints of opposite
+		// gradients infeasible; ask only that no loss rise.
+		info.Phi = 0
+	}
 	b := make([]float64, m)
 	for i := range b {
 		b[i] = jp[i] - info.Phi

@@ -1,6 +1,9 @@
 package png
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // PNG is Pareto Navigation Gradient Descent (Ye & Liu, UAI 2022) as a
 // Method: the direction that descends on the criterion F while the task
@@ -11,7 +14,10 @@ import "fmt"
 // the threshold e = γ·min(ē, ρ·ē_W) with ē the discounted average of
 // trace(K)/m, updated in the State (current step included), and ē_W its
 // value after the warm-up (Settings.ThresholdCap); if g ≤ e the control is off
-// and v = ∇F; otherwise φ = α·g and λ ≥ 0 solves the dual
+// and v = ∇F, unless that step is an improper trade (Settings.MaxTradeoff,
+// TradeOK on Jv = K·Coef + J·Extra: Info.Improper; the control is then
+// turned on, and where its dual is unbounded, at a Pareto-stationary point
+// with opposing gradients, v = 0: Info.Held); otherwise φ = α·g and λ ≥ 0 solves the dual
 // min ½λᵀKλ + λᵀ(Jz − φ1), z = ∇F, Jz = K·Coef + J·Extra, and
 // v = ∇F + Jᵀλ = Jᵀ(Coef + λ) + Extra. With the control on, every task
 // satisfies ∇ℓ_iᵀv ≥ φ (the KKT conditions of the dual), so a small step
@@ -64,8 +70,16 @@ func (p PNG) Direction(dst []float32, J Jacobian, grad Gradient, st *State) (Inf
 	if g > info.E {
 		info.ControlOn = true
 		info.Phi = s.Alpha * g
+	} else if s.MaxTradeoff > 0 && !TradeOK(freeRates(K, je, grad.Coef, m), s.MaxTradeoff) {
+		info.ControlOn, info.Improper = true, true
+		info.Phi = s.Alpha * g
 	}
 	lambda, vnorm, err := controlled(dst, J, grad, K, je, info.ControlOn, info.Phi, s.Workers)
+	if err != nil && info.Improper && errors.Is(err, ErrUnbounded) {
+		clear(dst)
+		info.Held = true
+		lambda, vnorm, err = make([]float64, m), 0, nil
+	}
 	if err != nil {
 		return info, err
 	}
@@ -109,4 +123,36 @@ func controlled(dst []float32, J Jacobian, grad Gradient, K, je []float64, on bo
 	}
 	vnorm = combine(dst, J, a, grad.Extra, workers)
 	return lambda, vnorm, finishNorm(vnorm)
+}
+
+// TradeOK reports whether a step whose first-order loss rates are q
+// (q_i = ∇ℓ_iᵀv: positive where ℓ_i falls along −v) raises the losses by
+// at most M times what it lowers them: Σ max(−q_i, 0) ≤ M·Σ max(q_i, 0).
+// A step that changes no loss is a trade; one that only raises losses is
+// not (Settings.MaxTradeoff).
+func TradeOK(q []float64, M float64) bool {
+	var up, down float64
+	for _, x := range q {
+		if x < 0 {
+			up -= x
+		} else {
+			down += x
+		}
+	}
+	return up <= M*down
+}
+
+// freeRates returns q = Jv for the free step v = Jᵀcoef + Extra: q = K·coef
+// + je (je = J·Extra, nil for none).
+func freeRates(K, je, coef []float64, m int) []float64 {
+	q := make([]float64, m)
+	for i := range q {
+		if je != nil {
+			q[i] = je[i]
+		}
+		for j, c := range coef {
+			q[i] += K[i*m+j] * c
+		}
+	}
+	return q
 }

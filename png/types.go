@@ -29,13 +29,22 @@ type Gradient struct {
 // Info records what one direction computation found. PNG fills every
 // field; MGD and Linear fill G, Omega and VNorm.
 type Info struct {
-	G         float64   // g(θ) = min over the simplex of ωᵀKω
-	E         float64   // threshold e = γ·min(ē, State.Cap)
-	Phi       float64   // control φ = α·g (0 when the control is off)
-	ControlOn bool      // g > e: the dual QP was solved
-	Lambda    []float64 // dual variables (m), zero when the control is off
-	Omega     []float64 // min-norm weights on the simplex (m)
-	VNorm     float64   // ‖v‖
+	G         float64 // g(θ) = min over the simplex of ωᵀKω
+	E         float64 // threshold e = γ·min(ē, State.Cap)
+	Phi       float64 // control φ = α·g (0 when the control is off)
+	ControlOn bool    // g > e, or an improper trade (Improper): the dual QP was solved
+	// Improper is set when g ≤ e but the step ∇F would have raised the
+	// task losses by more than Settings.MaxTradeoff times what it lowers
+	// them (first order), so the control was turned on (see TradeOK).
+	Improper bool
+	// Held is set on an improper trade at a Pareto-stationary point whose
+	// gradients oppose each other: no step lowers the losses that gain
+	// without raising the others (the dual QP is unbounded), so the point
+	// holds still this step (v = 0).
+	Held   bool
+	Lambda []float64 // dual variables (m), zero when the control is off
+	Omega  []float64 // min-norm weights on the simplex (m)
+	VNorm  float64   // ‖v‖
 
 	// EPO only (zero for the other methods): the mode of the step
 	// ("balance", "descent" or "descent-relaxed", see EPO), the
