@@ -162,6 +162,11 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 			return nil, fmt.Errorf("--%s %d: want ≥ 0", f.name, f.v)
 		}
 	}
+	switch c.EnergyScale {
+	case "", finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw:
+	default:
+		return nil, fmt.Errorf("--energy-scale %q: want %s, %s or %s", c.EnergyScale, finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw)
+	}
 	synth := c.Problem != ""
 	def := func(v *float64, onnx, syn float64) float64 {
 		if v != nil {
