@@ -13,11 +13,13 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/finetune/bench"
 	"github.com/paretonav/paretonav/finetune/npz"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/job"
 	"github.com/paretonav/paretonav/models/datasets"
+	"github.com/paretonav/paretonav/png"
 )
 
 // benchDataSeed fixes the pairing of the generated datasets: every seed
@@ -70,6 +72,8 @@ as NPZ. Writes OUT_DIR/results.md and results.json.`,
 			&ucli.PathFlag{Name: "out-dir", Value: "bench-out", Usage: "write data, results.md and results.json to `DIR`"},
 			&ucli.IntFlag{Name: "workers", Value: runtime.NumCPU(), Usage: "models trained at once"},
 			&ucli.BoolFlag{Name: "ablation", Usage: "add the paper's α/γ ablation of PNG on multimnist (α 0.25, 0.75 at γ 0.1; γ 0.01, 0.25 at α 0.5), sharing the warm-up"},
+			&ucli.Float64Flag{Name: "max-tradeoff", Value: png.RobustMaxTradeoff, Usage: "PNG's trade test: a free criterion step that raises the losses by more than `M` times what it lowers them turns the control on (png.Settings.MaxTradeoff; 0: none, the paper's method)"},
+			&ucli.StringFlag{Name: "energy-scale", Value: finetune.MultiShared, Usage: "how the energy's gradients reach PNG's models: shared, model (each to unit length) or raw"},
 			&ucli.Float64Flag{Name: "threshold-cap", Usage: "cap PNG's threshold at `RHO` times its warm-up average (png.Settings.ThresholdCap; 0: none, the paper's method)"},
 			&ucli.StringFlag{Name: "layout", Value: string(datasets.LayoutOurs), Usage: "`LAYOUT` of the generated datasets: ours or sener (see 'paretonav data')"},
 			&ucli.BoolFlag{Name: "plan", Usage: "print the plan and its expected duration, and stop"},
@@ -116,6 +120,16 @@ func runBench(c *ucli.Context) error {
 	if !slices.Contains(datasets.Layouts, layout) {
 		return fmt.Errorf("--layout %q: want one of %v", c.String("layout"), datasets.Layouts)
 	}
+	maxTradeoff := c.Float64("max-tradeoff")
+	if !(maxTradeoff >= 0) || math.IsInf(maxTradeoff, 0) {
+		return fmt.Errorf("--max-tradeoff %v: want a finite number ≥ 0 (0: no trade test)", maxTradeoff)
+	}
+	energyScale := c.String("energy-scale")
+	switch energyScale {
+	case finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw:
+	default:
+		return fmt.Errorf("--energy-scale %q: want %s, %s or %s", energyScale, finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw)
+	}
 	ablation := ""
 	if c.Bool("ablation") {
 		if !slices.Contains(dss, string(datasets.MultiMNIST)) {
@@ -142,7 +156,7 @@ func runBench(c *ucli.Context) error {
 	ctx, stop := signalContext(c)
 	defer stop()
 	res, err := bench.Run(ctx, bench.Config{Budget: b, Datasets: dss, Data: data, Workers: workers, Log: c.App.ErrWriter, Ablation: ablation,
-		ThresholdCap: thresholdCap, DataLayout: string(layout)})
+		ThresholdCap: thresholdCap, DataLayout: string(layout), MaxTradeoff: maxTradeoff, EnergyScale: energyScale})
 	if err != nil {
 		return err
 	}

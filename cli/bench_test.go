@@ -93,6 +93,8 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"--workers", "0", "--plan"}, "--workers"},
 		{[]string{"--threshold-cap", "-1", "--plan"}, "--threshold-cap"},
 		{[]string{"--layout", "center", "--plan"}, "--layout"},
+		{[]string{"--max-tradeoff", "-1", "--plan"}, "--max-tradeoff"},
+		{[]string{"--energy-scale", "unit", "--plan"}, "--energy-scale"},
 		{[]string{"--ablation", "--datasets", "multifashion", "--plan"}, "--ablation"},
 	} {
 		_, err := runCLI(t, append([]string{"bench", "multimnist"}, tc.args...)...)

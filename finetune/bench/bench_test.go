@@ -277,7 +277,14 @@ func TestRescoreRoundTrip(t *testing.T) {
 		!strings.Contains(err.Error(), "ThresholdCap") {
 		t.Errorf("ThresholdCap -1: %v, want an error naming it", err)
 	}
-	res, err := Run(context.Background(), Config{Budget: Budgets["tiny"], Datasets: []string{"fake"}, Data: fakeData, Workers: 2, ThresholdCap: 100, DataLayout: "sener"})
+	for _, bad := range []Config{{MaxTradeoff: -1}, {EnergyScale: "unit"}} {
+		bad.Budget, bad.Datasets, bad.Data = Budgets["tiny"], []string{"fake"}, fakeData
+		if _, err := Run(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "Config.") {
+			t.Errorf("%+v: %v, want an error naming the field", bad, err)
+		}
+	}
+	res, err := Run(context.Background(), Config{Budget: Budgets["tiny"], Datasets: []string{"fake"}, Data: fakeData, Workers: 2, ThresholdCap: 100,
+		MaxTradeoff: 10, EnergyScale: "model", DataLayout: "sener"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,8 +297,9 @@ func TestRescoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	back.Rescore()
-	if back.Budget != res.Budget || len(back.Seeds) != len(res.Seeds) || back.ThresholdCap != 100 || back.DataLayout != "sener" {
-		t.Fatalf("budget %+v, %d seeds, cap %v, layout %q; want %+v, %d, 100, sener", back.Budget, len(back.Seeds), back.ThresholdCap, back.DataLayout, res.Budget, len(res.Seeds))
+	if back.Budget != res.Budget || len(back.Seeds) != len(res.Seeds) || back.ThresholdCap != 100 || back.DataLayout != "sener" || back.MaxTradeoff != 10 || back.EnergyScale != "model" {
+		t.Fatalf("budget %+v, %d seeds, cap %v, layout %q, trade-off %v, energy scale %q; want %+v, %d, 100, sener, 10, model",
+			back.Budget, len(back.Seeds), back.ThresholdCap, back.DataLayout, back.MaxTradeoff, back.EnergyScale, res.Budget, len(res.Seeds))
 	}
 	var md bytes.Buffer
 	if err := WriteMarkdown(&md, back); err != nil {
@@ -299,6 +307,9 @@ func TestRescoreRoundTrip(t *testing.T) {
 	}
 	if !strings.Contains(md.String(), "`paretonav data --layout sener`") {
 		t.Errorf("results.md does not state the data layout:\n%s", md.String())
+	}
+	if !strings.Contains(md.String(), "more than 10 times") || !strings.Contains(md.String(), "each to unit length") {
+		t.Errorf("Markdown does not state the trade test and the energy scale:\n%s", md.String())
 	}
 	if !strings.Contains(md.String(), "ρ = 100") {
 		t.Errorf("markdown does not state the threshold cap:\n%s", md.String())

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/paretonav/paretonav/finetune"
 )
 
 // metricTitles are the column titles of the results table.
@@ -60,6 +62,14 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 	}
 	if r.ThresholdCap > 0 {
 		fmt.Fprintf(&sb, "\nPNG's threshold is capped (not the paper's method): e = γ·min(ē, ρ·ē_W) with ρ = %g, ē_W its average after the warm-up.\n", r.ThresholdCap)
+	}
+	if r.MaxTradeoff > 0 {
+		fmt.Fprintf(&sb, "\nPNG's free steps are limited to proper trades (not the paper's method): a criterion step that raises the losses by more than %g times what it lowers them turns the control on.\n", r.MaxTradeoff)
+	}
+	if r.EnergyScale != "" {
+		fmt.Fprintf(&sb, "\nThe energy's gradients reach the models scaled %s.\n", map[string]string{
+			finetune.MultiShared: "together (all divided by the largest length)", finetune.MultiPerModel: "each to unit length",
+			finetune.MultiRaw: "not at all (raw)"}[r.EnergyScale])
 	}
 	for _, ds := range r.Datasets() {
 		fmt.Fprintf(&sb, "\n## %s\n\n| method |", ds)
@@ -326,7 +336,8 @@ func (r *Results) JSON() map[string]any {
 		}
 		seeds = append(seeds, run)
 	}
-	out := map[string]any{"budget": r.Budget, "config": map[string]any{"png_threshold_cap": r.ThresholdCap, "data_layout": r.DataLayout},
+	out := map[string]any{"budget": r.Budget, "config": map[string]any{"png_threshold_cap": r.ThresholdCap, "data_layout": r.DataLayout,
+		"png_max_tradeoff": r.MaxTradeoff, "energy_scale": r.EnergyScale},
 		"elapsed_s": r.Elapsed.Seconds(), "table": tableJSON(r.Table), "runs": seeds}
 	if len(r.AblationTable) > 0 {
 		out["ablation_table"] = tableJSON(r.AblationTable)

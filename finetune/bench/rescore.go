@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/paretonav/paretonav/finetune"
 )
 
 // ReadResults decodes a results file written from Results.JSON. The
@@ -17,6 +19,8 @@ func ReadResults(data []byte) (*Results, error) {
 		Config  struct {
 			ThresholdCap float64 `json:"png_threshold_cap"`
 			DataLayout   string  `json:"data_layout"`
+			MaxTradeoff  float64 `json:"png_max_tradeoff"`
+			EnergyScale  string  `json:"energy_scale"`
 		} `json:"config"`
 		Runs []struct {
 			Dataset string     `json:"dataset"`
@@ -35,7 +39,11 @@ func ReadResults(data []byte) (*Results, error) {
 	if raw.Budget == nil || raw.Elapsed == nil || len(raw.Runs) == 0 {
 		return nil, fmt.Errorf("bench: results: want the keys budget, elapsed_s and a non-empty runs list")
 	}
-	r := &Results{Budget: *raw.Budget, Elapsed: seconds(*raw.Elapsed), ThresholdCap: raw.Config.ThresholdCap, DataLayout: raw.Config.DataLayout}
+	r := &Results{Budget: *raw.Budget, Elapsed: seconds(*raw.Elapsed), ThresholdCap: raw.Config.ThresholdCap, DataLayout: raw.Config.DataLayout,
+		MaxTradeoff: raw.Config.MaxTradeoff, EnergyScale: raw.Config.EnergyScale}
+	if r.EnergyScale == "" {
+		r.EnergyScale = finetune.MultiPerModel // before it was recorded
+	}
 	for i, run := range raw.Runs {
 		if run.Dataset == "" || run.Seed == nil || len(run.Points) == 0 {
 			return nil, fmt.Errorf("bench: results: runs[%d]: want dataset, seed and a non-empty points list", i)

@@ -72,6 +72,12 @@ type Config struct {
 	// CLI's --layout, models/datasets.Layout), recorded in the results;
 	// "" when not told.
 	DataLayout string
+	// MaxTradeoff is PNG's png.Settings.MaxTradeoff M (0, the paper's
+	// method: no trade test; the CLI's default is png.RobustMaxTradeoff).
+	MaxTradeoff float64
+	// EnergyScale is finetune.Settings.MultiScale for png and the
+	// ablation variants ("": finetune.MultiShared).
+	EnergyScale string
 
 	// tweak, when set (tests only), edits each phase-2 arm's settings
 	// (s.Seed is the seed) before its run: a test forces one arm to
@@ -153,7 +159,12 @@ type Results struct {
 	// DataLayout is Config.DataLayout of the run ("" in results written
 	// before it was recorded, whose data had the default layout).
 	DataLayout string
-	Elapsed    time.Duration
+	// MaxTradeoff and EnergyScale are Config's (0 and "model" in results
+	// written before they were recorded, which had no trade test and
+	// scaled each model's energy gradient to unit length).
+	MaxTradeoff float64
+	EnergyScale string
+	Elapsed     time.Duration
 }
 
 // Run trains and measures every method on every dataset and seed (see the
@@ -172,6 +183,16 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if !(cfg.ThresholdCap >= 0) || math.IsInf(cfg.ThresholdCap, 0) {
 		return nil, fmt.Errorf("bench: Config.ThresholdCap = %v, want a finite number ≥ 0 (0: none)", cfg.ThresholdCap)
 	}
+	if !(cfg.MaxTradeoff >= 0) || math.IsInf(cfg.MaxTradeoff, 0) {
+		return nil, fmt.Errorf("bench: Config.MaxTradeoff = %v, want a finite number ≥ 0 (0: none)", cfg.MaxTradeoff)
+	}
+	switch cfg.EnergyScale {
+	case "":
+		cfg.EnergyScale = finetune.MultiShared
+	case finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw:
+	default:
+		return nil, fmt.Errorf("bench: Config.EnergyScale %q: want %s, %s or %s", cfg.EnergyScale, finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw)
+	}
 	var tasks []backend.Task
 	for _, s := range Tasks {
 		t, err := backend.ParseTask(s)
@@ -181,7 +202,8 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		tasks = append(tasks, t)
 	}
 	start := time.Now()
-	res := &Results{Budget: b, Table: map[string]map[string]map[string]*Cell{}, ThresholdCap: cfg.ThresholdCap, DataLayout: cfg.DataLayout}
+	res := &Results{Budget: b, Table: map[string]map[string]map[string]*Cell{}, ThresholdCap: cfg.ThresholdCap, DataLayout: cfg.DataLayout,
+		MaxTradeoff: cfg.MaxTradeoff, EnergyScale: cfg.EnergyScale}
 	for _, ds := range cfg.Datasets {
 		for s := range b.Seeds {
 			seed := int64(s + 1)
@@ -375,7 +397,8 @@ func runSeed(ctx context.Context, cfg Config, tasks []backend.Task, ds string, s
 			if !ok {
 				return nil, fmt.Errorf("phase 2: unknown method %q", name)
 			}
-			s.Method = png.PNG{Settings: png.Settings{Alpha: v.Alpha, Gamma: v.Gamma, ThresholdCap: cfg.ThresholdCap}}
+			s.Method = png.PNG{Settings: png.Settings{Alpha: v.Alpha, Gamma: v.Gamma, ThresholdCap: cfg.ThresholdCap, MaxTradeoff: cfg.MaxTradeoff}}
+			s.MultiScale = cfg.EnergyScale
 			tr.gamma = v.Gamma
 			if s.Multi, err = criterion.ParseMulti("energy", names); err != nil {
 				return nil, err
