@@ -76,11 +76,7 @@ func (o objective) eval(X, G [][]float64, perF []float64) (float64, error) {
 func scaleMulti(gL [][]float64, scale string) {
 	switch scale {
 	case MultiRaw:
-	case MultiPerModel:
-		for _, g := range gL {
-			normalize(g)
-		}
-	default:
+	case MultiShared:
 		var top float64
 		for _, g := range gL {
 			top = math.Max(top, norm(g))
@@ -92,6 +88,10 @@ func scaleMulti(gL [][]float64, scale string) {
 			for i := range g {
 				g[i] /= top
 			}
+		}
+	default: // MultiPerModel
+		for _, g := range gL {
+			normalize(g)
 		}
 	}
 }

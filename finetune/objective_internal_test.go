@@ -15,8 +15,8 @@ func TestScaleMulti(t *testing.T) {
 		// shared: all divided by the largest length (5), so the ratio
 		// of the pushes (5:1) is kept.
 		{MultiShared, [][]float64{{0.6, -0.8}, {0.12, 0.16}, {0, 0}}},
-		{"", [][]float64{{0.6, -0.8}, {0.12, 0.16}, {0, 0}}},
-		// model: each to unit length, the ratio lost.
+		// model (the default): each to unit length, the ratio lost.
+		{"", [][]float64{{0.6, -0.8}, {0.6, 0.8}, {0, 0}}},
 		{MultiPerModel, [][]float64{{0.6, -0.8}, {0.6, 0.8}, {0, 0}}},
 		{MultiRaw, [][]float64{{3, -4}, {0.6, 0.8}, {0, 0}}},
 	}

@@ -76,7 +76,7 @@ type Config struct {
 	// method: no trade test; the CLI's default is png.RobustMaxTradeoff).
 	MaxTradeoff float64
 	// EnergyScale is finetune.Settings.MultiScale for png and the
-	// ablation variants ("": finetune.MultiShared).
+	// ablation variants ("": finetune.MultiPerModel).
 	EnergyScale string
 
 	// tweak, when set (tests only), edits each phase-2 arm's settings
@@ -188,7 +188,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	}
 	switch cfg.EnergyScale {
 	case "":
-		cfg.EnergyScale = finetune.MultiShared
+		cfg.EnergyScale = finetune.MultiPerModel
 	case finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw:
 	default:
 		return nil, fmt.Errorf("bench: Config.EnergyScale %q: want %s, %s or %s", cfg.EnergyScale, finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw)
