@@ -17,13 +17,54 @@ func init() {
 
 func lowerRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	// y > 0 exactly where x > 0 (NaN gives NaN, not > 0, either way).
-	return b.unaryOut(n, in, func(x float64) float64 { return math.Max(x, 0) },
+	v, err := b.unaryOut(n, in, func(x float64) float64 { return math.Max(x, 0) },
 		func(y float64) float64 {
 			if y > 0 {
 				return 1
 			}
 			return 0
 		})
+	if err != nil || v[0].isConst() {
+		return v, err
+	}
+	if op, ok := v[0].n.Op().(*kernelOp); ok {
+		op.fwd32, op.bwd32 = reluFwd32, reluBwd32
+	}
+	return v, nil
+}
+
+// reluFwd32 is Relu's forward32Func without the float64 round trip: the
+// same values (max(−0, 0) is +0, NaN stays NaN).
+func reluFwd32(dst []float32, in [][]float32) {
+	x := in[0][:len(dst)]
+	parallelElems(len(dst), func(lo, hi int) {
+		d := dst[lo:hi]
+		for i, v := range x[lo:hi] {
+			if v > 0 || v != v {
+				d[i] = v
+			} else {
+				d[i] = 0
+			}
+		}
+	})
+}
+
+// reluBwd32 is Relu's backward32Func reading y only: g where y > 0, g·0
+// elsewhere (as the float64 path's g·0 rounds: ±0, NaN for an infinite or
+// NaN g).
+func reluBwd32(_ int, dst []float32, _ [][]float32, out, g []float32) bool {
+	out, g = out[:len(dst)], g[:len(dst)]
+	parallelElems(len(dst), func(lo, hi int) {
+		d, gg := dst[lo:hi], g[lo:hi]
+		for i, y := range out[lo:hi] {
+			if y > 0 {
+				d[i] = gg[i]
+			} else {
+				d[i] = gg[i] * 0
+			}
+		}
+	})
+	return true
 }
 
 func lowerLeakyRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {

@@ -35,24 +35,30 @@ func (b *builder) unary(n *onnxpb.NodeProto, in []*value, f func(x float64) floa
 		}
 	}
 	fwd32 := func(dst []float32, in [][]float32) {
-		for i, v := range in[0] {
-			dst[i] = float32(f(float64(v)))
-		}
+		parallelElems(len(dst), func(lo, hi int) {
+			for i, v := range in[0][lo:hi] {
+				dst[lo+i] = float32(f(float64(v)))
+			}
+		})
 	}
 	bwd32 := func(_ int, dst []float32, in [][]float32, out, g []float32) bool {
 		out = out[:len(dst)]
 		g = g[:len(dst)]
 		x := in[0]
 		if x == nil { // unaryOut: df reads y only
-			for i, y := range out {
-				dst[i] = float32(float64(g[i]) * df(0, float64(y)))
-			}
+			parallelElems(len(dst), func(lo, hi int) {
+				for i, y := range out[lo:hi] {
+					dst[lo+i] = float32(float64(g[lo+i]) * df(0, float64(y)))
+				}
+			})
 			return true
 		}
 		x = x[:len(dst)]
-		for i, v := range x {
-			dst[i] = float32(float64(g[i]) * df(float64(v), float64(out[i])))
-		}
+		parallelElems(len(dst), func(lo, hi int) {
+			for i, v := range x[lo:hi] {
+				dst[lo+i] = float32(float64(g[lo+i]) * df(float64(v), float64(out[lo+i])))
+			}
+		})
 		return true
 	}
 	r, err := b.kernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, bwd, nil, fwd32, bwd32)

@@ -250,39 +250,18 @@ func maxPoolIndices[T float](g poolGeom, xt tensor.Tensor) (tensor.Tensor, error
 		mu  sync.Mutex
 		bad error
 	)
+	fast := g.is2x2()
 	parallelFor(g.n*g.c, func(_, lo, hi int) {
 		for pc := lo; pc < hi; pc++ {
-			xp := x[pc*plane : (pc+1)*plane]
-			ip := idx[pc*oplane : (pc+1)*oplane]
-			for oi := 0; oi < g.oh; oi++ {
-				for oj := 0; oj < g.ow; oj++ {
-					best, arg := T(math.Inf(-1)), -1
-					for ki := 0; ki < g.y.k; ki++ {
-						ii := oi*g.y.s - g.y.pb + ki*g.y.d
-						if ii < 0 || ii >= g.h {
-							continue
-						}
-						for kj := 0; kj < g.x.k; kj++ {
-							jj := oj*g.x.s - g.x.pb + kj*g.x.d
-							if jj < 0 || jj >= g.w {
-								continue
-							}
-							if v := xp[ii*g.w+jj]; arg < 0 || v > best || v != v {
-								best, arg = v, ii*g.w+jj
-								if v != v {
-									break
-								}
-							}
-						}
-					}
-					if arg < 0 {
-						mu.Lock()
-						bad = fmt.Errorf("window (%d,%d) lies entirely in the padding", oi, oj)
-						mu.Unlock()
-						arg = 0
-					}
-					ip[oi*g.ow+oj] = int64(pc*plane + arg)
-				}
+			xp, ip := x[pc*plane:(pc+1)*plane], idx[pc*oplane:(pc+1)*oplane]
+			if fast {
+				maxPool2x2(xp, ip, g.w, g.oh, g.ow, pc*plane)
+				continue
+			}
+			if err := maxPoolPlane(g, xp, ip, pc*plane); err != nil {
+				mu.Lock()
+				bad = err
+				mu.Unlock()
 			}
 		}
 	})
@@ -290,6 +269,84 @@ func maxPoolIndices[T float](g poolGeom, xt tensor.Tensor) (tensor.Tensor, error
 		return nil, bad
 	}
 	return newTensor(tensor.Shape{g.n, g.c, g.oh, g.ow}, idx), nil
+}
+
+// maxPoolPlane writes into ip (oh·ow) the flat index, offset by base, of
+// the maximum of each window of g over the plane xp: the first maximum in
+// scan order, or a NaN (which ends the scan of its window row).
+func maxPoolPlane[T float](g poolGeom, xp []T, ip []int64, base int) error {
+	var bad error
+	for oi := 0; oi < g.oh; oi++ {
+		for oj := 0; oj < g.ow; oj++ {
+			best, arg := T(math.Inf(-1)), -1
+			for ki := 0; ki < g.y.k; ki++ {
+				ii := oi*g.y.s - g.y.pb + ki*g.y.d
+				if ii < 0 || ii >= g.h {
+					continue
+				}
+				for kj := 0; kj < g.x.k; kj++ {
+					jj := oj*g.x.s - g.x.pb + kj*g.x.d
+					if jj < 0 || jj >= g.w {
+						continue
+					}
+					if v := xp[ii*g.w+jj]; arg < 0 || v > best || v != v {
+						best, arg = v, ii*g.w+jj
+						if v != v {
+							break
+						}
+					}
+				}
+			}
+			if arg < 0 {
+				bad = fmt.Errorf("window (%d,%d) lies entirely in the padding", oi, oj)
+				arg = 0
+			}
+			ip[oi*g.ow+oj] = int64(base + arg)
+		}
+	}
+	return bad
+}
+
+// is2x2 reports whether g is a 2×2 window of stride 2, no dilation, whose
+// windows all lie inside the input (no padding taps): LeNet's and SegNet's
+// pooling, which maxPool2x2 runs.
+func (g poolGeom) is2x2() bool {
+	return g.y.k == 2 && g.x.k == 2 && g.y.s == 2 && g.x.s == 2 && g.y.d == 1 && g.x.d == 1 &&
+		g.y.pb == 0 && g.x.pb == 0 && 2*g.oh <= g.h && 2*g.ow <= g.w
+}
+
+// maxPool2x2 writes into ip (oh·ow) the flat index, offset by base, of the
+// maximum of each 2×2 window of the plane xp (width w). It picks exactly
+// what maxPoolIndices's general loop picks, NaN included: the window is
+// scanned row by row, a greater value or a NaN replaces the best, and a
+// NaN ends the scan of its row only.
+func maxPool2x2[T float](xp []T, ip []int64, w, oh, ow, base int) {
+	for oi := 0; oi < oh; oi++ {
+		r0 := 2 * oi * w
+		r1 := r0 + w
+		row0, row1 := xp[r0:r0+2*ow], xp[r1:r1+2*ow]
+		out := ip[oi*ow : (oi+1)*ow]
+		for oj := range out {
+			j := 2 * oj
+			best, arg := row0[j], r0+j
+			if best == best {
+				if v := row0[j+1]; v > best || v != v {
+					best, arg = v, r0+j+1
+				}
+			}
+			if v := row1[j]; v > best || v != v {
+				best, arg = v, r1+j
+				if v != v {
+					out[oj] = int64(base + arg)
+					continue
+				}
+			}
+			if v := row1[j+1]; v > best || v != v {
+				arg = r1 + j + 1
+			}
+			out[oj] = int64(base + arg)
+		}
+	}
 }
 
 func gatherK[T float](xt, it tensor.Tensor) (tensor.Tensor, error) {

@@ -1,0 +1,32 @@
+package backend
+
+import (
+	"runtime"
+	"sync"
+)
+
+// elemChunk is the fewest elements an element-wise kernel gives one
+// goroutine: below it, starting a goroutine costs more than it saves.
+const elemChunk = 1 << 14
+
+// parallelElems calls f on consecutive ranges [lo, hi) covering [0, n),
+// on up to GOMAXPROCS goroutines, each range at least elemChunk long. f
+// must treat elements independently: any split gives the same result.
+func parallelElems(n int, f func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n/elemChunk)
+	if w <= 1 {
+		f(0, n)
+		return
+	}
+	chunk := (n + w - 1) / w
+	var wg sync.WaitGroup
+	for lo := chunk; lo < n; lo += chunk {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			f(lo, hi)
+		}(lo, min(lo+chunk, n))
+	}
+	f(0, min(chunk, n))
+	wg.Wait()
+}
