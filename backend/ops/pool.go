@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/chewxy/hm"
 
@@ -177,9 +178,9 @@ func gather(name string, x, idx *gorgonia.Node) (*gorgonia.Node, error) {
 				func() (tensor.Tensor, error) { return gatherK[float64](in[0], in[1]) })
 		},
 		grads: []gradSpec{{deps: []int{1, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
-			return scatterInto(nil, in[1], in[0], xs)
+			return scatterPlanesInto(nil, in[1], in[0], xs)
 		}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
-			return scatterInto(buf, in[1], in[0], xs)
+			return scatterPlanesInto(buf, in[1], in[0], xs)
 		}}, {}},
 	}
 	return apply(op, x, idx)
@@ -366,6 +367,65 @@ func scatterInto(buf any, vt, it tensor.Tensor, s tensor.Shape) (tensor.Tensor, 
 	return dispatch(vt,
 		func() (tensor.Tensor, error) { return scatterK(vt, it, s, true, outBuf[float32](buf, s.TotalSize())) },
 		func() (tensor.Tensor, error) { return scatterK(vt, it, s, true, outBuf[float64](buf, s.TotalSize())) })
+}
+
+// scatterPlanesInto is scatterInto for MaxPool's gradient: vt and it are
+// [N, C, ...] and each (n, c) plane's indices point into the same plane of
+// the [N, C, ...] output s (as maxPoolIndices's do), so the planes are
+// scattered in parallel, each worker zeroing its own. Indices outside
+// their plane (impossible from maxPoolIndices) fall back to scatterInto.
+func scatterPlanesInto(buf any, vt, it tensor.Tensor, s tensor.Shape) (tensor.Tensor, error) {
+	vs := vt.Shape()
+	if len(s) < 2 || len(vs) < 2 || vs[0] != s[0] || vs[1] != s[1] {
+		return scatterInto(buf, vt, it, s)
+	}
+	t, err := dispatch(vt,
+		func() (tensor.Tensor, error) { return scatterPlanes(vt, it, s, outBufDirty[float32](buf, s.TotalSize())) },
+		func() (tensor.Tensor, error) { return scatterPlanes(vt, it, s, outBufDirty[float64](buf, s.TotalSize())) })
+	if t == nil && err == nil {
+		return scatterInto(buf, vt, it, s)
+	}
+	return t, err
+}
+
+// outBufDirty is buf when it is a []T of n values (contents undefined),
+// else a fresh []T.
+func outBufDirty[T float](buf any, n int) []T {
+	if b, ok := buf.([]T); ok && len(b) == n {
+		return b
+	}
+	return make([]T, n)
+}
+
+// scatterPlanes accumulates v at the flat positions idx of out (any
+// contents; every plane is zeroed first) plane by plane in parallel, as
+// scatterK with add=true does serially. It returns nil, nil when an index
+// lies outside its own plane.
+func scatterPlanes[T float](vt, it tensor.Tensor, s tensor.Shape, out []T) (tensor.Tensor, error) {
+	v, idx := data[T](vt), data[int64](it)
+	planes := s[0] * s[1]
+	plane, vplane := len(out)/planes, len(idx)/planes
+	var outside atomic.Bool
+	parallelFor(planes, func(_, lo, hi int) {
+		for p := lo; p < hi; p++ {
+			o := out[p*plane : (p+1)*plane]
+			clear(o)
+			base := int64(p * plane)
+			vp := v[p*vplane : (p+1)*vplane]
+			for i, j := range idx[p*vplane : (p+1)*vplane] {
+				j -= base
+				if j < 0 || j >= int64(plane) {
+					outside.Store(true)
+					return
+				}
+				o[j] += vp[i]
+			}
+		}
+	})
+	if outside.Load() {
+		return nil, nil
+	}
+	return newTensor(s, out), nil
 }
 
 // scatterK writes (add=false) or accumulates (add=true) vals at the flat

@@ -56,3 +56,60 @@ func TestMaxPool2x2MatchesGeneral(t *testing.T) {
 		})
 	}
 }
+
+// TestScatterPlanesMatchesScatter checks MaxPool's parallel gradient
+// scatter against the serial scatterK: bit-identical sums for indices
+// from maxPoolIndices (windows overlapping, so positions repeat), a dirty
+// output buffer, and the fallback for an index outside its plane.
+func TestScatterPlanesMatchesScatter(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	x := make([]float32, 4*3*9*9)
+	for i := range x {
+		x[i] = float32(r.Intn(3))
+	}
+	s := []int{4, 3, 9, 9}
+	g, err := newPoolGeom(s, PoolParams{Kernel: []int{3, 3}, Strides: []int{1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := maxPoolIndices[float32](g, newTensor(s, x))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := append([]int64{}, data[int64](it)...)
+	moved[5] = int64(len(x) - 1) // into the last plane
+	cases := []struct {
+		name string
+		idx  []int64
+	}{
+		{"maxpool indices", data[int64](it)},
+		{"outside its plane", moved},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := make([]float32, len(c.idx))
+			for i := range v {
+				v[i] = float32(r.NormFloat64())
+			}
+			vt, ixt := newTensor(it.Shape(), v), newTensor(it.Shape(), c.idx)
+			want, err := scatterK[float32](vt, ixt, s, true, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]float32, len(x))
+			for i := range buf {
+				buf[i] = 7 // dirty
+			}
+			got, err := scatterPlanesInto(buf, vt, ixt, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, gd := data[float32](want), data[float32](got)
+			for i := range w {
+				if math.Float32bits(w[i]) != math.Float32bits(gd[i]) {
+					t.Fatalf("element %d: %v, serial scatter %v", i, gd[i], w[i])
+				}
+			}
+		})
+	}
+}
