@@ -380,8 +380,12 @@ func scatterPlanesInto(buf any, vt, it tensor.Tensor, s tensor.Shape) (tensor.Te
 		return scatterInto(buf, vt, it, s)
 	}
 	t, err := dispatch(vt,
-		func() (tensor.Tensor, error) { return scatterPlanes(vt, it, s, outBufDirty[float32](buf, s.TotalSize())) },
-		func() (tensor.Tensor, error) { return scatterPlanes(vt, it, s, outBufDirty[float64](buf, s.TotalSize())) })
+		func() (tensor.Tensor, error) {
+			return scatterPlanes(vt, it, s, outBufDirty[float32](buf, s.TotalSize()))
+		},
+		func() (tensor.Tensor, error) {
+			return scatterPlanes(vt, it, s, outBufDirty[float64](buf, s.TotalSize()))
+		})
 	if t == nil && err == nil {
 		return scatterInto(buf, vt, it, s)
 	}
