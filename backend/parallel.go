@@ -12,8 +12,12 @@ const elemChunk = 1 << 14
 // parallelElems calls f on consecutive ranges [lo, hi) covering [0, n),
 // on up to GOMAXPROCS goroutines, each range at least elemChunk long. f
 // must treat elements independently: any split gives the same result.
-func parallelElems(n int, f func(lo, hi int)) {
-	w := min(runtime.GOMAXPROCS(0), n/elemChunk)
+func parallelElems(n int, f func(lo, hi int)) { parallelItems(n, 1, f) }
+
+// parallelItems is parallelElems for n items of per elements each: each
+// goroutine gets at least elemChunk elements.
+func parallelItems(n, per int, f func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n*max(per, 1)/elemChunk, n)
 	if w <= 1 {
 		f(0, n)
 		return

@@ -55,58 +55,76 @@ func lowerSoftmax(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 		return nil, err
 	}
 	logSm := n.GetOpType() == "LogSoftmax"
-	fwd := func(dst []float64, in [][]float64) {
-		src := in[0]
-		for o := 0; o < outer; o++ {
-			for j := 0; j < inner; j++ {
-				base := o*d*inner + j
-				mx := math.Inf(-1)
-				for k := 0; k < d; k++ {
-					mx = math.Max(mx, src[base+k*inner])
-				}
-				s := 0.0
-				for k := 0; k < d; k++ {
-					s += math.Exp(src[base+k*inner] - mx)
-				}
-				ls := math.Log(s)
-				for k := 0; k < d; k++ {
-					z := src[base+k*inner] - mx - ls
-					if logSm {
-						dst[base+k*inner] = z
-					} else {
-						dst[base+k*inner] = math.Exp(z)
-					}
-				}
-			}
-		}
-	}
+	fwd := func(dst []float64, in [][]float64) { softmaxForward(dst, in[0], outer, d, inner, logSm) }
 	bwd := func(_ int, dst []float64, _ [][]float64, y, g []float64) {
-		for o := 0; o < outer; o++ {
-			for j := 0; j < inner; j++ {
-				base := o*d*inner + j
-				s := 0.0
-				for k := 0; k < d; k++ {
-					i := base + k*inner
-					if logSm {
-						s += g[i]
-					} else {
-						s += g[i] * y[i]
-					}
-				}
-				for k := 0; k < d; k++ {
-					i := base + k*inner
-					if logSm {
-						dst[i] = g[i] - math.Exp(y[i])*s
-					} else {
-						dst[i] = y[i] * (g[i] - s)
-					}
-				}
-			}
-		}
+		softmaxBackward(dst, y, g, outer, d, inner, logSm)
 	}
-	node, err := b.kernel(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, bwd, nil)
+	fwd32 := func(dst []float32, in [][]float32) { softmaxForward(dst, in[0], outer, d, inner, logSm) }
+	bwd32 := func(_ int, dst []float32, _ [][]float32, y, g []float32) bool {
+		softmaxBackward(dst, y, g, outer, d, inner, logSm)
+		return true
+	}
+	node, err := b.kernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
 	return []*value{nodeValue(node)}, nil
+}
+
+// float is the element type of a kernel's data.
+type float interface{ ~float32 | ~float64 }
+
+// softmaxForward writes (Log)Softmax of src along d (outer × d × inner)
+// into dst, in float64 whatever T is (a float32 result is rounded once),
+// the outer·inner vectors split among goroutines.
+func softmaxForward[T float](dst, src []T, outer, d, inner int, logSm bool) {
+	parallelItems(outer*inner, d, func(lo, hi int) {
+		for it := lo; it < hi; it++ {
+			base := (it/inner)*d*inner + it%inner
+			mx := math.Inf(-1)
+			for k := 0; k < d; k++ {
+				mx = math.Max(mx, float64(src[base+k*inner]))
+			}
+			s := 0.0
+			for k := 0; k < d; k++ {
+				s += math.Exp(float64(src[base+k*inner]) - mx)
+			}
+			ls := math.Log(s)
+			for k := 0; k < d; k++ {
+				z := float64(src[base+k*inner]) - mx - ls
+				if logSm {
+					dst[base+k*inner] = T(z)
+				} else {
+					dst[base+k*inner] = T(math.Exp(z))
+				}
+			}
+		}
+	})
+}
+
+// softmaxBackward writes the gradient of (Log)Softmax with output y and
+// incoming gradient g into dst, as softmaxForward computes.
+func softmaxBackward[T float](dst, y, g []T, outer, d, inner int, logSm bool) {
+	parallelItems(outer*inner, d, func(lo, hi int) {
+		for it := lo; it < hi; it++ {
+			base := (it/inner)*d*inner + it%inner
+			s := 0.0
+			for k := 0; k < d; k++ {
+				i := base + k*inner
+				if logSm {
+					s += float64(g[i])
+				} else {
+					s += float64(g[i]) * float64(y[i])
+				}
+			}
+			for k := 0; k < d; k++ {
+				i := base + k*inner
+				if logSm {
+					dst[i] = T(float64(g[i]) - math.Exp(float64(y[i]))*s)
+				} else {
+					dst[i] = T(float64(y[i]) * (float64(g[i]) - s))
+				}
+			}
+		}
+	})
 }
