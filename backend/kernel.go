@@ -349,7 +349,7 @@ func (s *f64Scratch) get(n int) []float64 {
 		b = &nb
 	}
 	*b = (*b)[:n]
-	clear(*b)
+	clearPar(*b)
 	s.bufs = append(s.bufs, b)
 	return *b
 }
@@ -498,7 +498,7 @@ func outBuf32(buf []float32, n int) []float32 {
 	if len(buf) != n {
 		return make([]float32, n)
 	}
-	clear(buf)
+	clearPar(buf)
 	return buf
 }
 

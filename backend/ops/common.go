@@ -33,10 +33,33 @@ type intoFn func(buf any, in []tensor.Tensor) (tensor.Tensor, error)
 // outBuf is buf zeroed when it is a []T of n values, else a fresh []T.
 func outBuf[T float](buf any, n int) []T {
 	if b, ok := buf.([]T); ok && len(b) == n {
-		clear(b)
+		clearPar(b)
 		return b
 	}
 	return make([]T, n)
+}
+
+// clearMin is the fewest elements a goroutine of clearPar zeroes.
+const clearMin = 1 << 18
+
+// clearPar zeroes b, splitting a long b among GOMAXPROCS goroutines.
+func clearPar[T any](b []T) {
+	w := min(runtime.GOMAXPROCS(0), len(b)/clearMin)
+	if w <= 1 {
+		clear(b)
+		return
+	}
+	chunk := (len(b) + w - 1) / w
+	var wg sync.WaitGroup
+	for lo := chunk; lo < len(b); lo += chunk {
+		wg.Add(1)
+		go func(s []T) {
+			defer wg.Done()
+			clear(s)
+		}(b[lo:min(lo+chunk, len(b))])
+	}
+	clear(b[:chunk])
+	wg.Wait()
 }
 
 // gradSpec describes how to compute the gradient of one input of a fnOp.
