@@ -177,6 +177,12 @@ func gather(name string, x, idx *gorgonia.Node) (*gorgonia.Node, error) {
 				func() (tensor.Tensor, error) { return gatherK[float32](in[0], in[1]) },
 				func() (tensor.Tensor, error) { return gatherK[float64](in[0], in[1]) })
 		},
+		into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
+			n := in[1].Shape().TotalSize()
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return gatherInto(in[0], in[1], outBufDirty[float32](buf, n)) },
+				func() (tensor.Tensor, error) { return gatherInto(in[0], in[1], outBufDirty[float64](buf, n)) })
+		},
 		grads: []gradSpec{{deps: []int{1, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
 			return scatterPlanesInto(nil, in[1], in[0], xs)
 		}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
@@ -358,6 +364,34 @@ func gatherK[T float](xt, it tensor.Tensor) (tensor.Tensor, error) {
 			return nil, fmt.Errorf("index %d out of range [0, %d)", j, len(x))
 		}
 		out[i] = x[j]
+	}
+	return newTensor(it.Shape(), out), nil
+}
+
+// gatherInto is gatherK writing every element of out (len(idx) values,
+// any contents), in chunks of gatherChunk elements split among
+// goroutines.
+func gatherInto[T float](xt, it tensor.Tensor, out []T) (tensor.Tensor, error) {
+	const gatherChunk = 1 << 14
+	x, idx := data[T](xt), data[int64](it)
+	var (
+		mu  sync.Mutex
+		bad error
+	)
+	parallelFor((len(idx)+gatherChunk-1)/gatherChunk, func(_, lo, hi int) {
+		for i := lo * gatherChunk; i < min(hi*gatherChunk, len(idx)); i++ {
+			j := idx[i]
+			if j < 0 || int(j) >= len(x) {
+				mu.Lock()
+				bad = fmt.Errorf("index %d out of range [0, %d)", j, len(x))
+				mu.Unlock()
+				return
+			}
+			out[i] = x[j]
+		}
+	})
+	if bad != nil {
+		return nil, bad
 	}
 	return newTensor(it.Shape(), out), nil
 }

@@ -113,3 +113,57 @@ func TestScatterPlanesMatchesScatter(t *testing.T) {
 		})
 	}
 }
+
+// TestGatherIntoMatchesGather checks MaxPool's gather into a dirty buffer
+// (split among goroutines) against gatherK, and its out-of-range error.
+func TestGatherIntoMatchesGather(t *testing.T) {
+	r := rand.New(rand.NewSource(8))
+	x := make([]float32, 1000)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	long := make([]int64, 3<<14+5)
+	for i := range long {
+		long[i] = int64(r.Intn(len(x)))
+	}
+	bad := append([]int64{}, long...)
+	bad[len(bad)-1] = -1
+	cases := []struct {
+		name    string
+		idx     []int64
+		wantErr bool
+	}{
+		{"short", long[:7], false},
+		{"split", long, false},
+		{"out of range", bad, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			xt, it := newTensor([]int{len(x)}, x), newTensor([]int{len(c.idx)}, c.idx)
+			buf := make([]float32, len(c.idx))
+			for i := range buf {
+				buf[i] = 7
+			}
+			got, err := gatherInto(xt, it, buf)
+			if c.wantErr {
+				if err == nil {
+					t.Fatal("no error for an index out of range")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := gatherK[float32](xt, it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, g := data[float32](want), data[float32](got)
+			for i := range w {
+				if math.Float32bits(w[i]) != math.Float32bits(g[i]) {
+					t.Fatalf("element %d: %v, gatherK %v", i, g[i], w[i])
+				}
+			}
+		})
+	}
+}
