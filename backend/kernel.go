@@ -66,6 +66,9 @@ type kernelOp struct {
 	// others are passed as nil, and the executor does not keep them alive
 	// for the backward passes. nil: all of them.
 	gradReads []bool
+	// fills, when set, says that fwd32 and bwd32 write every element of
+	// dst, so a reused buffer is not zeroed first.
+	fills bool
 }
 
 // kernel adds a kernelOp node computing out from ins. diff says which
@@ -137,7 +140,7 @@ func (op *kernelOp) doInto(buf []float32, vals []G.Value) (v G.Value, used []flo
 	if op.dt == tensor.Float32 && op.fwd32 != nil {
 		var arr [4][]float32
 		if in, ok := readF32(arr[:0], vals, op.ins); ok {
-			dst := outBuf32(buf, numel(op.out))
+			dst := outBuf32For(buf, numel(op.out), op.fills)
 			op.fwd32(dst, in)
 			return makeValue32(op.out, dst), dst, nil
 		}
@@ -246,7 +249,7 @@ func (op *kernelGradOp) doInto(buf []float32, vals []G.Value) (v G.Value, used [
 		var arr [6][]float32
 		if all, ok := readF32(arr[:0], vals, shapes); ok {
 			n := len(p.ins)
-			dst := outBuf32(buf, numel(p.ins[op.k]))
+			dst := outBuf32For(buf, numel(p.ins[op.k]), p.fills)
 			if p.bwd32(op.k, dst, all[:n], all[n], all[n+1]) {
 				return makeValue32(p.ins[op.k], dst), dst, nil
 			}
@@ -500,6 +503,15 @@ func outBuf32(buf []float32, n int) []float32 {
 	}
 	clearPar(buf)
 	return buf
+}
+
+// outBuf32For is outBuf32, leaving a reused buf as it is when the kernel
+// fills every element.
+func outBuf32For(buf []float32, n int, fills bool) []float32 {
+	if fills && len(buf) == n {
+		return buf
+	}
+	return outBuf32(buf, n)
 }
 
 // makeValue32 wraps float32 data (row-major, shape s) as a Gorgonia value:

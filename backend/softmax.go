@@ -68,6 +68,9 @@ func lowerSoftmax(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	if err != nil {
 		return nil, err
 	}
+	if op, ok := node.Op().(*kernelOp); ok {
+		op.fills = true
+	}
 	return []*value{nodeValue(node)}, nil
 }
 

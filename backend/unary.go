@@ -65,6 +65,9 @@ func (b *builder) unary(n *onnxpb.NodeProto, in []*value, f func(x float64) floa
 	if err != nil {
 		return nil, err
 	}
+	if op, ok := r.Op().(*kernelOp); ok {
+		op.fills = true
+	}
 	return []*value{nodeValue(r)}, nil
 }
 
