@@ -86,13 +86,49 @@ func lowerLeakyRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 }
 
 func lowerSigmoid(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	return b.unaryOut(n, in, func(x float64) float64 {
-		if x >= 0 {
-			return 1 / (1 + math.Exp(-x))
+	v, err := b.unaryOut(n, in, sigmoid64, func(y float64) float64 { return y * (1 - y) })
+	if err != nil || v[0].isConst() {
+		return v, err
+	}
+	if op, ok := v[0].n.Op().(*kernelOp); ok {
+		op.fwd32, op.bwd32 = sigmoidFwd32, sigmoidBwd32
+	}
+	return v, nil
+}
+
+// sigmoid64 is the logistic function, without overflow for either sign.
+func sigmoid64(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+// sigmoidFwd32 is Sigmoid's forward32Func with sigmoid64 called directly
+// (the generic unary one calls it through a closure): the same values.
+func sigmoidFwd32(dst []float32, in [][]float32) {
+	x := in[0][:len(dst)]
+	parallelElems(len(dst), func(lo, hi int) {
+		d := dst[lo:hi]
+		for i, v := range x[lo:hi] {
+			d[i] = float32(sigmoid64(float64(v)))
 		}
-		e := math.Exp(x)
-		return e / (1 + e)
-	}, func(y float64) float64 { return y * (1 - y) })
+	})
+}
+
+// sigmoidBwd32 is Sigmoid's backward32Func reading y only: g·y·(1−y) in
+// float64, rounded once, as the generic unary one computes it.
+func sigmoidBwd32(_ int, dst []float32, _ [][]float32, out, g []float32) bool {
+	out, g = out[:len(dst)], g[:len(dst)]
+	parallelElems(len(dst), func(lo, hi int) {
+		d, gg := dst[lo:hi], g[lo:hi]
+		for i, y32 := range out[lo:hi] {
+			y := float64(y32)
+			d[i] = float32(float64(gg[i]) * (y * (1 - y)))
+		}
+	})
+	return true
 }
 
 func lowerTanh(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {

@@ -55,3 +55,57 @@ func TestRelu32MatchesFloat64(t *testing.T) {
 		})
 	}
 }
+
+// TestSigmoid32MatchesFloat64 checks Sigmoid's float32 kernels against the
+// float64 formula rounded once, as TestRelu32MatchesFloat64 does Relu's.
+func TestSigmoid32MatchesFloat64(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 20, -20, 90, -90, 1e-45, inf, -inf, nan}
+	r := rand.New(rand.NewSource(7))
+	long := make([]float32, 3*elemChunk+7)
+	for i := range long {
+		long[i] = float32(8 * r.NormFloat64())
+	}
+	cases := []struct {
+		name string
+		x    []float32
+	}{
+		{"special", special},
+		{"split", long},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n := len(c.x)
+			y := make([]float32, n)
+			sigmoidFwd32(y, [][]float32{c.x})
+			g := make([]float32, n)
+			for i := range g {
+				g[i] = float32(r.NormFloat64())
+			}
+			g[0] = inf
+			dx := make([]float32, n)
+			if !sigmoidBwd32(0, dx, [][]float32{nil}, y, g) {
+				t.Fatal("sigmoidBwd32 declined")
+			}
+			for i, v := range c.x {
+				x := float64(v)
+				var want float64
+				if x >= 0 {
+					want = 1 / (1 + math.Exp(-x))
+				} else {
+					e := math.Exp(x)
+					want = e / (1 + e)
+				}
+				wantY := float32(want)
+				yy := float64(y[i])
+				wantDx := float32(float64(g[i]) * (yy * (1 - yy)))
+				if math.Float32bits(y[i]) != math.Float32bits(wantY) && !(y[i] != y[i] && wantY != wantY) {
+					t.Fatalf("sigmoid(%v) = %v, float64 formula %v", v, y[i], wantY)
+				}
+				if math.Float32bits(dx[i]) != math.Float32bits(wantDx) && !(dx[i] != dx[i] && wantDx != wantDx) {
+					t.Fatalf("sigmoid'·%v at %v = %v, float64 formula %v", g[i], v, dx[i], wantDx)
+				}
+			}
+		})
+	}
+}
