@@ -92,16 +92,16 @@ func BatchNorm(x, scale, b, mean, variance *gorgonia.Node, p BatchNormParams) (*
 	n := xs.TotalSize()
 	evalFwd := func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 		return dispatch(in[0],
-			func() (tensor.Tensor, error) { return bnEvalFwd(in, eps, outBuf[float32](buf, n)), nil },
-			func() (tensor.Tensor, error) { return bnEvalFwd(in, eps, outBuf[float64](buf, n)), nil })
+			func() (tensor.Tensor, error) { return bnEvalFwd(in, eps, outBufDirty[float32](buf, n)), nil },
+			func() (tensor.Tensor, error) { return bnEvalFwd(in, eps, outBufDirty[float64](buf, n)), nil })
 	}
 	evalGradX := func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 		return dispatch(in[0],
 			func() (tensor.Tensor, error) {
-				return bnEvalGradX(in[0], in[1], in[2], eps, outBuf[float32](buf, n)), nil
+				return bnEvalGradX(in[0], in[1], in[2], eps, outBufDirty[float32](buf, n)), nil
 			},
 			func() (tensor.Tensor, error) {
-				return bnEvalGradX(in[0], in[1], in[2], eps, outBuf[float64](buf, n)), nil
+				return bnEvalGradX(in[0], in[1], in[2], eps, outBufDirty[float64](buf, n)), nil
 			})
 	}
 	op := &fnOp{

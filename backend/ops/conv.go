@@ -87,10 +87,10 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 			n := g.n * g.m * g.outPlane
 			return dispatch(in[0],
 				func() (tensor.Tensor, error) {
-					return convForward(g, sc, in[0], in[1], bias, outBuf[float32](buf, n)), nil
+					return convForward(g, sc, in[0], in[1], bias, outBufDirty[float32](buf, n)), nil
 				},
 				func() (tensor.Tensor, error) {
-					return convForward(g, sc, in[0], in[1], bias, outBuf[float64](buf, n)), nil
+					return convForward(g, sc, in[0], in[1], bias, outBufDirty[float64](buf, n)), nil
 				})
 		},
 		grads: []gradSpec{
@@ -474,7 +474,8 @@ func getScratch[T float](s *scratch, n int) *[]T {
 	return &b
 }
 
-// convForward writes the convolution into out (zeroed, n·m·oH·oW).
+// convForward writes the convolution into out (n·m·oH·oW, any contents:
+// every element is written, the products run with beta 0).
 func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out []T) tensor.Tensor {
 	x, w := data[T](xt), data[T](wt)
 	var b []T

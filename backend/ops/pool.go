@@ -427,7 +427,8 @@ func scatterPlanesInto(buf any, vt, it tensor.Tensor, s tensor.Shape) (tensor.Te
 }
 
 // outBufDirty is buf when it is a []T of n values (contents undefined),
-// else a fresh []T.
+// else a fresh []T: for kernels that write every element (Conv's forward
+// pass, BatchNorm's affine maps, MaxPool's gather).
 func outBufDirty[T float](buf any, n int) []T {
 	if b, ok := buf.([]T); ok && len(b) == n {
 		return b
