@@ -10,6 +10,8 @@ import (
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
 )
 
 // ConvParams are the attributes of ONNX Conv. The zero value means stride 1,
@@ -590,6 +592,12 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 	}
 	colSize := g.colRows * g.colCols
 	band := g.bandRows()
+	var offs []int // the taps' wide rows, when used (see tapOffsets)
+	if cols == nil && WideGradW && fgemm.Accelerated() {
+		if _, ok := any(x).([]float32); ok && allFinite(x) {
+			offs = g.tapOffsets()
+		}
+	}
 	parallelFor(g.n, func(wk, lo, hi int) {
 		d := dw
 		if wk > 0 {
@@ -598,7 +606,12 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 			clear(d)
 		}
 		var col []T
-		if !g.direct && cols == nil {
+		switch {
+		case offs != nil:
+			buf := getScratch[T](&colScratch, g.mg*g.wideLen())
+			defer colScratch.pool.Put(buf)
+			col = *buf
+		case !g.direct && cols == nil:
 			buf := getScratch[T](&colScratch, g.colRows*band*g.ow)
 			defer colScratch.pool.Put(buf)
 			col = *buf
@@ -614,6 +627,12 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 				case cols != nil:
 					c := cols[(n*g.g+gi)*colSize:][:colSize]
 					mul(false, true, g.mg, g.colRows, g.colCols, gyg, g.colCols, c, g.colCols, 1, dwg, g.colRows)
+				case offs != nil:
+					l := g.wideLen()
+					padRows(&g, gyg, col, l)
+					if !fgemm.SdotRows(g.mg, g.colRows, l, any(col).([]float32), l, any(xg).([]float32), offs, any(dwg).([]float32), g.colRows) {
+						panic("ops: Conv weight gradient: no dot kernel") // offs is nil then
+					}
 				default:
 					for r0 := 0; r0 < g.oh; r0 += band {
 						r1 := min(g.oh, r0+band)
@@ -636,6 +655,67 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 		colScratch.pool.Put(a)
 	}
 	return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
+}
+
+// WideGradW enables the weight gradient's wide rows (tapOffsets) for
+// float32 convolutions whose im2col matrices are not cached; tests turn
+// it off to compare with the banded im2col.
+var WideGradW = true
+
+// wideLen is L = (oH−1)·W + oW, the length of g's wide rows.
+func (g *convGeom) wideLen() int { return (g.oh-1)*g.w + g.ow }
+
+// tapOffsets returns, for a convolution of stride 1 without padding, the
+// offset in one group's input planes of each tap's wide row, nil for
+// other g (and a direct one). With t = oi·W + oj, output (oi, oj) reads
+// tap (c, ki, kj) at c·H·W + ki·dH·W + kj·dW + t, so the tap's im2col row
+// is the contiguous wide row of wideLen values from that offset, read at
+// the t with t mod W < oW. The weight gradient Σ_t gy[m, t]·row[t] is
+// then one dot product per (filter, tap) over the input planes in place,
+// with gy spread to width W and zeros at the other t (padRows): no
+// im2col copies, which dominate LeNet's first layer (81 taps × 28 rows
+// of 28 values per sample).
+func (g *convGeom) tapOffsets() []int {
+	if g.direct || g.y.s != 1 || g.x.s != 1 || g.y.pb != 0 || g.x.pb != 0 || g.y.pe != 0 || g.x.pe != 0 {
+		return nil
+	}
+	offs := make([]int, 0, g.colRows)
+	for c := 0; c < g.cg; c++ {
+		for ki := 0; ki < g.kh; ki++ {
+			for kj := 0; kj < g.kw; kj++ {
+				offs = append(offs, c*g.inPlane+ki*g.y.d*g.w+kj*g.x.d)
+			}
+		}
+	}
+	return offs
+}
+
+// padRows spreads one group's output gradient gy (mg × oH·oW) to rows of
+// width W in pad (mg × l, l = wideLen): gy[m, oi, oj] at oi·W + oj, zero
+// elsewhere, so that the wide rows' extra values (finite: allFinite) add
+// exact zeros.
+func padRows[T float](g *convGeom, gy, pad []T, l int) {
+	for m := 0; m < g.mg; m++ {
+		row := pad[m*l : (m+1)*l]
+		src := gy[m*g.outPlane : (m+1)*g.outPlane]
+		for oi := 0; oi < g.oh; oi++ {
+			copy(row[oi*g.w:oi*g.w+g.ow], src[oi*g.ow:(oi+1)*g.ow])
+			if oi+1 < g.oh {
+				clear(row[oi*g.w+g.ow : (oi+1)*g.w])
+			}
+		}
+	}
+}
+
+// allFinite reports whether x holds no NaN or infinity (a wide row's
+// extra values times zero would otherwise add NaN).
+func allFinite[T float](x []T) bool {
+	for _, v := range x {
+		if v-v != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // gemmFor picks the matrix product for a convolution over n samples:

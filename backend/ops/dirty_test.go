@@ -51,3 +51,75 @@ func TestConvForwardDirtyBuffer(t *testing.T) {
 		})
 	}
 }
+
+// TestConvGradWWideRows checks the weight gradient over wide rows
+// (tapOffsets, SdotRows) against the banded im2col one: equal to float32
+// round-off for convolutions of stride 1 without padding, bit-identical
+// where the wide rows do not apply (padding, stride) or the input holds
+// an infinity (they would add 0·∞).
+func TestConvGradWWideRows(t *testing.T) {
+	cases := []struct {
+		name  string
+		x, w  []int
+		p     ConvParams
+		inf   bool
+		exact bool
+	}{
+		{"lenet conv1", []int{3, 1, 36, 36}, []int{10, 1, 9, 9}, ConvParams{}, false, false},
+		{"channels dilated", []int{2, 3, 11, 12}, []int{4, 3, 3, 2}, ConvParams{Dilations: []int{2, 3}}, false, false},
+		{"grouped", []int{2, 4, 7, 7}, []int{6, 2, 3, 3}, ConvParams{Group: 2}, false, false},
+		{"infinite input", []int{2, 1, 10, 10}, []int{3, 1, 3, 3}, ConvParams{}, true, true},
+		{"padded", []int{2, 2, 8, 8}, []int{3, 2, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}, false, true},
+		{"strided", []int{2, 2, 9, 9}, []int{3, 2, 3, 3}, ConvParams{Strides: []int{2, 2}}, false, true},
+	}
+	r := rand.New(rand.NewSource(10))
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rnd := func(s []int) tensor.Tensor {
+				d := make([]float32, tensor.Shape(s).TotalSize())
+				for i := range d {
+					d[i] = float32(r.NormFloat64())
+				}
+				return newTensor(tensor.Shape(s), d)
+			}
+			if (g.tapOffsets() != nil) != (!c.exact || c.inf) {
+				t.Fatalf("tapOffsets %v for %v", g.tapOffsets(), g)
+			}
+			x, gy := rnd(c.x), rnd([]int{g.n, g.m, g.oh, g.ow})
+			if c.inf {
+				data[float32](x)[5] = float32(math.Inf(1))
+			}
+			grad := func(wide bool, x, gy tensor.Tensor) []float32 {
+				defer func(v bool) { WideGradW = v }(WideGradW)
+				WideGradW = wide
+				return data[float32](convGradWInto(g, newConvScratch(), x, gy, make([]float32, g.m*g.colRows)))
+			}
+			abs := func(t tensor.Tensor) tensor.Tensor {
+				d := append([]float32{}, data[float32](t)...)
+				for i, v := range d {
+					d[i] = float32(math.Abs(float64(v)))
+				}
+				return newTensor(t.Shape(), d)
+			}
+			banded, wide := grad(false, x, gy), grad(true, x, gy)
+			// Σ|gy|·|x| over each weight's products bounds the round-off.
+			bound := grad(false, abs(x), abs(gy))
+			for i := range banded {
+				b, w := float64(banded[i]), float64(wide[i])
+				if c.exact {
+					if math.Float32bits(banded[i]) != math.Float32bits(wide[i]) && !(b != b && w != w) {
+						t.Fatalf("dW[%d] = %v, banded im2col %v (expected the same bits)", i, w, b)
+					}
+					continue
+				}
+				if math.Abs(b-w) > 2e-6*float64(bound[i]) {
+					t.Fatalf("dW[%d] = %v, banded im2col %v (bound Σ|gy|·|x| = %v)", i, w, b, bound[i])
+				}
+			}
+		})
+	}
+}

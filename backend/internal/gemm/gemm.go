@@ -155,6 +155,61 @@ func dots(kr *kernel, m, n, k int, alpha float32, a []float32, lda int, b []floa
 	}
 }
 
+// SdotRows adds a·bᵀ to c (m×n, row stride ldc) where row i of a is
+// a[i·lda:][:k] and row j of b is b[boff[j]:][:k], rows of b that may
+// overlap (a convolution's taps read shifted windows of one plane), as
+// the dot-product kernel computes it. It returns false, doing nothing,
+// when the CPU has no dot kernel (the caller then forms b's rows
+// itself). It panics when a row lies outside its slice.
+func SdotRows(m, n, k int, a []float32, lda int, b []float32, boff []int, c []float32, ldc int) bool {
+	if !Accelerated() || active.dot == nil {
+		return false
+	}
+	if m < 0 || n < 0 || k < 1 || len(boff) < n || lda < k || ldc < n {
+		panic(fmt.Sprintf("gemm: SdotRows: m=%d n=%d k=%d lda=%d ldc=%d with %d row offsets", m, n, k, lda, ldc, len(boff)))
+	}
+	if m == 0 || n == 0 {
+		return true
+	}
+	if len(a) < (m-1)*lda+k || len(c) < (m-1)*ldc+n {
+		panic(fmt.Sprintf("gemm: SdotRows: len(a) = %d, len(c) = %d too short", len(a), len(c)))
+	}
+	for _, o := range boff[:n] {
+		if o < 0 || o+k > len(b) {
+			panic(fmt.Sprintf("gemm: SdotRows: row of b at %d (k=%d) outside len(b) = %d", o, k, len(b)))
+		}
+	}
+	kr := active
+	var t [12]float32
+	var ar [3]int
+	var br [4]int
+	for i0 := 0; i0 < m; i0 += 3 {
+		h := min(3, m-i0)
+		for i := range ar {
+			ar[i] = (i0 + min(i, h-1)) * lda
+		}
+		for j0 := 0; j0 < n; j0 += 4 {
+			w := min(4, n-j0)
+			for j := range br {
+				br[j] = boff[j0+min(j, w-1)]
+			}
+			if h == 3 && w == 4 {
+				kr.dot(k, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &c[i0*ldc+j0], ldc, 1)
+				continue
+			}
+			t = [12]float32{}
+			kr.dot(k, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &t[0], 4, 1)
+			for i := 0; i < h; i++ {
+				row := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+w]
+				for j := range row {
+					row[j] += t[4*i+j]
+				}
+			}
+		}
+	}
+	return true
+}
+
 // SgemmParallel is Sgemm with the columns of c split among up to workers
 // goroutines (each at least a few micro-panels wide); workers <= 1 or a
 // small product (under 2M multiply-adds, where starting goroutines costs
