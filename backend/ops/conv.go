@@ -340,7 +340,9 @@ var colScratch scratch
 // weight gradient runs once per task after one forward pass, so it reads
 // the kept matrices instead of recomputing them m times. Above the limits
 // (large inputs such as MTAN's) nothing is kept and the gradient
-// recomputes them, band by band. Each op that keeps matrices also keeps a
+// recomputes them, band by band. Float32 convolutions of stride 1
+// without padding keep nothing: their weight gradient reads the input in
+// place (wideRows). Each op that keeps matrices also keeps a
 // copy of its input X (N·C·H·W values) to check the cache; both stay
 // allocated with the op between steps and are reused.
 var (
@@ -405,11 +407,11 @@ func sameBits[T float](a, b []T) bool {
 // or 0 when g does not cache them (a direct convolution, or above
 // ColCacheLimit).
 func cacheSize[T float](g *convGeom) int {
-	if g.direct {
+	var z T
+	if g.direct || wideRows[T](g) {
 		return 0
 	}
 	n := g.n * g.g * g.colRows * g.colCols
-	var z T
 	if n*int(unsafe.Sizeof(z)) > ColCacheLimit {
 		return 0
 	}
@@ -593,10 +595,8 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 	colSize := g.colRows * g.colCols
 	band := g.bandRows()
 	var offs []int // the taps' wide rows, when used (see tapOffsets)
-	if cols == nil && WideGradW && fgemm.Accelerated() {
-		if _, ok := any(x).([]float32); ok && allFinite(x) {
-			offs = g.tapOffsets()
-		}
+	if cols == nil && wideRows[T](&g) && allFinite(x) {
+		offs = g.tapOffsets()
 	}
 	parallelFor(g.n, func(wk, lo, hi int) {
 		d := dw
@@ -661,6 +661,15 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 // float32 convolutions whose im2col matrices are not cached; tests turn
 // it off to compare with the banded im2col.
 var WideGradW = true
+
+// wideRows reports whether the weight gradient of g reads wide rows
+// (tapOffsets) instead of im2col matrices, which the forward pass then
+// does not cache: float32 with a dot kernel, stride 1, no padding.
+func wideRows[T float](g *convGeom) bool {
+	var z T
+	_, f32 := any(z).(float32)
+	return f32 && WideGradW && fgemm.Accelerated() && g.tapOffsets() != nil
+}
 
 // wideLen is L = (oH−1)·W + oW, the length of g's wide rows.
 func (g *convGeom) wideLen() int { return (g.oh-1)*g.w + g.ow }
