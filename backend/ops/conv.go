@@ -657,18 +657,31 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 	return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
 }
 
-// WideGradW enables the weight gradient's wide rows (tapOffsets) for
-// float32 convolutions whose im2col matrices are not cached; tests turn
-// it off to compare with the banded im2col.
+// WideGradW enables the weight gradient's wide rows (tapOffsets, see
+// wideRows); tests turn it off to compare with the banded im2col.
 var WideGradW = true
+
+// wideMaxPlanes bounds, in values, one group's input planes that the
+// wide rows' dot products read again for every three filters: they
+// should stay in L2 (as gemm's dotMaxB).
+const wideMaxPlanes = 1 << 18
 
 // wideRows reports whether the weight gradient of g reads wide rows
 // (tapOffsets) instead of im2col matrices, which the forward pass then
-// does not cache: float32 with a dot kernel, stride 1, no padding.
+// does not cache: float32 with a dot kernel, stride 1, no padding, one
+// group's input planes within wideMaxPlanes and its spread output
+// gradient (padRows) within ColBandElems.
 func wideRows[T float](g *convGeom) bool {
 	var z T
 	_, f32 := any(z).(float32)
-	return f32 && WideGradW && fgemm.Accelerated() && g.tapOffsets() != nil
+	return f32 && WideGradW && fgemm.Accelerated() && g.unitUnpadded() &&
+		g.cg*g.inPlane <= wideMaxPlanes && g.mg*g.wideLen() <= ColBandElems
+}
+
+// unitUnpadded reports whether g has stride 1, no padding and is not
+// direct: what tapOffsets needs.
+func (g *convGeom) unitUnpadded() bool {
+	return !g.direct && g.y.s == 1 && g.x.s == 1 && g.y.pb == 0 && g.x.pb == 0 && g.y.pe == 0 && g.x.pe == 0
 }
 
 // wideLen is L = (oH−1)·W + oW, the length of g's wide rows.
@@ -685,7 +698,7 @@ func (g *convGeom) wideLen() int { return (g.oh-1)*g.w + g.ow }
 // im2col copies, which dominate LeNet's first layer (81 taps × 28 rows
 // of 28 values per sample).
 func (g *convGeom) tapOffsets() []int {
-	if g.direct || g.y.s != 1 || g.x.s != 1 || g.y.pb != 0 || g.x.pb != 0 || g.y.pe != 0 || g.x.pe != 0 {
+	if !g.unitUnpadded() {
 		return nil
 	}
 	offs := make([]int, 0, g.colRows)
