@@ -247,8 +247,9 @@ func TestFrontDivergedWritesNothing(t *testing.T) {
 
 // TestFrontDefaultsFromScratch: front on an ONNX model resolves the
 // defaults that train from scratch (README, issue 13): Adam 1e-3, or SGD
-// with momentum 0.9 and lr 0.03, and the threshold capped at 100 times its
-// warm-up value; --problem keeps the paper's plain steps and threshold.
+// with momentum 0.9 and lr 0.06, the threshold capped at 100 times its
+// warm-up value and the trade test at M = 10; --problem keeps the paper's
+// plain steps, threshold and free steps.
 func TestFrontDefaultsFromScratch(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "lenet2.onnx")
@@ -263,13 +264,13 @@ func TestFrontDefaultsFromScratch(t *testing.T) {
 		want map[string]any // fields of the log's config line; nil: absent
 	}{
 		{"adam", append([]string{model, "--data", train, "--batch", "8"}, lenetTaskArgs...),
-			map[string]any{"optimizer": "adam", "lr": 1e-3, "momentum": nil, "threshold_cap": 100.0}},
+			map[string]any{"optimizer": "adam", "lr": 1e-3, "momentum": nil, "threshold_cap": 100.0, "max_tradeoff": 10.0}},
 		{"sgd", append([]string{model, "--data", train, "--batch", "8", "--optimizer", "sgd"}, lenetTaskArgs...),
-			map[string]any{"optimizer": "sgd", "lr": 0.03, "momentum": 0.9, "threshold_cap": 100.0}},
+			map[string]any{"optimizer": "sgd", "lr": 0.06, "momentum": 0.9, "threshold_cap": 100.0, "max_tradeoff": 10.0}},
 		{"sgd, momentum off", append([]string{model, "--data", train, "--batch", "8", "--optimizer", "sgd", "--momentum", "0"}, lenetTaskArgs...),
-			map[string]any{"optimizer": "sgd", "lr": 0.03, "momentum": nil}},
+			map[string]any{"optimizer": "sgd", "lr": 0.06, "momentum": nil}},
 		{"synthetic", []string{"--problem", "exp2"},
-			map[string]any{"optimizer": "sgd", "lr": 0.005, "momentum": nil, "threshold_cap": nil}},
+			map[string]any{"optimizer": "sgd", "lr": 0.005, "momentum": nil, "threshold_cap": nil, "max_tradeoff": nil}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := filepath.Join(dir, tc.name+".jsonl")

@@ -42,6 +42,7 @@ type Config struct {
 	Gamma           *float64       `json:"gamma,omitempty"`
 	Discount        *float64       `json:"discount,omitempty"`
 	ThresholdCap    float64        `json:"threshold_cap,omitempty"`
+	MaxTradeoff     float64        `json:"max_tradeoff,omitempty"`
 	Weights         []float64      `json:"weights,omitempty"`
 	Preference      [][]float64    `json:"preference,omitempty"`   // "epo": each model's preference r
 	FirstMethod     string         `json:"first_method,omitempty"` // png.Staged: the method of the first FirstSteps steps

@@ -117,7 +117,7 @@ func describeMethod(cfg *Config, m png.Method, tasks int) {
 		alpha, gamma, discount := orDefault(ps.Alpha, png.DefaultAlpha), orDefault(ps.Gamma, png.DefaultGamma),
 			orDefault(ps.Discount, png.DefaultDiscount)
 		cfg.Method, cfg.Alpha, cfg.Gamma, cfg.Discount = "png", &alpha, &gamma, &discount
-		cfg.ThresholdCap = ps.ThresholdCap
+		cfg.ThresholdCap, cfg.MaxTradeoff = ps.ThresholdCap, ps.MaxTradeoff
 	case png.MGD, *png.MGD:
 		cfg.Method = "mgd"
 	case png.Linear:
