@@ -50,9 +50,24 @@ func TestRunMultiWeakEnd(t *testing.T) {
 			}
 			s := finetune.Settings{Method: png.PNG{Settings: png.Settings{MaxTradeoff: M}}, Multi: E,
 				Optimizer: o.opt, Momentum: o.mom, LR: 0.01, Steps: 3000, DivergeFactor: -1}
-			res, err := finetune.RunMulti(context.Background(), ps, nil, nil, &s, nil)
+			var improper, held int
+			count := recorderFunc(func(st *finetune.Step) error {
+				for _, p := range st.Points {
+					if p.Info.Improper {
+						improper++
+					}
+					if p.Info.Held {
+						held++
+					}
+				}
+				return nil
+			})
+			res, err := finetune.RunMulti(context.Background(), ps, nil, nil, &s, count)
 			if err != nil {
 				t.Fatalf("%s, M = %g: %v", o.name, M, err)
+			}
+			if (M == 0) != (improper == 0) || held > improper {
+				t.Errorf("%s, M = %g: %d improper and %d held model-steps; want improper ones only with the trade test, held among them", o.name, M, improper, held)
 			}
 			worst := 0.0
 			for _, p := range res.Points {
