@@ -34,4 +34,17 @@
 // follow the gradient scale down as training converges, but exploding
 // gradients cannot raise it and switch the control off far from the front
 // (RobustThresholdCap; the default, 0, is the paper's e = γ·ē).
+//
+// With Settings.MaxTradeoff = M > 0, a free step (control off) is taken
+// only when it is a proper trade: to first order it raises the task losses
+// by at most M times what it lowers them (TradeOK). g ≈ 0 wherever one
+// task's gradient has vanished, however bad the others are (a weakly
+// Pareto-optimal point), and there a criterion that wants that task lower,
+// the energy at an end of the front, can only raise the others; an
+// improper free step turns the control on instead (Info.Improper), and
+// where even that has no solution, at a Pareto-stationary point with
+// opposing gradients, the point holds still (Info.Held). A momentum or
+// Adam caller tests the optimizer's update (PNG.ImproperUpdate).
+// RobustMaxTradeoff is the value front and tune use; 0, the default, is
+// the paper's method.
 package png
