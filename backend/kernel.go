@@ -10,6 +10,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/backend/ops"
 )
 
 // gnode is a node of the Gorgonia graph under construction.
@@ -352,7 +354,7 @@ func (s *f64Scratch) get(n int) []float64 {
 		b = &nb
 	}
 	*b = (*b)[:n]
-	clearPar(*b)
+	ops.ClearPar(*b)
 	s.bufs = append(s.bufs, b)
 	return *b
 }
@@ -501,7 +503,7 @@ func outBuf32(buf []float32, n int) []float32 {
 	if len(buf) != n {
 		return make([]float32, n)
 	}
-	clearPar(buf)
+	ops.ClearPar(buf)
 	return buf
 }
 

@@ -35,25 +35,3 @@ func parallelItems(n, per int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// clearMin is the fewest elements a goroutine of clearPar zeroes.
-const clearMin = 1 << 18
-
-// clearPar zeroes b, splitting a long b among GOMAXPROCS goroutines.
-func clearPar[T any](b []T) {
-	w := min(runtime.GOMAXPROCS(0), len(b)/clearMin)
-	if w <= 1 {
-		clear(b)
-		return
-	}
-	chunk := (len(b) + w - 1) / w
-	var wg sync.WaitGroup
-	for lo := chunk; lo < len(b); lo += chunk {
-		wg.Add(1)
-		go func(s []T) {
-			defer wg.Done()
-			clear(s)
-		}(b[lo:min(lo+chunk, len(b))])
-	}
-	clear(b[:chunk])
-	wg.Wait()
-}

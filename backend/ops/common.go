@@ -33,17 +33,17 @@ type intoFn func(buf any, in []tensor.Tensor) (tensor.Tensor, error)
 // outBuf is buf zeroed when it is a []T of n values, else a fresh []T.
 func outBuf[T float](buf any, n int) []T {
 	if b, ok := buf.([]T); ok && len(b) == n {
-		clearPar(b)
+		ClearPar(b)
 		return b
 	}
 	return make([]T, n)
 }
 
-// clearMin is the fewest elements a goroutine of clearPar zeroes.
+// clearMin is the fewest elements a goroutine of ClearPar zeroes.
 const clearMin = 1 << 18
 
-// clearPar zeroes b, splitting a long b among GOMAXPROCS goroutines.
-func clearPar[T any](b []T) {
+// ClearPar zeroes b, splitting a long b among GOMAXPROCS goroutines.
+func ClearPar[T any](b []T) {
 	w := min(runtime.GOMAXPROCS(0), len(b)/clearMin)
 	if w <= 1 {
 		clear(b)
