@@ -126,6 +126,13 @@ func dots(kr *kernel, m, n, k int, alpha float32, a []float32, lda int, b []floa
 	if alpha == 0 {
 		return
 	}
+	dotTiles(kr, m, n, k, alpha, a, lda, b, func(j int) int { return j * ldb }, c, ldc)
+}
+
+// dotTiles adds alpha·a·bᵀ to c, 3×4 at a time with kr.dot, row i of a
+// at a[i·lda:], row j of b at b[boff(j):]; edge blocks repeat their last
+// row, go through a scratch tile and drop the duplicate results.
+func dotTiles(kr *kernel, m, n, k int, alpha float32, a []float32, lda int, b []float32, boff func(j int) int, c []float32, ldc int) {
 	var t [12]float32
 	var ar [3]int
 	var br [4]int
@@ -137,7 +144,7 @@ func dots(kr *kernel, m, n, k int, alpha float32, a []float32, lda int, b []floa
 		for j0 := 0; j0 < n; j0 += 4 {
 			w := min(4, n-j0)
 			for j := range br {
-				br[j] = (j0 + min(j, w-1)) * ldb
+				br[j] = boff(j0 + min(j, w-1))
 			}
 			if h == 3 && w == 4 {
 				kr.dot(k, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &c[i0*ldc+j0], ldc, alpha)
@@ -179,34 +186,7 @@ func SdotRows(m, n, k int, a []float32, lda int, b []float32, boff []int, c []fl
 			panic(fmt.Sprintf("gemm: SdotRows: row of b at %d (k=%d) outside len(b) = %d", o, k, len(b)))
 		}
 	}
-	kr := active
-	var t [12]float32
-	var ar [3]int
-	var br [4]int
-	for i0 := 0; i0 < m; i0 += 3 {
-		h := min(3, m-i0)
-		for i := range ar {
-			ar[i] = (i0 + min(i, h-1)) * lda
-		}
-		for j0 := 0; j0 < n; j0 += 4 {
-			w := min(4, n-j0)
-			for j := range br {
-				br[j] = boff[j0+min(j, w-1)]
-			}
-			if h == 3 && w == 4 {
-				kr.dot(k, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &c[i0*ldc+j0], ldc, 1)
-				continue
-			}
-			t = [12]float32{}
-			kr.dot(k, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &t[0], 4, 1)
-			for i := 0; i < h; i++ {
-				row := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+w]
-				for j := range row {
-					row[j] += t[4*i+j]
-				}
-			}
-		}
-	}
+	dotTiles(active, m, n, k, 1, a, lda, b, func(j int) int { return boff[j] }, c, ldc)
 	return true
 }
 
