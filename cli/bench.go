@@ -74,6 +74,7 @@ as NPZ. Writes OUT_DIR/results.md and results.json.`,
 			&ucli.BoolFlag{Name: "ablation", Usage: "add the paper's α/γ ablation of PNG on multimnist (α 0.25, 0.75 at γ 0.1; γ 0.01, 0.25 at α 0.5), sharing the warm-up"},
 			&ucli.Float64Flag{Name: "max-tradeoff", Value: png.RobustMaxTradeoff, Usage: "PNG's trade test: a free criterion step that raises the losses by more than `M` times what it lowers them turns the control on (png.Settings.MaxTradeoff; 0: none, the paper's method)"},
 			&ucli.StringFlag{Name: "energy-scale", Value: finetune.MultiPerModel, Usage: "how the energy's gradients reach PNG's models: model (each to unit length), shared (all divided by the largest length) or raw"},
+			&ucli.BoolFlag{Name: "paper-update", Usage: "PNG hands its direction to Adam as the gradient, as the paper does, instead of posing its constraint on Adam's update"},
 			&ucli.Float64Flag{Name: "threshold-cap", Usage: "cap PNG's threshold at `RHO` times its warm-up average (png.Settings.ThresholdCap; 0: none, the paper's method)"},
 			&ucli.StringFlag{Name: "layout", Value: string(datasets.LayoutOurs), Usage: "`LAYOUT` of the generated datasets: ours or sener (see 'paretonav data')"},
 			&ucli.BoolFlag{Name: "plan", Usage: "print the plan and its expected duration, and stop"},
@@ -156,7 +157,7 @@ func runBench(c *ucli.Context) error {
 	ctx, stop := signalContext(c)
 	defer stop()
 	res, err := bench.Run(ctx, bench.Config{Budget: b, Datasets: dss, Data: data, Workers: workers, Log: c.App.ErrWriter, Ablation: ablation,
-		ThresholdCap: thresholdCap, DataLayout: string(layout), MaxTradeoff: maxTradeoff, EnergyScale: energyScale})
+		ThresholdCap: thresholdCap, DataLayout: string(layout), MaxTradeoff: maxTradeoff, EnergyScale: energyScale, PaperUpdate: c.Bool("paper-update")})
 	if err != nil {
 		return err
 	}

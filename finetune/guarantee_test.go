@@ -199,3 +199,41 @@ func TestControlGuaranteeOnAppliedUpdate(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectionAsGradient: Settings.DirectionAsGradient hands PNG's
+// direction to the optimizer as the paper does: the run is bit-identical
+// to one whose method hides png.Constrainer, and no step carries a metric
+// QP.
+func TestDirectionAsGradient(t *testing.T) {
+	for _, o := range []finetune.Settings{{Optimizer: "adam"}, {Momentum: 0.9}} {
+		var final [2][]float32
+		for v, hide := range []bool{false, true} {
+			q := newScaledQuad(5, 3, 40)
+			s := o
+			s.LR, s.Steps = 1e-3, 60
+			s.Criterion = signedLinear{q.Tasks(), []float64{-1, 1.3, 0.6}}
+			var meth png.Method = png.PNG{Settings: png.Settings{Gamma: 1e-3}}
+			if hide {
+				meth = hideConstrain{png.PNG{Settings: png.Settings{Gamma: 1e-3}}}
+			} else {
+				s.DirectionAsGradient = true
+			}
+			s.Method = meth
+			rec := recorderFunc(func(st *finetune.Step) error {
+				if st.Points[0].Metric != nil {
+					return fmt.Errorf("step %d: a metric QP with DirectionAsGradient", st.Step)
+				}
+				return nil
+			})
+			if _, err := finetune.Run(context.Background(), q, nil, nil, &s, rec); err != nil {
+				t.Fatal(err)
+			}
+			final[v] = append([]float32(nil), q.theta...)
+		}
+		for k := range final[0] {
+			if final[0][k] != final[1][k] {
+				t.Fatalf("%s/momentum %g: θ[%d] = %v with DirectionAsGradient, %v with the paper's direction as gradient", o.Optimizer, o.Momentum, k, final[0][k], final[1][k])
+			}
+		}
+	}
+}

@@ -37,42 +37,44 @@ type Config struct {
 	// when none were given), Preference for "epo" (EPO, or a png.PerPoint
 	// of EPOs: one vector per model, 1 each when none was given); they are
 	// absent for other methods.
-	Method          string         `json:"method"`
-	Alpha           *float64       `json:"alpha,omitempty"`
-	Gamma           *float64       `json:"gamma,omitempty"`
-	Discount        *float64       `json:"discount,omitempty"`
-	ThresholdCap    float64        `json:"threshold_cap,omitempty"`
-	MaxTradeoff     float64        `json:"max_tradeoff,omitempty"`
-	Weights         []float64      `json:"weights,omitempty"`
-	Preference      [][]float64    `json:"preference,omitempty"`   // "epo": each model's preference r
-	FirstMethod     string         `json:"first_method,omitempty"` // png.Staged: the method of the first FirstSteps steps
-	FirstSteps      int            `json:"first_steps,omitempty"`
-	Criterion       string         `json:"criterion"`
-	PerModel        string         `json:"per_model,omitempty"` // Settings.PerModel
-	Terms           []string       `json:"terms,omitempty"`     // the problem's terms (TermProblem), logged beside the tasks
-	Drift           bool           `json:"drift,omitempty"`     // a criterion reads drift, ‖θ − θ₀‖²
-	Multi           string         `json:"multi,omitempty"`
-	MultiScale      string         `json:"multi_scale,omitempty"`
-	Optimizer       string         `json:"optimizer"`
-	Momentum        float64        `json:"momentum,omitempty"`
-	Beta1           float64        `json:"beta1,omitempty"`
-	Beta2           float64        `json:"beta2,omitempty"`
-	Eps             float64        `json:"eps,omitempty"`
-	LR              float64        `json:"lr"`
-	LRSchedule      string         `json:"lr_schedule"`
-	Steps           int            `json:"steps"`
-	StartStep       int            `json:"start_step"`
-	BatchSize       int            `json:"batch_size,omitempty"`
-	TrainExamples   int            `json:"train_examples"`
-	ValExamples     int            `json:"val_examples"`
-	Seed            int64          `json:"seed"`
-	ValEvery        int            `json:"val_every,omitempty"`
-	CheckpointEvery int            `json:"checkpoint_every,omitempty"`
-	CheckpointPath  string         `json:"checkpoint_path,omitempty"`
-	MaxRetries      int            `json:"max_retries"`
-	DivergeFactor   float64        `json:"diverge_factor"`
-	Workers         int            `json:"workers"`
-	Meta            map[string]any `json:"meta,omitempty"`
+	Method       string   `json:"method"`
+	Alpha        *float64 `json:"alpha,omitempty"`
+	Gamma        *float64 `json:"gamma,omitempty"`
+	Discount     *float64 `json:"discount,omitempty"`
+	ThresholdCap float64  `json:"threshold_cap,omitempty"`
+	MaxTradeoff  float64  `json:"max_tradeoff,omitempty"`
+	// DirectionAsGradient is Settings.DirectionAsGradient.
+	DirectionAsGradient bool           `json:"direction_as_gradient,omitempty"`
+	Weights             []float64      `json:"weights,omitempty"`
+	Preference          [][]float64    `json:"preference,omitempty"`   // "epo": each model's preference r
+	FirstMethod         string         `json:"first_method,omitempty"` // png.Staged: the method of the first FirstSteps steps
+	FirstSteps          int            `json:"first_steps,omitempty"`
+	Criterion           string         `json:"criterion"`
+	PerModel            string         `json:"per_model,omitempty"` // Settings.PerModel
+	Terms               []string       `json:"terms,omitempty"`     // the problem's terms (TermProblem), logged beside the tasks
+	Drift               bool           `json:"drift,omitempty"`     // a criterion reads drift, ‖θ − θ₀‖²
+	Multi               string         `json:"multi,omitempty"`
+	MultiScale          string         `json:"multi_scale,omitempty"`
+	Optimizer           string         `json:"optimizer"`
+	Momentum            float64        `json:"momentum,omitempty"`
+	Beta1               float64        `json:"beta1,omitempty"`
+	Beta2               float64        `json:"beta2,omitempty"`
+	Eps                 float64        `json:"eps,omitempty"`
+	LR                  float64        `json:"lr"`
+	LRSchedule          string         `json:"lr_schedule"`
+	Steps               int            `json:"steps"`
+	StartStep           int            `json:"start_step"`
+	BatchSize           int            `json:"batch_size,omitempty"`
+	TrainExamples       int            `json:"train_examples"`
+	ValExamples         int            `json:"val_examples"`
+	Seed                int64          `json:"seed"`
+	ValEvery            int            `json:"val_every,omitempty"`
+	CheckpointEvery     int            `json:"checkpoint_every,omitempty"`
+	CheckpointPath      string         `json:"checkpoint_path,omitempty"`
+	MaxRetries          int            `json:"max_retries"`
+	DivergeFactor       float64        `json:"diverge_factor"`
+	Workers             int            `json:"workers"`
+	Meta                map[string]any `json:"meta,omitempty"`
 }
 
 // Step is what one completed step saw. Losses and Info of a point are

@@ -71,6 +71,16 @@ type Settings struct {
 	// default stays per model.
 	MultiScale string
 
+	// DirectionAsGradient hands PNG's direction v to a momentum or Adam
+	// optimizer as its gradient and lets it move as it would, as the
+	// paper does, instead of posing PNG's constraint on the update the
+	// optimizer makes (png.PNG.Constrain, the default). The guarantee then
+	// holds for v only: Adam's per-coordinate scaling and momentum move
+	// along something else. It also skips the trade test on the
+	// optimizer's update (png.PNG.ImproperUpdate); PNG's own test on v
+	// stays.
+	DirectionAsGradient bool
+
 	// Optimizer is "sgd" (default) or "adam". The direction v is handed to
 	// it as the gradient; plain SGD is θ ← θ − lr·v.
 	Optimizer string

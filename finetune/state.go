@@ -77,6 +77,7 @@ func (l *loop) config(multi bool) *Config {
 		MaxRetries: s.MaxRetries, DivergeFactor: s.DivergeFactor, Workers: s.Workers, Meta: s.Meta,
 	}
 	describeMethod(cfg, s.Method, len(l.tasks))
+	cfg.DirectionAsGradient = s.DirectionAsGradient
 	if l.obj.m != nil {
 		cfg.Multi, cfg.MultiScale = describe(l.obj.m), s.MultiScale
 		if l.obj.pm != nil {

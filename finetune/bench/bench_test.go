@@ -284,7 +284,7 @@ func TestRescoreRoundTrip(t *testing.T) {
 		}
 	}
 	res, err := Run(context.Background(), Config{Budget: Budgets["tiny"], Datasets: []string{"fake"}, Data: fakeData, Workers: 2, ThresholdCap: 100,
-		MaxTradeoff: 10, EnergyScale: "model", DataLayout: "sener"})
+		MaxTradeoff: 10, EnergyScale: "model", DataLayout: "sener", PaperUpdate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestRescoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	back.Rescore()
-	if back.Budget != res.Budget || len(back.Seeds) != len(res.Seeds) || back.ThresholdCap != 100 || back.DataLayout != "sener" || back.MaxTradeoff != 10 || back.EnergyScale != "model" {
+	if back.Budget != res.Budget || len(back.Seeds) != len(res.Seeds) || back.ThresholdCap != 100 || back.DataLayout != "sener" || back.MaxTradeoff != 10 || back.EnergyScale != "model" || !back.PaperUpdate {
 		t.Fatalf("budget %+v, %d seeds, cap %v, layout %q, trade-off %v, energy scale %q; want %+v, %d, 100, sener, 10, model",
 			back.Budget, len(back.Seeds), back.ThresholdCap, back.DataLayout, back.MaxTradeoff, back.EnergyScale, res.Budget, len(res.Seeds))
 	}
@@ -308,7 +308,7 @@ func TestRescoreRoundTrip(t *testing.T) {
 	if !strings.Contains(md.String(), "`paretonav data --layout sener`") {
 		t.Errorf("results.md does not state the data layout:\n%s", md.String())
 	}
-	if !strings.Contains(md.String(), "more than 10 times") || !strings.Contains(md.String(), "each to unit length") {
+	if !strings.Contains(md.String(), "more than 10 times") || !strings.Contains(md.String(), "each to unit length") || !strings.Contains(md.String(), "the paper's update") {
 		t.Errorf("Markdown does not state the trade test and the energy scale:\n%s", md.String())
 	}
 	if !strings.Contains(md.String(), "ρ = 100") {

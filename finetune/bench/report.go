@@ -66,6 +66,9 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 	if r.MaxTradeoff > 0 {
 		fmt.Fprintf(&sb, "\nPNG's free steps are limited to proper trades (not the paper's method): a criterion step that raises the losses by more than %g times what it lowers them turns the control on.\n", r.MaxTradeoff)
 	}
+	if r.PaperUpdate {
+		fmt.Fprintf(&sb, "\nPNG hands its direction to Adam as the gradient (the paper's update), without posing its constraint on Adam's update.\n")
+	}
 	if r.EnergyScale != "" {
 		fmt.Fprintf(&sb, "\nThe energy's gradients reach the models scaled %s.\n", map[string]string{
 			finetune.MultiShared: "together (all divided by the largest length)", finetune.MultiPerModel: "each to unit length",
@@ -337,7 +340,7 @@ func (r *Results) JSON() map[string]any {
 		seeds = append(seeds, run)
 	}
 	out := map[string]any{"budget": r.Budget, "config": map[string]any{"png_threshold_cap": r.ThresholdCap, "data_layout": r.DataLayout,
-		"png_max_tradeoff": r.MaxTradeoff, "energy_scale": r.EnergyScale},
+		"png_max_tradeoff": r.MaxTradeoff, "energy_scale": r.EnergyScale, "png_paper_update": r.PaperUpdate},
 		"elapsed_s": r.Elapsed.Seconds(), "table": tableJSON(r.Table), "runs": seeds}
 	if len(r.AblationTable) > 0 {
 		out["ablation_table"] = tableJSON(r.AblationTable)

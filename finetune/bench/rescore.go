@@ -21,6 +21,7 @@ func ReadResults(data []byte) (*Results, error) {
 			DataLayout   string  `json:"data_layout"`
 			MaxTradeoff  float64 `json:"png_max_tradeoff"`
 			EnergyScale  string  `json:"energy_scale"`
+			PaperUpdate  bool    `json:"png_paper_update"`
 		} `json:"config"`
 		Runs []struct {
 			Dataset string     `json:"dataset"`
@@ -40,7 +41,7 @@ func ReadResults(data []byte) (*Results, error) {
 		return nil, fmt.Errorf("bench: results: want the keys budget, elapsed_s and a non-empty runs list")
 	}
 	r := &Results{Budget: *raw.Budget, Elapsed: seconds(*raw.Elapsed), ThresholdCap: raw.Config.ThresholdCap, DataLayout: raw.Config.DataLayout,
-		MaxTradeoff: raw.Config.MaxTradeoff, EnergyScale: raw.Config.EnergyScale}
+		MaxTradeoff: raw.Config.MaxTradeoff, EnergyScale: raw.Config.EnergyScale, PaperUpdate: raw.Config.PaperUpdate}
 	if r.EnergyScale == "" {
 		r.EnergyScale = finetune.MultiPerModel // before it was recorded
 	}

@@ -78,6 +78,10 @@ type Config struct {
 	// EnergyScale is finetune.Settings.MultiScale for png and the
 	// ablation variants ("": finetune.MultiPerModel).
 	EnergyScale string
+	// PaperUpdate hands PNG's direction to Adam as its gradient, as the
+	// paper does (finetune.Settings.DirectionAsGradient), instead of
+	// posing PNG's constraint on Adam's update.
+	PaperUpdate bool
 
 	// tweak, when set (tests only), edits each phase-2 arm's settings
 	// (s.Seed is the seed) before its run: a test forces one arm to
@@ -164,6 +168,9 @@ type Results struct {
 	// scaled each model's energy gradient to unit length).
 	MaxTradeoff float64
 	EnergyScale string
+	// PaperUpdate is Config.PaperUpdate (false in results written before
+	// it was recorded, which posed the constraint on Adam's update).
+	PaperUpdate bool
 	Elapsed     time.Duration
 }
 
@@ -203,7 +210,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	}
 	start := time.Now()
 	res := &Results{Budget: b, Table: map[string]map[string]map[string]*Cell{}, ThresholdCap: cfg.ThresholdCap, DataLayout: cfg.DataLayout,
-		MaxTradeoff: cfg.MaxTradeoff, EnergyScale: cfg.EnergyScale}
+		MaxTradeoff: cfg.MaxTradeoff, EnergyScale: cfg.EnergyScale, PaperUpdate: cfg.PaperUpdate}
 	for _, ds := range cfg.Datasets {
 		for s := range b.Seeds {
 			seed := int64(s + 1)
@@ -398,7 +405,7 @@ func runSeed(ctx context.Context, cfg Config, tasks []backend.Task, ds string, s
 				return nil, fmt.Errorf("phase 2: unknown method %q", name)
 			}
 			s.Method = png.PNG{Settings: png.Settings{Alpha: v.Alpha, Gamma: v.Gamma, ThresholdCap: cfg.ThresholdCap, MaxTradeoff: cfg.MaxTradeoff}}
-			s.MultiScale = cfg.EnergyScale
+			s.MultiScale, s.DirectionAsGradient = cfg.EnergyScale, cfg.PaperUpdate
 			tr.gamma = v.Gamma
 			if s.Multi, err = criterion.ParseMulti("energy", names); err != nil {
 				return nil, err
