@@ -34,4 +34,3 @@ func parallelItems(n, per int, f func(lo, hi int)) {
 	f(0, min(chunk, n))
 	wg.Wait()
 }
-
