@@ -109,7 +109,25 @@ func TestBenchErrors(t *testing.T) {
 // metrics compute from its checkpoints (rescore it after changing them),
 // and the command refuses to overwrite its input.
 func TestBenchRescoreCommitted(t *testing.T) {
-	const committed = "../bench/results-small.json"
+	for _, tc := range []struct {
+		file  string
+		cells int // datasets × methods × 4 metrics
+	}{
+		{"../bench/results-small.json", 3 * 3 * 4},
+		{"../bench/results-medium-multimnist.json", 1 * 4 * 4},
+		{"../bench/results-medium-fashion.json", 2 * 4 * 4},
+		{"../bench/results-medium-paper-update.json", 1 * 4 * 4},
+	} {
+		t.Run(filepath.Base(tc.file), func(t *testing.T) {
+			rescoreCommitted(t, tc.file, tc.cells)
+		})
+	}
+}
+
+// rescoreCommitted rescores a committed results file and checks that
+// every one of its table cells comes out as stored, and that rescore
+// refuses to write over its input.
+func rescoreCommitted(t *testing.T, committed string, cells int) {
 	raw, err := os.ReadFile(committed)
 	if err != nil {
 		t.Fatal(err)
@@ -150,8 +168,8 @@ func TestBenchRescoreCommitted(t *testing.T) {
 			}
 		}
 	}
-	if n != 3*3*4 {
-		t.Errorf("%d table cells, want 36 (3 datasets × 3 methods × 4 metrics)", n)
+	if n != cells {
+		t.Errorf("%d table cells, want %d", n, cells)
 	}
 	if _, err := runCLI(t, "bench", "rescore", filepath.Join(dir, "results.json"), "--out-dir", dir); err == nil || !strings.Contains(err.Error(), "holds the input") {
 		t.Errorf("rescore into the input's folder: %v", err)
