@@ -23,7 +23,11 @@
 //     preference ray, r = (w_k, 1 − w_k) with linear's weights (the
 //     paper: "equally distributed preference vectors for linear
 //     scalarization and EPO"); PNG trains the 5 together with the energy
-//     criterion.
+//     criterion, with the settings of Config: the trade test
+//     (MaxTradeoff), the energy's scale (EnergyScale), the threshold cap
+//     (ThresholdCap) and whether its constraint is posed on Adam's update
+//     (the default) or its direction is handed to Adam as the paper does
+//     (PaperUpdate). MaxTradeoff 0 with PaperUpdate is the paper's PNG.
 //     All use Adam (lr 1e-3) and batch 256; every method sees the same
 //     batches. The runs are jobs (one per 5-model run, one per linear
 //     model) shared by the workers, largest first; Estimate prices the
