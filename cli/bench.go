@@ -117,19 +117,17 @@ func runBench(c *ucli.Context) error {
 	if !(thresholdCap >= 0) || math.IsInf(thresholdCap, 0) {
 		return fmt.Errorf("--threshold-cap %v: want a finite number ≥ 0 (0: no cap)", thresholdCap)
 	}
-	layout := datasets.Layout(c.String("layout"))
-	if !slices.Contains(datasets.Layouts, layout) {
-		return fmt.Errorf("--layout %q: want one of %v", c.String("layout"), datasets.Layouts)
+	layout, err := datasets.ParseLayout(c.String("layout"))
+	if err != nil {
+		return fmt.Errorf("--layout %w", err)
 	}
 	maxTradeoff := c.Float64("max-tradeoff")
 	if !(maxTradeoff >= 0) || math.IsInf(maxTradeoff, 0) {
 		return fmt.Errorf("--max-tradeoff %v: want a finite number ≥ 0 (0: no trade test)", maxTradeoff)
 	}
 	energyScale := c.String("energy-scale")
-	switch energyScale {
-	case finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw:
-	default:
-		return fmt.Errorf("--energy-scale %q: want %s, %s or %s", energyScale, finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw)
+	if err := finetune.CheckMultiScale(energyScale); err != nil {
+		return fmt.Errorf("--energy-scale %w", err)
 	}
 	ablation := ""
 	if c.Bool("ablation") {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 
@@ -95,9 +94,9 @@ func dataAction(c *ucli.Context, kind datasets.Kind) error {
 	if err := genRefuseOverwrite(c, out); err != nil {
 		return err
 	}
-	layout := datasets.Layout(c.String("layout"))
-	if !slices.Contains(datasets.Layouts, layout) {
-		return fmt.Errorf("--layout %q: want one of %v", c.String("layout"), datasets.Layouts)
+	layout, err := datasets.ParseLayout(c.String("layout"))
+	if err != nil {
+		return fmt.Errorf("--layout %w", err)
 	}
 	arrays, err := datasets.Multi(kind, datasets.Options{Split: split, Limit: c.Int("limit"), Seed: c.Int64(genSeedFlag.Name), Layout: layout})
 	if err != nil {

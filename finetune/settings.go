@@ -32,6 +32,16 @@ const (
 	MultiRaw      = "raw"
 )
 
+// CheckMultiScale returns an error unless s is a value of
+// Settings.MultiScale ("" meaning the default).
+func CheckMultiScale(s string) error {
+	switch s {
+	case "", MultiShared, MultiPerModel, MultiRaw:
+		return nil
+	}
+	return fmt.Errorf("%q: want %s, %s or %s", s, MultiShared, MultiPerModel, MultiRaw)
+}
+
 // Settings configures Run and RunMulti. The zero value is usable except
 // for Method (see below); every field documents its default.
 type Settings struct {
@@ -193,12 +203,11 @@ func (s *Settings) resolved() (Settings, error) {
 	if r.Workers <= 0 {
 		r.Workers = 1
 	}
-	switch r.MultiScale {
-	case "":
+	if err := CheckMultiScale(r.MultiScale); err != nil {
+		return r, fmt.Errorf("finetune: Settings.MultiScale %w", err)
+	}
+	if r.MultiScale == "" {
 		r.MultiScale = MultiPerModel
-	case MultiShared, MultiPerModel, MultiRaw:
-	default:
-		return r, fmt.Errorf("finetune: Settings.MultiScale %q: want %s, %s or %s", r.MultiScale, MultiShared, MultiPerModel, MultiRaw)
 	}
 	if r.DivergeFactor == 0 {
 		r.DivergeFactor = DefaultDivergeFactor

@@ -74,8 +74,8 @@ type FrontConfig struct {
 	// Preference is EPO's preference per model, "R1,R2,...;R1,R2,...;..."
 	// (N vectors); empty means the rays EvenPreferences gives.
 	Preference string
-	// EnergyScale is finetune.Settings.MultiScale: shared (default),
-	// model or raw.
+	// EnergyScale is finetune.Settings.MultiScale: model (the default,
+	// also ""), shared or raw.
 	EnergyScale string
 	Alpha       float64
 	Gamma       *float64
@@ -162,10 +162,8 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 			return nil, fmt.Errorf("--%s %d: want ≥ 0", f.name, f.v)
 		}
 	}
-	switch c.EnergyScale {
-	case "", finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw:
-	default:
-		return nil, fmt.Errorf("--energy-scale %q: want %s, %s or %s", c.EnergyScale, finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw)
+	if err := finetune.CheckMultiScale(c.EnergyScale); err != nil {
+		return nil, fmt.Errorf("--energy-scale %w", err)
 	}
 	synth := c.Problem != ""
 	def := func(v *float64, onnx, syn float64) float64 {

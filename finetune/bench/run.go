@@ -193,12 +193,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if !(cfg.MaxTradeoff >= 0) || math.IsInf(cfg.MaxTradeoff, 0) {
 		return nil, fmt.Errorf("bench: Config.MaxTradeoff = %v, want a finite number ≥ 0 (0: none)", cfg.MaxTradeoff)
 	}
-	switch cfg.EnergyScale {
-	case "":
+	if err := finetune.CheckMultiScale(cfg.EnergyScale); err != nil {
+		return nil, fmt.Errorf("bench: Config.EnergyScale %w", err)
+	}
+	if cfg.EnergyScale == "" {
 		cfg.EnergyScale = finetune.MultiPerModel
-	case finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw:
-	default:
-		return nil, fmt.Errorf("bench: Config.EnergyScale %q: want %s, %s or %s", cfg.EnergyScale, finetune.MultiShared, finetune.MultiPerModel, finetune.MultiRaw)
 	}
 	var tasks []backend.Task
 	for _, s := range Tasks {

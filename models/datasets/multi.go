@@ -3,6 +3,7 @@ package datasets
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/paretonav/paretonav/importer"
 )
@@ -60,6 +61,15 @@ const (
 
 // Layouts lists every Layout, the default first.
 var Layouts = []Layout{LayoutOurs, LayoutSener}
+
+// ParseLayout returns the Layout named s, or an error listing Layouts.
+func ParseLayout(s string) (Layout, error) {
+	l := Layout(s)
+	if !slices.Contains(Layouts, l) {
+		return "", fmt.Errorf("%q: want one of %v", s, Layouts)
+	}
+	return l, nil
+}
 
 // rightOffset returns the right item's offset of layout l.
 func (l Layout) rightOffset() (int, error) {
