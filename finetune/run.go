@@ -346,7 +346,7 @@ func (l *loop) constrain() (*bad, error) {
 	c, ok := l.s.Method.(png.Constrainer)
 	for k, pt := range l.pts {
 		pt.hasUpd, pt.minfo = false, nil
-		if !ok || l.s.plain() || l.s.DirectionAsGradient {
+		if !ok || l.s.plain() || l.s.DirectionAsGradient || (!pt.info.ControlOn && !c.TestsTrades()) {
 			continue
 		}
 		if pt.prop == nil {

@@ -12,7 +12,13 @@ import (
 type Constrainer interface {
 	Constrain(dst []float32, J Jacobian, prop, metric []float32) (MetricInfo, error)
 	ImproperUpdate(J Jacobian, u []float32) bool
+	TestsTrades() bool
 }
+
+// TestsTrades reports whether p makes the trade test (Settings.MaxTradeoff
+// > 0), so that a caller need not form an update for ImproperUpdate when
+// it would answer false anyway.
+func (p PNG) TestsTrades() bool { return p.Settings.MaxTradeoff > 0 }
 
 // ImproperUpdate reports whether the update u (the optimizer moves
 // θ ← θ − lr·u) is an improper trade under Settings.MaxTradeoff: to first

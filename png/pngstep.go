@@ -67,11 +67,11 @@ func (p PNG) Direction(dst []float32, J Jacobian, grad Gradient, st *State) (Inf
 	}
 	next, e := prev.observe(trace/float64(m), s.Discount).threshold(s)
 	info := Info{G: g, E: e, Omega: omega, Lambda: make([]float64, m)}
-	if g > info.E {
-		info.ControlOn = true
-		info.Phi = s.Alpha * g
-	} else if s.MaxTradeoff > 0 && !TradeOK(freeRates(K, je, grad.Coef, m), s.MaxTradeoff) {
+	info.ControlOn = g > info.E
+	if !info.ControlOn && s.MaxTradeoff > 0 && !TradeOK(freeRates(K, je, grad.Coef, m), s.MaxTradeoff) {
 		info.ControlOn, info.Improper = true, true
+	}
+	if info.ControlOn {
 		info.Phi = s.Alpha * g
 	}
 	lambda, vnorm, err := controlled(dst, J, grad, K, je, info.ControlOn, info.Phi, s.Workers)
