@@ -22,15 +22,18 @@ type built struct {
 // initializer) inputs. Initializers named in trainable become parameter
 // nodes holding their initial values; the others are constants.
 func buildGraph(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool) (*built, error) {
-	return buildGraphInts(gp, opset, dt, shapes, nil, nil, inits, trainable, bnTrain)
+	return buildGraphInts(gp, opset, dt, shapes, nil, nil, inits, trainable, nil, bnTrain)
 }
 
 // buildGraphInts is buildGraph with the values of the model inputs bound
 // as build-time constants (see intinputs.go): the integer (and bool)
 // inputs and those named in static. Such an input missing from ints is
 // deferred: the nodes that depend on it are not lowered (Open's trial
-// build, which has no data).
-func buildGraphInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, static map[string]bool, ints, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool) (*built, error) {
+// build, which has no data). paramValue, when not nil, gives the value a
+// parameter node starts with (Model.compile: a view of θ, so that a
+// cached graph holds no copy of the parameters); otherwise the node holds
+// a copy of the initializer's values.
+func buildGraphInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, static map[string]bool, ints, inits map[string]*importer.Tensor, trainable map[string]bool, paramValue func(name string) G.Value, bnTrain bool) (*built, error) {
 	b := newBuilder(dt, opset)
 	b.bnTrain = bnTrain
 	bt := &built{b: b, vals: map[string]*value{}, inputs: map[string]gnode{}, params: map[string]gnode{}}
@@ -43,7 +46,14 @@ func buildGraphInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes 
 			return nil, fmt.Errorf("initializer %q: only floating-point initializers can be trained, it is %v", name, t.Type)
 		}
 		n := b.input("param:"+name, t.Shape)
-		if err := G.Let(n, makeValue(dt, t.Shape, t.Float64s())); err != nil {
+		var v G.Value
+		if paramValue != nil {
+			v = paramValue(name)
+		}
+		if v == nil {
+			v = makeValue(dt, t.Shape, t.Float64s())
+		}
+		if err := G.Let(n, v); err != nil {
 			return nil, fmt.Errorf("initializer %q: %w", name, err)
 		}
 		bt.params[name] = n

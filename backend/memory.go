@@ -9,9 +9,10 @@ import (
 )
 
 // weightCopies is how many float32 copies of the parameters a training
-// step holds: the model file's initializer data, the decoded
-// initializers and θ (which the step's graph reads in place).
-const weightCopies = 3
+// step holds: the model file's initializer data and θ, which the decoded
+// float32 initializers (Model.chooseParams) and every graph's parameter
+// nodes (Model.paramView, bindParam) are views of.
+const weightCopies = 2
 
 // MemoryEstimate is the memory one Evaluate (a forward pass and every
 // task's backward pass) needs, planned from the graph before any of it is

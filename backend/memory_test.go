@@ -84,3 +84,43 @@ func TestEstimateMemoryBatchErrors(t *testing.T) {
 		t.Errorf("no tasks: error %v", err)
 	}
 }
+
+// TestParametersHeldOnce checks what weightCopies counts: the decoded
+// float32 initializers of the trainable parameters and the parameter
+// nodes of every graph the model builds (Open's trial build, the
+// estimate's, Evaluate's) are views of θ, not copies.
+func TestParametersHeldOnce(t *testing.T) {
+	for _, sc := range stepCases {
+		t.Run(sc.name, func(t *testing.T) {
+			md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := md.EstimateMemoryBatch(4); err != nil {
+				t.Fatal(err)
+			}
+			jac := png.NewJacobian(len(sc.tasks), md.NumParams())
+			if err := md.Evaluate(sc.batch(4), make([]float64, len(sc.tasks)), &jac); err != nil {
+				t.Fatal(err)
+			}
+			if len(md.cache) < 2 {
+				t.Fatalf("%d graphs built, expected at least the trial build and the step's", len(md.cache))
+			}
+			onTheta := func(d []float32, p Param) bool {
+				return len(d) == numel(p.Shape) && &d[0] == &md.theta[p.Offset]
+			}
+			for _, p := range md.params {
+				if d := md.inits[p.Name].F32; !onTheta(d, p) {
+					t.Errorf("decoded initializer %q is not a view of θ", p.Name)
+				}
+				for key, c := range md.cache {
+					n := c.bt.params[p.Name]
+					d, _ := n.Value().Data().([]float32)
+					if len(p.Shape) > 0 && !onTheta(d, p) {
+						t.Errorf("graph %q: parameter node %q holds a copy of the parameter", key, p.Name)
+					}
+				}
+			}
+		})
+	}
+}

@@ -64,11 +64,13 @@ type Model struct {
 	inits  map[string]*importer.Tensor
 	params []Param
 	theta  []float32
-	inputs []Input
-	cache  map[string]*compiled
-	static map[string]bool     // inputs bound when the graph is built (intinputs.go)
-	shared []importer.Shared   // trainable initializers read by several nodes (shared.go)
-	untied map[string][]string // the copies Options.Untie made
+	// paramIdx is the index in params of each parameter's name.
+	paramIdx map[string]int
+	inputs   []Input
+	cache    map[string]*compiled
+	static   map[string]bool     // inputs bound when the graph is built (intinputs.go)
+	shared   []importer.Shared   // trainable initializers read by several nodes (shared.go)
+	untied   map[string][]string // the copies Options.Untie made
 }
 
 // compiled is the graph for one signature of input and target shapes.
@@ -203,16 +205,35 @@ func (md *Model) chooseParams() {
 			}
 		}
 	}
+	var chosen []*importer.Tensor
+	n := 0
+	md.paramIdx = map[string]int{}
 	for _, tp := range md.m.Proto.Graph.Initializer {
 		name := tp.GetName()
 		t := md.inits[name]
 		if t == nil || !t.IsFloat() || !data[name] || md.frozen(name) {
 			continue
 		}
-		md.params = append(md.params, Param{Name: name, Shape: append([]int{}, t.Shape...), Offset: len(md.theta)})
-		for _, v := range t.Float64s() {
-			md.theta = append(md.theta, float32(v))
+		md.paramIdx[name] = len(md.params)
+		md.params = append(md.params, Param{Name: name, Shape: append([]int{}, t.Shape...), Offset: n})
+		chosen = append(chosen, t)
+		n += numel(t.Shape)
+	}
+	md.theta = make([]float32, 0, n) // exactly θ's length: it is the model's largest vector
+	for _, t := range chosen {
+		if t.F32 == nil {
+			for _, v := range t.Float64s() {
+				md.theta = append(md.theta, float32(v))
+			}
+			continue
 		}
+		// A float32 initializer's decoded values become a view of θ,
+		// so that the model holds them once. What reads md.inits for a
+		// parameter (its type and shape, a graph's starting values) is
+		// content with θ's current values.
+		off := len(md.theta)
+		md.theta = append(md.theta, t.F32...)
+		t.F32 = md.theta[off:len(md.theta):len(md.theta)]
 	}
 }
 
@@ -393,7 +414,7 @@ func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tens
 	for _, p := range md.params {
 		trainable[p.Name] = true
 	}
-	bt, err := buildGraphInts(md.m.Proto.Graph, md.opset, md.dt, shapes, md.static, ints, md.inits, trainable, md.opt.BatchNorm == "train")
+	bt, err := buildGraphInts(md.m.Proto.Graph, md.opset, md.dt, shapes, md.static, ints, md.inits, trainable, md.paramView, md.opt.BatchNorm == "train")
 	if err != nil {
 		return nil, err
 	}
@@ -412,6 +433,24 @@ func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tens
 	}
 	md.cache[key] = c
 	return c, nil
+}
+
+// paramView is the value a parameter node of a new graph starts with: in
+// float32 mode a tensor backed by the parameter's slice of θ (what
+// Evaluate and Outputs bind anyway, bindParam), so that building a graph
+// copies no parameters; nil otherwise (the graph then holds a copy of the
+// initializer).
+func (md *Model) paramView(name string) G.Value {
+	if md.dt != tensor.Float32 {
+		return nil
+	}
+	i, ok := md.paramIdx[name]
+	if !ok || len(md.params[i].Shape) == 0 {
+		return nil
+	}
+	p := md.params[i]
+	v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
+	return tensor.New(tensor.WithShape(append([]int{}, p.Shape...)...), tensor.WithBacking(v[:len(v):len(v)]))
 }
 
 // bufPool returns the pool of dead buffers every program of md draws from:
