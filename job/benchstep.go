@@ -67,7 +67,8 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem, err := PlanMemory(md, ds, c.Batch, 1, 0, c.MaxMemory) // builds the step's graph
+	// builds the step's graph; beside the step, the loop holds the direction
+	mem, err := PlanMemory(md, ds, c.Batch, 1, 4*int64(md.NumParams()), c.MaxMemory)
 	if err != nil {
 		return nil, err
 	}

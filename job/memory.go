@@ -20,6 +20,9 @@ type MemoryPlan struct {
 	Extra     int64                  // per model: the loop's own vectors (θ, direction, optimizer state)
 	Limit     int64                  // bytes the job may use
 	LimitFrom string                 // where Limit comes from
+	// GCLimit is the Go runtime's soft memory limit PlanMemory sets: the
+	// expected peak plus gcHeadroom of it, at most Limit.
+	GCLimit int64
 }
 
 // Total is the expected peak in bytes.
@@ -35,7 +38,11 @@ func (p *MemoryPlan) String() string {
 		s += fmt.Sprintf(" for %d models, each", p.Models)
 	}
 	s += fmt.Sprintf(": step %s%s", p.Step, p.loop())
-	return s + fmt.Sprintf("; limit %s (%s)", backend.FormatBytes(p.Limit), p.LimitFrom)
+	s += fmt.Sprintf("; limit %s (%s)", backend.FormatBytes(p.Limit), p.LimitFrom)
+	if p.GCLimit > 0 && p.GCLimit < p.Limit {
+		s += fmt.Sprintf(", garbage collected above %s", backend.FormatBytes(p.GCLimit))
+	}
+	return s
 }
 
 // loop is ", loop SIZE" when the loop holds memory beside the step.
@@ -163,16 +170,30 @@ func selfRSS() int64 {
 // gcPercent is the heap growth between collections jobs run with.
 const gcPercent = 25
 
+// gcHeadroom is the share of the expected peak that the Go runtime's soft
+// memory limit allows above it (see PlanMemory), and gcHeadroomMin its
+// least value in bytes: room for the runtime's own memory, the garbage of
+// one op's unpooled values and what the plan does not list (the graph,
+// the data set).
+const (
+	gcHeadroom    = 0.10
+	gcHeadroomMin = 256 << 20
+)
+
 // PlanMemory estimates a step of md on ds's first batch examples (with
 // models copies and extra bytes per model beside it), resolves the limit
 // (maxMemory as --max-memory gives it, "" for AvailableMemory) and
 // returns an error naming a batch size that fits when the estimate is
 // over it. Otherwise it sets the Go runtime's soft memory limit to the
-// limit, so that the garbage collector works harder rather than exceed
-// it, and lets the heap grow by gcPercent between collections instead of
-// Go's default 100% (a step's large buffers are pooled and its garbage
-// is pointer-free, so collecting more often is cheap, and the peak stays
-// near the planned one).
+// expected peak plus gcHeadroom (GCLimit; at most the limit), so that the
+// garbage collector collects the step's unpooled values (MaxPool's
+// indices, Resize's results…) before the heap outgrows the plan rather
+// than after it grew by gcPercent, and lets the heap grow by gcPercent
+// between collections instead of Go's default 100%. A step's large
+// buffers are pooled and its garbage is pointer-free, so collecting more
+// often is cheap. The limit is soft: a pass the plan does not cover
+// (tune's report pass, saving) may exceed it, at the price of more
+// frequent collections while it does.
 func PlanMemory(md *backend.Model, ds *finetune.Dataset, batch, models int, extra int64, maxMemory string) (*MemoryPlan, error) {
 	p := &MemoryPlan{Models: max(1, models), Extra: extra}
 	var err error
@@ -192,9 +213,17 @@ func PlanMemory(md *backend.Model, ds *finetune.Dataset, batch, models int, extr
 		return nil, fmt.Errorf("--batch %d needs about %s (%s%s), more than the %s allowed (%s): %s",
 			batch, backend.FormatBytes(p.Total()), p.Step.Parts(), p.loop(), backend.FormatBytes(p.Limit), p.LimitFrom, p.fitting(n))
 	}
-	debug.SetMemoryLimit(p.Limit)
+	p.GCLimit = p.gcLimit()
+	debug.SetMemoryLimit(p.GCLimit)
 	debug.SetGCPercent(gcPercent)
 	return p, nil
+}
+
+// gcLimit is the soft memory limit for the Go runtime: the expected peak
+// plus gcHeadroom of it (at least gcHeadroomMin), at most Limit.
+func (p *MemoryPlan) gcLimit() int64 {
+	t := p.Total()
+	return min(p.Limit, t+max(int64(gcHeadroom*float64(t)), gcHeadroomMin))
 }
 
 // fitting names the largest batch that fits, taking the activations as
