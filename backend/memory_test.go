@@ -2,6 +2,7 @@ package backend
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,5 +123,35 @@ func TestParametersHeldOnce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReleaseBuffers checks that ReleaseBuffers empties the pool a step
+// leaves behind and that the next step, allocating afresh, computes the
+// same losses and gradients bit for bit.
+func TestReleaseBuffers(t *testing.T) {
+	sc := stepCases[1]
+	md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := len(sc.tasks)
+	l1, l2 := make([]float64, m), make([]float64, m)
+	j1, j2 := png.NewJacobian(m, md.NumParams()), png.NewJacobian(m, md.NumParams())
+	if err := md.Evaluate(sc.batch(4), l1, &j1); err != nil {
+		t.Fatal(err)
+	}
+	if md.pool == nil || len(md.pool.free) == 0 {
+		t.Fatal("no pooled buffers after a step")
+	}
+	md.ReleaseBuffers()
+	if len(md.pool.free) != 0 {
+		t.Errorf("%d buffers pooled after ReleaseBuffers", len(md.pool.free))
+	}
+	if err := md.Evaluate(sc.batch(4), l2, &j2); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(l1, l2) || !slices.Equal(j1.Data, j2.Data) {
+		t.Errorf("the step after ReleaseBuffers differs: losses %v, then %v", l1, l2)
 	}
 }

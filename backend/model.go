@@ -435,6 +435,19 @@ func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tens
 	return c, nil
 }
 
+// ReleaseBuffers drops the buffers the model keeps for its next step (the
+// pool of dead activation and gradient buffers, which holds about the
+// planned activations, MemoryEstimate.Values, after a step), so that the
+// garbage collector can return them to the system or to work that is not
+// a step, such as saving. The next Evaluate or Outputs allocates them
+// again.
+func (md *Model) ReleaseBuffers() {
+	if md.pool != nil {
+		clear(md.pool.free)
+		md.pool.free = md.pool.free[:0]
+	}
+}
+
 // paramView is the value a parameter node of a new graph starts with: in
 // float32 mode a tensor backed by the parameter's slice of θ (what
 // Evaluate and Outputs bind anyway, bindParam), so that building a graph
