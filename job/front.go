@@ -429,6 +429,9 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 		return nil, err
 	}
 	out = j.report(res, members, j.ref, j.reference, j.refName, j.label)
+	for _, net := range j.nets { // the steps are over: their pooled buffers make room for saving
+		net.ReleaseBuffers()
+	}
 	for k, net := range j.nets {
 		record := map[string]any{"version": Version, "command": "front", "criterion": out.Criterion,
 			"model": k, "models": N, "steps": res.Steps, "tasks": TaskSpecs(j.btasks), "source": j.source}

@@ -292,10 +292,20 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 			job.Report = &finetune.Dataset{Arrays: job.Train.Slice(0, tuneReportMax)}
 		}
 	}
+	rows := int64(len(job.Tasks)+len(job.Terms)) * 4 * int64(job.Net.NumParams()) // one Jacobian
 	extra := TuneLoopBytes(job.Net.NumParams())
 	if job.Accumulate > 1 { // the micro-batches' Jacobian beside the step's
-		extra += int64(len(job.Tasks)+len(job.Terms)) * 4 * int64(job.Net.NumParams())
+		extra += rows
 	}
+	// The before/after report pass (Evaluate) holds its own Jacobian in
+	// place of the loop's vectors, and its running average when the
+	// report set spans several batches. Saving runs after
+	// Net.ReleaseBuffers, from the step's released buffers.
+	report := rows
+	if job.Report.Len() > job.microBatch() {
+		report *= 2
+	}
+	extra = max(extra, report)
 	if job.Memory, err = PlanMemory(job.Net, job.Train, job.microBatch(), 1, extra, c.MaxMemory); err != nil {
 		return nil, err
 	}
@@ -391,6 +401,10 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Saving copies the parameters about four times (Weights, the cloned
+	// model's data, the new data, the encoded file): the step's pooled
+	// buffers, idle from here on, make room for them.
+	j.Net.ReleaseBuffers()
 	if err := importer.Save(j.Out, j.Model, j.Net.Weights(), importer.SaveOptions{
 		Producer: map[string]string{"paretonav": string(meta)}, Force: j.Force,
 	}); err != nil {
