@@ -315,6 +315,7 @@ func TestFrontErrors(t *testing.T) {
 		{[]string{"--problem", "exp2", "--criterion", "wd:0.5,0.5", "--out-dir", dir}, "--criterion"},
 		{[]string{"--problem", "exp2", "--spread", "-1", "--out-dir", dir}, "--spread"},
 		{[]string{"--problem", "exp2", "--energy-scale", "unit", "--out-dir", dir}, "--energy-scale"},
+		{[]string{"--problem", "exp2", "--energy-push", "sideways", "--out-dir", dir}, "--energy-push"},
 		{[]string{"--problem", "exp2", "--ref", "1,2,3", "--steps", "1", "--out-dir", dir, "--force"}, "--ref"},
 		{[]string{"--out-dir", dir}, "MODEL.onnx"},
 		{[]string{"m.onnx", "--init", "a.onnx,b.onnx", "--models", "3", "--out-dir", dir}, "--init"},

@@ -142,7 +142,7 @@ func TestControlGuaranteeOnAppliedUpdate(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				var on, rises int
-				worst := math.Inf(1)
+				worst, maxScale := math.Inf(1), 0.0
 				for seed := uint64(1); seed <= 6; seed++ {
 					m := 2 + int(seed%3)
 					q := newScaledQuad(seed, m, 40)
@@ -170,6 +170,7 @@ func TestControlGuaranteeOnAppliedUpdate(t *testing.T) {
 						phi := p.Info.Phi
 						if p.Metric != nil {
 							phi = p.Metric.Phi
+							maxScale = math.Max(maxScale, p.Metric.Scale)
 						} else if !hide && o.name != "sgd" {
 							return fmt.Errorf("seed %d step %d: control on with %s but no metric QP", seed, st.Step, o.name)
 						}
@@ -188,7 +189,13 @@ func TestControlGuaranteeOnAppliedUpdate(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				t.Logf("%d control-on steps; min over steps and tasks of −∇ℓ_iᵀΔθ/(lr·φ) = %.4g; %d rising losses", on, worst, rises)
+				t.Logf("%d control-on steps; min over steps and tasks of −∇ℓ_iᵀΔθ/(lr·φ) = %.4g; %d rising losses; largest step scale ρ %.3g", on, worst, rises, maxScale)
+				// ρ measures the optimizer's own step, capped at its
+				// steady-direction value: 1/(1−μ) = 10 with momentum, 1
+				// with Adam.
+				if top := o.s.Momentum; maxScale > 1/(1-top)+1e-12 {
+					t.Errorf("largest step scale ρ = %.3g, want ≤ %g", maxScale, 1/(1-top))
+				}
 				if on < 100 {
 					t.Fatalf("only %d control-on steps: the test does not exercise the control", on)
 				}

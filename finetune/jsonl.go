@@ -19,8 +19,9 @@ import (
 // ∇ℓ_iᵀΔθ of each loss under the update the optimizer applied. With terms
 // (Config.Terms) a "terms" object follows "losses", and "drift"
 // (‖θ − θ₀‖²) when a criterion reads it: "terms":{"adv":0.3},"drift":0.01.
-// With momentum SGD or Adam and the control on, "metric":{"g":..,"phi":..,
-// "lambda":[..]} reports the QP on the optimizer's proposal: along the
+// With momentum SGD or Adam and the control on, "metric":{"g":..,
+// "scale":..,"phi":..,"lambda":[..]} reports the QP on the optimizer's
+// proposal (png.PNG.Constrain; scale is the step scale ρ): along the
 // update applied every loss falls at rate ≥ metric.phi. "improper":true
 // marks a step whose control is on only because the criterion's free step
 // was an improper trade (png.Settings.MaxTradeoff), and "held":true one
@@ -70,6 +71,7 @@ type jsonPoint struct {
 // jsonMetric is a png.MetricInfo in a step line.
 type jsonMetric struct {
 	G      jsonFloat   `json:"g"`
+	Scale  jsonFloat   `json:"scale"`
 	Phi    jsonFloat   `json:"phi"`
 	Lambda []jsonFloat `json:"lambda"`
 }
@@ -103,7 +105,7 @@ func (r *JSONLRecorder) Record(st *Step) error {
 			Control: p.Info.ControlOn, Improper: p.Info.Improper, Held: p.Info.Held, Phi: jsonFloat(p.Info.Phi), Lambda: floats(p.Info.Lambda), VNorm: jsonFloat(p.Info.VNorm),
 			DLoss: r.named(p.DLoss), ValLosses: r.named(p.ValLosses), ValMetrics: jsonMetrics(p.ValMetrics)}
 		if mi := p.Metric; mi != nil {
-			pts[k].Metric = &jsonMetric{G: jsonFloat(mi.G), Phi: jsonFloat(mi.Phi), Lambda: floats(mi.Lambda)}
+			pts[k].Metric = &jsonMetric{G: jsonFloat(mi.G), Scale: jsonFloat(mi.Scale), Phi: jsonFloat(mi.Phi), Lambda: floats(mi.Lambda)}
 		}
 		if p.Info.Mode != "" {
 			pts[k].EPO = &jsonEPO{Mode: p.Info.Mode, Mu: jsonFloat(p.Info.Mu), Beta: floats(p.Info.Beta)}

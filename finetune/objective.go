@@ -21,12 +21,14 @@ type objective struct {
 	pmIdx []int
 	tasks int    // m
 	scale string // Settings.MultiScale
+	trade bool   // Settings.MultiTrade
 }
 
 // eval returns F at the points' values X (one row per point) and writes
 // ∂F/∂X_k into G[k] and point k's own Criterion value into perF[k]. Multi's
-// gradients ∂F/∂L_k are scaled as o.scale says (Settings.MultiScale)
-// before PerModel's are added.
+// gradients ∂F/∂L_k keep only their trades when o.trade is set
+// (Settings.MultiTrade) and are then scaled as o.scale says
+// (Settings.MultiScale), before PerModel's are added.
 func (o objective) eval(X, G [][]float64, perF []float64) (float64, error) {
 	for _, g := range G {
 		clear(g)
@@ -51,6 +53,9 @@ func (o objective) eval(X, G [][]float64, perF []float64) (float64, error) {
 	if err != nil {
 		return F, err
 	}
+	if o.trade {
+		tradeOnly(gL)
+	}
 	scaleMulti(gL, o.scale)
 	for k, x := range X {
 		if o.pm != nil {
@@ -68,6 +73,22 @@ func (o objective) eval(X, G [][]float64, perF []float64) (float64, error) {
 		}
 	}
 	return F, nil
+}
+
+// tradeOnly removes from every point's gradient g = ∂F/∂L_k its mean over
+// the tasks, leaving g − (1ᵀg/m)·1: a zero-sum vector, which (unless it is
+// zero) lowers some losses and raises others. See Settings.MultiTrade.
+func tradeOnly(gL [][]float64) {
+	for _, g := range gL {
+		var mean float64
+		for _, x := range g {
+			mean += x
+		}
+		mean /= float64(len(g))
+		for i := range g {
+			g[i] -= mean
+		}
+	}
 }
 
 // scaleMulti scales the points' gradients gL as Settings.MultiScale says:

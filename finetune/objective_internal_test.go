@@ -40,3 +40,53 @@ func TestScaleMulti(t *testing.T) {
 		t.Errorf("zero gradients scaled to %v", z)
 	}
 }
+
+// TestTradeOnly checks Settings.MultiTrade on the energy of a dominated
+// pair and of a pair along the front: the push that would raise both
+// losses of the worse model (and lower both of the better) is removed, a
+// pure trade is kept, and what is left always sums to zero over the tasks.
+func TestTradeOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		in     [][]float64 // ∂E/∂L_k per model
+		want   [][]float64
+		scaled [][]float64 // after the per-model unit scaling that follows
+	}{
+		// Model 1 beats model 0 on both tasks: the energy pushes them
+		// apart along (1, 2). Only the sideways part (∓0.5, ±0.5) stays.
+		{"dominated pair", [][]float64{{-1, -2}, {1, 2}}, [][]float64{{0.5, -0.5}, {-0.5, 0.5}},
+			[][]float64{{math.Sqrt2 / 2, -math.Sqrt2 / 2}, {-math.Sqrt2 / 2, math.Sqrt2 / 2}}},
+		// Already a trade: unchanged.
+		{"trade", [][]float64{{1, -1}, {-3, 3}}, [][]float64{{1, -1}, {-3, 3}},
+			[][]float64{{math.Sqrt2 / 2, -math.Sqrt2 / 2}, {-math.Sqrt2 / 2, math.Sqrt2 / 2}}},
+		// Straight along 1 (no trade at all): nothing left, no NaN.
+		{"no trade", [][]float64{{2, 2, 2}}, [][]float64{{0, 0, 0}}, [][]float64{{0, 0, 0}}},
+		{"three tasks", [][]float64{{3, 0, 0}}, [][]float64{{2, -1, -1}},
+			[][]float64{{2 / math.Sqrt(6), -1 / math.Sqrt(6), -1 / math.Sqrt(6)}}},
+	} {
+		got := tc.in
+		tradeOnly(got)
+		for k := range got {
+			var sum float64
+			for i, x := range got[k] {
+				sum += x
+				if math.Abs(x-tc.want[k][i]) > 1e-15 {
+					t.Errorf("%s: model %d = %v, want %v", tc.name, k, got[k], tc.want[k])
+					break
+				}
+			}
+			if math.Abs(sum) > 1e-15 {
+				t.Errorf("%s: model %d sums to %g, want 0", tc.name, k, sum)
+			}
+		}
+		scaleMulti(got, MultiPerModel)
+		for k := range got {
+			for i, x := range got[k] {
+				if math.Abs(x-tc.scaled[k][i]) > 1e-15 {
+					t.Errorf("%s: scaled model %d = %v, want %v", tc.name, k, got[k], tc.scaled[k])
+					break
+				}
+			}
+		}
+	}
+}

@@ -67,16 +67,52 @@ func (s *Settings) propose(prop, metric, v []float32, st OptState) bool {
 	return false
 }
 
+// stepScale returns ρ = min(‖prop‖_{P⁻¹}/‖P∘v‖_{P⁻¹}, top): the length of
+// the optimizer's proposed step relative to the step P∘v it would take for
+// the direction v alone, in its own metric P (nil: I), at most top.
+// Momentum and Adam's averaging make it smaller than along a steady
+// direction under minibatch noise; top is its value along a steady
+// direction (Settings.steadyScale), which it passes only where v has
+// shrunk below the optimizer's memory: there the rate asked would grow
+// without bound. It is top when v is zero.
+func stepScale(prop, metric, v []float32, top float64) float64 {
+	var num, den float64
+	for i, u := range prop {
+		p, x := 1.0, float64(v[i])
+		if metric != nil {
+			p = float64(metric[i])
+		}
+		num += float64(u) * float64(u) / p
+		den += p * x * x
+	}
+	if den == 0 || !(num >= 0) || math.IsInf(num, 0) || math.IsInf(den, 0) {
+		return top
+	}
+	return math.Min(math.Sqrt(num/den), top)
+}
+
+// steadyScale is stepScale's ρ along a steady direction (the same v at
+// every step, long after the start): 1/(1−μ) for momentum SGD, 1 for Adam
+// (m̂ = v, √v̂ = |v|: the step is P∘v) and plain SGD.
+func (s *Settings) steadyScale() float64 {
+	if s.Optimizer != "adam" && s.Momentum != 0 {
+		return 1 / (1 - s.Momentum)
+	}
+	return 1
+}
+
 // apply moves theta along the direction v with learning rate lr, updating
 // the optimizer state st. Arithmetic is in float64, rounded to float32 once
 // per element, so that it is deterministic.
 //
 // When u is not nil it is the update to make instead of the optimizer's
 // own proposal for v (per unit learning rate, θ ← θ − lr·u; PNG's
-// constrained update of propose's proposal), and st is updated as if the
-// optimizer had been handed the gradient that makes it propose u: Adam's
-// second moment takes v and its first moment becomes c1·u·(√(w'/c2)+ε);
-// SGD's momentum buffer becomes u. Plain SGD moves by u.
+// constrained update of propose's proposal). The state is still updated
+// with v, as if the optimizer had moved by its proposal: the correction is
+// made afresh at every step and never accumulates in the optimizer's
+// memory. Carrying it there (Adam's first moment set to what proposes u)
+// lengthens the next proposal, hence the rate asked of it (stepScale), and
+// the update grew without bound (issue 13: ρ reached 1e14 by step 190).
 func (s *Settings) apply(theta, v, u []float32, st *OptState, lr float64) {
 	switch {
 	case s.Optimizer == "adam":
@@ -96,7 +132,6 @@ func (s *Settings) apply(theta, v, u []float32, st *OptState, lr float64) {
 			step := (m / c1) / d
 			if u != nil {
 				step = float64(u[i])
-				m = c1 * step * d
 			}
 			st.M[i], st.V[i] = float32(m), float32(w)
 			theta[i] = float32(float64(theta[i]) - lr*step)
@@ -108,11 +143,12 @@ func (s *Settings) apply(theta, v, u []float32, st *OptState, lr float64) {
 		st.T++
 		for i, g := range v {
 			b := s.Momentum*float64(st.M[i]) + float64(g)
+			step := b
 			if u != nil {
-				b = float64(u[i])
+				step = float64(u[i])
 			}
 			st.M[i] = float32(b)
-			theta[i] = float32(float64(theta[i]) - lr*b)
+			theta[i] = float32(float64(theta[i]) - lr*step)
 		}
 	default:
 		st.T++

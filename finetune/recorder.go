@@ -55,6 +55,7 @@ type Config struct {
 	Drift               bool           `json:"drift,omitempty"`     // a criterion reads drift, ‖θ − θ₀‖²
 	Multi               string         `json:"multi,omitempty"`
 	MultiScale          string         `json:"multi_scale,omitempty"`
+	MultiTrade          bool           `json:"multi_trade,omitempty"`
 	Optimizer           string         `json:"optimizer"`
 	Momentum            float64        `json:"momentum,omitempty"`
 	Beta1               float64        `json:"beta1,omitempty"`

@@ -177,7 +177,7 @@ func newLoop(ps []Problem, train, val *Dataset, s *Settings, rec Recorder, multi
 			return nil, fmt.Errorf("finetune: model %d has %d parameters, model 0 has %d", k+1, p.NumParams(), n)
 		}
 	}
-	obj := objective{c: rs.Criterion, tasks: len(tasks), scale: rs.MultiScale}
+	obj := objective{c: rs.Criterion, tasks: len(tasks), scale: rs.MultiScale, trade: rs.MultiTrade}
 	if multi {
 		obj.m = rs.Multi
 	}
@@ -338,7 +338,9 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 // optimizer actually makes: for every point with the control on, or whose
 // proposal is an improper trade (png.PNG.ImproperUpdate), it poses the QP
 // on the optimizer's proposal for the point's direction in the optimizer's
-// metric (png.PNG.Constrain). Plain SGD moves along the
+// metric (png.PNG.Constrain), at the rate the step the optimizer takes
+// warrants: α·ρ·g_P with ρ the proposal's length relative to P∘v, at
+// most its steady-direction value (stepScale). Plain SGD moves along the
 // direction itself, which already satisfies it (the paper's form), and
 // methods without a per-task guarantee (not png.Constrainer) are left
 // alone.
@@ -364,7 +366,7 @@ func (l *loop) constrain() (*bad, error) {
 			}
 			pt.info.ControlOn, pt.info.Improper = true, true
 		}
-		mi, err := c.Constrain(pt.upd, pt.jac, pt.prop, metric)
+		mi, err := c.Constrain(pt.upd, pt.jac, pt.prop, metric, stepScale(pt.prop, metric, pt.dir, l.s.steadyScale()))
 		if err != nil && pt.info.Improper && errors.Is(err, png.ErrUnbounded) {
 			// An improper trade at a Pareto-stationary point with
 			// opposing gradients: the point holds still (png.Info.Held).

@@ -79,7 +79,7 @@ func (l *loop) config(multi bool) *Config {
 	describeMethod(cfg, s.Method, len(l.tasks))
 	cfg.DirectionAsGradient = s.DirectionAsGradient
 	if l.obj.m != nil {
-		cfg.Multi, cfg.MultiScale = describe(l.obj.m), s.MultiScale
+		cfg.Multi, cfg.MultiScale, cfg.MultiTrade = describe(l.obj.m), s.MultiScale, s.MultiTrade
 		if l.obj.pm != nil {
 			cfg.PerModel = describe(l.obj.pm)
 		}

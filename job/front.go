@@ -23,12 +23,12 @@ import (
 
 // Defaults of front for ONNX models: the paper's MultiMNIST setting (Adam,
 // lr 1e-3, batch 256, γ 0.1; SGD: momentum TuneSGDMomentum at lr
-// TuneSGDLR), with the
-// threshold capped at png.RobustThresholdCap times its warm-up value so
-// that models trained from scratch keep the control on when gradients
-// explode, and free steps limited to proper trades
-// (png.RobustMaxTradeoff). Spread perturbs every parameter of the one starting model by
-// N(0, spread²) so that the N models start apart.
+// TuneSGDLR), with the threshold capped at png.RobustThresholdCap times
+// its warm-up value so that models trained from scratch keep the control on
+// when gradients explode, free steps limited to proper trades
+// (png.RobustMaxTradeoff), and the energy asking only for trades
+// (EnergyTrade). Spread perturbs every parameter of the one starting model
+// by N(0, spread²) so that the N models start apart.
 // Synthetic problems use the Synth* defaults instead.
 const (
 	FrontBatch  = 256
@@ -41,6 +41,12 @@ const (
 	// frontSynthRef is the default hypervolume reference with a synthetic
 	// problem: the synthetic fronts reach losses of 1, beyond 0.6.
 	frontSynthRef = 1.1
+)
+
+// Values of FrontConfig.EnergyPush.
+const (
+	EnergyTrade = "trade"
+	EnergyFull  = "full"
 )
 
 // Defaults of the synthetic problems (synth, and front --problem): plain
@@ -77,10 +83,14 @@ type FrontConfig struct {
 	// EnergyScale is finetune.Settings.MultiScale: model (the default,
 	// also ""), shared or raw.
 	EnergyScale string
-	Alpha       float64
-	Gamma       *float64
-	Optimizer   string // "": adam, sgd for synthetic problems
-	LR          *float64
+	// EnergyPush is trade (finetune.Settings.MultiTrade: the energy asks
+	// each model only for trades) or full (the paper's energy); "" is
+	// trade for ONNX models and full for synthetic problems.
+	EnergyPush string
+	Alpha      float64
+	Gamma      *float64
+	Optimizer  string // "": adam, sgd for synthetic problems
+	LR         *float64
 	// Momentum is SGD's momentum μ; nil: DefaultMomentum for ONNX models,
 	// 0 (plain steps) for synthetic problems.
 	Momentum *float64
@@ -166,6 +176,16 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 		return nil, fmt.Errorf("--energy-scale %w", err)
 	}
 	synth := c.Problem != ""
+	trade := !synth
+	switch c.EnergyPush {
+	case "":
+	case EnergyTrade:
+		trade = true
+	case EnergyFull:
+		trade = false
+	default:
+		return nil, fmt.Errorf("--energy-push %q: want %s or %s", c.EnergyPush, EnergyTrade, EnergyFull)
+	}
 	def := func(v *float64, onnx, syn float64) float64 {
 		if v != nil {
 			return *v
@@ -201,8 +221,8 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 		Momentum: def(c.Momentum, DefaultMomentum(optName), 0),
 		Steps:    steps, Epochs: c.Epochs, BatchSize: job.batch, Seed: c.Seed,
 		CheckpointEvery: c.CheckpointEvery, CheckpointPath: c.Checkpoint, Workers: c.Workers,
-		MultiScale: c.EnergyScale,
-		Meta:       map[string]any{"command": "front", "models": N},
+		MultiScale: c.EnergyScale, MultiTrade: trade,
+		Meta: map[string]any{"command": "front", "models": N},
 	}
 	var err error
 	if synth {

@@ -10,7 +10,7 @@ import (
 // PNG.Constrain). PNG implements it; MGD and Linear give no per-task
 // guarantee and do not.
 type Constrainer interface {
-	Constrain(dst []float32, J Jacobian, prop, metric []float32) (MetricInfo, error)
+	Constrain(dst []float32, J Jacobian, prop, metric []float32, scale float64) (MetricInfo, error)
 	ImproperUpdate(J Jacobian, u []float32) bool
 	TestsTrades() bool
 }
@@ -50,7 +50,8 @@ func (p PNG) ImproperUpdate(J Jacobian, u []float32) bool {
 // MetricInfo records what Constrain found.
 type MetricInfo struct {
 	G      float64   // g_P = min over the simplex of ωᵀ(J P Jᵀ)ω
-	Phi    float64   // the rate φ_P = α·g_P asked of every task on the update
+	Scale  float64   // the step scale ρ the rate was asked at
+	Phi    float64   // the rate φ_P = α·ρ·g_P asked of every task on the update
 	Lambda []float64 // dual variables (m); all zero when the proposal already complies
 }
 
@@ -65,25 +66,34 @@ const stationaryTol = 1e-12
 //
 //	minimise ½‖u − prop‖²_{P⁻¹}  subject to  ∇ℓ_iᵀu ≥ φ_P for every i,
 //
-// with φ_P = α·g_P (0 when g_P ≤ 1e-12·max_i K_P,ii: rounding at a
-// Pareto-stationary point) and g_P = min over the simplex of ωᵀK_Pω,
-// K_P = J P Jᵀ:
-// the metric's own min-norm value, so that φ_P is α times the rate the
-// min-norm (MGD) update of the metric, u = P Jᵀω, guarantees every task.
+// with φ_P = α·ρ·g_P (0 when g_P ≤ 1e-12·max_i K_P,ii: rounding at a
+// Pareto-stationary point), g_P = min over the simplex of ωᵀK_Pω,
+// K_P = J P Jᵀ, and ρ = scale. g_P is the metric's own min-norm value:
+// the min-norm (MGD) update of the metric, u = P Jᵀω, guarantees every
+// task the rate g_P. ρ is the length of the step the optimizer takes
+// relative to that of the direction it was handed (the caller's measure;
+// finetune uses ‖prop‖_{P⁻¹}/‖P v‖_{P⁻¹}): momentum and Adam's averaging
+// lengthen a steady direction and shorten a noisy one, and the rate asked
+// scales with the step, as the paper's φ = α·g does for a plain step
+// (ρ = 1). Asked at ρ = 1, Adam's averaged step, which under minibatch
+// noise is much shorter than P v, must be stretched until it meets the rate
+// of the un-averaged step: every constraint binds and the criterion has no
+// first-order effect on the losses.
 // Its dual is the paper's with K replaced by K_P and Jz by J·prop: λ ≥ 0
 // minimises ½λᵀK_Pλ + λᵀ(J·prop − φ_P1), and u = prop + P Jᵀλ.
 //
 // The optimizer moves θ ← θ − lr·u, so every task satisfies
 // ∇ℓ_iᵀΔθ ≤ −lr·φ_P to first order. For plain steps (prop the PNG
-// direction v, P = I) the constraints already hold (the paper's KKT
+// direction v, P = I, ρ = 1) the constraints already hold (the paper's KKT
 // conditions) and λ = 0: u = v. For momentum SGD, prop = μb + v and P = I;
 // for Adam, prop is Adam's step m̂/(√v̂+ε) and P = 1/(√v̂+ε) (see the
-// finetune package). The metric must be positive and finite.
+// finetune package). The metric must be positive and finite, and scale
+// finite and ≥ 0.
 //
 // Errors: non-finite J, prop or metric (wrapping ErrNonFinite), a dual
-// without minimiser (wrapping ErrUnbounded), invalid Settings. Constrain
-// panics when the shapes of dst, J, prop and metric disagree.
-func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric []float32) (MetricInfo, error) {
+// without minimiser (wrapping ErrUnbounded), invalid Settings or scale.
+// Constrain panics when the shapes of dst, J, prop and metric disagree.
+func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric []float32, scale float64) (MetricInfo, error) {
 	s, err := p.Settings.resolve()
 	if err != nil {
 		return MetricInfo{}, err
@@ -96,6 +106,9 @@ func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric []float32) (Metri
 	}
 	if m == 0 {
 		return MetricInfo{}, errNoTasks
+	}
+	if !(scale >= 0) || math.IsInf(scale, 0) {
+		return MetricInfo{}, fmt.Errorf("png: Constrain: scale = %v, want a finite value ≥ 0: %w", scale, ErrNonFinite)
 	}
 	for k, w := range metric {
 		if !(w > 0) || math.IsInf(float64(w), 0) {
@@ -113,7 +126,7 @@ func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric []float32) (Metri
 		return MetricInfo{}, err
 	}
 	_, g := MinNorm(K, m)
-	info := MetricInfo{G: g, Phi: s.Alpha * g, Lambda: make([]float64, m)}
+	info := MetricInfo{G: g, Scale: scale, Phi: s.Alpha * scale * g, Lambda: make([]float64, m)}
 	var top float64
 	for i := 0; i < m; i++ {
 		top = math.Max(top, K[i*m+i])

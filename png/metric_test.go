@@ -86,24 +86,25 @@ func metricGram64(J Jacobian, P []float32) []float64 {
 }
 
 // TestConstrain checks the metric QP on random instances: every task
-// decreases at rate ≥ φ_P along the update, φ_P = α·g_P with g_P the
+// decreases at rate ≥ φ_P along the update, φ_P = α·ρ·g_P with g_P the
 // metric's min-norm value, u − prop = P Jᵀλ with λ ≥ 0, and λ_i > 0 only
 // where the constraint is tight (the KKT conditions of the closest update
 // in the metric).
 func TestConstrain(t *testing.T) {
 	worst := 0.0
 	for _, c := range metricCases(21) {
-		for _, alpha := range []float64{0.5, 2} {
+		for _, ar := range [][2]float64{{0.5, 1}, {2, 1}, {0.5, 0.2}, {0.5, 3}, {1, 0}} {
+			alpha, rho := ar[0], ar[1]
 			p := PNG{Settings{Alpha: alpha, Workers: 2}}
 			u := make([]float32, c.J.N)
-			info, err := p.Constrain(u, c.J, c.prop, c.metric)
+			info, err := p.Constrain(u, c.J, c.prop, c.metric, rho)
 			if err != nil {
-				t.Fatalf("%s α=%v: %v", c.name, alpha, err)
+				t.Fatalf("%s α=%v ρ=%v: %v", c.name, alpha, rho, err)
 			}
 			K := metricGram64(c.J, c.metric)
 			_, g := MinNorm(K, c.J.M)
-			if math.Abs(info.G-g) > 1e-9*scaleOf(K, c.J.M) || info.Phi != alpha*info.G {
-				t.Errorf("%s α=%v: g_P = %v, φ_P = %v; want g_P = %v, φ_P = α·g_P", c.name, alpha, info.G, info.Phi, g)
+			if math.Abs(info.G-g) > 1e-9*scaleOf(K, c.J.M) || info.Phi != alpha*rho*info.G || info.Scale != rho {
+				t.Errorf("%s α=%v ρ=%v: g_P = %v, ρ = %v, φ_P = %v; want g_P = %v, φ_P = α·ρ·g_P", c.name, alpha, rho, info.G, info.Scale, info.Phi, g)
 			}
 			dots, norms := jv(c.J, u)
 			un := norm32(u)
@@ -164,7 +165,7 @@ func TestConstrainKeepsPaperStep(t *testing.T) {
 			t.Fatalf("%s: control on = %v, err = %v; want on", c.name, info.ControlOn, err)
 		}
 		u := make([]float32, c.J.N)
-		mi, err := p.Constrain(u, c.J, v, nil)
+		mi, err := p.Constrain(u, c.J, v, nil, 1)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -189,13 +190,17 @@ func TestConstrainErrors(t *testing.T) {
 		name   string
 		prop   []float32
 		metric []float32
+		scale  float64
 	}{
-		{"zero metric", prop, []float32{1, 0, 1}},
-		{"negative metric", prop, []float32{1, -1, 1}},
-		{"NaN metric", prop, []float32{1, float32(math.NaN()), 1}},
-		{"Inf proposal", []float32{1, float32(math.Inf(1)), 1}, nil},
+		{"zero metric", prop, []float32{1, 0, 1}, 1},
+		{"negative metric", prop, []float32{1, -1, 1}, 1},
+		{"NaN metric", prop, []float32{1, float32(math.NaN()), 1}, 1},
+		{"Inf proposal", []float32{1, float32(math.Inf(1)), 1}, nil, 1},
+		{"negative scale", prop, nil, -1},
+		{"NaN scale", prop, nil, math.NaN()},
+		{"Inf scale", prop, nil, math.Inf(1)},
 	} {
-		_, err := PNG{}.Constrain(make([]float32, 3), J, tc.prop, tc.metric)
+		_, err := PNG{}.Constrain(make([]float32, 3), J, tc.prop, tc.metric, tc.scale)
 		if err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
