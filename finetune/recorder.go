@@ -98,8 +98,9 @@ type Point struct {
 	F      float64   // this point's Criterion value (0 when only Multi is set)
 	Info   png.Info  // what the method found: g, e, control, λ, ‖v‖
 	// Metric is what the QP on the optimizer's proposal found (momentum
-	// SGD and Adam with the control on; png.PNG.Constrain): g_P, the rate
-	// φ_P every loss decreases at along the update, λ. nil when not posed.
+	// SGD and Adam with the control on; png.PNG.Constrain): g_P, the step
+	// scale ρ, the rate φ_P every loss decreases at along the update, λ.
+	// nil when not posed.
 	Metric *png.MetricInfo
 	// DLoss is the first-order change of each task loss under the update
 	// the optimizer actually applied: ∇ℓ_iᵀΔθ with Δθ = θ_after − θ_before

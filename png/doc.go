@@ -20,9 +20,11 @@
 // loss can rise although the control is on. PNG.Constrain restores the
 // guarantee on the update actually made: given the optimizer's proposal u₀
 // (its update for v) and its diagonal metric P, it returns the update
-// closest to u₀ in ‖·‖_{P⁻¹} with ∇ℓ_iᵀu ≥ φ_P = α·g_P for every task, where
-// g_P is the min-norm value of K_P = J P Jᵀ: the same dual QP with K_P in
-// place of K. Posing it on the proposal for v rather than for ∇F keeps the
+// closest to u₀ in ‖·‖_{P⁻¹} with ∇ℓ_iᵀu ≥ φ_P = α·ρ·g_P for every task,
+// where g_P is the min-norm value of K_P = J P Jᵀ (the same dual QP with K_P
+// in place of K) and ρ is the caller's step scale: how long the optimizer's
+// step is against P∘v, so that an averaged step, short under minibatch
+// noise, is not stretched to the rate of an un-averaged one. Posing it on the proposal for v rather than for ∇F keeps the
 // optimizer's own scale (Adam's second moment sees the direction it
 // follows, so a small ∇F cannot blow the metric up) and leaves the
 // proposal alone whenever its momentum already descends every loss fast
