@@ -38,12 +38,12 @@ type demoSize struct {
 }
 
 // Demo sizes. The full demo uses the paper's MultiMNIST batch (256) and
-// Adam; measured on the 2-core development machine after the backend's GEMM
-// work: 91 s wall, 144 s CPU (user+sys), 775 MB resident when the machine
-// was otherwise idle; 131 s wall while other jobs kept it busy (load
-// average about 3.8). It is deterministic for a seed (validation F 0.0187 → 0.0061,
-// accuracies left 95.0% → 95.0%, right 94.7% → 95.6%, in the band for 75
-// of the last 100 steps). γ = 0.5: g(θ)/ē measured 0.2–0.6 on batches of
+// Adam; measured on the 2-core development machine with the rate of the
+// constrained update scaled by Adam's step (issue 13): 93 s wall, 89 s
+// CPU, 569 MB resident while other jobs shared the cores. It is
+// deterministic for a seed (validation F 0.0187 → 0.0056, accuracies left
+// 95.0% → 95.0%, right 94.6% → 95.4%, in the band for 79 of the last 100
+// steps). γ = 0.5: g(θ)/ē measured 0.2–0.6 on batches of
 // 32 to 2048 pairs (task gradients nearly orthogonal); in the last 100
 // steps of a run, 0% of the steps had g ≤ 0.1·ē, 25% ≤ 0.3·ē, 52% ≤
 // 0.4·ē. 40000 training pairs keep the pretrained model from overfitting
