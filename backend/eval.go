@@ -88,6 +88,7 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 		return fmt.Errorf("planning execution: %w", err)
 	}
 	c.prog.pool = md.bufPool()
+	c.prog.pool.fit(c.prog.plan.pooledPeak(c.prog))
 	return nil
 }
 

@@ -310,7 +310,7 @@ func (p *program) run(seg []int, frees [][]int) (err error) {
 func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	f32 := cur.Dtype() == tensor.Float32
 	var buf []float32
-	if f32 {
+	if p.pooled(i) {
 		buf = p.pool.get(numel(cur.Shape()))
 	}
 	// keep records that the result lives in b (nil: not a buffer of
@@ -318,6 +318,8 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	keep := func(b []float32) {
 		if len(b) > 0 && len(buf) > 0 && &b[0] == &buf[0] {
 			buf = nil
+		} else if len(b) > 0 {
+			p.pool.adopt(b)
 		}
 		p.owned[i] = b
 		if buf != nil {
@@ -356,6 +358,20 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	}
 	p.vals[i] = v
 	return nil
+}
+
+// pooled reports whether node i's value lives in a pool buffer: a
+// float32 result of an op writing into a given buffer (intoOp, opsIntoOp)
+// or of a gradient sum (add32).
+func (p *program) pooled(i int) bool {
+	if p.nodes[i].Dtype() != tensor.Float32 {
+		return false
+	}
+	switch p.nodes[i].Op().(type) {
+	case intoOp, opsIntoOp:
+		return true
+	}
+	return p.adds[i]
 }
 
 // scalarValue is v as a Gorgonia scalar of dtype dt.

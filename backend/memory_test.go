@@ -155,3 +155,41 @@ func TestReleaseBuffers(t *testing.T) {
 		t.Errorf("the step after ReleaseBuffers differs: losses %v, then %v", l1, l2)
 	}
 }
+
+// TestPoolWithinPlan checks that the buffer pool holds no more than the
+// planned peak of pooled values, also when programs of two batch sizes
+// draw from it in turn, and that its reuse leaves every value as a model
+// with a fresh pool computes it.
+func TestPoolWithinPlan(t *testing.T) {
+	for _, sc := range stepCases {
+		t.Run(sc.name, func(t *testing.T) {
+			md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := len(sc.tasks)
+			for _, n := range []int{4, 2, 4, 2} {
+				l := make([]float64, m)
+				jac := png.NewJacobian(m, md.NumParams())
+				if err := md.Evaluate(sc.batch(n), l, &jac); err != nil {
+					t.Fatal(err)
+				}
+				if md.pool.limit <= 0 || md.pool.held > md.pool.limit {
+					t.Errorf("batch %d: the pool holds %d elements, its limit is %d", n, md.pool.held, md.pool.limit)
+				}
+				fresh, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				fl := make([]float64, m)
+				fj := png.NewJacobian(m, md.NumParams())
+				if err := fresh.Evaluate(sc.batch(n), fl, &fj); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(l, fl) || !slices.Equal(jac.Data, fj.Data) {
+					t.Errorf("batch %d: losses %v with a reused pool, %v with a fresh one (or J differs)", n, l, fl)
+				}
+			}
+		})
+	}
+}

@@ -443,8 +443,7 @@ func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tens
 // again.
 func (md *Model) ReleaseBuffers() {
 	if md.pool != nil {
-		clear(md.pool.free)
-		md.pool.free = md.pool.free[:0]
+		md.pool.drop()
 	}
 }
 

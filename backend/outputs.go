@@ -88,6 +88,7 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 				return nil, fmt.Errorf("backend: Outputs: %w", err)
 			}
 			oc.fwd.pool = md.bufPool()
+			oc.fwd.pool.fit(oc.fwd.plan.pooledPeak(oc.fwd))
 		}
 		md.cache[key] = oc
 	}

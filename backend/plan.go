@@ -237,25 +237,46 @@ func lifetimes(p *program, seg, at, last []int) [][]int {
 // and the m backward passes, in bytes (the shared zero backing included;
 // inputs and parameters, bound outside the program, not).
 func (pl *plan) peak(p *program) int64 {
-	var cur, top int64
-	for t, i := range p.fwd {
-		cur += pl.bytes[i]
-		top = max(top, cur)
-		for _, j := range pl.fwdFree[t] {
-			cur -= pl.bytes[j]
+	zero := int64(0)
+	if len(pl.segs) > 0 && len(p.bwd) > 0 {
+		zero = int64(pl.zeroMax) * int64(dtypeSize(p.nodes[p.bwd[0]].Dtype()))
+	}
+	return pl.peakOf(p, pl.bytes, zero)
+}
+
+// pooledPeak is the largest total, in float32 elements, of the live values
+// that live in pool buffers (p.pooled): what the pool needs to hold at
+// once, its limit.
+func (pl *plan) pooledPeak(p *program) int64 {
+	elems := make([]int64, len(p.nodes))
+	for i := range p.nodes {
+		if p.pooled(i) {
+			elems[i] = int64(numel(p.nodes[i].Shape()))
 		}
 	}
-	if len(pl.segs) > 0 && len(p.bwd) > 0 {
-		cur += int64(pl.zeroMax) * int64(dtypeSize(p.nodes[p.bwd[0]].Dtype()))
+	return pl.peakOf(p, elems, 0)
+}
+
+// peakOf is the largest total of size over the live values of a forward
+// pass and the m backward passes, with base added during the backward
+// passes.
+func (pl *plan) peakOf(p *program, size []int64, base int64) int64 {
+	var cur, top int64
+	for t, i := range p.fwd {
+		cur += size[i]
+		top = max(top, cur)
+		for _, j := range pl.fwdFree[t] {
+			cur -= size[j]
+		}
 	}
-	base := cur
+	base += cur
 	for k, seg := range pl.segs {
 		cur = base
 		for t, i := range seg {
-			cur += pl.bytes[i]
+			cur += size[i]
 			top = max(top, cur)
 			for _, j := range pl.bwdFree[k][t] {
-				cur -= pl.bytes[j]
+				cur -= size[j]
 			}
 		}
 	}
@@ -302,8 +323,19 @@ func (z *zeroBacking) value(n gnode, size int) G.Value {
 	return tensor.New(tensor.Of(n.Dtype()), tensor.WithShape(n.Shape()...))
 }
 
-// bufPool keeps the float32 buffers of dead values for reuse.
-type bufPool struct{ free [][]float32 }
+// bufPool keeps the float32 buffers of dead values for reuse. held counts
+// the elements of every buffer it handed out or adopted, live or free.
+// With a limit (the largest pooledPeak of the programs drawing from it),
+// a get that finds no fitting free buffer first drops free ones, largest
+// first, while held would exceed the limit: buffers of sizes the passes
+// no longer ask for go to the garbage collector instead of staying beside
+// new ones, so that the pool holds about the planned values, not their
+// sum over every size ever asked for.
+type bufPool struct {
+	free  [][]float32
+	held  int64 // elements
+	limit int64 // elements; 0: none
+}
 
 // get returns a buffer of n elements (contents undefined): the smallest
 // free one holding n with at most 1/8 to spare, else a new one.
@@ -318,13 +350,29 @@ func (b *bufPool) get(n int) []float32 {
 		}
 	}
 	if best < 0 {
+		for b.limit > 0 && b.held+int64(n) > b.limit && len(b.free) > 0 {
+			big := 0
+			for i, f := range b.free {
+				if cap(f) > cap(b.free[big]) {
+					big = i
+				}
+			}
+			b.held -= int64(cap(b.free[big]))
+			b.take(big)
+		}
+		b.held += int64(n)
 		return make([]float32, n)
 	}
-	f := b.free[best]
+	return b.take(best)[:n]
+}
+
+// take removes free buffer i from the pool and returns it.
+func (b *bufPool) take(i int) []float32 {
+	f := b.free[i]
 	last := len(b.free) - 1
-	b.free[best], b.free[last] = b.free[last], nil
+	b.free[i], b.free[last] = b.free[last], nil
 	b.free = b.free[:last]
-	return f[:n]
+	return f
 }
 
 // put returns f to the pool; nothing may read or write it afterwards.
@@ -333,3 +381,20 @@ func (b *bufPool) put(f []float32) {
 		b.free = append(b.free, f[:cap(f)])
 	}
 }
+
+// adopt counts f, a result buffer an op allocated itself, as held: it
+// comes to the pool when its value dies.
+func (b *bufPool) adopt(f []float32) { b.held += int64(cap(f)) }
+
+// drop empties the pool of free buffers.
+func (b *bufPool) drop() {
+	for _, f := range b.free {
+		b.held -= int64(cap(f))
+	}
+	clear(b.free)
+	b.free = b.free[:0]
+}
+
+// fit raises the limit to n elements, the pooled peak of a program drawing
+// from b.
+func (b *bufPool) fit(n int64) { b.limit = max(b.limit, n) }
