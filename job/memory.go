@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
@@ -21,7 +22,8 @@ type MemoryPlan struct {
 	Limit     int64                  // bytes the job may use
 	LimitFrom string                 // where Limit comes from
 	// GCLimit is the Go runtime's soft memory limit PlanMemory sets: the
-	// expected peak plus gcHeadroom of it, at most Limit.
+	// expected peaks of the jobs planned in this process (plannedBytes)
+	// plus gcHeadroom of them, at most Limit.
 	GCLimit int64
 }
 
@@ -180,12 +182,20 @@ const (
 	gcHeadroomMin = 256 << 20
 )
 
+// plannedBytes sums the expected peaks of every job planned in this
+// process. The runtime's memory limit is the process's, and jobs may run
+// at once (batch's workers), so the limit covers them all; it is never
+// lowered when a job ends, so a process that runs many jobs one after
+// the other ends up at its Limit, Go's collection as before GCLimit.
+var plannedBytes atomic.Int64
+
 // PlanMemory estimates a step of md on ds's first batch examples (with
 // models copies and extra bytes per model beside it), resolves the limit
 // (maxMemory as --max-memory gives it, "" for AvailableMemory) and
 // returns an error naming a batch size that fits when the estimate is
 // over it. Otherwise it sets the Go runtime's soft memory limit to the
-// expected peak plus gcHeadroom (GCLimit; at most the limit), so that the
+// expected peak (with those of the other jobs planned in this process,
+// plannedBytes) plus gcHeadroom (GCLimit; at most the limit), so that the
 // garbage collector collects the step's unpooled values (MaxPool's
 // indices, Resize's results…) before the heap outgrows the plan rather
 // than after it grew by gcPercent, and lets the heap grow by gcPercent
@@ -213,17 +223,17 @@ func PlanMemory(md *backend.Model, ds *finetune.Dataset, batch, models int, extr
 		return nil, fmt.Errorf("--batch %d needs about %s (%s%s), more than the %s allowed (%s): %s",
 			batch, backend.FormatBytes(p.Total()), p.Step.Parts(), p.loop(), backend.FormatBytes(p.Limit), p.LimitFrom, p.fitting(n))
 	}
-	p.GCLimit = p.gcLimit()
+	p.GCLimit = p.gcLimit(plannedBytes.Add(p.Total()))
 	debug.SetMemoryLimit(p.GCLimit)
 	debug.SetGCPercent(gcPercent)
 	return p, nil
 }
 
-// gcLimit is the soft memory limit for the Go runtime: the expected peak
-// plus gcHeadroom of it (at least gcHeadroomMin), at most Limit.
-func (p *MemoryPlan) gcLimit() int64 {
-	t := p.Total()
-	return min(p.Limit, t+max(int64(gcHeadroom*float64(t)), gcHeadroomMin))
+// gcLimit is the soft memory limit for the Go runtime when the jobs of
+// the process expect planned bytes at their peaks: that plus gcHeadroom
+// of it (at least gcHeadroomMin), at most Limit.
+func (p *MemoryPlan) gcLimit(planned int64) int64 {
+	return min(p.Limit, planned+max(int64(gcHeadroom*float64(planned)), gcHeadroomMin))
 }
 
 // fitting names the largest batch that fits, taking the activations as

@@ -71,26 +71,30 @@ func TestAvailableMemory(t *testing.T) {
 }
 
 // TestGCLimit checks the Go runtime's soft memory limit derived from the
-// plan: the expected peak plus a tenth, at least 256 MiB more, never above
-// the job's limit.
+// plans: the expected peaks of the process's jobs (this one alone, or with
+// others planned before it) plus a tenth, at least 256 MiB more, never
+// above the job's limit.
 func TestGCLimit(t *testing.T) {
+	step := backend.MemoryEstimate{Values: 4e9, Weights: 5e8, Jacobian: 4e8, Scratch: 1e8}
 	cases := []struct {
 		name   string
 		step   backend.MemoryEstimate
 		models int
 		extra  int64
+		before int64 // planned by earlier jobs of the process
 		limit  int64
 		want   int64
 	}{
-		{"a tenth above", backend.MemoryEstimate{Values: 4e9, Weights: 5e8, Jacobian: 4e8, Scratch: 1e8}, 1, 0, 20e9, 5.5e9},
-		{"loop and models counted", backend.MemoryEstimate{Values: 4e9, Weights: 5e8, Jacobian: 4e8, Scratch: 1e8}, 2, 1e9, 20e9, 13.2e9},
-		{"at least 256 MiB above", backend.MemoryEstimate{Values: 1e8}, 1, 0, 20e9, 1e8 + 256<<20},
-		{"capped by the limit", backend.MemoryEstimate{Values: 4e9, Weights: 5e8, Jacobian: 4e8, Scratch: 1e8}, 1, 0, 5.2e9, 5.2e9},
+		{"a tenth above", step, 1, 0, 0, 20e9, 5.5e9},
+		{"loop and models counted", step, 2, 1e9, 0, 20e9, 13.2e9},
+		{"jobs planned before counted", step, 1, 0, 3e9, 20e9, 8.8e9},
+		{"at least 256 MiB above", backend.MemoryEstimate{Values: 1e8}, 1, 0, 0, 20e9, 1e8 + 256<<20},
+		{"capped by the limit", step, 1, 0, 0, 5.2e9, 5.2e9},
 	}
 	for _, c := range cases {
 		p := &MemoryPlan{Step: c.step, Models: c.models, Extra: c.extra, Limit: c.limit}
-		if got := p.gcLimit(); got != c.want {
-			t.Errorf("%s: gcLimit() = %d, expected %d", c.name, got, c.want)
+		if got := p.gcLimit(c.before + p.Total()); got != c.want {
+			t.Errorf("%s: gcLimit = %d, expected %d", c.name, got, c.want)
 		}
 	}
 }
