@@ -117,6 +117,7 @@ func TestBenchRescoreCommitted(t *testing.T) {
 		{"../bench/results-medium-multimnist.json", 1 * 4 * 4},
 		{"../bench/results-medium-fashion.json", 2 * 4 * 4},
 		{"../bench/results-medium-paper-update.json", 1 * 4 * 4},
+		{"../bench/results-medium-multimnist-rho.json", 1 * 4 * 4},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
 			rescoreCommitted(t, tc.file, tc.cells)
