@@ -65,13 +65,24 @@ var metricColumns = []struct {
 // WriteMetrics prints the task metrics as the NYUv2 table does, one line
 // per task in the order of names (tasks without metrics are skipped):
 // mIoU, pixel accuracy, accuracy and the within-t° fractions in percent,
-// depth errors as they are, angles in degrees. Nothing is printed
-// without metrics.
+// depth errors as they are, angles in degrees. The header speaks of pixels
+// only when some task has a per-pixel metric (classification tasks have
+// only Accuracy, over examples). Nothing is printed without metrics.
 func WriteMetrics(w io.Writer, indent string, names []string, m map[string]map[string]Num) {
 	if len(m) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%smetrics, pooled over all evaluated pixels (%% as in the NYUv2 table; angles in degrees; <t°: share of pixels within t°):\n", indent)
+	dense := false
+	for _, ms := range m {
+		for k := range ms {
+			dense = dense || k != metrics.Accuracy
+		}
+	}
+	if dense {
+		fmt.Fprintf(w, "%smetrics, pooled over all evaluated pixels (%% as in the NYUv2 table; angles in degrees; <t°: share of pixels within t°):\n", indent)
+	} else {
+		fmt.Fprintf(w, "%smetrics over all evaluated examples (%%):\n", indent)
+	}
 	order := append([]string(nil), names...)
 	var extra []string
 	for t := range m {
