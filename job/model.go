@@ -96,9 +96,13 @@ type ModelConfig struct {
 	MaxMemory string
 }
 
-// loopVectors is how many n-vectors of float32 the training loop holds
-// beside the step (θ, the direction, the optimizer's moments, θ₀).
-const loopVectors = 5
+// loopVectors is how many n-vectors of float32 the training loop
+// (finetune's loop, with Adam and PNG's constrained update) holds beside
+// the step at most: θ, the direction, Adam's two moments, the proposal,
+// its metric and the update (png.Constrain), and the snapshot of the last
+// good step (θ, the moments, the direction, the update). θ₀ (drift) is
+// not counted.
+const loopVectors = 12
 
 // TuneLoopBytes is the memory the training loop holds beside the step for
 // n trainable parameters.
