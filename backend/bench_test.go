@@ -84,6 +84,17 @@ func mtanBatch(n, h, w, classes int) map[string]*importer.Tensor {
 	}
 }
 
+// openStepCase opens sc's model with its tasks and default options,
+// failing the test on an error.
+func openStepCase(t testing.TB, sc stepCase) *Model {
+	t.Helper()
+	md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return md
+}
+
 var stepCases = []stepCase{
 	{
 		name:  "lenet2",

@@ -165,10 +165,7 @@ func TestProgramReuseAcrossSteps(t *testing.T) {
 func TestPlanFreesValues(t *testing.T) {
 	for _, sc := range stepCases {
 		t.Run(sc.name, func(t *testing.T) {
-			md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			md := openStepCase(t, sc)
 			m := len(sc.tasks)
 			jac := png.NewJacobian(m, md.NumParams())
 			if err := md.Evaluate(sc.batch(3), make([]float64, m), &jac); err != nil {

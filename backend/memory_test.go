@@ -17,10 +17,7 @@ import (
 func TestEstimateMemory(t *testing.T) {
 	for _, sc := range stepCases {
 		t.Run(sc.name, func(t *testing.T) {
-			md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			md := openStepCase(t, sc)
 			e1, err := md.EstimateMemoryBatch(1)
 			if err != nil {
 				t.Fatal(err)
@@ -93,10 +90,7 @@ func TestEstimateMemoryBatchErrors(t *testing.T) {
 func TestParametersHeldOnce(t *testing.T) {
 	for _, sc := range stepCases {
 		t.Run(sc.name, func(t *testing.T) {
-			md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			md := openStepCase(t, sc)
 			if _, err := md.EstimateMemoryBatch(4); err != nil {
 				t.Fatal(err)
 			}
@@ -163,10 +157,7 @@ func TestReleaseBuffers(t *testing.T) {
 func TestPoolWithinPlan(t *testing.T) {
 	for _, sc := range stepCases {
 		t.Run(sc.name, func(t *testing.T) {
-			md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			md := openStepCase(t, sc)
 			m := len(sc.tasks)
 			for _, n := range []int{4, 2, 4, 2} {
 				l := make([]float64, m)
