@@ -6,6 +6,43 @@ import (
 	"testing"
 )
 
+// sameBits32 reports whether a and b have the same bits or are both NaN.
+func sameBits32(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+}
+
+// checkKernels32 runs an element-wise op's float32 kernels, fwd and bwd,
+// on each case's input x (with the upstream gradient grad(n) for n
+// elements) and checks that they give the bits of the float64 formulas
+// rounded once (the forward32Func rule): wantY(x) for the output, and
+// wantDx(y, g) for the input's gradient, with y the kernel's own output.
+func checkKernels32(t *testing.T, op string, cases map[string][]float32, grad func(n int) []float32,
+	fwd func(dst []float32, in [][]float32), bwd func(int, []float32, [][]float32, []float32, []float32) bool,
+	wantY func(x float64) float64, wantDx func(y, g float64) float64) {
+	t.Helper()
+	for _, name := range []string{"special", "split"} {
+		x := cases[name]
+		t.Run(name, func(t *testing.T) {
+			n := len(x)
+			y := make([]float32, n)
+			fwd(y, [][]float32{x})
+			g := grad(n)
+			dx := make([]float32, n)
+			if !bwd(0, dx, [][]float32{nil}, y, g) {
+				t.Fatalf("%s's backward kernel declined", op)
+			}
+			for i, v := range x {
+				if want := float32(wantY(float64(v))); !sameBits32(y[i], want) {
+					t.Fatalf("%s(%v) = %v, float64 formula %v", op, v, y[i], want)
+				}
+				if want := float32(wantDx(float64(y[i]), float64(g[i]))); !sameBits32(dx[i], want) {
+					t.Fatalf("%s'·%v at %v = %v, float64 formula %v", op, g[i], v, dx[i], want)
+				}
+			}
+		})
+	}
+}
+
 // TestRelu32MatchesFloat64 checks that Relu's float32 kernels give the
 // bits of the float64 formula rounded once (the forward32Func rule), for
 // special values and for a tensor long enough to be split among
@@ -18,42 +55,21 @@ func TestRelu32MatchesFloat64(t *testing.T) {
 	for i := range long {
 		long[i] = special[r.Intn(len(special))] * float32(r.NormFloat64())
 	}
-	cases := []struct {
-		name string
-		x    []float32
-	}{
-		{"special", special},
-		{"split", long},
+	grad := func(n int) []float32 {
+		g := make([]float32, n)
+		for i := range g {
+			g[i] = special[(i+3)%len(special)]
+		}
+		return g
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			n := len(c.x)
-			y := make([]float32, n)
-			reluFwd32(y, [][]float32{c.x})
-			g := make([]float32, n)
-			for i := range g {
-				g[i] = special[(i+3)%len(special)]
+	checkKernels32(t, "relu", map[string][]float32{"special": special, "split": long}, grad, reluFwd32, reluBwd32,
+		func(x float64) float64 { return math.Max(x, 0) },
+		func(y, g float64) float64 {
+			if y > 0 {
+				return g
 			}
-			dx := make([]float32, n)
-			if !reluBwd32(0, dx, [][]float32{nil}, y, g) {
-				t.Fatal("reluBwd32 declined")
-			}
-			for i, v := range c.x {
-				wantY := float32(math.Max(float64(v), 0))
-				d := 0.0
-				if float64(wantY) > 0 {
-					d = 1
-				}
-				wantDx := float32(float64(g[i]) * d)
-				if math.Float32bits(y[i]) != math.Float32bits(wantY) && !(y[i] != y[i] && wantY != wantY) {
-					t.Fatalf("relu(%v) = %v, float64 path %v", v, y[i], wantY)
-				}
-				if math.Float32bits(dx[i]) != math.Float32bits(wantDx) && !(dx[i] != dx[i] && wantDx != wantDx) {
-					t.Fatalf("relu'(%v)·%v = %v, float64 path %v", v, g[i], dx[i], wantDx)
-				}
-			}
+			return g * 0
 		})
-	}
 }
 
 // TestSigmoid32MatchesFloat64 checks Sigmoid's float32 kernels against the
@@ -66,46 +82,21 @@ func TestSigmoid32MatchesFloat64(t *testing.T) {
 	for i := range long {
 		long[i] = float32(8 * r.NormFloat64())
 	}
-	cases := []struct {
-		name string
-		x    []float32
-	}{
-		{"special", special},
-		{"split", long},
+	grad := func(n int) []float32 {
+		g := make([]float32, n)
+		for i := range g {
+			g[i] = float32(r.NormFloat64())
+		}
+		g[0] = inf
+		return g
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			n := len(c.x)
-			y := make([]float32, n)
-			sigmoidFwd32(y, [][]float32{c.x})
-			g := make([]float32, n)
-			for i := range g {
-				g[i] = float32(r.NormFloat64())
+	checkKernels32(t, "sigmoid", map[string][]float32{"special": special, "split": long}, grad, sigmoidFwd32, sigmoidBwd32,
+		func(x float64) float64 {
+			if x >= 0 {
+				return 1 / (1 + math.Exp(-x))
 			}
-			g[0] = inf
-			dx := make([]float32, n)
-			if !sigmoidBwd32(0, dx, [][]float32{nil}, y, g) {
-				t.Fatal("sigmoidBwd32 declined")
-			}
-			for i, v := range c.x {
-				x := float64(v)
-				var want float64
-				if x >= 0 {
-					want = 1 / (1 + math.Exp(-x))
-				} else {
-					e := math.Exp(x)
-					want = e / (1 + e)
-				}
-				wantY := float32(want)
-				yy := float64(y[i])
-				wantDx := float32(float64(g[i]) * (yy * (1 - yy)))
-				if math.Float32bits(y[i]) != math.Float32bits(wantY) && !(y[i] != y[i] && wantY != wantY) {
-					t.Fatalf("sigmoid(%v) = %v, float64 formula %v", v, y[i], wantY)
-				}
-				if math.Float32bits(dx[i]) != math.Float32bits(wantDx) && !(dx[i] != dx[i] && wantDx != wantDx) {
-					t.Fatalf("sigmoid'·%v at %v = %v, float64 formula %v", g[i], v, dx[i], wantDx)
-				}
-			}
-		})
-	}
+			e := math.Exp(x)
+			return e / (1 + e)
+		},
+		func(y, g float64) float64 { return g * (y * (1 - y)) })
 }

@@ -8,6 +8,16 @@ import (
 	"gorgonia.org/tensor"
 )
 
+// normal32 returns a float32 tensor of shape s with standard normal
+// entries drawn from r.
+func normal32(r *rand.Rand, s []int) tensor.Tensor {
+	d := make([]float32, tensor.Shape(s).TotalSize())
+	for i := range d {
+		d[i] = float32(r.NormFloat64())
+	}
+	return newTensor(tensor.Shape(s), d)
+}
+
 // TestConvForwardDirtyBuffer checks that Conv's forward pass writes every
 // element of its output buffer: a NaN-filled buffer gives the bits a
 // zeroed one gives (direct, banded, cached and grouped convolutions).
@@ -28,14 +38,7 @@ func TestConvForwardDirtyBuffer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rnd := func(s []int) tensor.Tensor {
-				d := make([]float32, tensor.Shape(s).TotalSize())
-				for i := range d {
-					d[i] = float32(r.NormFloat64())
-				}
-				return newTensor(tensor.Shape(s), d)
-			}
-			x, w, b := rnd(c.x), rnd(c.w), rnd([]int{c.w[0]})
+			x, w, b := normal32(r, c.x), normal32(r, c.w), normal32(r, []int{c.w[0]})
 			n := g.n * g.m * g.outPlane
 			want := data[float32](convForward(g, newConvScratch(), x, w, b, make([]float32, n)))
 			dirty := make([]float32, n)
@@ -79,17 +82,10 @@ func TestConvGradWWideRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rnd := func(s []int) tensor.Tensor {
-				d := make([]float32, tensor.Shape(s).TotalSize())
-				for i := range d {
-					d[i] = float32(r.NormFloat64())
-				}
-				return newTensor(tensor.Shape(s), d)
-			}
 			if (g.tapOffsets() != nil) != (!c.exact || c.inf) {
 				t.Fatalf("tapOffsets %v for %v", g.tapOffsets(), g)
 			}
-			x, gy := rnd(c.x), rnd([]int{g.n, g.m, g.oh, g.ow})
+			x, gy := normal32(r, c.x), normal32(r, []int{g.n, g.m, g.oh, g.ow})
 			if c.inf {
 				data[float32](x)[5] = float32(math.Inf(1))
 			}
