@@ -99,6 +99,18 @@ func (b *builder) kernel32(node, kind string, ins []gnode, out []int, fwd forwar
 	return r, nil
 }
 
+// fillingKernel32 is kernel32 for kernels whose fwd32 and bwd32 write every
+// element of their output (kernelOp.fills), so that their buffers are not
+// zeroed first.
+func (b *builder) fillingKernel32(node, kind string, ins []gnode, out []int, fwd forwardFunc, bwd backwardFunc, diff []bool, fwd32 forward32Func, bwd32 backward32Func) (gnode, error) {
+	r, err := b.kernel32(node, kind, ins, out, fwd, bwd, diff, fwd32, bwd32)
+	if err != nil {
+		return nil, err
+	}
+	r.Op().(*kernelOp).fills = true
+	return r, nil
+}
+
 // typeOf is the Gorgonia type of a value of shape s.
 func typeOf(dt tensor.Dtype, s []int) hm.Type {
 	if len(s) == 0 {

@@ -64,12 +64,9 @@ func lowerSoftmax(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 		softmaxBackward(dst, y, g, outer, d, inner, logSm)
 		return true
 	}
-	node, err := b.kernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, bwd, nil, fwd32, bwd32)
+	node, err := b.fillingKernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
-	}
-	if op, ok := node.Op().(*kernelOp); ok {
-		op.fills = true
 	}
 	return []*value{nodeValue(node)}, nil
 }

@@ -61,12 +61,9 @@ func (b *builder) unary(n *onnxpb.NodeProto, in []*value, f func(x float64) floa
 		})
 		return true
 	}
-	r, err := b.kernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, bwd, nil, fwd32, bwd32)
+	r, err := b.fillingKernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
-	}
-	if op, ok := r.Op().(*kernelOp); ok {
-		op.fills = true
 	}
 	return []*value{nodeValue(r)}, nil
 }
