@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -21,7 +22,8 @@ forward pass, the backward passes and the PNG direction, and the process's
 peak resident memory. bench/torch_mtan.py times the same step of
 models.MTAN in PyTorch.`,
 	Flags: []ucli.Flag{dataFlag, taskFlag, mapFlag, bnFlag, freezeFlag, maxMemoryFlag, batchFlag(2),
-		&ucli.IntFlag{Name: "steps", Value: 3, Usage: "timed steps `K`"}, jsonFlag},
+		&ucli.IntFlag{Name: "steps", Value: 3, Usage: "timed steps `K`"},
+		&ucli.StringFlag{Name: "cpuprofile", Usage: "write a pprof CPU profile of the timed steps to `FILE` (go tool pprof FILE)"}, jsonFlag},
 	Action: runBenchStep,
 }))
 
@@ -32,8 +34,17 @@ func runBenchStep(c *ucli.Context) error {
 	if len(args) != 1 {
 		return fmt.Errorf("bench step: want one MODEL.onnx argument, got %d (%s)", len(args), strings.Join(args, " "))
 	}
-	res, err := job.BenchStep(&job.BenchStepConfig{Model: args[0], Data: c.StringSlice(dataFlag.Name),
-		ModelConfig: modelConfigFromFlags(c), Batch: c.Int("batch"), Steps: c.Int("steps")})
+	cfg := &job.BenchStepConfig{Model: args[0], Data: c.StringSlice(dataFlag.Name),
+		ModelConfig: modelConfigFromFlags(c), Batch: c.Int("batch"), Steps: c.Int("steps")}
+	if path := c.String("cpuprofile"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		cfg.CPUProfile = f
+	}
+	res, err := job.BenchStep(cfg)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package job
 
 import (
 	"fmt"
+	"io"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -16,6 +18,9 @@ type BenchStepConfig struct {
 	ModelConfig
 	Batch int
 	Steps int // timed steps (after one untimed warm-up step)
+	// CPUProfile, when set, receives a pprof CPU profile of the timed
+	// steps (not of loading or the warm-up step).
+	CPUProfile io.Writer
 }
 
 // BenchStepOutcome is what `bench step` reports. Times are in seconds;
@@ -92,6 +97,12 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 		}
 		t2 := time.Now()
 		if s == 0 {
+			if c.CPUProfile != nil {
+				if err := pprof.StartCPUProfile(c.CPUProfile); err != nil {
+					return nil, fmt.Errorf("the CPU profile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			continue // warm-up: buffers allocated
 		}
 		st := md.LastStep()
@@ -106,6 +117,9 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	out.MedianS = sorted[len(sorted)/2]
 	if len(sorted)%2 == 0 {
 		out.MedianS = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+	}
+	if c.CPUProfile != nil {
+		pprof.StopCPUProfile()
 	}
 	out.ForwardShare, out.BackwardShare, out.PNGShare = fwd.Seconds()/total, bwd.Seconds()/total, dirT.Seconds()/total
 	out.PeakRSS = PeakRSS()

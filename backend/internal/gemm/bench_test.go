@@ -101,3 +101,36 @@ func BenchmarkKernels(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSgemmSubnormal times the square 256 product on the inputs a
+// backward pass meets deep in a network: entries of B that are subnormal
+// (below 2⁻¹²⁶ ≈ 1.2·10⁻³⁸ in magnitude), and normal entries whose products
+// are subnormal, beside normal inputs. On Intel CPUs each subnormal operand
+// or result costs a microcode assist unless the kernels flush them to zero.
+func BenchmarkSgemmSubnormal(b *testing.B) {
+	const n = 256
+	for _, c := range []struct {
+		name   string
+		sa, sb float32 // scales of A's and B's entries in [0, 1)
+	}{
+		{"normal", 1, 1},
+		{"subnormal-in", 1, 1e-39},
+		{"subnormal-out", 1e-20, 1e-20},
+	} {
+		rng := rand.New(rand.NewSource(1))
+		fill := func(s float32) []float32 {
+			d := make([]float32, n*n)
+			for i := range d {
+				d[i] = s * rng.Float32()
+			}
+			return d
+		}
+		x, y, z := fill(c.sa), fill(c.sb), make([]float32, n*n)
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				Sgemm(false, false, n, n, n, 1, x, n, y, n, 0, z, n)
+			}
+			b.ReportMetric(2*n*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

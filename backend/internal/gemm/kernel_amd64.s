@@ -19,12 +19,30 @@ TEXT ·xgetbv0(SB), NOSPLIT, $0-8
 	MOVL DX, edx+4(FP)
 	RET
 
+// Subnormal float32 operands and results cost a microcode assist of about a
+// hundred cycles each on Intel CPUs (a backward pass meets them deep in a
+// network: BenchmarkSgemmSubnormal measured 0.82 against 92 GFLOP/s), so
+// every kernel runs with MXCSR's flush-to-zero (bit 15) and
+// denormals-are-zero (bit 6) set, as PyTorch's set_flush_denormal(True) and
+// oneDNN do, and restores the caller's MXCSR before it returns. Go does not
+// preempt assembly functions asynchronously, so no other goroutine runs
+// with the changed MXCSR. The frame holds the saved and the changed word.
+#define FLUSH_SUBNORMALS \
+	STMXCSR mxcsr-8(SP); \
+	STMXCSR mxcsr-4(SP); \
+	ORL $0x8040, mxcsr-4(SP); \
+	LDMXCSR mxcsr-4(SP)
+
+#define RESTORE_MXCSR \
+	LDMXCSR mxcsr-8(SP)
+
 // Micro-kernels: 12 accumulators (6 rows × 2 vectors), per k step two
 // vector loads of the packed B row and six broadcasts of the packed A column;
 // at the end the tile is added to c (row stride ldc floats).
 
 // func sgemmKernel6x16(kc int, a, b, c *float32, ldc int)
-TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-40
+TEXT ·sgemmKernel6x16(SB), NOSPLIT, $8-40
+	FLUSH_SUBNORMALS
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -101,10 +119,12 @@ store:
 	VADDPS 32(DX), Y11, Y11
 	VMOVUPS Y11, 32(DX)
 	VZEROUPPER
+	RESTORE_MXCSR
 	RET
 
 // func sgemmKernel6x32(kc int, a, b, c *float32, ldc int)
-TEXT ·sgemmKernel6x32(SB), NOSPLIT, $0-40
+TEXT ·sgemmKernel6x32(SB), NOSPLIT, $8-40
+	FLUSH_SUBNORMALS
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -181,13 +201,15 @@ store:
 	VADDPS 64(DX), Z11, Z11
 	VMOVUPS Z11, 64(DX)
 	VZEROUPPER
+	RESTORE_MXCSR
 	RET
 
 // func sdotKernel3x4(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
 // c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l] for i < 3, j < 4 (k ≥ 1).
 // AVX-512F: 12 ZMM accumulators, 7 loads per 12 FMAs; the last k%16
 // elements are read with masked loads (masked-off lanes are not accessed).
-TEXT ·sdotKernel3x4(SB), NOSPLIT, $0-84
+TEXT ·sdotKernel3x4(SB), NOSPLIT, $8-84
+	FLUSH_SUBNORMALS
 	MOVQ k+0(FP), CX
 	MOVQ CX, BX
 	ANDQ $15, BX
@@ -339,12 +361,14 @@ dotreduce:
 	VADDPS (DX), X12, X12
 	VMOVUPS X12, (DX)
 	VZEROUPPER
+	RESTORE_MXCSR
 	RET
 
 // sgemmKernel6x32s is sgemmKernel6x32 reading B unpacked: row l of the
 // kc×32 panel at b + l·ldb.
 // func sgemmKernel6x32s(kc int, a, b, c *float32, ldc, ldb int)
-TEXT ·sgemmKernel6x32s(SB), NOSPLIT, $0-48
+TEXT ·sgemmKernel6x32s(SB), NOSPLIT, $8-48
+	FLUSH_SUBNORMALS
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -423,12 +447,14 @@ sstore:
 	VADDPS 64(DX), Z11, Z11
 	VMOVUPS Z11, 64(DX)
 	VZEROUPPER
+	RESTORE_MXCSR
 	RET
 
 // sgemmKernel6x16s is sgemmKernel6x16 reading B unpacked: row l of the
 // kc×16 panel at b + l·ldb.
 // func sgemmKernel6x16s(kc int, a, b, c *float32, ldc, ldb int)
-TEXT ·sgemmKernel6x16s(SB), NOSPLIT, $0-48
+TEXT ·sgemmKernel6x16s(SB), NOSPLIT, $8-48
+	FLUSH_SUBNORMALS
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -507,6 +533,7 @@ ystore:
 	VADDPS 32(DX), Y11, Y11
 	VMOVUPS Y11, 32(DX)
 	VZEROUPPER
+	RESTORE_MXCSR
 	RET
 
 // tailmask<>: 8 lanes of all ones then 8 of zeros; the 8 lanes starting at
@@ -525,7 +552,8 @@ GLOBL tailmask<>(SB), RODATA|NOPTR, $64
 // c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l] for i < 3, j < 4 (k ≥ 1).
 // AVX2+FMA: 12 YMM accumulators; the last k%8 elements are read with
 // VMASKMOVPS (masked-off lanes are not accessed).
-TEXT ·sdotKernel3x4AVX2(SB), NOSPLIT, $0-84
+TEXT ·sdotKernel3x4AVX2(SB), NOSPLIT, $8-84
+	FLUSH_SUBNORMALS
 	MOVQ k+0(FP), CX
 	MOVQ CX, BX
 	ANDQ $7, BX
@@ -657,4 +685,5 @@ ydotreduce:
 	VADDPS (DX), X12, X12
 	VMOVUPS X12, (DX)
 	VZEROUPPER
+	RESTORE_MXCSR
 	RET
