@@ -6,7 +6,7 @@ task with retain_graph, J flattened, the m x m Gram matrix J J^T), for a
 side-by-side comparison with `paretonav bench step` on the exported model.
 
     /usr/bin/python3 bench/torch_mtan.py [--width 64] [--size 288x384]
-        [--batch 2] [--steps 3] [--threads 2]
+        [--batch 2] [--steps 3] [--warmup 1] [--threads 2] [--no-flush-denormal]
 
 Prints one JSON object: build time, per-step seconds, the median, the
 shares of the step spent in forward and backward passes, and the peak RSS
@@ -113,10 +113,17 @@ def main():
     ap.add_argument("--width", type=int, default=64)
     ap.add_argument("--size", default="288x384")
     ap.add_argument("--batch", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=3, help="timed steps")
+    ap.add_argument("--warmup", type=int, default=1,
+                    help="untimed steps first, as paretonav bench step's one (default: 1)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--flush-denormal", action=argparse.BooleanOptionalAction, default=True,
+                    help="flush subnormal floats to zero (torch.set_flush_denormal), as paretonav's "
+                         "GEMM kernels do; without it, Intel CPUs take a microcode assist on each "
+                         "subnormal that the backward passes meet (default: on)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    flush = torch.set_flush_denormal(args.flush_denormal) and args.flush_denormal
     torch.manual_seed(0)
     h, w = (int(v) for v in args.size.lower().split("x"))
     t0 = time.perf_counter()
@@ -131,7 +138,7 @@ def main():
     normal = F.normalize(torch.randn(n, 3, h, w), dim=1)
     tasks = [("nll", 0, seg), ("depth_l1", 1, depth), ("normal_cos", 2, normal)]
     times, fwd, bwd = [], [], []
-    for _ in range(args.steps):
+    for s in range(args.warmup + args.steps):
         t0 = time.perf_counter()
         outs = model(x)
         t1 = time.perf_counter()
@@ -146,13 +153,15 @@ def main():
         (J @ J.T).sum().item()
         del outs, rows, J
         t3 = time.perf_counter()
+        if s < args.warmup:
+            continue
         times.append(t3 - t0)
         fwd.append(t1 - t0)
         bwd.append(t2 - t1)
     total = sum(times)
     print(json.dumps({
-        "torch": torch.__version__, "threads": torch.get_num_threads(),
-        "width": args.width, "size": [h, w], "batch": n, "tasks": len(tasks),
+        "torch": torch.__version__, "threads": torch.get_num_threads(), "flush_denormal": flush,
+        "warmup": args.warmup, "width": args.width, "size": [h, w], "batch": n, "tasks": len(tasks),
         "params": int(sum(p.numel() for p in params)),
         "build_s": build, "step_s": times, "median_s": statistics.median(times),
         "forward_share": sum(fwd) / total, "backward_share": sum(bwd) / total,

@@ -69,12 +69,17 @@ def time_model(model, x, tasks, warmup, repeat):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--flush-denormal", action=argparse.BooleanOptionalAction, default=True,
+                    help="flush subnormal floats to zero (torch.set_flush_denormal), as paretonav's "
+                         "GEMM kernels do; without it, Intel CPUs take a microcode assist on each "
+                         "subnormal that the backward passes meet (default: on)")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--batch", type=int, default=256, help="LeNet batch")
     ap.add_argument("--mtan-batch", type=int, default=8)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    flush = torch.set_flush_denormal(args.flush_denormal) and args.flush_denormal
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
 
@@ -82,7 +87,7 @@ def main():
     x = torch.from_numpy(rng.random((args.batch, 1, 36, 36), dtype=np.float32))
     left = torch.from_numpy(rng.integers(0, 10, args.batch))
     right = torch.from_numpy(rng.integers(0, 10, args.batch))
-    res = {"torch": torch.__version__, "threads": torch.get_num_threads()}
+    res = {"torch": torch.__version__, "threads": torch.get_num_threads(), "flush_denormal": flush}
     res["lenet2"] = time_model(lenet, x, [("nll", 0, left), ("nll", 1, right)],
                                args.warmup, args.repeat)
 
