@@ -218,12 +218,18 @@ func im2col[T float](g *convGeom, xg, col []T) { im2colRows(g, xg, col, 0, g.oh)
 // input planes xg into col, laid out (cg·kh·kw) × ((r1−r0)·ow). Rows of
 // unit stride are copied; only the padded edges are zeroed.
 func im2colRows[T float](g *convGeom, xg, col []T, r0, r1 int) {
+	im2colRowsLd(g, xg, col, (r1-r0)*g.ow, r0, r1)
+}
+
+// im2colRowsLd is im2colRows into a matrix of row stride ld ≥ (r1−r0)·ow
+// (the patches of several samples side by side: convbatch.go).
+func im2colRowsLd[T float](g *convGeom, xg, col []T, ld, r0, r1 int) {
 	cols := (r1 - r0) * g.ow
 	for c := 0; c < g.cg; c++ {
 		plane := xg[c*g.inPlane : (c+1)*g.inPlane]
 		for ki := 0; ki < g.kh; ki++ {
 			for kj := 0; kj < g.kw; kj++ {
-				row := col[((c*g.kh+ki)*g.kw+kj)*cols:][:cols]
+				row := col[((c*g.kh+ki)*g.kw+kj)*ld:][:cols]
 				off := kj*g.x.d - g.x.pb
 				lo, hi := validRange(g.ow, g.x.s, off, g.w)
 				for oi := r0; oi < r1; oi++ {
@@ -258,12 +264,17 @@ func col2im[T float](g *convGeom, col, xg []T) { col2imRows(g, col, xg, 0, g.oh)
 // col2imRows adds the columns of output rows [r0, r1), laid out as
 // im2colRows writes them, back into one group's input planes xg.
 func col2imRows[T float](g *convGeom, col, xg []T, r0, r1 int) {
+	col2imRowsLd(g, col, (r1-r0)*g.ow, xg, r0, r1)
+}
+
+// col2imRowsLd is col2imRows from a matrix of row stride ld ≥ (r1−r0)·ow.
+func col2imRowsLd[T float](g *convGeom, col []T, ld int, xg []T, r0, r1 int) {
 	cols := (r1 - r0) * g.ow
 	for c := 0; c < g.cg; c++ {
 		plane := xg[c*g.inPlane : (c+1)*g.inPlane]
 		for ki := 0; ki < g.kh; ki++ {
 			for kj := 0; kj < g.kw; kj++ {
-				row := col[((c*g.kh+ki)*g.kw+kj)*cols:][:cols]
+				row := col[((c*g.kh+ki)*g.kw+kj)*ld:][:cols]
 				off := kj*g.x.d - g.x.pb
 				lo, hi := validRange(g.ow, g.x.s, off, g.w)
 				if lo >= hi {
@@ -486,6 +497,10 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 	if bt != nil {
 		b = data[T](bt)
 	}
+	if batchedPlanes(&g) {
+		convForwardBatched(&g, sc, x, w, b, out)
+		return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
+	}
 	mul := gemmFor[T](g.n)
 	cols := forwardCols(&g, sc, x)
 	if cols != nil {
@@ -545,6 +560,9 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 // convGradX writes the input gradient into dx (zeroed, n·c·H·W).
 func convGradX[T float](g convGeom, _ *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
 	w, gy := data[T](wt), data[T](gyt)
+	if batchedPlanes(&g) {
+		return convGradXBatched(&g, w, gy, dx)
+	}
 	mul := gemmFor[T](g.n)
 	band := g.bandRows()
 	parallelFor(g.n, func(_, lo, hi int) {
@@ -584,6 +602,9 @@ func convGradW[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor) tensor.T
 // convGradWInto writes the weight gradient into dw (zeroed, m·cg·kH·kW).
 func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw []T) tensor.Tensor {
 	x, gy := data[T](xt), data[T](gyt)
+	if batchedPlanes(&g) {
+		return convGradWBatched(&g, sc, x, gy, dw)
+	}
 	size := g.m * g.colRows
 	nw := workers(g.n)
 	acc := make([]*[]T, nw)

@@ -1,0 +1,133 @@
+package ops
+
+import "gorgonia.org/tensor"
+
+// Convolutions of small output planes (MTAN's deepest layers: 4×6 and
+// 8×12 at 64×96) run as one product over the whole batch: the im2col
+// matrices of the N samples side by side, (C·kH·kW) × (N·oH·oW), so that
+// the filters are packed once per call rather than once per sample, the
+// products are wide enough for whole micro-tiles (a 4×6 plane fills 24 of
+// a tile's 32 columns), and both cores split the rows of one product
+// instead of taking a few samples each. The outputs are gathered from and
+// scattered to the [N, M, oH·oW] layout (a copy of M·N·oH·oW values).
+
+// BatchPlaneMax is the largest output plane (oH·oW) whose convolution
+// runs over the whole batch at once; 0 turns it off (tests compare both).
+var BatchPlaneMax = 128
+
+// batchedPlanes reports whether g's convolution and its gradients run
+// over the whole batch at once: one group, more than one sample, not
+// direct, a small output plane, and the batch's im2col matrix within
+// ColBandElems.
+func batchedPlanes(g *convGeom) bool {
+	return g.g == 1 && g.n > 1 && !g.direct && g.outPlane <= BatchPlaneMax &&
+		g.n*g.colRows*g.outPlane <= ColBandElems
+}
+
+// batchIm2col writes the im2col matrix of every sample of x into col,
+// (C·kH·kW) × (N·oH·oW), sample n in columns [n·oH·oW, (n+1)·oH·oW).
+func batchIm2col[T float](g *convGeom, x, col []T) {
+	ld := g.n * g.outPlane
+	parallelFor(g.n, func(_, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			im2colRowsLd(g, x[n*g.c*g.inPlane:][:g.c*g.inPlane], col[n*g.outPlane:], ld, 0, g.oh)
+		}
+	})
+}
+
+// batchRows runs f over row ranges [lo, hi) of a product with rows rows,
+// one range per worker.
+func batchRows(rows int, f func(lo, hi int)) {
+	parallelFor(rows, func(_, lo, hi int) { f(lo, hi) })
+}
+
+// convForwardBatched is convForward for batchedPlanes: out = W·col (+b),
+// every element of out written.
+func convForwardBatched[T float](g *convGeom, sc *scratch, x, w, b, out []T) {
+	np := g.n * g.outPlane
+	col := forwardCols(g, sc, x)
+	if col != nil {
+		defer func() { sc.cache.valid = true; sc.cache.mu.Unlock() }()
+	} else {
+		buf := getScratch[T](&colScratch, g.colRows*np)
+		defer colScratch.pool.Put(buf)
+		col = *buf
+	}
+	batchIm2col(g, x, col)
+	cbuf := getScratch[T](&colScratch, g.m*np)
+	defer colScratch.pool.Put(cbuf)
+	c := *cbuf
+	batchRows(g.m, func(lo, hi int) {
+		gemmSerial(false, false, hi-lo, np, g.colRows, w[lo*g.colRows:], g.colRows, col, np, 0, c[lo*np:], np)
+	})
+	parallelFor(g.n, func(_, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			for m := 0; m < g.m; m++ {
+				o := out[(n*g.m+m)*g.outPlane:][:g.outPlane]
+				copy(o, c[m*np+n*g.outPlane:][:g.outPlane])
+				if b != nil {
+					for i := range o {
+						o[i] += b[m]
+					}
+				}
+			}
+		}
+	})
+}
+
+// gatherGrad copies gy [N, M, oH·oW] into dst as M × (N·oH·oW).
+func gatherGrad[T float](g *convGeom, gy, dst []T) {
+	np := g.n * g.outPlane
+	parallelFor(g.n, func(_, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			for m := 0; m < g.m; m++ {
+				copy(dst[m*np+n*g.outPlane:][:g.outPlane], gy[(n*g.m+m)*g.outPlane:][:g.outPlane])
+			}
+		}
+	})
+}
+
+// convGradXBatched is convGradX for batchedPlanes: col = Wᵀ·gy over the
+// batch, added back into dx (zeroed) sample by sample.
+func convGradXBatched[T float](g *convGeom, w, gy, dx []T) tensor.Tensor {
+	np := g.n * g.outPlane
+	gbuf := getScratch[T](&colScratch, g.m*np)
+	defer colScratch.pool.Put(gbuf)
+	gyAll := *gbuf
+	gatherGrad(g, gy, gyAll)
+	buf := getScratch[T](&colScratch, g.colRows*np)
+	defer colScratch.pool.Put(buf)
+	col := *buf
+	batchRows(g.colRows, func(lo, hi int) {
+		gemmSerial(true, false, hi-lo, np, g.m, w[lo:], g.colRows, gyAll, np, 0, col[lo*np:], np)
+	})
+	parallelFor(g.n, func(_, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			col2imRowsLd(g, col[n*g.outPlane:], np, dx[n*g.c*g.inPlane:][:g.c*g.inPlane], 0, g.oh)
+		}
+	})
+	return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
+}
+
+// convGradWBatched is convGradWInto for batchedPlanes: dw += gy·colᵀ over
+// the batch, with the forward pass's matrix when sc kept it for this x.
+func convGradWBatched[T float](g *convGeom, sc *scratch, x, gy, dw []T) tensor.Tensor {
+	np := g.n * g.outPlane
+	gbuf := getScratch[T](&colScratch, g.m*np)
+	defer colScratch.pool.Put(gbuf)
+	gyAll := *gbuf
+	gatherGrad(g, gy, gyAll)
+	col, release := cachedCols(g, sc, x)
+	if release != nil {
+		defer release()
+	} else {
+		buf := getScratch[T](&colScratch, g.colRows*np)
+		defer colScratch.pool.Put(buf)
+		col = *buf
+		batchIm2col(g, x, col)
+	}
+	batchRows(g.colRows, func(lo, hi int) {
+		gemmSerial(false, true, g.m, hi-lo, np, gyAll, np, col[lo*np:], np, 1, dw[lo:], g.colRows)
+	})
+	return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
+}
