@@ -35,8 +35,9 @@ import (
 // its last use in the forward segment, or, when a backward node or the
 // caller reads it, until release, unless it is cheap to recompute
 // (Relu, Sigmoid, Mul, Concat, BatchNorm with running statistics:
-// program.cheap),
-// when each backward pass recomputes it just before its first reader; a backward value lives until its last
+// program.cheap) and the cheap values the backward passes read take at
+// least RematMinBytes, when each backward pass recomputes it just before
+// its first reader; a backward value lives until its last
 // use in its task's pass, a root until the pass ends. Where a value dies,
 // the buffer it lives in returns to the program's pool when it is one of
 // ours: the result of a float32 kernel node (kernelOp, kernelGradOp), of

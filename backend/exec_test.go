@@ -157,55 +157,77 @@ func TestProgramReuseAcrossSteps(t *testing.T) {
 	}
 }
 
-// TestPlanFreesValues checks that the planned peak of live values is
-// at most 3/4 of what holding every value takes (the executor's old
-// behaviour), that the backward passes recompute cheap forward values
-// (and only those) instead of keeping them, and that a step leaves the
-// program holding no value beyond its inputs.
+// TestPlanFreesValues checks, with recomputing forced (RematMinBytes 0),
+// that the planned peak of live values is at most 3/4 of what holding
+// every value takes (the executor's old behaviour) and that the backward
+// passes recompute cheap forward values (and only those) instead of
+// keeping them; at the default RematMinBytes, that these small models
+// recompute nothing; and in both, that a step leaves the program holding
+// no value beyond its inputs.
 func TestPlanFreesValues(t *testing.T) {
+	saved := RematMinBytes
+	defer func() { RematMinBytes = saved }()
 	for _, sc := range stepCases {
-		t.Run(sc.name, func(t *testing.T) {
-			md := openStepCase(t, sc)
-			m := len(sc.tasks)
-			jac := png.NewJacobian(m, md.NumParams())
-			if err := md.Evaluate(sc.batch(3), make([]float64, m), &jac); err != nil {
-				t.Fatal(err)
+		for _, recompute := range []bool{true, false} {
+			name := sc.name + "/keep"
+			if recompute {
+				name = sc.name + "/recompute"
 			}
-			var p *program
-			for _, c := range md.cache {
-				if c.prog != nil {
-					p = c.prog
+			t.Run(name, func(t *testing.T) {
+				RematMinBytes = saved
+				if recompute {
+					RematMinBytes = 0
 				}
+				planFreesValues(t, sc, recompute)
+			})
+		}
+	}
+}
+
+// planFreesValues checks one model of TestPlanFreesValues.
+func planFreesValues(t *testing.T, sc stepCase, recompute bool) {
+	md := openStepCase(t, sc)
+	m := len(sc.tasks)
+	jac := png.NewJacobian(m, md.NumParams())
+	if err := md.Evaluate(sc.batch(3), make([]float64, m), &jac); err != nil {
+		t.Fatal(err)
+	}
+	var p *program
+	for _, c := range md.cache {
+		if c.prog != nil {
+			p = c.prog
+		}
+	}
+	var all int64
+	for _, b := range p.plan.bytes {
+		all += b
+	}
+	peak := p.plan.peak(p)
+	if peak <= 0 || recompute && peak > all*3/4 {
+		t.Errorf("planned peak %d bytes, every value together %d: expected at most 3/4", peak, all)
+	}
+	for _, i := range append(append([]int{}, p.fwd...), p.bwd...) {
+		if p.vals[i] != nil || p.owned[i] != nil {
+			t.Fatalf("after Evaluate, node %v still holds a value", p.nodes[i])
+		}
+	}
+	fwd := map[int]bool{}
+	for _, i := range p.fwd {
+		fwd[i] = true
+	}
+	recomputed := 0
+	for _, i := range p.plan.segs[0] {
+		if fwd[i] {
+			recomputed++
+			if !p.cheap(i) {
+				t.Errorf("the backward pass recomputes %v, not a cheap op", p.nodes[i])
 			}
-			var all int64
-			for _, b := range p.plan.bytes {
-				all += b
-			}
-			peak := p.plan.peak(p)
-			if peak <= 0 || peak > all*3/4 {
-				t.Errorf("planned peak %d bytes, every value together %d: expected at most 3/4", peak, all)
-			}
-			for _, i := range append(append([]int{}, p.fwd...), p.bwd...) {
-				if p.vals[i] != nil || p.owned[i] != nil {
-					t.Fatalf("after Evaluate, node %v still holds a value", p.nodes[i])
-				}
-			}
-			fwd := map[int]bool{}
-			for _, i := range p.fwd {
-				fwd[i] = true
-			}
-			recomputed := 0
-			for _, i := range p.plan.segs[0] {
-				if fwd[i] {
-					recomputed++
-					if !p.cheap(i) {
-						t.Errorf("the backward pass recomputes %v, not a cheap op", p.nodes[i])
-					}
-				}
-			}
-			if recomputed == 0 {
-				t.Error("the backward pass recomputes no forward value (Relu, Sigmoid, BatchNorm)")
-			}
-		})
+		}
+	}
+	if recompute && recomputed == 0 {
+		t.Error("the backward pass recomputes no forward value (Relu, Sigmoid, BatchNorm)")
+	}
+	if !recompute && recomputed != 0 {
+		t.Errorf("the backward pass recomputes %d forward values of a model under RematMinBytes", recomputed)
 	}
 }

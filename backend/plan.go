@@ -59,6 +59,40 @@ func (p *program) cheap(i int) bool {
 	return false
 }
 
+// RematMinBytes is the least memory that recomputing cheap forward values
+// (program.cheap) in the backward passes must save: below it, as in small
+// models (LeNet, the small MTAN fixture: a few MB), every pass reads the
+// forward pass's values instead of recomputing them m times; above it (the
+// full MTAN: hundreds of MB), they are recomputed.
+var RematMinBytes int64 = 64 << 20
+
+// rematBytes is the memory that recomputing the values marked in remat
+// saves: the bytes of those a backward node reads, directly or through
+// other recomputed values.
+func rematBytes(p *program, pl *plan, at []int, remat []bool) int64 {
+	seen := make([]bool, len(p.nodes))
+	var sum int64
+	var walk func(j int)
+	walk = func(j int) {
+		if at[j] < 0 || !remat[j] || seen[j] {
+			return
+		}
+		seen[j] = true
+		sum += pl.bytes[j]
+		for _, a := range p.args[j] {
+			walk(a)
+		}
+	}
+	for _, i := range p.bwd {
+		for a, j := range p.args[i] {
+			if p.reads(i, a) {
+				walk(j)
+			}
+		}
+	}
+	return sum
+}
+
 // argReader is an op that reads only some of its operands (see
 // kernelOp.gradReads).
 type argReader interface{ readsArgs() []bool }
@@ -110,6 +144,9 @@ func newPlan(p *program, m int) *plan {
 	remat := make([]bool, len(p.nodes))
 	for _, i := range p.fwd {
 		remat[i] = !p.roots[i] && p.cheap(i)
+	}
+	if b := rematBytes(p, pl, at, remat); b < RematMinBytes {
+		clear(remat) // keeping them costs less memory than it saves time
 	}
 	var need func(j int)
 	need = func(j int) {
