@@ -362,7 +362,8 @@ func (z *zeroBacking) value(n gnode, size int) G.Value {
 
 // bufPool keeps the float32 buffers of dead values for reuse. held counts
 // the elements of every buffer it handed out or adopted, live or free.
-// With a limit (the largest pooledPeak of the programs drawing from it),
+// With a limit (the largest pooledPeak of the programs drawing from it,
+// with some room: fit),
 // a get that finds no fitting free buffer first drops free ones, largest
 // first, while held would exceed the limit: buffers of sizes the passes
 // no longer ask for go to the garbage collector instead of staying beside
@@ -432,6 +433,15 @@ func (b *bufPool) drop() {
 	b.free = b.free[:0]
 }
 
+// poolSlack bounds, in elements, the room the pool's limit leaves above the
+// pooled peak: a quarter of the peak, at most 16 Mi elements (64 MiB).
+// With no room, the sizes a step asks for do not all fit beside each other,
+// and every step dropped and allocated buffers again (BenchmarkStep/lenet2:
+// 36 MB allocated per step, 25 MB of it new pool buffers that the allocator
+// zeroes; with the room, 10.4 MB in all); the bound keeps a large model's
+// pool near its plan.
+const poolSlack = 16 << 20
+
 // fit raises the limit to n elements, the pooled peak of a program drawing
-// from b.
-func (b *bufPool) fit(n int64) { b.limit = max(b.limit, n) }
+// from b, plus the room poolSlack gives.
+func (b *bufPool) fit(n int64) { b.limit = max(b.limit, n+min(n/4, poolSlack)) }
