@@ -751,14 +751,23 @@ func padRows[T float](g *convGeom, gy, pad []T, l int) {
 }
 
 // allFinite reports whether x holds no NaN or infinity (a wide row's
-// extra values times zero would otherwise add NaN).
+// extra values times zero would otherwise add NaN). v−v is 0 for a finite
+// v and NaN otherwise; four running sums of it, checked at the end, keep
+// the loop free of branches.
 func allFinite[T float](x []T) bool {
-	for _, v := range x {
-		if v-v != 0 {
-			return false
-		}
+	var s0, s1, s2, s3 T
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		s0 += v[0] - v[0]
+		s1 += v[1] - v[1]
+		s2 += v[2] - v[2]
+		s3 += v[3] - v[3]
 	}
-	return true
+	for ; i < len(x); i++ {
+		s0 += x[i] - x[i]
+	}
+	return s0+s1+s2+s3 == 0
 }
 
 // gemmFor picks the matrix product for a convolution over n samples:
@@ -772,7 +781,9 @@ func gemmFor[T float](n int) func(tA, tB bool, m, n, k int, a []T, lda int, b []
 	return gemmSerial[T]
 }
 
-// channelSum sums a [N, C, ...] tensor over every axis but C.
+// channelSum sums a [N, C, ...] tensor over every axis but C. Channels are
+// split among goroutines (when there are at least channelSumMin values);
+// each channel is summed in the same order whatever the split.
 func channelSum[T float](t tensor.Tensor) tensor.Tensor {
 	s := t.Shape()
 	d := data[T](t)
@@ -782,14 +793,40 @@ func channelSum[T float](t tensor.Tensor) tensor.Tensor {
 		inner *= v
 	}
 	out := make([]T, c)
-	for i := 0; i < n; i++ {
-		for j := 0; j < c; j++ {
-			var sum T
-			for _, v := range d[(i*c+j)*inner:][:inner] {
-				sum += v
+	sum := func(lo, hi int) {
+		for i := 0; i < n; i++ {
+			for j := lo; j < hi; j++ {
+				out[j] += sum4(d[(i*c+j)*inner:][:inner])
 			}
-			out[j] += sum
 		}
 	}
+	if n*c*inner < channelSumMin {
+		sum(0, c)
+	} else {
+		parallelFor(c, func(_, lo, hi int) { sum(lo, hi) })
+	}
 	return newTensor(tensor.Shape{c}, out)
+}
+
+// channelSumMin is the fewest values channelSum splits among goroutines.
+const channelSumMin = 1 << 16
+
+// sum4 is the sum of x with four partial sums (x[i] into partial i mod 4,
+// added as (s0+s1)+(s2+s3), then the tail in order): four chains of
+// additions instead of one.
+func sum4[T float](x []T) T {
+	var s0, s1, s2, s3 T
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		s0 += v[0]
+		s1 += v[1]
+		s2 += v[2]
+		s3 += v[3]
+	}
+	s := (s0 + s1) + (s2 + s3)
+	for ; i < len(x); i++ {
+		s += x[i]
+	}
+	return s
 }

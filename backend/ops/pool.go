@@ -335,25 +335,50 @@ func maxPool2x2[T float](xp []T, ip []int64, w, oh, ow, base int) {
 		out := ip[oi*ow : (oi+1)*ow]
 		for oj := range out {
 			j := 2 * oj
-			best, arg := row0[j], r0+j
-			if best == best {
-				if v := row0[j+1]; v > best || v != v {
-					best, arg = v, r0+j+1
-				}
+			a, b, c, d := row0[j], row0[j+1], row1[j], row1[j+1]
+			// Without NaN, the pick is the first window value equal to
+			// the maximum (±0 compare equal, as > treats them): selects
+			// on integers, no branch on the data.
+			mx := max(max(a, b), max(c, d))
+			if mx != mx {
+				out[oj] = int64(base + maxPool2x2NaN(a, b, c, d, r0+j, r1+j))
+				continue
 			}
-			if v := row1[j]; v > best || v != v {
-				best, arg = v, r1+j
-				if v != v {
-					out[oj] = int64(base + arg)
-					continue
-				}
+			k := r1 + j + 1
+			if c == mx {
+				k = r1 + j
 			}
-			if v := row1[j+1]; v > best || v != v {
-				arg = r1 + j + 1
+			if b == mx {
+				k = r0 + j + 1
 			}
-			out[oj] = int64(base + arg)
+			if a == mx {
+				k = r0 + j
+			}
+			out[oj] = int64(base + k)
 		}
 	}
+}
+
+// maxPool2x2NaN is maxPool2x2's pick for a window holding a NaN (a, b in
+// the row at i0, c, d in the row at i1): a NaN, or a greater value,
+// replaces the best, and a NaN ends the scan of its row.
+func maxPool2x2NaN[T float](a, b, c, d T, i0, i1 int) int {
+	best, arg := a, i0
+	if best == best {
+		if b > best || b != b {
+			best, arg = b, i0+1
+		}
+	}
+	if c > best || c != c {
+		best, arg = c, i1
+		if c != c {
+			return arg
+		}
+	}
+	if d > best || d != d {
+		arg = i1 + 1
+	}
+	return arg
 }
 
 func gatherK[T float](xt, it tensor.Tensor) (tensor.Tensor, error) {

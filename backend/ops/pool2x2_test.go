@@ -7,8 +7,9 @@ import (
 )
 
 // TestMaxPool2x2MatchesGeneral checks that the 2×2 fast path picks the
-// same indices as the general window loop, with ties, NaNs (first, later
-// and several in a window), infinities and odd plane sizes.
+// same indices as the general window loop, with ties (signed zeros too),
+// NaNs (first, later and several in a window), infinities and odd plane
+// sizes.
 func TestMaxPool2x2MatchesGeneral(t *testing.T) {
 	cases := []struct {
 		name string
@@ -20,6 +21,7 @@ func TestMaxPool2x2MatchesGeneral(t *testing.T) {
 		{"nans", 6, 6, 0.3},
 		{"mostly nan", 5, 8, 0.8},
 		{"lenet", 28, 28, 0.05},
+		{"signed zeros", 6, 8, -1},
 	}
 	r := rand.New(rand.NewSource(3))
 	for _, c := range cases {
@@ -33,6 +35,8 @@ func TestMaxPool2x2MatchesGeneral(t *testing.T) {
 				x := make([]float32, c.h*c.w)
 				for i := range x {
 					switch u := r.Float64(); {
+					case c.pNaN < 0: // +0 and −0 only: ties that compare equal
+						x[i] = float32(math.Copysign(0, u-0.5))
 					case u < c.pNaN:
 						x[i] = float32(math.NaN())
 					case u < c.pNaN+0.05:
@@ -166,4 +170,22 @@ func TestGatherIntoMatchesGather(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkMaxPool2x2 times the 2×2 fast path on LeNet's first pooled
+// plane (28×28), random values (no NaN), in ns per input value.
+func BenchmarkMaxPool2x2(b *testing.B) {
+	const h, w = 28, 28
+	r := rand.New(rand.NewSource(1))
+	x := make([]float32, 64*h*w)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	idx := make([]int64, 64*h*w/4)
+	for b.Loop() {
+		for p := 0; p < 64; p++ {
+			maxPool2x2(x[p*h*w:(p+1)*h*w], idx[p*h*w/4:(p+1)*h*w/4], w, h/2, w/2, p*h*w)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/value")
 }
