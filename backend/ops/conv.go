@@ -511,9 +511,18 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 	if cols != nil {
 		band = g.oh
 	}
+	var offs []int // wide rows (wideForward)
+	if cols == nil && wideForward(&g) {
+		offs = g.tapOffsets()
+	}
 	parallelFor(g.n, func(_, lo, hi int) {
-		var col []T
-		if !g.direct && cols == nil {
+		var col, wide []T
+		switch {
+		case offs != nil:
+			buf := getScratch[T](&colScratch, (g.colRows+g.mg)*g.wideLen())
+			defer colScratch.pool.Put(buf)
+			col, wide = (*buf)[:g.colRows*g.wideLen()], (*buf)[g.colRows*g.wideLen():]
+		case !g.direct && cols == nil:
 			buf := getScratch[T](&colScratch, g.colRows*band*g.ow)
 			defer colScratch.pool.Put(buf)
 			col = *buf
@@ -525,6 +534,10 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 				wg := w[gi*g.mg*g.colRows:][:g.mg*g.colRows]
 				if g.direct {
 					mul(false, false, g.mg, g.colCols, g.colRows, wg, g.colRows, xg, g.colCols, 0, og, g.colCols)
+					continue
+				}
+				if offs != nil {
+					convWide(&g, mul, offs, xg, wg, og, col, wide)
 					continue
 				}
 				if cols != nil {
@@ -676,6 +689,39 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 		colScratch.pool.Put(a)
 	}
 	return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
+}
+
+// WideFwd enables the forward pass's wide rows (wideForward); tests turn
+// it off to compare with the im2col product.
+var WideFwd = true
+
+// wideForward reports whether g's forward pass multiplies wide rows
+// (tapOffsets) instead of an im2col matrix: stride 1 without padding, the
+// whole plane's wide rows within ColBandElems, and at most 3/8 more
+// columns than the output has (LeNet's 9×9 on 36×36: 1,000 against 784;
+// its 5×5 on 14×14: 136 against 100). One copy of L values per tap
+// replaces oH copies of oW values (LeNet's first layer: 81 against 2,268
+// per sample).
+func wideForward(g *convGeom) bool {
+	l := g.wideLen()
+	return WideFwd && g.unitUnpadded() && (g.colRows+g.mg)*l <= ColBandElems && 8*l <= 11*g.outPlane
+}
+
+// convWide is one group of one sample of wideForward: col (colRows × L)
+// takes each tap's wide row of xg, wide (mg × L) the product W·col, and og
+// the output columns of wide (t = oi·W + oj with oj < oW). Each output is
+// the sum the im2col product forms, over the same taps in the same order.
+func convWide[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int), offs []int, xg, wg, og, col, wide []T) {
+	l := g.wideLen()
+	for r, off := range offs {
+		copy(col[r*l:(r+1)*l], xg[off:off+l])
+	}
+	mul(false, false, g.mg, l, g.colRows, wg, g.colRows, col, l, 0, wide, l)
+	for m := 0; m < g.mg; m++ {
+		for oi := 0; oi < g.oh; oi++ {
+			copy(og[m*g.outPlane+oi*g.ow:][:g.ow], wide[m*l+oi*g.w:][:g.ow])
+		}
+	}
 }
 
 // WideGradW enables the weight gradient's wide rows (tapOffsets, see

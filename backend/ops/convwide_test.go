@@ -1,0 +1,56 @@
+package ops
+
+import (
+	"math/rand"
+	"testing"
+
+	"gorgonia.org/tensor"
+)
+
+// TestConvWideForward checks that the forward pass over wide rows
+// (wideForward) gives the im2col product's outputs bit for bit, in
+// float32 and float64, with a bias, on LeNet's two layers and a
+// rectangular one with dilation.
+func TestConvWideForward(t *testing.T) {
+	cases := []struct {
+		name string
+		x, w []int
+		p    ConvParams
+	}{
+		{"lenet_conv1", []int{3, 1, 36, 36}, []int{10, 1, 9, 9}, ConvParams{}},
+		{"lenet_conv2", []int{2, 10, 14, 14}, []int{20, 10, 5, 5}, ConvParams{}},
+		{"rect_dil", []int{2, 3, 15, 13}, []int{4, 3, 2, 2}, ConvParams{Dilations: []int{1, 2}}},
+	}
+	saved, batched, total := WideFwd, BatchPlaneMax, ColCacheTotal
+	defer func() { WideFwd, BatchPlaneMax, ColCacheTotal = saved, batched, total }()
+	BatchPlaneMax = 0
+	ColCacheTotal = 0 // float64 would keep im2col matrices and not use wide rows
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			WideFwd = true
+			if !wideForward(&g) {
+				t.Fatalf("%v: not a wide forward pass", g)
+			}
+			rng := rand.New(rand.NewSource(6))
+			x, w, b := randTensor(rng, c.x...), randTensor(rng, c.w...), randTensor(rng, g.m)
+			x32, w32, b32 := toF32(x), toF32(w), toF32(b)
+			run := func(wide bool) ([]float64, []float32) {
+				WideFwd = wide
+				y := convForward(g, &scratch{}, x, w, b, make([]float64, g.n*g.m*g.outPlane))
+				y32 := convForward(g, &scratch{}, x32, w32, b32, make([]float32, g.n*g.m*g.outPlane))
+				return data[float64](y), data[float32](y32)
+			}
+			got, got32 := run(true)
+			want, want32 := run(false)
+			for i := range want {
+				if got[i] != want[i] || got32[i] != want32[i] {
+					t.Fatalf("y[%d]: wide rows %v (float32 %v), im2col %v (%v)", i, got[i], got32[i], want[i], want32[i])
+				}
+			}
+		})
+	}
+}
