@@ -578,9 +578,18 @@ func convGradX[T float](g convGeom, _ *scratch, wt, gyt tensor.Tensor, dx []T) t
 	}
 	mul := gemmFor[T](g.n)
 	band := g.bandRows()
+	var offs []int // wide rows (wideForward; finite weights: see convWideGradX)
+	if wideForward(&g) && allFinite(w) {
+		offs = g.tapOffsets()
+	}
 	parallelFor(g.n, func(_, lo, hi int) {
-		var col []T
-		if !g.direct {
+		var col, pad []T
+		switch {
+		case offs != nil:
+			buf := getScratch[T](&colScratch, (g.colRows+g.mg)*g.wideLen())
+			defer colScratch.pool.Put(buf)
+			col, pad = (*buf)[:g.colRows*g.wideLen()], (*buf)[g.colRows*g.wideLen():]
+		case !g.direct:
 			buf := getScratch[T](&colScratch, g.colRows*band*g.ow)
 			defer colScratch.pool.Put(buf)
 			col = *buf
@@ -592,6 +601,10 @@ func convGradX[T float](g convGeom, _ *scratch, wt, gyt tensor.Tensor, dx []T) t
 				dxg := dx[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
 				if g.direct {
 					mul(true, false, g.colRows, g.colCols, g.mg, wg, g.colRows, gyg, g.colCols, 0, dxg, g.colCols)
+					continue
+				}
+				if offs != nil {
+					convWideGradX(&g, mul, offs, wg, gyg, dxg, col, pad)
 					continue
 				}
 				for r0 := 0; r0 < g.oh; r0 += band {
@@ -721,6 +734,21 @@ func convWide[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []T, ld
 		for oi := 0; oi < g.oh; oi++ {
 			copy(og[m*g.outPlane+oi*g.ow:][:g.ow], wide[m*l+oi*g.w:][:g.ow])
 		}
+	}
+}
+
+// convWideGradX is one group of one sample of the input gradient of a
+// wideForward convolution: pad (mg × L) takes gy spread to rows of width W
+// (padRows), col = Wᵀ·pad (colRows × L), and each tap's row of col is added
+// to dxg at the tap's offset: one addition of L values per tap instead of
+// oH of oW. Each input gets its taps' terms in the order col2im adds them;
+// the spread's zero columns add Wᵀ·0 = 0 (the weights are finite).
+func convWideGradX[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int), offs []int, wg, gyg, dxg, col, pad []T) {
+	l := g.wideLen()
+	padRows(g, gyg, pad, l)
+	mul(true, false, g.colRows, l, g.mg, wg, g.colRows, pad, l, 0, col, l)
+	for r, off := range offs {
+		addTo(dxg[off:off+l], col[r*l:(r+1)*l])
 	}
 }
 

@@ -7,10 +7,10 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// TestConvWideForward checks that the forward pass over wide rows
-// (wideForward) gives the im2col product's outputs bit for bit, in
-// float32 and float64, with a bias, on LeNet's two layers and a
-// rectangular one with dilation.
+// TestConvWideForward checks that the forward pass and the input gradient
+// over wide rows (wideForward) give the im2col products' values (bit for
+// bit, up to the sign of zeros), in float32 and float64, with a bias, on
+// LeNet's two layers and a rectangular one with dilation.
 func TestConvWideForward(t *testing.T) {
 	cases := []struct {
 		name string
@@ -38,17 +38,26 @@ func TestConvWideForward(t *testing.T) {
 			rng := rand.New(rand.NewSource(6))
 			x, w, b := randTensor(rng, c.x...), randTensor(rng, c.w...), randTensor(rng, g.m)
 			x32, w32, b32 := toF32(x), toF32(w), toF32(b)
-			run := func(wide bool) ([]float64, []float32) {
+			gy := randTensor(rng, g.n, g.m, g.oh, g.ow)
+			gy32 := toF32(gy)
+			run := func(wide bool) (y, dx []float64, y32, dx32 []float32) {
 				WideFwd = wide
-				y := convForward(g, &scratch{}, x, w, b, make([]float64, g.n*g.m*g.outPlane))
-				y32 := convForward(g, &scratch{}, x32, w32, b32, make([]float32, g.n*g.m*g.outPlane))
-				return data[float64](y), data[float32](y32)
+				y = data[float64](convForward(g, &scratch{}, x, w, b, make([]float64, g.n*g.m*g.outPlane)))
+				y32 = data[float32](convForward(g, &scratch{}, x32, w32, b32, make([]float32, g.n*g.m*g.outPlane)))
+				dx = data[float64](convGradX(g, &scratch{}, w, gy, make([]float64, g.n*g.c*g.inPlane)))
+				dx32 = data[float32](convGradX(g, &scratch{}, w32, gy32, make([]float32, g.n*g.c*g.inPlane)))
+				return y, dx, y32, dx32
 			}
-			got, got32 := run(true)
-			want, want32 := run(false)
-			for i := range want {
-				if got[i] != want[i] || got32[i] != want32[i] {
-					t.Fatalf("y[%d]: wide rows %v (float32 %v), im2col %v (%v)", i, got[i], got32[i], want[i], want32[i])
+			ay, adx, ay32, adx32 := run(true)
+			wy, wdx, wy32, wdx32 := run(false)
+			for i := range wy {
+				if ay[i] != wy[i] || ay32[i] != wy32[i] {
+					t.Fatalf("y[%d]: wide rows %v (float32 %v), im2col %v (%v)", i, ay[i], ay32[i], wy[i], wy32[i])
+				}
+			}
+			for i := range wdx {
+				if adx[i] != wdx[i] || adx32[i] != wdx32[i] {
+					t.Fatalf("dX[%d]: wide rows %v (float32 %v), col2im %v (%v)", i, adx[i], adx32[i], wdx[i], wdx32[i])
 				}
 			}
 		})
