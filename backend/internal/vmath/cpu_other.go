@@ -1,0 +1,27 @@
+//go:build !amd64
+
+package vmath
+
+// maxWidth is the most float32 lanes a kernel handles at once.
+const maxWidth = 8
+
+// kernel names a vector instruction set: outside amd64 only the scalar
+// Go loop.
+type kernel int
+
+const scalar kernel = 0
+
+// active is the kernel this CPU runs.
+var active = scalar
+
+// width is how many elements k handles at once (0 for scalar).
+func (kernel) width() int { return 0 }
+
+// sigmoid is never called outside amd64 (width 0).
+func (kernel) sigmoid(dst, x *float32, n int) { panic("vmath: no vector kernel") }
+
+// String names k (for subtests and benchmarks).
+func (kernel) String() string { return "scalar" }
+
+// kernels lists the kernels this CPU can run.
+func kernels() []kernel { return []kernel{scalar} }
