@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -105,15 +106,13 @@ func sigmoid64(x float64) float64 {
 	return e / (1 + e)
 }
 
-// sigmoidFwd32 is Sigmoid's forward32Func with sigmoid64 called directly
-// (the generic unary one calls it through a closure): the same values.
+// sigmoidFwd32 is Sigmoid's forward32Func: vmath.Sigmoid32, a vector
+// kernel (AVX-512F or AVX2+FMA on amd64) that gives the bits of
+// float32(sigmoid64(x)), the generic unary one's values.
 func sigmoidFwd32(dst []float32, in [][]float32) {
 	x := in[0][:len(dst)]
 	parallelElems(len(dst), func(lo, hi int) {
-		d := dst[lo:hi]
-		for i, v := range x[lo:hi] {
-			d[i] = float32(sigmoid64(float64(v)))
-		}
+		vmath.Sigmoid32(dst[lo:hi], x[lo:hi])
 	})
 }
 
