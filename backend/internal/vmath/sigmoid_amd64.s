@@ -67,7 +67,11 @@ DATA sigconst<>+480(SB)/8, $-1023.0
 DATA sigconst<>+488(SB)/8, $-1023.0
 DATA sigconst<>+496(SB)/8, $-1023.0
 DATA sigconst<>+504(SB)/8, $-1023.0
-GLOBL sigconst<>(SB), RODATA|NOPTR, $512
+DATA sigconst<>+512(SB)/8, $6755399441055744.0
+DATA sigconst<>+520(SB)/8, $6755399441055744.0
+DATA sigconst<>+528(SB)/8, $6755399441055744.0
+DATA sigconst<>+536(SB)/8, $6755399441055744.0
+GLOBL sigconst<>(SB), RODATA|NOPTR, $544
 
 #define SIGN sigconst<>+0(SB)
 #define LOG2E sigconst<>+32(SB)
@@ -85,6 +89,7 @@ GLOBL sigconst<>(SB), RODATA|NOPTR, $512
 #define TWO sigconst<>+416(SB)
 #define BIAS sigconst<>+448(SB)
 #define KMIN sigconst<>+480(SB)
+#define MAGIC sigconst<>+512(SB)
 
 // func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
@@ -106,15 +111,21 @@ TEXT ·xgetbv0(SB), NOSPLIT, $0-8
 	RET
 
 // Both kernels compute, per float64 lane, a = −|x| and e = exp(a) with
-// the operations of math.Exp's FMA path in the same order (so e has
-// math.Exp's bits: k = round(a·log2e) by CVTPD2DQ, r = (a − k·ln2u −
-// k·ln2l)/16 with fused steps, p = Horner's polynomial in r, four
-// squarings p ← p·(p+2), e = (p·(p+2)+1)·2^k), then y = 1/(1+e) where
-// x ≥ 0 and y = e/(1+e) elsewhere, as sigmoid64 does. Where math.Exp takes
-// its subnormal or underflow path (k ≤ −1023, −Inf included) the kernels
-// use e = 0: e < 2^−1022 there, so y is 1 for x ≥ 0 and a float64 below
-// 2^−1022 otherwise, +0 once rounded to float32 either way. A NaN lane
-// gives x itself (quieted), as sigmoid64 does.
+// the operations of math.Exp's FMA path in the same order, so e has
+// math.Exp's bits: k = a·log2e rounded to an integer, r = (a − k·ln2u −
+// k·ln2l)/16 with fused steps, p = Horner's polynomial in r, three
+// squarings p ← p·(p+2), e = (p·(p+2)+1)·2^k. Then y = 1/(1+e) where x ≥ 0
+// and y = e/(1+e) elsewhere, as sigmoid64 does.
+//
+// math.Exp rounds k by CVTSD2SL; the kernels add and subtract 1.5·2^52,
+// which rounds to the same integer (to nearest, ties to even) wherever
+// |a·log2e| < 2^31, and whose low mantissa bits give 2^k's exponent
+// without a conversion. Where math.Exp takes its subnormal or underflow
+// path (k ≤ −1023, |a·log2e| ≥ 2^31 and −Inf included) the kernels use
+// e = 0: e < 2^−1022 there, so y is 1 for x ≥ 0 and a float64 below
+// 2^−1022 otherwise, +0 once rounded to float32 either way. (a = −|x| is
+// −x for x ≥ 0 except at x = −0, where exp(+0) and exp(−0) are both 1.)
+// A NaN lane gives x itself (quieted), as sigmoid64 does.
 
 // func sigmoidAVX512(dst, x *float32, n int)
 TEXT ·sigmoidAVX512(SB), NOSPLIT, $0-24
@@ -140,13 +151,14 @@ TEXT ·sigmoidAVX512(SB), NOSPLIT, $0-24
 	VPBROADCASTQ BIAS, Z17
 	VBROADCASTSD KMIN, Z16
 	VPXORQ       Z15, Z15, Z15
+	VBROADCASTSD MAGIC, Z14
 
 loop512:
 	VCVTPS2PD    (SI), Z0      // x
 	VPORQ        Z31, Z0, Z1   // a = −|x|
 	VMULPD       Z30, Z1, Z2
-	VCVTPD2DQ    Z2, Y3        // k
-	VCVTDQ2PD    Y3, Z2
+	VADDPD       Z14, Z2, Z3   // 1.5·2^52 + k
+	VSUBPD       Z14, Z3, Z2   // k
 	VFNMADD231PD Z29, Z2, Z1   // a − k·ln2u
 	VFNMADD231PD Z28, Z2, Z1   // − k·ln2l
 	VMULPD       Z27, Z1, Z1   // r
@@ -167,12 +179,10 @@ loop512:
 	VMULPD       Z4, Z1, Z1
 	VADDPD       Z18, Z1, Z4
 	VFMADD213PD  Z19, Z4, Z1
-	VPMOVSXDQ    Y3, Z5
-	VPADDQ       Z17, Z5, Z5
-	VPSLLQ       $52, Z5, Z5
-	VMULPD       Z5, Z1, Z1    // e = p·2^k
-	VCMPPD       $18, Z16, Z2, K1 // k ≤ −1023
-	VMOVAPD      Z15, K1, Z1
+	VPADDQ       Z17, Z3, Z5
+	VPSLLQ       $52, Z5, Z5   // 2^k
+	VCMPPD       $6, Z16, Z2, K1 // not k ≤ −1023
+	VMULPD.Z     Z5, Z1, K1, Z1 // e = p·2^k, or 0
 	VADDPD       Z19, Z1, Z6   // 1+e
 	VCMPPD       $29, Z15, Z0, K2 // x ≥ 0
 	VMOVAPD      Z19, K2, Z1
@@ -206,8 +216,8 @@ loop2:
 	VCVTPS2PD    (SI), Y0      // x
 	VORPD        Y15, Y0, Y1   // a = −|x|
 	VMULPD       LOG2E, Y1, Y2
-	VCVTPD2DQY   Y2, X3        // k
-	VCVTDQ2PD    X3, Y2
+	VADDPD       MAGIC, Y2, Y3 // 1.5·2^52 + k
+	VSUBPD       MAGIC, Y3, Y2 // k
 	VFNMADD231PD LN2U, Y2, Y1  // a − k·ln2u
 	VFNMADD231PD LN2L, Y2, Y1  // − k·ln2l
 	VMULPD       SIXTEENTH, Y1, Y1 // r
@@ -228,9 +238,8 @@ loop2:
 	VMULPD       Y4, Y1, Y1
 	VADDPD       Y13, Y1, Y4
 	VFMADD213PD  Y14, Y4, Y1
-	VPMOVSXDQ    X3, Y5
-	VPADDQ       BIAS, Y5, Y5
-	VPSLLQ       $52, Y5, Y5
+	VPADDQ       BIAS, Y3, Y5
+	VPSLLQ       $52, Y5, Y5   // 2^k
 	VMULPD       Y5, Y1, Y1    // e = p·2^k
 	VCMPPD       $18, KMIN, Y2, Y6 // k ≤ −1023
 	VANDNPD      Y1, Y6, Y1
