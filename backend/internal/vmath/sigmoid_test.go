@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var exhaustive = flag.Bool("exhaustive", false, "check Sigmoid32's kernels on all 2^32 float32 inputs (about a minute per kernel)")
+var exhaustive = flag.Bool("exhaustive", false, "check Sigmoid32's kernels on all 2^32 float32 inputs (about 2.5 minutes per kernel on this project's machine)")
 
 // checkSigmoid runs kernel k on x and counts the outputs whose bits differ
 // from float32(sigmoid64(float64(x[i]))), reporting the first few.
