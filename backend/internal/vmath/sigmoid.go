@@ -13,7 +13,9 @@ import "math"
 // On amd64 with AVX2 and FMA (AVX-512F where present) it runs a vector
 // kernel that repeats math.Exp's own amd64 FMA algorithm lane by lane, so
 // the results are bit-identical to the scalar formula (NaN payloads
-// included); elsewhere it runs the scalar formula.
+// included; checked on all 2^32 float32 inputs, and on a dense sample by
+// every test run, which would catch a Go release that changes math.Exp);
+// elsewhere it runs the scalar formula.
 func Sigmoid32(dst, x []float32) {
 	x = x[:len(dst)]
 	sigmoidWith(active, dst, x)
