@@ -422,6 +422,9 @@ func cacheSize[T float](g *convGeom) int {
 	if g.direct || wideRows[T](g) {
 		return 0
 	}
+	if _, ok := padWide[T](g); ok || wideForward(g) && !batchedPlanes(g) {
+		return 0 // the forward pass reads wide rows, forms no im2col matrix
+	}
 	n := g.n * g.g * g.colRows * g.colCols
 	if n*int(unsafe.Sizeof(z)) > ColCacheLimit {
 		return 0
@@ -501,6 +504,10 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 		convForwardBatched(&g, sc, x, w, b, out)
 		return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
 	}
+	if p, ok := padWide[T](&g); ok {
+		convForwardPadded(&g, &p, sc, x, w, bt, out)
+		return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
+	}
 	mul := gemmFor[T](g.n)
 	cols := forwardCols(&g, sc, x)
 	if cols != nil {
@@ -571,10 +578,14 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 }
 
 // convGradX writes the input gradient into dx (zeroed, n·c·H·W).
-func convGradX[T float](g convGeom, _ *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
+func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
 	w, gy := data[T](wt), data[T](gyt)
 	if batchedPlanes(&g) {
 		return convGradXBatched(&g, w, gy, dx)
+	}
+	if p, ok := padWide[T](&g); ok && allFinite(w) {
+		convGradXPadded(&g, &p, sc, w, gy, dx)
+		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 	}
 	mul := gemmFor[T](g.n)
 	band := g.bandRows()
@@ -630,6 +641,10 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 	x, gy := data[T](xt), data[T](gyt)
 	if batchedPlanes(&g) {
 		return convGradWBatched(&g, sc, x, gy, dw)
+	}
+	if p, ok := padWide[T](&g); ok && wideRows[T](&p) && allFinite(x) {
+		convGradWPadded(&g, &p, sc, x, gy, dw)
+		return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
 	}
 	size := g.m * g.colRows
 	nw := workers(g.n)

@@ -1,0 +1,119 @@
+package ops
+
+import "gorgonia.org/tensor"
+
+// Stride-1 convolutions with padding (MTAN's 3×3, pad 1) run as the same
+// convolution without padding over a zero-padded copy of their input, so
+// that the wide rows apply to them (wideForward, convWideGradX, and the
+// weight gradient's dot products where wideRows holds): one copy or sum
+// of L values per tap instead of oH rows of oW through im2col and col2im,
+// and no packing of an im2col matrix for the weight gradient. The padded
+// copies are made a chunk of samples at a time, within ColBandElems.
+
+// padWide returns the geometry of g over its zero-padded input and true
+// when g's float32 passes run over the padded input: stride 1, some
+// padding, not run over the whole batch (batchedPlanes), and wide rows
+// within wideForward's bounds for the padded geometry.
+func padWide[T float](g *convGeom) (convGeom, bool) {
+	var z T
+	if _, f32 := any(z).(float32); !f32 || !WideFwd || g.direct || g.y.s != 1 || g.x.s != 1 || batchedPlanes(g) {
+		return *g, false
+	}
+	if g.y.pb == 0 && g.y.pe == 0 && g.x.pb == 0 && g.x.pe == 0 {
+		return *g, false
+	}
+	p := *g
+	p.h, p.w = g.h+g.y.pb+g.y.pe, g.w+g.x.pb+g.x.pe
+	p.y.in, p.x.in = p.h, p.w
+	p.y.pb, p.y.pe, p.x.pb, p.x.pe = 0, 0, 0, 0
+	p.inPlane = p.h * p.w
+	if p.cg*p.inPlane > ColBandElems || !wideForward(&p) {
+		return *g, false
+	}
+	return p, true
+}
+
+// padChunk is the number of samples whose padded input planes (c·h'·w'
+// each) fit in ColBandElems, at least 1.
+func padChunk(p *convGeom) int { return max(1, min(p.n, ColBandElems/(p.c*p.inPlane))) }
+
+// padInputs copies samples [n0, n0+k) of x (g's planes) into xp (p's
+// planes, zero borders).
+func padInputs[T float](g, p *convGeom, x, xp []T, n0, k int) {
+	parallelFor(k*g.c, func(_, lo, hi int) {
+		for pc := lo; pc < hi; pc++ {
+			src := x[(n0*g.c+pc)*g.inPlane:][:g.inPlane]
+			dst := xp[pc*p.inPlane:][:p.inPlane]
+			clear(dst[:g.y.pb*p.w])
+			for i := 0; i < g.h; i++ {
+				row := dst[(g.y.pb+i)*p.w:][:p.w]
+				clear(row[:g.x.pb])
+				copy(row[g.x.pb:g.x.pb+g.w], src[i*g.w:(i+1)*g.w])
+				clear(row[g.x.pb+g.w:])
+			}
+			clear(dst[(g.y.pb+g.h)*p.w:])
+		}
+	})
+}
+
+// chunkGeom is p for k samples.
+func chunkGeom(p *convGeom, k int) convGeom {
+	c := *p
+	c.n = k
+	return c
+}
+
+// convForwardPadded is convForward for padWide: the same outputs, bit for
+// bit (the padding's zeros meet the same weights in the same order).
+func convForwardPadded[T float](g, p *convGeom, sc *scratch, x, w []T, bt tensor.Tensor, out []T) {
+	k := padChunk(p)
+	buf := getScratch[T](&colScratch, k*p.c*p.inPlane)
+	defer colScratch.pool.Put(buf)
+	for n0 := 0; n0 < g.n; n0 += k {
+		kk := min(k, g.n-n0)
+		xp := (*buf)[:kk*p.c*p.inPlane]
+		padInputs(g, p, x, xp, n0, kk)
+		o := out[n0*g.m*g.outPlane:][:kk*g.m*g.outPlane]
+		convForward(chunkGeom(p, kk), sc, newTensor(tensor.Shape{kk, p.c, p.h, p.w}, xp), newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, w), bt, o)
+	}
+}
+
+// convGradXPadded is convGradX for padWide with finite weights: the
+// gradient over the padded input, cropped.
+func convGradXPadded[T float](g, p *convGeom, sc *scratch, w, gy, dx []T) {
+	k := padChunk(p)
+	buf := getScratch[T](&colScratch, k*p.c*p.inPlane)
+	defer colScratch.pool.Put(buf)
+	wt := newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, w)
+	for n0 := 0; n0 < g.n; n0 += k {
+		kk := min(k, g.n-n0)
+		dxp := (*buf)[:kk*p.c*p.inPlane]
+		clear(dxp)
+		gyt := newTensor(tensor.Shape{kk, g.m, g.oh, g.ow}, gy[n0*g.m*g.outPlane:][:kk*g.m*g.outPlane])
+		convGradX(chunkGeom(p, kk), sc, wt, gyt, dxp)
+		parallelFor(kk*g.c, func(_, lo, hi int) {
+			for pc := lo; pc < hi; pc++ {
+				src := dxp[pc*p.inPlane:][:p.inPlane]
+				dst := dx[(n0*g.c+pc)*g.inPlane:][:g.inPlane]
+				for i := 0; i < g.h; i++ {
+					copy(dst[i*g.w:(i+1)*g.w], src[(g.y.pb+i)*p.w+g.x.pb:][:g.w])
+				}
+			}
+		})
+	}
+}
+
+// convGradWPadded is convGradWInto for padWide where the padded geometry
+// reads wide rows (wideRows): the dot products over the padded input.
+func convGradWPadded[T float](g, p *convGeom, sc *scratch, x, gy, dw []T) {
+	k := padChunk(p)
+	buf := getScratch[T](&colScratch, k*p.c*p.inPlane)
+	defer colScratch.pool.Put(buf)
+	for n0 := 0; n0 < g.n; n0 += k {
+		kk := min(k, g.n-n0)
+		xp := (*buf)[:kk*p.c*p.inPlane]
+		padInputs(g, p, x, xp, n0, kk)
+		gyt := newTensor(tensor.Shape{kk, g.m, g.oh, g.ow}, gy[n0*g.m*g.outPlane:][:kk*g.m*g.outPlane])
+		convGradWInto(chunkGeom(p, kk), sc, newTensor(tensor.Shape{kk, p.c, p.h, p.w}, xp), gyt, dw)
+	}
+}

@@ -1,0 +1,79 @@
+package ops
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"gorgonia.org/tensor"
+)
+
+// TestConvPadWide checks that a padded stride-1 float32 convolution run
+// over its zero-padded input (padWide) gives the im2col path's forward
+// pass (with bias) and input gradient bit for bit (up to the sign of
+// zeros), and its weight gradient to float32 round-off, whole and in
+// chunks of samples.
+func TestConvPadWide(t *testing.T) {
+	cases := []struct {
+		name  string
+		x, w  []int
+		p     ConvParams
+		chunk bool // ColBandElems small enough to pad a few samples at a time
+	}{
+		{"3x3_pad1", []int{3, 4, 12, 10}, []int{5, 4, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}, false},
+		{"3x3_pad1_chunks", []int{12, 4, 12, 10}, []int{5, 4, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}, true},
+		{"asym_dil", []int{2, 3, 11, 13}, []int{4, 3, 2, 3}, ConvParams{Pads: []int{0, 2, 1, 1}, Dilations: []int{2, 1}}, false},
+		{"groups", []int{2, 4, 12, 12}, []int{6, 2, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}, Group: 2}, false},
+	}
+	saved, band, batched := WideFwd, ColBandElems, BatchPlaneMax
+	defer func() { WideFwd, ColBandElems, BatchPlaneMax = saved, band, batched }()
+	BatchPlaneMax = 0
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ColBandElems = band
+			if c.chunk { // just what the padded wide rows need: fewer samples than n per chunk
+				ColBandElems = (g.colRows + g.mg) * ((g.oh-1)*(g.w+2) + g.ow)
+			}
+			WideFwd = true
+			p, ok := padWide[float32](&g)
+			if !ok {
+				t.Fatalf("%v: not run over its padded input", g)
+			}
+			if c.chunk && padChunk(&p) >= g.n {
+				t.Fatalf("chunk of %d samples: expected fewer than %d", padChunk(&p), g.n)
+			}
+			rng := rand.New(rand.NewSource(8))
+			x, w, b := toF32(randTensor(rng, c.x...)), toF32(randTensor(rng, c.w...)), toF32(randTensor(rng, g.m))
+			gy := toF32(randTensor(rng, g.n, g.m, g.oh, g.ow))
+			run := func(wide bool) (y, dx, dw []float32) {
+				WideFwd = wide
+				sc := newConvScratch()
+				y = data[float32](convForward(g, sc, x, w, b, make([]float32, g.n*g.m*g.outPlane)))
+				dx = data[float32](convGradX(g, sc, w, gy, make([]float32, g.n*g.c*g.inPlane)))
+				dw = data[float32](convGradWInto(g, sc, x, gy, make([]float32, g.m*g.colRows)))
+				return y, dx, dw
+			}
+			ay, adx, adw := run(true)
+			wy, wdx, wdw := run(false)
+			for i := range wy {
+				if ay[i] != wy[i] {
+					t.Fatalf("y[%d]: padded wide rows %v, im2col %v", i, ay[i], wy[i])
+				}
+			}
+			for i := range wdx {
+				if adx[i] != wdx[i] {
+					t.Fatalf("dX[%d]: padded wide rows %v, col2im %v", i, adx[i], wdx[i])
+				}
+			}
+			for i := range wdw {
+				if d := math.Abs(float64(adw[i] - wdw[i])); d > 1e-4*(1+math.Abs(float64(wdw[i]))) {
+					t.Fatalf("dW[%d]: padded wide rows %v, im2col %v", i, adw[i], wdw[i])
+				}
+			}
+		})
+	}
+}
