@@ -1,0 +1,34 @@
+package gemm
+
+// packAsm reports whether the AVX2 packing kernels of pack_amd64.s run on
+// this CPU (the pure-Go loops of pack.go pack otherwise, and at the edges).
+var packAsm = func() bool { avx2, _ := detect(); return avx2 }()
+
+// transpose8 copies an 8×(8·n8) block of rows src, src+lds, … into
+// columns: dst[l*ldd+j] = src[j*lds+l] for j < 8, l < 8·n8 (n8 ≥ 1).
+//
+//go:noescape
+func transpose8(n8 int, src *float32, lds int, dst *float32, ldd int)
+
+// packA6 packs 8·n8 columns of the 6 rows src, src+lds, … as packA's
+// micro-panel: dst[l*6+i] = src[i*lds+l] (n8 ≥ 1); it writes nothing past
+// dst[48·n8-1].
+//
+//go:noescape
+func packA6(n8 int, src *float32, lds int, dst *float32)
+
+// packA6Scaled is packA6 times alpha: dst[l*6+i] = alpha·src[i*lds+l].
+//
+//go:noescape
+func packA6Scaled(n8 int, src *float32, lds int, dst *float32, alpha float32)
+
+// packA6T packs kc rows of 6 contiguous values, src, src+lds, …, as
+// packA's micro-panel of a transposed a: dst[l*6+i] = src[l*lds+i] (kc ≥ 1).
+//
+//go:noescape
+func packA6T(kc int, src *float32, lds int, dst *float32)
+
+// packA6TScaled is packA6T times alpha: dst[l*6+i] = alpha·src[l*lds+i].
+//
+//go:noescape
+func packA6TScaled(kc int, src *float32, lds int, dst *float32, alpha float32)
