@@ -13,7 +13,8 @@ import (
 // conv1 im2col (per sample and batched over 16 samples), conv2, the fc
 // layer, an MTAN-like 3×3 convolution (64 filters, 64 channels, 32×32), and
 // the transposed products of convolution gradients (NT: weight gradient
-// dY·colᵀ, TN: input gradient Wᵀ·dY) from LeNet and MTAN.
+// dY·colᵀ, TN: input gradient Wᵀ·dY) from LeNet and MTAN (the -6144 ones
+// over a 64-channel 3×3 conv's 6144 output positions, which pack).
 var benchShapes = []struct {
 	name    string
 	tA, tB  bool
@@ -33,6 +34,8 @@ var benchShapes = []struct {
 	{"mtan-dW-NT", false, true, 8, 72, 1024},
 	{"mtan-dX-TN", true, false, 576, 16, 64},
 	{"mtan-dX-TN-n4", true, false, 576, 4, 64},
+	{"mtan-dW-NT-6144", false, true, 64, 576, 6144},
+	{"mtan-dX-TN-6144", true, false, 576, 6144, 64},
 }
 
 // BenchmarkSgemm reports GFLOP/s for Sgemm (single goroutine),

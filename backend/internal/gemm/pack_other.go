@@ -3,7 +3,7 @@
 package gemm
 
 // packAsm is false outside amd64: pack.go's pure-Go loops do all packing.
-const packAsm = false
+var packAsm = false
 
 // transpose8, packA6, packA6Scaled, packA6T and packA6TScaled are never called outside amd64
 // (packAsm is false); they exist so that pack.go compiles.

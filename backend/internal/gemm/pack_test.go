@@ -70,11 +70,29 @@ func checkPacked(t *testing.T, got, want []float32) {
 	}
 }
 
-// TestPackLayout checks packA and packB against refPackA and refPackB for
-// both transposes, alpha 1 and 0.5, every kernel's MR and NR (and odd
-// ones), full and partial panels, odd kc and offsets into the matrix, on a
-// destination prefilled with NaN (stale data the packers must overwrite).
+// TestPackLayout checks packA and packB, with the assembly packing kernels
+// (where the CPU has them) and with the pure-Go loops, against refPackA
+// and refPackB for both transposes, alpha 1 and 0.5, every kernel's MR and
+// NR (and odd ones), full and partial panels, odd kc and offsets into the
+// matrix, on a destination prefilled with NaN (stale data the packers must
+// overwrite).
 func TestPackLayout(t *testing.T) {
+	asm := []bool{false}
+	if packAsm {
+		asm = append(asm, true)
+	}
+	for _, useAsm := range asm {
+		t.Run(fmt.Sprintf("asm=%v", useAsm), func(t *testing.T) {
+			saved := packAsm
+			packAsm = useAsm
+			defer func() { packAsm = saved }()
+			testPackLayout(t)
+		})
+	}
+}
+
+// testPackLayout is TestPackLayout's table, run with packAsm as it is.
+func testPackLayout(t *testing.T) {
 	rng := rand.New(rand.NewSource(4))
 	fill := func(n int) []float32 {
 		s := make([]float32, n)
