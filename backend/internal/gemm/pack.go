@@ -16,7 +16,7 @@ func packA(trans bool, a []float32, lda, ic, pc, mc, kc, mr int, alpha float32, 
 		p := dst[ir*kc : ir*kc+mr*kc]
 		switch {
 		case h == 6 && mr == 6 && trans:
-			packACols6(a, (pc)*lda+ic+ir, lda, kc, alpha, p)
+			packACols6(a, pc*lda+ic+ir, lda, kc, alpha, p)
 		case h == 6 && mr == 6:
 			packARows6(a, (ic+ir)*lda+pc, lda, kc, alpha, p)
 		default:
