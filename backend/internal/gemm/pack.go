@@ -3,7 +3,8 @@ package gemm
 // Packing copies blocks of op(a) and op(b) into the micro-panel layout the
 // micro-kernels read. The transposing cases (op(a) not transposed, op(b)
 // transposed) run AVX2 transpose kernels (pack_amd64.s) on whole 8-wide
-// blocks where the CPU has AVX2; pure-Go loops, l-outer with the rows of a
+// blocks where the CPU has AVX2, and a transposed a's micro-panels (6
+// contiguous values per step) an SSE copy loop; pure-Go loops, l-outer with the rows of a
 // micro-panel read together so each step writes contiguous values, do the
 // edges and other CPUs. Scaling by alpha is skipped when alpha is 1.
 
@@ -11,6 +12,9 @@ package gemm
 // mr rows, each stored k-major (dst[p*mr*kc + l*mr + i]), zero-padding the
 // last panel to mr rows.
 func packA(trans bool, a []float32, lda, ic, pc, mc, kc, mr int, alpha float32, dst []float32) {
+	if kc == 0 {
+		return
+	}
 	for ir := 0; ir < mc; ir += mr {
 		h := min(mr, mc-ir)
 		p := dst[ir*kc : ir*kc+mr*kc]
@@ -110,6 +114,9 @@ func packAEdge(trans bool, a []float32, lda, r, pc, h, kc, mr int, alpha float32
 // columns, each stored k-major (dst[q*nr*kc + l*nr + j]), zero-padding the
 // last panel to nr columns.
 func packB(trans bool, b []float32, ldb, pc, jc, kc, nc, nr int, dst []float32) {
+	if kc == 0 {
+		return
+	}
 	for jr := 0; jr < nc; jr += nr {
 		w := min(nr, nc-jr)
 		p := dst[jr*kc : jr*kc+nr*kc]

@@ -1,8 +1,8 @@
 #include "textflag.h"
 
-// Packing kernels (AVX2; pure data movement, so no MXCSR change: a copy
-// keeps subnormals as they are, and the scaled variant multiplies as Go
-// code would).
+// Packing kernels for pack.go (AVX2 transposes, SSE 6-wide copies). They
+// are pure data movement and leave MXCSR alone: a copy keeps subnormals as
+// they are, and the scaled variants multiply as Go code would.
 
 // TRANSPOSE8 transposes the 8×8 block whose rows are Y0..Y7 into columns
 // Y8..Y15 (Y8 = column 0: Y0[0], Y1[0], …, Y7[0]); Y0..Y7 are clobbered.

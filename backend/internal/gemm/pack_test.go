@@ -73,7 +73,7 @@ func checkPacked(t *testing.T, got, want []float32) {
 // TestPackLayout checks packA and packB, with the assembly packing kernels
 // (where the CPU has them) and with the pure-Go loops, against refPackA
 // and refPackB for both transposes, alpha 1 and 0.5, every kernel's MR and
-// NR (and odd ones), full and partial panels, odd kc and offsets into the
+// NR (and odd ones), full and partial panels, odd kc (and 0) and offsets into the
 // matrix, on a destination prefilled with NaN (stale data the packers must
 // overwrite).
 func TestPackLayout(t *testing.T) {
@@ -109,7 +109,7 @@ func testPackLayout(t *testing.T) {
 		return s
 	}
 	sizes := []struct{ rows, kc int }{
-		{1, 1}, {5, 3}, {6, 7}, {12, 8}, {13, 17}, {31, 33}, {33, 64}, {96, 256}, {70, 129},
+		{7, 0}, {1, 1}, {5, 3}, {6, 7}, {12, 8}, {13, 17}, {31, 33}, {33, 64}, {96, 256}, {70, 129},
 	}
 	for _, trans := range []bool{false, true} {
 		for _, alpha := range []float32{1, 0.5} {
