@@ -4,7 +4,8 @@ package gemm
 // micro-kernels read. The transposing cases (op(a) not transposed, op(b)
 // transposed) run AVX2 transpose kernels (pack_amd64.s) on whole 8-wide
 // blocks where the CPU has AVX2, and a transposed a's micro-panels (6
-// contiguous values per step) an SSE copy loop; pure-Go loops, l-outer with the rows of a
+// contiguous values per step) an SSE copy loop over all the full panels of
+// a block, row by row of a; pure-Go loops, l-outer with the rows of a
 // micro-panel read together so each step writes contiguous values, do the
 // edges and other CPUs. Scaling by alpha is skipped when alpha is 1.
 
@@ -15,7 +16,16 @@ func packA(trans bool, a []float32, lda, ic, pc, mc, kc, mr int, alpha float32, 
 	if kc == 0 {
 		return
 	}
-	for ir := 0; ir < mc; ir += mr {
+	ir := 0
+	if trans && mr == 6 && packAsm && mc >= 6 {
+		// All full micro-panels at once, each row of a read once.
+		np := mc / 6
+		_ = a[(pc+kc-1)*lda+ic+6*np-1] // all kc rows lie in a
+		_ = dst[6*np*kc-1]
+		packA6TPanels(kc, np, &a[pc*lda+ic], lda, &dst[0], alpha)
+		ir = 6 * np
+	}
+	for ; ir < mc; ir += mr {
 		h := min(mr, mc-ir)
 		p := dst[ir*kc : ir*kc+mr*kc]
 		switch {
@@ -65,14 +75,6 @@ func packARows6(a []float32, o, lda, kc int, alpha float32, p []float32) {
 func packACols6(a []float32, o, lda, kc int, alpha float32, p []float32) {
 	_ = a[o+(kc-1)*lda+5] // all kc rows lie in a
 	p = p[:6*kc]
-	if packAsm {
-		if alpha == 1 {
-			packA6T(kc, &a[o], lda, &p[0])
-		} else {
-			packA6TScaled(kc, &a[o], lda, &p[0], alpha)
-		}
-		return
-	}
 	if alpha == 1 {
 		for l := 0; l < kc; l++ {
 			*(*[6]float32)(p[6*l:]) = *(*[6]float32)(a[o+l*lda:])

@@ -22,13 +22,10 @@ func packA6(n8 int, src *float32, lds int, dst *float32)
 //go:noescape
 func packA6Scaled(n8 int, src *float32, lds int, dst *float32, alpha float32)
 
-// packA6T packs kc rows of 6 contiguous values, src, src+lds, …, as
-// packA's micro-panel of a transposed a: dst[l*6+i] = src[l*lds+i] (kc ≥ 1).
+// packA6TPanels packs np adjacent micro-panels of a transposed a (6
+// contiguous values per step), l-outer so that each row of a is read once,
+// contiguously: dst[p*6*kc + l*6 + i] = alpha·src[l*lds + p*6 + i]
+// (kc, np ≥ 1).
 //
 //go:noescape
-func packA6T(kc int, src *float32, lds int, dst *float32)
-
-// packA6TScaled is packA6T times alpha: dst[l*6+i] = alpha·src[l*lds+i].
-//
-//go:noescape
-func packA6TScaled(kc int, src *float32, lds int, dst *float32, alpha float32)
+func packA6TPanels(kc, np int, src *float32, lds int, dst *float32, alpha float32)

@@ -153,47 +153,64 @@ a6sloop:
 	VZEROUPPER
 	RET
 
-// func packA6T(kc int, src *float32, lds int, dst *float32)
-// dst[l*6+i] = src[l*lds+i] for i < 6, l < kc (kc ≥ 1): 6 contiguous
-// values per step, read as 16+8 bytes.
-TEXT ·packA6T(SB), NOSPLIT, $0-32
-	MOVQ kc+0(FP), CX
-	MOVQ src+8(FP), SI
-	MOVQ lds+16(FP), R8
-	MOVQ dst+24(FP), DI
-	SHLQ $2, R8
+// func packA6TPanels(kc, np int, src *float32, lds int, dst *float32, alpha float32)
+// packs np side-by-side micro-panels of a transposed a (6 contiguous
+// values per step, copied as 16+8 bytes, multiplied by alpha unless it is
+// 1), l-outer so that each row of a is read once, contiguously:
+// dst[p*6*kc + l*6 + i] = alpha·src[l*lds + p*6 + i] for p < np, i < 6,
+// l < kc (kc, np ≥ 1).
+TEXT ·packA6TPanels(SB), NOSPLIT, $0-44
+	MOVQ   kc+0(FP), CX
+	MOVQ   src+16(FP), SI
+	MOVQ   lds+24(FP), R8
+	MOVQ   dst+32(FP), DI
+	MOVSS  alpha+40(FP), X2
+	SHUFPS $0, X2, X2
+	SHLQ   $2, R8
+	MOVQ   CX, R9
+	IMULQ  $24, R9        // bytes between panels: 6·kc values
+	MOVL   alpha+40(FP), AX
+	CMPL   AX, $0x3f800000 // alpha == 1.0 (bit pattern)
+	JNE    ptsrow
 
-a6tloop:
-	MOVUPS (SI), X0
-	MOVQ   16(SI), AX
-	MOVUPS X0, (DI)
-	MOVQ   AX, 16(DI)
+ptrow:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ np+8(FP), DX
+
+ptpanel:
+	MOVUPS (R10), X0
+	MOVQ   16(R10), AX
+	MOVUPS X0, (R11)
+	MOVQ   AX, 16(R11)
+	ADDQ   $24, R10
+	ADDQ   R9, R11
+	DECQ   DX
+	JNZ    ptpanel
 	ADDQ   R8, SI
 	ADDQ   $24, DI
 	DECQ   CX
-	JNZ    a6tloop
+	JNZ    ptrow
 	RET
 
-// func packA6TScaled(kc int, src *float32, lds int, dst *float32, alpha float32)
-// dst[l*6+i] = alpha·src[l*lds+i] for i < 6, l < kc (kc ≥ 1).
-TEXT ·packA6TScaled(SB), NOSPLIT, $0-36
-	MOVQ  kc+0(FP), CX
-	MOVQ  src+8(FP), SI
-	MOVQ  lds+16(FP), R8
-	MOVQ  dst+24(FP), DI
-	MOVSS alpha+32(FP), X2
-	SHUFPS $0, X2, X2
-	SHLQ  $2, R8
+ptsrow:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ np+8(FP), DX
 
-a6tsloop:
-	MOVUPS (SI), X0
-	MOVSD  16(SI), X1
+ptspanel:
+	MOVUPS (R10), X0
+	MOVSD  16(R10), X1
 	MULPS  X2, X0
 	MULPS  X2, X1
-	MOVUPS X0, (DI)
-	MOVSD  X1, 16(DI)
+	MOVUPS X0, (R11)
+	MOVSD  X1, 16(R11)
+	ADDQ   $24, R10
+	ADDQ   R9, R11
+	DECQ   DX
+	JNZ    ptspanel
 	ADDQ   R8, SI
 	ADDQ   $24, DI
 	DECQ   CX
-	JNZ    a6tsloop
+	JNZ    ptsrow
 	RET

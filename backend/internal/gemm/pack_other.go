@@ -5,8 +5,8 @@ package gemm
 // packAsm is false outside amd64: pack.go's pure-Go loops do all packing.
 var packAsm = false
 
-// transpose8, packA6, packA6Scaled, packA6T and packA6TScaled are never called outside amd64
-// (packAsm is false); they exist so that pack.go compiles.
+// transpose8, packA6, packA6Scaled and packA6TPanels are never called
+// outside amd64 (packAsm is false); they exist so that pack.go compiles.
 func transpose8(n8 int, src *float32, lds int, dst *float32, ldd int) { panic("gemm: no asm") }
 
 func packA6(n8 int, src *float32, lds int, dst *float32) { panic("gemm: no asm") }
@@ -15,8 +15,6 @@ func packA6Scaled(n8 int, src *float32, lds int, dst *float32, alpha float32) {
 	panic("gemm: no asm")
 }
 
-func packA6T(kc int, src *float32, lds int, dst *float32) { panic("gemm: no asm") }
-
-func packA6TScaled(kc int, src *float32, lds int, dst *float32, alpha float32) {
+func packA6TPanels(kc, np int, src *float32, lds int, dst *float32, alpha float32) {
 	panic("gemm: no asm")
 }
