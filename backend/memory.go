@@ -26,7 +26,8 @@ type MemoryEstimate struct {
 	Weights int64
 	// Jacobian is J (and the terms' rows), float32.
 	Jacobian int64
-	// Scratch is the convolutions' im2col bands and cache.
+	// Scratch is the convolutions' im2col bands, wide rows, padded inputs
+	// and cache.
 	Scratch int64
 }
 
@@ -131,6 +132,8 @@ func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Ten
 		Values:   c.prog.plan.peak(c.prog),
 		Weights:  weightCopies * 4 * n,
 		Jacobian: int64(len(md.tasks)) * 4 * n,
-		Scratch:  w*4*int64(ops.ColBandElems) + ops.ColCacheTotal,
+		// an im2col band or wide rows per worker, and one shared buffer of
+		// a convolution over the whole batch or a padded input chunk
+		Scratch: (w+1)*4*int64(ops.ColBandElems) + ops.ColCacheTotal,
 	}, nil
 }
