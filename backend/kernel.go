@@ -34,7 +34,8 @@ type backwardFunc func(k int, dst []float64, in [][]float64, out, grad []float64
 // is zeroed and becomes the output. It must give the same values as the
 // op's forwardFunc rounded to float32 (so that float32 graphs compute the
 // same whichever path runs): compute each element in float64 from the
-// float32 inputs and round once.
+// float32 inputs and round once. The matrix products (Gemm, MatMul) are
+// the exception: they accumulate in float32 (matmul32.go).
 type forward32Func func(dst []float32, in [][]float32)
 
 // backward32Func is a backwardFunc on float32 data with the same

@@ -127,10 +127,53 @@ func lowerGemm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 			}
 		}
 	}
-	r, err := b.kernel(n.GetName(), "Gemm", nodes, out, fwd, bwd, nil)
+	a32 := float32(alpha)
+	fwd32 := func(dst []float32, in [][]float32) {
+		if len(in) == 3 && beta != 0 {
+			for i := range dst {
+				if cidx == nil {
+					dst[i] = float32(beta * float64(in[2][i]))
+				} else {
+					dst[i] = float32(beta * float64(in[2][cidx[i]]))
+				}
+			}
+		}
+		sgemm32(ta != 0, tb != 0, M, N, K, a32, in[0], in[1], 1, dst)
+	}
+	bwd32 := func(k int, dst []float32, in [][]float32, _, g []float32) bool {
+		switch k {
+		case 0:
+			if ta == 0 {
+				sgemm32(false, tb == 0, M, K, N, a32, g, in[1], 0, dst)
+			} else {
+				sgemm32(tb != 0, true, K, M, N, a32, in[1], g, 0, dst)
+			}
+		case 1:
+			if tb == 0 {
+				sgemm32(ta == 0, false, K, N, M, a32, in[0], g, 0, dst)
+			} else {
+				sgemm32(true, ta != 0, N, K, M, a32, g, in[0], 0, dst)
+			}
+		default: // dC: broadcast sums stay on the float64 path
+			if cidx != nil {
+				return false
+			}
+			for i, v := range g {
+				dst[i] = float32(beta * float64(v))
+			}
+		}
+		return true
+	}
+	r, err := b.kernel32(n.GetName(), "Gemm", nodes, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
+	// the gradients read A, B and the output's gradient, never C nor the output
+	reads := []bool{true, true, false, false, true}
+	if C == nil {
+		reads = []bool{true, true, false, true}
+	}
+	r.Op().(*kernelOp).gradReads = reads
 	return []*value{nodeValue(r)}, nil
 }
 
@@ -196,9 +239,28 @@ func lowerMatMul(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 			}
 		}
 	}
-	r, err := b.kernel(n.GetName(), "MatMul", []gnode{b.node(A), b.node(B)}, out, fwd, bwd, nil)
+	fwd32 := func(dst []float32, in [][]float32) {
+		for i := 0; i < nb; i++ {
+			pa, pb := at(ia, i)*M*K, at(ib, i)*K*N
+			sgemm32(false, false, M, N, K, 1, in[0][pa:pa+M*K], in[1][pb:pb+K*N], 0, dst[i*M*N:(i+1)*M*N])
+		}
+	}
+	bwd32 := func(k int, dst []float32, in [][]float32, _, g []float32) bool {
+		for i := 0; i < nb; i++ {
+			pa, pb := at(ia, i)*M*K, at(ib, i)*K*N
+			gi := g[i*M*N : (i+1)*M*N]
+			if k == 0 {
+				sgemm32(false, true, M, K, N, 1, gi, in[1][pb:pb+K*N], 1, dst[pa:pa+M*K])
+			} else {
+				sgemm32(true, false, K, N, M, 1, in[0][pa:pa+M*K], gi, 1, dst[pb:pb+K*N])
+			}
+		}
+		return true
+	}
+	r, err := b.kernel32(n.GetName(), "MatMul", []gnode{b.node(A), b.node(B)}, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
+	r.Op().(*kernelOp).gradReads = []bool{true, true, false, true} // not the output
 	return []*value{nodeValue(r)}, nil
 }

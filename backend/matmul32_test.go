@@ -1,0 +1,121 @@
+package backend
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// TestMatMul32 checks the float32 Gemm and MatMul kernels (float32
+// accumulation, matmul32.go) against their float64 formulas: the output
+// and each input's gradient within 1e-5 of Σ|terms| (float32 round-off
+// over the inner dimension), for every transA/transB, alpha and beta, C of
+// full and broadcast shape, and MatMul's broadcast batches and 1-D
+// operands; dC of a broadcast C declines to the float64 path.
+func TestMatMul32(t *testing.T) {
+	type tc struct {
+		name   string
+		op     string
+		shapes [][]int
+		attrs  []*onnxpb.AttributeProto
+	}
+	var cases []tc
+	for _, ta := range []int64{0, 1} {
+		for _, tb := range []int64{0, 1} {
+			a, b := []int{7, 33}, []int{33, 9}
+			if ta == 1 {
+				a = []int{33, 7}
+			}
+			if tb == 1 {
+				b = []int{9, 33}
+			}
+			at := []*onnxpb.AttributeProto{aInt("transA", ta), aInt("transB", tb), aFloat("alpha", 0.75), aFloat("beta", 1.5)}
+			cases = append(cases,
+				tc{fmt.Sprintf("gemm_t%d%d_full_c", ta, tb), "Gemm", [][]int{a, b, {7, 9}}, at},
+				tc{fmt.Sprintf("gemm_t%d%d_row_c", ta, tb), "Gemm", [][]int{a, b, {9}}, at},
+				tc{fmt.Sprintf("gemm_t%d%d_no_c", ta, tb), "Gemm", [][]int{a, b}, at[:2]})
+		}
+	}
+	cases = append(cases,
+		tc{"matmul_large", "MatMul", [][]int{{130, 300}, {300, 70}}, nil},
+		tc{"matmul_batch_broadcast", "MatMul", [][]int{{3, 1, 5, 6}, {4, 6, 2}}, nil},
+		tc{"matmul_1d", "MatMul", [][]int{{6}, {2, 6, 3}}, nil})
+	r := rand.New(rand.NewSource(9))
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBuilder(tensor.Float32, 13)
+			var in []*value
+			var names []string
+			for i, s := range c.shapes {
+				name := fmt.Sprintf("in%d", i)
+				names = append(names, name)
+				in = append(in, &value{n: b.input(name, s), shape: s})
+			}
+			opType, name := c.op, c.name
+			node := &onnxpb.NodeProto{OpType: &opType, Name: &name, Input: names, Output: []string{"y"}, Attribute: c.attrs}
+			lower := lowerGemm
+			if c.op == "MatMul" {
+				lower = lowerMatMul
+			}
+			out, err := lower(b, node, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op := out[0].n.Op().(*kernelOp)
+			ins32, ins64 := make([][]float32, len(in)), make([][]float64, len(in))
+			for i, s := range c.shapes {
+				ins32[i], ins64[i] = make([]float32, numel(s)), make([]float64, numel(s))
+				for j := range ins32[i] {
+					ins32[i][j] = float32(r.NormFloat64())
+					ins64[i][j] = float64(ins32[i][j])
+				}
+			}
+			n := numel(op.out)
+			y32, y64, abs := make([]float32, n), make([]float64, n), make([]float64, n)
+			op.fwd32(y32, ins32)
+			op.fwd(y64, ins64)
+			// Σ|terms|: the float64 formula on absolute values
+			absIn := make([][]float64, len(in))
+			for i := range ins64 {
+				absIn[i] = make([]float64, len(ins64[i]))
+				for j, v := range ins64[i] {
+					absIn[i][j] = math.Abs(v)
+				}
+			}
+			op.fwd(abs, absIn)
+			within(t, "output", y32, y64, abs)
+			g32, g64, gabs := make([]float32, n), make([]float64, n), make([]float64, n)
+			for i := range g32 {
+				g32[i] = float32(r.NormFloat64())
+				g64[i], gabs[i] = float64(g32[i]), math.Abs(float64(g32[i]))
+			}
+			for k := range in {
+				d32, d64, dabs := make([]float32, len(ins32[k])), make([]float64, len(ins32[k])), make([]float64, len(ins32[k]))
+				if !op.bwd32(k, d32, ins32, y32, g32) {
+					if c.op == "Gemm" && k == 2 && len(c.shapes[2]) == 1 {
+						continue // a broadcast C's gradient sums on the float64 path
+					}
+					t.Fatalf("input %d: the float32 gradient declined", k)
+				}
+				op.bwd(k, d64, ins64, y64, g64)
+				op.bwd(k, dabs, absIn, abs, gabs)
+				within(t, fmt.Sprintf("gradient of input %d", k), d32, d64, dabs)
+			}
+		})
+	}
+}
+
+// within fails unless got is want within 1e-5·abs elementwise.
+func within(t *testing.T, what string, got []float32, want, abs []float64) {
+	t.Helper()
+	for i := range want {
+		if d := math.Abs(float64(got[i]) - want[i]); d > 1e-5*abs[i]+1e-30 {
+			t.Fatalf("%s[%d] = %v, float64 formula %v (Σ|terms| %v)", what, i, got[i], want[i], abs[i])
+		}
+	}
+}
