@@ -5,9 +5,11 @@ package gemm
 // transposed) run AVX2 transpose kernels (pack_amd64.s) on whole 8-wide
 // blocks where the CPU has AVX2, and a transposed a's micro-panels (6
 // contiguous values per step) an SSE copy loop over all the full panels of
-// a block, row by row of a; pure-Go loops, l-outer with the rows of a
-// micro-panel read together so each step writes contiguous values, do the
-// edges and other CPUs. Scaling by alpha is skipped when alpha is 1.
+// a block, row by row of a. Pure-Go loops do the edges (l-outer where the
+// rows of a micro-panel can be read together, so each step writes
+// contiguous values) and everything on CPUs without AVX2 (which Sgemm
+// sends to gonum anyway). The full panels skip the multiply by alpha when
+// it is 1.
 
 // packA copies alpha·op(a)[ic:ic+mc, pc:pc+kc] into dst as micro-panels of
 // mr rows, each stored k-major (dst[p*mr*kc + l*mr + i]), zero-padding the
@@ -28,14 +30,11 @@ func packA(trans bool, a []float32, lda, ic, pc, mc, kc, mr int, alpha float32, 
 	for ; ir < mc; ir += mr {
 		h := min(mr, mc-ir)
 		p := dst[ir*kc : ir*kc+mr*kc]
-		switch {
-		case h == 6 && mr == 6 && trans:
-			packACols6(a, pc*lda+ic+ir, lda, kc, alpha, p)
-		case h == 6 && mr == 6:
+		if h == 6 && mr == 6 && !trans {
 			packARows6(a, (ic+ir)*lda+pc, lda, kc, alpha, p)
-		default:
-			packAEdge(trans, a, lda, ic+ir, pc, h, kc, mr, alpha, p)
+			continue
 		}
+		packAEdge(trans, a, lda, ic+ir, pc, h, kc, mr, alpha, p)
 	}
 }
 
@@ -70,25 +69,9 @@ func packARows6(a []float32, o, lda, kc int, alpha float32, p []float32) {
 	}
 }
 
-// packACols6 packs the kc×6 block of a (op(a) = aᵀ) whose rows start at
-// a[o], a[o+lda], … into the micro-panel p: p[l*6+i] = alpha·a[o+l*lda+i].
-func packACols6(a []float32, o, lda, kc int, alpha float32, p []float32) {
-	_ = a[o+(kc-1)*lda+5] // all kc rows lie in a
-	p = p[:6*kc]
-	if alpha == 1 {
-		for l := 0; l < kc; l++ {
-			*(*[6]float32)(p[6*l:]) = *(*[6]float32)(a[o+l*lda:])
-		}
-		return
-	}
-	for l := 0; l < kc; l++ {
-		s := (*[6]float32)(a[o+l*lda:])
-		*(*[6]float32)(p[6*l:]) = [6]float32{alpha * s[0], alpha * s[1], alpha * s[2], alpha * s[3], alpha * s[4], alpha * s[5]}
-	}
-}
-
 // packAEdge packs one micro-panel of h ≤ mr rows starting at row r of
-// op(a) into p (mr·kc values), zero-padding it to mr rows.
+// op(a) into p (mr·kc values), zero-padding it to mr rows: the edges, and
+// every panel of a transposed a without packA6TPanels.
 func packAEdge(trans bool, a []float32, lda, r, pc, h, kc, mr int, alpha float32, p []float32) {
 	if h < mr {
 		clear(p)
