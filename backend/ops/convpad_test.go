@@ -36,7 +36,7 @@ func TestConvPadWide(t *testing.T) {
 			}
 			ColBandElems = band
 			if c.chunk { // just what the padded wide rows need: fewer samples than n per chunk
-				ColBandElems = (g.colRows + g.mg) * ((g.oh-1)*(g.w+2) + g.ow)
+				ColBandElems = (g.colRows + g.mg) * (((g.oh-1)*(g.w+2) + g.ow + 15) &^ 15)
 			}
 			WideFwd = true
 			p, ok := padWide[float32](&g)
