@@ -130,8 +130,12 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 			dst[at(idx, i)] += g[i] * d(a[ai], c[ci], y[i])
 		}
 	}
+	opType := n.GetOpType()
 	fwd32 := func(dst []float32, in [][]float32) {
 		a, c := in[0], in[1]
+		if ia == nil && ib == nil && arith32(opType, dst, a, c) {
+			return
+		}
 		if ia == nil && ib == nil {
 			a, c = a[:len(dst)], c[:len(dst)]
 			for i := range dst {
@@ -154,6 +158,9 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		}
 		if idx != nil {
 			return false
+		}
+		if ia == nil && ib == nil && arithGrad32(opType, k, dst, a, c, g) {
+			return true
 		}
 		for i := range g {
 			ai, ci := at(ia, i), at(ib, i)
