@@ -7,28 +7,28 @@ func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 func xgetbv0() (eax, edx uint32)
 
 // sgemmKernel6x16 is the AVX2+FMA micro-kernel (MR=6, NR=16, 12 YMM
-// accumulators): c[i*ldc+j] += Σ_l a[l*6+i]·b[l*16+j].
+// accumulators): c[i*ldc+j] += Σ_l a[l*6+i]·b[l*16+j] (= when over ≠ 0).
 //
 //go:noescape
-func sgemmKernel6x16(kc int, a, b, c *float32, ldc int)
+func sgemmKernel6x16(kc int, a, b, c *float32, ldc, over int)
 
 // sgemmKernel6x32 is the AVX-512F micro-kernel (MR=6, NR=32, 12 ZMM
-// accumulators): c[i*ldc+j] += Σ_l a[l*6+i]·b[l*32+j].
+// accumulators): c[i*ldc+j] += Σ_l a[l*6+i]·b[l*32+j] (= when over ≠ 0).
 //
 //go:noescape
-func sgemmKernel6x32(kc int, a, b, c *float32, ldc int)
+func sgemmKernel6x32(kc int, a, b, c *float32, ldc, over int)
 
 // sgemmKernel6x16s is sgemmKernel6x16 with B read in place (not packed):
 // row l of the kc×16 panel starts at b + l·ldb.
 //
 //go:noescape
-func sgemmKernel6x16s(kc int, a, b, c *float32, ldc, ldb int)
+func sgemmKernel6x16s(kc int, a, b, c *float32, ldc, ldb, over int)
 
 // sgemmKernel6x32s is sgemmKernel6x32 with B read in place (not packed):
 // row l of the kc×32 panel starts at b + l·ldb.
 //
 //go:noescape
-func sgemmKernel6x32s(kc int, a, b, c *float32, ldc, ldb int)
+func sgemmKernel6x32s(kc int, a, b, c *float32, ldc, ldb, over int)
 
 // sdotKernel3x4 is the AVX-512F dot-product kernel for A·Bᵀ with long
 // rows: c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l] (i < 3, j < 4, k ≥ 1).

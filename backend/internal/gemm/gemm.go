@@ -33,11 +33,12 @@ const (
 type kernel struct {
 	mr, nr int
 	name   string
-	fn     func(kc int, a, b, c *float32, ldc int)
+	// over, when not 0, writes the tile over c instead of adding to it.
+	fn func(kc int, a, b, c *float32, ldc, over int)
 	// direct, if set, is fn reading an untransposed b in place (row l of
 	// the kc×nr panel at b + l·ldb), used when m is small and packing B
 	// would cost as much as the product.
-	direct func(kc int, a, b, c *float32, ldc, ldb int)
+	direct func(kc int, a, b, c *float32, ldc, ldb, over int)
 	// dot, if set, is a 3×4 dot-product kernel for op(a)·op(b) with a
 	// not transposed and b transposed (rows of both contiguous along k):
 	// c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l], k ≥ 1.
@@ -104,17 +105,23 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		dots(active, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	scale(m, n, beta, c, ldc)
 	if alpha == 0 || k == 0 {
+		scale(m, n, beta, c, ldc)
 		return
+	}
+	// With beta 0 the first k-block writes over c (neither zeroed first nor
+	// read); otherwise c is scaled and every block adds to it.
+	over := beta == 0
+	if !over {
+		scale(m, n, beta, c, ldc)
 	}
 	if n <= active.nr/2 && m >= 2*n {
 		// Few columns: compute cᵀ = op(b)ᵀ·op(a)ᵀ, whose n rows pad
 		// to MR instead of NR.
-		blocked(active, !transB, !transA, n, m, k, alpha, b, ldb, a, lda, c, ldc, true)
+		blocked(active, !transB, !transA, n, m, k, alpha, b, ldb, a, lda, c, ldc, true, over)
 		return
 	}
-	blocked(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc, false)
+	blocked(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc, false, over)
 }
 
 // dots computes c = alpha·a·bᵀ + beta·c as dot products of rows of a and
@@ -256,25 +263,37 @@ func check(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, 
 // pools of packing buffers (one KC×NC panel of B, one MC×KC panel of A,
 // rounded up to whole micro-panels).
 var (
-	poolA = sync.Pool{New: func() any { s := make([]float32, blockM*blockK); return &s }}
+	poolA = sync.Pool{New: func() any { s := make([]float32, blockM*blockK+tileLen); return &s }}
 	poolB = sync.Pool{New: func() any { s := make([]float32, blockN*blockK); return &s }}
 )
 
+// tileLen is the room for an edge tile (mr×nr ≤ 16×32) after a packed
+// panel of A in poolA's buffers: a tile on the stack would escape to the
+// heap, its address passed to a kernel through a function value.
+const tileLen = 16 * 32
+
 // blocked is the Goto/BLIS loop nest around the micro-kernel kr: c +=
 // alpha·op(a)·op(b), or cᵀ += alpha·op(a)·op(b) when transC (c then holds
-// an n×m matrix; every tile goes through the scratch tile).
-func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, transC bool) {
+// an n×m matrix; every tile goes through the scratch tile). With over, the
+// first k-block writes c (cᵀ) instead of adding to it: c need not be
+// zeroed and is not read.
+func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, transC, over bool) {
 	mr, nr := kr.mr, kr.nr
 	pa := poolA.Get().(*[]float32)
 	defer poolA.Put(pa)
 	pb := poolB.Get().(*[]float32)
 	defer poolB.Put(pb)
 	bufA, bufB := *pa, *pb
-	var tile [16 * 32]float32 // edge tiles: mr×nr ≤ 16×32
+	tile := bufA[blockM*blockK:][:tileLen]
 	for jc := 0; jc < n; jc += blockN {
 		nc := min(blockN, n-jc)
 		for pc := 0; pc < k; pc += blockK {
 			kc := min(blockK, k-pc)
+			first := over && pc == 0 // write c, do not add to it
+			ov := 0
+			if first {
+				ov = 1
+			}
 			direct := kr.direct != nil && !transB && m <= directMaxM
 			if direct {
 				// Only the last, partial panel is packed.
@@ -297,22 +316,27 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 						inPlace := direct && w == nr
 						if h == mr && w == nr && !transC {
 							if inPlace {
-								kr.direct(kc, ap, &b[pc*ldb+jc+jr], &c[ci], ldc, ldb)
+								kr.direct(kc, ap, &b[pc*ldb+jc+jr], &c[ci], ldc, ldb, ov)
 							} else {
-								kr.fn(kc, ap, bp, &c[ci], ldc)
+								kr.fn(kc, ap, bp, &c[ci], ldc, ov)
 							}
 							continue
 						}
 						t := tile[:mr*nr]
-						clear(t)
 						if inPlace {
-							kr.direct(kc, ap, &b[pc*ldb+jc+jr], &t[0], nr, ldb)
+							kr.direct(kc, ap, &b[pc*ldb+jc+jr], &t[0], nr, ldb, 1)
 						} else {
-							kr.fn(kc, ap, bp, &t[0], nr)
+							kr.fn(kc, ap, bp, &t[0], nr, 1)
 						}
 						if transC {
 							for j := 0; j < w; j++ {
 								col := c[(jc+jr+j)*ldc+ic+ir : (jc+jr+j)*ldc+ic+ir+h]
+								if first {
+									for i := range col {
+										col[i] = t[i*nr+j]
+									}
+									continue
+								}
 								for i := range col {
 									col[i] += t[i*nr+j]
 								}
@@ -321,6 +345,10 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 						}
 						for i := 0; i < h; i++ {
 							row := c[ci+i*ldc : ci+i*ldc+w]
+							if first {
+								copy(row, t[i*nr:i*nr+w])
+								continue
+							}
 							for j, v := range t[i*nr : i*nr+w] {
 								row[j] += v
 							}

@@ -38,10 +38,12 @@ TEXT ·xgetbv0(SB), NOSPLIT, $0-8
 
 // Micro-kernels: 12 accumulators (6 rows × 2 vectors), per k step two
 // vector loads of the packed B row and six broadcasts of the packed A column;
-// at the end the tile is added to c (row stride ldc floats).
+// at the end the tile is added to c (row stride ldc floats), or written
+// over it when over is not 0 (the first k-block of a product with beta 0:
+// c is neither zeroed first nor read).
 
-// func sgemmKernel6x16(kc int, a, b, c *float32, ldc int)
-TEXT ·sgemmKernel6x16(SB), NOSPLIT, $8-40
+// func sgemmKernel6x16(kc int, a, b, c *float32, ldc, over int)
+TEXT ·sgemmKernel6x16(SB), NOSPLIT, $8-48
 	FLUSH_SUBNORMALS
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -89,6 +91,9 @@ loop:
 	DECQ CX
 	JNZ loop
 store:
+	MOVQ over+40(FP), R10
+	TESTQ R10, R10
+	JNZ store_over
 	VADDPS (DX), Y0, Y0
 	VMOVUPS Y0, (DX)
 	VADDPS 32(DX), Y1, Y1
@@ -121,9 +126,30 @@ store:
 	VZEROUPPER
 	RESTORE_MXCSR
 	RET
+store_over:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y2, (DX)
+	VMOVUPS Y3, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y4, (DX)
+	VMOVUPS Y5, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y6, (DX)
+	VMOVUPS Y7, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y8, (DX)
+	VMOVUPS Y9, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y10, (DX)
+	VMOVUPS Y11, 32(DX)
+	VZEROUPPER
+	RESTORE_MXCSR
+	RET
 
-// func sgemmKernel6x32(kc int, a, b, c *float32, ldc int)
-TEXT ·sgemmKernel6x32(SB), NOSPLIT, $8-40
+// func sgemmKernel6x32(kc int, a, b, c *float32, ldc, over int)
+TEXT ·sgemmKernel6x32(SB), NOSPLIT, $8-48
 	FLUSH_SUBNORMALS
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -171,6 +197,9 @@ loop:
 	DECQ CX
 	JNZ loop
 store:
+	MOVQ over+40(FP), R10
+	TESTQ R10, R10
+	JNZ store_over
 	VADDPS (DX), Z0, Z0
 	VMOVUPS Z0, (DX)
 	VADDPS 64(DX), Z1, Z1
@@ -199,6 +228,27 @@ store:
 	VADDPS (DX), Z10, Z10
 	VMOVUPS Z10, (DX)
 	VADDPS 64(DX), Z11, Z11
+	VMOVUPS Z11, 64(DX)
+	VZEROUPPER
+	RESTORE_MXCSR
+	RET
+store_over:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z4, (DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z8, (DX)
+	VMOVUPS Z9, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z10, (DX)
 	VMOVUPS Z11, 64(DX)
 	VZEROUPPER
 	RESTORE_MXCSR
@@ -366,8 +416,8 @@ dotreduce:
 
 // sgemmKernel6x32s is sgemmKernel6x32 reading B unpacked: row l of the
 // kc×32 panel at b + l·ldb.
-// func sgemmKernel6x32s(kc int, a, b, c *float32, ldc, ldb int)
-TEXT ·sgemmKernel6x32s(SB), NOSPLIT, $8-48
+// func sgemmKernel6x32s(kc int, a, b, c *float32, ldc, ldb, over int)
+TEXT ·sgemmKernel6x32s(SB), NOSPLIT, $8-56
 	FLUSH_SUBNORMALS
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -417,6 +467,9 @@ sloop:
 	DECQ CX
 	JNZ sloop
 sstore:
+	MOVQ over+48(FP), R10
+	TESTQ R10, R10
+	JNZ sstore_over
 	VADDPS (DX), Z0, Z0
 	VMOVUPS Z0, (DX)
 	VADDPS 64(DX), Z1, Z1
@@ -449,11 +502,32 @@ sstore:
 	VZEROUPPER
 	RESTORE_MXCSR
 	RET
+sstore_over:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z4, (DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z8, (DX)
+	VMOVUPS Z9, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z10, (DX)
+	VMOVUPS Z11, 64(DX)
+	VZEROUPPER
+	RESTORE_MXCSR
+	RET
 
 // sgemmKernel6x16s is sgemmKernel6x16 reading B unpacked: row l of the
 // kc×16 panel at b + l·ldb.
-// func sgemmKernel6x16s(kc int, a, b, c *float32, ldc, ldb int)
-TEXT ·sgemmKernel6x16s(SB), NOSPLIT, $8-48
+// func sgemmKernel6x16s(kc int, a, b, c *float32, ldc, ldb, over int)
+TEXT ·sgemmKernel6x16s(SB), NOSPLIT, $8-56
 	FLUSH_SUBNORMALS
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -503,6 +577,9 @@ yloop:
 	DECQ CX
 	JNZ yloop
 ystore:
+	MOVQ over+48(FP), R10
+	TESTQ R10, R10
+	JNZ ystore_over
 	VADDPS (DX), Y0, Y0
 	VMOVUPS Y0, (DX)
 	VADDPS 32(DX), Y1, Y1
@@ -531,6 +608,27 @@ ystore:
 	VADDPS (DX), Y10, Y10
 	VMOVUPS Y10, (DX)
 	VADDPS 32(DX), Y11, Y11
+	VMOVUPS Y11, 32(DX)
+	VZEROUPPER
+	RESTORE_MXCSR
+	RET
+ystore_over:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y2, (DX)
+	VMOVUPS Y3, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y4, (DX)
+	VMOVUPS Y5, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y6, (DX)
+	VMOVUPS Y7, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y8, (DX)
+	VMOVUPS Y9, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y10, (DX)
 	VMOVUPS Y11, 32(DX)
 	VZEROUPPER
 	RESTORE_MXCSR
