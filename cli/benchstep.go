@@ -23,7 +23,8 @@ peak resident memory. bench/torch_mtan.py times the same step of
 models.MTAN in PyTorch.`,
 	Flags: []ucli.Flag{dataFlag, taskFlag, mapFlag, bnFlag, freezeFlag, maxMemoryFlag, batchFlag(2),
 		&ucli.IntFlag{Name: "steps", Value: 3, Usage: "timed steps `K`"},
-		&ucli.StringFlag{Name: "cpuprofile", Usage: "write a pprof CPU profile of the timed steps to `FILE` (go tool pprof FILE)"}, jsonFlag},
+		&ucli.StringFlag{Name: "cpuprofile", Usage: "write a pprof CPU profile of the timed steps to `FILE` (go tool pprof FILE)"},
+		&ucli.StringFlag{Name: "memprofile", Usage: "write a pprof allocation profile of the run to `FILE` (go tool pprof -sample_index=alloc_space FILE)"}, jsonFlag},
 	Action: runBenchStep,
 }))
 
@@ -43,6 +44,14 @@ func runBenchStep(c *ucli.Context) error {
 		}
 		defer f.Close()
 		cfg.CPUProfile = f
+	}
+	if path := c.String("memprofile"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+		defer f.Close()
+		cfg.MemProfile = f
 	}
 	res, err := job.BenchStep(cfg)
 	if err != nil {

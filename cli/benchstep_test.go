@@ -13,13 +13,13 @@ import (
 
 // TestBenchStep checks bench step's report on the LeNet fixture: as many
 // step times as --steps, a median among them, shares of a step that add
-// up to at most 1, the memory fields filled, and a CPU profile written
-// (gzip-compressed, as pprof writes it).
+// up to at most 1, the memory fields filled, and a CPU and an allocation
+// profile written (gzip-compressed, as pprof writes them).
 func TestBenchStep(t *testing.T) {
 	dir := t.TempDir()
 	fx, data, taskArgs := torchFixture(t, "lenet2_op13", dir, "d.npz", "x")
-	prof := filepath.Join(dir, "cpu.prof")
-	args := append([]string{"bench", "step", fx.ModelPath, "--data", data, "--batch", "4", "--steps", "3", "--json", "--cpuprofile", prof}, taskArgs...)
+	prof, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
+	args := append([]string{"bench", "step", fx.ModelPath, "--data", data, "--batch", "4", "--steps", "3", "--json", "--cpuprofile", prof, "--memprofile", mem}, taskArgs...)
 	out, err := runCLI(t, args...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -44,16 +44,18 @@ func TestBenchStep(t *testing.T) {
 	if r.PeakRSS <= 0 || r.LoadBuildS <= 0 || r.Memory == "" {
 		t.Errorf("peak RSS %d, load %g s, memory %q", r.PeakRSS, r.LoadBuildS, r.Memory)
 	}
-	f, err := os.Open(prof)
-	if err != nil {
-		t.Fatalf("--cpuprofile: %v", err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatalf("--cpuprofile %s: not a pprof profile: %v", prof, err)
-	}
-	if b, err := io.ReadAll(zr); err != nil || len(b) == 0 {
-		t.Fatalf("--cpuprofile %s: %d bytes, %v", prof, len(b), err)
+	for _, p := range []string{prof, mem} {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatalf("profile: %v", err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatalf("%s: not a pprof profile: %v", p, err)
+		}
+		if b, err := io.ReadAll(zr); err != nil || len(b) == 0 {
+			t.Fatalf("%s: %d bytes, %v", p, len(b), err)
+		}
+		f.Close()
 	}
 }

@@ -21,6 +21,10 @@ type BenchStepConfig struct {
 	// CPUProfile, when set, receives a pprof CPU profile of the timed
 	// steps (not of loading or the warm-up step).
 	CPUProfile io.Writer
+	// MemProfile, when set, receives a pprof allocation profile written
+	// after the timed steps (go tool pprof -sample_index=alloc_space: what
+	// the whole run allocated, by call site).
+	MemProfile io.Writer
 }
 
 // BenchStepOutcome is what `bench step` reports. Times are in seconds;
@@ -120,6 +124,11 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	}
 	if c.CPUProfile != nil {
 		pprof.StopCPUProfile()
+	}
+	if c.MemProfile != nil {
+		if err := pprof.Lookup("allocs").WriteTo(c.MemProfile, 0); err != nil {
+			return nil, fmt.Errorf("the allocation profile: %w", err)
+		}
 	}
 	out.ForwardShare, out.BackwardShare, out.PNGShare = fwd.Seconds()/total, bwd.Seconds()/total, dirT.Seconds()/total
 	out.PeakRSS = PeakRSS()
