@@ -336,7 +336,7 @@ func addTo[T float](dst, src []T) {
 // used by one worker between get and put, and never escapes the kernel, so
 // reusing it across runs (and machines) cannot alias any output.
 type scratch struct {
-	pool  sync.Pool
+	pool  freeList
 	cache colCache
 }
 
@@ -484,7 +484,7 @@ func cachedCols[T float](g *convGeom, sc *scratch, x []T) (col []T, release func
 // getScratch returns a buffer of n elements of T from s (contents
 // undefined); give it back with s.pool.Put.
 func getScratch[T float](s *scratch, n int) *[]T {
-	if v, ok := s.pool.Get().(*[]T); ok && cap(*v) >= n {
+	if v := take[T](&s.pool, n); v != nil {
 		*v = (*v)[:n]
 		return v
 	}

@@ -13,6 +13,7 @@ package gemm
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 
 	"gonum.org/v1/gonum/blas"
@@ -260,12 +261,47 @@ func check(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, 
 	need("c", m, n, ldc, c)
 }
 
-// pools of packing buffers (one KC×NC panel of B, one MC×KC panel of A,
-// rounded up to whole micro-panels).
+// packing buffers (one KC×NC panel of B, one MC×KC panel of A with room
+// for an edge tile), kept between products in bounded lists: a sync.Pool
+// is emptied by every garbage collection, and under a large model's memory
+// limit collections came every few tens of milliseconds, each emptying
+// made 3 MB buffers anew (2.6 GB in two steps of the full MTAN at
+// 288×384).
 var (
-	poolA = sync.Pool{New: func() any { s := make([]float32, blockM*blockK+tileLen); return &s }}
-	poolB = sync.Pool{New: func() any { s := make([]float32, blockN*blockK); return &s }}
+	poolA = packBufs{size: blockM*blockK + tileLen}
+	poolB = packBufs{size: blockN * blockK}
 )
+
+// packBufs is a list of free packing buffers of one size.
+type packBufs struct {
+	mu   sync.Mutex
+	size int
+	free []*[]float32
+}
+
+// Get returns a free buffer, or a new one.
+func (p *packBufs) Get() *[]float32 {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		b := p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return b
+	}
+	p.mu.Unlock()
+	b := make([]float32, p.size)
+	return &b
+}
+
+// Put keeps b for reuse, up to two buffers per worker and two more.
+func (p *packBufs) Put(b *[]float32) {
+	p.mu.Lock()
+	if len(p.free) < 2*runtime.GOMAXPROCS(0)+2 {
+		p.free = append(p.free, b)
+	}
+	p.mu.Unlock()
+}
 
 // tileLen is the room for an edge tile (mr×nr ≤ 16×32) after a packed
 // panel of A in poolA's buffers: a tile on the stack would escape to the
@@ -279,9 +315,9 @@ const tileLen = 16 * 32
 // zeroed and is not read.
 func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, transC, over bool) {
 	mr, nr := kr.mr, kr.nr
-	pa := poolA.Get().(*[]float32)
+	pa := poolA.Get()
 	defer poolA.Put(pa)
-	pb := poolB.Get().(*[]float32)
+	pb := poolB.Get()
 	defer poolB.Put(pb)
 	bufA, bufB := *pa, *pb
 	tile := bufA[blockM*blockK:][:tileLen]
