@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -37,21 +38,20 @@ func runBenchStep(c *ucli.Context) error {
 	}
 	cfg := &job.BenchStepConfig{Model: args[0], Data: c.StringSlice(dataFlag.Name),
 		ModelConfig: modelConfigFromFlags(c), Batch: c.Int("batch"), Steps: c.Int("steps")}
-	if path := c.String("cpuprofile"); path != "" {
+	for _, pf := range []struct {
+		flag string
+		w    *io.Writer
+	}{{"cpuprofile", &cfg.CPUProfile}, {"memprofile", &cfg.MemProfile}} {
+		path := c.String(pf.flag)
+		if path == "" {
+			continue
+		}
 		f, err := os.Create(path)
 		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
+			return fmt.Errorf("--%s: %w", pf.flag, err)
 		}
 		defer f.Close()
-		cfg.CPUProfile = f
-	}
-	if path := c.String("memprofile"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("--memprofile: %w", err)
-		}
-		defer f.Close()
-		cfg.MemProfile = f
+		*pf.w = f
 	}
 	res, err := job.BenchStep(cfg)
 	if err != nil {

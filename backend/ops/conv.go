@@ -528,7 +528,7 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 		case offs != nil:
 			buf := getScratch[T](&colScratch, (g.colRows+g.mg)*g.wideLd())
 			defer colScratch.pool.Put(buf)
-			col, wide = (*buf)[:g.colRows*g.wideLd()], (*buf)[g.colRows*g.wideLd():]
+			col, wide = wideBufs(&g, *buf)
 		case !g.direct && cols == nil:
 			buf := getScratch[T](&colScratch, g.colRows*band*g.ow)
 			defer colScratch.pool.Put(buf)
@@ -599,7 +599,7 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 		case offs != nil:
 			buf := getScratch[T](&colScratch, (g.colRows+g.mg)*g.wideLd())
 			defer colScratch.pool.Put(buf)
-			col, pad = (*buf)[:g.colRows*g.wideLd()], (*buf)[g.colRows*g.wideLd():]
+			col, pad = wideBufs(&g, *buf)
 		case !g.direct:
 			buf := getScratch[T](&colScratch, g.colRows*band*g.ow)
 			defer colScratch.pool.Put(buf)
@@ -733,6 +733,13 @@ var WideFwd = true
 func wideForward(g *convGeom) bool {
 	l := g.wideLen()
 	return WideFwd && g.unitUnpadded() && (g.colRows+g.mg)*g.wideLd() <= ColBandElems && 8*l <= 11*g.outPlane
+}
+
+// wideBufs splits a buffer of (colRows+mg)·wideLd values into the wide
+// rows' matrix (colRows rows) and the filters' one (mg rows).
+func wideBufs[T float](g *convGeom, buf []T) (col, out []T) {
+	n := g.colRows * g.wideLd()
+	return buf[:n], buf[n:]
 }
 
 // wideLd is the row stride of the wide-row matrices of the forward pass

@@ -72,35 +72,41 @@ func chunkGeom(p *convGeom, k int) convGeom {
 	return c
 }
 
-// convForwardPadded is convForward for padWide: the same outputs, bit for
-// bit (the padding's zeros meet the same weights in the same order).
-func convForwardPadded[T float](g, p *convGeom, sc *scratch, x, w []T, bt tensor.Tensor, out []T) {
+// padChunks runs f over the samples of g a chunk at a time (padChunk
+// samples): samples [n0, n0+k) and, of a buffer of their padded planes
+// (p's), its part xp; with pad, xp holds those samples of x zero-padded.
+func padChunks[T float](g, p *convGeom, x []T, pad bool, f func(n0, k int, xp []T)) {
 	k := padChunk(p)
 	buf := getScratch[T](&colScratch, k*p.c*p.inPlane)
 	defer colScratch.pool.Put(buf)
 	for n0 := 0; n0 < g.n; n0 += k {
 		kk := min(k, g.n-n0)
 		xp := (*buf)[:kk*p.c*p.inPlane]
-		padInputs(g, p, x, xp, n0, kk)
-		o := out[n0*g.m*g.outPlane:][:kk*g.m*g.outPlane]
-		convForward(chunkGeom(p, kk), sc, newTensor(tensor.Shape{kk, p.c, p.h, p.w}, xp), newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, w), bt, o)
+		if pad {
+			padInputs(g, p, x, xp, n0, kk)
+		}
+		f(n0, kk, xp)
 	}
+}
+
+// convForwardPadded is convForward for padWide: the same outputs, bit for
+// bit (the padding's zeros meet the same weights in the same order).
+func convForwardPadded[T float](g, p *convGeom, sc *scratch, x, w []T, bt tensor.Tensor, out []T) {
+	wt := newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, w)
+	padChunks(g, p, x, true, func(n0, k int, xp []T) {
+		o := out[n0*g.m*g.outPlane:][:k*g.m*g.outPlane]
+		convForward(chunkGeom(p, k), sc, newTensor(tensor.Shape{k, p.c, p.h, p.w}, xp), wt, bt, o)
+	})
 }
 
 // convGradXPadded is convGradX for padWide with finite weights: the
 // gradient over the padded input, cropped.
 func convGradXPadded[T float](g, p *convGeom, sc *scratch, w, gy, dx []T) {
-	k := padChunk(p)
-	buf := getScratch[T](&colScratch, k*p.c*p.inPlane)
-	defer colScratch.pool.Put(buf)
 	wt := newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, w)
-	for n0 := 0; n0 < g.n; n0 += k {
-		kk := min(k, g.n-n0)
-		dxp := (*buf)[:kk*p.c*p.inPlane]
+	padChunks(g, p, nil, false, func(n0, k int, dxp []T) {
 		clear(dxp)
-		gyt := newTensor(tensor.Shape{kk, g.m, g.oh, g.ow}, gy[n0*g.m*g.outPlane:][:kk*g.m*g.outPlane])
-		convGradX(chunkGeom(p, kk), sc, wt, gyt, dxp)
-		parallelFor(kk*g.c, func(_, lo, hi int) {
+		convGradX(chunkGeom(p, k), sc, wt, chunkGrad(g, gy, n0, k), dxp)
+		parallelFor(k*g.c, func(_, lo, hi int) {
 			for pc := lo; pc < hi; pc++ {
 				src := dxp[pc*p.inPlane:][:p.inPlane]
 				dst := dx[(n0*g.c+pc)*g.inPlane:][:g.inPlane]
@@ -109,20 +115,18 @@ func convGradXPadded[T float](g, p *convGeom, sc *scratch, w, gy, dx []T) {
 				}
 			}
 		})
-	}
+	})
 }
 
 // convGradWPadded is convGradWInto for padWide where the padded geometry
 // reads wide rows (wideRows): the dot products over the padded input.
 func convGradWPadded[T float](g, p *convGeom, sc *scratch, x, gy, dw []T) {
-	k := padChunk(p)
-	buf := getScratch[T](&colScratch, k*p.c*p.inPlane)
-	defer colScratch.pool.Put(buf)
-	for n0 := 0; n0 < g.n; n0 += k {
-		kk := min(k, g.n-n0)
-		xp := (*buf)[:kk*p.c*p.inPlane]
-		padInputs(g, p, x, xp, n0, kk)
-		gyt := newTensor(tensor.Shape{kk, g.m, g.oh, g.ow}, gy[n0*g.m*g.outPlane:][:kk*g.m*g.outPlane])
-		convGradWInto(chunkGeom(p, kk), sc, newTensor(tensor.Shape{kk, p.c, p.h, p.w}, xp), gyt, dw)
-	}
+	padChunks(g, p, x, true, func(n0, k int, xp []T) {
+		convGradWInto(chunkGeom(p, k), sc, newTensor(tensor.Shape{k, p.c, p.h, p.w}, xp), chunkGrad(g, gy, n0, k), dw)
+	})
+}
+
+// chunkGrad is samples [n0, n0+k) of the output gradient gy of g.
+func chunkGrad[T float](g *convGeom, gy []T, n0, k int) tensor.Tensor {
+	return newTensor(tensor.Shape{k, g.m, g.oh, g.ow}, gy[n0*g.m*g.outPlane:][:k*g.m*g.outPlane])
 }
