@@ -1,10 +1,6 @@
 package gemm
 
-// cpuid executes CPUID with the given leaf and sub-leaf.
-func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
-
-// xgetbv0 reads XCR0 (the register states the OS saves on context switch).
-func xgetbv0() (eax, edx uint32)
+import "github.com/paretonav/paretonav/backend/internal/cpu"
 
 // sgemmKernel6x16 is the AVX2+FMA micro-kernel (MR=6, NR=16, 12 YMM
 // accumulators): c[i*ldc+j] += Σ_l a[l*6+i]·b[l*16+j] (= when over ≠ 0).
@@ -47,7 +43,7 @@ var (
 )
 
 func init() {
-	hasAVX2, hasAVX512 := detect()
+	hasAVX2, hasAVX512 := cpu.AVX2, cpu.AVX512
 	switch {
 	case hasAVX512:
 		active = kernelAVX512
@@ -56,36 +52,10 @@ func init() {
 	}
 }
 
-// detect reports whether the CPU and OS support AVX2+FMA and AVX-512F
-// (with the YMM, resp. opmask/ZMM, state enabled in XCR0).
-func detect() (avx2, avx512 bool) {
-	maxLeaf, _, _, _ := cpuid(0, 0)
-	if maxLeaf < 7 {
-		return false, false
-	}
-	_, _, ecx1, _ := cpuid(1, 0)
-	const (
-		fma     = 1 << 12
-		osxsave = 1 << 27
-		avx     = 1 << 28
-	)
-	if ecx1&(fma|osxsave|avx) != fma|osxsave|avx {
-		return false, false
-	}
-	xcr0, _ := xgetbv0()
-	if xcr0&0x6 != 0x6 { // SSE and AVX state
-		return false, false
-	}
-	_, ebx7, _, _ := cpuid(7, 0)
-	avx2 = ebx7&(1<<5) != 0
-	avx512 = avx2 && ebx7&(1<<16) != 0 && xcr0&0xe0 == 0xe0
-	return avx2, avx512
-}
-
 // kernels lists the micro-kernels this CPU can run (for tests and
 // benchmarks).
 func kernels() []*kernel {
-	avx2, avx512 := detect()
+	avx2, avx512 := cpu.AVX2, cpu.AVX512
 	var ks []*kernel
 	if avx2 {
 		ks = append(ks, kernelAVX2)

@@ -1,8 +1,10 @@
 package gemm
 
+import "github.com/paretonav/paretonav/backend/internal/cpu"
+
 // packAsm reports whether the AVX2 packing kernels of pack_amd64.s run on
 // this CPU (the pure-Go loops of pack.go pack otherwise, and at the edges).
-var packAsm = func() bool { avx2, _ := detect(); return avx2 }()
+var packAsm = cpu.AVX2
 
 // transpose8 copies an 8×(8·n8) block of rows src, src+lds, … into
 // columns: dst[l*ldd+j] = src[j*lds+l] for j < 8, l < 8·n8 (n8 ≥ 1).

@@ -1,0 +1,14 @@
+// Package cpu reports the vector instruction sets the backend's assembly
+// kernels (backend/internal/gemm, backend/internal/vmath) can use on this
+// CPU, with the register state the operating system saves.
+package cpu
+
+// AVX2 is true when the CPU and OS support AVX2 with FMA (and AVX's YMM
+// state is enabled in XCR0).
+var AVX2 bool
+
+// AVX512 is true when AVX2 holds and the CPU supports AVX-512F with the
+// opmask and ZMM state enabled in XCR0.
+var AVX512 bool
+
+func init() { AVX2, AVX512 = detect() }
