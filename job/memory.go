@@ -177,9 +177,10 @@ const gcPercent = 25
 // least value in bytes: room for the runtime's own memory, the garbage of
 // one op's unpooled values and what the plan does not list (the graph,
 // the data set). With a tenth, the full MTAN at 288×384 (batch 2, plan
-// 5.7 GB) sat at its limit through its peak: 800 collections a step, each
-// freeing nothing, 30.7 s a step at 6.3 GB; with 15%, 23 collections a
-// step, 27.3 s, 6.5 GB peak RSS (20%: 27.8 s, 6.8 GB).
+// 5.7 GB) sat at its limit through its peak: 1,608 collections in a
+// warm-up and one timed step, most freeing nothing, 30.7 s a step at
+// 6.3 GB; with 15%, 46 collections in a warm-up and two timed steps,
+// 27.3 s, 6.5 GB peak RSS (20%: 27.8 s, 6.8 GB).
 const (
 	gcHeadroom    = 0.15
 	gcHeadroomMin = 256 << 20
