@@ -13,6 +13,8 @@ import "gorgonia.org/tensor"
 
 // BatchPlaneMax is the largest output plane (oH·oW) whose convolution
 // runs over the whole batch at once; 0 turns it off (tests compare both).
+// At MTAN's 16×24 (384) the per-sample products are faster (256 channels,
+// batch 4: forward 185–208 against 148–151 GFLOP/s, BenchmarkConvMTAN).
 var BatchPlaneMax = 128
 
 // batchedPlanes reports whether g's convolution and its gradients run
