@@ -47,15 +47,19 @@ type kernel struct {
 }
 
 // Sgemm runs A·Bᵀ as dot products (when the kernel has a dot kernel) for
-// k ≥ dotMinK and n·k ≤ dotMaxB: with short rows the dot kernel's
-// reductions cost more than packing B; the rows of b, read again for every
-// three rows of a, should stay in L2 (measured, GFLOP/s packed -> dots:
-// 10×81×784 12 -> 100, 20×250×100 27 -> 53, 128×256×256 78 -> 110,
-// 64×288×64 52 -> 49, 64×576×32 52 -> 29). Tests change them to cover both
-// paths.
+// k ≥ dotMinK, k ≥ dotMinRatio·n and n·k ≤ dotMaxB: with short rows the
+// dot kernel's reductions cost more than packing B; the rows of b, read
+// again for every three rows of a, should stay in L2. Measured first with
+// the Go packing loops (GFLOP/s packed -> dots: 10×81×784 12 -> 100,
+// 20×250×100 27 -> 53, 128×256×256 78 -> 110, 64×288×64 52 -> 49,
+// 64×576×32 52 -> 29); since the packing kernels only rows long next to
+// their count still favour the dots (both cores: 10×81×784 41 -> 88,
+// 128×256×256 84 -> 81, 20×250×100 55 -> 35, 64×576×384 118 -> 87,
+// 512×2304×96 126 -> 44). Tests change them to cover both paths.
 var (
-	dotMinK = 48
-	dotMaxB = 1 << 18
+	dotMinK     = 48
+	dotMaxB     = 1 << 18
+	dotMinRatio = 2
 )
 
 // Products with m ≤ directMaxM and an untransposed b read full-width
@@ -102,7 +106,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		blas32.Implementation().Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	if !transA && transB && active.dot != nil && k >= dotMinK && n*k <= dotMaxB {
+	if !transA && transB && active.dot != nil && k >= dotMinK && k >= dotMinRatio*n && n*k <= dotMaxB {
 		dots(active, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}

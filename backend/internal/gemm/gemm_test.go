@@ -148,9 +148,9 @@ func paths(t *testing.T, f func(t *testing.T)) {
 			continue
 		}
 		t.Run(kr.name+"-dots", func(t *testing.T) {
-			saved, k, nk := active, dotMinK, dotMaxB
-			active, dotMinK, dotMaxB = kr, 1, 1<<30
-			defer func() { active, dotMinK, dotMaxB = saved, k, nk }()
+			saved, k, nk, r := active, dotMinK, dotMaxB, dotMinRatio
+			active, dotMinK, dotMaxB, dotMinRatio = kr, 1, 1<<30, 0
+			defer func() { active, dotMinK, dotMaxB, dotMinRatio = saved, k, nk, r }()
 			f(t)
 		})
 	}
