@@ -91,79 +91,11 @@ func lowerGemm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		cidx = broadcastIndex(C.shape, out)
 		nodes = append(nodes, b.node(C))
 	}
-	fwd := func(dst []float64, in [][]float64) {
-		if len(in) == 3 && beta != 0 {
-			for i := range dst {
-				if cidx == nil {
-					dst[i] = beta * in[2][i]
-				} else {
-					dst[i] = beta * in[2][cidx[i]]
-				}
-			}
-		}
-		gemm(ta != 0, tb != 0, M, N, K, alpha, in[0], in[1], 1, dst)
-	}
-	bwd := func(k int, dst []float64, in [][]float64, _, g []float64) {
-		switch k {
-		case 0:
-			if ta == 0 { // dA (M×K) = alpha·G·op(B)ᵀ
-				gemm(false, tb == 0, M, K, N, alpha, g, in[1], 0, dst)
-			} else { // dA (K×M) = alpha·op(B)·Gᵀ
-				gemm(tb != 0, true, K, M, N, alpha, in[1], g, 0, dst)
-			}
-		case 1:
-			if tb == 0 { // dB (K×N) = alpha·op(A)ᵀ·G
-				gemm(ta == 0, false, K, N, M, alpha, in[0], g, 0, dst)
-			} else { // dB (N×K) = alpha·Gᵀ·op(A)
-				gemm(true, ta != 0, N, K, M, alpha, g, in[0], 0, dst)
-			}
-		case 2:
-			for i, v := range g {
-				if cidx == nil {
-					dst[i] += beta * v
-				} else {
-					dst[cidx[i]] += beta * v
-				}
-			}
-		}
-	}
-	a32 := float32(alpha)
-	fwd32 := func(dst []float32, in [][]float32) {
-		if len(in) == 3 && beta != 0 {
-			for i := range dst {
-				if cidx == nil {
-					dst[i] = float32(beta * float64(in[2][i]))
-				} else {
-					dst[i] = float32(beta * float64(in[2][cidx[i]]))
-				}
-			}
-		}
-		sgemm32(ta != 0, tb != 0, M, N, K, a32, in[0], in[1], 1, dst)
-	}
-	bwd32 := func(k int, dst []float32, in [][]float32, _, g []float32) bool {
-		switch k {
-		case 0:
-			if ta == 0 {
-				sgemm32(false, tb == 0, M, K, N, a32, g, in[1], 0, dst)
-			} else {
-				sgemm32(tb != 0, true, K, M, N, a32, in[1], g, 0, dst)
-			}
-		case 1:
-			if tb == 0 {
-				sgemm32(ta == 0, false, K, N, M, a32, in[0], g, 0, dst)
-			} else {
-				sgemm32(true, ta != 0, N, K, M, a32, g, in[0], 0, dst)
-			}
-		default: // dC: broadcast sums stay on the float64 path
-			if cidx != nil {
-				return false
-			}
-			for i, v := range g {
-				dst[i] = float32(beta * float64(v))
-			}
-		}
-		return true
-	}
+	g := gemmOp{ta: ta != 0, tb: tb != 0, m: M, n: N, k: K, alpha: alpha, beta: beta, cidx: cidx}
+	fwd, bwd64 := gemmFwd(gemm, g), gemmBwd(gemm, g)
+	bwd := func(k int, dst []float64, in [][]float64, _, grad []float64) { bwd64(k, dst, in, grad) }
+	fwd32, bwd32g := gemmFwd(sgemm32, g), gemmBwd(sgemm32, g)
+	bwd32 := func(k int, dst []float32, in [][]float32, _, grad []float32) bool { return bwd32g(k, dst, in, grad) }
 	r, err := b.kernel32(n.GetName(), "Gemm", nodes, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
@@ -209,12 +141,6 @@ func lowerMatMul(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	nb := numel(batch)
 	ia := broadcastIndex(as[:len(as)-2], batch)
 	ib := broadcastIndex(bs[:len(bs)-2], batch)
-	at := func(idx []int, i int) int {
-		if idx == nil {
-			return i
-		}
-		return idx[i]
-	}
 	out := append(append([]int{}, batch...), M, N)
 	if a1 {
 		out = append(out[:len(out)-2], N)
@@ -222,45 +148,128 @@ func lowerMatMul(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	if b1 {
 		out = out[:len(out)-1]
 	}
-	fwd := func(dst []float64, in [][]float64) {
-		for i := 0; i < nb; i++ {
-			pa, pb := at(ia, i)*M*K, at(ib, i)*K*N
-			gemm(false, false, M, N, K, 1, in[0][pa:pa+M*K], in[1][pb:pb+K*N], 0, dst[i*M*N:(i+1)*M*N])
-		}
-	}
-	bwd := func(k int, dst []float64, in [][]float64, _, g []float64) {
-		for i := 0; i < nb; i++ {
-			pa, pb := at(ia, i)*M*K, at(ib, i)*K*N
-			gi := g[i*M*N : (i+1)*M*N]
-			if k == 0 { // dA += G·Bᵀ
-				gemm(false, true, M, K, N, 1, gi, in[1][pb:pb+K*N], 1, dst[pa:pa+M*K])
-			} else { // dB += Aᵀ·G
-				gemm(true, false, K, N, M, 1, in[0][pa:pa+M*K], gi, 1, dst[pb:pb+K*N])
-			}
-		}
-	}
-	fwd32 := func(dst []float32, in [][]float32) {
-		for i := 0; i < nb; i++ {
-			pa, pb := at(ia, i)*M*K, at(ib, i)*K*N
-			sgemm32(false, false, M, N, K, 1, in[0][pa:pa+M*K], in[1][pb:pb+K*N], 0, dst[i*M*N:(i+1)*M*N])
-		}
-	}
-	bwd32 := func(k int, dst []float32, in [][]float32, _, g []float32) bool {
-		for i := 0; i < nb; i++ {
-			pa, pb := at(ia, i)*M*K, at(ib, i)*K*N
-			gi := g[i*M*N : (i+1)*M*N]
-			if k == 0 {
-				sgemm32(false, true, M, K, N, 1, gi, in[1][pb:pb+K*N], 1, dst[pa:pa+M*K])
-			} else {
-				sgemm32(true, false, K, N, M, 1, in[0][pa:pa+M*K], gi, 1, dst[pb:pb+K*N])
-			}
-		}
-		return true
-	}
+	mm := matMulOp{m: M, n: N, k: K, nb: nb, ia: ia, ib: ib}
+	fwd, bwd64 := matMulFwd(gemm, mm), matMulBwd(gemm, mm)
+	bwd := func(k int, dst []float64, in [][]float64, _, g []float64) { bwd64(k, dst, in, g) }
+	fwd32, bwd32g := matMulFwd(sgemm32, mm), matMulBwd(sgemm32, mm)
+	bwd32 := func(k int, dst []float32, in [][]float32, _, g []float32) bool { bwd32g(k, dst, in, g); return true }
 	r, err := b.kernel32(n.GetName(), "MatMul", []gnode{b.node(A), b.node(B)}, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
 	r.Op().(*kernelOp).gradReads = []bool{true, true, false, true} // not the output
 	return []*value{nodeValue(r)}, nil
+}
+
+// mmFunc is a matrix product on row-major data, c = alpha·op(a)·op(b) +
+// beta·c: gemm (float64, gonum) or sgemm32 (float32, accumulating in
+// float32). Gemm's and MatMul's kernels are written once over it.
+type mmFunc[T float] func(ta, tb bool, m, n, k int, alpha T, a, b []T, beta T, c []T)
+
+// gemmOp is the geometry of one Gemm node: op(A) m×k, op(B) k×n, C
+// broadcast through cidx (nil: C has the output's shape).
+type gemmOp struct {
+	ta, tb      bool
+	m, n, k     int
+	alpha, beta float64
+	cidx        []int
+}
+
+// gemmFwd is Gemm's forward pass with mm: dst = beta·C (each term
+// rounded once) + alpha·op(A)·op(B).
+func gemmFwd[T float](mm mmFunc[T], g gemmOp) func(dst []T, in [][]T) {
+	return func(dst []T, in [][]T) {
+		if len(in) == 3 && g.beta != 0 {
+			for i := range dst {
+				j := i
+				if g.cidx != nil {
+					j = g.cidx[i]
+				}
+				dst[i] = T(g.beta * float64(in[2][j]))
+			}
+		}
+		mm(g.ta, g.tb, g.m, g.n, g.k, T(g.alpha), in[0], in[1], 1, dst)
+	}
+}
+
+// gemmBwd is Gemm's gradient of input k with mm, into dst (zeroed). The
+// gradient of a broadcast C sums several terms: float64 sums them, float32
+// reports false, leaving it to the float64 path (backward32Func's rule).
+func gemmBwd[T float](mm mmFunc[T], g gemmOp) func(k int, dst []T, in [][]T, grad []T) bool {
+	alpha := T(g.alpha)
+	return func(k int, dst []T, in [][]T, grad []T) bool {
+		switch k {
+		case 0:
+			if !g.ta { // dA (M×K) = alpha·G·op(B)ᵀ
+				mm(false, !g.tb, g.m, g.k, g.n, alpha, grad, in[1], 0, dst)
+			} else { // dA (K×M) = alpha·op(B)·Gᵀ
+				mm(g.tb, true, g.k, g.m, g.n, alpha, in[1], grad, 0, dst)
+			}
+		case 1:
+			if !g.tb { // dB (K×N) = alpha·op(A)ᵀ·G
+				mm(!g.ta, false, g.k, g.n, g.m, alpha, in[0], grad, 0, dst)
+			} else { // dB (N×K) = alpha·Gᵀ·op(A)
+				mm(true, g.ta, g.n, g.k, g.m, alpha, grad, in[0], 0, dst)
+			}
+		default:
+			if g.cidx != nil {
+				if _, f32 := any(dst).([]float32); f32 {
+					return false
+				}
+				for i, v := range grad {
+					dst[g.cidx[i]] += T(g.beta * float64(v))
+				}
+				return true
+			}
+			for i, v := range grad {
+				dst[i] += T(g.beta * float64(v))
+			}
+		}
+		return true
+	}
+}
+
+// matMulOp is the geometry of one MatMul node: nb products of M×K by K×N,
+// the operands' batches broadcast through ia and ib (nil: one each).
+type matMulOp struct {
+	m, n, k, nb int
+	ia, ib      []int
+}
+
+// operands returns the offsets of product i's A and B.
+func (o matMulOp) operands(i int) (pa, pb int) {
+	ja, jb := i, i
+	if o.ia != nil {
+		ja = o.ia[i]
+	}
+	if o.ib != nil {
+		jb = o.ib[i]
+	}
+	return ja * o.m * o.k, jb * o.k * o.n
+}
+
+// matMulFwd is MatMul's forward pass with mm.
+func matMulFwd[T float](mm mmFunc[T], o matMulOp) func(dst []T, in [][]T) {
+	return func(dst []T, in [][]T) {
+		for i := 0; i < o.nb; i++ {
+			pa, pb := o.operands(i)
+			mm(false, false, o.m, o.n, o.k, 1, in[0][pa:pa+o.m*o.k], in[1][pb:pb+o.k*o.n], 0, dst[i*o.m*o.n:(i+1)*o.m*o.n])
+		}
+	}
+}
+
+// matMulBwd is MatMul's gradient of input k with mm, into dst (zeroed),
+// summed over the products that share a broadcast operand.
+func matMulBwd[T float](mm mmFunc[T], o matMulOp) func(k int, dst []T, in [][]T, grad []T) {
+	return func(k int, dst []T, in [][]T, grad []T) {
+		for i := 0; i < o.nb; i++ {
+			pa, pb := o.operands(i)
+			gi := grad[i*o.m*o.n : (i+1)*o.m*o.n]
+			if k == 0 { // dA += G·Bᵀ
+				mm(false, true, o.m, o.k, o.n, 1, gi, in[1][pb:pb+o.k*o.n], 1, dst[pa:pa+o.m*o.k])
+			} else { // dB += Aᵀ·G
+				mm(true, false, o.k, o.n, o.m, 1, in[0][pa:pa+o.m*o.k], gi, 1, dst[pb:pb+o.k*o.n])
+			}
+		}
+	}
 }
