@@ -83,14 +83,19 @@ func rematBytes(p *program, pl *plan, at []int, remat []bool) int64 {
 			walk(a)
 		}
 	}
+	p.eachBackwardRead(walk)
+	return sum
+}
+
+// eachBackwardRead calls f with every value a backward node reads.
+func (p *program) eachBackwardRead(f func(j int)) {
 	for _, i := range p.bwd {
 		for a, j := range p.args[i] {
 			if p.reads(i, a) {
-				walk(j)
+				f(j)
 			}
 		}
 	}
-	return sum
 }
 
 // argReader is an op that reads only some of its operands (see
@@ -161,13 +166,7 @@ func newPlan(p *program, m int) *plan {
 			need(a)
 		}
 	}
-	for _, i := range p.bwd {
-		for a, j := range p.args[i] {
-			if p.reads(i, a) {
-				need(j)
-			}
-		}
-	}
+	p.eachBackwardRead(need)
 	for _, i := range p.fwd {
 		if last[i] == kept {
 			remat[i] = false // kept anyway (read by a kept value's op, say)

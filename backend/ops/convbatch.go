@@ -37,12 +37,6 @@ func batchIm2col[T float](g *convGeom, x, col []T) {
 	})
 }
 
-// batchRows runs f over row ranges [lo, hi) of a product with rows rows,
-// one range per worker.
-func batchRows(rows int, f func(lo, hi int)) {
-	parallelFor(rows, func(_, lo, hi int) { f(lo, hi) })
-}
-
 // convForwardBatched is convForward for batchedPlanes: out = W·col (+b),
 // every element of out written.
 func convForwardBatched[T float](g *convGeom, sc *scratch, x, w, b, out []T) {
@@ -59,7 +53,7 @@ func convForwardBatched[T float](g *convGeom, sc *scratch, x, w, b, out []T) {
 	cbuf := getScratch[T](&colScratch, g.m*np)
 	defer colScratch.pool.Put(cbuf)
 	c := *cbuf
-	batchRows(g.m, func(lo, hi int) {
+	parallelFor(g.m, func(_, lo, hi int) {
 		gemmSerial(false, false, hi-lo, np, g.colRows, w[lo*g.colRows:], g.colRows, col, np, 0, c[lo*np:], np)
 	})
 	parallelFor(g.n, func(_, lo, hi int) {
@@ -100,7 +94,7 @@ func convGradXBatched[T float](g *convGeom, w, gy, dx []T) tensor.Tensor {
 	buf := getScratch[T](&colScratch, g.colRows*np)
 	defer colScratch.pool.Put(buf)
 	col := *buf
-	batchRows(g.colRows, func(lo, hi int) {
+	parallelFor(g.colRows, func(_, lo, hi int) {
 		gemmSerial(true, false, hi-lo, np, g.m, w[lo:], g.colRows, gyAll, np, 0, col[lo*np:], np)
 	})
 	parallelFor(g.n, func(_, lo, hi int) {
@@ -128,7 +122,7 @@ func convGradWBatched[T float](g *convGeom, sc *scratch, x, gy, dw []T) tensor.T
 		col = *buf
 		batchIm2col(g, x, col)
 	}
-	batchRows(g.colRows, func(lo, hi int) {
+	parallelFor(g.colRows, func(_, lo, hi int) {
 		gemmSerial(false, true, g.m, hi-lo, np, gyAll, np, col[lo*np:], np, 1, dw[lo:], g.colRows)
 	})
 	return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
