@@ -50,7 +50,7 @@ func arith32(op string, dst, a, c []float32) bool {
 func arithGrad32(op string, k int, dst, a, c, g []float32) bool {
 	g = g[:len(dst)]
 	var f func(d, g, o []float32)
-	other := c
+	var other []float32 // Mul's other operand
 	switch {
 	case op == "Add" || op == "Sub" && k == 0:
 		f = func(d, g, _ []float32) {
@@ -65,10 +65,10 @@ func arithGrad32(op string, k int, dst, a, c, g []float32) bool {
 			}
 		}
 	case op == "Mul":
+		other = c[:len(dst)]
 		if k == 1 {
-			other = a
+			other = a[:len(dst)]
 		}
-		other = other[:len(dst)]
 		f = func(d, g, o []float32) {
 			for i := range d {
 				d[i] += g[i] * o[i]
@@ -79,7 +79,7 @@ func arithGrad32(op string, k int, dst, a, c, g []float32) bool {
 	}
 	parallelElems(len(dst), func(lo, hi int) {
 		var o []float32
-		if op == "Mul" {
+		if other != nil {
 			o = other[lo:hi]
 		}
 		f(dst[lo:hi], g[lo:hi], o)
