@@ -583,7 +583,7 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 	if batchedPlanes(&g) {
 		return convGradXBatched(&g, w, gy, dx)
 	}
-	if p, ok := padWide[T](&g); ok && allFinite(w) {
+	if p, ok := padWide[T](&g); ok {
 		convGradXPadded(&g, &p, sc, w, gy, dx)
 		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 	}
@@ -642,7 +642,7 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 	if batchedPlanes(&g) {
 		return convGradWBatched(&g, sc, x, gy, dw)
 	}
-	if p, ok := padWide[T](&g); ok && wideRows[T](&p) && allFinite(x) {
+	if p, ok := padWide[T](&g); ok && wideRows[T](&p) {
 		convGradWPadded(&g, &p, sc, x, gy, dw)
 		return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
 	}

@@ -99,8 +99,10 @@ func convForwardPadded[T float](g, p *convGeom, sc *scratch, x, w []T, bt tensor
 	})
 }
 
-// convGradXPadded is convGradX for padWide with finite weights: the
-// gradient over the padded input, cropped.
+// convGradXPadded is convGradX for padWide: the gradient over the padded
+// input, cropped. (The padded pass checks the weights are finite before it
+// reads wide rows; with an infinite or NaN weight it forms the im2col
+// product over the padded input, the same values as over the original.)
 func convGradXPadded[T float](g, p *convGeom, sc *scratch, w, gy, dx []T) {
 	wt := newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, w)
 	padChunks(g, p, nil, false, func(n0, k int, dxp []T) {
@@ -119,7 +121,8 @@ func convGradXPadded[T float](g, p *convGeom, sc *scratch, w, gy, dx []T) {
 }
 
 // convGradWPadded is convGradWInto for padWide where the padded geometry
-// reads wide rows (wideRows): the dot products over the padded input.
+// reads wide rows (wideRows): the dot products over the padded input,
+// which check it is finite (else the im2col product over it).
 func convGradWPadded[T float](g, p *convGeom, sc *scratch, x, gy, dw []T) {
 	padChunks(g, p, x, true, func(n0, k int, xp []T) {
 		convGradWInto(chunkGeom(p, k), sc, newTensor(tensor.Shape{k, p.c, p.h, p.w}, xp), chunkGrad(g, gy, n0, k), dw)

@@ -77,3 +77,52 @@ func TestConvPadWide(t *testing.T) {
 		})
 	}
 }
+
+// TestConvPadWideNonFinite checks that an infinite weight and a NaN input
+// through the padded path give the im2col path's values: NaN and infinite
+// values in the same places, every other value equal (the weight gradient
+// to round-off).
+func TestConvPadWideNonFinite(t *testing.T) {
+	saved, batched := WideFwd, BatchPlaneMax
+	defer func() { WideFwd, BatchPlaneMax = saved, batched }()
+	BatchPlaneMax = 0
+	g, err := newConvGeom(tensor.Shape{2, 3, 9, 8}, tensor.Shape{4, 3, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(9))
+	x, w := toF32(randTensor(rng, 2, 3, 9, 8)), toF32(randTensor(rng, 4, 3, 3, 3))
+	gy := toF32(randTensor(rng, g.n, g.m, g.oh, g.ow))
+	data[float32](w)[5] = float32(math.Inf(1))
+	data[float32](x)[40] = float32(math.NaN())
+	run := func(wide bool) [3][]float32 {
+		WideFwd = wide
+		if _, ok := padWide[float32](&g); ok != wide {
+			t.Fatalf("padWide = %v with WideFwd %v", ok, wide)
+		}
+		sc := newConvScratch()
+		y := convForward(g, sc, x, w, nil, make([]float32, g.n*g.m*g.outPlane))
+		dx := convGradX(g, sc, w, gy, make([]float32, g.n*g.c*g.inPlane))
+		dw := convGradWInto(g, sc, x, gy, make([]float32, g.m*g.colRows))
+		return [3][]float32{data[float32](y), data[float32](dx), data[float32](dw)}
+	}
+	got, want := run(true), run(false)
+	for k, what := range []string{"Y", "dX", "dW"} {
+		bad := 0
+		for i, v := range want[k] {
+			u := got[k][i]
+			switch {
+			case v-v != 0 || u-u != 0: // NaN or infinite
+				if !(v != v && u != u) && u != v {
+					t.Fatalf("%s[%d]: padded %v, im2col %v", what, i, u, v)
+				}
+				bad++
+			case math.Abs(float64(u-v)) > 1e-4*(1+math.Abs(float64(v))):
+				t.Fatalf("%s[%d]: padded %v, im2col %v", what, i, u, v)
+			}
+		}
+		if bad == 0 {
+			t.Fatalf("%s: no NaN or infinity from the infinite weight and the NaN input", what)
+		}
+	}
+}
