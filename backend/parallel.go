@@ -2,7 +2,8 @@ package backend
 
 import (
 	"runtime"
-	"sync"
+
+	"github.com/paretonav/paretonav/backend/internal/par"
 )
 
 // elemChunk is the fewest elements an element-wise kernel gives one
@@ -23,14 +24,5 @@ func parallelItems(n, per int, f func(lo, hi int)) {
 		return
 	}
 	chunk := (n + w - 1) / w
-	var wg sync.WaitGroup
-	for lo := chunk; lo < n; lo += chunk {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			f(lo, hi)
-		}(lo, min(lo+chunk, n))
-	}
-	f(0, min(chunk, n))
-	wg.Wait()
+	par.For((n+chunk-1)/chunk, func(i int) { f(i*chunk, min((i+1)*chunk, n)) })
 }

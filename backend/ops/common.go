@@ -5,7 +5,8 @@ import (
 	"hash"
 	"hash/fnv"
 	"runtime"
-	"sync"
+
+	"github.com/paretonav/paretonav/backend/internal/par"
 
 	"github.com/chewxy/hm"
 	"gorgonia.org/gorgonia"
@@ -50,16 +51,7 @@ func ClearPar[T any](b []T) {
 		return
 	}
 	chunk := (len(b) + w - 1) / w
-	var wg sync.WaitGroup
-	for lo := chunk; lo < len(b); lo += chunk {
-		wg.Add(1)
-		go func(s []T) {
-			defer wg.Done()
-			clear(s)
-		}(b[lo:min(lo+chunk, len(b))])
-	}
-	clear(b[:chunk])
-	wg.Wait()
+	par.For(w, func(i int) { clear(b[i*chunk : min((i+1)*chunk, len(b))]) })
 }
 
 // gradSpec describes how to compute the gradient of one input of a fnOp.
@@ -358,20 +350,8 @@ func parallelFor(n int, f func(worker, lo, hi int)) {
 		f(0, 0, n)
 		return
 	}
-	var wg sync.WaitGroup
 	chunk := (n + w - 1) / w
-	for i := 0; i < w; i++ {
-		lo, hi := i*chunk, min((i+1)*chunk, n)
-		if lo >= hi {
-			break
-		}
-		wg.Add(1)
-		go func(i, lo, hi int) {
-			defer wg.Done()
-			f(i, lo, hi)
-		}(i, lo, hi)
-	}
-	wg.Wait()
+	par.For((n+chunk-1)/chunk, func(i int) { f(i, i*chunk, min((i+1)*chunk, n)) })
 }
 
 // workers is the number of goroutines parallelFor uses for n items.

@@ -16,6 +16,8 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/paretonav/paretonav/backend/internal/par"
+
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 )
@@ -222,20 +224,14 @@ func SgemmParallel(workers int, transA, transB bool, m, n, k int, alpha float32,
 	}
 	chunk := (n + workers - 1) / workers
 	chunk = (chunk + 31) / 32 * 32
-	var wg sync.WaitGroup
-	for j0 := 0; j0 < n; j0 += chunk {
-		j1 := min(j0+chunk, n)
+	par.For((n+chunk-1)/chunk, func(i int) {
+		j0, j1 := i*chunk, min((i+1)*chunk, n)
 		bs := b[j0:]
 		if transB {
 			bs = b[j0*ldb:]
 		}
-		wg.Add(1)
-		go func(j0, j1 int, bs []float32) {
-			defer wg.Done()
-			Sgemm(transA, transB, m, j1-j0, k, alpha, a, lda, bs, ldb, beta, c[j0:], ldc)
-		}(j0, j1, bs)
-	}
-	wg.Wait()
+		Sgemm(transA, transB, m, j1-j0, k, alpha, a, lda, bs, ldb, beta, c[j0:], ldc)
+	})
 }
 
 // check panics like a reference BLAS on invalid dimensions, strides or

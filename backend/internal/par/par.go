@@ -1,0 +1,188 @@
+// Package par runs the chunks of a loop on a fixed set of worker
+// goroutines that live as long as the process, shared by the backend's
+// kernels (backend, backend/ops, backend/internal/gemm).
+//
+// Starting goroutines for every parallel loop, as the kernels did, costs a
+// goroutine creation and a thread wake-up (a futex call) per chunk and
+// puts the caller to sleep while the chunks run: for a model made of many
+// small ops (the small MTAN's step is about a thousand of them) that was a
+// tenth of the step's CPU time. Here the caller runs chunks itself, idle
+// workers spin for a short while (Spin) before they sleep, so that the
+// next loop of a run of small ops finds them awake, and a caller whose
+// chunks are all taken spins briefly before it sleeps too.
+//
+// Chunks are taken, never assigned: a chunk no worker takes is run by the
+// caller, so a loop inside a chunk (nested parallelism) cannot deadlock,
+// and loops posted by several goroutines at once share the workers.
+package par
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Spin is how long an idle worker, or a caller waiting for the last of its
+// chunks, keeps polling before it sleeps. A few tens of microseconds cover
+// the gap between two kernels of a step; longer only burns a core that the
+// garbage collector or another process could use.
+const Spin = 50 * time.Microsecond
+
+// job is one loop: chunks [0, n) of f.
+type job struct {
+	f    func(i int)
+	n    int32
+	next atomic.Int32 // next chunk to take
+	left atomic.Int32 // chunks not yet finished
+	fin  chan struct{}
+	mu   sync.Mutex
+	pnc  any // the first panic of a chunk, re-raised in the caller
+}
+
+var pool struct {
+	mu      sync.Mutex
+	jobs    []*job // loops with chunks left to take
+	started int    // workers started
+	asleep  int    // workers blocked on wake
+	wake    chan struct{}
+	posted  atomic.Uint64 // bumped whenever a loop is posted
+}
+
+// For calls f(i) for every i in [0, n), each exactly once, on the calling
+// goroutine and on up to n−1 workers at once, and returns when all calls
+// have returned. A panic in any call is re-raised by For on the calling
+// goroutine (the first one, when several panic). Callers that pass
+// n ≤ GOMAXPROCS get the chunk index as a worker number: no two calls with
+// the same i run at once.
+func For(n int, f func(i int)) {
+	if n <= 1 {
+		if n == 1 {
+			f(0)
+		}
+		return
+	}
+	j := &job{f: f, n: int32(n), fin: make(chan struct{})}
+	j.left.Store(int32(n))
+	post(j, n-1)
+	j.run()
+	j.wait()
+	if j.pnc != nil {
+		panic(j.pnc)
+	}
+}
+
+// post makes j's chunks available to the workers, starting workers up to
+// GOMAXPROCS−1 and waking up to want sleeping ones.
+func post(j *job, want int) {
+	p := &pool
+	p.mu.Lock()
+	if p.wake == nil {
+		p.wake = make(chan struct{}, 1024)
+	}
+	for p.started < runtime.GOMAXPROCS(0)-1 {
+		p.started++
+		go worker()
+	}
+	p.jobs = append(p.jobs, j)
+	p.posted.Add(1)
+	for ; want > 0 && p.asleep > 0; want-- {
+		p.asleep--
+		p.wake <- struct{}{}
+	}
+	p.mu.Unlock()
+}
+
+// take returns a loop with chunks left, or nil.
+func take() *job {
+	p := &pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.jobs) > 0 {
+		j := p.jobs[0]
+		if j.next.Load() < j.n {
+			return j
+		}
+		p.jobs[0] = nil
+		p.jobs = p.jobs[1:]
+	}
+	return nil
+}
+
+// run takes and runs j's chunks until none is left to take.
+func (j *job) run() {
+	for {
+		i := j.next.Add(1) - 1
+		if i >= j.n {
+			return
+		}
+		j.call(int(i))
+		if j.left.Add(-1) == 0 {
+			close(j.fin)
+		}
+	}
+}
+
+// call runs chunk i, keeping a panic for the caller.
+func (j *job) call(i int) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.mu.Lock()
+			if j.pnc == nil {
+				j.pnc = r
+			}
+			j.mu.Unlock()
+		}
+	}()
+	j.f(i)
+}
+
+// wait returns when every chunk of j has finished: it polls for Spin, then
+// sleeps.
+func (j *job) wait() {
+	if j.left.Load() == 0 {
+		return
+	}
+	deadline := time.Now().Add(Spin)
+	for k := 0; ; k++ {
+		if j.left.Load() == 0 {
+			return
+		}
+		if k&63 == 63 && time.Now().After(deadline) {
+			break
+		}
+	}
+	<-j.fin
+}
+
+// worker runs posted chunks for the life of the process.
+func worker() {
+	p := &pool
+	for {
+		if j := take(); j != nil {
+			j.run()
+			continue
+		}
+		seen := p.posted.Load()
+		deadline := time.Now().Add(Spin)
+		for k := 0; p.posted.Load() == seen; k++ {
+			if k&63 == 63 {
+				if time.Now().After(deadline) {
+					break
+				}
+				runtime.Gosched()
+			}
+		}
+		if p.posted.Load() != seen {
+			continue
+		}
+		p.mu.Lock()
+		if len(p.jobs) > 0 {
+			p.mu.Unlock()
+			continue
+		}
+		p.asleep++
+		p.mu.Unlock()
+		<-p.wake
+	}
+}
