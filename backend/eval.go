@@ -258,16 +258,16 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 	if tjac != nil {
 		clear(tjac.Data)
 	}
+	var tasks []int
 	for k := range all {
 		if k >= m && tjac == nil {
 			break
 		}
-		if !c.hasGrad[k] {
-			continue
+		if c.hasGrad[k] {
+			tasks = append(tasks, k)
 		}
-		if err := c.prog.backward(k, md.dt); err != nil {
-			return fmt.Errorf("backend: %s %q: backward pass: %w", md.kind(k), md.tasks[k].Name, err)
-		}
+	}
+	err = c.prog.eachPass(tasks, md.dt, func(k int, q *program) error {
 		var row []float32
 		if k < m {
 			row = jac.Row(k)
@@ -277,10 +277,17 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 		for gi, j := range c.wrt {
 			p := md.params[j]
 			dst := row[p.Offset : p.Offset+numel(p.Shape)]
-			if err := copyFloats32(dst, c.prog.value(c.grads[gi])); err != nil {
+			if err := copyFloats32(dst, q.value(c.grads[gi])); err != nil {
 				return fmt.Errorf("backend: reading the gradient of %q: %w", p.Name, err)
 			}
 		}
+		return nil
+	})
+	if pe := (passError{}); errors.As(err, &pe) {
+		return fmt.Errorf("backend: %s %q: backward pass: %w", md.kind(pe.k), md.tasks[pe.k].Name, pe.err)
+	}
+	if err != nil {
+		return err
 	}
 	c.prog.release()
 	return nil

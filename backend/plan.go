@@ -1,7 +1,9 @@
 package backend
 
 import (
+	"slices"
 	"strings"
+	"sync"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -24,6 +26,9 @@ type plan struct {
 	zeroed  [][]int // per task: backward nodes not run whose zero value is read
 	zeroMax int     // elements of the largest zero value
 	bytes   []int64 // per node: bytes of its value
+	// conc is how many backward passes may run at once (concurrent.go):
+	// 1, or up to GOMAXPROCS when the passes' values are small.
+	conc int
 }
 
 // kept marks a value that lives until release.
@@ -234,6 +239,7 @@ func newPlan(p *program, m int) *plan {
 		pl.segs[k] = seg
 		pl.bwdFree[k] = lifetimes(p, seg, at, last)
 	}
+	pl.conc = concurrentPasses(pl, m, slices.Contains(remat, true))
 	return pl
 }
 
@@ -295,7 +301,8 @@ func (pl *plan) pooledPeak(p *program) int64 {
 
 // peakOf is the largest total of size over the live values of a forward
 // pass and the m backward passes, with base added during the backward
-// passes.
+// passes; with pl.conc passes at once, each is counted at the largest
+// pass's rise.
 func (pl *plan) peakOf(p *program, size []int64, base int64) int64 {
 	var cur, top int64
 	for t, i := range p.fwd {
@@ -305,18 +312,24 @@ func (pl *plan) peakOf(p *program, size []int64, base int64) int64 {
 			cur -= size[j]
 		}
 	}
-	base += cur
+	return max(top, base+cur+int64(max(pl.conc, 1))*pl.passRise(size))
+}
+
+// passRise is the largest total of size over the live values of one
+// backward pass, above what the forward pass leaves.
+func (pl *plan) passRise(size []int64) int64 {
+	var rise int64
 	for k, seg := range pl.segs {
-		cur = base
+		cur := int64(0)
 		for t, i := range seg {
 			cur += size[i]
-			top = max(top, cur)
+			rise = max(rise, cur)
 			for _, j := range pl.bwdFree[k][t] {
 				cur -= size[j]
 			}
 		}
 	}
-	return top
+	return rise
 }
 
 // dtypeSize is the size in bytes of one element of dt (8 when unknown).
@@ -369,6 +382,7 @@ func (z *zeroBacking) value(n gnode, size int) G.Value {
 // new ones, so that the pool holds about the planned values, not their
 // sum over every size ever asked for.
 type bufPool struct {
+	mu    sync.Mutex // concurrent backward passes share the pool
 	free  [][]float32
 	held  int64 // elements
 	limit int64 // elements; 0: none
@@ -380,6 +394,8 @@ func (b *bufPool) get(n int) []float32 {
 	if n <= 0 {
 		return nil
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	best := -1
 	for i, f := range b.free {
 		if c := cap(f); c >= n && c <= n+n/8 && (best < 0 || c < cap(b.free[best])) {
@@ -414,6 +430,8 @@ func (b *bufPool) take(i int) []float32 {
 
 // put returns f to the pool; nothing may read or write it afterwards.
 func (b *bufPool) put(f []float32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if cap(f) > 0 {
 		b.free = append(b.free, f[:cap(f)])
 	}
@@ -421,10 +439,16 @@ func (b *bufPool) put(f []float32) {
 
 // adopt counts f, a result buffer an op allocated itself, as held: it
 // comes to the pool when its value dies.
-func (b *bufPool) adopt(f []float32) { b.held += int64(cap(f)) }
+func (b *bufPool) adopt(f []float32) {
+	b.mu.Lock()
+	b.held += int64(cap(f))
+	b.mu.Unlock()
+}
 
 // drop empties the pool of free buffers.
 func (b *bufPool) drop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, f := range b.free {
 		b.held -= int64(cap(f))
 	}
@@ -443,4 +467,8 @@ const poolSlack = 16 << 20
 
 // fit raises the limit to n elements, the pooled peak of a program drawing
 // from b, plus the room poolSlack gives.
-func (b *bufPool) fit(n int64) { b.limit = max(b.limit, n+min(n/4, poolSlack)) }
+func (b *bufPool) fit(n int64) {
+	b.mu.Lock()
+	b.limit = max(b.limit, n+min(n/4, poolSlack))
+	b.mu.Unlock()
+}

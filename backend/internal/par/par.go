@@ -148,7 +148,7 @@ func (j *job) wait() {
 		if j.left.Load() == 0 {
 			return
 		}
-		if k&63 == 63 && time.Now().After(deadline) {
+		if k&255 == 255 && time.Now().After(deadline) {
 			break
 		}
 	}
@@ -166,11 +166,8 @@ func worker() {
 		seen := p.posted.Load()
 		deadline := time.Now().Add(Spin)
 		for k := 0; p.posted.Load() == seen; k++ {
-			if k&63 == 63 {
-				if time.Now().After(deadline) {
-					break
-				}
-				runtime.Gosched()
+			if k&255 == 255 && time.Now().After(deadline) {
+				break
 			}
 		}
 		if p.posted.Load() != seen {

@@ -1,0 +1,117 @@
+package backend
+
+import (
+	"runtime"
+	"slices"
+	"sync/atomic"
+
+	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/backend/internal/par"
+)
+
+// ConcurrentPassMaxBytes bounds the memory that running the backward
+// passes of several tasks at once may add to a step: the passes run
+// concurrently (up to GOMAXPROCS of them) when, besides one pass's values,
+// the others' take at most this many bytes; otherwise one after another,
+// each using every core inside its ops. Negative: never concurrently.
+//
+// A model of many small ops (the small MTAN fixture: a thousand ops of
+// tens of microseconds) keeps two cores busy only part of each op; its
+// passes side by side keep them busy throughout. A large model's ops use
+// every core already, and concurrent passes would hold m passes' values.
+var ConcurrentPassMaxBytes int64 = 64 << 20
+
+// concurrentPasses is how many of the m backward passes of pl may run at
+// once: 1 when they recompute forward values (they would write them into
+// the forward values' places) or when the extra passes' values would
+// exceed ConcurrentPassMaxBytes.
+func concurrentPasses(pl *plan, m int, remat bool) int {
+	c := min(m, runtime.GOMAXPROCS(0))
+	if c <= 1 || remat || ConcurrentPassMaxBytes < 0 {
+		return 1
+	}
+	if int64(c-1)*pl.passRise(pl.bytes) > ConcurrentPassMaxBytes {
+		return 1
+	}
+	return c
+}
+
+// fork returns a program that runs backward passes beside p's: it shares
+// p's plan, forward values, zero values and buffer pool, and has its own
+// backward values. p's forward values must stay put while the fork runs
+// (its passes read them; it never frees them: it does not own them).
+func (p *program) fork() *program {
+	q := *p
+	q.vals = slices.Clone(p.vals)
+	q.owned = make([][]float32, len(p.owned))
+	q.live = nil
+	return &q
+}
+
+// makeZeros makes, before passes run concurrently, the zero values the
+// passes of tasks read (backward makes them on first use otherwise).
+func (p *program) makeZeros(tasks []int) {
+	for _, k := range tasks {
+		for _, i := range p.plan.zeroed[k] {
+			if p.zeros[i] == nil {
+				p.zeros[i] = p.zero.value(p.nodes[i], p.plan.zeroMax)
+			}
+		}
+	}
+}
+
+// eachPass runs the backward passes of tasks, calling done(k, q) after
+// task k's pass with q the program holding its values (readable until
+// done returns). With plan.conc > 1, up to that many passes run at once,
+// each goroutine on its own fork of p taking the next task when its pass
+// is done; done may then run concurrently for different tasks. It
+// returns the first error in task order (a passError for a pass's own).
+func (p *program) eachPass(tasks []int, dt tensor.Dtype, done func(k int, q *program) error) error {
+	p.endPass()
+	c := min(p.plan.conc, len(tasks))
+	if c <= 1 {
+		for _, k := range tasks {
+			if err := p.backward(k, dt); err != nil {
+				return passError{k, err}
+			}
+			if err := done(k, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	p.makeZeros(tasks)
+	errs := make([]error, len(tasks))
+	var next atomic.Int32
+	par.For(c, func(int) {
+		q := p.fork()
+		defer q.endPass()
+		for {
+			t := int(next.Add(1) - 1)
+			if t >= len(tasks) {
+				return
+			}
+			if err := q.backward(tasks[t], dt); err != nil {
+				errs[t] = passError{tasks[t], err}
+				continue
+			}
+			errs[t] = done(tasks[t], q)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// passError is an error of task k's backward pass.
+type passError struct {
+	k   int
+	err error
+}
+
+func (e passError) Error() string { return e.err.Error() }
+func (e passError) Unwrap() error { return e.err }
