@@ -25,7 +25,9 @@ import (
 //     running it: a non-finite local derivative times u_j = 0 would have
 //     given NaN where ℓ_k does not depend on it.)
 //
-// Every op runs through its Do on the calling goroutine. Do returns a
+// Every op runs through its Do on the goroutine running its pass (the
+// caller's; with small passes, several tasks' passes run side by side on
+// forks of the program: concurrent.go). Do returns a
 // fresh value and never writes into its inputs (Gorgonia's contract, and
 // the contract of this package's kernels and of backend/ops), so a
 // backward run gives exactly the values a full forward-and-backward run

@@ -466,9 +466,10 @@ func (md *Model) paramView(name string) G.Value {
 }
 
 // bufPool returns the pool of dead buffers every program of md draws from:
-// the programs run one at a time (a Model is not safe for concurrent use)
-// and release their values when a call ends, so one pool serves Evaluate's
-// and Outputs' graphs instead of each keeping its own.
+// the programs run one at a time (a Model is not safe for concurrent use;
+// only the backward passes of one Evaluate may run side by side, and the
+// pool locks) and release their values when a call ends, so one pool
+// serves Evaluate's and Outputs' graphs instead of each keeping its own.
 func (md *Model) bufPool() *bufPool {
 	if md.pool == nil {
 		md.pool = &bufPool{}

@@ -341,7 +341,8 @@ type scratch struct {
 }
 
 // colScratch holds the im2col bands of every convolution: ops run one at
-// a time, so all of them share one pool of a few band-sized buffers.
+// a time (or a few, in backward passes side by side), so all of them
+// share one pool of a few band-sized buffers.
 var colScratch scratch
 
 // ColCacheLimit bounds, in bytes, the im2col matrices one Conv op keeps
