@@ -82,7 +82,7 @@ func isGorgoniaAdd(op G.Op) bool {
 
 // add32 adds two float32 tensors of equal shape into buf (reused when it
 // has their length, like a kernel node's result), as Gorgonia's addition
-// does (one float32 addition per element). ok is false for any other
+// does (one float32 addition per element), on all cores for long ones. ok is false for any other
 // inputs: the caller then runs the op's Do.
 func add32(buf []float32, a, b G.Value) (v G.Value, used []float32, ok bool) {
 	x, ok1 := a.(*tensor.Dense)
@@ -101,9 +101,12 @@ func add32(buf []float32, a, b G.Value) (v G.Value, used []float32, ok bool) {
 	}
 	yd = yd[:len(xd)]
 	out = out[:len(xd)]
-	for i, v := range xd {
-		out[i] = v + yd[i]
-	}
+	parallelElems(len(xd), func(lo, hi int) {
+		o, y := out[lo:hi], yd[lo:hi]
+		for i, v := range xd[lo:hi] {
+			o[i] = v + y[i]
+		}
+	})
 	return tensor.New(tensor.WithShape(x.Shape().Clone()...), tensor.WithBacking(out)), out, true
 }
 
