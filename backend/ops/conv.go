@@ -315,7 +315,7 @@ var ColBandElems = 1 << 22
 // L2 cache when the product reads it. With 16 MB bands the forward 3×3
 // convolutions of 64 and 128 channels on MTAN's large planes ran at
 // 180–195 GFLOP/s on the 2-core development machine; with 1 MB bands at
-// 240–255 (BenchmarkConvBands). The input and weight gradients gained
+// 240–255 (BenchmarkConvLargePlanes). The input and weight gradients gained
 // nothing from it (±7% by shape) and keep ColBandElems.
 var bandCacheElems = 1 << 18
 
@@ -452,11 +452,11 @@ func cacheSize[T float](g *convGeom) int {
 
 // forwardCols locks the cache of sc for a forward pass over x and returns
 // the buffer to write every sample's im2col matrices into, or nil (no
-// caching: the cache is not locked). The caller fills it and calls
+// caching: the cache is not locked; always for a nil sc). The caller fills it and calls
 // sc.cache.store.
 func forwardCols[T float](g *convGeom, sc *scratch, x []T) []T {
 	n := cacheSize[T](g)
-	if n == 0 || !sc.cache.mu.TryLock() {
+	if n == 0 || sc == nil || !sc.cache.mu.TryLock() {
 		return nil
 	}
 	c := &sc.cache
@@ -611,6 +611,9 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 	if wideForward(&g) && allFinite(w) {
 		offs = g.tapOffsets()
 	}
+	if offs == nil && allFinite(w) && convGradXAsForward(&g, w, gy, dx) {
+		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
+	}
 	parallelFor(g.n, func(_, lo, hi int) {
 		var col, pad []T
 		switch {
@@ -647,6 +650,49 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 		}
 	})
 	return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
+}
+
+// GradXAsForward enables convGradXAsForward; tests turn it off to compare
+// against the col2im path.
+var GradXAsForward = true
+
+// convGradXAsForward writes the input gradient of g (stride 1, dilation
+// 1, one group, pads below the kernel's size) into dx as the forward
+// convolution of gy with the transposed, flipped filters
+// w'[c, m, a, b] = w[m, c, kH−1−a, kW−1−b] and pads kH−1−pad: the same
+// products, but im2col of gy and one product per band instead of a
+// product into a band and col2im's scattered additions. The forward
+// pass's small bands run at 240–255 GFLOP/s on MTAN's 64- and
+// 128-channel layers of large planes, where the col2im path ran at
+// 155–235. It reports false, doing nothing, for other geometries. The
+// weights must be finite: the forward convolution multiplies them by the
+// zeros padding gy, where an infinite weight would give NaN for a product
+// the gradient does not have.
+func convGradXAsForward[T float](g *convGeom, w, gy, dx []T) bool {
+	if !GradXAsForward || g.direct || g.g != 1 || g.y.s != 1 || g.x.s != 1 || g.y.d != 1 || g.x.d != 1 ||
+		g.y.pb >= g.kh || g.y.pe >= g.kh || g.x.pb >= g.kw || g.x.pe >= g.kw {
+		return false
+	}
+	t, err := newConvGeom(tensor.Shape{g.n, g.m, g.oh, g.ow}, tensor.Shape{g.c, g.m, g.kh, g.kw},
+		ConvParams{Pads: []int{g.kh - 1 - g.y.pb, g.kw - 1 - g.x.pb, g.kh - 1 - g.y.pe, g.kw - 1 - g.x.pe}})
+	if err != nil || t.oh != g.h || t.ow != g.w {
+		return false
+	}
+	buf := getScratch[T](&colScratch, len(w))
+	defer colScratch.pool.Put(buf)
+	wt := *buf
+	k := g.kh * g.kw
+	for m := 0; m < g.m; m++ {
+		for c := 0; c < g.c; c++ {
+			src := w[(m*g.c+c)*k:][:k]
+			dst := wt[(c*g.m+m)*k:][:k]
+			for i, v := range src {
+				dst[k-1-i] = v
+			}
+		}
+	}
+	convForward(t, nil, newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, gy), newTensor(tensor.Shape{g.c, g.m, g.kh, g.kw}, wt), nil, dx)
+	return true
 }
 
 // convGradW returns the weight gradient in a fresh tensor.

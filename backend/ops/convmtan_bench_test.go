@@ -64,10 +64,12 @@ func BenchmarkConvMTAN(b *testing.B) {
 	}
 }
 
-// BenchmarkConvBands times the forward pass of the 3×3 convolutions of MTAN's large planes (64 and 128 channels, at 288×384
-// batch 2 and 64×96 batch 4) with 1 MB im2col bands (bandCacheElems) and
-// with bands of ColBandElems (16 MB), and reports GFLOP/s.
-func BenchmarkConvBands(b *testing.B) {
+// BenchmarkConvLargePlanes times the 3×3 convolutions of MTAN's large
+// planes (64 and 128 channels, at 288×384 batch 2 and 64×96 batch 4) and
+// reports GFLOP/s: the forward pass with 1 MB im2col bands
+// (bandCacheElems) and with bands of ColBandElems (16 MB); the input
+// gradient as a forward convolution (GradXAsForward) and through col2im.
+func BenchmarkConvLargePlanes(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
 	f32 := func(k int) []float32 {
 		d := make([]float32, k)
@@ -76,8 +78,8 @@ func BenchmarkConvBands(b *testing.B) {
 		}
 		return d
 	}
-	saved := bandCacheElems
-	defer func() { bandCacheElems = saved }()
+	band, asFwd := bandCacheElems, GradXAsForward
+	defer func() { bandCacheElems, GradXAsForward = band, asFwd }()
 	for _, s := range []struct{ n, cin, cout, h, w int }{{2, 64, 64, 288, 384}, {2, 128, 128, 144, 192}, {4, 64, 64, 64, 96}, {4, 64, 128, 64, 96}} {
 		xs, ws := tensor.Shape{s.n, s.cin, s.h, s.w}, tensor.Shape{s.cout, s.cin, 3, 3}
 		g, err := newConvGeom(xs, ws, ConvParams{Pads: []int{1, 1, 1, 1}})
@@ -86,23 +88,28 @@ func BenchmarkConvBands(b *testing.B) {
 		}
 		x := newTensor(xs, f32(xs.TotalSize()))
 		w := newTensor(ws, f32(ws.TotalSize()))
+		gy := newTensor(tensor.Shape{s.n, s.cout, g.oh, g.ow}, f32(s.n*s.cout*g.outPlane))
 		out := make([]float32, s.n*s.cout*g.outPlane)
+		dx := make([]float32, xs.TotalSize())
 		flops := 2 * float64(s.n*s.cout*g.colRows*g.outPlane)
-		for _, band := range []int{saved, ColBandElems} {
-			for _, p := range []struct {
-				name string
-				f    func()
-			}{
-				{"fwd", func() { convForward[float32](g, newConvScratch(), x, w, nil, out) }},
-			} {
-				b.Run(fmt.Sprintf("n%d_%dx%dx%dx%d/band%dK/%s", s.n, s.cin, s.cout, s.h, s.w, band>>10, p.name), func(b *testing.B) {
-					bandCacheElems = band
-					for b.Loop() {
-						p.f()
-					}
-					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-				})
-			}
+		for _, v := range []struct {
+			name string
+			set  func()
+			f    func()
+		}{
+			{"fwd/band1MB", func() { bandCacheElems = band }, func() { convForward[float32](g, newConvScratch(), x, w, nil, out) }},
+			{"fwd/band16MB", func() { bandCacheElems = ColBandElems }, func() { convForward[float32](g, newConvScratch(), x, w, nil, out) }},
+			{"dx/as-forward", func() { GradXAsForward = true }, func() { clear(dx); convGradX[float32](g, newConvScratch(), w, gy, dx) }},
+			{"dx/col2im", func() { GradXAsForward = false }, func() { clear(dx); convGradX[float32](g, newConvScratch(), w, gy, dx) }},
+		} {
+			b.Run(fmt.Sprintf("n%d_%dx%dx%dx%d/%s", s.n, s.cin, s.cout, s.h, s.w, v.name), func(b *testing.B) {
+				v.set()
+				defer func() { bandCacheElems, GradXAsForward = band, asFwd }()
+				for b.Loop() {
+					v.f()
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
 		}
 	}
 }

@@ -27,6 +27,7 @@ func TestConvPadWide(t *testing.T) {
 	}
 	saved, band, batched := WideFwd, ColBandElems, BatchPlaneMax
 	defer func() { WideFwd, ColBandElems, BatchPlaneMax = saved, band, batched }()
+	defer func(v bool) { GradXAsForward = v }(GradXAsForward)
 	BatchPlaneMax = 0
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -50,7 +51,7 @@ func TestConvPadWide(t *testing.T) {
 			x, w, b := toF32(randTensor(rng, c.x...)), toF32(randTensor(rng, c.w...)), toF32(randTensor(rng, g.m))
 			gy := toF32(randTensor(rng, g.n, g.m, g.oh, g.ow))
 			run := func(wide bool) (y, dx, dw []float32) {
-				WideFwd = wide
+				WideFwd, GradXAsForward = wide, wide // the reference: im2col and col2im
 				sc := newConvScratch()
 				y = data[float32](convForward(g, sc, x, w, b, make([]float32, g.n*g.m*g.outPlane)))
 				dx = data[float32](convGradX(g, sc, w, gy, make([]float32, g.n*g.c*g.inPlane)))
@@ -85,6 +86,7 @@ func TestConvPadWide(t *testing.T) {
 func TestConvPadWideNonFinite(t *testing.T) {
 	saved, batched := WideFwd, BatchPlaneMax
 	defer func() { WideFwd, BatchPlaneMax = saved, batched }()
+	defer func(v bool) { GradXAsForward = v }(GradXAsForward)
 	BatchPlaneMax = 0
 	g, err := newConvGeom(tensor.Shape{2, 3, 9, 8}, tensor.Shape{4, 3, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}})
 	if err != nil {
@@ -96,7 +98,7 @@ func TestConvPadWideNonFinite(t *testing.T) {
 	data[float32](w)[5] = float32(math.Inf(1))
 	data[float32](x)[40] = float32(math.NaN())
 	run := func(wide bool) [3][]float32 {
-		WideFwd = wide
+		WideFwd, GradXAsForward = wide, wide // the reference: im2col and col2im
 		if _, ok := padWide[float32](&g); ok != wide {
 			t.Fatalf("padWide = %v with WideFwd %v", ok, wide)
 		}

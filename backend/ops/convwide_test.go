@@ -23,6 +23,7 @@ func TestConvWideForward(t *testing.T) {
 	}
 	saved, batched, total := WideFwd, BatchPlaneMax, ColCacheTotal
 	defer func() { WideFwd, BatchPlaneMax, ColCacheTotal = saved, batched, total }()
+	defer func(v bool) { GradXAsForward = v }(GradXAsForward)
 	BatchPlaneMax = 0
 	ColCacheTotal = 0 // float64 would keep im2col matrices and not use wide rows
 	for _, c := range cases {
@@ -41,7 +42,7 @@ func TestConvWideForward(t *testing.T) {
 			gy := randTensor(rng, g.n, g.m, g.oh, g.ow)
 			gy32 := toF32(gy)
 			run := func(wide bool) (y, dx []float64, y32, dx32 []float32) {
-				WideFwd = wide
+				WideFwd, GradXAsForward = wide, wide // the reference: im2col and col2im
 				y = data[float64](convForward(g, &scratch{}, x, w, b, make([]float64, g.n*g.m*g.outPlane)))
 				y32 = data[float32](convForward(g, &scratch{}, x32, w32, b32, make([]float32, g.n*g.m*g.outPlane)))
 				dx = data[float64](convGradX(g, &scratch{}, w, gy, make([]float64, g.n*g.c*g.inPlane)))
