@@ -310,13 +310,15 @@ func col2imRowsLd[T float](g *convGeom, col []T, ld int, xg []T, r0, r1 int) {
 var ColBandElems = 1 << 22
 
 // bandCacheElems is the size, in elements, of the im2col band a worker of
-// a forward convolution fills and multiplies at a time (at most
-// ColBandElems): 1 MB of float32, so that the band is still in the core's
-// L2 cache when the product reads it. With 16 MB bands the forward 3×3
-// convolutions of 64 and 128 channels on MTAN's large planes ran at
-// 180–195 GFLOP/s on the 2-core development machine; with 1 MB bands at
-// 240–255 (BenchmarkConvLargePlanes). The input and weight gradients gained
-// nothing from it (±7% by shape) and keep ColBandElems.
+// a forward convolution fills and multiplies at a time when its filters
+// take at most as much: 1 MB of float32, so that the band is still in the
+// core's L2 cache when the product reads it. With 16 MB bands the forward
+// 3×3 convolutions of 64 and 128 channels on MTAN's large planes ran at
+// 150–165 GFLOP/s on the 2-core development machine; with 1 MB bands at
+// 195–225 (BenchmarkConvLargePlanes). Larger filters (MTAN's 512-channel
+// layers: 9.4 MB) keep bands of ColBandElems: every band packs the whole
+// filter matrix again, and one-row bands of 48 columns ran at 167 GFLOP/s
+// against 240 with 16 MB bands. The gradients keep ColBandElems.
 var bandCacheElems = 1 << 18
 
 // bandRows is the number of output rows per im2col band of g in the
@@ -328,7 +330,10 @@ func (g *convGeom) bandRows() int {
 // fwdBandRows is the number of output rows per im2col band of g in the
 // forward pass.
 func (g *convGeom) fwdBandRows() int {
-	return max(1, min(g.oh, min(ColBandElems, bandCacheElems)/max(1, g.colRows*g.ow)))
+	if g.mg*g.colRows > bandCacheElems {
+		return g.bandRows()
+	}
+	return max(1, min(g.oh, bandCacheElems/max(1, g.colRows*g.ow)))
 }
 
 // addTo adds src into dst element-wise (len(dst) = len(src)), four at a
@@ -661,15 +666,17 @@ var GradXAsForward = true
 // convolution of gy with the transposed, flipped filters
 // w'[c, m, a, b] = w[m, c, kH−1−a, kW−1−b] and pads kH−1−pad: the same
 // products, but im2col of gy and one product per band instead of a
-// product into a band and col2im's scattered additions. The forward
-// pass's small bands run at 240–255 GFLOP/s on MTAN's 64- and
-// 128-channel layers of large planes, where the col2im path ran at
-// 155–235. It reports false, doing nothing, for other geometries. The
+// product into a band and col2im's scattered additions. With filters of
+// at most bandCacheElems (the forward pass's 1 MB bands), MTAN's 64- and
+// 128-channel layers of large planes ran at 195–215 GFLOP/s, against
+// 125–200 through col2im; with larger filters (256 and 512 channels) it
+// was 5–17% slower than col2im (BenchmarkConvLargePlanes), and it reports
+// false, doing nothing, for them and for other geometries. The
 // weights must be finite: the forward convolution multiplies them by the
 // zeros padding gy, where an infinite weight would give NaN for a product
 // the gradient does not have.
 func convGradXAsForward[T float](g *convGeom, w, gy, dx []T) bool {
-	if !GradXAsForward || g.direct || g.g != 1 || g.y.s != 1 || g.x.s != 1 || g.y.d != 1 || g.x.d != 1 ||
+	if !GradXAsForward || g.m*g.colRows > bandCacheElems || g.direct || g.g != 1 || g.y.s != 1 || g.x.s != 1 || g.y.d != 1 || g.x.d != 1 ||
 		g.y.pb >= g.kh || g.y.pe >= g.kh || g.x.pb >= g.kw || g.x.pe >= g.kw {
 		return false
 	}
@@ -680,19 +687,31 @@ func convGradXAsForward[T float](g *convGeom, w, gy, dx []T) bool {
 	}
 	buf := getScratch[T](&colScratch, len(w))
 	defer colScratch.pool.Put(buf)
-	wt := *buf
-	k := g.kh * g.kw
-	for m := 0; m < g.m; m++ {
-		for c := 0; c < g.c; c++ {
-			src := w[(m*g.c+c)*k:][:k]
-			dst := wt[(c*g.m+m)*k:][:k]
-			for i, v := range src {
-				dst[k-1-i] = v
+	flipTranspose(w, *buf, g.m, g.c, g.kh*g.kw)
+	convForward(t, nil, newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, gy), newTensor(tensor.Shape{g.c, g.m, g.kh, g.kw}, *buf), nil, dx)
+	return true
+}
+
+// flipTranspose writes w' [c][m][k] = w[m][c][k−1−i] for filters w
+// [m][c][k], in 16×16 tiles of (m, c) so that reads and writes both run
+// along rows, on all cores.
+func flipTranspose[T float](w, wt []T, m, c, k int) {
+	const tile = 16
+	parallelFor((c+tile-1)/tile, func(_, lo, hi int) {
+		for c0 := lo * tile; c0 < min(hi*tile, c); c0 += tile {
+			for m0 := 0; m0 < m; m0 += tile {
+				for ci := c0; ci < min(c0+tile, c); ci++ {
+					for mi := m0; mi < min(m0+tile, m); mi++ {
+						src := w[(mi*c+ci)*k:][:k]
+						dst := wt[(ci*m+mi)*k:][:k]
+						for i, v := range src {
+							dst[k-1-i] = v
+						}
+					}
+				}
 			}
 		}
-	}
-	convForward(t, nil, newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, gy), newTensor(tensor.Shape{g.c, g.m, g.kh, g.kw}, wt), nil, dx)
-	return true
+	})
 }
 
 // convGradW returns the weight gradient in a fresh tensor.

@@ -14,7 +14,7 @@ import (
 // scale), on square and rectangular kernels with symmetric, asymmetric
 // and no padding; and that it declines, leaving dx alone,
 // where it does not apply (stride, dilation, groups, padding as large as
-// the kernel).
+// the kernel, filters over bandCacheElems).
 func TestConvGradXAsForward(t *testing.T) {
 	defer func(v bool) { GradXAsForward = v }(GradXAsForward)
 	cases := []struct {
@@ -32,6 +32,7 @@ func TestConvGradXAsForward(t *testing.T) {
 		{"dilation 2", []int{2, 4, 17, 17}, []int{3, 4, 3, 3}, ConvParams{Pads: []int{2, 2, 2, 2}, Dilations: []int{2, 2}}, false},
 		{"groups 2", []int{2, 4, 17, 17}, []int{4, 2, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}, Group: 2}, false},
 		{"pad 3 on 3x3", []int{1, 2, 16, 16}, []int{2, 2, 3, 3}, ConvParams{Pads: []int{3, 1, 1, 1}}, false},
+		{"filters over 1 MB", []int{1, 256, 6, 6}, []int{128, 256, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -65,9 +65,11 @@ func BenchmarkConvMTAN(b *testing.B) {
 }
 
 // BenchmarkConvLargePlanes times the 3×3 convolutions of MTAN's large
-// planes (64 and 128 channels, at 288×384 batch 2 and 64×96 batch 4) and
+// planes (64 and 128 channels, at 288×384 batch 2 and 64×96 batch 4; 512
+// channels at 36×48 and 18×24 and 256 at 72×96, batch 2) and
 // reports GFLOP/s: the forward pass with 1 MB im2col bands
-// (bandCacheElems) and with bands of ColBandElems (16 MB); the input
+// (bandCacheElems, for filters of at most 1 MB) and with bands of
+// ColBandElems (16 MB); the input
 // gradient as a forward convolution (GradXAsForward) and through col2im.
 func BenchmarkConvLargePlanes(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
@@ -80,7 +82,7 @@ func BenchmarkConvLargePlanes(b *testing.B) {
 	}
 	band, asFwd := bandCacheElems, GradXAsForward
 	defer func() { bandCacheElems, GradXAsForward = band, asFwd }()
-	for _, s := range []struct{ n, cin, cout, h, w int }{{2, 64, 64, 288, 384}, {2, 128, 128, 144, 192}, {4, 64, 64, 64, 96}, {4, 64, 128, 64, 96}} {
+	for _, s := range []struct{ n, cin, cout, h, w int }{{2, 64, 64, 288, 384}, {2, 128, 128, 144, 192}, {4, 64, 64, 64, 96}, {4, 64, 128, 64, 96}, {2, 256, 256, 72, 96}, {2, 512, 512, 36, 48}, {2, 512, 512, 18, 24}} {
 		xs, ws := tensor.Shape{s.n, s.cin, s.h, s.w}, tensor.Shape{s.cout, s.cin, 3, 3}
 		g, err := newConvGeom(xs, ws, ConvParams{Pads: []int{1, 1, 1, 1}})
 		if err != nil {
