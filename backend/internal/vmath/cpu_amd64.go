@@ -39,6 +39,16 @@ func (k kernel) sigmoid(dst, x *float32, n int) {
 	}
 }
 
+// exp runs k's Exp64 kernel on n elements, n a multiple of k.width().
+func (k kernel) exp(dst, x *float64, n int) {
+	switch k {
+	case avx2:
+		expAVX2(dst, x, n)
+	case avx512:
+		expAVX512(dst, x, n)
+	}
+}
+
 // String names k (for subtests and benchmarks).
 func (k kernel) String() string {
 	return [...]string{"scalar", "avx2", "avx512"}[k]
@@ -53,6 +63,16 @@ func sigmoidAVX2(dst, x *float32, n int)
 //
 //go:noescape
 func sigmoidAVX512(dst, x *float32, n int)
+
+// expAVX2 is the AVX2+FMA Exp64 kernel: n a multiple of 4.
+//
+//go:noescape
+func expAVX2(dst, x *float64, n int)
+
+// expAVX512 is the AVX-512F Exp64 kernel: n a multiple of 8.
+//
+//go:noescape
+func expAVX512(dst, x *float64, n int)
 
 // kernels lists the kernels this CPU can run, scalar first.
 func kernels() []kernel {

@@ -20,6 +20,9 @@ func (kernel) width() int { return 0 }
 // sigmoid is never called outside amd64 (width 0).
 func (kernel) sigmoid(dst, x *float32, n int) { panic("vmath: no vector kernel") }
 
+// exp is never called outside amd64 (width 0).
+func (kernel) exp(dst, x *float64, n int) { panic("vmath: no vector kernel") }
+
 // String names k (for subtests and benchmarks).
 func (kernel) String() string { return "scalar" }
 

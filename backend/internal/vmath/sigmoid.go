@@ -1,6 +1,7 @@
-// Package vmath holds vectorised element-wise math kernels for the float32
-// paths of the backend, each giving the bits of the backend's float64
-// formula rounded once to float32.
+// Package vmath holds vectorised element-wise math kernels for the
+// backend, each giving exactly the bits of the backend's scalar formula:
+// Sigmoid32 those of the float64 formula rounded once to float32, Exp64
+// those of math.Exp.
 package vmath
 
 import "math"
