@@ -74,29 +74,79 @@ func lowerSoftmax(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 // float is the element type of a kernel's data.
 type float interface{ ~float32 | ~float64 }
 
+// softmaxBlock is how many vectors (consecutive along inner) the softmax
+// kernels work on at once: each pass over the d positions then reads and
+// writes runs of consecutive elements, and the exponentials of a position
+// are computed for the whole block by one exp64 call.
+const softmaxBlock = 256
+
+// softmaxBlocks calls f for every run [j0, j1) of at most softmaxBlock
+// consecutive vectors j of one outer index o, the outer·inner vectors split
+// among goroutines.
+func softmaxBlocks(outer, d, inner int, f func(o, j0, j1 int, t *softmaxTemp)) {
+	per := (inner + softmaxBlock - 1) / softmaxBlock
+	parallelItems(outer*per, d*min(inner, softmaxBlock), func(lo, hi int) {
+		t := new(softmaxTemp)
+		for it := lo; it < hi; it++ {
+			o, b := it/per, it%per
+			j0 := b * softmaxBlock
+			f(o, j0, min(j0+softmaxBlock, inner), t)
+		}
+	})
+}
+
+// softmaxTemp holds a block's per-vector values and exponentials.
+type softmaxTemp struct {
+	mx, s, v, e [softmaxBlock]float64
+}
+
 // softmaxForward writes (Log)Softmax of src along d (outer × d × inner)
 // into dst, in float64 whatever T is (a float32 result is rounded once),
-// the outer·inner vectors split among goroutines.
+// the outer·inner vectors split among goroutines. Each vector's maximum,
+// sum of exponentials and results are those of the one-vector formula:
+// the sum runs over k in order, with math.Exp's values (exp64).
 func softmaxForward[T float](dst, src []T, outer, d, inner int, logSm bool) {
-	parallelItems(outer*inner, d, func(lo, hi int) {
-		for it := lo; it < hi; it++ {
-			base := (it/inner)*d*inner + it%inner
-			mx := math.Inf(-1)
-			for k := 0; k < d; k++ {
-				mx = math.Max(mx, float64(src[base+k*inner]))
+	softmaxBlocks(outer, d, inner, func(o, j0, j1 int, t *softmaxTemp) {
+		n := j1 - j0
+		mx, s, v, e := t.mx[:n], t.s[:n], t.v[:n], t.e[:n]
+		row := func(k int) int { return (o*d+k)*inner + j0 }
+		for b := range mx {
+			mx[b] = math.Inf(-1)
+			s[b] = 0
+		}
+		for k := 0; k < d; k++ {
+			x := src[row(k):][:n]
+			for b, xv := range x {
+				mx[b] = math.Max(mx[b], float64(xv))
 			}
-			s := 0.0
-			for k := 0; k < d; k++ {
-				s += math.Exp(float64(src[base+k*inner]) - mx)
+		}
+		for k := 0; k < d; k++ {
+			x := src[row(k):][:n]
+			for b, xv := range x {
+				v[b] = float64(xv) - mx[b]
 			}
-			ls := math.Log(s)
-			for k := 0; k < d; k++ {
-				z := float64(src[base+k*inner]) - mx - ls
-				if logSm {
-					dst[base+k*inner] = T(z)
-				} else {
-					dst[base+k*inner] = T(math.Exp(z))
+			exp64(e, v)
+			for b := range s {
+				s[b] += e[b]
+			}
+		}
+		for b := range s {
+			s[b] = math.Log(s[b]) // ls
+		}
+		for k := 0; k < d; k++ {
+			x, y := src[row(k):][:n], dst[row(k):][:n]
+			for b, xv := range x {
+				v[b] = float64(xv) - mx[b] - s[b]
+			}
+			if logSm {
+				for b, z := range v {
+					y[b] = T(z)
 				}
+				continue
+			}
+			exp64(e, v)
+			for b, z := range e {
+				y[b] = T(z)
 			}
 		}
 	})
@@ -105,26 +155,44 @@ func softmaxForward[T float](dst, src []T, outer, d, inner int, logSm bool) {
 // softmaxBackward writes the gradient of (Log)Softmax with output y and
 // incoming gradient g into dst, as softmaxForward computes.
 func softmaxBackward[T float](dst, y, g []T, outer, d, inner int, logSm bool) {
-	parallelItems(outer*inner, d, func(lo, hi int) {
-		for it := lo; it < hi; it++ {
-			base := (it/inner)*d*inner + it%inner
-			s := 0.0
-			for k := 0; k < d; k++ {
-				i := base + k*inner
+	softmaxBlocks(outer, d, inner, func(o, j0, j1 int, t *softmaxTemp) {
+		n := j1 - j0
+		s, v, e := t.s[:n], t.v[:n], t.e[:n]
+		row := func(k int) int { return (o*d+k)*inner + j0 }
+		clear(s)
+		for k := 0; k < d; k++ {
+			gk, yk := g[row(k):][:n], y[row(k):][:n]
+			for b, gv := range gk {
 				if logSm {
-					s += float64(g[i])
+					s[b] += float64(gv)
 				} else {
-					s += float64(g[i]) * float64(y[i])
-				}
-			}
-			for k := 0; k < d; k++ {
-				i := base + k*inner
-				if logSm {
-					dst[i] = T(float64(g[i]) - math.Exp(float64(y[i]))*s)
-				} else {
-					dst[i] = T(float64(y[i]) * (float64(g[i]) - s))
+					s[b] += float64(gv) * float64(yk[b])
 				}
 			}
 		}
+		for k := 0; k < d; k++ {
+			gk, yk, dk := g[row(k):][:n], y[row(k):][:n], dst[row(k):][:n]
+			if logSm {
+				for b, yv := range yk {
+					v[b] = float64(yv)
+				}
+				exp64(e, v)
+				for b, gv := range gk {
+					dk[b] = T(float64(gv) - e[b]*s[b])
+				}
+				continue
+			}
+			for b, gv := range gk {
+				dk[b] = T(float64(yk[b]) * (float64(gv) - s[b]))
+			}
+		}
 	})
+}
+
+// exp64 sets dst[i] = math.Exp(x[i]) for i < len(x).
+func exp64(dst, x []float64) {
+	dst = dst[:len(x)]
+	for i, v := range x {
+		dst[i] = math.Exp(v)
+	}
 }
