@@ -14,76 +14,110 @@ func init() {
 func classLoss(logits bool) func(b *builder, t Task, out, target gnode) (gnode, error) {
 	return func(b *builder, t Task, out, target gnode) (gnode, error) {
 		s := out.Shape()
-		N, C, inner := s[0], s[1], numel(s[2:])
-		ignore := float64(t.IgnoreIndex)
-		// logp returns log-probabilities of row (n, ·, j) into lp.
-		logp := func(x []float64, n, j int, lp []float64) {
-			base := n*C*inner + j
-			for c := 0; c < C; c++ {
-				lp[c] = x[base+c*inner]
+		c := classGeom{N: s[0], C: s[1], inner: numel(s[2:]), ignore: float64(t.IgnoreIndex), logits: logits}
+		fwd := func(dst []float64, in [][]float64) { classForward(c, dst, in[0], in[1]) }
+		bwd := func(_ int, dst []float64, in [][]float64, _, g []float64) { classBackward(c, dst, in[0], in[1], g[0]) }
+		fwd32 := func(dst []float32, in [][]float32) { classForward(c, dst, in[0], in[1]) }
+		bwd32 := func(k int, dst []float32, in [][]float32, _, g []float32) bool {
+			if k != 0 {
+				return false
 			}
-			if !logits {
-				return
-			}
-			mx := math.Inf(-1)
-			for _, v := range lp {
-				mx = math.Max(mx, v)
-			}
-			sum := 0.0
-			for _, v := range lp {
-				sum += math.Exp(v - mx)
-			}
-			l := mx + math.Log(sum)
-			for c := range lp {
-				lp[c] -= l
-			}
+			classBackward(c, dst, in[0], in[1], float64(g[0]))
+			return true
 		}
-		count := func(tg []float64) float64 {
-			k := 0.0
-			for _, v := range tg {
-				if v != ignore {
-					k++
+		return b.kernel32("loss:"+t.Name, t.Loss, []gnode{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
+	}
+}
+
+// classGeom is the layout of a classification loss: N samples of C classes
+// over inner positions, the target index that is ignored, and whether the
+// output holds logits (ce) rather than log-probabilities (nll).
+type classGeom struct {
+	N, C, inner int
+	ignore      float64
+	logits      bool
+}
+
+// classRow writes the log-probabilities of row (n, ·, j) of x into lp, in
+// float64 whatever T is.
+func classRow[T float](c classGeom, x []T, n, j int, lp []float64) {
+	base := n*c.C*c.inner + j
+	for k := range lp {
+		lp[k] = float64(x[base+k*c.inner])
+	}
+	if !c.logits {
+		return
+	}
+	mx := math.Inf(-1)
+	for _, v := range lp {
+		mx = math.Max(mx, v)
+	}
+	sum := 0.0
+	for _, v := range lp {
+		sum += math.Exp(v - mx)
+	}
+	l := mx + math.Log(sum)
+	for k := range lp {
+		lp[k] -= l
+	}
+}
+
+// classCount is the number of targets that are not ignored.
+func classCount[T float](c classGeom, tg []T) float64 {
+	k := 0.0
+	for _, v := range tg {
+		if float64(v) != c.ignore {
+			k++
+		}
+	}
+	return k
+}
+
+// classForward writes the mean loss over the targets not ignored into
+// dst[0], computed in float64 and rounded once (PyTorch: 0/0 = NaN when
+// all are ignored).
+func classForward[T float](c classGeom, dst, x, tg []T) {
+	lp := make([]float64, c.C)
+	sum := 0.0
+	for n := 0; n < c.N; n++ {
+		for j := 0; j < c.inner; j++ {
+			cl := float64(tg[n*c.inner+j])
+			if cl == c.ignore {
+				continue
+			}
+			classRow(c, x, n, j, lp)
+			sum -= lp[int(cl)]
+		}
+	}
+	dst[0] = T(sum / classCount(c, tg))
+}
+
+// classBackward writes the gradient of the loss times g with respect to
+// the output into dst (zeroed): every element gets at most one float64
+// value, rounded once, computed as the terms added to a zero would be.
+func classBackward[T float](c classGeom, dst, x, tg []T, g float64) {
+	k := g / classCount(c, tg)
+	lp := make([]float64, c.C)
+	for n := 0; n < c.N; n++ {
+		for j := 0; j < c.inner; j++ {
+			cl := float64(tg[n*c.inner+j])
+			if cl == c.ignore {
+				continue
+			}
+			base := n*c.C*c.inner + j
+			if !c.logits {
+				dst[base+int(cl)*c.inner] = T(0 - k) // as 0 −= k: +0 for k = 0
+				continue
+			}
+			classRow(c, x, n, j, lp)
+			for cc := 0; cc < c.C; cc++ {
+				v := 0.0
+				v += k * math.Exp(lp[cc])
+				if cc == int(cl) {
+					v -= k
 				}
-			}
-			return k
-		}
-		fwd := func(dst []float64, in [][]float64) {
-			x, tg := in[0], in[1]
-			lp := make([]float64, C)
-			sum := 0.0
-			for n := 0; n < N; n++ {
-				for j := 0; j < inner; j++ {
-					c := tg[n*inner+j]
-					if c == ignore {
-						continue
-					}
-					logp(x, n, j, lp)
-					sum -= lp[int(c)]
-				}
-			}
-			dst[0] = sum / count(tg) // 0/0 = NaN like PyTorch when all are ignored
-		}
-		bwd := func(_ int, dst []float64, in [][]float64, _, g []float64) {
-			x, tg := in[0], in[1]
-			k := g[0] / count(tg)
-			lp := make([]float64, C)
-			for n := 0; n < N; n++ {
-				for j := 0; j < inner; j++ {
-					c := tg[n*inner+j]
-					if c == ignore {
-						continue
-					}
-					base := n*C*inner + j
-					if logits {
-						logp(x, n, j, lp)
-						for cc := 0; cc < C; cc++ {
-							dst[base+cc*inner] += k * math.Exp(lp[cc])
-						}
-					}
-					dst[base+int(c)*inner] -= k
-				}
+				dst[base+cc*c.inner] = T(v)
 			}
 		}
-		return b.kernel("loss:"+t.Name, t.Loss, []gnode{out, target}, nil, fwd, bwd, []bool{true, false})
 	}
 }
