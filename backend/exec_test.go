@@ -7,6 +7,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/png"
 )
 
@@ -229,5 +230,61 @@ func planFreesValues(t *testing.T, sc stepCase, recompute bool) {
 	}
 	if !recompute && recomputed != 0 {
 		t.Errorf("the backward pass recomputes %d forward values of a model under RematMinBytes", recomputed)
+	}
+}
+
+// TestJacobianZeroWithoutGradient checks, with the Jacobian full of NaN
+// before the call (Evaluate no longer clears it whole), that the entries
+// of a parameter no loss depends on and the row of a task whose loss
+// depends on no parameter are zero, and the others are the gradients, in
+// float32 and float64 and with the passes side by side or not.
+func TestJacobianZeroWithoutGradient(t *testing.T) {
+	saved := ConcurrentPassMaxBytes
+	defer func() { ConcurrentPassMaxBytes = saved }()
+	x := []float32{0.5, -1, 2}
+	// y1 = Σ x·w1 (tasks a and b), y2 = x·w2 (no task), y3 = Σ x (task c).
+	m := graphModel([]*onnxpb.NodeProto{
+		mkNode("Mul", "m1", []string{"x", "w1"}, []string{"p1"}),
+		mkNode("ReduceSum", "s1", []string{"p1"}, []string{"y1"}),
+		mkNode("Mul", "m2", []string{"x", "w2"}, []string{"y2"}),
+		mkNode("ReduceSum", "s3", []string{"x"}, []string{"y3"}),
+	}, []*importer.Tensor{
+		importer.NewFloat32("w1", []int{3}, []float32{1, 2, 3}),
+		importer.NewFloat32("w2", []int{3}, []float32{4, 5, 6}),
+	}, map[string][]int64{"x": {3}}, "y1", "y2", "y3")
+	for _, f64 := range []bool{false, true} {
+		for _, limit := range []int64{-1, saved} {
+			md, err := Open(m, mustTasks(t, "a:output:y1", "b:output:y1", "c:output:y3"), Options{Float64: f64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ConcurrentPassMaxBytes = limit
+			jac := png.NewJacobian(3, md.NumParams())
+			for i := range jac.Data {
+				jac.Data[i] = float32(math.NaN())
+			}
+			if err := md.Evaluate(map[string]*importer.Tensor{"x": importer.NewFloat32("x", []int{3}, x)}, make([]float64, 3), &jac); err != nil {
+				t.Fatal(err)
+			}
+			w1, w2 := md.params[0], md.params[1]
+			if w1.Name != "w1" {
+				w1, w2 = w2, w1
+			}
+			for k := 0; k < 3; k++ {
+				row := jac.Row(k)
+				for i := 0; i < 3; i++ {
+					want := float32(0)
+					if k < 2 {
+						want = x[i] // ∂(Σ x·w1)/∂w1 = x for the output loss (sum)
+					}
+					if got := row[w1.Offset+i]; got != want {
+						t.Errorf("f64=%v limit=%d: J[%d][w1 %d] = %v, want %v", f64, limit, k, i, got, want)
+					}
+					if got := row[w2.Offset+i]; got != 0 {
+						t.Errorf("f64=%v limit=%d: J[%d][w2 %d] = %v, want 0 (no loss depends on w2)", f64, limit, k, i, got)
+					}
+				}
+			}
+		}
 	}
 }
