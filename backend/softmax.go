@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -189,10 +190,6 @@ func softmaxBackward[T float](dst, y, g []T, outer, d, inner int, logSm bool) {
 	})
 }
 
-// exp64 sets dst[i] = math.Exp(x[i]) for i < len(x).
-func exp64(dst, x []float64) {
-	dst = dst[:len(x)]
-	for i, v := range x {
-		dst[i] = math.Exp(v)
-	}
-}
+// exp64 sets dst[i] = math.Exp(x[i]) for i < len(x), bit for bit, with the
+// vector kernels of vmath.Exp64 where the CPU has them.
+func exp64(dst, x []float64) { vmath.Exp64(dst[:len(x)], x) }
