@@ -24,14 +24,7 @@ var mtanConvShapes = []struct{ cin, cout, h, w int }{
 // cores, and reports GFLOP/s (2·N·M·C·9·oH·oW per pass).
 func BenchmarkConvMTAN(b *testing.B) {
 	const n = 4
-	rng := rand.New(rand.NewSource(1))
-	f32 := func(k int) []float32 {
-		d := make([]float32, k)
-		for i := range d {
-			d[i] = float32(rng.NormFloat64())
-		}
-		return d
-	}
+	f32 := normals32(rand.New(rand.NewSource(1)))
 	for _, s := range mtanConvShapes {
 		xs, ws := tensor.Shape{n, s.cin, s.h, s.w}, tensor.Shape{s.cout, s.cin, 3, 3}
 		g, err := newConvGeom(xs, ws, ConvParams{Pads: []int{1, 1, 1, 1}})
@@ -69,17 +62,10 @@ func BenchmarkConvMTAN(b *testing.B) {
 // channels at 36×48 and 18×24 and 256 at 72×96, batch 2) and
 // reports GFLOP/s: the forward pass with 1 MB im2col bands
 // (bandCacheElems, for filters of at most 1 MB) and with bands of
-// ColBandElems (16 MB); the input
-// gradient as a forward convolution (GradXAsForward) and through col2im.
+// ColBandElems (16 MB); the input gradient as a forward convolution
+// (GradXAsForward) and through col2im.
 func BenchmarkConvLargePlanes(b *testing.B) {
-	rng := rand.New(rand.NewSource(1))
-	f32 := func(k int) []float32 {
-		d := make([]float32, k)
-		for i := range d {
-			d[i] = float32(rng.NormFloat64())
-		}
-		return d
-	}
+	f32 := normals32(rand.New(rand.NewSource(1)))
 	band, asFwd := bandCacheElems, GradXAsForward
 	defer func() { bandCacheElems, GradXAsForward = band, asFwd }()
 	for _, s := range []struct{ n, cin, cout, h, w int }{{2, 64, 64, 288, 384}, {2, 128, 128, 144, 192}, {4, 64, 64, 64, 96}, {4, 64, 128, 64, 96}, {2, 256, 256, 72, 96}, {2, 512, 512, 36, 48}, {2, 512, 512, 18, 24}} {
@@ -113,5 +99,17 @@ func BenchmarkConvLargePlanes(b *testing.B) {
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
+	}
+}
+
+// normals32 returns a function making slices of k standard normal float32
+// values drawn from rng.
+func normals32(rng *rand.Rand) func(k int) []float32 {
+	return func(k int) []float32 {
+		d := make([]float32, k)
+		for i := range d {
+			d[i] = float32(rng.NormFloat64())
+		}
+		return d
 	}
 }
