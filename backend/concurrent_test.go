@@ -1,8 +1,10 @@
 package backend
 
 import (
+	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/paretonav/paretonav/png"
@@ -66,5 +68,64 @@ func TestConcurrentPassesMatchSequential(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFuseBatchNormRelu checks that the MTANs' BatchNorm → Relu pairs run
+// fused (some pairs found) and give the losses and Jacobian of the two
+// ops run apart, bit for bit, with the backward passes recomputing the
+// forward values (RematMinBytes 0: the fused pair runs again inside each
+// pass) and keeping them.
+func TestFuseBatchNormRelu(t *testing.T) {
+	savedFuse, savedRemat := FuseBatchNormRelu, RematMinBytes
+	defer func() { FuseBatchNormRelu, RematMinBytes = savedFuse, savedRemat }()
+	for _, sc := range stepCases {
+		if !strings.HasPrefix(sc.name, "mtan") {
+			continue
+		}
+		for _, remat := range []int64{0, savedRemat} {
+			t.Run(fmt.Sprintf("%s/remat%d", sc.name, remat), func(t *testing.T) {
+				RematMinBytes = remat
+				m := len(sc.tasks)
+				batch := sc.batch(3)
+				run := func(fuse bool) ([]float64, []float32, int) {
+					FuseBatchNormRelu = fuse
+					md := openStepCase(t, sc)
+					losses := make([]float64, m)
+					jac := png.NewJacobian(m, md.NumParams())
+					for step := 0; step < 2; step++ {
+						if err := md.Evaluate(batch, losses, &jac); err != nil {
+							t.Fatal(err)
+						}
+					}
+					fused := 0
+					for _, c := range md.cache {
+						if c.prog != nil {
+							for _, f := range c.prog.fusedBN {
+								if f {
+									fused++
+								}
+							}
+						}
+					}
+					return losses, jac.Data, fused
+				}
+				l0, j0, n0 := run(false)
+				l1, j1, n1 := run(true)
+				if n0 != 0 || n1 == 0 {
+					t.Fatalf("fused BatchNorm → Relu pairs: %d off, %d on; want 0 and some", n0, n1)
+				}
+				for k := range l0 {
+					if math.Float64bits(l0[k]) != math.Float64bits(l1[k]) {
+						t.Errorf("loss %d: fused %v, apart %v", k, l1[k], l0[k])
+					}
+				}
+				for i := range j0 {
+					if math.Float32bits(j0[i]) != math.Float32bits(j1[i]) {
+						t.Fatalf("J[%d]: fused %v, apart %v", i, j1[i], j0[i])
+					}
+				}
+			})
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/ops"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -70,6 +71,9 @@ type program struct {
 	pool  *bufPool    // dead buffers; shared by the programs of one Model
 	zero  zeroBacking // the shared backing of zero values
 	live  []int       // backward nodes holding a value from the last pass
+
+	reluOf  []int  // per node: the BatchNorm a fused Relu takes its value from, or −1 (fuse.go)
+	fusedBN []bool // per node: a BatchNorm that runs with the Relu reading it
 }
 
 // isGorgoniaAdd reports whether op is Gorgonia's element-wise addition,
@@ -208,6 +212,7 @@ func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
 	for _, r := range roots {
 		p.roots[p.pos[r]] = true
 	}
+	p.fuseRelus()
 	p.plan = newPlan(p, len(u))
 	return p, nil
 }
@@ -314,6 +319,12 @@ func (p *program) run(seg []int, frees [][]int) (err error) {
 // exec runs node i on its input values in, writing into a pool buffer
 // where the op supports it.
 func (p *program) exec(i int, cur gnode, in []G.Value) error {
+	if b := p.reluOf[i]; b >= 0 {
+		// The BatchNorm already applied this Relu: take over its value.
+		p.vals[i], p.owned[i] = p.vals[b], p.owned[b]
+		p.owned[b] = nil
+		return nil
+	}
 	f32 := cur.Dtype() == tensor.Float32
 	var buf []float32
 	if p.pooled(i) {
@@ -341,6 +352,20 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	}
 	var v G.Value
 	var err error
+	if p.fusedBN[i] {
+		var used []float32
+		var ok bool
+		v, used, ok, err = ops.FuseReluInto(cur.Op(), buf, in...)
+		if !ok && err == nil {
+			err = fmt.Errorf("backend: %v has no fused Relu", cur)
+		}
+		keep(used)
+		if err != nil {
+			return err
+		}
+		p.vals[i] = v
+		return nil
+	}
 	switch op := cur.Op().(type) {
 	case intoOp:
 		var used []float32

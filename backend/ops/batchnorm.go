@@ -104,12 +104,18 @@ func BatchNorm(x, scale, b, mean, variance *gorgonia.Node, p BatchNormParams) (*
 				return bnEvalGradX(in[0], in[1], in[2], eps, outBufDirty[float64](buf, n)), nil
 			})
 	}
+	reluInto := func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
+		return dispatch(in[0],
+			func() (tensor.Tensor, error) { return bnEvalReluFwd(in, eps, outBufDirty[float32](buf, n)), nil },
+			func() (tensor.Tensor, error) { return bnEvalReluFwd(in, eps, outBufDirty[float64](buf, n)), nil })
+	}
 	op := &fnOp{
 		name:     fmt.Sprintf("BatchNormEval{eps=%g}", eps),
 		inDims:   []int{len(xs), 1, 1, 1, 1},
 		outShape: xs,
 		fwd:      func(in []tensor.Tensor) (tensor.Tensor, error) { return evalFwd(nil, in) },
 		into:     evalFwd,
+		reluInto: reluInto,
 		grads: []gradSpec{
 			{deps: []int{1, 4, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) { return evalGradX(nil, in) }, into: evalGradX},
 			{deps: []int{0, depGrad, 3, 4}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
@@ -244,14 +250,42 @@ func invStd[T float](variance []T, eps float64) []T {
 
 // bnEvalFwd writes BatchNorm with given statistics into y (len(x)).
 func bnEvalFwd[T float](in []tensor.Tensor, eps float64, y []T) tensor.Tensor {
+	a, c := bnEvalCoeffs[T](in, eps)
+	return affine(in[0], a, c, y)
+}
+
+// bnEvalCoeffs returns BatchNorm's per-channel affine map y = a·x + c from
+// scale, B, mean and var (in[1:5]).
+func bnEvalCoeffs[T float](in []tensor.Tensor, eps float64) (a, c []T) {
 	scale, b, mean, variance := data[T](in[1]), data[T](in[2]), data[T](in[3]), data[T](in[4])
 	inv := invStd(variance, eps)
-	a, c := make([]T, len(scale)), make([]T, len(scale))
+	a, c = make([]T, len(scale)), make([]T, len(scale))
 	for j := range scale {
 		a[j] = scale[j] * inv[j]
 		c[j] = b[j] - mean[j]*a[j]
 	}
-	return affine(in[0], a, c, y)
+	return a, c
+}
+
+// bnEvalReluFwd writes max(BatchNorm(x), 0) with given statistics into y
+// (len(x)): per element the bits of bnEvalFwd's value then Relu's max(v, 0)
+// (+0 for −0, NaN kept), without the intermediate tensor.
+func bnEvalReluFwd[T float](in []tensor.Tensor, eps float64, y []T) tensor.Tensor {
+	a, c := bnEvalCoeffs[T](in, eps)
+	xt := in[0]
+	n, ch, inner := bnDims(xt.Shape())
+	x := data[T](xt)
+	parallelFor(n*ch, func(_, lo, hi int) {
+		for p := lo; p < hi; p++ {
+			j := p % ch
+			src, dst := x[p*inner:][:inner], y[p*inner:][:inner]
+			aj, bj := a[j], c[j]
+			for i, v := range src {
+				dst[i] = max(aj*v+bj, 0)
+			}
+		}
+	})
+	return newTensor(xt.Shape(), y)
 }
 
 // bnEvalGradX writes the input gradient of bnEvalFwd into dx (len(gy)).

@@ -76,6 +76,9 @@ type fnOp struct {
 	fwd      kernelFn
 	into     intoFn     // optional: fwd writing into a given buffer
 	grads    []gradSpec // per input; a nil fn means not differentiable
+	// reluInto, when set, is into followed by Relu, in one pass over the
+	// data (BatchNorm with running statistics: FuseReluInto).
+	reluInto intoFn
 }
 
 var _ gorgonia.Op = (*fnOp)(nil)
@@ -140,6 +143,31 @@ func (op *fnOp) DoInto(buf any, vals ...gorgonia.Value) (v gorgonia.Value, used 
 		return nil, nil, err
 	}
 	return t, t.Data(), nil
+}
+
+// FuseReluInto runs op, a node's op, followed by Relu (max(y, 0) per
+// element, as the backend's float32 Relu computes it) in one pass, writing
+// into buf as DoInto does. ok is false, and nothing runs, for ops that
+// have no fused form (every op but BatchNorm with running statistics) and
+// for float64 data.
+func FuseReluInto(op gorgonia.Op, buf []float32, vals ...gorgonia.Value) (v gorgonia.Value, used []float32, ok bool, err error) {
+	f, isFn := op.(*fnOp)
+	if !isFn || f.reluInto == nil || len(vals) != len(f.inDims) {
+		return nil, nil, false, nil
+	}
+	ts, err := asTensors(f.name, vals)
+	if err != nil {
+		return nil, nil, true, err
+	}
+	if ts[0].Dtype() != tensor.Float32 {
+		return nil, nil, false, nil
+	}
+	t, err := runKernel(f.name+"+Relu", func(in []tensor.Tensor) (tensor.Tensor, error) { return f.reluInto(buf, in) }, ts)
+	if err != nil {
+		return nil, nil, true, err
+	}
+	d, _ := t.Data().([]float32)
+	return t, d, true, nil
 }
 
 func (op *fnOp) ReturnsPtr() bool     { return false }
