@@ -323,14 +323,14 @@ func (md *Model) gradGaps(c *compiled) [][2]int {
 }
 
 // copyFloats32 copies the values of v (len(dst) of them) into dst,
-// rounding float64 values to float32.
+// rounding float64 values to float32; long float32 ones on all cores.
 func copyFloats32(dst []float32, v G.Value) error {
 	if t, ok := v.(*tensor.Dense); ok && !t.RequiresIterator() {
 		if d, ok := t.Data().([]float32); ok {
 			if len(d) != len(dst) {
 				return fmt.Errorf("%d values, expected %d", len(d), len(dst))
 			}
-			copy(dst, d)
+			parallelElems(len(d), func(lo, hi int) { copy(dst[lo:hi], d[lo:hi]) })
 			return nil
 		}
 	}
