@@ -28,7 +28,8 @@ import (
 //
 // Every op runs through its Do on the goroutine running its pass (the
 // caller's; with small passes, several tasks' passes run side by side on
-// forks of the program: concurrent.go). Do returns a
+// forks of the program: concurrent.go), except that a float32 BatchNorm
+// read only by a Relu runs fused with it (fuse.go). Do returns a
 // fresh value and never writes into its inputs (Gorgonia's contract, and
 // the contract of this package's kernels and of backend/ops), so a
 // backward run gives exactly the values a full forward-and-backward run
