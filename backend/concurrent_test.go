@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/png"
 )
 
@@ -29,21 +30,7 @@ func TestConcurrentPassesMatchSequential(t *testing.T) {
 			batch := sc.batch(4)
 			run := func(limit int64) ([]float64, []float32, *program) {
 				ConcurrentPassMaxBytes = limit
-				md := openStepCase(t, sc)
-				losses := make([]float64, m)
-				jac := png.NewJacobian(m, md.NumParams())
-				for step := 0; step < 2; step++ {
-					if err := md.Evaluate(batch, losses, &jac); err != nil {
-						t.Fatal(err)
-					}
-				}
-				var p *program
-				for _, c := range md.cache {
-					if c.prog != nil {
-						p = c.prog
-					}
-				}
-				return losses, jac.Data, p
+				return twoSteps(t, sc, batch)
 			}
 			seqL, seqJ, seqP := run(-1)
 			conL, conJ, conP := run(saved)
@@ -86,29 +73,17 @@ func TestFuseBatchNormRelu(t *testing.T) {
 		for _, remat := range []int64{0, savedRemat} {
 			t.Run(fmt.Sprintf("%s/remat%d", sc.name, remat), func(t *testing.T) {
 				RematMinBytes = remat
-				m := len(sc.tasks)
 				batch := sc.batch(3)
 				run := func(fuse bool) ([]float64, []float32, int) {
 					FuseBatchNormRelu = fuse
-					md := openStepCase(t, sc)
-					losses := make([]float64, m)
-					jac := png.NewJacobian(m, md.NumParams())
-					for step := 0; step < 2; step++ {
-						if err := md.Evaluate(batch, losses, &jac); err != nil {
-							t.Fatal(err)
-						}
-					}
+					losses, jac, p := twoSteps(t, sc, batch)
 					fused := 0
-					for _, c := range md.cache {
-						if c.prog != nil {
-							for _, f := range c.prog.fusedBN {
-								if f {
-									fused++
-								}
-							}
+					for _, f := range p.fusedBN {
+						if f {
+							fused++
 						}
 					}
-					return losses, jac.Data, fused
+					return losses, jac, fused
 				}
 				l0, j0, n0 := run(false)
 				l1, j1, n1 := run(true)
@@ -128,4 +103,27 @@ func TestFuseBatchNormRelu(t *testing.T) {
 			})
 		}
 	}
+}
+
+// twoSteps opens sc's model, runs two Evaluate steps with a Jacobian on
+// batch (the second reusing the compiled program and the pool's buffers),
+// and returns the losses, the Jacobian and the program.
+func twoSteps(t *testing.T, sc stepCase, batch map[string]*importer.Tensor) ([]float64, []float32, *program) {
+	t.Helper()
+	m := len(sc.tasks)
+	md := openStepCase(t, sc)
+	losses := make([]float64, m)
+	jac := png.NewJacobian(m, md.NumParams())
+	for step := 0; step < 2; step++ {
+		if err := md.Evaluate(batch, losses, &jac); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var p *program
+	for _, c := range md.cache {
+		if c.prog != nil {
+			p = c.prog
+		}
+	}
+	return losses, jac.Data, p
 }

@@ -222,6 +222,12 @@ func bnStats[T float](xt tensor.Tensor) (mean, variance []T) {
 // affine writes y = a_c·x + b_c per channel into y (len(x); nil: a
 // fresh slice).
 func affine[T float](xt tensor.Tensor, a, b, y []T) tensor.Tensor {
+	return affineRelu(xt, a, b, y, false)
+}
+
+// affineRelu is affine, followed, when relu is set, by max(y, 0) per
+// element in the same pass.
+func affineRelu[T float](xt tensor.Tensor, a, b, y []T, relu bool) tensor.Tensor {
 	n, c, inner := bnDims(xt.Shape())
 	x := data[T](xt)
 	if y == nil {
@@ -232,6 +238,12 @@ func affine[T float](xt tensor.Tensor, a, b, y []T) tensor.Tensor {
 			j := p % c
 			src, dst := x[p*inner:][:inner], y[p*inner:][:inner]
 			aj, bj := a[j], b[j]
+			if relu {
+				for i, v := range src {
+					dst[i] = max(aj*v+bj, 0)
+				}
+				continue
+			}
 			for i, v := range src {
 				dst[i] = aj*v + bj
 			}
@@ -272,20 +284,7 @@ func bnEvalCoeffs[T float](in []tensor.Tensor, eps float64) (a, c []T) {
 // (+0 for −0, NaN kept), without the intermediate tensor.
 func bnEvalReluFwd[T float](in []tensor.Tensor, eps float64, y []T) tensor.Tensor {
 	a, c := bnEvalCoeffs[T](in, eps)
-	xt := in[0]
-	n, ch, inner := bnDims(xt.Shape())
-	x := data[T](xt)
-	parallelFor(n*ch, func(_, lo, hi int) {
-		for p := lo; p < hi; p++ {
-			j := p % ch
-			src, dst := x[p*inner:][:inner], y[p*inner:][:inner]
-			aj, bj := a[j], c[j]
-			for i, v := range src {
-				dst[i] = max(aj*v+bj, 0)
-			}
-		}
-	})
-	return newTensor(xt.Shape(), y)
+	return affineRelu(in[0], a, c, y, true)
 }
 
 // bnEvalGradX writes the input gradient of bnEvalFwd into dx (len(gy)).
