@@ -65,27 +65,23 @@ func (p *program) makeZeros(tasks []int) {
 // task k's pass with q the program holding its values (readable until
 // done returns). With plan.conc > 1, up to that many passes run at once,
 // each goroutine on its own fork of p taking the next task when its pass
-// is done; done may then run concurrently for different tasks. It
-// returns the first error in task order (a passError for a pass's own).
+// is done (done may then run concurrently for different tasks);
+// otherwise p runs them one after another. A goroutine stops at its first
+// error; eachPass returns the first in task order (a passError for a
+// pass's own).
 func (p *program) eachPass(tasks []int, dt tensor.Dtype, done func(k int, q *program) error) error {
 	p.endPass()
 	c := min(p.plan.conc, len(tasks))
-	if c <= 1 {
-		for _, k := range tasks {
-			if err := p.backward(k, dt); err != nil {
-				return passError{k, err}
-			}
-			if err := done(k, p); err != nil {
-				return err
-			}
-		}
-		return nil
+	if c > 1 {
+		p.makeZeros(tasks)
 	}
-	p.makeZeros(tasks)
 	errs := make([]error, len(tasks))
 	var next atomic.Int32
 	par.For(c, func(int) {
-		q := p.fork()
+		q := p
+		if c > 1 {
+			q = p.fork()
+		}
 		defer q.endPass()
 		for {
 			t := int(next.Add(1) - 1)
@@ -94,9 +90,11 @@ func (p *program) eachPass(tasks []int, dt tensor.Dtype, done func(k int, q *pro
 			}
 			if err := q.backward(tasks[t], dt); err != nil {
 				errs[t] = passError{tasks[t], err}
-				continue
+				return
 			}
-			errs[t] = done(tasks[t], q)
+			if errs[t] = done(tasks[t], q); errs[t] != nil {
+				return
+			}
 		}
 	})
 	for _, err := range errs {

@@ -353,26 +353,22 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	}
 	var v G.Value
 	var err error
-	if p.fusedBN[i] {
-		var used []float32
-		var ok bool
-		v, used, ok, err = ops.FuseReluInto(cur.Op(), buf, in...)
-		if !ok && err == nil {
-			err = fmt.Errorf("backend: %v has no fused Relu", cur)
-		}
-		keep(used)
-		if err != nil {
-			return err
-		}
-		p.vals[i] = v
-		return nil
-	}
 	switch op := cur.Op().(type) {
 	case intoOp:
 		var used []float32
 		v, used, err = op.doInto(buf, in)
 		keep(used)
 	case opsIntoOp:
+		if p.fusedBN[i] { // float32, with the Relu reading it (fuse.go)
+			var used []float32
+			var ok bool
+			v, used, ok, err = ops.FuseReluInto(cur.Op(), buf, in...)
+			if !ok && err == nil {
+				err = fmt.Errorf("backend: %v has no fused Relu", cur)
+			}
+			keep(used)
+			break
+		}
 		var b any
 		if f32 {
 			b = buf

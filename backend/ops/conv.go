@@ -330,11 +330,16 @@ func (g *convGeom) bandRows() int {
 // fwdBandRows is the number of output rows per im2col band of g in the
 // forward pass.
 func (g *convGeom) fwdBandRows() int {
-	if g.mg*g.colRows > bandCacheElems {
+	if !g.smallFilters() {
 		return g.bandRows()
 	}
 	return max(1, min(g.oh, bandCacheElems/max(1, g.colRows*g.ow)))
 }
+
+// smallFilters reports whether a group's filter matrix (mg × colRows)
+// takes at most bandCacheElems: then the forward pass's 1 MB bands pay,
+// and so does the input gradient as a forward convolution.
+func (g *convGeom) smallFilters() bool { return g.mg*g.colRows <= bandCacheElems }
 
 // addTo adds src into dst element-wise (len(dst) = len(src)), four at a
 // time without bounds checks in the loop.
@@ -612,11 +617,12 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 	}
 	mul := gemmFor[T](g.n)
 	band := g.bandRows()
+	finite := allFinite(w)
 	var offs []int // wide rows (wideForward; finite weights: see convWideGradX)
-	if wideForward(&g) && allFinite(w) {
+	if wideForward(&g) && finite {
 		offs = g.tapOffsets()
 	}
-	if offs == nil && allFinite(w) && convGradXAsForward(&g, w, gy, dx) {
+	if offs == nil && finite && convGradXAsForward(&g, w, gy, dx) {
 		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 	}
 	parallelFor(g.n, func(_, lo, hi int) {
@@ -676,7 +682,7 @@ var GradXAsForward = true
 // zeros padding gy, where an infinite weight would give NaN for a product
 // the gradient does not have.
 func convGradXAsForward[T float](g *convGeom, w, gy, dx []T) bool {
-	if !GradXAsForward || g.m*g.colRows > bandCacheElems || g.direct || g.g != 1 || g.y.s != 1 || g.x.s != 1 || g.y.d != 1 || g.x.d != 1 ||
+	if !GradXAsForward || !g.smallFilters() || g.direct || g.g != 1 || g.y.s != 1 || g.x.s != 1 || g.y.d != 1 || g.x.d != 1 ||
 		g.y.pb >= g.kh || g.y.pe >= g.kh || g.x.pb >= g.kw || g.x.pe >= g.kw {
 		return false
 	}
