@@ -8,12 +8,6 @@ import (
 	"github.com/paretonav/paretonav/importer"
 )
 
-// weightCopies is how many float32 copies of the parameters a training
-// step holds: the model file's initializer data and θ, which the decoded
-// float32 initializers (Model.chooseParams) and every graph's parameter
-// nodes (Model.paramView, bindParam) are views of.
-const weightCopies = 2
-
 // MemoryEstimate is the memory one Evaluate (a forward pass and every
 // task's backward pass) needs, planned from the graph before any of it is
 // allocated. Sizes are in bytes.
@@ -22,7 +16,10 @@ type MemoryEstimate struct {
 	// once: forward values kept for the backward passes plus the live
 	// values of the largest pass.
 	Values int64
-	// Weights is the parameters, weightCopies float32 copies.
+	// Weights is the parameters: θ, which the decoded float32
+	// initializers (Model.chooseParams) and every graph's parameter nodes
+	// (Model.paramView, bindParam) are views of, and the values the
+	// importer.Model still holds for them (none after ReleaseModelData).
 	Weights int64
 	// Jacobian is J (and the terms' rows), float32.
 	Jacobian int64
@@ -130,10 +127,35 @@ func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Ten
 	w := int64(runtime.GOMAXPROCS(0))
 	return MemoryEstimate{
 		Values:   c.prog.plan.peak(c.prog),
-		Weights:  weightCopies * 4 * n,
+		Weights:  4*n + md.modelDataBytes(),
 		Jacobian: int64(len(md.tasks)) * 4 * n,
 		// an im2col band or wide rows per worker, and one shared buffer of
 		// a convolution over the whole batch or a padded input chunk
 		Scratch: (w+1)*4*int64(ops.ColBandElems) + ops.ColCacheTotal,
 	}, nil
+}
+
+// ReleaseModelData drops the values of the trainable initializers that
+// the importer.Model given to Open holds in memory
+// (importer.Model.ReleaseData): θ holds them. That saves one copy of the
+// parameters (177 MB for the full MTAN). Afterwards that importer.Model
+// can be saved only with Weights, and Open cannot be called on it again.
+func (md *Model) ReleaseModelData() error {
+	if err := md.m.ReleaseData(md.paramNames()); err != nil {
+		return fmt.Errorf("backend: %w", err)
+	}
+	return nil
+}
+
+// modelDataBytes is what the importer.Model holds in memory for the
+// trainable initializers' values.
+func (md *Model) modelDataBytes() int64 { return md.m.InlineBytes(md.paramNames()) }
+
+// paramNames lists the trainable initializers in θ's order.
+func (md *Model) paramNames() []string {
+	names := make([]string, len(md.params))
+	for i, p := range md.params {
+		names[i] = p.Name
+	}
+	return names
 }

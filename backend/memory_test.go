@@ -1,11 +1,15 @@
 package backend
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/png"
 )
 
@@ -42,7 +46,8 @@ func TestEstimateMemory(t *testing.T) {
 					e1.Values, e2.Values, e4.Values, r)
 			}
 			n := int64(md.NumParams())
-			if e4.Weights != weightCopies*4*n || e4.Jacobian != int64(len(sc.tasks))*4*n {
+			// the model file's float32 values and θ
+			if e4.Weights != 2*4*n || e4.Jacobian != int64(len(sc.tasks))*4*n {
 				t.Errorf("weights %d, J %d bytes for %d parameters and %d tasks", e4.Weights, e4.Jacobian, n, len(sc.tasks))
 			}
 			if !strings.Contains(e4.String(), "activations and gradients") {
@@ -83,7 +88,7 @@ func TestEstimateMemoryBatchErrors(t *testing.T) {
 	}
 }
 
-// TestParametersHeldOnce checks what weightCopies counts: the decoded
+// TestParametersHeldOnce checks what MemoryEstimate.Weights counts: the decoded
 // float32 initializers of the trainable parameters and the parameter
 // nodes of every graph the model builds (Open's trial build, the
 // estimate's, Evaluate's) are views of θ, not copies.
@@ -180,6 +185,59 @@ func TestPoolWithinPlan(t *testing.T) {
 				if !slices.Equal(l, fl) || !slices.Equal(jac.Data, fj.Data) {
 					t.Errorf("batch %d: losses %v with a reused pool, %v with a fresh one (or J differs)", n, l, fl)
 				}
+			}
+		})
+	}
+}
+
+// TestReleaseModelData checks that after ReleaseModelData the model file
+// holds no parameter values, the estimate counts θ alone, a step gives the
+// same losses and Jacobian bit for bit, and the model saves from Weights
+// to the same file as before the release.
+func TestReleaseModelData(t *testing.T) {
+	for _, sc := range stepCases {
+		t.Run(sc.name, func(t *testing.T) {
+			md := openStepCase(t, sc)
+			m := len(sc.tasks)
+			step := func() ([]float64, []float32) {
+				losses := make([]float64, m)
+				jac := png.NewJacobian(m, md.NumParams())
+				if err := md.Evaluate(sc.batch(4), losses, &jac); err != nil {
+					t.Fatal(err)
+				}
+				return losses, jac.Data
+			}
+			l0, j0 := step()
+			dir := t.TempDir()
+			before := filepath.Join(dir, "before.onnx")
+			if err := importer.Save(before, md.m, md.Weights(), importer.SaveOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := md.ReleaseModelData(); err != nil {
+				t.Fatal(err)
+			}
+			if held := md.m.InlineBytes(md.paramNames()); held != 0 {
+				t.Errorf("the model file still holds %d bytes of parameters", held)
+			}
+			e, err := md.EstimateMemoryBatch(4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := int64(md.NumParams()); e.Weights != 4*n {
+				t.Errorf("weights %d bytes after the release, want θ's %d", e.Weights, 4*n)
+			}
+			l1, j1 := step()
+			if !slices.Equal(l0, l1) || !slices.Equal(j0, j1) {
+				t.Error("the step changed after the release")
+			}
+			after := filepath.Join(dir, "after.onnx")
+			if err := importer.Save(after, md.m, md.Weights(), importer.SaveOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			a, _ := os.ReadFile(before)
+			b, _ := os.ReadFile(after)
+			if len(a) == 0 || !bytes.Equal(a, b) {
+				t.Errorf("saved after the release: %d bytes, differing from the %d saved before", len(b), len(a))
 			}
 		})
 	}

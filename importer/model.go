@@ -2,6 +2,7 @@ package importer
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -24,6 +25,9 @@ type Model struct {
 	// inlined into Proto (nil when it has none): Save writes it, so that
 	// functions and their calls are kept.
 	written *onnxpb.ModelProto
+	// released names the initializers whose values ReleaseData dropped,
+	// each with its storage form (true: raw_data; false: a typed field).
+	released map[string]bool
 }
 
 // Load reads, decodes and validates the ONNX model in path (see Decode),
@@ -113,6 +117,9 @@ func (m *Model) Initializers() (map[string]*Tensor, error) {
 // Initializer decodes one initializer of m, reading external data from
 // m's folder when the tensor says so.
 func (m *Model) Initializer(tp *onnxpb.TensorProto) (*Tensor, error) {
+	if _, ok := m.released[tp.GetName()]; ok {
+		return nil, releasedError(tp.GetName())
+	}
 	if tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
 		raw, err := readExternal(m.Dir, tp)
 		if err != nil {
@@ -149,6 +156,9 @@ func (m *Model) Clone() *Model {
 	c := &Model{Proto: proto.Clone(m.Proto).(*onnxpb.ModelProto), Path: m.Path, Dir: m.Dir}
 	if m.written != nil {
 		c.written = proto.Clone(m.written).(*onnxpb.ModelProto)
+	}
+	if m.released != nil {
+		c.released = maps.Clone(m.released)
 	}
 	return c
 }

@@ -57,6 +57,9 @@ func DataFileName(path string) string { return filepath.Base(path) + ".data" }
 // rounded to nearest even; F64 for double; I64 for integers and bool). An
 // inline initializer keeps its storage form (raw_data or typed field).
 //
+// Every initializer released by ReleaseData needs a weight (Save fails
+// naming those without one); it is written in the storage form it had.
+//
 // Initializers that m kept in external data are written to one data file
 // beside path, named DataFileName(path), each at an offset aligned to 4096
 // bytes, unless opt.InlineData. When the model would otherwise exceed the
@@ -103,6 +106,11 @@ func Save(path string, m *Model, weights map[string]*Tensor, opt SaveOptions) er
 			errs.Add(where, "%v", err)
 		}
 	}
+	for _, name := range m.Released() {
+		if weights[name] == nil {
+			errs.Add(fmt.Sprintf("initializer %q", name), "its values were released (Model.ReleaseData); Save needs them as a weight")
+		}
+	}
 	if err := errs.Err(); err != nil {
 		return fmt.Errorf("importer: save %s: %w", path, err)
 	}
@@ -112,7 +120,12 @@ func Save(path string, m *Model, weights map[string]*Tensor, opt SaveOptions) er
 		w := weights[tp.GetName()]
 		dt := DataType(tp.GetDataType())
 		external := tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL
+		raw, released := m.released[tp.GetName()]
 		switch {
+		case released && raw:
+			tp.RawData = rawBytes(w, dt)
+		case released:
+			setTyped(tp, w, dt)
 		case external:
 			var raw []byte
 			if w != nil {

@@ -181,6 +181,8 @@ func (m *Model) Untie(names []string) (map[string][]string, error) {
 	for _, name := range names {
 		if byName[name] == nil {
 			errs.Add(fmt.Sprintf("initializer %q", name), "no such initializer in the main graph")
+		} else if _, ok := m.released[name]; ok {
+			errs.Add(fmt.Sprintf("initializer %q", name), "its values were released (Model.ReleaseData); untie before releasing")
 		}
 	}
 	if err := errs.Err(); err != nil {

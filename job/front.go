@@ -335,6 +335,9 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 			return fmt.Errorf("model %d: %w", k, err)
 		}
 		net, err := backend.Open(m, j.btasks, opt)
+		if err == nil {
+			err = net.ReleaseModelData() // θ holds the weights; Save gets them from Weights
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}

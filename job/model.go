@@ -131,7 +131,9 @@ func (mc ModelConfig) resolve() ([]backend.Task, map[string]string, backend.Opti
 }
 
 // OpenModel loads the ONNX model at path (through l, which may be nil)
-// and prepares it for tasks.
+// and prepares it for tasks. The model it returns no longer holds the
+// trainable initializers' values (backend.Model.ReleaseModelData): save it
+// with the backend model's Weights.
 func OpenModel(l *Loader, path string, tasks []backend.Task, opt backend.Options) (*importer.Model, *backend.Model, error) {
 	m, err := l.Model(path)
 	if err != nil {
@@ -139,6 +141,9 @@ func OpenModel(l *Loader, path string, tasks []backend.Task, opt backend.Options
 	}
 	md, err := backend.Open(m, tasks, opt)
 	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := md.ReleaseModelData(); err != nil { // θ holds the weights; Save gets them from Weights
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, md, nil
