@@ -45,6 +45,7 @@ func (p *program) fork() *program {
 	q := *p
 	q.vals = slices.Clone(p.vals)
 	q.owned = make([][]float32, len(p.owned))
+	q.made = make([]bool, len(p.made))
 	q.live = nil
 	return &q
 }

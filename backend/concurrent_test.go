@@ -59,8 +59,9 @@ func TestConcurrentPassesMatchSequential(t *testing.T) {
 }
 
 // TestFuseBatchNormRelu checks that the MTANs' BatchNorm → Relu pairs run
-// fused (some pairs found) and give the losses and Jacobian of the two
-// ops run apart, bit for bit, with the backward passes recomputing the
+// fused (some pairs found), their gradients too (fusegrad.go: at least
+// one fused run per pair), and give the losses and Jacobian of the ops run
+// apart, bit for bit, with the backward passes recomputing the
 // forward values (RematMinBytes 0: the fused pair runs again inside each
 // pass) and keeping them.
 func TestFuseBatchNormRelu(t *testing.T) {
@@ -74,7 +75,7 @@ func TestFuseBatchNormRelu(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/remat%d", sc.name, remat), func(t *testing.T) {
 				RematMinBytes = remat
 				batch := sc.batch(3)
-				run := func(fuse bool) ([]float64, []float32, int) {
+				run := func(fuse bool) ([]float64, []float32, int, int64) {
 					FuseBatchNormRelu = fuse
 					losses, jac, p := twoSteps(t, sc, batch)
 					fused := 0
@@ -83,12 +84,15 @@ func TestFuseBatchNormRelu(t *testing.T) {
 							fused++
 						}
 					}
-					return losses, jac, fused
+					return losses, jac, fused, p.fusedGradRuns.Load()
 				}
-				l0, j0, n0 := run(false)
-				l1, j1, n1 := run(true)
+				l0, j0, n0, g0 := run(false)
+				l1, j1, n1, g1 := run(true)
 				if n0 != 0 || n1 == 0 {
 					t.Fatalf("fused BatchNorm → Relu pairs: %d off, %d on; want 0 and some", n0, n1)
+				}
+				if g0 != 0 || g1 < int64(n1) {
+					t.Fatalf("fused Relu → BatchNorm gradients run: %d off, %d on; want 0 and at least one per pair (%d)", g0, g1, n1)
 				}
 				for k := range l0 {
 					if math.Float64bits(l0[k]) != math.Float64bits(l1[k]) {

@@ -3,6 +3,7 @@ package backend
 import (
 	"fmt"
 	"reflect"
+	"sync/atomic"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -75,6 +76,11 @@ type program struct {
 
 	reluOf  []int  // per node: the BatchNorm a fused Relu takes its value from, or −1 (fuse.go)
 	fusedBN []bool // per node: a BatchNorm that runs with the Relu reading it
+
+	bnGrads       []*bnGradGroup // per node: a Relu gradient running its BatchNorm's gradients (fusegrad.go)
+	made          []bool         // per node: its value was made by a fused Relu gradient in this pass
+	pass          int            // the task whose backward pass runs
+	fusedGradRuns *atomic.Int64  // fused Relu gradients run, for tests; shared with forks
 }
 
 // isGorgoniaAdd reports whether op is Gorgonia's element-wise addition,
@@ -215,6 +221,7 @@ func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
 	}
 	p.fuseRelus()
 	p.plan = newPlan(p, len(u))
+	p.fuseReluGrads()
 	return p, nil
 }
 
@@ -237,6 +244,7 @@ func (p *program) forward() error {
 // readable until the next pass or release.
 func (p *program) backward(k int, dt tensor.Dtype) error {
 	p.endPass()
+	p.pass = k
 	for j, i := range p.u {
 		if i >= 0 {
 			v := 0.0
@@ -261,6 +269,7 @@ func (p *program) backward(k int, dt tensor.Dtype) error {
 func (p *program) endPass() {
 	for _, i := range p.live {
 		p.free(i)
+		p.made[i] = false
 	}
 	p.live = p.live[:0]
 }
@@ -320,6 +329,15 @@ func (p *program) run(seg []int, frees [][]int) (err error) {
 // exec runs node i on its input values in, writing into a pool buffer
 // where the op supports it.
 func (p *program) exec(i int, cur gnode, in []G.Value) error {
+	if p.made[i] { // by its fused Relu gradient (fusegrad.go)
+		p.made[i] = false
+		return nil
+	}
+	if grp := p.bnGrads[i]; grp != nil {
+		if done, err := p.execBNGrads(i, grp, in); done || err != nil {
+			return err
+		}
+	}
 	if b := p.reluOf[i]; b >= 0 {
 		// The BatchNorm already applied this Relu: take over its value.
 		p.vals[i], p.owned[i] = p.vals[b], p.owned[b]

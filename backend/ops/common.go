@@ -79,6 +79,13 @@ type fnOp struct {
 	// reluInto, when set, is into followed by Relu, in one pass over the
 	// data (BatchNorm with running statistics: FuseReluInto).
 	reluInto intoFn
+	// reluGrads, when set, computes the gradients of X, scale and B from
+	// the gradient of the Relu reading the output (BatchNormReluGrads).
+	reluGrads func(in []tensor.Tensor, y, gy tensor.Tensor, dx []float32, wantScale, wantB bool) (gx, gscale, gb tensor.Tensor)
+	// parent and input name, for a gradient op SymDiff built, the op and
+	// the input it is the gradient of.
+	parent *fnOp
+	input  int
 }
 
 var _ gorgonia.Op = (*fnOp)(nil)
@@ -218,6 +225,8 @@ func (op *fnOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gor
 			outShape: inputs[i].Shape(),
 			fwd:      g.fn,
 			into:     g.into,
+			parent:   op,
+			input:    i,
 		}
 		gop.inDims, gop.inTypes = nodeTypes(deps)
 		n, err := apply(gop, deps...)

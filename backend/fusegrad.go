@@ -1,0 +1,160 @@
+package backend
+
+import (
+	"sync/atomic"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/backend/ops"
+)
+
+// The backward side of a BatchNorm fused with its Relu (fuse.go): the
+// Relu's gradient node computes g = gy·[y > 0] and the BatchNorm's
+// gradient nodes for X, scale and B each read g. Where those are g's
+// only readers, the executor runs them all when it reaches the Relu's
+// gradient node, in one pass over gy, y and X that never writes g
+// (ops.BatchNormReluGrads): the same bits, half the memory traffic. The
+// BatchNorm's gradient nodes then find their values made and do nothing.
+// Their values are made a few nodes earlier than planned, while g, which
+// the plan counts alive until its last reader, is never allocated, so the
+// planned peak still bounds the pass.
+
+// bnGradGroup is a Relu gradient node's fused BatchNorm gradients.
+type bnGradGroup struct {
+	bn    int       // the BatchNorm node
+	op    G.Op      // its op
+	grads [3]int    // the gradient nodes of X, scale and B (−1: none)
+	in    [][3]bool // per task's pass: which of grads run in it
+}
+
+// fuseReluGrads finds the Relu gradient nodes of fused BatchNorm → Relu
+// pairs whose readers are only the BatchNorm's gradient nodes of X, scale
+// and B, and records which of those run in each task's pass. It runs after
+// fuseRelus and the plan.
+func (p *program) fuseReluGrads() {
+	p.bnGrads = make([]*bnGradGroup, len(p.nodes))
+	p.made = make([]bool, len(p.nodes))
+	p.fusedGradRuns = new(atomic.Int64)
+	if !FuseBatchNormRelu {
+		return
+	}
+	readers := make([][]int, len(p.nodes))
+	for i := range p.nodes {
+		for _, j := range p.args[i] {
+			readers[j] = append(readers[j], i)
+		}
+	}
+	for r, n := range p.nodes {
+		gop, ok := n.Op().(*kernelGradOp)
+		if !ok || gop.p.kind != "Relu" || len(p.args[r]) != 3 || p.roots[r] || n.Dtype() != tensor.Float32 {
+			continue
+		}
+		j := p.args[r][1] // the Relu, whose output the gradient reads
+		if p.reluOf[j] < 0 {
+			continue
+		}
+		bn := p.reluOf[j]
+		grp := &bnGradGroup{bn: bn, op: p.nodes[bn].Op(), grads: [3]int{-1, -1, -1}}
+		fused := len(readers[r]) > 0
+		for _, d := range readers[r] {
+			op, k, ok := ops.BatchNormReluGradOf(p.nodes[d].Op())
+			if !ok || op != grp.op || grp.grads[k] >= 0 || !p.readsAs(d, r, k) {
+				fused = false
+				break
+			}
+			grp.grads[k] = d
+		}
+		if !fused {
+			continue
+		}
+		grp.in = make([][3]bool, len(p.plan.segs))
+		for k, seg := range p.plan.segs {
+			for _, i := range seg {
+				for g, d := range grp.grads {
+					if d >= 0 && i == d {
+						grp.in[k][g] = true
+					}
+				}
+			}
+		}
+		p.bnGrads[r] = grp
+	}
+}
+
+// readsAs reports whether gradient node d of input k of a BatchNorm reads
+// the Relu gradient r in the place BatchNorm's gradient specs give it
+// (X: scale, var, g; scale: X, g, mean, var; B: g), and its other
+// operands are the BatchNorm's.
+func (p *program) readsAs(d, r, k int) bool {
+	bnArgs := p.args[p.bnGradOwner(r)]
+	var want []int
+	switch k {
+	case 0:
+		want = []int{bnArgs[1], bnArgs[4], r}
+	case 1:
+		want = []int{bnArgs[0], r, bnArgs[3], bnArgs[4]}
+	default:
+		want = []int{r}
+	}
+	args := p.args[d]
+	if len(args) != len(want) {
+		return false
+	}
+	for i := range want {
+		if args[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// bnGradOwner is the BatchNorm node whose Relu's gradient is node r.
+func (p *program) bnGradOwner(r int) int { return p.reluOf[p.args[r][1]] }
+
+// execBNGrads runs the fused gradients of group grp at its Relu gradient
+// node r in task k's pass (in: r's operands, x, y, gy). It reports false,
+// doing nothing, when an operand is missing (a recomputed forward value
+// not made yet): r then runs as it is.
+func (p *program) execBNGrads(r int, grp *bnGradGroup, in []G.Value) (bool, error) {
+	want := grp.in[p.pass]
+	if !want[0] && !want[1] && !want[2] {
+		return false, nil
+	}
+	bnArgs := p.args[grp.bn]
+	vals := make([]G.Value, 5)
+	for i, j := range bnArgs {
+		vals[i] = p.vals[j]
+	}
+	if !want[1] {
+		vals[0] = nil // X is read only for scale's gradient
+	}
+	for i, v := range vals {
+		if v == nil && (i > 0 || want[1]) {
+			return false, nil
+		}
+	}
+	var dx []float32
+	if want[0] {
+		dx = p.pool.get(numel(p.nodes[grp.grads[0]].Shape()))
+	}
+	gx, gs, gb, err := ops.BatchNormReluGrads(grp.op, vals, in[1], in[2], dx, want[1], want[2])
+	if err != nil {
+		if dx != nil {
+			p.pool.put(dx)
+		}
+		return true, err
+	}
+	for g, v := range []G.Value{gx, gs, gb} {
+		if want[g] {
+			d := grp.grads[g]
+			p.vals[d], p.made[d] = v, true
+		}
+	}
+	if want[0] {
+		p.owned[grp.grads[0]] = dx
+	}
+	p.vals[r] = nil
+	p.fusedGradRuns.Add(1)
+	return true, nil
+}
