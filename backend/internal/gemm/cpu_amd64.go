@@ -15,16 +15,17 @@ func sgemmKernel6x16(kc int, a, b, c *float32, ldc, over int)
 func sgemmKernel6x32(kc int, a, b, c *float32, ldc, over int)
 
 // sgemmKernel6x16s is sgemmKernel6x16 with B read in place (not packed):
-// row l of the kc×16 panel starts at b + l·ldb.
+// row l of the kc×16 panel starts at b + l·ldb. far is not used.
 //
 //go:noescape
-func sgemmKernel6x16s(kc int, a, b, c *float32, ldc, ldb, over int)
+func sgemmKernel6x16s(kc int, a, b, c *float32, ldc, ldb, over, far int)
 
 // sgemmKernel6x32s is sgemmKernel6x32 with B read in place (not packed):
-// row l of the kc×32 panel starts at b + l·ldb.
+// row l of the kc×32 panel starts at b + l·ldb. With far ≠ 0 it prefetches
+// each row's next panel (the next 32 values) as it goes.
 //
 //go:noescape
-func sgemmKernel6x32s(kc int, a, b, c *float32, ldc, ldb, over int)
+func sgemmKernel6x32s(kc int, a, b, c *float32, ldc, ldb, over, far int)
 
 // sdotKernel3x4 is the AVX-512F dot-product kernel for A·Bᵀ with long
 // rows: c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l] (i < 3, j < 4, k ≥ 1).

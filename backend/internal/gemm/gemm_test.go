@@ -144,6 +144,12 @@ func paths(t *testing.T, f func(t *testing.T)) {
 			defer func() { active = saved }()
 			f(t)
 		})
+		t.Run(kr.name+"-far", func(t *testing.T) { // every direct product prefetching its rows
+			saved, fr := active, farRow
+			active, farRow = kr, 0
+			defer func() { active, farRow = saved, fr }()
+			f(t)
+		})
 		if kr.dot == nil {
 			continue
 		}

@@ -398,7 +398,33 @@ dotreduce:
 // sgemmKernel6x32s is sgemmKernel6x32 reading B unpacked: row l of the
 // kc×32 panel at b + l·ldb.
 // func sgemmKernel6x32s(kc int, a, b, c *float32, ldc, ldb, over int)
-TEXT ·sgemmKernel6x32s(SB), NOSPLIT, $8-56
+// STEP6X32S is one step of l of sgemmKernel6x32s: row l of the b panel
+// (two vectors at DI) times six values of a (at SI) into Z0–Z11.
+#define STEP6X32S \
+	VMOVUPS (DI), Z12; \
+	VMOVUPS 64(DI), Z13; \
+	VBROADCASTSS 0(SI), Z14; \
+	VFMADD231PS Z12, Z14, Z0; \
+	VFMADD231PS Z13, Z14, Z1; \
+	VBROADCASTSS 4(SI), Z15; \
+	VFMADD231PS Z12, Z15, Z2; \
+	VFMADD231PS Z13, Z15, Z3; \
+	VBROADCASTSS 8(SI), Z14; \
+	VFMADD231PS Z12, Z14, Z4; \
+	VFMADD231PS Z13, Z14, Z5; \
+	VBROADCASTSS 12(SI), Z15; \
+	VFMADD231PS Z12, Z15, Z6; \
+	VFMADD231PS Z13, Z15, Z7; \
+	VBROADCASTSS 16(SI), Z14; \
+	VFMADD231PS Z12, Z14, Z8; \
+	VFMADD231PS Z13, Z14, Z9; \
+	VBROADCASTSS 20(SI), Z15; \
+	VFMADD231PS Z12, Z15, Z10; \
+	VFMADD231PS Z13, Z15, Z11; \
+	ADDQ $24, SI; \
+	ADDQ R9, DI
+
+TEXT ·sgemmKernel6x32s(SB), NOSPLIT, $8-64
 	FLUSH_SUBNORMALS
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -422,31 +448,23 @@ TEXT ·sgemmKernel6x32s(SB), NOSPLIT, $8-56
 	VPXORD Z11, Z11, Z11
 	TESTQ CX, CX
 	JZ sstore
+	MOVQ far+56(FP), R11
+	TESTQ R11, R11
+	JNZ sloop_far
 sloop:
-	VMOVUPS (DI), Z12
-	VMOVUPS 64(DI), Z13
-	VBROADCASTSS 0(SI), Z14
-	VFMADD231PS Z12, Z14, Z0
-	VFMADD231PS Z13, Z14, Z1
-	VBROADCASTSS 4(SI), Z15
-	VFMADD231PS Z12, Z15, Z2
-	VFMADD231PS Z13, Z15, Z3
-	VBROADCASTSS 8(SI), Z14
-	VFMADD231PS Z12, Z14, Z4
-	VFMADD231PS Z13, Z14, Z5
-	VBROADCASTSS 12(SI), Z15
-	VFMADD231PS Z12, Z15, Z6
-	VFMADD231PS Z13, Z15, Z7
-	VBROADCASTSS 16(SI), Z14
-	VFMADD231PS Z12, Z14, Z8
-	VFMADD231PS Z13, Z14, Z9
-	VBROADCASTSS 20(SI), Z15
-	VFMADD231PS Z12, Z15, Z10
-	VFMADD231PS Z13, Z15, Z11
-	ADDQ $24, SI
-	ADDQ R9, DI
+	STEP6X32S
 	DECQ CX
 	JNZ sloop
+	JMP sstore
+sloop_far:
+	// b's rows lie on different pages (far apart): fetch each row's next
+	// panel, which the hardware prefetchers do not follow across so many
+	// streams.
+	PREFETCHT0 128(DI)
+	PREFETCHT0 192(DI)
+	STEP6X32S
+	DECQ CX
+	JNZ sloop_far
 sstore:
 	MOVQ over+48(FP), R10
 	TESTQ R10, R10
@@ -508,7 +526,7 @@ sstore_over:
 // sgemmKernel6x16s is sgemmKernel6x16 reading B unpacked: row l of the
 // kc×16 panel at b + l·ldb.
 // func sgemmKernel6x16s(kc int, a, b, c *float32, ldc, ldb, over int)
-TEXT ·sgemmKernel6x16s(SB), NOSPLIT, $8-56
+TEXT ·sgemmKernel6x16s(SB), NOSPLIT, $8-64
 	FLUSH_SUBNORMALS
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
