@@ -145,7 +145,7 @@ func BenchmarkSgemmSubnormal(b *testing.B) {
 func BenchmarkDirectFar(b *testing.B) {
 	saved := farRow
 	defer func() { farRow = saved }()
-	for _, s := range []struct{ m, n, k int }{{64, 110592, 64}, {64, 110592, 128}, {64, 27648, 128}, {64, 384, 576}} {
+	for _, s := range []struct{ m, n, k int }{{64, 110592, 64}, {64, 110592, 128}, {64, 27648, 128}, {64, 384, 576}, {128, 110592, 64}, {128, 27648, 256}} {
 		a, bb, c := make([]float32, s.m*s.k), make([]float32, s.k*s.n), make([]float32, s.m*s.n)
 		for i := range a {
 			a[i] = float32(i%7) * 0.1

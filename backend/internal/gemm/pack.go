@@ -102,6 +102,10 @@ func packB(trans bool, b []float32, ldb, pc, jc, kc, nc, nr int, dst []float32) 
 	if kc == 0 {
 		return
 	}
+	if !trans && ldb >= farRow {
+		packBRows(b, ldb, pc, jc, kc, nc, nr, dst)
+		return
+	}
 	for jr := 0; jr < nc; jr += nr {
 		w := min(nr, nc-jr)
 		p := dst[jr*kc : jr*kc+nr*kc]
@@ -150,6 +154,22 @@ func packBCols(b []float32, o, ldb, kc, w, nr int, p []float32) {
 	for ; j < w; j++ {
 		for l, v := range b[o+j*ldb : o+j*ldb+kc] {
 			p[l*nr+j] = v
+		}
+	}
+}
+
+// packBRows is packB for an untransposed b whose rows lie far apart
+// (farRow): row by row, each read whole across the nc columns, instead of
+// panel by panel, which reads nr values from each of kc pages in turn.
+func packBRows(b []float32, ldb, pc, jc, kc, nc, nr int, dst []float32) {
+	if r := nc % nr; r != 0 {
+		clear(dst[(nc-r)*kc : (nc-r)*kc+nr*kc])
+	}
+	for l := 0; l < kc; l++ {
+		row := b[(pc+l)*ldb+jc:][:nc]
+		for jr := 0; jr < nc; jr += nr {
+			w := min(nr, nc-jr)
+			copy(dst[jr*kc+l*nr:][:w], row[jr:jr+w])
 		}
 	}
 }
