@@ -9,7 +9,8 @@ import "github.com/paretonav/paretonav/backend/internal/cpu"
 func sgemmKernel6x16(kc int, a, b, c *float32, ldc, over int)
 
 // sgemmKernel6x32 is the AVX-512F micro-kernel (MR=6, NR=32, 12 ZMM
-// accumulators): c[i*ldc+j] += Σ_l a[l*6+i]·b[l*32+j] (= when over ≠ 0).
+// accumulators): c[i*ldc+j] += Σ_l a[l*6+i]·b[l*32+j] (= when bit 0 of
+// over is set); with bit 1 set it prefetches the tile of c first.
 //
 //go:noescape
 func sgemmKernel6x32(kc int, a, b, c *float32, ldc, over int)
@@ -40,7 +41,7 @@ func sdotKernel3x4AVX2(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, a
 
 var (
 	kernelAVX2   = &kernel{mr: 6, nr: 16, name: "avx2-6x16", fn: sgemmKernel6x16, direct: sgemmKernel6x16s, dot: sdotKernel3x4AVX2}
-	kernelAVX512 = &kernel{mr: 6, nr: 32, name: "avx512-6x32", fn: sgemmKernel6x32, direct: sgemmKernel6x32s, dot: sdotKernel3x4}
+	kernelAVX512 = &kernel{mr: 6, nr: 32, name: "avx512-6x32", fn: sgemmKernel6x32, direct: sgemmKernel6x32s, dot: sdotKernel3x4, farC: 2}
 )
 
 func init() {

@@ -38,6 +38,10 @@ type kernel struct {
 	name   string
 	// over, when not 0, writes the tile over c instead of adding to it.
 	fn func(kc int, a, b, c *float32, ldc, over int)
+	// farC, when not 0, is the bit of over by which fn and direct
+	// prefetch the tile of c before the loop (for c's rows at least
+	// farRow values apart).
+	farC int
 	// direct, if set, is fn reading an untransposed b in place (row l of
 	// the kc×nr panel at b + l·ldb), used when m is small and packing B
 	// would cost as much as the product. With far ≠ 0 (rows at least
@@ -331,9 +335,12 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 	defer poolB.Put(pb)
 	bufA, bufB := *pa, *pb
 	tile := bufA[blockM*blockK:][:tileLen]
-	far := 0
+	far, pfc := 0, 0
 	if ldb >= farRow {
 		far = 1
+	}
+	if ldc >= farRow && !transC {
+		pfc = kr.farC
 	}
 	for jc := 0; jc < n; jc += blockN {
 		nc := min(blockN, n-jc)
@@ -344,6 +351,7 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 			if first {
 				ov = 1
 			}
+			ovc := ov | pfc // the tile of c in place: prefetched where c's rows lie far apart
 			direct := kr.direct != nil && !transB && m <= directMaxM
 			if direct {
 				// Only the last, partial panel is packed.
@@ -366,9 +374,9 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 						inPlace := direct && w == nr
 						if h == mr && w == nr && !transC {
 							if inPlace {
-								kr.direct(kc, ap, &b[pc*ldb+jc+jr], &c[ci], ldc, ldb, ov, far)
+								kr.direct(kc, ap, &b[pc*ldb+jc+jr], &c[ci], ldc, ldb, ovc, far)
 							} else {
-								kr.fn(kc, ap, bp, &c[ci], ldc, ov)
+								kr.fn(kc, ap, bp, &c[ci], ldc, ovc)
 							}
 							continue
 						}

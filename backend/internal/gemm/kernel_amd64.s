@@ -130,6 +130,31 @@ store_over:
 	RET
 
 // func sgemmKernel6x32(kc int, a, b, c *float32, ldc, over int)
+// PREFETCH_C6X32 fetches the six rows of the 6×32 tile of c at DX (rows
+// R8 bytes apart) while the loop runs: with c's rows on different pages
+// (a product's output over a large plane), storing the tile otherwise
+// waits for each line. The 6×32 kernels run it when bit 1 of over is set
+// (bit 0: write c instead of adding to it). Uses R12.
+#define PREFETCH_C6X32 \
+	MOVQ DX, R12; \
+	PREFETCHT0 (R12); \
+	PREFETCHT0 64(R12); \
+	ADDQ R8, R12; \
+	PREFETCHT0 (R12); \
+	PREFETCHT0 64(R12); \
+	ADDQ R8, R12; \
+	PREFETCHT0 (R12); \
+	PREFETCHT0 64(R12); \
+	ADDQ R8, R12; \
+	PREFETCHT0 (R12); \
+	PREFETCHT0 64(R12); \
+	ADDQ R8, R12; \
+	PREFETCHT0 (R12); \
+	PREFETCHT0 64(R12); \
+	ADDQ R8, R12; \
+	PREFETCHT0 (R12); \
+	PREFETCHT0 64(R12)
+
 TEXT ·sgemmKernel6x32(SB), NOSPLIT, $8-48
 	FLUSH_SUBNORMALS
 	MOVQ kc+0(FP), CX
@@ -138,6 +163,11 @@ TEXT ·sgemmKernel6x32(SB), NOSPLIT, $8-48
 	MOVQ c+24(FP), DX
 	MOVQ ldc+32(FP), R8
 	SHLQ $2, R8
+	MOVQ over+40(FP), R10
+	TESTQ $2, R10
+	JZ nopfc
+	PREFETCH_C6X32
+nopfc:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -179,7 +209,7 @@ loop:
 	JNZ loop
 store:
 	MOVQ over+40(FP), R10
-	TESTQ R10, R10
+	TESTQ $1, R10
 	JNZ store_over
 	VADDPS (DX), Z0, Z0
 	VMOVUPS Z0, (DX)
@@ -432,6 +462,11 @@ TEXT ·sgemmKernel6x32s(SB), NOSPLIT, $8-64
 	MOVQ c+24(FP), DX
 	MOVQ ldc+32(FP), R8
 	SHLQ $2, R8
+	MOVQ over+48(FP), R10
+	TESTQ $2, R10
+	JZ snopfc
+	PREFETCH_C6X32
+snopfc:
 	MOVQ ldb+40(FP), R9
 	SHLQ $2, R9
 	VPXORD Z0, Z0, Z0
@@ -467,7 +502,7 @@ sloop_far:
 	JNZ sloop_far
 sstore:
 	MOVQ over+48(FP), R10
-	TESTQ R10, R10
+	TESTQ $1, R10
 	JNZ sstore_over
 	VADDPS (DX), Z0, Z0
 	VMOVUPS Z0, (DX)
