@@ -336,27 +336,36 @@ func maxPool2x2[T float](xp []T, ip []int64, w, oh, ow, base int) {
 		for oj := range out {
 			j := 2 * oj
 			a, b, c, d := row0[j], row0[j+1], row1[j], row1[j+1]
-			// Without NaN, the pick is the first window value equal to
-			// the maximum (±0 compare equal, as > treats them): selects
-			// on integers, no branch on the data.
-			mx := max(max(a, b), max(c, d))
-			if mx != mx {
+			if a != a || b != b || c != c || d != d {
 				out[oj] = int64(base + maxPool2x2NaN(a, b, c, d, r0+j, r1+j))
 				continue
 			}
-			k := r1 + j + 1
-			if c == mx {
-				k = r1 + j
+			// Without NaN, the pick is the first window value equal to
+			// the maximum (±0 compare equal, as > treats them): the
+			// values compared as ordered integers (orderKey), the
+			// pick chosen by integer selects, no branch on the data.
+			ka, kb, kc, kd := orderKey(a), orderKey(b), orderKey(c), orderKey(d)
+			k, m := r0+j, ka
+			if kb > m {
+				k, m = r0+j+1, kb
 			}
-			if b == mx {
-				k = r0 + j + 1
+			if kc > m {
+				k, m = r1+j, kc
 			}
-			if a == mx {
-				k = r0 + j
+			if kd > m {
+				k = r1 + j + 1
 			}
 			out[oj] = int64(base + k)
 		}
 	}
+}
+
+// orderKey maps a float that is not NaN to an integer ordered as the
+// floats are, with −0 and +0 mapped alike (v+0 is +0 for both).
+func orderKey[T float](v T) int64 {
+	f := float64(v + 0)
+	b := int64(math.Float64bits(f))
+	return b ^ (b >> 63 & math.MaxInt64)
 }
 
 // maxPool2x2NaN is maxPool2x2's pick for a window holding a NaN (a, b in
