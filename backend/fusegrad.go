@@ -13,8 +13,9 @@ import (
 // Relu's gradient node computes g = gy·[y > 0] and the BatchNorm's
 // gradient nodes for X, scale and B each read g. Where those are g's
 // only readers, the executor runs them all when it reaches the Relu's
-// gradient node, in one pass over gy, y and X that never writes g
-// (ops.BatchNormReluGrads): the same bits, half the memory traffic. The
+// gradient node, in one pass over gy and X that never writes g (the
+// factor [y > 0] recomputed from X: ops.BatchNormReluGrads): the same
+// bits, less than half the memory traffic. The
 // BatchNorm's gradient nodes then find their values made and do nothing.
 // Their values are made a few nodes earlier than planned, while g, which
 // the plan counts alive until its last reader, is never allocated, so the
@@ -113,9 +114,10 @@ func (p *program) readsAs(d, r, k int) bool {
 func (p *program) bnGradOwner(r int) int { return p.reluOf[p.args[r][1]] }
 
 // execBNGrads runs the fused gradients of group grp at its Relu gradient
-// node r in task k's pass (in: r's operands, x, y, gy). It reports false,
-// doing nothing, when an operand is missing (a recomputed forward value
-// not made yet): r then runs as it is.
+// node r in task k's pass (in: r's operands, the Relu's input and output
+// and gy). It reports false, doing nothing, when one of the BatchNorm's
+// operands has no value (a recomputed forward value not made yet): r then
+// runs as it is.
 func (p *program) execBNGrads(r int, grp *bnGradGroup, in []G.Value) (bool, error) {
 	want := grp.in[p.pass]
 	if !want[0] && !want[1] && !want[2] {
@@ -124,13 +126,7 @@ func (p *program) execBNGrads(r int, grp *bnGradGroup, in []G.Value) (bool, erro
 	bnArgs := p.args[grp.bn]
 	vals := make([]G.Value, 5)
 	for i, j := range bnArgs {
-		vals[i] = p.vals[j]
-	}
-	if !want[1] {
-		vals[0] = nil // X is read only for scale's gradient
-	}
-	for i, v := range vals {
-		if v == nil && (i > 0 || want[1]) {
+		if vals[i] = p.vals[j]; vals[i] == nil {
 			return false, nil
 		}
 	}
@@ -138,7 +134,7 @@ func (p *program) execBNGrads(r int, grp *bnGradGroup, in []G.Value) (bool, erro
 	if want[0] {
 		dx = p.pool.get(numel(p.nodes[grp.grads[0]].Shape()))
 	}
-	gx, gs, gb, err := ops.BatchNormReluGrads(grp.op, vals, in[1], in[2], dx, want[1], want[2])
+	gx, gs, gb, err := ops.BatchNormReluGrads(grp.op, vals, in[2], dx, want[1], want[2])
 	if err != nil {
 		if dx != nil {
 			p.pool.put(dx)

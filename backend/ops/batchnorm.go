@@ -116,8 +116,8 @@ func BatchNorm(x, scale, b, mean, variance *gorgonia.Node, p BatchNormParams) (*
 		fwd:      func(in []tensor.Tensor) (tensor.Tensor, error) { return evalFwd(nil, in) },
 		into:     evalFwd,
 		reluInto: reluInto,
-		reluGrads: func(in []tensor.Tensor, y, gy tensor.Tensor, dx []float32, wantScale, wantB bool) (tensor.Tensor, tensor.Tensor, tensor.Tensor) {
-			return bnEvalReluGrads(in, y, gy, eps, dx, wantScale, wantB)
+		reluGrads: func(in []tensor.Tensor, gy tensor.Tensor, dx []float32, wantScale, wantB bool) (tensor.Tensor, tensor.Tensor, tensor.Tensor) {
+			return bnEvalReluGrads(in, gy, eps, dx, wantScale, wantB)
 		},
 		grads: []gradSpec{
 			{deps: []int{1, 4, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) { return evalGradX(nil, in) }, into: evalGradX},

@@ -81,7 +81,7 @@ type fnOp struct {
 	reluInto intoFn
 	// reluGrads, when set, computes the gradients of X, scale and B from
 	// the gradient of the Relu reading the output (BatchNormReluGrads).
-	reluGrads func(in []tensor.Tensor, y, gy tensor.Tensor, dx []float32, wantScale, wantB bool) (gx, gscale, gb tensor.Tensor)
+	reluGrads func(in []tensor.Tensor, gy tensor.Tensor, dx []float32, wantScale, wantB bool) (gx, gscale, gb tensor.Tensor)
 	// parent and input name, for a gradient op SymDiff built, the op and
 	// the input it is the gradient of.
 	parent *fnOp
