@@ -77,3 +77,54 @@ func TestConvGradXAsForward(t *testing.T) {
 		})
 	}
 }
+
+// TestConvGradWSwapped checks the weight gradient computed as dWᵀ =
+// col·gyᵀ (dwSwapMaxM) against gy·colᵀ, in float64 (1e-12) and float32
+// (1e-5, relative to the largest value), on a 1×1 convolution (the input
+// is its own im2col), padded 3×3 ones (im2col bands, and the cached
+// whole-plane matrices) over several samples, and groups (never swapped).
+func TestConvGradWSwapped(t *testing.T) {
+	defer func(v int) { dwSwapMaxM = v }(dwSwapMaxM)
+	cases := []struct {
+		name string
+		x, w []int
+		p    ConvParams
+	}{
+		{"1x1", []int{3, 8, 40, 50}, []int{16, 8, 1, 1}, ConvParams{}},
+		{"3x3 pad1", []int{3, 5, 33, 41}, []int{12, 5, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"3x3 wide", []int{2, 70, 20, 24}, []int{64, 70, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"stride 2", []int{2, 40, 40, 44}, []int{7, 40, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 2}}},
+		{"groups 2", []int{2, 4, 17, 17}, []int{4, 2, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}, Group: 2}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewSource(12))
+			x, gy := randTensor(rng, c.x...), randTensor(rng, g.n, g.m, g.oh, g.ow)
+			x32, gy32 := toF32(x), toF32(gy)
+			run := func(maxM int) ([]float64, []float32) {
+				dwSwapMaxM = maxM
+				d := data[float64](convGradW[float64](g, newConvScratch(), x, gy))
+				d32 := data[float32](convGradW[float32](g, newConvScratch(), x32, gy32))
+				return d, d32
+			}
+			got, got32 := run(1 << 30)
+			want, want32 := run(0)
+			scale := 0.0
+			for _, v := range want {
+				scale = max(scale, math.Abs(v))
+			}
+			for i := range want {
+				if d := math.Abs(got[i] - want[i]); d > 1e-12*scale {
+					t.Fatalf("dW[%d] = %v swapped, %v not", i, got[i], want[i])
+				}
+				if d := math.Abs(float64(got32[i] - want32[i])); d > 1e-5*scale {
+					t.Fatalf("float32 dW[%d] = %v swapped, %v not", i, got32[i], want32[i])
+				}
+			}
+		})
+	}
+}

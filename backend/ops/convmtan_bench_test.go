@@ -113,3 +113,32 @@ func normals32(rng *rand.Rand) func(k int) []float32 {
 		return d
 	}
 }
+
+// BenchmarkConvGradW times MTAN's weight gradients with the product as
+// gy·colᵀ (swap0) and as dWᵀ = col·gyᵀ (swap128, dwSwapMaxM), GFLOP/s.
+func BenchmarkConvGradW(b *testing.B) {
+	f32 := normals32(rand.New(rand.NewSource(1)))
+	for _, s := range []struct{ n, cin, cout, h, w, k int }{{2, 64, 64, 288, 384, 3}, {4, 64, 64, 64, 96, 3}, {4, 128, 64, 32, 48, 3}, {2, 64, 64, 288, 384, 1}, {2, 128, 128, 144, 192, 3}} {
+		xs, ws := tensor.Shape{s.n, s.cin, s.h, s.w}, tensor.Shape{s.cout, s.cin, s.k, s.k}
+		pad := s.k / 2
+		g, err := newConvGeom(xs, ws, ConvParams{Pads: []int{pad, pad, pad, pad}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		x := newTensor(xs, f32(xs.TotalSize()))
+		gy := newTensor(tensor.Shape{s.n, s.cout, g.oh, g.ow}, f32(s.n*s.cout*g.outPlane))
+		dw := make([]float32, s.cout*g.colRows)
+		flops := 2 * float64(s.n*s.cout*g.colRows*g.outPlane)
+		for _, sw := range []int{0, 128} {
+			b.Run(fmt.Sprintf("n%d_%dx%dx%dx%dk%d/dw/swap%d", s.n, s.cin, s.cout, s.h, s.w, s.k, sw), func(b *testing.B) {
+				dwSwapMaxM = sw
+				defer func() { dwSwapMaxM = 128 }()
+				for b.Loop() {
+					clear(dw)
+					convGradWInto[float32](g, newConvScratch(), x, gy, dw)
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
