@@ -165,3 +165,105 @@ func TestCombine(t *testing.T) {
 		}
 	}
 }
+
+// TestCombineFewMatchesBlocks checks combine's one-pass path for at most
+// four rows (combineFew) against the float64 block path, bit for bit
+// (values and norm), with and without extra, for every row count
+// (zero coefficients included), values whose sums are −0, and columns
+// that cancel (coefficients 1), where another grouping of the sum shows.
+func TestCombineFewMatchesBlocks(t *testing.T) {
+	defer func() { combineFused = true }()
+	rng := rand.New(rand.NewPCG(9, 9))
+	n := 2*combineBlock + 5
+	for m := 1; m <= 5; m++ {
+		J := randJacobian(rng, m, n)
+		for k := 0; k < 40; k++ { // columns of −0: the sum's sign is kept or not as the block path keeps it
+			for i := 0; i < m; i++ {
+				J.Row(i)[k] = float32(math.Copysign(0, -1))
+			}
+		}
+		for k := 40; k < 120; k++ { // cancelling columns: with a = 1, another grouping of the sum shows
+			big := float32(1<<30) * (1 + rng.Float32())
+			for i := 0; i < m; i++ {
+				J.Row(i)[k] = rng.Float32() * 1e-3
+			}
+			J.Row(0)[k] = big
+			if m > 1 {
+				J.Row(1)[k] = -big
+			}
+		}
+		for _, withExtra := range []bool{false, true} {
+			var extra []float32
+			if withExtra {
+				extra = randVec32(rng, n)
+				for k := 0; k < 20; k++ {
+					extra[k] = float32(math.Copysign(0, -1))
+				}
+			}
+			for zero := -2; zero < m; zero++ {
+				a := make([]float64, m)
+				for i := range a {
+					switch {
+					case zero == -2:
+						a[i] = 1
+					case i != zero:
+						a[i] = rng.NormFloat64()
+					}
+				}
+				run := func(fused bool) ([]float32, float64) {
+					combineFused = fused
+					v := make([]float32, n)
+					if fused { // every row count through combineFew, as combine sends it three and four
+						var ss float64
+						for b0 := 0; b0 < n; b0 += combineBlock {
+							b1 := min(n, b0+combineBlock)
+							var xs [4][]float32
+							var as [4]float64
+							r := 0
+							for i := range m {
+								if a[i] != 0 && r < 4 {
+									xs[r], as[r] = J.Row(i)[b0:b1], a[i]
+									r++
+								}
+							}
+							if r != countNonzero(a) {
+								return nil, 0 // five rows: combine's block path only
+							}
+							var e []float32
+							if extra != nil {
+								e = extra[b0:b1]
+							}
+							ss = combineFew(v[b0:b1], e, as, xs, r, ss)
+						}
+						return v, math.Sqrt(ss)
+					}
+					return v, combine(v, J, a, extra, 1)
+				}
+				got, gotNorm := run(true)
+				want, wantNorm := run(false)
+				if got == nil {
+					continue
+				}
+				for k := range want {
+					if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+						t.Fatalf("m=%d extra=%v a=%v: v[%d] = %v one pass, %v by blocks", m, withExtra, a, k, got[k], want[k])
+					}
+				}
+				if gotNorm != wantNorm {
+					t.Fatalf("m=%d extra=%v: ‖v‖ = %v one pass, %v by blocks", m, withExtra, gotNorm, wantNorm)
+				}
+			}
+		}
+	}
+}
+
+// countNonzero counts the nonzero values of a.
+func countNonzero(a []float64) int {
+	c := 0
+	for _, v := range a {
+		if v != 0 {
+			c++
+		}
+	}
+	return c
+}
