@@ -92,3 +92,17 @@ func best() kernel {
 	ks := kernels()
 	return ks[len(ks)-1]
 }
+
+// affineReluAVX512 is AffineRelu32's AVX-512F kernel: n a multiple of 16;
+// relu ≠ 0 applies the Relu.
+//
+//go:noescape
+func affineReluAVX512(dst, x *float32, n int, a, b float32, relu int)
+
+// hasAffine reports whether k has an AffineRelu32 kernel (AVX-512 only).
+func (k kernel) hasAffine() bool { return k == avx512 }
+
+// affineRelu runs k's AffineRelu32 kernel on n elements, n a multiple of 16.
+func (k kernel) affineRelu(dst, x *float32, n int, a, b float32, relu int) {
+	affineReluAVX512(dst, x, n, a, b, relu)
+}

@@ -28,3 +28,11 @@ func (kernel) String() string { return "scalar" }
 
 // kernels lists the kernels this CPU can run.
 func kernels() []kernel { return []kernel{scalar} }
+
+// hasAffine reports that there is no AffineRelu32 kernel outside amd64.
+func (kernel) hasAffine() bool { return false }
+
+// affineRelu is never called outside amd64.
+func (kernel) affineRelu(dst, x *float32, n int, a, b float32, relu int) {
+	panic("vmath: no vector kernel")
+}
