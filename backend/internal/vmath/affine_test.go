@@ -66,3 +66,64 @@ func BenchmarkAffineRelu32(b *testing.B) {
 		})
 	}
 }
+
+// TestBNReluGradRow32 checks every kernel against the scalar loop, bit
+// for bit (any NaN for a NaN), on rows of every length from 0 to 41 with
+// and without d, on values giving ±0, NaN and ±Inf (in x, gy and the
+// coefficients) and on random rows, where a change in the order of the
+// sums would show.
+func TestBNReluGradRow32(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	specials := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-40}
+	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b) }
+	coefs := [][4]float32{{1.5, -0.25, 0, 0.1}, {-0.75, 0.5, 0, -2}, {1, 0, float32(math.Copysign(0, -1)), 0}, {2, float32(math.NaN()), 0, 0}, {1e30, 1e30, 0, 1}}
+	for _, k := range kernels() {
+		for trial := 0; trial < 200; trial++ {
+			n := trial % 42
+			x, gy := make([]float32, n), make([]float32, n)
+			for i := range x {
+				x[i], gy[i] = float32(r.NormFloat64()), float32(r.NormFloat64()*1e3)
+				if trial%3 == 0 && r.Intn(8) == 0 {
+					x[i] = specials[r.Intn(len(specials))]
+				}
+				if trial%5 == 0 && r.Intn(8) == 0 {
+					gy[i] = specials[r.Intn(len(specials))]
+				}
+			}
+			c := coefs[trial%len(coefs)]
+			for _, withD := range []bool{false, true} {
+				var d, dw []float32
+				if withD {
+					d, dw = make([]float32, n), make([]float32, n)
+				}
+				sx, sg := bnReluGradRowWith(k, x, gy, d, c[0], c[1], c[2], c[3])
+				wx, wg := bnReluGradRowGo(x, gy, dw, c[0], c[1], c[2], c[3])
+				if !same(sx, wx) || !same(sg, wg) {
+					t.Fatalf("%v trial %d n %d: sums %v, %v; scalar %v, %v", k, trial, n, sx, sg, wx, wg)
+				}
+				for i := range d {
+					if !same(d[i], dw[i]) {
+						t.Fatalf("%v trial %d: d[%d] = %v, scalar %v", k, trial, i, d[i], dw[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkBNReluGradRow32 times one 1 M-value row per kernel.
+func BenchmarkBNReluGradRow32(b *testing.B) {
+	r := rand.New(rand.NewSource(1))
+	x, gy, d := make([]float32, 1<<20), make([]float32, 1<<20), make([]float32, 1<<20)
+	for i := range x {
+		x[i], gy[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+	}
+	for _, k := range kernels() {
+		b.Run(k.String(), func(b *testing.B) {
+			for b.Loop() {
+				bnReluGradRowWith(k, x, gy, d, 1.5, -0.25, 0, 0.1)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/value")
+		})
+	}
+}

@@ -106,3 +106,9 @@ func (k kernel) hasAffine() bool { return k == avx512 }
 func (k kernel) affineRelu(dst, x *float32, n int, a, b float32, relu int) {
 	affineReluAVX512(dst, x, n, a, b, relu)
 }
+
+// bnReluGradRow4 is BNReluGradRow32's AVX kernel on n elements, n a
+// multiple of 4 (d may be nil).
+//
+//go:noescape
+func bnReluGradRow4(x, gy, d *float32, n int, a, cf, b, m float32) (sx, sg float32)

@@ -36,3 +36,8 @@ func (kernel) hasAffine() bool { return false }
 func (kernel) affineRelu(dst, x *float32, n int, a, b float32, relu int) {
 	panic("vmath: no vector kernel")
 }
+
+// bnReluGradRow4 is never called outside amd64 (the scalar kernel only).
+func bnReluGradRow4(x, gy, d *float32, n int, a, cf, b, m float32) (sx, sg float32) {
+	panic("vmath: no vector kernel")
+}
