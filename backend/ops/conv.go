@@ -99,8 +99,12 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 			{deps: []int{1, depGrad}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 				n := g.n * g.c * g.inPlane
 				return dispatch(in[0],
-					func() (tensor.Tensor, error) { return convGradX(g, sc, in[0], in[1], outBuf[float32](buf, n)), nil },
-					func() (tensor.Tensor, error) { return convGradX(g, sc, in[0], in[1], outBuf[float64](buf, n)), nil })
+					func() (tensor.Tensor, error) {
+						return convGradX(g, sc, in[0], in[1], outBufDirty[float32](buf, n)), nil
+					},
+					func() (tensor.Tensor, error) {
+						return convGradX(g, sc, in[0], in[1], outBufDirty[float64](buf, n)), nil
+					})
 			}},
 			{deps: []int{0, depGrad}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 				n := g.m * g.colRows
@@ -605,13 +609,17 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 	return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
 }
 
-// convGradX writes the input gradient into dx (zeroed, n·c·H·W).
+// convGradX writes the input gradient into dx (n·c·H·W, any contents):
+// the input gradient as a forward convolution and a 1×1 convolution's
+// product write every element; the other paths add into dx, zeroed first.
 func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
 	w, gy := data[T](wt), data[T](gyt)
 	if batchedPlanes(&g) {
+		ClearPar(dx)
 		return convGradXBatched(&g, w, gy, dx)
 	}
 	if p, ok := padWide[T](&g); ok {
+		ClearPar(dx)
 		convGradXPadded(&g, &p, sc, w, gy, dx)
 		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 	}
@@ -624,6 +632,9 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 	}
 	if offs == nil && finite && convGradXAsForward(&g, w, gy, dx) {
 		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
+	}
+	if !g.direct { // a direct product writes dx whole
+		ClearPar(dx)
 	}
 	parallelFor(g.n, func(_, lo, hi int) {
 		var col, pad []T

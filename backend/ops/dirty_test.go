@@ -119,3 +119,46 @@ func TestConvGradWWideRows(t *testing.T) {
 		})
 	}
 }
+
+// TestConvGradXDirtyBuffer checks that Conv's input gradient gives into a
+// NaN-filled buffer the bits it gives into a zeroed one, on every path:
+// as a forward convolution, col2im (a direct 1×1, filters over 1 MB,
+// stride 2), the batched small planes, the zero-padded few channels and
+// the wide rows.
+func TestConvGradXDirtyBuffer(t *testing.T) {
+	cases := []struct {
+		name string
+		x, w []int
+		p    ConvParams
+	}{
+		{"as forward", []int{2, 40, 20, 24}, []int{48, 40, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"direct 1x1", []int{2, 40, 20, 24}, []int{48, 40, 1, 1}, ConvParams{}},
+		{"filters over 1 MB", []int{1, 256, 12, 12}, []int{128, 256, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"stride 2", []int{2, 40, 30, 30}, []int{8, 40, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 2}}},
+		{"small planes", []int{4, 16, 4, 6}, []int{16, 16, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"few channels padded", []int{2, 3, 16, 16}, []int{5, 3, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"wide rows", []int{3, 1, 36, 36}, []int{10, 1, 9, 9}, ConvParams{}},
+	}
+	r := rand.New(rand.NewSource(13))
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, gy := normal32(r, c.w), normal32(r, []int{g.n, g.m, g.oh, g.ow})
+			n := g.n * g.c * g.inPlane
+			want := data[float32](convGradX(g, newConvScratch(), w, gy, make([]float32, n)))
+			dirty := make([]float32, n)
+			for i := range dirty {
+				dirty[i] = float32(math.NaN())
+			}
+			got := data[float32](convGradX(g, newConvScratch(), w, gy, dirty))
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("element %d: %v into a dirty buffer, %v into a zeroed one", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}
