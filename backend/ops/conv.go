@@ -229,6 +229,10 @@ func im2colRows[T float](g *convGeom, xg, col []T, r0, r1 int) {
 // (the patches of several samples side by side: convbatch.go).
 func im2colRowsLd[T float](g *convGeom, xg, col []T, ld, r0, r1 int) {
 	cols := (r1 - r0) * g.ow
+	if Im2colSameWidth && g.x.s == 1 && g.y.s == 1 && g.x.d == 1 && g.y.d == 1 && g.ow == g.w {
+		im2colSameWidth(g, xg, col, ld, r0, r1)
+		return
+	}
 	for c := 0; c < g.cg; c++ {
 		plane := xg[c*g.inPlane : (c+1)*g.inPlane]
 		for ki := 0; ki < g.kh; ki++ {
@@ -256,6 +260,52 @@ func im2colRowsLd[T float](g *convGeom, xg, col []T, ld, r0, r1 int) {
 						d[oj] = src[jj]
 						jj += g.x.s
 					}
+				}
+			}
+		}
+	}
+}
+
+// Im2colSameWidth enables im2colSameWidth; tests turn it off to compare.
+var Im2colSameWidth = true
+
+// im2colSameWidth is im2colRowsLd for stride 1, dilation 1 and output
+// rows as wide as the input's ("same" padding across, MTAN's 3×3 with pad
+// 1): a tap's output rows then read the input plane at a constant offset,
+// so the tap's valid rows are one copy, after which the columns that fall
+// in the padding (one at each edge for a 3×3) are zeroed, instead of a
+// copy and two clears per output row: 64 channels of 64×96 and of 288×384
+// in 8-row bands 9–10% faster, 256 channels of 16×24 twice as fast (rows
+// of 24 values); the full MTAN's step did not change measurably (im2col
+// is bound by writing the matrix).
+func im2colSameWidth[T float](g *convGeom, xg, col []T, ld, r0, r1 int) {
+	cols := (r1 - r0) * g.ow
+	w := g.w
+	for c := 0; c < g.cg; c++ {
+		plane := xg[c*g.inPlane : (c+1)*g.inPlane]
+		for ki := 0; ki < g.kh; ki++ {
+			// output rows [a, b) read input rows a−pb+ki ∈ [0, h)
+			a := max(r0, g.y.pb-ki)
+			b := min(r1, g.h+g.y.pb-ki)
+			for kj := 0; kj < g.kw; kj++ {
+				row := col[((c*g.kh+ki)*g.kw+kj)*ld:][:cols]
+				off := kj - g.x.pb
+				lo, hi := validRange(g.ow, 1, off, w) // valid output columns
+				if a >= b || lo >= hi {
+					clear(row)
+					continue
+				}
+				clear(row[:(a-r0)*w])
+				clear(row[(b-r0)*w:])
+				// element (oi, oj) reads plane[(oi−pb+ki)·w + oj + off]:
+				// one copy from (a, lo) to (b−1, hi−1), both inside the plane.
+				t0, t1 := (a-r0)*w+lo, (b-1-r0)*w+hi
+				s0 := (a-g.y.pb+ki)*w + lo + off
+				copy(row[t0:t1], plane[s0:s0+t1-t0])
+				for oi := a; oi < b; oi++ {
+					r := row[(oi-r0)*w : (oi-r0+1)*w]
+					clear(r[:lo])
+					clear(r[hi:])
 				}
 			}
 		}
