@@ -31,7 +31,13 @@ func bnReluGradRowWith(k kernel, x, gy, d []float32, a, cf, b, m float32) (sx, s
 		dp = &d[0]
 	}
 	sx, sg = bnReluGradRow4(&x[0], &gy[0], dp, n, a, cf, b, m)
-	for k := n; k < len(x); k++ {
+	return bnReluGradTail(x, gy, d, a, cf, b, m, n, sx, sg)
+}
+
+// bnReluGradTail runs BNReluGradRow32's elements from k on, one by one,
+// onto the sums sx and sg.
+func bnReluGradTail(x, gy, d []float32, a, cf, b, m float32, k int, sx, sg float32) (float32, float32) {
+	for ; k < len(x); k++ {
 		v := gy[k] * reluFactor(a, x[k], cf)
 		if d != nil {
 			d[k] = a*v + b
@@ -68,17 +74,7 @@ func bnReluGradRowGo(x, gy, d []float32, a, cf, b, m float32) (sx, sg float32) {
 		g2 += v2
 		g3 += v3
 	}
-	sx = (s0 + s1) + (s2 + s3)
-	sg = (g0 + g1) + (g2 + g3)
-	for ; k < len(x); k++ {
-		v := gy[k] * reluFactor(a, x[k], cf)
-		if d != nil {
-			d[k] = a*v + b
-		}
-		sx += v * (x[k] - m)
-		sg += v
-	}
-	return sx, sg
+	return bnReluGradTail(x, gy, d, a, cf, b, m, k, (s0+s1)+(s2+s3), (g0+g1)+(g2+g3))
 }
 
 // reluFactor is 1 where a·x + cf > 0, else 0.
