@@ -15,11 +15,11 @@ import (
 // only readers, the executor runs them all when it reaches the Relu's
 // gradient node, in one pass over gy and X that never writes g (the
 // factor [y > 0] recomputed from X: ops.BatchNormReluGrads): the same
-// bits, less than half the memory traffic. The
-// BatchNorm's gradient nodes then find their values made and do nothing.
-// Their values are made a few nodes earlier than planned, while g, which
-// the plan counts alive until its last reader, is never allocated, so the
-// planned peak still bounds the pass.
+// bits, less than half the memory traffic. The BatchNorm's gradient nodes
+// then find their values made and do nothing. Their values are made a few
+// nodes earlier than planned, while g, which the plan counts alive until
+// its last reader, is never allocated, so the planned peak still bounds
+// the pass.
 
 // bnGradGroup is a Relu gradient node's fused BatchNorm gradients.
 type bnGradGroup struct {
