@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "expcore_amd64.h"
 
 // The constants of math.Exp's amd64 FMA path (src/math/exp_amd64.s), the
 // same literals, and those of its scaling by 2^k, each stored four times
@@ -140,23 +141,9 @@ TEXT ·expAVX512(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), CX
 	SHRQ $3, CX
 	JZ   done512
-	VBROADCASTSD LOG2E, Z30
-	VBROADCASTSD LN2U, Z29
-	VBROADCASTSD LN2L, Z28
-	VBROADCASTSD SIXTEENTH, Z27
-	VBROADCASTSD C8, Z26
-	VBROADCASTSD C7, Z25
-	VBROADCASTSD C6, Z24
-	VBROADCASTSD C5, Z23
-	VBROADCASTSD C4, Z22
-	VBROADCASTSD C3, Z21
-	VBROADCASTSD HALF, Z20
-	VBROADCASTSD ONE, Z19
-	VBROADCASTSD TWO, Z18
-	VPBROADCASTQ BIAS, Z17
+	EXP_CONSTS512
 	VBROADCASTSD KDEN, Z16
 	VPXORQ       Z15, Z15, Z15
-	VBROADCASTSD MAGIC, Z14
 	VPBROADCASTQ DENBIAS, Z13
 	VBROADCASTSD TINY, Z12
 	VBROADCASTSD KUNDER, Z11
@@ -165,31 +152,8 @@ TEXT ·expAVX512(SB), NOSPLIT, $0-24
 
 loop512:
 	VMOVUPD      (SI), Z0      // x
-	VMULPD       Z30, Z0, Z2
-	VADDPD       Z14, Z2, Z3   // 1.5·2^52 + k
-	VSUBPD       Z14, Z3, Z2   // k
 	VMOVAPD      Z0, Z1
-	VFNMADD231PD Z29, Z2, Z1   // x − k·ln2u
-	VFNMADD231PD Z28, Z2, Z1   // − k·ln2l
-	VMULPD       Z27, Z1, Z1   // r
-	VMOVAPD      Z26, Z4
-	VFMADD213PD  Z25, Z1, Z4
-	VFMADD213PD  Z24, Z1, Z4
-	VFMADD213PD  Z23, Z1, Z4
-	VFMADD213PD  Z22, Z1, Z4
-	VFMADD213PD  Z21, Z1, Z4
-	VFMADD213PD  Z20, Z1, Z4
-	VFMADD213PD  Z19, Z1, Z4
-	VMULPD       Z4, Z1, Z1
-	VADDPD       Z18, Z1, Z4
-	VMULPD       Z4, Z1, Z1
-	VADDPD       Z18, Z1, Z4
-	VMULPD       Z4, Z1, Z1
-	VADDPD       Z18, Z1, Z4
-	VMULPD       Z4, Z1, Z1
-	VADDPD       Z18, Z1, Z4
-	VFMADD213PD  Z19, Z4, Z1   // e
-	VPADDQ       Z17, Z3, Z5   // k + 1023 in the low bits
+	EXP_CORE512                // k (Z2), e (Z1), k + 1023 in Z5's low bits
 	VCMPPD       $18, Z16, Z2, K1 // k ≤ −1023
 	VPADDQ       Z13, Z5, K1, Z5 // k + 2045 there
 	VPSLLQ       $52, Z5, Z5   // 2^k, or 2^(k+1022)
@@ -224,30 +188,8 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 
 loop2:
 	VMOVUPD      (SI), Y0      // x
-	VMULPD       LOG2E, Y0, Y2
-	VADDPD       Y13, Y2, Y3   // 1.5·2^52 + k
-	VSUBPD       Y13, Y3, Y2   // k
 	VMOVAPD      Y0, Y1
-	VFNMADD231PD LN2U, Y2, Y1  // x − k·ln2u
-	VFNMADD231PD LN2L, Y2, Y1  // − k·ln2l
-	VMULPD       SIXTEENTH, Y1, Y1 // r
-	VMOVUPD      C8, Y4
-	VFMADD213PD  C7, Y1, Y4
-	VFMADD213PD  C6, Y1, Y4
-	VFMADD213PD  C5, Y1, Y4
-	VFMADD213PD  C4, Y1, Y4
-	VFMADD213PD  C3, Y1, Y4
-	VFMADD213PD  HALF, Y1, Y4
-	VFMADD213PD  Y15, Y1, Y4
-	VMULPD       Y4, Y1, Y1
-	VADDPD       Y14, Y1, Y4
-	VMULPD       Y4, Y1, Y1
-	VADDPD       Y14, Y1, Y4
-	VMULPD       Y4, Y1, Y1
-	VADDPD       Y14, Y1, Y4
-	VMULPD       Y4, Y1, Y1
-	VADDPD       Y14, Y1, Y4
-	VFMADD213PD  Y15, Y4, Y1   // e
+	EXP_CORE2(Y15, Y14, Y13)   // k (Y2), 1.5·2^52 + k (Y3), e (Y1)
 	VCMPPD       $18, KDEN, Y2, Y6 // k ≤ −1023
 	VANDPD       DENBIAS, Y6, Y7 // 1022 there, else 0
 	VPADDQ       BIAS, Y3, Y5  // k + 1023 in the low bits

@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "expcore_amd64.h"
 
 // The constants of math.Exp's amd64 FMA path (src/math/exp_amd64.s, after
 // Shibata's SLEEF), the same literals, each stored four times (32 bytes, a
@@ -116,51 +117,14 @@ TEXT ·sigmoidAVX512(SB), NOSPLIT, $0-24
 	SHRQ $3, CX
 	JZ   done512
 	VPBROADCASTQ SIGN, Z31
-	VBROADCASTSD LOG2E, Z30
-	VBROADCASTSD LN2U, Z29
-	VBROADCASTSD LN2L, Z28
-	VBROADCASTSD SIXTEENTH, Z27
-	VBROADCASTSD C8, Z26
-	VBROADCASTSD C7, Z25
-	VBROADCASTSD C6, Z24
-	VBROADCASTSD C5, Z23
-	VBROADCASTSD C4, Z22
-	VBROADCASTSD C3, Z21
-	VBROADCASTSD HALF, Z20
-	VBROADCASTSD ONE, Z19
-	VBROADCASTSD TWO, Z18
-	VPBROADCASTQ BIAS, Z17
+	EXP_CONSTS512
 	VBROADCASTSD KMIN, Z16
 	VPXORQ       Z15, Z15, Z15
-	VBROADCASTSD MAGIC, Z14
 
 loop512:
 	VCVTPS2PD    (SI), Z0      // x
 	VPORQ        Z31, Z0, Z1   // a = −|x|
-	VMULPD       Z30, Z1, Z2
-	VADDPD       Z14, Z2, Z3   // 1.5·2^52 + k
-	VSUBPD       Z14, Z3, Z2   // k
-	VFNMADD231PD Z29, Z2, Z1   // a − k·ln2u
-	VFNMADD231PD Z28, Z2, Z1   // − k·ln2l
-	VMULPD       Z27, Z1, Z1   // r
-	VMOVAPD      Z26, Z4
-	VFMADD213PD  Z25, Z1, Z4
-	VFMADD213PD  Z24, Z1, Z4
-	VFMADD213PD  Z23, Z1, Z4
-	VFMADD213PD  Z22, Z1, Z4
-	VFMADD213PD  Z21, Z1, Z4
-	VFMADD213PD  Z20, Z1, Z4
-	VFMADD213PD  Z19, Z1, Z4
-	VMULPD       Z4, Z1, Z1
-	VADDPD       Z18, Z1, Z4
-	VMULPD       Z4, Z1, Z1
-	VADDPD       Z18, Z1, Z4
-	VMULPD       Z4, Z1, Z1
-	VADDPD       Z18, Z1, Z4
-	VMULPD       Z4, Z1, Z1
-	VADDPD       Z18, Z1, Z4
-	VFMADD213PD  Z19, Z4, Z1
-	VPADDQ       Z17, Z3, Z5
+	EXP_CORE512                // k (Z2), p·(p+2)+1 (Z1), k + 1023 in Z5's low bits
 	VPSLLQ       $52, Z5, Z5   // 2^k
 	VCMPPD       $6, Z16, Z2, K1 // not k ≤ −1023
 	VMULPD.Z     Z5, Z1, K1, Z1 // e = p·2^k, or 0
@@ -196,29 +160,7 @@ TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-24
 loop2:
 	VCVTPS2PD    (SI), Y0      // x
 	VORPD        Y15, Y0, Y1   // a = −|x|
-	VMULPD       LOG2E, Y1, Y2
-	VADDPD       MAGIC, Y2, Y3 // 1.5·2^52 + k
-	VSUBPD       MAGIC, Y3, Y2 // k
-	VFNMADD231PD LN2U, Y2, Y1  // a − k·ln2u
-	VFNMADD231PD LN2L, Y2, Y1  // − k·ln2l
-	VMULPD       SIXTEENTH, Y1, Y1 // r
-	VMOVUPD      C8, Y4
-	VFMADD213PD  C7, Y1, Y4
-	VFMADD213PD  C6, Y1, Y4
-	VFMADD213PD  C5, Y1, Y4
-	VFMADD213PD  C4, Y1, Y4
-	VFMADD213PD  C3, Y1, Y4
-	VFMADD213PD  HALF, Y1, Y4
-	VFMADD213PD  Y14, Y1, Y4
-	VMULPD       Y4, Y1, Y1
-	VADDPD       Y13, Y1, Y4
-	VMULPD       Y4, Y1, Y1
-	VADDPD       Y13, Y1, Y4
-	VMULPD       Y4, Y1, Y1
-	VADDPD       Y13, Y1, Y4
-	VMULPD       Y4, Y1, Y1
-	VADDPD       Y13, Y1, Y4
-	VFMADD213PD  Y14, Y4, Y1
+	EXP_CORE2(Y14, Y13, MAGIC) // k (Y2), 1.5·2^52 + k (Y3), p·(p+2)+1 (Y1)
 	VPADDQ       BIAS, Y3, Y5
 	VPSLLQ       $52, Y5, Y5   // 2^k
 	VMULPD       Y5, Y1, Y1    // e = p·2^k
