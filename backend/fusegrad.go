@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"slices"
 	"sync/atomic"
 
 	G "gorgonia.org/gorgonia"
@@ -60,7 +61,7 @@ func (p *program) fuseReluGrads() {
 		fused := len(readers[r]) > 0
 		for _, d := range readers[r] {
 			op, k, ok := ops.BatchNormReluGradOf(p.nodes[d].Op())
-			if !ok || op != grp.op || grp.grads[k] >= 0 || !p.readsAs(d, r, k) {
+			if !ok || op != grp.op || grp.grads[k] >= 0 || !p.readsAs(d, r, bn, k) {
 				fused = false
 				break
 			}
@@ -71,24 +72,20 @@ func (p *program) fuseReluGrads() {
 		}
 		grp.in = make([][3]bool, len(p.plan.segs))
 		for k, seg := range p.plan.segs {
-			for _, i := range seg {
-				for g, d := range grp.grads {
-					if d >= 0 && i == d {
-						grp.in[k][g] = true
-					}
-				}
+			for g, d := range grp.grads {
+				grp.in[k][g] = d >= 0 && slices.Contains(seg, d)
 			}
 		}
 		p.bnGrads[r] = grp
 	}
 }
 
-// readsAs reports whether gradient node d of input k of a BatchNorm reads
-// the Relu gradient r in the place BatchNorm's gradient specs give it
-// (X: scale, var, g; scale: X, g, mean, var; B: g), and its other
+// readsAs reports whether gradient node d of input k of BatchNorm node bn
+// reads the Relu gradient r in the place BatchNorm's gradient specs give
+// it (X: scale, var, g; scale: X, g, mean, var; B: g), and its other
 // operands are the BatchNorm's.
-func (p *program) readsAs(d, r, k int) bool {
-	bnArgs := p.args[p.bnGradOwner(r)]
+func (p *program) readsAs(d, r, bn, k int) bool {
+	bnArgs := p.args[bn]
 	var want []int
 	switch k {
 	case 0:
@@ -98,20 +95,8 @@ func (p *program) readsAs(d, r, k int) bool {
 	default:
 		want = []int{r}
 	}
-	args := p.args[d]
-	if len(args) != len(want) {
-		return false
-	}
-	for i := range want {
-		if args[i] != want[i] {
-			return false
-		}
-	}
-	return true
+	return slices.Equal(p.args[d], want)
 }
-
-// bnGradOwner is the BatchNorm node whose Relu's gradient is node r.
-func (p *program) bnGradOwner(r int) int { return p.reluOf[p.args[r][1]] }
 
 // execBNGrads runs the fused gradients of group grp at its Relu gradient
 // node r in task k's pass (in: r's operands, the Relu's input and output
