@@ -1,116 +1,36 @@
 #include "textflag.h"
 #include "expcore_amd64.h"
 
-// The constants of math.Exp's amd64 FMA path (src/math/exp_amd64.s), the
-// same literals, and those of its scaling by 2^k, each stored four times
-// (32 bytes, a YMM operand; the AVX-512 kernel broadcasts the first copy).
-DATA expconst<>+0(SB)/8, $1.4426950408889634073599246810018920
-DATA expconst<>+8(SB)/8, $1.4426950408889634073599246810018920
-DATA expconst<>+16(SB)/8, $1.4426950408889634073599246810018920
-DATA expconst<>+24(SB)/8, $1.4426950408889634073599246810018920
-DATA expconst<>+32(SB)/8, $0.69314718055966295651160180568695068359375
-DATA expconst<>+40(SB)/8, $0.69314718055966295651160180568695068359375
-DATA expconst<>+48(SB)/8, $0.69314718055966295651160180568695068359375
-DATA expconst<>+56(SB)/8, $0.69314718055966295651160180568695068359375
-DATA expconst<>+64(SB)/8, $0.28235290563031577122588448175013436025525412068e-12
-DATA expconst<>+72(SB)/8, $0.28235290563031577122588448175013436025525412068e-12
-DATA expconst<>+80(SB)/8, $0.28235290563031577122588448175013436025525412068e-12
-DATA expconst<>+88(SB)/8, $0.28235290563031577122588448175013436025525412068e-12
-DATA expconst<>+96(SB)/8, $0.0625
-DATA expconst<>+104(SB)/8, $0.0625
-DATA expconst<>+112(SB)/8, $0.0625
-DATA expconst<>+120(SB)/8, $0.0625
-DATA expconst<>+128(SB)/8, $2.4801587301587301587e-5
-DATA expconst<>+136(SB)/8, $2.4801587301587301587e-5
-DATA expconst<>+144(SB)/8, $2.4801587301587301587e-5
-DATA expconst<>+152(SB)/8, $2.4801587301587301587e-5
-DATA expconst<>+160(SB)/8, $1.9841269841269841270e-4
-DATA expconst<>+168(SB)/8, $1.9841269841269841270e-4
-DATA expconst<>+176(SB)/8, $1.9841269841269841270e-4
-DATA expconst<>+184(SB)/8, $1.9841269841269841270e-4
-DATA expconst<>+192(SB)/8, $1.3888888888888888889e-3
-DATA expconst<>+200(SB)/8, $1.3888888888888888889e-3
-DATA expconst<>+208(SB)/8, $1.3888888888888888889e-3
-DATA expconst<>+216(SB)/8, $1.3888888888888888889e-3
-DATA expconst<>+224(SB)/8, $8.3333333333333333333e-3
-DATA expconst<>+232(SB)/8, $8.3333333333333333333e-3
-DATA expconst<>+240(SB)/8, $8.3333333333333333333e-3
-DATA expconst<>+248(SB)/8, $8.3333333333333333333e-3
-DATA expconst<>+256(SB)/8, $4.1666666666666666667e-2
-DATA expconst<>+264(SB)/8, $4.1666666666666666667e-2
-DATA expconst<>+272(SB)/8, $4.1666666666666666667e-2
-DATA expconst<>+280(SB)/8, $4.1666666666666666667e-2
-DATA expconst<>+288(SB)/8, $1.6666666666666666667e-1
-DATA expconst<>+296(SB)/8, $1.6666666666666666667e-1
-DATA expconst<>+304(SB)/8, $1.6666666666666666667e-1
-DATA expconst<>+312(SB)/8, $1.6666666666666666667e-1
-DATA expconst<>+320(SB)/8, $0.5
-DATA expconst<>+328(SB)/8, $0.5
-DATA expconst<>+336(SB)/8, $0.5
-DATA expconst<>+344(SB)/8, $0.5
-DATA expconst<>+352(SB)/8, $1.0
-DATA expconst<>+360(SB)/8, $1.0
-DATA expconst<>+368(SB)/8, $1.0
-DATA expconst<>+376(SB)/8, $1.0
-DATA expconst<>+384(SB)/8, $2.0
-DATA expconst<>+392(SB)/8, $2.0
-DATA expconst<>+400(SB)/8, $2.0
-DATA expconst<>+408(SB)/8, $2.0
-DATA expconst<>+416(SB)/8, $6755399441055744.0
-DATA expconst<>+424(SB)/8, $6755399441055744.0
-DATA expconst<>+432(SB)/8, $6755399441055744.0
-DATA expconst<>+440(SB)/8, $6755399441055744.0
-DATA expconst<>+448(SB)/8, $1023
-DATA expconst<>+456(SB)/8, $1023
-DATA expconst<>+464(SB)/8, $1023
-DATA expconst<>+472(SB)/8, $1023
-DATA expconst<>+480(SB)/8, $1022
-DATA expconst<>+488(SB)/8, $1022
-DATA expconst<>+496(SB)/8, $1022
-DATA expconst<>+504(SB)/8, $1022
-DATA expconst<>+512(SB)/8, $0x0010000000000000
-DATA expconst<>+520(SB)/8, $0x0010000000000000
-DATA expconst<>+528(SB)/8, $0x0010000000000000
-DATA expconst<>+536(SB)/8, $0x0010000000000000
-DATA expconst<>+544(SB)/8, $-1023.0
-DATA expconst<>+552(SB)/8, $-1023.0
-DATA expconst<>+560(SB)/8, $-1023.0
-DATA expconst<>+568(SB)/8, $-1023.0
-DATA expconst<>+576(SB)/8, $-1075.0
-DATA expconst<>+584(SB)/8, $-1075.0
-DATA expconst<>+592(SB)/8, $-1075.0
-DATA expconst<>+600(SB)/8, $-1075.0
-DATA expconst<>+608(SB)/8, $1024.0
-DATA expconst<>+616(SB)/8, $1024.0
-DATA expconst<>+624(SB)/8, $1024.0
-DATA expconst<>+632(SB)/8, $1024.0
-DATA expconst<>+640(SB)/8, $0x7ff0000000000000
-DATA expconst<>+648(SB)/8, $0x7ff0000000000000
-DATA expconst<>+656(SB)/8, $0x7ff0000000000000
-DATA expconst<>+664(SB)/8, $0x7ff0000000000000
-GLOBL expconst<>(SB), RODATA|NOPTR, $672
+// The constants of math.Exp's scaling by 2^k beyond expcore_amd64.h's,
+// each stored four times: 1022 (DENBIAS), 2^−1022 (TINY), and the bounds
+// of k for underflow (KUNDER) and overflow (KOVER), and +Inf.
+DATA expconst<>+0(SB)/8, $1022
+DATA expconst<>+8(SB)/8, $1022
+DATA expconst<>+16(SB)/8, $1022
+DATA expconst<>+24(SB)/8, $1022
+DATA expconst<>+32(SB)/8, $0x0010000000000000
+DATA expconst<>+40(SB)/8, $0x0010000000000000
+DATA expconst<>+48(SB)/8, $0x0010000000000000
+DATA expconst<>+56(SB)/8, $0x0010000000000000
+DATA expconst<>+64(SB)/8, $-1075.0
+DATA expconst<>+72(SB)/8, $-1075.0
+DATA expconst<>+80(SB)/8, $-1075.0
+DATA expconst<>+88(SB)/8, $-1075.0
+DATA expconst<>+96(SB)/8, $1024.0
+DATA expconst<>+104(SB)/8, $1024.0
+DATA expconst<>+112(SB)/8, $1024.0
+DATA expconst<>+120(SB)/8, $1024.0
+DATA expconst<>+128(SB)/8, $0x7ff0000000000000
+DATA expconst<>+136(SB)/8, $0x7ff0000000000000
+DATA expconst<>+144(SB)/8, $0x7ff0000000000000
+DATA expconst<>+152(SB)/8, $0x7ff0000000000000
+GLOBL expconst<>(SB), RODATA|NOPTR, $160
 
-#define LOG2E expconst<>+0(SB)
-#define LN2U expconst<>+32(SB)
-#define LN2L expconst<>+64(SB)
-#define SIXTEENTH expconst<>+96(SB)
-#define C8 expconst<>+128(SB)
-#define C7 expconst<>+160(SB)
-#define C6 expconst<>+192(SB)
-#define C5 expconst<>+224(SB)
-#define C4 expconst<>+256(SB)
-#define C3 expconst<>+288(SB)
-#define HALF expconst<>+320(SB)
-#define ONE expconst<>+352(SB)
-#define TWO expconst<>+384(SB)
-#define MAGIC expconst<>+416(SB)
-#define BIAS expconst<>+448(SB)
-#define DENBIAS expconst<>+480(SB)
-#define TINY expconst<>+512(SB)
-#define KDEN expconst<>+544(SB)
-#define KUNDER expconst<>+576(SB)
-#define KOVER expconst<>+608(SB)
-#define INF expconst<>+640(SB)
+#define DENBIAS expconst<>+0(SB)
+#define TINY expconst<>+32(SB)
+#define KUNDER expconst<>+64(SB)
+#define KOVER expconst<>+96(SB)
+#define INF expconst<>+128(SB)
 
 // Both kernels compute, per float64 lane, math.Exp(x) with the operations
 // of its amd64 FMA path in the same order: k = x·log2e rounded to an

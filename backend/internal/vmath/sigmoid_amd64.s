@@ -1,96 +1,15 @@
 #include "textflag.h"
 #include "expcore_amd64.h"
 
-// The constants of math.Exp's amd64 FMA path (src/math/exp_amd64.s, after
-// Shibata's SLEEF), the same literals, each stored four times (32 bytes, a
-// YMM operand; the AVX-512 kernel broadcasts the first copy).
+// The sign bit (SIGN, for a = −|x|), four times; the other constants
+// are expcore_amd64.h's.
 DATA sigconst<>+0(SB)/8, $0x8000000000000000
 DATA sigconst<>+8(SB)/8, $0x8000000000000000
 DATA sigconst<>+16(SB)/8, $0x8000000000000000
 DATA sigconst<>+24(SB)/8, $0x8000000000000000
-DATA sigconst<>+32(SB)/8, $1.4426950408889634073599246810018920
-DATA sigconst<>+40(SB)/8, $1.4426950408889634073599246810018920
-DATA sigconst<>+48(SB)/8, $1.4426950408889634073599246810018920
-DATA sigconst<>+56(SB)/8, $1.4426950408889634073599246810018920
-DATA sigconst<>+64(SB)/8, $0.69314718055966295651160180568695068359375
-DATA sigconst<>+72(SB)/8, $0.69314718055966295651160180568695068359375
-DATA sigconst<>+80(SB)/8, $0.69314718055966295651160180568695068359375
-DATA sigconst<>+88(SB)/8, $0.69314718055966295651160180568695068359375
-DATA sigconst<>+96(SB)/8, $0.28235290563031577122588448175013436025525412068e-12
-DATA sigconst<>+104(SB)/8, $0.28235290563031577122588448175013436025525412068e-12
-DATA sigconst<>+112(SB)/8, $0.28235290563031577122588448175013436025525412068e-12
-DATA sigconst<>+120(SB)/8, $0.28235290563031577122588448175013436025525412068e-12
-DATA sigconst<>+128(SB)/8, $0.0625
-DATA sigconst<>+136(SB)/8, $0.0625
-DATA sigconst<>+144(SB)/8, $0.0625
-DATA sigconst<>+152(SB)/8, $0.0625
-DATA sigconst<>+160(SB)/8, $2.4801587301587301587e-5
-DATA sigconst<>+168(SB)/8, $2.4801587301587301587e-5
-DATA sigconst<>+176(SB)/8, $2.4801587301587301587e-5
-DATA sigconst<>+184(SB)/8, $2.4801587301587301587e-5
-DATA sigconst<>+192(SB)/8, $1.9841269841269841270e-4
-DATA sigconst<>+200(SB)/8, $1.9841269841269841270e-4
-DATA sigconst<>+208(SB)/8, $1.9841269841269841270e-4
-DATA sigconst<>+216(SB)/8, $1.9841269841269841270e-4
-DATA sigconst<>+224(SB)/8, $1.3888888888888888889e-3
-DATA sigconst<>+232(SB)/8, $1.3888888888888888889e-3
-DATA sigconst<>+240(SB)/8, $1.3888888888888888889e-3
-DATA sigconst<>+248(SB)/8, $1.3888888888888888889e-3
-DATA sigconst<>+256(SB)/8, $8.3333333333333333333e-3
-DATA sigconst<>+264(SB)/8, $8.3333333333333333333e-3
-DATA sigconst<>+272(SB)/8, $8.3333333333333333333e-3
-DATA sigconst<>+280(SB)/8, $8.3333333333333333333e-3
-DATA sigconst<>+288(SB)/8, $4.1666666666666666667e-2
-DATA sigconst<>+296(SB)/8, $4.1666666666666666667e-2
-DATA sigconst<>+304(SB)/8, $4.1666666666666666667e-2
-DATA sigconst<>+312(SB)/8, $4.1666666666666666667e-2
-DATA sigconst<>+320(SB)/8, $1.6666666666666666667e-1
-DATA sigconst<>+328(SB)/8, $1.6666666666666666667e-1
-DATA sigconst<>+336(SB)/8, $1.6666666666666666667e-1
-DATA sigconst<>+344(SB)/8, $1.6666666666666666667e-1
-DATA sigconst<>+352(SB)/8, $0.5
-DATA sigconst<>+360(SB)/8, $0.5
-DATA sigconst<>+368(SB)/8, $0.5
-DATA sigconst<>+376(SB)/8, $0.5
-DATA sigconst<>+384(SB)/8, $1.0
-DATA sigconst<>+392(SB)/8, $1.0
-DATA sigconst<>+400(SB)/8, $1.0
-DATA sigconst<>+408(SB)/8, $1.0
-DATA sigconst<>+416(SB)/8, $2.0
-DATA sigconst<>+424(SB)/8, $2.0
-DATA sigconst<>+432(SB)/8, $2.0
-DATA sigconst<>+440(SB)/8, $2.0
-DATA sigconst<>+448(SB)/8, $1023
-DATA sigconst<>+456(SB)/8, $1023
-DATA sigconst<>+464(SB)/8, $1023
-DATA sigconst<>+472(SB)/8, $1023
-DATA sigconst<>+480(SB)/8, $-1023.0
-DATA sigconst<>+488(SB)/8, $-1023.0
-DATA sigconst<>+496(SB)/8, $-1023.0
-DATA sigconst<>+504(SB)/8, $-1023.0
-DATA sigconst<>+512(SB)/8, $6755399441055744.0
-DATA sigconst<>+520(SB)/8, $6755399441055744.0
-DATA sigconst<>+528(SB)/8, $6755399441055744.0
-DATA sigconst<>+536(SB)/8, $6755399441055744.0
-GLOBL sigconst<>(SB), RODATA|NOPTR, $544
+GLOBL sigconst<>(SB), RODATA|NOPTR, $32
 
 #define SIGN sigconst<>+0(SB)
-#define LOG2E sigconst<>+32(SB)
-#define LN2U sigconst<>+64(SB)
-#define LN2L sigconst<>+96(SB)
-#define SIXTEENTH sigconst<>+128(SB)
-#define C8 sigconst<>+160(SB)
-#define C7 sigconst<>+192(SB)
-#define C6 sigconst<>+224(SB)
-#define C5 sigconst<>+256(SB)
-#define C4 sigconst<>+288(SB)
-#define C3 sigconst<>+320(SB)
-#define HALF sigconst<>+352(SB)
-#define ONE sigconst<>+384(SB)
-#define TWO sigconst<>+416(SB)
-#define BIAS sigconst<>+448(SB)
-#define KMIN sigconst<>+480(SB)
-#define MAGIC sigconst<>+512(SB)
 
 // Both kernels compute, per float64 lane, a = −|x| and e = exp(a) with
 // the operations of math.Exp's FMA path in the same order, so e has
@@ -118,7 +37,7 @@ TEXT ·sigmoidAVX512(SB), NOSPLIT, $0-24
 	JZ   done512
 	VPBROADCASTQ SIGN, Z31
 	EXP_CONSTS512
-	VBROADCASTSD KMIN, Z16
+	VBROADCASTSD KDEN, Z16
 	VPXORQ       Z15, Z15, Z15
 
 loop512:
@@ -164,7 +83,7 @@ loop2:
 	VPADDQ       BIAS, Y3, Y5
 	VPSLLQ       $52, Y5, Y5   // 2^k
 	VMULPD       Y5, Y1, Y1    // e = p·2^k
-	VCMPPD       $18, KMIN, Y2, Y6 // k ≤ −1023
+	VCMPPD       $18, KDEN, Y2, Y6 // k ≤ −1023
 	VANDNPD      Y1, Y6, Y1
 	VADDPD       Y14, Y1, Y6   // 1+e
 	VCMPPD       $29, Y12, Y0, Y7 // x ≥ 0
