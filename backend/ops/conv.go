@@ -810,7 +810,7 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 	if cols == nil && wideRows[T](&g) && allFinite(x) {
 		offs = g.tapOffsets()
 	}
-	swap := g.g == 1 && g.mg <= dwSwapMaxM
+	swap := g.g == 1 && g.mg <= dwSwapMaxM && offs == nil // the wide rows' dot products have no product to swap
 	parallelFor(g.n, func(wk, lo, hi int) {
 		d := dw
 		if wk > 0 {
