@@ -164,7 +164,7 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		}
 		for i := range g {
 			ai, ci := at(ia, i), at(ib, i)
-			dst[i] += float32(float64(g[i]) * d(float64(a[ai]), float64(c[ci]), float64(y[i])))
+			dst[i] = 0 + float32(float64(g[i])*d(float64(a[ai]), float64(c[ci]), float64(y[i])))
 		}
 		return true
 	}
@@ -172,7 +172,7 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 	if n.GetOpType() == "Pow" && y.isConst() {
 		diff = []bool{true, false}
 	}
-	r, err := b.kernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x), b.node(y)}, out, fwd, bwd, diff, fwd32, bwd32)
+	r, err := b.fillingKernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x), b.node(y)}, out, fwd, bwd, diff, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}

@@ -44,9 +44,10 @@ func arith32(op string, dst, a, c []float32) bool {
 	return true
 }
 
-// arithGrad32 writes into dst (zeroed) the gradient of input k of Add, Sub
-// or Mul without broadcasting, as the general loop's dst[i] += g·∂ does
-// (0 + v: a −0 term gives +0), and reports whether it did.
+// arithGrad32 writes into dst (any contents: every element is written)
+// the gradient of input k of Add, Sub or Mul without broadcasting, as the
+// general loop's dst[i] += g·∂ into a zeroed dst does (0 + v: a −0 term
+// gives +0), and reports whether it did.
 func arithGrad32(op string, k int, dst, a, c, g []float32) bool {
 	g = g[:len(dst)]
 	var f func(d, g, o []float32)
@@ -55,13 +56,13 @@ func arithGrad32(op string, k int, dst, a, c, g []float32) bool {
 	case op == "Add" || op == "Sub" && k == 0:
 		f = func(d, g, _ []float32) {
 			for i := range d {
-				d[i] += g[i]
+				d[i] = 0 + g[i]
 			}
 		}
 	case op == "Sub":
 		f = func(d, g, _ []float32) {
 			for i := range d {
-				d[i] += -g[i]
+				d[i] = 0 + -g[i]
 			}
 		}
 	case op == "Mul":
@@ -71,7 +72,7 @@ func arithGrad32(op string, k int, dst, a, c, g []float32) bool {
 		}
 		f = func(d, g, o []float32) {
 			for i := range d {
-				d[i] += g[i] * o[i]
+				d[i] = 0 + g[i]*o[i]
 			}
 		}
 	default:

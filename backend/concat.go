@@ -167,7 +167,7 @@ func (b *builder) concatBlocks(n *onnxpb.NodeProto, ins []*value, out []int, out
 		concatBwd(k, dst, grad, sizes, outer)
 		return true
 	}
-	r, err := b.kernel32(n.GetName(), "Concat", nodes, out, fwd, bwd, nil, fwd32, bwd32)
+	r, err := b.fillingKernel32(n.GetName(), "Concat", nodes, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, true, err
 	}

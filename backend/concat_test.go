@@ -11,7 +11,7 @@ import (
 // copies over the cores by element ranges that cut blocks anywhere,
 // against a plain loop over (outer index, input, element), for block
 // sizes that are odd, empty, or large enough to be split (more than
-// 2·elemChunk values).
+// 2·elemChunk values), into dirty buffers (fillingKernel32).
 func TestConcatBlocksSplit(t *testing.T) {
 	for _, tc := range []struct {
 		outer int
@@ -40,13 +40,13 @@ func TestConcatBlocksSplit(t *testing.T) {
 					want = append(want, in[k][o*sz:(o+1)*sz]...)
 				}
 			}
-			got := make([]float32, tc.outer*row)
+			got := dirty32(tc.outer * row)
 			concatFwd(got, in, tc.sizes, tc.outer)
 			if !slices.Equal(got, want) {
 				t.Fatalf("concatFwd differs from the plain loop")
 			}
 			for k := range tc.sizes {
-				back := make([]float32, len(in[k]))
+				back := dirty32(len(in[k]))
 				concatBwd(k, back, want, tc.sizes, tc.outer)
 				if !slices.Equal(back, in[k]) {
 					t.Fatalf("concatBwd of input %d differs from the input", k)
