@@ -77,11 +77,19 @@ type program struct {
 	reluOf  []int  // per node: the BatchNorm a fused Relu takes its value from, or −1 (fuse.go)
 	fusedBN []bool // per node: a BatchNorm that runs with the Relu reading it
 
-	bnGrads       []*bnGradGroup // per node: a Relu gradient running its BatchNorm's gradients (fusegrad.go)
-	made          []bool         // per node: its value was made by a fused Relu gradient in this pass
-	pass          int            // the task whose backward pass runs
-	fusedGradRuns *atomic.Int64  // fused Relu gradients run, for tests; shared with forks
+	bnGrads []*bnGradGroup // per node: a Relu gradient running its BatchNorm's gradients (fusegrad.go)
+	made    []bool         // per node: its value was made by a fused Relu gradient in this pass
+	pass    int            // the task whose backward pass runs
+	// sinkOf, when set, is where node i's float32 value goes in task k's
+	// pass: a parameter gradient's place in the task's Jacobian row, which
+	// the op then writes instead of a pool buffer (nil for other nodes).
+	sinkOf        func(k, i int) []float32
+	fusedGradRuns *atomic.Int64 // fused Relu gradients run, for tests; shared with forks
 }
+
+// sunkGrads counts the values written into their place in the Jacobian
+// (program.sinkOf), for tests.
+var sunkGrads atomic.Int64
 
 // isGorgoniaAdd reports whether op is Gorgonia's element-wise addition,
 // which symbolic differentiation uses to sum the gradients reaching a
@@ -345,13 +353,32 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		return nil
 	}
 	f32 := cur.Dtype() == tensor.Float32
-	var buf []float32
+	// buf is the pool buffer the op may write its value into, or sink, the
+	// value's place in the Jacobian (sinkOf), which is never pooled.
+	var buf, sink []float32
 	if p.pooled(i) {
-		buf = p.pool.get(numel(cur.Shape()))
+		n := numel(cur.Shape())
+		if p.sinkOf != nil && n > 0 {
+			if s := p.sinkOf(p.pass, i); len(s) == n {
+				sink = s
+			}
+		}
+		buf = sink
+		if sink == nil {
+			buf = p.pool.get(n)
+		}
 	}
 	// keep records that the result lives in b (nil: not a buffer of
 	// ours), returning buf to the pool when the op did not use it.
 	keep := func(b []float32) {
+		switch {
+		case len(b) > 0 && sink != nil && &b[0] == &sink[0]:
+			p.owned[i] = nil
+			sunkGrads.Add(1)
+			return
+		case sink != nil:
+			buf = nil
+		}
 		if len(b) > 0 && len(buf) > 0 && &b[0] == &buf[0] {
 			buf = nil
 		} else if len(b) > 0 {

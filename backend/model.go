@@ -85,6 +85,7 @@ type compiled struct {
 	lossOut gnode                   // [losses...]
 	grads   G.Nodes                 // per wrt parameter: its gradient of Σ u_i·ℓ_i
 	prog    *program                // runs losses once, gradients per task
+	gradAt  map[int]int             // per position in prog of a parameter gradient: the parameter (gradPlaces)
 	bufs    map[gnode]*tensor.Dense // float32 input values, refilled per Evaluate
 	fwd     *program                // Outputs' forward pass (no task weights)
 }
