@@ -108,6 +108,15 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 			}},
 			{deps: []int{0, depGrad}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 				n := g.m * g.colRows
+				if batchedPlanes(&g) { // writes every element: no zeroing
+					return dispatch(in[0],
+						func() (tensor.Tensor, error) {
+							return convGradWBatched(&g, sc, data[float32](in[0]), data[float32](in[1]), outBufDirty[float32](buf, n), 0), nil
+						},
+						func() (tensor.Tensor, error) {
+							return convGradWBatched(&g, sc, data[float64](in[0]), data[float64](in[1]), outBufDirty[float64](buf, n), 0), nil
+						})
+				}
 				return dispatch(in[0],
 					func() (tensor.Tensor, error) { return convGradWInto(g, sc, in[0], in[1], outBuf[float32](buf, n)), nil },
 					func() (tensor.Tensor, error) { return convGradWInto(g, sc, in[0], in[1], outBuf[float64](buf, n)), nil })
@@ -790,7 +799,7 @@ func convGradW[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor) tensor.T
 func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw []T) tensor.Tensor {
 	x, gy := data[T](xt), data[T](gyt)
 	if batchedPlanes(&g) {
-		return convGradWBatched(&g, sc, x, gy, dw)
+		return convGradWBatched(&g, sc, x, gy, dw, 1)
 	}
 	if p, ok := padWide[T](&g); ok && wideRows[T](&p) {
 		convGradWPadded(&g, &p, sc, x, gy, dw)

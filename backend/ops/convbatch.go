@@ -105,9 +105,13 @@ func convGradXBatched[T float](g *convGeom, w, gy, dx []T) tensor.Tensor {
 	return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 }
 
-// convGradWBatched is convGradWInto for batchedPlanes: dw += gy·colᵀ over
-// the batch, with the forward pass's matrix when sc kept it for this x.
-func convGradWBatched[T float](g *convGeom, sc *scratch, x, gy, dw []T) tensor.Tensor {
+// convGradWBatched is convGradWInto for batchedPlanes: dw = gy·colᵀ +
+// beta·dw over the batch, with the forward pass's matrix when sc kept it
+// for this x. With beta 0, dw may hold anything: the product writes every
+// element (as 0 + Σ: the GEMM's sums start from +0, so they are never −0)
+// instead of adding into zeros, which at MTAN's 4×6 planes (a 512×4608
+// dW over 96 columns) costs as much as the product.
+func convGradWBatched[T float](g *convGeom, sc *scratch, x, gy, dw []T, beta T) tensor.Tensor {
 	np := g.n * g.outPlane
 	gbuf := getScratch[T](&colScratch, g.m*np)
 	defer colScratch.pool.Put(gbuf)
@@ -123,7 +127,7 @@ func convGradWBatched[T float](g *convGeom, sc *scratch, x, gy, dw []T) tensor.T
 		batchIm2col(g, x, col)
 	}
 	parallelFor(g.colRows, func(_, lo, hi int) {
-		gemmSerial(false, true, g.m, hi-lo, np, gyAll, np, col[lo*np:], np, 1, dw[lo:], g.colRows)
+		gemmSerial(false, true, g.m, hi-lo, np, gyAll, np, col[lo*np:], np, beta, dw[lo:], g.colRows)
 	})
 	return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
 }

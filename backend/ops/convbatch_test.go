@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
@@ -84,4 +85,92 @@ func TestConvBatchedPlanes(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestConvGradWBatchedDirty checks that the weight gradient of a
+// convolution run over the whole batch (batchedPlanes), which the Conv
+// node writes into its buffer without zeroing it first (beta 0), gives
+// through the node's DoInto on a NaN-filled buffer the bits of the product
+// added into zeros (convGradWInto), in float32 and float64. The input has
+// negative values and the output gradient whole zero rows (a dead
+// channel), whose products are −0: their sums must still come out +0, as
+// 0 + Σ gives.
+func TestConvGradWBatchedDirty(t *testing.T) {
+	xs, ws := []int{3, 5, 4, 6}, []int{7, 5, 3, 3}
+	p := ConvParams{Pads: []int{1, 1, 1, 1}}
+	g, err := newConvGeom(tensor.Shape(xs), tensor.Shape(ws), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !batchedPlanes(&g) {
+		t.Fatal("the case does not run over the whole batch")
+	}
+	rng := rand.New(rand.NewSource(3))
+	x, gy := randTensor(rng, xs...), randTensor(rng, g.n, g.m, g.oh, g.ow)
+	xd, gyd := data[float64](x), data[float64](gy)
+	for i := range xd[:len(xd)/2] {
+		xd[i] = -math.Abs(xd[i])
+	}
+	for n := 0; n < g.n; n++ {
+		clear(gyd[(n*g.m+2)*g.outPlane:][:g.outPlane]) // filter 2 gets no gradient
+	}
+	for _, f32 := range []bool{false, true} {
+		gr := gorgonia.NewGraph()
+		dt := tensor.Float64
+		xv, gyv := x, gy
+		if f32 {
+			dt = tensor.Float32
+			xv, gyv = toF32(x), toF32(gy)
+		}
+		xn := gorgonia.NewTensor(gr, dt, 4, gorgonia.WithShape(xs...), gorgonia.WithName("x"))
+		wn := gorgonia.NewTensor(gr, dt, 4, gorgonia.WithShape(ws...), gorgonia.WithName("w"))
+		y, err := Conv(xn, wn, nil, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gyn := gorgonia.NewTensor(gr, dt, 4, gorgonia.WithShape(g.n, g.m, g.oh, g.ow), gorgonia.WithName("gy"))
+		grads, err := y.Op().(*fnOp).SymDiff(gorgonia.Nodes{xn, wn}, y, gyn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dwOp := grads[1].Op().(*fnOp)
+		n := g.m * g.colRows
+		var got, want []float64
+		if f32 {
+			dirty := make([]float32, n)
+			for i := range dirty {
+				dirty[i] = float32(math.NaN())
+			}
+			v, _, err := dwOp.DoInto(dirty, xv, gyv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = toF64(data[float32](v.(tensor.Tensor)))
+			want = toF64(data[float32](convGradWInto(g, newConvScratch(), xv, gyv, make([]float32, n))))
+		} else {
+			dirty := make([]float64, n)
+			for i := range dirty {
+				dirty[i] = math.NaN()
+			}
+			v, _, err := dwOp.DoInto(dirty, xv, gyv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = data[float64](v.(tensor.Tensor))
+			want = data[float64](convGradWInto(g, newConvScratch(), xv, gyv, make([]float64, n)))
+		}
+		for i := range want {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("float32 %v: dW[%d] = %v into a dirty buffer, %v added into zeros", f32, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func toF64(x []float32) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v)
+	}
+	return out
 }
