@@ -3,6 +3,7 @@ package backend
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sync/atomic"
 
 	G "gorgonia.org/gorgonia"
@@ -80,11 +81,34 @@ type program struct {
 	bnGrads []*bnGradGroup // per node: a Relu gradient running its BatchNorm's gradients (fusegrad.go)
 	made    []bool         // per node: its value was made by a fused Relu gradient in this pass
 	pass    int            // the task whose backward pass runs
+	dying   []int          // the values that die after the node running (run's frees)
 	// sinkOf, when set, is where node i's float32 value goes in task k's
 	// pass: a parameter gradient's place in the task's Jacobian row, which
 	// the op then writes instead of a pool buffer (nil for other nodes).
 	sinkOf        func(k, i int) []float32
 	fusedGradRuns *atomic.Int64 // fused Relu gradients run, for tests; shared with forks
+}
+
+// SumInPlace lets a gradient sum write over an operand that dies with it
+// (program.sumInto); tests turn it off to compare.
+var SumInPlace = true
+
+// inPlaceSums counts the sums written over an operand, for tests.
+var inPlaceSums atomic.Int64
+
+// sumInto returns an operand of the gradient sum i whose value dies with
+// this node and lives in a pool buffer of n values: a value of the running
+// backward pass (it depends on a task weight), not a root. The sum is
+// written over it (one float32 addition per element, as into a fresh
+// buffer), which spares a buffer and the write into untouched memory.
+// −1 when there is none.
+func (p *program) sumInto(i, n int) int {
+	for _, j := range p.args[i] {
+		if len(p.owned[j]) == n && !p.roots[j] && slices.Contains(p.deps[j], true) && slices.Contains(p.dying, j) {
+			return j
+		}
+	}
+	return -1
 }
 
 // sunkGrads counts the values written into their place in the Jacobian
@@ -320,6 +344,7 @@ func (p *program) run(seg []int, frees [][]int) (err error) {
 	var in []G.Value
 	for t, i := range seg {
 		cur = p.nodes[i]
+		p.dying = frees[t]
 		in = in[:0]
 		for _, j := range p.args[i] {
 			in = append(in, p.vals[j])
@@ -390,10 +415,21 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		}
 	}
 	if p.adds[i] && f32 {
+		stolen := -1 // the operand whose buffer takes the sum
+		if sink == nil && buf != nil && SumInPlace {
+			if j := p.sumInto(i, len(buf)); j >= 0 {
+				p.pool.put(buf)
+				buf, p.owned[j], stolen = p.owned[j], nil, j
+				inPlaceSums.Add(1)
+			}
+		}
 		if sum, used, ok := add32(buf, in[0], in[1]); ok {
 			p.vals[i] = sum
 			keep(used)
 			return nil
+		}
+		if stolen >= 0 {
+			p.owned[stolen], buf = buf, nil
 		}
 	}
 	var v G.Value
