@@ -2,24 +2,41 @@ package backend
 
 import (
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/paretonav/paretonav/png"
 )
 
 // TestGradsIntoJacobian checks that parameter gradients written straight
-// into the Jacobian's rows (GradsIntoJacobian) give the losses and J of
-// the copying path bit for bit, over two steps each (pool buffers reused),
-// that some gradients were written in place, and that a finished J is
-// left alone by the steps after it (no row memory went to the pool).
+// into the Jacobian's rows (GradsIntoJacobian) give the copying path's
+// losses and J (see sameSteps).
 func TestGradsIntoJacobian(t *testing.T) {
 	defer func(v bool) { GradsIntoJacobian = v }(GradsIntoJacobian)
+	sameSteps(t, func(on bool) { GradsIntoJacobian = on }, &sunkGrads, "gradient written into the Jacobian")
+}
+
+// TestSumInPlace checks that gradient sums written over an operand that
+// dies with them (SumInPlace) give the losses and J of sums into fresh
+// buffers (see sameSteps).
+func TestSumInPlace(t *testing.T) {
+	defer func(v bool) { SumInPlace = v }(SumInPlace)
+	sameSteps(t, func(on bool) { SumInPlace = on }, &inPlaceSums, "gradient sum written in place")
+}
+
+// sameSteps checks, on every stepCase, that the steps with an executor
+// option on (set(true)) give the losses and J of the steps with it off,
+// bit for bit, over two steps each way (pool buffers reused); that the
+// option was used (used grew); and that a finished J is left alone by the
+// steps after it, one of another batch size included (no memory of it
+// went to the pool).
+func sameSteps(t *testing.T, set func(bool), used *atomic.Int64, what string) {
 	for _, sc := range stepCases {
 		t.Run(sc.name, func(t *testing.T) {
 			md := openStepCase(t, sc)
 			m := len(sc.tasks)
-			step := func(into bool, n int) ([]float64, png.Jacobian) {
-				GradsIntoJacobian = into
+			step := func(on bool, n int) ([]float64, png.Jacobian) {
+				set(on)
 				losses := make([]float64, m)
 				jac := png.NewJacobian(m, md.NumParams())
 				if err := md.Evaluate(sc.batch(n), losses, &jac); err != nil {
@@ -28,10 +45,10 @@ func TestGradsIntoJacobian(t *testing.T) {
 				return losses, jac
 			}
 			l0, j0 := step(false, 4)
-			before := sunkGrads.Load()
+			before := used.Load()
 			l1, j1 := step(true, 4)
-			if sunkGrads.Load() == before {
-				t.Error("no gradient was written into the Jacobian")
+			if used.Load() == before {
+				t.Errorf("no %s", what)
 			}
 			kept := slices.Clone(j1.Data)
 			l2, j2 := step(true, 4)
@@ -42,7 +59,7 @@ func TestGradsIntoJacobian(t *testing.T) {
 				j png.Jacobian
 			}{{l1, j1}, {l2, j2}, {l3, j3}} {
 				if !slices.Equal(s.l, l0) || !slices.Equal(s.j.Data, j0.Data) {
-					t.Errorf("step %d differs from the copying path's", i+1)
+					t.Errorf("step %d differs from the steps with the option off", i+1)
 				}
 			}
 			if !slices.Equal(j1.Data, kept) {

@@ -1,50 +1,6 @@
 package backend
 
-import (
-	"slices"
-	"testing"
-
-	"github.com/paretonav/paretonav/png"
-)
-
-// TestSumInPlace checks that gradient sums written over an operand that
-// dies with them (SumInPlace) give the losses and J of sums into fresh
-// buffers bit for bit, over two steps each (pool buffers reused), and
-// that some sums were written in place.
-func TestSumInPlace(t *testing.T) {
-	defer func(v bool) { SumInPlace = v }(SumInPlace)
-	for _, sc := range stepCases {
-		t.Run(sc.name, func(t *testing.T) {
-			md := openStepCase(t, sc)
-			m := len(sc.tasks)
-			step := func(inPlace bool) ([]float64, []float32) {
-				SumInPlace = inPlace
-				losses := make([]float64, m)
-				jac := png.NewJacobian(m, md.NumParams())
-				if err := md.Evaluate(sc.batch(4), losses, &jac); err != nil {
-					t.Fatal(err)
-				}
-				return losses, jac.Data
-			}
-			l0, j0 := step(false)
-			before := inPlaceSums.Load()
-			l1, j1 := step(true)
-			if inPlaceSums.Load() == before {
-				t.Error("no gradient sum was written in place")
-			}
-			l2, j2 := step(true)
-			l3, j3 := step(false)
-			for i, s := range []struct {
-				l []float64
-				j []float32
-			}{{l1, j1}, {l2, j2}, {l3, j3}} {
-				if !slices.Equal(s.l, l0) || !slices.Equal(s.j, j0) {
-					t.Errorf("step %d differs from the sums into fresh buffers", i+1)
-				}
-			}
-		})
-	}
-}
+import "testing"
 
 // TestSumIntoChoice checks which operand a gradient sum may write over:
 // one that dies with it, lives in a pool buffer of the sum's length, is a
