@@ -27,10 +27,13 @@ type builder struct {
 	// deferred names integer model inputs whose values are not known
 	// (Open's trial build): nodes depending on them are not lowered.
 	deferred []string
+	// concatParts maps the node of a Concat along channels of 4-D values
+	// to its parts, for a pointwise Conv reading it (ops.ConvConcat).
+	concatParts map[gnode][]gnode
 }
 
 func newBuilder(dt tensor.Dtype, opset int64) *builder {
-	return &builder{g: G.NewGraph(), dt: dt, opset: opset, consts: map[*importer.Tensor]gnode{}}
+	return &builder{g: G.NewGraph(), dt: dt, opset: opset, consts: map[*importer.Tensor]gnode{}, concatParts: map[gnode][]gnode{}}
 }
 
 // node returns v as a Gorgonia node, turning a constant into a

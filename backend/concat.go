@@ -171,6 +171,9 @@ func (b *builder) concatBlocks(n *onnxpb.NodeProto, ins []*value, out []int, out
 	if err != nil {
 		return nil, true, err
 	}
+	if a == 1 && len(out) == 4 {
+		b.concatParts[r] = nodes
+	}
 	return nodeValue(r), true, nil
 }
 

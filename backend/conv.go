@@ -69,9 +69,21 @@ func lowerConv(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	if bv := optInput(in, 2); bv != nil {
 		bias = b.node(bv)
 	}
+	if parts := b.concatParts[x.n]; FuseConcatConv && parts != nil && ops.PointwiseConv(x.shape, w.shape, p) {
+		y, err := ops.ConvConcat(parts, b.node(w), bias, p)
+		if err != nil {
+			return nil, nodeErr(n, "%v", err)
+		}
+		return []*value{nodeValue(y)}, nil
+	}
 	y, err := ops.Conv(b.node(x), b.node(w), bias, p)
 	if err != nil {
 		return nil, nodeErr(n, "%v", err)
 	}
 	return []*value{nodeValue(y)}, nil
 }
+
+// FuseConcatConv runs a pointwise Conv of a Concat along channels over the
+// Concat's parts (ops.ConvConcat), which is then not formed unless
+// something else reads it; tests turn it off to compare.
+var FuseConcatConv = true
