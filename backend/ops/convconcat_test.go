@@ -46,12 +46,8 @@ func TestConvConcatGradFD(t *testing.T) {
 	for _, c := range convConcatCases {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(2))
-			k, ch := len(c.parts), 0
-			var vals []*tensor.Dense
-			for _, s := range c.parts {
-				vals = append(vals, randTensor(rng, s...))
-				ch += s[1]
-			}
+			k := len(c.parts)
+			vals, ch := randParts(rng, c.parts)
 			vals = append(vals, randTensor(rng, c.m, ch, 1, 1), nil)
 			diff := make([]bool, k+2)
 			for i := range k + 1 {
@@ -76,12 +72,8 @@ func TestConvConcatMatchesConv(t *testing.T) {
 	for _, c := range convConcatCases {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(4))
-			k, ch := len(c.parts), 0
-			var parts []*tensor.Dense
-			for _, s := range c.parts {
-				parts = append(parts, randTensor(rng, s...))
-				ch += s[1]
-			}
+			k := len(c.parts)
+			parts, ch := randParts(rng, c.parts)
 			w := randTensor(rng, c.m, ch, 1, 1)
 			var bias *tensor.Dense
 			if c.bias {
@@ -114,6 +106,18 @@ func TestConvConcatMatchesConv(t *testing.T) {
 			}
 		})
 	}
+}
+
+// randParts draws a tensor of each shape in parts and returns them with
+// their channels in all.
+func randParts(rng *rand.Rand, parts [][]int) ([]*tensor.Dense, int) {
+	var out []*tensor.Dense
+	ch := 0
+	for _, s := range parts {
+		out = append(out, randTensor(rng, s...))
+		ch += s[1]
+	}
+	return out, ch
 }
 
 // splitChannels cuts the gradient of a concatenation (NCHW) into the
