@@ -98,13 +98,13 @@ var inPlaceSums atomic.Int64
 
 // sumInto returns an operand of the gradient sum i whose value dies with
 // this node and lives in a pool buffer of n values: a value of the running
-// backward pass (it depends on a task weight), not a root. The sum is
+// backward pass (it depends on the pass's task weight), not a root. The sum is
 // written over it (one float32 addition per element, as into a fresh
 // buffer), which spares a buffer and the write into untouched memory.
 // −1 when there is none.
 func (p *program) sumInto(i, n int) int {
 	for _, j := range p.args[i] {
-		if len(p.owned[j]) == n && !p.roots[j] && slices.Contains(p.deps[j], true) && slices.Contains(p.dying, j) {
+		if len(p.owned[j]) == n && !p.roots[j] && p.deps[j][p.pass] && slices.Contains(p.dying, j) {
 			return j
 		}
 	}
@@ -125,8 +125,9 @@ func isGorgoniaAdd(op G.Op) bool {
 
 // add32 adds two float32 tensors of equal shape into buf (reused when it
 // has their length, like a kernel node's result), as Gorgonia's addition
-// does (one float32 addition per element), on all cores for long ones. ok is false for any other
-// inputs: the caller then runs the op's Do.
+// does (one float32 addition per element), on all cores for long ones.
+// buf may back a or b: each element is read before it is written. ok is
+// false for any other inputs: the caller then runs the op's Do.
 func add32(buf []float32, a, b G.Value) (v G.Value, used []float32, ok bool) {
 	x, ok1 := a.(*tensor.Dense)
 	y, ok2 := b.(*tensor.Dense)
