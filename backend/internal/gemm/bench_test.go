@@ -167,3 +167,30 @@ func BenchmarkDirectFar(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDirectA times products of few columns with a read in place
+// (kernel.directA) and packed: the swapped weight gradient of 64-filter
+// 3×3 convolutions (576 rows, 64 columns, over MTAN's 64×96 and 288×384
+// im2col bands), one of 128-channel inputs, and one of 128 columns (where
+// a is packed).
+func BenchmarkDirectA(b *testing.B) {
+	defer func(v bool, n int) { DirectA, directAMaxN = v, n }(DirectA, directAMaxN)
+	for _, s := range []struct{ m, n, k int }{{576, 64, 6144}, {576, 64, 6912}, {1152, 64, 1536}, {576, 128, 6144}} {
+		a, bb, c := make([]float32, s.m*s.k), make([]float32, s.k*s.n), make([]float32, s.m*s.n)
+		for i := range a {
+			a[i] = float32(i%7) * 0.1
+		}
+		for i := range bb {
+			bb[i] = float32(i%5) * 0.1
+		}
+		for _, on := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%dx%dx%d/inplace=%v", s.m, s.n, s.k, on), func(b *testing.B) {
+				DirectA, directAMaxN = on, 128
+				for b.Loop() {
+					Sgemm(false, true, s.m, s.n, s.k, 1, a, s.k, bb, s.k, 1, c, s.n)
+				}
+				b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

@@ -28,6 +28,12 @@ func sgemmKernel6x16s(kc int, a, b, c *float32, ldc, ldb, over, far int)
 //go:noescape
 func sgemmKernel6x32s(kc int, a, b, c *float32, ldc, ldb, over, far int)
 
+// sgemmKernel6x32a is sgemmKernel6x32 with A read in place (not packed):
+// row i of the 6×kc panel starts at a + i·lda.
+//
+//go:noescape
+func sgemmKernel6x32a(kc int, a *float32, lda int, b, c *float32, ldc, over int)
+
 // sdotKernel3x4 is the AVX-512F dot-product kernel for A·Bᵀ with long
 // rows: c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l] (i < 3, j < 4, k ≥ 1).
 //
@@ -41,7 +47,7 @@ func sdotKernel3x4AVX2(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, a
 
 var (
 	kernelAVX2   = &kernel{mr: 6, nr: 16, name: "avx2-6x16", fn: sgemmKernel6x16, direct: sgemmKernel6x16s, dot: sdotKernel3x4AVX2}
-	kernelAVX512 = &kernel{mr: 6, nr: 32, name: "avx512-6x32", fn: sgemmKernel6x32, direct: sgemmKernel6x32s, dot: sdotKernel3x4, farC: 2}
+	kernelAVX512 = &kernel{mr: 6, nr: 32, name: "avx512-6x32", fn: sgemmKernel6x32, direct: sgemmKernel6x32s, directA: sgemmKernel6x32a, dot: sdotKernel3x4, farC: 2}
 )
 
 func init() {

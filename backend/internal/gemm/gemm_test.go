@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -274,4 +275,64 @@ func FuzzSgemm(f *testing.F) {
 		}
 		run(t, rng, p, 0)
 	})
+}
+
+// TestDirectAMatchesPacked checks that products reading a in place
+// (kernel.directA: few columns, untransposed a, whole panels of rows) give
+// the packed path's bits: the same sums in the same order. The shapes
+// cover the swapped weight gradients of 64- and 128-filter 3×3
+// convolutions (576 rows, 64 or 128 columns), partial column panels, k across several blocks and
+// within one, beta 0 and 1, a row stride longer than k, and an
+// untransposed b.
+func TestDirectAMatchesPacked(t *testing.T) {
+	if active == nil || active.directA == nil {
+		t.Skip("no kernel reading a in place on this CPU")
+	}
+	rng := rand.New(rand.NewSource(1))
+	for _, s := range []struct {
+		tB      bool
+		m, n, k int
+		beta    float32
+	}{
+		{true, 576, 64, 6144, 1},
+		{true, 576, 128, 700, 1},
+		{true, 576, 64, 300, 0},
+		{true, 96, 40, 513, 1},
+		{false, 12, 33, 700, 0},
+		{true, 1152, 64, 1000, 1},
+		{false, 198, 64, 257, 1},
+	} {
+		t.Run(fmt.Sprint(s), func(t *testing.T) {
+			lda := s.k + 3
+			a := make([]float32, s.m*lda)
+			for i := range a {
+				a[i] = float32(rng.NormFloat64())
+			}
+			b := make([]float32, s.k*s.n)
+			for i := range b {
+				b[i] = float32(rng.NormFloat64())
+			}
+			ldb := s.n
+			if s.tB {
+				ldb = s.k
+			}
+			c0 := make([]float32, s.m*s.n)
+			for i := range c0 {
+				c0[i] = float32(rng.NormFloat64())
+			}
+			run := func(on bool) []float32 {
+				defer func(v bool) { DirectA = v }(DirectA)
+				DirectA = on
+				c := append([]float32{}, c0...)
+				Sgemm(false, s.tB, s.m, s.n, s.k, 1, a, lda, b, ldb, s.beta, c, s.n)
+				return c
+			}
+			want, got := run(false), run(true)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("c[%d] = %v reading a in place, %v packed", i, got[i], want[i])
+				}
+			}
+		})
+	}
 }

@@ -265,6 +265,125 @@ store_over:
 	RESTORE_MXCSR
 	RET
 
+// sgemmKernel6x32a is sgemmKernel6x32 reading A in place (not packed):
+// row i of the 6×kc panel starts at a + i·lda, so the six broadcasts of a
+// step come from three rows at SI and three at R11 = SI + 3·lda.
+// func sgemmKernel6x32a(kc int, a *float32, lda int, b, c *float32, ldc, over int)
+TEXT ·sgemmKernel6x32a(SB), NOSPLIT, $8-56
+	FLUSH_SUBNORMALS
+	MOVQ kc+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R9
+	SHLQ $2, R9
+	LEAQ (SI)(R9*2), R11
+	ADDQ R9, R11
+	MOVQ b+24(FP), DI
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
+	SHLQ $2, R8
+	MOVQ over+48(FP), R10
+	TESTQ $2, R10
+	JZ anopfc
+	PREFETCH_C6X32
+anopfc:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	TESTQ CX, CX
+	JZ astore
+aloop:
+	VMOVUPS (DI), Z12
+	VMOVUPS 64(DI), Z13
+	VBROADCASTSS (SI), Z14
+	VFMADD231PS Z12, Z14, Z0
+	VFMADD231PS Z13, Z14, Z1
+	VBROADCASTSS (SI)(R9*1), Z15
+	VFMADD231PS Z12, Z15, Z2
+	VFMADD231PS Z13, Z15, Z3
+	VBROADCASTSS (SI)(R9*2), Z14
+	VFMADD231PS Z12, Z14, Z4
+	VFMADD231PS Z13, Z14, Z5
+	VBROADCASTSS (R11), Z15
+	VFMADD231PS Z12, Z15, Z6
+	VFMADD231PS Z13, Z15, Z7
+	VBROADCASTSS (R11)(R9*1), Z14
+	VFMADD231PS Z12, Z14, Z8
+	VFMADD231PS Z13, Z14, Z9
+	VBROADCASTSS (R11)(R9*2), Z15
+	VFMADD231PS Z12, Z15, Z10
+	VFMADD231PS Z13, Z15, Z11
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ $128, DI
+	DECQ CX
+	JNZ aloop
+astore:
+	MOVQ over+48(FP), R10
+	TESTQ $1, R10
+	JNZ astore_over
+	VADDPS (DX), Z0, Z0
+	VMOVUPS Z0, (DX)
+	VADDPS 64(DX), Z1, Z1
+	VMOVUPS Z1, 64(DX)
+	ADDQ R8, DX
+	VADDPS (DX), Z2, Z2
+	VMOVUPS Z2, (DX)
+	VADDPS 64(DX), Z3, Z3
+	VMOVUPS Z3, 64(DX)
+	ADDQ R8, DX
+	VADDPS (DX), Z4, Z4
+	VMOVUPS Z4, (DX)
+	VADDPS 64(DX), Z5, Z5
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	VADDPS (DX), Z6, Z6
+	VMOVUPS Z6, (DX)
+	VADDPS 64(DX), Z7, Z7
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	VADDPS (DX), Z8, Z8
+	VMOVUPS Z8, (DX)
+	VADDPS 64(DX), Z9, Z9
+	VMOVUPS Z9, 64(DX)
+	ADDQ R8, DX
+	VADDPS (DX), Z10, Z10
+	VMOVUPS Z10, (DX)
+	VADDPS 64(DX), Z11, Z11
+	VMOVUPS Z11, 64(DX)
+	VZEROUPPER
+	RESTORE_MXCSR
+	RET
+astore_over:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z4, (DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z8, (DX)
+	VMOVUPS Z9, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z10, (DX)
+	VMOVUPS Z11, 64(DX)
+	VZEROUPPER
+	RESTORE_MXCSR
+	RET
+
 // func sdotKernel3x4(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
 // c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l] for i < 3, j < 4 (k ≥ 1).
 // AVX-512F: 12 ZMM accumulators, 7 loads per 12 FMAs; the last k%16

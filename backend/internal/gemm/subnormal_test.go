@@ -21,6 +21,8 @@ func TestKernelsFlushSubnormals(t *testing.T) {
 	}{
 		{"packed/subnormal-in", false, 70, 40, 1e-39, 1},
 		{"packed/subnormal-product", false, 70, 40, 1e-20, 1e-20},
+		{"inplace-a/subnormal-in", false, 72, 40, 1e-39, 1},
+		{"inplace-a/subnormal-product", false, 72, 40, 1e-20, 1e-20},
 		{"direct/subnormal-in", false, 12, 40, 1, 1e-39},
 		{"direct/subnormal-product", false, 12, 40, 1e-20, 1e-20},
 		{"dot/subnormal-in", true, 9, 8, 1e-39, 1},
