@@ -390,44 +390,26 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 					w := min(nr, nc-jr)
 					bp := &bufB[jr*kc]
 					for ir := 0; ir < mc; ir += mr {
-						h := min(mr, mc-ir)
-						if inPlaceA { // h = mr: m is a multiple of mr
-							ci := (ic+ir)*ldc + jc + jr
-							ar := &a[(ic+ir)*lda+pc]
-							if w == nr && !transC {
-								kr.directA(kc, ar, lda, bp, &c[ci], ldc, ovc)
-								continue
-							}
-							t := tile[:mr*nr]
-							kr.directA(kc, ar, lda, bp, &t[0], nr, 1)
-							for i := 0; i < h; i++ {
-								row := c[ci+i*ldc : ci+i*ldc+w]
-								if first {
-									copy(row, t[i*nr:i*nr+w])
-									continue
-								}
-								for j, v := range t[i*nr : i*nr+w] {
-									row[j] += v
-								}
-							}
-							continue
-						}
-						ap := &bufA[ir*kc]
+						h := min(mr, mc-ir) // mr when inPlaceA: m is a multiple of mr
 						ci := (ic+ir)*ldc + jc + jr
-						inPlace := direct && w == nr
-						if h == mr && w == nr && !transC {
-							if inPlace {
-								kr.direct(kc, ap, &b[pc*ldb+jc+jr], &c[ci], ldc, ldb, ovc, far)
-							} else {
-								kr.fn(kc, ap, bp, &c[ci], ldc, ovc)
-							}
-							continue
-						}
+						// A whole tile goes to c in place; an edge one (or cᵀ's)
+						// through the scratch tile, written over.
+						full := h == mr && w == nr && !transC
 						t := tile[:mr*nr]
-						if inPlace {
-							kr.direct(kc, ap, &b[pc*ldb+jc+jr], &t[0], nr, ldb, 1, far)
-						} else {
-							kr.fn(kc, ap, bp, &t[0], nr, 1)
+						dst, ld, ov := &t[0], nr, 1
+						if full {
+							dst, ld, ov = &c[ci], ldc, ovc
+						}
+						switch {
+						case inPlaceA:
+							kr.directA(kc, &a[(ic+ir)*lda+pc], lda, bp, dst, ld, ov)
+						case direct && w == nr:
+							kr.direct(kc, &bufA[ir*kc], &b[pc*ldb+jc+jr], dst, ld, ldb, ov, far)
+						default:
+							kr.fn(kc, &bufA[ir*kc], bp, dst, ld, ov)
+						}
+						if full {
+							continue
 						}
 						if transC {
 							for j := 0; j < w; j++ {
