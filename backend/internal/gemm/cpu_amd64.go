@@ -34,6 +34,24 @@ func sgemmKernel6x32s(kc int, a, b, c *float32, ldc, ldb, over, far int)
 //go:noescape
 func sgemmKernel6x32a(kc int, a *float32, lda int, b, c *float32, ldc, over int)
 
+// sgemmKernel12x32 is sgemmKernel6x32 over two adjacent packed
+// micro-panels of a (rows 0–5 at a, rows 6–11 at a + 6·kc): a 12×32 tile
+// of c, each element summed in the same order as sgemmKernel6x32 sums it.
+//
+//go:noescape
+func sgemmKernel12x32(kc int, a, b, c *float32, ldc, over int)
+
+// sgemmKernel12x32s is sgemmKernel6x32s over two adjacent packed
+// micro-panels of a, as sgemmKernel12x32.
+//
+//go:noescape
+func sgemmKernel12x32s(kc int, a, b, c *float32, ldc, ldb, over, far int)
+
+// sgemmKernel12x32a is sgemmKernel6x32a for twelve rows of a in place.
+//
+//go:noescape
+func sgemmKernel12x32a(kc int, a *float32, lda int, b, c *float32, ldc, over int)
+
 // sdotKernel3x4 is the AVX-512F dot-product kernel for A·Bᵀ with long
 // rows: c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l] (i < 3, j < 4, k ≥ 1).
 //
@@ -47,7 +65,8 @@ func sdotKernel3x4AVX2(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, a
 
 var (
 	kernelAVX2   = &kernel{mr: 6, nr: 16, name: "avx2-6x16", fn: sgemmKernel6x16, direct: sgemmKernel6x16s, dot: sdotKernel3x4AVX2}
-	kernelAVX512 = &kernel{mr: 6, nr: 32, name: "avx512-6x32", fn: sgemmKernel6x32, direct: sgemmKernel6x32s, directA: sgemmKernel6x32a, dot: sdotKernel3x4, farC: 2}
+	kernelAVX512 = &kernel{mr: 6, nr: 32, name: "avx512-6x32", fn: sgemmKernel6x32, direct: sgemmKernel6x32s, directA: sgemmKernel6x32a, dot: sdotKernel3x4, farC: 2,
+		fn2: sgemmKernel12x32, direct2: sgemmKernel12x32s, directA2: sgemmKernel12x32a}
 )
 
 func init() {

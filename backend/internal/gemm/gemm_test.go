@@ -336,3 +336,71 @@ func TestDirectAMatchesPacked(t *testing.T) {
 		})
 	}
 }
+
+// TestWideMatchesNarrow checks that the 2·mr-row kernels (kernel.fn2,
+// direct2, directA2) give the bits of the mr-row ones on every path they
+// take: packed a and b, b in place (m ≤ directMaxM, also prefetching far
+// rows), a in place (few columns), c written over (beta 0, with NaN in c)
+// and added to, row counts that leave an mr-row and a partial panel, and
+// k across several blocks.
+func TestWideMatchesNarrow(t *testing.T) {
+	if active == nil || active.fn2 == nil {
+		t.Skip("no 2·mr-row kernels on this CPU")
+	}
+	rng := rand.New(rand.NewSource(3))
+	for _, s := range []struct {
+		tA, tB  bool
+		m, n, k int
+		beta    float32
+		farRow  int
+	}{
+		{false, false, 128, 1536, 1152, 0, farRow}, // packed, MTAN's 128-filter forward band
+		{true, false, 576, 300, 64, 1, farRow},     // packed, transposed a (input gradient)
+		{false, false, 64, 700, 576, 0, farRow},    // b in place
+		{false, false, 60, 200, 300, 1, 0},         // b in place, far rows
+		{false, true, 576, 64, 6144, 1, farRow},    // a in place (a weight gradient)
+		{false, false, 1152, 100, 257, 0, farRow},  // a in place, beta 0
+		{false, false, 101, 95, 513, 0, 0},         // edges everywhere, c prefetched
+		{true, true, 30, 40, 29, 1, farRow},        // one 12-row tile and an edge
+	} {
+		t.Run(fmt.Sprint(s), func(t *testing.T) {
+			defer func(fr int) { farRow = fr }(farRow)
+			farRow = s.farRow
+			fill := func(n int) []float32 {
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = float32(rng.NormFloat64())
+				}
+				return v
+			}
+			lda, ldb := s.k, s.n
+			if s.tA {
+				lda = s.m
+			}
+			if s.tB {
+				ldb = s.k
+			}
+			a, b, c0 := fill(s.m*s.k), fill(s.k*s.n), fill(s.m*s.n)
+			if s.beta == 0 {
+				for i := range c0 {
+					if i%3 == 0 {
+						c0[i] = float32(math.NaN())
+					}
+				}
+			}
+			run := func(on bool) []float32 {
+				defer func(v bool) { Wide = v }(Wide)
+				Wide = on
+				c := append([]float32{}, c0...)
+				Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, b, ldb, s.beta, c, s.n)
+				return c
+			}
+			want, got := run(false), run(true)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.IsNaN(float64(got[i])) {
+					t.Fatalf("c[%d] = %v with 2·mr-row kernels, %v without", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}

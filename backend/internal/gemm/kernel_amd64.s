@@ -1,21 +1,5 @@
 #include "textflag.h"
-
-// Subnormal float32 operands and results cost a microcode assist of about a
-// hundred cycles each on Intel CPUs (a backward pass meets them deep in a
-// network: BenchmarkSgemmSubnormal measured 0.82 against 92 GFLOP/s), so
-// every kernel runs with MXCSR's flush-to-zero (bit 15) and
-// denormals-are-zero (bit 6) set, as PyTorch's set_flush_denormal(True) and
-// oneDNN do, and restores the caller's MXCSR before it returns. Go does not
-// preempt assembly functions asynchronously, so no other goroutine runs
-// with the changed MXCSR. The frame holds the saved and the changed word.
-#define FLUSH_SUBNORMALS \
-	STMXCSR mxcsr-8(SP); \
-	STMXCSR mxcsr-4(SP); \
-	ORL $0x8040, mxcsr-4(SP); \
-	LDMXCSR mxcsr-4(SP)
-
-#define RESTORE_MXCSR \
-	LDMXCSR mxcsr-8(SP)
+#include "mxcsr_amd64.h"
 
 // Micro-kernels: 12 accumulators (6 rows × 2 vectors), per k step two
 // vector loads of the packed B row and six broadcasts of the packed A column;
