@@ -1,8 +1,9 @@
 // Package gemm is the backend's float32 matrix product: a Goto/BLIS style
 // Sgemm (packed panels of A and B, KC×NC/MC cache blocking, pooled packing
 // buffers, a register-blocked micro-kernel in Go assembly) for amd64 CPUs
-// with AVX2 and FMA (6×16 kernel) or AVX-512F (6×32 kernel), chosen by
-// CPUID at start-up. Three shape-driven variants keep small products fast:
+// with AVX2 and FMA (6×16 kernel) or AVX-512F (6×32 kernel, and a 12×32
+// one over two of its packed panels for every whole 12-row tile), chosen
+// by CPUID at start-up. Three shape-driven variants keep small products fast:
 // A·Bᵀ with long rows runs a 3×4 dot-product kernel (no packing), products
 // with few rows of A read B in place, products with few columns compute
 // Cᵀ. Other CPUs and architectures (and tests forcing it) fall back to
