@@ -599,7 +599,8 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 		convForwardPadded(&g, &p, sc, x, w, bt, out)
 		return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
 	}
-	mul := gemmFor[T](g.n)
+	mul, release := packedFor(g.n, false, g.mg, g.colRows, w, g.colRows) // group 0's filters
+	defer release()
 	cols := forwardCols(&g, sc, x)
 	if cols != nil {
 		defer sc.cache.mu.Unlock()
@@ -682,7 +683,8 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 		convGradXPadded(&g, &p, sc, w, gy, dx)
 		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 	}
-	mul := gemmFor[T](g.n)
+	mul, release := packedFor(g.n, true, g.colRows, g.mg, w, g.colRows) // group 0's filters, transposed
+	defer release()
 	band := g.bandRows()
 	finite := allFinite(w)
 	var offs []int // wide rows (wideForward; finite weights: see convWideGradX)

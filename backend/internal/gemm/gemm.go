@@ -140,6 +140,12 @@ func Kernel() string {
 // strides. When beta is 0, c is overwritten (NaN in c does not propagate).
 // It runs on the calling goroutine. It panics on invalid arguments.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
+}
+
+// sgemm is Sgemm, taking op(a)'s packed panels from pre (alpha 1) where
+// it would pack them.
+func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, pre *PackedA) {
 	check(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if m == 0 || n == 0 {
 		return
@@ -172,10 +178,10 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	if n <= active.nr/2 && m >= 2*n {
 		// Few columns: compute cᵀ = op(b)ᵀ·op(a)ᵀ, whose n rows pad
 		// to MR instead of NR.
-		blocked(active, !transB, !transA, n, m, k, alpha, b, ldb, a, lda, c, ldc, true, over)
+		blocked(active, !transB, !transA, n, m, k, alpha, b, ldb, a, lda, c, ldc, true, over, nil)
 		return
 	}
-	blocked(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc, false, over)
+	blocked(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc, false, over, pre)
 }
 
 // dots computes c = alpha·a·bᵀ + beta·c as dot products of rows of a and
@@ -258,6 +264,16 @@ func SdotRows(m, n, k int, a []float32, lda int, b []float32, boff []int, c []fl
 // calls gonum's Sgemm, which has its own parallelism.
 func SgemmParallel(workers int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	check(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	splitCols(workers, transB, m, n, k, b, ldb, c, func(n int, b, c []float32) {
+		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	})
+}
+
+// splitCols runs f on column blocks of an m×n×k product (b's and c's
+// slices from each block's first column) among up to workers goroutines,
+// each block at least a few micro-panels wide; one call over all n
+// columns without a kernel, for workers <= 1 or under 2M multiply-adds.
+func splitCols(workers int, transB bool, m, n, k int, b []float32, ldb int, c []float32, f func(n int, b, c []float32)) {
 	if !Accelerated() {
 		workers = 1
 	}
@@ -266,7 +282,7 @@ func SgemmParallel(workers int, transA, transB bool, m, n, k int, alpha float32,
 		workers = n / minCols
 	}
 	if workers <= 1 || int64(m)*int64(n)*int64(k) < 1<<21 {
-		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		f(n, b, c)
 		return
 	}
 	chunk := (n + workers - 1) / workers
@@ -277,7 +293,7 @@ func SgemmParallel(workers int, transA, transB bool, m, n, k int, alpha float32,
 		if transB {
 			bs = b[j0*ldb:]
 		}
-		Sgemm(transA, transB, m, j1-j0, k, alpha, a, lda, bs, ldb, beta, c[j0:], ldc)
+		f(j1-j0, bs, c[j0:])
 	})
 }
 
@@ -360,7 +376,7 @@ const tileLen = 16 * 32
 // an n×m matrix; every tile goes through the scratch tile). With over, the
 // first k-block writes c (cᵀ) instead of adding to it: c need not be
 // zeroed and is not read.
-func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, transC, over bool) {
+func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, transC, over bool, pre *PackedA) {
 	mr, nr := kr.mr, kr.nr
 	pa := poolA.Get()
 	defer poolA.Put(pa)
@@ -401,7 +417,12 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 			}
 			for ic := 0; ic < m; ic += blockM {
 				mc := min(blockM, m-ic)
-				if !inPlaceA {
+				ap := bufA // the mc×kc block of op(a), packed
+				switch {
+				case inPlaceA:
+				case pre != nil:
+					ap = pre.data[pc*pre.mp+ic*kc:]
+				default:
 					packA(transA, a, lda, ic, pc, mc, kc, mr, alpha, bufA)
 				}
 				for jr := 0; jr < nc; jr += nr {
@@ -416,9 +437,9 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 							case inPlaceA:
 								kr.directA2(kc, &a[(ic+ir)*lda+pc], lda, bp, &c[ci], ldc, ovc)
 							case direct:
-								kr.direct2(kc, &bufA[ir*kc], &b[pc*ldb+jc+jr], &c[ci], ldc, ldb, ovc, far)
+								kr.direct2(kc, &ap[ir*kc], &b[pc*ldb+jc+jr], &c[ci], ldc, ldb, ovc, far)
 							default:
-								kr.fn2(kc, &bufA[ir*kc], bp, &c[ci], ldc, ovc)
+								kr.fn2(kc, &ap[ir*kc], bp, &c[ci], ldc, ovc)
 							}
 							ir += mr
 							continue
@@ -435,9 +456,9 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 						case inPlaceA:
 							kr.directA(kc, &a[(ic+ir)*lda+pc], lda, bp, dst, ld, ov)
 						case direct && w == nr:
-							kr.direct(kc, &bufA[ir*kc], &b[pc*ldb+jc+jr], dst, ld, ldb, ov, far)
+							kr.direct(kc, &ap[ir*kc], &b[pc*ldb+jc+jr], dst, ld, ldb, ov, far)
 						default:
-							kr.fn(kc, &bufA[ir*kc], bp, dst, ld, ov)
+							kr.fn(kc, &ap[ir*kc], bp, dst, ld, ov)
 						}
 						if full {
 							continue
