@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/paretonav/paretonav/internal/hugepages"
+
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
@@ -221,6 +223,7 @@ func (md *Model) chooseParams() {
 		n += numel(t.Shape)
 	}
 	md.theta = make([]float32, 0, n) // exactly θ's length: it is the model's largest vector
+	hugepages.Advise(md.theta[:n])
 	for _, t := range chosen {
 		if t.F32 == nil {
 			for _, v := range t.Float64s() {

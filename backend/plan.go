@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/paretonav/paretonav/internal/hugepages"
+
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -414,7 +416,9 @@ func (b *bufPool) get(n int) []float32 {
 			b.take(big)
 		}
 		b.held += int64(n)
-		return make([]float32, n)
+		buf := make([]float32, n)
+		hugepages.Advise(buf)
+		return buf
 	}
 	return b.take(best)[:n]
 }

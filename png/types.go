@@ -1,5 +1,7 @@
 package png
 
+import "github.com/paretonav/paretonav/internal/hugepages"
+
 // Jacobian holds the m task gradients of an n-parameter model, row-major in
 // float32: row i is ∇ℓ_i. Arithmetic on it accumulates in float64.
 type Jacobian struct {
@@ -8,7 +10,11 @@ type Jacobian struct {
 }
 
 // NewJacobian allocates a zero m×n Jacobian.
-func NewJacobian(m, n int) Jacobian { return Jacobian{M: m, N: n, Data: make([]float32, m*n)} }
+func NewJacobian(m, n int) Jacobian {
+	d := make([]float32, m*n)
+	hugepages.Advise(d)
+	return Jacobian{M: m, N: n, Data: d}
+}
 
 // Row returns ∇ℓ_i, sharing storage with j.
 func (j Jacobian) Row(i int) []float32 { return j.Data[i*j.N : (i+1)*j.N] }

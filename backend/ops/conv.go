@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/paretonav/paretonav/internal/hugepages"
+
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
@@ -580,6 +582,7 @@ func getScratch[T float](s *scratch, n int) *[]T {
 		return v
 	}
 	b := make([]T, n)
+	hugepages.Advise(b)
 	return &b
 }
 
