@@ -172,10 +172,10 @@
 	PREFETCHT0 (BX); \
 	PREFETCHT0 64(BX)
 
-// STEP12X32 is one step of l of sgemmKernel12x32: row l of the packed b
-// panel (two vectors at DI) times six values of the first a panel (at SI)
-// into Z0–Z11 and six of the second (at SI+R11) into Z12–Z23.
-#define STEP12X32 \
+// FMA12X32 is the arithmetic of one step of l of the 12×32 kernels: row l
+// of the b panel (two vectors at DI) times six values of the first packed a
+// panel (at SI) into Z0–Z11 and six of the second (at SI+R11) into Z12–Z23.
+#define FMA12X32 \
 	VMOVUPS (DI), Z24; \
 	VMOVUPS 64(DI), Z25; \
 	VBROADCASTSS 0(SI), Z26; \
@@ -213,50 +213,18 @@
 	VFMADD231PS Z25, Z26, Z21; \
 	VBROADCASTSS 20(SI)(R11*1), Z27; \
 	VFMADD231PS Z24, Z27, Z22; \
-	VFMADD231PS Z25, Z27, Z23; \
+	VFMADD231PS Z25, Z27, Z23
+
+// STEP12X32 is one step of l of sgemmKernel12x32 (b packed);
+// STEP12X32S is one of sgemmKernel12x32s (b unpacked: its next row R9
+// bytes on).
+#define STEP12X32 \
+	FMA12X32; \
 	ADDQ $24, SI; \
 	ADDQ $128, DI
 
-// STEP12X32S is STEP12X32 with b unpacked: the next row of b R9 bytes on.
 #define STEP12X32S \
-	VMOVUPS (DI), Z24; \
-	VMOVUPS 64(DI), Z25; \
-	VBROADCASTSS 0(SI), Z26; \
-	VFMADD231PS Z24, Z26, Z0; \
-	VFMADD231PS Z25, Z26, Z1; \
-	VBROADCASTSS 4(SI), Z27; \
-	VFMADD231PS Z24, Z27, Z2; \
-	VFMADD231PS Z25, Z27, Z3; \
-	VBROADCASTSS 8(SI), Z26; \
-	VFMADD231PS Z24, Z26, Z4; \
-	VFMADD231PS Z25, Z26, Z5; \
-	VBROADCASTSS 12(SI), Z27; \
-	VFMADD231PS Z24, Z27, Z6; \
-	VFMADD231PS Z25, Z27, Z7; \
-	VBROADCASTSS 16(SI), Z26; \
-	VFMADD231PS Z24, Z26, Z8; \
-	VFMADD231PS Z25, Z26, Z9; \
-	VBROADCASTSS 20(SI), Z27; \
-	VFMADD231PS Z24, Z27, Z10; \
-	VFMADD231PS Z25, Z27, Z11; \
-	VBROADCASTSS 0(SI)(R11*1), Z26; \
-	VFMADD231PS Z24, Z26, Z12; \
-	VFMADD231PS Z25, Z26, Z13; \
-	VBROADCASTSS 4(SI)(R11*1), Z27; \
-	VFMADD231PS Z24, Z27, Z14; \
-	VFMADD231PS Z25, Z27, Z15; \
-	VBROADCASTSS 8(SI)(R11*1), Z26; \
-	VFMADD231PS Z24, Z26, Z16; \
-	VFMADD231PS Z25, Z26, Z17; \
-	VBROADCASTSS 12(SI)(R11*1), Z27; \
-	VFMADD231PS Z24, Z27, Z18; \
-	VFMADD231PS Z25, Z27, Z19; \
-	VBROADCASTSS 16(SI)(R11*1), Z26; \
-	VFMADD231PS Z24, Z26, Z20; \
-	VFMADD231PS Z25, Z26, Z21; \
-	VBROADCASTSS 20(SI)(R11*1), Z27; \
-	VFMADD231PS Z24, Z27, Z22; \
-	VFMADD231PS Z25, Z27, Z23; \
+	FMA12X32; \
 	ADDQ $24, SI; \
 	ADDQ R9, DI
 
