@@ -321,8 +321,8 @@ func TestDirectAMatchesPacked(t *testing.T) {
 				c0[i] = float32(rng.NormFloat64())
 			}
 			run := func(on bool) []float32 {
-				defer func(v bool) { DirectA = v }(DirectA)
-				DirectA = on
+				defer func(v bool, d int) { DirectA, dotMaxB = v, d }(DirectA, dotMaxB)
+				DirectA, dotMaxB = on, 0 // both through blocked, not the dot products
 				c := append([]float32{}, c0...)
 				Sgemm(false, s.tB, s.m, s.n, s.k, 1, a, lda, b, ldb, s.beta, c, s.n)
 				return c
