@@ -77,7 +77,12 @@ type kernel struct {
 // their count still favour the dots (both cores: 10×81×784 41 -> 88,
 // 128×256×256 84 -> 81, 20×250×100 55 -> 35, 64×576×384 118 -> 87,
 // 512×2304×96 126 -> 44). Tests change them to cover both paths.
-// Products that blocked reads a in place for (readsAInPlace) skip them.
+// Products of at least one whole panel of columns that blocked reads a in
+// place for (aInPlace) skip them: a is then neither packed nor read again
+// for every four columns (two cores, the swapped weight gradients of 3×3
+// convolutions: 1152×128×384 166 against 110 GFLOP/s, 576×64×256 178
+// against 101, 120×32×1024 166 against 129; 128 rows, not whole panels,
+// within ±5% either way).
 var (
 	dotMinK     = 48
 	dotMaxB     = 1 << 18
@@ -162,7 +167,7 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		blas32.Implementation().Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	if !transA && transB && active.dot != nil && k >= dotMinK && k >= dotMinRatio*n && n*k <= dotMaxB && !readsAInPlace(active, m, n, alpha) {
+	if !transA && transB && active.dot != nil && k >= dotMinK && k >= dotMinRatio*n && n*k <= dotMaxB && !(n >= active.nr && aInPlace(active, false, true, m, n, alpha)) {
 		dots(active, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
@@ -185,15 +190,18 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	blocked(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc, false, over, pre)
 }
 
-// readsAInPlace reports whether blocked reads an untransposed a in place
-// (kernel.directA) for an m×n product of at least one whole panel of
-// columns: then it beats the dot products, since a is neither packed nor
-// read again for every four columns (two cores, the swapped weight
-// gradients of 3×3 convolutions: 1152×128×384 166 against 110 GFLOP/s,
-// 576×64×256 178 against 101, 120×32×1024 166 against 129; 128 rows, not
-// whole panels, within ±5% either way).
-func readsAInPlace(kr *kernel, m, n int, alpha float32) bool {
-	return kr.directA != nil && DirectA && alpha == 1 && m%kr.mr == 0 && n >= kr.nr && n <= directAMaxN
+// aInPlace reports whether blocked reads op(a) in place (kr.directA) for
+// an m×n product rather than packing it: a untransposed, alpha 1 (packing
+// scales by alpha), whole panels of mr rows, at most directAMaxN columns,
+// and b not itself read in place.
+func aInPlace(kr *kernel, transA, transB bool, m, n int, alpha float32) bool {
+	return kr.directA != nil && DirectA && !transA && alpha == 1 && m%kr.mr == 0 && n <= directAMaxN && !bInPlace(kr, transB, m)
+}
+
+// bInPlace reports whether blocked reads an untransposed b's full-width
+// panels in place (kr.direct) for a product of m rows.
+func bInPlace(kr *kernel, transB bool, m int) bool {
+	return kr.direct != nil && !transB && m <= directMaxM
 }
 
 // dots computes c = alpha·a·bᵀ + beta·c as dot products of rows of a and
@@ -403,10 +411,9 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 	if ldc >= farRow && !transC {
 		pfc = kr.farC
 	}
-	// a is read in place (kr.directA) for few columns: untransposed, alpha
-	// 1 (packing scales by alpha), whole panels of mr rows, b packed.
-	inPlaceA := kr.directA != nil && DirectA && !transA && !transC && alpha == 1 && m%mr == 0 && n <= directAMaxN &&
-		!(kr.direct != nil && !transB && m <= directMaxM)
+	// a or b read in place instead of packed (never a for cᵀ).
+	inPlaceA := !transC && aInPlace(kr, transA, transB, m, n, alpha)
+	direct := bInPlace(kr, transB, m)
 	wide := Wide && kr.fn2 != nil && (kr.direct == nil || kr.direct2 != nil) && (kr.directA == nil || kr.directA2 != nil)
 	for jc := 0; jc < n; jc += blockN {
 		nc := min(blockN, n-jc)
@@ -418,7 +425,6 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 				ov = 1
 			}
 			ovc := ov | pfc // the tile of c in place: prefetched where c's rows lie far apart
-			direct := kr.direct != nil && !transB && m <= directMaxM
 			if direct {
 				// Only the last, partial panel is packed.
 				if r := nc % nr; r != 0 {
