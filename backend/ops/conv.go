@@ -1082,11 +1082,15 @@ func allFinite[T float](x []T) bool {
 // when there are fewer samples than threads (the product is then the only
 // parallelism), gemmSerial inside the parallelFor workers otherwise.
 func gemmFor[T float](n int) func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
-	if n < runtime.GOMAXPROCS(0) {
+	if parallelProduct(n) {
 		return gemm[T]
 	}
 	return gemmSerial[T]
 }
+
+// parallelProduct reports whether a convolution over n samples splits
+// each product among the threads (gemmFor's choice).
+func parallelProduct(n int) bool { return n < runtime.GOMAXPROCS(0) }
 
 // channelSum sums a [N, C, ...] tensor over every axis but C. Channels are
 // split among goroutines (when there are at least channelSumMin values);

@@ -32,7 +32,7 @@ func packedFor[T float](n int, tA bool, m, k int, a []T, lda int) (mul func(tA, 
 	if !ok || !PackFilters || !fgemm.Accelerated() || m == 0 || k == 0 || m*k > bandCacheElems {
 		return base, func() {}
 	}
-	par := n < runtime.GOMAXPROCS(0)
+	par := parallelProduct(n)
 	var (
 		once sync.Once
 		buf  *[]float32
