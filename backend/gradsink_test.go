@@ -18,9 +18,12 @@ func TestGradsIntoJacobian(t *testing.T) {
 
 // TestSumInPlace checks that gradient sums written over an operand that
 // dies with them (SumInPlace) give the losses and J of sums into fresh
-// buffers (see sameSteps).
+// buffers (see sameSteps). Sums with a zero operand take the other one
+// (SkipZeroSums) before they could be written in place; they are added
+// here, so that the test cases' sums reach the in-place path.
 func TestSumInPlace(t *testing.T) {
-	defer func(v bool) { SumInPlace = v }(SumInPlace)
+	defer func(v, z bool) { SumInPlace, SkipZeroSums = v, z }(SumInPlace, SkipZeroSums)
+	SkipZeroSums = false
 	sameSteps(t, func(on bool) { SumInPlace = on }, &inPlaceSums, "gradient sum written in place")
 }
 
@@ -67,4 +70,12 @@ func sameSteps(t *testing.T, set func(bool), used *atomic.Int64, what string) {
 			}
 		})
 	}
+}
+
+// TestSkipZeroSums checks that gradient sums with a zero operand (another
+// task's contribution) taking the other operand (SkipZeroSums) give the
+// losses and J of the additions (see sameSteps).
+func TestSkipZeroSums(t *testing.T) {
+	defer func(v bool) { SkipZeroSums = v }(SkipZeroSums)
+	sameSteps(t, func(on bool) { SkipZeroSums = on }, &zeroSums, "gradient sum with a zero operand")
 }
