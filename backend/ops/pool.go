@@ -236,17 +236,44 @@ func MaxUnpool(x, indices *gorgonia.Node, p PoolParams, outputShape []int) (*gor
 		inTypes:  []hm.Type{nil, tensor.Int64},
 		outShape: os,
 		fwd: func(in []tensor.Tensor) (tensor.Tensor, error) {
-			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return scatterK[float32](in[0], in[1], os, false, nil) },
-				func() (tensor.Tensor, error) { return scatterK[float64](in[0], in[1], os, false, nil) })
+			return unpoolInto(nil, in[0], in[1], os)
+		},
+		into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
+			return unpoolInto(buf, in[0], in[1], os)
 		},
 		grads: []gradSpec{{deps: []int{depGrad, 1}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
 			return dispatch(in[0],
 				func() (tensor.Tensor, error) { return gatherK[float32](in[0], in[1]) },
 				func() (tensor.Tensor, error) { return gatherK[float64](in[0], in[1]) })
+		}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
+			n := in[1].Shape().TotalSize()
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return gatherInto(in[0], in[1], outBufDirty[float32](buf, n)) },
+				func() (tensor.Tensor, error) { return gatherInto(in[0], in[1], outBufDirty[float64](buf, n)) })
 		}}, {}},
 	}
 	return apply(op, x, indices)
+}
+
+// unpoolInto is MaxUnpool's forward pass into buf (any contents; nil or
+// of another length: a fresh buffer): x's values written at the indices
+// of a zero tensor of shape s, plane by plane in parallel when every
+// index points into its own (n, c) plane (MaxPool's do), else serially
+// (scatterK). Within a plane the writes run in x's order, so a repeated
+// index keeps the last value, as scatterK does.
+func unpoolInto(buf any, xt, it tensor.Tensor, s tensor.Shape) (tensor.Tensor, error) {
+	n := s.TotalSize()
+	return dispatch(xt,
+		func() (tensor.Tensor, error) { return unpool(xt, it, s, outBufDirty[float32](buf, n)) },
+		func() (tensor.Tensor, error) { return unpool(xt, it, s, outBufDirty[float64](buf, n)) })
+}
+
+func unpool[T float](xt, it tensor.Tensor, s tensor.Shape, out []T) (tensor.Tensor, error) {
+	if t, err := scatterPlanes(xt, it, s, out, false); t != nil || err != nil {
+		return t, err
+	}
+	clear(out)
+	return scatterK(xt, it, s, false, out)
 }
 
 func maxPoolIndices[T float](g poolGeom, xt tensor.Tensor) (tensor.Tensor, error) {
@@ -449,10 +476,10 @@ func scatterPlanesInto(buf any, vt, it tensor.Tensor, s tensor.Shape) (tensor.Te
 	}
 	t, err := dispatch(vt,
 		func() (tensor.Tensor, error) {
-			return scatterPlanes(vt, it, s, outBufDirty[float32](buf, s.TotalSize()))
+			return scatterPlanes(vt, it, s, outBufDirty[float32](buf, s.TotalSize()), true)
 		},
 		func() (tensor.Tensor, error) {
-			return scatterPlanes(vt, it, s, outBufDirty[float64](buf, s.TotalSize()))
+			return scatterPlanes(vt, it, s, outBufDirty[float64](buf, s.TotalSize()), true)
 		})
 	if t == nil && err == nil {
 		return scatterInto(buf, vt, it, s)
@@ -470,11 +497,12 @@ func outBufDirty[T float](buf any, n int) []T {
 	return make([]T, n)
 }
 
-// scatterPlanes accumulates v at the flat positions idx of out (any
-// contents; every plane is zeroed first) plane by plane in parallel, as
-// scatterK with add=true does serially. It returns nil, nil when an index
-// lies outside its own plane.
-func scatterPlanes[T float](vt, it tensor.Tensor, s tensor.Shape, out []T) (tensor.Tensor, error) {
+// scatterPlanes writes (add=false) or accumulates (add=true) v at the
+// flat positions idx of out (any contents; every plane is zeroed first)
+// plane by plane in parallel, as scatterK does serially. It returns nil,
+// nil when an index lies outside its own plane (out is then partly
+// written).
+func scatterPlanes[T float](vt, it tensor.Tensor, s tensor.Shape, out []T, add bool) (tensor.Tensor, error) {
 	v, idx := data[T](vt), data[int64](it)
 	planes := s[0] * s[1]
 	plane, vplane := len(out)/planes, len(idx)/planes
@@ -491,7 +519,11 @@ func scatterPlanes[T float](vt, it tensor.Tensor, s tensor.Shape, out []T) (tens
 					outside.Store(true)
 					return
 				}
-				o[j] += vp[i]
+				if add {
+					o[j] += vp[i]
+				} else {
+					o[j] = vp[i]
+				}
 			}
 		}
 	})

@@ -189,3 +189,73 @@ func BenchmarkMaxPool2x2(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/value")
 }
+
+// TestUnpoolMatchesScatter checks MaxUnpool's forward pass into a dirty
+// buffer (plane by plane in parallel) against scatterK's serial writes,
+// bit for bit: MaxPool's indices, an index repeated within its plane
+// (the last value wins), an index outside its plane (the serial
+// fallback), and no buffer.
+func TestUnpoolMatchesScatter(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	s := []int{2, 3, 6, 8}
+	x := make([]float32, 2*3*6*8)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	g, err := newPoolGeom(s, PoolParams{Kernel: []int{2, 2}, Strides: []int{2, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := maxPoolIndices[float32](g, newTensor(s, x))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pooled := data[int64](it)
+	repeated := append([]int64{}, pooled...)
+	repeated[3] = repeated[1] // plane 0 twice at one place
+	moved := append([]int64{}, pooled...)
+	moved[5] = int64(len(x) - 1) // into the last plane
+	for _, c := range []struct {
+		name  string
+		idx   []int64
+		dirty bool
+	}{
+		{"maxpool indices", pooled, true},
+		{"repeated index", repeated, true},
+		{"outside its plane", moved, true},
+		{"fresh buffer", pooled, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := make([]float32, len(c.idx))
+			for i := range v {
+				v[i] = float32(r.NormFloat64())
+			}
+			vt, ixt := newTensor(it.Shape(), v), newTensor(it.Shape(), c.idx)
+			want, err := scatterK[float32](vt, ixt, s, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf any
+			if c.dirty {
+				b := make([]float32, len(x))
+				for i := range b {
+					b[i] = 7
+				}
+				buf = b
+			}
+			got, err := unpoolInto(buf, vt, ixt, want.Shape())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Shape().Eq(want.Shape()) {
+				t.Fatalf("shape %v, want %v", got.Shape(), s)
+			}
+			w, gd := data[float32](want), data[float32](got)
+			for i := range w {
+				if math.Float32bits(w[i]) != math.Float32bits(gd[i]) {
+					t.Fatalf("element %d: %v, serial scatter %v", i, gd[i], w[i])
+				}
+			}
+		})
+	}
+}
