@@ -68,12 +68,43 @@ func Resize(x *gorgonia.Node, p ResizeParams) (*gorgonia.Node, error) {
 	if r != 3 && r != 4 {
 		return nil, fmt.Errorf("ops: Resize: X %v: expected 3-D or 4-D (NC + spatial)", xs)
 	}
+	geo, os, desc, err := newResizeGeom(xs, p)
+	if err != nil {
+		return nil, err
+	}
+	op := &fnOp{
+		name:     desc,
+		inDims:   []int{r},
+		outShape: os,
+		into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
+			n := os.TotalSize()
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return resizeFwd(geo, in[0], os, outBufDirty[float32](buf, n)), nil },
+				func() (tensor.Tensor, error) { return resizeFwd(geo, in[0], os, outBufDirty[float64](buf, n)), nil })
+		},
+		grads: []gradSpec{{deps: []int{depGrad}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
+			n := xs.TotalSize()
+			return dispatch(in[0],
+				func() (tensor.Tensor, error) { return resizeBwd(geo, in[0], xs, outBufDirty[float32](buf, n)), nil },
+				func() (tensor.Tensor, error) { return resizeBwd(geo, in[0], xs, outBufDirty[float64](buf, n)), nil })
+		}}},
+	}
+	fwd, grad := op.into, op.grads[0].into
+	op.fwd = func(in []tensor.Tensor) (tensor.Tensor, error) { return fwd(nil, in) }
+	op.grads[0].fn = func(in []tensor.Tensor) (tensor.Tensor, error) { return grad(nil, in) }
+	return apply(op, x)
+}
+
+// newResizeGeom resolves Resize's attributes p for an input of shape xs:
+// the geometry, the output shape and the op's description.
+func newResizeGeom(xs tensor.Shape, p ResizeParams) (resizeGeom, tensor.Shape, string, error) {
+	r := len(xs)
 	mode := p.Mode
 	if mode == "" {
 		mode = ResizeNearest
 	}
 	if mode != ResizeNearest && mode != ResizeLinear {
-		return nil, fmt.Errorf("ops: Resize: mode %q, expected nearest or linear", p.Mode)
+		return resizeGeom{}, nil, "", fmt.Errorf("ops: Resize: mode %q, expected nearest or linear", p.Mode)
 	}
 	coord := p.CoordMode
 	if coord == "" {
@@ -84,33 +115,33 @@ func Resize(x *gorgonia.Node, p ResizeParams) (*gorgonia.Node, error) {
 		nearest = NearestRoundPreferFloor
 	}
 	if (p.Scales == nil) == (p.Sizes == nil) {
-		return nil, fmt.Errorf("ops: Resize: expected exactly one of scales and sizes")
+		return resizeGeom{}, nil, "", fmt.Errorf("ops: Resize: expected exactly one of scales and sizes")
 	}
 	os := make(tensor.Shape, r)
 	scales := make([]float64, r)
 	for a := 0; a < r; a++ {
 		if p.Scales != nil {
 			if len(p.Scales) != r {
-				return nil, fmt.Errorf("ops: Resize: scales %v: expected %d values", p.Scales, r)
+				return resizeGeom{}, nil, "", fmt.Errorf("ops: Resize: scales %v: expected %d values", p.Scales, r)
 			}
 			if p.Scales[a] <= 0 {
-				return nil, fmt.Errorf("ops: Resize: scales %v: expected positive values", p.Scales)
+				return resizeGeom{}, nil, "", fmt.Errorf("ops: Resize: scales %v: expected positive values", p.Scales)
 			}
 			scales[a] = p.Scales[a]
 			os[a] = int(math.Floor(float64(xs[a]) * p.Scales[a]))
 		} else {
 			if len(p.Sizes) != r {
-				return nil, fmt.Errorf("ops: Resize: sizes %v: expected %d values", p.Sizes, r)
+				return resizeGeom{}, nil, "", fmt.Errorf("ops: Resize: sizes %v: expected %d values", p.Sizes, r)
 			}
 			os[a] = p.Sizes[a]
 			scales[a] = float64(os[a]) / float64(xs[a])
 		}
 		if os[a] < 1 {
-			return nil, fmt.Errorf("ops: Resize: output axis %d would be empty", a)
+			return resizeGeom{}, nil, "", fmt.Errorf("ops: Resize: output axis %d would be empty", a)
 		}
 	}
 	if os[0] != xs[0] || os[1] != xs[1] {
-		return nil, fmt.Errorf("ops: Resize: output %v: only spatial axes may be resized (input %v)", os, xs)
+		return resizeGeom{}, nil, "", fmt.Errorf("ops: Resize: output %v: only spatial axes may be resized (input %v)", os, xs)
 	}
 	// axes[0] resizes rows, axes[1] columns; a 3-D input has one row.
 	axes := make([]resizeAxis, 2)
@@ -120,7 +151,7 @@ func Resize(x *gorgonia.Node, p ResizeParams) (*gorgonia.Node, error) {
 	for a := 2; a < r; a++ {
 		ax, err := newResizeAxis(xs[a], os[a], scales[a], mode, coord, nearest)
 		if err != nil {
-			return nil, fmt.Errorf("ops: Resize: %w", err)
+			return resizeGeom{}, nil, "", fmt.Errorf("ops: Resize: %w", err)
 		}
 		axes[a-(r-2)] = ax
 	}
@@ -130,22 +161,7 @@ func Resize(x *gorgonia.Node, p ResizeParams) (*gorgonia.Node, error) {
 	} else {
 		geo.h, geo.w, geo.oh, geo.ow = 1, xs[2], 1, os[2]
 	}
-	op := &fnOp{
-		name:     fmt.Sprintf("Resize{%s %s %s scales=%v}", mode, coord, nearest, scales),
-		inDims:   []int{r},
-		outShape: os,
-		fwd: func(in []tensor.Tensor) (tensor.Tensor, error) {
-			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return resizeFwd[float32](geo, in[0], os), nil },
-				func() (tensor.Tensor, error) { return resizeFwd[float64](geo, in[0], os), nil })
-		},
-		grads: []gradSpec{{deps: []int{depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
-			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return resizeBwd[float32](geo, in[0], xs), nil },
-				func() (tensor.Tensor, error) { return resizeBwd[float64](geo, in[0], xs), nil })
-		}}},
-	}
-	return apply(op, x)
+	return geo, os, fmt.Sprintf("Resize{%s %s %s scales=%v}", mode, coord, nearest, scales), nil
 }
 
 // resizeCoord maps output coordinate o to the input coordinate.
@@ -229,22 +245,43 @@ type resizeGeom struct {
 	axes               []resizeAxis // rows, columns
 }
 
-func resizeFwd[T float](g resizeGeom, xt tensor.Tensor, os tensor.Shape) tensor.Tensor {
+// resizeFwd writes the resize of x into out (any contents; every element
+// written), plane by plane in parallel, separably: each input row is
+// interpolated across once into rows of ow values (b0·x[j0] + b1·x[j1]),
+// and each output row is a0·h[i0] + a1·h[i1] of two of them. These are
+// the operations of interpolating each output element from its four
+// inputs, a0·(b0·x00 + b1·x01) + a1·(b0·x10 + b1·x11), in that order
+// (the same values), with each input row's interpolation done once
+// instead of once per output row reading it.
+func resizeFwd[T float](g resizeGeom, xt tensor.Tensor, os tensor.Shape, out []T) tensor.Tensor {
 	x := data[T](xt)
-	out := make([]T, g.n*g.c*g.oh*g.ow)
 	ry, rx := g.axes[0], g.axes[1]
 	parallelFor(g.n*g.c, func(_, lo, hi int) {
+		hbuf := make([]T, g.h*g.ow)
+		done := make([]bool, g.h)
+		across := func(xp []T, i int) []T {
+			hr := hbuf[i*g.ow : (i+1)*g.ow]
+			if done[i] {
+				return hr
+			}
+			done[i] = true
+			r := xp[i*g.w : (i+1)*g.w]
+			for oj := range hr {
+				hr[oj] = T(rx.w0[oj])*r[rx.i0[oj]] + T(rx.w1[oj])*r[rx.i1[oj]]
+			}
+			return hr
+		}
 		for pc := lo; pc < hi; pc++ {
 			xp := x[pc*g.h*g.w:]
 			op := out[pc*g.oh*g.ow:]
+			clear(done)
 			for oi := 0; oi < g.oh; oi++ {
-				r0, r1 := xp[ry.i0[oi]*g.w:], xp[ry.i1[oi]*g.w:]
+				h0, h1 := across(xp, ry.i0[oi]), across(xp, ry.i1[oi])
 				a0, a1 := T(ry.w0[oi]), T(ry.w1[oi])
-				row := op[oi*g.ow:]
-				for oj := 0; oj < g.ow; oj++ {
-					j0, j1 := rx.i0[oj], rx.i1[oj]
-					b0, b1 := T(rx.w0[oj]), T(rx.w1[oj])
-					row[oj] = a0*(b0*r0[j0]+b1*r0[j1]) + a1*(b0*r1[j0]+b1*r1[j1])
+				row := op[oi*g.ow : (oi+1)*g.ow]
+				h0, h1 = h0[:len(row)], h1[:len(row)]
+				for oj := range row {
+					row[oj] = a0*h0[oj] + a1*h1[oj]
 				}
 			}
 		}
@@ -252,25 +289,36 @@ func resizeFwd[T float](g resizeGeom, xt tensor.Tensor, os tensor.Shape) tensor.
 	return newTensor(os, out)
 }
 
-func resizeBwd[T float](g resizeGeom, gyt tensor.Tensor, xs tensor.Shape) tensor.Tensor {
+// resizeBwd writes the gradient of resizeFwd's input into dx (any
+// contents), plane by plane in parallel, separably: the output rows are
+// first summed into the input rows they read (t[i0] += a0·gy, t[i1] +=
+// a1·gy, rows of ow values), and each of those is then spread across into
+// its input row (dx[j0] += b0·t, dx[j1] += b1·t). The sums run in another
+// order than per output element (not the same bits).
+func resizeBwd[T float](g resizeGeom, gyt tensor.Tensor, xs tensor.Shape, dx []T) tensor.Tensor {
 	gy := data[T](gyt)
-	dx := make([]T, g.n*g.c*g.h*g.w)
 	ry, rx := g.axes[0], g.axes[1]
 	parallelFor(g.n*g.c, func(_, lo, hi int) {
+		t := make([]T, g.h*g.ow)
 		for pc := lo; pc < hi; pc++ {
-			dp := dx[pc*g.h*g.w:]
+			dp := dx[pc*g.h*g.w : (pc+1)*g.h*g.w]
 			gp := gy[pc*g.oh*g.ow:]
+			clear(t)
 			for oi := 0; oi < g.oh; oi++ {
-				r0, r1 := dp[ry.i0[oi]*g.w:], dp[ry.i1[oi]*g.w:]
+				row := gp[oi*g.ow : (oi+1)*g.ow]
+				t0, t1 := t[ry.i0[oi]*g.ow:][:len(row)], t[ry.i1[oi]*g.ow:][:len(row)]
 				a0, a1 := T(ry.w0[oi]), T(ry.w1[oi])
-				for oj := 0; oj < g.ow; oj++ {
-					v := gp[oi*g.ow+oj]
-					j0, j1 := rx.i0[oj], rx.i1[oj]
-					b0, b1 := T(rx.w0[oj]), T(rx.w1[oj])
-					r0[j0] += a0 * b0 * v
-					r0[j1] += a0 * b1 * v
-					r1[j0] += a1 * b0 * v
-					r1[j1] += a1 * b1 * v
+				for oj, v := range row {
+					t0[oj] += a0 * v
+					t1[oj] += a1 * v
+				}
+			}
+			clear(dp)
+			for i := 0; i < g.h; i++ {
+				tr, r := t[i*g.ow:(i+1)*g.ow], dp[i*g.w:(i+1)*g.w]
+				for oj, v := range tr {
+					r[rx.i0[oj]] += T(rx.w0[oj]) * v
+					r[rx.i1[oj]] += T(rx.w1[oj]) * v
 				}
 			}
 		}
