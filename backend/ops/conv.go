@@ -401,6 +401,27 @@ func (g *convGeom) fwdBandRows() int {
 	return max(1, min(g.oh, bandCacheElems/max(1, g.colRows*g.ow)))
 }
 
+// gradWMinCols is the least number of output pixels per im2col band of
+// the weight gradient (its product's k): with 1 MB bands, 256 channels of
+// 16×24 would multiply over 96 pixels at a time. A variable for tests.
+var gradWMinCols = 192
+
+// gradWBandRows is the number of output rows per im2col band of g's
+// weight gradient: bands of bandCacheElems (1 MB), so that the band is
+// still in the core's L2 cache when the product reads it back, of at
+// least gradWMinCols pixels, and at most bandRows. With bands of
+// ColBandElems (16 MB), which MTAN's 64-channel layers at 64×96 filled
+// whole (14 MB a sample), the band went to memory and back, and the
+// weight gradient ran at 142–186 GFLOP/s on two cores, against 296–331
+// with 1 MB bands; 128 channels of 32×48 285 against 337, 256 of 16×24
+// 271 against 298, and none slower (BenchmarkConvGradWBands:
+// BenchmarkConvGradW's shapes as before, 142–186 at 64 channels of 64×96
+// in the same run, is BenchmarkConvMTAN's dw).
+func (g *convGeom) gradWBandRows() int {
+	rows := max(bandCacheElems/max(1, g.colRows*g.ow), (gradWMinCols+g.ow-1)/g.ow)
+	return max(1, min(rows, g.bandRows()))
+}
+
 // smallFilters reports whether a group's filter matrix (mg × colRows)
 // takes at most bandCacheElems: then the forward pass's 1 MB bands pay,
 // and so does the input gradient as a forward convolution.
@@ -819,7 +840,7 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 		defer release()
 	}
 	colSize := g.colRows * g.colCols
-	band := g.bandRows()
+	band := g.gradWBandRows()
 	var offs []int // the taps' wide rows, when used (see tapOffsets)
 	if cols == nil && wideRows[T](&g) && allFinite(x) {
 		offs = g.tapOffsets()

@@ -142,3 +142,40 @@ func BenchmarkConvGradW(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkConvGradWBands times the weight gradients of MTAN's 3×3
+// convolutions (batch 4 at 64×96 and batch 2 at 288×384's deeper planes)
+// in im2col bands of bandCacheElems, at least gradWMinCols pixels
+// (gradWBandRows: band1MB), and of ColBandElems (band16MB), on all cores,
+// GFLOP/s.
+func BenchmarkConvGradWBands(b *testing.B) {
+	f32 := normals32(rand.New(rand.NewSource(1)))
+	cache := bandCacheElems
+	defer func() { bandCacheElems = cache }()
+	for _, s := range []struct{ n, cin, cout, h, w int }{{4, 64, 64, 64, 96}, {4, 128, 128, 32, 48}, {4, 128, 256, 32, 48}, {4, 256, 256, 16, 24}, {4, 256, 512, 16, 24}, {4, 128, 64, 32, 48}, {2, 128, 128, 144, 192}, {2, 256, 256, 72, 96}, {2, 512, 512, 36, 48}} {
+		xs, ws := tensor.Shape{s.n, s.cin, s.h, s.w}, tensor.Shape{s.cout, s.cin, 3, 3}
+		g, err := newConvGeom(xs, ws, ConvParams{Pads: []int{1, 1, 1, 1}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		x := newTensor(xs, f32(xs.TotalSize()))
+		gy := newTensor(tensor.Shape{s.n, s.cout, g.oh, g.ow}, f32(s.n*s.cout*g.outPlane))
+		dw := make([]float32, ws.TotalSize())
+		flops := 2 * float64(s.n*s.cout*g.colRows*g.outPlane)
+		for _, v := range []struct {
+			name string
+			band int
+		}{{"band1MB", cache}, {"band16MB", ColBandElems}} {
+			b.Run(fmt.Sprintf("n%d_%dx%dx%dx%d/%s", s.n, s.cin, s.cout, s.h, s.w, v.name), func(b *testing.B) {
+				bandCacheElems = v.band
+				defer func() { bandCacheElems = cache }()
+				sc := newConvScratch()
+				for b.Loop() {
+					clear(dw)
+					convGradWInto[float32](g, sc, x, gy, dw)
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
