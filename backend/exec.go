@@ -433,7 +433,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	// value's place in the Jacobian (sinkOf), which is never pooled.
 	var buf, sink []float32
 	if p.pooled(i) {
-		n := numel(cur.Shape())
+		n := p.poolLen(i)
 		if p.sinkOf != nil && n > 0 {
 			if s := p.sinkOf(p.pass, i); len(s) == n {
 				sink = s
@@ -513,12 +513,15 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 			break
 		}
 		var b any
-		if f32 {
-			b = buf
+		if f32 || cur.Dtype() == tensor.Int64 {
+			b = buf // an int64 value takes a buffer of two float32 per element
 		}
 		var used any
 		v, used, err = op.DoInto(b, in...)
 		u32, _ := used.([]float32)
+		if u32 != nil && !f32 {
+			pooledInts.Add(1)
+		}
 		keep(u32)
 	default:
 		keep(nil)
@@ -533,9 +536,16 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 
 // pooled reports whether node i's value lives in a pool buffer: a
 // float32 result of an op writing into a given buffer (intoOp, opsIntoOp)
-// or of a gradient sum (add32).
+// or of a gradient sum (add32), or, with PoolInts, an int64 result of an
+// ops op writing into a given buffer (MaxPool's indices: fresh memory for
+// them cost 50 ms of the full MTAN's step at 64×96, in page faults).
 func (p *program) pooled(i int) bool {
-	if p.nodes[i].Dtype() != tensor.Float32 {
+	switch p.nodes[i].Dtype() {
+	case tensor.Float32:
+	case tensor.Int64:
+		_, ok := p.nodes[i].Op().(opsIntoOp)
+		return ok && PoolInts
+	default:
 		return false
 	}
 	switch p.nodes[i].Op().(type) {
@@ -543,6 +553,24 @@ func (p *program) pooled(i int) bool {
 		return true
 	}
 	return p.adds[i]
+}
+
+// PoolInts lets int64 values of ops writing into a given buffer live in
+// pool buffers (pooled); tests turn it off to compare.
+var PoolInts = true
+
+// pooledInts counts the int64 values written into pool buffers, for
+// tests.
+var pooledInts atomic.Int64
+
+// poolLen is the length of the pool buffer node i's value takes: one
+// float32 per element, two for an int64 one.
+func (p *program) poolLen(i int) int {
+	n := numel(p.nodes[i].Shape())
+	if p.nodes[i].Dtype() == tensor.Int64 {
+		return 2 * n
+	}
+	return n
 }
 
 // scalarValue is v as a Gorgonia scalar of dtype dt.

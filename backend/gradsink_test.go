@@ -79,3 +79,11 @@ func TestSkipZeroSums(t *testing.T) {
 	defer func(v bool) { SkipZeroSums = v }(SkipZeroSums)
 	sameSteps(t, func(on bool) { SkipZeroSums = on }, &zeroSums, "gradient sum with a zero operand")
 }
+
+// TestPoolInts checks that int64 values living in pool buffers (PoolInts:
+// MaxPool's indices, which the small MTAN's MaxUnpool reads) give the
+// losses and J of fresh ones (see sameSteps).
+func TestPoolInts(t *testing.T) {
+	defer func(v bool) { PoolInts = v }(PoolInts)
+	sameSteps(t, func(on bool) { PoolInts = on }, &pooledInts, "int64 value in a pool buffer")
+}

@@ -295,7 +295,7 @@ func (pl *plan) pooledPeak(p *program) int64 {
 	elems := make([]int64, len(p.nodes))
 	for i := range p.nodes {
 		if p.pooled(i) {
-			elems[i] = int64(numel(p.nodes[i].Shape()))
+			elems[i] = int64(p.poolLen(i))
 		}
 	}
 	return pl.peakOf(p, elems, 0)

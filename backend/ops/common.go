@@ -5,6 +5,7 @@ import (
 	"hash"
 	"hash/fnv"
 	"runtime"
+	"unsafe"
 
 	"github.com/paretonav/paretonav/backend/internal/par"
 
@@ -149,7 +150,23 @@ func (op *fnOp) DoInto(buf any, vals ...gorgonia.Value) (v gorgonia.Value, used 
 	if err != nil {
 		return nil, nil, err
 	}
+	if d, ok := t.Data().([]int64); ok { // used: the float32 buffer holding d, if any
+		if b, ok := buf.([]float32); ok && len(d) > 0 && len(b) == 2*len(d) && unsafe.Pointer(&b[0]) == unsafe.Pointer(&d[0]) {
+			return t, b, nil
+		}
+		return t, nil, nil
+	}
 	return t, t.Data(), nil
+}
+
+// intsIn is an int64 result of n elements over buf when buf is a float32
+// buffer of 2n values aligned to 8 bytes (a pool buffer the backend gives
+// an int64 value: DoInto), else a fresh slice. Its contents are undefined.
+func intsIn(buf any, n int) []int64 {
+	if b, ok := buf.([]float32); ok && n > 0 && len(b) == 2*n && uintptr(unsafe.Pointer(&b[0]))%8 == 0 {
+		return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), n)
+	}
+	return make([]int64, n)
 }
 
 // FuseReluInto runs op, a node's op, followed by Relu (max(y, 0) per

@@ -148,13 +148,15 @@ func MaxPool(x *gorgonia.Node, p PoolParams) (out, indices *gorgonia.Node, err e
 		inDims:   []int{4},
 		outShape: tensor.Shape{g.n, g.c, g.oh, g.ow},
 		outType:  tensor.Int64,
-		fwd: func(in []tensor.Tensor) (tensor.Tensor, error) {
+		into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
+			idx := intsIn(buf, g.n*g.c*g.oh*g.ow)
 			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return maxPoolIndices[float32](g, in[0]) },
-				func() (tensor.Tensor, error) { return maxPoolIndices[float64](g, in[0]) })
+				func() (tensor.Tensor, error) { return maxPoolIndices[float32](g, in[0], idx) },
+				func() (tensor.Tensor, error) { return maxPoolIndices[float64](g, in[0], idx) })
 		},
 		grads: []gradSpec{{}},
 	}
+	iop.fwd = func(in []tensor.Tensor) (tensor.Tensor, error) { return iop.into(nil, in) }
 	if indices, err = apply(iop, x); err != nil {
 		return nil, nil, err
 	}
@@ -276,9 +278,10 @@ func unpool[T float](xt, it tensor.Tensor, s tensor.Shape, out []T) (tensor.Tens
 	return scatterK(xt, it, s, false, out)
 }
 
-func maxPoolIndices[T float](g poolGeom, xt tensor.Tensor) (tensor.Tensor, error) {
+// maxPoolIndices writes into idx (n·c·oH·oW, any contents) the flat index
+// of the maximum of each window of g over x.
+func maxPoolIndices[T float](g poolGeom, xt tensor.Tensor, idx []int64) (tensor.Tensor, error) {
 	x := data[T](xt)
-	idx := make([]int64, g.n*g.c*g.oh*g.ow)
 	plane, oplane := g.h*g.w, g.oh*g.ow
 	var (
 		mu  sync.Mutex

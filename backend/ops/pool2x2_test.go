@@ -76,7 +76,7 @@ func TestScatterPlanesMatchesScatter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it, err := maxPoolIndices[float32](g, newTensor(s, x))
+	it, err := maxPoolIndices[float32](g, newTensor(s, x), make([]int64, g.n*g.c*g.oh*g.ow))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestUnpoolMatchesScatter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it, err := maxPoolIndices[float32](g, newTensor(s, x))
+	it, err := maxPoolIndices[float32](g, newTensor(s, x), make([]int64, g.n*g.c*g.oh*g.ow))
 	if err != nil {
 		t.Fatal(err)
 	}
