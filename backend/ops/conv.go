@@ -110,7 +110,7 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 			}},
 			{deps: []int{0, depGrad}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 				n := g.m * g.colRows
-				if batchedPlanes(&g) { // writes every element: no zeroing
+				if batchedPlanes(&g) && !winogradGradWOK(&g) { // writes every element: no zeroing
 					return dispatch(in[0],
 						func() (tensor.Tensor, error) {
 							return convGradWBatched(&g, sc, data[float32](in[0]), data[float32](in[1]), outBufDirty[float32](buf, n), 0), nil
@@ -615,6 +615,9 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 	if bt != nil {
 		b = data[T](bt)
 	}
+	if winogradOK(&g) && winoChecked(out, func() { winoForward(g.n, g.c, g.m, g.h, g.w, x, w, b, out) }) {
+		return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
+	}
 	if batchedPlanes(&g) {
 		convForwardBatched(&g, sc, x, w, b, out)
 		return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
@@ -698,6 +701,9 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 // product write every element; the other paths add into dx, zeroed first.
 func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
 	w, gy := data[T](wt), data[T](gyt)
+	if winogradOK(&g) && winoChecked(dx, func() { winoGradX(&g, w, gy, dx) }) {
+		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
+	}
 	if batchedPlanes(&g) {
 		ClearPar(dx)
 		return convGradXBatched(&g, w, gy, dx)
@@ -824,6 +830,12 @@ func convGradW[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor) tensor.T
 // convGradWInto writes the weight gradient into dw (zeroed, m·cg·kH·kW).
 func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw []T) tensor.Tensor {
 	x, gy := data[T](xt), data[T](gyt)
+	if winogradGradWOK(&g) {
+		if winoChecked(dw, func() { winoGradW(&g, x, gy, dw) }) {
+			return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
+		}
+		clear(dw)
+	}
 	if batchedPlanes(&g) {
 		return convGradWBatched(&g, sc, x, gy, dw, 1)
 	}

@@ -21,9 +21,12 @@ var mtanConvShapes = []struct{ cin, cout, h, w int }{
 
 // BenchmarkConvMTAN times the forward pass, the input gradient and the
 // weight gradient of each of mtanConvShapes at batch 4, float32, on all
-// cores, and reports GFLOP/s (2·N·M·C·9·oH·oW per pass).
+// cores, as Winograd F(2×2, 3×3) (wino) and through im2col, and reports
+// GFLOP/s of the direct convolution (2·N·M·C·9·oH·oW per pass, whatever
+// the path does).
 func BenchmarkConvMTAN(b *testing.B) {
 	const n = 4
+	defer func(on bool) { Winograd = on }(Winograd)
 	f32 := normals32(rand.New(rand.NewSource(1)))
 	for _, s := range mtanConvShapes {
 		xs, ws := tensor.Shape{n, s.cin, s.h, s.w}, tensor.Shape{s.cout, s.cin, 3, 3}
@@ -47,12 +50,16 @@ func BenchmarkConvMTAN(b *testing.B) {
 			{"dx", func() { clear(dx); convGradX[float32](g, sc, w, gy, dx) }},
 			{"dw", func() { clear(dw); convGradWInto[float32](g, sc, x, gy, dw) }},
 		} {
-			b.Run(fmt.Sprintf("%dx%dx%dx%d/%s", s.cin, s.cout, s.h, s.w, p.name), func(b *testing.B) {
-				for b.Loop() {
-					p.f()
-				}
-				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
+			for _, wino := range []bool{true, false} {
+				path := map[bool]string{true: "wino", false: "im2col"}[wino]
+				b.Run(fmt.Sprintf("%dx%dx%dx%d/%s/%s", s.cin, s.cout, s.h, s.w, p.name, path), func(b *testing.B) {
+					Winograd = wino
+					for b.Loop() {
+						p.f()
+					}
+					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
 		}
 	}
 }
@@ -176,6 +183,62 @@ func BenchmarkConvGradWBands(b *testing.B) {
 				}
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
+		}
+	}
+}
+
+// mtanWinoShapes are the full MTAN's 3×3 convolutions (padding 1) at
+// 64×96, batch 4: channels in and out, the plane, and how many of each
+// the model has.
+var mtanWinoShapes = []struct{ cin, cout, h, w, count int }{
+	{64, 64, 64, 96, 9}, {64, 128, 64, 96, 3}, {128, 256, 32, 48, 3}, {256, 512, 16, 24, 3},
+	{512, 512, 8, 12, 5}, {512, 512, 4, 6, 12}, {256, 256, 16, 24, 2}, {512, 256, 8, 12, 4},
+	{256, 128, 16, 24, 4}, {128, 64, 32, 48, 4}, {128, 128, 32, 48, 1}, {64, 128, 32, 48, 1},
+	{128, 256, 16, 24, 1}, {256, 512, 8, 12, 1}, {256, 256, 8, 12, 2}, {128, 128, 16, 24, 2},
+	{64, 64, 32, 48, 1},
+}
+
+// BenchmarkConvWinograd times each of mtanWinoShapes' passes (forward,
+// input gradient, weight gradient) as Winograd F(2×2, 3×3) and through
+// im2col (Winograd off), batch 4, float32, on all cores: the measurements
+// behind winogradOK's bounds.
+func BenchmarkConvWinograd(b *testing.B) {
+	const n = 4
+	defer func(on bool, minC, minT, minW int) {
+		Winograd, winoMinChannels, winoMinPlaneTiles, winoMinGradWChannels = on, minC, minT, minW
+	}(Winograd, winoMinChannels, winoMinPlaneTiles, winoMinGradWChannels)
+	winoMinChannels, winoMinPlaneTiles, winoMinGradWChannels = 1, 1, 1
+	f32 := normals32(rand.New(rand.NewSource(1)))
+	for _, s := range mtanWinoShapes {
+		xs, ws := tensor.Shape{n, s.cin, s.h, s.w}, tensor.Shape{s.cout, s.cin, 3, 3}
+		g, err := newConvGeom(xs, ws, ConvParams{Pads: []int{1, 1, 1, 1}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		x := newTensor(xs, f32(xs.TotalSize()))
+		w := newTensor(ws, f32(ws.TotalSize()))
+		gy := newTensor(tensor.Shape{n, s.cout, g.oh, g.ow}, f32(n*s.cout*g.outPlane))
+		out := make([]float32, n*s.cout*g.outPlane)
+		dx := make([]float32, xs.TotalSize())
+		dw := make([]float32, ws.TotalSize())
+		sc := newConvScratch()
+		for _, p := range []struct {
+			name string
+			f    func()
+		}{
+			{"fwd", func() { convForward[float32](g, sc, x, w, nil, out) }},
+			{"dx", func() { convGradX[float32](g, sc, w, gy, dx) }},
+			{"dw", func() { clear(dw); convGradWInto[float32](g, sc, x, gy, dw) }},
+		} {
+			for _, wino := range []bool{true, false} {
+				path := map[bool]string{true: "wino", false: "im2col"}[wino]
+				b.Run(fmt.Sprintf("%dx%dx%dx%d/%s/%s", s.cin, s.cout, s.h, s.w, p.name, path), func(b *testing.B) {
+					Winograd = wino
+					for b.Loop() {
+						p.f()
+					}
+				})
+			}
 		}
 	}
 }

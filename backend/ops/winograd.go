@@ -1,0 +1,507 @@
+package ops
+
+import (
+	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
+)
+
+// Winograd enables the F(2×2, 3×3) Winograd convolution (winogradOK);
+// tests turn it off to compare with the im2col paths.
+var Winograd = true
+
+// winoMinChannels is the fewest input and output channels, and
+// winoMinPlaneTiles the fewest tiles (2×2 outputs) of all samples' planes,
+// for which a 3×3 convolution runs as Winograd F(2×2, 3×3); its weight
+// gradient also needs winoMinGradWChannels input and output channels
+// together. Below them the transforms cost more than the 2.25× fewer
+// multiplications save. BenchmarkConvWinograd (the full MTAN's 3×3
+// layers at 64×96, batch 4; time as Winograd / im2col, this repository's
+// 2-core AMD EPYC): 128 channels and more on 384 tiles and more 0.62–0.83
+// in every pass; 512 channels on 96 tiles (8×12) 0.84–1.13, on 24 tiles
+// (4×6) 1.4–2.1; 64 in and out on 64×96: forward 0.80, input gradient
+// 1.00, weight gradient 1.12–1.22.
+var (
+	winoMinChannels      = 64
+	winoMinPlaneTiles    = 192
+	winoMinGradWChannels = 192
+)
+
+// winogradOK reports whether g runs as Winograd F(2×2, 3×3): a 3×3
+// kernel, stride and dilation 1, one group, padding 1 on every side (the
+// output plane is the input's), at least winoMinChannels channels in and
+// out.
+func winogradOK(g *convGeom) bool {
+	return winogradOn(g)
+}
+
+// winogradGradWOK reports whether g's weight gradient runs as Winograd:
+// winogradOK and at least winoMinGradWChannels channels in and out
+// together.
+func winogradGradWOK(g *convGeom) bool {
+	return winogradOn(g) && g.c+g.m >= winoMinGradWChannels
+}
+
+func winogradOn(g *convGeom) bool {
+	return Winograd && g.kh == 3 && g.kw == 3 && g.g == 1 && !g.direct &&
+		g.y.s == 1 && g.x.s == 1 && g.y.d == 1 && g.x.d == 1 &&
+		g.y.pb == 1 && g.y.pe == 1 && g.x.pb == 1 && g.x.pe == 1 &&
+		g.c >= winoMinChannels && g.m >= winoMinChannels && g.oh == g.h && g.ow == g.w &&
+		g.n*((g.h+1)/2)*((g.w+1)/2) >= winoMinPlaneTiles
+}
+
+// The F(2×2, 3×3) transforms (Lavin and Gray, 2016): an output tile of
+// 2×2 is Aᵀ[(G·w·Gᵀ) ⊙ (Bᵀ·d·B)]A for the 4×4 input tile d at rows
+// 2ty−1…2ty+2 and columns 2tx−1…2tx+2, with
+//
+//	Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1]
+//	G  = [1 0 0; ½ ½ ½; ½ −½ ½; 0 0 1]
+//	Aᵀ = [1 1 1 0; 0 1 −1 −1]
+//
+// Summed over the input channels, each of the 16 positions ξ of the
+// transformed tile is one matrix product over all tiles:
+// M[ξ] (m × tiles) = U[ξ] (m × c) · V[ξ] (c × tiles). The weight gradient
+// is Gᵀ·dU·G with dU[ξ] = Z[ξ]·V[ξ]ᵀ, Z = A·dy·Aᵀ of the output
+// gradient's tiles.
+
+// winoGeom is the tiling of a Winograd convolution: th×tw tiles a plane,
+// tiles numbered p = (sample·th + ty)·tw + tx, taken in chunks of at most
+// ld tiles (the products' columns).
+type winoGeom struct {
+	n, c, m, h, w int
+	th, tw, tiles int
+	ld            int
+	vs, ms        int // the strides of V's and M's 16 planes (xiStride)
+}
+
+// xiStride is the distance between the 16 planes ξ of a transformed
+// matrix of n values: n and one cache line. The transforms read or write
+// all 16 planes at once; planes a multiple of 4 KB apart (64 channels of
+// 48 tiles: 12 KB) fall into the same L1 sets and evict each other, which
+// made the input transform four times slower.
+func xiStride(n int) int { return n + 16 }
+
+// newWinoGeom tiles an n·c·h·w input for m filters in chunks of ld tiles.
+func newWinoGeom(n, c, m, h, w, ld int) winoGeom {
+	wg := winoGeom{n: n, c: c, m: m, h: h, w: w, th: (h + 1) / 2, tw: (w + 1) / 2}
+	wg.tiles = n * wg.th * wg.tw
+	wg.ld = max(1, min(ld, wg.tiles))
+	wg.vs, wg.ms = xiStride(c*wg.ld), xiStride(m*wg.ld)
+	return wg
+}
+
+// chunks is the number of chunks of ld tiles.
+func (wg *winoGeom) chunks() int { return (wg.tiles + wg.ld - 1) / wg.ld }
+
+// chunk returns the tiles [p0, p1) of chunk k.
+func (wg *winoGeom) chunk(k int) (p0, p1 int) { return k * wg.ld, min(wg.tiles, (k+1)*wg.ld) }
+
+// winoBlockTiles is the tiles of a chunk that one worker transforms,
+// multiplies and transforms back on its own: a multiple of the products'
+// 32-column micro-kernel, with its transformed values (16·(c+m) a tile)
+// near winoBlockElems (a core's L2).
+func winoBlockTiles(c, m int) int {
+	return max(winoMinTiles, winoBlockElems/(16*(c+m))/winoMinTiles*winoMinTiles)
+}
+
+// winoBlockElems is the transformed values of one worker's chunk of tiles
+// (within its core's L2), winoMinTiles the fewest tiles a chunk takes
+// (the products' micro-kernel is 32 columns wide), and winoChunkElems
+// bounds the transformed values of the chunks that all workers share
+// (the weight gradient, and planes of too few tiles to share out).
+var (
+	winoBlockElems = 1 << 18
+	winoMinTiles   = 32
+	winoChunkElems = 1 << 22
+)
+
+// filterTransform writes U[ξ][m][c] = (G·w[m][c]·Gᵀ)[ξ] for filters w
+// [m][c][3][3] into u (16·m·c).
+func filterTransform[T float](w, u []T, m, c int) {
+	mc := xiStride(m * c)
+	parallelFor(m, func(_, lo, hi int) {
+		for i := lo * c; i < hi*c; i++ {
+			g := w[i*9:][:9]
+			// G·g: four rows of three.
+			var t [12]T
+			for j := 0; j < 3; j++ {
+				a, b, d := g[j], g[3+j], g[6+j]
+				t[j], t[3+j], t[6+j], t[9+j] = a, (a+b+d)*0.5, (a-b+d)*0.5, d
+			}
+			for r := 0; r < 4; r++ {
+				a, b, d := t[3*r], t[3*r+1], t[3*r+2]
+				u[(4*r)*mc+i] = a
+				u[(4*r+1)*mc+i] = (a + b + d) * 0.5
+				u[(4*r+2)*mc+i] = (a - b + d) * 0.5
+				u[(4*r+3)*mc+i] = d
+			}
+		}
+	})
+}
+
+// planes16 returns the 16 planes' slices [off, off+n) of a transformed
+// matrix whose planes are stride apart.
+func planes16[T float](a []T, stride, off, n int) (p [16][]T) {
+	for k := range p {
+		p[k] = a[k*stride+off:][:n]
+	}
+	return p
+}
+
+// inputTransform writes V[ξ][c][q] = (Bᵀ·d·B)[ξ] for the tiles [p0, p1)
+// of x (n·c·h·w) into v (16 planes of c·ld, wg.vs apart; q = p − p0),
+// for the channels [c0, c1).
+func inputTransform[T float](wg *winoGeom, x, v []T, p0, p1, c0, c1 int) {
+	bw := 2*wg.tw + 2
+	var stack [4 * 132]T
+	buf := stack[:]
+	if 4*bw > len(stack) {
+		buf = make([]T, 4*bw)
+	}
+	d0, d1, d2, d3 := buf[:bw], buf[bw:2*bw], buf[2*bw:3*bw], buf[3*bw:4*bw]
+	for c := c0; c < c1; c++ {
+		for r := p0 / wg.tw; r*wg.tw < p1; r++ {
+			img, ty := r/wg.th, r%wg.th
+			tx0, tx1 := max(0, p0-r*wg.tw), min(wg.tw, p1-r*wg.tw)
+			plane := x[(img*wg.c+c)*wg.h*wg.w:][:wg.h*wg.w]
+			// The four input rows of the tile row, zero-padded: column j
+			// of a buffer row is column j−1 of x.
+			for i, row := range [4][]T{d0, d1, d2, d3} {
+				y := 2*ty - 1 + i
+				if y < 0 || y >= wg.h {
+					clear(row)
+					continue
+				}
+				row[0] = 0
+				copy(row[1:], plane[y*wg.w:(y+1)*wg.w])
+				clear(row[1+wg.w:])
+			}
+			n := tx1 - tx0
+			o := planes16(v, wg.vs, c*wg.ld+r*wg.tw-p0+tx0, n)
+			r0, r1, r2, r3 := d0[2*tx0:][:2*n+2], d1[2*tx0:][:2*n+2], d2[2*tx0:][:2*n+2], d3[2*tx0:][:2*n+2]
+			for t := 0; t < n; t++ {
+				j := 2 * t
+				// Bᵀ·d, column by column, then ·B along each row.
+				s0, s1, s2, s3 := r0[j:j+4:j+4], r1[j:j+4:j+4], r2[j:j+4:j+4], r3[j:j+4:j+4]
+				a0, a1, a2, a3 := s0[0]-s2[0], s0[1]-s2[1], s0[2]-s2[2], s0[3]-s2[3]
+				b0, b1, b2, b3 := s1[0]+s2[0], s1[1]+s2[1], s1[2]+s2[2], s1[3]+s2[3]
+				e0, e1, e2, e3 := s2[0]-s1[0], s2[1]-s1[1], s2[2]-s1[2], s2[3]-s1[3]
+				f0, f1, f2, f3 := s1[0]-s3[0], s1[1]-s3[1], s1[2]-s3[2], s1[3]-s3[3]
+				o[0][t] = a0 - a2
+				o[1][t] = a1 + a2
+				o[2][t] = a2 - a1
+				o[3][t] = a1 - a3
+				o[4][t] = b0 - b2
+				o[5][t] = b1 + b2
+				o[6][t] = b2 - b1
+				o[7][t] = b1 - b3
+				o[8][t] = e0 - e2
+				o[9][t] = e1 + e2
+				o[10][t] = e2 - e1
+				o[11][t] = e1 - e3
+				o[12][t] = f0 - f2
+				o[13][t] = f1 + f2
+				o[14][t] = f2 - f1
+				o[15][t] = f1 - f3
+			}
+		}
+	}
+}
+
+// outputTransform writes the output tiles Aᵀ·M·A (plus bias b, when
+// given) of tiles [p0, p1) from mx (16 planes of m·ld, wg.ms apart) into
+// out (n·m·h·w), for the filters [m0, m1).
+func outputTransform[T float](wg *winoGeom, mx, b, out []T, p0, p1, m0, m1 int) {
+	var spare [2 * 132]T // the rows past an odd plane's edge
+	for m := m0; m < m1; m++ {
+		var bias T
+		if b != nil {
+			bias = b[m]
+		}
+		for r := p0 / wg.tw; r*wg.tw < p1; r++ {
+			img, ty := r/wg.th, r%wg.th
+			tx0, tx1 := max(0, p0-r*wg.tw), min(wg.tw, p1-r*wg.tw)
+			n := tx1 - tx0
+			plane := out[(img*wg.m+m)*wg.h*wg.w:][:wg.h*wg.w]
+			// Rows y0, y1 of the tiles, two columns a tile: an odd
+			// plane's last row and column go to spare (or a scratch row).
+			var y0, y1 []T
+			full := 2*tx1 <= wg.w && 2*ty+1 < wg.h
+			if full {
+				y0 = plane[2*ty*wg.w+2*tx0:][:2*n]
+				y1 = plane[(2*ty+1)*wg.w+2*tx0:][:2*n]
+			} else {
+				rows := spare[:]
+				if 4*n > len(rows) {
+					rows = make([]T, 4*n)
+				}
+				y0, y1 = rows[:2*n], rows[2*n:4*n]
+			}
+			i := planes16(mx, wg.ms, m*wg.ld+r*wg.tw-p0+tx0, n)
+			for t := 0; t < n; t++ {
+				// Aᵀ·M: two rows of four, then ·A.
+				s0 := i[0][t] + i[4][t] + i[8][t]
+				s1 := i[1][t] + i[5][t] + i[9][t]
+				s2 := i[2][t] + i[6][t] + i[10][t]
+				s3 := i[3][t] + i[7][t] + i[11][t]
+				u0 := i[4][t] - i[8][t] - i[12][t]
+				u1 := i[5][t] - i[9][t] - i[13][t]
+				u2 := i[6][t] - i[10][t] - i[14][t]
+				u3 := i[7][t] - i[11][t] - i[15][t]
+				o0, o1 := y0[2*t:2*t+2:2*t+2], y1[2*t:2*t+2:2*t+2]
+				o0[0] = s0 + s1 + s2 + bias
+				o0[1] = s1 - s2 - s3 + bias
+				o1[0] = u0 + u1 + u2 + bias
+				o1[1] = u1 - u2 - u3 + bias
+			}
+			if !full {
+				x0 := 2 * tx0
+				k := min(2*n, wg.w-x0)
+				copy(plane[2*ty*wg.w+x0:][:k], y0)
+				if 2*ty+1 < wg.h {
+					copy(plane[(2*ty+1)*wg.w+x0:][:k], y1)
+				}
+			}
+		}
+	}
+}
+
+// gradTransform writes Z[ξ][m][q] = (A·dy·Aᵀ)[ξ] for the output
+// gradient's tiles [p0, p1) (zeros past the plane's edge) into z (16
+// planes of m·ld, wg.ms apart), for the filters [m0, m1).
+func gradTransform[T float](wg *winoGeom, gy, z []T, p0, p1, m0, m1 int) {
+	var spare [2 * 132]T
+	for m := m0; m < m1; m++ {
+		for r := p0 / wg.tw; r*wg.tw < p1; r++ {
+			img, ty := r/wg.th, r%wg.th
+			tx0, tx1 := max(0, p0-r*wg.tw), min(wg.tw, p1-r*wg.tw)
+			n := tx1 - tx0
+			plane := gy[(img*wg.m+m)*wg.h*wg.w:][:wg.h*wg.w]
+			var y0, y1 []T
+			if 2*tx1 <= wg.w && 2*ty+1 < wg.h {
+				y0 = plane[2*ty*wg.w+2*tx0:][:2*n]
+				y1 = plane[(2*ty+1)*wg.w+2*tx0:][:2*n]
+			} else { // an odd plane's edge: copy, zeros past it
+				rows := spare[:]
+				if 4*n > len(rows) {
+					rows = make([]T, 4*n)
+				}
+				y0, y1 = rows[:2*n], rows[2*n:4*n]
+				clear(rows[:4*n])
+				x0 := 2 * tx0
+				k := min(2*n, wg.w-x0)
+				copy(y0, plane[2*ty*wg.w+x0:][:k])
+				if 2*ty+1 < wg.h {
+					copy(y1, plane[(2*ty+1)*wg.w+x0:][:k])
+				}
+			}
+			o := planes16(z, wg.ms, m*wg.ld+r*wg.tw-p0+tx0, n)
+			for t := 0; t < n; t++ {
+				r0, r1 := y0[2*t:2*t+2:2*t+2], y1[2*t:2*t+2:2*t+2]
+				a, b, c, d := r0[0], r0[1], r1[0], r1[1] // dy = [a b; c d]
+				// A·dy: rows [a b], [a+c b+d], [a−c b−d], [−c −d];
+				// then ·Aᵀ: a row [p s] becomes [p, p+s, p−s, −s].
+				p1, s1 := a+c, b+d
+				p2, s2 := a-c, b-d
+				o[0][t], o[1][t], o[2][t], o[3][t] = a, a+b, a-b, -b
+				o[4][t], o[5][t], o[6][t], o[7][t] = p1, p1+s1, p1-s1, -s1
+				o[8][t], o[9][t], o[10][t], o[11][t] = p2, p2+s2, p2-s2, -s2
+				o[12][t], o[13][t], o[14][t], o[15][t] = -c, -c-d, d-c, d
+			}
+		}
+	}
+}
+
+// filterGradTransform adds Gᵀ·dU[m][c]·G (3×3) for the transformed
+// gradient du (16·m·c) into dw (m·c·3·3).
+func filterGradTransform[T float](du, dw []T, m, c int) {
+	mc := xiStride(m * c)
+	parallelFor(m, func(_, lo, hi int) {
+		for i := lo * c; i < hi*c; i++ {
+			var t [12]T // Gᵀ·dU: three rows of four
+			for j := 0; j < 4; j++ {
+				u0, u1, u2, u3 := du[j*mc+i], du[(4+j)*mc+i], du[(8+j)*mc+i], du[(12+j)*mc+i]
+				t[j], t[4+j], t[8+j] = u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
+			}
+			g := dw[i*9:][:9]
+			for r := 0; r < 3; r++ {
+				a, b, c, d := t[4*r], t[4*r+1], t[4*r+2], t[4*r+3]
+				g[3*r] += a + (b+c)*0.5
+				g[3*r+1] += (b - c) * 0.5
+				g[3*r+2] += (b+c)*0.5 + d
+			}
+		}
+	})
+}
+
+// winoForward writes the convolution of x (n·c·h·w) with filters w
+// (m·c·3·3, padding 1) plus bias b (m values, or nil) into out
+// (n·m·h·w, any contents: every element is written). With chunks enough
+// for every worker, each worker takes whole chunks (transform, 16
+// products, inverse transform) so that a chunk's transformed tiles stay
+// in its core's cache; otherwise all workers share each chunk's steps.
+func winoForward[T float](n, c, m, h, w int, x, wt, b, out []T) {
+	ub := getScratch[T](&colScratch, 16*xiStride(m*c))
+	defer colScratch.pool.Put(ub)
+	u := (*ub)[:16*xiStride(m*c)]
+	filterTransform(wt, u, m, c)
+	mul := winoProducts(u, m, c)
+	defer mul.release()
+	wg := newWinoGeom(n, c, m, h, w, winoBlockTiles(c, m))
+	nw := workers(wg.chunks())
+	if wg.chunks() >= 2*nw && nw > 1 {
+		parallelFor(wg.chunks(), func(_, lo, hi int) {
+			buf := getScratch[T](&colScratch, 16*(wg.vs+wg.ms))
+			defer colScratch.pool.Put(buf)
+			v, mx := (*buf)[:16*wg.vs], (*buf)[16*wg.vs:][:16*wg.ms]
+			for k := lo; k < hi; k++ {
+				p0, p1 := wg.chunk(k)
+				inputTransform(&wg, x, v, p0, p1, 0, c)
+				for xi := 0; xi < 16; xi++ {
+					mul.product(xi, p1-p0, v[xi*wg.vs:], wg.ld, mx[xi*wg.ms:], wg.ld)
+				}
+				outputTransform(&wg, mx, b, out, p0, p1, 0, m)
+			}
+		})
+		return
+	}
+	wg = newWinoGeom(n, c, m, h, w, max(winoMinTiles, winoChunkElems/(16*(c+m))))
+	buf := getScratch[T](&colScratch, 16*(wg.vs+wg.ms))
+	defer colScratch.pool.Put(buf)
+	v, mx := (*buf)[:16*wg.vs], (*buf)[16*wg.vs:][:16*wg.ms]
+	for k := 0; k < wg.chunks(); k++ {
+		p0, p1 := wg.chunk(k)
+		parallelFor(c, func(_, lo, hi int) { inputTransform(&wg, x, v, p0, p1, lo, hi) })
+		parallelFor(16, func(_, lo, hi int) {
+			for xi := lo; xi < hi; xi++ {
+				mul.product(xi, p1-p0, v[xi*wg.vs:], wg.ld, mx[xi*wg.ms:], wg.ld)
+			}
+		})
+		parallelFor(m, func(_, lo, hi int) { outputTransform(&wg, mx, b, out, p0, p1, lo, hi) })
+	}
+}
+
+// winoMul multiplies the 16 transformed filter matrices U[ξ] (m×c) by a
+// chunk's V[ξ]: float32 products on U packed once per call.
+type winoMul[T float] struct {
+	u      []T
+	m, c   int
+	packed []fgemm.PackedA
+	buf    *[]float32 // the 16 packed matrices, PackedALen(m, c) apart
+}
+
+func winoProducts[T float](u []T, m, c int) *winoMul[T] {
+	p := &winoMul[T]{u: u, m: m, c: c}
+	if _, ok := any(u).([]float32); ok && PackFilters && fgemm.Accelerated() {
+		p.packed = make([]fgemm.PackedA, 16)
+		p.buf = getScratch[float32](&colScratch, 16*fgemm.PackedALen(m, c))
+		l := fgemm.PackedALen(m, c)
+		parallelFor(16, func(_, lo, hi int) {
+			for xi := lo; xi < hi; xi++ {
+				a := any(u[xi*xiStride(m*c):][:m*c]).([]float32)
+				p.packed[xi] = fgemm.PackA(false, m, c, a, c, (*p.buf)[xi*l:][:l])
+			}
+		})
+	}
+	return p
+}
+
+// product writes U[ξ]·V (m × q, V c × q with rows ldv apart) into out
+// (rows ldo apart).
+func (p *winoMul[T]) product(xi, q int, v []T, ldv int, out []T, ldo int) {
+	a := p.u[xi*xiStride(p.m*p.c):][:p.m*p.c]
+	if p.packed == nil {
+		gemmSerial(false, false, p.m, q, p.c, a, p.c, v, ldv, 0, out, ldo)
+		return
+	}
+	fgemm.SgemmPacked(&p.packed[xi], false, q, any(v).([]float32), ldv, 0, any(out).([]float32), ldo)
+}
+
+func (p *winoMul[T]) release() {
+	if p.buf != nil {
+		colScratch.pool.Put(p.buf)
+	}
+}
+
+// winoGradX writes the input gradient of g (winogradOK) into dx (any
+// contents: every element is written): the forward convolution of gy
+// with the transposed, flipped filters (see convGradXAsForward).
+func winoGradX[T float](g *convGeom, w, gy, dx []T) {
+	buf := getScratch[T](&colScratch, len(w))
+	defer colScratch.pool.Put(buf)
+	flipTranspose(w, *buf, g.m, g.c, 9)
+	winoForward(g.n, g.m, g.c, g.h, g.w, gy, *buf, nil, dx)
+}
+
+// winoGradW adds the weight gradient of g (winogradOK) for input x and
+// output gradient gy into dw (m·c·3·3). With chunks enough for every
+// worker and small filters (winoOwnGradElems), each worker takes whole
+// chunks (both transforms and 16 products dU[ξ] += Z[ξ]·V[ξ]ᵀ into its own
+// dU, in its cache), and the workers' dU are added in worker order;
+// otherwise all workers share each chunk's transforms, and each of the 16
+// products belongs to one worker, which sums it over the chunks in order.
+func winoGradW[T float](g *convGeom, x, gy, dw []T) {
+	us := xiStride(g.m * g.c)
+	wg := newWinoGeom(g.n, g.c, g.m, g.h, g.w, winoBlockTiles(g.c, g.m))
+	nw := workers(wg.chunks())
+	if wg.chunks() >= 2*nw && nw > 1 && 16*us <= winoOwnGradElems {
+		acc := make([]*[]T, nw)
+		parallelFor(wg.chunks(), func(wk, lo, hi int) {
+			buf := getScratch[T](&colScratch, 16*(us+wg.vs+wg.ms))
+			acc[wk] = buf
+			du, v, z := (*buf)[:16*us], (*buf)[16*us:][:16*wg.vs], (*buf)[16*(us+wg.vs):][:16*wg.ms]
+			for k := lo; k < hi; k++ {
+				p0, p1 := wg.chunk(k)
+				var beta T
+				if k > lo {
+					beta = 1
+				}
+				inputTransform(&wg, x, v, p0, p1, 0, g.c)
+				gradTransform(&wg, gy, z, p0, p1, 0, g.m)
+				for xi := 0; xi < 16; xi++ {
+					gemmSerial(false, true, g.m, g.c, p1-p0, z[xi*wg.ms:], wg.ld, v[xi*wg.vs:], wg.ld, beta, du[xi*us:], g.c)
+				}
+			}
+		})
+		du := (*acc[0])[:16*us]
+		for _, a := range acc[1:] {
+			addTo(du, (*a)[:16*us])
+			colScratch.pool.Put(a)
+		}
+		filterGradTransform(du, dw, g.m, g.c)
+		colScratch.pool.Put(acc[0])
+		return
+	}
+	wg = newWinoGeom(g.n, g.c, g.m, g.h, g.w, max(winoMinTiles, winoChunkElems/(16*(g.c+g.m))))
+	buf := getScratch[T](&colScratch, 16*(us+wg.vs+wg.ms))
+	defer colScratch.pool.Put(buf)
+	du, v, z := (*buf)[:16*us], (*buf)[16*us:][:16*wg.vs], (*buf)[16*(us+wg.vs):][:16*wg.ms]
+	for k := 0; k < wg.chunks(); k++ {
+		p0, p1 := wg.chunk(k)
+		var beta T
+		if k > 0 {
+			beta = 1
+		}
+		parallelFor(g.c, func(_, lo, hi int) { inputTransform(&wg, x, v, p0, p1, lo, hi) })
+		parallelFor(g.m, func(_, lo, hi int) { gradTransform(&wg, gy, z, p0, p1, lo, hi) })
+		parallelFor(16, func(_, lo, hi int) {
+			for xi := lo; xi < hi; xi++ {
+				gemmSerial(false, true, g.m, g.c, p1-p0, z[xi*wg.ms:], wg.ld, v[xi*wg.vs:], wg.ld, beta, du[xi*us:], g.c)
+			}
+		})
+	}
+	filterGradTransform(du, dw, g.m, g.c)
+}
+
+// winoOwnGradElems bounds the transformed filter gradient (16·m·c values)
+// that each worker of a Winograd weight gradient keeps for itself.
+var winoOwnGradElems = 1 << 20
+
+// winoChecked runs f, a Winograd pass writing out, and reports whether
+// every value of out is finite. A NaN or infinity in a pass's inputs
+// reaches its output (every input value enters the transformed tiles with
+// a coefficient ±1), but not always where the direct convolution puts it,
+// and a transform of huge finite values may overflow where the direct sum
+// does not: the caller then runs its other paths, which write out anew.
+func winoChecked[T float](out []T, f func()) bool {
+	f()
+	return allFinite(out)
+}

@@ -1,0 +1,201 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// TestWinogradMatchesIm2col checks the Winograd forward pass, input
+// gradient and weight gradient against the im2col paths (Winograd off):
+// in float64 to 1e-12 of the values' scale, in float32 to 2e-6; on odd and
+// even planes (partial tiles on the right and bottom edges), several
+// samples, a bias, chunks of tiles within a tile row and across rows and
+// samples, taken by one worker each (enough of them) or shared by all,
+// and dirty output buffers.
+func TestWinogradMatchesIm2col(t *testing.T) {
+	winoAlways(t)
+	defer func(tiles, block, chunk int) {
+		winoMinTiles, winoBlockElems, winoChunkElems = tiles, block, chunk
+	}(winoMinTiles, winoBlockElems, winoChunkElems)
+	cases := []struct {
+		n, c, m, h, w int
+		tiles         int // tiles a chunk
+	}{
+		{1, 1, 1, 2, 2, 32},
+		{2, 3, 4, 7, 9, 32},  // one chunk, shared
+		{2, 3, 4, 7, 9, 3},   // 14 chunks across rows and samples, one worker each
+		{2, 3, 4, 7, 9, 13},  // 4 chunks
+		{3, 5, 2, 1, 5, 2},   // one-row planes
+		{1, 4, 6, 12, 10, 7}, // 30 tiles: 5 chunks
+		{2, 8, 8, 16, 24, 32},
+		{4, 16, 8, 4, 6, 32},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("n%d_c%d_m%d_%dx%d_tiles%d", c.n, c.c, c.m, c.h, c.w, c.tiles), func(t *testing.T) {
+			winoMinTiles, winoBlockElems, winoChunkElems = c.tiles, 0, 0
+			xs, ws := tensor.Shape{c.n, c.c, c.h, c.w}, tensor.Shape{c.m, c.c, 3, 3}
+			g, err := newConvGeom(xs, ws, ConvParams{Pads: []int{1, 1, 1, 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			Winograd = true
+			if !winogradOK(&g) || !winogradGradWOK(&g) {
+				t.Fatalf("%v: Winograd does not apply", g)
+			}
+			rng := rand.New(rand.NewSource(3))
+			x, w, b := randTensor(rng, c.n, c.c, c.h, c.w), randTensor(rng, c.m, c.c, 3, 3), randTensor(rng, c.m)
+			gy := randTensor(rng, c.n, c.m, c.h, c.w)
+			checkWinograd(t, g, x, w, b, gy, 1e-12)
+			checkWinograd(t, g, toF32(x), toF32(w), toF32(b), toF32(gy), 2e-6)
+		})
+	}
+}
+
+// checkWinograd runs g's three passes with Winograd on (into buffers
+// holding NaN: every element must be written, or added into zeros) and
+// off, and compares them to tol of each result's largest magnitude.
+func checkWinograd(t *testing.T, g convGeom, x, w, b, gy *tensor.Dense, tol float64) {
+	t.Helper()
+	dirty := func(n int) any {
+		if x.Dtype() == tensor.Float32 {
+			d := make([]float32, n)
+			for i := range d {
+				d[i] = float32(math.NaN())
+			}
+			return d
+		}
+		d := make([]float64, n)
+		for i := range d {
+			d[i] = math.NaN()
+		}
+		return d
+	}
+	run := func() (y, dx, dw tensor.Tensor) {
+		ny, nx, nw := g.n*g.m*g.outPlane, g.n*g.c*g.inPlane, g.m*g.colRows
+		if x.Dtype() == tensor.Float32 {
+			y = convForward(g, newConvScratch(), x, w, b, dirty(ny).([]float32))
+			dx = convGradX(g, newConvScratch(), w, gy, dirty(nx).([]float32))
+			dw = convGradWInto(g, newConvScratch(), x, gy, make([]float32, nw))
+			return
+		}
+		y = convForward(g, newConvScratch(), x, w, b, dirty(ny).([]float64))
+		dx = convGradX(g, newConvScratch(), w, gy, dirty(nx).([]float64))
+		dw = convGradWInto(g, newConvScratch(), x, gy, make([]float64, nw))
+		return
+	}
+	Winograd = true
+	y, dx, dw := run()
+	Winograd = false
+	wy, wdx, wdw := run()
+	Winograd = true
+	for _, p := range []struct {
+		name      string
+		got, want tensor.Tensor
+	}{{"forward", y, wy}, {"dX", dx, wdx}, {"dW", dw, wdw}} {
+		got, want := asF64(p.got), asF64(p.want)
+		scale := 0.0
+		for _, v := range want {
+			scale = max(scale, math.Abs(v))
+		}
+		for i := range want {
+			if d := math.Abs(got[i] - want[i]); !(d <= tol*scale) {
+				t.Fatalf("%s %v: [%d] = %v, im2col %v (scale %v)", p.name, x.Dtype(), i, got[i], want[i], scale)
+			}
+		}
+	}
+}
+
+// asF64 returns t's values as float64.
+func asF64(t tensor.Tensor) []float64 {
+	switch d := t.Data().(type) {
+	case []float64:
+		return d
+	case []float32:
+		return toF64(d)
+	}
+	panic(fmt.Sprintf("asF64: %T", t.Data()))
+}
+
+// TestWinogradGradFD checks the Conv op's gradients through the Winograd
+// path (winoMinChannels lowered so that small layers take it) against
+// central differences in float64, and its float32 results against
+// float64.
+func TestWinogradGradFD(t *testing.T) {
+	winoAlways(t)
+	for _, s := range [][2][]int{{{2, 3, 5, 6}, {4, 3, 3, 3}}, {{1, 2, 3, 3}, {2, 2, 3, 3}}} {
+		t.Run(fmt.Sprint(s[0]), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(5))
+			vals := []*tensor.Dense{randTensor(rng, s[0]...), randTensor(rng, s[1]...), randTensor(rng, s[1][0])}
+			p := ConvParams{Pads: []int{1, 1, 1, 1}}
+			g, err := newConvGeom(tensor.Shape(s[0]), tensor.Shape(s[1]), p)
+			if err != nil || !winogradOK(&g) {
+				t.Fatalf("%v: Winograd does not apply (%v)", s, err)
+			}
+			b := func(in []*gorgonia.Node) (*gorgonia.Node, error) { return Conv(in[0], in[1], in[2], p) }
+			noteFD(gradCheck(t, vals, []bool{true, true, true}, b))
+			checkF32(t, vals, b)
+		})
+	}
+}
+
+// TestWinogradNonFinite checks that a NaN or infinity in a pass's inputs,
+// or values whose transforms overflow, give the im2col path's results
+// bit for bit (winoChecked's fallback), infinities included, in the
+// passes that read them (the others differ from im2col in rounding only,
+// as TestWinogradMatchesIm2col checks).
+func TestWinogradNonFinite(t *testing.T) {
+	winoAlways(t)
+	xs, ws := tensor.Shape{2, 3, 6, 5}, tensor.Shape{4, 3, 3, 3}
+	g, err := newConvGeom(xs, ws, ConvParams{Pads: []int{1, 1, 1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		set    func(x, w, gy []float32)
+		passes []int // forward 0, dX 1, dW 2
+	}{
+		{"inf input", func(x, _, _ []float32) { x[17] = float32(math.Inf(1)) }, []int{0, 2}},
+		{"nan weight", func(_, w, _ []float32) { w[5] = float32(math.NaN()) }, []int{0, 1}},
+		{"inf gradient", func(_, _, gy []float32) { gy[40] = float32(math.Inf(-1)) }, []int{1, 2}},
+		{"overflowing transform", func(x, _, _ []float32) { x[20], x[21] = math.MaxFloat32, math.MaxFloat32 }, []int{0, 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(7))
+			x, w, gy := toF32(randTensor(rng, xs...)), toF32(randTensor(rng, ws...)), toF32(randTensor(rng, 2, 4, 6, 5))
+			c.set(data[float32](x), data[float32](w), data[float32](gy))
+			run := func() [][]float32 {
+				y := convForward(g, newConvScratch(), x, w, nil, make([]float32, 2*4*30))
+				dx := convGradX(g, newConvScratch(), w, gy, make([]float32, 2*3*30))
+				dw := convGradWInto(g, newConvScratch(), x, gy, make([]float32, 4*27))
+				return [][]float32{data[float32](y), data[float32](dx), data[float32](dw)}
+			}
+			Winograd = true
+			got := run()
+			Winograd = false
+			want := run()
+			for _, k := range c.passes {
+				if !sameBits(got[k], want[k]) {
+					t.Errorf("%s differs from the im2col path", []string{"forward", "dX", "dW"}[k])
+				}
+				if allFinite(got[k]) {
+					t.Errorf("%s: all finite, want the non-finite values", []string{"forward", "dX", "dW"}[k])
+				}
+			}
+		})
+	}
+}
+
+// winoAlways lets every 3×3 convolution of padding 1 that winogradOK
+// otherwise takes run as Winograd, whatever its channels and tiles, until
+// t ends.
+func winoAlways(t *testing.T) {
+	on, minC, minT, minW := Winograd, winoMinChannels, winoMinPlaneTiles, winoMinGradWChannels
+	t.Cleanup(func() { Winograd, winoMinChannels, winoMinPlaneTiles, winoMinGradWChannels = on, minC, minT, minW })
+	Winograd, winoMinChannels, winoMinPlaneTiles, winoMinGradWChannels = true, 1, 1, 1
+}
