@@ -505,3 +505,14 @@ func winoChecked[T float](out []T, f func()) bool {
 	f()
 	return allFinite(out)
 }
+
+// ConvWinograd reports whether a convolution of input shape xs and
+// filters ws with parameters p runs as Winograd F(2×2, 3×3): its forward
+// pass and input gradient (weights), and its weight gradient (grad).
+func ConvWinograd(xs, ws []int, p ConvParams) (weights, grad bool) {
+	g, err := newConvGeom(xs, ws, p)
+	if err != nil {
+		return false, false
+	}
+	return winogradOK(&g), winogradGradWOK(&g)
+}

@@ -1,0 +1,41 @@
+package backend
+
+import (
+	"math/rand"
+	"testing"
+
+	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// TestConvWinogradORT checks 3×3 convolutions that run as Winograd
+// F(2×2, 3×3) with the default bounds (checked with ops.ConvWinograd)
+// against ONNX Runtime: even and odd planes, a bias, batch 2, more
+// filters than channels. ops' TestWinogradMatchesIm2col compares the
+// float32 passes and both gradients with the im2col paths.
+func TestConvWinogradORT(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	pads := aInts("pads", 1, 1, 1, 1)
+	shapes := []struct {
+		name string
+		x, w []int
+		bias bool
+		grad bool // the weight gradient too runs as Winograd
+	}{
+		{"64ch 24x32", []int{1, 64, 24, 32}, []int{64, 64, 3, 3}, true, false},
+		{"128 to 192 odd 13x29 batch 2", []int{2, 128, 13, 29}, []int{192, 128, 3, 3}, false, true},
+	}
+	var cases []oracleCase
+	for _, s := range shapes {
+		if fw, gw := ops.ConvWinograd(s.x, s.w, ops.ConvParams{Pads: []int{1, 1, 1, 1}}); !fw || gw != s.grad {
+			t.Fatalf("%s: Winograd forward %v, weight gradient %v; want true, %v", s.name, fw, gw, s.grad)
+		}
+		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", s.w...)}
+		if s.bias {
+			ins = append(ins, randF32Tensor(r, "b", s.w[0]))
+		}
+		cases = append(cases, oracleCase{s.name, []*onnxpb.AttributeProto{pads}, ins})
+	}
+	checkAgainstORT(t, "Conv", 13, cases, 1e-4)
+}
