@@ -21,15 +21,14 @@ func TestConvWinogradORT(t *testing.T) {
 		name string
 		x, w []int
 		bias bool
-		grad bool // the weight gradient too runs as Winograd
 	}{
-		{"64ch 24x32", []int{1, 64, 24, 32}, []int{64, 64, 3, 3}, true, false},
-		{"128 to 192 odd 13x29 batch 2", []int{2, 128, 13, 29}, []int{192, 128, 3, 3}, false, true},
+		{"64ch 24x32", []int{1, 64, 24, 32}, []int{64, 64, 3, 3}, true},
+		{"128 to 192 odd 13x29 batch 2", []int{2, 128, 13, 29}, []int{192, 128, 3, 3}, false},
 	}
 	var cases []oracleCase
 	for _, s := range shapes {
-		if fw, gw := ops.ConvWinograd(s.x, s.w, ops.ConvParams{Pads: []int{1, 1, 1, 1}}); !fw || gw != s.grad {
-			t.Fatalf("%s: Winograd forward %v, weight gradient %v; want true, %v", s.name, fw, gw, s.grad)
+		if !ops.ConvWinograd(s.x, s.w, ops.ConvParams{Pads: []int{1, 1, 1, 1}}) {
+			t.Fatalf("%s: does not run as Winograd", s.name)
 		}
 		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", s.w...)}
 		if s.bias {

@@ -110,7 +110,7 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 			}},
 			{deps: []int{0, depGrad}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 				n := g.m * g.colRows
-				if batchedPlanes(&g) && !winogradGradWOK(&g) { // writes every element: no zeroing
+				if batchedPlanes(&g) && !winogradOK(&g) { // writes every element: no zeroing
 					return dispatch(in[0],
 						func() (tensor.Tensor, error) {
 							return convGradWBatched(&g, sc, data[float32](in[0]), data[float32](in[1]), outBufDirty[float32](buf, n), 0), nil
@@ -830,7 +830,7 @@ func convGradW[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor) tensor.T
 // convGradWInto writes the weight gradient into dw (zeroed, m·cg·kH·kW).
 func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw []T) tensor.Tensor {
 	x, gy := data[T](xt), data[T](gyt)
-	if winogradGradWOK(&g) {
+	if winogradOK(&g) {
 		if winoChecked(dw, func() { winoGradW(&g, x, gy, dw) }) {
 			return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
 		}

@@ -204,10 +204,8 @@ var mtanWinoShapes = []struct{ cin, cout, h, w, count int }{
 // behind winogradOK's bounds.
 func BenchmarkConvWinograd(b *testing.B) {
 	const n = 4
-	defer func(on bool, minC, minT, minW int) {
-		Winograd, winoMinChannels, winoMinPlaneTiles, winoMinGradWChannels = on, minC, minT, minW
-	}(Winograd, winoMinChannels, winoMinPlaneTiles, winoMinGradWChannels)
-	winoMinChannels, winoMinPlaneTiles, winoMinGradWChannels = 1, 1, 1
+	defer func(on bool, minC, minT int) { Winograd, winoMinChannels, winoMinPlaneTiles = on, minC, minT }(Winograd, winoMinChannels, winoMinPlaneTiles)
+	winoMinChannels, winoMinPlaneTiles = 1, 1
 	f32 := normals32(rand.New(rand.NewSource(1)))
 	for _, s := range mtanWinoShapes {
 		xs, ws := tensor.Shape{n, s.cin, s.h, s.w}, tensor.Shape{s.cout, s.cin, 3, 3}

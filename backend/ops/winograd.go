@@ -2,6 +2,7 @@ package ops
 
 import (
 	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
+	"github.com/paretonav/paretonav/backend/internal/vmath"
 )
 
 // Winograd enables the F(2×2, 3×3) Winograd convolution (winogradOK);
@@ -10,19 +11,17 @@ var Winograd = true
 
 // winoMinChannels is the fewest input and output channels, and
 // winoMinPlaneTiles the fewest tiles (2×2 outputs) of all samples' planes,
-// for which a 3×3 convolution runs as Winograd F(2×2, 3×3); its weight
-// gradient also needs winoMinGradWChannels input and output channels
-// together. Below them the transforms cost more than the 2.25× fewer
+// for which a 3×3 convolution runs as Winograd F(2×2, 3×3): below them the
+// transforms and the filters' transform cost more than the 2.25× fewer
 // multiplications save. BenchmarkConvWinograd (the full MTAN's 3×3
-// layers at 64×96, batch 4; time as Winograd / im2col, this repository's
-// 2-core AMD EPYC): 128 channels and more on 384 tiles and more 0.62–0.83
-// in every pass; 512 channels on 96 tiles (8×12) 0.84–1.13, on 24 tiles
-// (4×6) 1.4–2.1; 64 in and out on 64×96: forward 0.80, input gradient
-// 1.00, weight gradient 1.12–1.22.
+// layers at 64×96, batch 4, time as Winograd / im2col on this
+// repository's 2-core AMD EPYC): on 384 tiles and more (16×24 and
+// larger planes) 0.41–0.78 in every pass but one (64 channels in and
+// out on 64×96: weight gradient 0.88); on 96 tiles (8×12) 0.92–1.21; on
+// 24 (4×6) 1.35–2.14.
 var (
-	winoMinChannels      = 64
-	winoMinPlaneTiles    = 192
-	winoMinGradWChannels = 192
+	winoMinChannels   = 64
+	winoMinPlaneTiles = 192
 )
 
 // winogradOK reports whether g runs as Winograd F(2×2, 3×3): a 3×3
@@ -30,17 +29,6 @@ var (
 // output plane is the input's), at least winoMinChannels channels in and
 // out.
 func winogradOK(g *convGeom) bool {
-	return winogradOn(g)
-}
-
-// winogradGradWOK reports whether g's weight gradient runs as Winograd:
-// winogradOK and at least winoMinGradWChannels channels in and out
-// together.
-func winogradGradWOK(g *convGeom) bool {
-	return winogradOn(g) && g.c+g.m >= winoMinGradWChannels
-}
-
-func winogradOn(g *convGeom) bool {
 	return Winograd && g.kh == 3 && g.kw == 3 && g.g == 1 && !g.direct &&
 		g.y.s == 1 && g.x.s == 1 && g.y.d == 1 && g.x.d == 1 &&
 		g.y.pb == 1 && g.y.pe == 1 && g.x.pb == 1 && g.x.pe == 1 &&
@@ -150,6 +138,7 @@ func planes16[T float](a []T, stride, off, n int) (p [16][]T) {
 // of x (n·c·h·w) into v (16 planes of c·ld, wg.vs apart; q = p − p0),
 // for the channels [c0, c1).
 func inputTransform[T float](wg *winoGeom, x, v []T, p0, p1, c0, c1 int) {
+	cl := wg.vs
 	bw := 2*wg.tw + 2
 	var stack [4 * 132]T
 	buf := stack[:]
@@ -175,7 +164,12 @@ func inputTransform[T float](wg *winoGeom, x, v []T, p0, p1, c0, c1 int) {
 				clear(row[1+wg.w:])
 			}
 			n := tx1 - tx0
-			o := planes16(v, wg.vs, c*wg.ld+r*wg.tw-p0+tx0, n)
+			off := c*wg.ld + r*wg.tw - p0 + tx0
+			if v32, ok := any(v).([]float32); ok {
+				vmath.WinoInput32(any(buf).([]float32)[2*tx0:], bw, v32[off:], cl, n)
+				continue
+			}
+			o := planes16(v, cl, off, n)
 			r0, r1, r2, r3 := d0[2*tx0:][:2*n+2], d1[2*tx0:][:2*n+2], d2[2*tx0:][:2*n+2], d3[2*tx0:][:2*n+2]
 			for t := 0; t < n; t++ {
 				j := 2 * t
@@ -235,22 +229,11 @@ func outputTransform[T float](wg *winoGeom, mx, b, out []T, p0, p1, m0, m1 int) 
 				}
 				y0, y1 = rows[:2*n], rows[2*n:4*n]
 			}
-			i := planes16(mx, wg.ms, m*wg.ld+r*wg.tw-p0+tx0, n)
-			for t := 0; t < n; t++ {
-				// Aᵀ·M: two rows of four, then ·A.
-				s0 := i[0][t] + i[4][t] + i[8][t]
-				s1 := i[1][t] + i[5][t] + i[9][t]
-				s2 := i[2][t] + i[6][t] + i[10][t]
-				s3 := i[3][t] + i[7][t] + i[11][t]
-				u0 := i[4][t] - i[8][t] - i[12][t]
-				u1 := i[5][t] - i[9][t] - i[13][t]
-				u2 := i[6][t] - i[10][t] - i[14][t]
-				u3 := i[7][t] - i[11][t] - i[15][t]
-				o0, o1 := y0[2*t:2*t+2:2*t+2], y1[2*t:2*t+2:2*t+2]
-				o0[0] = s0 + s1 + s2 + bias
-				o0[1] = s1 - s2 - s3 + bias
-				o1[0] = u0 + u1 + u2 + bias
-				o1[1] = u1 - u2 - u3 + bias
+			off := m*wg.ld + r*wg.tw - p0 + tx0
+			if m32, ok := any(mx).([]float32); ok {
+				vmath.WinoOutput32(m32[off:], wg.ms, any(y0).([]float32), any(y1).([]float32), n, float32(bias))
+			} else {
+				winoOutputTiles(planes16(mx, wg.ms, off, n), y0, y1, n, bias)
 			}
 			if !full {
 				x0 := 2 * tx0
@@ -261,6 +244,27 @@ func outputTransform[T float](wg *winoGeom, mx, b, out []T, p0, p1, m0, m1 int) 
 				}
 			}
 		}
+	}
+}
+
+// winoOutputTiles writes Aᵀ·M·A + bias of n tiles (their 16 values in
+// the planes i) into the rows y0 and y1, two columns a tile.
+func winoOutputTiles[T float](i [16][]T, y0, y1 []T, n int, bias T) {
+	for t := 0; t < n; t++ {
+		// Aᵀ·M: two rows of four, then ·A.
+		s0 := i[0][t] + i[4][t] + i[8][t]
+		s1 := i[1][t] + i[5][t] + i[9][t]
+		s2 := i[2][t] + i[6][t] + i[10][t]
+		s3 := i[3][t] + i[7][t] + i[11][t]
+		u0 := i[4][t] - i[8][t] - i[12][t]
+		u1 := i[5][t] - i[9][t] - i[13][t]
+		u2 := i[6][t] - i[10][t] - i[14][t]
+		u3 := i[7][t] - i[11][t] - i[15][t]
+		o0, o1 := y0[2*t:2*t+2:2*t+2], y1[2*t:2*t+2:2*t+2]
+		o0[0] = s0 + s1 + s2 + bias
+		o0[1] = s1 - s2 - s3 + bias
+		o1[0] = u0 + u1 + u2 + bias
+		o1[1] = u1 - u2 - u3 + bias
 	}
 }
 
@@ -293,7 +297,12 @@ func gradTransform[T float](wg *winoGeom, gy, z []T, p0, p1, m0, m1 int) {
 					copy(y1, plane[(2*ty+1)*wg.w+x0:][:k])
 				}
 			}
-			o := planes16(z, wg.ms, m*wg.ld+r*wg.tw-p0+tx0, n)
+			off := m*wg.ld + r*wg.tw - p0 + tx0
+			if z32, ok := any(z).([]float32); ok {
+				vmath.WinoGrad32(any(y0).([]float32), any(y1).([]float32), z32[off:], wg.ms, n)
+				continue
+			}
+			o := planes16(z, wg.ms, off, n)
 			for t := 0; t < n; t++ {
 				r0, r1 := y0[2*t:2*t+2:2*t+2], y1[2*t:2*t+2:2*t+2]
 				a, b, c, d := r0[0], r0[1], r1[0], r1[1] // dy = [a b; c d]
@@ -507,12 +516,9 @@ func winoChecked[T float](out []T, f func()) bool {
 }
 
 // ConvWinograd reports whether a convolution of input shape xs and
-// filters ws with parameters p runs as Winograd F(2×2, 3×3): its forward
-// pass and input gradient (weights), and its weight gradient (grad).
-func ConvWinograd(xs, ws []int, p ConvParams) (weights, grad bool) {
+// filters ws with parameters p runs as Winograd F(2×2, 3×3) (its forward
+// pass and both gradients).
+func ConvWinograd(xs, ws []int, p ConvParams) bool {
 	g, err := newConvGeom(xs, ws, p)
-	if err != nil {
-		return false, false
-	}
-	return winogradOK(&g), winogradGradWOK(&g)
+	return err == nil && winogradOK(&g)
 }

@@ -44,7 +44,7 @@ func TestWinogradMatchesIm2col(t *testing.T) {
 				t.Fatal(err)
 			}
 			Winograd = true
-			if !winogradOK(&g) || !winogradGradWOK(&g) {
+			if !winogradOK(&g) {
 				t.Fatalf("%v: Winograd does not apply", g)
 			}
 			rng := rand.New(rand.NewSource(3))
@@ -195,7 +195,7 @@ func TestWinogradNonFinite(t *testing.T) {
 // otherwise takes run as Winograd, whatever its channels and tiles, until
 // t ends.
 func winoAlways(t *testing.T) {
-	on, minC, minT, minW := Winograd, winoMinChannels, winoMinPlaneTiles, winoMinGradWChannels
-	t.Cleanup(func() { Winograd, winoMinChannels, winoMinPlaneTiles, winoMinGradWChannels = on, minC, minT, minW })
-	Winograd, winoMinChannels, winoMinPlaneTiles, winoMinGradWChannels = true, 1, 1, 1
+	on, minC, minT := Winograd, winoMinChannels, winoMinPlaneTiles
+	t.Cleanup(func() { Winograd, winoMinChannels, winoMinPlaneTiles = on, minC, minT })
+	Winograd, winoMinChannels, winoMinPlaneTiles = true, 1, 1
 }

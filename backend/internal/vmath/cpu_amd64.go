@@ -112,3 +112,22 @@ func (k kernel) affineRelu(dst, x *float32, n int, a, b float32, relu int) {
 //
 //go:noescape
 func bnReluGradRow4(x, gy, d *float32, n int, a, cf, b, m float32) (sx, sg float32)
+
+// hasWino reports whether k has the Winograd transform kernels (AVX2:
+// every vector kernel).
+func (k kernel) hasWino() bool { return k != scalar }
+
+// winoInputAVX2 is WinoInput32's kernel on n tiles, n a multiple of 8.
+//
+//go:noescape
+func winoInputAVX2(rows *float32, ld int, dst *float32, stride int, n int)
+
+// winoOutputAVX2 is WinoOutput32's kernel on n tiles, n a multiple of 8.
+//
+//go:noescape
+func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float32)
+
+// winoGradAVX2 is WinoGrad32's kernel on n tiles, n a multiple of 8.
+//
+//go:noescape
+func winoGradAVX2(y0, y1 *float32, dst *float32, stride int, n int)

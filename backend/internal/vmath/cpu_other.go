@@ -41,3 +41,21 @@ func (kernel) affineRelu(dst, x *float32, n int, a, b float32, relu int) {
 func bnReluGradRow4(x, gy, d *float32, n int, a, cf, b, m float32) (sx, sg float32) {
 	panic("vmath: no vector kernel")
 }
+
+// hasWino reports that there are no Winograd kernels outside amd64.
+func (kernel) hasWino() bool { return false }
+
+// winoInputAVX2 is never called outside amd64.
+func winoInputAVX2(rows *float32, ld int, dst *float32, stride int, n int) {
+	panic("vmath: no vector kernel")
+}
+
+// winoOutputAVX2 is never called outside amd64.
+func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float32) {
+	panic("vmath: no vector kernel")
+}
+
+// winoGradAVX2 is never called outside amd64.
+func winoGradAVX2(y0, y1 *float32, dst *float32, stride int, n int) {
+	panic("vmath: no vector kernel")
+}

@@ -1,0 +1,162 @@
+package vmath
+
+import "fmt"
+
+// WinoInput32 writes the Winograd F(2×2, 3×3) input transform Bᵀ·d·B of
+// n tiles into 16 planes of dst, stride values apart: the tile t's value
+// ξ at dst[ξ·stride + t]. rows holds four zero-padded input rows, ld
+// values apart, each of at least 2n+2 values; the tile t is their columns
+// 2t…2t+3. With AVX2 whole groups of 8 tiles run through a vector kernel
+// giving winoInputGo's bits; the rest through winoInputGo.
+func WinoInput32(rows []float32, ld int, dst []float32, stride, n int) {
+	winoInputWith(active, rows, ld, dst, stride, n)
+}
+
+func winoInputWith(k kernel, rows []float32, ld int, dst []float32, stride, n int) {
+	if n <= 0 {
+		return
+	}
+	if ld < 2*n+2 || len(rows) < 3*ld+2*n+2 || stride < n || len(dst) < 15*stride+n {
+		panic(fmt.Sprintf("vmath: WinoInput32: %d tiles, rows %d (ld %d), dst %d (stride %d)", n, len(rows), ld, len(dst), stride))
+	}
+	v := 0
+	if k.hasWino() {
+		v = n &^ 7
+	}
+	if v > 0 {
+		winoInputAVX2(&rows[0], ld, &dst[0], stride, v)
+	}
+	winoInputGo(rows[2*v:], ld, dst[v:], stride, n-v)
+}
+
+// winoInputGo is WinoInput32's scalar loop.
+func winoInputGo(rows []float32, ld int, dst []float32, stride, n int) {
+	if n <= 0 {
+		return
+	}
+	d0, d1, d2, d3 := rows[:2*n+2], rows[ld:][:2*n+2], rows[2*ld:][:2*n+2], rows[3*ld:][:2*n+2]
+	var o [16][]float32
+	for k := range o {
+		o[k] = dst[k*stride:][:n]
+	}
+	for t := 0; t < n; t++ {
+		j := 2 * t
+		s0, s1, s2, s3 := d0[j:j+4:j+4], d1[j:j+4:j+4], d2[j:j+4:j+4], d3[j:j+4:j+4]
+		// Bᵀ·d, column by column, then ·B along each row.
+		a0, a1, a2, a3 := s0[0]-s2[0], s0[1]-s2[1], s0[2]-s2[2], s0[3]-s2[3]
+		b0, b1, b2, b3 := s1[0]+s2[0], s1[1]+s2[1], s1[2]+s2[2], s1[3]+s2[3]
+		e0, e1, e2, e3 := s2[0]-s1[0], s2[1]-s1[1], s2[2]-s1[2], s2[3]-s1[3]
+		f0, f1, f2, f3 := s1[0]-s3[0], s1[1]-s3[1], s1[2]-s3[2], s1[3]-s3[3]
+		o[0][t], o[1][t], o[2][t], o[3][t] = a0-a2, a1+a2, a2-a1, a1-a3
+		o[4][t], o[5][t], o[6][t], o[7][t] = b0-b2, b1+b2, b2-b1, b1-b3
+		o[8][t], o[9][t], o[10][t], o[11][t] = e0-e2, e1+e2, e2-e1, e1-e3
+		o[12][t], o[13][t], o[14][t], o[15][t] = f0-f2, f1+f2, f2-f1, f1-f3
+	}
+}
+
+// WinoOutput32 writes the Winograd F(2×2, 3×3) output transform Aᵀ·M·A
+// plus bias of n tiles, read from 16 planes of src stride values apart
+// (the tile t's value ξ at src[ξ·stride + t]), into the rows y0 and y1:
+// the tile t at their columns 2t and 2t+1 (2n values each). The bias is
+// added to every value, zero included (it turns −0 into +0). With AVX2
+// whole groups of 8 tiles run through a vector kernel giving
+// winoOutputGo's bits; the rest through winoOutputGo.
+func WinoOutput32(src []float32, stride int, y0, y1 []float32, n int, bias float32) {
+	winoOutputWith(active, src, stride, y0, y1, n, bias)
+}
+
+func winoOutputWith(k kernel, src []float32, stride int, y0, y1 []float32, n int, bias float32) {
+	if n <= 0 {
+		return
+	}
+	if stride < n || len(src) < 15*stride+n || len(y0) < 2*n || len(y1) < 2*n {
+		panic(fmt.Sprintf("vmath: WinoOutput32: %d tiles, src %d (stride %d), rows %d and %d", n, len(src), stride, len(y0), len(y1)))
+	}
+	v := 0
+	if k.hasWino() {
+		v = n &^ 7
+	}
+	if v > 0 {
+		winoOutputAVX2(&src[0], stride, &y0[0], &y1[0], v, bias)
+	}
+	winoOutputGo(src[v:], stride, y0[2*v:], y1[2*v:], n-v, bias)
+}
+
+// winoOutputGo is WinoOutput32's scalar loop.
+func winoOutputGo(src []float32, stride int, y0, y1 []float32, n int, bias float32) {
+	if n <= 0 {
+		return
+	}
+	var i [16][]float32
+	for k := range i {
+		i[k] = src[k*stride:][:n]
+	}
+	y0, y1 = y0[:2*n], y1[:2*n]
+	for t := 0; t < n; t++ {
+		// Aᵀ·M: two rows of four, then ·A.
+		s0 := i[0][t] + i[4][t] + i[8][t]
+		s1 := i[1][t] + i[5][t] + i[9][t]
+		s2 := i[2][t] + i[6][t] + i[10][t]
+		s3 := i[3][t] + i[7][t] + i[11][t]
+		u0 := i[4][t] - i[8][t] - i[12][t]
+		u1 := i[5][t] - i[9][t] - i[13][t]
+		u2 := i[6][t] - i[10][t] - i[14][t]
+		u3 := i[7][t] - i[11][t] - i[15][t]
+		o0, o1 := y0[2*t:2*t+2:2*t+2], y1[2*t:2*t+2:2*t+2]
+		o0[0] = s0 + s1 + s2 + bias
+		o0[1] = s1 - s2 - s3 + bias
+		o1[0] = u0 + u1 + u2 + bias
+		o1[1] = u1 - u2 - u3 + bias
+	}
+}
+
+// WinoGrad32 writes the transform A·dy·Aᵀ of n tiles of an output
+// gradient, the tile t at columns 2t and 2t+1 of the rows y0 and y1 (2n
+// values each), into 16 planes of dst, stride values apart (the tile t's
+// value ξ at dst[ξ·stride + t]): the weight gradient's Z. With AVX2 whole
+// groups of 8 tiles run through a vector kernel giving winoGradGo's bits;
+// the rest through winoGradGo.
+func WinoGrad32(y0, y1 []float32, dst []float32, stride, n int) {
+	winoGradWith(active, y0, y1, dst, stride, n)
+}
+
+func winoGradWith(k kernel, y0, y1 []float32, dst []float32, stride, n int) {
+	if n <= 0 {
+		return
+	}
+	if len(y0) < 2*n || len(y1) < 2*n || stride < n || len(dst) < 15*stride+n {
+		panic(fmt.Sprintf("vmath: WinoGrad32: %d tiles, rows %d and %d, dst %d (stride %d)", n, len(y0), len(y1), len(dst), stride))
+	}
+	v := 0
+	if k.hasWino() {
+		v = n &^ 7
+	}
+	if v > 0 {
+		winoGradAVX2(&y0[0], &y1[0], &dst[0], stride, v)
+	}
+	winoGradGo(y0[2*v:], y1[2*v:], dst[v:], stride, n-v)
+}
+
+// winoGradGo is WinoGrad32's scalar loop.
+func winoGradGo(y0, y1 []float32, dst []float32, stride, n int) {
+	if n <= 0 {
+		return
+	}
+	var o [16][]float32
+	for k := range o {
+		o[k] = dst[k*stride:][:n]
+	}
+	y0, y1 = y0[:2*n], y1[:2*n]
+	for t := 0; t < n; t++ {
+		r0, r1 := y0[2*t:2*t+2:2*t+2], y1[2*t:2*t+2:2*t+2]
+		a, b, c, d := r0[0], r0[1], r1[0], r1[1] // dy = [a b; c d]
+		// A·dy: rows [a b], [a+c b+d], [a−c b−d], [−c −d];
+		// then ·Aᵀ: a row [p s] becomes [p, p+s, p−s, −s].
+		p1, s1 := a+c, b+d
+		p2, s2 := a-c, b-d
+		o[0][t], o[1][t], o[2][t], o[3][t] = a, a+b, a-b, -b
+		o[4][t], o[5][t], o[6][t], o[7][t] = p1, p1+s1, p1-s1, -s1
+		o[8][t], o[9][t], o[10][t], o[11][t] = p2, p2+s2, p2-s2, -s2
+		o[12][t], o[13][t], o[14][t], o[15][t] = -c, -c-d, d-c, d
+	}
+}
