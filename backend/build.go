@@ -30,6 +30,10 @@ type builder struct {
 	// concatParts maps the node of a Concat along channels of 4-D values
 	// to its parts, for a pointwise Conv reading it (ops.ConvConcat).
 	concatParts map[gnode][]gnode
+	// winoScratch is the most scratch memory, in bytes, that a pass of
+	// one of the graph's Winograd convolutions takes beyond the im2col
+	// bands (ops.WinogradScratchBytes).
+	winoScratch int64
 }
 
 func newBuilder(dt tensor.Dtype, opset int64) *builder {

@@ -80,6 +80,7 @@ func lowerConv(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	if err != nil {
 		return nil, nodeErr(n, "%v", err)
 	}
+	b.winoScratch = max(b.winoScratch, ops.WinogradScratchBytes(x.shape, w.shape, p))
 	return []*value{nodeValue(y)}, nil
 }
 

@@ -24,7 +24,8 @@ type MemoryEstimate struct {
 	// Jacobian is J (and the terms' rows), float32.
 	Jacobian int64
 	// Scratch is the convolutions' im2col bands, wide rows, padded inputs
-	// and cache.
+	// and cache, and the transformed filters and tiles of the largest
+	// Winograd convolution.
 	Scratch int64
 }
 
@@ -130,8 +131,9 @@ func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Ten
 		Weights:  4*n + md.modelDataBytes(),
 		Jacobian: int64(len(md.tasks)) * 4 * n,
 		// an im2col band or wide rows per worker, and one shared buffer of
-		// a convolution over the whole batch or a padded input chunk
-		Scratch: (w+1)*4*int64(ops.ColBandElems) + ops.ColCacheTotal,
+		// a convolution over the whole batch or a padded input chunk; the
+		// largest Winograd convolution's transformed filters and tiles
+		Scratch: (w+1)*4*int64(ops.ColBandElems) + ops.ColCacheTotal + c.bt.b.winoScratch,
 	}, nil
 }
 

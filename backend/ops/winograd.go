@@ -354,9 +354,8 @@ func winoForward[T float](n, c, m, h, w int, x, wt, b, out []T) {
 	filterTransform(wt, u, m, c)
 	mul := winoProducts(u, m, c)
 	defer mul.release()
-	wg := newWinoGeom(n, c, m, h, w, winoBlockTiles(c, m))
-	nw := workers(wg.chunks())
-	if wg.chunks() >= 2*nw && nw > 1 {
+	wg, own := winoOwnChunks(n, c, m, h, w)
+	if own {
 		parallelFor(wg.chunks(), func(_, lo, hi int) {
 			buf := getScratch[T](&colScratch, 16*(wg.vs+wg.ms))
 			defer colScratch.pool.Put(buf)
@@ -372,7 +371,6 @@ func winoForward[T float](n, c, m, h, w int, x, wt, b, out []T) {
 		})
 		return
 	}
-	wg = newWinoGeom(n, c, m, h, w, max(winoMinTiles, winoChunkElems/(16*(c+m))))
 	buf := getScratch[T](&colScratch, 16*(wg.vs+wg.ms))
 	defer colScratch.pool.Put(buf)
 	v, mx := (*buf)[:16*wg.vs], (*buf)[16*wg.vs:][:16*wg.ms]
@@ -449,10 +447,9 @@ func winoGradX[T float](g *convGeom, w, gy, dx []T) {
 // products belongs to one worker, which sums it over the chunks in order.
 func winoGradW[T float](g *convGeom, x, gy, dw []T) {
 	us := xiStride(g.m * g.c)
-	wg := newWinoGeom(g.n, g.c, g.m, g.h, g.w, winoBlockTiles(g.c, g.m))
-	nw := workers(wg.chunks())
-	if wg.chunks() >= 2*nw && nw > 1 && 16*us <= winoOwnGradElems {
-		acc := make([]*[]T, nw)
+	wg, own := winoOwnChunks(g.n, g.c, g.m, g.h, g.w)
+	if own && 16*us <= winoOwnGradElems {
+		acc := make([]*[]T, workers(wg.chunks()))
 		parallelFor(wg.chunks(), func(wk, lo, hi int) {
 			buf := getScratch[T](&colScratch, 16*(us+wg.vs+wg.ms))
 			acc[wk] = buf
@@ -521,4 +518,53 @@ func winoChecked[T float](out []T, f func()) bool {
 func ConvWinograd(xs, ws []int, p ConvParams) bool {
 	g, err := newConvGeom(xs, ws, p)
 	return err == nil && winogradOK(&g)
+}
+
+// WinogradScratchBytes is the most scratch memory, in bytes of float32,
+// that one pass of a convolution of input shape xs and filters ws with
+// parameters p takes beyond the im2col bands when it runs as Winograd
+// (ConvWinograd): the transformed filters and their packed copy (the
+// flipped filters too, in the input gradient), and the chunks of
+// transformed tiles of every worker (winoForward's and winoGradW's
+// buffers). 0 when it does not run as Winograd.
+func WinogradScratchBytes(xs, ws []int, p ConvParams) int64 {
+	g, err := newConvGeom(xs, ws, p)
+	if err != nil || !winogradOK(&g) {
+		return 0
+	}
+	u := 16 * xiStride(g.m*g.c)
+	most := 0
+	for _, mc := range [][2]int{{g.m, g.c}, {g.c, g.m}} { // forward, input gradient
+		m, c := mc[0], mc[1]
+		chunks := 0
+		if wg, own := winoOwnChunks(g.n, c, m, g.h, g.w); own {
+			chunks = workers(wg.chunks()) * 16 * (wg.vs + wg.ms)
+		} else {
+			chunks = 16 * (wg.vs + wg.ms)
+		}
+		most = max(most, u+16*fgemm.PackedALen(m, c)+g.m*g.c*9+chunks)
+	}
+	wg, own := winoOwnChunks(g.n, g.c, g.m, g.h, g.w)
+	own = own && u <= winoOwnGradElems
+	if !own {
+		wg = newWinoGeom(g.n, g.c, g.m, g.h, g.w, max(winoMinTiles, winoChunkElems/(16*(g.c+g.m))))
+	}
+	grad := u + 16*(wg.vs+wg.ms)
+	if own {
+		grad *= workers(wg.chunks())
+	}
+	return 4 * int64(max(most, grad))
+}
+
+// winoOwnChunks tiles a Winograd pass in chunks of winoBlockTiles and
+// reports whether each worker takes whole chunks (enough of them for
+// every worker); if not, it returns the tiling whose chunks all workers
+// share.
+func winoOwnChunks(n, c, m, h, w int) (winoGeom, bool) {
+	wg := newWinoGeom(n, c, m, h, w, winoBlockTiles(c, m))
+	nw := workers(wg.chunks())
+	if wg.chunks() >= 2*nw && nw > 1 {
+		return wg, true
+	}
+	return newWinoGeom(n, c, m, h, w, max(winoMinTiles, winoChunkElems/(16*(c+m)))), false
 }

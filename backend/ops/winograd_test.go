@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"runtime"
 	"testing"
 
 	"gorgonia.org/gorgonia"
@@ -198,4 +199,60 @@ func winoAlways(t *testing.T) {
 	on, minC, minT := Winograd, winoMinChannels, winoMinPlaneTiles
 	t.Cleanup(func() { Winograd, winoMinChannels, winoMinPlaneTiles = on, minC, minT })
 	Winograd, winoMinChannels, winoMinPlaneTiles = true, 1, 1
+}
+
+// TestWinogradScratchBytes checks WinogradScratchBytes against the bytes
+// the three passes allocate from an empty scratch pool (after a first run
+// of each, for the matrix product's packing buffers): the largest pass
+// takes at most the estimate (and 64 KB of small allocations) and more
+// than half of it; per-worker chunks and shared chunks both.
+func TestWinogradScratchBytes(t *testing.T) {
+	winoAlways(t)
+	defer func(b int) { winoBlockElems = b }(winoBlockElems)
+	for _, c := range []struct {
+		s     [2][]int
+		block int // winoBlockElems
+	}{
+		{[2][]int{{2, 16, 24, 32}, {32, 16, 3, 3}}, 1 << 18},      // shared chunks
+		{[2][]int{{2, 16, 24, 32}, {32, 16, 3, 3}}, 16 * 48 * 32}, // 12 chunks of 32 tiles, one worker each
+		{[2][]int{{1, 64, 6, 8}, {96, 64, 3, 3}}, 1 << 18},
+	} {
+		s := c.s
+		winoBlockElems = c.block
+		if own := func() bool { _, own := winoOwnChunks(s[0][0], s[0][1], s[1][0], s[0][2], s[0][3]); return own }(); own != (c.block < 1<<18) {
+			t.Fatalf("%v: each worker takes its own chunks: %v", s, own)
+		}
+		t.Run(fmt.Sprint(s, c.block), func(t *testing.T) {
+			g, err := newConvGeom(tensor.Shape(s[0]), tensor.Shape(s[1]), ConvParams{Pads: []int{1, 1, 1, 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := WinogradScratchBytes(s[0], s[1], ConvParams{Pads: []int{1, 1, 1, 1}})
+			rng := rand.New(rand.NewSource(1))
+			x, w, gy := data[float32](toF32(randTensor(rng, s[0]...))), data[float32](toF32(randTensor(rng, s[1]...))), data[float32](toF32(randTensor(rng, g.n, g.m, g.h, g.w)))
+			out, dx, dw := make([]float32, len(gy)), make([]float32, len(x)), make([]float32, len(w))
+			most := uint64(0)
+			passes := []func(){
+				func() { winoForward(g.n, g.c, g.m, g.h, g.w, x, w, nil, out) },
+				func() { winoGradX(&g, w, gy, dx) },
+				func() { winoGradW(&g, x, gy, dw) },
+			}
+			for _, pass := range passes { // the matrix product's own packing buffers
+				pass()
+			}
+			for _, pass := range passes {
+				colScratch.pool.mu.Lock()
+				colScratch.pool.free = nil
+				colScratch.pool.mu.Unlock()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				pass()
+				runtime.ReadMemStats(&after)
+				most = max(most, after.TotalAlloc-before.TotalAlloc)
+			}
+			if most > uint64(want)+64<<10 || 2*most < uint64(want) {
+				t.Fatalf("the largest pass allocated %d bytes, estimate %d", most, want)
+			}
+		})
+	}
 }
