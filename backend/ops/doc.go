@@ -18,6 +18,13 @@
 // backend/internal/gemm (packed, cache-blocked, AVX2/AVX-512 assembly
 // micro-kernels, gonum's blas32 on other CPUs), float64 gonum's blas64 (so a
 // C BLAS registered with blas64.Use is picked up). They split the batch
-// across GOMAXPROCS goroutines. A panic inside a kernel or while building a node is returned as
+// across GOMAXPROCS goroutines. 3×3 convolutions of stride 1 and padding 1
+// with at least 64 channels in and out on planes of at least 192 2×2
+// tiles (all samples together) run as Winograd F(2×2, 3×3) instead
+// (winograd.go: 16 matrix products on transformed tiles, 2.25× fewer
+// multiplications; the transforms in backend/internal/vmath's AVX2
+// kernels), in all three passes; a pass whose result holds a NaN or an
+// infinity runs again through im2col, so non-finite values land where
+// the direct convolution puts them. A panic inside a kernel or while building a node is returned as
 // an error naming the op.
 package ops
