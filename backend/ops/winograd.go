@@ -463,7 +463,7 @@ func winoGradW[T float](g *convGeom, x, gy, dw []T) {
 				inputTransform(&wg, x, v, p0, p1, 0, g.c)
 				gradTransform(&wg, gy, z, p0, p1, 0, g.m)
 				for xi := 0; xi < 16; xi++ {
-					gemmSerial(false, true, g.m, g.c, p1-p0, z[xi*wg.ms:], wg.ld, v[xi*wg.vs:], wg.ld, beta, du[xi*us:], g.c)
+					winoGradProduct(g.m, g.c, p1-p0, z[xi*wg.ms:], v[xi*wg.vs:], wg.ld, beta, du[xi*us:])
 				}
 			}
 		})
@@ -490,11 +490,23 @@ func winoGradW[T float](g *convGeom, x, gy, dw []T) {
 		parallelFor(g.m, func(_, lo, hi int) { gradTransform(&wg, gy, z, p0, p1, lo, hi) })
 		parallelFor(16, func(_, lo, hi int) {
 			for xi := lo; xi < hi; xi++ {
-				gemmSerial(false, true, g.m, g.c, p1-p0, z[xi*wg.ms:], wg.ld, v[xi*wg.vs:], wg.ld, beta, du[xi*us:], g.c)
+				winoGradProduct(g.m, g.c, p1-p0, z[xi*wg.ms:], v[xi*wg.vs:], wg.ld, beta, du[xi*us:])
 			}
 		})
 	}
 	filterGradTransform(du, dw, g.m, g.c)
+}
+
+// winoGradProduct adds z·vᵀ (m×c over k tiles; rows of z and v ld
+// apart) into du (m×c), scaled by beta first, on the calling goroutine:
+// float32 through the packed panels (gemm.SgemmBlocked), never as dot
+// products.
+func winoGradProduct[T float](m, c, k int, z, v []T, ld int, beta T, du []T) {
+	if z32, ok := any(z).([]float32); ok && fgemm.Accelerated() {
+		fgemm.SgemmBlocked(false, true, m, c, k, 1, z32, ld, any(v).([]float32), ld, float32(beta), any(du).([]float32), c)
+		return
+	}
+	gemmSerial(false, true, m, c, k, z, ld, v, ld, beta, du, c)
 }
 
 // winoOwnGradElems bounds the transformed filter gradient (16·m·c values)

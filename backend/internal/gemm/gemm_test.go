@@ -404,3 +404,48 @@ func TestWideMatchesNarrow(t *testing.T) {
 		})
 	}
 }
+
+// TestSgemmBlocked checks that SgemmBlocked gives the bits of Sgemm with
+// the dot products off (dotMaxB 0) on products Sgemm runs as dot
+// products, and matches the float64 reference.
+func TestSgemmBlocked(t *testing.T) {
+	if active == nil || active.dot == nil {
+		t.Skip("no dot-product kernel on this CPU")
+	}
+	rng := rand.New(rand.NewSource(4))
+	for _, s := range [][3]int{{64, 64, 128}, {7, 9, 95}, {13, 20, 300}} {
+		m, n, k := s[0], s[1], s[2]
+		p := problem{tB: true, m: m, n: n, k: k, alpha: 1, beta: 1, lda: k + 1, ldb: k + 2, ldc: n}
+		run(t, rng, p, 0) // Sgemm (dot products) against the reference
+		a, b := make([]float32, m*p.lda), make([]float32, n*p.ldb)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+		}
+		for i := range b {
+			b[i] = float32(rng.NormFloat64())
+		}
+		c0 := make([]float32, m*n)
+		for i := range c0 {
+			c0[i] = float32(rng.NormFloat64())
+		}
+		got, want, dot := append([]float32{}, c0...), append([]float32{}, c0...), append([]float32{}, c0...)
+		SgemmBlocked(false, true, m, n, k, 1, a, p.lda, b, p.ldb, 1, got, n)
+		Sgemm(false, true, m, n, k, 1, a, p.lda, b, p.ldb, 1, dot, n)
+		func() {
+			defer func(d int) { dotMaxB = d }(dotMaxB)
+			dotMaxB = 0
+			Sgemm(false, true, m, n, k, 1, a, p.lda, b, p.ldb, 1, want, n)
+		}()
+		same, sameDot := true, true
+		for i := range want {
+			same = same && math.Float32bits(got[i]) == math.Float32bits(want[i])
+			sameDot = sameDot && math.Float32bits(got[i]) == math.Float32bits(dot[i])
+		}
+		if !same {
+			t.Fatalf("%v: SgemmBlocked differs from the packed product", s)
+		}
+		if sameDot {
+			t.Fatalf("%v: SgemmBlocked gives the dot products' bits: did Sgemm not run them?", s)
+		}
+	}
+}

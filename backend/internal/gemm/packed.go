@@ -58,7 +58,7 @@ func SgemmPacked(p *PackedA, transB bool, n int, b []float32, ldb int, beta floa
 		Sgemm(p.transA, transB, p.m, n, p.k, 1, p.a, p.lda, b, ldb, beta, c, ldc)
 		return
 	}
-	sgemm(p.transA, transB, p.m, n, p.k, 1, p.a, p.lda, b, ldb, beta, c, ldc, p)
+	sgemm(p.transA, transB, p.m, n, p.k, 1, p.a, p.lda, b, ldb, beta, c, ldc, p, true)
 }
 
 // SgemmPackedParallel is SgemmPacked with the columns of c split among up
