@@ -16,9 +16,8 @@ var Winograd = true
 // multiplications save. BenchmarkConvWinograd (the full MTAN's 3×3
 // layers at 64×96, batch 4, time as Winograd / im2col on this
 // repository's 2-core AMD EPYC): on 384 tiles and more (16×24 and
-// larger planes) 0.41–0.78 in every pass but one (64 channels in and
-// out on 64×96: weight gradient 0.88); on 96 tiles (8×12) 0.92–1.21; on
-// 24 (4×6) 1.35–2.14.
+// larger planes) 0.44–0.75 in every pass; on 96 tiles (8×12) 0.87–1.39;
+// on 24 (4×6) 1.70–2.28.
 var (
 	winoMinChannels   = 64
 	winoMinPlaneTiles = 192
