@@ -29,27 +29,9 @@ func BenchmarkConvMTAN(b *testing.B) {
 	defer func(on bool) { Winograd = on }(Winograd)
 	f32 := normals32(rand.New(rand.NewSource(1)))
 	for _, s := range mtanConvShapes {
-		xs, ws := tensor.Shape{n, s.cin, s.h, s.w}, tensor.Shape{s.cout, s.cin, 3, 3}
-		g, err := newConvGeom(xs, ws, ConvParams{Pads: []int{1, 1, 1, 1}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		x := newTensor(xs, f32(xs.TotalSize()))
-		w := newTensor(ws, f32(ws.TotalSize()))
-		gy := newTensor(tensor.Shape{n, s.cout, g.oh, g.ow}, f32(n*s.cout*g.outPlane))
-		out := make([]float32, n*s.cout*g.outPlane)
-		dx := make([]float32, xs.TotalSize())
-		dw := make([]float32, ws.TotalSize())
+		g, passes := convPasses(b, f32, n, s.cin, s.cout, s.h, s.w)
 		flops := 2 * float64(n*s.cout*g.colRows*g.outPlane)
-		sc := newConvScratch()
-		for _, p := range []struct {
-			name string
-			f    func()
-		}{
-			{"fwd", func() { convForward[float32](g, sc, x, w, nil, out) }},
-			{"dx", func() { clear(dx); convGradX[float32](g, sc, w, gy, dx) }},
-			{"dw", func() { clear(dw); convGradWInto[float32](g, sc, x, gy, dw) }},
-		} {
+		for _, p := range passes {
 			for _, wino := range []bool{true, false} {
 				path := map[bool]string{true: "wino", false: "im2col"}[wino]
 				b.Run(fmt.Sprintf("%dx%dx%dx%d/%s/%s", s.cin, s.cout, s.h, s.w, p.name, path), func(b *testing.B) {
@@ -208,26 +190,8 @@ func BenchmarkConvWinograd(b *testing.B) {
 	winoMinChannels, winoMinPlaneTiles = 1, 1
 	f32 := normals32(rand.New(rand.NewSource(1)))
 	for _, s := range mtanWinoShapes {
-		xs, ws := tensor.Shape{n, s.cin, s.h, s.w}, tensor.Shape{s.cout, s.cin, 3, 3}
-		g, err := newConvGeom(xs, ws, ConvParams{Pads: []int{1, 1, 1, 1}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		x := newTensor(xs, f32(xs.TotalSize()))
-		w := newTensor(ws, f32(ws.TotalSize()))
-		gy := newTensor(tensor.Shape{n, s.cout, g.oh, g.ow}, f32(n*s.cout*g.outPlane))
-		out := make([]float32, n*s.cout*g.outPlane)
-		dx := make([]float32, xs.TotalSize())
-		dw := make([]float32, ws.TotalSize())
-		sc := newConvScratch()
-		for _, p := range []struct {
-			name string
-			f    func()
-		}{
-			{"fwd", func() { convForward[float32](g, sc, x, w, nil, out) }},
-			{"dx", func() { convGradX[float32](g, sc, w, gy, dx) }},
-			{"dw", func() { clear(dw); convGradWInto[float32](g, sc, x, gy, dw) }},
-		} {
+		_, passes := convPasses(b, f32, n, s.cin, s.cout, s.h, s.w)
+		for _, p := range passes {
 			for _, wino := range []bool{true, false} {
 				path := map[bool]string{true: "wino", false: "im2col"}[wino]
 				b.Run(fmt.Sprintf("%dx%dx%dx%d/%s/%s", s.cin, s.cout, s.h, s.w, p.name, path), func(b *testing.B) {
@@ -238,5 +202,35 @@ func BenchmarkConvWinograd(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// convPass is one pass of a benchmarked convolution.
+type convPass struct {
+	name string
+	f    func()
+}
+
+// convPasses sets up a float32 3×3 convolution of padding 1 (n samples,
+// cin channels to cout on h×w planes, values from f32) and returns its
+// geometry and its three passes: forward, input gradient and weight
+// gradient (dW zeroed first, as its callers hand it).
+func convPasses(b *testing.B, f32 func(int) []float32, n, cin, cout, h, w int) (convGeom, []convPass) {
+	xs, ws := tensor.Shape{n, cin, h, w}, tensor.Shape{cout, cin, 3, 3}
+	g, err := newConvGeom(xs, ws, ConvParams{Pads: []int{1, 1, 1, 1}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := newTensor(xs, f32(xs.TotalSize()))
+	wt := newTensor(ws, f32(ws.TotalSize()))
+	gy := newTensor(tensor.Shape{n, cout, g.oh, g.ow}, f32(n*cout*g.outPlane))
+	out := make([]float32, n*cout*g.outPlane)
+	dx := make([]float32, xs.TotalSize())
+	dw := make([]float32, ws.TotalSize())
+	sc := newConvScratch()
+	return g, []convPass{
+		{"fwd", func() { convForward[float32](g, sc, x, wt, nil, out) }},
+		{"dx", func() { convGradX[float32](g, sc, wt, gy, dx) }},
+		{"dw", func() { clear(dw); convGradWInto[float32](g, sc, x, gy, dw) }},
 	}
 }

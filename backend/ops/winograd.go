@@ -124,15 +124,6 @@ func filterTransform[T float](w, u []T, m, c int) {
 	})
 }
 
-// planes16 returns the 16 planes' slices [off, off+n) of a transformed
-// matrix whose planes are stride apart.
-func planes16[T float](a []T, stride, off, n int) (p [16][]T) {
-	for k := range p {
-		p[k] = a[k*stride+off:][:n]
-	}
-	return p
-}
-
 // inputTransform writes V[ξ][c][q] = (Bᵀ·d·B)[ξ] for the tiles [p0, p1)
 // of x (n·c·h·w) into v (16 planes of c·ld, wg.vs apart; q = p − p0),
 // for the channels [c0, c1).
@@ -162,39 +153,7 @@ func inputTransform[T float](wg *winoGeom, x, v []T, p0, p1, c0, c1 int) {
 				copy(row[1:], plane[y*wg.w:(y+1)*wg.w])
 				clear(row[1+wg.w:])
 			}
-			n := tx1 - tx0
-			off := c*wg.ld + r*wg.tw - p0 + tx0
-			if v32, ok := any(v).([]float32); ok {
-				vmath.WinoInput32(any(buf).([]float32)[2*tx0:], bw, v32[off:], cl, n)
-				continue
-			}
-			o := planes16(v, cl, off, n)
-			r0, r1, r2, r3 := d0[2*tx0:][:2*n+2], d1[2*tx0:][:2*n+2], d2[2*tx0:][:2*n+2], d3[2*tx0:][:2*n+2]
-			for t := 0; t < n; t++ {
-				j := 2 * t
-				// Bᵀ·d, column by column, then ·B along each row.
-				s0, s1, s2, s3 := r0[j:j+4:j+4], r1[j:j+4:j+4], r2[j:j+4:j+4], r3[j:j+4:j+4]
-				a0, a1, a2, a3 := s0[0]-s2[0], s0[1]-s2[1], s0[2]-s2[2], s0[3]-s2[3]
-				b0, b1, b2, b3 := s1[0]+s2[0], s1[1]+s2[1], s1[2]+s2[2], s1[3]+s2[3]
-				e0, e1, e2, e3 := s2[0]-s1[0], s2[1]-s1[1], s2[2]-s1[2], s2[3]-s1[3]
-				f0, f1, f2, f3 := s1[0]-s3[0], s1[1]-s3[1], s1[2]-s3[2], s1[3]-s3[3]
-				o[0][t] = a0 - a2
-				o[1][t] = a1 + a2
-				o[2][t] = a2 - a1
-				o[3][t] = a1 - a3
-				o[4][t] = b0 - b2
-				o[5][t] = b1 + b2
-				o[6][t] = b2 - b1
-				o[7][t] = b1 - b3
-				o[8][t] = e0 - e2
-				o[9][t] = e1 + e2
-				o[10][t] = e2 - e1
-				o[11][t] = e1 - e3
-				o[12][t] = f0 - f2
-				o[13][t] = f1 + f2
-				o[14][t] = f2 - f1
-				o[15][t] = f1 - f3
-			}
+			vmath.WinoInput(buf[2*tx0:], bw, v[c*wg.ld+r*wg.tw-p0+tx0:], cl, tx1-tx0)
 		}
 	}
 }
@@ -203,7 +162,7 @@ func inputTransform[T float](wg *winoGeom, x, v []T, p0, p1, c0, c1 int) {
 // given) of tiles [p0, p1) from mx (16 planes of m·ld, wg.ms apart) into
 // out (n·m·h·w), for the filters [m0, m1).
 func outputTransform[T float](wg *winoGeom, mx, b, out []T, p0, p1, m0, m1 int) {
-	var spare [2 * 132]T // the rows past an odd plane's edge
+	var spare [4 * 66]T
 	for m := m0; m < m1; m++ {
 		var bias T
 		if b != nil {
@@ -212,58 +171,13 @@ func outputTransform[T float](wg *winoGeom, mx, b, out []T, p0, p1, m0, m1 int) 
 		for r := p0 / wg.tw; r*wg.tw < p1; r++ {
 			img, ty := r/wg.th, r%wg.th
 			tx0, tx1 := max(0, p0-r*wg.tw), min(wg.tw, p1-r*wg.tw)
-			n := tx1 - tx0
 			plane := out[(img*wg.m+m)*wg.h*wg.w:][:wg.h*wg.w]
-			// Rows y0, y1 of the tiles, two columns a tile: an odd
-			// plane's last row and column go to spare (or a scratch row).
-			var y0, y1 []T
-			full := 2*tx1 <= wg.w && 2*ty+1 < wg.h
-			if full {
-				y0 = plane[2*ty*wg.w+2*tx0:][:2*n]
-				y1 = plane[(2*ty+1)*wg.w+2*tx0:][:2*n]
-			} else {
-				rows := spare[:]
-				if 4*n > len(rows) {
-					rows = make([]T, 4*n)
-				}
-				y0, y1 = rows[:2*n], rows[2*n:4*n]
-			}
-			off := m*wg.ld + r*wg.tw - p0 + tx0
-			if m32, ok := any(mx).([]float32); ok {
-				vmath.WinoOutput32(m32[off:], wg.ms, any(y0).([]float32), any(y1).([]float32), n, float32(bias))
-			} else {
-				winoOutputTiles(planes16(mx, wg.ms, off, n), y0, y1, n, bias)
-			}
+			y0, y1, full := tileRows(wg, plane, ty, tx0, tx1, spare[:])
+			vmath.WinoOutput(mx[m*wg.ld+r*wg.tw-p0+tx0:], wg.ms, y0, y1, tx1-tx0, bias)
 			if !full {
-				x0 := 2 * tx0
-				k := min(2*n, wg.w-x0)
-				copy(plane[2*ty*wg.w+x0:][:k], y0)
-				if 2*ty+1 < wg.h {
-					copy(plane[(2*ty+1)*wg.w+x0:][:k], y1)
-				}
+				edgeRows(wg, plane, ty, tx0, y0, y1, true)
 			}
 		}
-	}
-}
-
-// winoOutputTiles writes Aᵀ·M·A + bias of n tiles (their 16 values in
-// the planes i) into the rows y0 and y1, two columns a tile.
-func winoOutputTiles[T float](i [16][]T, y0, y1 []T, n int, bias T) {
-	for t := 0; t < n; t++ {
-		// Aᵀ·M: two rows of four, then ·A.
-		s0 := i[0][t] + i[4][t] + i[8][t]
-		s1 := i[1][t] + i[5][t] + i[9][t]
-		s2 := i[2][t] + i[6][t] + i[10][t]
-		s3 := i[3][t] + i[7][t] + i[11][t]
-		u0 := i[4][t] - i[8][t] - i[12][t]
-		u1 := i[5][t] - i[9][t] - i[13][t]
-		u2 := i[6][t] - i[10][t] - i[14][t]
-		u3 := i[7][t] - i[11][t] - i[15][t]
-		o0, o1 := y0[2*t:2*t+2:2*t+2], y1[2*t:2*t+2:2*t+2]
-		o0[0] = s0 + s1 + s2 + bias
-		o0[1] = s1 - s2 - s3 + bias
-		o1[0] = u0 + u1 + u2 + bias
-		o1[1] = u1 - u2 - u3 + bias
 	}
 }
 
@@ -271,49 +185,54 @@ func winoOutputTiles[T float](i [16][]T, y0, y1 []T, n int, bias T) {
 // gradient's tiles [p0, p1) (zeros past the plane's edge) into z (16
 // planes of m·ld, wg.ms apart), for the filters [m0, m1).
 func gradTransform[T float](wg *winoGeom, gy, z []T, p0, p1, m0, m1 int) {
-	var spare [2 * 132]T
+	var spare [4 * 66]T
 	for m := m0; m < m1; m++ {
 		for r := p0 / wg.tw; r*wg.tw < p1; r++ {
 			img, ty := r/wg.th, r%wg.th
 			tx0, tx1 := max(0, p0-r*wg.tw), min(wg.tw, p1-r*wg.tw)
-			n := tx1 - tx0
 			plane := gy[(img*wg.m+m)*wg.h*wg.w:][:wg.h*wg.w]
-			var y0, y1 []T
-			if 2*tx1 <= wg.w && 2*ty+1 < wg.h {
-				y0 = plane[2*ty*wg.w+2*tx0:][:2*n]
-				y1 = plane[(2*ty+1)*wg.w+2*tx0:][:2*n]
-			} else { // an odd plane's edge: copy, zeros past it
-				rows := spare[:]
-				if 4*n > len(rows) {
-					rows = make([]T, 4*n)
-				}
-				y0, y1 = rows[:2*n], rows[2*n:4*n]
-				clear(rows[:4*n])
-				x0 := 2 * tx0
-				k := min(2*n, wg.w-x0)
-				copy(y0, plane[2*ty*wg.w+x0:][:k])
-				if 2*ty+1 < wg.h {
-					copy(y1, plane[(2*ty+1)*wg.w+x0:][:k])
-				}
+			y0, y1, full := tileRows(wg, plane, ty, tx0, tx1, spare[:])
+			if !full {
+				edgeRows(wg, plane, ty, tx0, y0, y1, false)
 			}
-			off := m*wg.ld + r*wg.tw - p0 + tx0
-			if z32, ok := any(z).([]float32); ok {
-				vmath.WinoGrad32(any(y0).([]float32), any(y1).([]float32), z32[off:], wg.ms, n)
-				continue
-			}
-			o := planes16(z, wg.ms, off, n)
-			for t := 0; t < n; t++ {
-				r0, r1 := y0[2*t:2*t+2:2*t+2], y1[2*t:2*t+2:2*t+2]
-				a, b, c, d := r0[0], r0[1], r1[0], r1[1] // dy = [a b; c d]
-				// A·dy: rows [a b], [a+c b+d], [a−c b−d], [−c −d];
-				// then ·Aᵀ: a row [p s] becomes [p, p+s, p−s, −s].
-				p1, s1 := a+c, b+d
-				p2, s2 := a-c, b-d
-				o[0][t], o[1][t], o[2][t], o[3][t] = a, a+b, a-b, -b
-				o[4][t], o[5][t], o[6][t], o[7][t] = p1, p1+s1, p1-s1, -s1
-				o[8][t], o[9][t], o[10][t], o[11][t] = p2, p2+s2, p2-s2, -s2
-				o[12][t], o[13][t], o[14][t], o[15][t] = -c, -c-d, d-c, d
-			}
+			vmath.WinoGrad(y0, y1, z[m*wg.ld+r*wg.tw-p0+tx0:], wg.ms, tx1-tx0)
+		}
+	}
+}
+
+// tileRows returns the two rows of a plane (h×w) under the tiles
+// [tx0, tx1) of tile row ty, two columns a tile, and true; or, where an
+// odd plane's last row or column falls in them, two rows of spare (or of
+// a new slice when spare is short) and false: edgeRows moves the values.
+func tileRows[T float](wg *winoGeom, plane []T, ty, tx0, tx1 int, spare []T) (y0, y1 []T, full bool) {
+	n := tx1 - tx0
+	if 2*tx1 <= wg.w && 2*ty+1 < wg.h {
+		return plane[2*ty*wg.w+2*tx0:][:2*n], plane[(2*ty+1)*wg.w+2*tx0:][:2*n], true
+	}
+	if 4*n > len(spare) {
+		spare = make([]T, 4*n)
+	}
+	return spare[:2*n], spare[2*n : 4*n], false
+}
+
+// edgeRows copies the values of tileRows' spare rows y0, y1 that lie in
+// the plane into it (toPlane), or the plane's values into them, zeros
+// past its edge.
+func edgeRows[T float](wg *winoGeom, plane []T, ty, tx0 int, y0, y1 []T, toPlane bool) {
+	x0 := 2 * tx0
+	k := min(len(y0), wg.w-x0)
+	for i, y := range [2][]T{y0, y1} {
+		row := 2*ty + i
+		if !toPlane {
+			clear(y)
+		}
+		if row >= wg.h {
+			continue
+		}
+		if toPlane {
+			copy(plane[row*wg.w+x0:][:k], y)
+		} else {
+			copy(y, plane[row*wg.w+x0:][:k])
 		}
 	}
 }

@@ -117,17 +117,17 @@ func bnReluGradRow4(x, gy, d *float32, n int, a, cf, b, m float32) (sx, sg float
 // every vector kernel).
 func (k kernel) hasWino() bool { return k != scalar }
 
-// winoInputAVX2 is WinoInput32's kernel on n tiles, n a multiple of 8.
+// winoInputAVX2 is WinoInput's float32 kernel on n tiles, n a multiple of 8.
 //
 //go:noescape
 func winoInputAVX2(rows *float32, ld int, dst *float32, stride int, n int)
 
-// winoOutputAVX2 is WinoOutput32's kernel on n tiles, n a multiple of 8.
+// winoOutputAVX2 is WinoOutput's float32 kernel on n tiles, n a multiple of 8.
 //
 //go:noescape
 func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float32)
 
-// winoGradAVX2 is WinoGrad32's kernel on n tiles, n a multiple of 8.
+// winoGradAVX2 is WinoGrad's float32 kernel on n tiles, n a multiple of 8.
 //
 //go:noescape
 func winoGradAVX2(y0, y1 *float32, dst *float32, stride int, n int)

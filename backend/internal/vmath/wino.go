@@ -2,23 +2,32 @@ package vmath
 
 import "fmt"
 
-// WinoInput32 writes the Winograd F(2×2, 3×3) input transform Bᵀ·d·B of
+// Float is the element types of the Winograd transforms.
+type Float interface{ ~float32 | ~float64 }
+
+// WinoInput writes the Winograd F(2×2, 3×3) input transform Bᵀ·d·B of
 // n tiles into 16 planes of dst, stride values apart: the tile t's value
 // ξ at dst[ξ·stride + t]. rows holds four zero-padded input rows, ld
 // values apart, each of at least 2n+2 values; the tile t is their columns
-// 2t…2t+3. With AVX2 whole groups of 8 tiles run through a vector kernel
-// giving winoInputGo's bits; the rest through winoInputGo.
-func WinoInput32(rows []float32, ld int, dst []float32, stride, n int) {
-	winoInputWith(active, rows, ld, dst, stride, n)
-}
-
-func winoInputWith(k kernel, rows []float32, ld int, dst []float32, stride, n int) {
+// 2t…2t+3. In float32 with AVX2 whole groups of 8 tiles run through a
+// vector kernel giving winoInputGo's bits; the rest through winoInputGo.
+func WinoInput[T Float](rows []T, ld int, dst []T, stride, n int) {
 	if n <= 0 {
 		return
 	}
 	if ld < 2*n+2 || len(rows) < 3*ld+2*n+2 || stride < n || len(dst) < 15*stride+n {
-		panic(fmt.Sprintf("vmath: WinoInput32: %d tiles, rows %d (ld %d), dst %d (stride %d)", n, len(rows), ld, len(dst), stride))
+		panic(fmt.Sprintf("vmath: WinoInput: %d tiles, rows %d (ld %d), dst %d (stride %d)", n, len(rows), ld, len(dst), stride))
 	}
+	if r32, ok := any(rows).([]float32); ok {
+		winoInputWith(active, r32, ld, any(dst).([]float32), stride, n)
+		return
+	}
+	winoInputGo(rows, ld, dst, stride, n)
+}
+
+// winoInputWith is WinoInput in float32 with kernel k, on checked
+// arguments.
+func winoInputWith(k kernel, rows []float32, ld int, dst []float32, stride, n int) {
 	v := 0
 	if k.hasWino() {
 		v = n &^ 7
@@ -29,16 +38,13 @@ func winoInputWith(k kernel, rows []float32, ld int, dst []float32, stride, n in
 	winoInputGo(rows[2*v:], ld, dst[v:], stride, n-v)
 }
 
-// winoInputGo is WinoInput32's scalar loop.
-func winoInputGo(rows []float32, ld int, dst []float32, stride, n int) {
+// winoInputGo is WinoInput's scalar loop.
+func winoInputGo[T Float](rows []T, ld int, dst []T, stride, n int) {
 	if n <= 0 {
 		return
 	}
 	d0, d1, d2, d3 := rows[:2*n+2], rows[ld:][:2*n+2], rows[2*ld:][:2*n+2], rows[3*ld:][:2*n+2]
-	var o [16][]float32
-	for k := range o {
-		o[k] = dst[k*stride:][:n]
-	}
+	o := planes(dst, stride, n)
 	for t := 0; t < n; t++ {
 		j := 2 * t
 		s0, s1, s2, s3 := d0[j:j+4:j+4], d1[j:j+4:j+4], d2[j:j+4:j+4], d3[j:j+4:j+4]
@@ -54,24 +60,30 @@ func winoInputGo(rows []float32, ld int, dst []float32, stride, n int) {
 	}
 }
 
-// WinoOutput32 writes the Winograd F(2×2, 3×3) output transform Aᵀ·M·A
+// WinoOutput writes the Winograd F(2×2, 3×3) output transform Aᵀ·M·A
 // plus bias of n tiles, read from 16 planes of src stride values apart
 // (the tile t's value ξ at src[ξ·stride + t]), into the rows y0 and y1:
 // the tile t at their columns 2t and 2t+1 (2n values each). The bias is
-// added to every value, zero included (it turns −0 into +0). With AVX2
-// whole groups of 8 tiles run through a vector kernel giving
+// added to every value, zero included (it turns −0 into +0). In float32
+// with AVX2 whole groups of 8 tiles run through a vector kernel giving
 // winoOutputGo's bits; the rest through winoOutputGo.
-func WinoOutput32(src []float32, stride int, y0, y1 []float32, n int, bias float32) {
-	winoOutputWith(active, src, stride, y0, y1, n, bias)
-}
-
-func winoOutputWith(k kernel, src []float32, stride int, y0, y1 []float32, n int, bias float32) {
+func WinoOutput[T Float](src []T, stride int, y0, y1 []T, n int, bias T) {
 	if n <= 0 {
 		return
 	}
 	if stride < n || len(src) < 15*stride+n || len(y0) < 2*n || len(y1) < 2*n {
-		panic(fmt.Sprintf("vmath: WinoOutput32: %d tiles, src %d (stride %d), rows %d and %d", n, len(src), stride, len(y0), len(y1)))
+		panic(fmt.Sprintf("vmath: WinoOutput: %d tiles, src %d (stride %d), rows %d and %d", n, len(src), stride, len(y0), len(y1)))
 	}
+	if s32, ok := any(src).([]float32); ok {
+		winoOutputWith(active, s32, stride, any(y0).([]float32), any(y1).([]float32), n, float32(bias))
+		return
+	}
+	winoOutputGo(src, stride, y0, y1, n, bias)
+}
+
+// winoOutputWith is WinoOutput in float32 with kernel k, on checked
+// arguments.
+func winoOutputWith(k kernel, src []float32, stride int, y0, y1 []float32, n int, bias float32) {
 	v := 0
 	if k.hasWino() {
 		v = n &^ 7
@@ -82,15 +94,12 @@ func winoOutputWith(k kernel, src []float32, stride int, y0, y1 []float32, n int
 	winoOutputGo(src[v:], stride, y0[2*v:], y1[2*v:], n-v, bias)
 }
 
-// winoOutputGo is WinoOutput32's scalar loop.
-func winoOutputGo(src []float32, stride int, y0, y1 []float32, n int, bias float32) {
+// winoOutputGo is WinoOutput's scalar loop.
+func winoOutputGo[T Float](src []T, stride int, y0, y1 []T, n int, bias T) {
 	if n <= 0 {
 		return
 	}
-	var i [16][]float32
-	for k := range i {
-		i[k] = src[k*stride:][:n]
-	}
+	i := planes(src, stride, n)
 	y0, y1 = y0[:2*n], y1[:2*n]
 	for t := 0; t < n; t++ {
 		// Aᵀ·M: two rows of four, then ·A.
@@ -110,23 +119,29 @@ func winoOutputGo(src []float32, stride int, y0, y1 []float32, n int, bias float
 	}
 }
 
-// WinoGrad32 writes the transform A·dy·Aᵀ of n tiles of an output
+// WinoGrad writes the transform A·dy·Aᵀ of n tiles of an output
 // gradient, the tile t at columns 2t and 2t+1 of the rows y0 and y1 (2n
 // values each), into 16 planes of dst, stride values apart (the tile t's
-// value ξ at dst[ξ·stride + t]): the weight gradient's Z. With AVX2 whole
-// groups of 8 tiles run through a vector kernel giving winoGradGo's bits;
-// the rest through winoGradGo.
-func WinoGrad32(y0, y1 []float32, dst []float32, stride, n int) {
-	winoGradWith(active, y0, y1, dst, stride, n)
-}
-
-func winoGradWith(k kernel, y0, y1 []float32, dst []float32, stride, n int) {
+// value ξ at dst[ξ·stride + t]): the weight gradient's Z. In float32 with
+// AVX2 whole groups of 8 tiles run through a vector kernel giving
+// winoGradGo's bits; the rest through winoGradGo.
+func WinoGrad[T Float](y0, y1 []T, dst []T, stride, n int) {
 	if n <= 0 {
 		return
 	}
 	if len(y0) < 2*n || len(y1) < 2*n || stride < n || len(dst) < 15*stride+n {
-		panic(fmt.Sprintf("vmath: WinoGrad32: %d tiles, rows %d and %d, dst %d (stride %d)", n, len(y0), len(y1), len(dst), stride))
+		panic(fmt.Sprintf("vmath: WinoGrad: %d tiles, rows %d and %d, dst %d (stride %d)", n, len(y0), len(y1), len(dst), stride))
 	}
+	if a32, ok := any(y0).([]float32); ok {
+		winoGradWith(active, a32, any(y1).([]float32), any(dst).([]float32), stride, n)
+		return
+	}
+	winoGradGo(y0, y1, dst, stride, n)
+}
+
+// winoGradWith is WinoGrad in float32 with kernel k, on checked
+// arguments.
+func winoGradWith(k kernel, y0, y1 []float32, dst []float32, stride, n int) {
 	v := 0
 	if k.hasWino() {
 		v = n &^ 7
@@ -137,15 +152,12 @@ func winoGradWith(k kernel, y0, y1 []float32, dst []float32, stride, n int) {
 	winoGradGo(y0[2*v:], y1[2*v:], dst[v:], stride, n-v)
 }
 
-// winoGradGo is WinoGrad32's scalar loop.
-func winoGradGo(y0, y1 []float32, dst []float32, stride, n int) {
+// winoGradGo is WinoGrad's scalar loop.
+func winoGradGo[T Float](y0, y1 []T, dst []T, stride, n int) {
 	if n <= 0 {
 		return
 	}
-	var o [16][]float32
-	for k := range o {
-		o[k] = dst[k*stride:][:n]
-	}
+	o := planes(dst, stride, n)
 	y0, y1 = y0[:2*n], y1[:2*n]
 	for t := 0; t < n; t++ {
 		r0, r1 := y0[2*t:2*t+2:2*t+2], y1[2*t:2*t+2:2*t+2]
@@ -159,4 +171,12 @@ func winoGradGo(y0, y1 []float32, dst []float32, stride, n int) {
 		o[8][t], o[9][t], o[10][t], o[11][t] = p2, p2+s2, p2-s2, -s2
 		o[12][t], o[13][t], o[14][t], o[15][t] = -c, -c-d, d-c, d
 	}
+}
+
+// planes returns the 16 planes' first n values of a, stride apart.
+func planes[T Float](a []T, stride, n int) (p [16][]T) {
+	for k := range p {
+		p[k] = a[k*stride:][:n]
+	}
+	return p
 }

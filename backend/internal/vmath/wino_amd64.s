@@ -1,8 +1,8 @@
 #include "textflag.h"
 
 // The Winograd F(2×2, 3×3) tile transforms on 8 tiles a step (AVX2), with
-// the operations of winoInputGo and winoOutputGo in the same order: the
-// same bits.
+// the operations of winoInputGo, winoOutputGo and winoGradGo in the same
+// order: the same bits.
 
 // DEINT(off, base, E, O) loads the 16 values at off(base) and writes their
 // even elements into E and their odd elements into O (Y14, Y15 scratch).
@@ -19,6 +19,23 @@
 #define ROW(base, C0, C1, C2, C3) \
 	DEINT(0, base, C0, C1) \
 	DEINT(8, base, C2, C3)
+
+// STORE4(base, A, B, C, D) stores A…D into the planes base, base+stride,
+// base+2·stride and base+3·stride (R9 the stride, R10 three of them).
+#define STORE4(base, A, B, C, D) \
+	VMOVUPS A, (base) \
+	VMOVUPS B, (base)(R9*1) \
+	VMOVUPS C, (base)(R9*2) \
+	VMOVUPS D, (base)(R10*1)
+
+// ROWPASS(base): the row x = Y8…Y11 times B, [x0 − x2, x1 + x2, x2 − x1,
+// x1 − x3], into four planes from base.
+#define ROWPASS(base) \
+	VSUBPS Y10, Y8, Y12 \
+	VADDPS Y10, Y9, Y13 \
+	VSUBPS Y9, Y10, Y14 \
+	VSUBPS Y11, Y9, Y15 \
+	STORE4(base, Y12, Y13, Y14, Y15)
 
 // func winoInputAVX2(rows *float32, ld int, dst *float32, stride int, n int)
 //
@@ -45,56 +62,28 @@ TEXT ·winoInputAVX2(SB), NOSPLIT, $0-40
 inloop:
 	ROW(R14, Y0, Y1, Y2, Y3)     // row 2
 	ROW(SI, Y4, Y5, Y6, Y7)      // row 0
-	VSUBPS Y0, Y4, Y4            // a = row 0 − row 2
-	VSUBPS Y1, Y5, Y5
-	VSUBPS Y2, Y6, Y6
-	VSUBPS Y3, Y7, Y7
-	VSUBPS Y6, Y4, Y8            // a0 − a2
-	VADDPS Y6, Y5, Y9            // a1 + a2
-	VSUBPS Y5, Y6, Y10           // a2 − a1
-	VSUBPS Y7, Y5, Y11           // a1 − a3
-	VMOVUPS Y8, (DI)
-	VMOVUPS Y9, (DI)(R9*1)
-	VMOVUPS Y10, (DI)(R9*2)
-	VMOVUPS Y11, (DI)(R10*1)
+	VSUBPS Y0, Y4, Y8            // a = row 0 − row 2
+	VSUBPS Y1, Y5, Y9
+	VSUBPS Y2, Y6, Y10
+	VSUBPS Y3, Y7, Y11
+	ROWPASS(DI)
 	ROW(DX, Y4, Y5, Y6, Y7)      // row 1
 	VADDPS Y0, Y4, Y8            // b = row 1 + row 2
 	VADDPS Y1, Y5, Y9
 	VADDPS Y2, Y6, Y10
 	VADDPS Y3, Y7, Y11
-	VSUBPS Y10, Y8, Y12
-	VADDPS Y10, Y9, Y13
-	VSUBPS Y9, Y10, Y14
-	VSUBPS Y11, Y9, Y15
-	VMOVUPS Y12, (R11)
-	VMOVUPS Y13, (R11)(R9*1)
-	VMOVUPS Y14, (R11)(R9*2)
-	VMOVUPS Y15, (R11)(R10*1)
+	ROWPASS(R11)
 	VSUBPS Y4, Y0, Y8            // e = row 2 − row 1
 	VSUBPS Y5, Y1, Y9
 	VSUBPS Y6, Y2, Y10
 	VSUBPS Y7, Y3, Y11
-	VSUBPS Y10, Y8, Y12
-	VADDPS Y10, Y9, Y13
-	VSUBPS Y9, Y10, Y14
-	VSUBPS Y11, Y9, Y15
-	VMOVUPS Y12, (R12)
-	VMOVUPS Y13, (R12)(R9*1)
-	VMOVUPS Y14, (R12)(R9*2)
-	VMOVUPS Y15, (R12)(R10*1)
+	ROWPASS(R12)
 	ROW(R15, Y0, Y1, Y2, Y3)     // row 3
 	VSUBPS Y0, Y4, Y8            // f = row 1 − row 3
 	VSUBPS Y1, Y5, Y9
 	VSUBPS Y2, Y6, Y10
 	VSUBPS Y3, Y7, Y11
-	VSUBPS Y10, Y8, Y12
-	VADDPS Y10, Y9, Y13
-	VSUBPS Y9, Y10, Y14
-	VSUBPS Y11, Y9, Y15
-	VMOVUPS Y12, (R13)
-	VMOVUPS Y13, (R13)(R9*1)
-	VMOVUPS Y14, (R13)(R9*2)
-	VMOVUPS Y15, (R13)(R10*1)
+	ROWPASS(R13)
 	ADDQ $64, SI                 // 8 tiles: 16 columns
 	ADDQ $64, DX
 	ADDQ $64, R14
@@ -108,6 +97,35 @@ inloop:
 indone:
 	VZEROUPPER
 	RET
+
+// SU(idx, S, U): for the planes j, 4+j, 8+j, 12+j at idx from SI, R11,
+// R12 and R13, S = (m_j + m_4+j) + m_8+j and U = (m_4+j − m_8+j) − m_12+j.
+#define SU(idx, S, U) \
+	VMOVUPS (SI)idx, S \
+	VMOVUPS (R11)idx, Y8 \
+	VMOVUPS (R12)idx, Y9 \
+	VMOVUPS (R13)idx, Y10 \
+	VADDPS Y8, S, S \
+	VADDPS Y9, S, S \
+	VSUBPS Y9, Y8, U \
+	VSUBPS Y10, U, U
+
+// OUTROW(S0, S1, S2, S3, dst): the output row [(s0 + s1) + s2 + bias,
+// (s1 − s2) − s3 + bias] of the 8 tiles, interleaved, into 16 values at
+// dst (bias in Y15).
+#define OUTROW(S0, S1, S2, S3, dst) \
+	VADDPS S1, S0, Y8 \
+	VADDPS S2, Y8, Y8 \
+	VADDPS Y15, Y8, Y8 \
+	VSUBPS S2, S1, Y9 \
+	VSUBPS S3, Y9, Y9 \
+	VADDPS Y15, Y9, Y9 \
+	VUNPCKLPS Y9, Y8, Y10 \
+	VUNPCKHPS Y9, Y8, Y11 \
+	VPERM2F128 $0x20, Y11, Y10, Y12 \
+	VPERM2F128 $0x31, Y11, Y10, Y13 \
+	VMOVUPS Y12, (dst) \
+	VMOVUPS Y13, 32(dst)
 
 // func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float32)
 //
@@ -124,70 +142,18 @@ TEXT ·winoOutputAVX2(SB), NOSPLIT, $0-44
 	VBROADCASTSS bias+40(FP), Y15
 	SHRQ $3, CX
 	JZ   outdone
+	XORQ R8, R8                  // 0: plane j = 0
 	LEAQ (R9)(R9*2), R10         // 3·stride
 	LEAQ (SI)(R9*4), R11         // plane 4
 	LEAQ (R11)(R9*4), R12        // plane 8
 	LEAQ (R12)(R9*4), R13        // plane 12
 outloop:
-	// s_j = (m_j + m_4+j) + m_8+j, u_j = (m_4+j − m_8+j) − m_12+j
-	VMOVUPS (SI), Y0
-	VMOVUPS (R11), Y8
-	VMOVUPS (R12), Y9
-	VMOVUPS (R13), Y10
-	VADDPS Y8, Y0, Y0
-	VADDPS Y9, Y0, Y0
-	VSUBPS Y9, Y8, Y4
-	VSUBPS Y10, Y4, Y4
-	VMOVUPS (SI)(R9*1), Y1
-	VMOVUPS (R11)(R9*1), Y8
-	VMOVUPS (R12)(R9*1), Y9
-	VMOVUPS (R13)(R9*1), Y10
-	VADDPS Y8, Y1, Y1
-	VADDPS Y9, Y1, Y1
-	VSUBPS Y9, Y8, Y5
-	VSUBPS Y10, Y5, Y5
-	VMOVUPS (SI)(R9*2), Y2
-	VMOVUPS (R11)(R9*2), Y8
-	VMOVUPS (R12)(R9*2), Y9
-	VMOVUPS (R13)(R9*2), Y10
-	VADDPS Y8, Y2, Y2
-	VADDPS Y9, Y2, Y2
-	VSUBPS Y9, Y8, Y6
-	VSUBPS Y10, Y6, Y6
-	VMOVUPS (SI)(R10*1), Y3
-	VMOVUPS (R11)(R10*1), Y8
-	VMOVUPS (R12)(R10*1), Y9
-	VMOVUPS (R13)(R10*1), Y10
-	VADDPS Y8, Y3, Y3
-	VADDPS Y9, Y3, Y3
-	VSUBPS Y9, Y8, Y7
-	VSUBPS Y10, Y7, Y7
-	// row 0: even (s0 + s1) + s2 + bias, odd (s1 − s2) − s3 + bias
-	VADDPS Y1, Y0, Y8
-	VADDPS Y2, Y8, Y8
-	VADDPS Y15, Y8, Y8
-	VSUBPS Y2, Y1, Y9
-	VSUBPS Y3, Y9, Y9
-	VADDPS Y15, Y9, Y9
-	VUNPCKLPS Y9, Y8, Y10
-	VUNPCKHPS Y9, Y8, Y11
-	VPERM2F128 $0x20, Y11, Y10, Y12
-	VPERM2F128 $0x31, Y11, Y10, Y13
-	VMOVUPS Y12, (DI)
-	VMOVUPS Y13, 32(DI)
-	// row 1: the same of u
-	VADDPS Y5, Y4, Y8
-	VADDPS Y6, Y8, Y8
-	VADDPS Y15, Y8, Y8
-	VSUBPS Y6, Y5, Y9
-	VSUBPS Y7, Y9, Y9
-	VADDPS Y15, Y9, Y9
-	VUNPCKLPS Y9, Y8, Y10
-	VUNPCKHPS Y9, Y8, Y11
-	VPERM2F128 $0x20, Y11, Y10, Y12
-	VPERM2F128 $0x31, Y11, Y10, Y13
-	VMOVUPS Y12, (DX)
-	VMOVUPS Y13, 32(DX)
+	SU((R8*1), Y0, Y4)
+	SU((R9*1), Y1, Y5)
+	SU((R9*2), Y2, Y6)
+	SU((R10*1), Y3, Y7)
+	OUTROW(Y0, Y1, Y2, Y3, DI)
+	OUTROW(Y4, Y5, Y6, Y7, DX)
 	ADDQ $32, SI
 	ADDQ $32, R11
 	ADDQ $32, R12
@@ -202,6 +168,13 @@ outdone:
 
 DATA winoSign<>+0(SB)/4, $0x80000000
 GLOBL winoSign<>(SB), RODATA|NOPTR, $4
+
+// GROUP(P, S, base): [p, p + s, p − s, −s] into four planes from base.
+#define GROUP(P, S, base) \
+	VADDPS S, P, Y4 \
+	VSUBPS S, P, Y5 \
+	VXORPS Y13, S, Y6 \
+	STORE4(base, P, Y4, Y5, Y6)
 
 // func winoGradAVX2(y0, y1 *float32, dst *float32, stride int, n int)
 //
@@ -225,42 +198,16 @@ TEXT ·winoGradAVX2(SB), NOSPLIT, $0-40
 gradloop:
 	DEINT(0, SI, Y0, Y1)         // a, b: row 0's even and odd columns
 	DEINT(0, DX, Y2, Y3)         // c, d: row 1's
-	// [a, a+b, a−b, −b]
-	VADDPS Y1, Y0, Y4
-	VSUBPS Y1, Y0, Y5
-	VXORPS Y13, Y1, Y6
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y4, (DI)(R9*1)
-	VMOVUPS Y5, (DI)(R9*2)
-	VMOVUPS Y6, (DI)(R10*1)
-	// p = a+c, s = b+d: [p, p+s, p−s, −s]
-	VADDPS Y2, Y0, Y7
+	GROUP(Y0, Y1, DI)            // [a, a+b, a−b, −b]
+	VADDPS Y2, Y0, Y7            // a+c, b+d
 	VADDPS Y3, Y1, Y8
-	VADDPS Y8, Y7, Y4
-	VSUBPS Y8, Y7, Y5
-	VXORPS Y13, Y8, Y6
-	VMOVUPS Y7, (R11)
-	VMOVUPS Y4, (R11)(R9*1)
-	VMOVUPS Y5, (R11)(R9*2)
-	VMOVUPS Y6, (R11)(R10*1)
-	// p = a−c, s = b−d
-	VSUBPS Y2, Y0, Y7
+	GROUP(Y7, Y8, R11)
+	VSUBPS Y2, Y0, Y7            // a−c, b−d
 	VSUBPS Y3, Y1, Y8
-	VADDPS Y8, Y7, Y4
-	VSUBPS Y8, Y7, Y5
-	VXORPS Y13, Y8, Y6
-	VMOVUPS Y7, (R12)
-	VMOVUPS Y4, (R12)(R9*1)
-	VMOVUPS Y5, (R12)(R9*2)
-	VMOVUPS Y6, (R12)(R10*1)
-	// [−c, −c−d, d−c, d]
-	VXORPS Y13, Y2, Y7
-	VSUBPS Y3, Y7, Y4
-	VSUBPS Y2, Y3, Y5
-	VMOVUPS Y7, (R8)
-	VMOVUPS Y4, (R8)(R9*1)
-	VMOVUPS Y5, (R8)(R9*2)
-	VMOVUPS Y3, (R8)(R10*1)
+	GROUP(Y7, Y8, R12)
+	VXORPS Y13, Y2, Y7           // −c, −d: [−c, −c−d, d−c, d]
+	VXORPS Y13, Y3, Y8
+	GROUP(Y7, Y8, R8)
 	ADDQ $64, SI
 	ADDQ $64, DX
 	ADDQ $32, DI

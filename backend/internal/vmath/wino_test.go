@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 )
 
@@ -132,4 +133,30 @@ func sameBits(a, b []float32) bool {
 		}
 	}
 	return len(a) == len(b)
+}
+
+// TestWinoBadLengths checks that the transforms refuse slices too short
+// for their tiles with a panic naming the transform, before writing.
+func TestWinoBadLengths(t *testing.T) {
+	const n, ld, stride = 8, 18, 8
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"WinoInput", func() { WinoInput(make([]float64, 4*ld), ld-1, make([]float64, 16*stride), stride, n) }},
+		{"WinoInput", func() { WinoInput(make([]float32, 4*ld), ld, make([]float32, 15*stride), stride, n) }},
+		{"WinoOutput", func() {
+			WinoOutput(make([]float32, 16*stride), stride, make([]float32, 2*n-1), make([]float32, 2*n), n, 0)
+		}},
+		{"WinoGrad", func() { WinoGrad(make([]float64, 2*n), make([]float64, 2*n), make([]float64, 16*stride), stride-1, n) }},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), c.name) {
+					t.Errorf("%s: recovered %v, want a panic naming it", c.name, r)
+				}
+			}()
+			c.f()
+		}()
+	}
 }
