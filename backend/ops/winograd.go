@@ -26,7 +26,7 @@ var (
 // winogradOK reports whether g runs as Winograd F(2×2, 3×3): a 3×3
 // kernel, stride and dilation 1, one group, padding 1 on every side (the
 // output plane is the input's), at least winoMinChannels channels in and
-// out.
+// out, and at least winoMinPlaneTiles tiles over the samples' planes.
 func winogradOK(g *convGeom) bool {
 	return Winograd && g.kh == 3 && g.kw == 3 && g.g == 1 && !g.direct &&
 		g.y.s == 1 && g.x.s == 1 && g.y.d == 1 && g.x.d == 1 &&
@@ -93,7 +93,8 @@ func winoBlockTiles(c, m int) int {
 // (within its core's L2), winoMinTiles the fewest tiles a chunk takes
 // (the products' micro-kernel is 32 columns wide), and winoChunkElems
 // bounds the transformed values of the chunks that all workers share
-// (the weight gradient, and planes of too few tiles to share out).
+// (planes of too few tiles to share out, and weight gradients of large
+// filters: winoOwnGradElems).
 var (
 	winoBlockElems = 1 << 18
 	winoMinTiles   = 32
@@ -101,7 +102,7 @@ var (
 )
 
 // filterTransform writes U[ξ][m][c] = (G·w[m][c]·Gᵀ)[ξ] for filters w
-// [m][c][3][3] into u (16·m·c).
+// [m][c][3][3] into u (16 planes of m·c, xiStride(m·c) apart).
 func filterTransform[T float](w, u []T, m, c int) {
 	mc := xiStride(m * c)
 	parallelFor(m, func(_, lo, hi int) {
