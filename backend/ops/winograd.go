@@ -239,7 +239,7 @@ func edgeRows[T float](wg *winoGeom, plane []T, ty, tx0 int, y0, y1 []T, toPlane
 }
 
 // filterGradTransform adds Gᵀ·dU[m][c]·G (3×3) for the transformed
-// gradient du (16·m·c) into dw (m·c·3·3).
+// gradient du (16 planes of m·c, xiStride(m·c) apart) into dw (m·c·3·3).
 func filterGradTransform[T float](du, dw []T, m, c int) {
 	mc := xiStride(m * c)
 	parallelFor(m, func(_, lo, hi int) {
