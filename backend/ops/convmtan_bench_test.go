@@ -32,16 +32,7 @@ func BenchmarkConvMTAN(b *testing.B) {
 		g, passes := convPasses(b, f32, n, s.cin, s.cout, s.h, s.w)
 		flops := 2 * float64(n*s.cout*g.colRows*g.outPlane)
 		for _, p := range passes {
-			for _, wino := range []bool{true, false} {
-				path := map[bool]string{true: "wino", false: "im2col"}[wino]
-				b.Run(fmt.Sprintf("%dx%dx%dx%d/%s/%s", s.cin, s.cout, s.h, s.w, p.name, path), func(b *testing.B) {
-					Winograd = wino
-					for b.Loop() {
-						p.f()
-					}
-					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-				})
-			}
+			benchBothPaths(b, fmt.Sprintf("%dx%dx%dx%d/%s", s.cin, s.cout, s.h, s.w, p.name), p.f, flops)
 		}
 	}
 }
@@ -192,15 +183,7 @@ func BenchmarkConvWinograd(b *testing.B) {
 	for _, s := range mtanWinoShapes {
 		_, passes := convPasses(b, f32, n, s.cin, s.cout, s.h, s.w)
 		for _, p := range passes {
-			for _, wino := range []bool{true, false} {
-				path := map[bool]string{true: "wino", false: "im2col"}[wino]
-				b.Run(fmt.Sprintf("%dx%dx%dx%d/%s/%s", s.cin, s.cout, s.h, s.w, p.name, path), func(b *testing.B) {
-					Winograd = wino
-					for b.Loop() {
-						p.f()
-					}
-				})
-			}
+			benchBothPaths(b, fmt.Sprintf("%dx%dx%dx%d/%s", s.cin, s.cout, s.h, s.w, p.name), p.f, 0)
 		}
 	}
 }
@@ -232,5 +215,23 @@ func convPasses(b *testing.B, f32 func(int) []float32, n, cin, cout, h, w int) (
 		{"fwd", func() { convForward[float32](g, sc, x, wt, nil, out) }},
 		{"dx", func() { convGradX[float32](g, sc, wt, gy, dx) }},
 		{"dw", func() { clear(dw); convGradWInto[float32](g, sc, x, gy, dw) }},
+	}
+}
+
+// benchBothPaths times f as Winograd (name/wino) and through im2col
+// (name/im2col), reporting GFLOP/s of flops a call when flops > 0. The
+// caller restores Winograd.
+func benchBothPaths(b *testing.B, name string, f func(), flops float64) {
+	for _, wino := range []bool{true, false} {
+		path := map[bool]string{true: "wino", false: "im2col"}[wino]
+		b.Run(name+"/"+path, func(b *testing.B) {
+			Winograd = wino
+			for b.Loop() {
+				f()
+			}
+			if flops > 0 {
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			}
+		})
 	}
 }

@@ -366,8 +366,8 @@ func winoGradX[T float](g *convGeom, w, gy, dx []T) {
 // products belongs to one worker, which sums it over the chunks in order.
 func winoGradW[T float](g *convGeom, x, gy, dw []T) {
 	us := xiStride(g.m * g.c)
-	wg, own := winoOwnChunks(g.n, g.c, g.m, g.h, g.w)
-	if own && 16*us <= winoOwnGradElems {
+	wg, own := winoGradChunks(g)
+	if own {
 		acc := make([]*[]T, workers(wg.chunks()))
 		parallelFor(wg.chunks(), func(wk, lo, hi int) {
 			buf := getScratch[T](&colScratch, 16*(us+wg.vs+wg.ms))
@@ -395,7 +395,6 @@ func winoGradW[T float](g *convGeom, x, gy, dw []T) {
 		colScratch.pool.Put(acc[0])
 		return
 	}
-	wg = newWinoGeom(g.n, g.c, g.m, g.h, g.w, max(winoMinTiles, winoChunkElems/(16*(g.c+g.m))))
 	buf := getScratch[T](&colScratch, 16*(us+wg.vs+wg.ms))
 	defer colScratch.pool.Put(buf)
 	du, v, z := (*buf)[:16*us], (*buf)[16*us:][:16*wg.vs], (*buf)[16*(us+wg.vs):][:16*wg.ms]
@@ -467,19 +466,14 @@ func WinogradScratchBytes(xs, ws []int, p ConvParams) int64 {
 	most := 0
 	for _, mc := range [][2]int{{g.m, g.c}, {g.c, g.m}} { // forward, input gradient
 		m, c := mc[0], mc[1]
-		chunks := 0
-		if wg, own := winoOwnChunks(g.n, c, m, g.h, g.w); own {
-			chunks = workers(wg.chunks()) * 16 * (wg.vs + wg.ms)
-		} else {
-			chunks = 16 * (wg.vs + wg.ms)
+		wg, own := winoOwnChunks(g.n, c, m, g.h, g.w)
+		chunks := 16 * (wg.vs + wg.ms)
+		if own {
+			chunks *= workers(wg.chunks())
 		}
 		most = max(most, u+16*fgemm.PackedALen(m, c)+g.m*g.c*9+chunks)
 	}
-	wg, own := winoOwnChunks(g.n, g.c, g.m, g.h, g.w)
-	own = own && u <= winoOwnGradElems
-	if !own {
-		wg = newWinoGeom(g.n, g.c, g.m, g.h, g.w, max(winoMinTiles, winoChunkElems/(16*(g.c+g.m))))
-	}
+	wg, own := winoGradChunks(&g)
 	grad := u + 16*(wg.vs+wg.ms)
 	if own {
 		grad *= workers(wg.chunks())
@@ -497,5 +491,23 @@ func winoOwnChunks(n, c, m, h, w int) (winoGeom, bool) {
 	if wg.chunks() >= 2*nw && nw > 1 {
 		return wg, true
 	}
-	return newWinoGeom(n, c, m, h, w, max(winoMinTiles, winoChunkElems/(16*(c+m)))), false
+	return winoSharedChunks(n, c, m, h, w), false
+}
+
+// winoSharedChunks tiles a Winograd pass in the chunks all workers share:
+// about winoChunkElems transformed values each.
+func winoSharedChunks(n, c, m, h, w int) winoGeom {
+	return newWinoGeom(n, c, m, h, w, max(winoMinTiles, winoChunkElems/(16*(c+m))))
+}
+
+// winoGradChunks is the tiling of g's weight gradient and whether each
+// worker takes whole chunks into its own dU: winoOwnChunks, when the
+// transformed filters (16·xiStride(m·c) values) are at most
+// winoOwnGradElems; otherwise the shared chunks.
+func winoGradChunks(g *convGeom) (winoGeom, bool) {
+	wg, own := winoOwnChunks(g.n, g.c, g.m, g.h, g.w)
+	if own && 16*xiStride(g.m*g.c) <= winoOwnGradElems {
+		return wg, true
+	}
+	return winoSharedChunks(g.n, g.c, g.m, g.h, g.w), false
 }
