@@ -14,7 +14,7 @@ import (
 	"github.com/paretonav/paretonav/png"
 )
 
-// Acceptance tolerances against PyTorch (issue 3): forward outputs within
+// Acceptance tolerances against PyTorch: forward outputs within
 // an absolute outputTol, losses within a relative lossTol, and every
 // initializer's gradient within gradRel·‖g_ref‖ + gradAbs (Euclidean norm
 // over the initializer).

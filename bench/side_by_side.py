@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Side by side: one PNG step of the full MTAN in paretonav and in PyTorch,
-in interleaved pairs, with the ratios issue 10's targets are stated in.
+in interleaved pairs, with the time and peak-RSS ratios docs/performance.md states.
 
     /usr/bin/python3 bench/side_by_side.py [--paretonav BIN] [--size 64x96]
         [--batch 4] [--steps 3] [--pairs 3] [--threads 2] [--dir DIR] [--json]

@@ -39,7 +39,7 @@ type demoSize struct {
 
 // Demo sizes. The full demo uses the paper's MultiMNIST batch (256) and
 // Adam; measured on the 2-core development machine with the rate of the
-// constrained update scaled by Adam's step (issue 13): 93 s wall, 89 s
+// constrained update scaled by Adam's step: 93 s wall, 89 s
 // CPU, 569 MB resident while other jobs shared the cores. It is
 // deterministic for a seed (validation F 0.0187 → 0.0056, accuracies left
 // 95.0% → 95.0%, right 94.6% → 95.4%, in the band for 79 of the last 100

@@ -246,7 +246,7 @@ func TestFrontDivergedWritesNothing(t *testing.T) {
 }
 
 // TestFrontDefaultsFromScratch: front on an ONNX model resolves the
-// defaults that train from scratch (README, issue 13): Adam 1e-3, or SGD
+// defaults that train from scratch (README, "front"): Adam 1e-3, or SGD
 // with momentum 0.9 and lr 0.06, the threshold capped at 100 times its
 // warm-up value and the trade test at M = 10; --problem keeps the paper's
 // plain steps, threshold and free steps.

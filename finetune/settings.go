@@ -74,7 +74,7 @@ type Settings struct {
 	// gradient grows like the inverse cube of the distance between
 	// models, so its raw size says more about how close two models are
 	// than about how far to move: normalised, the learning rate sets the
-	// step. Measured on issue 13's run (LeNet2 from scratch, 5 models,
+	// step. Measured on LeNet2 from scratch, 5 models,
 	// 300 Adam steps, with the trade test): shared gave 3 and 4 of 5
 	// models non-dominated on seeds 1 and 2 with neighbour-gap ratios
 	// 7.4 and 2.5, per model 3 and 4 with 3.2 and 4.0; no better, so the
@@ -90,7 +90,7 @@ type Settings struct {
 	// difference has one sign, so the push raises every loss of the worse
 	// model (PNG's control holds it to the minimum rate α·g) and lowers
 	// every loss of the better one: the worse model stays behind. Measured
-	// on issue 13's run (LeNet2 from scratch, 5 models, 300 Adam steps):
+	// on LeNet2 from scratch, 5 models, 300 Adam steps):
 	// the dominated models of the paper's energy descended at −0.047 to
 	// −0.050 per step against −0.061 to −0.066 for the others.
 	MultiTrade bool

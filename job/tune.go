@@ -23,7 +23,7 @@ import (
 const (
 	TuneLR = 1e-3
 	// TuneSGDLR and TuneSGDMomentum are front's SGD learning rate and
-	// momentum when none are given (issue 13, README); front hands every
+	// momentum when none are given (README, "front"); front hands every
 	// model the energy's gradient scaled to unit length, so one rate fits.
 	// Adam's 1e-3 is a step of about 1e-3 per parameter whatever the
 	// gradient's size; SGD's step is lr·v, and an untrained network's task

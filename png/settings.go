@@ -26,8 +26,8 @@ const (
 	// front, a diverging run) ē explodes with it and g ≤ e can hold far
 	// from the front, switching the control off exactly when it is needed.
 	// The cap must leave healthy training alone and catch explosions.
-	// Measured (issue 13, LeNet2 on MultiMNIST from scratch, 5 models, 300
-	// Adam steps): in the diverging run of the issue g reached 4·10⁶, about
+	// Measured (LeNet2 on MultiMNIST from scratch, 5 models, 300
+	// Adam steps): in a diverging run g reached 4·10⁶, about
 	// 4·10⁷·ē_W; ρ = 100 and ρ = 1000 left the healthy run (seed 1)
 	// bit-identical to the uncapped one, and ρ = 100 turned the control
 	// back on during a loss's runaway (seed 2) where ρ = 1000 did not; ρ =
@@ -42,7 +42,7 @@ const (
 	// its floor its gradient vanishes, g ≈ 0 and the control stays off
 	// however bad the other losses are (a weakly Pareto-optimal point),
 	// and a criterion that wants that loss lower (the energy at an end of
-	// the front) can only raise the others: measured (issue 13, LeNet2
+	// the front) can only raise the others: measured (LeNet2
 	// from scratch, seed 2), a model's right loss rose from 0.14 to 25 in
 	// 70 steps while its left loss stayed at 0.02–0.08. Along the front of
 	// MultiMNIST's losses a trade costs about one unit for one; ten leaves

@@ -30,7 +30,7 @@ import (
 	"github.com/paretonav/paretonav/png/criterion"
 )
 
-// Acceptance criteria (issue 4). Everything read back from a saved model
+// Acceptance criteria. Everything read back from a saved model
 // (weights, our forward outputs) must be bit-identical to the model in
 // memory; ONNX Runtime's outputs must agree with ours element by element
 // within ortAbs + ortRel·|ours|, with no further slack.

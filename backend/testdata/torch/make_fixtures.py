@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Exports paretonav's PyTorch reference fixtures (issue 3's acceptance fixtures).
+"""Exports paretonav's PyTorch reference fixtures (the tolerances of backend/torch_fixtures_test.go).
 
 Run from anywhere with the system Python, which has torch 1.13 and onnx 1.12:
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Opset-17 exports of torchvision's VisionTransformer and ConvNeXt with two
-heads (issue 12), in the layout of make_fixtures.py, whose make_fixture they
+heads, in the layout of make_fixtures.py, whose make_fixture they
 use (float64 reference losses and gradients, ONNX Runtime cross-check).
 
 Regenerate from the repo root with the system Python (torch 1.13,
@@ -30,8 +30,8 @@ Every parameter is perturbed by N(0, 0.05^2) after torchvision's
 initialisation: fresh models have many equal tensors (LayerNorm weights of
 ones, zero biases, zero heads) that torch's exporter merges (one
 initializer, Identity nodes for the others), which would break the
-one-to-one parameter/initializer mapping the fixtures need (issue 12 part 2
-covers merged initializers; see the tied_*.onnx files below).
+one-to-one parameter/initializer mapping the fixtures need (merged
+initializers are covered by the tied_*.onnx files below).
 
   tied_vit2_op17.onnx, tied_convnext2_op17.onnx
                        the fresh (unperturbed) models, default export: the
