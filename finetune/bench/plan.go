@@ -84,8 +84,8 @@ type Budget struct {
 // batch 256 took 0.091–0.102 s of CPU time, alone (linear) or among the 5
 // PNG models; scoring one model on 256 test pairs (one forward pass,
 // score) 0.034–0.035 s. Costs scale about linearly with the batch size.
-// The constants are about the upper end. The committed small-budget run
-// (bench/results-small.json, an earlier machine and backend) spent about
+// The constants are about the upper end. A small-budget run on an earlier
+// machine and backend (cli/testdata/rescore/small.json) spent about
 // 0.13 s of CPU per model-step: budgets are sized with a margin for that.
 const (
 	StepCPU256    = 100 * time.Millisecond
@@ -93,8 +93,8 @@ const (
 )
 
 // Budgets by name. "medium" is the paper's structure scaled to about an
-// hour on two free cores (see its comment); "small" is the budget of the
-// committed run (bench/results-small.md); "paper" is the paper's scale:
+// hour on two free cores (see its comment); "small" is a quick
+// budget (20,480 pairs, 375 steps per model, 3 seeds); "paper" is the paper's scale:
 // 120,000/20,000 pairs, 100 epochs per model (60 of linear warm-up, the
 // paper's MGD protocol, then 40 of each method), one checkpoint per epoch
 // over the last 40 epochs (the paper collects from epoch 60 on), 5 seeds;
