@@ -1,0 +1,227 @@
+"""Which ONNX initializer holds which PyTorch state_dict entry.
+
+:func:`map_state_dict` matches the initializers of an exported model to the
+keys of the module's ``state_dict``, by these rules, in this order; each rule
+only sees what the rules before it left unmatched:
+
+1. ``exact``: the initializer is named like the key. PyTorch's TorchScript
+   exporter (1.x, and 2.x without ``dynamo=True``) names parameters and
+   buffers by their state_dict key; so does the dynamo exporter from 2.5 on.
+2. ``identity``: an ``Identity`` node (or a chain of them) reading an
+   initializer writes a value named like the key. PyTorch 1.13 merges
+   initializers of equal value (fresh zero biases, a BatchNorm's ones) into one
+   and keeps the other names as Identity outputs; paretonav's ``--untie``
+   keeps those Identity nodes and gives each its own copy.
+3. ``dynamo``: the names ``torch.export`` gives lifted parameters, buffers and
+   constants (``p_``, ``b_``, ``c_`` prefixes; dynamo's ``l__self___`` /
+   ``L__self___`` module prefixes; dots written as underscores), matched
+   only where exactly one key and one initializer share the normalised name.
+4. ``value``: the initializer has the same dtype, shape and bytes as exactly
+   one key's tensor, and that tensor as exactly one initializer (PyTorch
+   1.13 renames the weights it folds or duplicates, ``onnx::Conv_123``).
+   Needs tensors: a module or a state_dict, not bare keys.
+
+The mapping's keys are ONNX value names that hold constant data: initializer
+names, and for rule 2 the Identity output's name. ``mapping.rule[name]`` says
+which rule matched and ``mapping.initializer[name]`` the initializer that
+holds the data. ``unmapped`` lists the state_dict keys no rule matched, in
+state_dict order (``num_batches_tracked`` counters, which no exported graph
+reads, among them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+__all__ = ["StateDictMapping", "map_state_dict", "onnx_values"]
+
+
+class StateDictMapping(dict):
+    """``dict[onnx_name, state_dict_key]`` with, per ONNX name, the rule that
+    matched it (``rule``) and the initializer holding its data (``initializer``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rule: Dict[str, str] = {}
+        self.initializer: Dict[str, str] = {}
+
+    def _add(self, onnx_name: str, key: str, rule: str, init: str) -> None:
+        self[onnx_name] = key
+        self.rule[onnx_name] = rule
+        self.initializer[onnx_name] = init
+
+
+def _load_model(onnx_model_or_path: Any):
+    import onnx
+
+    if isinstance(onnx_model_or_path, (str, os.PathLike)):
+        return onnx.load(os.fspath(onnx_model_or_path))
+    if isinstance(onnx_model_or_path, onnx.ModelProto):
+        return onnx_model_or_path
+    raise TypeError(
+        "map_state_dict: expected an onnx.ModelProto or the path of an ONNX file, got %s"
+        % type(onnx_model_or_path).__name__
+    )
+
+
+def _identity_aliases(graph, init_names) -> Dict[str, str]:
+    """Value name -> initializer name, for Identity outputs of initializers."""
+    source = {n: n for n in init_names}
+    changed = True
+    nodes = [n for n in graph.node if n.op_type == "Identity" and len(n.input) == 1 and len(n.output) == 1]
+    while changed:  # chains of Identity nodes, in any node order
+        changed = False
+        for n in nodes:
+            if n.input[0] in source and n.output[0] not in source:
+                source[n.output[0]] = source[n.input[0]]
+                changed = True
+    return {v: s for v, s in source.items() if v not in init_names}
+
+
+def onnx_values(onnx_model_or_path: Any) -> Dict[str, np.ndarray]:
+    """The constant values of a model's main graph as numpy arrays: every
+    initializer, and every Identity output computed from one (the names that
+    :func:`map_state_dict`'s mapping uses)."""
+    from onnx import numpy_helper
+
+    model = _load_model(onnx_model_or_path)
+    g = model.graph
+    values = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    for alias, init in _identity_aliases(g, set(values)).items():
+        values[alias] = values[init]
+    return values
+
+
+_DYNAMO_PREFIXES = ("l__self___", "L__self___", "self_", "p_", "b_", "c_")
+
+
+def _normalise(name: str, prefixed: bool = False) -> str:
+    """A name reduced to a comparable form: dots (and any other separator) as
+    underscores, lower case; with ``prefixed``, first without the one prefix
+    torch.export or dynamo put in front of an initializer's name."""
+    if prefixed:
+        for p in _DYNAMO_PREFIXES:
+            if name.startswith(p):
+                name = name[len(p):]
+                break
+    return re.sub(r"[^0-9A-Za-z]+", "_", name).strip("_").lower()
+
+
+def _state_dict_of(obj: Any) -> Tuple[List[str], Optional[Mapping[str, Any]]]:
+    if hasattr(obj, "state_dict") and callable(obj.state_dict):
+        sd = obj.state_dict(keep_vars=False)
+        return list(sd.keys()), sd
+    if isinstance(obj, Mapping):
+        return list(obj.keys()), obj
+    if isinstance(obj, (str, bytes)):
+        raise TypeError("map_state_dict: expected a torch.nn.Module, a state_dict or an iterable of keys, got a string")
+    return [str(k) for k in obj], None
+
+
+def _as_numpy(v: Any) -> Optional[np.ndarray]:
+    try:
+        if hasattr(v, "detach"):
+            v = v.detach().cpu().numpy()
+        return np.asarray(v)
+    except (TypeError, RuntimeError, ValueError):
+        return None  # bfloat16 and other types numpy cannot hold: no value match
+
+
+def map_state_dict(onnx_model_or_path: Any, state_dict_keys_or_module: Any) -> Tuple[StateDictMapping, List[str]]:
+    """Maps ONNX initializers to PyTorch state_dict keys (rules in the module doc).
+
+    ``onnx_model_or_path``: an ``onnx.ModelProto`` or an ONNX file's path.
+    ``state_dict_keys_or_module``: a ``torch.nn.Module``, a state_dict (a mapping
+    key -> tensor or array) or an iterable of keys (then rule 4 cannot apply).
+
+    Returns ``(mapping, unmapped)``: ``mapping`` a :class:`StateDictMapping`
+    (``dict[onnx_name, state_dict_key]``), ``unmapped`` the keys left over.
+    Each key and each ONNX name appears at most once in the mapping.
+    """
+    from onnx import numpy_helper
+
+    model = _load_model(onnx_model_or_path)
+    g = model.graph
+    inits = [t.name for t in g.initializer]
+    init_set = set(inits)
+    keys, sd = _state_dict_of(state_dict_keys_or_module)
+    mapping = StateDictMapping()
+    used_onnx: set = set()
+    left = list(keys)
+
+    def take(onnx_name: str, key: str, rule: str, init: str) -> None:
+        mapping._add(onnx_name, key, rule, init)
+        used_onnx.add(onnx_name)
+
+    # 1. exact
+    rest = []
+    for k in left:
+        if k in init_set:
+            take(k, k, "exact", k)
+        else:
+            rest.append(k)
+    left = rest
+
+    # 2. identity
+    aliases = _identity_aliases(g, init_set)
+    rest = []
+    for k in left:
+        if k in aliases:
+            take(k, k, "identity", aliases[k])
+        else:
+            rest.append(k)
+    left = rest
+
+    # 3. dynamo's names, unique both ways
+    by_norm_init: Dict[str, List[str]] = defaultdict(list)
+    for n in inits:
+        if n not in used_onnx:
+            by_norm_init[_normalise(n, prefixed=True)].append(n)
+    by_norm_key: Dict[str, List[str]] = defaultdict(list)
+    for k in left:
+        by_norm_key[_normalise(k)].append(k)
+    rest = []
+    for k in left:
+        nk = _normalise(k)
+        cands = by_norm_init.get(nk, [])
+        if len(cands) == 1 and len(by_norm_key[nk]) == 1:
+            take(cands[0], k, "dynamo", cands[0])
+        else:
+            rest.append(k)
+    left = rest
+
+    # 4. unique exact value
+    if sd is not None and left:
+        def fingerprint(a: np.ndarray):
+            a = np.ascontiguousarray(a)
+            return (a.dtype.str, a.shape, a.tobytes())
+
+        init_by_fp: Dict[Any, List[str]] = defaultdict(list)
+        for t in g.initializer:
+            if t.name not in used_onnx:
+                init_by_fp[fingerprint(numpy_helper.to_array(t))].append(t.name)
+        key_fp = {}
+        key_by_fp: Dict[Any, List[str]] = defaultdict(list)
+        for k in left:
+            a = _as_numpy(sd[k])
+            if a is None:
+                continue
+            fp = fingerprint(a)
+            key_fp[k] = fp
+            key_by_fp[fp].append(k)
+        rest = []
+        for k in left:
+            fp = key_fp.get(k)
+            if fp is not None and len(init_by_fp.get(fp, [])) == 1 and len(key_by_fp[fp]) == 1:
+                n = init_by_fp[fp][0]
+                take(n, k, "value", n)
+            else:
+                rest.append(k)
+        left = rest
+
+    return mapping, left

@@ -1,0 +1,98 @@
+"""map_state_dict's rules, each on a model built for it."""
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+
+from paretonav.statedict import map_state_dict, onnx_values
+from conftest import need
+
+
+def graph_model(inits, identities=()):
+    """A model whose only content is the given initializers (name -> array)
+    and Identity nodes (src, dst); the output reads every value."""
+    nodes = [helper.make_node("Identity", [s], [d]) for s, d in identities]
+    tensors = [numpy_helper.from_array(np.asarray(a), n) for n, a in inits.items()]
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in list(inits) + [d for _, d in identities]]
+    return helper.make_model(helper.make_graph(nodes, "g", [], outs, tensors))
+
+
+def test_rules():
+    rng = np.random.default_rng(0)
+    w1, w2, b, rm = (rng.standard_normal(s).astype(np.float32) for s in [(4, 3), (2, 4), (4,), (4,)])
+    sd = {
+        "enc.0.weight": w1,        # exact
+        "enc.0.bias": b,           # identity of a merged initializer
+        "head.weight": w2,         # dynamo's p_ name
+        "bn.running_mean": rm,     # dynamo's b_ name
+        "head.bias": np.full(2, 7, np.float32),   # renamed: unique value
+        "a.bias": np.zeros(3, np.float32),        # equal values, two keys: ambiguous
+        "b.bias": np.zeros(3, np.float32),
+        "bn.num_batches_tracked": np.array(3),    # in no graph
+    }
+    m = graph_model(
+        {"enc.0.weight": w1, "shared": b, "p_head_weight": w2, "b_bn_running_mean": rm,
+         "onnx::Gemm_12": sd["head.bias"], "onnx::Add_3": np.zeros(3, np.float32)},
+        identities=[("shared", "tmp"), ("tmp", "enc.0.bias")],
+    )
+    mapping, unmapped = map_state_dict(m, sd)
+    assert dict(mapping) == {
+        "enc.0.weight": "enc.0.weight",
+        "enc.0.bias": "enc.0.bias",
+        "p_head_weight": "head.weight",
+        "b_bn_running_mean": "bn.running_mean",
+        "onnx::Gemm_12": "head.bias",
+    }
+    assert mapping.rule == {
+        "enc.0.weight": "exact", "enc.0.bias": "identity", "p_head_weight": "dynamo",
+        "b_bn_running_mean": "dynamo", "onnx::Gemm_12": "value",
+    }
+    assert mapping.initializer["enc.0.bias"] == "shared"
+    assert unmapped == ["a.bias", "b.bias", "bn.num_batches_tracked"]
+    values = onnx_values(m)
+    for name, key in mapping.items():
+        np.testing.assert_array_equal(values[name], sd[key])
+
+    # Keys alone: no value rule.
+    mapping, unmapped = map_state_dict(m, list(sd))
+    assert "onnx::Gemm_12" not in mapping and "head.bias" in unmapped
+
+
+def test_dynamo_ambiguous_names_stay_unmapped():
+    # "a.b_c" and "a_b.c" both normalise to a_b_c: neither is guessed.
+    w = np.ones(2, np.float32)
+    m = graph_model({"p_a_b_c": w})
+    mapping, unmapped = map_state_dict(m, ["a.b_c", "a_b.c"])
+    assert dict(mapping) == {} and unmapped == ["a.b_c", "a_b.c"]
+
+
+def test_torch_export_merged_initializers(tmp_path):
+    torch = need("torch")
+    nn = torch.nn
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 4, 3, padding=1)
+            self.bn = nn.BatchNorm2d(4)      # weight == running_var == 1, bias == running_mean == 0
+            self.c2 = nn.Conv2d(4, 4, 1)
+            self.c3 = nn.Conv2d(4, 4, 1)
+            with torch.no_grad():
+                self.c2.bias.zero_()
+                self.c3.bias.zero_()
+
+        def forward(self, x):
+            y = self.bn(self.c1(x))
+            return self.c2(y), self.c3(y)
+
+    m = M().eval()
+    path = str(tmp_path / "m.onnx")
+    torch.onnx.export(m, torch.randn(2, 3, 8, 8), path, input_names=["x"], output_names=["a", "b"],
+                      opset_version=13, training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
+    inits = {t.name for t in onnx.load(path).graph.initializer}
+    assert "c2.bias" not in inits  # the exporter merged it (else this test checks nothing)
+    mapping, unmapped = map_state_dict(path, m)
+    assert unmapped == ["bn.num_batches_tracked"]
+    values = onnx_values(path)
+    for name, key in mapping.items():
+        np.testing.assert_array_equal(values[name], m.state_dict()[key].numpy())
