@@ -20,20 +20,27 @@ func TestLossHeads(t *testing.T) {
 		shape  []int
 		target *importer.Tensor
 		want   float64
+		x      []float32 // the input when not x
 	}{
 		{"t:mse:y:tg", []int{4, 2}, importer.NewFloat32("tg", []int{4, 2}, []float32{0, 0, 1, 1, 0, 0, 0, 0}),
-			(0.25 + 1 + 1 + 0.5625 + 1 + 0.25 + 0.01 + 0.09) / 8},
+			(0.25 + 1 + 1 + 0.5625 + 1 + 0.25 + 0.01 + 0.09) / 8, nil},
 		{"t:l1:y:tg", []int{4, 2}, importer.NewFloat32("tg", []int{4, 2}, []float32{0, 0, 1, 1, 0, 0, 0, 0}),
-			(0.5 + 1 + 1 + 0.75 + 1 + 0.5 + 0.1 + 0.3) / 8},
+			(0.5 + 1 + 1 + 0.75 + 1 + 0.5 + 0.1 + 0.3) / 8, nil},
 		{"t:depth_l1:y:tg", []int{4, 2}, importer.NewFloat32("tg", []int{4, 2}, []float32{0, 0, 1, 1, 0, 0, 0, 0}),
-			(1 + 0.75) / 2},
+			(1 + 0.75) / 2, nil},
 		{"t:ce:y:tg:ignore_index=-1", []int{4, 2}, importer.NewInt64("tg", []int{4}, []int64{0, 1, -1, 1}),
-			(math.Log(1+math.Exp(-1.5)) + math.Log(1+math.Exp(1.75)) + math.Log(1+math.Exp(-0.2))) / 3},
+			(math.Log(1+math.Exp(-1.5)) + math.Log(1+math.Exp(1.75)) + math.Log(1+math.Exp(-0.2))) / 3, nil},
 		{"t:nll:y:tg", []int{4, 2}, importer.NewInt64("tg", []int{4}, []int64{0, 1, 1, 1}),
-			(-0.5 - 0.25 + 0.5 - 0.3) / 4},
-		// normals [1,2,2,2]: pixel j has channels (x[j], x[4+j]); pixel 3 invalid.
+			(-0.5 - 0.25 + 0.5 - 0.3) / 4, nil},
+		// normals [1,2,2,2]: pixel j has channels (x[j], x[4+j]); pixel 3
+		// invalid. The predictions are not unit length: the loss is the
+		// cosine's, not the dot product's.
 		{"t:normal_cos:y:tg", []int{1, 2, 2, 2}, importer.NewFloat32("tg", []int{1, 2, 2, 2}, []float32{1, 0, 0.6, 0, 0, 1, 0.8, 0}),
-			1 - (0.5*1+(-0.5)*1+(2*0.6+0.1*0.8))/3},
+			1 - (0.5/math.Sqrt(1.25)-0.5/math.Sqrt(1.25)+(2*0.6+0.1*0.8)/math.Sqrt(4.01))/3, nil},
+		// Targets not unit length; pixel 0's prediction is zero (cosine 0,
+		// still counted).
+		{"t:normal_cos:y:tg", []int{1, 2, 2, 2}, importer.NewFloat32("tg", []int{1, 2, 2, 2}, []float32{3, 0, 1.2, 0, 0, 0.5, 1.6, 0}),
+			1 - (0-0.5/math.Sqrt(1.25)+(2*0.6+0.1*0.8)/math.Sqrt(4.01))/3, []float32{0, -1, 2, 0.25, 0, -0.5, 0.1, 0.3}},
 	}
 	for _, c := range cases {
 		t.Run(c.spec, func(t *testing.T) {
@@ -51,7 +58,11 @@ func TestLossHeads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			batch := map[string]*importer.Tensor{"x": importer.NewFloat32("x", c.shape, x), "tg": c.target}
+			in := x
+			if c.x != nil {
+				in = c.x
+			}
+			batch := map[string]*importer.Tensor{"x": importer.NewFloat32("x", c.shape, in), "tg": c.target}
 			l := make([]float64, 1)
 			jac := png.NewJacobian(1, md.NumParams())
 			if err := md.Evaluate(batch, l, &jac); err != nil {

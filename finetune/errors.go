@@ -98,3 +98,30 @@ func (e *InterruptedError) Unwrap() error { return e.Err }
 
 // ExitCode is 130, the shell's code for a process stopped by SIGINT.
 func (e *InterruptedError) ExitCode() int { return 130 }
+
+// ErrNegativeLoss is the sentinel matched (errors.Is) by every
+// *NegativeLossError.
+var ErrNegativeLoss = errors.New("finetune: negative task loss")
+
+// NegativeLossError reports a task loss below zero on the first batch,
+// found before the first step. PNG's criteria (products, ratios, logs of
+// losses, the presets' distances to reference losses) assume every task
+// loss is nonnegative, so a negative one means the loss is not what the
+// task's definition expects (log-probabilities where logits are, say).
+type NegativeLossError struct {
+	Model int     // the model (1-based) for several models, 0 for Run
+	Task  string  // the task whose loss is negative
+	Loss  float64 // its loss on the first batch
+}
+
+// Error names the task and its loss.
+func (e *NegativeLossError) Error() string {
+	where := ""
+	if e.Model > 0 {
+		where = fmt.Sprintf("model %d, ", e.Model)
+	}
+	return fmt.Sprintf("finetune: %stask %s: loss %.4g on the first batch is negative; criteria assume nonnegative task losses", where, e.Task, e.Loss)
+}
+
+// Is makes errors.Is(err, ErrNegativeLoss) true.
+func (e *NegativeLossError) Is(target error) bool { return target == ErrNegativeLoss }

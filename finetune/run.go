@@ -293,6 +293,11 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 	if b, err := l.evaluate(batch, true); b != nil || err != nil {
 		return b, err
 	}
+	if first {
+		if err := l.checkNonnegative(); err != nil {
+			return nil, err
+		}
+	}
 	F, err := l.obj.eval(l.L, l.coefs, l.perF)
 	if err != nil || math.IsNaN(F) || math.IsInf(F, 0) {
 		return &bad{what: "criterion", err: err}, nil
@@ -332,6 +337,23 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 		}
 	}
 	return l.constrain()
+}
+
+// checkNonnegative returns a *NegativeLossError for the first task loss
+// below zero, before the first step is taken.
+func (l *loop) checkNonnegative() error {
+	for k, pt := range l.pts {
+		for i, v := range pt.losses {
+			if v < 0 {
+				e := &NegativeLossError{Task: l.tasks[i], Loss: v}
+				if len(l.pts) > 1 {
+					e.Model = k + 1
+				}
+				return e
+			}
+		}
+	}
+	return nil
 }
 
 // constrain holds PNG's guarantee on the update a momentum or Adam

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/png"
 )
 
 const convTol = 1e-4
@@ -259,4 +260,52 @@ func finiteAll(x []float64) bool {
 		}
 	}
 	return true
+}
+
+// shifted is quad with its losses shifted by off: a negative offset makes
+// a task loss negative at the start.
+type shifted struct {
+	*quad
+	off []float64
+}
+
+func (s shifted) Evaluate(b finetune.Batch, losses []float64, jac *png.Jacobian) error {
+	err := s.quad.Evaluate(b, losses, jac)
+	for i := range losses {
+		losses[i] += s.off[i]
+	}
+	return err
+}
+
+// TestRunNegativeLoss: a task loss below zero on the first batch fails the
+// run before its first step, naming the task (and the model for several).
+func TestRunNegativeLoss(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ps    []finetune.Problem
+		multi bool
+		want  string
+	}{
+		{"run", []finetune.Problem{shifted{newQuad(3, -2), []float64{0, -20}}}, false, "task b: loss -7.5"},
+		{"multi", []finetune.Problem{newQuad(3, -2), shifted{newQuad(3, -2), []float64{-20, 0}}}, true, "model 2, task a: loss -13.5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			steps := 0
+			rec := recorderFunc(func(*finetune.Step) error { steps++; return nil })
+			s := finetune.Settings{Method: gd{}, Criterion: weighted{0.5, 0.5}, LR: 0.1, Steps: 5}
+			var err error
+			if tc.multi {
+				_, err = finetune.RunMulti(context.Background(), tc.ps, nil, nil, &s, rec)
+			} else {
+				_, err = finetune.Run(context.Background(), tc.ps[0], nil, nil, &s, rec)
+			}
+			var ne *finetune.NegativeLossError
+			if !errors.As(err, &ne) || !errors.Is(err, finetune.ErrNegativeLoss) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v (%T), want a NegativeLossError containing %q", err, err, tc.want)
+			}
+			if steps != 0 {
+				t.Errorf("%d steps recorded before the error, want 0", steps)
+			}
+		})
+	}
 }

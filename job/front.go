@@ -444,7 +444,7 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 		res, err = finetune.RunMulti(ctx, j.probs, j.train, j.val, j.s, finetune.Multi(recs...))
 	}
 	if err != nil {
-		return nil, err
+		return nil, explainNegative(err, j.btasks)
 	}
 
 	members, err := j.scoreAll(res)

@@ -374,7 +374,7 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 		if errors.Is(err, finetune.ErrNonFinite) {
 			return nil, fmt.Errorf("tune: %w; no model written", err)
 		}
-		return nil, err
+		return nil, explainNegative(err, j.Tasks)
 	}
 	res.Status, res.Steps, res.Checkpoint = fr.Status.String(), fr.Steps, fr.Checkpoint
 	if err := j.Net.SetParams(fr.Points[0].Params); err != nil {
