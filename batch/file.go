@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"os"
 	"slices"
 	"sort"
@@ -135,6 +136,9 @@ func Parse(raw []byte) ([]Job, error) {
 		if _, ok := m["name"]; ok {
 			return nil, fmt.Errorf("%s: key matrix: name cannot vary in a matrix", where)
 		}
+		if err := checkMatrixSize(m, len(out), where); err != nil {
+			return nil, err
+		}
 		for _, combo := range crossProduct(m) {
 			j := Job{Index: len(out), Name: name, Kind: kind, Keys: map[string][]string{}, Where: where}
 			for k, v := range merged {
@@ -236,6 +240,33 @@ func scalar(v any) (string, error) {
 type keyValues struct {
 	key    string
 	values []string
+}
+
+// MaxJobs bounds the jobs one file expands to: a matrix's cross product
+// grows as the product of its lists' lengths, and a short file could
+// otherwise ask for more jobs than memory holds.
+const MaxJobs = 10000
+
+// checkMatrixSize returns an error naming m's keys, their counts and the
+// product when the jobs so far (before) plus m's combinations exceed
+// MaxJobs. It computes the product without expanding it.
+func checkMatrixSize(m map[string][][]string, before int, where string) error {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	n := big.NewInt(1)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s (%d values)", k, len(m[k]))
+		n.Mul(n, big.NewInt(int64(len(m[k]))))
+	}
+	if n.Cmp(big.NewInt(int64(MaxJobs-before))) <= 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: key matrix: %s make %s jobs; with the %d before them that is more than the %d a jobs file may expand to: split the file or shorten the lists",
+		where, strings.Join(parts, " × "), n, before, MaxJobs)
 }
 
 // crossProduct lists every combination of m's values, keys in sorted

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -118,5 +119,46 @@ func TestShardOfJob(t *testing.T) {
 				t.Errorf("N=%d: job %d in %d shards", n, k, c)
 			}
 		}
+	}
+}
+
+// TestParseBoundsMatrix: a short file whose matrix multiplies to more
+// jobs than MaxJobs is refused before any job is expanded, naming the
+// keys and the count.
+func TestParseBoundsMatrix(t *testing.T) {
+	list := func(n int) string {
+		v := make([]string, n)
+		for i := range v {
+			v[i] = fmt.Sprint(i)
+		}
+		return "[" + strings.Join(v, ", ") + "]"
+	}
+	for _, tc := range []struct {
+		name, file string
+		wantErr    []string // substrings; nil: accepted
+	}{
+		{"three keys of 1000", "jobs:\n  - matrix:\n      a: " + list(1000) + "\n      b: " + list(1000) + "\n      c: " + list(1000) + "\n",
+			[]string{"jobs[0]", "a (1000 values) × b (1000 values) × c (1000 values)", "1000000000 jobs", "10000"}},
+		{"entries adding up", "jobs:\n  - matrix:\n      a: " + list(100) + "\n      b: " + list(60) + "\n  - name: x\n    matrix:\n      c: " + list(5000) + "\n",
+			[]string{"jobs[1]", "c (5000 values)", "with the 6000 before them"}},
+		{"exactly the bound", "jobs:\n  - matrix:\n      a: " + list(100) + "\n      b: " + list(100) + "\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs, err := Parse([]byte(tc.file))
+			if tc.wantErr == nil {
+				if err != nil || len(jobs) != MaxJobs {
+					t.Fatalf("%d jobs, %v; want %d and no error", len(jobs), err, MaxJobs)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted %d jobs; want an error", len(jobs))
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
 	}
 }
