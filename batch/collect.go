@@ -2,10 +2,7 @@ package batch
 
 import (
 	"encoding/csv"
-	"encoding/json"
-	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -58,18 +55,18 @@ func Collect(dir string) (*Collection, error) {
 	for _, j := range m.Jobs {
 		st := StateOf(dir, j)
 		row := Row{ID: j.ID, Name: j.Name, Kind: j.Kind, Status: st.State, Keys: map[string]string{}, Error: st.Error}
+		if st.Invalid != "" {
+			row.Error = st.Invalid
+		}
 		for _, k := range col.VaryingKeys {
 			row.Keys[k] = strings.Join(j.Keys[k], ",")
 		}
 		if st.State == StateDone {
-			var res Result
-			p := filepath.Join(dir, j.ID, ResultFile)
-			b, err := os.ReadFile(p)
-			if err == nil {
-				err = json.Unmarshal(b, &res)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", p, err)
+			res, err := ReadResult(dir, j)
+			if err != nil { // changed since StateOf read it
+				row.Status, row.Error = StatePending, err.Error()
+				col.Rows = append(col.Rows, row)
+				continue
 			}
 			row.Losses, row.F, row.G, row.Metrics = res.Losses, res.F, res.G, res.Metrics
 			row.Steps, row.Seconds, row.Files = res.Steps, res.Seconds, res.Files

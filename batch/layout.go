@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"io/fs"
 	"strings"
-	"syscall"
 
 	"github.com/paretonav/paretonav/job"
 )
@@ -21,7 +20,7 @@ const (
 	ConfigFile   = "config.json" // the job and its resolved configuration
 	ResultFile   = "result.json" // written last: the job is done
 	ErrorFile    = "error.txt"   // the job failed: the error
-	RunningFile  = "running"     // a process is running the job: host pid
+	RunningFile  = "running"     // the process holding the job's lock: host pid (LockFile decides)
 	LogFile      = "log.jsonl"   // the training loop's log
 	ModelFile    = "model.onnx"  // a tune job's model
 	CheckpointFn = "checkpoint.ckpt"
@@ -79,20 +78,30 @@ type JobState struct {
 	Error string `json:"error,omitempty"`
 	// Where is the running job's "host pid".
 	Where string `json:"where,omitempty"`
+	// Invalid says why a result.json present does not count: the job is
+	// not done and runs again.
+	Invalid string `json:"invalid,omitempty"`
 }
 
 // StateOf reads job j's state in the out folder dir: done when its
-// result exists, failed when its error does, running when a live process
-// (on this host; on another host, any) holds its marker, else pending.
+// result.json exists and holds what collect reads (ReadResult), running
+// when a process holds its lock (LockFile), failed when its error
+// exists, else pending (Invalid then says what is wrong with a
+// result.json that does not count).
 func StateOf(dir string, j Job) JobState {
 	jd := filepath.Join(dir, j.ID)
 	st := JobState{ID: j.ID, Name: j.Name, Kind: j.Kind, State: StatePending}
-	if exists(filepath.Join(jd, ResultFile)) {
+	if _, err := ReadResult(dir, j); err == nil {
 		st.State = StateDone
 		return st
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		st.Invalid = err.Error()
 	}
-	if b, err := os.ReadFile(filepath.Join(jd, RunningFile)); err == nil && markerAlive(string(b)) {
-		st.State, st.Where = StateRunning, strings.TrimSpace(string(b))
+	if lockHeld(filepath.Join(jd, LockFile)) {
+		st.State, st.Where = StateRunning, "another process"
+		if b, err := os.ReadFile(filepath.Join(jd, RunningFile)); err == nil && strings.TrimSpace(string(b)) != "" {
+			st.Where = strings.TrimSpace(string(b))
+		}
 		return st
 	}
 	if b, err := os.ReadFile(filepath.Join(jd, ErrorFile)); err == nil {
@@ -110,24 +119,6 @@ func StateOf(dir string, j Job) JobState {
 func marker() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s %d\n", host, os.Getpid())
-}
-
-// markerAlive reports whether the process a marker names may still run:
-// on this host, whether the pid exists; on another, true.
-func markerAlive(m string) bool {
-	host, pidText, ok := strings.Cut(strings.TrimSpace(m), " ")
-	if !ok {
-		return false
-	}
-	if h, _ := os.Hostname(); h != host {
-		return true
-	}
-	pid, err := strconv.Atoi(pidText)
-	if err != nil || pid <= 0 {
-		return false
-	}
-	err = syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func exists(path string) bool {

@@ -2,6 +2,10 @@ package batch
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/paretonav/paretonav/finetune"
@@ -31,6 +35,50 @@ type Result struct {
 	// Files are the job's outputs, relative to the out folder.
 	Files   map[string]string `json:"files"`
 	Outcome any               `json:"outcome"`
+}
+
+// ReadResult reads job j's result.json in the out folder dir and checks
+// that it holds what collect reads: it parses, names the job's ID and
+// kind, lists its files and, by kind, its tasks with a loss each and F
+// and g (tune), g (eval) or the front's hypervolume (front). A truncated
+// or foreign result.json is an error naming the file; a missing one
+// wraps fs.ErrNotExist.
+func ReadResult(dir string, j Job) (*Result, error) {
+	p := filepath.Join(dir, j.ID, ResultFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	var res Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("%s (%d bytes): %w", p, len(b), err)
+	}
+	var missing []string
+	need := func(ok bool, what string) {
+		if !ok {
+			missing = append(missing, what)
+		}
+	}
+	need(res.ID == j.ID, fmt.Sprintf("id %q", j.ID))
+	need(res.Kind == j.Kind, fmt.Sprintf("kind %q", j.Kind))
+	need(res.Files != nil || j.Kind == KindEval, "files")
+	need(len(res.Tasks) > 0, "tasks")
+	switch j.Kind {
+	case KindTune, KindEval:
+		for _, t := range res.Tasks {
+			_, ok := res.Losses[t]
+			need(ok, fmt.Sprintf("a loss for task %q", t))
+		}
+		need(res.G != nil, "g")
+		need(res.F != nil || j.Kind == KindEval, "F")
+	case KindFront:
+		_, ok := res.Metrics["front_hv"]
+		need(ok, "metrics.front_hv")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s: no %s", p, strings.Join(missing, ", no "))
+	}
+	return &res, nil
 }
 
 // fillResult copies the final losses, F, g and steps of a job's outcome.

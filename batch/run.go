@@ -88,13 +88,17 @@ func (r *Runner) Run(ctx context.Context, file string, jobs []Job) (*Summary, er
 			continue
 		case StateRunning:
 			sum.Running++
-			r.logf("skip %s: running (%s)", j.ID, st.Where)
+			r.logf("skip %s: running elsewhere (%s)", j.ID, st.Where)
 			continue
 		case StateFailed:
 			if !r.RetryFailed {
 				sum.Failed++
 				r.logf("skip %s: failed before (--retry-failed reruns it): %s", j.ID, st.Error)
 				continue
+			}
+		default:
+			if st.Invalid != "" {
+				r.logf("rerun %s: its result does not count: %s", j.ID, st.Invalid)
 			}
 		}
 		todo = append(todo, i)
@@ -105,9 +109,10 @@ func (r *Runner) Run(ctx context.Context, file string, jobs []Job) (*Summary, er
 	if err := r.check(loader, jobs, cfgs, todo); err != nil {
 		return nil, err
 	}
-	if err := WriteManifest(r.OutDir, file, jobs); err != nil {
+	if err := r.writeManifest(file, jobs); err != nil {
 		return nil, err
 	}
+	started := time.Now()
 
 	var mu sync.Mutex
 	work := make(chan int)
@@ -117,15 +122,19 @@ func (r *Runner) Run(ctx context.Context, file string, jobs []Job) (*Summary, er
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				state := r.runOne(ctx, loader, &jobs[i], cfgs[i])
+				o := r.runOne(ctx, loader, &jobs[i], cfgs[i], started)
 				mu.Lock()
-				switch state {
-				case StateDone:
+				switch o {
+				case ranDone:
 					sum.Done++
-				case StateFailed:
+				case ranFailed, failedElsewhere:
 					sum.Failed++
-				case StatePending:
+				case ranInterrupted:
 					sum.Interrupted++
+				case runningElsewhere:
+					sum.Running++
+				case doneElsewhere:
+					sum.Skipped++
 				}
 				mu.Unlock()
 			}
@@ -146,6 +155,9 @@ dispatch:
 		return sum, fmt.Errorf("interrupted: %d jobs done, %d interrupted (rerun to resume them from their checkpoints)", sum.Done, sum.Interrupted)
 	case sum.Failed > 0:
 		return sum, fmt.Errorf("%d of %d jobs failed (see %s in their folders)", sum.Failed, sum.Jobs, ErrorFile)
+	}
+	if sum.Running > 0 {
+		r.logf("%d jobs are running in another process: this one does not wait for them (batch status shows them; a rerun picks up any that process leaves unfinished)", sum.Running)
 	}
 	return sum, nil
 }
@@ -264,16 +276,46 @@ func (r *Runner) prepare(l *job.Loader, j *Job, cfg any) (*prepared, error) {
 	return p, nil
 }
 
-// runOne runs job j in its folder and returns its state afterwards:
-// done, failed, or pending (interrupted); "" when ctx was cancelled
-// before it started.
-func (r *Runner) runOne(ctx context.Context, l *job.Loader, j *Job, cfg any) string {
+// outcome is what runOne did with a job.
+type outcome int
+
+const (
+	notStarted       outcome = iota // ctx was cancelled before it started: it stays pending
+	ranDone                         // ran to its result
+	ranFailed                       // ran and failed
+	ranInterrupted                  // ran, was interrupted: pending, resumes from its checkpoint
+	runningElsewhere                // another process holds its lock
+	doneElsewhere                   // another process finished it since the scan
+	failedElsewhere                 // another process failed it since the scan (or it failed before, without RetryFailed)
+)
+
+// writeManifest writes the out folder's manifest while holding its lock
+// (ManifestLock), so that processes starting together write it one
+// after the other.
+func (r *Runner) writeManifest(file string, jobs []Job) error {
+	if err := os.MkdirAll(r.OutDir, 0o755); err != nil {
+		return fmt.Errorf("--out-dir: %w", err)
+	}
+	lk, err := lockWait(filepath.Join(r.OutDir, ManifestLock))
+	if err != nil {
+		return fmt.Errorf("--out-dir: %w", err)
+	}
+	defer lk.Close()
+	return WriteManifest(r.OutDir, file, jobs)
+}
+
+// runOne runs job j in its folder while holding its lock. A job whose
+// lock another process holds is left to it; once the lock is taken, the
+// job's state is read again, so a job another process finished or failed
+// (after started, when this process began running jobs) since the scan is
+// not run a second time.
+func (r *Runner) runOne(ctx context.Context, l *job.Loader, j *Job, cfg any, started time.Time) outcome {
 	if ctx.Err() != nil {
-		return "" // interrupted before it started: it stays pending
+		return notStarted
 	}
 	start := time.Now()
 	dir := filepath.Join(r.OutDir, j.ID)
-	fail := func(err error) string {
+	fail := func(err error) outcome {
 		if ctx.Err() != nil {
 			var ie *finetune.InterruptedError
 			where := ""
@@ -281,7 +323,7 @@ func (r *Runner) runOne(ctx context.Context, l *job.Loader, j *Job, cfg any) str
 				where = fmt.Sprintf("; checkpoint at step %d", ie.Step)
 			}
 			r.logf("interrupted %s%s", j.ID, where)
-			return StatePending
+			return ranInterrupted
 		}
 		msg := fmt.Sprintf("job %s (%s): %v\n", j.ID, j.Where, err)
 		if werr := job.WriteFile(filepath.Join(dir, ErrorFile), []byte(msg)); werr != nil {
@@ -289,10 +331,27 @@ func (r *Runner) runOne(ctx context.Context, l *job.Loader, j *Job, cfg any) str
 		} else {
 			r.logf("failed %s: %v", j.ID, err)
 		}
-		return StateFailed
+		return ranFailed
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail(err)
+	}
+	lk, err := tryLock(filepath.Join(dir, LockFile))
+	if err != nil {
+		return fail(err)
+	}
+	if lk == nil {
+		r.logf("skip %s: running elsewhere (%s)", j.ID, StateOf(r.OutDir, *j).Where)
+		return runningElsewhere
+	}
+	defer lk.Close()
+	switch st := StateOf(r.OutDir, *j); {
+	case st.State == StateDone:
+		r.logf("skip %s: done elsewhere", j.ID)
+		return doneElsewhere
+	case st.State == StateFailed && (!r.RetryFailed || modifiedSince(filepath.Join(dir, ErrorFile), started)):
+		r.logf("skip %s: failed elsewhere: %s", j.ID, st.Error)
+		return failedElsewhere
 	}
 	os.Remove(filepath.Join(dir, ErrorFile))
 	if err := job.WriteFile(filepath.Join(dir, RunningFile), []byte(marker())); err != nil {
@@ -308,7 +367,11 @@ func (r *Runner) runOne(ctx context.Context, l *job.Loader, j *Job, cfg any) str
 	}
 	r.logf("start %s", j.ID)
 	timer := &loopTimer{}
-	out, err := p.run(ctx, timer)
+	recs := []finetune.Recorder{timer}
+	if p.resumed {
+		recs = append(recs, &logTrimmer{path: filepath.Join(dir, LogFile)})
+	}
+	out, err := p.run(ctx, finetune.Multi(recs...))
 	if err != nil {
 		return fail(err)
 	}
@@ -321,5 +384,12 @@ func (r *Runner) runOne(ctx context.Context, l *job.Loader, j *Job, cfg any) str
 	}
 	os.Remove(p.ckpt)
 	r.logf("done %s: %d steps, %.2f s (loop %.2f s)", j.ID, res.Steps, res.Seconds, res.TrainSeconds)
-	return StateDone
+	return ranDone
+}
+
+// modifiedSince reports whether the file at path was modified at or
+// after t.
+func modifiedSince(path string, t time.Time) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.ModTime().Before(t)
 }
