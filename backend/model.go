@@ -111,6 +111,15 @@ func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend: %w", err)
 	}
+	if len(opt.Freeze) > 0 {
+		names := make([]string, 0, len(m.Proto.Graph.Initializer))
+		for _, tp := range m.Proto.Graph.Initializer {
+			names = append(names, tp.GetName())
+		}
+		if err := checkFreeze(opt.Freeze, names); err != nil {
+			return nil, err
+		}
+	}
 	md := &Model{m: m, tasks: append(append([]Task(nil), tasks...), opt.Terms...), ntasks: len(tasks), opt: opt, opset: m.Opset(""), dt: tensor.Float32, inits: inits, cache: map[string]*compiled{}}
 	if opt.Float64 {
 		md.dt = tensor.Float64
