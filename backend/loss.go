@@ -27,3 +27,7 @@ func classTargetShape(out []int) ([]int, error) {
 	}
 	return append(append([]int{}, out[0]), out[2:]...), nil
 }
+
+// IntegerTarget reports whether the targets of loss kind loss are class
+// indices (nll, ce) rather than values in the output's units.
+func IntegerTarget(loss string) bool { return lossHeads[loss].integer }

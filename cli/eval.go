@@ -50,6 +50,7 @@ func runEval(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	printWarnings(c, run.Warnings)
 	if !c.Bool(jsonFlag.Name) {
 		fmt.Fprintln(c.App.ErrWriter, run.Memory)
 	}

@@ -75,7 +75,7 @@ func TestTuneDataMismatch(t *testing.T) {
 		}, nil, []string{`array "x" for model input "x" has shape [4 1 28 28]`, "[N,1,36,36]"}},
 		{"wrong dtype", func(a map[string]*importer.Tensor) {
 			a["x"] = importer.NewInt64("x", []int{4, 1, 36, 36}, make([]int64, 4*36*36))
-		}, nil, []string{`array "x" for model input "x" has element type INT64`}},
+		}, nil, []string{`array "x" for model input "x" has element type int64`, "astype(np.float32)"}},
 		{"label out of range", func(a map[string]*importer.Tensor) {
 			a["left"].I64[2] = 10
 		}, nil, []string{`task "left"`, `target array "left"`, "element 2 is 10", "[0, 10)"}},

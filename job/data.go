@@ -20,6 +20,9 @@ type Binding struct {
 	Tasks []backend.Task
 	Terms []backend.Task    // backend.Options.Terms: their targets are read too
 	Maps  map[string]string // model input → array
+	// Warnings collects, per Load, the arrays converted to the element
+	// type that reads them (checkTypes).
+	Warnings []string
 }
 
 // Uses lists the arrays md needs.
@@ -73,7 +76,7 @@ func (b Binding) Check() error {
 // floating type and of the model's shape, targets of the shape each loss
 // needs and class labels in range. Errors name the sources, the array and
 // the input or task.
-func (b Binding) Load(l *Loader, flag string, specs []string, limit, batch int) (*finetune.Dataset, error) {
+func (b *Binding) Load(l *Loader, flag string, specs []string, limit, batch int) (*finetune.Dataset, error) {
 	arrays, err := l.Arrays(specs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
@@ -85,6 +88,13 @@ func (b Binding) Load(l *Loader, flag string, specs []string, limit, batch int) 
 	}
 	if ds.Len() == 0 {
 		return nil, fmt.Errorf("%s %s: no examples", flag, path)
+	}
+	warns, err := b.checkTypes(ds, path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	for _, w := range warns {
+		b.Warnings = append(b.Warnings, flag+": "+w)
 	}
 	if err := b.checkInputs(ds, path); err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
@@ -105,8 +115,7 @@ func (b Binding) Load(l *Loader, flag string, specs []string, limit, batch int) 
 	return ds, nil
 }
 
-// checkInputs checks element types and shapes of the arrays bound to the
-// model inputs, naming the data array and the input.
+// checkInputs checks the shapes of the arrays bound to the model inputs, naming the data array and the input.
 func (b Binding) checkInputs(ds *finetune.Dataset, path string) error {
 	var errs []error
 	for _, in := range b.Model.Inputs() {
@@ -116,11 +125,6 @@ func (b Binding) checkInputs(ds *finetune.Dataset, path string) error {
 		}
 		u := finetune.Use{Key: in.Name, Array: arr}
 		a := ds.Arrays[u.Key]
-		if !a.IsFloat() {
-			errs = append(errs, fmt.Errorf("%s: array %q for model input %q has element type %v; the model expects %v (floating point)",
-				path, u.Array, in.Name, a.Type, in.Type))
-			continue
-		}
 		if in.Shape == nil {
 			continue
 		}

@@ -51,6 +51,9 @@ type EvalRun struct {
 	ds    *finetune.Dataset
 	// Memory is the expected peak, checked against the limit.
 	Memory *MemoryPlan
+	// Warnings are found by Prepare (arrays converted to the element type
+	// that reads them).
+	Warnings []string
 }
 
 // Prepare checks c and loads the model and data (through l, which may be
@@ -90,7 +93,7 @@ func (c *EvalConfig) Prepare(l *Loader) (*EvalRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &EvalRun{cfg: c, md: md, tasks: tasks, ds: ds, Memory: mem}, nil
+	return &EvalRun{cfg: c, md: md, tasks: tasks, ds: ds, Memory: mem, Warnings: bind.Warnings}, nil
 }
 
 // Run evaluates every task and writes the gradients when asked.

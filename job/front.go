@@ -372,6 +372,7 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		j.score = &finetune.Dataset{Arrays: j.train.Slice(0, frontReportMax)}
 		j.scoredOn = fmt.Sprintf("first %d examples of training data %s", frontReportMax, dataPath)
 	}
+	j.Warnings = append(j.Warnings, bind.Warnings...)
 	j.s.Meta["data"] = dataPath
 	extra := TuneLoopBytes(j.nets[0].NumParams())
 	if j.Memory, err = PlanMemory(j.nets[0], j.train, j.batch, len(j.nets), extra, c.MaxMemory); err != nil {

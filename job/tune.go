@@ -292,6 +292,7 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 			job.Report = &finetune.Dataset{Arrays: job.Train.Slice(0, tuneReportMax)}
 		}
 	}
+	job.Warnings = append(job.Warnings, bind.Warnings...)
 	rows := int64(len(job.Tasks)+len(job.Terms)) * 4 * int64(job.Net.NumParams()) // one Jacobian
 	extra := TuneLoopBytes(job.Net.NumParams())
 	if job.Accumulate > 1 { // the micro-batches' Jacobian beside the step's
