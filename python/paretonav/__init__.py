@@ -1,6 +1,31 @@
-"""paretonav from Python: export a PyTorch model, tune it with the bundled binary, load it back."""
+"""paretonav from Python: export a PyTorch model, tune it with the bundled binary, load it back.
 
+    import paretonav
+    result = paretonav.tune(model, data={...}, inputs=["x"], outputs=[...],
+                            tasks=["seg:nll:seg_logp:seg", ...], criterion="...", steps=300)
+
+See docs/python.md for the reference.
+"""
+
+from ._run import ParetonavWarning
+from .api import EvalResult, FrontModel, FrontResult, TuneResult, evaluate, front, inspect, load_weights, tune
+from .errors import CLIError, MappingError, ParetonavError
 from .statedict import StateDictMapping, map_state_dict, onnx_values
+from .tasks import LOSSES, Task
 
 __version__ = "0.1.0"
-__all__ = ["StateDictMapping", "map_state_dict", "onnx_values"]
+
+
+def export(module, example_inputs, path, inputs, outputs, opset=13):
+    """Exports ``module`` to ``path`` the way paretonav trains it (see docs/python.md, "Export")."""
+    from ._export import export as _export
+
+    return _export(module, example_inputs, path, inputs, outputs, opset=opset)
+
+
+__all__ = [
+    "tune", "front", "evaluate", "inspect", "export", "load_weights", "Task", "LOSSES",
+    "TuneResult", "FrontResult", "FrontModel", "EvalResult",
+    "ParetonavError", "CLIError", "MappingError", "ParetonavWarning",
+    "map_state_dict", "onnx_values", "StateDictMapping",
+]

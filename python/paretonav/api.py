@@ -1,0 +1,498 @@
+"""tune, front, evaluate and inspect: the CLI's commands as Python functions."""
+
+from __future__ import annotations
+
+import inspect as _inspect
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import data as _data
+from ._run import read_log, run_json
+from .errors import MappingError
+from .statedict import map_state_dict, onnx_values
+from .tasks import Task, as_tasks
+
+__all__ = ["TuneResult", "FrontModel", "FrontResult", "EvalResult", "tune", "front", "evaluate", "inspect",
+           "load_weights"]
+
+# Keywords the functions set themselves: passing them as flags is an error.
+_OWN = {"data", "val", "task", "tasks", "term", "terms", "json", "out_dir", "config", "resume"}
+
+
+# ------------------------------------------------------------------ results
+
+
+def _records(recs: List[Dict[str, Any]]):
+    """Step records as a pandas DataFrame when pandas is installed, else the list."""
+    try:
+        import pandas as pd
+    except ImportError:
+        return recs
+    return pd.json_normalize(recs)
+
+
+@dataclass
+class TuneResult:
+    """What :func:`tune` did.
+
+    ``losses_before`` / ``losses_after``: task -> loss on the data the tool
+    measured on (``measured_on``: the validation data when ``val`` was given,
+    else the training data); ``F_before`` / ``F_after`` the criterion,
+    ``g_before`` / ``g_after`` g(θ) (``g`` is ``g_after``); ``metrics_before``
+    / ``metrics`` task -> metric -> value; ``log`` the per-step records (a
+    DataFrame when pandas is installed), ``config`` the run's configuration
+    record; ``paths`` the files: ``model`` (the ONNX file tuned),
+    ``out`` (the tuned ONNX), ``log``, ``workdir``; ``raw`` the binary's JSON.
+    """
+
+    status: str
+    steps: int
+    measured_on: str
+    losses_before: Dict[str, float]
+    losses_after: Dict[str, float]
+    F_before: Optional[float]
+    F_after: Optional[float]
+    g_before: Optional[float]
+    g_after: Optional[float]
+    metrics_before: Dict[str, Dict[str, float]]
+    metrics: Dict[str, Dict[str, float]]
+    log: Any
+    config: Dict[str, Any]
+    paths: Dict[str, str]
+    raw: Dict[str, Any]
+    loaded: List[str] = field(default_factory=list)
+    unmapped: List[str] = field(default_factory=list)
+
+    @property
+    def g(self) -> Optional[float]:
+        """g(θ) after tuning."""
+        return self.g_after
+
+    def __repr__(self) -> str:
+        rows = ["TuneResult(%s after %d steps, on the %s data:" % (self.status, self.steps, self.measured_on)]
+        for k in self.losses_after:
+            rows.append("  %-10s %10.4g -> %-10.4g" % (k, self.losses_before.get(k, float("nan")), self.losses_after[k]))
+        for k, a, b in (("F", self.F_before, self.F_after), ("g", self.g_before, self.g_after)):
+            if a is not None and b is not None:
+                rows.append("  %-10s %10.4g -> %-10.4g" % (k, a, b))
+        rows.append("  out=%s)" % self.paths.get("out"))
+        return "\n".join(rows)
+
+
+@dataclass
+class FrontModel:
+    """One model of a front: ``index``, ``path`` (its ONNX file), ``losses``,
+    ``g``, ``metrics``, ``non_dominated`` (no other model of the front is at
+    least as good in every task and better in one)."""
+
+    index: int
+    path: str
+    losses: Dict[str, float]
+    g: Optional[float]
+    metrics: Dict[str, Dict[str, float]]
+    non_dominated: bool
+    _module: Any = field(default=None, repr=False)
+
+    def state_dict(self) -> Dict[str, Any]:
+        """This model's weights under the module's state_dict keys (tensors;
+        numpy arrays when front was given an ONNX file: keyed by initializer)."""
+        if self._module is None:
+            return onnx_values(self.path)
+        import torch
+
+        mapping, _ = map_state_dict(self.path, self._module)
+        values = onnx_values(self.path)
+        sd = {k: v.detach().clone() for k, v in self._module.state_dict().items()}
+        for name, key in mapping.items():
+            sd[key] = torch.from_numpy(np.array(values[name])).to(dtype=sd[key].dtype, device=sd[key].device)
+        return sd
+
+    def load_into(self, module: Any, strict: bool = True) -> List[str]:
+        """Loads this model's weights into ``module`` in place (see :func:`load_weights`)."""
+        return load_weights(module, self.path, strict=strict)
+
+
+@dataclass
+class FrontResult:
+    """What :func:`front` did: ``models`` (a :class:`FrontModel` each),
+    ``hv`` (hypervolume of the losses), ``log``, ``paths`` (``out_dir``,
+    ``report``, ``log``, ``model``, ``workdir``), ``raw`` (report.json)."""
+
+    status: str
+    steps: int
+    models: List[FrontModel]
+    hv: Optional[float]
+    log: Any
+    paths: Dict[str, str]
+    raw: Dict[str, Any]
+
+    @property
+    def non_dominated(self) -> List[FrontModel]:
+        """The models no other model dominates."""
+        return [m for m in self.models if m.non_dominated]
+
+
+@dataclass
+class EvalResult:
+    """What :func:`evaluate` measured: ``losses`` (task -> loss), ``g``,
+    ``metrics``, ``examples``, ``raw`` (the binary's JSON)."""
+
+    losses: Dict[str, float]
+    g: Optional[float]
+    metrics: Dict[str, Dict[str, float]]
+    examples: int
+    raw: Dict[str, Any]
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _flag_args(flags: Mapping[str, Any]) -> List[str]:
+    """Keyword arguments as CLI flags: val_every=10 -> --val-every 10; True ->
+    --flag; False/None -> left out; a list -> the flag repeated."""
+    out: List[str] = []
+    for k, v in flags.items():
+        if k in _OWN:
+            raise TypeError("%r is set by this function's own arguments, not as a flag" % k)
+        name = "--" + k.replace("_", "-")
+        if v is None or v is False:
+            continue
+        if v is True:
+            out.append(name)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                out += [name, str(x)]
+        else:
+            out += [name, str(v)]
+    return out
+
+
+def _is_module(model: Any) -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return isinstance(model, torch.nn.Module)
+
+
+def _onnx_io(path: str) -> Tuple[Dict[str, Optional[np.dtype]], Dict[str, Optional[np.dtype]]]:
+    """The graph inputs (not initializers) and outputs with their numpy dtypes."""
+    import onnx
+
+    m = onnx.load(path, load_external_data=False)
+    inits = {t.name for t in m.graph.initializer}
+
+    def np_type(vi):
+        et = vi.type.tensor_type.elem_type
+        if not et:
+            return None
+        try:
+            return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(et))
+        except AttributeError:
+            return np.dtype(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[et])
+
+    ins = {vi.name: np_type(vi) for vi in m.graph.input if vi.name not in inits}
+    outs = {vi.name: np_type(vi) for vi in m.graph.output}
+    return ins, outs
+
+
+def _dtypes(ins: Mapping[str, Optional[np.dtype]], outs: Mapping[str, Optional[np.dtype]], tasks: Sequence[Task],
+            maps: Mapping[str, str]) -> Dict[str, Optional[np.dtype]]:
+    """The arrays the binary will read, with the dtype each must have."""
+    want: Dict[str, Optional[np.dtype]] = {}
+    for name, dt in ins.items():
+        want[maps.get(name, name)] = dt
+    for t in tasks:
+        if t.target:
+            want[t.target] = np.dtype(np.int64) if t.integer_target else (outs.get(t.output) or np.dtype(np.float32))
+    return want
+
+
+def _maps(flags: Dict[str, Any]) -> Dict[str, str]:
+    m = flags.get("map") or []
+    if isinstance(m, str):
+        m = [m]
+    out = {}
+    for s in m:
+        a, _, b = str(s).partition("=")
+        out[a.strip()] = b.strip()
+    return out
+
+
+def _workdir(workdir: Optional[str]) -> Tuple[str, bool]:
+    if workdir is None:
+        return tempfile.mkdtemp(prefix="paretonav-"), True
+    workdir = os.path.abspath(workdir)
+    os.makedirs(workdir, exist_ok=True)
+    return workdir, False
+
+
+def _data_args(flag: str, paths: Mapping[str, str]) -> List[str]:
+    out = []
+    for name, p in paths.items():
+        if "," in p or "=" in name or "," in name:
+            raise ValueError("%s: array %r at %s: names and paths given to the binary may not contain ',' "
+                             "(nor a name '=')" % (flag, name, p))
+        out += ["--" + flag, "%s=%s" % (name, p)]
+    return out
+
+
+def _prepare(model: Any, data: Any, inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]],
+             workdir: str, opset: int, strict: bool) -> Tuple[str, Optional[Any]]:
+    """The ONNX file to run (exported from a module), and the module (or None)."""
+    if isinstance(model, (str, os.PathLike)):
+        path = os.path.abspath(os.fspath(model))
+        if not os.path.isfile(path):
+            raise FileNotFoundError("model %s: no such file" % path)
+        return path, None
+    if not _is_module(model):
+        raise TypeError("model: expected a torch.nn.Module or the path of an ONNX file, got %s" % type(model).__name__)
+    from ._export import export
+
+    if not outputs:
+        raise ValueError("outputs: name the tensors forward() returns, in order (e.g. outputs=['seg_logp', 'depth'])")
+    if not inputs:
+        params = list(_inspect.signature(model.forward).parameters.values())
+        inputs = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    import torch
+
+    ex = _data.first_examples(data, inputs)
+    try:
+        dev = next(model.parameters()).device
+    except StopIteration:
+        dev = torch.device("cpu")
+    args = []
+    for n in inputs:
+        t = torch.from_numpy(np.ascontiguousarray(ex[n]))
+        if t.is_floating_point():
+            t = t.to(torch.float32)
+        args.append(t.to(dev))
+    path = export(model, args, os.path.join(workdir, "model.onnx"), inputs, outputs, opset=opset)
+    _check_accounted(model, path, strict, before=True)
+    return path, model
+
+
+def _aliases(module: Any) -> Dict[str, str]:
+    """state_dict key -> an earlier key holding the very same tensor (shared parameters)."""
+    seen: Dict[Tuple[int, Tuple[int, ...], Tuple[int, ...]], str] = {}
+    out = {}
+    for k, v in module.state_dict(keep_vars=True).items():
+        ident = (v.data_ptr(), tuple(v.shape), tuple(v.stride()))
+        if v.numel() and ident in seen:
+            out[k] = seen[ident]
+        else:
+            seen[ident] = k
+    return out
+
+
+def _check_accounted(module: Any, path: str, strict: bool, before: bool) -> Tuple[Any, List[str]]:
+    mapping, unmapped = map_state_dict(path, module)
+    aliases = _aliases(module)
+    mapped = set(mapping.values())
+    left = [k for k in unmapped
+            if not k.endswith("num_batches_tracked") and not (k in aliases and aliases[k] in mapped)]
+    if left and strict:
+        raise MappingError(
+            "%s: no initializer of %s holds %s %s: forward() does not read %s, or the export renamed or merged "
+            "%s%s. Pass strict=False to leave %s as %s." % (
+                type(module).__name__, path, "this parameter or buffer" if len(left) == 1 else "these parameters or buffers",
+                ", ".join(left), "it" if len(left) == 1 else "them", "it" if len(left) == 1 else "them",
+                " (nothing was tuned)" if before else " (nothing was loaded)",
+                "it" if len(left) == 1 else "them", "it is" if len(left) == 1 else "they are"),
+            left)
+    return mapping, left
+
+
+def load_weights(module: Any, onnx_path: str, strict: bool = True) -> List[str]:
+    """Copies the initializers of ``onnx_path`` into ``module``'s parameters
+    and buffers in place, matched by :func:`paretonav.map_state_dict`.
+
+    Every state_dict entry must be accounted for: mapped, a second name of a
+    mapped tensor (shared parameters), or a BatchNorm ``num_batches_tracked``
+    counter (no exported graph reads it; it is left as it is). Anything else
+    raises :class:`MappingError` naming it before anything is copied, unless
+    ``strict=False`` (then it is left as it is). Returns the keys loaded."""
+    import torch
+
+    mapping, _ = _check_accounted(module, onnx_path, strict, before=False)
+    values = onnx_values(onnx_path)
+    sd = module.state_dict(keep_vars=True)
+    for name, key in mapping.items():
+        if tuple(values[name].shape) != tuple(sd[key].shape):
+            raise MappingError("%s: initializer %r has shape %s, the module's %r %s"
+                               % (onnx_path, name, values[name].shape, key, tuple(sd[key].shape)), [key])
+    with torch.no_grad():
+        for name, key in mapping.items():
+            t = sd[key]
+            t.copy_(torch.from_numpy(np.array(values[name])).to(dtype=t.dtype, device=t.device))
+    return list(mapping.values())
+
+
+def _finite(x: Any) -> Optional[float]:
+    return None if x is None else float(x)
+
+
+def _task_args(tasks: Sequence[Task], terms: Sequence[Task]) -> List[str]:
+    out = []
+    for t in tasks:
+        out += ["--task", str(t)]
+    for t in terms:
+        out += ["--term", str(t)]
+    return out
+
+
+def _write(workdir: str, sub: str, data: Any, model_path: str, tasks: Sequence[Task], flags: Dict[str, Any],
+           what: str) -> Dict[str, str]:
+    ins, outs = _onnx_io(model_path)
+    return _data.write_data(os.path.join(workdir, sub), data, _dtypes(ins, outs, tasks, _maps(flags)), what)
+
+
+# ------------------------------------------------------------------ commands
+
+
+def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, inputs: Optional[Sequence[str]] = None,
+         outputs: Optional[Sequence[str]] = None, val: Any = None, terms: Any = (), out: Optional[str] = None,
+         workdir: Optional[str] = None, progress: bool = True, load_back: bool = True, strict: bool = True,
+         opset: int = 13, keep_data: bool = False, **flags: Any) -> TuneResult:
+    """Tunes ``model`` toward ``criterion`` inside the Pareto set of ``tasks`` (``paretonav tune``).
+
+    ``model``: a torch.nn.Module (exported, tuned, and its tuned weights
+    loaded back into it in place) or an ONNX file's path (tuned into
+    ``out``). ``data`` / ``val``: dict name -> numpy array or tensor (first
+    axis = examples), or a torch Dataset yielding such dicts per example.
+    ``tasks`` / ``terms``: CLI strings or :class:`Task` objects. ``inputs``:
+    forward()'s argument names, in order (default: its signature);
+    ``outputs``: names for what forward() returns, in order. Any other
+    keyword is a ``tune`` flag (``steps=300, batch=8, lr=1e-4, val_every=50,
+    freeze=["enc.*"], untie=True``). Files go to ``workdir`` (default: a new
+    temporary folder, kept; the data files written there are removed after
+    the run unless ``keep_data``)."""
+    tasks, terms = as_tasks(tasks), as_tasks(terms, "terms")
+    workdir, own = _workdir(workdir)
+    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
+    written = [os.path.join(workdir, "data")]
+    try:
+        args = ["tune", model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks + terms, flags, "data"))
+        if val is not None:
+            written.append(os.path.join(workdir, "val"))
+            args += _data_args("val", _write(workdir, "val", val, model_path, tasks + terms, flags, "val"))
+        out = os.path.abspath(out) if out else os.path.join(workdir, os.path.splitext(os.path.basename(model_path))[0] + "_tuned.onnx")
+        log = os.path.abspath(flags.pop("log")) if flags.get("log") else os.path.join(workdir, "tune.jsonl")
+        args += _task_args(tasks, terms)
+        if criterion is not None:
+            args += ["--criterion", str(criterion)]
+        args += ["--out", out, "--log", log, "--json"] + _flag_args(flags)
+        res, _ = run_json(args, log=log, progress=progress, label="tune")
+    finally:
+        if not keep_data:
+            for d in written:
+                shutil.rmtree(d, ignore_errors=True)
+    recs = read_log(log)
+    config = next((r for r in recs if r.get("kind") == "config"), {})
+    steps = [r for r in recs if "step" in r and r.get("kind") is None]
+    before, after = res.get("before") or {}, res.get("after") or {}
+    result = TuneResult(
+        status=res.get("status", ""), steps=int(res.get("steps") or 0), measured_on=res.get("measured_on", ""),
+        losses_before={k: _finite(v) for k, v in (before.get("losses") or {}).items()},
+        losses_after={k: _finite(v) for k, v in (after.get("losses") or {}).items()},
+        F_before=_finite(before.get("F")), F_after=_finite(after.get("F")),
+        g_before=_finite(before.get("g")), g_after=_finite(after.get("g")),
+        metrics_before=before.get("metrics") or {}, metrics=after.get("metrics") or {},
+        log=_records(steps), config=config,
+        paths={"model": model_path, "out": os.path.abspath(res.get("output") or out), "log": log, "workdir": workdir},
+        raw=res)
+    if res.get("checkpoint"):
+        result.paths["checkpoint"] = res["checkpoint"]
+    if module is not None and load_back:
+        _, result.unmapped = _check_accounted(module, result.paths["out"], strict, before=False)
+        result.loaded = load_weights(module, result.paths["out"], strict=strict)
+    return result
+
+
+def _non_dominated(losses: List[Dict[str, float]]) -> List[bool]:
+    def dominates(a, b):
+        return all(a[k] <= b[k] for k in a) and any(a[k] < b[k] for k in a)
+
+    ok = [all(v is not None for v in l.values()) for l in losses]
+    return [ok[i] and not any(ok[j] and j != i and dominates(losses[j], losses[i]) for j in range(len(losses)))
+            for i in range(len(losses))]
+
+
+def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Optional[str] = "energy",
+          inputs: Optional[Sequence[str]] = None, outputs: Optional[Sequence[str]] = None, val: Any = None,
+          terms: Any = (), out_dir: Optional[str] = None, workdir: Optional[str] = None, progress: bool = True,
+          strict: bool = True, opset: int = 13, keep_data: bool = False, **flags: Any) -> FrontResult:
+    """Trains ``models`` diverse Pareto models from ``model`` (``paretonav front``).
+
+    Arguments as for :func:`tune`; ``out_dir`` receives the models and the
+    report (default: WORKDIR/front). The module itself is left unchanged:
+    each :class:`FrontModel` gives its ``state_dict()`` or ``load_into(module)``.
+    Any other keyword is a ``front`` flag (``steps``, ``batch``, ``lr``, ``spread``...)."""
+    tasks, terms = as_tasks(tasks), as_tasks(terms, "terms")
+    workdir, own = _workdir(workdir)
+    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
+    out_dir = os.path.abspath(out_dir) if out_dir else os.path.join(workdir, "front")
+    written = [os.path.join(workdir, "data")]
+    try:
+        args = ["front", model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks + terms, flags, "data"))
+        if val is not None:
+            written.append(os.path.join(workdir, "val"))
+            args += _data_args("val", _write(workdir, "val", val, model_path, tasks + terms, flags, "val"))
+        log = os.path.abspath(flags.pop("log")) if flags.get("log") else os.path.join(workdir, "front.jsonl")
+        args += _task_args(tasks, terms)
+        if criterion is not None:
+            args += ["--criterion", str(criterion)]
+        args += ["--models", str(models), "--out-dir", out_dir, "--log", log, "--json"] + _flag_args(flags)
+        res, _ = run_json(args, log=log, progress=progress, label="front")
+    finally:
+        if not keep_data:
+            for d in written:
+                shutil.rmtree(d, ignore_errors=True)
+    recs = read_log(log)
+    ms = res.get("models") or []
+    losses = [{k: _finite(v) for k, v in (m.get("losses") or {}).items()} for m in ms]
+    nd = _non_dominated(losses)
+    fm = [FrontModel(index=int(m.get("model", i)), path=os.path.abspath(m.get("file") or ""), losses=losses[i],
+                     g=_finite(m.get("g")), metrics=m.get("metrics") or {}, non_dominated=nd[i], _module=module)
+          for i, m in enumerate(ms)]
+    q = res.get("loss_quality") or {}
+    return FrontResult(status=res.get("status", ""), steps=int(res.get("steps") or 0), models=fm,
+                       hv=_finite(q.get("hv")), log=_records([r for r in recs if r.get("kind") is None and "step" in r]),
+                       paths={"model": model_path, "out_dir": out_dir, "report": os.path.join(out_dir, "report.json"),
+                              "log": log, "workdir": workdir},
+                       raw=res)
+
+
+def evaluate(model: Any, data: Any, *, tasks: Any, inputs: Optional[Sequence[str]] = None,
+             outputs: Optional[Sequence[str]] = None, workdir: Optional[str] = None, opset: int = 13,
+             strict: bool = True, keep_data: bool = False, **flags: Any) -> EvalResult:
+    """Losses, g(θ) and metrics of ``model`` on ``data`` (``paretonav eval``).
+    Arguments as for :func:`tune`; other keywords are ``eval`` flags (``batch``, ``bn``, ``limit``...)."""
+    tasks = as_tasks(tasks)
+    workdir, own = _workdir(workdir)
+    model_path, _ = _prepare(model, data, inputs, outputs, workdir, opset, strict)
+    d = os.path.join(workdir, "data")
+    try:
+        args = ["eval", model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks, flags, "data"))
+        args += _task_args(tasks, []) + ["--json"] + _flag_args(flags)
+        res, _ = run_json(args)
+    finally:
+        if not keep_data:
+            shutil.rmtree(d, ignore_errors=True)
+        if own and not keep_data:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return EvalResult(losses={k: _finite(v) for k, v in (res.get("tasks") or {}).items()}, g=_finite(res.get("g")),
+                      metrics=res.get("metrics") or {}, examples=int(res.get("examples") or 0), raw=res)
+
+
+def inspect(model: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+    """``paretonav inspect MODEL --json`` as a dict: inputs, outputs, opsets,
+    ops, trainable initializers, shared initializers, what cannot be trained."""
+    path = os.path.abspath(os.fspath(model))
+    res, _ = run_json(["inspect", path, "--json"])
+    return res
