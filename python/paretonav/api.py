@@ -290,8 +290,14 @@ def _aliases(module: Any) -> Dict[str, str]:
     return out
 
 
-def _check_accounted(module: Any, path: str, strict: bool, before: bool) -> Tuple[Any, List[str]]:
-    mapping, unmapped = map_state_dict(path, module)
+def _check_accounted(module: Any, path: str, strict: bool, before: bool, source: Optional[str] = None) -> Tuple[Any, List[str]]:
+    mapping, unmapped = map_state_dict(source or path, module)
+    if source:  # the names found on the source hold the values in path
+        have = set(onnx_values(path))
+        gone = [k for n, k in mapping.items() if n not in have]
+        if gone:
+            raise MappingError("%s: no value named like the initializers of %s that hold %s"
+                               % (path, source, ", ".join(gone)), gone)
     aliases = _aliases(module)
     mapped = set(mapping.values())
     left = [k for k in unmapped
@@ -308,7 +314,7 @@ def _check_accounted(module: Any, path: str, strict: bool, before: bool) -> Tupl
     return mapping, left
 
 
-def load_weights(module: Any, onnx_path: str, strict: bool = True) -> List[str]:
+def load_weights(module: Any, onnx_path: str, strict: bool = True, source: Optional[str] = None) -> List[str]:
     """Copies the initializers of ``onnx_path`` into ``module``'s parameters
     and buffers in place, matched by :func:`paretonav.map_state_dict`.
 
@@ -316,10 +322,14 @@ def load_weights(module: Any, onnx_path: str, strict: bool = True) -> List[str]:
     mapped tensor (shared parameters), or a BatchNorm ``num_batches_tracked``
     counter (no exported graph reads it; it is left as it is). Anything else
     raises :class:`MappingError` naming it before anything is copied, unless
-    ``strict=False`` (then it is left as it is). Returns the keys loaded."""
+    ``strict=False`` (then it is left as it is). ``source``: the ONNX file
+    ``onnx_path`` was tuned from, exported from ``module`` as it still is;
+    the mapping is then found on it (where the values still equal the
+    module's, so renamed initializers match by value) and applied by name to
+    ``onnx_path``, whose initializers keep their names. Returns the keys loaded."""
     import torch
 
-    mapping, _ = _check_accounted(module, onnx_path, strict, before=False)
+    mapping, _ = _check_accounted(module, onnx_path, strict, before=False, source=source)
     values = onnx_values(onnx_path)
     sd = module.state_dict(keep_vars=True)
     for name, key in mapping.items():

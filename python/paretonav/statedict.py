@@ -7,6 +7,12 @@ only sees what the rules before it left unmatched:
 1. ``exact``: the initializer is named like the key. PyTorch's TorchScript
    exporter (1.x, and 2.x without ``dynamo=True``) names parameters and
    buffers by their state_dict key; so does the dynamo exporter from 2.5 on.
+   ``untied``: except where that initializer is read only by Identity nodes
+   and exactly one initializer named ``KEY.<node>`` of the same shape is read
+   by another node: that copy is what the key's own layer reads.
+   paretonav's ``--untie`` leaves the original to the first reader (in
+   PyTorch 1.13's graphs, the Identity nodes standing for merged names) and
+   gives each later reader a copy named ``NAME.NODE``.
 2. ``identity``: an ``Identity`` node (or a chain of them) reading an
    initializer writes a value named like the key. PyTorch 1.13 merges
    initializers of equal value (fresh zero biases, a BatchNorm's ones) into one
@@ -158,13 +164,25 @@ def map_state_dict(onnx_model_or_path: Any, state_dict_keys_or_module: Any) -> T
         mapping._add(onnx_name, key, rule, init)
         used_onnx.add(onnx_name)
 
-    # 1. exact
+    # 1. exact (or the copy --untie gave the key's own layer)
+    readers: Dict[str, List[str]] = defaultdict(list)
+    for n in g.node:
+        for i in n.input:
+            if i in init_set:
+                readers[i].append(n.op_type)
+    shapes = {t.name: tuple(t.dims) for t in g.initializer}
     rest = []
     for k in left:
-        if k in init_set:
-            take(k, k, "exact", k)
-        else:
+        if k not in init_set:
             rest.append(k)
+            continue
+        if readers[k] and all(op == "Identity" for op in readers[k]):
+            copies = [n for n in inits if n.startswith(k + ".") and shapes[n] == shapes[k]
+                      and any(op != "Identity" for op in readers[n])]
+            if len(copies) == 1:
+                take(copies[0], k, "untied", copies[0])
+                continue
+        take(k, k, "exact", k)
     left = rest
 
     # 2. identity

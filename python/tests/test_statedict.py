@@ -58,6 +58,18 @@ def test_rules():
     assert "onnx::Gemm_12" not in mapping and "head.bias" in unmapped
 
 
+def test_untied_copies():
+    """After --untie, a merged initializer stays with its first reader (an Identity node
+    standing for a merged name); the key's own layer reads the copy NAME.NODE."""
+    w, c = np.zeros(2, np.float32), np.ones(2, np.float32)
+    m = graph_model({"a.bias": w, "a.bias./a/Conv": c}, identities=[("a.bias", "b.bias")])
+    m.graph.node.append(helper.make_node("Conv", ["x", "a.weight", "a.bias./a/Conv"], ["y"], name="/a/Conv"))
+    mapping, unmapped = map_state_dict(m, ["a.bias", "b.bias"])
+    assert dict(mapping) == {"a.bias./a/Conv": "a.bias", "b.bias": "b.bias"}
+    assert mapping.rule == {"a.bias./a/Conv": "untied", "b.bias": "identity"}
+    assert mapping.initializer["b.bias"] == "a.bias" and unmapped == []
+
+
 def test_dynamo_ambiguous_names_stay_unmapped():
     # "a.b_c" and "a_b.c" both normalise to a_b_c: neither is guessed.
     w = np.ones(2, np.float32)

@@ -1,0 +1,104 @@
+"""front's models and marks; the binary's errors as exceptions; Ctrl-C as a clean stop."""
+
+import _thread
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import paretonav
+from conftest import TASKS, torch_losses
+
+
+def test_front(torch, binary, trained, model):
+    _, sd0, train, val = trained
+    r = paretonav.front(model, data=train, val=val, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
+                        models=4, steps=15, batch=8, lr=3e-3, progress=False)
+    assert len(r.models) == 4 and r.status == "StepLimit"
+    L = [m.losses for m in r.models]
+    for i, m in enumerate(r.models):
+        dominated = any(all(L[j][k] <= L[i][k] for k in L[i]) and any(L[j][k] < L[i][k] for k in L[i])
+                        for j in range(4) if j != i)
+        assert m.non_dominated == (not dominated)
+        assert os.path.isfile(m.path)
+    assert r.non_dominated and r.raw["loss_quality"]["non_dominated"] == len(r.non_dominated)
+    # The module is untouched; a model's state_dict gives PyTorch the report's losses.
+    assert all(torch.equal(v, sd0[k]) for k, v in model.state_dict().items())
+    m0 = r.models[0]
+    model.load_state_dict(m0.state_dict())
+    mine = torch_losses(torch, model, val)
+    for k in mine:
+        assert m0.losses[k] == pytest.approx(mine[k], rel=1e-5, abs=1e-6), k
+
+
+def test_misspelled_output_raises_the_tools_message(torch, binary, trained, model):
+    _, sd0, train, _ = trained
+    with pytest.raises(paretonav.CLIError) as e:
+        paretonav.tune(model, data=train, inputs=["x"], outputs=["seg_logp", "depth"],
+                       tasks=["seg:nll:seg_lgp:seg", "depth:l1:depth:depth_t"], criterion="seg*depth",
+                       steps=5, progress=False)
+    assert "seg_lgp" in e.value.message and e.value.message in e.value.stderr
+    assert e.value.returncode == 1 and e.value.command[1] == "tune"
+    assert all(torch.equal(v, sd0[k]) for k, v in model.state_dict().items())
+    with pytest.raises(paretonav.CLIError, match="sge"):
+        paretonav.tune(model, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
+                       criterion="sge*depth", steps=5, progress=False)
+    with pytest.raises(paretonav.CLIError, match="flag provided but not defined: -+stepz"):
+        paretonav.tune(model, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
+                       criterion="seg*depth", stepz=5, progress=False)
+
+
+def test_tasks_validated_in_python():
+    with pytest.raises(ValueError, match="unknown loss 'nl'"):
+        paretonav.Task("seg", "nll".replace("ll", "l"), output="o", target="t")
+    with pytest.raises(ValueError, match="takes no option 'ignore_index'"):
+        paretonav.Task.parse("d:l1:depth:depth_t:ignore_index=1")
+    with pytest.raises(ValueError, match="needs a target array"):
+        paretonav.Task("d", "mse", output="depth")
+    with pytest.raises(ValueError, match="name must be non-empty"):
+        paretonav.Task("a-b", "mse", output="o", target="t")
+    t = paretonav.Task.parse("seg:nll:seg_logp:seg:ignore_index=-1")
+    assert str(t) == "seg:nll:seg_logp:seg:ignore_index=-1" and t.options == {"ignore_index": -1}
+    assert str(paretonav.Task("l", "output", output="loss")) == "l:output:loss:"
+    with pytest.raises(ValueError, match="used twice"):
+        paretonav.tune("never-read.onnx", data={}, tasks=[t, t])
+
+
+def test_unused_parameter_refused_by_name(torch, binary, trained):
+    TwoHead, sd0, train, _ = trained
+
+    class WithSpare(TwoHead):
+        def __init__(self):
+            super().__init__()
+            self.spare = torch.nn.Linear(2, 2)  # forward() never reads it
+
+    m = WithSpare()
+    with pytest.raises(paretonav.MappingError, match=r"spare\.weight, spare\.bias") as e:
+        paretonav.tune(m, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
+                       criterion="seg*depth", steps=3, progress=False)
+    assert e.value.names == ["spare.weight", "spare.bias"]
+    r = paretonav.tune(m, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
+                       criterion="seg*depth", steps=3, progress=False, strict=False)
+    assert r.unmapped == ["spare.weight", "spare.bias"]
+
+
+def test_ctrl_c_stops_with_a_checkpoint(torch, binary, trained, model, tmp_path):
+    _, sd0, train, _ = trained
+    log, out = str(tmp_path / "t.jsonl"), str(tmp_path / "t.onnx")
+
+    def interrupt_after_two_steps():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if os.path.exists(log) and open(log).read().count('"step"') >= 2:
+                _thread.interrupt_main()
+                return
+            time.sleep(0.02)
+
+    threading.Thread(target=interrupt_after_two_steps, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt, match="interrupted after step"):
+        paretonav.tune(model, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
+                       criterion="seg*depth", steps=1000000, batch=8, out=out, log=log, progress=False)
+    assert os.path.isfile(out + ".ckpt") and not os.path.exists(out)
+    assert all(torch.equal(v, sd0[k]) for k, v in model.state_dict().items())
