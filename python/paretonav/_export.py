@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Dict, List, Sequence
 
 __all__ = ["export"]
@@ -85,7 +86,11 @@ def export(module: Any, example_inputs: Sequence[Any], path: str, inputs: Sequen
         torch._C._jit_pass_onnx_deduplicate_initializers = lambda graph, params, *a, **k: params
     tmp = path + ".part"
     try:
-        with torch.no_grad():
+        with torch.no_grad(), warnings.catch_warnings():
+            # torch 1.13's exporter has no shape inference for prim::Constant
+            # (F.normalize's, the MaxUnpool symbolic's) and says so per node;
+            # the file is complete, and paretonav infers every shape itself.
+            warnings.filterwarnings("ignore", message="The shape inference of prim::Constant type is missing")
             torch.onnx.export(module, tuple(example_inputs), tmp, input_names=inputs, output_names=outputs,
                               dynamic_axes=dyn, opset_version=opset, training=torch.onnx.TrainingMode.PRESERVE,
                               do_constant_folding=False, keep_initializers_as_inputs=False)
