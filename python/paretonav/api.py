@@ -398,6 +398,9 @@ def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, 
             args += ["--criterion", str(criterion)]
         args += ["--out", out, "--log", log, "--json"] + _flag_args(flags)
         res, _ = run_json(args, log=log, progress=progress, label="tune")
+    except KeyboardInterrupt:
+        keep_data = True  # the checkpoint names these files: `paretonav tune --resume` needs them
+        raise
     finally:
         if not keep_data:
             for d in written:
@@ -459,6 +462,9 @@ def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Opti
             args += ["--criterion", str(criterion)]
         args += ["--models", str(models), "--out-dir", out_dir, "--log", log, "--json"] + _flag_args(flags)
         res, _ = run_json(args, log=log, progress=progress, label="front")
+    except KeyboardInterrupt:
+        keep_data = True  # the checkpoint names these files: `paretonav front --resume` needs them
+        raise
     finally:
         if not keep_data:
             for d in written:
