@@ -24,23 +24,25 @@ var batchCommand = &ucli.Command{
 	Description: `A jobs file has defaults: (any key a tune, front or eval flag takes; model is
 the MODEL.onnx argument) and jobs: (each overriding the defaults, with kind:
 tune|front|eval, default tune, and an optional name); matrix: (in defaults or a
-job) maps keys to lists and expands to their cross product:
+job) maps keys to lists and expands to their cross product. For the model of
+"paretonav models lenet2 --out lenet2.onnx" and the data of "paretonav data
+multimnist --out train.npz" (and --split test --out val.npz):
 
   defaults:
     model: lenet2.onnx
     data: train.npz
-    val: val.npz
-    task: [left:ce:logits_left:label_left, right:ce:logits_right:label_right]
-    steps: 200
-    matrix:
-      seed: [1, 2, 3]
+    task: [left:nll:logp_left:left, right:nll:logp_right:right]
   jobs:
     - name: wd
+      val: val.npz
+      steps: 200
       matrix:
         criterion: ["wd:0.2,0.4", "wd:0.3,0.3"]
-    - {name: base, kind: eval}
+        seed: [1, 2, 3]
+    - {name: base, kind: eval, data: val.npz}
 
-Every job gets an ID (its name and a short hash of its keys) and a folder
+Relative paths in the jobs file (model, data, any path) are relative to its
+folder. Every job gets an ID (its name and a short hash of its keys) and a folder
 DIR/ID with its resolved configuration (config.json), log.jsonl, its models and,
 written last, result.json. Job k belongs to shard k mod N.`,
 	Subcommands: []*ucli.Command{
@@ -134,15 +136,33 @@ var batchTestRecorder finetune.Recorder
 // output into the job's folder.
 var batchReserved = []string{"out", "out-dir", "force", "log", "csv", "plot", "checkpoint", "resume", "json", "config"}
 
+// batchResolver resolves the jobs of the jobs file file (resolveBatchJob),
+// relative paths in it taken relative to the file's folder, made absolute
+// so that a job's resolved configuration holds where its files are.
+func batchResolver(file string) batch.Resolver {
+	base, err := filepath.Abs(filepath.Dir(file))
+	return func(j *batch.Job) (any, error) {
+		if err != nil {
+			return nil, err
+		}
+		return resolveBatchJob(j, base)
+	}
+}
+
 // resolveBatchJob resolves a job's keys with the flags of the command its
 // kind names, as --config would: the same defaults, types and checks.
-func resolveBatchJob(j *batch.Job) (any, error) {
+// Relative paths (the model, path flags, data sources) are relative to the
+// folder base.
+func resolveBatchJob(j *batch.Job, base string) (any, error) {
 	cmd := map[string]*ucli.Command{batch.KindTune: tuneCommand, batch.KindFront: frontCommand, batch.KindEval: evalCommand}[j.Kind]
 	if cmd == nil {
 		return nil, fmt.Errorf("key kind: %q, want tune, front or eval", j.Kind)
 	}
 	keys := maps.Clone(j.Keys)
-	args := keys["model"]
+	var args []string
+	for _, m := range keys["model"] {
+		args = append(args, joinPath(base, m))
+	}
 	delete(keys, "model")
 	for _, k := range batchReserved {
 		if _, ok := keys[k]; ok {
@@ -161,7 +181,7 @@ func resolveBatchJob(j *batch.Job) (any, error) {
 	}
 	c := ucli.NewContext(NewApp(), set, nil)
 	c.Command = cmd
-	if err := applyValues(c, "jobs file", keys); err != nil {
+	if err := applyValues(c, "jobs file", base, keys); err != nil {
 		return nil, err
 	}
 	switch j.Kind {
@@ -190,7 +210,7 @@ func batchJobs(c *ucli.Context) (string, []batch.Job, error) {
 	}
 	var errs []error
 	for i := range jobs {
-		if _, err := resolveBatchJob(&jobs[i]); err != nil {
+		if _, err := batchResolver(file)(&jobs[i]); err != nil {
 			errs = append(errs, fmt.Errorf("job %s (%s): %w", jobs[i].ID, jobs[i].Where, err))
 		}
 	}
@@ -247,7 +267,7 @@ func runBatchRun(c *ucli.Context) error {
 		return err
 	}
 	r := &batch.Runner{OutDir: dir, Workers: c.Int("workers"), Shard: shard, Shards: shards,
-		RetryFailed: c.Bool("retry-failed"), Resolve: resolveBatchJob, FrontPlot: plotFront, Log: c.App.ErrWriter}
+		RetryFailed: c.Bool("retry-failed"), Resolve: batchResolver(file), FrontPlot: plotFront, Log: c.App.ErrWriter}
 	if batchTestRecorder != nil {
 		r.Extra = append(r.Extra, batchTestRecorder)
 	}
@@ -329,7 +349,7 @@ func runBatchSlurm(c *ucli.Context) error {
 	}
 	// The submitting host sees the files the array tasks will: check every
 	// job now rather than when its task starts.
-	if err := (&batch.Runner{OutDir: dir, Resolve: resolveBatchJob, Log: c.App.ErrWriter}).Check(jobs); err != nil {
+	if err := (&batch.Runner{OutDir: dir, Resolve: batchResolver(file), Log: c.App.ErrWriter}).Check(jobs); err != nil {
 		return err
 	}
 	o := batch.SlurmOptions{JobsFile: file, OutDir: dir, Shards: c.Int("shards"), Partition: c.String("partition"),

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -18,10 +19,14 @@ import (
 //	steps: 3000
 //	init: [0.6, -0.3, -0.3]   # a list: one value per entry of a slice flag, else joined with ","
 //
-// Flags given on the command line override the file.
+// Flags given on the command line override the file. Relative paths in the
+// file (values of path flags and data sources) are relative to the file's
+// folder, as in Cargo.toml or docker-compose.yml, so that a project folder
+// runs from anywhere; paths on the command line stay relative to the
+// current folder.
 var configFlag = &ucli.PathFlag{
 	Name:     "config",
-	Usage:    "read flag values from `FILE.yaml` (keys are flag names; command-line flags win)",
+	Usage:    "read flag values from `FILE.yaml` (keys are flag names; relative paths in it are relative to its folder; command-line flags win)",
 	Category: "Configuration",
 }
 
@@ -65,7 +70,7 @@ func applyConfig(c *ucli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--config %s: %w", path, err)
 	}
-	return applyValues(c, "--config "+path, values)
+	return applyValues(c, "--config "+path, filepath.Dir(path), values)
 }
 
 // parseConfig reads a YAML mapping of flag names to scalars or lists of
@@ -110,8 +115,9 @@ func scalar(v any) (string, error) {
 // applyValues sets the flags of c's command named in values that were not
 // given on the command line. Unknown names are an error listing the
 // command's flags; errors start with where (the file the values come
-// from).
-func applyValues(c *ucli.Context, where string, values map[string][]string) error {
+// from). Relative paths among the values are taken relative to the folder
+// base (resolvePaths).
+func applyValues(c *ucli.Context, where, base string, values map[string][]string) error {
 	flags := map[string]ucli.Flag{}
 	var names []string
 	for _, f := range c.Command.Flags {
@@ -134,7 +140,7 @@ func applyValues(c *ucli.Context, where string, values map[string][]string) erro
 		if isSet(c, f) {
 			continue
 		}
-		vals := values[key]
+		vals := resolvePaths(f, values[key], base)
 		if !isSliceFlag(f) {
 			vals = []string{strings.Join(vals, ",")}
 		}
@@ -166,4 +172,48 @@ func isSliceFlag(f ucli.Flag) bool {
 		return true
 	}
 	return false
+}
+
+// resolvePaths returns vals with every relative path among them joined to
+// base: the values of path flags (*ucli.PathFlag), and the files of data
+// sources (flags that take files: FILE or NAME=FILE, comma-separated).
+// Other flags' values are returned as they are.
+func resolvePaths(f ucli.Flag, vals []string, base string) []string {
+	if base == "" || base == "." {
+		return vals
+	}
+	out := make([]string, len(vals))
+	switch x := f.(type) {
+	case *ucli.PathFlag:
+		for i, v := range vals {
+			out[i] = joinPath(base, v)
+		}
+	case *ucli.StringSliceFlag:
+		if !x.TakesFile {
+			return vals
+		}
+		for i, v := range vals {
+			parts := strings.Split(v, ",")
+			for k, p := range parts {
+				if name, file, ok := strings.Cut(p, "="); ok {
+					parts[k] = name + "=" + joinPath(base, strings.TrimSpace(file))
+				} else {
+					parts[k] = joinPath(base, strings.TrimSpace(p))
+				}
+			}
+			out[i] = strings.Join(parts, ",")
+		}
+	default:
+		return vals
+	}
+	return out
+}
+
+// joinPath joins a relative path p to base; absolute and empty paths are
+// kept.
+func joinPath(base, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(base, p)
 }
