@@ -23,7 +23,10 @@ func (s *Settings) plain() bool { return s.Optimizer != "adam" && s.Momentum == 
 // diagonal metric P in metric: handing it v + δ instead would propose
 // u + P∘δ', where δ' is δ as its memory weighs the current gradient, so
 // that the update closest to u in the norm ‖·‖_{P⁻¹} with every loss
-// decreasing fast enough is u + P∘Jᵀλ (png.PNG.Constrain). st is not
+// decreasing fast enough is u + P∘Jᵀλ (png.PNG.Constrain). For Adam it
+// also writes into bound its trust region R: P holds only for a δ small
+// beside its memory, and no gradient whatever moves coordinate i by more
+// than R_i (adamBound); the constrained update stays within it. st is not
 // changed.
 //
 //   - momentum SGD (b ← μb + v, θ ← θ − lr·b): u = μb + v, P = I (metric
@@ -31,9 +34,10 @@ func (s *Settings) plain() bool { return s.Optimizer != "adam" && s.Momentum == 
 //   - Adam: with m' = β1m + (1−β1)v and w' = β2w + (1−β2)v² (the moments
 //     after this step, bias-corrected by c1 = 1−β1ᵗ and c2 = 1−β2ᵗ),
 //     u = (m'/c1)/(√(w'/c2)+ε) and P = 1/(√(w'/c2)+ε): the metric of the
-//     step Adam takes, its second moment held at what v gives it;
+//     step Adam takes, its second moment held at what v gives it, and
+//     R = adamBound of the moments before this step;
 //   - plain SGD: u = v, P = I.
-func (s *Settings) propose(prop, metric, v []float32, st OptState) bool {
+func (s *Settings) propose(prop, metric, bound, v []float32, st OptState) bool {
 	switch {
 	case s.Optimizer == "adam":
 		t := st.T + 1
@@ -51,6 +55,7 @@ func (s *Settings) propose(prop, metric, v []float32, st OptState) bool {
 			d := math.Sqrt(w/c2) + s.Eps
 			prop[i] = float32((m / c1) / d)
 			metric[i] = float32(1 / d)
+			bound[i] = float32(adamBound(b1, b2, c1, c2, m0, w0))
 		}
 		return true
 	case s.Momentum != 0:
@@ -65,6 +70,53 @@ func (s *Settings) propose(prop, metric, v []float32, st OptState) bool {
 		copy(prop, v)
 	}
 	return false
+}
+
+// adamBound returns the largest step, per unit learning rate, that Adam
+// can take on one coordinate at a step whose bias corrections are
+// c1 = 1−β1ᵗ and c2 = 1−β2ᵗ, from the moments m0 and w0 before it, over
+// every gradient g it might be handed there:
+//
+//	sup_g |a + b·g| / √(c + d·g²) = √(a²/c + b²/d)
+//
+// with a = β1·m0/c1, b = (1−β1)/c1, c = β2·w0/c2, d = (1−β2)/c2
+// (Cauchy–Schwarz: (a + b·g)² ≤ (a²/c + b²/d)(c + d·g²); ε only shortens
+// the step). With no memory (m0 = w0 = 0) it is b/√d, 1 at the first step.
+// It is at most AdamStepBound(t): the bound over every gradient history.
+func adamBound(b1, b2, c1, c2, m0, w0 float64) float64 {
+	b, d := (1-b1)/c1, (1-b2)/c2
+	r := b * b / d
+	if m0 != 0 {
+		a, c := b1*m0/c1, b2*w0/c2
+		if c == 0 {
+			return math.Inf(1)
+		}
+		r += a * a / c
+	}
+	return math.Sqrt(r)
+}
+
+// AdamStepBound returns B_t, the most Adam (moments β1, β2 with β1² < β2)
+// can move one parameter at its step t, per unit learning rate, whatever
+// its gradients: |m̂_t|/√v̂_t ≤ B_t, where by Cauchy–Schwarz over the
+// history, with r = β1²/β2,
+//
+//	|m_t| = (1−β1)|Σ_k β1^{t−k} g_k| ≤ (1−β1) √(Σ_{j<t} r^j) √(w_t/(1−β2)),
+//	B_t = (1−β1)/(1−β1ᵗ) · √((1−β2ᵗ)/(1−β2)) · √((1−rᵗ)/(1−r)).
+//
+// B_1 = 1; with the defaults (0.9, 0.999) B_t stays within 1.2 for the
+// first 30 steps and tends to 0.1·√1000·√(1/(1−0.811)) ≈ 7.3. Adam moves a
+// parameter by at most lr·B_t at step t, and PNG's constrained update of
+// its proposal stays within the same bound (png.PNG.Constrain's bound).
+// It returns +Inf when β1² ≥ β2 (no bound of this form).
+func AdamStepBound(beta1, beta2 float64, t int) float64 {
+	r := beta1 * beta1 / beta2
+	if r >= 1 || t < 1 {
+		return math.Inf(1)
+	}
+	ft := float64(t)
+	c1, c2 := 1-math.Pow(beta1, ft), 1-math.Pow(beta2, ft)
+	return (1 - beta1) / c1 * math.Sqrt(c2/(1-beta2)) * math.Sqrt((1-math.Pow(r, ft))/(1-r))
 }
 
 // stepScale returns ρ = min(‖prop‖_{P⁻¹}/‖P∘v‖_{P⁻¹}, top): the length of

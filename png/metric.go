@@ -1,6 +1,7 @@
 package png
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -10,7 +11,7 @@ import (
 // PNG.Constrain). PNG implements it; MGD and Linear give no per-task
 // guarantee and do not.
 type Constrainer interface {
-	Constrain(dst []float32, J Jacobian, prop, metric []float32, scale float64) (MetricInfo, error)
+	Constrain(dst []float32, J Jacobian, prop, metric, bound []float32, scale float64) (MetricInfo, error)
 	ImproperUpdate(J Jacobian, u []float32) bool
 	TestsTrades() bool
 }
@@ -53,6 +54,9 @@ type MetricInfo struct {
 	Scale  float64   // the step scale ρ the rate was asked at
 	Phi    float64   // the rate φ_P = α·ρ·g_P asked of every task on the update
 	Lambda []float64 // dual variables (m); all zero when the proposal already complies
+	// Clipped is the number of coordinates of the update held at the
+	// bound (0 without one).
+	Clipped int
 }
 
 // stationaryTol: Constrain treats g_P ≤ stationaryTol·max_i K_P,ii as
@@ -61,10 +65,12 @@ const stationaryTol = 1e-12
 
 // Constrain writes into dst (n values) the update u closest to the
 // optimizer's proposal prop in the optimizer's own diagonal metric P
-// (metric; nil means P = I) such that every task loss decreases at rate at
-// least φ_P along −u:
+// (metric; nil means P = I), within its per-coordinate bound R (bound; nil
+// means none), such that every task loss decreases at rate at least φ_P
+// along −u:
 //
 //	minimise ½‖u − prop‖²_{P⁻¹}  subject to  ∇ℓ_iᵀu ≥ φ_P for every i,
+//	                                         −R ≤ u ≤ R,
 //
 // with φ_P = α·ρ·g_P (0 when g_P ≤ 1e-12·max_i K_P,ii: rounding at a
 // Pareto-stationary point), g_P = min over the simplex of ωᵀK_Pω,
@@ -82,27 +88,42 @@ const stationaryTol = 1e-12
 // Its dual is the paper's with K replaced by K_P and Jz by J·prop: λ ≥ 0
 // minimises ½λᵀK_Pλ + λᵀ(J·prop − φ_P1), and u = prop + P Jᵀλ.
 //
+// The bound is the optimizer's trust region: an optimizer that normalises
+// its step (Adam) never moves coordinate c by more than R_c per unit rate,
+// however large its gradient, and P, its response to a small change of the
+// gradient, says nothing about a change large beside its memory. Where the
+// unbounded update leaves the box, u = clip(prop + P∘Jᵀλ, −R, R) with λ the
+// dual of the bounded problem (see box.go), and the rate asked is at most
+// α times what the min-norm update held within the box, ũ = clip(ρ·P Jᵀω,
+// −R, R), gives every task: φ_P = α·min(ρ·g_P, max(0, min_i ∇ℓ_iᵀũ)), which
+// ũ itself meets for α ≤ 1 (for α > 1 a rate out of reach is lowered to
+// it). Where the unbounded update lies within the box it is the answer, as
+// without a bound. prop must lie within the box (the optimizer's own step
+// does).
+//
 // The optimizer moves θ ← θ − lr·u, so every task satisfies
 // ∇ℓ_iᵀΔθ ≤ −lr·φ_P to first order. For plain steps (prop the PNG
 // direction v, P = I, ρ = 1) the constraints already hold (the paper's KKT
 // conditions) and λ = 0: u = v. For momentum SGD, prop = μb + v and P = I;
-// for Adam, prop is Adam's step m̂/(√v̂+ε) and P = 1/(√v̂+ε) (see the
-// finetune package). The metric must be positive and finite, and scale
-// finite and ≥ 0.
+// for Adam, prop is Adam's step m̂/(√v̂+ε), P = 1/(√v̂+ε) and R the largest
+// step Adam could take at this step whatever its gradient (see the
+// finetune package). The metric must be positive and finite, the bound
+// positive (+Inf: no bound on that coordinate), and scale finite and ≥ 0.
 //
 // Errors: non-finite J, prop or metric (wrapping ErrNonFinite), a dual
 // without minimiser (wrapping ErrUnbounded), invalid Settings or scale.
-// Constrain panics when the shapes of dst, J, prop and metric disagree.
-func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric []float32, scale float64) (MetricInfo, error) {
+// Constrain panics when the shapes of dst, J, prop, metric and bound
+// disagree.
+func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric, bound []float32, scale float64) (MetricInfo, error) {
 	s, err := p.Settings.resolve()
 	if err != nil {
 		return MetricInfo{}, err
 	}
 	checkJacobian(J)
 	m, n := J.M, J.N
-	if len(dst) != n || len(prop) != n || (metric != nil && len(metric) != n) {
-		panic(fmt.Sprintf("png: Constrain: len(dst) = %d, len(prop) = %d, len(metric) = %d, want n = %d (metric may be nil)",
-			len(dst), len(prop), len(metric), n))
+	if len(dst) != n || len(prop) != n || (metric != nil && len(metric) != n) || (bound != nil && len(bound) != n) {
+		panic(fmt.Sprintf("png: Constrain: len(dst) = %d, len(prop) = %d, len(metric) = %d, len(bound) = %d, want n = %d (metric and bound may be nil)",
+			len(dst), len(prop), len(metric), len(bound), n))
 	}
 	if m == 0 {
 		return MetricInfo{}, errNoTasks
@@ -115,6 +136,11 @@ func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric []float32, scale 
 			return MetricInfo{}, fmt.Errorf("png: Constrain: metric[%d] = %v, want a finite value > 0: %w", k, w, ErrNonFinite)
 		}
 	}
+	for k, r := range bound {
+		if !(r > 0) {
+			return MetricInfo{}, fmt.Errorf("png: Constrain: bound[%d] = %v, want a value > 0 (+Inf: none): %w", k, r, ErrNonFinite)
+		}
+	}
 	K := make([]float64, m*m)
 	jp := make([]float64, m)
 	if metric == nil {
@@ -125,7 +151,7 @@ func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric []float32, scale 
 	if err := checkFinite(K, jp, nil, m); err != nil {
 		return MetricInfo{}, err
 	}
-	_, g := MinNorm(K, m)
+	omega, g := MinNorm(K, m)
 	info := MetricInfo{G: g, Scale: scale, Phi: s.Alpha * scale * g, Lambda: make([]float64, m)}
 	var top float64
 	for i := 0; i < m; i++ {
@@ -137,22 +163,94 @@ func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric []float32, scale 
 		// gradients infeasible; ask only that no loss rise.
 		info.Phi = 0
 	}
-	b := make([]float64, m)
-	for i := range b {
-		b[i] = jp[i] - info.Phi
+	reach := math.Inf(1) // the rate the min-norm update within the box gives
+	if bound != nil && info.Phi > 0 {
+		if r, clipped := clippedRate(J, omega, metric, bound, scale, s.Workers); clipped {
+			reach = math.Max(r, 0)
+			info.Phi = math.Min(info.Phi, s.Alpha*reach)
+		}
 	}
-	lambda, err := SolveDual(K, m, b)
+	lambda, err := metricDual(K, jp, m, info.Phi)
 	if err != nil {
-		return info, fmt.Errorf("png: Constrain with φ_P = %g: %w", info.Phi, err)
+		return info, err
+	}
+	if bound != nil && !withinBound(J, lambda, metric, prop, bound, s.Workers) {
+		var clipped int
+		lambda, clipped, err = boxDual(J, lambda, metric, prop, bound, info.Phi, s.Workers)
+		for _, lower := range []float64{reach, 0} {
+			if !errors.Is(err, ErrUnbounded) || lower >= info.Phi {
+				continue
+			}
+			// A rate out of reach within the box (α > 1, or rounding
+			// where the box leaves little room): ask what the min-norm
+			// update within it gives, at last only that no loss rise
+			// (u = 0 meets it).
+			info.Phi = lower
+			if lambda, err = metricDual(K, jp, m, info.Phi); err == nil {
+				lambda, clipped, err = boxDual(J, lambda, metric, prop, bound, info.Phi, s.Workers)
+			}
+		}
+		if err != nil {
+			return info, err
+		}
+		info.Clipped = clipped
 	}
 	info.Lambda = lambda
-	metricCombine(dst, J, lambda, metric, prop, s.Workers)
+	if bound != nil {
+		boxCombine(dst, J, lambda, metric, prop, bound, s.Workers)
+	} else {
+		metricCombine(dst, J, lambda, metric, prop, s.Workers)
+	}
 	for _, x := range dst {
 		if x != x || math.IsInf(float64(x), 0) {
 			return info, fmt.Errorf("png: Constrain: update overflows float32: %w", ErrNonFinite)
 		}
 	}
 	return info, nil
+}
+
+// metricDual returns the λ ≥ 0 of the unbounded problem: the minimiser of
+// ½λᵀKλ + λᵀ(jp − φ1).
+func metricDual(K, jp []float64, m int, phi float64) ([]float64, error) {
+	b := make([]float64, m)
+	for i := range b {
+		b[i] = jp[i] - phi
+	}
+	lambda, err := SolveDual(K, m, b)
+	if err != nil {
+		return nil, fmt.Errorf("png: Constrain with φ_P = %g: %w", phi, err)
+	}
+	return lambda, nil
+}
+
+// withinBound reports whether prop + P∘(Jᵀλ) lies within ±bound.
+func withinBound(J Jacobian, lambda []float64, P, prop, bound []float32, workers int) bool {
+	m, n := J.M, J.N
+	w := numWorkers(workers, n)
+	out := make([]bool, w)
+	splitCols(n, w, 1, func(wi, lo, hi int) {
+		for c := lo; c < hi; c++ {
+			var s float64
+			for i := 0; i < m; i++ {
+				if lambda[i] != 0 {
+					s += lambda[i] * float64(J.Data[i*n+c])
+				}
+			}
+			if P != nil {
+				s *= float64(P[c])
+			}
+			if math.Abs(float64(prop[c])+s) > float64(bound[c]) {
+				out[wi] = true
+				return
+			}
+		}
+	})
+	for _, o := range out {
+		if o {
+			return false
+		}
+	}
+	return true
 }
 
 // metricGram writes K = J diag(P) Jᵀ (m×m) and jp = J·prop (m) in one

@@ -97,7 +97,7 @@ func TestConstrain(t *testing.T) {
 			alpha, rho := ar[0], ar[1]
 			p := PNG{Settings{Alpha: alpha, Workers: 2}}
 			u := make([]float32, c.J.N)
-			info, err := p.Constrain(u, c.J, c.prop, c.metric, rho)
+			info, err := p.Constrain(u, c.J, c.prop, c.metric, nil, rho)
 			if err != nil {
 				t.Fatalf("%s α=%v ρ=%v: %v", c.name, alpha, rho, err)
 			}
@@ -165,7 +165,7 @@ func TestConstrainKeepsPaperStep(t *testing.T) {
 			t.Fatalf("%s: control on = %v, err = %v; want on", c.name, info.ControlOn, err)
 		}
 		u := make([]float32, c.J.N)
-		mi, err := p.Constrain(u, c.J, v, nil, 1)
+		mi, err := p.Constrain(u, c.J, v, nil, nil, 1)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -200,7 +200,7 @@ func TestConstrainErrors(t *testing.T) {
 		{"NaN scale", prop, nil, math.NaN()},
 		{"Inf scale", prop, nil, math.Inf(1)},
 	} {
-		_, err := PNG{}.Constrain(make([]float32, 3), J, tc.prop, tc.metric, tc.scale)
+		_, err := PNG{}.Constrain(make([]float32, 3), J, tc.prop, tc.metric, nil, tc.scale)
 		if err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}

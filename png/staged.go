@@ -37,9 +37,9 @@ func (w Staged) Direction(dst []float32, J Jacobian, grad Gradient, st *State) (
 // during the first stage (MGD and Linear do not turn it on), so Constrain is
 // only asked afterwards; if Then is not a Constrainer the proposal is
 // kept as it is.
-func (w Staged) Constrain(dst []float32, J Jacobian, prop, metric []float32, scale float64) (MetricInfo, error) {
+func (w Staged) Constrain(dst []float32, J Jacobian, prop, metric, bound []float32, scale float64) (MetricInfo, error) {
 	if c, ok := w.Then.(Constrainer); ok {
-		return c.Constrain(dst, J, prop, metric, scale)
+		return c.Constrain(dst, J, prop, metric, bound, scale)
 	}
 	copy(dst, prop)
 	return MetricInfo{}, nil

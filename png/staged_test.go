@@ -55,12 +55,12 @@ func TestStaged(t *testing.T) {
 	// Constrain goes to Then when it is a Constrainer, else keeps the proposal.
 	prop := randVec32(rng, n)
 	dst := make([]float32, n)
-	if _, err := (Staged{Steps: 1, First: MGD{}, Then: MGD{}}).Constrain(dst, J, prop, nil, 1); err != nil || !slices.Equal(dst, prop) {
+	if _, err := (Staged{Steps: 1, First: MGD{}, Then: MGD{}}).Constrain(dst, J, prop, nil, nil, 1); err != nil || !slices.Equal(dst, prop) {
 		t.Errorf("Constrain with a Then that is no Constrainer: %v, changed the proposal", err)
 	}
 	ref := make([]float32, n)
-	_, err1 := (Staged{Steps: 1, First: MGD{}, Then: PNG{}}).Constrain(dst, J, prop, nil, 1)
-	_, err2 := PNG{}.Constrain(ref, J, prop, nil, 1)
+	_, err1 := (Staged{Steps: 1, First: MGD{}, Then: PNG{}}).Constrain(dst, J, prop, nil, nil, 1)
+	_, err2 := PNG{}.Constrain(ref, J, prop, nil, nil, 1)
 	if err1 != nil || err2 != nil || !slices.Equal(dst, ref) {
 		t.Errorf("Constrain through PNG: %v, %v, or a different update", err1, err2)
 	}
