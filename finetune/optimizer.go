@@ -104,8 +104,10 @@ func adamBound(b1, b2, c1, c2, m0, w0 float64) float64 {
 //	|m_t| = (1−β1)|Σ_k β1^{t−k} g_k| ≤ (1−β1) √(Σ_{j<t} r^j) √(w_t/(1−β2)),
 //	B_t = (1−β1)/(1−β1ᵗ) · √((1−β2ᵗ)/(1−β2)) · √((1−rᵗ)/(1−r)).
 //
-// B_1 = 1; with the defaults (0.9, 0.999) B_t stays within 1.2 for the
-// first 30 steps and tends to 0.1·√1000·√(1/(1−0.811)) ≈ 7.3. Adam moves a
+// B_1 = 1; with the defaults (0.9, 0.999) B_t is 1.04 at step 10, 1.16 at
+// step 20, 1.30 at step 30, 2.24 at step 100, and tends to
+// 0.1·√1000·√(1/(1−0.811)) ≈ 7.27. The bound is reached by the history
+// g_k ∝ (β1/β2)^{t−k}. Adam moves a
 // parameter by at most lr·B_t at step t, and PNG's constrained update of
 // its proposal stays within the same bound (png.PNG.Constrain's bound).
 // It returns +Inf when β1² ≥ β2 (no bound of this form).

@@ -99,10 +99,10 @@ type ModelConfig struct {
 // loopVectors is how many n-vectors of float32 the training loop
 // (finetune's loop, with Adam and PNG's constrained update) holds beside
 // the step at most: θ, the direction, Adam's two moments, the proposal,
-// its metric and the update (png.Constrain), and the snapshot of the last
-// good step (θ, the moments, the direction, the update). θ₀ (drift) is
-// not counted.
-const loopVectors = 12
+// its metric, its bound and the update (png.Constrain), and the snapshot
+// of the last good step (θ, the moments, the direction, the update). θ₀
+// (drift) is not counted.
+const loopVectors = 13
 
 // TuneLoopBytes is the memory the training loop holds beside the step for
 // n trainable parameters.

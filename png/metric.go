@@ -163,18 +163,22 @@ func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric, bound []float32,
 		// gradients infeasible; ask only that no loss rise.
 		info.Phi = 0
 	}
-	reach := math.Inf(1) // the rate the min-norm update within the box gives
-	if bound != nil && info.Phi > 0 {
-		if r, clipped := clippedRate(J, omega, metric, bound, scale, s.Workers); clipped {
-			reach = math.Max(r, 0)
-			info.Phi = math.Min(info.Phi, s.Alpha*reach)
-		}
-	}
 	lambda, err := metricDual(K, jp, m, info.Phi)
 	if err != nil {
 		return info, err
 	}
 	if bound != nil && !withinBound(J, lambda, metric, prop, bound, s.Workers) {
+		// reach: the rate the min-norm update held within the box gives.
+		reach := math.Inf(1)
+		if r, clipped := clippedRate(J, omega, metric, bound, scale, s.Workers); clipped && info.Phi > 0 {
+			reach = math.Max(r, 0)
+			if s.Alpha*reach < info.Phi {
+				info.Phi = s.Alpha * reach
+				if lambda, err = metricDual(K, jp, m, info.Phi); err != nil {
+					return info, err
+				}
+			}
+		}
 		var clipped int
 		lambda, clipped, err = boxDual(J, lambda, metric, prop, bound, info.Phi, s.Workers)
 		for _, lower := range []float64{reach, 0} {
