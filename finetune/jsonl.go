@@ -22,10 +22,12 @@ import (
 // With momentum SGD or Adam and the control on, "metric":{"g":..,
 // "scale":..,"phi":..,"lambda":[..]} reports the QP on the optimizer's
 // proposal (png.PNG.Constrain; scale is the step scale ρ): along the
-// update applied every loss falls at rate ≥ metric.phi. "improper":true
-// marks a step whose control is on only because the criterion's free step
-// was an improper trade (png.Settings.MaxTradeoff), and "held":true one
-// where the point then held still (png.Info.Held).
+// update applied every loss falls at rate ≥ metric.phi; "clipped":k
+// follows when k parameters of Adam's update were held at its step bound
+// (png.MetricInfo.Clipped). "improper":true marks a step whose control is
+// on only because the criterion's free step was an improper trade
+// (png.Settings.MaxTradeoff), and "held":true one where the point then
+// held still (png.Info.Held).
 //
 // With several models, the per-model fields move into "models":[{...}].
 // Non-finite numbers, which JSON cannot hold, are written as null.
@@ -70,10 +72,11 @@ type jsonPoint struct {
 
 // jsonMetric is a png.MetricInfo in a step line.
 type jsonMetric struct {
-	G      jsonFloat   `json:"g"`
-	Scale  jsonFloat   `json:"scale"`
-	Phi    jsonFloat   `json:"phi"`
-	Lambda []jsonFloat `json:"lambda"`
+	G       jsonFloat   `json:"g"`
+	Scale   jsonFloat   `json:"scale"`
+	Phi     jsonFloat   `json:"phi"`
+	Lambda  []jsonFloat `json:"lambda"`
+	Clipped int         `json:"clipped,omitempty"`
 }
 
 // jsonEPO is EPO's part of a png.Info in a step line: the mode, the
@@ -105,7 +108,7 @@ func (r *JSONLRecorder) Record(st *Step) error {
 			Control: p.Info.ControlOn, Improper: p.Info.Improper, Held: p.Info.Held, Phi: jsonFloat(p.Info.Phi), Lambda: floats(p.Info.Lambda), VNorm: jsonFloat(p.Info.VNorm),
 			DLoss: r.named(p.DLoss), ValLosses: r.named(p.ValLosses), ValMetrics: jsonMetrics(p.ValMetrics)}
 		if mi := p.Metric; mi != nil {
-			pts[k].Metric = &jsonMetric{G: jsonFloat(mi.G), Scale: jsonFloat(mi.Scale), Phi: jsonFloat(mi.Phi), Lambda: floats(mi.Lambda)}
+			pts[k].Metric = &jsonMetric{G: jsonFloat(mi.G), Scale: jsonFloat(mi.Scale), Phi: jsonFloat(mi.Phi), Lambda: floats(mi.Lambda), Clipped: mi.Clipped}
 		}
 		if p.Info.Mode != "" {
 			pts[k].EPO = &jsonEPO{Mode: p.Info.Mode, Mu: jsonFloat(p.Info.Mu), Beta: floats(p.Info.Beta)}
