@@ -15,7 +15,7 @@ from . import data as _data
 from ._run import read_log, run_json
 from .errors import MappingError
 from .statedict import map_state_dict, onnx_values
-from .tasks import Task, as_tasks
+from .tasks import Task, as_tasks, check_criterion
 
 __all__ = ["TuneResult", "FrontModel", "FrontResult", "EvalResult", "tune", "front", "evaluate", "inspect",
            "load_weights"]
@@ -383,6 +383,8 @@ def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, 
     temporary folder, kept; the data files written there are removed after
     the run unless ``keep_data``)."""
     tasks, terms = as_tasks(tasks), as_tasks(terms, "terms")
+    if criterion is not None:
+        check_criterion(criterion, tasks, terms)
     workdir, own = _workdir(workdir)
     model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
     written = [os.path.join(workdir, "data")]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Union
 
-__all__ = ["Task", "LOSSES", "as_tasks"]
+__all__ = ["Task", "LOSSES", "as_tasks", "check_criterion"]
 
 #: The loss kinds the binary knows, with the target each expects.
 LOSSES: Dict[str, str] = {
@@ -20,6 +21,11 @@ LOSSES: Dict[str, str] = {
 }
 _OPTIONS = {"nll": ("ignore_index",), "ce": ("ignore_index",)}
 _BAD_NAME = re.compile(r"[\s()+\-*/,:]")
+
+
+def _q(s: Any) -> str:
+    """s quoted as the binary quotes it (Go's %q)."""
+    return json.dumps(str(s))
 
 
 @dataclass
@@ -44,49 +50,63 @@ class Task:
         self.options = dict(options)
         self.validate()
 
+    def _where(self) -> str:
+        # Errors quote the spec as the user wrote it, like the binary does.
+        return "task %s" % _q(self.__dict__.get("_spec") or self)
+
     def validate(self) -> None:
-        """Raises ValueError naming what is wrong, as the binary would."""
-        where = "task %r" % (self.name,)
+        """Raises ValueError naming what is wrong, in the binary's words."""
+        where = self._where()
         if not isinstance(self.name, str) or not self.name or _BAD_NAME.search(self.name):
-            raise ValueError("%s: the name must be non-empty and contain no spaces, colons, operators or commas" % where)
+            raise ValueError("%s: name %s must be non-empty and contain no spaces, operators or commas"
+                             % (where, _q(self.name)))
         if self.loss not in LOSSES:
-            raise ValueError("%s: unknown loss %r (known: %s)" % (where, self.loss, ", ".join(sorted(LOSSES))))
+            raise ValueError("%s: unknown loss %s (known: %s)" % (where, _q(self.loss), ", ".join(sorted(LOSSES))))
         if not self.output or ":" in str(self.output):
-            raise ValueError("%s: output %r must be a non-empty ONNX value name without ':'" % (where, self.output))
+            raise ValueError("%s: the ONNX output is missing" % where if not self.output else
+                             "%s: output %s may not contain ':'" % (where, _q(self.output)))
         if self.loss == "output":
             if self.target not in (None, "", "-"):
-                raise ValueError("%s: loss 'output' takes no target (got %r)" % (where, self.target))
-        elif not self.target or ":" in str(self.target):
-            raise ValueError("%s: loss %r needs a target array (%s)" % (where, self.loss, LOSSES[self.loss]))
+                raise ValueError("%s: loss \"output\" takes no target (got %s)" % (where, _q(self.target)))
+        elif not self.target:
+            raise ValueError("%s: loss %s needs a target array" % (where, _q(self.loss)))
+        elif ":" in str(self.target):
+            raise ValueError("%s: target %s may not contain ':'" % (where, _q(self.target)))
         for k, v in self.options.items():
-            if k not in _OPTIONS.get(self.loss, ()):
-                raise ValueError("%s: loss %r takes no option %r (accepted: %s)"
-                                 % (where, self.loss, k, ", ".join(_OPTIONS.get(self.loss, ())) or "none"))
+            accepted = _OPTIONS.get(self.loss, ())
+            if k not in accepted:
+                raise ValueError("%s: loss %s takes no option %s (accepted: [%s])"
+                                 % (where, _q(self.loss), _q(k), " ".join(accepted)))
             if k == "ignore_index" and (isinstance(v, bool) or not isinstance(v, int)):
-                raise ValueError("%s: ignore_index must be an integer, got %r" % (where, v))
+                raise ValueError("%s: ignore_index %s is not an integer" % (where, _q(v)))
 
     @classmethod
     def parse(cls, spec: str) -> "Task":
         """Reads the CLI's ``NAME:LOSS:OUTPUT:TARGET[:key=value,...]``."""
         parts = spec.split(":", 4)
         if len(parts) < 3:
-            raise ValueError("task %r: expected NAME:LOSS:OUTPUT:TARGET[:key=value,...]" % spec)
+            raise ValueError("task %s: expected NAME:LOSS:OUTPUT:TARGET[:key=value,...]" % _q(spec))
         parts += [""] * (4 - len(parts))
         opts: Dict[str, Any] = {}
         if len(parts) == 5 and parts[4]:
             for kv in parts[4].split(","):
                 k, sep, v = kv.partition("=")
                 if not sep or not k:
-                    raise ValueError("task %r: option %r is not key=value" % (spec, kv))
+                    raise ValueError("task %s: option %s is not key=value" % (_q(spec), _q(kv)))
                 if k == "ignore_index":
                     try:
                         opts[k] = int(v)
                     except ValueError:
-                        raise ValueError("task %r: ignore_index %r is not an integer" % (spec, v)) from None
+                        raise ValueError("task %s: ignore_index %s is not an integer" % (_q(spec), _q(v))) from None
                 else:
                     opts[k] = v
         target = parts[3] if parts[3] not in ("", "-") else None
-        return cls(parts[0], parts[1], parts[2], target, **opts)
+        t = cls.__new__(cls)
+        t.name, t.loss, t.output, t.target, t.options = parts[0], parts[1], parts[2], target, opts
+        t._spec = spec
+        t.validate()
+        del t._spec
+        return t
 
     def __str__(self) -> str:
         s = "%s:%s:%s:%s" % (self.name, self.loss, self.output, self.target or "")
@@ -113,8 +133,30 @@ def as_tasks(tasks: Union[str, Task, Iterable[Union[str, Task]]], what: str = "t
         else:
             raise TypeError("%s: expected task strings or Task objects, got %s" % (what, type(t).__name__))
         if any(o.name == t.name for o in out):
-            raise ValueError("%s: task name %r used twice" % (what, t.name))
+            raise ValueError("%s: task name %s used twice" % (what, _q(t.name)))
         out.append(t)
     if not out and what == "tasks":
         raise ValueError("tasks: at least one task NAME:LOSS:OUTPUT:TARGET is required")
     return out
+
+
+_FUNCS = {"log", "exp", "sqrt", "abs", "pow", "sin", "cos", "tanh", "min", "max"}
+_TOKEN = re.compile(r"(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<other>\S)")
+
+
+def check_criterion(criterion: str, tasks: List[Task], terms: List[Task] = ()) -> None:
+    """Raises ValueError, in the binary's words, for a name in a free
+    expression that is neither a task, a term, ``drift`` nor a function.
+    Presets (``wd:...``, ``energy``) and the syntax are left to the binary."""
+    if not isinstance(criterion, str):
+        raise TypeError("criterion: expected an expression string, got %s" % type(criterion).__name__)
+    if ":" in criterion or re.search(r"\benergy\b", criterion):
+        return
+    known = [t.name for t in tasks]
+    names = set(known) | {t.name for t in terms} | {"drift"} | _FUNCS
+    for m in _TOKEN.finditer(criterion):
+        if m.group("name") and m.group("name") not in names:
+            msg = "criterion: column %d: unknown task %s; known tasks: %s" % (m.start() + 1, _q(m.group("name")), ", ".join(known))
+            if terms:
+                msg += "; terms: " + ", ".join(t.name for t in terms)
+            raise ValueError(msg)

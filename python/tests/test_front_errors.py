@@ -42,22 +42,22 @@ def test_misspelled_output_raises_the_tools_message(torch, binary, trained, mode
     assert "seg_lgp" in e.value.message and e.value.message in e.value.stderr
     assert e.value.returncode == 1 and e.value.command[1] == "tune"
     assert all(torch.equal(v, sd0[k]) for k, v in model.state_dict().items())
-    with pytest.raises(paretonav.CLIError, match="sge"):
+    with pytest.raises(paretonav.CLIError, match="unknown task \"sge\""):  # a preset inside: left to the binary
         paretonav.tune(model, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
-                       criterion="sge*depth", steps=5, progress=False)
+                       criterion="wd:1,1 + sge", steps=5, progress=False)
     with pytest.raises(paretonav.CLIError, match="flag provided but not defined: -+stepz"):
         paretonav.tune(model, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
                        criterion="seg*depth", stepz=5, progress=False)
 
 
 def test_tasks_validated_in_python():
-    with pytest.raises(ValueError, match="unknown loss 'nl'"):
+    with pytest.raises(ValueError, match='unknown loss "nl"'):
         paretonav.Task("seg", "nll".replace("ll", "l"), output="o", target="t")
-    with pytest.raises(ValueError, match="takes no option 'ignore_index'"):
+    with pytest.raises(ValueError, match='takes no option "ignore_index"'):
         paretonav.Task.parse("d:l1:depth:depth_t:ignore_index=1")
     with pytest.raises(ValueError, match="needs a target array"):
         paretonav.Task("d", "mse", output="depth")
-    with pytest.raises(ValueError, match="name must be non-empty"):
+    with pytest.raises(ValueError, match='name "a-b" must be non-empty'):
         paretonav.Task("a-b", "mse", output="o", target="t")
     t = paretonav.Task.parse("seg:nll:seg_logp:seg:ignore_index=-1")
     assert str(t) == "seg:nll:seg_logp:seg:ignore_index=-1" and t.options == {"ignore_index": -1}
@@ -102,3 +102,35 @@ def test_ctrl_c_stops_with_a_checkpoint(torch, binary, trained, model, tmp_path)
                        criterion="seg*depth", steps=1000000, batch=8, out=out, log=log, progress=False)
     assert os.path.isfile(out + ".ckpt") and not os.path.exists(out)
     assert all(torch.equal(v, sd0[k]) for k, v in model.state_dict().items())
+
+
+BAD_TASKS = ["seg:nl:seg_logp:seg", "d:l1:depth:depth_t:ignore_index=1", "a-b:mse:depth:depth_t",
+             "d:mse:depth", "x:nll:seg_logp:seg:ignore_index=z", "x:nll", "x:nll:seg_logp:seg:foo"]
+
+
+@pytest.mark.parametrize("spec", BAD_TASKS)
+def test_task_errors_are_the_tools(binary, torch, trained, model, tmp_path, spec):
+    """Python refuses a bad task before anything runs, with the binary's own words."""
+    import subprocess
+
+    with pytest.raises(ValueError) as e:
+        paretonav.Task.parse(spec)
+    path = paretonav.export(model, [trained[2]["x"][:2]], str(tmp_path / "m.onnx"), ["x"], ["seg_logp", "depth"])
+    p = subprocess.run([binary, "tune", path, "--data", "x=none.npy", "--task", spec, "--criterion", "x"],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and p.stderr.strip().endswith(str(e.value)), (p.stderr, str(e.value))
+
+
+def test_criterion_names_checked_in_python(binary, trained, model, tmp_path):
+    import subprocess
+
+    _, _, train, _ = trained
+    with pytest.raises(ValueError) as e:
+        paretonav.tune(model, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
+                       criterion="log(seg)/(1e-3+dpth)", workdir=str(tmp_path / "w"), progress=False)
+    assert str(e.value) == 'criterion: column 16: unknown task "dpth"; known tasks: seg, depth'
+    assert not os.path.exists(str(tmp_path / "w"))  # refused before anything was written
+    path = paretonav.export(model, [train["x"][:2]], str(tmp_path / "m.onnx"), ["x"], ["seg_logp", "depth"])
+    p = subprocess.run([binary, "tune", path, "--data", "x=none.npy", "--task", TASKS[0], "--task", TASKS[1],
+                        "--criterion", "log(seg)/(1e-3+dpth)"], capture_output=True, text=True)
+    assert p.returncode != 0 and p.stderr.strip().endswith(str(e.value)), p.stderr
