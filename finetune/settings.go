@@ -107,10 +107,12 @@ type Settings struct {
 
 	// Optimizer is "sgd" (default) or "adam". The direction v is handed to
 	// it as the gradient; plain SGD is θ ← θ − lr·v. With SGD (momentum or
-	// not) a criterion's drift is taken implicitly (see dampDrift): v is
-	// divided by 1 + 2·lr·∂F/∂drift, so that a heavily weighted drift pulls
-	// the parameters toward θ₀ without overshooting it. Adam's step, bounded
-	// per parameter (AdamStepBound), needs no such care.
+	// not) a criterion's drift is taken implicitly, as a proximal step: v
+	// is divided by 1 + 2·lr·∂F/∂drift, so that a heavily weighted drift
+	// pulls the parameters toward θ₀ without overshooting it (an explicit
+	// step multiplies θ − θ₀ by 1 − 2·lr·∂F/∂drift). Adam's step, bounded
+	// per parameter (AdamStepBound), needs no such care, and PNG's
+	// constrained update of it stays within the same bound.
 	Optimizer string
 	// Momentum is SGD's momentum μ (default 0): b ← μb + v, θ ← θ − lr·b.
 	Momentum float64
