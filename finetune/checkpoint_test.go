@@ -114,3 +114,53 @@ func TestCheckpointErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckpointChecksum(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.ckpt")
+	job := []byte(`{"command":"test"}`)
+	s := finetune.Settings{Method: gd{}, Steps: 4, CheckpointPath: path, CheckpointEvery: 4, CheckpointJob: job}
+	if _, err := finetune.Run(context.Background(), newQuad(1, 2), nil, nil, &s, nil); err != nil {
+		t.Fatal(err)
+	}
+	info, err := finetune.ReadCheckpointInfo(path)
+	if err != nil || info.Step != 4 || string(info.Job) != string(job) {
+		t.Fatalf("ReadCheckpointInfo: %+v, %v; want step 4 and the job description", info, err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One flipped bit anywhere: in the job description, the step, the
+	// state, or the checksum itself.
+	for _, at := range []int{16, 16 + len(job), len(good) / 2, len(good) - 33, len(good) - 1} {
+		bad := slices.Clone(good)
+		bad[at] ^= 1
+		if err := os.WriteFile(path, bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := finetune.ReadCheckpointInfo(path); !errors.Is(err, finetune.ErrCheckpointDamaged) {
+			t.Errorf("byte %d of %d flipped: ReadCheckpointInfo: %v, want ErrCheckpointDamaged", at, len(good), err)
+		}
+		_, err := finetune.Resume(context.Background(), path, newQuad(1, 2), nil, nil, &s, nil)
+		if !errors.Is(err, finetune.ErrCheckpointDamaged) || !strings.Contains(err.Error(), path) {
+			t.Errorf("byte %d of %d flipped: Resume: %v, want ErrCheckpointDamaged naming the file", at, len(good), err)
+		}
+	}
+}
+
+func TestPeriodicCheckpointFailureKeepsTheRun(t *testing.T) {
+	// A checkpoint folder that is a file: every periodic checkpoint fails,
+	// the run still ends with its result and says why.
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	s := finetune.Settings{Method: gd{}, Steps: 4, CheckpointPath: filepath.Join(file, "run.ckpt"), CheckpointEvery: 2}
+	res, err := finetune.Run(context.Background(), newQuad(1, 2), nil, nil, &s, nil)
+	if err != nil || res.Status != finetune.StepLimit || res.Steps != 4 {
+		t.Fatalf("run: %v, %+v; want 4 steps and StepLimit", err, res)
+	}
+	if res.CheckpointErr == nil {
+		t.Error("Result.CheckpointErr is nil after failed checkpoints")
+	}
+}

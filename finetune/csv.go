@@ -12,10 +12,13 @@ import (
 // models train together, the term columns only with terms
 // (Config.Terms), drift only when a criterion reads it.
 type CSVRecorder struct {
-	W     io.Writer
-	cw    *csv.Writer
-	multi bool
-	drift bool
+	W io.Writer
+	// Continue leaves the header out: W already holds it (a resumed run
+	// continuing its trace).
+	Continue bool
+	cw       *csv.Writer
+	multi    bool
+	drift    bool
 }
 
 // NewCSVRecorder returns a CSVRecorder writing to w.
@@ -35,6 +38,9 @@ func (r *CSVRecorder) Init(cfg *Config) error {
 		head = append(head, "drift")
 	}
 	head = append(head, "F", "g", "e", "control", "vnorm", "lr", "seconds")
+	if r.Continue {
+		return nil
+	}
 	r.cw.Write(head)
 	r.cw.Flush()
 	return r.cw.Error()

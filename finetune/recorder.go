@@ -113,6 +113,15 @@ type Point struct {
 	ValMetrics map[string]map[string]float64
 }
 
+// Checkpointer is a Recorder told when a checkpoint was written: a log
+// that commits what it holds there keeps the steps the checkpoint holds,
+// so that a resumed run continues it.
+type Checkpointer interface {
+	// Checkpointed is called after the checkpoint of step (the steps
+	// completed) was written.
+	Checkpointed(step int) error
+}
+
 // Multi returns a Recorder that passes every call to each of recs in turn;
 // nil entries are skipped. All are called even if one fails; the errors
 // are joined.
@@ -141,4 +150,14 @@ func (m multiRecorder) Record(st *Step) error {
 }
 func (m multiRecorder) Done(res *Result) error {
 	return m.each(func(r Recorder) error { return r.Done(res) })
+}
+
+// Checkpointed passes the call to every recorder that is a Checkpointer.
+func (m multiRecorder) Checkpointed(step int) error {
+	return m.each(func(r Recorder) error {
+		if c, ok := r.(Checkpointer); ok {
+			return c.Checkpointed(step)
+		}
+		return nil
+	})
 }

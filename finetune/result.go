@@ -12,6 +12,10 @@ type Result struct {
 	InitialF   float64  // criterion value at the first evaluation of the run
 	Points     []PointResult
 	Checkpoint string // the last checkpoint written ("" when none)
+	// CheckpointErr is the failure of the last periodic checkpoint
+	// (Settings.CheckpointEvery), after which the run went on; nil when
+	// it was written. Checkpoint then names an older one, if any.
+	CheckpointErr error
 }
 
 // PointResult is one model's outcome.

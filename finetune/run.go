@@ -112,6 +112,7 @@ type loop struct {
 	initF    float64
 	F        float64
 	lastCkpt string
+	ckptErr  error // the last periodic checkpoint's failure (nil: it was written)
 	L, coefs [][]float64
 	perF     []float64
 
@@ -278,9 +279,9 @@ func (l *loop) loop(ctx context.Context) (*Result, error) {
 			return l.fail(fmt.Errorf("finetune: recorder at step %d: %w", l.step, err))
 		}
 		if l.s.CheckpointEvery > 0 && l.step%l.s.CheckpointEvery == 0 {
-			if err := l.checkpoint(); err != nil {
-				return l.fail(err)
-			}
+			// A checkpoint that cannot be written costs the safety net,
+			// not the run: the training goes on and the result says so.
+			l.ckptErr = l.checkpoint()
 		}
 	}
 	return l.finish()
@@ -721,7 +722,7 @@ func (l *loop) finish() (*Result, error) {
 }
 
 func (l *loop) result(status Status) *Result {
-	res := &Result{Status: status, Steps: l.step, Tasks: l.tasks, F: l.F, InitialF: l.initF, Checkpoint: l.lastCkpt}
+	res := &Result{Status: status, Steps: l.step, Tasks: l.tasks, F: l.F, InitialF: l.initF, Checkpoint: l.lastCkpt, CheckpointErr: l.ckptErr}
 	for k, pt := range l.pts {
 		res.Points = append(res.Points, PointResult{
 			Params:        append([]float32(nil), pt.theta...),

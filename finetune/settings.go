@@ -152,6 +152,11 @@ type Settings struct {
 	// CheckpointPath is set).
 	CheckpointEvery int
 	CheckpointPath  string
+	// CheckpointJob is stored as it is in every checkpoint
+	// (Checkpoint.Job, ReadCheckpointInfo): the caller's resolved job
+	// configuration, from which a run can be continued with the
+	// checkpoint alone. nil: none.
+	CheckpointJob []byte
 
 	// MaxRetries is how many times a non-finite step is rolled back with
 	// a halved learning rate before the run fails (default 3; negative:

@@ -10,7 +10,7 @@ import (
 // checkpoint writes the loop's state to s.CheckpointPath.
 func (l *loop) checkpoint() error {
 	c := &Checkpoint{
-		NumParams: l.n, Tasks: l.tasks, Step: l.step, Epoch: l.epoch, Pos: l.pos, Seed: l.s.Seed,
+		Job: l.s.CheckpointJob, NumParams: l.n, Tasks: l.tasks, Step: l.step, Epoch: l.epoch, Pos: l.pos, Seed: l.s.Seed,
 		LRScale: l.lrScale, InitialF: l.initF, HasPrev: l.hasPrev, PrevStep: l.prevStep,
 	}
 	for _, pt := range l.pts {
@@ -23,6 +23,11 @@ func (l *loop) checkpoint() error {
 		return fmt.Errorf("%w (after step %d)", err, l.step)
 	}
 	l.lastCkpt = l.s.CheckpointPath
+	if cp, ok := l.rec.(Checkpointer); ok {
+		if err := cp.Checkpointed(l.step); err != nil {
+			return fmt.Errorf("finetune: recorder after the checkpoint of step %d: %w", l.step, err)
+		}
+	}
 	return nil
 }
 
