@@ -236,11 +236,12 @@ func (r *Runner) prepare(l *job.Loader, j *Job, cfg any) (*prepared, error) {
 	case *job.TuneConfig:
 		cc := *c
 		cc.Out, cc.Force, cc.Log, cc.Checkpoint, cc.Resume = filepath.Join(dir, ModelFile), true, filepath.Join(dir, LogFile), ckpt, resume
+		cc.MakeFolders = true // runOne creates the job's folder
 		t, err := cc.Prepare(l)
 		if err != nil {
 			return nil, err
 		}
-		t.AppendLog, p.warnings = p.resumed, t.Warnings
+		p.warnings = t.Warnings
 		p.files["model"], p.files["log"] = rel(ModelFile), rel(LogFile)
 		p.run = func(ctx context.Context, timer finetune.Recorder) (any, error) {
 			t.Extra = append(append(t.Extra, timer), r.Extra...)
@@ -253,7 +254,7 @@ func (r *Runner) prepare(l *job.Loader, j *Job, cfg any) (*prepared, error) {
 		if err != nil {
 			return nil, err
 		}
-		f.Plot, f.AppendLog, p.warnings = r.FrontPlot, p.resumed, f.Warnings
+		f.Plot, p.warnings = r.FrontPlot, f.Warnings
 		p.files["report"], p.files["log"] = rel("report.json"), rel(LogFile)
 		if cc.Problem == "" { // synthetic problems write no models
 			for k := range cc.Models {

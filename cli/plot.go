@@ -3,8 +3,8 @@ package cli
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/paretonav/paretonav/internal/atomicfile"
 )
 
 // trajectoryColors are the colours of successive models' trajectories.
@@ -246,18 +248,14 @@ func tickLabels(ticks []plot.Tick, major []int) []string {
 	return out
 }
 
-// savePNG writes the canvas img as a PNG image at path; what names the
-// plot in errors.
+// savePNG writes the canvas img as a PNG image at path (a temporary file
+// renamed over it, internal/atomicfile); what names the plot in errors.
 func savePNG(img *vgimg.Canvas, path, what string) error {
-	f, err := os.Create(path)
+	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		_, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("%s %s: %w", what, path, err)
-	}
-	if err := f.Close(); err != nil {
 		return fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	return nil

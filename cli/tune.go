@@ -25,9 +25,18 @@ descends the criterion; above, it first brings every task loss down. The data
 are checked against the model before the first step (missing arrays, shapes,
 element types, class labels, example counts). The tuned model is written to
 --out (default MODEL_tuned.onnx) atomically, with the run recorded in its
-metadata; the input model is never overwritten, an existing output only with
---force. SIGINT or SIGTERM stops the run, writes a checkpoint (--checkpoint,
-default OUT.ckpt) and leaves --out untouched; --resume continues it.`,
+metadata. Every file the run writes (--out, --log, --csv, --plot, the
+checkpoint) is checked before the first step: distinct from each other and
+from every input, in a folder that exists and takes new files, not a folder
+or a device; an existing file is replaced only with --force, an input never.
+The log, trace and plot go to temporary files renamed at the end; if --out
+cannot be written when training ends, the model is kept beside it and the
+error says where. SIGINT or SIGTERM stops the run, writes a checkpoint
+(--checkpoint, default OUT.ckpt) and leaves --out untouched; the checkpoint
+holds the whole configuration, so "paretonav tune --resume OUT.ckpt" alone
+continues the run (flags given again must agree with it), its log where it
+stopped. The checkpoint is removed once the model is written unless
+--keep-checkpoint.`,
 	Flags: []ucli.Flag{
 		dataFlag,
 		&ucli.StringSliceFlag{Name: "val", Usage: "validation data (the arrays of --data) from `SOURCE`: FILE.npz, " + sourceUsage,
@@ -45,13 +54,14 @@ default OUT.ckpt) and leaves --out untouched; --resume continues it.`,
 		&ucli.IntFlag{Name: "val-every", Usage: "evaluate --val every `K` steps (0: at the end only)", Category: "Training"},
 		seedFlag,
 		&ucli.PathFlag{Name: "out", Usage: "write the tuned model to `OUT.onnx` (default MODEL_tuned.onnx)", Category: "Output"},
-		&ucli.BoolFlag{Name: "force", Usage: "overwrite --out if it exists (never the input model)", Category: "Output"},
+		&ucli.BoolFlag{Name: "force", Usage: "replace existing output files (--out, --log, --csv, --plot, another run's checkpoint); never an input", Category: "Output"},
 		logFlag,
 		csvFlag,
 		&ucli.PathFlag{Name: "plot", Usage: "draw the run to `FILE.png`: F over the steps (with a moving average, and validation F with --val), g and e with the Pareto band, the task losses over the steps, and for 2 or 3 tasks the trajectory in loss space (one panel per pair of tasks)", Category: "Output"},
 		checkpointEveryFlag,
 		&ucli.PathFlag{Name: "checkpoint", Usage: "write checkpoints to `FILE` (default OUT.ckpt), also on interruption", Category: "Output"},
-		&ucli.PathFlag{Name: "resume", Usage: "continue the run saved in `CKPT` (same model, data and settings)", Category: "Training"},
+		&ucli.BoolFlag{Name: "keep-checkpoint", Usage: "keep the checkpoint after the model is written (it is removed by default)", Category: "Output"},
+		&ucli.PathFlag{Name: "resume", Usage: "continue the run saved in `CKPT`: the checkpoint holds its model, data and settings; flags given again must agree", Category: "Training"},
 		jsonFlag,
 	},
 	Action: runTune,
@@ -82,8 +92,7 @@ func runTune(c *ucli.Context) error {
 	if tuneTestRecorder != nil {
 		tj.Extra = append(tj.Extra, tuneTestRecorder)
 	}
-	plotPath := c.Path("plot")
-	if plotPath != "" {
+	if tj.PlotPath != "" {
 		s := &series{}
 		tj.Extra = append(tj.Extra, s)
 		title := fmt.Sprintf("%s: %s, %s", filepath.Base(tj.ModelPath), tj.Method, tj.Criterion)
@@ -93,8 +102,8 @@ func runTune(c *ucli.Context) error {
 		if len(criterion.VarsOf(crit)) > len(tj.Tasks) {
 			crit = nil
 		}
-		tj.BeforeSave = func(res *tuneOutcome) error {
-			return plotTune(plotPath, &tunePlot{Title: title, Tasks: res.Tasks, Series: s, Crit: crit,
+		tj.Plot = func(path string, res *tuneOutcome) error {
+			return plotTune(path, &tunePlot{Title: title, Tasks: res.Tasks, Series: s, Crit: crit,
 				Before: res.BeforeLosses, After: res.AfterLosses, MeasuredOn: tj.ReportName, Examples: res.Examples})
 		}
 	}
@@ -104,31 +113,51 @@ func runTune(c *ucli.Context) error {
 	if err != nil {
 		var ie *finetune.InterruptedError
 		if errors.As(err, &ie) && ie.Checkpoint != "" {
-			fmt.Fprintf(c.App.ErrWriter, "interrupted after step %d; %s untouched; continue with --resume %s\n", ie.Step, tj.Out, ie.Checkpoint)
+			fmt.Fprintf(c.App.ErrWriter, "interrupted after step %d; %s untouched; continue with `paretonav tune --resume %s`\n",
+				ie.Step, tj.Out, job.ShellQuote(ie.Checkpoint))
+		}
+		if res != nil && !c.Bool(jsonFlag.Name) {
+			tuneSummary(c.App.Writer, res) // the model is kept: say where before the error
 		}
 		return err
 	}
-	res.Plot = plotPath
 	if c.Bool(jsonFlag.Name) {
 		return writeJSON(c.App.Writer, res)
 	}
 	return tuneSummary(c.App.Writer, res)
 }
 
-// tuneConfigFromFlags reads tune's flags into a job configuration.
+// tuneConfigFromFlags reads tune's flags into a job configuration. With
+// --resume the model argument may be left out, and the flags the command
+// line or --config set are named in Given (the others come from the
+// checkpoint).
 func tuneConfigFromFlags(c *ucli.Context) (*job.TuneConfig, error) {
 	args := positional(c)
-	if len(args) != 1 {
-		return nil, fmt.Errorf("tune: want one MODEL.onnx argument, got %d (%s)", len(args), strings.Join(args, " "))
+	resume := c.Path("resume")
+	if len(args) > 1 || (len(args) == 0 && resume == "") {
+		return nil, fmt.Errorf("tune: want one MODEL.onnx argument (or --resume CKPT alone), got %d (%s)", len(args), strings.Join(args, " "))
+	}
+	model := ""
+	given := map[string]bool{}
+	if len(args) == 1 {
+		model, given["MODEL"] = args[0], true
+	}
+	for _, f := range c.Command.Flags {
+		for _, n := range f.Names() {
+			if c.IsSet(n) {
+				given[n] = true
+			}
+		}
 	}
 	return &job.TuneConfig{
-		Model: args[0], Data: c.StringSlice(dataFlag.Name), Val: c.StringSlice("val"), ModelConfig: modelConfigFromFlags(c),
+		Model: model, Data: c.StringSlice(dataFlag.Name), Val: c.StringSlice("val"), ModelConfig: modelConfigFromFlags(c),
 		Criterion: c.String(criterionFlag.Name), Method: methodConfigFromFlags(c),
 		Optimizer: c.String("optimizer"), LR: c.Float64("lr"), Momentum: c.Float64("momentum"),
 		LRSchedule: c.String("lr-schedule"), Steps: c.Int("steps"), Epochs: c.Int("epochs"),
 		Batch: c.Int("batch"), Accumulate: c.Int("accumulate"), ValEvery: c.Int("val-every"), Seed: c.Int64(seedFlag.Name),
-		Out: c.Path("out"), Force: c.Bool("force"), Log: c.Path(logFlag.Name), CSV: c.Path("csv"),
-		CheckpointEvery: c.Int("checkpoint-every"), Checkpoint: c.Path("checkpoint"), Resume: c.Path("resume"),
+		Out: c.Path("out"), Force: c.Bool("force"), Log: c.Path(logFlag.Name), CSV: c.Path("csv"), Plot: c.Path("plot"),
+		CheckpointEvery: c.Int("checkpoint-every"), Checkpoint: c.Path("checkpoint"), KeepCheckpoint: c.Bool("keep-checkpoint"),
+		Resume: resume, Given: given, ConfigFile: c.Path(configFlag.Name),
 	}, nil
 }
 
@@ -156,6 +185,24 @@ func tuneSummary(w io.Writer, r *tuneOutcome) error {
 	if r.Method == "png" && r.BandSteps > 0 {
 		fmt.Fprintf(w, "  in the Pareto band (g ≤ e) for %.0f%% of the last %d steps\n", 100*float64(r.InBand), r.BandSteps)
 	}
-	fmt.Fprintf(w, "wrote %s\n", r.Output)
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
+	if r.Kept != "" {
+		fmt.Fprintf(w, "kept the model in %s (%s could not be written)\n", r.Kept, r.Output)
+	} else {
+		fmt.Fprintf(w, "wrote %s\n", r.Output)
+	}
+	for _, f := range []struct{ what, path string }{{"log", r.Log}, {"trace", r.CSV}, {"plot", r.Plot}} {
+		if f.path != "" {
+			fmt.Fprintf(w, "  %s %s\n", f.what, f.path)
+		}
+	}
+	switch {
+	case r.Checkpoint != "":
+		fmt.Fprintf(w, "  checkpoint %s kept\n", r.Checkpoint)
+	case r.CheckpointRemoved != "":
+		fmt.Fprintf(w, "  checkpoint %s removed (the model is written; --keep-checkpoint keeps it)\n", r.CheckpointRemoved)
+	}
 	return nil
 }

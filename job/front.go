@@ -138,9 +138,6 @@ type Front struct {
 	// Warnings are found by Prepare (tied parameters, SharedWarning, once
 	// per distinct model file) for the caller to show once.
 	Warnings []string
-	// AppendLog continues the log instead of replacing it (batch runs
-	// resuming a job).
-	AppendLog bool
 	// Memory is the expected peak (ONNX models; nil for synthetic
 	// problems), checked against the limit.
 	Memory *MemoryPlan
@@ -431,7 +428,7 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 	if j.Progress != nil {
 		recs = append(recs, finetune.NewProgress(j.Progress))
 	}
-	traced, closeFiles, err := traceRecorders("--csv", c.CSV, c.Log, j.AppendLog)
+	traced, closeFiles, err := traceRecorders("--csv", c.CSV, c.Log, j.resumeStep())
 	if err != nil {
 		return nil, err
 	}
@@ -490,6 +487,19 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 		return nil, fmt.Errorf("--out-dir: %w", err)
 	}
 	return out, nil
+}
+
+// resumeStep is the step of the checkpoint a resumed run continues (its
+// log and trace are kept up to it), -1 for a fresh run.
+func (j *Front) resumeStep() int {
+	if j.cfg.Resume == "" {
+		return -1
+	}
+	info, err := finetune.ReadCheckpointInfo(j.cfg.Resume)
+	if err != nil {
+		return -1 // the resumed loop reports the checkpoint's error
+	}
+	return info.Step
 }
 
 // epo replaces the multi-point PNG of a front job by EPO with one

@@ -12,15 +12,15 @@ import (
 // MethodConfig names the update direction and its settings (--method,
 // --alpha, --gamma, --weights, --preference).
 type MethodConfig struct {
-	Name       string  // png, mgd, linear or epo
-	Alpha      float64 // PNG's α
-	Gamma      float64 // PNG's γ
-	Weights    string  // linear's task weights W1,W2,... ("" for equal)
-	Preference string  // EPO's preference r1,r2,... ("" for 1 each)
+	Name       string  `flag:"method"`     // png, mgd, linear or epo
+	Alpha      float64 `flag:"alpha"`      // PNG's α
+	Gamma      float64 `flag:"gamma"`      // PNG's γ
+	Weights    string  `flag:"weights"`    // linear's task weights W1,W2,... ("" for equal)
+	Preference string  `flag:"preference"` // EPO's preference r1,r2,... ("" for 1 each)
 	// MGDSteps > 0 makes the first MGDSteps directions MGD's, then the
 	// method's (png.Staged): the paper's protocol for the complex-cosine
 	// criterion on ZDT2-variant (150 steps).
-	MGDSteps int
+	MGDSteps int `flag:"mgd-steps"`
 }
 
 // Build returns the png.Method mc names for the tasks.

@@ -85,15 +85,16 @@ func ModelOptions(bn string, freeze []string) (backend.Options, error) {
 // ModelConfig is how a job reads its ONNX model: the tasks, the data
 // arrays feeding its inputs, BatchNormalization and frozen initializers.
 type ModelConfig struct {
-	Tasks  []string // --task specs
-	Terms  []string // --term specs: losses a criterion may read that are not tasks
-	Maps   []string // --map INPUT=ARRAY
-	BN     string   // --bn: frozen or train
-	Freeze []string // --freeze globs
-	Untie  bool     // --untie: give each node its own copy of a shared trainable initializer
+	Tasks  []string `flag:"task"`   // --task specs
+	Terms  []string `flag:"term"`   // --term specs: losses a criterion may read that are not tasks
+	Maps   []string `flag:"map"`    // --map INPUT=ARRAY
+	BN     string   `flag:"bn"`     // --bn: frozen or train
+	Freeze []string `flag:"freeze"` // --freeze globs
+	Untie  bool     `flag:"untie"`  // --untie: give each node its own copy of a shared trainable initializer
 	// MaxMemory is --max-memory (e.g. 12GB): the most a job may use; ""
-	// for what the machine or cgroup allows (AvailableMemory).
-	MaxMemory string
+	// for what the machine or cgroup allows (AvailableMemory). A resumed
+	// run may set it anew (it changes no result).
+	MaxMemory string `flag:"max-memory,free"`
 }
 
 // loopVectors is how many n-vectors of float32 the training loop

@@ -64,37 +64,63 @@ func DefaultLR(optimizer string) float64 {
 	return TuneLR
 }
 
-// TuneConfig is a tune job as the tune command's flags give it.
+// TuneConfig is a tune job as the tune command's flags give it. The flag
+// tags name each field's flag: a resumed run (Resume) takes every tagged
+// field from its checkpoint and refuses a given one that differs (Given),
+// except those marked free.
 type TuneConfig struct {
-	Model     string   // MODEL.onnx
-	Data, Val []string // --data, --val sources
+	Model string   `flag:"MODEL,path"` // MODEL.onnx
+	Data  []string `flag:"data,sources"`
+	Val   []string `flag:"val,sources"`
 	ModelConfig
-	Criterion string
-	Method    MethodConfig
-	Optimizer string
-	LR        float64 // 0: TuneLR
-	Momentum  float64
+	Criterion string       `flag:"criterion"`
+	Method    MethodConfig // its fields carry their flags
+	Optimizer string       `flag:"optimizer"`
+	LR        float64      `flag:"lr"` // 0: TuneLR
+	Momentum  float64      `flag:"momentum"`
 	// LRSchedule is constant, cosine or step.
-	LRSchedule string
+	LRSchedule string `flag:"lr-schedule"`
 	// Steps, or Epochs passes over Data when Steps is 0.
-	Steps, Epochs int
-	Batch         int
+	Steps  int `flag:"steps"`
+	Epochs int `flag:"epochs"`
+	Batch  int `flag:"batch"`
 	// Accumulate splits every batch into this many micro-batches run one
 	// after the other (finetune.Accumulate): the step of --batch B at the
 	// memory of B/Accumulate. 0 or 1: whole batches.
-	Accumulate int
-	ValEvery   int
-	Seed       int64
-	// Out is the tuned model (default MODEL_tuned.onnx); Force overwrites
-	// an existing one.
-	Out   string
+	Accumulate int   `flag:"accumulate"`
+	ValEvery   int   `flag:"val-every"`
+	Seed       int64 `flag:"seed"`
+	// Out is the tuned model (default MODEL_tuned.onnx); Force replaces
+	// existing files (never an input, and a resumed run keeps the Force of
+	// the run it continues).
+	Out   string `flag:"out,path"`
 	Force bool
-	// Log (JSON lines) and CSV (per-step trace) are written when set.
-	Log, CSV string
+	// Log (JSON lines), CSV (per-step trace) and Plot (drawn by the
+	// caller, Tune.Plot) are written when set.
+	Log  string `flag:"log,path"`
+	CSV  string `flag:"csv,path"`
+	Plot string `flag:"plot,path"`
 	// CheckpointEvery steps a checkpoint is written to Checkpoint
-	// (default OUT.ckpt), also on interruption; Resume continues one.
-	CheckpointEvery    int
-	Checkpoint, Resume string
+	// (default OUT.ckpt), also on interruption. After the model is written
+	// the checkpoint is removed unless KeepCheckpoint.
+	CheckpointEvery int    `flag:"checkpoint-every"`
+	Checkpoint      string `flag:"checkpoint,path"`
+	KeepCheckpoint  bool   `flag:"keep-checkpoint,free"`
+	// Resume continues the run saved in that checkpoint: the checkpoint
+	// holds the run's configuration, which the other fields may repeat
+	// but not change.
+	Resume string
+	// Given names the flags the user set ("MODEL" for the model
+	// argument); on Resume only those are compared with the checkpoint's
+	// configuration, the others are taken from it. nil: every field is
+	// given (a batch job's configuration).
+	Given map[string]bool `json:"-"`
+	// ConfigFile is the --config file the flags were read from, an input
+	// no output may overwrite.
+	ConfigFile string `json:"-"`
+	// MakeFolders: the caller creates the output folders before the run
+	// (Destinations.MakeFolders).
+	MakeFolders bool `json:"-"`
 }
 
 // Tune is a resolved tuning run: the model and data loaded and checked,
@@ -117,20 +143,27 @@ type Tune struct {
 	Force      bool
 	LogPath    string
 	CSVPath    string
+	PlotPath   string // drawn by Plot
 	Resume     string
-	Progress   io.Writer // nil: no progress lines
+	// Checkpoint is where the run's checkpoints go (Settings.CheckpointPath
+	// when set); after the model is written it is removed unless
+	// KeepCheckpoint.
+	Checkpoint     string
+	KeepCheckpoint bool
+	resumeStep     int // the step Resume holds (its log and trace are kept up to it)
+	// staleCheckpoint: Checkpoint held another run's checkpoint when this
+	// one started over it (--force).
+	staleCheckpoint bool
+	Progress        io.Writer // nil: no progress lines
 	// Warnings are found by Prepare (tied parameters, SharedWarning) for
 	// the caller to show once.
 	Warnings []string
 	Memory   *MemoryPlan // the expected peak, checked against the limit
 	Extra    []finetune.Recorder
-	// AppendLog continues the log at LogPath instead of replacing it
-	// (batch runs resuming a job).
-	AppendLog bool
-	// BeforeSave, when set, is called after training and the final
-	// measurement, before the model is written (the command draws its
-	// plot there); an error stops the run with nothing written.
-	BeforeSave func(*TuneOutcome) error
+	// Plot, when set, draws the run to PlotPath after the model is
+	// written (the command's plot); its error is reported without losing
+	// the model.
+	Plot func(path string, res *TuneOutcome) error
 }
 
 // TuneReport is the measurement of one model on the report set.
@@ -159,12 +192,24 @@ type TuneOutcome struct {
 	After      TuneReport `json:"after"`
 	// InBand is the fraction of the last (up to) 100 steps with g ≤ e,
 	// the control off (PNG only).
-	InBand     Num    `json:"in_band_last100"`
-	BandSteps  int    `json:"band_steps"`
-	Output     string `json:"output"`
+	InBand    Num `json:"in_band_last100"`
+	BandSteps int `json:"band_steps"`
+	// Output is the tuned model. When it could not be written there the
+	// model is kept at Kept instead (and Run returns the error).
+	Output string `json:"output"`
+	Kept   string `json:"kept,omitempty"`
+	// Checkpoint is the checkpoint left on disk (KeepCheckpoint, or when
+	// the model could not be written); "" when none is left.
 	Checkpoint string `json:"checkpoint,omitempty"`
-	Log        string `json:"log,omitempty"`
-	Plot       string `json:"plot,omitempty"`
+	// CheckpointRemoved names the run's checkpoint, removed once the
+	// model was written.
+	CheckpointRemoved string `json:"checkpoint_removed,omitempty"`
+	Log               string `json:"log,omitempty"`
+	CSV               string `json:"csv,omitempty"`
+	Plot              string `json:"plot,omitempty"`
+	// Warnings are what went wrong without costing the model (a
+	// checkpoint that could not be written during the run).
+	Warnings []string `json:"warnings,omitempty"`
 
 	// BeforeLosses and AfterLosses are the task losses on the report set,
 	// in task order.
@@ -176,8 +221,18 @@ type TuneOutcome struct {
 // through l, which may be nil) checked against each other, destinations
 // checked, before any training.
 func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
+	resumeStep := -1
+	if c.Resume != "" {
+		rc, step, err := c.resumed()
+		if err != nil {
+			return nil, err
+		}
+		c, resumeStep = rc, step
+	} else if c.Model == "" {
+		return nil, errors.New("tune: want a MODEL.onnx argument (or --resume CKPT to continue an interrupted run)")
+	}
 	job := &Tune{ModelPath: c.Model, Method: c.Method.Name, Batch: c.Batch, Force: c.Force,
-		LogPath: c.Log, CSVPath: c.CSV, Resume: c.Resume}
+		LogPath: c.Log, CSVPath: c.CSV, PlotPath: c.Plot, Resume: c.Resume, resumeStep: resumeStep, KeepCheckpoint: c.KeepCheckpoint}
 	if len(c.Data) == 0 {
 		return nil, missingData("data", "the training data")
 	}
@@ -200,20 +255,24 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	if job.Out == "" {
 		job.Out = strings.TrimSuffix(job.ModelPath, filepath.Ext(job.ModelPath)) + "_tuned.onnx"
 	}
-	if err := CheckOutput(job.ModelPath, job.Out, job.Force); err != nil {
-		return nil, err
-	}
 	ckpt := c.Checkpoint
 	if ckpt == "" {
 		ckpt = job.Out + ".ckpt"
 	}
-	if same, _ := SamePath(ckpt, job.ModelPath); same {
-		return nil, fmt.Errorf("--checkpoint %s: that is the input model", ckpt)
-	}
-	if job.Resume != "" {
-		if _, err := os.Stat(job.Resume); err != nil {
-			return nil, fmt.Errorf("--resume: %w", err)
+	job.Checkpoint = ckpt
+	if job.Resume == "" {
+		if err := freshCheckpoint("tune", ckpt, job.Force); err != nil {
+			return nil, err
 		}
+		_, err := os.Stat(ckpt)
+		job.staleCheckpoint = err == nil // forced over: removed once this run's model is written
+	}
+	if err := c.destinations(job).Check(); err != nil {
+		return nil, err
+	}
+	record, err := c.checkpointRecord()
+	if err != nil {
+		return nil, err
 	}
 	tasks, maps, opt, err := c.ModelConfig.resolve()
 	if err != nil {
@@ -244,7 +303,7 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 		Optimizer: c.Optimizer, LR: lr, Momentum: c.Momentum,
 		LRSchedule: c.LRSchedule, Steps: c.Steps, Epochs: c.Epochs,
 		BatchSize: job.Batch, Seed: c.Seed, ValEvery: c.ValEvery,
-		CheckpointEvery: c.CheckpointEvery, CheckpointPath: ckpt,
+		CheckpointEvery: c.CheckpointEvery, CheckpointPath: ckpt, CheckpointJob: record,
 		Meta: map[string]any{"command": "tune", "model": job.ModelPath, "data": dataPath, "out": job.Out},
 	}
 	if s.Method, err = c.Method.Build(names); err != nil {
@@ -313,6 +372,34 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	return job, nil
 }
 
+// destinations lists what the tune job reads and writes (Destinations):
+// a resumed run continues its own log, trace and checkpoint.
+func (c *TuneConfig) destinations(job *Tune) *Destinations {
+	d := &Destinations{Force: job.Force, MakeFolders: c.MakeFolders}
+	d.Input("model", c.Model)
+	d.Sources("--data", c.Data)
+	d.Sources("--val", c.Val)
+	d.Input("--config file", c.ConfigFile)
+	resumed := job.Resume != ""
+	same, _ := SamePath(job.Resume, job.Checkpoint)
+	if resumed && !same {
+		d.Input("--resume checkpoint", job.Resume)
+	}
+	d.Output("--out", job.Out)
+	for _, o := range []struct{ flag, path string }{{"--log", c.Log}, {"--csv", c.CSV}} {
+		if resumed {
+			d.Own(o.flag, o.path)
+		} else {
+			d.Output(o.flag, o.path)
+		}
+	}
+	d.Output("--plot", c.Plot)
+	// A fresh run's existing checkpoint is refused with its own message
+	// (freshCheckpoint).
+	d.Own("--checkpoint", job.Checkpoint)
+	return d
+}
+
 // missingData is the error for a job given no data sources for flag.
 func missingData(flag, what string) error {
 	return fmt.Errorf("--%s: required (%s: FILE.npz, NAME=FILE.npy or NAME=FILE.idx, repeatable)", flag, what)
@@ -346,10 +433,16 @@ func (j *Tune) measure(drift float64) (TuneReport, []float64, error) {
 }
 
 // Run measures the model, trains it, measures it again and saves it. On
-// any error (interruption, non-finite values) nothing is written to Out.
+// an error before the model is saved (interruption, non-finite values)
+// nothing is written to Out. Once trained, the model is never lost: when
+// Out cannot be written it is saved beside it (or in the checkpoint's
+// folder, the working folder or the system's temporary folder), the
+// checkpoint stays, and the error says where (TuneOutcome.Kept). A log,
+// trace or plot that cannot be written is reported after the model is
+// saved, with the outcome.
 func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 	res = &TuneOutcome{Criterion: j.Criterion, Method: j.Method, Tasks: j.Net.Tasks(), Terms: j.Net.Terms(), MeasuredOn: j.ReportName,
-		Examples: j.Report.Len(), Output: j.Out, Log: j.LogPath}
+		Examples: j.Report.Len(), Output: j.Out, Log: j.LogPath, CSV: j.CSVPath}
 	if res.Before, res.BeforeLosses, err = j.measure(0); err != nil {
 		return nil, fmt.Errorf("before training: %w", err)
 	}
@@ -358,11 +451,20 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 	if j.Progress != nil {
 		recs = append(recs, finetune.NewProgress(j.Progress))
 	}
-	traced, closeFiles, err := traceRecorders("--csv", j.CSVPath, j.LogPath, j.AppendLog)
+	step := -1
+	if j.Resume != "" {
+		step = j.resumeStep
+	}
+	traced, closeFiles, err := traceRecorders("--csv", j.CSVPath, j.LogPath, step)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, closeFiles()) }()
+	closed := false
+	defer func() {
+		if !closed {
+			err = errors.Join(err, closeFiles())
+		}
+	}()
 	recs = append(recs, traced...)
 	recs = append(recs, j.Extra...)
 	var fr *finetune.Result
@@ -377,7 +479,10 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 		}
 		return nil, explainNegative(err, j.Tasks)
 	}
-	res.Status, res.Steps, res.Checkpoint = fr.Status.String(), fr.Steps, fr.Checkpoint
+	res.Status, res.Steps = fr.Status.String(), fr.Steps
+	if fr.CheckpointErr != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("a checkpoint could not be written during the run: %v", fr.CheckpointErr))
+	}
 	if err := j.Net.SetParams(fr.Points[0].Params); err != nil {
 		return nil, err
 	}
@@ -385,11 +490,6 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 		return nil, fmt.Errorf("after training: %w", err)
 	}
 	res.InBand, res.BandSteps = InBand(band.on, 100)
-	if j.BeforeSave != nil {
-		if err := j.BeforeSave(res); err != nil {
-			return nil, err
-		}
-	}
 	record := map[string]any{
 		"version": Version, "criterion": j.Criterion, "method": j.Method, "steps": fr.Steps,
 		"tasks": TaskSpecs(j.Tasks), "source": filepath.Base(j.ModelPath),
@@ -406,12 +506,107 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 	// model's data, the new data, the encoded file): the step's pooled
 	// buffers, idle from here on, make room for them.
 	j.Net.ReleaseBuffers()
-	if err := importer.Save(j.Out, j.Model, j.Net.Weights(), importer.SaveOptions{
-		Producer: map[string]string{"paretonav": string(meta)}, Force: j.Force,
-	}); err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
+	save := func(path string) error {
+		return importer.Save(path, j.Model, j.Net.Weights(), importer.SaveOptions{
+			Producer: map[string]string{"paretonav": string(meta)}, Force: j.Force && path == j.Out,
+		})
+	}
+	closed = true
+	sideErr := closeFiles()
+	if err := save(j.Out); err != nil {
+		werr := fmt.Errorf("--out %s: %w", j.Out, err)
+		kept, kerr := keepModel(j.Out, j.Checkpoint, save)
+		if kerr != nil {
+			werr = fmt.Errorf("%w; the tuned model could not be kept anywhere either (%v)", werr, kerr)
+		} else {
+			res.Kept = kept
+			werr = fmt.Errorf("%w; the tuned model is kept in %s (move it where you want it)", werr, kept)
+		}
+		if fr.Checkpoint != "" {
+			res.Checkpoint = fr.Checkpoint
+		}
+		return res, errors.Join(werr, sideErr)
+	}
+	if err := j.finishCheckpoint(res, fr); err != nil {
+		res.Warnings = append(res.Warnings, err.Error())
+	}
+	if j.Plot != nil && j.PlotPath != "" {
+		if perr := j.Plot(j.PlotPath, res); perr != nil {
+			sideErr = errors.Join(sideErr, perr)
+		} else {
+			res.Plot = j.PlotPath
+		}
+	}
+	if sideErr != nil {
+		return res, fmt.Errorf("the tuned model was written to %s, but: %w", j.Out, sideErr)
 	}
 	return res, nil
+}
+
+// finishCheckpoint removes the run's checkpoint once the model is
+// written, unless KeepCheckpoint, and says so in res.
+func (j *Tune) finishCheckpoint(res *TuneOutcome, fr *finetune.Result) error {
+	ckpt := j.Checkpoint
+	if ckpt == "" {
+		ckpt = j.Settings.CheckpointPath
+	}
+	if ckpt == "" {
+		return nil
+	}
+	if _, err := os.Stat(ckpt); err != nil {
+		return nil
+	}
+	ours := fr.Checkpoint != ""
+	if !ours && j.Resume != "" {
+		ours, _ = SamePath(j.Resume, ckpt)
+	}
+	if !ours && !j.staleCheckpoint {
+		return nil
+	}
+	if ours && j.KeepCheckpoint {
+		res.Checkpoint = ckpt
+		return nil
+	}
+	if err := os.Remove(ckpt); err != nil {
+		if ours {
+			res.Checkpoint = ckpt
+		}
+		return fmt.Errorf("the checkpoint %s could not be removed: %w", ckpt, err)
+	}
+	res.CheckpointRemoved = ckpt
+	return nil
+}
+
+// keepModel saves a trained model that could not be written to out
+// somewhere else: beside out, in the checkpoint's folder, in the working
+// folder or in the system's temporary folder, under a name no file has.
+// It returns where.
+func keepModel(out, ckpt string, save func(string) error) (string, error) {
+	base := strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
+	dirs := []string{filepath.Dir(out)}
+	if ckpt != "" {
+		dirs = append(dirs, filepath.Dir(ckpt))
+	}
+	dirs = append(dirs, ".", os.TempDir())
+	var errs []error
+	for _, dir := range dirs {
+		for k := 0; k < 100; k++ {
+			name := base + ".kept.onnx"
+			if k > 0 {
+				name = fmt.Sprintf("%s.kept-%d.onnx", base, k)
+			}
+			p := filepath.Join(dir, name)
+			if _, err := os.Lstat(p); err == nil {
+				continue
+			}
+			if err := save(p); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", p, err))
+				break
+			}
+			return p, nil
+		}
+	}
+	return "", errors.Join(errs...)
 }
 
 // TaskSpecs writes the tasks as the specs --task takes.

@@ -1,0 +1,300 @@
+package job
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/paretonav/paretonav/finetune"
+)
+
+// runRecord is what a job stores in its checkpoints
+// (finetune.Settings.CheckpointJob): the command, its resolved
+// configuration with absolute paths, and the fingerprints of the files it
+// read, so that the checkpoint alone continues the run on the same inputs.
+type runRecord struct {
+	Command string          `json:"command"`
+	Config  json.RawMessage `json:"config"`
+	Inputs  []fileSum       `json:"inputs"`
+}
+
+// fileSum identifies an input's content: its size and SHA-256.
+type fileSum struct {
+	Flag   string `json:"flag"`
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// sumFile fingerprints the file at path.
+func sumFile(flag, path string) (fileSum, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return fileSum{}, fmt.Errorf("%s: %w", flag, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return fileSum{}, fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return fileSum{Flag: flag, Path: path, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// sumInputs fingerprints the model and data files of a tune job.
+func (c *TuneConfig) sumInputs() ([]fileSum, error) {
+	var out []fileSum
+	add := func(flag, path string) error {
+		s, err := sumFile(flag, path)
+		out = append(out, s)
+		return err
+	}
+	if err := add("MODEL", c.Model); err != nil {
+		return nil, err
+	}
+	for _, src := range []struct {
+		flag  string
+		specs []string
+	}{{"--data", c.Data}, {"--val", c.Val}} {
+		for _, spec := range src.specs {
+			s, err := finetune.ParseSource(spec)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", src.flag, err)
+			}
+			if err := add(src.flag, s.Path); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// checkInputs refuses inputs whose content changed since want was taken.
+func checkInputs(want []fileSum) error {
+	var errs []error
+	for _, w := range want {
+		got, err := sumFile(w.Flag, w.Path)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%w (the interrupted run read it)", err))
+		case got.Size != w.Size:
+			errs = append(errs, fmt.Errorf("%s %s: %d bytes, the interrupted run read %d; a resumed run needs the same files", w.Flag, w.Path, got.Size, w.Size))
+		case got.SHA256 != w.SHA256:
+			errs = append(errs, fmt.Errorf("%s %s: its content changed since the interrupted run read it (SHA-256 %.12s…, was %.12s…); a resumed run needs the same files", w.Flag, w.Path, got.SHA256, w.SHA256))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// absPath returns p made absolute ("" stays "").
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// absSources makes the files of data source specs absolute.
+func absSources(specs []string) []string {
+	if len(specs) == 0 {
+		return nil
+	}
+	out := make([]string, len(specs))
+	for i, spec := range specs {
+		s, err := finetune.ParseSource(spec)
+		if err != nil {
+			out[i] = spec
+			continue
+		}
+		p := absPath(s.Path)
+		switch {
+		case s.Name == "":
+			out[i] = p
+		case s.Raw:
+			out[i] = s.Name + "=" + p + ":raw"
+		default:
+			out[i] = s.Name + "=" + p
+		}
+	}
+	return out
+}
+
+// flagFields walks the flag-tagged fields of the struct v points to
+// (embedded and nested structs included).
+func flagFields(v reflect.Value, f func(name string, opts string, field reflect.Value)) {
+	t := v.Type()
+	for i := range t.NumField() {
+		sf, fv := t.Field(i), v.Field(i)
+		tag, ok := sf.Tag.Lookup("flag")
+		if !ok {
+			if sf.Type.Kind() == reflect.Struct {
+				flagFields(fv, f)
+			}
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		f(name, opts, fv)
+	}
+}
+
+// normalize makes the paths of a tagged field absolute.
+func normalizeField(opts string, v reflect.Value) {
+	switch {
+	case strings.Contains(opts, "path"):
+		v.SetString(absPath(v.String()))
+	case strings.Contains(opts, "sources"):
+		v.Set(reflect.ValueOf(absSources(v.Interface().([]string))))
+	}
+}
+
+// showValue prints a field's value for an error.
+func showValue(v reflect.Value) string {
+	if v.Kind() == reflect.Slice {
+		parts := make([]string, v.Len())
+		for i := range parts {
+			parts[i] = fmt.Sprint(v.Index(i).Interface())
+		}
+		if len(parts) == 0 {
+			return "(none)"
+		}
+		return strings.Join(parts, ",")
+	}
+	if v.Kind() == reflect.String && v.String() == "" {
+		return `""`
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// sameValue compares two field values, an empty slice equal to none.
+func sameValue(a, b reflect.Value) bool {
+	if a.Kind() == reflect.Slice && a.Len() == 0 && b.Len() == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a.Interface(), b.Interface())
+}
+
+// withDefaults returns c with the defaults Prepare would take filled in
+// and its paths absolute: the configuration a checkpoint stores.
+func (c *TuneConfig) withDefaults() *TuneConfig {
+	r := *c
+	if r.LR == 0 {
+		r.LR = TuneLR
+	}
+	if r.Out == "" && r.Model != "" {
+		r.Out = strings.TrimSuffix(r.Model, filepath.Ext(r.Model)) + "_tuned.onnx"
+	}
+	if r.Checkpoint == "" && r.Out != "" {
+		r.Checkpoint = r.Out + ".ckpt"
+	}
+	flagFields(reflect.ValueOf(&r).Elem(), func(_, opts string, v reflect.Value) { normalizeField(opts, v) })
+	return &r
+}
+
+// resumed returns the configuration of the run saved in c.Resume: the
+// checkpoint's, with the flags c.Given repeats checked against it, and its
+// inputs checked to be the files the run read. It also returns the
+// checkpoint's step.
+func (c *TuneConfig) resumed() (*TuneConfig, int, error) {
+	info, err := finetune.ReadCheckpointInfo(c.Resume)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--resume %s: %w", c.Resume, err)
+	}
+	var rec runRecord
+	if err := json.Unmarshal(info.Job, &rec); err != nil || rec.Command == "" {
+		return nil, 0, fmt.Errorf("--resume %s: the checkpoint holds no run configuration", c.Resume)
+	}
+	if rec.Command != "tune" {
+		return nil, 0, fmt.Errorf("--resume %s: a checkpoint of `paretonav %s`; continue it with that command", c.Resume, rec.Command)
+	}
+	saved := &TuneConfig{}
+	if err := json.Unmarshal(rec.Config, saved); err != nil {
+		return nil, 0, fmt.Errorf("--resume %s: its configuration: %w", c.Resume, err)
+	}
+	given := c.withDefaults()
+	var errs []error
+	sv, gv := reflect.ValueOf(saved).Elem(), reflect.ValueOf(given).Elem()
+	var fields []reflect.Value
+	flagFields(sv, func(_, _ string, v reflect.Value) { fields = append(fields, v) })
+	i := 0
+	flagFields(gv, func(name, opts string, g reflect.Value) {
+		s := fields[i]
+		i++
+		isGiven := c.Given == nil || c.Given[name]
+		// Out and Checkpoint are given when their defaults follow from
+		// a given model; a flag left out takes the checkpoint's value.
+		switch {
+		case !isGiven:
+		case strings.Contains(opts, "free"):
+			s.Set(g)
+		case !sameValue(s, g):
+			flag := "--" + name
+			if name == "MODEL" {
+				flag = name
+			}
+			errs = append(errs, fmt.Errorf("%s %s differs from the checkpoint's %s; a resumed run keeps its configuration (leave the flag out, or start over with --force)",
+				flag, showValue(g), showValue(s)))
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, 0, fmt.Errorf("--resume %s: %w", c.Resume, err)
+	}
+	if err := checkInputs(rec.Inputs); err != nil {
+		return nil, 0, fmt.Errorf("--resume %s: %w", c.Resume, err)
+	}
+	saved.Force = saved.Force || c.Force
+	saved.Resume, saved.Given, saved.ConfigFile, saved.MakeFolders = c.Resume, nil, c.ConfigFile, c.MakeFolders
+	return saved, info.Step, nil
+}
+
+// checkpointRecord is what c's checkpoints store (runRecord), with the
+// fingerprints of its inputs.
+func (c *TuneConfig) checkpointRecord() ([]byte, error) {
+	saved := c.withDefaults()
+	saved.Resume = ""
+	cfg, err := json.Marshal(saved)
+	if err != nil {
+		return nil, err
+	}
+	sums, err := saved.sumInputs()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(runRecord{Command: "tune", Config: cfg, Inputs: sums})
+}
+
+// freshCheckpoint refuses to start a new run over the checkpoint of
+// another at path, unless force.
+func freshCheckpoint(cmd, path string, force bool) error {
+	if force {
+		return nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	info, err := finetune.ReadCheckpointInfo(path)
+	if err != nil {
+		return fmt.Errorf("--checkpoint %s: file exists and is no checkpoint paretonav can continue (%v); pass --force to replace it", path, err)
+	}
+	return fmt.Errorf("%s holds an interrupted run at step %d; continue with `paretonav %s --resume %s`, or pass --force to start over",
+		path, info.Step, cmd, ShellQuote(path))
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
