@@ -225,9 +225,9 @@ func interrupted(t *testing.T, n int, args ...string) string {
 	return buf.String()
 }
 
-// logSteps returns the step numbers of a JSON-lines log's step lines and
+// tuneLogSteps returns the step numbers of a JSON-lines log's step lines and
 // how many configuration lines it has.
-func logSteps(t *testing.T, path string) (steps []int, configs int, F map[int]float64) {
+func tuneLogSteps(t *testing.T, path string) (steps []int, configs int, F map[int]float64) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -331,11 +331,11 @@ func TestTuneResumeAlone(t *testing.T) {
 			t.Errorf("initializer %s differs from the uninterrupted run's", name)
 		}
 	}
-	steps, configs, F := logSteps(t, filepath.Join(dir, "run.jsonl"))
+	steps, configs, F := tuneLogSteps(t, filepath.Join(dir, "run.jsonl"))
 	if !slices.Equal(steps, []int{1, 2, 3, 4, 5, 6}) || configs != 2 {
 		t.Errorf("resumed log: steps %v with %d configuration lines, want 1..6 once each and 2", steps, configs)
 	}
-	_, _, wholeF := logSteps(t, filepath.Join(dir, "whole.jsonl"))
+	_, _, wholeF := tuneLogSteps(t, filepath.Join(dir, "whole.jsonl"))
 	for s, f := range wholeF {
 		if F[s] != f {
 			t.Errorf("step %d: F %v in the resumed log, %v uninterrupted", s, F[s], f)
