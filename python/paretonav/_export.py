@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect as _inspect
 import os
 import warnings
 from typing import Any, Dict, List, Sequence
@@ -85,6 +86,9 @@ def export(module: Any, example_inputs: Sequence[Any], path: str, inputs: Sequen
     if dedup is not None:
         torch._C._jit_pass_onnx_deduplicate_initializers = lambda graph, params, *a, **k: params
     tmp = path + ".part"
+    extra = {}
+    if "dynamo" in _inspect.signature(torch.onnx.export).parameters:
+        extra["dynamo"] = False  # the TorchScript exporter: PRESERVE, the symbolic and the names above need it
     try:
         with torch.no_grad(), warnings.catch_warnings():
             # torch 1.13's exporter has no shape inference for prim::Constant
@@ -93,7 +97,7 @@ def export(module: Any, example_inputs: Sequence[Any], path: str, inputs: Sequen
             warnings.filterwarnings("ignore", message="The shape inference of prim::Constant type is missing")
             torch.onnx.export(module, tuple(example_inputs), tmp, input_names=inputs, output_names=outputs,
                               dynamic_axes=dyn, opset_version=opset, training=torch.onnx.TrainingMode.PRESERVE,
-                              do_constant_folding=False, keep_initializers_as_inputs=False)
+                              do_constant_folding=False, keep_initializers_as_inputs=False, **extra)
         os.replace(tmp, path)
     finally:
         if dedup is not None:

@@ -7,6 +7,7 @@ one example at a time, so nothing is gathered in memory first.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
@@ -14,6 +15,11 @@ import numpy as np
 __all__ = ["write_data", "first_examples"]
 
 _CHUNK_BYTES = 64 << 20
+
+
+def _file(folder: str, i: int, name: str) -> str:
+    """FOLDER/NNN_NAME.npy, NAME reduced to characters safe in any file name."""
+    return os.path.join(folder, "%03d_%s.npy" % (i, re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100]))
 
 
 def _is_dataset(data: Any) -> bool:
@@ -79,7 +85,7 @@ def first_examples(data: Any, names, k: int = 2) -> Dict[str, np.ndarray]:
 def write_data(folder: str, data: Any, dtypes: Mapping[str, Optional[np.dtype]], what: str = "data") -> Dict[str, str]:
     """Writes the arrays named in ``dtypes`` (name -> dtype, None: keep) from
     ``data`` (a mapping name -> array/tensor, first axis = examples, or a
-    Dataset of dicts) to FOLDER/NAME.npy; returns name -> path.
+    Dataset of dicts) to FOLDER/NNN_NAME.npy; returns name -> path.
 
     Raises KeyError naming a missing array, ValueError when the arrays
     disagree on the number of examples or a Dataset item's shape changes,
@@ -106,9 +112,9 @@ def write_data(folder: str, data: Any, dtypes: Mapping[str, Optional[np.dtype]],
         raise ValueError("%s: the arrays disagree on the number of examples (first axis): %s"
                          % (what, ", ".join("%s %d" % kv for kv in counts.items())))
     paths = {}
-    for n in names:
+    for i, n in enumerate(names):
         v = data[n]
-        path = os.path.join(folder, n + ".npy")
+        path = _file(folder, i, n)
         shape = _numpy_shape(v)
         a0 = _numpy(v[:1]) if shape[0] else _numpy(v)
         dt = np.dtype(dtypes[n]) if dtypes[n] is not None else a0.dtype
@@ -133,11 +139,11 @@ def _write_dataset(folder: str, data: Any, dtypes: Mapping[str, Optional[np.dtyp
         raise KeyError("%s: the Dataset's items have no array %s (have: %s)"
                        % (what, ", ".join(repr(m) for m in missing), ", ".join(sorted(map(str, first)))))
     outs, shapes, paths = {}, {}, {}
-    for k, want in dtypes.items():
+    for j, (k, want) in enumerate(dtypes.items()):
         a = _numpy(first[k])
         dt = np.dtype(want) if want is not None else a.dtype
         _convert(k, a, dt, what)
-        paths[k] = os.path.join(folder, k + ".npy")
+        paths[k] = _file(folder, j, k)
         shapes[k] = a.shape
         outs[k] = np.lib.format.open_memmap(paths[k], mode="w+", dtype=dt, shape=(n,) + a.shape)
     for i in range(n):

@@ -112,6 +112,8 @@ def test_write_data_streams_chunks(tmp_path, monkeypatch):
     paths = d.write_data(str(tmp_path), {"a": a, "lab": lab, "unused": "ignored"}, {"a": np.float32, "lab": np.int64})
     np.testing.assert_array_equal(np.load(paths["a"]), a.astype(np.float32))
     assert np.load(paths["lab"]).dtype == np.int64
+    p = d.write_data(str(tmp_path / "n"), {"input/x": a}, {"input/x": None})["input/x"]
+    assert os.path.dirname(p) == str(tmp_path / "n")  # a name with a slash stays one file in the folder
     with pytest.raises(TypeError, match="'lab': expected class labels"):
         d.write_data(str(tmp_path / "b"), {"lab": lab + 0.5}, {"lab": np.int64})
     with pytest.raises(KeyError, match="no array 'y'"):
