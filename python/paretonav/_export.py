@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect as _inspect
 import os
 import warnings
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, Sequence
 
 __all__ = ["export"]
 

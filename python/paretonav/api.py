@@ -76,10 +76,10 @@ class TuneResult:
     def __repr__(self) -> str:
         rows = ["TuneResult(%s after %d steps, on the %s data:" % (self.status, self.steps, self.measured_on)]
         for k in self.losses_after:
-            rows.append("  %-10s %10.4g -> %-10.4g" % (k, self.losses_before.get(k, float("nan")), self.losses_after[k]))
+            rows.append("  %-10s %10.4g -> %.4g" % (k, self.losses_before.get(k, float("nan")), self.losses_after[k]))
         for k, a, b in (("F", self.F_before, self.F_after), ("g", self.g_before, self.g_after)):
             if a is not None and b is not None:
-                rows.append("  %-10s %10.4g -> %-10.4g" % (k, a, b))
+                rows.append("  %-10s %10.4g -> %.4g" % (k, a, b))
         rows.append("  out=%s)" % self.paths.get("out"))
         return "\n".join(rows)
 
@@ -385,7 +385,7 @@ def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, 
     tasks, terms = as_tasks(tasks), as_tasks(terms, "terms")
     if criterion is not None:
         check_criterion(criterion, tasks, terms)
-    workdir, own = _workdir(workdir)
+    workdir, _ = _workdir(workdir)
     model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
     written = [os.path.join(workdir, "data")]
     try:
@@ -449,7 +449,7 @@ def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Opti
     each :class:`FrontModel` gives its ``state_dict()`` or ``load_into(module)``.
     Any other keyword is a ``front`` flag (``steps``, ``batch``, ``lr``, ``spread``...)."""
     tasks, terms = as_tasks(tasks), as_tasks(terms, "terms")
-    workdir, own = _workdir(workdir)
+    workdir, _ = _workdir(workdir)
     model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
     out_dir = os.path.abspath(out_dir) if out_dir else os.path.join(workdir, "front")
     written = [os.path.join(workdir, "data")]
