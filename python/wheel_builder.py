@@ -3,7 +3,7 @@
 The wheel is written directly (zipfile, with its RECORD of sha256 digests),
 because its contents are fixed and platform-specific (a static Go binary)
 and the build must work offline: no setuptools or PyPI download involved.
-Also a PEP 517 backend (build_wheel), so `pip wheel --no-build-isolation`
+Also a PEP 517 backend (build_wheel), so `pip wheel --no-build-isolation --no-deps`
 builds the same file; it runs `go build` when no --binary is given.
 
     python3 wheel_builder.py --binary BUILD/paretonav --out DIST [--plat TAG]
