@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect as _inspect
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -282,6 +283,8 @@ def _aliases(module: Any) -> Dict[str, str]:
     seen: Dict[Tuple[int, Tuple[int, ...], Tuple[int, ...]], str] = {}
     out = {}
     for k, v in module.state_dict(keep_vars=True).items():
+        if not hasattr(v, "data_ptr"):
+            continue
         ident = (v.data_ptr(), tuple(v.shape), tuple(v.stride()))
         if v.numel() and ident in seen:
             out[k] = seen[ident]
@@ -300,8 +303,13 @@ def _check_accounted(module: Any, path: str, strict: bool, before: bool, source:
                                % (path, source, ", ".join(gone)), gone)
     aliases = _aliases(module)
     mapped = set(mapping.values())
+    sd = module.state_dict(keep_vars=True)
+    # Accounted for without an initializer: BatchNorm's step counter (no
+    # exported graph reads it), a second name of a mapped tensor, and
+    # entries that are no tensors (a module's _extra_state).
     left = [k for k in unmapped
-            if not k.endswith("num_batches_tracked") and not (k in aliases and aliases[k] in mapped)]
+            if not k.endswith("num_batches_tracked") and not (k in aliases and aliases[k] in mapped)
+            and hasattr(sd[k], "data_ptr")]
     if left and strict:
         raise MappingError(
             "%s: no initializer of %s holds %s %s: forward() does not read %s, or the export renamed or merged "
@@ -347,6 +355,20 @@ def _finite(x: Any) -> Optional[float]:
     return None if x is None else float(x)
 
 
+def _frozen(module: Any, model_path: str, flags: Dict[str, Any]) -> None:
+    """Adds a --freeze pattern for each parameter with requires_grad=False
+    (PyTorch's way of saying "do not train this"), by its initializer name."""
+    if module is None:
+        return
+    mapping, _ = map_state_dict(model_path, module)
+    by_key = {k: n for n, k in mapping.items() if mapping.initializer[n] == n}
+    names = [by_key[k] for k, p in module.named_parameters() if not p.requires_grad and k in by_key]
+    if names:
+        given = flags.get("freeze") or []
+        given = [given] if isinstance(given, str) else list(given)
+        flags["freeze"] = given + [re.sub(r"([*?\\\[])", r"\\\1", n) for n in names]
+
+
 def _task_args(tasks: Sequence[Task], terms: Sequence[Task]) -> List[str]:
     out = []
     for t in tasks:
@@ -387,6 +409,7 @@ def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, 
         check_criterion(criterion, tasks, terms)
     workdir, _ = _workdir(workdir)
     model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
+    _frozen(module, model_path, flags)
     written = [os.path.join(workdir, "data")]
     try:
         args = ["tune", model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks + terms, flags, "data"))
@@ -451,6 +474,7 @@ def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Opti
     tasks, terms = as_tasks(tasks), as_tasks(terms, "terms")
     workdir, _ = _workdir(workdir)
     model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
+    _frozen(module, model_path, flags)
     out_dir = os.path.abspath(out_dir) if out_dir else os.path.join(workdir, "front")
     written = [os.path.join(workdir, "data")]
     try:
