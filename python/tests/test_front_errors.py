@@ -104,6 +104,16 @@ def test_ctrl_c_stops_with_a_checkpoint(torch, binary, trained, model, tmp_path)
     assert all(torch.equal(v, sd0[k]) for k, v in model.state_dict().items())
 
 
+def real_data(tmp_path, train):
+    """--data arguments for valid arrays, so that the binary gets as far as the tasks."""
+    args = []
+    for k in ("x", "seg", "depth_t"):
+        f = str(tmp_path / (k + ".npy"))
+        np.save(f, train[k][:4].numpy())
+        args += ["--data", "%s=%s" % (k, f)]
+    return args
+
+
 BAD_TASKS = ["seg:nl:seg_logp:seg", "d:l1:depth:depth_t:ignore_index=1", "a-b:mse:depth:depth_t",
              "d:mse:depth", "x:nll:seg_logp:seg:ignore_index=z", "x:nll", "x:nll:seg_logp:seg:foo"]
 
@@ -116,7 +126,7 @@ def test_task_errors_are_the_tools(binary, torch, trained, model, tmp_path, spec
     with pytest.raises(ValueError) as e:
         paretonav.Task.parse(spec)
     path = paretonav.export(model, [trained[2]["x"][:2]], str(tmp_path / "m.onnx"), ["x"], ["seg_logp", "depth"])
-    p = subprocess.run([binary, "tune", path, "--data", "x=none.npy", "--task", spec, "--criterion", "x"],
+    p = subprocess.run([binary, "tune", path] + real_data(tmp_path, trained[2]) + ["--task", spec, "--criterion", "x"],
                        capture_output=True, text=True)
     assert p.returncode != 0 and p.stderr.strip().endswith(str(e.value)), (p.stderr, str(e.value))
 
@@ -131,6 +141,6 @@ def test_criterion_names_checked_in_python(binary, trained, model, tmp_path):
     assert str(e.value) == 'criterion: column 16: unknown task "dpth"; known tasks: seg, depth'
     assert not os.path.exists(str(tmp_path / "w"))  # refused before anything was written
     path = paretonav.export(model, [train["x"][:2]], str(tmp_path / "m.onnx"), ["x"], ["seg_logp", "depth"])
-    p = subprocess.run([binary, "tune", path, "--data", "x=none.npy", "--task", TASKS[0], "--task", TASKS[1],
+    p = subprocess.run([binary, "tune", path] + real_data(tmp_path, train) + ["--task", TASKS[0], "--task", TASKS[1],
                         "--criterion", "log(seg)/(1e-3+dpth)"], capture_output=True, text=True)
     assert p.returncode != 0 and p.stderr.strip().endswith(str(e.value)), p.stderr
