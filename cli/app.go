@@ -19,6 +19,26 @@ const Version = job.Version
 
 var commands []*ucli.Command
 
+// verboseFlag is --verbose/-v: details most runs do not need (the memory
+// plan). It is global (paretonav -v tune ...) and also a flag of the
+// commands that print such details (paretonav tune -v ...); -v is not
+// --version, which keeps its long name only.
+var verboseFlag = &ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print the memory plan (expected peak, scratch, garbage-collection target)", Category: "Output"}
+
+func init() {
+	ucli.VersionFlag = &ucli.BoolFlag{Name: "version", Usage: "print the version"}
+}
+
+// verbose reports whether --verbose was given to the command or before it.
+func verbose(c *ucli.Context) bool {
+	for _, ctx := range c.Lineage() {
+		if ctx.Bool(verboseFlag.Name) {
+			return true
+		}
+	}
+	return false
+}
+
 // register adds a command to the application; each command file calls it
 // from init.
 func register(c *ucli.Command) { commands = append(commands, c) }
@@ -28,6 +48,7 @@ func NewApp() *ucli.App {
 	cmds := append([]*ucli.Command(nil), commands...)
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	return &ucli.App{
+		Flags:                []ucli.Flag{verboseFlag},
 		Name:                 "paretonav",
 		Usage:                "Pareto navigation fine-tuning of multi-task ONNX models",
 		Version:              Version,

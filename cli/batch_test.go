@@ -87,8 +87,8 @@ func TestBatchRunSkipRetryCollect(t *testing.T) {
 		errText, errErr := os.ReadFile(filepath.Join(jd, batch.ErrorFile))
 		switch {
 		case j.Name == "bad":
-			if resErr == nil || errErr != nil || !strings.Contains(string(errText), "job "+j.ID) || !strings.Contains(string(errText), "NaN") {
-				t.Errorf("%s: result %v, error.txt %q (%v); want no result and an error naming the job and the NaN", j.ID, resErr, errText, errErr)
+			if resErr == nil || errErr != nil || !strings.Contains(string(errText), "job "+j.ID) || !strings.Contains(string(errText), "NaN") || !strings.HasSuffix(string(errText), "\n") {
+				t.Errorf("%s: result %v, error.txt %q (%v); want no result and an error naming the job and the NaN, ending with a newline", j.ID, resErr, errText, errErr)
 			}
 		default:
 			if resErr != nil || errErr == nil {

@@ -29,7 +29,7 @@ type demoSize struct {
 	PretrainLR      float64 // Adam's learning rate for pretraining
 	TuneSteps       int     // PNG steps
 	TuneLR          float64 // Adam's learning rate for PNG
-	Minutes         float64 // announced duration on a 2-core machine
+	Seconds         int     // announced duration on a 2-core machine
 	LeftFactor      float64 // r_left = LeftFactor · ℓ_left(pretrained)
 	RightFactor     float64 // r_right = RightFactor · ℓ_right(pretrained)
 	Gamma           float64 // PNG's γ
@@ -51,9 +51,9 @@ type demoSize struct {
 // --quick (a few seconds) is for tests.
 var (
 	demoFull = demoSize{Train: 40000, Val: 1024, Batch: 256, PretrainSteps: 500, PretrainLR: 2e-3,
-		TuneSteps: 300, TuneLR: 3e-4, Minutes: 1.5, LeftFactor: 0.7, RightFactor: 1.0, Gamma: 0.5, ReportLastSteps: 100, ValEvery: 10}
+		TuneSteps: 300, TuneLR: 3e-4, Seconds: 90, LeftFactor: 0.7, RightFactor: 1.0, Gamma: 0.5, ReportLastSteps: 100, ValEvery: 10}
 	demoQuick = demoSize{Train: 256, Val: 64, Batch: 16, PretrainSteps: 40, PretrainLR: 3e-3,
-		TuneSteps: 30, TuneLR: 5e-4, Minutes: 0.5, LeftFactor: 0.7, RightFactor: 1.0, Gamma: png.DefaultGamma, ReportLastSteps: 100, ValEvery: 5}
+		TuneSteps: 30, TuneLR: 5e-4, Seconds: 5, LeftFactor: 0.7, RightFactor: 1.0, Gamma: png.DefaultGamma, ReportLastSteps: 100, ValEvery: 5}
 )
 
 var demoCommand = withConfig(&ucli.Command{
@@ -130,22 +130,20 @@ func runDemo(c *ucli.Context) error {
 // narrative to w and the progress lines to progress.
 func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize, seed int64, force bool) (*demoSummary, error) {
 	start := time.Now()
-	took := "less than a minute"
-	if size.Minutes >= 1 {
-		took = fmt.Sprintf("%g minutes", size.Minutes)
-	}
-	fmt.Fprintf(w, "paretonav demo: this takes about %s on 2 cores (MultiMNIST %d training / %d validation pairs, %d + %d steps of %d).\n",
-		took, size.Train, size.Val, size.PretrainSteps, size.TuneSteps, size.Batch)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("--out-dir: %w", err)
-	}
+	// The destinations are checked before anything is printed: a second
+	// demo in the same folder stops at once, saying what to do.
 	if !force {
 		for _, f := range demoFiles {
 			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-				return nil, fmt.Errorf("--out-dir %s: %s exists from an earlier demo (use --force to replace it, or another --out-dir)", dir, f)
+				return nil, fmt.Errorf("--out-dir %s holds an earlier demo's results (%s): run \"paretonav demo --force\" to replace them, or \"paretonav demo --out-dir DIR\" to write elsewhere", dir, f)
 			}
 		}
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--out-dir: %w", err)
+	}
+	fmt.Fprintf(w, "paretonav demo: this takes about %d s on 2 cores (MultiMNIST %d training / %d validation pairs, %d + %d steps of %d).\n",
+		size.Seconds, size.Train, size.Val, size.PretrainSteps, size.TuneSteps, size.Batch)
 	path := func(f string) string { return filepath.Join(dir, f) }
 
 	// Data: MultiMNIST from the embedded MNIST files.

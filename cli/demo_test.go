@@ -58,8 +58,10 @@ func TestDemoQuick(t *testing.T) {
 	if s.Reference["left"] >= float64(s.Pretrained.Losses["left"]) {
 		t.Errorf("r_left %v does not favour left (pretrained %v)", s.Reference["left"], s.Pretrained.Losses["left"])
 	}
-	if _, err := runCLI(t, "demo", "--quick", "--out-dir", dir); err == nil || !strings.Contains(err.Error(), "--force") {
-		t.Errorf("second run without --force: err = %v", err)
+	// A second run refuses before its banner, saying what to do.
+	if again, err := runCLI(t, "demo", "--quick", "--out-dir", dir); err == nil || !strings.Contains(err.Error(), "--force") ||
+		!strings.Contains(err.Error(), "--out-dir DIR") || strings.Contains(again, "paretonav demo:") {
+		t.Errorf("second run without --force: err = %v, printed:\n%s", err, again)
 	}
 
 	ortcheck.Require(t)

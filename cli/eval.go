@@ -26,7 +26,7 @@ angle_median, within_11.25, within_22.5, within_30; "metrics" in --json).
 --grad-out writes the gradients as an NPZ: array "TASK/INITIALIZER" is the
 gradient of that task's mean loss with respect to that trainable initializer
 (float32, its shape; zeros where the task does not reach it).`,
-	Flags: []ucli.Flag{
+	Flags: []ucli.Flag{verboseFlag,
 		dataFlag, taskFlag, mapFlag, bnFlag, freezeFlag, maxMemoryFlag, batchFlag(job.EvalBatch),
 		&ucli.IntFlag{Name: "limit", Usage: "use the first `N` examples (0: all)", Category: "Data"},
 		&ucli.PathFlag{Name: "grad-out", Usage: "write the task gradients to `G.npz`", Category: "Output"},
@@ -51,7 +51,7 @@ func runEval(c *ucli.Context) error {
 		return err
 	}
 	printWarnings(c, run.Warnings)
-	if !c.Bool(jsonFlag.Name) {
+	if verbose(c) && !c.Bool(jsonFlag.Name) {
 		fmt.Fprintln(c.App.ErrWriter, run.Memory)
 	}
 	res, err := run.Run()

@@ -112,7 +112,7 @@ func TestEvalFlags(t *testing.T) {
 
 // TestEvalMaxMemory checks that eval stops before any step when the
 // expected peak is over --max-memory, naming the flag and the batch, and
-// prints the expected peak when it fits.
+// prints the expected peak when it fits, with --verbose only.
 func TestEvalMaxMemory(t *testing.T) {
 	dir := t.TempDir()
 	fx, data, taskArgs := torchFixture(t, "lenet2_op13", dir, "d.npz", "x")
@@ -129,7 +129,17 @@ func TestEvalMaxMemory(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(out, "expected peak memory") || !strings.Contains(out, "limit 8.0 GB (--max-memory)") {
-		t.Errorf("no expected peak line:\n%s", out)
+	if strings.Contains(out, "expected peak memory") {
+		t.Errorf("the memory plan printed without --verbose:\n%s", out)
+	}
+	// --verbose, after the command or before it (global), prints the plan.
+	for _, v := range [][]string{append(args, "--verbose"), append([]string{"-v"}, args...)} {
+		out, err = runCLI(t, v...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if !strings.Contains(out, "expected peak memory") || !strings.Contains(out, "limit 8.0 GB (--max-memory)") {
+			t.Errorf("%v: no expected peak line:\n%s", v, out)
+		}
 	}
 }

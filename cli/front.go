@@ -34,7 +34,7 @@ and of the accuracies above 0; IGD+ of the losses against a reference front,
 With --problem exp2 (or zdt2v) the same code path trains the paper's
 synthetic problem (no data, no ONNX files) and also reports every model's
 distance to the true front and the spacing of the models along it.`,
-	Flags: []ucli.Flag{
+	Flags: []ucli.Flag{verboseFlag,
 		&ucli.StringFlag{Name: "problem", Usage: "train a synthetic problem (" + strings.Join(synthetic.Names, " or ") + ") instead of an ONNX model", Category: "Problem"},
 		dataFlag,
 		&ucli.StringSliceFlag{Name: "val", Usage: "data the models are scored on (default: --data), from `SOURCE`: FILE.npz, " + sourceUsage,
@@ -88,7 +88,7 @@ func runFront(c *ucli.Context) error {
 	}
 	fj.Progress, fj.Plot = c.App.ErrWriter, plotFront
 	printWarnings(c, fj.Warnings)
-	if fj.Memory != nil && !c.Bool(jsonFlag.Name) {
+	if fj.Memory != nil && verbose(c) && !c.Bool(jsonFlag.Name) {
 		fmt.Fprintln(c.App.ErrWriter, fj.Memory)
 	}
 	ctx, stop := signalContext(c)
@@ -104,7 +104,7 @@ func runFront(c *ucli.Context) error {
 	if c.Bool(jsonFlag.Name) {
 		return writeJSON(c.App.Writer, out)
 	}
-	return frontSummary(c.App.Writer, out)
+	return frontSummary(c.App.Writer, out, stepLimit(c))
 }
 
 // frontConfigFromFlags reads front's flags into a job configuration.
@@ -132,8 +132,8 @@ func optFloat(c *ucli.Context, name string) *float64 {
 	return &v
 }
 
-func frontSummary(w io.Writer, r *job.FrontOutcome) error {
-	fmt.Fprintf(w, "%s: %d models, criterion %s: %s after %d steps\n", r.Source, len(r.Models), r.Criterion, r.Status, r.Steps)
+func frontSummary(w io.Writer, r *job.FrontOutcome, limit string) error {
+	fmt.Fprintf(w, "%s: %d models, criterion %s: %s\n", r.Source, len(r.Models), r.Criterion, stoppedText(r.Status, r.Steps, limit))
 	fmt.Fprintf(w, "  scored on %s\n", r.ScoredOn)
 	for _, m := range r.Models {
 		var parts []string

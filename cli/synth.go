@@ -137,7 +137,7 @@ func runSynth(c *ucli.Context) (err error) {
 	if c.Bool(jsonFlag.Name) {
 		return writeJSON(c.App.Writer, synthJSON(res, N > 1))
 	}
-	return synthSummary(c.App.Writer, name, expr, res)
+	return synthSummary(c.App.Writer, name, expr, res, stepLimit(c))
 }
 
 // synthInit returns --init, or the paper's default, checked against the
@@ -193,8 +193,8 @@ func synthJSON(res *finetune.Result, multi bool) any {
 	}{models, jnum(res.F), res.Steps}
 }
 
-func synthSummary(w io.Writer, problem, expr string, res *finetune.Result) error {
-	fmt.Fprintf(w, "%s, criterion %s: %v after %d steps\n", problem, expr, res.Status, res.Steps)
+func synthSummary(w io.Writer, problem, expr string, res *finetune.Result, limit string) error {
+	fmt.Fprintf(w, "%s, criterion %s: %s\n", problem, expr, stoppedText(res.Status.String(), res.Steps, limit))
 	for k, p := range res.Points {
 		prefix := ""
 		if len(res.Points) > 1 {

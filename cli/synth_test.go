@@ -239,7 +239,7 @@ func TestSynthFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "exp2, criterion wd:0.2,0.8: StepLimit after 50 steps") {
+	if !strings.Contains(out, "exp2, criterion wd:0.2,0.8: stopped after 50 steps (--steps)") {
 		t.Errorf("summary %q", out)
 	}
 	csv, _ := os.ReadFile(trace)

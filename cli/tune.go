@@ -37,7 +37,7 @@ holds the whole configuration, so "paretonav tune --resume OUT.ckpt" alone
 continues the run (flags given again must agree with it), its log where it
 stopped. The checkpoint is removed once the model is written unless
 --keep-checkpoint.`,
-	Flags: []ucli.Flag{
+	Flags: []ucli.Flag{verboseFlag,
 		dataFlag,
 		&ucli.StringSliceFlag{Name: "val", Usage: "validation data (the arrays of --data) from `SOURCE`: FILE.npz, " + sourceUsage,
 			Category: "Data", TakesFile: true},
@@ -86,7 +86,7 @@ func runTune(c *ucli.Context) error {
 	}
 	tj.Progress = c.App.ErrWriter
 	printWarnings(c, tj.Warnings)
-	if !c.Bool(jsonFlag.Name) {
+	if verbose(c) && !c.Bool(jsonFlag.Name) {
 		fmt.Fprintln(c.App.ErrWriter, tj.Memory)
 	}
 	if tuneTestRecorder != nil {
@@ -117,14 +117,14 @@ func runTune(c *ucli.Context) error {
 				ie.Step, tj.Out, job.ShellQuote(ie.Checkpoint))
 		}
 		if res != nil && !c.Bool(jsonFlag.Name) {
-			tuneSummary(c.App.Writer, res) // the model is kept: say where before the error
+			tuneSummary(c.App.Writer, res, stepLimit(c)) // the model is kept: say where before the error
 		}
 		return err
 	}
 	if c.Bool(jsonFlag.Name) {
 		return writeJSON(c.App.Writer, res)
 	}
-	return tuneSummary(c.App.Writer, res)
+	return tuneSummary(c.App.Writer, res, stepLimit(c))
 }
 
 // tuneConfigFromFlags reads tune's flags into a job configuration. With
@@ -161,8 +161,8 @@ func tuneConfigFromFlags(c *ucli.Context) (*job.TuneConfig, error) {
 	}, nil
 }
 
-func tuneSummary(w io.Writer, r *tuneOutcome) error {
-	fmt.Fprintf(w, "%s toward %s: %s after %d steps\n", r.Method, r.Criterion, r.Status, r.Steps)
+func tuneSummary(w io.Writer, r *tuneOutcome, limit string) error {
+	fmt.Fprintf(w, "%s toward %s: %s\n", r.Method, r.Criterion, stoppedText(r.Status, r.Steps, limit))
 	fmt.Fprintf(w, "  on the %s data (%d examples):\n", r.MeasuredOn, r.Examples)
 	fmt.Fprintf(w, "    %-12s %12s %12s\n", "", "before", "after")
 	for i, n := range r.Tasks {

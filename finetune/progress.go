@@ -104,6 +104,11 @@ func (p *Progress) Done(res *Result) error {
 	if label == "" {
 		label = "F"
 	}
-	_, err := fmt.Fprintf(p.W, "%s after %d steps in %s, %s=%#.4g\n", res.Status, res.Steps, time.Since(p.began).Round(time.Millisecond), label, res.F)
+	took := time.Since(p.began).Round(time.Millisecond)
+	if res.Status == Failed && res.Steps == 0 {
+		_, err := fmt.Fprintf(p.W, "failed before the first step, after %s\n", took)
+		return err
+	}
+	_, err := fmt.Fprintf(p.W, "%s after %d steps in %s, %s=%#.4g\n", res.Status.Verb(), res.Steps, took, label, res.F)
 	return err
 }

@@ -135,7 +135,7 @@ func TestProgressPlain(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	if p.Terminal || !strings.HasPrefix(out, "step 50/50 ETA") || !strings.Contains(out, "StepLimit after 50 steps") || strings.Contains(out, "\r") {
+	if p.Terminal || !strings.HasPrefix(out, "step 50/50 ETA") || !strings.Contains(out, "stopped after 50 steps") || strings.Contains(out, "\r") {
 		t.Errorf("progress output %q", out)
 	}
 	// Without training data F is exact, not a batch's.

@@ -30,5 +30,22 @@ func (s Status) String() string {
 	return statusNames[s]
 }
 
+// Verb says in a word how a run with status s ended, for people (String
+// gives the name, for machines): "stopped" (at its step limit),
+// "interrupted", "failed" or "running".
+func (s Status) Verb() string {
+	switch s {
+	case StepLimit:
+		return "stopped"
+	case Interrupted:
+		return "interrupted"
+	case Failed:
+		return "failed"
+	case NotTerminated:
+		return "running"
+	}
+	return s.String()
+}
+
 // MarshalText writes the status's name (for JSON logs and results).
 func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
