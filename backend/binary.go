@@ -143,29 +143,42 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 			}
 			return
 		}
-		for i := range dst {
-			dst[i] = float32(op.f(float64(a[at(ia, i)]), float64(c[at(ib, i)])))
+		if arithBcast32(opType, dst, a, c, ia, ib) {
+			return
 		}
+		parallelElems(len(dst), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = float32(op.f(float64(a[at(ia, i)]), float64(c[at(ib, i)])))
+			}
+		})
 	}
-	// The float32 gradient handles an input that is not broadcast (each
-	// gradient element is one term); a broadcast input sums several terms
-	// in float64 on the float64 path.
+	// The float32 gradient of an input that is not broadcast has one term
+	// per element; that of a broadcast input sums several terms in float64
+	// in the float64 path's order (arithGradReduce32), rounded once.
 	bwd32 := func(k int, dst []float32, in [][]float32, y, g []float32) bool {
 		a, c := in[0], in[1]
-		d, idx := op.da, ia
+		d, idx, oi := op.da, ia, ib
 		if k == 1 {
-			d, idx = op.db, ib
+			d, idx, oi = op.db, ib, ia
 		}
 		if idx != nil {
-			return false
+			var sc f64Scratch
+			defer sc.release()
+			arithGradReduce32(opType, k, dst, sc.get(len(dst)), a, c, y, g, ia, ib, d)
+			return true
 		}
 		if ia == nil && ib == nil && arithGrad32(opType, k, dst, a, c, g) {
 			return true
 		}
-		for i := range g {
-			ai, ci := at(ia, i), at(ib, i)
-			dst[i] = 0 + float32(float64(g[i])*d(float64(a[ai]), float64(c[ci]), float64(y[i])))
+		if arithGradSpread32(opType, k, dst, a, c, g, oi) {
+			return true
 		}
+		parallelElems(len(g), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				ai, ci := at(ia, i), at(ib, i)
+				dst[i] = 0 + float32(float64(g[i])*d(float64(a[ai]), float64(c[ci]), float64(y[i])))
+			}
+		})
 		return true
 	}
 	var diff []bool

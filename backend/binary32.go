@@ -87,3 +87,196 @@ func arithGrad32(op string, k int, dst, a, c, g []float32) bool {
 	})
 	return true
 }
+
+// arithBcast32 is arith32 with broadcasting: a and c are read through
+// their broadcast indices ia and ib (nil: the identity). Each element is
+// the float32 operation on the two float32 operands, the float64 formula
+// rounded once, as in arith32.
+func arithBcast32(op string, dst, a, c []float32, ia, ib []int) bool {
+	var f func(d []float32, ia, ib []int)
+	switch op {
+	case "Add":
+		f = func(d []float32, ia, ib []int) {
+			for i := range d {
+				d[i] = a[ia[i]] + c[ib[i]]
+			}
+		}
+	case "Sub":
+		f = func(d []float32, ia, ib []int) {
+			for i := range d {
+				d[i] = a[ia[i]] - c[ib[i]]
+			}
+		}
+	case "Mul":
+		f = func(d []float32, ia, ib []int) {
+			for i := range d {
+				d[i] = a[ia[i]] * c[ib[i]]
+			}
+		}
+	case "Div":
+		f = func(d []float32, ia, ib []int) {
+			for i := range d {
+				d[i] = a[ia[i]] / c[ib[i]]
+			}
+		}
+	default:
+		return false
+	}
+	// One side is never nil here (arith32 takes the unbroadcast case);
+	// an identity side gets its own loops to avoid an index array.
+	switch {
+	case ia == nil && len(c) == 1:
+		return arithScalar32(op, dst, a, c[0], false)
+	case ib == nil && len(a) == 1:
+		return arithScalar32(op, dst, c, a[0], true)
+	case ia == nil || ib == nil:
+		return false
+	}
+	parallelElems(len(dst), func(lo, hi int) { f(dst[lo:hi], ia[lo:hi], ib[lo:hi]) })
+	return true
+}
+
+// arithScalar32 writes x op s (s op x when swapped) into dst.
+func arithScalar32(op string, dst, x []float32, s float32, swapped bool) bool {
+	x = x[:len(dst)]
+	var f func(d, x []float32)
+	switch {
+	case op == "Add":
+		f = func(d, x []float32) {
+			for i := range d {
+				d[i] = x[i] + s
+			}
+		}
+	case op == "Mul":
+		f = func(d, x []float32) {
+			for i := range d {
+				d[i] = x[i] * s
+			}
+		}
+	case op == "Sub" && !swapped:
+		f = func(d, x []float32) {
+			for i := range d {
+				d[i] = x[i] - s
+			}
+		}
+	case op == "Sub":
+		f = func(d, x []float32) {
+			for i := range d {
+				d[i] = s - x[i]
+			}
+		}
+	case op == "Div" && !swapped:
+		f = func(d, x []float32) {
+			for i := range d {
+				d[i] = x[i] / s
+			}
+		}
+	case op == "Div":
+		f = func(d, x []float32) {
+			for i := range d {
+				d[i] = s / x[i]
+			}
+		}
+	default:
+		return false
+	}
+	parallelElems(len(dst), func(lo, hi int) { f(dst[lo:hi], x[lo:hi]) })
+	return true
+}
+
+// arithGradSpread32 writes into dst the gradient of input k of Add, Sub
+// or Mul when k is not broadcast but its other operand is (read through
+// its broadcast index oi): one term per element, as arithGrad32.
+func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi []int) bool {
+	g = g[:len(dst)]
+	switch {
+	case op == "Add" || op == "Sub" && k == 0:
+		parallelElems(len(dst), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = 0 + g[i]
+			}
+		})
+	case op == "Sub":
+		parallelElems(len(dst), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = 0 + -g[i]
+			}
+		})
+	case op == "Mul":
+		o := c
+		if k == 1 {
+			o = a
+		}
+		if len(o) == 1 {
+			s := o[0]
+			parallelElems(len(dst), func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					dst[i] = 0 + g[i]*s
+				}
+			})
+			return true
+		}
+		parallelElems(len(dst), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = 0 + g[i]*o[oi[i]]
+			}
+		})
+	default:
+		return false
+	}
+	return true
+}
+
+// arithGradReduce32 writes into dst the gradient of a broadcast input k:
+// each element sums the terms g·∂ of the output elements it reaches, in
+// float64, in the order of the float64 path (ascending output index), and
+// is rounded once, so the bits are the float64 path's. d is the op's
+// partial derivative for the general case; Add, Sub and Mul have their
+// own loops. acc is zeroed scratch of len(dst).
+func arithGradReduce32(op string, k int, dst []float32, acc []float64, a, c, y, g []float32, ia, ib []int, d func(a, b, y float64) float64) {
+	at := func(idx []int, i int) int {
+		if idx == nil {
+			return i
+		}
+		return idx[i]
+	}
+	idx := ia
+	if k == 1 {
+		idx = ib
+	}
+	switch {
+	case op == "Add" || op == "Sub" && k == 0:
+		for i, v := range g {
+			acc[idx[i]] += float64(v)
+		}
+	case op == "Sub":
+		for i, v := range g {
+			acc[idx[i]] += -float64(v)
+		}
+	case op == "Mul":
+		o, oi := c, ib
+		if k == 1 {
+			o, oi = a, ia
+		}
+		if oi == nil {
+			for i, v := range g {
+				acc[idx[i]] += float64(v) * float64(o[i])
+			}
+		} else {
+			for i, v := range g {
+				acc[idx[i]] += float64(v) * float64(o[oi[i]])
+			}
+		}
+	default:
+		for i, v := range g {
+			var yi float64
+			if y != nil {
+				yi = float64(y[i])
+			}
+			acc[idx[i]] += float64(v) * d(float64(a[at(ia, i)]), float64(c[at(ib, i)]), yi)
+		}
+	}
+	for i, v := range acc {
+		dst[i] = float32(v)
+	}
+}

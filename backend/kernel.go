@@ -39,10 +39,11 @@ type backwardFunc func(k int, dst []float64, in [][]float64, out, grad []float64
 type forward32Func func(dst []float32, in [][]float32)
 
 // backward32Func is a backwardFunc on float32 data with the same
-// exactness rule as forward32Func. It returns false, leaving dst
-// untouched, when it does not handle input k (the float64 path runs
-// instead), e.g. when dst elements accumulate several terms (a float64
-// sum rounded once is not a float32 running sum).
+// exactness rule as forward32Func. A dst element that accumulates several
+// terms sums them in float64 in the float64 path's order and is rounded
+// once (a float32 running sum would differ). It returns false, leaving
+// dst untouched, when it does not handle input k (the float64 path runs
+// instead).
 type backward32Func func(k int, dst []float32, in [][]float32, out, grad []float32) bool
 
 // kernelOp is a Gorgonia Op computed by Go closures on flat float64 data.

@@ -149,6 +149,14 @@ func lowerMatMul(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 		out = out[:len(out)-1]
 	}
 	mm := matMulOp{m: M, n: N, k: K, nb: nb, ia: ia, ib: ib}
+	if ia == nil && allZero(ib) {
+		// One B for every batch (a Linear over [N, H, W, C], attention's
+		// projections): the batches of A and of the output are contiguous
+		// rows, so the products are one of nb·M rows, and B's gradient
+		// one product over all of them instead of nb small ones, each
+		// packing B again.
+		mm = matMulOp{m: nb * M, n: N, k: K, nb: 1}
+	}
 	fwd, bwd64 := matMulFwd(gemm, mm), matMulBwd(gemm, mm)
 	bwd := func(k int, dst []float64, in [][]float64, _, g []float64) { bwd64(k, dst, in, g) }
 	fwd32, bwd32g := matMulFwd(sgemm32, mm), matMulBwd(sgemm32, mm)
@@ -193,8 +201,8 @@ func gemmFwd[T float](mm mmFunc[T], g gemmOp) func(dst []T, in [][]T) {
 }
 
 // gemmBwd is Gemm's gradient of input k with mm, into dst (zeroed). The
-// gradient of a broadcast C sums several terms: float64 sums them, float32
-// reports false, leaving it to the float64 path (backward32Func's rule).
+// gradient of a broadcast C sums several terms, in float64 in both paths
+// (the float32 one rounds each sum once: the float64 path's bits).
 func gemmBwd[T float](mm mmFunc[T], g gemmOp) func(k int, dst []T, in [][]T, grad []T) bool {
 	alpha := T(g.alpha)
 	return func(k int, dst []T, in [][]T, grad []T) bool {
@@ -213,8 +221,18 @@ func gemmBwd[T float](mm mmFunc[T], g gemmOp) func(k int, dst []T, in [][]T, gra
 			}
 		default:
 			if g.cidx != nil {
-				if _, f32 := any(dst).([]float32); f32 {
-					return false
+				if d32, f32 := any(dst).([]float32); f32 {
+					// float64 sums in the float64 path's order, rounded once
+					var sc f64Scratch
+					defer sc.release()
+					acc := sc.get(len(d32))
+					for i, v := range any(grad).([]float32) {
+						acc[g.cidx[i]] += g.beta * float64(v)
+					}
+					for i, v := range acc {
+						d32[i] = float32(v)
+					}
+					return true
 				}
 				for i, v := range grad {
 					dst[g.cidx[i]] += T(g.beta * float64(v))
@@ -272,4 +290,18 @@ func matMulBwd[T float](mm mmFunc[T], o matMulOp) func(k int, dst []T, in [][]T,
 			}
 		}
 	}
+}
+
+// allZero reports whether idx is a broadcast index mapping every element
+// to the first (an operand with one batch); nil is the identity, not that.
+func allZero(idx []int) bool {
+	if idx == nil {
+		return false
+	}
+	for _, v := range idx {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -127,7 +127,13 @@ func lowerLayerNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 			}
 		}
 	}
-	y, err := b.kernel(n.GetName(), "LayerNormalization", ins, x.shape, fwd, bwd, nil)
+	var y gnode
+	if affineTrailing(sc, idx[1], groups, S) && (bias == nil || affineTrailing(bias, idx[2], groups, S)) {
+		l := layerNorm32{groups: groups, S: S, eps: eps, bias: bias != nil}
+		y, err = b.fillingKernel32(n.GetName(), "LayerNormalization", ins, x.shape, fwd, bwd, nil, l.forward, l.backward)
+	} else {
+		y, err = b.kernel(n.GetName(), "LayerNormalization", ins, x.shape, fwd, bwd, nil)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -186,4 +192,22 @@ func layerStats(v []float64, eps float64) (mu, inv float64) {
 		vr += (e - mu) * (e - mu)
 	}
 	return mu, 1 / math.Sqrt(vr/float64(len(v))+eps)
+}
+
+// affineTrailing reports whether Scale or B (v, with broadcast index idx
+// into X) maps element j of X to j mod S: it covers exactly the
+// normalised axes.
+func affineTrailing(v *value, idx []int, groups, S int) bool {
+	if idx == nil {
+		return groups == 1
+	}
+	if numel(v.shape) != S {
+		return false
+	}
+	for j, i := range idx {
+		if i != j%S {
+			return false
+		}
+	}
+	return true
 }

@@ -135,6 +135,24 @@ func TestGemmMatMul(t *testing.T) {
 	for _, wrt := range []string{"X", "Y"} {
 		gradCheck(t, oneNode("MatMul", 13, nil, []tin{X, Y}, "y"), feedsOf([]tin{X, Y}), wrt, 1e-6)
 	}
+	// one B for every batch of A ([N, H, W, C] × [C, D], one product of
+	// N·H·W rows): [2,3,4,5] × [5,3] → [2,3,4,3]
+	X = randFeed("X", 10, 2, 3, 4, 5)
+	Y = randFeed("Y", 11, 5, 3)
+	want = want[:0]
+	for r := 0; r < 24; r++ {
+		for j := 0; j < 3; j++ {
+			s := 0.0
+			for k := 0; k < 5; k++ {
+				s += X.t.F64[r*5+k] * Y.t.F64[k*3+j]
+			}
+			want = append(want, s)
+		}
+	}
+	assertClose(t, "MatMul shared B", runOne(t, "MatMul", 13, nil, []tin{X, Y}), []int{2, 3, 4, 3}, want, 1e-12)
+	for _, wrt := range []string{"X", "Y"} {
+		gradCheck(t, oneNode("MatMul", 13, nil, []tin{X, Y}, "y"), feedsOf([]tin{X, Y}), wrt, 1e-6)
+	}
 	v := feed("v", []int{3}, 1, 2, 3)
 	assertClose(t, "MatMul 1-D", runOne(t, "MatMul", 13, nil, []tin{A, v}), []int{2}, []float64{14, 32}, 1e-12)
 }

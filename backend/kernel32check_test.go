@@ -1,0 +1,222 @@
+package backend
+
+import (
+	"math/rand"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// lowerKernel lowers node n over float32 input nodes of the given shapes
+// (a nil shape: an absent optional input) in a float32 graph and returns
+// the kernelOp of its first output.
+func lowerKernel(t *testing.T, lower func(*builder, *onnxpb.NodeProto, []*value) ([]*value, error), n *onnxpb.NodeProto, shapes ...[]int) *kernelOp {
+	t.Helper()
+	b := newBuilder(tensor.Float32, 17)
+	in := make([]*value, len(shapes))
+	for i, s := range shapes {
+		if s == nil {
+			continue
+		}
+		in[i] = nodeValue(G.NewTensor(b.g, tensor.Float32, len(s), G.WithShape(s...), G.WithName(n.Input[i])))
+	}
+	out, err := lower(b, n, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, ok := out[0].n.Op().(*kernelOp)
+	if !ok {
+		t.Fatalf("%s lowered to %T, not a kernel", n.GetOpType(), out[0].n.Op())
+	}
+	return op
+}
+
+// checkKernel32 runs op's float32 closures and its float64 ones on the
+// same random float32 data (scaled by scale), the float32 outputs and
+// gradients into dirty buffers, and requires the float32 results to be the
+// float64 ones rounded once, bit for bit (the forward32Func rule), for the
+// output and the gradient of every differentiable input; it fails when a
+// float32 closure declines.
+func checkKernel32(t *testing.T, op *kernelOp, seed int64, scale float64) {
+	t.Helper()
+	r := rand.New(rand.NewSource(seed))
+	fill := func(n int) ([]float32, []float64) {
+		a, b := make([]float32, n), make([]float64, n)
+		for i := range a {
+			a[i] = float32(scale * r.NormFloat64())
+			b[i] = float64(a[i])
+		}
+		return a, b
+	}
+	in32, in64 := make([][]float32, len(op.ins)), make([][]float64, len(op.ins))
+	for i, s := range op.ins {
+		in32[i], in64[i] = fill(numel(s))
+	}
+	y32 := dirty32(numel(op.out))
+	op.fwd32(y32, in32)
+	y64 := make([]float64, len(y32))
+	op.fwd(y64, in64)
+	for i := range y32 {
+		if !sameBits32(y32[i], float32(y64[i])) {
+			t.Fatalf("%s: output %d = %v, float64 path %v", op.kind, i, y32[i], float32(y64[i]))
+		}
+	}
+	yr := make([]float64, len(y32)) // the backward passes read the float32 output
+	for i, v := range y32 {
+		yr[i] = float64(v)
+	}
+	g32, g64 := fill(len(y32))
+	for k, s := range op.ins {
+		if !op.diffs[k] {
+			continue
+		}
+		d32 := dirty32(numel(s))
+		if !op.bwd32(k, d32, in32, y32, g32) {
+			t.Fatalf("%s: the float32 gradient of input %d declined", op.kind, k)
+		}
+		d64 := make([]float64, len(d32))
+		op.bwd(k, d64, in64, yr, g64)
+		for i := range d32 {
+			if !sameBits32(d32[i], float32(d64[i])) {
+				t.Fatalf("%s: gradient %d [%d] = %v, float64 path %v", op.kind, k, i, d32[i], float32(d64[i]))
+			}
+		}
+	}
+}
+
+// TestArithBroadcast32MatchesFloat64 checks the float32 kernels of Add,
+// Sub, Mul, Div and Pow with broadcast operands (a per-channel scale as
+// ConvNeXt's layer scale, a bias over the last axis, a scalar on either
+// side, both sides broadcast) against the float64 ones, bit for bit,
+// including the gradients of the broadcast operands (float64 sums in the
+// float64 path's order), on sizes that split across goroutines.
+func TestArithBroadcast32MatchesFloat64(t *testing.T) {
+	shapes := []struct {
+		name string
+		a, b []int
+	}{
+		{"channel scale", []int{96, 1, 1}, []int{4, 96, 8, 8}},
+		{"bias last axis", []int{4, 8, 8, 96}, []int{96}},
+		{"scalar right", []int{4, 3, 40, 40}, []int{}},
+		{"scalar left", []int{1}, []int{4, 3, 40, 40}},
+		{"both broadcast", []int{4, 1, 50}, []int{1, 60, 1}},
+	}
+	for _, opType := range []string{"Add", "Sub", "Mul", "Div", "Pow"} {
+		for i, s := range shapes {
+			t.Run(opType+" "+s.name, func(t *testing.T) {
+				n := &onnxpb.NodeProto{Name: proto.String("n"), OpType: proto.String(opType), Input: []string{"a", "b"}, Output: []string{"y"}}
+				op := lowerKernel(t, lowerArith, n, s.a, s.b)
+				scale := 1.0
+				if opType == "Pow" {
+					scale = 0.5
+				}
+				checkKernel32(t, op, int64(i), scale)
+			})
+		}
+	}
+}
+
+// TestLayerNorm32MatchesFloat64 checks LayerNormalization's float32
+// kernels (output, ∂X, ∂Scale, ∂B) against the float64 ones, bit for bit,
+// over the last axis (ConvNeXt's and the ViT's), the last two axes, and
+// groups enough to split across goroutines, with and without B.
+func TestLayerNorm32MatchesFloat64(t *testing.T) {
+	cases := []struct {
+		name  string
+		x, sc []int
+		axis  int64
+		bias  bool
+		scale float64
+	}{
+		{"last axis", []int{4, 8, 8, 96}, []int{96}, -1, true, 1},
+		{"last axis no bias", []int{2, 17, 64}, []int{64}, -1, false, 3},
+		{"two axes", []int{3, 5, 7}, []int{5, 7}, 1, true, 1},
+		{"large values", []int{64, 48}, []int{48}, -1, true, 100},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ins := []string{"x", "scale", "b"}
+			shapes := [][]int{c.x, c.sc, c.sc}
+			if !c.bias {
+				ins, shapes = ins[:2], shapes[:2]
+			}
+			n := &onnxpb.NodeProto{Name: proto.String("ln"), OpType: proto.String("LayerNormalization"),
+				Input: ins, Output: []string{"y"}, Attribute: []*onnxpb.AttributeProto{aInt("axis", c.axis)}}
+			op := lowerKernel(t, lowerLayerNorm, n, shapes...)
+			if op.fwd32 == nil {
+				t.Fatal("no float32 kernels")
+			}
+			checkKernel32(t, op, int64(i), c.scale)
+		})
+	}
+}
+
+// TestMove32MatchesFloat64 checks the float32 kernels of data movement
+// (move) against the float64 ones, bit for bit, with dirty outputs: a
+// permutation (Transpose), two inputs (Concat), an input partly read
+// (Slice: zeros elsewhere in its gradient), repeated reads (Expand: sums),
+// and a plain copy (Reshape).
+func TestMove32MatchesFloat64(t *testing.T) {
+	transpose := make([]int, 0, 4*6*5)
+	for a := 0; a < 4; a++ {
+		for c := 0; c < 5; c++ {
+			for b := 0; b < 6; b++ {
+				transpose = append(transpose, a*30+b*5+c)
+			}
+		}
+	}
+	concat := make([]int, 0, 120+40)
+	for r := 0; r < 20; r++ {
+		for c := 0; c < 6; c++ {
+			concat = append(concat, r*6+c)
+		}
+		for c := 0; c < 2; c++ {
+			concat = append(concat, 120+r*2+c)
+		}
+	}
+	var slice, expand []int
+	for i := 0; i < 120; i += 3 {
+		slice = append(slice, i)
+	}
+	for r := 0; r < 7; r++ {
+		for i := 0; i < 120; i++ {
+			expand = append(expand, i)
+		}
+	}
+	big := make([]int, 1<<17) // long enough to split across goroutines
+	for i := range big {
+		big[i] = (i * 7919) % len(big)
+	}
+	cases := []struct {
+		name string
+		ins  [][]int
+		idx  []int
+	}{
+		{"transpose", [][]int{{4, 6, 5}}, transpose},
+		{"concat", [][]int{{20, 6}, {20, 2}}, concat},
+		{"slice", [][]int{{120}}, slice},
+		{"expand", [][]int{{120}}, expand},
+		{"copy", [][]int{{4, 30}}, identityIdx(120)},
+		{"large permutation", [][]int{{len(big)}}, big},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBuilder(tensor.Float32, 17)
+			var vals []*value
+			for k, s := range c.ins {
+				vals = append(vals, nodeValue(G.NewTensor(b.g, tensor.Float32, len(s), G.WithShape(s...), G.WithName(string(rune('a'+k))))))
+			}
+			n := &onnxpb.NodeProto{Name: proto.String("m"), OpType: proto.String("Move")}
+			v, err := b.move(n, "Move", vals, []int{len(c.idx)}, c.idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkKernel32(t, v.n.Op().(*kernelOp), int64(i), 1)
+		})
+	}
+}
