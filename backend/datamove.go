@@ -67,10 +67,15 @@ func (b *builder) move(n *onnxpb.NodeProto, kind string, ins []*value, out []int
 			}
 		}
 	}
-	r, err := b.kernel(n.GetName(), kind, nodes, out, fwd, bwd, nil)
+	m := newMove32(idx, offs)
+	r, err := b.fillingKernel32(n.GetName(), kind, nodes, out, fwd, bwd, nil, m.forward, m.backward)
 	if err != nil {
 		return nil, err
 	}
+	// the gradient reads the output's gradient only
+	reads := make([]bool, len(ins)+2)
+	reads[len(ins)+1] = true
+	r.Op().(*kernelOp).gradReads = reads
 	return nodeValue(r), nil
 }
 

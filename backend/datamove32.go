@@ -1,0 +1,115 @@
+package backend
+
+import "github.com/paretonav/paretonav/backend/ops"
+
+// Float32 kernels of the data-movement ops (move): the forward pass
+// gathers float32 values, which is exact. The gradient of an input whose
+// elements each reach at most one output element (Transpose, Reshape,
+// Slice, Concat, Split) is a scatter, 0 + g as the float64 path's
+// additions into zeros give; an input reaching several (Expand, Tile,
+// Gather with repeated indices) sums its terms in float64 in the float64
+// path's order (ascending output index) and rounds once.
+
+// move32 is the precomputed geometry of one move.
+type move32 struct {
+	idx  []int // nil: a plain copy
+	offs []int // input k holds positions offs[k] to offs[k+1] of the concatenation
+	// once[k]: every element of input k reaches at most one output
+	// element; all[k]: every element reaches at least one.
+	once, all []bool
+}
+
+func newMove32(idx, offs []int) *move32 {
+	m := &move32{idx: idx, offs: offs}
+	nin := len(offs) - 1
+	m.once, m.all = make([]bool, nin), make([]bool, nin)
+	if idx == nil {
+		for k := range m.once {
+			m.once[k], m.all[k] = true, true
+		}
+		return m
+	}
+	hits := make([]uint8, offs[nin])
+	for _, j := range idx {
+		if hits[j] < 2 {
+			hits[j]++
+		}
+	}
+	for k := 0; k < nin; k++ {
+		m.once[k], m.all[k] = true, true
+		for _, h := range hits[offs[k]:offs[k+1]] {
+			m.once[k] = m.once[k] && h <= 1
+			m.all[k] = m.all[k] && h >= 1
+		}
+	}
+	return m
+}
+
+// forward is a forward32Func writing every element.
+func (m *move32) forward(dst []float32, in [][]float32) {
+	if m.idx == nil {
+		src := in[0][:len(dst)]
+		parallelElems(len(dst), func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+		return
+	}
+	if len(in) == 1 {
+		src, idx := in[0], m.idx
+		parallelElems(len(dst), func(lo, hi int) {
+			for i, j := range idx[lo:hi] {
+				dst[lo+i] = src[j]
+			}
+		})
+		return
+	}
+	offs, idx := m.offs, m.idx
+	parallelElems(len(dst), func(lo, hi int) {
+		k := inputOf(offs, idx[lo])
+		for i := lo; i < hi; i++ {
+			j := idx[i]
+			if j < offs[k] || j >= offs[k+1] {
+				k = inputOf(offs, j)
+			}
+			dst[i] = in[k][j-offs[k]]
+		}
+	})
+}
+
+// backward is a backward32Func writing every element of dst.
+func (m *move32) backward(k int, dst []float32, _ [][]float32, _, g []float32) bool {
+	if m.idx == nil {
+		g = g[:len(dst)]
+		parallelElems(len(dst), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = 0 + g[i]
+			}
+		})
+		return true
+	}
+	lo, hi := m.offs[k], m.offs[k+1]
+	idx := m.idx
+	if !m.once[k] {
+		var sc f64Scratch
+		defer sc.release()
+		acc := sc.get(len(dst))
+		for i, j := range idx {
+			if j >= lo && j < hi {
+				acc[j-lo] += float64(g[i])
+			}
+		}
+		for i, v := range acc {
+			dst[i] = float32(v)
+		}
+		return true
+	}
+	if !m.all[k] {
+		ops.ClearPar(dst)
+	}
+	parallelElems(len(idx), func(a, b int) {
+		for i, j := range idx[a:b] {
+			if j >= lo && j < hi {
+				dst[j-lo] = 0 + g[a+i]
+			}
+		}
+	})
+	return true
+}
