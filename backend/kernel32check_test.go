@@ -220,3 +220,13 @@ func TestMove32MatchesFloat64(t *testing.T) {
 		})
 	}
 }
+
+// TestErf32MatchesFloat64 checks Erf's float32 gradient (exponentials by
+// vmath.Exp64) against the float64 formula, bit for bit, over lengths
+// that leave tails of every size and split across goroutines.
+func TestErf32MatchesFloat64(t *testing.T) {
+	for i, size := range []int{1, 7, 255, 257, 100003} {
+		n := &onnxpb.NodeProto{Name: proto.String("erf"), OpType: proto.String("Erf"), Input: []string{"x"}, Output: []string{"y"}}
+		checkKernel32(t, lowerKernel(t, lookup("Erf", 13), n, []int{size}), int64(i), 2)
+	}
+}

@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -35,13 +36,44 @@ func init() {
 		{"Asinh", 9, math.Asinh, func(x, _ float64) float64 { return 1 / math.Sqrt(x*x+1) }},
 		{"Acosh", 9, math.Acosh, func(x, _ float64) float64 { return 1 / math.Sqrt(x*x-1) }},
 		{"Atanh", 9, math.Atanh, func(x, _ float64) float64 { return 1 / (1 - x*x) }},
-		{"Erf", 9, math.Erf, func(x, _ float64) float64 { return 2 / math.SqrtPi * math.Exp(-x*x) }},
+		{"Erf", 9, math.Erf, erfDeriv},
 	} {
 		u := u
 		register(u.op, u.since, func(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-			return b.unary(n, in, u.f, u.df)
+			v, err := b.unary(n, in, u.f, u.df)
+			if err == nil && u.op == "Erf" && !v[0].isConst() {
+				v[0].n.Op().(*kernelOp).bwd32 = erfGrad32
+			}
+			return v, err
 		})
 	}
+}
+
+// erfDeriv is Erf's derivative 2/√π·exp(−x²).
+func erfDeriv(x, _ float64) float64 { return 2 / math.SqrtPi * math.Exp(-x*x) }
+
+// erfGrad32 is Erf's float32 gradient, erfDeriv's arithmetic with the
+// exponentials by vmath.Exp64 (math.Exp's bits, several at once): GELU
+// exported as Erf (ConvNeXt, ViT) spends most of its backward pass there.
+func erfGrad32(_ int, dst []float32, in [][]float32, _, g []float32) bool {
+	x := in[0][:len(dst)]
+	g = g[:len(dst)]
+	parallelElems(len(dst), func(lo, hi int) {
+		var t [256]float64
+		for a := lo; a < hi; a += len(t) {
+			b := min(a+len(t), hi)
+			e := t[:b-a]
+			for i, v := range x[a:b] {
+				f := float64(v)
+				e[i] = -f * f
+			}
+			vmath.Exp64(e, e)
+			for i, v := range e {
+				dst[a+i] = float32(float64(g[a+i]) * (2 / math.SqrtPi * v))
+			}
+		}
+	})
+	return true
 }
 
 // sign is -1, 0 or 1 (NaN stays NaN).
