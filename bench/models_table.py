@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""One PNG step of each model of bench/step_models.py in paretonav and in
+its PyTorch twin, in interleaved pairs, written as the table of
+docs/bench-step.md.
+
+    go build -o paretonav . && /usr/bin/python3 bench/models_table.py --paretonav ./paretonav
+
+Options: --dir DIR (models and data, written once by step_models.py
+export; default /tmp/paretonav-bench-step), --models a,b (default: all),
+--pairs P (default 2), --steps K (timed steps per run, default 3),
+--threads T (GOMAXPROCS and torch threads, default 2), --out FILE (default
+docs/bench-step.md; "-" prints the Markdown), --json FILE (every run's
+numbers).
+
+Each pair runs `paretonav bench step --json --cpuprofile` on the model's
+ONNX export and then `step_models.py time` on the same nn.Module (same
+seed, same weights) with the same batch, tasks and number of steps.
+Reported per model: the medians over pairs of both step times and their
+ratio (paretonav / PyTorch), both peak RSS and their ratio, paretonav's
+load + build time (and seconds per 100 MB of model file), and the share of
+paretonav's step CPU time spent outside arithmetic kernels: samples of the
+CPU profile whose innermost function is the Go runtime (allocation,
+clearing, copying, garbage collection, preemption, scheduling), the
+worker pool waiting, or backend code that converts or moves data rather
+than computing (float64 copies, Transpose/Concat/Slice, buffer clears).
+`go tool pprof` must be on PATH for that column. The load averages at the
+start and the end are written beside the table: timings from a busy
+machine flatter PyTorch's threads less than ours (see bench/README.md).
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True
+sys.path.insert(0, HERE)
+import step_models as sm  # noqa: E402
+
+DESCRIPTIONS = {
+    "lenet2": "two-head LeNet (MultiMNIST), 256 × 1×36×36",
+    "mtan_small": "small SegNet/MTAN fixture, 8 × 3×32×32, 3 tasks",
+    "vit2": "ViT fixture (2 layers, hidden 64), 4 × 3×32×32",
+    "convnext2": "ConvNeXt fixture (16/32 ch), 4 × 3×32×32",
+    "mbv3_small": "MobileNetV3-Small features + 2 heads, 4 × 3×64×64",
+    "tfblock": "4 ViT encoder blocks (hidden 192), 4 × 3×32×32",
+    "convnext_t": "ConvNeXt-T features + 2 heads, 4 × 3×64×64",
+}
+
+# Innermost functions that are not arithmetic: the Go runtime, the worker
+# pool, and backend code that converts, copies or clears.
+OVERHEAD = re.compile(r"^(runtime\.|internal/runtime|sync\.|.*backend/internal/par\.|"
+                      r".*backend\.(valueFloatsInto|makeValue|makeValue32|readF32|readInputsInto|"
+                      r"\(\*f64Scratch\)|\(\*move32\)|outBuf32For)|.*backend/ops\.ClearPar|"
+                      r".*hugepages\.)")
+
+
+def run(cmd, env=None, what=""):
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"models_table: {what} failed (exit {p.returncode}): {' '.join(cmd)}\n{p.stderr.strip()[-3000:]}")
+    return p.stdout
+
+
+def overhead_share(binary, prof):
+    """Share of the profile's samples whose innermost function is overhead."""
+    try:
+        out = subprocess.run(["go", "tool", "pprof", "-top", "-nodecount=100000", binary, prof],
+                             capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    total, over = 0.0, 0.0
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d.]+)(ms|s|us|µs|ns|min|h)?\s+[\d.]+%\s+[\d.]+%\s+[\d.]+(?:ms|s|us|µs|ns|min|h)?\s+[\d.]+%\s+(.*)$", line)
+        if not m:
+            continue
+        unit = {"ms": 1e-3, "s": 1, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60, "h": 3600, None: 1}[m.group(2)]
+        v = float(m.group(1)) * unit
+        total += v
+        if OVERHEAD.match(m.group(3).strip()):
+            over += v
+    return over / total if total else None
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--paretonav", default="./paretonav")
+    ap.add_argument("--dir", default="/tmp/paretonav-bench-step")
+    ap.add_argument("--models", default="")
+    ap.add_argument("--pairs", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--min-seconds", type=float, default=2.0,
+                    help="time at least this many seconds of steps per run (more steps for small models)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default=os.path.join(HERE, "..", "docs", "bench-step.md"))
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    binary = os.path.abspath(a.paretonav)
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"models_table: --paretonav {a.paretonav}: not an executable (build it: go build -o paretonav .)")
+    names = [n for n in a.models.split(",") if n] or list(sm.MODELS)
+    for n in names:
+        if n not in sm.MODELS:
+            sys.exit(f"models_table: --models: unknown model {n!r} (known: {', '.join(sm.MODELS)})")
+    run([sys.executable, os.path.join(HERE, "step_models.py"), "export", "--dir", a.dir, "--only", ",".join(names)],
+        what="export")
+    env = dict(os.environ, GOMAXPROCS=str(a.threads))
+    load_start, started = loadavg(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    rows, raw = [], {}
+    for name in names:
+        _, shape, _, specs, _, _ = sm.MODELS[name]
+        onnx, npz = os.path.join(a.dir, name + ".onnx"), os.path.join(a.dir, name + ".npz")
+        ours, theirs = [], []
+        steps = a.steps
+        if a.min_seconds > 0:  # enough timed steps for a CPU profile of min_seconds
+            cmd = [binary, "bench", "step", onnx, "--data", npz, "--batch", str(shape[0]), "--steps", "1", "--json"]
+            for s in specs:
+                cmd += ["--task", s]
+            est = json.loads(run(cmd, env, f"paretonav bench step {name} (calibration)"))["median_s"]
+            steps = max(a.steps, min(200, int(a.min_seconds / max(est, 1e-4)) + 1))
+        for p in range(a.pairs):
+            prof = os.path.join(a.dir, f"{name}.{p}.prof")
+            cmd = [binary, "bench", "step", onnx, "--data", npz, "--batch", str(shape[0]), "--steps", str(steps),
+                   "--json", "--cpuprofile", prof]
+            for s in specs:
+                cmd += ["--task", s]
+            o = json.loads(run(cmd, env, f"paretonav bench step {name}"))
+            o["outside_kernels"] = overhead_share(binary, prof)
+            ours.append(o)
+            theirs.append(json.loads(run([sys.executable, os.path.join(HERE, "step_models.py"), "time", name,
+                                          "--dir", a.dir, "--steps", str(steps), "--threads", str(a.threads)],
+                                         what=f"PyTorch twin {name}")))
+            print(f"{name} pair {p + 1}: paretonav {o['median_s']:.4f} s, PyTorch {theirs[-1]['median_s']:.4f} s",
+                  file=sys.stderr)
+        med = lambda xs: statistics.median(xs)  # noqa: E731
+        t_o, t_t = med([o["median_s"] for o in ours]), med([t["median_s"] for t in theirs])
+        r_o, r_t = med([o["peak_rss_bytes"] for o in ours]), med([t["peak_rss_bytes"] for t in theirs])
+        lb = med([o["load_build_s"] for o in ours])
+        mb = os.path.getsize(onnx) / 1e6
+        shares = [o["outside_kernels"] for o in ours if o["outside_kernels"] is not None]
+        rows.append({"model": name, "params": ours[0]["params"], "file_mb": mb, "paretonav_s": t_o, "torch_s": t_t,
+                     "time_ratio": t_o / t_t, "ratios": [o["median_s"] / t["median_s"] for o, t in zip(ours, theirs)],
+                     "paretonav_rss": r_o, "torch_rss": r_t, "rss_ratio": r_o / r_t, "load_build_s": lb,
+                     "outside_kernels": med(shares) if shares else None, "steps": steps})
+        raw[name] = {"paretonav": ours, "torch": theirs}
+    load_end = loadavg()
+    torch_version = run([sys.executable, "-c", "import torch; print(torch.__version__)"]).strip()
+    lines = [
+        "# One PNG step per model: paretonav against PyTorch",
+        "",
+        "Written by `bench/models_table.py` (regenerate from the repository root; it exports the",
+        "models into `--dir` once, about a minute):",
+        "",
+        "    go build -o paretonav . && /usr/bin/python3 bench/models_table.py --paretonav ./paretonav",
+        "",
+        "A step is one forward pass, one backward pass per task (every row of J) and the PNG",
+        "direction (`paretonav bench step`); PyTorch's twin (`bench/step_models.py time`, the",
+        "same nn.Module and weights as the export) runs the forward pass, one `torch.autograd.grad`",
+        "per task and J·Jᵀ. Both on %d threads, at least %d timed steps per run (more for small"
+        % (a.threads, a.steps),
+        "models: at least %.0f s of steps, the `steps` column) after one untimed one," % a.min_seconds,
+        "%d interleaved pairs per model; the table gives medians over the pairs." % a.pairs,
+        "",
+        f"Measured {started} on {cpu_name()} ({os.cpu_count()} cores), PyTorch {torch_version};"
+        f" load average (1, 5, 15 min) {load_start} at the start, {load_end} at the end."
+        + (" **The machine was busy: the ratios flatter paretonav** (PyTorch's threads suffer more"
+           " under load); rerun on an idle machine." if float(load_start.split()[0]) > 0.5 * a.threads
+           or float(load_end.split()[0]) > 0.5 * a.threads else ""),
+        "",
+        "| model | params | paretonav step | PyTorch step | time ratio (pairs) | paretonav RSS | PyTorch RSS |"
+        " RSS ratio | load + build | outside kernels | steps |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ok = "" if r["outside_kernels"] is None else f"{100 * r['outside_kernels']:.0f}%"
+        pairs = ", ".join(f"{x:.2f}" for x in r["ratios"])
+        per100 = (f" ({r['file_mb']:.0f} MB: {r['load_build_s'] / r['file_mb'] * 100:.2f} s per 100 MB)"
+                  if r["file_mb"] >= 10 else "")
+        lines.append(
+            f"| `{r['model']}`: {DESCRIPTIONS.get(r['model'], '')} | {r['params'] / 1e6:.2f} M |"
+            f" {r['paretonav_s']:.4f} s | {r['torch_s']:.4f} s | **{r['time_ratio']:.2f}** ({pairs}) |"
+            f" {r['paretonav_rss'] / 1e6:.0f} MB | {r['torch_rss'] / 1e6:.0f} MB | {r['rss_ratio']:.2f} |"
+            f" {r['load_build_s']:.2f} s{per100} | {ok} | {r['steps']} |")
+    lines += [
+        "",
+        "Time ratio: paretonav's median step over PyTorch's (below 1: paretonav is faster). RSS: each",
+        "process's peak resident memory (ru_maxrss), the whole process. Load + build: reading the ONNX",
+        "file and building the step's graph (per 100 MB of file for files of 10 MB or more).",
+        "Outside kernels: the share of paretonav's step CPU profile whose innermost function is",
+        "the Go runtime (allocation, clearing, copying, garbage collection, preemption), the worker",
+        "pool waiting, or backend code that converts or moves data (float64 copies, Transpose,",
+        "Concat, buffer clears) rather than computing.",
+        "",
+    ]
+    text = "\n".join(lines)
+    if a.out == "-":
+        print(text)
+    else:
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        tmp = a.out + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, a.out)
+        print(f"wrote {a.out}", file=sys.stderr)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"rows": rows, "runs": raw, "load_start": load_start, "load_end": load_end}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""The models of docs/bench-step.md: their PyTorch definitions (the twins
+paretonav is timed against), their ONNX exports and a batch of data for each.
+
+    /usr/bin/python3 bench/step_models.py export --dir DIR [--only NAME,...]
+    /usr/bin/python3 bench/step_models.py time NAME --dir DIR [--steps K] [--threads 2]
+
+`export` writes DIR/NAME.onnx (torch.onnx.export, opset 17, the user's
+default export: TrainingMode.EVAL with constant folding) and DIR/NAME.npz
+(input `x` and the targets of the tasks, fixed seed) for every model below
+that is not already there; the fixture models (LeNet, the small MTAN, the
+ViT and ConvNeXt fixtures) are copied from backend/testdata/torch.
+
+`time` builds the same nn.Module (same class, same seed, hence the same
+weights as the export), loads DIR/NAME.npz, runs one untimed step and
+--steps timed ones, and prints one JSON object: median/min seconds per step
+and the process's peak RSS (ru_maxrss). A step is what `paretonav bench
+step` times: one forward pass, then one torch.autograd.grad per task over
+every parameter (retain_graph for all but the last), each flattened into a
+row of J, and J J^T.
+
+Models (all two or three tasks; batch and input in MODELS):
+  lenet2       two-head LeNet fixture (make_fixtures.LeNet2), 256 x 1x36x36
+  mtan_small   the small SegNet/MTAN fixture (make_fixtures.MTANSmall), 8 x 3x32x32
+  vit2         the ViT fixture (make_transformer_fixtures.ViT2), 4 x 3x32x32
+  convnext2    the ConvNeXt fixture (make_transformer_fixtures.ConvNeXt2), 4 x 3x32x32
+  mbv3_small   torchvision mobilenet_v3_small features (depthwise 3x3/5x5,
+               strides 1 and 2, squeeze-excitation, Hardswish), two heads, 4 x 3x64x64
+  tfblock      4 torchvision ViT encoder blocks (hidden 192, 3 heads, MLP 768)
+               over 64 tokens of a 4x4/4 patch stem, two heads, 4 x 3x32x32
+  convnext_t   torchvision convnext_tiny features (27.8M parameters), two heads,
+               4 x 3x64x64 (a 111 MB file)
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIX = os.path.join(HERE, "..", "backend", "testdata", "torch")
+sys.path.insert(0, FIX)
+import make_fixtures as mf  # noqa: E402
+import make_transformer_fixtures as mtf  # noqa: E402
+
+NLL2 = ["a:nll:logp_a:a", "b:nll:logp_b:b"]
+
+
+class TwoHeads(nn.Module):
+    """A feature extractor, global average pool, two Linear heads + log_softmax."""
+
+    def __init__(self, features, width):
+        super().__init__()
+        self.features = features
+        self.head_a, self.head_b = nn.Linear(width, 10), nn.Linear(width, 5)
+
+    def forward(self, x):
+        h = torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1)
+        return F.log_softmax(self.head_a(h), 1), F.log_softmax(self.head_b(h), 1)
+
+
+def mbv3_small():
+    from torchvision.models import mobilenet_v3_small
+    return TwoHeads(mobilenet_v3_small().features, 576)
+
+
+def convnext_t():
+    from torchvision.models import convnext_tiny
+    return TwoHeads(convnext_tiny().features, 768)
+
+
+class Blocks(nn.Module):
+    """A 4x4/4 patch stem, learned positions, torchvision encoder blocks, two heads on the mean token."""
+
+    def __init__(self, layers=4, hidden=192, heads=3, mlp=768, tokens=64):
+        super().__init__()
+        from torchvision.models.vision_transformer import EncoderBlock
+        self.stem = nn.Conv2d(3, hidden, 4, 4)
+        self.pos = nn.Parameter(0.02 * torch.randn(1, tokens, hidden))
+        self.blocks = nn.Sequential(*[EncoderBlock(heads, hidden, mlp, 0.0, 0.0) for _ in range(layers)])
+        self.norm = nn.LayerNorm(hidden)
+        self.head_a, self.head_b = nn.Linear(hidden, 10), nn.Linear(hidden, 5)
+
+    def forward(self, x):
+        h = self.stem(x).flatten(2).transpose(1, 2) + self.pos
+        h = self.norm(self.blocks(h)).mean(1)
+        return F.log_softmax(self.head_a(h), 1), F.log_softmax(self.head_b(h), 1)
+
+
+def nll_targets(rng, n):
+    return {"a": rng.integers(0, 10, n).astype(np.int64), "b": rng.integers(0, 5, n).astype(np.int64)}
+
+
+def mtan_targets(rng, n):
+    return {"seg": rng.integers(-1, 13, (n, 32, 32)).astype(np.int64),
+            "depth_t": rng.uniform(0, 5, (n, 1, 32, 32)).astype(np.float32),
+            "normal_t": rng.standard_normal((n, 3, 32, 32)).astype(np.float32)}
+
+
+# name: (module factory, input shape [N,C,H,W], targets, task specs, output names, fixture file or None)
+MODELS = {
+    "lenet2": (mf.LeNet2, (256, 1, 36, 36), nll_targets,
+               ["left:nll:logp_left:left", "right:nll:logp_right:right"], ["logp_left", "logp_right"],
+               "lenet2_op13"),
+    "mtan_small": (mf.MTANSmall, (8, 3, 32, 32), mtan_targets,
+                   ["seg:nll:seg_logp:seg:ignore_index=-1", "depth:depth_l1:depth:depth_t",
+                    "normal:normal_cos:normal:normal_t"], ["seg_logp", "depth", "normal"], "mtan_op13"),
+    "vit2": (mtf.ViT2, (4, 3, 32, 32), nll_targets, NLL2, ["logp_a", "logp_b"], "vit2_op17_default"),
+    "convnext2": (mtf.ConvNeXt2, (4, 3, 32, 32), nll_targets, NLL2, ["logp_a", "logp_b"],
+                  "convnext2_op17_default"),
+    "mbv3_small": (mbv3_small, (4, 3, 64, 64), nll_targets, NLL2, ["logp_a", "logp_b"], None),
+    "tfblock": (Blocks, (4, 3, 32, 32), nll_targets, NLL2, ["logp_a", "logp_b"], None),
+    "convnext_t": (convnext_t, (4, 3, 64, 64), nll_targets, NLL2, ["logp_a", "logp_b"], None),
+}
+
+
+def targets_of(name):
+    """The task targets of NAME under the names its task specs read."""
+    _, shape, tg, specs, _, _ = MODELS[name]
+    t = tg(np.random.default_rng(7), shape[0])
+    if name == "lenet2":
+        t = {"left": t["a"], "right": t["b"]}
+    return t
+
+
+def build(name):
+    torch.manual_seed(11)
+    model = MODELS[name][0]()
+    model.eval()
+    return model
+
+
+def export(d, only):
+    os.makedirs(d, exist_ok=True)
+    for name, (_, shape, _, specs, outs, fixture) in MODELS.items():
+        if only and name not in only:
+            continue
+        onnx_path, npz = os.path.join(d, name + ".onnx"), os.path.join(d, name + ".npz")
+        x = np.random.default_rng(5).standard_normal(shape, dtype=np.float32)
+        if not os.path.exists(npz):
+            np.savez(npz, x=x, **targets_of(name))
+        if os.path.exists(onnx_path):
+            continue
+        if fixture:
+            shutil.copyfile(os.path.join(FIX, fixture + ".onnx"), onnx_path)
+            continue
+        model = build(name)
+        with torch.no_grad():
+            torch.onnx.export(model, torch.from_numpy(x), onnx_path + ".tmp", opset_version=17,
+                              input_names=["x"], output_names=outs,
+                              dynamic_axes={n: {0: "N"} for n in ["x"] + outs})
+        os.replace(onnx_path + ".tmp", onnx_path)
+        print(f"wrote {onnx_path} ({os.path.getsize(onnx_path) / 1e6:.1f} MB)", file=sys.stderr)
+
+
+def loss_of(spec, outs, targets):
+    parts = spec.split(":")
+    task, kind, out, tgt = parts[:4]
+    return mf.LOSSES[kind](outs[out], targets[tgt])
+
+
+def step(model, params, x, specs, out_names, targets):
+    outs = dict(zip(out_names, model(x)))
+    rows = []
+    for i, spec in enumerate(specs):
+        g = torch.autograd.grad(loss_of(spec, outs, targets), params, retain_graph=i < len(specs) - 1,
+                                allow_unused=True)
+        rows.append(torch.cat([(torch.zeros_like(p) if gi is None else gi).reshape(-1)
+                               for p, gi in zip(params, g)]))
+    J = torch.stack(rows)
+    return J @ J.T
+
+
+def time_model(name, d, steps, warmup, threads):
+    torch.set_num_threads(threads)
+    torch.set_flush_denormal(True)
+    _, shape, _, specs, outs, _ = MODELS[name]
+    data = np.load(os.path.join(d, name + ".npz"))
+    x = torch.from_numpy(data["x"])
+    targets = {k: torch.from_numpy(data[k]) for k in data.files if k != "x"}
+    model = build(name)
+    params = list(model.parameters())
+    for _ in range(warmup):
+        step(model, params, x, specs, outs, targets)
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step(model, params, x, specs, outs, targets)
+        times.append(time.perf_counter() - t0)
+    return {"model": name, "median_s": statistics.median(times), "min_s": min(times), "steps": steps,
+            "threads": threads, "batch": shape[0], "params": sum(p.numel() for p in params),
+            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("export")
+    e.add_argument("--dir", required=True)
+    e.add_argument("--only", default="", help="comma-separated model names (default: all)")
+    t = sub.add_parser("time")
+    t.add_argument("name", choices=sorted(MODELS))
+    t.add_argument("--dir", required=True)
+    t.add_argument("--steps", type=int, default=3)
+    t.add_argument("--warmup", type=int, default=1)
+    t.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    if a.cmd == "export":
+        export(a.dir, set(filter(None, a.only.split(","))))
+    else:
+        print(json.dumps(time_model(a.name, a.dir, a.steps, a.warmup, a.threads)))
+
+
+if __name__ == "__main__":
+    main()
