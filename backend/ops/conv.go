@@ -110,6 +110,15 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 			}},
 			{deps: []int{0, depGrad}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 				n := g.m * g.colRows
+				if depthwiseOK(&g) { // writes every element: no zeroing
+					return dispatch(in[0],
+						func() (tensor.Tensor, error) {
+							return convGradWInto(g, sc, in[0], in[1], outBufDirty[float32](buf, n)), nil
+						},
+						func() (tensor.Tensor, error) {
+							return convGradWInto(g, sc, in[0], in[1], outBufDirty[float64](buf, n)), nil
+						})
+				}
 				if batchedPlanes(&g) && !winogradOK(&g) { // writes every element: no zeroing
 					return dispatch(in[0],
 						func() (tensor.Tensor, error) {
@@ -615,6 +624,10 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 	if bt != nil {
 		b = data[T](bt)
 	}
+	if depthwiseOK(&g) {
+		convForwardDepthwise(&g, x, w, b, out)
+		return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
+	}
 	if winogradOK(&g) && winoChecked(out, func() { winoForward(g.n, g.c, g.m, g.h, g.w, x, w, b, out) }) {
 		return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
 	}
@@ -701,6 +714,10 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 // product write every element; the other paths add into dx, zeroed first.
 func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
 	w, gy := data[T](wt), data[T](gyt)
+	if depthwiseOK(&g) {
+		convGradXDepthwise(&g, w, gy, dx)
+		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
+	}
 	if winogradOK(&g) && winoChecked(dx, func() { winoGradX(&g, w, gy, dx) }) {
 		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 	}
@@ -830,6 +847,10 @@ func convGradW[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor) tensor.T
 // convGradWInto writes the weight gradient into dw (zeroed, m·cg·kH·kW).
 func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw []T) tensor.Tensor {
 	x, gy := data[T](xt), data[T](gyt)
+	if depthwiseOK(&g) {
+		convGradWDepthwise(&g, x, gy, dw)
+		return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
+	}
 	if winogradOK(&g) {
 		if winoChecked(dw, func() { winoGradW(&g, x, gy, dw) }) {
 			return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)

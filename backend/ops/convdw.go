@@ -1,0 +1,254 @@
+package ops
+
+import (
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// Depthwise convolutions (one input channel and one filter per group: the
+// 3×3, 5×5 and 7×7 layers of MobileNet, EfficientNet and ConvNeXt) run
+// directly, per plane, in all three passes, instead of an im2col matrix
+// and a one-row product per group.
+//
+// Each padded input plane is split into s×s phase planes of Hq × Wq
+// values (s the stride; one plane, the padded input itself, at stride 1):
+// phase (py, px) holds padded rows py, py+s, … and columns px, px+s, ….
+// Tap (ky, kx) of output (oy, ox) then reads phase (ky mod s, kx mod s) at
+// (oy + ky/s, ox + kx/s), so with outputs laid out in "wide" rows of Wq
+// values (the last Wq − oW of each unused) one tap is one long vector
+// operation over (oH − 1)·Wq + oW values:
+//
+//	forward:  O[i]        += w[t]·Q_t[off_t + i]
+//	∂x:       ∂Q_t[off_t + i] += w[t]·G[i]      (G: ∂y in wide rows, zeros between)
+//	∂w:       ∂w[t]       += Σ_i G[i]·Q_t[off_t + i]
+//
+// (axpy and dot products through gonum's assembly kernels). The sums run
+// tap by tap in float32 in float32 graphs, as the im2col products do:
+// the paths agree to round-off (TestConvDepthwiseMatchesIm2col).
+
+// depthwiseOn switches the depthwise path on; tests turn it off to compare.
+var depthwiseOn = true
+
+// depthwiseOK reports whether g takes the depthwise path: group = C = M,
+// dilation 1, equal strides of 1 or 2, a kernel of at least two taps.
+func depthwiseOK(g *convGeom) bool {
+	return depthwiseOn && g.g > 1 && g.cg == 1 && g.mg == 1 &&
+		g.y.d == 1 && g.x.d == 1 && g.y.s == g.x.s && g.y.s <= 2 &&
+		g.kh*g.kw > 1 && g.oh > 0 && g.ow > 0
+}
+
+// dwGeom is the phase-plane layout of one depthwise convolution.
+type dwGeom struct {
+	s, hq, wq int // stride, phase plane rows and columns
+	l         int // values per tap: (oH − 1)·Wq + oW
+	offs      []int
+}
+
+func newDwGeom(g *convGeom) dwGeom {
+	s := g.y.s
+	hp, wp := g.h+g.y.pb+g.y.pe, g.w+g.x.pb+g.x.pe
+	d := dwGeom{s: s, hq: (hp + s - 1) / s, wq: (wp + s - 1) / s}
+	d.l = (g.oh-1)*d.wq + g.ow
+	d.offs = make([]int, g.kh*g.kw)
+	for ky := 0; ky < g.kh; ky++ {
+		for kx := 0; kx < g.kw; kx++ {
+			phase := (ky%s)*s + kx%s
+			d.offs[ky*g.kw+kx] = phase*d.hq*d.wq + (ky/s)*d.wq + kx/s
+		}
+	}
+	return d
+}
+
+// planes is the length of the phase planes of one input plane.
+func (d *dwGeom) planes() int { return d.s * d.s * d.hq * d.wq }
+
+// split writes the padded input plane x (H × W) into its phase planes q
+// (every value written, zeros in the padding).
+func dwSplit[T float](g *convGeom, d *dwGeom, x, q []T) {
+	s := d.s
+	for py := 0; py < s; py++ {
+		for px := 0; px < s; px++ {
+			ph := q[(py*s+px)*d.hq*d.wq:][:d.hq*d.wq]
+			for r := 0; r < d.hq; r++ {
+				row := ph[r*d.wq:][:d.wq]
+				y := r*s + py - g.y.pb
+				if y < 0 || y >= g.h {
+					clear(row)
+					continue
+				}
+				xr := x[y*g.w:][:g.w]
+				// column c reads x column c·s + px − pb
+				lo, hi := validRange(d.wq, s, px-g.x.pb, g.w)
+				clear(row[:lo])
+				if s == 1 {
+					copy(row[lo:hi], xr[lo+px-g.x.pb:])
+				} else {
+					for c := lo; c < hi; c++ {
+						row[c] = xr[c*s+px-g.x.pb]
+					}
+				}
+				clear(row[hi:])
+			}
+		}
+	}
+}
+
+// dwMerge writes the input gradient plane dx (H × W) from the phase
+// planes' gradient dq.
+func dwMerge[T float](g *convGeom, d *dwGeom, dq, dx []T) {
+	s := d.s
+	for y := 0; y < g.h; y++ {
+		py, r := (y+g.y.pb)%s, (y+g.y.pb)/s
+		row := dx[y*g.w:][:g.w]
+		if s == 1 {
+			copy(row, dq[r*d.wq+g.x.pb:][:g.w])
+			continue
+		}
+		for x := range row {
+			px, c := (x+g.x.pb)%s, (x+g.x.pb)/s
+			row[x] = dq[(py*s+px)*d.hq*d.wq+r*d.wq+c]
+		}
+	}
+}
+
+// dwWide writes the output gradient plane gy (oH × oW) into wide rows of
+// Wq values, zeros between.
+func dwWide[T float](g *convGeom, d *dwGeom, gy, wide []T) {
+	for oy := 0; oy < g.oh; oy++ {
+		row := wide[oy*d.wq:][:d.wq]
+		copy(row, gy[oy*g.ow:][:g.ow])
+		clear(row[g.ow:])
+	}
+}
+
+// dwShort is the longest vector that axpy and dot run as Go loops: below
+// it the assembly kernels' call costs more than the arithmetic (planes of
+// 2×2 to 4×4 outputs, as at the end of MobileNet and ConvNeXt at 64×64).
+const dwShort = 24
+
+// axpy adds a·x to y (len(y) values).
+func axpy[T float](a T, x, y []T) {
+	if len(y) < dwShort {
+		x = x[:len(y)]
+		for i := range y {
+			y[i] += a * x[i]
+		}
+		return
+	}
+	switch yy := any(y).(type) {
+	case []float32:
+		n := len(yy)
+		blas32.Axpy(any(a).(float32), blas32.Vector{N: n, Inc: 1, Data: any(x).([]float32)[:n]}, blas32.Vector{N: n, Inc: 1, Data: yy})
+	case []float64:
+		n := len(yy)
+		blas64.Axpy(any(a).(float64), blas64.Vector{N: n, Inc: 1, Data: any(x).([]float64)[:n]}, blas64.Vector{N: n, Inc: 1, Data: yy})
+	}
+}
+
+// dot is Σ x[i]·y[i] over len(x) values.
+func dot[T float](x, y []T) T {
+	if len(x) < dwShort {
+		y = y[:len(x)]
+		var s T
+		for i, v := range x {
+			s += v * y[i]
+		}
+		return s
+	}
+	switch xx := any(x).(type) {
+	case []float32:
+		n := len(xx)
+		return any(blas32.Dot(blas32.Vector{N: n, Inc: 1, Data: xx}, blas32.Vector{N: n, Inc: 1, Data: any(y).([]float32)[:n]})).(T)
+	case []float64:
+		n := len(xx)
+		return any(blas64.Dot(blas64.Vector{N: n, Inc: 1, Data: xx}, blas64.Vector{N: n, Inc: 1, Data: any(y).([]float64)[:n]})).(T)
+	}
+	return 0
+}
+
+// convForwardDepthwise writes the depthwise convolution of x by w (and
+// bias b, nil for none) into out, every element.
+func convForwardDepthwise[T float](g *convGeom, x, w, b, out []T) {
+	d := newDwGeom(g)
+	taps := g.kh * g.kw
+	parallelFor(g.n*g.c, func(_, lo, hi int) {
+		buf := getScratch[T](&colScratch, d.planes()+g.oh*d.wq)
+		defer colScratch.pool.Put(buf)
+		q, wide := (*buf)[:d.planes()], (*buf)[d.planes():][:g.oh*d.wq]
+		for p := lo; p < hi; p++ {
+			c := p % g.c
+			dwSplit(g, &d, x[p*g.inPlane:][:g.inPlane], q)
+			wc := w[c*taps:][:taps]
+			o := wide[:d.l]
+			for i := range o {
+				o[i] = wc[0] * q[d.offs[0]+i]
+			}
+			for t := 1; t < taps; t++ {
+				axpy(wc[t], q[d.offs[t]:], o)
+			}
+			og := out[p*g.outPlane:][:g.outPlane]
+			var bc T
+			if b != nil {
+				bc = b[c]
+			}
+			for oy := 0; oy < g.oh; oy++ {
+				src, dst := wide[oy*d.wq:][:g.ow], og[oy*g.ow:][:g.ow]
+				for i, v := range src {
+					dst[i] = v + bc
+				}
+			}
+		}
+	})
+}
+
+// convGradXDepthwise writes the input gradient into dx, every element.
+func convGradXDepthwise[T float](g *convGeom, w, gy, dx []T) {
+	d := newDwGeom(g)
+	taps := g.kh * g.kw
+	parallelFor(g.n*g.c, func(_, lo, hi int) {
+		buf := getScratch[T](&colScratch, d.planes()+g.oh*d.wq)
+		defer colScratch.pool.Put(buf)
+		dq, wide := (*buf)[:d.planes()], (*buf)[d.planes():][:g.oh*d.wq]
+		for p := lo; p < hi; p++ {
+			c := p % g.c
+			dwWide(g, &d, gy[p*g.outPlane:][:g.outPlane], wide)
+			clear(dq)
+			wc := w[c*taps:][:taps]
+			for t := 0; t < taps; t++ {
+				axpy(wc[t], wide, dq[d.offs[t]:][:d.l])
+			}
+			dwMerge(g, &d, dq, dx[p*g.inPlane:][:g.inPlane])
+		}
+	})
+}
+
+// convGradWDepthwise writes the weight gradient into dw (C × kH·kW), every
+// element: per channel, the samples' sums added in sample order.
+func convGradWDepthwise[T float](g *convGeom, x, gy, dw []T) {
+	d := newDwGeom(g)
+	taps := g.kh * g.kw
+	parallelFor(g.c, func(_, lo, hi int) {
+		buf := getScratch[T](&colScratch, d.planes()+g.oh*d.wq)
+		defer colScratch.pool.Put(buf)
+		q, wide := (*buf)[:d.planes()], (*buf)[d.planes():][:g.oh*d.wq]
+		for c := lo; c < hi; c++ {
+			dc := dw[c*taps:][:taps]
+			clear(dc)
+			for n := 0; n < g.n; n++ {
+				p := n*g.c + c
+				dwSplit(g, &d, x[p*g.inPlane:][:g.inPlane], q)
+				dwWide(g, &d, gy[p*g.outPlane:][:g.outPlane], wide)
+				for t := range dc {
+					dc[t] += dot(wide[:d.l], q[d.offs[t]:])
+				}
+			}
+		}
+	})
+}
+
+// ConvDepthwise reports whether a convolution of input shape xs and
+// filters ws with parameters p runs on the depthwise path.
+func ConvDepthwise(xs, ws []int, p ConvParams) bool {
+	g, err := newConvGeom(xs, ws, p)
+	return err == nil && depthwiseOK(&g)
+}
