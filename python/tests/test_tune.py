@@ -121,3 +121,27 @@ def test_write_data_streams_chunks(tmp_path, monkeypatch):
         d.write_data(str(tmp_path / "c"), {"a": a}, {"y": None})
     with pytest.raises(ValueError, match="disagree on the number of examples"):
         d.write_data(str(tmp_path / "d"), {"a": a, "lab": lab[:3]}, {"a": None, "lab": None})
+
+
+def test_progress_lines_from_the_log(torch, binary, trained, model, capfd):
+    """Off a terminal, the progress is a line per tenth of the run, read from the growing JSON-lines log."""
+    _, _, train, _ = trained
+    paretonav.tune(model, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
+                   criterion=CRITERION, steps=20, batch=8)
+    err = capfd.readouterr().err
+    lines = [l for l in err.splitlines() if l.startswith("tune ")]
+    assert lines[0].startswith("tune 1/20 [") and lines[-1].startswith("tune 20/20 [########################]")
+    assert 10 <= len(lines) <= 12 and all(" F=" in l and " g=" in l for l in lines)
+
+
+def test_log_tail_keeps_partial_lines(tmp_path):
+    from paretonav._run import _Tail
+
+    p = tmp_path / "log.jsonl"
+    p.write_text('{"kind": "config", "steps": 3}\n{"step": 1, "F"')
+    t = _Tail(str(p))
+    assert t.lines() == [{"kind": "config", "steps": 3}]
+    with open(p, "a") as f:
+        f.write(': 0.5}\n{"step": 2}\n')
+    assert t.lines() == [{"step": 1, "F": 0.5}, {"step": 2}]
+    assert t.lines() == []
