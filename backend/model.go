@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"path"
 	"sort"
 	"strings"
@@ -35,6 +36,13 @@ type Options struct {
 	// nodes read its own copy (importer.Model.Untie, on the model given
 	// to Open, so that saving it keeps the copies); see shared.go.
 	Untie bool
+	// MaxBytes, when positive, bounds the memory of one graph input as
+	// declared (dynamic dimensions counted as the trial build's 2):
+	// Open refuses an input over it, or over importer.MaxElements
+	// elements, by name and shape before building anything for it.
+	// MaxBytesFrom says where the bound comes from, for the error.
+	MaxBytes     int64
+	MaxBytesFrom string
 }
 
 // Param is one trainable initializer and where it lives in the flat
@@ -185,6 +193,9 @@ func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
 			}
 		}
 		shapes[in.Name] = s
+		if err := checkInputSize(in, s, opt); err != nil {
+			return nil, fmt.Errorf("backend: %w", err)
+		}
 	}
 	if _, err := md.compile(shapes, nil, nil); err != nil {
 		return nil, fmt.Errorf("backend: %w", err)
@@ -488,4 +499,34 @@ func (md *Model) bufPool() *bufPool {
 		md.pool = &bufPool{}
 	}
 	return md.pool
+}
+
+// checkInputSize refuses a graph input whose shape s (its declared shape,
+// dynamic dimensions filled in) holds more than importer.MaxElements
+// elements or takes more than opt.MaxBytes.
+func checkInputSize(in Input, s []int, opt Options) error {
+	n := big.NewInt(1)
+	for _, d := range s {
+		n.Mul(n, big.NewInt(int64(d)))
+	}
+	bytes := new(big.Int).Mul(n, big.NewInt(4))
+	switch {
+	case opt.MaxBytes > 0 && bytes.Cmp(big.NewInt(opt.MaxBytes)) > 0:
+		return fmt.Errorf("model input %q has shape %s: %s elements take %s, more than the %s allowed (%s)", in.Name, fmtShape(in.Shape), n, FormatBytes(bytes.Int64()), FormatBytes(opt.MaxBytes), opt.MaxBytesFrom)
+	case n.Cmp(big.NewInt(importer.MaxElements)) > 0:
+		return fmt.Errorf("model input %q has shape %s: %s elements, more than the %d a tensor may hold", in.Name, fmtShape(in.Shape), n, int64(importer.MaxElements))
+	}
+	return nil
+}
+
+// fmtShape writes a declared shape, dynamic dimensions as "N".
+func fmtShape(shape []int) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		parts[i] = fmt.Sprint(d)
+		if d < 0 {
+			parts[i] = "N"
+		}
+	}
+	return "[" + strings.Join(parts, ",") + "]"
 }

@@ -6,6 +6,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/job"
 )
 
 var (
@@ -23,7 +24,7 @@ nothing to the model. Weights IN.onnx kept in external data go to
 OUT.onnx.data beside OUT.onnx (4096-aligned), unless --inline-data; their
 external_data entries (location, offset, length) are the only fields that
 change. Writing is atomic; existing files are kept unless --force.`,
-	Flags:  []ucli.Flag{convertInlineFlag, convertForceFlag},
+	Flags:  []ucli.Flag{convertInlineFlag, convertForceFlag, maxMemoryFlag},
 	Action: convertAction,
 }
 
@@ -34,7 +35,11 @@ func convertAction(c *ucli.Context) error {
 		return ucli.Exit(fmt.Sprintf("convert: expected IN.onnx OUT.onnx, got %d arguments", c.NArg()), 2)
 	}
 	in, out := c.Args().Get(0), c.Args().Get(1)
-	m, err := importer.Load(in)
+	budget, err := job.ResolveBudget(c.String(maxMemoryFlag.Name))
+	if err != nil {
+		return err
+	}
+	m, err := importer.LoadWithin(in, budget)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ nodes that use it and the ONNX node tests of that op backend does not pass.
 With --batch B, the memory one training step at batch B is expected to need
 (one mse task per float output stands in for the tasks; only a batch
 dimension may be dynamic).`,
-	Flags: []ucli.Flag{freezeFlag, jsonFlag,
+	Flags: []ucli.Flag{freezeFlag, jsonFlag, maxMemoryFlag,
 		&ucli.IntFlag{Name: "batch", Usage: "estimate the peak memory of a training step at batch `B`"}},
 	Action: runInspect,
 }))
@@ -94,11 +94,15 @@ func runInspect(c *ucli.Context) error {
 	if len(args) != 1 {
 		return fmt.Errorf("inspect: want one MODEL.onnx argument, got %d (%s)", len(args), strings.Join(args, " "))
 	}
-	m, err := importer.Load(args[0])
+	budget, err := job.ResolveBudget(c.String(maxMemoryFlag.Name))
 	if err != nil {
 		return err
 	}
-	info, err := inspectModel(args[0], m, c.StringSlice(freezeFlag.Name))
+	m, err := importer.LoadWithin(args[0], budget)
+	if err != nil {
+		return err
+	}
+	info, err := inspectModel(args[0], m, c.StringSlice(freezeFlag.Name), budget)
 	if err != nil {
 		return err
 	}
@@ -106,7 +110,7 @@ func runInspect(c *ucli.Context) error {
 		if b < 0 {
 			return fmt.Errorf("--batch %d: want at least 1", b)
 		}
-		inspectMemory(info, m, c.StringSlice(freezeFlag.Name), b)
+		inspectMemory(info, m, c.StringSlice(freezeFlag.Name), b, budget)
 	}
 	if c.Bool(jsonFlag.Name) {
 		return writeJSON(c.App.Writer, info)
@@ -115,7 +119,7 @@ func runInspect(c *ucli.Context) error {
 }
 
 // inspectModel gathers what inspect shows.
-func inspectModel(path string, m *importer.Model, freeze []string) (*inspectJSON, error) {
+func inspectModel(path string, m *importer.Model, freeze []string, budget importer.Budget) (*inspectJSON, error) {
 	mp := m.Proto
 	g := mp.GetGraph()
 	info := &inspectJSON{File: path, IRVersion: mp.GetIrVersion(), Opsets: map[string]int64{}, Ops: map[string]int{},
@@ -203,7 +207,7 @@ func inspectModel(path string, m *importer.Model, freeze []string) (*inspectJSON
 	// model with a placeholder task on its first output.
 	if len(info.Outputs) > 0 && len(info.Unsupported) == 0 {
 		t := backend.Task{Name: "inspect", Loss: "mse", Output: info.Outputs[0].Name, Target: "inspect_target", IgnoreIndex: -100, Options: map[string]string{}}
-		md, err := backend.Open(m, []backend.Task{t}, backend.Options{Freeze: freeze})
+		md, err := backend.Open(m, []backend.Task{t}, backend.Options{Freeze: freeze, MaxBytes: budget.Bytes, MaxBytesFrom: budget.From})
 		if err != nil {
 			info.OpenError = err.Error()
 		} else {
@@ -323,7 +327,7 @@ func abbreviate(names []string, k int) string {
 
 // inspectMemory estimates a tune step at batch b, with one mse task per
 // float output standing in for the tasks, into info.
-func inspectMemory(info *inspectJSON, m *importer.Model, freeze []string, b int) {
+func inspectMemory(info *inspectJSON, m *importer.Model, freeze []string, b int, budget importer.Budget) {
 	info.Batch = b
 	if len(info.Unsupported) > 0 || info.OpenError != "" {
 		info.MemoryError = "the model cannot be tuned"
@@ -339,8 +343,12 @@ func inspectMemory(info *inspectJSON, m *importer.Model, freeze []string, b int)
 		info.MemoryError = "no float output to stand in for a task"
 		return
 	}
-	md, err := backend.Open(m, tasks, backend.Options{Freeze: freeze})
+	md, err := backend.Open(m, tasks, backend.Options{Freeze: freeze, MaxBytes: budget.Bytes, MaxBytesFrom: budget.From})
 	if err != nil {
+		info.MemoryError = err.Error()
+		return
+	}
+	if err := job.CheckInputSizes(md, b, budget); err != nil {
 		info.MemoryError = err.Error()
 		return
 	}

@@ -164,3 +164,24 @@ func takeRows(t *importer.Tensor, idx []int) *importer.Tensor {
 	}
 	return out
 }
+
+// Bytes is the memory d's arrays hold (the values of arrays several
+// datasets share count in each).
+func (d *Dataset) Bytes() int64 {
+	if d == nil {
+		return 0
+	}
+	var n int64
+	for _, t := range d.Arrays {
+		n += heldBytes(t)
+	}
+	return n
+}
+
+// heldBytes is the memory t's values take.
+func heldBytes(t *importer.Tensor) int64 {
+	if t == nil {
+		return 0
+	}
+	return 4*int64(len(t.F32)) + 8*int64(len(t.F64)) + 8*int64(len(t.I64))
+}

@@ -114,14 +114,37 @@ func sniff(path string) (fileKind, error) {
 // to [0,1] (pixel/255), or kept at 0..255 with s.Raw. An IDX file of one
 // dimension holds labels: they become int64 [N]. Errors name s.Spec.
 func (s Source) Load() (map[string]*importer.Tensor, error) {
-	arrays, err := s.load()
+	return s.LoadWithin(LoadOptions{})
+}
+
+// LoadOptions select the arrays a load decodes and bound their memory.
+type LoadOptions struct {
+	// Want, when set, says which arrays to read; the others are skipped
+	// without being decoded (an NPZ member's data is never read).
+	Want func(name string) bool
+	// MaxBytes, when positive, bounds the memory of the arrays read (each
+	// source on its own; LoadArraysWithin, all together): an array that
+	// would pass it is refused from its header, before it is allocated.
+	MaxBytes int64
+	// From says where MaxBytes comes from, for errors.
+	From string
+}
+
+// LoadWithin is Load with options.
+func (s Source) LoadWithin(opt LoadOptions) (map[string]*importer.Tensor, error) {
+	arrays, err := s.load(opt)
 	if err != nil {
 		return nil, fmt.Errorf("finetune: data %q: %w", s.Spec, err)
 	}
 	return arrays, nil
 }
 
-func (s Source) load() (map[string]*importer.Tensor, error) {
+func (s Source) load(opt LoadOptions) (map[string]*importer.Tensor, error) {
+	if st, err := os.Stat(s.Path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file; want an NPZ archive, a .npy array or an IDX file", s.Path)
+	}
 	kind, err := sniff(s.Path)
 	if err != nil {
 		return nil, err
@@ -130,7 +153,10 @@ func (s Source) load() (map[string]*importer.Tensor, error) {
 		if kind != kindNPZ {
 			return nil, fmt.Errorf("%s is %v, one unnamed array: give it as NAME=%s", s.Path, kind, s.Path)
 		}
-		return npz.Read(s.Path)
+		return npz.ReadSelect(s.Path, npz.ReadOptions{Want: opt.Want, MaxBytes: opt.MaxBytes, From: opt.From})
+	}
+	if opt.Want != nil && !opt.Want(s.Name) {
+		return map[string]*importer.Tensor{}, nil
 	}
 	if s.Raw && kind != kindIDX {
 		return nil, fmt.Errorf("%s is %v: %s applies to IDX images only", s.Path, kind, rawSuffix)
@@ -140,10 +166,15 @@ func (s Source) load() (map[string]*importer.Tensor, error) {
 	case kindNPZ:
 		return nil, fmt.Errorf("%s is an NPZ archive, whose arrays have their own names: give it as %s, without NAME=", s.Path, s.Path)
 	case kindNPY:
-		if t, err = npz.ReadNPY(s.Path); err != nil {
+		if t, err = npz.ReadNPYWithin(s.Path, opt.MaxBytes, opt.From); err != nil {
 			return nil, err
 		}
 	default:
+		// IDX bytes become float32 pixels or int64 labels: at most 8
+		// bytes each (a gzip file's size says less).
+		if st, err := os.Stat(s.Path); err == nil && opt.MaxBytes > 0 && 8*st.Size() > opt.MaxBytes && !strings.HasSuffix(s.Path, ".gz") {
+			return nil, fmt.Errorf("%s: %d bytes of IDX data take up to %d in memory, more than the %d allowed (%s)", s.Path, st.Size(), 8*st.Size(), opt.MaxBytes, opt.From)
+		}
 		if t, err = s.readIDX(); err != nil {
 			return nil, err
 		}
@@ -190,6 +221,12 @@ func (s Source) readIDX() (*importer.Tensor, error) {
 // dimension); the error names both arrays and their sources. A single NPZ
 // archive is returned as read: its arrays are checked when bound (Bind).
 func LoadArrays(specs []string) (map[string]*importer.Tensor, error) {
+	return LoadArraysWithin(specs, LoadOptions{})
+}
+
+// LoadArraysWithin is LoadArrays reading only the arrays opt.Want
+// accepts, within opt.MaxBytes for all sources together.
+func LoadArraysWithin(specs []string, opt LoadOptions) (map[string]*importer.Tensor, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("finetune: no data source: want FILE.npz, NAME=FILE.npy or NAME=FILE.idx")
 	}
@@ -204,10 +241,17 @@ func LoadArrays(specs []string) (map[string]*importer.Tensor, error) {
 	out := map[string]*importer.Tensor{}
 	from := map[string]string{} // array → spec
 	ref := ""                   // the first non-scalar array, for the example count
+	left := opt
 	for _, s := range srcs {
-		arrays, err := s.Load()
+		arrays, err := s.LoadWithin(left)
 		if err != nil {
 			return nil, err
+		}
+		if left.MaxBytes > 0 {
+			for _, a := range arrays {
+				left.MaxBytes -= heldBytes(a)
+			}
+			left.MaxBytes = max(left.MaxBytes, 1)
 		}
 		names := make([]string, 0, len(arrays))
 		for n := range arrays {
@@ -229,6 +273,28 @@ func LoadArrays(specs []string) (map[string]*importer.Tensor, error) {
 			}
 			out[n], from[n] = a, s.Spec
 		}
+	}
+	return out, nil
+}
+
+// ArrayNames lists the arrays the data sources specs hold without
+// decoding them (for errors about arrays a selective load skipped).
+func ArrayNames(specs []string) ([]string, error) {
+	var out []string
+	for _, spec := range specs {
+		s, err := ParseSource(spec)
+		if err != nil {
+			return nil, err
+		}
+		if s.Name != "" {
+			out = append(out, s.Name)
+			continue
+		}
+		names, err := npz.Names(s.Path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, names...)
 	}
 	return out, nil
 }

@@ -103,6 +103,12 @@ func externalSpan(dir string, tp *onnxpb.TensorProto) (*os.File, int64, int64, e
 	if err != nil {
 		return nil, 0, 0, err
 	}
+	// Stat before opening: opening a FIFO waits for a writer.
+	if st, err := os.Stat(path); err != nil {
+		return nil, 0, 0, fmt.Errorf("external data: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return nil, 0, 0, fmt.Errorf("external data %q is not a regular file (%s)", ref.location, fileKind(st.Mode()))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("external data: %w", err)
@@ -114,7 +120,7 @@ func externalSpan(dir string, tp *onnxpb.TensorProto) (*os.File, int64, int64, e
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, 0, 0, fmt.Errorf("external data %q is not a regular file", ref.location)
+		return nil, 0, 0, fmt.Errorf("external data %q is not a regular file (%s)", ref.location, fileKind(st.Mode()))
 	}
 	fsize := st.Size()
 	if ref.offset > fsize {
@@ -150,20 +156,33 @@ func readExternal(dir string, tp *onnxpb.TensorProto) ([]byte, error) {
 	return buf, nil
 }
 
+// externalSizes sums the external data of a model's initializers.
+type externalSizes struct {
+	total                int64
+	largest, largestFile string
+	largestBytes         int64
+}
+
 // checkExternal checks every external initializer of m against its file,
-// without reading the data.
-func (m *Model) checkExternal() error {
+// without reading the data, and sums their bytes.
+func (m *Model) checkExternal() (externalSizes, error) {
 	var errs ErrorList
+	var sz externalSizes
 	for _, tp := range m.Proto.GetGraph().GetInitializer() {
 		if tp.GetDataLocation() != onnxpb.TensorProto_EXTERNAL {
 			continue
 		}
-		f, _, _, err := externalSpan(m.Dir, tp)
+		f, _, n, err := externalSpan(m.Dir, tp)
 		if err != nil {
 			errs.Add(fmt.Sprintf("initializer %q", tp.GetName()), "%v", err)
 			continue
 		}
 		f.Close()
+		sz.total += n
+		if n > sz.largestBytes {
+			ref, _ := parseExternal(tp)
+			sz.largest, sz.largestFile, sz.largestBytes = tp.GetName(), ref.location, n
+		}
 	}
-	return errs.Err()
+	return sz, errs.Err()
 }

@@ -34,21 +34,98 @@ type Model struct {
 // and checks that every external-data initializer names a file inside the
 // model's folder holding enough bytes for its declared shape. Every problem
 // found is reported, as an ErrorList wrapped with the file name.
-func Load(path string) (*Model, error) {
-	b, err := os.ReadFile(path)
+func Load(path string) (*Model, error) { return LoadWithin(path, Budget{}) }
+
+// Budget is the memory a load may use: Bytes (0: no bound) and where
+// that bound comes from (a flag, the machine), for errors.
+type Budget struct {
+	Bytes int64
+	From  string
+}
+
+// MemoryError reports data that would not fit in a Budget, found before
+// any of it is read.
+type MemoryError struct {
+	What   string // "model file m.onnx", "initializer \"w\" (external data \"w.bin\")"
+	Need   int64
+	Budget Budget
+}
+
+func (e *MemoryError) Error() string {
+	return fmt.Sprintf("%s needs %s, more than the %s allowed (%s)", e.What, fmtBytes(e.Need), fmtBytes(e.Budget.Bytes), e.Budget.From)
+}
+
+// fmtBytes writes n bytes in GB (MB below 1 GB), decimal units.
+func fmtBytes(n int64) string {
+	if n < 1e9 {
+		return fmt.Sprintf("%.0f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.1f GB", float64(n)/1e9)
+}
+
+// MaxModelFile is the largest model file Load reads: protobuf messages
+// are limited to 2 GiB (larger models keep their weights in external
+// data).
+const MaxModelFile = 2 << 30
+
+// LoadWithin is Load within a memory budget. Before reading anything it
+// checks that path is a regular file (not a device such as /dev/zero, a
+// FIFO or a folder) of at most MaxModelFile bytes and of at most b.Bytes;
+// after decoding, that the model file and its external data together
+// fit in b.Bytes. The errors (*MemoryError) name the file or the largest
+// initializer and the sizes.
+func LoadWithin(path string, b Budget) (*Model, error) {
+	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("importer: %w", err)
 	}
-	m, err := Decode(b)
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("importer: %s is not a regular file (%s); want an .onnx model file", path, fileKind(st.Mode()))
+	}
+	if st.Size() > MaxModelFile {
+		return nil, fmt.Errorf("importer: %s holds %s; an ONNX model file holds at most 2 GiB (protobuf's limit): larger models keep their weights in external data", path, fmtBytes(st.Size()))
+	}
+	if b.Bytes > 0 && st.Size() > b.Bytes {
+		return nil, fmt.Errorf("importer: %w", &MemoryError{What: "model file " + path, Need: st.Size(), Budget: b})
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("importer: %w", err)
+	}
+	m, err := Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("importer: %s: %w", path, err)
 	}
 	m.Path = path
 	m.Dir = filepath.Dir(path)
-	if err := m.checkExternal(); err != nil {
+	ext, err := m.checkExternal()
+	if err != nil {
 		return nil, fmt.Errorf("importer: %s: %w", path, err)
 	}
+	if b.Bytes > 0 && st.Size()+ext.total > b.Bytes {
+		return nil, fmt.Errorf("importer: %s: %w", path, &MemoryError{
+			What: fmt.Sprintf("the model (%s in the file, %s of external data; the largest, initializer %q in %q, %s)",
+				fmtBytes(st.Size()), fmtBytes(ext.total), ext.largest, ext.largestFile, fmtBytes(ext.largestBytes)),
+			Need: st.Size() + ext.total, Budget: b})
+	}
 	return m, nil
+}
+
+// fileKind names what a file that is not regular is.
+func fileKind(mode os.FileMode) string {
+	switch {
+	case mode.IsDir():
+		return "a folder"
+	case mode&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case mode&os.ModeCharDevice != 0:
+		return "a character device"
+	case mode&os.ModeDevice != 0:
+		return "a device"
+	case mode&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "mode " + mode.String()
 }
 
 // Decode decodes a serialized ModelProto and validates it (Validate):

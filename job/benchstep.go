@@ -64,11 +64,15 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, md, err := OpenModel(nil, c.Model, tasks, opt)
+	budget, err := ResolveBudget(c.MaxMemory)
 	if err != nil {
 		return nil, err
 	}
-	bind := Binding{Model: md, Tasks: tasks, Terms: opt.Terms, Maps: maps}
+	_, md, err := OpenModelWithin(nil, c.Model, budget, tasks, opt)
+	if err != nil {
+		return nil, err
+	}
+	bind := Binding{Budget: budget, Model: md, Tasks: tasks, Terms: opt.Terms, Maps: maps}
 	if err := bind.Check(); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package job
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -10,16 +11,19 @@ import (
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/finetune/front"
+	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/png"
 )
 
 // Binding says which data array feeds each model input and task
 // target.
 type Binding struct {
-	Model *backend.Model
-	Tasks []backend.Task
-	Terms []backend.Task    // backend.Options.Terms: their targets are read too
-	Maps  map[string]string // model input → array
+	// Budget bounds the memory of the arrays Load reads (zero: no bound).
+	Budget importer.Budget
+	Model  *backend.Model
+	Tasks  []backend.Task
+	Terms  []backend.Task    // backend.Options.Terms: their targets are read too
+	Maps   map[string]string // model input → array
 	// Warnings collects, per Load, the arrays converted to the element
 	// type that reads them (checkTypes).
 	Warnings []string
@@ -77,12 +81,30 @@ func (b Binding) Check() error {
 // needs and class labels in range. Errors name the sources, the array and
 // the input or task.
 func (b *Binding) Load(l *Loader, flag string, specs []string, limit, batch int) (*finetune.Dataset, error) {
-	arrays, err := l.Arrays(specs)
+	var want []string
+	for _, u := range b.Uses() {
+		want = append(want, u.Array)
+	}
+	arrays, err := l.ArraysWithin(specs, want, b.Budget)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	path := strings.Join(specs, ",")
 	ds, err := finetune.Bind(arrays, b.Uses(), limit, path)
+	if err != nil && want != nil {
+		// Bind's error lists the arrays present, the skipped ones too.
+		if names, lerr := finetune.ArrayNames(specs); lerr == nil {
+			all := maps.Clone(arrays)
+			for _, n := range names {
+				if all[n] == nil {
+					all[n] = &importer.Tensor{Name: n}
+				}
+			}
+			if _, err2 := finetune.Bind(all, b.Uses(), limit, path); err2 != nil {
+				err = err2
+			}
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}

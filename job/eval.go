@@ -77,11 +77,15 @@ func (c *EvalConfig) Prepare(l *Loader) (*EvalRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, md, err := OpenModel(l, c.Model, tasks, opt)
+	budget, err := ResolveBudget(c.MaxMemory)
 	if err != nil {
 		return nil, err
 	}
-	bind := Binding{Model: md, Tasks: tasks, Maps: maps}
+	_, md, err := OpenModelWithin(l, c.Model, budget, tasks, opt)
+	if err != nil {
+		return nil, err
+	}
+	bind := Binding{Budget: budget, Model: md, Tasks: tasks, Maps: maps}
 	if err := bind.Check(); err != nil {
 		return nil, err
 	}

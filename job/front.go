@@ -326,11 +326,16 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		// different goroutines (--workers) must share no tensors.
 		l = NewLoader()
 	}
+	budget, err := ResolveBudget(c.MaxMemory)
+	if err != nil {
+		return err
+	}
 	for k, p := range paths {
-		m, err := l.Model(p)
+		m, err := l.ModelWithin(p, budget)
 		if err != nil {
 			return fmt.Errorf("model %d: %w", k, err)
 		}
+		opt.MaxBytes, opt.MaxBytesFrom = budget.Bytes, budget.From
 		net, err := backend.Open(m, j.btasks, opt)
 		if err == nil {
 			err = net.ReleaseModelData() // θ holds the weights; Save gets them from Weights
@@ -352,7 +357,7 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		}
 	}
 	j.tasks = j.nets[0].Tasks()
-	bind := Binding{Model: j.nets[0], Tasks: j.btasks, Terms: opt.Terms, Maps: maps}
+	bind := Binding{Budget: budget, Model: j.nets[0], Tasks: j.btasks, Terms: opt.Terms, Maps: maps}
 	if err := bind.Check(); err != nil {
 		return err
 	}
@@ -372,7 +377,7 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 	j.Warnings = append(j.Warnings, bind.Warnings...)
 	j.s.Meta["data"] = dataPath
 	extra := TuneLoopBytes(j.nets[0].NumParams())
-	if j.Memory, err = PlanMemory(j.nets[0], j.train, j.batch, len(j.nets), extra, c.MaxMemory); err != nil {
+	if j.Memory, err = PlanMemory(j.nets[0], j.train, j.batch, len(j.nets), extra, c.MaxMemory, j.val); err != nil {
 		return err
 	}
 	return nil

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"slices"
 	"strings"
 	"sync"
 
@@ -27,15 +28,21 @@ func NewLoader() *Loader {
 // copy of its graph for each call, so that jobs on different goroutines
 // share no tensors.
 func (l *Loader) Model(path string) (*importer.Model, error) {
+	return l.ModelWithin(path, importer.Budget{})
+}
+
+// ModelWithin is Model reading the file within b (importer.LoadWithin);
+// a model read before is not checked again.
+func (l *Loader) ModelWithin(path string, b importer.Budget) (*importer.Model, error) {
 	if l == nil {
-		return importer.Load(path)
+		return importer.LoadWithin(path, b)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	m, ok := l.models[path]
 	if !ok {
 		var err error
-		if m, err = importer.Load(path); err != nil {
+		if m, err = importer.LoadWithin(path, b); err != nil {
 			return nil, err
 		}
 		l.models[path] = m
@@ -47,16 +54,38 @@ func (l *Loader) Model(path string) (*importer.Model, error) {
 // (finetune.LoadArrays), read once per distinct list of sources. Callers
 // must not modify them.
 func (l *Loader) Arrays(specs []string) (map[string]*importer.Tensor, error) {
-	if l == nil {
-		return finetune.LoadArrays(specs)
+	return l.ArraysWithin(specs, nil, importer.Budget{})
+}
+
+// ArraysWithin is Arrays reading only the arrays named in want (all when
+// want is nil), within b (finetune.LoadArraysWithin): arrays the caller
+// does not need are never decoded, and one that would pass the budget is
+// refused from its header. Lists of sources are read once per distinct
+// want.
+func (l *Loader) ArraysWithin(specs, want []string, b importer.Budget) (map[string]*importer.Tensor, error) {
+	opt := finetune.LoadOptions{MaxBytes: b.Bytes, From: b.From}
+	if want != nil {
+		set := map[string]bool{}
+		for _, w := range want {
+			set[w] = true
+		}
+		opt.Want = func(name string) bool { return set[name] }
 	}
-	key := strings.Join(specs, "\x00")
+	if l == nil {
+		return finetune.LoadArraysWithin(specs, opt)
+	}
+	w := slices.Clone(want)
+	slices.Sort(w)
+	key := strings.Join(specs, "\x00") + "\x01" + strings.Join(w, "\x00")
+	if want == nil {
+		key = strings.Join(specs, "\x00")
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if a, ok := l.arrays[key]; ok {
 		return a, nil
 	}
-	a, err := finetune.LoadArrays(specs)
+	a, err := finetune.LoadArraysWithin(specs, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package job
 import (
 	"bufio"
 	"fmt"
+	"math/big"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/importer"
 )
 
 // MemoryPlan is the memory a job expects to need at its peak and what it
@@ -19,6 +21,7 @@ type MemoryPlan struct {
 	Step      backend.MemoryEstimate // one step of one model at the job's batch
 	Models    int                    // models held at once (front: --models)
 	Extra     int64                  // per model: the loop's own vectors (θ, direction, optimizer state)
+	Data      int64                  // the data sets' arrays held in memory (once, whatever Models)
 	Limit     int64                  // bytes the job may use
 	LimitFrom string                 // where Limit comes from
 	// GCLimit is the Go runtime's soft memory limit PlanMemory sets: the
@@ -28,7 +31,7 @@ type MemoryPlan struct {
 }
 
 // Total is the expected peak in bytes.
-func (p *MemoryPlan) Total() int64 { return int64(p.Models) * (p.Step.Total() + p.Extra) }
+func (p *MemoryPlan) Total() int64 { return int64(p.Models)*(p.Step.Total()+p.Extra) + p.Data }
 
 // String is the line tune, eval and front print before the first step.
 func (p *MemoryPlan) String() string {
@@ -47,12 +50,35 @@ func (p *MemoryPlan) String() string {
 	return s
 }
 
-// loop is ", loop SIZE" when the loop holds memory beside the step.
+// loop is ", loop SIZE" when the loop holds memory beside the step, and
+// ", data SIZE" for the data sets.
 func (p *MemoryPlan) loop() string {
-	if p.Extra == 0 {
-		return ""
+	s := ""
+	if p.Extra != 0 {
+		s = ", loop " + backend.FormatBytes(p.Extra)
 	}
-	return ", loop " + backend.FormatBytes(p.Extra)
+	if p.Data != 0 {
+		s += ", data " + backend.FormatBytes(p.Data)
+	}
+	return s
+}
+
+// ResolveBudget is the memory a job may use: --max-memory when given
+// (maxMemory, e.g. "12GB"), else what the machine or cgroup allows
+// (AvailableMemory). Models and data are read within it.
+func ResolveBudget(maxMemory string) (importer.Budget, error) {
+	if maxMemory != "" {
+		b, err := ParseBytes(maxMemory)
+		if err != nil {
+			return importer.Budget{}, err
+		}
+		return importer.Budget{Bytes: b, From: "--max-memory " + maxMemory}, nil
+	}
+	b, from, err := AvailableMemory()
+	if err != nil {
+		return importer.Budget{}, err
+	}
+	return importer.Budget{Bytes: b, From: from}, nil
 }
 
 // ParseBytes reads a size such as 12GB, 12G, 12GiB, 800MB or 1000000
@@ -208,24 +234,31 @@ var plannedBytes atomic.Int64
 // often is cheap. The limit is soft: a pass the plan does not cover
 // (tune's report pass, saving) may exceed it, at the price of more
 // frequent collections while it does.
-func PlanMemory(md *backend.Model, ds *finetune.Dataset, batch, models int, extra int64, maxMemory string) (*MemoryPlan, error) {
-	p := &MemoryPlan{Models: max(1, models), Extra: extra}
-	var err error
-	if maxMemory != "" {
-		if p.Limit, err = ParseBytes(maxMemory); err != nil {
-			return nil, err
+func PlanMemory(md *backend.Model, ds *finetune.Dataset, batch, models int, extra int64, maxMemory string, held ...*finetune.Dataset) (*MemoryPlan, error) {
+	p := &MemoryPlan{Models: max(1, models), Extra: extra, Data: ds.Bytes()}
+	for _, h := range held {
+		if h != ds {
+			p.Data += h.Bytes()
 		}
-		p.LimitFrom = "--max-memory"
-	} else if p.Limit, p.LimitFrom, err = AvailableMemory(); err != nil {
+	}
+	b, err := ResolveBudget(maxMemory)
+	if err != nil {
 		return nil, err
 	}
+	p.Limit, p.LimitFrom = b.Bytes, b.From
+	if maxMemory != "" {
+		p.LimitFrom = "--max-memory"
+	}
 	n := min(batch, ds.Len())
+	if err := CheckInputSizes(md, n, b); err != nil {
+		return nil, err
+	}
 	if p.Step, err = md.EstimateMemory(ds.Slice(0, n)); err != nil {
 		return nil, err
 	}
 	if p.Total() > p.Limit {
 		return nil, fmt.Errorf("--batch %d needs about %s (%s%s), more than the %s allowed (%s): %s",
-			batch, backend.FormatBytes(p.Total()), p.Step.Parts(), p.loop(), backend.FormatBytes(p.Limit), p.LimitFrom, p.fitting(n))
+			batch, backend.FormatBytes(p.Total()), p.Step.Parts(), p.loop(), backend.FormatBytes(p.Limit), p.LimitFrom, p.fitting(md, ds, n))
 	}
 	p.GCLimit = p.gcLimit(plannedBytes.Add(p.Total()))
 	debug.SetMemoryLimit(p.GCLimit)
@@ -240,17 +273,102 @@ func (p *MemoryPlan) gcLimit(planned int64) int64 {
 	return min(p.Limit, planned+max(int64(gcHeadroom*float64(planned)), gcHeadroomMin))
 }
 
-// fitting names the largest batch that fits, taking the activations as
-// proportional to the batch (n examples estimated) and the rest as fixed.
-func (p *MemoryPlan) fitting(n int) string {
-	per := p.Step.Values / int64(max(n, 1))
-	fixed := int64(p.Models) * (p.Step.Total() - p.Step.Values + p.Extra)
-	if per <= 0 || p.Limit <= fixed {
-		return fmt.Sprintf("the parameters alone need %s; use a machine with more memory or --freeze part of the model", backend.FormatBytes(fixed))
+// CheckInputSizes checks that a batch of batch examples of each model
+// input, as md declares it (a dynamic first dimension is the batch, other
+// dynamic dimensions count 1), fits in b: a graph input declared with
+// 10¹² elements is refused by name and shape before anything is
+// planned or allocated for it.
+func CheckInputSizes(md *backend.Model, batch int, b importer.Budget) error {
+	for _, in := range md.Inputs() {
+		elems := big.NewInt(1)
+		dims := make([]string, len(in.Shape))
+		for i, d := range in.Shape {
+			dims[i] = fmt.Sprint(d)
+			switch {
+			case d >= 0:
+				elems.Mul(elems, big.NewInt(int64(d)))
+			case i == 0:
+				dims[i] = "N"
+				elems.Mul(elems, big.NewInt(int64(batch)))
+			default:
+				dims[i] = "?"
+			}
+		}
+		size := int64(4)
+		if in.Type == importer.Float64 || in.Type == importer.Int64 {
+			size = 8
+		}
+		bytes := new(big.Int).Mul(elems, big.NewInt(size))
+		if b.Bytes > 0 && bytes.Cmp(big.NewInt(b.Bytes)) > 0 {
+			need := "more than 9 EB"
+			if bytes.IsInt64() {
+				need = backend.FormatBytes(bytes.Int64())
+			}
+			return fmt.Errorf("model input %q has shape [%s]: %s elements take %s at --batch %d, more than the %s allowed (%s)",
+				in.Name, strings.Join(dims, ","), elems, need, batch, backend.FormatBytes(b.Bytes), b.From)
+		}
 	}
-	b := (p.Limit - fixed) / (int64(p.Models) * per)
-	if b < 1 {
-		return "even --batch 1 does not fit; use a machine with more memory or --freeze part of the model"
+	return nil
+}
+
+// fitting names the largest batch below n that the estimate accepts,
+// found by bisection on the estimate itself (activations and scratch
+// grow with the batch, not always in proportion).
+func (p *MemoryPlan) fitting(md *backend.Model, ds *finetune.Dataset, n int) string {
+	var estErr error
+	fits := func(b int) bool {
+		e, err := md.EstimateMemory(shapeBatch(ds, b))
+		if err != nil {
+			estErr = err
+			return false
+		}
+		q := *p
+		q.Step = e
+		return q.Total() <= q.Limit
 	}
-	return fmt.Sprintf("--batch %d should fit (with --accumulate to keep the effective batch)", b)
+	if !fits(1) {
+		if estErr != nil {
+			return fmt.Sprintf("a smaller --batch may fit (estimating one failed: %v)", estErr)
+		}
+		fixed := int64(p.Models)*(p.Step.Total()-p.Step.Values+p.Extra) + p.Data
+		return fmt.Sprintf("even --batch 1 does not fit (the parameters, loop and data alone need %s); use a machine with more memory or --freeze part of the model", backend.FormatBytes(fixed))
+	}
+	lo, hi := 1, n // fits(lo), !fits(hi)
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return fmt.Sprintf("--batch %d fits (with --accumulate to keep the effective batch)", lo)
+}
+
+// shapeBatch is a batch of b examples of ds for EstimateMemory, which
+// reads shapes only: floating arrays keep their type and shape without
+// values; integer arrays (labels, and inputs whose values fix shapes)
+// are copied.
+func shapeBatch(ds *finetune.Dataset, b int) map[string]*importer.Tensor {
+	out := map[string]*importer.Tensor{}
+	for name, a := range ds.Arrays {
+		if !a.IsFloat() {
+			out[name] = takeFirst(ds, name, b)
+			continue
+		}
+		t := &importer.Tensor{Name: a.Name, Type: a.Type, Shape: append([]int{b}, a.Shape[1:]...)}
+		if a.F64 != nil {
+			t.F64 = []float64{} // floating, without values
+		} else {
+			t.F32 = []float32{}
+		}
+		out[name] = t
+	}
+	return out
+}
+
+// takeFirst copies the first b rows of ds's array name.
+func takeFirst(ds *finetune.Dataset, name string, b int) *importer.Tensor {
+	one := &finetune.Dataset{Arrays: map[string]*importer.Tensor{name: ds.Arrays[name]}}
+	return one.Slice(0, b)[name]
 }

@@ -1,10 +1,17 @@
 package job
 
 import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/models"
 )
 
 func TestParseBytes(t *testing.T) {
@@ -36,24 +43,54 @@ func TestParseBytes(t *testing.T) {
 	}
 }
 
-// TestMemoryFitting checks the batch size suggested when a step does not
-// fit: activations proportional to the batch, the rest fixed.
-func TestMemoryFitting(t *testing.T) {
-	step := backend.MemoryEstimate{Values: 8e9, Weights: 1e9, Jacobian: 5e8, Scratch: 5e8} // batch 8: 1 GB per example
-	cases := []struct {
-		limit  int64
-		models int
-		want   string
-	}{
-		{6e9, 1, "--batch 4 should fit"}, // 2 GB fixed + 4 × 1 GB
-		{2.5e9, 1, "even --batch 1 does not fit"},
-		{1e9, 1, "the parameters alone need 2.0 GB"},
-		{12e9, 2, "--batch 4 should fit"}, // two models: 4 GB fixed + 2·4 GB
+// TestSuggestedBatchFits: when --batch is refused, the batch the error
+// suggests is accepted and one more is refused: it is the largest the
+// estimate accepts (a proportional guess overshoots, since scratch grows
+// with the batch too). The two-head LeNet on 2,000 examples, at limits
+// that make batches of about 300 and 700 the largest.
+func TestSuggestedBatchFits(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "lenet2.onnx")
+	if err := models.WriteModel(model, models.LeNet2(1)); err != nil {
+		t.Fatal(err)
 	}
-	for _, c := range cases {
-		p := &MemoryPlan{Step: step, Models: c.models, Limit: c.limit}
-		if got := p.fitting(8); !strings.Contains(got, c.want) {
-			t.Errorf("limit %d, %d models: %q, expected %q", c.limit, c.models, got, c.want)
+	tasks, err := ParseTasks([]string{"left:nll:logp_left:left", "right:nll:logp_right:right"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, md, err := OpenModel(nil, model, tasks, backend.Options{BatchNorm: "frozen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	lab := importer.NewInt64("left", []int{n}, make([]int64, n))
+	ds := &finetune.Dataset{Arrays: map[string]*importer.Tensor{
+		"x": importer.NewFloat32("x", []int{n, 1, 36, 36}, make([]float32, n*36*36)), "left": lab, "right": lab}}
+	extra := TuneLoopBytes(md.NumParams())
+	re := regexp.MustCompile(`--batch (\d+) fits`)
+	for _, at := range []int{300, 700} {
+		p, err := PlanMemory(md, ds, at, 1, extra, "1TB")
+		if err != nil {
+			t.Fatal(err)
+		}
+		limit := fmt.Sprint(p.Total())
+		_, err = PlanMemory(md, ds, n, 1, extra, limit)
+		if err == nil {
+			t.Fatalf("limit %s: batch %d accepted", limit, n)
+		}
+		m := re.FindStringSubmatch(err.Error())
+		if m == nil {
+			t.Fatalf("limit %s: %v: no suggested batch", limit, err)
+		}
+		b, _ := strconv.Atoi(m[1])
+		if _, err := PlanMemory(md, ds, b, 1, extra, limit); err != nil {
+			t.Errorf("limit %s: suggested --batch %d refused: %v", limit, b, err)
+		}
+		if _, err := PlanMemory(md, ds, b+1, 1, extra, limit); err == nil {
+			t.Errorf("limit %s: suggested --batch %d, but %d is accepted too", limit, b, b+1)
+		}
+		if b < at {
+			t.Errorf("limit %s (the plan at batch %d): suggested --batch %d, below it", limit, at, b)
 		}
 	}
 }

@@ -136,10 +136,17 @@ func (mc ModelConfig) resolve() ([]backend.Task, map[string]string, backend.Opti
 // trainable initializers' values (backend.Model.ReleaseModelData): save it
 // with the backend model's Weights.
 func OpenModel(l *Loader, path string, tasks []backend.Task, opt backend.Options) (*importer.Model, *backend.Model, error) {
-	m, err := l.Model(path)
+	return OpenModelWithin(l, path, importer.Budget{}, tasks, opt)
+}
+
+// OpenModelWithin is OpenModel reading the model within b
+// (importer.LoadWithin: a regular file whose data fit).
+func OpenModelWithin(l *Loader, path string, b importer.Budget, tasks []backend.Task, opt backend.Options) (*importer.Model, *backend.Model, error) {
+	m, err := l.ModelWithin(path, b)
 	if err != nil {
 		return nil, nil, err
 	}
+	opt.MaxBytes, opt.MaxBytesFrom = b.Bytes, b.From
 	md, err := backend.Open(m, tasks, opt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)

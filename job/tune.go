@@ -279,7 +279,11 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 		return nil, err
 	}
 	job.Tasks, job.Terms = tasks, opt.Terms
-	if job.Model, job.Net, err = OpenModel(l, job.ModelPath, job.Tasks, opt); err != nil {
+	budget, err := ResolveBudget(c.MaxMemory)
+	if err != nil {
+		return nil, err
+	}
+	if job.Model, job.Net, err = OpenModelWithin(l, job.ModelPath, budget, job.Tasks, opt); err != nil {
 		return nil, err
 	}
 	if job.Net.NumParams() == 0 {
@@ -333,7 +337,7 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	s.ValMeter = func(int) finetune.Meter { return ModelMeter(net, tasks) }
 	job.Settings = s
 
-	bind := Binding{Model: job.Net, Tasks: job.Tasks, Terms: job.Terms, Maps: maps}
+	bind := Binding{Budget: budget, Model: job.Net, Tasks: job.Tasks, Terms: job.Terms, Maps: maps}
 	if err := bind.Check(); err != nil {
 		return nil, err
 	}
@@ -366,7 +370,7 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 		report *= 2
 	}
 	extra = max(extra, report)
-	if job.Memory, err = PlanMemory(job.Net, job.Train, job.microBatch(), 1, extra, c.MaxMemory); err != nil {
+	if job.Memory, err = PlanMemory(job.Net, job.Train, job.microBatch(), 1, extra, c.MaxMemory, job.Val); err != nil {
 		return nil, err
 	}
 	return job, nil

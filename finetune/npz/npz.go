@@ -43,24 +43,86 @@ var ErrFormat = errors.New("npz: unsupported or malformed array")
 // MaxInt64 are an error) and bool. Big-endian and Fortran-ordered arrays are
 // converted to the row-major layout importer.Tensor uses.
 func Read(path string) (map[string]*importer.Tensor, error) {
+	return ReadSelect(path, ReadOptions{})
+}
+
+// ReadOptions select the arrays Read decodes and bound the memory they
+// may take.
+type ReadOptions struct {
+	// Want, when set, says which arrays to decode: the others are never
+	// read past their zip entry (nor their .npy header).
+	Want func(name string) bool
+	// MaxBytes, when positive, bounds the memory the decoded arrays take
+	// together (float16 widened to 4 bytes, integers held as 8): an array
+	// that would pass it is refused from its header's shape and dtype,
+	// before any of its data is read or memory allocated for it.
+	MaxBytes int64
+	// From says where MaxBytes comes from ("--max-memory"), for errors.
+	From string
+}
+
+// SizeError reports an array whose decoded size would pass
+// ReadOptions.MaxBytes.
+type SizeError struct {
+	Array string
+	Shape []int
+	Dtype string
+	// Bytes the array would take decoded; Before the arrays decoded
+	// before it.
+	Bytes, Before, Max int64
+	From               string
+}
+
+func (e *SizeError) Error() string {
+	s := fmt.Sprintf("array %q (shape %v, dtype %s) takes %s in memory", e.Array, e.Shape, e.Dtype, mb(e.Bytes))
+	if e.Before > 0 {
+		s += fmt.Sprintf(" beside the %s read before it", mb(e.Before))
+	}
+	s += fmt.Sprintf(", more than the %s allowed", mb(e.Max))
+	if e.From != "" {
+		s += " (" + e.From + ")"
+	}
+	return s
+}
+
+// mb writes n bytes in MB (GB from 1 GB), decimal units.
+func mb(n int64) string {
+	if n < 1e9 {
+		return fmt.Sprintf("%.0f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.1f GB", float64(n)/1e9)
+}
+
+// ReadSelect is Read with options: only the arrays opt.Want accepts,
+// within opt.MaxBytes.
+func ReadSelect(path string, opt ReadOptions) (map[string]*importer.Tensor, error) {
 	r, err := npyz.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("npz: read %s: %w", path, err)
 	}
 	defer r.Close()
 	out := make(map[string]*importer.Tensor, len(r.Keys()))
+	seen := map[string]bool{}
+	used := int64(0)
 	for _, key := range r.Keys() {
 		name := strings.TrimSuffix(key, ".npy")
-		if _, dup := out[name]; dup {
+		if seen[name] {
 			return nil, fmt.Errorf("npz: read %s: array %q appears twice", path, name)
+		}
+		seen[name] = true
+		if opt.Want != nil && !opt.Want(name) {
+			continue
 		}
 		rc, err := r.Open(key)
 		if err != nil {
 			return nil, fmt.Errorf("npz: read %s: array %q: %w", path, name, err)
 		}
-		t, err := decode(rc, name)
+		t, err := decode(rc, name, &budget{used: &used, max: opt.MaxBytes, from: opt.From})
 		rc.Close()
-		if err != nil {
+		var se *SizeError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("npz: read %s: %w", path, err)
+		} else if err != nil {
 			return nil, fmt.Errorf("npz: read %s: array %q: %w", path, name, err)
 		}
 		out[name] = t
@@ -68,16 +130,44 @@ func Read(path string) (map[string]*importer.Tensor, error) {
 	return out, nil
 }
 
+// budget tracks the bytes decoded arrays take against a bound (max ≤ 0:
+// none).
+type budget struct {
+	used *int64
+	max  int64
+	from string
+}
+
+// take books an array's bytes, or returns a *SizeError.
+func (b *budget) take(name string, shape []int, dtype string, n int64) error {
+	if b == nil || b.max <= 0 {
+		return nil
+	}
+	if n > b.max-*b.used {
+		return &SizeError{Array: name, Shape: shape, Dtype: dtype, Bytes: n, Before: *b.used, Max: b.max, From: b.from}
+	}
+	*b.used += n
+	return nil
+}
+
 // ReadNPY returns the single array stored in the .npy file at path. The
 // tensor is named after the file without its extension.
 func ReadNPY(path string) (*importer.Tensor, error) {
+	return ReadNPYWithin(path, 0, "")
+}
+
+// ReadNPYWithin is ReadNPY refusing, from its header, an array that
+// takes more than maxBytes in memory (maxBytes ≤ 0: no bound; from says
+// where the bound comes from).
+func ReadNPYWithin(path string, maxBytes int64, from string) (*importer.Tensor, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("npz: read %s: %w", path, err)
 	}
 	defer f.Close()
 	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	t, err := decode(f, name)
+	used := int64(0)
+	t, err := decode(f, name, &budget{used: &used, max: maxBytes, from: from})
 	if err != nil {
 		return nil, fmt.Errorf("npz: read %s: %w", path, err)
 	}
@@ -188,7 +278,7 @@ func readHeader(br *bufio.Reader) (h npy.Header, err error) {
 }
 
 // decode reads one .npy stream.
-func decode(rd io.Reader, name string) (*importer.Tensor, error) {
+func decode(rd io.Reader, name string, b *budget) (*importer.Tensor, error) {
 	br := bufio.NewReaderSize(rd, 1<<16)
 	h, err := readHeader(br)
 	if err != nil {
@@ -209,8 +299,15 @@ func decode(rd io.Reader, name string) (*importer.Tensor, error) {
 		}
 		n *= s
 	}
-	if n > math.MaxInt/d.size {
+	if n > math.MaxInt/8 {
 		return nil, fmt.Errorf("%w: shape %v too large", ErrFormat, shape)
+	}
+	held := int64(n) * 8 // I64 and F64
+	if d.typ == importer.Float32 || d.typ == importer.Float16 {
+		held = int64(n) * 4
+	}
+	if err := b.take(name, shape, h.Descr.Type, held); err != nil {
+		return nil, err
 	}
 	// Storage grows as data arrives (from at most initialCap elements), so
 	// that a header announcing a huge shape over a short stream fails as
@@ -555,4 +652,19 @@ func encode(w io.Writer, t *importer.Tensor) error {
 		}
 	}
 	return nil
+}
+
+// Names lists the arrays of the .npz archive at path without reading
+// them.
+func Names(path string) ([]string, error) {
+	r, err := npyz.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("npz: read %s: %w", path, err)
+	}
+	defer r.Close()
+	var out []string
+	for _, key := range r.Keys() {
+		out = append(out, strings.TrimSuffix(key, ".npy"))
+	}
+	return out, nil
 }

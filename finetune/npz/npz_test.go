@@ -366,7 +366,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(npyHeader("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 1), }"))
 	f.Add([]byte("\x93NUMPY\x01\x00\x05\x00abcde"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		x, err := decode(bytes.NewReader(b), "a")
+		x, err := decode(bytes.NewReader(b), "a", nil)
 		if err != nil {
 			return
 		}
@@ -374,7 +374,7 @@ func FuzzDecode(f *testing.F) {
 		if err := encode(&buf, x); err != nil {
 			t.Fatalf("decoded %+v but cannot encode it: %v", x, err)
 		}
-		y, err := decode(&buf, "a")
+		y, err := decode(&buf, "a", nil)
 		if err != nil {
 			t.Fatalf("re-decoding: %v", err)
 		}
