@@ -99,7 +99,7 @@ func TestDataWithinBudget(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := TuneConfig{Model: model, Data: []string{unused}, Criterion: "left+right", Method: MethodConfig{Name: "png"}, Optimizer: "adam", LRSchedule: "constant", Steps: 1, Batch: 4,
-				Out: filepath.Join(t.TempDir(), "o.onnx"),
+				Out:         filepath.Join(t.TempDir(), "o.onnx"),
 				ModelConfig: ModelConfig{Tasks: []string{"left:nll:logp_left:left", "right:nll:logp_right:right"}, BN: "frozen", Maps: tc.maps, MaxMemory: "500MB"}}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
