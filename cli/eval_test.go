@@ -116,7 +116,7 @@ func TestEvalFlags(t *testing.T) {
 func TestEvalMaxMemory(t *testing.T) {
 	dir := t.TempDir()
 	fx, data, taskArgs := torchFixture(t, "lenet2_op13", dir, "d.npz", "x")
-	args := append([]string{"eval", fx.ModelPath, "--data", data, "--batch", "4", "--max-memory", "100KB"}, taskArgs...)
+	args := append([]string{"eval", fx.ModelPath, "--data", data, "--batch", "4", "--max-memory", "1MB"}, taskArgs...)
 	out, err := runCLI(t, args...)
 	if err == nil || !strings.Contains(err.Error(), "--max-memory") || !strings.Contains(err.Error(), "--batch 4 needs about") {
 		t.Fatalf("error %v, expected --batch 4 over --max-memory\n%s", err, out)

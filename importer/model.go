@@ -51,12 +51,16 @@ type MemoryError struct {
 	Budget Budget
 }
 
+// Error says what needs how much, and the budget.
 func (e *MemoryError) Error() string {
 	return fmt.Sprintf("%s needs %s, more than the %s allowed (%s)", e.What, fmtBytes(e.Need), fmtBytes(e.Budget.Bytes), e.Budget.From)
 }
 
 // fmtBytes writes n bytes in GB (MB below 1 GB), decimal units.
 func fmtBytes(n int64) string {
+	if n < 1e6 {
+		return fmt.Sprintf("%d bytes", n)
+	}
 	if n < 1e9 {
 		return fmt.Sprintf("%.0f MB", float64(n)/1e6)
 	}

@@ -69,7 +69,7 @@ func TestLoadWithin(t *testing.T) {
 		{"FIFO external data", fifoExt, Budget{}, []string{`initializer "w"`, `"w.bin" is not a regular file (a FIFO)`}},
 		{"external data over the budget", huge, Budget{Bytes: 500e6, From: "--max-memory 500MB"},
 			[]string{`initializer "w" in "w.bin", 8.6 GB`, "500 MB allowed (--max-memory 500MB)"}},
-		{"model file over the budget", huge, Budget{Bytes: 10, From: "--max-memory 10"}, []string{"model file", "more than the 0 MB allowed"}},
+		{"model file over the budget", huge, Budget{Bytes: 10, From: "--max-memory 10"}, []string{"model file", "more than the 10 bytes allowed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var before, after runtime.MemStats

@@ -73,6 +73,7 @@ type SizeError struct {
 	From               string
 }
 
+// Error names the array, its shape, dtype and size, and the bound.
 func (e *SizeError) Error() string {
 	s := fmt.Sprintf("array %q (shape %v, dtype %s) takes %s in memory", e.Array, e.Shape, e.Dtype, mb(e.Bytes))
 	if e.Before > 0 {
@@ -87,6 +88,9 @@ func (e *SizeError) Error() string {
 
 // mb writes n bytes in MB (GB from 1 GB), decimal units.
 func mb(n int64) string {
+	if n < 1e6 {
+		return fmt.Sprintf("%d bytes", n)
+	}
 	if n < 1e9 {
 		return fmt.Sprintf("%.0f MB", float64(n)/1e6)
 	}
