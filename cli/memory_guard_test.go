@@ -78,7 +78,7 @@ func TestMemoryGuards(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"tune /dev/zero", append([]string{"tune", "/dev/zero"}, tune...), []string{"/dev/zero is not a regular file (a character device)"}},
+		{"tune /dev/zero", append([]string{"tune", "/dev/zero"}, tune...), []string{"/dev/zero is not a regular file"}},
 		{"inspect /dev/zero", []string{"inspect", "/dev/zero"}, []string{"/dev/zero is not a regular file"}},
 		{"inspect FIFO external data", []string{"inspect", fifo}, []string{`initializer "w"`, `"w.bin" is not a regular file (a FIFO)`}},
 		{"inspect 2^31 floats", []string{"inspect", huge, "--max-memory", "500MB"}, []string{`initializer "w" in "w.bin", 8.6 GB`, "500 MB allowed (--max-memory 500MB)"}},

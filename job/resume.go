@@ -35,6 +35,13 @@ type fileSum struct {
 
 // sumFile fingerprints the file at path.
 func sumFile(flag, path string) (fileSum, error) {
+	// Stat first: hashing a device (/dev/zero) never ends, and opening a
+	// FIFO waits for a writer.
+	if st, err := os.Stat(path); err != nil {
+		return fileSum{}, fmt.Errorf("%s: %w", flag, err)
+	} else if !st.Mode().IsRegular() {
+		return fileSum{}, fmt.Errorf("%s %s is not a regular file (mode %s)", flag, path, st.Mode().Type())
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return fileSum{}, fmt.Errorf("%s: %w", flag, err)
