@@ -270,10 +270,6 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	if err := c.destinations(job).Check(); err != nil {
 		return nil, err
 	}
-	record, err := c.checkpointRecord()
-	if err != nil {
-		return nil, err
-	}
 	tasks, maps, opt, err := c.ModelConfig.resolve()
 	if err != nil {
 		return nil, err
@@ -307,7 +303,7 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 		Optimizer: c.Optimizer, LR: lr, Momentum: c.Momentum,
 		LRSchedule: c.LRSchedule, Steps: c.Steps, Epochs: c.Epochs,
 		BatchSize: job.Batch, Seed: c.Seed, ValEvery: c.ValEvery,
-		CheckpointEvery: c.CheckpointEvery, CheckpointPath: ckpt, CheckpointJob: record,
+		CheckpointEvery: c.CheckpointEvery, CheckpointPath: ckpt,
 		Meta: map[string]any{"command": "tune", "model": job.ModelPath, "data": dataPath, "out": job.Out},
 	}
 	if s.Method, err = c.Method.Build(names); err != nil {
@@ -371,6 +367,11 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	}
 	extra = max(extra, report)
 	if job.Memory, err = PlanMemory(job.Net, job.Train, job.microBatch(), 1, extra, c.MaxMemory, job.Val); err != nil {
+		return nil, err
+	}
+	// What the checkpoints hold to continue the run alone, with the
+	// fingerprints of the files read (once they are known to be good).
+	if s.CheckpointJob, err = c.checkpointRecord(); err != nil {
 		return nil, err
 	}
 	return job, nil
