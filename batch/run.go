@@ -250,6 +250,7 @@ func (r *Runner) prepare(l *job.Loader, j *Job, cfg any) (*prepared, error) {
 	case *job.FrontConfig:
 		cc := *c
 		cc.OutDir, cc.Force, cc.Log, cc.Checkpoint, cc.Resume = dir, true, filepath.Join(dir, LogFile), ckpt, resume
+		cc.MakeFolders = true // runOne creates the job's folder
 		f, err := cc.Prepare(l)
 		if err != nil {
 			return nil, err

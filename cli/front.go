@@ -33,7 +33,14 @@ and of the accuracies above 0; IGD+ of the losses against a reference front,
 
 With --problem exp2 (or zdt2v) the same code path trains the paper's
 synthetic problem (no data, no ONNX files) and also reports every model's
-distance to the true front and the spacing of the models along it.`,
+distance to the true front and the spacing of the models along it.
+
+Every file the run writes is checked before the first step, as with tune:
+distinct, never an input, in a folder that takes files, replaced only with
+--force. SIGINT or SIGTERM writes a checkpoint (default OUT_DIR/front.ckpt)
+holding the whole configuration: "paretonav front --resume CKPT" alone
+continues the run. The checkpoint is removed once the models are written
+unless --keep-checkpoint.`,
 	Flags: []ucli.Flag{verboseFlag,
 		&ucli.StringFlag{Name: "problem", Usage: "train a synthetic problem (" + strings.Join(synthetic.Names, " or ") + ") instead of an ONNX model", Category: "Problem"},
 		dataFlag,
@@ -68,18 +75,22 @@ distance to the true front and the spacing of the models along it.`,
 			DefaultText: "0.6, the paper's for trained MultiMNIST models; 1.1 with --problem", Category: "Output"},
 		&ucli.PathFlag{Name: "reference", Usage: "measure IGD+ of the models' losses against the reference front in `FILE.csv` (one point per row, a loss per task; a header names the columns loss_TASK as in front.csv, or the tasks in order)",
 			Category: "Output", TakesFile: true},
-		&ucli.BoolFlag{Name: "force", Usage: "overwrite existing files in --out-dir", Category: "Output"},
+		&ucli.BoolFlag{Name: "force", Usage: "replace existing files in --out-dir, --log, --csv and another run's checkpoint; never an input", Category: "Output"},
 		logFlag,
 		csvFlag,
 		checkpointEveryFlag,
 		&ucli.PathFlag{Name: "checkpoint", Usage: "write checkpoints to `FILE` (default OUT_DIR/front.ckpt), also on interruption", Category: "Output"},
-		&ucli.PathFlag{Name: "resume", Usage: "continue the run saved in `CKPT` (same models, data and settings)", Category: "Training"},
+		&ucli.BoolFlag{Name: "keep-checkpoint", Usage: "keep the checkpoint after the models are written (it is removed by default)", Category: "Output"},
+		&ucli.PathFlag{Name: "resume", Usage: "continue the run saved in `CKPT`: the checkpoint holds its models, data and settings; flags given again must agree", Category: "Training"},
 		jsonFlag,
 	},
 	Action: runFront,
 }))
 
 func init() { register(frontCommand) }
+
+// frontTestRecorder, when set (by tests), is added to front's recorders.
+var frontTestRecorder finetune.Recorder
 
 func runFront(c *ucli.Context) error {
 	fj, err := frontConfigFromFlags(c).Prepare(nil)
@@ -93,11 +104,15 @@ func runFront(c *ucli.Context) error {
 	}
 	ctx, stop := signalContext(c)
 	defer stop()
-	out, err := fj.Run(ctx)
+	var extra []finetune.Recorder
+	if frontTestRecorder != nil {
+		extra = append(extra, frontTestRecorder)
+	}
+	out, err := fj.Run(ctx, extra...)
 	if err != nil {
 		var ie *finetune.InterruptedError
 		if errors.As(err, &ie) && ie.Checkpoint != "" {
-			fmt.Fprintf(c.App.ErrWriter, "interrupted after step %d; continue with --resume %s\n", ie.Step, ie.Checkpoint)
+			fmt.Fprintf(c.App.ErrWriter, "interrupted after step %d; continue with `paretonav front --resume %s`\n", ie.Step, job.ShellQuote(ie.Checkpoint))
 		}
 		return err
 	}
@@ -105,6 +120,23 @@ func runFront(c *ucli.Context) error {
 		return writeJSON(c.App.Writer, out)
 	}
 	return frontSummary(c.App.Writer, out, stepLimit(c))
+}
+
+// givenFlags names the flags of c's command that the command line or
+// --config set, and "MODEL" when args holds the model.
+func givenFlags(c *ucli.Context, args []string) map[string]bool {
+	given := map[string]bool{}
+	if len(args) > 0 {
+		given["MODEL"] = true
+	}
+	for _, f := range c.Command.Flags {
+		for _, n := range f.Names() {
+			if c.IsSet(n) {
+				given[n] = true
+			}
+		}
+	}
+	return given
 }
 
 // frontConfigFromFlags reads front's flags into a job configuration.
@@ -119,6 +151,7 @@ func frontConfigFromFlags(c *ucli.Context) *job.FrontConfig {
 		Workers: c.Int("workers"), Seed: c.Int64(seedFlag.Name), OutDir: c.Path("out-dir"), Ref: c.String("ref"),
 		Reference: c.Path("reference"), Force: c.Bool("force"), Log: c.Path(logFlag.Name), CSV: c.Path(csvFlag.Name),
 		CheckpointEvery: c.Int("checkpoint-every"), Checkpoint: c.Path("checkpoint"), Resume: c.Path("resume"),
+		KeepCheckpoint: c.Bool("keep-checkpoint"), Given: givenFlags(c, positional(c)), ConfigFile: c.Path(configFlag.Name),
 	}
 }
 
@@ -172,6 +205,15 @@ func frontSummary(w io.Writer, r *job.FrontOutcome, limit string) error {
 		}
 		fmt.Fprintf(w, "  neighbour gaps in loss space: %#.4g .. %#.4g (ratio %#.3g)\n", lo, hi, hi/lo)
 	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
 	fmt.Fprintf(w, "wrote %s\n", filepath.Dir(r.Files["report"]))
+	switch {
+	case r.Checkpoint != "":
+		fmt.Fprintf(w, "  checkpoint %s kept\n", r.Checkpoint)
+	case r.CheckpointRemoved != "":
+		fmt.Fprintf(w, "  checkpoint %s removed (the models are written; --keep-checkpoint keeps it)\n", r.CheckpointRemoved)
+	}
 	return nil
 }

@@ -138,17 +138,10 @@ func tuneConfigFromFlags(c *ucli.Context) (*job.TuneConfig, error) {
 		return nil, fmt.Errorf("tune: want one MODEL.onnx argument (or --resume CKPT alone), got %d (%s)", len(args), strings.Join(args, " "))
 	}
 	model := ""
-	given := map[string]bool{}
 	if len(args) == 1 {
-		model, given["MODEL"] = args[0], true
+		model = args[0]
 	}
-	for _, f := range c.Command.Flags {
-		for _, n := range f.Names() {
-			if c.IsSet(n) {
-				given[n] = true
-			}
-		}
-	}
+	given := givenFlags(c, args)
 	return &job.TuneConfig{
 		Model: model, Data: c.StringSlice(dataFlag.Name), Val: c.StringSlice("val"), ModelConfig: modelConfigFromFlags(c),
 		Criterion: c.String(criterionFlag.Name), Method: methodConfigFromFlags(c),

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,55 +61,68 @@ const (
 
 // FrontConfig is a front job as the front command's flags give it.
 // Optional numbers are pointers: nil takes the default of ONNX models or
-// of synthetic problems.
+// of synthetic problems. The flag tags name each field's flag, as in
+// TuneConfig: a resumed run takes them from its checkpoint.
 type FrontConfig struct {
-	Problem   string   // a synthetic problem instead of ONNX models
-	Args      []string // MODEL.onnx (at most one)
-	Data, Val []string
+	Problem string   `flag:"problem"`     // a synthetic problem instead of ONNX models
+	Args    []string `flag:"MODEL,paths"` // MODEL.onnx (at most one)
+	Data    []string `flag:"data,sources"`
+	Val     []string `flag:"val,sources"`
 	ModelConfig
-	Models int    // N
-	Init   string // A.onnx,B.onnx,...: one starting model each
-	Spread *float64
+	Models int      `flag:"models"`        // N
+	Init   string   `flag:"init,pathlist"` // A.onnx,B.onnx,...: one starting model each
+	Spread *float64 `flag:"spread"`
 	// Criterion is energy[:eps=E], optionally + EXPR: a per-model
 	// criterion over the tasks, the terms and drift added for every model
 	// ("energy + 0.01*drift").
-	Criterion string
+	Criterion string `flag:"criterion"`
 	// Method is png (the default when empty: multi-point PNG with the
 	// criterion) or epo (model k follows EPO toward its own preference
 	// ray; the criterion is then only reported).
-	Method string
+	Method string `flag:"method"`
 	// Preference is EPO's preference per model, "R1,R2,...;R1,R2,...;..."
 	// (N vectors); empty means the rays EvenPreferences gives.
-	Preference string
+	Preference string `flag:"preference"`
 	// EnergyScale is finetune.Settings.MultiScale: model (the default,
 	// also ""), shared or raw.
-	EnergyScale string
+	EnergyScale string `flag:"energy-scale"`
 	// EnergyPush is trade (finetune.Settings.MultiTrade: the energy asks
 	// each model only for trades) or full (the paper's energy); "" is
 	// trade for ONNX models and full for synthetic problems.
-	EnergyPush string
-	Alpha      float64
-	Gamma      *float64
-	Optimizer  string // "": adam, sgd for synthetic problems
-	LR         *float64
+	EnergyPush string   `flag:"energy-push"`
+	Alpha      float64  `flag:"alpha"`
+	Gamma      *float64 `flag:"gamma"`
+	Optimizer  string   `flag:"optimizer"` // "": adam, sgd for synthetic problems
+	LR         *float64 `flag:"lr"`
 	// Momentum is SGD's momentum μ; nil: DefaultMomentum for ONNX models,
 	// 0 (plain steps) for synthetic problems.
-	Momentum *float64
+	Momentum *float64 `flag:"momentum"`
 	// LRSchedule is constant, cosine or step.
-	LRSchedule    string
-	Steps, Epochs int
-	Batch         int
-	Workers       int
-	Seed          int64
-	OutDir        string
-	Ref           string // --ref: one value or one per task
-	Reference     string // --reference FILE.csv
-	Force         bool
-	Log, CSV      string
+	LRSchedule string `flag:"lr-schedule"`
+	Steps      int    `flag:"steps"`
+	Epochs     int    `flag:"epochs"`
+	Batch      int    `flag:"batch"`
+	Workers    int    `flag:"workers"`
+	Seed       int64  `flag:"seed"`
+	OutDir     string `flag:"out-dir,path"`
+	Ref        string `flag:"ref"`            // --ref: one value or one per task
+	Reference  string `flag:"reference,path"` // --reference FILE.csv
+	// Force replaces existing files (never an input; a resumed run keeps
+	// the Force of the run it continues).
+	Force bool
+	Log   string `flag:"log,path"`
+	CSV   string `flag:"csv,path"`
 	// CheckpointEvery steps a checkpoint is written to Checkpoint
-	// (default OUT_DIR/front.ckpt); Resume continues one.
-	CheckpointEvery    int
-	Checkpoint, Resume string
+	// (default OUT_DIR/front.ckpt), removed once the models are written
+	// unless KeepCheckpoint; Resume continues one, from its stored
+	// configuration (see TuneConfig.Resume and Given).
+	CheckpointEvery int    `flag:"checkpoint-every"`
+	Checkpoint      string `flag:"checkpoint,path"`
+	KeepCheckpoint  bool   `flag:"keep-checkpoint,free"`
+	Resume          string
+	Given           map[string]bool `json:"-"`
+	ConfigFile      string          `json:"-"`
+	MakeFolders     bool            `json:"-"`
 }
 
 // Front is a resolved front run: N problems and how to score them.
@@ -133,6 +147,11 @@ type Front struct {
 	reference [][]float64
 	refName   string
 
+	resumed int // the step of the checkpoint a resumed run continues, -1 for a fresh run
+	// staleCheckpoint: the checkpoint path held another run's checkpoint
+	// when this one started over it (--force).
+	staleCheckpoint bool
+
 	// Progress receives progress lines (nil: none).
 	Progress io.Writer
 	// Warnings are found by Prepare (tied parameters, SharedWarning, once
@@ -150,6 +169,16 @@ type Front struct {
 // through l, which may be nil), settings, the quality measures' reference
 // points, all before any training.
 func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
+	resumeStep := -1
+	if c.Resume != "" {
+		saved, step, err := resumeConfig("front", c.Resume, c.withDefaults(), c.Given)
+		if err != nil {
+			return nil, err
+		}
+		saved.Force = saved.Force || c.Force
+		saved.Resume, saved.ConfigFile, saved.MakeFolders = c.Resume, c.ConfigFile, c.MakeFolders
+		c, resumeStep = saved, step
+	}
 	if c.OutDir == "" {
 		return nil, errors.New("--out-dir: required (the folder for the models, front.csv, front.png and report.json)")
 	}
@@ -157,7 +186,7 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 	if N < 2 {
 		return nil, fmt.Errorf("--models %d: want at least 2 (a front needs several models)", N)
 	}
-	job := &Front{cfg: c, batch: c.Batch}
+	job := &Front{cfg: c, batch: c.Batch, resumed: resumeStep}
 	if job.batch < 1 {
 		return nil, fmt.Errorf("--batch %d: want at least 1", job.batch)
 	}
@@ -244,6 +273,12 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 	job.s.Meta["source"] = job.source
 	if job.s.CheckpointPath == "" {
 		job.s.CheckpointPath = filepath.Join(c.OutDir, "front.ckpt")
+	}
+	if err := job.destinations(); err != nil {
+		return nil, err
+	}
+	if job.s.CheckpointJob, err = c.checkpointRecord(); err != nil {
+		return nil, err
 	}
 	// The quality measures' settings are read before training so that a
 	// mistake in them costs no run.
@@ -421,19 +456,11 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 	for k := range j.nets {
 		modelFiles = append(modelFiles, filepath.Join(dir, fmt.Sprintf("model_%d.onnx", k)))
 	}
-	if !c.Force {
-		for _, p := range append(append([]string(nil), modelFiles...), filepath.Join(dir, "front.csv"), filepath.Join(dir, "front.png"), files["report"]) {
-			if _, err := os.Stat(p); err == nil {
-				return nil, fmt.Errorf("--out-dir %s: %s exists (use --force to overwrite)", dir, filepath.Base(p))
-			}
-		}
-	}
-
 	var recs []finetune.Recorder
 	if j.Progress != nil {
 		recs = append(recs, finetune.NewProgress(j.Progress))
 	}
-	traced, closeFiles, err := traceRecorders("--csv", c.CSV, c.Log, j.resumeStep())
+	traced, closeFiles, err := traceRecorders("--csv", c.CSV, c.Log, j.resumed)
 	if err != nil {
 		return nil, err
 	}
@@ -458,6 +485,7 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 	for _, net := range j.nets { // the steps are over: their pooled buffers make room for saving
 		net.ReleaseBuffers()
 	}
+	var saveErrs []error
 	for k, net := range j.nets {
 		record := map[string]any{"version": Version, "command": "front", "criterion": out.Criterion,
 			"model": k, "models": N, "steps": res.Steps, "tasks": TaskSpecs(j.btasks), "source": j.source}
@@ -465,11 +493,30 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 			record["terms"] = j.terms
 		}
 		meta, _ := json.Marshal(record)
-		if err := importer.Save(modelFiles[k], j.models[k], net.Weights(), importer.SaveOptions{
-			Producer: map[string]string{"paretonav": string(meta)}, Force: c.Force}); err != nil {
-			return nil, fmt.Errorf("--out-dir: model %d: %w", k, err)
+		save := func(path string) error {
+			return importer.Save(path, j.models[k], net.Weights(), importer.SaveOptions{
+				Producer: map[string]string{"paretonav": string(meta)}, Force: c.Force && path == modelFiles[k]})
+		}
+		if err := save(modelFiles[k]); err != nil {
+			// The trained models are never lost: each one that cannot be
+			// written goes beside its path, or elsewhere (keepModel).
+			werr := fmt.Errorf("--out-dir: model %d: %w", k, err)
+			if kept, kerr := keepModel(modelFiles[k], j.s.CheckpointPath, save); kerr != nil {
+				werr = fmt.Errorf("%w; it could not be kept anywhere either (%v)", werr, kerr)
+			} else {
+				werr = fmt.Errorf("%w; model %d is kept in %s", werr, k, kept)
+				out.Models[k].File = kept
+			}
+			saveErrs = append(saveErrs, werr)
+			continue
 		}
 		out.Models[k].File = modelFiles[k]
+	}
+	if len(saveErrs) > 0 {
+		return out, errors.Join(saveErrs...)
+	}
+	if err := j.finishCheckpoint(out, res); err != nil {
+		out.Warnings = append(out.Warnings, err.Error())
 	}
 	if err := writeFrontCSV(files["csv"], j.tasks, members); err != nil {
 		return nil, err
@@ -492,19 +539,6 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 		return nil, fmt.Errorf("--out-dir: %w", err)
 	}
 	return out, nil
-}
-
-// resumeStep is the step of the checkpoint a resumed run continues (its
-// log and trace are kept up to it), -1 for a fresh run.
-func (j *Front) resumeStep() int {
-	if j.cfg.Resume == "" {
-		return -1
-	}
-	info, err := finetune.ReadCheckpointInfo(j.cfg.Resume)
-	if err != nil {
-		return -1 // the resumed loop reports the checkpoint's error
-	}
-	return info.Step
 }
 
 // epo replaces the multi-point PNG of a front job by EPO with one
@@ -543,4 +577,165 @@ func (j *Front) epo(N int) error {
 	j.label = "epo " + strings.Join(strs, ";")
 	j.s.Meta["preferences"] = prefs
 	return nil
+}
+
+// destinations checks what the front job writes against what it reads
+// (Destinations), before the first step; --out-dir is created when
+// missing.
+func (j *Front) destinations() error {
+	c := j.cfg
+	ckpt := j.s.CheckpointPath
+	if c.Resume == "" {
+		if err := freshCheckpoint("front", ckpt, c.Force); err != nil {
+			return err
+		}
+		_, err := os.Stat(ckpt)
+		j.staleCheckpoint = err == nil
+	}
+	if !c.MakeFolders {
+		if err := os.MkdirAll(c.OutDir, 0o755); err != nil {
+			return fmt.Errorf("--out-dir: %w", err)
+		}
+	}
+	d := &Destinations{Force: c.Force, MakeFolders: c.MakeFolders}
+	for _, a := range c.Args {
+		d.Input("model", a)
+	}
+	for _, p := range initPaths(c.Init) {
+		d.Input("--init model", p)
+	}
+	d.Sources("--data", c.Data)
+	d.Sources("--val", c.Val)
+	d.Input("--reference file", c.Reference)
+	d.Input("--config file", c.ConfigFile)
+	resumed := c.Resume != ""
+	if same, _ := SamePath(c.Resume, ckpt); resumed && !same {
+		d.Input("--resume checkpoint", c.Resume)
+	}
+	for k := range j.nets {
+		d.Output("--out-dir", filepath.Join(c.OutDir, fmt.Sprintf("model_%d.onnx", k)))
+	}
+	for _, f := range []string{"front.csv", "front.png", "report.json"} {
+		d.Output("--out-dir", filepath.Join(c.OutDir, f))
+	}
+	for _, o := range []struct{ flag, path string }{{"--log", c.Log}, {"--csv", c.CSV}} {
+		if resumed {
+			d.Own(o.flag, o.path)
+		} else {
+			d.Output(o.flag, o.path)
+		}
+	}
+	d.Own("--checkpoint", ckpt)
+	return d.Check()
+}
+
+// initPaths splits --init's list of models.
+func initPaths(init string) []string {
+	if init == "" {
+		return nil
+	}
+	var out []string
+	for _, p := range strings.Split(init, ",") {
+		out = append(out, strings.TrimSpace(p))
+	}
+	return out
+}
+
+// finishCheckpoint removes the run's checkpoint once the models are
+// written, unless KeepCheckpoint, and says so in out.
+func (j *Front) finishCheckpoint(out *FrontOutcome, res *finetune.Result) error {
+	ckpt := j.s.CheckpointPath
+	if _, err := os.Stat(ckpt); err != nil {
+		return nil
+	}
+	ours := res.Checkpoint != ""
+	if !ours && j.cfg.Resume != "" {
+		ours, _ = SamePath(j.cfg.Resume, ckpt)
+	}
+	if !ours && !j.staleCheckpoint {
+		return nil
+	}
+	if ours && j.cfg.KeepCheckpoint {
+		out.Checkpoint = ckpt
+		return nil
+	}
+	if err := os.Remove(ckpt); err != nil {
+		if ours {
+			out.Checkpoint = ckpt
+		}
+		return fmt.Errorf("the checkpoint %s could not be removed: %w", ckpt, err)
+	}
+	out.CheckpointRemoved = ckpt
+	return nil
+}
+
+// withDefaults returns c with the defaults Prepare would take filled in
+// and its paths absolute: the configuration a checkpoint stores.
+func (c *FrontConfig) withDefaults() *FrontConfig {
+	r := *c
+	synth := r.Problem != ""
+	if r.Optimizer == "" {
+		r.Optimizer = "adam"
+		if synth {
+			r.Optimizer = "sgd"
+		}
+	}
+	pick := func(v *float64, onnx, syn float64) *float64 {
+		if v != nil {
+			return v
+		}
+		if synth {
+			return &syn
+		}
+		return &onnx
+	}
+	r.LR = pick(r.LR, DefaultLR(r.Optimizer), SynthLR)
+	r.Momentum = pick(r.Momentum, DefaultMomentum(r.Optimizer), 0)
+	r.Gamma = pick(r.Gamma, png.DefaultGamma, SynthGamma)
+	r.Spread = pick(r.Spread, FrontSpread, SynthSpread)
+	if r.Steps == 0 && r.Epochs == 0 {
+		r.Steps = FrontSteps
+		if synth {
+			r.Steps = SynthSteps
+		}
+	}
+	if r.Checkpoint == "" && r.OutDir != "" {
+		r.Checkpoint = filepath.Join(r.OutDir, "front.ckpt")
+	}
+	flagFields(reflect.ValueOf(&r).Elem(), func(_, opts string, v reflect.Value) { normalizeField(opts, v) })
+	return &r
+}
+
+// checkpointRecord is what c's checkpoints store (runRecord), with the
+// fingerprints of its inputs.
+func (c *FrontConfig) checkpointRecord() ([]byte, error) {
+	saved := c.withDefaults()
+	saved.Resume = ""
+	cfg, err := json.Marshal(saved)
+	if err != nil {
+		return nil, err
+	}
+	sums, err := sumAll(nil, "MODEL", saved.Args...)
+	if err == nil {
+		sums, err = sumAll(sums, "--init", initPaths(saved.Init)...)
+	}
+	for _, src := range []struct {
+		flag  string
+		specs []string
+	}{{"--data", saved.Data}, {"--val", saved.Val}} {
+		var paths []string
+		if err == nil {
+			paths, err = sourcePaths(src.flag, src.specs)
+		}
+		if err == nil {
+			sums, err = sumAll(sums, src.flag, paths...)
+		}
+	}
+	if err == nil && saved.Reference != "" {
+		sums, err = sumAll(sums, "--reference", saved.Reference)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(runRecord{Command: "front", Config: cfg, Inputs: sums})
 }

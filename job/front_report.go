@@ -60,6 +60,13 @@ type FrontOutcome struct {
 	Accuracy  *FrontQuality     `json:"accuracy_quality,omitempty"`
 	Gaps      []Num             `json:"neighbour_gaps,omitempty"`
 	Files     map[string]string `json:"files"`
+	// Checkpoint is the checkpoint left on disk (KeepCheckpoint);
+	// CheckpointRemoved names the one removed once the models were
+	// written.
+	Checkpoint        string `json:"checkpoint,omitempty"`
+	CheckpointRemoved string `json:"checkpoint_removed,omitempty"`
+	// Warnings are what went wrong without costing a model.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // scoreAll measures every trained model: exact losses for synthetic

@@ -154,18 +154,41 @@ func flagFields(v reflect.Value, f func(name string, opts string, field reflect.
 	}
 }
 
-// normalize makes the paths of a tagged field absolute.
+// normalizeField makes the paths of a tagged field absolute.
 func normalizeField(opts string, v reflect.Value) {
 	switch {
-	case strings.Contains(opts, "path"):
+	case opts == "path":
 		v.SetString(absPath(v.String()))
 	case strings.Contains(opts, "sources"):
 		v.Set(reflect.ValueOf(absSources(v.Interface().([]string))))
+	case strings.Contains(opts, "pathlist"):
+		if v.String() != "" {
+			parts := strings.Split(v.String(), ",")
+			for i, p := range parts {
+				parts[i] = absPath(strings.TrimSpace(p))
+			}
+			v.SetString(strings.Join(parts, ","))
+		}
+	case strings.Contains(opts, "paths"):
+		ps := v.Interface().([]string)
+		if len(ps) > 0 {
+			out := make([]string, len(ps))
+			for i, p := range ps {
+				out[i] = absPath(p)
+			}
+			v.Set(reflect.ValueOf(out))
+		}
 	}
 }
 
 // showValue prints a field's value for an error.
 func showValue(v reflect.Value) string {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "(the default)"
+		}
+		v = v.Elem()
+	}
 	if v.Kind() == reflect.Slice {
 		parts := make([]string, v.Len())
 		for i := range parts {
@@ -212,35 +235,46 @@ func (c *TuneConfig) withDefaults() *TuneConfig {
 // inputs checked to be the files the run read. It also returns the
 // checkpoint's step.
 func (c *TuneConfig) resumed() (*TuneConfig, int, error) {
-	info, err := finetune.ReadCheckpointInfo(c.Resume)
+	saved, step, err := resumeConfig("tune", c.Resume, c.withDefaults(), c.Given)
 	if err != nil {
-		return nil, 0, fmt.Errorf("--resume %s: %w", c.Resume, err)
+		return nil, 0, err
+	}
+	saved.Force = saved.Force || c.Force
+	saved.Resume, saved.Given, saved.ConfigFile, saved.MakeFolders = c.Resume, nil, c.ConfigFile, c.MakeFolders
+	return saved, step, nil
+}
+
+// resumeConfig reads the configuration a checkpoint of cmd at path holds
+// (runRecord) and compares with it the flag-tagged fields of given (with
+// its defaults filled in) that the user set (set; nil: all): one that
+// differs is refused by its flag's name, a free one is taken from given,
+// the others from the checkpoint. The inputs are checked to be the files
+// the run read. It returns the configuration and the checkpoint's step.
+func resumeConfig[T any](cmd, path string, given *T, set map[string]bool) (*T, int, error) {
+	info, err := finetune.ReadCheckpointInfo(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--resume %s: %w", path, err)
 	}
 	var rec runRecord
 	if err := json.Unmarshal(info.Job, &rec); err != nil || rec.Command == "" {
-		return nil, 0, fmt.Errorf("--resume %s: the checkpoint holds no run configuration", c.Resume)
+		return nil, 0, fmt.Errorf("--resume %s: the checkpoint holds no run configuration", path)
 	}
-	if rec.Command != "tune" {
-		return nil, 0, fmt.Errorf("--resume %s: a checkpoint of `paretonav %s`; continue it with that command", c.Resume, rec.Command)
+	if rec.Command != cmd {
+		return nil, 0, fmt.Errorf("--resume %s: a checkpoint of `paretonav %s`; continue it with that command", path, rec.Command)
 	}
-	saved := &TuneConfig{}
+	saved := new(T)
 	if err := json.Unmarshal(rec.Config, saved); err != nil {
-		return nil, 0, fmt.Errorf("--resume %s: its configuration: %w", c.Resume, err)
+		return nil, 0, fmt.Errorf("--resume %s: its configuration: %w", path, err)
 	}
-	given := c.withDefaults()
 	var errs []error
-	sv, gv := reflect.ValueOf(saved).Elem(), reflect.ValueOf(given).Elem()
 	var fields []reflect.Value
-	flagFields(sv, func(_, _ string, v reflect.Value) { fields = append(fields, v) })
+	flagFields(reflect.ValueOf(saved).Elem(), func(_, _ string, v reflect.Value) { fields = append(fields, v) })
 	i := 0
-	flagFields(gv, func(name, opts string, g reflect.Value) {
+	flagFields(reflect.ValueOf(given).Elem(), func(name, opts string, g reflect.Value) {
 		s := fields[i]
 		i++
-		isGiven := c.Given == nil || c.Given[name]
-		// Out and Checkpoint are given when their defaults follow from
-		// a given model; a flag left out takes the checkpoint's value.
 		switch {
-		case !isGiven:
+		case set != nil && !set[name]:
 		case strings.Contains(opts, "free"):
 			s.Set(g)
 		case !sameValue(s, g):
@@ -253,13 +287,11 @@ func (c *TuneConfig) resumed() (*TuneConfig, int, error) {
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
-		return nil, 0, fmt.Errorf("--resume %s: %w", c.Resume, err)
+		return nil, 0, fmt.Errorf("--resume %s: %w", path, err)
 	}
 	if err := checkInputs(rec.Inputs); err != nil {
-		return nil, 0, fmt.Errorf("--resume %s: %w", c.Resume, err)
+		return nil, 0, fmt.Errorf("--resume %s: %w", path, err)
 	}
-	saved.Force = saved.Force || c.Force
-	saved.Resume, saved.Given, saved.ConfigFile, saved.MakeFolders = c.Resume, nil, c.ConfigFile, c.MakeFolders
 	return saved, info.Step, nil
 }
 
@@ -277,6 +309,31 @@ func (c *TuneConfig) checkpointRecord() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(runRecord{Command: "tune", Config: cfg, Inputs: sums})
+}
+
+// sumAll fingerprints the files flag reads.
+func sumAll(out []fileSum, flag string, paths ...string) ([]fileSum, error) {
+	for _, p := range paths {
+		s, err := sumFile(flag, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// sourcePaths returns the files of data source specs.
+func sourcePaths(flag string, specs []string) ([]string, error) {
+	var out []string
+	for _, spec := range specs {
+		s, err := finetune.ParseSource(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		out = append(out, s.Path)
+	}
+	return out, nil
 }
 
 // freshCheckpoint refuses to start a new run over the checkpoint of
