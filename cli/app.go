@@ -8,6 +8,7 @@ package cli
 import (
 	"errors"
 	"sort"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -27,6 +28,31 @@ var verboseFlag = &ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage:
 
 func init() {
 	ucli.VersionFlag = &ucli.BoolFlag{Name: "version", Usage: "print the version"}
+	ucli.FlagStringer = flagString
+}
+
+// urfaveFlagString is urfave/cli's own rendering of a flag's help line.
+var urfaveFlagString = ucli.FlagStringer
+
+// flagString renders a flag's help line as urfave/cli does, without the
+// default of a required flag (it says it is required instead) or of a
+// switch that is off. A flag is required when urfave/cli checks it
+// (Required), or when its usage says "required" (commands that take flags
+// after their arguments check them themselves).
+func flagString(f ucli.Flag) string {
+	s := urfaveFlagString(f)
+	if isRequired(f) {
+		if i := strings.LastIndex(s, " (default: "); i >= 0 {
+			s = s[:i]
+		}
+		if r, ok := f.(ucli.RequiredFlag); ok && r.IsRequired() {
+			s += " (required)"
+		}
+	}
+	if b, ok := f.(*ucli.BoolFlag); ok && !b.Value {
+		s = strings.TrimSuffix(s, " (default: false)")
+	}
+	return s
 }
 
 // verbose reports whether --verbose was given to the command or before it.
@@ -72,4 +98,14 @@ func ExitCode(err error) int {
 		return ec.ExitCode()
 	}
 	return 1
+}
+
+// isRequired reports whether f must be given: urfave/cli's Required, or a
+// usage that says "required".
+func isRequired(f ucli.Flag) bool {
+	if r, ok := f.(ucli.RequiredFlag); ok && r.IsRequired() {
+		return true
+	}
+	d, ok := f.(ucli.DocGenerationFlag)
+	return ok && strings.Contains(d.GetUsage(), "required)")
 }

@@ -21,7 +21,7 @@ graph (timed together as load + build), runs one untimed step and --steps
 timed ones on that batch, and prints the median step time, the shares of the
 forward pass, the backward passes and the PNG direction, and the process's
 peak resident memory. bench/torch_mtan.py times the same step of
-models.MTAN in PyTorch.`,
+the MTAN model (paretonav models mtan) in PyTorch.`,
 	Flags: []ucli.Flag{dataFlag, taskFlag, mapFlag, bnFlag, freezeFlag, maxMemoryFlag, batchFlag(2),
 		&ucli.IntFlag{Name: "steps", Value: 3, Usage: "timed steps `K`"},
 		&ucli.StringFlag{Name: "cpuprofile", Usage: "write a pprof CPU profile of the timed steps to `FILE` (go tool pprof FILE)"},

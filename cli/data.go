@@ -51,9 +51,9 @@ func init() {
 			Usage: dataKindUsage[k],
 			Flags: []ucli.Flag{
 				&ucli.PathFlag{Name: "out", Usage: genOutUsage, Required: true},
-				&ucli.StringFlag{Name: "split", Usage: "`train` or test", Value: string(datasets.Train)},
+				&ucli.StringFlag{Name: "split", Usage: "the `SPLIT`: train or test", Value: string(datasets.Train)},
 				&ucli.IntFlag{Name: "limit", Usage: "at most `N` examples (0: 120,000 train / 20,000 test)"},
-				&ucli.StringFlag{Name: "layout", Usage: "`LAYOUT` of the two items: ours (right item at 8,8) or sener (at 6,6, lefts in file order)", Value: string(datasets.LayoutOurs)},
+				&ucli.StringFlag{Name: "layout", Usage: "the `LAYOUT` of the two items: ours (right item at 8,8) or sener (at 6,6, lefts in file order)", Value: string(datasets.LayoutOurs)},
 				genSeedFlag,
 				&ucli.BoolFlag{Name: "compress", Usage: "deflate the archive (like numpy.savez_compressed)", Value: true},
 				genForceFlag, genJSONFlag,

@@ -90,7 +90,7 @@ func TestDataCommandJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatalf("--json printed %q: %v", out, err)
 	}
-	want := dataSummary{Dataset: "multimnist", Split: "test", Examples: 3, Layout: "ours", Out: path, Bytes: s.Bytes,
+	want := dataSummary{Dataset: "multimnist", Split: "test", Examples: 3, Seed: 1, Layout: "ours", Out: path, Bytes: s.Bytes, // --seed defaults to 1 everywhere
 		Arrays: []string{"left [3] int64", "right [3] int64", "x [3,1,36,36] float"}}
 	if !reflect.DeepEqual(s, want) || s.Bytes <= 0 {
 		t.Errorf("summary %+v, want %+v", s, want)

@@ -17,13 +17,13 @@ import (
 // the helpers below.
 var (
 	jsonFlag = &ucli.BoolFlag{Name: "json", Usage: "print exactly one JSON object instead of the summary", Category: "Output"}
-	seedFlag = &ucli.Int64Flag{Name: "seed", Value: 1, Usage: "random seed (shuffles, initial noise)", Category: "Training"}
+	seedFlag = &ucli.Int64Flag{Name: "seed", Value: 1, Usage: "random `SEED` (shuffles, initial noise)", Category: "Training"}
 
-	methodFlag     = &ucli.StringFlag{Name: "method", Value: "png", Usage: "update direction: png, mgd, linear or epo", Category: "Method"}
+	methodFlag     = &ucli.StringFlag{Name: "method", Value: "png", Usage: "the update direction `METHOD`: png, mgd, linear or epo", Category: "Method"}
 	weightsFlag    = &ucli.StringFlag{Name: "weights", Usage: "task weights of --method linear, one per task as `W1,W2,...` (default: equal)", Category: "Method"}
 	mgdStepsFlag   = &ucli.IntFlag{Name: "mgd-steps", Usage: "follow MGD for the first `N` steps, then --method (the paper's complex-cosine protocol on ZDT2-variant uses 150)", Category: "Method"}
 	preferenceFlag = &ucli.StringFlag{Name: "preference", Usage: "preference of --method epo, one positive weight per task as `R1,R2,...`: EPO seeks R1·ℓ1 = R2·ℓ2 = … (default: 1 each)", Category: "Method"}
-	alphaFlag      = &ucli.Float64Flag{Name: "alpha", Value: png.DefaultAlpha, Usage: "PNG's α: the control φ = α·g", Category: "Method"}
+	alphaFlag      = &ucli.Float64Flag{Name: "alpha", Value: png.DefaultAlpha, Usage: "PNG's `α`: the control φ = α·g", Category: "Method"}
 
 	criterionFlag = &ucli.StringFlag{Name: "criterion", Usage: "what to descend inside the Pareto set; `SPEC` is an expression over the task names, the --term names and drift (‖θ − θ₀‖², the distance from the starting weights), a preset (wd:r1,r2 / ratio:r1,r2 / cosine:r1,r2 / energy with --models), or presets inside an expression (wd:0.2,0.8 + 0.01*drift)", Category: "Method"}
 
@@ -32,21 +32,21 @@ var (
 
 	// Flags of the long runs (tune, front).
 	lrScheduleFlag      = &ucli.StringFlag{Name: "lr-schedule", Value: "constant", Usage: "learning-rate `SCHEDULE`: constant, cosine or step", Category: "Training"}
-	epochsFlag          = &ucli.IntFlag{Name: "epochs", Usage: "passes over --data when --steps is 0", Category: "Training"}
+	epochsFlag          = &ucli.IntFlag{Name: "epochs", Usage: "make `N` passes over --data when --steps is 0", Category: "Training"}
 	csvFlag             = &ucli.PathFlag{Name: "csv", Usage: "write a per-step CSV trace to `FILE.csv`", Category: "Output"}
 	checkpointEveryFlag = &ucli.IntFlag{Name: "checkpoint-every", Usage: "write a checkpoint every `K` steps", Category: "Output"}
 )
 
 func gammaFlag(def float64) *ucli.Float64Flag {
-	return &ucli.Float64Flag{Name: "gamma", Value: def, Usage: "PNG's γ: the control is on while g > γ·ē", Category: "Method"}
+	return &ucli.Float64Flag{Name: "gamma", Value: def, Usage: "PNG's `γ`: the control is on while g > γ·ē", Category: "Method"}
 }
 
 func lrFlag(def float64) *ucli.Float64Flag {
-	return &ucli.Float64Flag{Name: "lr", Value: def, Usage: "learning rate ξ", Category: "Training"}
+	return &ucli.Float64Flag{Name: "lr", Value: def, Usage: "learning rate `ξ`", Category: "Training"}
 }
 
 func stepsFlag(def int) *ucli.IntFlag {
-	return &ucli.IntFlag{Name: "steps", Value: def, Usage: "number of steps", Category: "Training"}
+	return &ucli.IntFlag{Name: "steps", Value: def, Usage: "number of steps `N`", Category: "Training"}
 }
 
 // methodConfigFromFlags reads --method, --alpha, --gamma, --weights,

@@ -18,7 +18,7 @@ var (
 	genOutUsage  = "write to `FILE`"
 	genForceFlag = &ucli.BoolFlag{Name: "force", Usage: "overwrite --out if it exists"}
 	genJSONFlag  = &ucli.BoolFlag{Name: "json", Usage: "print the summary as JSON"}
-	genSeedFlag  = &ucli.Int64Flag{Name: "seed", Usage: "random seed (initial weights, pairings)", Value: 0}
+	genSeedFlag  = &ucli.Int64Flag{Name: "seed", Usage: "random `SEED` (initial weights, pairings)", Value: 1}
 )
 
 var modelsCommand = &ucli.Command{
@@ -44,9 +44,9 @@ Both are written atomically; an existing file is kept unless --force.`,
 			Usage: "SegNet-MTAN for NYUv2 (segmentation, depth, surface normals)",
 			Flags: []ucli.Flag{
 				&ucli.PathFlag{Name: "out", Usage: genOutUsage, Required: true},
-				&ucli.IntFlag{Name: "width", Usage: "channels of the first level (levels: ×1,2,4,8,8)", Value: 64},
+				&ucli.IntFlag{Name: "width", Usage: "the first level's `C` channels (levels: ×1,2,4,8,8)", Value: 64},
 				&ucli.StringFlag{Name: "size", Usage: "input `HxW`, both multiples of 32", Value: "288x384"},
-				&ucli.IntFlag{Name: "classes", Usage: "segmentation classes", Value: 13},
+				&ucli.IntFlag{Name: "classes", Usage: "the number `K` of segmentation classes", Value: 13},
 				genSeedFlag, genForceFlag, genJSONFlag,
 			},
 			Action: modelsMTAN,

@@ -35,10 +35,10 @@ with plain gradient steps along the PNG (or MGD, or linear) direction, and
 prints the final losses, criterion and g(θ). --trace and --plot record the
 trajectory; --json prints one JSON object.`,
 	Flags: []ucli.Flag{
-		&ucli.StringFlag{Name: "problem", Value: "exp2", Usage: "problem: " + strings.Join(synthetic.Names, " or "), Category: "Problem"},
-		&ucli.StringFlag{Name: "init", Usage: "initial θ as a `comma list` (default the paper's 0.6,-0.3,…,-0.3)", Category: "Problem"},
+		&ucli.StringFlag{Name: "problem", Value: "exp2", Usage: "the problem by `NAME`: " + strings.Join(synthetic.Names, " or "), Category: "Problem"},
+		&ucli.StringFlag{Name: "init", Usage: "initial θ, `X1,X2,...`", DefaultText: "the paper's 0.6,-0.3,…,-0.3", Category: "Problem"},
 		&ucli.IntFlag{Name: "models", Value: 1, Usage: "train `N` models together (multi-point PNG; use --criterion energy)", Category: "Problem"},
-		&ucli.Float64Flag{Name: "spread", Value: synthSpread, Usage: "with --models: size of the seeded noise around --init", Category: "Problem"},
+		&ucli.Float64Flag{Name: "spread", Value: synthSpread, Usage: "with --models: size `S` of the seeded noise around --init", Category: "Problem"},
 		criterionFlag, methodFlag, weightsFlag, preferenceFlag, mgdStepsFlag, alphaFlag, gammaFlag(synthGamma),
 		lrFlag(synthLR), stepsFlag(synthSteps), seedFlag,
 		traceFlag, logFlag,

@@ -25,7 +25,7 @@ var (
 	maxMemoryFlag = &ucli.StringFlag{Name: "max-memory", Category: "Model",
 		Usage: "stop before the first step when the expected peak memory is over `SIZE` (e.g. 12GB, 16GiB); default: what the machine (MemAvailable) or the cgroup (memory.max) allows"}
 	freezeFlag = &ucli.StringSliceFlag{Name: "freeze", Category: "Model",
-		Usage: "do not train initializers matching `GLOB` (path.Match; repeatable)"}
+		Usage: "do not train initializers matching `GLOB` (* and ? within a name, [a-z] classes; repeatable)"}
 	untieFlag = &ucli.BoolFlag{Name: "untie", Category: "Model",
 		Usage: "give each node its own copy of a trainable initializer that several nodes read (PyTorch's export merges equal ones, e.g. zero biases), so that they train independently; the saved model keeps the copies"}
 	dataFlag = &ucli.StringSliceFlag{Name: "data", Category: "Data", TakesFile: true,
