@@ -36,6 +36,10 @@ var benchShapes = []struct {
 	{"mtan-dX-TN-n4", true, false, 576, 4, 64},
 	{"mtan-dW-NT-6144", false, true, 64, 576, 6144},
 	{"mtan-dX-TN-6144", true, false, 576, 6144, 64},
+	// ConvNeXt-T at 64×64, batch 4, stage 1: a Linear's 96 outputs over
+	// 1024 rows and its input gradient (few columns: split by rows)
+	{"convnext-fc2-NN", false, false, 1024, 96, 384},
+	{"convnext-dA-NT", false, true, 1024, 96, 384},
 }
 
 // BenchmarkSgemm reports GFLOP/s for Sgemm (single goroutine),

@@ -293,8 +293,35 @@ func SdotRows(m, n, k int, a []float32, lda int, b []float32, boff []int, c []fl
 // small product (under 2M multiply-adds, where starting goroutines costs
 // more than it saves) runs on the calling goroutine. Without a micro-kernel it
 // calls gonum's Sgemm, which has its own parallelism.
+//
+// A product with fewer column blocks than workers (a Linear's 96 outputs
+// over 1024 rows; any product of few columns on many cores) splits its
+// rows too, in blocks of at least minRows: columns alone would leave
+// cores idle, one on a product of under 128 columns.
 func SgemmParallel(workers int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	check(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	if rw, cw := gridOf(workers, m, n, k); rw > 1 {
+		rc := ((m+rw-1)/rw + 11) / 12 * 12 // rows per block, whole micro-panels
+		cc := ((n+cw-1)/cw + 31) / 32 * 32
+		rb, cb := (m+rc-1)/rc, (n+cc-1)/cc
+		par.For(rb*cb, func(t int) {
+			i0, j0 := (t/cb)*rc, (t%cb)*cc
+			i1, j1 := min(i0+rc, m), min(j0+cc, n)
+			var as, bs []float32
+			if transA {
+				as = a[i0:]
+			} else {
+				as = a[i0*lda:]
+			}
+			if transB {
+				bs = b[j0*ldb:]
+			} else {
+				bs = b[j0:]
+			}
+			Sgemm(transA, transB, i1-i0, j1-j0, k, alpha, as, lda, bs, ldb, beta, c[i0*ldc+j0:], ldc)
+		})
+		return
+	}
 	splitCols(workers, transB, m, n, k, b, ldb, c, func(n int, b, c []float32) {
 		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	})
@@ -326,6 +353,29 @@ func splitCols(workers int, transB bool, m, n, k int, b []float32, ldb int, c []
 		}
 		f(j1-j0, bs, c[j0:])
 	})
+}
+
+// minRows is the fewest rows of a row block of SgemmParallel: two of the
+// kernels' row blocks (blockM), so that packing b once per block stays
+// small next to the block's product.
+const minRows = 2 * blockM
+
+// gridOf returns the row and column blocks SgemmParallel splits an m×n×k
+// product into among up to workers goroutines when its columns alone give
+// fewer blocks than workers (rw 1 otherwise: splitCols splits the columns).
+func gridOf(workers, m, n, k int) (rw, cw int) {
+	if !Accelerated() || workers <= 1 || int64(m)*int64(n)*int64(k) < 1<<21 {
+		return 1, 1
+	}
+	cw = max(1, min(workers, n/64))
+	if cw >= workers {
+		return 1, cw
+	}
+	rw = min(workers/cw, m/minRows)
+	if rw <= 1 {
+		return 1, cw
+	}
+	return rw, cw
 }
 
 // check panics like a reference BLAS on invalid dimensions, strides or

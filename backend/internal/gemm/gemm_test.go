@@ -223,6 +223,20 @@ func TestSgemmParallel(t *testing.T) {
 				run(t, rng, p, w)
 			}
 			run(t, rng, problem{m: 64, n: 1024, k: 80, alpha: 1, lda: 80, ldb: 1024, ldc: 1024}, w)
+			// few columns, many rows: split by rows (gridOf), every transpose
+			for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+				p := problem{tA: tr[0], tB: tr[1], m: 1000, n: 96, k: 40, alpha: 0.5, beta: 1.5, lda: 40, ldb: 96, ldc: 100}
+				if tr[0] {
+					p.lda = 1000
+				}
+				if tr[1] {
+					p.ldb = 40
+				}
+				run(t, rng, p, w)
+			}
+		}
+		if rw, _ := gridOf(8, 1000, 96, 40); Accelerated() && rw < 2 {
+			t.Fatalf("a 1000×96×40 product on 8 workers is not split by rows (%d blocks)", rw)
 		}
 	})
 }
