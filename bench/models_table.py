@@ -115,6 +115,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(HERE, "..", "docs", "bench-step.md"))
     ap.add_argument("--json", default="")
+    ap.add_argument("--scaling", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time paretonav on one thread (GOMAXPROCS=1): the speed-up column")
     a = ap.parse_args()
     binary = os.path.abspath(a.paretonav)
     if not os.access(binary, os.X_OK):
@@ -153,6 +155,12 @@ def main():
                                          what=f"PyTorch twin {name}")))
             print(f"{name} pair {p + 1}: paretonav {o['median_s']:.4f} s, PyTorch {theirs[-1]['median_s']:.4f} s",
                   file=sys.stderr)
+        one = None
+        if a.scaling and a.threads > 1:  # parallel efficiency: the same run on one thread
+            cmd = [binary, "bench", "step", onnx, "--data", npz, "--batch", str(shape[0]), "--steps", str(steps), "--json"]
+            for s in specs:
+                cmd += ["--task", s]
+            one = json.loads(run(cmd, dict(os.environ, GOMAXPROCS="1"), f"paretonav bench step {name} (1 thread)"))
         med = lambda xs: statistics.median(xs)  # noqa: E731
         t_o, t_t = med([o["median_s"] for o in ours]), med([t["median_s"] for t in theirs])
         r_o, r_t = med([o["peak_rss_bytes"] for o in ours]), med([t["peak_rss_bytes"] for t in theirs])
@@ -162,7 +170,8 @@ def main():
         rows.append({"model": name, "params": ours[0]["params"], "file_mb": mb, "paretonav_s": t_o, "torch_s": t_t,
                      "time_ratio": t_o / t_t, "ratios": [o["median_s"] / t["median_s"] for o, t in zip(ours, theirs)],
                      "paretonav_rss": r_o, "torch_rss": r_t, "rss_ratio": r_o / r_t, "load_build_s": lb,
-                     "outside_kernels": med(shares) if shares else None, "steps": steps})
+                     "outside_kernels": med(shares) if shares else None, "steps": steps,
+                     "speedup": one["median_s"] / t_o if one else None})
         raw[name] = {"paretonav": ours, "torch": theirs}
     load_end = loadavg()
     torch_version = run([sys.executable, "-c", "import torch; print(torch.__version__)"]).strip()
@@ -189,19 +198,20 @@ def main():
            or float(load_end.split()[0]) > 0.5 * a.threads else ""),
         "",
         "| model | params | paretonav step | PyTorch step | time ratio (pairs) | paretonav RSS | PyTorch RSS |"
-        " RSS ratio | load + build | outside kernels | steps |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        " RSS ratio | load + build | outside kernels | 1 → %d threads | steps |" % a.threads,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         ok = "" if r["outside_kernels"] is None else f"{100 * r['outside_kernels']:.0f}%"
         pairs = ", ".join(f"{x:.2f}" for x in r["ratios"])
+        sp = "" if r["speedup"] is None else f"{r['speedup']:.2f}×"
         per100 = (f" ({r['file_mb']:.0f} MB: {r['load_build_s'] / r['file_mb'] * 100:.2f} s per 100 MB)"
                   if r["file_mb"] >= 10 else "")
         lines.append(
             f"| `{r['model']}`: {DESCRIPTIONS.get(r['model'], '')} | {r['params'] / 1e6:.2f} M |"
             f" {r['paretonav_s']:.4f} s | {r['torch_s']:.4f} s | **{r['time_ratio']:.2f}** ({pairs}) |"
             f" {r['paretonav_rss'] / 1e6:.0f} MB | {r['torch_rss'] / 1e6:.0f} MB | {r['rss_ratio']:.2f} |"
-            f" {r['load_build_s']:.2f} s{per100} | {ok} | {r['steps']} |")
+            f" {r['load_build_s']:.2f} s{per100} | {ok} | {sp} | {r['steps']} |")
     lines += [
         "",
         "Time ratio: paretonav's median step over PyTorch's (below 1: paretonav is faster). RSS: each",
@@ -210,7 +220,10 @@ def main():
         "Outside kernels: the share of paretonav's step CPU profile whose innermost function is",
         "the Go runtime (allocation, clearing, copying, garbage collection, preemption), the worker",
         "pool waiting, or backend code that converts or moves data (float64 copies, Transpose,",
-        "Concat, buffer clears) rather than computing.",
+        "Concat, buffer clears) rather than computing. 1 → %d threads: paretonav's step on one"
+        % a.threads,
+        "thread (GOMAXPROCS=1, one run) over its median on %d (parallel efficiency: %d× is ideal)."
+        % (a.threads, a.threads),
         "",
     ]
     text = "\n".join(lines)

@@ -335,6 +335,10 @@ func splitCols(workers int, transB bool, m, n, k int, b []float32, ldb int, c []
 	if !Accelerated() {
 		workers = 1
 	}
+	// A block narrower than two 32-column micro-panels packs b for too
+	// little work; products with fewer blocks than workers split their
+	// rows as well (SgemmParallel's gridOf), so this bound leaves no core
+	// idle there.
 	const minCols = 64
 	if workers > n/minCols {
 		workers = n / minCols
