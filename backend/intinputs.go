@@ -123,7 +123,7 @@ func (md *Model) batchInts(batch map[string]*importer.Tensor) (map[string]*impor
 		}
 		a, ok := batch[in.Name]
 		if !ok || a == nil {
-			return nil, fmt.Errorf("model input %q: no array %q in the data", in.Name, in.Name)
+			return nil, fmt.Errorf("model input %q: no array %q in the data (arrays: %s)", in.Name, in.Name, arrayNames(batch))
 		}
 		if out == nil {
 			out = map[string]*importer.Tensor{}

@@ -15,6 +15,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 // Options configure Open. The zero value trains every weight in float32
@@ -147,7 +148,8 @@ func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
 			errs = append(errs, fmt.Errorf("%s %q: unknown loss %q (known: %s)", kind, t.Name, t.Loss, strings.Join(LossKinds(), ", ")))
 		}
 		if !produced[t.Output] {
-			errs = append(errs, fmt.Errorf("%s %q: the model has no output %q", kind, t.Name, t.Output))
+			errs = append(errs, fmt.Errorf("%s %q: the model has no output %q (outputs: %s; any node's output may be named, paretonav inspect lists the nodes)",
+				kind, t.Name, t.Output, graphOutputs(gp)))
 		}
 		if seen[t.Name] {
 			errs = append(errs, fmt.Errorf("%s %q: name used twice (tasks and terms need distinct names)", kind, t.Name))
@@ -381,7 +383,7 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 		}
 		a, ok := b[t.Target]
 		if !ok || a == nil {
-			errs = append(errs, fmt.Errorf("%s %q: no target array %q in the data", kind, t.Name, t.Target))
+			errs = append(errs, fmt.Errorf("%s %q: no target array %q in the data (arrays: %s)", kind, t.Name, t.Target, arrayNames(b)))
 			continue
 		}
 		if !equalShape(a.Shape, want) {
@@ -529,4 +531,30 @@ func fmtShape(shape []int) string {
 		}
 	}
 	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// graphOutputs lists the graph's outputs, comma-separated, for errors.
+func graphOutputs(gp *onnxpb.GraphProto) string {
+	names := make([]string, 0, len(gp.Output))
+	for _, o := range gp.Output {
+		names = append(names, o.GetName())
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// arrayNames lists the arrays of batch, sorted and comma-separated, for
+// errors.
+func arrayNames(batch map[string]*importer.Tensor) string {
+	names := make([]string, 0, len(batch))
+	for k := range batch {
+		names = append(names, k)
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }

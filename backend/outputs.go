@@ -184,7 +184,7 @@ func (md *Model) inputShapes(batch map[string]*importer.Tensor) (map[string][]in
 	for _, in := range md.inputs {
 		a, ok := batch[in.Name]
 		if !ok || a == nil {
-			errs = append(errs, fmt.Errorf("model input %q: no array %q in the data", in.Name, in.Name))
+			errs = append(errs, fmt.Errorf("model input %q: no array %q in the data (arrays: %s)", in.Name, in.Name, arrayNames(batch)))
 			continue
 		}
 		if !a.IsFloat() && !integerType(in.Type) {

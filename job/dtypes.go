@@ -3,6 +3,7 @@ package job
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/paretonav/paretonav/backend"
@@ -23,9 +24,10 @@ import (
 //     segmentation masks, int32 labels) are converted to int64 with a
 //     warning; floating-point and bool arrays are refused, integral or not
 //     (a float array there is most often soft labels or the wrong array).
-//   - An integer model input takes any integer array (converted to the
-//     input's type with a warning when it differs); a floating-point array
-//     is refused.
+//   - An integer model input takes any integer array, and a floating-point
+//     array of whole numbers (as NPZ files written from float data hold),
+//     converted to the input's type with a warning when it differs; other
+//     floating-point arrays are refused.
 
 // dtypeName is the numpy name of an element type.
 func dtypeName(t importer.DataType) string {
@@ -102,7 +104,12 @@ func (b *Binding) checkTypes(ds *finetune.Dataset, path string) ([]string, error
 		switch {
 		case isIntType(in.Type) || in.Type == importer.Bool:
 			if !isIntType(a.Type) && a.Type != importer.Bool {
-				errs = append(errs, fmt.Errorf("%s: array %q for %s has element type %s; the model expects %s (integers)",
+				if v, ok := integral(a); ok {
+					ds.Arrays[in.Name] = &importer.Tensor{Name: a.Name, Type: in.Type, Shape: a.Shape, I64: v}
+					warns = append(warns, fmt.Sprintf("%s: array %q (%s, whole numbers) converted to %s for %s", path, arr, dtypeName(a.Type), dtypeName(in.Type), role))
+					continue
+				}
+				errs = append(errs, fmt.Errorf("%s: array %q for %s has element type %s and values that are not whole numbers; the model expects %s",
 					path, arr, role, dtypeName(a.Type), dtypeName(in.Type)))
 			} else if a.Type != in.Type {
 				ds.Arrays[in.Name] = retype(a, in.Type)
@@ -148,4 +155,17 @@ func (b *Binding) checkTypes(ds *finetune.Dataset, path string) ([]string, error
 		}
 	}
 	return warns, errors.Join(errs...)
+}
+
+// integral returns a's values as int64 when every one is a whole number.
+func integral(a *importer.Tensor) ([]int64, bool) {
+	v := a.Float64s()
+	out := make([]int64, len(v))
+	for i, x := range v {
+		if x != math.Trunc(x) || math.IsInf(x, 0) {
+			return nil, false
+		}
+		out[i] = int64(x)
+	}
+	return out, true
 }

@@ -1,0 +1,43 @@
+package backend
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// TestUnknownNamesListed: a task reading an output the model lacks, and a
+// batch lacking an input or target array, are errors that list what there
+// is (as criterion errors list the task names).
+func TestUnknownNamesListed(t *testing.T) {
+	m := graphModel([]*onnxpb.NodeProto{
+		mkNode("Mul", "mul", []string{"x", "w"}, []string{"seg"}),
+		mkNode("Relu", "relu", []string{"seg"}, []string{"depth"}),
+	}, []*importer.Tensor{importer.NewFloat32("w", []int{2}, []float32{1, 1})}, map[string][]int64{"x": {-1, 2}}, "seg", "depth")
+	_, err := Open(m, mustTasks(t, "s:mse:segx:t"), Options{})
+	if err == nil || !strings.Contains(err.Error(), `the model has no output "segx" (outputs: seg, depth;`) {
+		t.Errorf("unknown output: error %v, want one listing the outputs seg, depth", err)
+	}
+	md, err := Open(m, mustTasks(t, "s:mse:seg:t"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := importer.NewFloat32("x", []int{1, 2}, []float32{1, 2})
+	tg := importer.NewFloat32("t", []int{1, 2}, []float32{1, 2})
+	for _, tc := range []struct {
+		name  string
+		batch map[string]*importer.Tensor
+		want  string
+	}{
+		{"no input", map[string]*importer.Tensor{"images": x, "t": tg}, `model input "x": no array "x" in the data (arrays: images, t)`},
+		{"no target", map[string]*importer.Tensor{"x": x, "target": tg}, `no target array "t" in the data (arrays: target, x)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := md.CheckBatch(tc.batch); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
