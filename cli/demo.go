@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -142,6 +142,13 @@ func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--out-dir: %w", err)
 	}
+	dests := &job.Destinations{Force: force}
+	for _, f := range demoFiles {
+		dests.Output("--out-dir", filepath.Join(dir, f))
+	}
+	if err := dests.Check(); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(w, "paretonav demo: this takes about %d s on 2 cores (MultiMNIST %d training / %d validation pairs, %d + %d steps of %d).\n",
 		size.Seconds, size.Train, size.Val, size.PretrainSteps, size.TuneSteps, size.Batch)
 	path := func(f string) string { return filepath.Join(dir, f) }
@@ -251,18 +258,18 @@ func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize,
 		return nil, err
 	}
 	trace := &demoTrace{md: md2, tasks: tasks, val: va2, batch: size.Batch, crit: crit}
-	logF, err := os.Create(path("log.jsonl"))
+	logRecs, closeLog, err := job.TraceRecorders("--csv", "", path("log.jsonl"))
 	if err != nil {
 		return nil, err
 	}
 	tune := &job.Tune{ModelPath: path("pretrained.onnx"), Model: preModel, Net: md2, Tasks: tasks, Train: tr2, Val: va2, Report: va2,
 		ReportName: "validation", Criterion: expr, Method: "png", Batch: size.Batch, Out: path("tuned.onnx"), Force: true,
-		Progress: progress, Extra: []finetune.Recorder{finetune.NewJSONLRecorder(logF), trace},
+		Progress: progress, Extra: append(logRecs, trace),
 		Settings: &finetune.Settings{Method: png.PNG{Settings: png.Settings{Gamma: size.Gamma}}, Criterion: crit, Optimizer: "adam",
 			LR: size.TuneLR, Steps: size.TuneSteps, BatchSize: size.Batch, Seed: seed + 7, ValEvery: size.ValEvery,
 			Meta: map[string]any{"command": "demo tune", "criterion": expr}}}
 	res, err := tune.Run(ctx)
-	if cerr := logF.Close(); err == nil && cerr != nil {
+	if cerr := closeLog(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {
@@ -306,12 +313,12 @@ func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize,
 	return sum, nil
 }
 
-// writeJSONFile writes v as indented JSON to path.
-func writeJSONFile(path string, v any) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
+// writeJSONFile writes v as indented JSON to path (a temporary file
+// renamed over it).
+func writeJSONFile(path string, v any) error {
+	var b bytes.Buffer
+	if err := writeJSON(&b, v); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, f.Close()) }()
-	return writeJSON(f, v)
+	return job.WriteFile(path, b.Bytes())
 }

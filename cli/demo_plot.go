@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -297,15 +296,7 @@ func plotDemo(path, title string, tasks []string, r []float64, gamma float64, d 
 	ts := pa.Title.TextStyle
 	ts.XAlign, ts.Font.Size = draw.XCenter, vg.Points(12)
 	dc.FillText(ts, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Millimeter*7}, title)
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("demo plot: %w", err)
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("demo plot %s: %w", path, err)
-	}
-	return f.Close()
+	return savePNG(img, path, "demo plot")
 }
 
 // isoLevels returns the F values of the iso-F contours drawn around r:

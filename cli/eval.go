@@ -30,7 +30,7 @@ gradient of that task's mean loss with respect to that trainable initializer
 		dataFlag, taskFlag, mapFlag, bnFlag, freezeFlag, maxMemoryFlag, batchFlag(job.EvalBatch),
 		&ucli.IntFlag{Name: "limit", Usage: "use the first `N` examples (0: all)", Category: "Data"},
 		&ucli.PathFlag{Name: "grad-out", Usage: "write the task gradients to `G.npz`", Category: "Output"},
-		&ucli.BoolFlag{Name: "force", Usage: "overwrite --grad-out if it exists", Category: "Output"},
+		&ucli.BoolFlag{Name: "force", Usage: "replace --grad-out if it exists (never an input)", Category: "Output"},
 		jsonFlag,
 	},
 	Action: runEval,
@@ -68,7 +68,8 @@ func runEval(c *ucli.Context) error {
 // model.
 func evalConfigFromFlags(c *ucli.Context, model string) *job.EvalConfig {
 	return &job.EvalConfig{Model: model, Data: c.StringSlice(dataFlag.Name), ModelConfig: modelConfigFromFlags(c),
-		Batch: c.Int("batch"), Limit: c.Int("limit"), GradOut: c.Path("grad-out"), Force: c.Bool("force")}
+		Batch: c.Int("batch"), Limit: c.Int("limit"), GradOut: c.Path("grad-out"), Force: c.Bool("force"),
+		ConfigFile: c.Path(configFlag.Name)}
 }
 
 func evalSummary(w io.Writer, model string, res *job.DataEval, names []string, gradOut string) error {

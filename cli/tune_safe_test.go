@@ -444,3 +444,42 @@ func TestTuneResumeRefuses(t *testing.T) {
 		t.Errorf("the summary does not say the checkpoint was kept:\n%s", printed)
 	}
 }
+
+func TestEvalGradOutDestinations(t *testing.T) {
+	dir := t.TempDir()
+	model, data := tinyLeNet(t, dir, 4)
+	before := fileSums(t, model, data)
+	base := append([]string{"eval", model, "--data", data, "--batch", "4"}, lenetTasks...)
+	for _, tc := range []struct {
+		name, gradOut, needle string
+	}{
+		{"the input model", model, "--grad-out " + model + ": that is the input model"},
+		{"the data", data, "that is the input --data file"},
+		{"a missing folder", filepath.Join(dir, "none", "g.npz"), "does not exist"},
+		{"/dev/null", os.DevNull, "is a character device, not a file"},
+		{"a folder", dir, "is a folder, not a file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runCLI(t, append(slices.Clone(base), "--grad-out", tc.gradOut, "--force")...)
+			if err == nil || !strings.Contains(err.Error(), tc.needle) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.needle)
+			}
+		})
+	}
+	for p, b := range before {
+		if got, _ := os.ReadFile(p); !bytes.Equal(got, b) {
+			t.Errorf("%s changed", p)
+		}
+	}
+}
+
+func TestDemoDestinations(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "log.jsonl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runCLI(t, "demo", "--out-dir", dir, "--force")
+	if want := "--out-dir " + filepath.Join(dir, "log.jsonl") + ": is a folder, not a file"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+}

@@ -2,7 +2,6 @@ package job
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/paretonav/paretonav/backend"
@@ -25,6 +24,9 @@ type EvalConfig struct {
 	// overwrites it.
 	GradOut string
 	Force   bool
+	// ConfigFile is the --config file the flags were read from, an input
+	// --grad-out may not overwrite.
+	ConfigFile string `json:"-"`
 }
 
 // EvalOutcome is what an eval job reports (eval --json, a batch job's
@@ -68,9 +70,15 @@ func (c *EvalConfig) Prepare(l *Loader) (*EvalRun, error) {
 	if c.Limit < 0 {
 		return nil, fmt.Errorf("--limit %d: want 0 (all) or a positive count", c.Limit)
 	}
-	if c.GradOut != "" && !c.Force {
-		if _, err := os.Stat(c.GradOut); err == nil {
-			return nil, fmt.Errorf("--grad-out %s: file exists (use --force to overwrite)", c.GradOut)
+	if c.GradOut != "" {
+		// Checked before any work like every destination (Destinations).
+		d := &Destinations{Force: c.Force}
+		d.Input("model", c.Model)
+		d.Sources("--data", c.Data)
+		d.Input("--config file", c.ConfigFile)
+		d.Output("--grad-out", c.GradOut)
+		if err := d.Check(); err != nil {
+			return nil, err
 		}
 	}
 	tasks, maps, opt, err := c.ModelConfig.resolve()
