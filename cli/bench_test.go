@@ -107,15 +107,15 @@ func TestBenchErrors(t *testing.T) {
 // TestBenchRescoreCommitted rescores committed benchmark results: the
 // table stored in each file must be what this version's metrics compute
 // from its checkpoints (rescore it after changing them), and the command
-// refuses to overwrite its input. bench/ holds the current run; the files
-// under testdata/rescore are runs of earlier versions of PNG's update,
-// kept only as inputs to the metrics (see testdata/rescore/README.md).
+// refuses to overwrite its input. The files under testdata/rescore are
+// runs of earlier versions of PNG's update, kept only as inputs to the
+// metrics (see testdata/rescore/README.md).
 func TestBenchRescoreCommitted(t *testing.T) {
 	for _, tc := range []struct {
 		file  string
 		cells int // datasets × methods × 4 metrics
 	}{
-		{"../bench/results-medium-multimnist.json", 1 * 4 * 4},
+		{"testdata/rescore/medium-multimnist.json", 1 * 4 * 4},
 		{"testdata/rescore/small.json", 3 * 3 * 4},
 		{"testdata/rescore/medium-multimnist-ablation.json", 1 * 4 * 4},
 		{"testdata/rescore/medium-fashion.json", 2 * 4 * 4},
