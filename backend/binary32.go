@@ -122,17 +122,67 @@ func arithBcast32(op string, dst, a, c []float32, ia, ib []int) bool {
 	default:
 		return false
 	}
-	// One side is never nil here (arith32 takes the unbroadcast case);
-	// an identity side gets its own loops to avoid an index array.
+	// One side is never nil here (arith32 takes the unbroadcast case); a
+	// scalar side gets its own loops, an identity side reads in place.
 	switch {
 	case ia == nil && len(c) == 1:
 		return arithScalar32(op, dst, a, c[0], false)
 	case ib == nil && len(a) == 1:
 		return arithScalar32(op, dst, c, a[0], true)
 	case ia == nil || ib == nil:
-		return false
+		return arithHalf32(op, dst, a, c, ia, ib)
 	}
 	parallelElems(len(dst), func(lo, hi int) { f(dst[lo:hi], ia[lo:hi], ib[lo:hi]) })
+	return true
+}
+
+// arithHalf32 is arithBcast32 with one operand of the output's shape (its
+// index nil) and the other read through its broadcast index: a scale or
+// bias per channel (ConvNeXt's layer scale, squeeze-and-excitation's
+// gate).
+func arithHalf32(op string, dst, a, c []float32, ia, ib []int) bool {
+	var f func(lo, hi int)
+	switch {
+	case op == "Add" && ia == nil:
+		f = func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = a[i] + c[ib[i]]
+			}
+		}
+	case op == "Add":
+		f = func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = a[ia[i]] + c[i]
+			}
+		}
+	case op == "Mul" && ia == nil:
+		f = func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = a[i] * c[ib[i]]
+			}
+		}
+	case op == "Mul":
+		f = func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = a[ia[i]] * c[i]
+			}
+		}
+	case op == "Sub" && ia == nil:
+		f = func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = a[i] - c[ib[i]]
+			}
+		}
+	case op == "Div" && ia == nil:
+		f = func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = a[i] / c[ib[i]]
+			}
+		}
+	default:
+		return false
+	}
+	parallelElems(len(dst), f)
 	return true
 }
 

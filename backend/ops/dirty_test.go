@@ -162,3 +162,22 @@ func TestConvGradXDirtyBuffer(t *testing.T) {
 		})
 	}
 }
+
+// TestGlobalAvgGradDirtyBuffer checks that GlobalAveragePool's gradient
+// writes every element of the buffer it is handed: a NaN-filled buffer
+// gives the bits of a fresh one.
+func TestGlobalAvgGradDirtyBuffer(t *testing.T) {
+	xs := tensor.Shape{3, 5, 4, 6}
+	gy := normal32(rand.New(rand.NewSource(4)), []int{3, 5, 1, 1})
+	want := data[float32](globalAvgBwd(gy, xs, make([]float32, xs.TotalSize())))
+	buf := make([]float32, xs.TotalSize())
+	for i := range buf {
+		buf[i] = float32(math.NaN())
+	}
+	got := data[float32](globalAvgBwd(gy, xs, buf))
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("dx[%d] = %v into a dirty buffer, %v into a fresh one", i, got[i], want[i])
+		}
+	}
+}

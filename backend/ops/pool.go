@@ -740,11 +740,19 @@ func globalPool(name string, x *gorgonia.Node, isMax bool) (*gorgonia.Node, erro
 				func() (tensor.Tensor, error) { return globalAvgFwd[float32](in[0]), nil },
 				func() (tensor.Tensor, error) { return globalAvgFwd[float64](in[0]), nil })
 		}
-		op.grads = []gradSpec{{deps: []int{depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
+		// the gradient writes every element of the buffer it is handed
+		// (squeeze-and-excitation blocks run one per block per task)
+		into := func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return globalAvgBwd[float32](in[0], xs), nil },
-				func() (tensor.Tensor, error) { return globalAvgBwd[float64](in[0], xs), nil })
-		}}}
+				func() (tensor.Tensor, error) {
+					return globalAvgBwd(in[0], xs, outBufDirty[float32](buf, xs.TotalSize())), nil
+				},
+				func() (tensor.Tensor, error) {
+					return globalAvgBwd(in[0], xs, outBufDirty[float64](buf, xs.TotalSize())), nil
+				})
+		}
+		op.grads = []gradSpec{{deps: []int{depGrad}, into: into,
+			fn: func(in []tensor.Tensor) (tensor.Tensor, error) { return into(nil, in) }}}
 	}
 	return apply(op, x)
 }
@@ -763,10 +771,11 @@ func globalAvgFwd[T float](xt tensor.Tensor) tensor.Tensor {
 	return newTensor(os, out)
 }
 
-func globalAvgBwd[T float](gyt tensor.Tensor, xs tensor.Shape) tensor.Tensor {
+// globalAvgBwd writes the gradient into dx (any contents: every element
+// is written).
+func globalAvgBwd[T float](gyt tensor.Tensor, xs tensor.Shape, dx []T) tensor.Tensor {
 	_, inner := globalShape(xs)
 	gy := data[T](gyt)
-	dx := make([]T, xs.TotalSize())
 	for i, g := range gy {
 		v := g / T(inner)
 		d := dx[i*inner : (i+1)*inner]
