@@ -37,15 +37,44 @@ func lowerHardSigmoid(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, e
 }
 
 func lowerHardSwish(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	return b.unary(n, in, func(x float64) float64 {
-		return x * max(0, min(1, x/6+0.5))
-	}, func(x, _ float64) float64 {
-		switch {
-		case x < -3:
-			return 0
-		case x > 3:
-			return 1
+	v, err := b.unary(n, in, hardSwish, hardSwishDeriv)
+	if err == nil && !v[0].isConst() {
+		op := v[0].n.Op().(*kernelOp)
+		op.fwd32, op.bwd32 = hardSwish32, hardSwishGrad32
+	}
+	return v, err
+}
+
+func hardSwish(x float64) float64 { return x * max(0, min(1, x/6+0.5)) }
+
+func hardSwishDeriv(x, _ float64) float64 {
+	switch {
+	case x < -3:
+		return 0
+	case x > 3:
+		return 1
+	}
+	return x/3 + 0.5
+}
+
+// hardSwish32 and hardSwishGrad32 are HardSwish's float32 kernels: the
+// float64 formulas inlined into the loops (MobileNetV3 runs HardSwish on
+// most of its activations), each element rounded once.
+func hardSwish32(dst []float32, in [][]float32) {
+	x := in[0][:len(dst)]
+	parallelElems(len(dst), func(lo, hi int) {
+		for i, v := range x[lo:hi] {
+			dst[lo+i] = float32(hardSwish(float64(v)))
 		}
-		return x/3 + 0.5
 	})
+}
+
+func hardSwishGrad32(_ int, dst []float32, in [][]float32, _, g []float32) bool {
+	x, g := in[0][:len(dst)], g[:len(dst)]
+	parallelElems(len(dst), func(lo, hi int) {
+		for i, v := range x[lo:hi] {
+			dst[lo+i] = float32(float64(g[lo+i]) * hardSwishDeriv(float64(v), 0))
+		}
+	})
+	return true
 }

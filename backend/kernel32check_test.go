@@ -230,3 +230,13 @@ func TestErf32MatchesFloat64(t *testing.T) {
 		checkKernel32(t, lowerKernel(t, lookup("Erf", 13), n, []int{size}), int64(i), 2)
 	}
 }
+
+// TestHardSwish32MatchesFloat64 checks HardSwish's float32 kernels
+// against the float64 formulas, bit for bit, around the kinks (±3) and on
+// a length that splits across goroutines.
+func TestHardSwish32MatchesFloat64(t *testing.T) {
+	n := &onnxpb.NodeProto{Name: proto.String("hs"), OpType: proto.String("HardSwish"), Input: []string{"x"}, Output: []string{"y"}}
+	for i, size := range []int{9, 70001} {
+		checkKernel32(t, lowerKernel(t, lookup("HardSwish", 14), n, []int{size}), int64(i), 4)
+	}
+}
