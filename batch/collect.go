@@ -2,6 +2,8 @@ package batch
 
 import (
 	"encoding/csv"
+	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -18,6 +20,9 @@ type Row struct {
 	Name   string `json:"name"`
 	Kind   string `json:"kind"`
 	Status string `json:"status"`
+	// Model is the model's index within a front job, which has a row per
+	// model; nil for the other kinds.
+	Model *int `json:"model,omitempty"`
 	// Keys are the job's values of the keys that vary across the batch.
 	Keys    map[string]string  `json:"keys"`
 	Losses  map[string]job.Num `json:"losses,omitempty"`
@@ -75,9 +80,17 @@ func Collect(dir string) (*Collection, error) {
 					col.Tasks = append(col.Tasks, t)
 				}
 			}
-			for k := range res.Metrics {
-				metrics[k] = true
+			rows := []Row{row}
+			if j.Kind == KindFront {
+				rows = frontRows(row, res)
 			}
+			for _, r := range rows {
+				for k := range r.Metrics {
+					metrics[k] = true
+				}
+			}
+			col.Rows = append(col.Rows, rows...)
+			continue
 		}
 		col.Rows = append(col.Rows, row)
 	}
@@ -107,6 +120,45 @@ func Collect(dir string) (*Collection, error) {
 		return nil, err
 	}
 	return col, nil
+}
+
+// frontRows expands a done front job's row into one row per model: its
+// losses, g and metrics (with the job's front_hv and front_non_dominated),
+// its model file, and the job's log. A result without models (written by
+// an older paretonav) keeps its one row.
+func frontRows(row Row, res *Result) []Row {
+	var out struct {
+		Models []job.FrontModel `json:"models"`
+	}
+	b, err := json.Marshal(res.Outcome)
+	if err != nil || json.Unmarshal(b, &out) != nil || len(out.Models) == 0 {
+		return []Row{row}
+	}
+	rows := make([]Row, 0, len(out.Models))
+	for k, m := range out.Models {
+		r := row
+		idx := k
+		g := m.G
+		r.Model, r.Losses, r.G = &idx, m.Losses, &g
+		r.Metrics = map[string]job.Num{}
+		for name, v := range row.Metrics {
+			r.Metrics[name] = v
+		}
+		for task, ms := range m.Metrics {
+			for name, v := range ms {
+				r.Metrics[task+"/"+name] = v
+			}
+		}
+		r.Files = map[string]string{}
+		if f := row.Files[fmt.Sprintf("model_%d", k)]; f != "" {
+			r.Files["model"] = f
+		}
+		if f := row.Files["log"]; f != "" {
+			r.Files["log"] = f
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
 
 // varyingKeys lists, sorted, the keys whose values differ between jobs
@@ -194,6 +246,14 @@ func (c *Collection) columns() []column {
 		{"kind", false, func(r *Row) string { return r.Kind }},
 		{"status", false, func(r *Row) string { return r.Status }},
 	}
+	if slices.ContainsFunc(c.Rows, func(r Row) bool { return r.Model != nil }) {
+		cols = append(cols, column{"model", true, func(r *Row) string {
+			if r.Model == nil {
+				return ""
+			}
+			return strconv.Itoa(*r.Model)
+		}})
+	}
 	for _, k := range c.VaryingKeys {
 		cols = append(cols, column{k, false, func(r *Row) string { return r.Keys[k] }})
 	}
@@ -264,4 +324,15 @@ func (c *Collection) csv() (string, error) {
 	}
 	w.Flush()
 	return b.String(), w.Error()
+}
+
+// Jobs is the number of jobs collected (a front job has a row per model).
+func (c *Collection) Jobs() int {
+	n := 0
+	for _, r := range c.Rows {
+		if r.Model == nil || *r.Model == 0 {
+			n++
+		}
+	}
+	return n
 }

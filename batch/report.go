@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -17,44 +18,94 @@ var reportPage = template.Must(template.New("report").Parse(reportTemplate))
 // reportData is what report.html.tmpl renders.
 type reportData struct {
 	Dir      string
+	Jobs     int
 	Counts   map[string]int
 	Panels   []template.HTML // one SVG per pair of tasks
 	Parallel template.HTML   // parallel coordinates (3 or more tasks)
 	Columns  []column
-	Rows     []reportRow
+	// Metrics are the task metrics' columns, in a table of their own so
+	// that each table fits the page.
+	Metrics []column
+	Rows    []reportRow
 }
 
 // reportRow is one table row: its cells and links.
 type reportRow struct {
-	Row   *Row
-	Cells []reportCell
-	Model string
-	Log   string
+	Row     *Row
+	Cells   []reportCell
+	Metrics []reportCell
+	Model   string
+	Log     string
 }
 
+// Label names the row: its job's ID, and the model's index for a front
+// job's model ("ID model 2").
+func (r reportRow) Label() string {
+	if r.Row.Model == nil {
+		return r.Row.ID
+	}
+	return fmt.Sprintf("%s model %d", r.Row.ID, *r.Row.Model)
+}
+
+// reportCell is one table cell: Text as shown (numbers to 4 significant
+// digits), Full the value results.csv holds (the sort key and tooltip).
 type reportCell struct {
 	Text    string
+	Full    string
 	Numeric bool
+}
+
+// Header is the column's name with line-break opportunities after "_" and
+// "/", so that long names wrap instead of widening the table.
+func (c column) Header() template.HTML {
+	s := esc(c.Name)
+	s = strings.ReplaceAll(s, "_", "_<wbr>")
+	s = strings.ReplaceAll(s, "/", "/<wbr>")
+	return template.HTML(s)
+}
+
+// shortNumber writes a numeric cell to 4 significant digits; other text
+// is kept.
+func shortNumber(s string) string {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || strings.IndexFunc(s, func(r rune) bool { return r == '.' || r == 'e' || r == 'E' }) < 0 {
+		return s
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
 // html renders report.html: one page, no network (styles, script and the
 // SVG pictures inline).
 func (c *Collection) html() ([]byte, error) {
-	d := reportData{Dir: c.Dir, Counts: map[string]int{}, Columns: c.columns()}
+	d := reportData{Dir: c.Dir, Jobs: c.Jobs(), Counts: map[string]int{}}
+	// The table leaves out name (the ID starts with it) and non_dominated
+	// (the rows' colour says it).
+	metric := map[string]bool{}
+	for _, m := range c.Metrics {
+		metric[m] = true
+	}
+	for _, col := range c.columns() {
+		switch {
+		case metric[col.Name]:
+			d.Metrics = append(d.Metrics, col)
+		case col.Name != "non_dominated" && col.Name != "name":
+			d.Columns = append(d.Columns, col)
+		}
+	}
 	var pts []plotPoint
 	for i := range c.Rows {
 		r := &c.Rows[i]
-		d.Counts[r.Status]++
+		if r.Model == nil || *r.Model == 0 {
+			d.Counts[r.Status]++
+		}
 		rr := reportRow{Row: r, Model: r.Files["model"], Log: r.Files["log"]}
 		if rr.Model == "" {
 			rr.Model = r.Files["model_0"]
 		}
-		for _, col := range d.Columns {
-			rr.Cells = append(rr.Cells, reportCell{Text: col.cell(r), Numeric: col.Numeric})
-		}
+		rr.Cells, rr.Metrics = cells(d.Columns, r), cells(d.Metrics, r)
 		d.Rows = append(d.Rows, rr)
 		if v := r.lossVector(c.Tasks); v != nil {
-			pts = append(pts, plotPoint{id: r.ID, v: v, nd: r.NonDominated})
+			pts = append(pts, plotPoint{id: rr.Label(), v: v, nd: r.NonDominated})
 		}
 	}
 	m := len(c.Tasks)
@@ -73,7 +124,21 @@ func (c *Collection) html() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// plotPoint is one done job in loss space.
+// cells are row r's cells in columns cols.
+func cells(cols []column, r *Row) []reportCell {
+	out := make([]reportCell, len(cols))
+	for i, col := range cols {
+		full := col.cell(r)
+		text := full
+		if col.Numeric {
+			text = shortNumber(full)
+		}
+		out[i] = reportCell{Text: text, Full: full, Numeric: col.Numeric}
+	}
+	return out
+}
+
+// plotPoint is one done job (or one model of a front job) in loss space.
 type plotPoint struct {
 	id string
 	v  []float64
@@ -102,10 +167,12 @@ func axisRange(pts []plotPoint, i int) (lo, hi float64) {
 	return lo - pad, hi + pad
 }
 
-// Geometry of the pictures (SVG user units).
+// Geometry of the pictures (SVG user units, CSS pixels): a loss-space
+// panel is panelW × panelH, two side by side within 1400 px.
 const (
-	panelSize = 300
-	margin    = 48
+	panelW = 600
+	panelH = 440
+	margin = 52
 )
 
 // scatterSVG draws the points in the plane of tasks a and b, the
@@ -113,21 +180,21 @@ const (
 func scatterSVG(ta, tb string, a, b int, pts []plotPoint) template.HTML {
 	xlo, xhi := axisRange(pts, a)
 	ylo, yhi := axisRange(pts, b)
-	inner := float64(panelSize - 2*margin)
-	x := func(v float64) float64 { return margin + (v-xlo)/(xhi-xlo)*inner }
-	y := func(v float64) float64 { return panelSize - margin - (v-ylo)/(yhi-ylo)*inner }
+	innerW, innerH := float64(panelW-2*margin), float64(panelH-2*margin)
+	x := func(v float64) float64 { return margin + (v-xlo)/(xhi-xlo)*innerW }
+	y := func(v float64) float64 { return panelH - margin - (v-ylo)/(yhi-ylo)*innerH }
 	var s strings.Builder
 	fmt.Fprintf(&s, `<svg class="panel" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="loss_%s against loss_%s">`,
-		panelSize, panelSize, panelSize, panelSize, esc(tb), esc(ta))
-	fmt.Fprintf(&s, `<rect x="%d" y="%d" width="%g" height="%g" class="frame"/>`, margin, margin, inner, inner)
-	fmt.Fprintf(&s, `<text x="%g" y="%d" class="label" text-anchor="middle">loss_%s</text>`, margin+inner/2, panelSize-8, esc(ta))
-	fmt.Fprintf(&s, `<text x="12" y="%g" class="label" text-anchor="middle" transform="rotate(-90 12 %g)">loss_%s</text>`,
-		margin+inner/2, margin+inner/2, esc(tb))
+		panelW, panelH, panelW, panelH, esc(tb), esc(ta))
+	fmt.Fprintf(&s, `<rect x="%d" y="%d" width="%g" height="%g" class="frame"/>`, margin, margin, innerW, innerH)
+	fmt.Fprintf(&s, `<text x="%g" y="%d" class="label" text-anchor="middle">loss_%s</text>`, margin+innerW/2, panelH-8, esc(ta))
+	fmt.Fprintf(&s, `<text x="14" y="%g" class="label" text-anchor="middle" transform="rotate(-90 14 %g)">loss_%s</text>`,
+		margin+innerH/2, margin+innerH/2, esc(tb))
 	// The data's smallest and largest values, labelled where they lie.
 	dxlo, dxhi := dataRange(pts, a)
 	dylo, dyhi := dataRange(pts, b)
 	fmt.Fprintf(&s, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%.4g</text><text x="%.1f" y="%d" class="tick" text-anchor="middle">%.4g</text>`,
-		x(dxlo), panelSize-margin+14, dxlo, x(dxhi), panelSize-margin+14, dxhi)
+		x(dxlo), panelH-margin+14, dxlo, x(dxhi), panelH-margin+14, dxhi)
 	fmt.Fprintf(&s, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%.4g</text><text x="%d" y="%.1f" class="tick" text-anchor="end">%.4g</text>`,
 		margin-4, y(dylo)+4, dylo, margin-4, y(dyhi)+4, dyhi)
 	for _, pass := range []bool{false, true} {

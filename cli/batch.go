@@ -333,7 +333,11 @@ func runBatchCollect(c *ucli.Context) error {
 			nd++
 		}
 	}
-	fmt.Fprintf(c.App.Writer, "%d jobs, %d non-dominated; wrote %s, %s and %s\n", len(col.Rows), nd,
+	rows := ""
+	if len(col.Rows) != col.Jobs() {
+		rows = fmt.Sprintf(" (%d rows: a front job has one per model)", len(col.Rows))
+	}
+	fmt.Fprintf(c.App.Writer, "%d jobs%s, %d non-dominated; wrote %s, %s and %s\n", col.Jobs(), rows, nd,
 		col.Files["csv"], col.Files["json"], col.Files["html"])
 	return nil
 }
