@@ -191,7 +191,7 @@ func TestBatchRunSkipRetryCollect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`<svg class="panel"`, `<table id="jobs">`, `href="wd-`, "/model.onnx", "/log.jsonl"} {
+	for _, want := range []string{`<svg class="panel"`, `<table id="jobs"`, `href="wd-`, "/model.onnx", "/log.jsonl"} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("report.html lacks %q", want)
 		}
