@@ -31,7 +31,7 @@ type Runner struct {
 	RetryFailed bool
 	Resolve     Resolver
 	// FrontPlot, when set, draws each front job's front.png.
-	FrontPlot func(path, title string, tasks []string, pts [][]float64, trueFront [][2]float64) error
+	FrontPlot job.FrontPlotFunc
 	// Log receives one line per job started, finished, failed or skipped.
 	Log io.Writer
 	// Extra recorders follow every tune and front job's training loop.

@@ -18,8 +18,10 @@ import (
 // least as good in every task (non-dominated in all tasks, not only the
 // panel's two), hollow when dominated. Axes leave a margin around the
 // points and head room above them for the legend; tick labels carry the
-// digits that tell neighbouring ticks apart.
-func plotFront(path, title string, tasks []string, pts [][]float64, trueFront [][2]float64) error {
+// digits that tell neighbouring ticks apart. The losses each model started
+// from (starts, nil when unknown) are green crosses: with an ONNX model
+// they lie on one another, the model the front was grown from.
+func plotFront(path, title string, tasks []string, pts, starts [][]float64, trueFront [][2]float64) error {
 	pairs := [][2]int{{0, 1}}
 	if len(tasks) >= 3 {
 		pairs = [][2]int{{0, 1}, {0, 2}, {1, 2}}
@@ -49,6 +51,9 @@ func plotFront(path, title string, tasks []string, pts [][]float64, trueFront []
 		xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
 		for k, q := range pts {
 			xs[k], ys[k] = q[pr[0]], q[pr[1]]
+		}
+		for _, q := range starts {
+			xs, ys = append(xs, q[pr[0]]), append(ys, q[pr[1]])
 		}
 		if len(trueFront) > 0 && pr == [2]int{0, 1} {
 			l, err := plotter.NewLine(xys(trueFront))
@@ -99,6 +104,19 @@ func plotFront(path, title string, tasks []string, pts [][]float64, trueFront []
 			p.Add(sc, lb)
 			p.Legend.Add(group.label, sc)
 		}
+		if len(starts) > 0 {
+			xy := make(plotter.XYs, len(starts))
+			for k, q := range starts {
+				xy[k] = plotter.XY{X: q[pr[0]], Y: q[pr[1]]}
+			}
+			sc, err := plotter.NewScatter(xy)
+			if err != nil {
+				return fmt.Errorf("front.png: starting points: %w", err)
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: startColor, Radius: vg.Points(5), Shape: draw.CrossGlyph{}}
+			p.Add(sc)
+			p.Legend.Add("start", sc)
+		}
 		p.Legend.Top = true
 		panels = append(panels, p)
 	}
@@ -122,6 +140,9 @@ func plotFront(path, title string, tasks []string, pts [][]float64, trueFront []
 	dc.FillText(ts, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Millimeter*5}, title)
 	return savePNG(img, path, "front.png")
 }
+
+// startColor marks where the models started in front.png.
+var startColor = color.RGBA{R: 0x00, G: 0x99, B: 0x33, A: 0xff}
 
 // dominates reports whether a is at least as good as b in every task and
 // better in one (lower losses).

@@ -160,9 +160,8 @@ type Front struct {
 	// Memory is the expected peak (ONNX models; nil for synthetic
 	// problems), checked against the limit.
 	Memory *MemoryPlan
-	// Plot, when set, draws the models in loss space to path (front.png);
-	// trueFront is the synthetic problem's front, else nil.
-	Plot func(path, title string, tasks []string, pts [][]float64, trueFront [][2]float64) error
+	// Plot, when set, draws the models in loss space to path (front.png).
+	Plot FrontPlotFunc
 }
 
 // Prepare checks c and resolves it into a run: models and data (read
@@ -526,7 +525,13 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 		if j.synth != nil {
 			trueFront = j.synth.Front(200)
 		}
-		if err := j.Plot(files["plot"], fmt.Sprintf("%s: %d models, %s", filepath.Base(j.source), N, out.Criterion), j.tasks, front.LossPoints(members), trueFront); err != nil {
+		var starts [][]float64
+		for _, m := range out.Models {
+			if s := lossVector(m.Initial, j.tasks); s != nil {
+				starts = append(starts, s)
+			}
+		}
+		if err := j.Plot(files["plot"], fmt.Sprintf("%s: %d models, %s", filepath.Base(j.source), N, out.Criterion), j.tasks, front.LossPoints(members), starts, trueFront); err != nil {
 			return nil, err
 		}
 	}
@@ -738,4 +743,24 @@ func (c *FrontConfig) checkpointRecord() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(runRecord{Command: "front", Config: cfg, Inputs: sums})
+}
+
+// FrontPlotFunc draws a front's models in loss space to path (front.png):
+// pts are the models' losses in task order, starts the losses each model
+// started from (the given model, or a synthetic problem's starting
+// points), trueFront a synthetic problem's front (else nil).
+type FrontPlotFunc func(path, title string, tasks []string, pts, starts [][]float64, trueFront [][2]float64) error
+
+// lossVector returns the losses of m in task order, or nil when one is
+// missing.
+func lossVector(m map[string]Num, tasks []string) []float64 {
+	v := make([]float64, len(tasks))
+	for i, t := range tasks {
+		x, ok := m[t]
+		if !ok {
+			return nil
+		}
+		v[i] = float64(x)
+	}
+	return v
 }
