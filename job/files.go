@@ -16,20 +16,6 @@ import (
 	"github.com/paretonav/paretonav/internal/atomicfile"
 )
 
-// CheckOutput refuses to write out over the input model in, and over an
-// existing file without force.
-func CheckOutput(in, out string, force bool) error {
-	if same, err := SamePath(in, out); err != nil {
-		return fmt.Errorf("--out %s: %w", out, err)
-	} else if same {
-		return fmt.Errorf("--out %s: that is the input model; paretonav never overwrites its input (choose another --out)", out)
-	}
-	if _, err := os.Stat(out); err == nil && !force {
-		return fmt.Errorf("--out %s: file exists (use --force to overwrite)", out)
-	}
-	return nil
-}
-
 // SamePath reports whether a and b name the same file (the same absolute
 // path, or the same existing file through links).
 func SamePath(a, b string) (bool, error) {
