@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/chewxy/hm v1.0.0
+	github.com/cpuguy83/go-md2man/v2 v2.0.5
 	github.com/sbinet/npyio v0.9.0
 	github.com/urfave/cli/v2 v2.27.5
 	gonum.org/v1/gonum v0.15.1
@@ -23,7 +24,6 @@ require (
 	github.com/awalterschulze/gographviz v2.0.3+incompatible // indirect
 	github.com/campoy/embedmd v1.0.0 // indirect
 	github.com/chewxy/math32 v1.10.1 // indirect
-	github.com/cpuguy83/go-md2man/v2 v2.0.5 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-fonts/liberation v0.3.2 // indirect
 	github.com/go-latex/latex v0.0.0-20231108140139-5c1ce85aa4ea // indirect
