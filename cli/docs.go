@@ -90,7 +90,7 @@ func ReferenceMan() string {
 // first, with its full name.
 func walkVisible(cmds []*ucli.Command, prefix string, f func(name string, c *ucli.Command)) {
 	for _, c := range cmds {
-		if c.Hidden {
+		if c.Hidden || c.Name == "help" { // urfave/cli adds help commands when it runs
 			continue
 		}
 		name := prefix + " " + c.Name
@@ -110,10 +110,11 @@ func anchor(heading string) string {
 func writeCommand(b *strings.Builder, name string, c *ucli.Command, level string, links bool) {
 	fmt.Fprintf(b, "\n%s %s\n\n%s.\n\n", level, name, sentence(c.Usage))
 	synopsis := name
-	if len(c.Subcommands) > 0 {
+	subs := slices.DeleteFunc(slices.Clone(c.Subcommands), func(s *ucli.Command) bool { return s.Hidden || s.Name == "help" })
+	if len(subs) > 0 {
 		synopsis += " COMMAND"
 	}
-	if len(c.VisibleFlags()) > 0 {
+	if len(docFlags(c.Flags)) > 0 {
 		synopsis += " [OPTIONS]"
 	}
 	if c.ArgsUsage != "" {
@@ -123,11 +124,10 @@ func writeCommand(b *strings.Builder, name string, c *ucli.Command, level string
 	if c.Description != "" {
 		writeText(b, c.Description)
 	}
-	if len(c.Subcommands) > 0 {
+	if len(subs) > 0 {
 		b.WriteString("Commands:\n\n")
-		for _, s := range c.Subcommands {
+		for _, s := range subs {
 			switch {
-			case s.Hidden:
 			case links:
 				fmt.Fprintf(b, "- [%s](#%s): %s\n", name+" "+s.Name, anchor(name+" "+s.Name), s.Usage)
 			default:
@@ -137,6 +137,13 @@ func writeCommand(b *strings.Builder, name string, c *ucli.Command, level string
 		b.WriteString("\n")
 	}
 	writeFlags(b, c.Flags, level+"#")
+}
+
+// docFlags are the flags the reference lists: all but --help, which
+// urfave/cli adds to every command it runs (the reference says every
+// command takes it).
+func docFlags(flags []ucli.Flag) []ucli.Flag {
+	return slices.DeleteFunc(slices.Clone(flags), func(f ucli.Flag) bool { return f.Names()[0] == "help" })
 }
 
 // sentence is s with a capital first letter and no final period.
@@ -188,7 +195,7 @@ func writeText(b *strings.Builder, text string) {
 func writeFlags(b *strings.Builder, flags []ucli.Flag, level string) {
 	var cats []string
 	byCat := map[string][]ucli.Flag{}
-	for _, f := range flags {
+	for _, f := range docFlags(flags) {
 		cat := ""
 		if cf, ok := f.(ucli.CategorizableFlag); ok {
 			cat = cf.GetCategory()

@@ -35,3 +35,18 @@ func TestDocsUpToDate(t *testing.T) {
 		t.Error("cli.md lists the hidden docs command")
 	}
 }
+
+// TestDocsAfterRuns: running commands (which makes urfave/cli add its help
+// subcommands and flags to the shared command values) leaves the
+// reference as it was.
+func TestDocsAfterRuns(t *testing.T) {
+	before := ReferenceMarkdown()
+	for _, args := range [][]string{{"batch", "--help"}, {"tune", "--help"}, {"models", "lenet2", "--help"}} {
+		if out, err := runCLI(t, args...); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	if after := ReferenceMarkdown(); after != before {
+		t.Error("the reference changed after commands ran (urfave/cli's help commands or flags leaked in)")
+	}
+}
