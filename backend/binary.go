@@ -69,13 +69,8 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 	if err != nil {
 		return nil, nodeErr(n, "inputs %q and %q: %v", n.Input[0], n.Input[1], err)
 	}
-	ia, ib := broadcastIndex(x.shape, out), broadcastIndex(y.shape, out)
-	at := func(idx []int, i int) int {
-		if idx == nil {
-			return i
-		}
-		return idx[i]
-	}
+	ia, ib := newBcast(x.shape, out), newBcast(y.shape, out)
+	at := atB
 	if isIntNode(x) || isIntNode(y) {
 		if op.fi == nil {
 			return nil, nodeErr(n, "%s of run-time int64 tensors is not supported", n.GetOpType())

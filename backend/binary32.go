@@ -89,10 +89,23 @@ func arithGrad32(op string, k int, dst, a, c, g []float32) bool {
 }
 
 // arithBcast32 is arith32 with broadcasting: a and c are read through
-// their broadcast indices ia and ib (nil: the identity). Each element is
-// the float32 operation on the two float32 operands, the float64 formula
-// rounded once, as in arith32.
-func arithBcast32(op string, dst, a, c []float32, ia, ib []int) bool {
+// their broadcasts ia and ib (nil: the identity). Each element is the
+// float32 operation on the two float32 operands, the float64 formula
+// rounded once, as in arith32. It reports false for the broadcasts it
+// leaves to the general loop.
+func arithBcast32(op string, dst, a, c []float32, ia, ib *bcast) bool {
+	// One side is never nil here (arith32 takes the unbroadcast case); a
+	// scalar side gets its own loops, an identity side reads in place.
+	switch {
+	case ia == nil && len(c) == 1:
+		return arithScalar32(op, dst, a, c[0], false)
+	case ib == nil && len(a) == 1:
+		return arithScalar32(op, dst, c, a[0], true)
+	case ia == nil || ib == nil:
+		return arithHalf32(op, dst, a, c, ia, ib)
+	case ia.idx == nil || ib.idx == nil:
+		return false
+	}
 	var f func(d []float32, ia, ib []int)
 	switch op {
 	case "Add":
@@ -122,65 +135,92 @@ func arithBcast32(op string, dst, a, c []float32, ia, ib []int) bool {
 	default:
 		return false
 	}
-	// One side is never nil here (arith32 takes the unbroadcast case); a
-	// scalar side gets its own loops, an identity side reads in place.
-	switch {
-	case ia == nil && len(c) == 1:
-		return arithScalar32(op, dst, a, c[0], false)
-	case ib == nil && len(a) == 1:
-		return arithScalar32(op, dst, c, a[0], true)
-	case ia == nil || ib == nil:
-		return arithHalf32(op, dst, a, c, ia, ib)
-	}
-	parallelElems(len(dst), func(lo, hi int) { f(dst[lo:hi], ia[lo:hi], ib[lo:hi]) })
+	parallelElems(len(dst), func(lo, hi int) { f(dst[lo:hi], ia.idx[lo:hi], ib.idx[lo:hi]) })
 	return true
 }
 
 // arithHalf32 is arithBcast32 with one operand of the output's shape (its
-// index nil) and the other read through its broadcast index: a scale or
-// bias per channel (ConvNeXt's layer scale, squeeze-and-excitation's
-// gate).
-func arithHalf32(op string, dst, a, c []float32, ia, ib []int) bool {
-	var f func(lo, hi int)
+// broadcast nil) and the other broadcast: a scale or bias per channel
+// (ConvNeXt's layer scale, squeeze-and-excitation's gate), read through
+// its walk (element, position in its run) or its index array.
+func arithHalf32(op string, dst, a, c []float32, ia, ib *bcast) bool {
+	full, part, b := a, c, ib
+	if ia != nil {
+		full, part, b = c, a, ia
+	}
+	swapped := ia != nil // part op full
 	switch {
-	case op == "Add" && ia == nil:
-		f = func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				dst[i] = a[i] + c[ib[i]]
-			}
-		}
-	case op == "Add":
-		f = func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				dst[i] = a[ia[i]] + c[i]
-			}
-		}
-	case op == "Mul" && ia == nil:
-		f = func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				dst[i] = a[i] * c[ib[i]]
-			}
-		}
-	case op == "Mul":
-		f = func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				dst[i] = a[ia[i]] * c[i]
-			}
-		}
-	case op == "Sub" && ia == nil:
-		f = func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				dst[i] = a[i] - c[ib[i]]
-			}
-		}
-	case op == "Div" && ia == nil:
-		f = func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				dst[i] = a[i] / c[ib[i]]
-			}
-		}
-	default:
+	case op == "Sub" && swapped, op == "Div" && swapped:
 		return false
+	case op != "Add" && op != "Mul" && op != "Sub" && op != "Div":
+		return false
+	}
+	if b.idx != nil {
+		idx := b.idx
+		var f func(lo, hi int)
+		switch op {
+		case "Add":
+			f = func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					dst[i] = full[i] + part[idx[i]]
+				}
+			}
+		case "Mul":
+			f = func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					dst[i] = full[i] * part[idx[i]]
+				}
+			}
+		case "Sub":
+			f = func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					dst[i] = full[i] - part[idx[i]]
+				}
+			}
+		case "Div":
+			f = func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					dst[i] = full[i] / part[idx[i]]
+				}
+			}
+		}
+		parallelElems(len(dst), f)
+		return true
+	}
+	var f func(lo, hi int)
+	switch op {
+	case "Add":
+		f = func(lo, hi int) {
+			k, r := b.walk(lo)
+			for i := lo; i < hi; i++ {
+				dst[i] = full[i] + part[k]
+				k, r = b.next(k, r)
+			}
+		}
+	case "Mul":
+		f = func(lo, hi int) {
+			k, r := b.walk(lo)
+			for i := lo; i < hi; i++ {
+				dst[i] = full[i] * part[k]
+				k, r = b.next(k, r)
+			}
+		}
+	case "Sub":
+		f = func(lo, hi int) {
+			k, r := b.walk(lo)
+			for i := lo; i < hi; i++ {
+				dst[i] = full[i] - part[k]
+				k, r = b.next(k, r)
+			}
+		}
+	case "Div":
+		f = func(lo, hi int) {
+			k, r := b.walk(lo)
+			for i := lo; i < hi; i++ {
+				dst[i] = full[i] / part[k]
+				k, r = b.next(k, r)
+			}
+		}
 	}
 	parallelElems(len(dst), f)
 	return true
@@ -236,8 +276,8 @@ func arithScalar32(op string, dst, x []float32, s float32, swapped bool) bool {
 
 // arithGradSpread32 writes into dst the gradient of input k of Add, Sub
 // or Mul when k is not broadcast but its other operand is (read through
-// its broadcast index oi): one term per element, as arithGrad32.
-func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi []int) bool {
+// its broadcast oi): one term per element, as arithGrad32.
+func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *bcast) bool {
 	g = g[:len(dst)]
 	switch {
 	case op == "Add" || op == "Sub" && k == 0:
@@ -266,9 +306,19 @@ func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi []int) bool 
 			})
 			return true
 		}
+		if oi.idx != nil {
+			parallelElems(len(dst), func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					dst[i] = 0 + g[i]*o[oi.idx[i]]
+				}
+			})
+			return true
+		}
 		parallelElems(len(dst), func(lo, hi int) {
+			k, r := oi.walk(lo)
 			for i := lo; i < hi; i++ {
-				dst[i] = 0 + g[i]*o[oi[i]]
+				dst[i] = 0 + g[i]*o[k]
+				k, r = oi.next(k, r)
 			}
 		})
 	default:
@@ -283,39 +333,39 @@ func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi []int) bool 
 // is rounded once, so the bits are the float64 path's. d is the op's
 // partial derivative for the general case; Add, Sub and Mul have their
 // own loops. acc is zeroed scratch of len(dst).
-func arithGradReduce32(op string, k int, dst []float32, acc []float64, a, c, y, g []float32, ia, ib []int, d func(a, b, y float64) float64) {
-	at := func(idx []int, i int) int {
-		if idx == nil {
-			return i
-		}
-		return idx[i]
-	}
-	idx := ia
+func arithGradReduce32(op string, k int, dst []float32, acc []float64, a, c, y, g []float32, ia, ib *bcast, d func(a, b, y float64) float64) {
+	b, o, oi := ia, c, ib // the input k's broadcast, the other operand's
 	if k == 1 {
-		idx = ib
+		b, o, oi = ib, a, ia
+	}
+	kk, r := 0, 0 // input k's element and its run position (b.walk)
+	if b.idx == nil {
+		kk, r = b.walk(0)
 	}
 	switch {
-	case op == "Add" || op == "Sub" && k == 0:
+	case op == "Add" || op == "Sub" && k == 0, op == "Sub":
+		neg := op == "Sub" && k == 1
 		for i, v := range g {
-			acc[idx[i]] += float64(v)
-		}
-	case op == "Sub":
-		for i, v := range g {
-			acc[idx[i]] += -float64(v)
+			t := float64(v)
+			if neg {
+				t = -t
+			}
+			if b.idx != nil {
+				acc[b.idx[i]] += t
+				continue
+			}
+			acc[kk] += t
+			kk, r = b.next(kk, r)
 		}
 	case op == "Mul":
-		o, oi := c, ib
-		if k == 1 {
-			o, oi = a, ia
-		}
-		if oi == nil {
-			for i, v := range g {
-				acc[idx[i]] += float64(v) * float64(o[i])
+		for i, v := range g {
+			t := float64(v) * float64(o[atB(oi, i)])
+			if b.idx != nil {
+				acc[b.idx[i]] += t
+				continue
 			}
-		} else {
-			for i, v := range g {
-				acc[idx[i]] += float64(v) * float64(o[oi[i]])
-			}
+			acc[kk] += t
+			kk, r = b.next(kk, r)
 		}
 	default:
 		for i, v := range g {
@@ -323,10 +373,18 @@ func arithGradReduce32(op string, k int, dst []float32, acc []float64, a, c, y, 
 			if y != nil {
 				yi = float64(y[i])
 			}
-			acc[idx[i]] += float64(v) * d(float64(a[at(ia, i)]), float64(c[at(ib, i)]), yi)
+			acc[b.at(i)] += float64(v) * d(float64(a[atB(ia, i)]), float64(c[atB(ib, i)]), yi)
 		}
 	}
 	for i, v := range acc {
 		dst[i] = float32(v)
 	}
+}
+
+// atB is b.at(i), i for the identity (b nil).
+func atB(b *bcast, i int) int {
+	if b == nil {
+		return i
+	}
+	return b.at(i)
 }

@@ -77,3 +77,70 @@ func equalShape(a, b []int) bool {
 	}
 	return true
 }
+
+// bcast maps each element of a broadcast result to the element of one
+// operand it reads, without an index per element where it can: an
+// operand whose elements run along one contiguous block of the result's
+// axes (a scalar; a bias over the last axis; a scale per channel, [C, 1,
+// 1] of [N, C, H, W]; a gate per sample and channel) reads element
+// (i / inner) mod mid. Other broadcasts keep broadcastIndex's array
+// (idx). nil is the identity (the operand has the result's shape).
+type bcast struct {
+	idx        []int
+	mid, inner int
+}
+
+// newBcast is broadcastIndex as a bcast.
+func newBcast(in, out []int) *bcast {
+	if equalShape(in, out) {
+		return nil
+	}
+	r := len(out)
+	// in's axes aligned to out's (leading ones added); the axes where in
+	// is not 1 must be one contiguous run equal to out's
+	lo, hi := -1, -1
+	for i := 0; i < r; i++ {
+		d := 1
+		if j := len(in) - r + i; j >= 0 {
+			d = in[j]
+		}
+		if d == 1 {
+			continue
+		}
+		if d != out[i] || (hi >= 0 && hi != i) {
+			return &bcast{idx: broadcastIndex(in, out)}
+		}
+		if lo < 0 {
+			lo = i
+		}
+		hi = i + 1
+	}
+	if lo < 0 { // a scalar
+		return &bcast{mid: 1, inner: 1}
+	}
+	return &bcast{mid: numel(out[lo:hi]), inner: numel(out[hi:])}
+}
+
+// at is the operand's element read by result element i (b not nil).
+func (b *bcast) at(i int) int {
+	if b.idx != nil {
+		return b.idx[i]
+	}
+	return (i / b.inner) % b.mid
+}
+
+// walk returns the operand element read by result element lo and lo's
+// position within its run of inner elements, to step through [lo, hi)
+// with next.
+func (b *bcast) walk(lo int) (k, r int) { return (lo / b.inner) % b.mid, lo % b.inner }
+
+// next steps (k, r) by one result element.
+func (b *bcast) next(k, r int) (int, int) {
+	if r++; r == b.inner {
+		r = 0
+		if k++; k == b.mid {
+			k = 0
+		}
+	}
+	return k, r
+}

@@ -105,6 +105,9 @@ func TestArithBroadcast32MatchesFloat64(t *testing.T) {
 		{"scalar right", []int{4, 3, 40, 40}, []int{}},
 		{"scalar left", []int{1}, []int{4, 3, 40, 40}},
 		{"both broadcast", []int{4, 1, 50}, []int{1, 60, 1}},
+		{"gate per sample and channel", []int{4, 96, 8, 8}, []int{4, 96, 1, 1}},
+		{"middle run both sides", []int{3, 7, 1}, []int{1, 7, 5}},
+		{"run and index", []int{4, 1, 50}, []int{6, 1}},
 	}
 	for _, opType := range []string{"Add", "Sub", "Mul", "Div", "Pow"} {
 		for i, s := range shapes {
@@ -238,5 +241,44 @@ func TestHardSwish32MatchesFloat64(t *testing.T) {
 	n := &onnxpb.NodeProto{Name: proto.String("hs"), OpType: proto.String("HardSwish"), Input: []string{"x"}, Output: []string{"y"}}
 	for i, size := range []int{9, 70001} {
 		checkKernel32(t, lowerKernel(t, lookup("HardSwish", 14), n, []int{size}), int64(i), 4)
+	}
+}
+
+// TestBcastMatchesBroadcastIndex checks bcast (an operand's element per
+// result element, without an index array for runs) against
+// broadcastIndex, element by element, and its walk against at from
+// every starting point.
+func TestBcastMatchesBroadcastIndex(t *testing.T) {
+	cases := [][2][]int{
+		{{}, {3, 4}}, {{1}, {2, 3, 4}}, {{4}, {2, 3, 4}}, {{3, 1}, {2, 3, 4}}, {{2, 3, 1}, {2, 3, 4}},
+		{{3, 4}, {2, 3, 4}}, {{2, 1, 4}, {2, 3, 4}}, {{1, 3, 1}, {2, 3, 4}}, {{2, 1, 1}, {2, 3, 4}},
+		{{96, 1, 1}, {4, 96, 8, 8}}, {{1, 1, 1, 1}, {2, 2, 2, 2}}, {{2, 3, 4}, {2, 3, 4}},
+	}
+	for _, c := range cases {
+		want := broadcastIndex(c[0], c[1])
+		b := newBcast(c[0], c[1])
+		if want == nil {
+			if b != nil {
+				t.Fatalf("%v → %v: identity, bcast %+v", c[0], c[1], b)
+			}
+			continue
+		}
+		for i, w := range want {
+			if got := b.at(i); got != w {
+				t.Fatalf("%v → %v: element %d reads %d, broadcastIndex %d", c[0], c[1], i, got, w)
+			}
+		}
+		if b.idx != nil {
+			continue
+		}
+		for lo := range want {
+			k, r := b.walk(lo)
+			for i := lo; i < len(want); i++ {
+				if k != want[i] {
+					t.Fatalf("%v → %v: walk from %d reads %d at %d, broadcastIndex %d", c[0], c[1], lo, k, i, want[i])
+				}
+				k, r = b.next(k, r)
+			}
+		}
 	}
 }

@@ -63,7 +63,7 @@ func lowerLayerNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		return nil, err
 	}
 	ins := []gnode{b.node(x), b.node(sc)}
-	idx := [][]int{nil, nil, nil} // element of Scale / B used by each element of X
+	idx := []*bcast{nil, nil, nil} // element of Scale / B used by each element of X
 	for i, v := range []*value{sc, bias} {
 		if v == nil {
 			continue
@@ -72,17 +72,12 @@ func lowerLayerNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		if err != nil || !equalShape(bs, x.shape) {
 			return nil, nodeErr(n, "input %d %q of shape %v does not broadcast to X's shape %v (opset %d)", i+1, n.Input[i+1], v.shape, x.shape, b.opset)
 		}
-		idx[i+1] = broadcastIndex(v.shape, x.shape)
+		idx[i+1] = newBcast(v.shape, x.shape)
 		if i == 1 {
 			ins = append(ins, b.node(v))
 		}
 	}
-	at := func(k, j int) int {
-		if idx[k] == nil {
-			return j
-		}
-		return idx[k][j]
-	}
+	at := func(k, j int) int { return atB(idx[k], j) }
 	stats := func(src []float64, off int) (mu, inv float64) {
 		return layerStats(src[off:off+S], eps)
 	}
@@ -194,17 +189,20 @@ func layerStats(v []float64, eps float64) (mu, inv float64) {
 	return mu, 1 / math.Sqrt(vr/float64(len(v))+eps)
 }
 
-// affineTrailing reports whether Scale or B (v, with broadcast index idx
-// into X) maps element j of X to j mod S: it covers exactly the
-// normalised axes.
-func affineTrailing(v *value, idx []int, groups, S int) bool {
-	if idx == nil {
+// affineTrailing reports whether Scale or B (v, with broadcast b into
+// X) maps element j of X to j mod S: it covers exactly the normalised
+// axes.
+func affineTrailing(v *value, b *bcast, groups, S int) bool {
+	switch {
+	case b == nil:
 		return groups == 1
+	case b.idx == nil:
+		return b.mid == S && b.inner == 1
 	}
 	if numel(v.shape) != S {
 		return false
 	}
-	for j, i := range idx {
+	for j, i := range b.idx {
 		if i != j%S {
 			return false
 		}
