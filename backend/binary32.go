@@ -275,11 +275,28 @@ func arithScalar32(op string, dst, x []float32, s float32, swapped bool) bool {
 }
 
 // arithGradSpread32 writes into dst the gradient of input k of Add, Sub
-// or Mul when k is not broadcast but its other operand is (read through
-// its broadcast oi): one term per element, as arithGrad32.
+// or Mul, or of Div's dividend, when k is not broadcast but its other
+// operand is (read through its broadcast oi): one term per element, as
+// arithGrad32 (Div's g·(1/c) in float64, rounded once, as its float64
+// formula).
 func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *bcast) bool {
 	g = g[:len(dst)]
 	switch {
+	case op == "Div" && k == 0 && len(c) == 1: // GELU's x/√2, attention's scale
+		r := 1 / float64(c[0])
+		parallelElems(len(dst), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = 0 + float32(float64(g[i])*r)
+			}
+		})
+	case op == "Div" && k == 0 && oi.idx == nil:
+		parallelElems(len(dst), func(lo, hi int) {
+			kk, r := oi.walk(lo)
+			for i := lo; i < hi; i++ {
+				dst[i] = 0 + float32(float64(g[i])*(1/float64(c[kk])))
+				kk, r = oi.next(kk, r)
+			}
+		})
 	case op == "Add" || op == "Sub" && k == 0:
 		parallelElems(len(dst), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
