@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -280,5 +281,33 @@ func TestBcastMatchesBroadcastIndex(t *testing.T) {
 				k, r = b.next(k, r)
 			}
 		}
+	}
+}
+
+// TestTranspose32MatchesFloat64 checks Transpose's float32 kernels (walking
+// the axes, no index) against the float64 ones (an index per element),
+// bit for bit, into dirty buffers: ConvNeXt's NCHW↔NHWC permutations, the
+// default reversal, a last axis kept, and a size that splits across
+// goroutines.
+func TestTranspose32MatchesFloat64(t *testing.T) {
+	cases := []struct {
+		x    []int
+		perm []int64
+	}{
+		{[]int{2, 3, 4, 5}, []int64{0, 2, 3, 1}},
+		{[]int{2, 4, 5, 3}, []int64{0, 3, 1, 2}},
+		{[]int{3, 4, 5}, nil},
+		{[]int{3, 4, 5}, []int64{1, 0, 2}},
+		{[]int{7}, []int64{0}},
+		{[]int{4, 96, 16, 16}, []int64{0, 2, 3, 1}},
+	}
+	for i, c := range cases {
+		t.Run(fmt.Sprint(c.x, c.perm), func(t *testing.T) {
+			n := &onnxpb.NodeProto{Name: proto.String("t"), OpType: proto.String("Transpose"), Input: []string{"x"}, Output: []string{"y"}}
+			if c.perm != nil {
+				n.Attribute = []*onnxpb.AttributeProto{aInts("perm", c.perm...)}
+			}
+			checkKernel32(t, lowerKernel(t, lowerTranspose, n, c.x), int64(i), 1)
+		})
 	}
 }

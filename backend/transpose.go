@@ -1,6 +1,10 @@
 package backend
 
-import "github.com/paretonav/paretonav/importer/onnxpb"
+import (
+	"sync"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
 
 // Transpose (perm defaults to reversing the axes).
 
@@ -33,7 +37,21 @@ func lowerTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		seen[p] = true
 		out[i] = x.shape[p]
 	}
-	ist := strides(x.shape)
+	if !x.isConst() && !isIntNode(x) {
+		return b.transposeKernel(n, x, perm, out)
+	}
+	v, err := b.move(n, "Transpose", []*value{x}, out, transposeIndex(x.shape, perm, out))
+	if err != nil {
+		return nil, err
+	}
+	return []*value{v}, nil
+}
+
+// transposeIndex is, for each element of the transposed result (shape
+// out), the flat index in x (shape xs) it reads.
+func transposeIndex(xs []int, perm []int64, out []int) []int {
+	r := len(xs)
+	ist := strides(xs)
 	idx := make([]int, numel(out))
 	ctr := make([]int, r)
 	for i := range idx {
@@ -44,9 +62,111 @@ func lowerTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		idx[i] = off
 		nextIndex(ctr, out)
 	}
-	v, err := b.move(n, "Transpose", []*value{x}, out, idx)
+	return idx
+}
+
+// transposeKernel is Transpose of a float node: the float32 kernels walk
+// the axes (no index per element: ConvNeXt's NCHW/NHWC transposes held
+// 40 MB of them at 64×64), the gradient being the inverse transpose (0 +
+// g, as the float64 path's additions into zeros give); the float64
+// closures build the index on first use.
+func (b *builder) transposeKernel(n *onnxpb.NodeProto, x *value, perm []int64, out []int) ([]*value, error) {
+	xs := append([]int{}, x.shape...)
+	inv := make([]int64, len(perm))
+	for i, p := range perm {
+		inv[p] = int64(i)
+	}
+	var once sync.Once
+	var idx []int
+	index := func() []int {
+		once.Do(func() { idx = transposeIndex(xs, perm, out) })
+		return idx
+	}
+	fwd := func(dst []float64, in [][]float64) {
+		for i, j := range index() {
+			dst[i] = in[0][j]
+		}
+	}
+	bwd := func(_ int, dst []float64, _ [][]float64, _, g []float64) {
+		for i, j := range index() {
+			dst[j] += g[i]
+		}
+	}
+	fwd32 := func(dst []float32, in [][]float32) { transpose32(dst, in[0], xs, perm, false) }
+	bwd32 := func(_ int, dst []float32, _ [][]float32, _, g []float32) bool {
+		transpose32(dst, g, out, inv, true)
+		return true
+	}
+	r, err := b.fillingKernel32(n.GetName(), "Transpose", []gnode{b.node(x)}, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{v}, nil
+	r.Op().(*kernelOp).gradReads = []bool{false, false, true} // the output's gradient only
+	return []*value{nodeValue(r)}, nil
+}
+
+// transpose32 writes src (shape xs) transposed by perm into dst, every
+// element (0 + v when plusZero: −0 becomes +0). Rows of the result's last
+// axis are split across goroutines; each gathers with src's stride along
+// that axis.
+func transpose32(dst, src []float32, xs []int, perm []int64, plusZero bool) {
+	r := len(xs)
+	if r == 0 {
+		dst[0] = src[0]
+		if plusZero {
+			dst[0] += 0
+		}
+		return
+	}
+	ist := strides(xs)
+	out := make([]int, r)
+	st := make([]int, r) // src stride along each result axis
+	for i, p := range perm {
+		out[i], st[i] = xs[p], ist[p]
+	}
+	last, ls := out[r-1], st[r-1]
+	if last == 0 {
+		return
+	}
+	rows := len(dst) / last
+	parallelItems(rows, last, func(lo, hi int) {
+		ctr := make([]int, r-1)
+		off := 0
+		for d, rem := r-2, lo; d >= 0; d-- { // lo's position along the leading axes
+			ctr[d] = rem % out[d]
+			rem /= out[d]
+			off += ctr[d] * st[d]
+		}
+		for row := lo; row < hi; row++ {
+			d := dst[row*last:][:last]
+			if ls == 1 {
+				copy(d, src[off:off+last])
+				if plusZero {
+					for i := range d {
+						d[i] += 0
+					}
+				}
+			} else {
+				j := off
+				for i := range d {
+					d[i] = src[j]
+					j += ls
+				}
+				if plusZero {
+					for i := range d {
+						d[i] += 0
+					}
+				}
+			}
+			for a := r - 2; a >= 0; a-- { // next row
+				ctr[a]++
+				off += st[a]
+				if ctr[a] < out[a] {
+					break
+				}
+				off -= st[a] * out[a]
+				ctr[a] = 0
+			}
+		}
+	})
 }
