@@ -13,7 +13,7 @@ var Evaluable = map[string]bool{
 	"Gather": true, "Unsqueeze": true, "Squeeze": true, "Concat": true,
 	"Cast": true, "Slice": true, "Reshape": true, "Identity": true,
 	"Add": true, "Sub": true, "Mul": true, "Div": true, "Range": true,
-	"Equal": true, "Where": true, "Expand": true,
+	"Equal": true, "Where": true, "Expand": true, "Mod": true,
 }
 
 // EvalNode computes node (an op of the default domain, at the given opset
@@ -23,7 +23,7 @@ var Evaluable = map[string]bool{
 // Unsqueeze and Squeeze (axes as an attribute up to opset 12, an input
 // from 13), Concat, Cast, Slice (attributes up to opset 9, inputs from 10),
 // Reshape, Expand, Identity, Add, Sub, Mul, Div (numpy broadcasting),
-// Range, Equal and Where. inputs follow node.Input; an omitted optional
+// Range, Equal, Where and Mod (eval_mod.go). inputs follow node.Input; an omitted optional
 // input is nil. Outputs are named after node.Output. Ops, attributes or
 // element types it cannot evaluate give an error wrapping ErrUnsupported.
 func EvalNode(node *onnxpb.NodeProto, opset int64, inputs []*Tensor) ([]*Tensor, error) {
@@ -182,6 +182,8 @@ func (e *evaluator) eval() ([]*Tensor, error) {
 		return one(binaryOp(op, a, b))
 	case "Where":
 		return one(e.where())
+	case "Mod":
+		return one(e.mod())
 	case "Range":
 		return one(e.rangeOp())
 	}
