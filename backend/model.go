@@ -216,8 +216,11 @@ var constOperand = map[string][]int{
 }
 
 // chooseParams picks the trainable initializers (float, used as data by
-// some node, not frozen), in graph order, and fills theta.
+// some node, not frozen, not marked by PyTorch's dynamo exporter as a
+// buffer or constant: importer.Model.NotParameters), in graph order, and
+// fills theta.
 func (md *Model) chooseParams() {
+	notParam := md.m.NotParameters()
 	data := map[string]bool{}
 	for _, n := range md.m.Proto.Graph.Node {
 		skip := map[int]bool{}
@@ -236,7 +239,7 @@ func (md *Model) chooseParams() {
 	for _, tp := range md.m.Proto.Graph.Initializer {
 		name := tp.GetName()
 		t := md.inits[name]
-		if t == nil || !t.IsFloat() || !data[name] || md.frozen(name) {
+		if _, isConst := notParam[name]; t == nil || !t.IsFloat() || !data[name] || isConst || md.frozen(name) {
 			continue
 		}
 		md.paramIdx[name] = len(md.params)

@@ -1,0 +1,147 @@
+package importer
+
+import (
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// What PyTorch 2.x's dynamo exporter says about each initializer. It
+// writes a value_info entry for every initializer with metadata_props
+// (ValueInfoProto field 4, IR 10; read from the unknown fields of our
+// IR-8 bindings):
+//
+//   - pkg.torch.export.graph_signature.InputSpec.kind: PARAMETER for the
+//     module's parameters, BUFFER for its buffers (BatchNorm statistics,
+//     attention masks, index tables), CONSTANT_TENSOR for lifted constants;
+//   - pkg.onnxscript.optimizer.folded_from: the values the onnxscript
+//     optimizer folded into a new initializer (a Linear weight transposed
+//     for MatMul, a layer scale reshaped, a scalar computed from
+//     constants), as a Python list literal.
+//
+// A file without these entries (the TorchScript exporter's, ours, any
+// other) has no kinds, and every float initializer read as data stays
+// trainable.
+
+// Metadata keys of the dynamo exporter.
+const (
+	torchKindKey   = "pkg.torch.export.graph_signature.InputSpec.kind"
+	foldedFromKey  = "pkg.onnxscript.optimizer.folded_from"
+	torchParameter = "PARAMETER"
+	fieldVIMeta    = protowire.Number(4) // ValueInfoProto.metadata_props
+)
+
+// valueInfoMeta returns the metadata_props of a ValueInfoProto.
+func valueInfoMeta(vi *onnxpb.ValueInfoProto) map[string]string {
+	var out map[string]string
+	for _, b := range unknownFields(vi, fieldVIMeta) {
+		var k, v string
+		for len(b) > 0 {
+			num, typ, n := protowire.ConsumeTag(b)
+			if n < 0 {
+				break
+			}
+			b = b[n:]
+			if typ != protowire.BytesType {
+				n = protowire.ConsumeFieldValue(num, typ, b)
+				if n < 0 {
+					break
+				}
+				b = b[n:]
+				continue
+			}
+			s, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				break
+			}
+			b = b[n:]
+			switch num {
+			case 1:
+				k = string(s)
+			case 2:
+				v = string(s)
+			}
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// NotParameters returns the initializers that PyTorch's dynamo exporter
+// marked as something other than a module parameter, each with the
+// reason: a buffer or lifted constant (InputSpec.kind other than
+// PARAMETER), or a value the onnxscript optimizer folded from no
+// parameter (only constants and buffers). Initializers without such
+// metadata are not listed. Training must leave the listed ones alone: an
+// attention mask or a folded scale factor is not a weight.
+func (m *Model) NotParameters() map[string]string {
+	g := m.Proto.GetGraph()
+	if g == nil {
+		return nil
+	}
+	inits := map[string]bool{}
+	for _, t := range g.Initializer {
+		inits[t.GetName()] = true
+	}
+	meta := map[string]map[string]string{}
+	for _, vis := range [][]*onnxpb.ValueInfoProto{g.Input, g.ValueInfo} {
+		for _, vi := range vis {
+			if inits[vi.GetName()] {
+				if md := valueInfoMeta(vi); md != nil {
+					meta[vi.GetName()] = md
+				}
+			}
+		}
+	}
+	out := map[string]string{}
+	for name, md := range meta {
+		if kind, ok := md[torchKindKey]; ok && kind != torchParameter {
+			out[name] = "the dynamo exporter marks it " + kind + ", not PARAMETER"
+			continue
+		}
+		from, ok := md[foldedFromKey]
+		if !ok {
+			continue
+		}
+		srcs := parseNameList(from)
+		param := false
+		for _, s := range srcs {
+			if meta[s][torchKindKey] == torchParameter {
+				param = true
+				break
+			}
+		}
+		if !param {
+			out[name] = "the onnxscript optimizer folded it from no parameter (" + strings.Join(srcs, ", ") + ")"
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// parseNameList reads a Python list literal of strings ("['a', 'b']"),
+// sorted.
+func parseNameList(s string) []string {
+	s = strings.TrimSpace(s)
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if len(p) >= 2 && (p[0] == '\'' || p[0] == '"') && p[len(p)-1] == p[0] {
+			p = p[1 : len(p)-1]
+		}
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,97 @@
+package importer
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// withMeta returns a value_info entry for name carrying metadata_props
+// (field 4, IR 10) as the dynamo exporter writes them.
+func withMeta(name string, kv ...string) *onnxpb.ValueInfoProto {
+	vi := &onnxpb.ValueInfoProto{Name: proto.String(name)}
+	var raw []byte
+	for i := 0; i+1 < len(kv); i += 2 {
+		var e []byte
+		e = protowire.AppendTag(e, 1, protowire.BytesType)
+		e = protowire.AppendString(e, kv[i])
+		e = protowire.AppendTag(e, 2, protowire.BytesType)
+		e = protowire.AppendString(e, kv[i+1])
+		raw = protowire.AppendTag(raw, fieldVIMeta, protowire.BytesType)
+		raw = protowire.AppendBytes(raw, e)
+	}
+	vi.ProtoReflect().SetUnknown(raw)
+	return vi
+}
+
+// TestNotParameters checks which initializers the dynamo exporter's
+// metadata marks as no parameter, after an encode/decode round trip.
+func TestNotParameters(t *testing.T) {
+	g := &onnxpb.GraphProto{
+		Initializer: []*onnxpb.TensorProto{
+			mkInit(f32([]int{2}, 1, 2)), mkInit(f32([]int{2}, 3, 4)), mkInit(f32([]int{2}, 5, 6)),
+			mkInit(f32([]int{2, 2}, 1, 2, 3, 4)), mkInit(f32([]int{1}, 0.5)), mkInit(f32([]int{1}, 7)),
+			mkInit(f32([]int{1}, 8)),
+		},
+		ValueInfo: []*onnxpb.ValueInfoProto{
+			withMeta("w", torchKindKey, "PARAMETER", "pkg.torch.onnx.original_node_name", "p_w"),
+			withMeta("mask", torchKindKey, "BUFFER"),
+			withMeta("c", torchKindKey, "CONSTANT_TENSOR"),
+			withMeta("wt", foldedFromKey, "['w']"),
+			withMeta("scale", foldedFromKey, "['val_3', 'val_4']"),
+			withMeta("mixed", foldedFromKey, `["mask", "w"]`),
+			withMeta("not_an_init", torchKindKey, "BUFFER"),
+		},
+	}
+	for i, n := range []string{"w", "mask", "c", "wt", "scale", "mixed", "plain"} {
+		g.Initializer[i].Name = proto.String(n)
+	}
+	b, err := proto.Marshal(&onnxpb.ModelProto{IrVersion: proto.Int64(10), Graph: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mp onnxpb.ModelProto
+	if err := proto.Unmarshal(b, &mp); err != nil {
+		t.Fatal(err)
+	}
+	got := (&Model{Proto: &mp}).NotParameters()
+	var names []string
+	for _, n := range []string{"w", "mask", "c", "wt", "scale", "mixed", "plain", "not_an_init"} {
+		if _, ok := got[n]; ok {
+			names = append(names, n)
+		}
+	}
+	if want := []string{"mask", "c", "scale"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("not parameters %v, want %v (%v)", names, want, got)
+	}
+	if !strings.Contains(got["mask"], "BUFFER") || !strings.Contains(got["scale"], "val_3, val_4") {
+		t.Errorf("reasons do not name the kind or the sources: %v", got)
+	}
+	if (&Model{Proto: &onnxpb.ModelProto{Graph: &onnxpb.GraphProto{}}}).NotParameters() != nil {
+		t.Error("a model without metadata lists initializers")
+	}
+}
+
+// TestNotParametersTorchExport reads the metadata of a PyTorch 2.x dynamo
+// export (backend/testdata/torch2): timm's Swin, whose attention mask and
+// index tables are buffers.
+func TestNotParametersTorchExport(t *testing.T) {
+	m, err := Load("../backend/testdata/torch2/swin_dynamo_op20.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.NotParameters()
+	for _, n := range []string{"body.layers.0.blocks.1.attn_mask", "body.layers.0.blocks.0.attn.relative_position_index"} {
+		if _, ok := got[n]; !ok {
+			t.Errorf("%s is not listed: %v", n, got)
+		}
+	}
+	if _, ok := got["body.layers.0.blocks.0.attn.qkv.weight"]; ok {
+		t.Errorf("a parameter is listed: %v", got)
+	}
+}
