@@ -150,3 +150,49 @@ func toInt64s(v []int) []int64 {
 	}
 	return out
 }
+
+// unpoolScatterModel is the dynamo exporter's max_unpool2d: MaxPool's
+// run-time indices, reshaped to [M, 1], scatter the pooled values into a
+// flat zero tensor (ScatterND), reshaped back to the input's shape.
+func unpoolScatterModel() *importer.Model {
+	nodes := []*onnxpb.NodeProto{
+		mkNode("MaxPool", "mp", []string{"x"}, []string{"p", "i"}, aInts("kernel_shape", 2, 2), aInts("strides", 2, 2)),
+		mkNode("Reshape", "ri", []string{"i", "s_ind"}, []string{"ind"}),
+		mkNode("Reshape", "rp", []string{"p", "s_upd"}, []string{"upd"}),
+		mkNode("ScatterND", "sc", []string{"zeros", "ind", "upd"}, []string{"flat"}),
+		mkNode("Reshape", "ry", []string{"flat", "s_y"}, []string{"y"}),
+	}
+	inits := []*importer.Tensor{
+		importer.NewInt64("s_ind", []int{2}, []int64{-1, 1}), importer.NewInt64("s_upd", []int{1}, []int64{-1}),
+		importer.NewInt64("s_y", []int{4}, []int64{2, 3, 4, 6}), importer.NewFloat32("zeros", []int{144}, make([]float32, 144)),
+	}
+	m := graphModel(nodes, inits, map[string][]int64{"x": {2, 3, 4, 6}}, "y")
+	ir, opset := int64(8), int64(13)
+	m.Proto.IrVersion, m.Proto.OpsetImport[0].Version = &ir, &opset
+	return m
+}
+
+// TestScatterNDRuntimeIndicesORT checks ScatterND with MaxPool's run-time
+// indices against ONNX Runtime.
+func TestScatterNDRuntimeIndicesORT(t *testing.T) {
+	ortcheck.Require(t)
+	m := unpoolScatterModel()
+	feeds := map[string]*importer.Tensor{"x": randF32Tensor(rand.New(rand.NewSource(5)), "x", 2, 3, 4, 6)}
+	b, err := proto.Marshal(m.Proto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ortcheck.RunBytes(b, feeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := forward(t, m, feeds)
+	assertClose(t, "unpooling ScatterND", got["y"], want["y"].Shape, want["y"].Float64s(), 1e-7)
+}
+
+// TestScatterNDRuntimeIndicesGrad checks the gradient through MaxPool and
+// the run-time-index ScatterND by central finite differences.
+func TestScatterNDRuntimeIndicesGrad(t *testing.T) {
+	ins := randFeed("x", 6, 2, 3, 4, 6)
+	gradCheck(t, unpoolScatterModel(), feedsOf([]tin{ins}), "x", 1e-6)
+}
