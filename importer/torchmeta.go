@@ -20,7 +20,8 @@ import (
 //   - pkg.onnxscript.optimizer.folded_from: the values the onnxscript
 //     optimizer folded into a new initializer (a Linear weight transposed
 //     for MatMul, a layer scale reshaped, a scalar computed from
-//     constants), as a Python list literal.
+//     constants), as a Python list literal; a folded parameter is
+//     usually gone from the file, named there by its state_dict key.
 //
 // A file without these entries (the TorchScript exporter's, ours, any
 // other) has no kinds, and every float initializer read as data stays
@@ -112,7 +113,7 @@ func (m *Model) NotParameters() map[string]string {
 		srcs := parseNameList(from)
 		param := false
 		for _, s := range srcs {
-			if meta[s][torchKindKey] == torchParameter {
+			if isParameterSource(s, meta) {
 				param = true
 				break
 			}
@@ -125,6 +126,19 @@ func (m *Model) NotParameters() map[string]string {
 		return nil
 	}
 	return out
+}
+
+// isParameterSource reports whether a folded initializer's source s was a
+// module parameter: an initializer marked PARAMETER, or one the optimizer
+// removed after folding it (no longer in the file) named by a state_dict
+// key, which holds a dot (the exporter's own values, val_12 or mul_3,
+// never do). A parameter of the root module itself (no dot) folded away
+// is missed: its folded copy is then left untrained.
+func isParameterSource(s string, meta map[string]map[string]string) bool {
+	if md, ok := meta[s]; ok {
+		return md[torchKindKey] == torchParameter
+	}
+	return strings.Contains(s, ".")
 }
 
 // parseNameList reads a Python list literal of strings ("['a', 'b']"),

@@ -36,7 +36,7 @@ func TestNotParameters(t *testing.T) {
 		Initializer: []*onnxpb.TensorProto{
 			mkInit(f32([]int{2}, 1, 2)), mkInit(f32([]int{2}, 3, 4)), mkInit(f32([]int{2}, 5, 6)),
 			mkInit(f32([]int{2, 2}, 1, 2, 3, 4)), mkInit(f32([]int{1}, 0.5)), mkInit(f32([]int{1}, 7)),
-			mkInit(f32([]int{1}, 8)),
+			mkInit(f32([]int{1}, 8)), mkInit(f32([]int{2, 2}, 4, 3, 2, 1)),
 		},
 		ValueInfo: []*onnxpb.ValueInfoProto{
 			withMeta("w", torchKindKey, "PARAMETER", "pkg.torch.onnx.original_node_name", "p_w"),
@@ -45,10 +45,11 @@ func TestNotParameters(t *testing.T) {
 			withMeta("wt", foldedFromKey, "['w']"),
 			withMeta("scale", foldedFromKey, "['val_3', 'val_4']"),
 			withMeta("mixed", foldedFromKey, `["mask", "w"]`),
+			withMeta("gone", foldedFromKey, "['enc.fc.weight']"),
 			withMeta("not_an_init", torchKindKey, "BUFFER"),
 		},
 	}
-	for i, n := range []string{"w", "mask", "c", "wt", "scale", "mixed", "plain"} {
+	for i, n := range []string{"w", "mask", "c", "wt", "scale", "mixed", "plain", "gone"} {
 		g.Initializer[i].Name = proto.String(n)
 	}
 	b, err := proto.Marshal(&onnxpb.ModelProto{IrVersion: proto.Int64(10), Graph: g})
@@ -61,7 +62,7 @@ func TestNotParameters(t *testing.T) {
 	}
 	got := (&Model{Proto: &mp}).NotParameters()
 	var names []string
-	for _, n := range []string{"w", "mask", "c", "wt", "scale", "mixed", "plain", "not_an_init"} {
+	for _, n := range []string{"w", "mask", "c", "wt", "scale", "mixed", "plain", "gone", "not_an_init"} {
 		if _, ok := got[n]; ok {
 			names = append(names, n)
 		}
