@@ -126,11 +126,19 @@ const extraDir = "testdata/torch_extra"
 // testdata/torch, which ortcheck.LoadFixture reads from its fixed folder).
 func loadExtraFixture(t *testing.T, name string) *torchFixture {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(extraDir, name+".json"))
+	return loadDirFixture(t, extraDir, name)
+}
+
+// loadDirFixture reads NAME.json/.npz/.onnx from dir, a folder in the
+// layout of testdata/torch.
+func loadDirFixture(t *testing.T, dir, name string) *torchFixture {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var meta struct {
+		Data      string   `json:"data"` // NAME.npz when empty
 		Tasks     []string `json:"tasks"`
 		Trainable []string `json:"trainable"`
 		Input     struct{ Name string }
@@ -138,11 +146,14 @@ func loadExtraFixture(t *testing.T, name string) *torchFixture {
 	if err := json.Unmarshal(b, &meta); err != nil {
 		t.Fatal(err)
 	}
-	arrays, err := npz.Read(filepath.Join(extraDir, name+".npz"))
+	if meta.Data == "" {
+		meta.Data = name + ".npz"
+	}
+	arrays, err := npz.Read(filepath.Join(dir, meta.Data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &ortcheck.Fixture{Name: name, ModelPath: filepath.Join(extraDir, name+".onnx"), Tasks: meta.Tasks,
+	f := &ortcheck.Fixture{Name: name, ModelPath: filepath.Join(dir, name+".onnx"), Tasks: meta.Tasks,
 		Trainable: meta.Trainable, InputName: meta.Input.Name, Targets: map[string]*importer.Tensor{},
 		Outputs: map[string]*importer.Tensor{}, ORT: map[string]*importer.Tensor{}, Losses: map[string]float64{},
 		Grads: map[string]map[string]*importer.Tensor{}}

@@ -175,7 +175,14 @@ func cases(t *testing.T) []modelCase {
 		t.Fatalf("no fixtures in %s (%v)", extraDir, err)
 	}
 	for _, p := range extra {
-		cs = append(cs, extraCase(t, strings.TrimSuffix(filepath.Base(p), ".json")))
+		cs = append(cs, extraCase(t, extraDir, "torch_extra/", strings.TrimSuffix(filepath.Base(p), ".json")))
+	}
+	torch2, err := filepath.Glob(filepath.Join(torch2Dir, "*.json"))
+	if err != nil || len(torch2) == 0 {
+		t.Fatalf("no fixtures in %s (%v)", torch2Dir, err)
+	}
+	for _, p := range torch2 {
+		cs = append(cs, extraCase(t, torch2Dir, "torch2/", strings.TrimSuffix(filepath.Base(p), ".json")))
 	}
 	return cs
 }
@@ -184,10 +191,15 @@ func cases(t *testing.T) []modelCase {
 // layout of ortcheck's fixtures but outside ortcheck.FixtureDir.
 const extraDir = "../../backend/testdata/torch_extra"
 
-// extraCase reads the fixture name of extraDir as a case.
-func extraCase(t *testing.T, name string) modelCase {
+// torch2Dir holds backend's PyTorch 2.x exports (make_torch2_fixtures.py:
+// both exporters, default opset and 21), in the same layout.
+const torch2Dir = "../../backend/testdata/torch2"
+
+// extraCase reads the fixture name of dir (a folder in the layout of
+// ortcheck's fixtures) as a case named prefix+name.
+func extraCase(t *testing.T, dir, prefix, name string) modelCase {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(extraDir, name+".json"))
+	b, err := os.ReadFile(filepath.Join(dir, name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +214,7 @@ func extraCase(t *testing.T, name string) modelCase {
 	if err := json.Unmarshal(b, &meta); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	arrays, err := npz.Read(filepath.Join(extraDir, meta.Data))
+	arrays, err := npz.Read(filepath.Join(dir, meta.Data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,8 +237,8 @@ func extraCase(t *testing.T, name string) modelCase {
 		taskNames = append(taskNames, task.Name)
 	}
 	return modelCase{
-		name:      "torch_extra/" + name,
-		write:     copyFiles(extraDir, meta.Model),
+		name:      prefix + name,
+		write:     copyFiles(dir, meta.Model),
 		tasks:     meta.Tasks,
 		criterion: strings.Join(taskNames, "+"),
 		batch:     func(*testing.T) map[string]*importer.Tensor { return batch },
