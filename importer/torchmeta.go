@@ -159,3 +159,78 @@ func parseNameList(s string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// OptimizerRewritten returns the float initializers of a PyTorch 2.x
+// dynamo export (a file whose initializers carry InputSpec.kind) that the
+// onnxscript optimizer rewrote into something other than a module
+// parameter, each with the reason: those with no metadata at all
+// (BatchNorm fused into the Conv before it keeps the Conv weight's name
+// but not its value, and adds a new bias), and those folded from a
+// parameter together with another module tensor (Swin's relative position
+// bias table gathered by its index; a parameter only reshaped or
+// transposed is not listed). They are trainable like any weight, but
+// training them trains no parameter of the module, and they do not map
+// back onto its state_dict; torch.onnx.export(..., dynamo=True,
+// optimize=False) keeps the parameters. nil for any other file.
+func (m *Model) OptimizerRewritten() map[string]string {
+	g := m.Proto.GetGraph()
+	if g == nil {
+		return nil
+	}
+	float := map[string]bool{}
+	for _, t := range g.Initializer {
+		switch DataType(t.GetDataType()) {
+		case Float32, Float64, Float16, onnxpb.TensorProto_BFLOAT16:
+			float[t.GetName()] = true
+		}
+	}
+	meta := map[string]map[string]string{}
+	dynamo := false
+	for _, vis := range [][]*onnxpb.ValueInfoProto{g.Input, g.ValueInfo} {
+		for _, vi := range vis {
+			if md := valueInfoMeta(vi); md != nil {
+				meta[vi.GetName()] = md
+				if _, ok := md[torchKindKey]; ok {
+					dynamo = true
+				}
+			}
+		}
+	}
+	if !dynamo {
+		return nil
+	}
+	out := map[string]string{}
+	for _, t := range g.Initializer {
+		name := t.GetName()
+		if !float[name] {
+			continue
+		}
+		md := meta[name]
+		_, hasKind := md[torchKindKey]
+		from, folded := md[foldedFromKey]
+		switch {
+		case !hasKind && !folded:
+			out[name] = "written by the optimizer without PyTorch's metadata (a fused BatchNorm, a lifted constant)"
+		case folded:
+			// A parameter reshaped or transposed is folded from it and
+			// shape constants (val_N); one combined with another module
+			// tensor (a buffer, a second parameter) is something else.
+			var params, tensors []string
+			for _, s := range parseNameList(from) {
+				if isParameterSource(s, meta) {
+					params = append(params, s)
+				}
+				if strings.Contains(s, ".") || meta[s][torchKindKey] != "" {
+					tensors = append(tensors, s)
+				}
+			}
+			if len(params) > 0 && len(tensors) > 1 {
+				out[name] = "folded from " + strings.Join(tensors, ", ") + " (and constants) into a new tensor"
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

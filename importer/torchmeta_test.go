@@ -96,3 +96,46 @@ func TestNotParametersTorchExport(t *testing.T) {
 		t.Errorf("a parameter is listed: %v", got)
 	}
 }
+
+// TestOptimizerRewritten checks what the onnxscript optimizer's rewrites
+// of PyTorch 2.x dynamo exports (backend/testdata/torch2) are reported as.
+func TestOptimizerRewritten(t *testing.T) {
+	const dir = "../backend/testdata/torch2/"
+	cases := []struct {
+		file string
+		want []string // some of the listed initializers
+		none []string // initializers that must not be listed
+	}{
+		// BatchNorm fused into the Conv: the weight keeps its name.
+		{"rejected_resnet_dynopt_op20.onnx", []string{"body.conv1.0.weight", "body.conv1.0.weight_bias", "body.layer1.0.conv1.weight"}, []string{"head_a.weight"}},
+		// The relative position bias table gathered by its index.
+		{"rejected_swin_dynopt_op20.onnx", []string{"unsqueeze", "unsqueeze_1"}, []string{"val_25", "head_a.weight"}},
+		// Transposed Linear weights and reshaped layer scales are kept.
+		{"vit2_dynopt_op20.onnx", nil, []string{"val_14"}},
+		{"convnext_dynopt_op20.onnx", nil, []string{"view", "view_1"}},
+		{"swin_dynamo_op20.onnx", nil, nil},
+		{"swin_ts_op20.onnx", nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			m, err := Load(dir + c.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := m.OptimizerRewritten()
+			if c.want == nil && got != nil {
+				t.Errorf("listed %v, want none", got)
+			}
+			for _, n := range c.want {
+				if _, ok := got[n]; !ok {
+					t.Errorf("%s not listed (%d listed: %v)", n, len(got), got)
+				}
+			}
+			for _, n := range c.none {
+				if r, ok := got[n]; ok {
+					t.Errorf("%s listed: %s", n, r)
+				}
+			}
+		})
+	}
+}
