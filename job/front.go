@@ -383,6 +383,9 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		if w := SharedWarning(p, net); w != "" && !slices.Contains(j.Warnings, w) {
 			j.Warnings = append(j.Warnings, w)
 		}
+		if w := RewrittenWarning(p, m); w != "" && !slices.Contains(j.Warnings, w) {
+			j.Warnings = append(j.Warnings, w)
+		}
 		j.models, j.nets, j.probs = append(j.models, m), append(j.nets, net), append(j.probs, net)
 	}
 	if c.Init == "" {

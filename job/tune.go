@@ -288,6 +288,9 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	if w := SharedWarning(job.ModelPath, job.Net); w != "" {
 		job.Warnings = append(job.Warnings, w)
 	}
+	if w := RewrittenWarning(job.ModelPath, job.Model); w != "" {
+		job.Warnings = append(job.Warnings, w)
+	}
 	names := job.Net.Tasks()
 	// tune keeps TuneLR for both optimizers (TuneSGDLR is front's): its
 	// criterion's gradient ∂F/∂ℓ has any scale (13 for wd:0.3,0.3 at
