@@ -369,17 +369,24 @@ def make(name, exporter, opset, seed):
     src = initializer_sources(proto, model)
     used = data_inputs(proto)
     consts = dynamo_constants(proto)
-    trainable, buffer_inits, unmapped_float = [], [], []
+    # buffers: BatchNorm running statistics (as make_fixtures.py's);
+    # other_buffers: the module's other buffers (Swin's attention mask and
+    # index tables) when they are initializers.
+    trainable, buffer_inits, other_buffers, unmapped_float = [], [], [], []
     for t in proto.graph.initializer:
         s = src.get(t.name)
+        if s is not None and s[0] in buffers:
+            if s[0].endswith(("running_mean", "running_var")):
+                buffer_inits.append(t.name)
+            else:
+                other_buffers.append(t.name)
+            continue
         if t.name in consts:
             if s is not None and s[0] in params:
                 raise SystemExit("%s: %s is marked as no parameter but holds %s" % (name, t.name, s[0]))
             continue
         if s is not None and s[0] in params:
             trainable.append(t.name)
-        elif s is not None and s[0] in buffers:
-            buffer_inits.append(t.name)
         elif t.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE) and t.name in used:
             unmapped_float.append(t.name)
     missing = [k for k in params if k not in {src[i][0] for i in trainable}]
@@ -477,8 +484,9 @@ def make(name, exporter, opset, seed):
         "losses": losses,
         "trainable": trainable,
         "buffers": buffer_inits,
-        "state_dict_to_onnx": {src[i][0]: i for i in trainable + buffer_inits},
-        "initializer_from": {i: list(src[i]) for i in trainable + buffer_inits},
+        "other_buffers": other_buffers,
+        "state_dict_to_onnx": {src[i][0]: i for i in trainable + buffer_inits + other_buffers},
+        "initializer_from": {i: list(src[i]) for i in trainable + buffer_inits + other_buffers},
         "statedict_py": sdpy,
         "num_parameters": int(sum(p.numel() for p in params.values())),
         "ops": ops,
