@@ -13,6 +13,12 @@ only sees what the rules before it left unmatched:
    paretonav's ``--untie`` leaves the original to the first reader (in
    PyTorch 1.13's graphs, the Identity nodes standing for merged names) and
    gives each later reader a copy named ``NAME.NODE``.
+   Not where the dynamo exporter's optimizer rewrote the initializer (no
+   rule maps it): in a file whose initializers carry torch.export's
+   ``InputSpec.kind`` metadata, one named like a key with neither that nor
+   onnxscript's ``folded_from`` holds another value, as when ``dynamo=True``
+   (``optimize=True``, the default) fuses BatchNorm into the Conv before it
+   and keeps the Conv weight's name; the BatchNorm's keys stay unmapped too.
 2. ``identity``: an ``Identity`` node (or a chain of them) reading an
    initializer writes a value named like the key. PyTorch 1.13 merges
    initializers of equal value (fresh zero biases, a BatchNorm's ones) into one
@@ -103,6 +109,67 @@ def onnx_values(onnx_model_or_path: Any) -> Dict[str, np.ndarray]:
     return values
 
 
+_TORCH_KIND = "pkg.torch.export.graph_signature.InputSpec.kind"
+_FOLDED_FROM = "pkg.onnxscript.optimizer.folded_from"
+
+
+def _optimizer_rewritten(graph, init_names) -> set:
+    """Initializers of a dynamo export (its initializers' value_info carry
+    InputSpec.kind) whose value_info carries neither InputSpec.kind nor
+    folded_from: values the onnxscript optimizer wrote itself (a Conv weight
+    with BatchNorm fused in, under the weight's name). Empty for any other
+    file."""
+    meta = {}
+    for v in list(graph.input) + list(graph.value_info):
+        if v.name in init_names:
+            meta[v.name] = _metadata_keys(v)
+    if not any(_TORCH_KIND in m for m in meta.values()):
+        return set()
+    return {n for n in init_names if not (meta.get(n, set()) & {_TORCH_KIND, _FOLDED_FROM})}
+
+
+def _metadata_keys(value_info) -> set:
+    """The metadata_props keys of a ValueInfoProto (field 4, onnx 1.16+),
+    read from its bytes where the installed onnx predates the field."""
+    if "metadata_props" in value_info.DESCRIPTOR.fields_by_name:
+        return {p.key for p in value_info.metadata_props}
+    b, i, keys = value_info.SerializeToString(), 0, set()
+    while i < len(b):
+        tag, i = _varint_at(b, i)
+        wire = tag & 7
+        if wire == 0:
+            _, i = _varint_at(b, i)
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        elif wire == 2:
+            n, i = _varint_at(b, i)
+            if tag >> 3 == 4:  # StringStringEntryProto: key = 1, value = 2
+                e, j = b[i:i + n], 0
+                while j < len(e):
+                    t, j = _varint_at(e, j)
+                    m, j = _varint_at(e, j)
+                    if t >> 3 == 1:
+                        keys.add(e[j:j + m].decode("utf-8", "replace"))
+                    j += m
+            i += n
+        else:
+            break
+    return keys
+
+
+def _varint_at(b, i):
+    """The protobuf varint at b[i:] and the index after it."""
+    v = shift = 0
+    while True:
+        c = b[i]
+        v |= (c & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if c < 0x80:
+            return v, i
+
+
 _DYNAMO_PREFIXES = ("l__self___", "L__self___", "self_", "p_", "b_", "c_")
 
 
@@ -164,6 +231,9 @@ def map_state_dict(onnx_model_or_path: Any, state_dict_keys_or_module: Any) -> T
         mapping._add(onnx_name, key, rule, init)
         used_onnx.add(onnx_name)
 
+    # Initializers the dynamo exporter's optimizer rewrote: no rule maps them.
+    used_onnx.update(_optimizer_rewritten(g, init_set))
+
     # 1. exact (or the copy --untie gave the key's own layer)
     readers: Dict[str, List[str]] = defaultdict(list)
     for n in g.node:
@@ -173,7 +243,7 @@ def map_state_dict(onnx_model_or_path: Any, state_dict_keys_or_module: Any) -> T
     shapes = {t.name: tuple(t.dims) for t in g.initializer}
     rest = []
     for k in left:
-        if k not in init_set:
+        if k not in init_set or k in used_onnx:
             rest.append(k)
             continue
         if readers[k] and all(op == "Identity" for op in readers[k]):

@@ -1,5 +1,7 @@
 """map_state_dict's rules, each on a model built for it."""
 
+import os
+
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper, TensorProto
@@ -108,3 +110,20 @@ def test_torch_export_merged_initializers(tmp_path):
     values = onnx_values(path)
     for name, key in mapping.items():
         np.testing.assert_array_equal(values[name], m.state_dict()[key].numpy())
+
+
+_TORCH2 = os.path.join(os.path.dirname(__file__), "..", "..", "backend", "testdata", "torch2")
+
+
+def test_dynamo_optimizer_rewrites_are_not_mapped():
+    """torch.onnx.export(dynamo=True) fused BatchNorm into the Conv and kept the Conv
+    weight's name: that initializer holds another value, and no rule maps it; the
+    same model exported with optimize=False maps every key by name."""
+    rejected = os.path.join(_TORCH2, "rejected_resnet_dynopt_op20.onnx")
+    keys = ["body.conv1.0.weight", "body.conv1.1.weight", "body.conv1.1.running_var", "head_a.weight"]
+    mapping, unmapped = map_state_dict(rejected, keys)
+    assert dict(mapping) == {"head_a.weight": "head_a.weight"}
+    assert unmapped == keys[:3]
+    mapping, unmapped = map_state_dict(os.path.join(_TORCH2, "resnet_dynamo_op20.onnx"), keys)
+    assert dict(mapping) == {k: k for k in keys} and unmapped == []
+    assert set(mapping.rule.values()) == {"exact"}
