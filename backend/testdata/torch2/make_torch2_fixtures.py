@@ -11,7 +11,7 @@ it runs on the CPU):
     onnx_ir 1.1.0, onnx 1.23.2, onnxruntime 1.32.0 (PyPI), numpy 2.4.6;
     onnxruntime-node 1.30.0 for the recorded ort/ arrays
 
-Regenerate from the repo root (about two minutes):
+Regenerate from the repo root (about six minutes on two busy cores):
 
     python3 -m venv /tmp/venv-torch2
     /tmp/venv-torch2/bin/pip install torch==2.15.0 torchvision==0.29.2 timm==1.0.31 \
