@@ -355,6 +355,10 @@ func arithGradReduce32(op string, k int, dst []float32, acc []float64, a, c, y, 
 	if k == 1 {
 		b, o, oi = ib, a, ia
 	}
+	if b.idx == nil && (op == "Add" || op == "Sub" || op == "Mul") {
+		reducePattern32(op, k, dst, acc, o, g, oi, b)
+		return
+	}
 	kk, r := 0, 0 // input k's element and its run position (b.walk)
 	if b.idx == nil {
 		kk, r = b.walk(0)
@@ -404,4 +408,38 @@ func atB(b *bcast, i int) int {
 		return i
 	}
 	return b.at(i)
+}
+
+// reducePattern32 is arithGradReduce32 of Add, Sub or Mul for an input
+// broadcast along one block of axes (b: mid elements, each repeated over
+// runs of inner, outer times): the elements are split across goroutines,
+// and each sums its terms in ascending output order, as the float64 path
+// does, so the bits do not depend on the split.
+func reducePattern32(op string, k int, dst []float32, acc []float64, o, g []float32, oi *bcast, b *bcast) {
+	mid, inner := b.mid, b.inner
+	outer := len(g) / (mid * inner)
+	neg := op == "Sub" && k == 1
+	mul := op == "Mul"
+	parallelItems(mid, outer*inner, func(lo, hi int) {
+		for ob := 0; ob < outer; ob++ {
+			for e := lo; e < hi; e++ {
+				base := (ob*mid + e) * inner
+				var s float64 = acc[e]
+				for i := base; i < base+inner; i++ {
+					t := float64(g[i])
+					switch {
+					case neg:
+						t = -t
+					case mul:
+						t *= float64(o[atB(oi, i)])
+					}
+					s += t
+				}
+				acc[e] = s
+			}
+		}
+		for e := lo; e < hi; e++ {
+			dst[e] = float32(acc[e])
+		}
+	})
 }
