@@ -34,6 +34,10 @@ type builder struct {
 	// one of the graph's Winograd convolutions takes beyond the im2col
 	// bands (ops.WinogradScratchBytes).
 	winoScratch int64
+	// colBand is the largest im2col band of the graph's convolutions,
+	// colBatch the largest batched im2col matrix and colCache the im2col
+	// matrices they keep, in bytes (ops.ColScratchBytes).
+	colBand, colBatch, colCache int64
 }
 
 func newBuilder(dt tensor.Dtype, opset int64) *builder {

@@ -81,6 +81,8 @@ func lowerConv(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		return nil, nodeErr(n, "%v", err)
 	}
 	b.winoScratch = max(b.winoScratch, ops.WinogradScratchBytes(x.shape, w.shape, p))
+	band, batch, cache := ops.ColScratchBytes(x.shape, w.shape, p)
+	b.colBand, b.colBatch, b.colCache = max(b.colBand, band), max(b.colBatch, batch), b.colCache+cache
 	return []*value{nodeValue(y)}, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 
+	G "gorgonia.org/gorgonia"
+
 	"github.com/paretonav/paretonav/backend/ops"
 	"github.com/paretonav/paretonav/importer"
 )
@@ -131,10 +133,50 @@ func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Ten
 		Weights:  4*n + md.modelDataBytes(),
 		Jacobian: int64(len(md.tasks)) * 4 * n,
 		// an im2col band or wide rows per worker, and one shared buffer of
-		// a convolution over the whole batch or a padded input chunk; the
-		// largest Winograd convolution's transformed filters and tiles
-		Scratch: (w+1)*4*int64(ops.ColBandElems) + ops.ColCacheTotal + c.bt.b.winoScratch,
+		// a convolution over the whole batch or a padded input chunk, each
+		// at most the graph's largest band; the im2col matrices the
+		// convolutions keep (at most ColCacheTotal); the largest Winograd
+		// convolution's transformed filters and tiles
+		Scratch: w*c.bt.b.colBand + max(c.bt.b.colBand, c.bt.b.colBatch) + min(c.bt.b.colCache, ops.ColCacheTotal) + c.bt.b.winoScratch,
 	}, nil
+}
+
+// ForwardBytes is the planned peak, in bytes, of the pooled values of a
+// forward pass that reads the tasks' outputs (Outputs, which the task
+// metrics of tune's and eval's report passes run) on a batch shaped like
+// batch. Its buffers come from the pool the step's live in, but are of
+// other sizes, so the pool holds both.
+func (md *Model) ForwardBytes(batch map[string]*importer.Tensor) (int64, error) {
+	shapes, err := md.inputShapes(batch)
+	if err != nil {
+		return 0, err
+	}
+	ints, err := md.batchInts(batch)
+	if err != nil {
+		return 0, fmt.Errorf("backend: %w", err)
+	}
+	c, err := md.compile(shapes, ints, nil)
+	if err != nil {
+		return 0, fmt.Errorf("backend: %w", err)
+	}
+	var nodes G.Nodes
+	for _, t := range md.tasks {
+		if v := c.bt.vals[t.Output]; v != nil && !v.isConst() && !isIntNode(v) {
+			nodes = append(nodes, v.n)
+		}
+	}
+	if len(nodes) == 0 {
+		return 0, nil
+	}
+	sink, err := concatSink(c.bt.b, fmt.Sprintf("estimate%d", len(md.cache)), nodes)
+	if err != nil {
+		return 0, fmt.Errorf("backend: %w", err)
+	}
+	p, err := newProgram(c.bt.b.g, G.Nodes{sink}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("backend: %w", err)
+	}
+	return 4 * p.plan.pooledPeak(p), nil
 }
 
 // ReleaseModelData drops the values of the trainable initializers that

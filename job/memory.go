@@ -18,12 +18,25 @@ import (
 // MemoryPlan is the memory a job expects to need at its peak and what it
 // may use, resolved before its first step.
 type MemoryPlan struct {
-	Step      backend.MemoryEstimate // one step of one model at the job's batch
-	Models    int                    // models held at once (front: --models)
-	Extra     int64                  // per model: the loop's own vectors (θ, direction, optimizer state)
-	Data      int64                  // the data sets' arrays held in memory (once, whatever Models)
-	Limit     int64                  // bytes the job may use
-	LimitFrom string                 // where Limit comes from
+	Step   backend.MemoryEstimate // one step of one model at the job's batch
+	Models int                    // models held at once (front: --models)
+	Extra  int64                  // per model: the loop's own vectors (θ, direction, optimizer state)
+	Data   int64                  // the data sets' arrays held in memory (once, whatever Models)
+	// Process is what the process held when the plan was made beyond the
+	// data and the models' weights: the program and Go's runtime, the
+	// model files as read and decoded, the graphs built so far.
+	Process int64
+	// Report is the forward values of one pass that reads the outputs
+	// (the task metrics of the report passes), unpooled, at the batch
+	// (backend.Model.ForwardBytes).
+	Report int64
+	// GC is the garbage the heap may hold at its peak beside the live
+	// values: the Go runtime collects when the heap has grown by
+	// gcPercent since the last collection, or nears GCLimit, whichever
+	// comes first.
+	GC        int64
+	Limit     int64  // bytes the job may use
+	LimitFrom string // where Limit comes from
 	// GCLimit is the Go runtime's soft memory limit PlanMemory sets: the
 	// expected peaks of the jobs planned in this process (plannedBytes)
 	// plus gcHeadroom of them, at most Limit.
@@ -31,7 +44,15 @@ type MemoryPlan struct {
 }
 
 // Total is the expected peak in bytes.
-func (p *MemoryPlan) Total() int64 { return int64(p.Models)*(p.Step.Total()+p.Extra) + p.Data }
+func (p *MemoryPlan) Total() int64 {
+	return p.live() + p.GC + p.Process
+}
+
+// live is the plan's heap: what the step, the loop, the report pass and
+// the data hold.
+func (p *MemoryPlan) live() int64 {
+	return int64(p.Models)*(p.Step.Total()+p.Extra+p.Report) + p.Data
+}
 
 // String is the line tune, eval and front print before the first step.
 func (p *MemoryPlan) String() string {
@@ -59,6 +80,15 @@ func (p *MemoryPlan) loop() string {
 	}
 	if p.Data != 0 {
 		s += ", data " + backend.FormatBytes(p.Data)
+	}
+	if p.Report != 0 {
+		s += ", report pass " + backend.FormatBytes(p.Report)
+	}
+	if p.GC != 0 {
+		s += ", garbage " + backend.FormatBytes(p.GC)
+	}
+	if p.Process != 0 {
+		s += ", process " + backend.FormatBytes(p.Process)
 	}
 	return s
 }
@@ -256,14 +286,32 @@ func PlanMemory(md *backend.Model, ds *finetune.Dataset, batch, models int, extr
 	if p.Step, err = md.EstimateMemory(ds.Slice(0, n)); err != nil {
 		return nil, err
 	}
+	if p.Report, err = md.ForwardBytes(shapeBatch(ds, n)); err != nil {
+		return nil, err
+	}
+	p.GC = p.garbage()
+	// Jobs planned before this one in the process (batch workers) are
+	// counted by their own plans.
+	if plannedBytes.Load() == 0 {
+		p.Process = max(0, selfRSS()-p.Data-int64(p.Models)*p.Step.Weights)
+	}
 	if p.Total() > p.Limit {
 		return nil, fmt.Errorf("--batch %d needs about %s (%s%s), more than the %s allowed (%s): %s",
 			batch, backend.FormatBytes(p.Total()), p.Step.Parts(), p.loop(), backend.FormatBytes(p.Limit), p.LimitFrom, p.fitting(md, ds, n))
 	}
-	p.GCLimit = p.gcLimit(plannedBytes.Add(p.Total()))
+	// The runtime's limit covers what the plans hold (their heaps and the
+	// process), not the garbage the headroom above it is for.
+	p.GCLimit = p.gcLimit(plannedBytes.Add(p.live()) + p.Process)
 	debug.SetMemoryLimit(p.GCLimit)
 	debug.SetGCPercent(gcPercent)
 	return p, nil
+}
+
+// garbage is the GC term of the plan: gcPercent of the live heap, at
+// most the headroom gcLimit leaves above it.
+func (p *MemoryPlan) garbage() int64 {
+	live := p.live()
+	return min(live*gcPercent/100, max(int64(gcHeadroom*float64(live)), gcHeadroomMin))
 }
 
 // gcLimit is the soft memory limit for the Go runtime when the jobs of
@@ -324,13 +372,18 @@ func (p *MemoryPlan) fitting(md *backend.Model, ds *finetune.Dataset, n int) str
 		}
 		q := *p
 		q.Step = e
+		if q.Report, err = md.ForwardBytes(shapeBatch(ds, b)); err != nil {
+			estErr = err
+			return false
+		}
+		q.GC = q.garbage()
 		return q.Total() <= q.Limit
 	}
 	if !fits(1) {
 		if estErr != nil {
 			return fmt.Sprintf("a smaller --batch may fit (estimating one failed: %v)", estErr)
 		}
-		fixed := int64(p.Models)*(p.Step.Total()-p.Step.Values+p.Extra) + p.Data
+		fixed := int64(p.Models)*(p.Step.Total()-p.Step.Values+p.Extra) + p.Data + p.Process
 		return fmt.Sprintf("even --batch 1 does not fit (the parameters, loop and data alone need %s); use a machine with more memory or --freeze part of the model", backend.FormatBytes(fixed))
 	}
 	lo, hi := 1, n // fits(lo), !fits(hi)

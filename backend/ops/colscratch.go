@@ -1,0 +1,29 @@
+package ops
+
+// ColScratchBytes is what a float32 2-D convolution of input shape xs and
+// filters ws takes from the shared im2col scratch: band, the largest
+// im2col band one worker fills (one sample and group, at most
+// ColBandElems values; 0 for a direct 1×1 convolution); batch, the whole
+// batch's im2col matrix a batched convolution forms in one buffer when it
+// fits in ColBandElems (0 otherwise); and cache, the im2col matrices and
+// input copy the op keeps for its weight gradient (0 when it keeps none,
+// see cacheSize). The memory plan takes them from the graph's
+// convolutions instead of assuming that every graph fills ColBandElems
+// per worker and the whole ColCacheTotal.
+func ColScratchBytes(xs, ws []int, p ConvParams) (band, batch, cache int64) {
+	if len(xs) != 4 || len(ws) != 4 {
+		return 0, 0, 0
+	}
+	g, err := newConvGeom(xs, ws, p)
+	if err != nil || g.direct {
+		return 0, 0, 0
+	}
+	band = 4 * int64(min(ColBandElems, g.colRows*g.colCols))
+	if all := g.n * g.g * g.colRows * g.colCols; all <= ColBandElems {
+		batch = 4 * int64(all)
+	}
+	if n := cacheSize[float32](&g); n > 0 {
+		cache = 4 * int64(n+g.n*g.c*g.h*g.w)
+	}
+	return band, batch, cache
+}
