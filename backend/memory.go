@@ -6,6 +6,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
 	"github.com/paretonav/paretonav/backend/ops"
 	"github.com/paretonav/paretonav/importer"
 )
@@ -136,8 +137,10 @@ func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Ten
 		// a convolution over the whole batch or a padded input chunk, each
 		// at most the graph's largest band; the im2col matrices the
 		// convolutions keep (at most ColCacheTotal); the largest Winograd
-		// convolution's transformed filters and tiles
-		Scratch: w*c.bt.b.colBand + max(c.bt.b.colBand, c.bt.b.colBatch) + min(c.bt.b.colCache, ops.ColCacheTotal) + c.bt.b.winoScratch,
+		// convolution's transformed filters and tiles; the products'
+		// packing buffers
+		Scratch: w*c.bt.b.colBand + max(c.bt.b.colBand, c.bt.b.colBatch) + min(c.bt.b.colCache, ops.ColCacheTotal) + c.bt.b.winoScratch +
+			fgemm.PackBytes(int(w)),
 	}, nil
 }
 
