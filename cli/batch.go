@@ -310,6 +310,9 @@ func runBatchStatus(c *ucli.Context) error {
 		if j.Checkpoint != "" {
 			extra = "resumes from " + j.Checkpoint
 		}
+		if j.Invalid != "" {
+			extra = "its result does not count (" + j.Invalid + "); " + extra
+		}
 		fmt.Fprintf(w, "  %-8s %s  %s\n", j.State, j.ID, extra)
 	}
 	return nil
