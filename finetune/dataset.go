@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/paretonav/paretonav/finetune/npz"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -178,9 +179,10 @@ func (d *Dataset) Bytes() int64 {
 	return n
 }
 
-// heldBytes is the memory t's values take.
+// heldBytes is the memory t's values take: none for values mapped from
+// their file (npz.Mapped), which the kernel pages in and out.
 func heldBytes(t *importer.Tensor) int64 {
-	if t == nil {
+	if t == nil || npz.Mapped(t) {
 		return 0
 	}
 	return 4*int64(len(t.F32)) + 8*int64(len(t.F64)) + 8*int64(len(t.I64))

@@ -125,3 +125,51 @@ func TestDataWithinBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestMappedDataOverBudget: a .npy of float32 model inputs larger than
+// --max-memory (300 MB of zeros in a sparse file, under 200MB) is mapped
+// from its file, not read into memory: tune prepares within the limit,
+// the data taking no part of the plan.
+func TestMappedDataOverBudget(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "lenet2.onnx")
+	if err := models.WriteModel(model, models.LeNet2(1)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 57870 // 36×36 float32 examples: 300 MB
+	xPath := filepath.Join(dir, "x.npy")
+	dict := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, 1, 36, 36), }", n)
+	dict += strings.Repeat(" ", 64-(10+len(dict)+1)%64) + "\n"
+	hdr := append([]byte("\x93NUMPY\x01\x00"), binary.LittleEndian.AppendUint16(nil, uint16(len(dict)))...)
+	f, err := os.Create(xPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(append(hdr, dict...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(int64(len(hdr)+len(dict)) + 4*n*36*36); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	lab := importer.NewInt64("left", []int{n}, make([]int64, n))
+	for _, name := range []string{"left", "right"} {
+		if err := npz.WriteNPY(filepath.Join(dir, name+".npy"), lab); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := TuneConfig{Model: model, Data: []string{"x=" + xPath, "left=" + filepath.Join(dir, "left.npy"), "right=" + filepath.Join(dir, "right.npy")},
+		Criterion: "left+right", Method: MethodConfig{Name: "png"}, Optimizer: "adam", LRSchedule: "constant", Steps: 1, Batch: 256,
+		Out:         filepath.Join(t.TempDir(), "o.onnx"),
+		ModelConfig: ModelConfig{Tasks: []string{"left:nll:logp_left:left", "right:nll:logp_right:right"}, BN: "frozen", MaxMemory: "200MB"}}
+	job, err := cfg.Prepare(nil)
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	if !npz.Mapped(job.Train.Arrays["x"]) {
+		t.Errorf("x is not mapped from its file")
+	}
+	if job.Memory.Data > 10e6 || job.Memory.Total() > 200e6 {
+		t.Errorf("plan: data %d bytes, total %d; want the mapped x out of it, within 200 MB", job.Memory.Data, job.Memory.Total())
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/finetune/npz"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -208,6 +209,25 @@ func PeakRSS() int64 {
 	return 0
 }
 
+// fileRSS is the file-backed part of this process's resident memory
+// (RssFile in /proc/self/status; 0 when unknown).
+func fileRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			if fs := strings.Fields(rest); len(fs) > 0 {
+				if kb, err := strconv.ParseInt(fs[0], 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
+}
+
 // selfRSS is this process's resident memory in bytes (0 when unknown).
 func selfRSS() int64 {
 	b, err := os.ReadFile("/proc/self/statm")
@@ -293,7 +313,9 @@ func PlanMemory(md *backend.Model, ds *finetune.Dataset, batch, models int, extr
 	// Jobs planned before this one in the process (batch workers) are
 	// counted by their own plans.
 	if plannedBytes.Load() == 0 {
-		p.Process = max(0, selfRSS()-p.Data-int64(p.Models)*p.Step.Weights)
+		// Pages of data mapped from their files (npz.MapMinBytes) are
+		// the kernel's to drop: they are not the process's to plan.
+		p.Process = max(0, selfRSS()-min(fileRSS(), npz.MappedBytes())-p.Data-int64(p.Models)*p.Step.Weights)
 	}
 	if p.Total() > p.Limit {
 		return nil, fmt.Errorf("--batch %d needs about %s (%s%s), more than the %s allowed (%s): %s",

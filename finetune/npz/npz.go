@@ -108,6 +108,17 @@ func ReadSelect(path string, opt ReadOptions) (map[string]*importer.Tensor, erro
 	out := make(map[string]*importer.Tensor, len(r.Keys()))
 	seen := map[string]bool{}
 	used := int64(0)
+	stored := storedOffsets(path)
+	var file *os.File
+	var fileSize int64
+	if len(stored) > 0 {
+		if f, err := os.Open(path); err == nil {
+			defer f.Close()
+			if st, err := f.Stat(); err == nil {
+				file, fileSize = f, st.Size()
+			}
+		}
+	}
 	for _, key := range r.Keys() {
 		name := strings.TrimSuffix(key, ".npy")
 		if seen[name] {
@@ -116,6 +127,12 @@ func ReadSelect(path string, opt ReadOptions) (map[string]*importer.Tensor, erro
 		seen[name] = true
 		if opt.Want != nil && !opt.Want(name) {
 			continue
+		}
+		if off, ok := stored[key]; ok && file != nil {
+			if t, ok := mapArray(file, off, fileSize, name); ok {
+				out[name] = t
+				continue
+			}
 		}
 		rc, err := r.Open(key)
 		if err != nil {
@@ -170,6 +187,11 @@ func ReadNPYWithin(path string, maxBytes int64, from string) (*importer.Tensor, 
 	}
 	defer f.Close()
 	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if st, err := f.Stat(); err == nil {
+		if t, ok := mapArray(f, 0, st.Size(), name); ok {
+			return t, nil
+		}
+	}
 	used := int64(0)
 	t, err := decode(f, name, &budget{used: &used, max: maxBytes, from: from})
 	if err != nil {
