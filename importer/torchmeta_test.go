@@ -107,7 +107,7 @@ func TestOptimizerRewritten(t *testing.T) {
 		none []string // initializers that must not be listed
 	}{
 		// BatchNorm fused into the Conv: the weight keeps its name.
-		{"rejected_resnet_dynopt_op20.onnx", []string{"body.conv1.0.weight", "body.conv1.0.weight_bias", "body.layer1.0.conv1.weight"}, []string{"head_a.weight"}},
+		{"resnet_dynopt_op20.onnx", []string{"body.conv1.0.weight", "body.conv1.0.weight_bias", "body.layer1.0.conv1.weight"}, []string{"head_a.weight"}},
 		// The relative position bias table gathered by its index.
 		{"rejected_swin_dynopt_op20.onnx", []string{"unsqueeze", "unsqueeze_1"}, []string{"val_25", "head_a.weight"}},
 		// Transposed Linear weights and reshaped layer scales are kept.

@@ -12,7 +12,7 @@ import (
 // exported with optimize=False.
 func TestRewrittenWarning(t *testing.T) {
 	const dir = "../backend/testdata/torch2/"
-	m, err := importer.Load(dir + "rejected_resnet_dynopt_op20.onnx")
+	m, err := importer.Load(dir + "resnet_dynopt_op20.onnx")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,7 @@ def test_dynamo_optimizer_rewrites_are_not_mapped():
     """torch.onnx.export(dynamo=True) fused BatchNorm into the Conv and kept the Conv
     weight's name: that initializer holds another value, and no rule maps it; the
     same model exported with optimize=False maps every key by name."""
-    rejected = os.path.join(_TORCH2, "rejected_resnet_dynopt_op20.onnx")
+    rejected = os.path.join(_TORCH2, "resnet_dynopt_op20.onnx")
     keys = ["body.conv1.0.weight", "body.conv1.1.weight", "body.conv1.1.running_var", "head_a.weight"]
     mapping, unmapped = map_state_dict(rejected, keys)
     assert dict(mapping) == {"head_a.weight": "head_a.weight"}

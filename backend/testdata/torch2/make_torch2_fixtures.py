@@ -35,15 +35,18 @@ Fixture names are MODEL_EXPORTER_opNN:
                     optimizer. It folds what reads only parameters into new
                     initializers: Linear weights transposed for MatMul
                     (val_NN), ConvNeXt's layer scale reshaped (view_N), and
-                    BatchNormalization into the Conv before it (the Conv keeps
-                    its weight's name but holds the fused values; the BN
-                    parameters are gone). Written only for the models whose
-                    folded initializers are a transpose or a reshape of one
-                    parameter each (checked here), so that PyTorch's
-                    gradients map onto them; the others are listed in
-                    docs/pytorch2-exports.md. Those of resnet and swin at
-                    the default opset are kept as rejected_*.onnx (no
-                    .json: not fixtures) for the importer's tests.
+                    BatchNormalization into the Conv before it (the Conv
+                    keeps its weight's name but holds W' = W·γ/σ, a new
+                    W_bias holds (b − μ)·γ/σ + β; the BN parameters are
+                    gone). The reference gradients of folded initializers
+                    are PyTorch's mapped through the fold: transposed,
+                    reshaped, dL/dW' = dL/dW·σ/γ per output channel and
+                    dL/dW_bias = dL/dβ (the pairs read from the model's
+                    optimize=False export, the fused values checked).
+                    Swin's is no fixture (its bias table is gathered into
+                    new tensors, and a lifted scalar has no metadata); it is
+                    kept as rejected_swin_dynopt_op20.onnx (no .json) for
+                    the importer's tests.
   opNN      the opset: each exporter's default (20 for both in torch 2.15,
             opset_version left out) and 21.
 
@@ -308,6 +311,52 @@ def initializer_sources(proto, model):
     return out
 
 
+def fused_sources(model, x, outs, proto, src, opset):
+    """For an optimized dynamo export whose optimizer fused BatchNorm into the
+    Conv before it (W' = W·γ/σ under W's name, b' = (b − μ)·γ/σ + β as
+    W_bias, σ = sqrt(running_var + ε)), records in src how each fused
+    initializer derives from the module: ("fused_weight", σ/γ) for W' (its
+    gradient is dL/dW·σ/γ per output channel) and ("fused_bias") for b' (its
+    gradient is dL/dβ). The pairs are read from the same model's export with
+    optimize=False. Checks the fused values against the module's; returns
+    the parameters absorbed (γ, the Conv's bias)."""
+    tmp = os.path.join(HERE, ".tmp_unfused.onnx")
+    export(model, x, tmp, outs, "dynamo", opset)
+    plain = onnx.load(tmp)
+    os.remove(tmp)
+    sd = {k: v.detach().double().numpy() for k, v in model.state_dict().items()}
+    consumers = {}
+    for n in plain.graph.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+    inits = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in proto.graph.initializer}
+    absorbed = set()
+    for n in plain.graph.node:
+        if n.op_type != "Conv" or n.input[1] not in inits or src.get(n.input[1]) is not None:
+            continue
+        bns = [c for c in consumers.get(n.output[0], []) if c.op_type == "BatchNormalization"]
+        if len(bns) != 1:
+            continue
+        bn = bns[0]
+        eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)
+        w, gamma, beta, mean, var = n.input[1], bn.input[1], bn.input[2], bn.input[3], bn.input[4]
+        sigma = np.sqrt(sd[var] + np.float32(eps).astype(np.float64))
+        scale = sd[gamma] / sigma
+        want_w = sd[w] * scale.reshape((-1,) + (1,) * (sd[w].ndim - 1))
+        has_b = len(n.input) > 2 and n.input[2] in sd  # else none, or a zero constant (checked below)
+        b = sd[n.input[2]] if has_b else 0.0
+        want_b = (b - sd[mean]) * scale + sd[beta]
+        if not np.allclose(inits[w], want_w, rtol=1e-5, atol=1e-6) or \
+                not np.allclose(inits.get(w + "_bias", np.nan), want_b, rtol=1e-5, atol=1e-6):
+            raise SystemExit("%s: not BatchNorm %s fused into Conv %s" % (w, gamma, n.name))
+        src[w] = (w, "fused_weight", 1 / scale)
+        src[w + "_bias"] = (beta, "fused_bias")
+        absorbed.add(gamma)
+        if has_b:
+            absorbed.add(n.input[2])
+    return absorbed
+
+
 def dynamo_constants(proto):
     """Initializers the dynamo exporter marks as no parameter, as
     importer.Model.NotParameters reads them: InputSpec.kind other than
@@ -367,6 +416,9 @@ def make(name, exporter, opset, seed):
     params = dict(model.named_parameters())
     buffers = {k: v for k, v in model.named_buffers() if not k.endswith("num_batches_tracked")}
     src = initializer_sources(proto, model)
+    absorbed = set()
+    if exporter == "dynopt":
+        absorbed = fused_sources(model, x, outs, proto, src, opset)
     used = data_inputs(proto)
     consts = dynamo_constants(proto)
     # buffers: BatchNorm running statistics (as make_fixtures.py's);
@@ -389,7 +441,7 @@ def make(name, exporter, opset, seed):
             trainable.append(t.name)
         elif t.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE) and t.name in used:
             unmapped_float.append(t.name)
-    missing = [k for k in params if k not in {src[i][0] for i in trainable}]
+    missing = [k for k in params if k not in {src[i][0] for i in trainable} and k not in absorbed]
     if unmapped_float or missing:
         if exporter == "dynopt" and opset is None and name in REJECTED_KEPT:
             os.replace(path, os.path.join(HERE, "rejected_" + fname + ".onnx"))
@@ -425,7 +477,7 @@ def make(name, exporter, opset, seed):
         arrays["loss/" + task] = np.array(loss.item(), dtype=np.float64)
         g = torch.autograd.grad(loss, p64, retain_graph=True, allow_unused=True)
         for init in trainable:
-            key, how = src[init]
+            key, how = src[init][:2]
             i = index[key]
             ref = np.zeros(plist[i].shape) if g[i] is None else g[i].detach().numpy()
             r32 = np.zeros(plist[i].shape) if g32[task][i] is None else g32[task][i].numpy()
@@ -434,6 +486,8 @@ def make(name, exporter, opset, seed):
             if err > 1e-3:
                 raise SystemExit("%s: float32/float64 gradients of %s/%s differ (%g)" % (fname, task, key, err))
             shape = tuple(d for d in proto.graph.initializer[[t.name for t in proto.graph.initializer].index(init)].dims)
+            if how == "fused_weight":  # W' = W·γ/σ per output channel: dL/dW' = dL/dW·σ/γ
+                ref = ref * src[init][2].reshape((-1,) + (1,) * (ref.ndim - 1))
             ref = ref.T if how == "transpose" else ref.reshape(shape)
             arrays["grad/%s/%s" % (task, init)] = np.ascontiguousarray(ref.astype(np.float32))
 
@@ -486,7 +540,7 @@ def make(name, exporter, opset, seed):
         "buffers": buffer_inits,
         "other_buffers": other_buffers,
         "state_dict_to_onnx": {src[i][0]: i for i in trainable + buffer_inits + other_buffers},
-        "initializer_from": {i: list(src[i]) for i in trainable + buffer_inits + other_buffers},
+        "initializer_from": {i: list(src[i][:2]) for i in trainable + buffer_inits + other_buffers},
         "statedict_py": sdpy,
         "num_parameters": int(sum(p.numel() for p in params.values())),
         "ops": ops,
@@ -506,9 +560,9 @@ def make(name, exporter, opset, seed):
 WRITTEN = set()  # (model, data file) written by this run
 
 # Optimized dynamo exports that are no fixture but are kept (no .json) for
-# the tests of what paretonav says about them: BatchNorm fused into Conv
-# (resnet), the relative position bias gathered into a constant (swin).
-REJECTED_KEPT = ("resnet", "swin")
+# the tests of what paretonav says about them: the relative position bias
+# gathered into new tensors (swin).
+REJECTED_KEPT = ("swin",)
 
 
 def main():
