@@ -1,8 +1,9 @@
 package ops
 
 import (
-	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/paretonav/paretonav/backend/internal/vmath"
 )
 
 // Depthwise convolutions (one input channel and one filter per group: the
@@ -22,7 +23,8 @@ import (
 //	∂x:       ∂Q_t[off_t + i] += w[t]·G[i]      (G: ∂y in wide rows, zeros between)
 //	∂w:       ∂w[t]       += Σ_i G[i]·Q_t[off_t + i]
 //
-// (axpy and dot products through gonum's assembly kernels). The sums run
+// (axpy and dot products: vmath's AVX2 kernels in float32, gonum's in
+// float64). The sums run
 // tap by tap in float32 in float32 graphs, as the im2col products do:
 // the paths agree to round-off (TestConvDepthwiseMatchesIm2col).
 
@@ -121,13 +123,19 @@ func dwWide[T float](g *convGeom, d *dwGeom, gy, wide []T) {
 	}
 }
 
-// dwShort is the longest vector that axpy and dot run as Go loops: below
-// it the assembly kernels' call costs more than the arithmetic (planes of
+// dwShort is the longest float64 vector that axpy and dot run as Go
+// loops: below it gonum's call costs more than the arithmetic (planes of
 // 2×2 to 4×4 outputs, as at the end of MobileNet and ConvNeXt at 64×64).
 const dwShort = 24
 
-// axpy adds a·x to y (len(y) values).
+// axpy adds a·x to y (len(y) values): float32 through vmath.Axpy32
+// (fused multiply-adds, no call overhead for short planes), float64
+// through gonum.
 func axpy[T float](a T, x, y []T) {
+	if y32, ok := any(y).([]float32); ok {
+		vmath.Axpy32(any(a).(float32), any(x).([]float32), y32)
+		return
+	}
 	if len(y) < dwShort {
 		x = x[:len(y)]
 		for i := range y {
@@ -135,18 +143,15 @@ func axpy[T float](a T, x, y []T) {
 		}
 		return
 	}
-	switch yy := any(y).(type) {
-	case []float32:
-		n := len(yy)
-		blas32.Axpy(any(a).(float32), blas32.Vector{N: n, Inc: 1, Data: any(x).([]float32)[:n]}, blas32.Vector{N: n, Inc: 1, Data: yy})
-	case []float64:
-		n := len(yy)
-		blas64.Axpy(any(a).(float64), blas64.Vector{N: n, Inc: 1, Data: any(x).([]float64)[:n]}, blas64.Vector{N: n, Inc: 1, Data: yy})
-	}
+	yy, n := any(y).([]float64), len(y)
+	blas64.Axpy(any(a).(float64), blas64.Vector{N: n, Inc: 1, Data: any(x).([]float64)[:n]}, blas64.Vector{N: n, Inc: 1, Data: yy})
 }
 
 // dot is Σ x[i]·y[i] over len(x) values.
 func dot[T float](x, y []T) T {
+	if x32, ok := any(x).([]float32); ok {
+		return any(vmath.Dot32(x32, any(y).([]float32))).(T)
+	}
 	if len(x) < dwShort {
 		y = y[:len(x)]
 		var s T
@@ -155,15 +160,8 @@ func dot[T float](x, y []T) T {
 		}
 		return s
 	}
-	switch xx := any(x).(type) {
-	case []float32:
-		n := len(xx)
-		return any(blas32.Dot(blas32.Vector{N: n, Inc: 1, Data: xx}, blas32.Vector{N: n, Inc: 1, Data: any(y).([]float32)[:n]})).(T)
-	case []float64:
-		n := len(xx)
-		return any(blas64.Dot(blas64.Vector{N: n, Inc: 1, Data: xx}, blas64.Vector{N: n, Inc: 1, Data: any(y).([]float64)[:n]})).(T)
-	}
-	return 0
+	xx, n := any(x).([]float64), len(x)
+	return any(blas64.Dot(blas64.Vector{N: n, Inc: 1, Data: xx}, blas64.Vector{N: n, Inc: 1, Data: any(y).([]float64)[:n]})).(T)
 }
 
 // convForwardDepthwise writes the depthwise convolution of x by w (and

@@ -131,3 +131,13 @@ func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float
 //
 //go:noescape
 func winoGradAVX2(y0, y1 *float32, dst *float32, stride int, n int)
+
+// axpyAVX2 is Axpy32's AVX2+FMA kernel: n a multiple of 16.
+//
+//go:noescape
+func axpyAVX2(a float32, x, y *float32, n int)
+
+// dotAVX2 is Dot32's AVX2+FMA kernel: n a multiple of 16.
+//
+//go:noescape
+func dotAVX2(x, y *float32, n int) float32

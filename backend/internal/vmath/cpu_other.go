@@ -59,3 +59,7 @@ func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float
 func winoGradAVX2(y0, y1 *float32, dst *float32, stride int, n int) {
 	panic("vmath: no vector kernel")
 }
+
+func axpyAVX2(a float32, x, y *float32, n int) { panic("vmath: no vector kernel") }
+
+func dotAVX2(x, y *float32, n int) float32 { panic("vmath: no vector kernel") }
