@@ -91,16 +91,30 @@ func (m *Model) NotParameters() map[string]string {
 		inits[t.GetName()] = true
 	}
 	meta := map[string]map[string]string{}
+	dynamo := false
 	for _, vis := range [][]*onnxpb.ValueInfoProto{g.Input, g.ValueInfo} {
 		for _, vi := range vis {
 			if inits[vi.GetName()] {
 				if md := valueInfoMeta(vi); md != nil {
 					meta[vi.GetName()] = md
+					_, k := md[torchKindKey]
+					dynamo = dynamo || k
 				}
 			}
 		}
 	}
 	out := map[string]string{}
+	if dynamo {
+		// A scalar without metadata is a Python number of the forward
+		// (Swin's attention scale, q * 0.25) that the optimizer lifted
+		// into an initializer: module parameters carry InputSpec.kind,
+		// and what the optimizer computes from them is no scalar.
+		for _, t := range g.Initializer {
+			if _, ok := meta[t.GetName()]; !ok && len(t.GetDims()) == 0 {
+				out[t.GetName()] = "a scalar the dynamo exporter lifted from the forward code, without metadata"
+			}
+		}
+	}
 	for name, md := range meta {
 		if kind, ok := md[torchKindKey]; ok && kind != torchParameter {
 			out[name] = "the dynamo exporter marks it " + kind + ", not PARAMETER"
@@ -209,8 +223,8 @@ func (m *Model) OptimizerRewritten() map[string]string {
 		_, hasKind := md[torchKindKey]
 		from, folded := md[foldedFromKey]
 		switch {
-		case !hasKind && !folded:
-			out[name] = "written by the optimizer without PyTorch's metadata (a fused BatchNorm, a lifted constant)"
+		case !hasKind && !folded && len(t.GetDims()) > 0: // a scalar is a lifted constant (NotParameters)
+			out[name] = "written by the optimizer without PyTorch's metadata (a BatchNorm fused into a Conv)"
 		case folded:
 			// A parameter reshaped or transposed is folded from it and
 			// shape constants (val_N); one combined with another module

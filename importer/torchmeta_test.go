@@ -95,6 +95,21 @@ func TestNotParametersTorchExport(t *testing.T) {
 	if _, ok := got["body.layers.0.blocks.0.attn.qkv.weight"]; ok {
 		t.Errorf("a parameter is listed: %v", got)
 	}
+	// The optimized export lifts the attention scale (q * 0.25) into a
+	// scalar initializer without metadata.
+	m, err = Load("../backend/testdata/torch2/rejected_swin_dynopt_op20.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = m.NotParameters()
+	if _, ok := got["val_48"]; !ok {
+		t.Errorf("the lifted scale val_48 is not listed: %v", got)
+	}
+	for _, n := range []string{"unsqueeze", "val_25", "head_a.weight"} {
+		if _, ok := got[n]; ok {
+			t.Errorf("%s is listed: %s", n, got[n])
+		}
+	}
 }
 
 // TestOptimizerRewritten checks what the onnxscript optimizer's rewrites
@@ -109,7 +124,7 @@ func TestOptimizerRewritten(t *testing.T) {
 		// BatchNorm fused into the Conv: the weight keeps its name.
 		{"resnet_dynopt_op20.onnx", []string{"body.conv1.0.weight", "body.conv1.0.weight_bias", "body.layer1.0.conv1.weight"}, []string{"head_a.weight"}},
 		// The relative position bias table gathered by its index.
-		{"rejected_swin_dynopt_op20.onnx", []string{"unsqueeze", "unsqueeze_1"}, []string{"val_25", "head_a.weight"}},
+		{"rejected_swin_dynopt_op20.onnx", []string{"unsqueeze", "unsqueeze_1"}, []string{"val_25", "val_48", "head_a.weight"}},
 		// Transposed Linear weights and reshaped layer scales are kept.
 		{"vit2_dynopt_op20.onnx", nil, []string{"val_14"}},
 		{"convnext_dynopt_op20.onnx", nil, []string{"view", "view_1"}},

@@ -360,12 +360,16 @@ def fused_sources(model, x, outs, proto, src, opset):
 def dynamo_constants(proto):
     """Initializers the dynamo exporter marks as no parameter, as
     importer.Model.NotParameters reads them: InputSpec.kind other than
-    PARAMETER, or folded by the onnxscript optimizer from no parameter."""
+    PARAMETER, folded by the onnxscript optimizer from no parameter, or a
+    scalar without metadata."""
     inits = {t.name for t in proto.graph.initializer}
     meta = {v.name: {p.key: p.value for p in v.metadata_props}
             for v in list(proto.graph.input) + list(proto.graph.value_info) if v.name in inits}
     kind = "pkg.torch.export.graph_signature.InputSpec.kind"
     out = set()
+    if any(kind in md for md in meta.values()):
+        # a scalar without metadata: a number of the forward lifted by the optimizer
+        out.update(t.name for t in proto.graph.initializer if t.name not in meta and len(t.dims) == 0)
     for name, md in meta.items():
         if kind in md and md[kind] != "PARAMETER":
             out.add(name)
