@@ -312,6 +312,7 @@ func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize,
 	fmt.Fprintf(w, "     %-10s %10.3g %10.3g\n", "g(θ)", float64(res.Before.G), float64(res.After.G))
 	fmt.Fprintf(w, "   In the Pareto band (g ≤ e) for %.0f%% of the last %d PNG steps.\n", 100*float64(sum.InBand), sum.InBandSteps)
 	fmt.Fprintf(w, "Wrote %s (pretrained.onnx, tuned.onnx, log.jsonl, plot.png, summary.json) in %.0f s.\n", dir, sum.Seconds)
+	fmt.Fprintf(w, "%s", demoNext(dir))
 	return sum, nil
 }
 
@@ -323,4 +324,16 @@ func writeJSONFile(path string, v any) error {
 		return err
 	}
 	return job.WriteFile(path, b.Bytes())
+}
+
+// demoNext is the demo's last word: what to look at, and how to tune a
+// model of one's own with the same commands.
+func demoNext(dir string) string {
+	return fmt.Sprintf(`Next:
+   look at %[1]s/plot.png; paretonav inspect %[1]s/tuned.onnx shows what the tuned model holds;
+   tune a model of your own (the README's "Tune your own model"), for example this one again:
+     paretonav tune %[1]s/pretrained.onnx --data train.npz \
+       --task left:nll:logp_left:left --task right:nll:logp_right:right --criterion 'wd:0.1,0.17'
+   where train.npz comes from: paretonav data multimnist --out train.npz
+`, dir)
 }

@@ -63,6 +63,7 @@ func TestDemoQuick(t *testing.T) {
 		!strings.Contains(err.Error(), "--out-dir DIR") || strings.Contains(again, "paretonav demo:") {
 		t.Errorf("second run without --force: err = %v, printed:\n%s", err, again)
 	}
+	runDemoNext(t, out)
 
 	ortcheck.Require(t)
 	x := importer.NewFloat32("x", []int{2, 1, 36, 36}, make([]float32, 2*36*36))
@@ -86,5 +87,42 @@ func TestDemoCancelled(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tuned.onnx")); err == nil {
 		t.Error("a cancelled demo wrote tuned.onnx")
+	}
+}
+
+// runDemoNext runs the commands the demo's closing lines suggest, as
+// printed (shell continuations joined, quotes dropped), in a fresh folder,
+// with a small data set and two steps so that the test stays quick.
+func runDemoNext(t *testing.T, out string) {
+	t.Helper()
+	i := strings.Index(out, "Next:")
+	if i < 0 {
+		t.Fatalf("the demo's output does not say what to do next:\n%s", out)
+	}
+	var cmds [][]string
+	for _, line := range strings.Split(strings.ReplaceAll(out[i:], "\\\n", " "), "\n") {
+		j := strings.Index(line, "paretonav ")
+		if j < 0 || strings.Contains(line, "inspect") {
+			continue // the first line names a command to look with, not to run
+		}
+		line = line[j:]
+		var args []string
+		for _, f := range strings.Fields(line)[1:] {
+			args = append(args, strings.Trim(f, "'"))
+		}
+		cmds = append(cmds, args)
+	}
+	if len(cmds) != 2 || cmds[0][0] != "tune" || cmds[1][0] != "data" {
+		t.Fatalf("want a tune and a data command after Next:, got %q", cmds)
+	}
+	t.Chdir(t.TempDir())
+	if o, err := runCLI(t, append(cmds[1], "--limit", "64")...); err != nil {
+		t.Fatalf("paretonav %s: %v\n%s", strings.Join(cmds[1], " "), err, o)
+	}
+	if o, err := runCLI(t, append(cmds[0], "--steps", "2", "--batch", "16", "--out", "tuned.onnx")...); err != nil {
+		t.Fatalf("paretonav %s: %v\n%s", strings.Join(cmds[0], " "), err, o)
+	}
+	if _, err := os.Stat("tuned.onnx"); err != nil {
+		t.Errorf("the suggested tune wrote no model: %v", err)
 	}
 }
