@@ -15,7 +15,7 @@ import numpy as np
 from . import data as _data
 from ._run import read_log, run_json
 from .errors import MappingError
-from .statedict import map_state_dict, onnx_values
+from .statedict import map_state_dict, onnx_values, to_key_layout
 from .tasks import Task, as_tasks, check_criterion
 
 __all__ = ["TuneResult", "FrontModel", "FrontResult", "EvalResult", "tune", "front", "evaluate", "inspect",
@@ -110,7 +110,8 @@ class FrontModel:
         values = onnx_values(self.path)
         sd = {k: v.detach().clone() for k, v in self._module.state_dict().items()}
         for name, key in mapping.items():
-            sd[key] = torch.from_numpy(np.array(values[name])).to(dtype=sd[key].dtype, device=sd[key].device)
+            v = to_key_layout(mapping, name, values[name], sd[key].shape)
+            sd[key] = torch.from_numpy(np.array(v)).to(dtype=sd[key].dtype, device=sd[key].device)
         return sd
 
     def load_into(self, module: Any, strict: bool = True) -> List[str]:
@@ -340,6 +341,8 @@ def load_weights(module: Any, onnx_path: str, strict: bool = True, source: Optio
     mapping, _ = _check_accounted(module, onnx_path, strict, before=False, source=source)
     values = onnx_values(onnx_path)
     sd = module.state_dict(keep_vars=True)
+    values = {name: to_key_layout(mapping, name, values[name], sd[key].shape) if values[name].size == sd[key].numel()
+              else values[name] for name, key in mapping.items()}
     for name, key in mapping.items():
         if tuple(values[name].shape) != tuple(sd[key].shape):
             raise MappingError("%s: initializer %r has shape %s, the module's %r %s"

@@ -33,6 +33,13 @@ only sees what the rules before it left unmatched:
    1.13 renames the weights it folds or duplicates, ``onnx::Conv_123``).
    Needs tensors: a module or a state_dict, not bare keys.
 
+5. ``transposed`` / ``reshaped``: ``torch.onnx.export(..., dynamo=True)``'s
+   optimizer folded the key's tensor alone into a new initializer
+   (``val_14``: a Linear weight transposed for MatMul; ``view``: a layer
+   scale reshaped), as its ``folded_from`` metadata says, and the values
+   agree. :func:`to_key_layout` turns such an initializer's value back into
+   the key's layout. Needs tensors.
+
 The mapping's keys are ONNX value names that hold constant data: initializer
 names, and for rule 2 the Identity output's name. ``mapping.rule[name]`` says
 which rule matched and ``mapping.initializer[name]`` the initializer that
@@ -50,7 +57,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["StateDictMapping", "map_state_dict", "onnx_values"]
+__all__ = ["StateDictMapping", "map_state_dict", "onnx_values", "to_key_layout"]
 
 
 class StateDictMapping(dict):
@@ -129,11 +136,16 @@ def _optimizer_rewritten(graph, init_names) -> set:
 
 
 def _metadata_keys(value_info) -> set:
-    """The metadata_props keys of a ValueInfoProto (field 4, onnx 1.16+),
-    read from its bytes where the installed onnx predates the field."""
+    """The metadata_props keys of a ValueInfoProto."""
+    return set(_metadata(value_info))
+
+
+def _metadata(value_info) -> Dict[str, str]:
+    """The metadata_props of a ValueInfoProto (field 4, onnx 1.16+), read
+    from its bytes where the installed onnx predates the field."""
     if "metadata_props" in value_info.DESCRIPTOR.fields_by_name:
-        return {p.key for p in value_info.metadata_props}
-    b, i, keys = value_info.SerializeToString(), 0, set()
+        return {p.key: p.value for p in value_info.metadata_props}
+    b, i, keys = value_info.SerializeToString(), 0, {}
     while i < len(b):
         tag, i = _varint_at(b, i)
         wire = tag & 7
@@ -146,13 +158,13 @@ def _metadata_keys(value_info) -> set:
         elif wire == 2:
             n, i = _varint_at(b, i)
             if tag >> 3 == 4:  # StringStringEntryProto: key = 1, value = 2
-                e, j = b[i:i + n], 0
+                e, j, kv = b[i:i + n], 0, {}
                 while j < len(e):
                     t, j = _varint_at(e, j)
                     m, j = _varint_at(e, j)
-                    if t >> 3 == 1:
-                        keys.add(e[j:j + m].decode("utf-8", "replace"))
+                    kv[t >> 3] = e[j:j + m].decode("utf-8", "replace")
                     j += m
+                keys[kv.get(1, "")] = kv.get(2, "")
             i += n
         else:
             break
@@ -312,4 +324,54 @@ def map_state_dict(onnx_model_or_path: Any, state_dict_keys_or_module: Any) -> T
                 rest.append(k)
         left = rest
 
+    # 5. a copy the dynamo exporter's optimizer folded from one key's tensor
+    if sd is not None and left:
+        folded = _folded_from(g, init_set)
+        rest = []
+        for k in left:
+            a = _as_numpy(sd[k])
+            cands = [n for n, srcs in folded.items() if n not in used_onnx and srcs == [k]]
+            rule = None
+            if a is not None and len(cands) == 1:
+                b = numpy_helper.to_array(next(t for t in g.initializer if t.name == cands[0]))
+                if a.ndim == 2 and b.shape == a.T.shape and np.array_equal(b, a.T):
+                    rule = "transposed"
+                elif b.shape != a.shape and b.size == a.size and np.array_equal(b.reshape(-1), a.reshape(-1)):
+                    rule = "reshaped"
+            if rule:
+                take(cands[0], k, rule, cands[0])
+            else:
+                rest.append(k)
+        left = rest
+
     return mapping, left
+
+
+def _folded_from(graph, init_names) -> Dict[str, List[str]]:
+    """Initializer -> the module tensors (dotted names) onnxscript's optimizer
+    folded it from, from its value_info's folded_from metadata."""
+    import ast
+
+    out = {}
+    for v in list(graph.input) + list(graph.value_info):
+        if v.name in init_names:
+            src = _metadata(v).get(_FOLDED_FROM)
+            if src:
+                try:
+                    names = ast.literal_eval(src)
+                except (ValueError, SyntaxError):
+                    continue
+                out[v.name] = sorted(n for n in names if isinstance(n, str) and "." in n)
+    return out
+
+
+def to_key_layout(mapping: StateDictMapping, onnx_name: str, value: np.ndarray, shape) -> np.ndarray:
+    """The value of ONNX initializer ``onnx_name`` in the layout of the
+    state_dict entry it maps to (of the given shape): transposed back for
+    rule ``transposed``, reshaped for ``reshaped``, unchanged otherwise."""
+    rule = mapping.rule.get(onnx_name)
+    if rule == "transposed":
+        return np.ascontiguousarray(np.asarray(value).T)
+    if rule == "reshaped":
+        return np.asarray(value).reshape(tuple(shape))
+    return value

@@ -127,3 +127,28 @@ def test_dynamo_optimizer_rewrites_are_not_mapped():
     mapping, unmapped = map_state_dict(os.path.join(_TORCH2, "resnet_dynamo_op20.onnx"), keys)
     assert dict(mapping) == {k: k for k in keys} and unmapped == []
     assert set(mapping.rule.values()) == {"exact"}
+
+
+def test_dynamo_optimizer_folded_copies_map_back():
+    """torch.onnx.export(dynamo=True)'s optimizer folds a Linear weight into its
+    transpose (val_N) and ConvNeXt's layer scale into a reshaped copy (view):
+    they map onto their keys (rules transposed, reshaped) and to_key_layout gives
+    the key's values back. The module's values come from the same model's
+    optimize=False export, where every key is an initializer by name."""
+    from paretonav.statedict import to_key_layout
+
+    for model, want in [("vit2", {"transposed": 6}), ("convnext", {"reshaped": 4}), ("deit", {"transposed": 8})]:
+        sd = onnx_values(os.path.join(_TORCH2, model + "_dynamo_op20.onnx"))
+        path = os.path.join(_TORCH2, model + "_dynopt_op20.onnx")
+        mapping, unmapped = map_state_dict(path, sd)
+        keys = [k for k in sd if "." in k and sd[k].dtype.kind == "f"]
+        assert [k for k in unmapped if k in keys] == [], (model, unmapped)
+        rules = {}
+        for r in mapping.rule.values():
+            rules[r] = rules.get(r, 0) + 1
+        for r, n in want.items():
+            assert rules.get(r) == n, (model, rules)
+        values = onnx_values(path)
+        for name, key in mapping.items():
+            got = to_key_layout(mapping, name, values[name], sd[key].shape)
+            np.testing.assert_array_equal(got, sd[key])
