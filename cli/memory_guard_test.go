@@ -80,7 +80,7 @@ func TestMemoryGuards(t *testing.T) {
 	}{
 		{"tune /dev/zero", append([]string{"tune", "/dev/zero"}, tune...), []string{"/dev/zero is not a regular file"}},
 		{"inspect /dev/zero", []string{"inspect", "/dev/zero"}, []string{"/dev/zero is not a regular file"}},
-		{"inspect FIFO external data", []string{"inspect", fifo}, []string{`initializer "w"`, `"w.bin" is not a regular file (a FIFO)`}},
+		{"inspect FIFO external data", []string{"inspect", fifo}, []string{`initializer "w"`, `"w.bin" is not a regular file (a named pipe)`}},
 		{"inspect 2^31 floats", []string{"inspect", huge, "--max-memory", "500MB"}, []string{`initializer "w" in "w.bin", 8.6 GB`, "500 MB allowed (--max-memory 500MB)"}},
 		{"convert 2^31 floats", []string{"convert", "--max-memory", "500MB", huge, filepath.Join(dir, "c.onnx")}, []string{`initializer "w" in "w.bin", 8.6 GB`, "500 MB allowed"}},
 		{"tune 2^31 floats", append([]string{"tune", huge, "--max-memory", "500MB"}, tune...), []string{`initializer "w" in "w.bin", 8.6 GB`, "500 MB allowed"}},

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"fmt"
+	"github.com/paretonav/paretonav/internal/atomicfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -107,7 +108,7 @@ func externalSpan(dir string, tp *onnxpb.TensorProto) (*os.File, int64, int64, e
 	if st, err := os.Stat(path); err != nil {
 		return nil, 0, 0, fmt.Errorf("external data: %w", err)
 	} else if !st.Mode().IsRegular() {
-		return nil, 0, 0, fmt.Errorf("external data %q is not a regular file (%s)", ref.location, fileKind(st.Mode()))
+		return nil, 0, 0, fmt.Errorf("external data %q is not a regular file (a %s)", ref.location, atomicfile.Kind(st.Mode()))
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -120,7 +121,7 @@ func externalSpan(dir string, tp *onnxpb.TensorProto) (*os.File, int64, int64, e
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, 0, 0, fmt.Errorf("external data %q is not a regular file (%s)", ref.location, fileKind(st.Mode()))
+		return nil, 0, 0, fmt.Errorf("external data %q is not a regular file (a %s)", ref.location, atomicfile.Kind(st.Mode()))
 	}
 	fsize := st.Size()
 	if ref.offset > fsize {

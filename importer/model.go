@@ -2,6 +2,7 @@ package importer
 
 import (
 	"fmt"
+	"github.com/paretonav/paretonav/internal/atomicfile"
 	"maps"
 	"os"
 	"path/filepath"
@@ -84,7 +85,7 @@ func LoadWithin(path string, b Budget) (*Model, error) {
 		return nil, fmt.Errorf("importer: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("importer: %s is not a regular file (%s); want an .onnx model file", path, fileKind(st.Mode()))
+		return nil, fmt.Errorf("importer: %s is not a regular file (a %s); want an .onnx model file", path, atomicfile.Kind(st.Mode()))
 	}
 	if st.Size() > MaxModelFile {
 		return nil, fmt.Errorf("importer: %s holds %s; an ONNX model file holds at most 2 GiB (protobuf's limit): larger models keep their weights in external data", path, fmtBytes(st.Size()))
@@ -113,23 +114,6 @@ func LoadWithin(path string, b Budget) (*Model, error) {
 			Need: st.Size() + ext.total, Budget: b})
 	}
 	return m, nil
-}
-
-// fileKind names what a file that is not regular is.
-func fileKind(mode os.FileMode) string {
-	switch {
-	case mode.IsDir():
-		return "a folder"
-	case mode&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case mode&os.ModeCharDevice != 0:
-		return "a character device"
-	case mode&os.ModeDevice != 0:
-		return "a device"
-	case mode&os.ModeSocket != 0:
-		return "a socket"
-	}
-	return "mode " + mode.String()
 }
 
 // Decode decodes a serialized ModelProto and validates it (Validate):

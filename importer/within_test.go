@@ -64,9 +64,9 @@ func TestLoadWithin(t *testing.T) {
 		want       []string
 	}{
 		{"character device", "/dev/zero", Budget{}, []string{"/dev/zero", "not a regular file", "character device"}},
-		{"FIFO model", fifoModel, Budget{}, []string{"fifo.onnx", "a FIFO"}},
+		{"FIFO model", fifoModel, Budget{}, []string{"fifo.onnx", "a named pipe"}},
 		{"folder", dir, Budget{}, []string{"a folder"}},
-		{"FIFO external data", fifoExt, Budget{}, []string{`initializer "w"`, `"w.bin" is not a regular file (a FIFO)`}},
+		{"FIFO external data", fifoExt, Budget{}, []string{`initializer "w"`, `"w.bin" is not a regular file (a named pipe)`}},
 		{"external data over the budget", huge, Budget{Bytes: 500e6, From: "--max-memory 500MB"},
 			[]string{`initializer "w" in "w.bin", 8.6 GB`, "500 MB allowed (--max-memory 500MB)"}},
 		{"model file over the budget", huge, Budget{Bytes: 10, From: "--max-memory 10"}, []string{"model file", "more than the 10 bytes allowed"}},

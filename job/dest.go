@@ -3,6 +3,7 @@ package job
 import (
 	"errors"
 	"fmt"
+	"github.com/paretonav/paretonav/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,7 +127,7 @@ func (d *Destinations) checkOutput(o destFile) (string, error) {
 	}
 	if fi, err := os.Stat(abs); err == nil {
 		if !fi.Mode().IsRegular() {
-			return fail("is a %s, not a file; give a file path", fileKind(fi.Mode()))
+			return fail("is a %s, not a file; give a file path", atomicfile.Kind(fi.Mode()))
 		}
 		if !d.Force && !o.mayExist {
 			return fail("file exists (use --force to replace it)")
@@ -188,21 +189,4 @@ func probeFolder(dir string) error {
 	}
 	f.Close()
 	return os.Remove(f.Name())
-}
-
-// fileKind names a non-regular file mode in words.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "folder"
-	case m&os.ModeCharDevice != 0:
-		return "character device"
-	case m&os.ModeDevice != 0:
-		return "device"
-	case m&os.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	}
-	return "special file"
 }

@@ -55,7 +55,7 @@ func Write(path string, perm fs.FileMode, fill func(io.Writer) error) error {
 // (ErrNotRegular).
 func Temp(target string, perm fs.FileMode, fill func(io.Writer) error) (name string, err error) {
 	if st, err := os.Stat(target); err == nil && !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: %s is a %s; write to a file instead", ErrNotRegular, target, kind(st.Mode()))
+		return "", fmt.Errorf("%w: %s is a %s; write to a file instead", ErrNotRegular, target, Kind(st.Mode()))
 	}
 	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp*")
 	if err != nil {
@@ -101,8 +101,10 @@ func SyncDir(dir string) error {
 	return nil
 }
 
-// kind names a non-regular file mode in words.
-func kind(m fs.FileMode) string {
+// Kind names a non-regular file mode in words ("folder", "named pipe",
+// "character device", ...), for errors that say why a path cannot be read
+// or written as a file.
+func Kind(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "folder"

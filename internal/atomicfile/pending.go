@@ -26,7 +26,7 @@ type File struct {
 // and is not a regular file is refused (ErrNotRegular).
 func Create(target string, perm fs.FileMode) (*File, error) {
 	if st, err := os.Stat(target); err == nil && !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is a %s; write to a file instead", ErrNotRegular, target, kind(st.Mode()))
+		return nil, fmt.Errorf("%w: %s is a %s; write to a file instead", ErrNotRegular, target, Kind(st.Mode()))
 	}
 	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp*")
 	if err != nil {
