@@ -652,29 +652,9 @@ func initPaths(init string) []string {
 // finishCheckpoint removes the run's checkpoint once the models are
 // written, unless KeepCheckpoint, and says so in out.
 func (j *Front) finishCheckpoint(out *FrontOutcome, res *finetune.Result) error {
-	ckpt := j.s.CheckpointPath
-	if _, err := os.Stat(ckpt); err != nil {
-		return nil
-	}
-	ours := res.Checkpoint != ""
-	if !ours && j.cfg.Resume != "" {
-		ours, _ = SamePath(j.cfg.Resume, ckpt)
-	}
-	if !ours && !j.staleCheckpoint {
-		return nil
-	}
-	if ours && j.cfg.KeepCheckpoint {
-		out.Checkpoint = ckpt
-		return nil
-	}
-	if err := os.Remove(ckpt); err != nil {
-		if ours {
-			out.Checkpoint = ckpt
-		}
-		return fmt.Errorf("the checkpoint %s could not be removed: %w", ckpt, err)
-	}
-	out.CheckpointRemoved = ckpt
-	return nil
+	var err error
+	out.Checkpoint, out.CheckpointRemoved, err = finishCheckpoint(j.s.CheckpointPath, res.Checkpoint != "", j.cfg.Resume, j.staleCheckpoint, j.cfg.KeepCheckpoint)
+	return err
 }
 
 // withDefaults returns c with the defaults Prepare would take filled in

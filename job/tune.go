@@ -561,28 +561,37 @@ func (j *Tune) finishCheckpoint(res *TuneOutcome, fr *finetune.Result) error {
 	if ckpt == "" {
 		return nil
 	}
+	var err error
+	res.Checkpoint, res.CheckpointRemoved, err = finishCheckpoint(ckpt, fr.Checkpoint != "", j.Resume, j.staleCheckpoint, j.KeepCheckpoint)
+	return err
+}
+
+// finishCheckpoint removes the checkpoint ckpt once a run's results are
+// written, unless keep, and returns the path to report as kept or as
+// removed. The checkpoint is the run's own when the run wrote one
+// (written) or resumed from it; another run's is removed only when the
+// run was told to start over it (stale).
+func finishCheckpoint(ckpt string, written bool, resume string, stale, keep bool) (kept, removed string, err error) {
 	if _, err := os.Stat(ckpt); err != nil {
-		return nil
+		return "", "", nil
 	}
-	ours := fr.Checkpoint != ""
-	if !ours && j.Resume != "" {
-		ours, _ = SamePath(j.Resume, ckpt)
+	ours := written
+	if !ours && resume != "" {
+		ours, _ = SamePath(resume, ckpt)
 	}
-	if !ours && !j.staleCheckpoint {
-		return nil
+	if !ours && !stale {
+		return "", "", nil
 	}
-	if ours && j.KeepCheckpoint {
-		res.Checkpoint = ckpt
-		return nil
+	if ours && keep {
+		return ckpt, "", nil
 	}
 	if err := os.Remove(ckpt); err != nil {
 		if ours {
-			res.Checkpoint = ckpt
+			kept = ckpt
 		}
-		return fmt.Errorf("the checkpoint %s could not be removed: %w", ckpt, err)
+		return kept, "", fmt.Errorf("the checkpoint %s could not be removed: %w", ckpt, err)
 	}
-	res.CheckpointRemoved = ckpt
-	return nil
+	return "", ckpt, nil
 }
 
 // keepModel saves a trained model that could not be written to out

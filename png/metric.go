@@ -304,22 +304,7 @@ func metricGram(K, jp []float64, J Jacobian, P, prop []float32, workers int) {
 }
 
 // metricCombine writes dst = prop + P∘(Jᵀλ) (P nil: identity), each
-// element accumulated in float64 and rounded once.
+// element accumulated in float64 and rounded once: boxCombine without a box.
 func metricCombine(dst []float32, J Jacobian, lambda []float64, P, prop []float32, workers int) {
-	m, n := J.M, J.N
-	w := numWorkers(workers, n)
-	splitCols(n, w, 1, func(_, lo, hi int) {
-		for c := lo; c < hi; c++ {
-			var s float64
-			for i := 0; i < m; i++ {
-				if lambda[i] != 0 {
-					s += lambda[i] * float64(J.Data[i*n+c])
-				}
-			}
-			if P != nil {
-				s *= float64(P[c])
-			}
-			dst[c] = float32(float64(prop[c]) + s)
-		}
-	})
+	boxCombine(dst, J, lambda, P, prop, nil, workers)
 }
