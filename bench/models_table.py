@@ -230,6 +230,11 @@ def main():
         "thread (GOMAXPROCS=1, one run) over its median on %d (parallel efficiency: %d× is ideal)."
         % (a.threads, a.threads),
         "",
+        "Debian's python3-torch runs `torch.mm` (the backward passes' matrix products, J·Jᵀ) through",
+        "the reference BLAS (bench/README.md): in `torch.autograd.profiler`, `aten::mm` is a third of",
+        "the transformer blocks' PyTorch step. Models made of matrix products (`tfblock`, the Linears",
+        "of `convnext_t`) show it in their ratios; a PyTorch built with MKL or OpenBLAS would be faster.",
+        "",
     ]
     text = "\n".join(lines)
     if a.out == "-":
