@@ -18,6 +18,21 @@ def need(module: str):
         pytest.skip("%s is not installed" % module)
 
 
+def repo_file(*parts):
+    """The path of a file of the paretonav repository: under PARETONAV_REPO
+    (set by .ci/run, whose copy of these tests runs outside the source tree),
+    else beside this folder in a checkout. Skips when there is none, except
+    under CI=true, where it fails."""
+    roots = [os.environ.get("PARETONAV_REPO"), os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")]
+    for root in roots:
+        if root and os.path.exists(os.path.join(root, *parts)):
+            return os.path.join(root, *parts)
+    msg = "%s is not found under PARETONAV_REPO (%r) or a checkout" % (os.path.join(*parts), roots[0])
+    if os.environ.get("CI") == "true":
+        pytest.fail("CI=true: " + msg)
+    pytest.skip(msg)
+
+
 @pytest.fixture(scope="session")
 def torch():
     return need("torch")

@@ -1,19 +1,15 @@
 """The README's "From Python" snippet, run as a reader would: copied out of
-README.md (PARETONAV_README, set by .ci/run) and executed against the
-installed package, in an empty folder."""
+README.md and executed against the installed package, in an empty folder."""
 
-import os
 import re
 
 import pytest
 
+from conftest import repo_file
+
 
 def readme_snippet():
-    path = os.environ.get("PARETONAV_README")
-    if not path or not os.path.exists(path):
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true: PARETONAV_README does not name the README (%r)" % path)
-        pytest.skip("PARETONAV_README is not set")
+    path = repo_file("README.md")
     text = open(path, encoding="utf-8").read()
     section = text.split("### From Python", 1)[1].split("\n### ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)

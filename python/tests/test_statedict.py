@@ -7,7 +7,7 @@ import onnx
 from onnx import helper, numpy_helper, TensorProto
 
 from paretonav.statedict import map_state_dict, onnx_values
-from conftest import need
+from conftest import need, repo_file
 
 
 def graph_model(inits, identities=()):
@@ -112,19 +112,20 @@ def test_torch_export_merged_initializers(tmp_path):
         np.testing.assert_array_equal(values[name], m.state_dict()[key].numpy())
 
 
-_TORCH2 = os.path.join(os.path.dirname(__file__), "..", "..", "backend", "testdata", "torch2")
+def _torch2(name):
+    return repo_file("backend", "testdata", "torch2", name)
 
 
 def test_dynamo_optimizer_rewrites_are_not_mapped():
     """torch.onnx.export(dynamo=True) fused BatchNorm into the Conv and kept the Conv
     weight's name: that initializer holds another value, and no rule maps it; the
     same model exported with optimize=False maps every key by name."""
-    rejected = os.path.join(_TORCH2, "resnet_dynopt_op20.onnx")
+    rejected = _torch2("resnet_dynopt_op20.onnx")
     keys = ["body.conv1.0.weight", "body.conv1.1.weight", "body.conv1.1.running_var", "head_a.weight"]
     mapping, unmapped = map_state_dict(rejected, keys)
     assert dict(mapping) == {"head_a.weight": "head_a.weight"}
     assert unmapped == keys[:3]
-    mapping, unmapped = map_state_dict(os.path.join(_TORCH2, "resnet_dynamo_op20.onnx"), keys)
+    mapping, unmapped = map_state_dict(_torch2("resnet_dynamo_op20.onnx"), keys)
     assert dict(mapping) == {k: k for k in keys} and unmapped == []
     assert set(mapping.rule.values()) == {"exact"}
 
@@ -138,8 +139,8 @@ def test_dynamo_optimizer_folded_copies_map_back():
     from paretonav.statedict import to_key_layout
 
     for model, want in [("vit2", {"transposed": 6}), ("convnext", {"reshaped": 4}), ("deit", {"transposed": 8})]:
-        sd = onnx_values(os.path.join(_TORCH2, model + "_dynamo_op20.onnx"))
-        path = os.path.join(_TORCH2, model + "_dynopt_op20.onnx")
+        sd = onnx_values(_torch2(model + "_dynamo_op20.onnx"))
+        path = _torch2(model + "_dynopt_op20.onnx")
         mapping, unmapped = map_state_dict(path, sd)
         keys = [k for k in sd if "." in k and sd[k].dtype.kind == "f"]
         assert [k for k in unmapped if k in keys] == [], (model, unmapped)
