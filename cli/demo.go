@@ -38,14 +38,12 @@ type demoSize struct {
 }
 
 // Demo sizes. The full demo uses the paper's MultiMNIST batch (256) and
-// Adam. Its announced time is its CPU time, measured with /usr/bin/time -v
-// on the 2-core development machine: 69.8 s (68.7 s user, 1.2 s system),
-// 627 MB peak resident; the wall time was 189 s because other jobs held
-// the cores (load 13, the demo got 37% of a core), and a compute-bound run
-// on two idle cores takes at most its CPU time. It is
-// deterministic for a seed (the same run, seed 1: validation F 0.01857 →
-// 0.005839, accuracies left 95.1% → 95.0%, right 94.7% → 95.7%, in the
-// band for 81 of the last 100 steps). γ = 0.5: g(θ)/ē measured 0.2–0.6 on batches of
+// Adam. Its announced time was measured with /usr/bin/time -v on the
+// project's idle 2-core machine, the built binary run from an empty
+// folder: 35.8 s wall, 628 MB peak resident. It is deterministic for a
+// seed (seed 1: validation F 0.01857 → 0.005839, accuracies left 95.1% →
+// 95.0%, right 94.7% → 95.7%, in the band for 81 of the last 100 steps).
+// γ = 0.5: g(θ)/ē measured 0.2–0.6 on batches of
 // 32 to 2048 pairs (task gradients nearly orthogonal); in the last 100
 // steps of a run, 0% of the steps had g ≤ 0.1·ē, 25% ≤ 0.3·ē, 52% ≤
 // 0.4·ē. 40000 training pairs keep the pretrained model from overfitting
@@ -53,7 +51,7 @@ type demoSize struct {
 // --quick (a few seconds) is for tests.
 var (
 	demoFull = demoSize{Train: 40000, Val: 1024, Batch: 256, PretrainSteps: 500, PretrainLR: 2e-3,
-		TuneSteps: 300, TuneLR: 3e-4, Seconds: 70, LeftFactor: 0.7, RightFactor: 1.0, Gamma: 0.5, ReportLastSteps: 100, ValEvery: 10}
+		TuneSteps: 300, TuneLR: 3e-4, Seconds: 40, LeftFactor: 0.7, RightFactor: 1.0, Gamma: 0.5, ReportLastSteps: 100, ValEvery: 10}
 	demoQuick = demoSize{Train: 256, Val: 64, Batch: 16, PretrainSteps: 40, PretrainLR: 3e-3,
 		TuneSteps: 30, TuneLR: 5e-4, Seconds: 5, LeftFactor: 0.7, RightFactor: 1.0, Gamma: png.DefaultGamma, ReportLastSteps: 100, ValEvery: 5}
 )
