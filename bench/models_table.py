@@ -199,7 +199,7 @@ def main():
         f" load average (1, 5, 15 min) {load_start} at the start, {load_end} at the end."
         + (" **The machine was busy: the ratios flatter paretonav** (PyTorch's threads suffer more"
            " under load); rerun on an idle machine." if float(load_start.split()[0]) > 0.5 * a.threads
-           or float(load_end.split()[0]) > 0.5 * a.threads else ""),
+           else " (The load at the end counts the benchmark's own threads.)"),
         "",
         "| model | params | paretonav step | PyTorch step | time ratio (pairs) | paretonav RSS | PyTorch RSS |"
         " RSS ratio | load + build | outside kernels | 1 → %d threads | steps |" % a.threads,
