@@ -33,8 +33,8 @@ func (w *weakEnd) Evaluate(_ finetune.Batch, losses []float64, jac *png.Jacobian
 
 // TestRunMultiWeakEnd: three models on weakEnd spread by the energy. The
 // paper's PNG (no trade test) lets the models at the ℓ_a = 0 end walk off
-// along the weak-Pareto extension (ℓ_b explodes: the toy reproduces issue
-// 13's mechanism); with png.RobustMaxTradeoff every model stays on the
+// along the weak-Pareto extension (ℓ_b explodes: the toy reproduces how
+// a LeNet2 front from scratch let a right loss rise to 25); with png.RobustMaxTradeoff every model stays on the
 // front, for plain SGD, momentum and Adam.
 func TestRunMultiWeakEnd(t *testing.T) {
 	opts := []struct {

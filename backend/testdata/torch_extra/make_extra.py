@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Extra PyTorch exports at opset 13 beyond the issue-3 fixtures: the kinds of
+"""Extra PyTorch exports at opset 13 beyond those of make_fixtures.py: the kinds of
 models users bring (not in the repo's model zoo), checked by
 backend/torch_fixtures_test.go (TestTorchExtraFixtures) exactly like
 ../torch/: outputs, per-task losses and autograd gradients.
