@@ -37,6 +37,14 @@ def _records(recs: List[Dict[str, Any]]):
     return pd.json_normalize(recs)
 
 
+def stopped_text(status: str, steps: int) -> str:
+    """Why a run stopped, in the words the CLI prints (status is the JSON's
+    machine name: StepLimit, Interrupted, Failed, NotTerminated)."""
+    words = {"StepLimit": "stopped after %d steps", "Interrupted": "interrupted after %d steps",
+             "Failed": "failed after %d steps", "NotTerminated": "still running after %d steps"}
+    return words.get(status, status + " after %d steps") % steps
+
+
 @dataclass
 class TuneResult:
     """What :func:`tune` did.
@@ -75,7 +83,7 @@ class TuneResult:
         return self.g_after
 
     def __repr__(self) -> str:
-        rows = ["TuneResult(%s after %d steps, on the %s data:" % (self.status, self.steps, self.measured_on)]
+        rows = ["TuneResult(%s, on the %s data:" % (stopped_text(self.status, self.steps), self.measured_on)]
         for k in self.losses_after:
             rows.append("  %-10s %10.4g -> %.4g" % (k, self.losses_before.get(k, float("nan")), self.losses_after[k]))
         for k, a, b in (("F", self.F_before, self.F_after), ("g", self.g_before, self.g_after)):

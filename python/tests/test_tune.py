@@ -18,6 +18,7 @@ def test_tune_loads_back(torch, binary, trained, model):
     r = paretonav.tune(model, data=train, val=val, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
                        criterion=CRITERION, steps=40, batch=8, lr=3e-3, freeze=["enc.0.*"], progress=False)
     assert r.status == "StepLimit" and r.steps == 40 and r.measured_on == "validation"
+    assert repr(r).startswith("TuneResult(stopped after 40 steps, on the validation data:"), repr(r)
     # The tool measured before on the module as PyTorch computes it...
     for k in before:
         assert r.losses_before[k] == pytest.approx(before[k], rel=1e-5, abs=1e-6), k
