@@ -289,7 +289,7 @@ func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *bcast) bool
 				dst[i] = 0 + float32(float64(g[i])*r)
 			}
 		})
-	case op == "Div" && k == 0 && oi.idx == nil:
+	case op == "Div" && k == 0 && oi != nil && oi.idx == nil: // a broadcast divisor; not broadcast: the general loop
 		parallelElems(len(dst), func(lo, hi int) {
 			kk, r := oi.walk(lo)
 			for i := lo; i < hi; i++ {

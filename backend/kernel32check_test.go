@@ -93,7 +93,7 @@ func checkKernel32(t *testing.T, op *kernelOp, seed int64, scale float64) {
 // TestArithBroadcast32MatchesFloat64 checks the float32 kernels of Add,
 // Sub, Mul, Div and Pow with broadcast operands (a per-channel scale as
 // ConvNeXt's layer scale, a bias over the last axis, a scalar on either
-// side, both sides broadcast) against the float64 ones, bit for bit,
+// side, both sides broadcast, neither) against the float64 ones, bit for bit,
 // including the gradients of the broadcast operands (float64 sums in the
 // float64 path's order), on sizes that split across goroutines.
 func TestArithBroadcast32MatchesFloat64(t *testing.T) {
@@ -109,6 +109,7 @@ func TestArithBroadcast32MatchesFloat64(t *testing.T) {
 		{"gate per sample and channel", []int{4, 96, 8, 8}, []int{4, 96, 1, 1}},
 		{"middle run both sides", []int{3, 7, 1}, []int{1, 7, 5}},
 		{"run and index", []int{4, 1, 50}, []int{6, 1}},
+		{"no broadcast", []int{4, 3, 20, 20}, []int{4, 3, 20, 20}}, // F.normalize's x / ‖x‖ after Expand
 	}
 	for _, opType := range []string{"Add", "Sub", "Mul", "Div", "Pow"} {
 		for i, s := range shapes {
