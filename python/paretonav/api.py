@@ -398,6 +398,36 @@ def _write(workdir: str, sub: str, data: Any, model_path: str, tasks: Sequence[T
 # ------------------------------------------------------------------ commands
 
 
+def _run_training(command: str, model_path: str, workdir: str, data: Any, val: Any, tasks: List[Task],
+                  terms: List[Task], criterion: Optional[str], flags: Dict[str, Any], out_args: List[str],
+                  progress: bool, keep_data: bool) -> Tuple[Dict[str, Any], str]:
+    """Writes ``data`` (and ``val``) under ``workdir``, runs ``paretonav COMMAND`` on
+    them with the tasks, criterion, ``out_args`` and the other flags, and returns
+    its JSON result and the log's path. The data files are removed afterwards
+    unless ``keep_data``, and kept on Ctrl-C: the checkpoint names them, and
+    ``paretonav COMMAND --resume`` needs them."""
+    written = [os.path.join(workdir, "data")]
+    try:
+        args = [command, model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks + terms, flags, "data"))
+        if val is not None:
+            written.append(os.path.join(workdir, "val"))
+            args += _data_args("val", _write(workdir, "val", val, model_path, tasks + terms, flags, "val"))
+        log = os.path.abspath(flags.pop("log")) if flags.get("log") else os.path.join(workdir, command + ".jsonl")
+        args += _task_args(tasks, terms)
+        if criterion is not None:
+            args += ["--criterion", str(criterion)]
+        args += out_args + ["--log", log, "--json"] + _flag_args(flags)
+        res, _ = run_json(args, log=log, progress=progress, label=command)
+    except KeyboardInterrupt:
+        keep_data = True
+        raise
+    finally:
+        if not keep_data:
+            for d in written:
+                shutil.rmtree(d, ignore_errors=True)
+    return res, log
+
+
 def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, inputs: Optional[Sequence[str]] = None,
          outputs: Optional[Sequence[str]] = None, val: Any = None, terms: Any = (), out: Optional[str] = None,
          workdir: Optional[str] = None, progress: bool = True, load_back: bool = True, strict: bool = True,
@@ -421,26 +451,9 @@ def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, 
     workdir, _ = _workdir(workdir)
     model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
     _frozen(module, model_path, flags)
-    written = [os.path.join(workdir, "data")]
-    try:
-        args = ["tune", model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks + terms, flags, "data"))
-        if val is not None:
-            written.append(os.path.join(workdir, "val"))
-            args += _data_args("val", _write(workdir, "val", val, model_path, tasks + terms, flags, "val"))
-        out = os.path.abspath(out) if out else os.path.join(workdir, os.path.splitext(os.path.basename(model_path))[0] + "_tuned.onnx")
-        log = os.path.abspath(flags.pop("log")) if flags.get("log") else os.path.join(workdir, "tune.jsonl")
-        args += _task_args(tasks, terms)
-        if criterion is not None:
-            args += ["--criterion", str(criterion)]
-        args += ["--out", out, "--log", log, "--json"] + _flag_args(flags)
-        res, _ = run_json(args, log=log, progress=progress, label="tune")
-    except KeyboardInterrupt:
-        keep_data = True  # the checkpoint names these files: `paretonav tune --resume` needs them
-        raise
-    finally:
-        if not keep_data:
-            for d in written:
-                shutil.rmtree(d, ignore_errors=True)
+    out = os.path.abspath(out) if out else os.path.join(workdir, os.path.splitext(os.path.basename(model_path))[0] + "_tuned.onnx")
+    res, log = _run_training("tune", model_path, workdir, data, val, tasks, terms, criterion, flags,
+                             ["--out", out], progress, keep_data)
     recs = read_log(log)
     config = next((r for r in recs if r.get("kind") == "config"), {})
     steps = [r for r in recs if "step" in r and r.get("kind") is None]
@@ -487,25 +500,8 @@ def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Opti
     model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
     _frozen(module, model_path, flags)
     out_dir = os.path.abspath(out_dir) if out_dir else os.path.join(workdir, "front")
-    written = [os.path.join(workdir, "data")]
-    try:
-        args = ["front", model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks + terms, flags, "data"))
-        if val is not None:
-            written.append(os.path.join(workdir, "val"))
-            args += _data_args("val", _write(workdir, "val", val, model_path, tasks + terms, flags, "val"))
-        log = os.path.abspath(flags.pop("log")) if flags.get("log") else os.path.join(workdir, "front.jsonl")
-        args += _task_args(tasks, terms)
-        if criterion is not None:
-            args += ["--criterion", str(criterion)]
-        args += ["--models", str(models), "--out-dir", out_dir, "--log", log, "--json"] + _flag_args(flags)
-        res, _ = run_json(args, log=log, progress=progress, label="front")
-    except KeyboardInterrupt:
-        keep_data = True  # the checkpoint names these files: `paretonav front --resume` needs them
-        raise
-    finally:
-        if not keep_data:
-            for d in written:
-                shutil.rmtree(d, ignore_errors=True)
+    res, log = _run_training("front", model_path, workdir, data, val, tasks, terms, criterion, flags,
+                             ["--models", str(models), "--out-dir", out_dir], progress, keep_data)
     recs = read_log(log)
     ms = res.get("models") or []
     losses = [{k: _finite(v) for k, v in (m.get("losses") or {}).items()} for m in ms]
