@@ -86,7 +86,7 @@ func TestReadmeCommandLine(t *testing.T) {
 	if len(python) != 2 || commands != 3 {
 		t.Fatalf("found %d Python snippets and %d command lines; the section has 2 and 3", len(python), commands)
 	}
-	// The loader runs after the export snippet in one session, as a reader
+	// The loader runs after the export snippet in one Python process, as a reader
 	// would (which exports model.onnx again); it must load the tuned file's
 	// values, and they must differ from the model that was tuned.
 	tuned, err := os.ReadFile("model.onnx")
