@@ -50,6 +50,10 @@ DESCRIPTIONS = {
     "mbv3_small": "MobileNetV3-Small features + 2 heads, 4 × 3×64×64",
     "tfblock": "4 ViT encoder blocks (hidden 192), 4 × 3×32×32",
     "convnext_t": "ConvNeXt-T features + 2 heads, 4 × 3×64×64",
+    "effnet_b0": "EfficientNet-B0 features + 2 heads, 4 × 3×64×64",
+    "shufflenet": "ShuffleNetV2 ×0.5 + 2 heads, 4 × 3×64×64",
+    "regnet_x": "RegNetX-400MF (grouped 3×3, 16 channels/group) + 2 heads, 4 × 3×64×64",
+    "deeplab_mbv3": "DeepLabV3-MobileNetV3-Large, segmentation + depth, 4 × 3×64×64",
 }
 
 # Innermost functions that are not arithmetic: the Go runtime, the worker

@@ -30,6 +30,15 @@ Models (all two or three tasks; batch and input in MODELS):
                over 64 tokens of a 4x4/4 patch stem, two heads, 4 x 3x32x32
   convnext_t   torchvision convnext_tiny features (27.8M parameters), two heads,
                4 x 3x64x64 (a 111 MB file)
+  effnet_b0    torchvision efficientnet_b0 features (depthwise 3x3/5x5, squeeze-
+               excitation with SiLU and Sigmoid, SiLU), two heads, 4 x 3x64x64
+  shufflenet   torchvision shufflenet_v2_x0_5 (channel shuffle, depthwise 3x3,
+               Split/Concat) up to conv5, two heads, 4 x 3x64x64
+  regnet_x     torchvision regnet_x_400mf stem + trunk (grouped 3x3 convolutions
+               of 16 channels per group, strides 1 and 2), two heads, 4 x 3x64x64
+  deeplab_mbv3 torchvision deeplabv3_mobilenet_v3_large (dilated depthwise, ASPP,
+               bilinear upsampling), 14 output planes: 13-class segmentation
+               (log-softmax, NLL) and depth (L1), 4 x 3x64x64
 """
 import argparse
 import json
@@ -78,6 +87,37 @@ def convnext_t():
     return TwoHeads(convnext_tiny().features, 768)
 
 
+def effnet_b0():
+    from torchvision.models import efficientnet_b0
+    return TwoHeads(efficientnet_b0().features, 1280)
+
+
+def shufflenet():
+    from torchvision.models import shufflenet_v2_x0_5
+    m = shufflenet_v2_x0_5()
+    return TwoHeads(nn.Sequential(m.conv1, m.maxpool, m.stage2, m.stage3, m.stage4, m.conv5), 1024)
+
+
+def regnet_x():
+    from torchvision.models import regnet_x_400mf
+    m = regnet_x_400mf()
+    return TwoHeads(nn.Sequential(m.stem, m.trunk_output), 400)
+
+
+class DeepLabSegDepth(nn.Module):
+    """DeepLabV3 with a MobileNetV3-Large backbone: 13 planes of segmentation log-probabilities and one of depth."""
+
+    def __init__(self):
+        super().__init__()
+        from torchvision.models.segmentation import deeplabv3_mobilenet_v3_large
+        self.net = deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None, num_classes=14,
+                                                aux_loss=False)
+
+    def forward(self, x):
+        y = self.net(x)["out"]
+        return F.log_softmax(y[:, :13], 1), y[:, 13:]
+
+
 class Blocks(nn.Module):
     """A 4x4/4 patch stem, learned positions, torchvision encoder blocks, two heads on the mean token."""
 
@@ -106,6 +146,11 @@ def mtan_targets(rng, n):
             "normal_t": rng.standard_normal((n, 3, 32, 32)).astype(np.float32)}
 
 
+def seg_depth_targets(rng, n):
+    return {"seg": rng.integers(-1, 13, (n, 64, 64)).astype(np.int64),
+            "depth_t": rng.uniform(0, 5, (n, 1, 64, 64)).astype(np.float32)}
+
+
 # name: (module factory, input shape [N,C,H,W], targets, task specs, output names, fixture file or None)
 MODELS = {
     "lenet2": (mf.LeNet2, (256, 1, 36, 36), nll_targets,
@@ -120,6 +165,12 @@ MODELS = {
     "mbv3_small": (mbv3_small, (4, 3, 64, 64), nll_targets, NLL2, ["logp_a", "logp_b"], None),
     "tfblock": (Blocks, (4, 3, 32, 32), nll_targets, NLL2, ["logp_a", "logp_b"], None),
     "convnext_t": (convnext_t, (4, 3, 64, 64), nll_targets, NLL2, ["logp_a", "logp_b"], None),
+    "effnet_b0": (effnet_b0, (4, 3, 64, 64), nll_targets, NLL2, ["logp_a", "logp_b"], None),
+    "shufflenet": (shufflenet, (4, 3, 64, 64), nll_targets, NLL2, ["logp_a", "logp_b"], None),
+    "regnet_x": (regnet_x, (4, 3, 64, 64), nll_targets, NLL2, ["logp_a", "logp_b"], None),
+    "deeplab_mbv3": (DeepLabSegDepth, (4, 3, 64, 64), seg_depth_targets,
+                     ["seg:nll:seg_logp:seg:ignore_index=-1", "depth:depth_l1:depth:depth_t"],
+                     ["seg_logp", "depth"], None),
 }
 
 

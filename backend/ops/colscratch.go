@@ -19,6 +19,9 @@ func ColScratchBytes(xs, ws []int, p ConvParams) (band, batch, cache int64) {
 		return 0, 0, 0
 	}
 	band = 4 * int64(min(ColBandElems, g.colRows*g.colCols))
+	if groupedOK(&g) { // one group's matrix and product over the batch (convgroup.go)
+		return 4 * int64((g.colRows+g.mg)*g.n*g.outPlane), 0, 0
+	}
 	if all := g.n * g.g * g.colRows * g.colCols; all <= ColBandElems {
 		batch = 4 * int64(all)
 	}

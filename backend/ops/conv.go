@@ -110,7 +110,7 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 			}},
 			{deps: []int{0, depGrad}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 				n := g.m * g.colRows
-				if depthwiseOK(&g) { // writes every element: no zeroing
+				if depthwiseOK(&g) || groupedOK(&g) { // writes every element: no zeroing
 					return dispatch(in[0],
 						func() (tensor.Tensor, error) {
 							return convGradWInto(g, sc, in[0], in[1], outBufDirty[float32](buf, n)), nil
@@ -542,7 +542,7 @@ func sameBits[T float](a, b []T) bool {
 // ColCacheLimit).
 func cacheSize[T float](g *convGeom) int {
 	var z T
-	if g.direct || wideRows[T](g) {
+	if g.direct || wideRows[T](g) || groupedOK(g) {
 		return 0
 	}
 	if _, ok := padWide[T](g); ok || wideForward(g) && !batchedPlanes(g) {
@@ -626,6 +626,10 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 	}
 	if depthwiseOK(&g) {
 		convForwardDepthwise(&g, x, w, b, out)
+		return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
+	}
+	if groupedOK(&g) {
+		convForwardGrouped(&g, x, w, b, out)
 		return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
 	}
 	if winogradOK(&g) && winoChecked(out, func() { winoForward(g.n, g.c, g.m, g.h, g.w, x, w, b, out) }) {
@@ -716,6 +720,10 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 	w, gy := data[T](wt), data[T](gyt)
 	if depthwiseOK(&g) {
 		convGradXDepthwise(&g, w, gy, dx)
+		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
+	}
+	if groupedOK(&g) {
+		convGradXGrouped(&g, w, gy, dx)
 		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 	}
 	if winogradOK(&g) && winoChecked(dx, func() { winoGradX(&g, w, gy, dx) }) {
@@ -849,6 +857,10 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 	x, gy := data[T](xt), data[T](gyt)
 	if depthwiseOK(&g) {
 		convGradWDepthwise(&g, x, gy, dw)
+		return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
+	}
+	if groupedOK(&g) {
+		convGradWGrouped(&g, x, gy, dw)
 		return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
 	}
 	if winogradOK(&g) {

@@ -1,0 +1,47 @@
+package backend
+
+import (
+	"math/rand"
+	"testing"
+
+	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// TestConvGroupedORT checks grouped (not depthwise) convolutions that run
+// on ops' grouped path (checked with ops.ConvGrouped) against ONNX
+// Runtime: RegNetX's 16-channel groups on 2×2 to 8×8 planes, ResNeXt-style
+// groups of 4, more filters than channels per group, 5×5, bias, batch 2
+// and 4. ops' TestConvGroupedMatchesIm2col compares all three passes with
+// the per-group im2col path and TestConvGroupedGradFD the gradients with
+// finite differences.
+func TestConvGroupedORT(t *testing.T) {
+	r := rand.New(rand.NewSource(12))
+	shapes := []struct {
+		name     string
+		x        []int
+		m, group int
+		k        int
+	}{
+		{"regnet 2x2", []int{4, 48, 2, 2}, 48, 3, 3},
+		{"regnet 4x4", []int{4, 32, 4, 4}, 32, 2, 3},
+		{"regnet 8x8", []int{2, 64, 8, 8}, 64, 4, 3},
+		{"resnext g8", []int{2, 32, 5, 6}, 32, 8, 3},
+		{"m 2x c", []int{2, 12, 6, 6}, 24, 3, 3},
+		{"5x5", []int{2, 8, 7, 7}, 8, 2, 5},
+	}
+	var cases []oracleCase
+	for _, s := range shapes {
+		p := s.k / 2
+		w := []int{s.m, s.x[1] / s.group, s.k, s.k}
+		params := ops.ConvParams{Group: s.group, Pads: []int{p, p, p, p}}
+		if !ops.ConvGrouped(s.x, w, params) {
+			t.Fatalf("%s: does not run on the grouped path", s.name)
+		}
+		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", w...), randF32Tensor(r, "b", s.m)}
+		attrs := []*onnxpb.AttributeProto{aInt("group", int64(s.group)), aInts("pads", int64(p), int64(p), int64(p), int64(p))}
+		cases = append(cases, oracleCase{s.name, attrs, ins})
+	}
+	checkAgainstORT(t, "Conv", 13, cases, 1e-4)
+}
