@@ -167,6 +167,10 @@ func dot[T float](x, y []T) T {
 // convForwardDepthwise writes the depthwise convolution of x by w (and
 // bias b, nil for none) into out, every element.
 func convForwardDepthwise[T float](g *convGeom, x, w, b, out []T) {
+	if dwDirect(g) {
+		convForwardDwDirect(g, x, w, b, out)
+		return
+	}
 	d := newDwGeom(g)
 	taps := g.kh * g.kw
 	parallelFor(g.n*g.c, func(_, lo, hi int) {
@@ -201,6 +205,10 @@ func convForwardDepthwise[T float](g *convGeom, x, w, b, out []T) {
 
 // convGradXDepthwise writes the input gradient into dx, every element.
 func convGradXDepthwise[T float](g *convGeom, w, gy, dx []T) {
+	if dwDirect(g) {
+		convGradXDwDirect(g, w, gy, dx)
+		return
+	}
 	d := newDwGeom(g)
 	taps := g.kh * g.kw
 	parallelFor(g.n*g.c, func(_, lo, hi int) {
@@ -223,6 +231,10 @@ func convGradXDepthwise[T float](g *convGeom, w, gy, dx []T) {
 // convGradWDepthwise writes the weight gradient into dw (C × kH·kW), every
 // element: per channel, the samples' sums added in sample order.
 func convGradWDepthwise[T float](g *convGeom, x, gy, dw []T) {
+	if dwDirect(g) {
+		convGradWDwDirect(g, x, gy, dw)
+		return
+	}
 	d := newDwGeom(g)
 	taps := g.kh * g.kw
 	parallelFor(g.c, func(_, lo, hi int) {

@@ -35,71 +35,81 @@ var dwCases = []struct {
 // bias, into dirty output buffers: float64 to 1e-12, float32 to 2e-6 of
 // the sums of absolute terms' scale.
 func TestConvDepthwiseMatchesIm2col(t *testing.T) {
-	defer func() { depthwiseOn = true }()
+	defer func(m int) { depthwiseOn, dwDirectMaxPlane = true, m }(dwDirectMaxPlane)
 	for _, c := range dwCases {
-		t.Run(c.name, func(t *testing.T) {
-			C := c.x[1]
-			p := c.p
-			p.Group = C
-			ws := []int{C, 1, c.k, c.k}
-			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(ws), p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			depthwiseOn = true
-			if !depthwiseOK(&g) {
-				t.Fatalf("%v: the depthwise path does not apply", g)
-			}
-			rng := rand.New(rand.NewSource(3))
-			x, w, b := randTensor(rng, c.x...), randTensor(rng, ws...), randTensor(rng, C)
-			gy := randTensor(rng, g.n, g.m, g.oh, g.ow)
-			dirty := func(n int) []float64 {
-				d := make([]float64, n)
-				for i := range d {
-					d[i] = 1e6 + float64(i)
+		for _, direct := range dwPaths {
+			dwDirectMaxPlane = direct.maxPlane
+			t.Run(c.name+"/"+direct.name, func(t *testing.T) {
+				C := c.x[1]
+				p := c.p
+				p.Group = C
+				ws := []int{C, 1, c.k, c.k}
+				g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(ws), p)
+				if err != nil {
+					t.Fatal(err)
 				}
-				return d
-			}
-			run64 := func(on bool) [3][]float64 {
-				depthwiseOn = on
-				sc := newConvScratch()
-				y := convForward(g, sc, x, w, b, dirty(g.n*g.m*g.outPlane))
-				dx := convGradX(g, sc, w, gy, dirty(g.n*g.c*g.inPlane))
-				dwBuf := make([]float64, g.m*g.colRows) // convGradWInto adds into zeros
-				if on {
-					dwBuf = dirty(len(dwBuf)) // the depthwise path writes every element
+				depthwiseOn = true
+				if !depthwiseOK(&g) {
+					t.Fatalf("%v: the depthwise path does not apply", g)
 				}
-				dw := convGradWInto(g, sc, x, gy, dwBuf)
-				return [3][]float64{data[float64](y), data[float64](dx), data[float64](dw)}
-			}
-			x32, w32, b32, gy32 := toF32(x), toF32(w), toF32(b), toF32(gy)
-			run32 := func(on bool) [3][]float32 {
-				depthwiseOn = on
-				sc := newConvScratch()
-				y := convForward(g, sc, x32, w32, b32, toF32s(dirty(g.n*g.m*g.outPlane)))
-				dx := convGradX(g, sc, w32, gy32, toF32s(dirty(g.n*g.c*g.inPlane)))
-				dwBuf := make([]float32, g.m*g.colRows)
-				if on {
-					dwBuf = toF32s(dirty(len(dwBuf)))
-				}
-				dw := convGradWInto(g, sc, x32, gy32, dwBuf)
-				return [3][]float32{data[float32](y), data[float32](dx), data[float32](dw)}
-			}
-			ref, got := run64(false), run64(true)
-			ref32, got32 := run32(false), run32(true)
-			for k, what := range []string{"Y", "dX", "dW"} {
-				for i, want := range ref[k] {
-					if d := math.Abs(got[k][i] - want); d > 1e-12*(1+math.Abs(want)) {
-						t.Fatalf("float64 %s[%d]: depthwise %v, im2col %v", what, i, got[k][i], want)
+				rng := rand.New(rand.NewSource(3))
+				x, w, b := randTensor(rng, c.x...), randTensor(rng, ws...), randTensor(rng, C)
+				gy := randTensor(rng, g.n, g.m, g.oh, g.ow)
+				dirty := func(n int) []float64 {
+					d := make([]float64, n)
+					for i := range d {
+						d[i] = 1e6 + float64(i)
 					}
-					if d := math.Abs(float64(got32[k][i]) - float64(ref32[k][i])); d > 2e-6*(4+math.Abs(want)) {
-						t.Fatalf("float32 %s[%d]: depthwise %v, im2col %v", what, i, got32[k][i], ref32[k][i])
+					return d
+				}
+				run64 := func(on bool) [3][]float64 {
+					depthwiseOn = on
+					sc := newConvScratch()
+					y := convForward(g, sc, x, w, b, dirty(g.n*g.m*g.outPlane))
+					dx := convGradX(g, sc, w, gy, dirty(g.n*g.c*g.inPlane))
+					dwBuf := make([]float64, g.m*g.colRows) // convGradWInto adds into zeros
+					if on {
+						dwBuf = dirty(len(dwBuf)) // the depthwise path writes every element
+					}
+					dw := convGradWInto(g, sc, x, gy, dwBuf)
+					return [3][]float64{data[float64](y), data[float64](dx), data[float64](dw)}
+				}
+				x32, w32, b32, gy32 := toF32(x), toF32(w), toF32(b), toF32(gy)
+				run32 := func(on bool) [3][]float32 {
+					depthwiseOn = on
+					sc := newConvScratch()
+					y := convForward(g, sc, x32, w32, b32, toF32s(dirty(g.n*g.m*g.outPlane)))
+					dx := convGradX(g, sc, w32, gy32, toF32s(dirty(g.n*g.c*g.inPlane)))
+					dwBuf := make([]float32, g.m*g.colRows)
+					if on {
+						dwBuf = toF32s(dirty(len(dwBuf)))
+					}
+					dw := convGradWInto(g, sc, x32, gy32, dwBuf)
+					return [3][]float32{data[float32](y), data[float32](dx), data[float32](dw)}
+				}
+				ref, got := run64(false), run64(true)
+				ref32, got32 := run32(false), run32(true)
+				for k, what := range []string{"Y", "dX", "dW"} {
+					for i, want := range ref[k] {
+						if d := math.Abs(got[k][i] - want); d > 1e-12*(1+math.Abs(want)) {
+							t.Fatalf("float64 %s[%d]: depthwise %v, im2col %v", what, i, got[k][i], want)
+						}
+						if d := math.Abs(float64(got32[k][i]) - float64(ref32[k][i])); d > 2e-6*(4+math.Abs(want)) {
+							t.Fatalf("float32 %s[%d]: depthwise %v, im2col %v", what, i, got32[k][i], ref32[k][i])
+						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
+
+// dwPaths runs the depthwise tests on the phase planes (convdw.go) and on
+// the direct loops (convdwsmall.go) for every case.
+var dwPaths = []struct {
+	name     string
+	maxPlane int
+}{{"phase", 0}, {"direct", 1 << 30}}
 
 func toF32s(x []float64) []float32 {
 	r := make([]float32, len(x))
@@ -113,22 +123,26 @@ func toF32s(x []float64) []float32 {
 // bias) against float64 central differences, strides 1 and 2, and its
 // float32 results against float64.
 func TestConvDepthwiseGradFD(t *testing.T) {
+	defer func(m int) { dwDirectMaxPlane = m }(dwDirectMaxPlane)
 	for _, c := range dwCases[:7] {
-		t.Run(c.name, func(t *testing.T) {
-			C := c.x[1]
-			p := c.p
-			p.Group = C
-			ws := []int{C, 1, c.k, c.k}
-			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(ws), p)
-			if err != nil || !depthwiseOK(&g) {
-				t.Fatalf("%s: the depthwise path does not apply (%v)", c.name, err)
-			}
-			rng := rand.New(rand.NewSource(8))
-			vals := []*tensor.Dense{randTensor(rng, c.x...), randTensor(rng, ws...), randTensor(rng, C)}
-			b := func(in []*gorgonia.Node) (*gorgonia.Node, error) { return Conv(in[0], in[1], in[2], p) }
-			noteFD(gradCheck(t, vals, []bool{true, true, true}, b))
-			checkF32(t, vals, b)
-		})
+		for _, direct := range dwPaths {
+			dwDirectMaxPlane = direct.maxPlane
+			t.Run(c.name+"/"+direct.name, func(t *testing.T) {
+				C := c.x[1]
+				p := c.p
+				p.Group = C
+				ws := []int{C, 1, c.k, c.k}
+				g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(ws), p)
+				if err != nil || !depthwiseOK(&g) {
+					t.Fatalf("%s: the depthwise path does not apply (%v)", c.name, err)
+				}
+				rng := rand.New(rand.NewSource(8))
+				vals := []*tensor.Dense{randTensor(rng, c.x...), randTensor(rng, ws...), randTensor(rng, C)}
+				b := func(in []*gorgonia.Node) (*gorgonia.Node, error) { return Conv(in[0], in[1], in[2], p) }
+				noteFD(gradCheck(t, vals, []bool{true, true, true}, b))
+				checkF32(t, vals, b)
+			})
+		}
 	}
 }
 
@@ -170,6 +184,43 @@ func BenchmarkConvDepthwise(b *testing.B) {
 					convGradWInto(g, sc, x, gy, dw)
 				}
 				b.ReportMetric(float64(3*2*g.n*g.m*g.outPlane*s.k*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkConvDepthwiseSmall times the three passes of the depthwise
+// layers of EfficientNet-B0 and MobileNetV3 at 64×64 input (batch 4) with
+// outputs of 8×8 and smaller, on the phase planes and on the direct loops,
+// side by side (dwDirectMaxPlane picks between them).
+func BenchmarkConvDepthwiseSmall(b *testing.B) {
+	shapes := []struct {
+		x    []int
+		k, s int
+	}{
+		{[]int{4, 240, 8, 8}, 5, 1}, {[]int{4, 240, 8, 8}, 3, 2}, {[]int{4, 480, 4, 4}, 3, 1}, {[]int{4, 672, 4, 4}, 5, 1},
+		{[]int{4, 672, 4, 4}, 5, 2}, {[]int{4, 1152, 2, 2}, 5, 1}, {[]int{4, 1152, 2, 2}, 3, 1},
+	}
+	defer func(m int) { dwDirectMaxPlane = m }(dwDirectMaxPlane)
+	for _, s := range shapes {
+		C := s.x[1]
+		p := ConvParams{Group: C, Strides: []int{s.s, s.s}, Pads: []int{s.k / 2, s.k / 2, s.k / 2, s.k / 2}}
+		g, err := newConvGeom(tensor.Shape(s.x), tensor.Shape{C, 1, s.k, s.k}, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewSource(1))
+		x, w, gy := toF32(randTensor(rng, s.x...)), toF32(randTensor(rng, C, 1, s.k, s.k)), toF32(randTensor(rng, g.n, g.m, g.oh, g.ow))
+		y, dx, dw := make([]float32, g.n*g.m*g.outPlane), make([]float32, g.n*g.c*g.inPlane), make([]float32, g.m*g.colRows)
+		for _, path := range dwPaths {
+			b.Run(fmt.Sprintf("%v_k%d_s%d/%s", s.x, s.k, s.s, path.name), func(b *testing.B) {
+				dwDirectMaxPlane = path.maxPlane
+				sc := newConvScratch()
+				for i := 0; i < b.N; i++ {
+					convForward(g, sc, x, w, nil, y)
+					convGradX(g, sc, w, gy, dx)
+					convGradWInto(g, sc, x, gy, dw)
+				}
 			})
 		}
 	}
