@@ -69,6 +69,9 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 	if err != nil {
 		return nil, nodeErr(n, "inputs %q and %q: %v", n.Input[0], n.Input[1], err)
 	}
+	if v, ok, err := b.siluOf(n, x, y); ok {
+		return v, err
+	}
 	ia, ib := newBcast(x.shape, out), newBcast(y.shape, out)
 	at := atB
 	if isIntNode(x) || isIntNode(y) {

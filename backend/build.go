@@ -30,6 +30,9 @@ type builder struct {
 	// concatParts maps the node of a Concat along channels of 4-D values
 	// to its parts, for a pointwise Conv reading it (ops.ConvConcat).
 	concatParts map[gnode][]gnode
+	// sigmoidOf maps the node of a Sigmoid to the node it reads, for a
+	// Mul of the two (silu.go).
+	sigmoidOf map[gnode]gnode
 	// winoScratch is the most scratch memory, in bytes, that a pass of
 	// one of the graph's Winograd convolutions takes beyond the im2col
 	// bands (ops.WinogradScratchBytes).
@@ -41,7 +44,8 @@ type builder struct {
 }
 
 func newBuilder(dt tensor.Dtype, opset int64) *builder {
-	return &builder{g: G.NewGraph(), dt: dt, opset: opset, consts: map[*importer.Tensor]gnode{}, concatParts: map[gnode][]gnode{}}
+	return &builder{g: G.NewGraph(), dt: dt, opset: opset, consts: map[*importer.Tensor]gnode{}, concatParts: map[gnode][]gnode{},
+		sigmoidOf: map[gnode]gnode{}}
 }
 
 // node returns v as a Gorgonia node, turning a constant into a

@@ -48,7 +48,7 @@ func (p *program) aliases(i int) bool {
 }
 
 // cheap reports whether node i's value is cheap to recompute from its
-// operands (element-wise: Relu, Sigmoid, Mul, BatchNormalization with
+// operands (element-wise: Relu, Sigmoid, Mul, SiLU, BatchNormalization with
 // running statistics; Concat, a copy), so that the backward passes recompute it rather than keep
 // it from the forward pass. Recomputing runs the same op on the same
 // values: the same result, bit for bit.
@@ -56,7 +56,7 @@ func (p *program) cheap(i int) bool {
 	switch op := p.nodes[i].Op().(type) {
 	case *kernelOp:
 		switch op.kind {
-		case "Relu", "Sigmoid", "Mul", "Concat":
+		case "Relu", "Sigmoid", "Mul", "Concat", "SiLU":
 			return true
 		}
 		return false

@@ -1,0 +1,112 @@
+package backend
+
+import (
+	"github.com/paretonav/paretonav/backend/internal/vmath"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// SiLU (Swish, x·σ(x): EfficientNet's activation, exported by PyTorch as
+// a Sigmoid and a Mul of its input by its output) runs as one op when a
+// Mul reads a Sigmoid's output and that Sigmoid's input, of the same
+// shape: one pass in the forward pass instead of two, one in the backward
+// pass instead of three (the Mul's two gradients, the Sigmoid's and their
+// sum), and neither σ(x) nor its gradient is stored. The Sigmoid node
+// stays in the graph and runs only when something else reads it.
+//
+// The float32 kernels give the unfused ops' bits: y = x·s with s =
+// vmath.Sigmoid32(x) (float32(σ(x)) of the float64 formula), and
+// ∂x = (0 + g·s) + float32(float64(0 + g·x)·(s·(1 − s))), the Mul's
+// gradient of x plus the Sigmoid's gradient of the Mul's gradient of s,
+// in float32 as the executor adds them (TestFuseSiLU). The σ(x) that the
+// gradient needs is recomputed from x in blocks that stay in cache.
+
+// FuseSiLU enables the fused SiLU; tests turn it off to compare.
+var FuseSiLU = true
+
+// siluOf lowers Mul node n of x and y as SiLU when one of them is a
+// Sigmoid of the other of the same shape (ok false: it is not).
+func (b *builder) siluOf(n *onnxpb.NodeProto, x, y *value) (v []*value, ok bool, err error) {
+	if !FuseSiLU || n.GetOpType() != "Mul" || x.isConst() || y.isConst() || !sameInts(x.shape, y.shape) {
+		return nil, false, nil
+	}
+	switch {
+	case b.sigmoidOf[y.n] == x.n && x.n != nil:
+	case b.sigmoidOf[x.n] == y.n && y.n != nil:
+		x = y
+	default:
+		return nil, false, nil
+	}
+	name, kind := n.GetName(), "SiLU"
+	m := &onnxpb.NodeProto{Name: &name, OpType: &kind, Input: n.Input, Output: n.Output}
+	v, err = b.unary(m, []*value{x}, silu64, siluDeriv64)
+	if err != nil {
+		return nil, true, nodeErr(n, "%v", err)
+	}
+	op := v[0].n.Op().(*kernelOp)
+	op.fwd32, op.bwd32 = siluFwd32, siluBwd32
+	op.bwd = func(_ int, dst []float64, in [][]float64, _, g []float64) {
+		for i, v := range in[0][:len(dst)] {
+			dst[i] = g[i] * siluDeriv64(v, 0)
+		}
+	}
+	op.gradReads = []bool{true, false, true} // x and g: σ(x) is recomputed
+	return v, true, nil
+}
+
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// silu64 is x·σ(x) as the unfused float64 ops compute it.
+func silu64(x float64) float64 { return x * sigmoid64(x) }
+
+// siluDeriv64 is σ(x) + x·σ(x)·(1 − σ(x)).
+func siluDeriv64(x, _ float64) float64 {
+	s := sigmoid64(x)
+	return s + x*(s*(1-s))
+}
+
+// siluBlock is the values whose σ one pass of the kernels holds at a time.
+const siluBlock = 512
+
+func siluFwd32(dst []float32, in [][]float32) {
+	x := in[0][:len(dst)]
+	parallelElems(len(dst), func(lo, hi int) {
+		for b0 := lo; b0 < hi; b0 += siluBlock {
+			b1 := min(hi, b0+siluBlock)
+			d, xs := dst[b0:b1], x[b0:b1]
+			vmath.Sigmoid32(d, xs)
+			for i, v := range xs {
+				d[i] = v * d[i]
+			}
+		}
+	})
+}
+
+func siluBwd32(_ int, dst []float32, in [][]float32, _, g []float32) bool {
+	x, g := in[0][:len(dst)], g[:len(dst)]
+	parallelElems(len(dst), func(lo, hi int) {
+		var sb [siluBlock]float32
+		for b0 := lo; b0 < hi; b0 += siluBlock {
+			b1 := min(hi, b0+siluBlock)
+			s, xs, gs, d := sb[:b1-b0], x[b0:b1], g[b0:b1], dst[b0:b1]
+			vmath.Sigmoid32(s, xs)
+			for i, sv := range s {
+				gv := gs[i]
+				a := 0 + gv*sv
+				gx := float64(0 + gv*xs[i])
+				s64 := float64(sv)
+				d[i] = a + float32(gx*(s64*(1-s64)))
+			}
+		}
+	})
+	return true
+}
