@@ -288,98 +288,97 @@ func SdotRows(m, n, k int, a []float32, lda int, b []float32, boff []int, c []fl
 	return true
 }
 
-// SgemmParallel is Sgemm with the columns of c split among up to workers
-// goroutines (each at least a few micro-panels wide); workers <= 1 or a
-// small product (under 2M multiply-adds, where starting goroutines costs
-// more than it saves) runs on the calling goroutine. Without a micro-kernel it
-// calls gonum's Sgemm, which has its own parallelism.
-//
-// A product with fewer column blocks than workers (a Linear's 96 outputs
-// over 1024 rows; any product of few columns on many cores) splits its
-// rows too, in blocks of at least minRows: columns alone would leave
-// cores idle, one on a product of under 128 columns.
+// SgemmParallel is Sgemm with c split into blocks (splitOf) run among up
+// to workers goroutines; workers <= 1 or a small product runs on the
+// calling goroutine. Without a micro-kernel it calls gonum's Sgemm, which
+// has its own parallelism.
 func SgemmParallel(workers int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	check(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
-	if rw, cw := gridOf(workers, m, n, k); rw > 1 {
-		rc := ((m+rw-1)/rw + 11) / 12 * 12 // rows per block, whole micro-panels
-		cc := ((n+cw-1)/cw + 31) / 32 * 32
-		rb, cb := (m+rc-1)/rc, (n+cc-1)/cc
-		par.For(rb*cb, func(t int) {
-			i0, j0 := (t/cb)*rc, (t%cb)*cc
-			i1, j1 := min(i0+rc, m), min(j0+cc, n)
-			var as, bs []float32
-			if transA {
-				as = a[i0:]
-			} else {
-				as = a[i0*lda:]
-			}
-			if transB {
-				bs = b[j0*ldb:]
-			} else {
-				bs = b[j0:]
-			}
-			Sgemm(transA, transB, i1-i0, j1-j0, k, alpha, as, lda, bs, ldb, beta, c[i0*ldc+j0:], ldc)
-		})
-		return
-	}
-	splitCols(workers, transB, m, n, k, b, ldb, c, func(n int, b, c []float32) {
+	s := splitOf(workers, m, n, k)
+	if s.blocks() <= 1 {
 		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	})
-}
-
-// splitCols runs f on column blocks of an m×n×k product (b's and c's
-// slices from each block's first column) among up to workers goroutines,
-// each block at least a few micro-panels wide; one call over all n
-// columns without a kernel, for workers <= 1 or under 2M multiply-adds.
-func splitCols(workers int, transB bool, m, n, k int, b []float32, ldb int, c []float32, f func(n int, b, c []float32)) {
-	if !Accelerated() {
-		workers = 1
-	}
-	// A block narrower than two 32-column micro-panels packs b for too
-	// little work; products with fewer blocks than workers split their
-	// rows as well (SgemmParallel's gridOf), so this bound leaves no core
-	// idle there.
-	const minCols = 64
-	if workers > n/minCols {
-		workers = n / minCols
-	}
-	if workers <= 1 || int64(m)*int64(n)*int64(k) < 1<<21 {
-		f(n, b, c)
 		return
 	}
-	chunk := (n + workers - 1) / workers
-	chunk = (chunk + 31) / 32 * 32
-	par.For((n+chunk-1)/chunk, func(i int) {
-		j0, j1 := i*chunk, min((i+1)*chunk, n)
-		bs := b[j0:]
+	par.For(s.blocks(), func(t int) {
+		i0, i1, j0, j1 := s.block(t, m, n)
+		var as, bs []float32
+		if transA {
+			as = a[i0:]
+		} else {
+			as = a[i0*lda:]
+		}
 		if transB {
 			bs = b[j0*ldb:]
+		} else {
+			bs = b[j0:]
 		}
-		f(j1-j0, bs, c[j0:])
+		Sgemm(transA, transB, i1-i0, j1-j0, k, alpha, as, lda, bs, ldb, beta, c[i0*ldc+j0:], ldc)
 	})
 }
 
-// minRows is the fewest rows of a row block of SgemmParallel: two of the
-// kernels' row blocks (blockM), so that packing b once per block stays
-// small next to the block's product.
-const minRows = 2 * blockM
+// Bounds of splitOf's blocks. A product under parallelMin multiply-adds
+// (about 10 µs on one core) runs whole: waking workers and packing a and
+// b once more per block cost more than it saves. A block is at least
+// minCols columns (two 32-column micro-panels: a narrower one packs b for
+// too little work) and, when the rows are split too, minRows rows (two
+// of the kernels' row blocks, blockM, so that packing b once per block
+// stays small next to the block's product). Block widths are whole
+// micro-panels: colAlign columns, rowAlign rows (a multiple of every
+// kernel's MR, so that a packed a splits along its panels).
+const (
+	parallelMin = 1 << 21
+	minCols     = 64
+	minRows     = 2 * blockM
+	colAlign    = 32
+	rowAlign    = 12
+)
 
-// gridOf returns the row and column blocks SgemmParallel splits an m×n×k
-// product into among up to workers goroutines when its columns alone give
-// fewer blocks than workers (rw 1 otherwise: splitCols splits the columns).
-func gridOf(workers, m, n, k int) (rw, cw int) {
-	if !Accelerated() || workers <= 1 || int64(m)*int64(n)*int64(k) < 1<<21 {
-		return 1, 1
+// split is the grid of blocks a parallel product runs as: rb×cb blocks of
+// rc rows and cc columns (the last row and column of blocks smaller).
+type split struct{ rc, cc, rb, cb int }
+
+// blocks is the number of blocks of s.
+func (s split) blocks() int { return s.rb * s.cb }
+
+// block returns the rows [i0, i1) and columns [j0, j1) of block t of an
+// m×n product split as s.
+func (s split) block(t, m, n int) (i0, i1, j0, j1 int) {
+	i0, j0 = (t/s.cb)*s.rc, (t%s.cb)*s.cc
+	return i0, min(i0+s.rc, m), j0, min(j0+s.cc, n)
+}
+
+// splitOf returns the blocks an m×n×k product splits into among up to
+// workers goroutines: as many blocks as workers where the product allows,
+// of at least minCols columns and minRows rows, columns first (a column
+// block packs only its own part of b; a row block packs all of b again).
+// So a product of few columns (a Linear's 96 outputs over 1024 rows; any
+// product on many cores) splits its rows too, and the blocks number about
+// workers whatever that is. One block (the whole product) without a
+// micro-kernel, for workers <= 1 or under parallelMin multiply-adds.
+func splitOf(workers, m, n, k int) split {
+	whole := split{rc: max(m, 1), cc: max(n, 1), rb: 1, cb: 1}
+	if !Accelerated() || workers <= 1 || int64(m)*int64(n)*int64(k) < parallelMin {
+		return whole
 	}
-	cw = max(1, min(workers, n/64))
-	if cw >= workers {
-		return 1, cw
+	maxCw, maxRw := max(1, min(workers, n/minCols)), max(1, m/minRows)
+	cw, rw := maxCw, 1
+	if cw < workers {
+		// The grid of most blocks up to workers; of those, the most columns.
+		for c := maxCw; c >= 1; c-- {
+			if r := min(workers/c, maxRw); r*c > rw*cw {
+				cw, rw = c, r
+			}
+		}
 	}
-	rw = min(workers/cw, m/minRows)
-	if rw <= 1 {
-		return 1, cw
+	if rw*cw <= 1 {
+		return whole
 	}
-	return rw, cw
+	cc := ((n+cw-1)/cw + colAlign - 1) / colAlign * colAlign
+	rc := m
+	if rw > 1 {
+		rc = ((m+rw-1)/rw + rowAlign - 1) / rowAlign * rowAlign
+	}
+	return split{rc: rc, cc: cc, rb: (m + rc - 1) / rc, cb: (n + cc - 1) / cc}
 }
 
 // check panics like a reference BLAS on invalid dimensions, strides or
@@ -504,7 +503,7 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 				switch {
 				case inPlaceA:
 				case pre != nil:
-					ap = pre.data[pc*pre.mp+ic*kc:]
+					ap = pre.data[pc*pre.mp+(pre.off+ic)*kc:]
 				default:
 					packA(transA, a, lda, ic, pc, mc, kc, mr, alpha, bufA)
 				}

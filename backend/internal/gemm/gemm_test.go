@@ -235,8 +235,8 @@ func TestSgemmParallel(t *testing.T) {
 				run(t, rng, p, w)
 			}
 		}
-		if rw, _ := gridOf(8, 1000, 96, 40); Accelerated() && rw < 2 {
-			t.Fatalf("a 1000×96×40 product on 8 workers is not split by rows (%d blocks)", rw)
+		if s := splitOf(8, 1000, 96, 40); Accelerated() && s.rb < 2 {
+			t.Fatalf("a 1000×96×40 product on 8 workers is not split by rows (%d row blocks)", s.rb)
 		}
 	})
 }

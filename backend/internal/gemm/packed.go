@@ -1,6 +1,10 @@
 package gemm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/paretonav/paretonav/backend/internal/par"
+)
 
 // PackedA is op(a) of m×k products packed once into the micro-panels the
 // kernels read, for many products with the same a and different b: a
@@ -16,6 +20,7 @@ type PackedA struct {
 	lda    int
 	mr, mp int       // the kernel's panel height; m rounded up to whole panels
 	data   []float32 // k-blocks of blockK columns, each mp×kc in panels
+	off    int       // the first row of data's this product uses (rows: a multiple of mr)
 }
 
 // PackedALen is the length of the buffer PackA needs for an m×k op(a)
@@ -61,11 +66,43 @@ func SgemmPacked(p *PackedA, transB bool, n int, b []float32, ldb int, beta floa
 	sgemm(p.transA, transB, p.m, n, p.k, 1, p.a, p.lda, b, ldb, beta, c, ldc, p, true)
 }
 
-// SgemmPackedParallel is SgemmPacked with the columns of c split among up
-// to workers goroutines, as SgemmParallel splits them.
+// rows returns the rows [i0, i1) of p's op(a) as a PackedA sharing p's
+// panels; i0 must be a multiple of the panel height (rowAlign is).
+func (p *PackedA) rows(i0, i1 int) PackedA {
+	q := *p
+	q.m = i1 - i0
+	if p.transA {
+		q.a = p.a[i0:]
+	} else {
+		q.a = p.a[i0*p.lda:]
+	}
+	if p.data != nil {
+		if i0%p.mr != 0 {
+			panic(fmt.Sprintf("gemm: packed rows from %d, not a multiple of the panel height %d", i0, p.mr))
+		}
+		q.off = p.off + i0
+	}
+	return q
+}
+
+// SgemmPackedParallel is SgemmPacked with c split into blocks among up to
+// workers goroutines, as SgemmParallel splits it: columns, and rows too
+// where the columns give fewer blocks than workers (the blocks' rows
+// start on the packed panels' boundaries).
 func SgemmPackedParallel(workers int, p *PackedA, transB bool, n int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	check(p.transA, transB, p.m, n, p.k, p.a, p.lda, b, ldb, c, ldc)
-	splitCols(workers, transB, p.m, n, p.k, b, ldb, c, func(n int, b, c []float32) {
+	s := splitOf(workers, p.m, n, p.k)
+	if s.blocks() <= 1 {
 		SgemmPacked(p, transB, n, b, ldb, beta, c, ldc)
+		return
+	}
+	par.For(s.blocks(), func(t int) {
+		i0, i1, j0, j1 := s.block(t, p.m, n)
+		q := p.rows(i0, i1)
+		bs := b[j0:]
+		if transB {
+			bs = b[j0*ldb:]
+		}
+		SgemmPacked(&q, transB, j1-j0, bs, ldb, beta, c[i0*ldc+j0:], ldc)
 	})
 }

@@ -30,6 +30,9 @@ func TestSgemmPackedMatchesSgemm(t *testing.T) {
 		{false, false, 200, 9, 300, 0},     // Cᵀ
 		{true, true, 30, 200, 29, 1},       // both transposed
 		{false, false, 7, 1, 3, 0},         // tiny
+		{false, false, 1000, 96, 40, 0},    // few columns, many rows: rows split too
+		{true, false, 1030, 150, 64, 1},    // rows split, transposed a, partial panels
+		{false, true, 512, 96, 4608, 0},    // a 512-filter convolution over a 4×6 plane, batch 4
 	}
 	for _, kr := range append([]*kernel{nil}, kernels()...) {
 		name := "default"
@@ -68,7 +71,7 @@ func TestSgemmPackedMatchesSgemm(t *testing.T) {
 					want := append([]float32{}, c0...)
 					Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, b, ldb, s.beta, want, s.n)
 					p := PackA(s.tA, s.m, s.k, a, lda, make([]float32, PackedALen(s.m, s.k)))
-					for _, w := range []int{0, 1, 2} {
+					for _, w := range []int{0, 1, 2, 3, 8, 64} {
 						got := append([]float32{}, c0...)
 						if w == 0 {
 							SgemmPacked(&p, s.tB, s.n, b, ldb, s.beta, got, s.n)
