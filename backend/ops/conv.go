@@ -1156,7 +1156,15 @@ func gemmFor[T float](n int) func(tA, tB bool, m, n, k int, a []T, lda int, b []
 
 // parallelProduct reports whether a convolution over n samples splits
 // each product among the threads (gemmFor's choice).
-func parallelProduct(n int) bool { return n < runtime.GOMAXPROCS(0) }
+func parallelProduct(n int) bool { return splitsProducts(runtime.GOMAXPROCS(0), n) }
+
+// splitsProducts reports whether a convolution over n samples on w
+// workers splits each product among them: when the samples do not share
+// out evenly (fewer samples than workers, or a remainder: 4 samples on 3
+// workers run as chunks of 2 and 2, leaving one worker idle), the
+// products' blocks keep every worker busy; otherwise each worker runs
+// whole samples, their products unsplit.
+func splitsProducts(w, n int) bool { return w > 1 && (n < w || n%w != 0) }
 
 // channelSum sums a [N, C, ...] tensor over every axis but C. Channels are
 // split among goroutines (when there are at least channelSumMin values);

@@ -7,9 +7,10 @@ import "gorgonia.org/tensor"
 // matrices of the N samples side by side, (C·kH·kW) × (N·oH·oW), so that
 // the filters are packed once per call rather than once per sample, the
 // products are wide enough for whole micro-tiles (a 4×6 plane fills 24 of
-// a tile's 32 columns), and both cores split the rows of one product
-// instead of taking a few samples each. The outputs are gathered from and
-// scattered to the [N, M, oH·oW] layout (a copy of M·N·oH·oW values).
+// a tile's 32 columns), and the cores split one product (productGrid:
+// rows first, then columns where the rows alone give fewer blocks than
+// cores) instead of taking a few samples each. The outputs are gathered
+// from and scattered to the [N, M, oH·oW] layout (a copy of M·N·oH·oW values).
 
 // BatchPlaneMax is the largest output plane (oH·oW) whose convolution
 // runs over the whole batch at once; 0 turns it off (tests compare both).
@@ -53,8 +54,8 @@ func convForwardBatched[T float](g *convGeom, sc *scratch, x, w, b, out []T) {
 	cbuf := getScratch[T](&colScratch, g.m*np)
 	defer colScratch.pool.Put(cbuf)
 	c := *cbuf
-	parallelFor(g.m, func(_, lo, hi int) {
-		gemmSerial(false, false, hi-lo, np, g.colRows, w[lo*g.colRows:], g.colRows, col, np, 0, c[lo*np:], np)
+	gridFor(g.m, np, g.colRows, func(i0, i1, j0, j1 int) {
+		gemmSerial(false, false, i1-i0, j1-j0, g.colRows, w[i0*g.colRows:], g.colRows, col[j0:], np, 0, c[i0*np+j0:], np)
 	})
 	parallelFor(g.n, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
@@ -94,8 +95,8 @@ func convGradXBatched[T float](g *convGeom, w, gy, dx []T) tensor.Tensor {
 	buf := getScratch[T](&colScratch, g.colRows*np)
 	defer colScratch.pool.Put(buf)
 	col := *buf
-	parallelFor(g.colRows, func(_, lo, hi int) {
-		gemmSerial(true, false, hi-lo, np, g.m, w[lo:], g.colRows, gyAll, np, 0, col[lo*np:], np)
+	gridFor(g.colRows, np, g.m, func(i0, i1, j0, j1 int) {
+		gemmSerial(true, false, i1-i0, j1-j0, g.m, w[i0:], g.colRows, gyAll[j0:], np, 0, col[i0*np+j0:], np)
 	})
 	parallelFor(g.n, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
@@ -126,8 +127,8 @@ func convGradWBatched[T float](g *convGeom, sc *scratch, x, gy, dw []T, beta T) 
 		col = *buf
 		batchIm2col(g, x, col)
 	}
-	parallelFor(g.colRows, func(_, lo, hi int) {
-		gemmSerial(false, true, g.m, hi-lo, np, gyAll, np, col[lo*np:], np, beta, dw[lo:], g.colRows)
+	gridFor(g.colRows, g.m, np, func(j0, j1, i0, i1 int) { // dW's columns first, then its rows
+		gemmSerial(false, true, i1-i0, j1-j0, np, gyAll[i0*np:], np, col[j0*np:], np, beta, dw[i0*g.colRows+j0:], g.colRows)
 	})
 	return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
 }

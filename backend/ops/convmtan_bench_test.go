@@ -3,7 +3,9 @@ package ops
 import (
 	"fmt"
 	"math/rand"
+	"syscall"
 	"testing"
+	"time"
 
 	"gorgonia.org/tensor"
 )
@@ -219,19 +221,31 @@ func convPasses(b *testing.B, f32 func(int) []float32, n, cin, cout, h, w int) (
 }
 
 // benchBothPaths times f as Winograd (name/wino) and through im2col
-// (name/im2col), reporting GFLOP/s of flops a call when flops > 0. The
-// caller restores Winograd.
+// (name/im2col), reporting GFLOP/s of flops a call when flops > 0 and the
+// process's CPU time a call (cpu-ms/op: steadier than wall time on a
+// machine other processes share). The caller restores Winograd.
 func benchBothPaths(b *testing.B, name string, f func(), flops float64) {
 	for _, wino := range []bool{true, false} {
 		path := map[bool]string{true: "wino", false: "im2col"}[wino]
 		b.Run(name+"/"+path, func(b *testing.B) {
 			Winograd = wino
+			c0 := processCPU()
 			for b.Loop() {
 				f()
 			}
+			b.ReportMetric((processCPU()-c0).Seconds()*1e3/float64(b.N), "cpu-ms/op")
 			if flops > 0 {
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			}
 		})
 	}
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"runtime"
+
 	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 )
@@ -296,9 +298,14 @@ func winoForward[T float](n, c, m, h, w int, x, wt, b, out []T) {
 	for k := 0; k < wg.chunks(); k++ {
 		p0, p1 := wg.chunk(k)
 		parallelFor(c, func(_, lo, hi int) { inputTransform(&wg, x, v, p0, p1, lo, hi) })
-		parallelFor(16, func(_, lo, hi int) {
-			for xi := lo; xi < hi; xi++ {
-				mul.product(xi, p1-p0, v[xi*wg.vs:], wg.ld, mx[xi*wg.ms:], wg.ld)
+		q, nb := p1-p0, winoSplit(runtime.GOMAXPROCS(0), p1-p0)
+		cb := (q + nb - 1) / nb
+		parallelFor(16*nb, func(_, lo, hi int) {
+			for t := lo; t < hi; t++ {
+				xi, j0 := t/nb, t%nb*cb
+				if j1 := min(j0+cb, q); j0 < j1 {
+					mul.product(xi, j1-j0, v[xi*wg.vs+j0:], wg.ld, mx[xi*wg.ms+j0:], wg.ld)
+				}
 			}
 		})
 		parallelFor(m, func(_, lo, hi int) { outputTransform(&wg, mx, b, out, p0, p1, lo, hi) })
@@ -406,9 +413,14 @@ func winoGradW[T float](g *convGeom, x, gy, dw []T) {
 		}
 		parallelFor(g.c, func(_, lo, hi int) { inputTransform(&wg, x, v, p0, p1, lo, hi) })
 		parallelFor(g.m, func(_, lo, hi int) { gradTransform(&wg, gy, z, p0, p1, lo, hi) })
-		parallelFor(16, func(_, lo, hi int) {
-			for xi := lo; xi < hi; xi++ {
-				winoGradProduct(g.m, g.c, p1-p0, z[xi*wg.ms:], v[xi*wg.vs:], wg.ld, beta, du[xi*us:])
+		nb := winoSplit(runtime.GOMAXPROCS(0), g.m)
+		rb := (g.m + nb - 1) / nb
+		parallelFor(16*nb, func(_, lo, hi int) {
+			for t := lo; t < hi; t++ {
+				xi, i0 := t/nb, t%nb*rb
+				if i1 := min(i0+rb, g.m); i0 < i1 {
+					winoGradProduct(i1-i0, g.c, p1-p0, z[xi*wg.ms+i0*wg.ld:], v[xi*wg.vs:], wg.ld, beta, du[xi*us+i0*g.c:])
+				}
 			}
 		})
 	}
@@ -425,6 +437,16 @@ func winoGradProduct[T float](m, c, k int, z, v []T, ld int, beta T, du []T) {
 		return
 	}
 	gemmSerial(false, true, m, c, k, z, ld, v, ld, beta, du, c)
+}
+
+// winoSplit is how many blocks each of the 16 products of a shared chunk
+// splits into on w workers, along an axis of n (a forward product's
+// tiles, a weight gradient's filters): the 16 products alone keep at most
+// 16 workers busy, so on more each splits into about w/16 blocks of at
+// least winoMinTiles (the micro-kernel's 32 columns); 1 on up to 16
+// workers.
+func winoSplit(w, n int) int {
+	return max(1, min((w+15)/16, n/winoMinTiles))
 }
 
 // winoOwnGradElems bounds the transformed filter gradient (16·m·c values)

@@ -208,6 +208,9 @@ func winoAlways(t *testing.T) {
 // than half of it; per-worker chunks and shared chunks both.
 func TestWinogradScratchBytes(t *testing.T) {
 	winoAlways(t)
+	// Two workers: the cases' chunks (12 of 32 tiles) go one a worker on
+	// up to 6 workers and are shared on more (or on one).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	defer func(b int) { winoBlockElems = b }(winoBlockElems)
 	for _, c := range []struct {
 		s     [2][]int
