@@ -436,7 +436,7 @@ func gatherK[T float](xt, it tensor.Tensor) (tensor.Tensor, error) {
 // any contents), in chunks of gatherChunk elements split among
 // goroutines.
 func gatherInto[T float](xt, it tensor.Tensor, out []T) (tensor.Tensor, error) {
-	const gatherChunk = 1 << 14
+	const gatherChunk = 1 << 14 // 16K indexed reads: microseconds, long next to a worker's wake-up; chunks number len(idx)/gatherChunk, any core count
 	x, idx := data[T](xt), data[int64](it)
 	var (
 		mu  sync.Mutex

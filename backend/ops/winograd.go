@@ -18,11 +18,15 @@ var Winograd = true
 // multiplications save. BenchmarkConvWinograd (the full MTAN's 3×3
 // layers at 64×96, batch 4, time as Winograd / im2col on this
 // repository's 2-core AMD EPYC): on 384 tiles and more (16×24 and
-// larger planes) 0.44–0.75 in every pass; on 96 tiles (8×12) 0.87–1.39;
-// on 24 (4×6) 1.70–2.28.
+// larger planes) 0.44–0.75 in every pass; on 96 tiles (8×12), in CPU
+// time (cpu-ms/op) on one worker 0.73–0.94 in every pass of the four
+// 8×12 shapes, on two 0.76–0.95 (wall-time runs on two busy cores had
+// read 0.87–1.39); on 24 (4×6) 1.5–2.2. The whole 64×96 step took 4–5%
+// less CPU time with the 8×12 layers as Winograd (bench step
+// --cpuprofile, one worker, runs interleaved).
 var (
 	winoMinChannels   = 64
-	winoMinPlaneTiles = 192
+	winoMinPlaneTiles = 96
 )
 
 // winogradOK reports whether g runs as Winograd F(2×2, 3×3): a 3×3
@@ -510,6 +514,10 @@ func WinogradScratchBytes(xs, ws []int, p ConvParams) int64 {
 func winoOwnChunks(n, c, m, h, w int) (winoGeom, bool) {
 	wg := newWinoGeom(n, c, m, h, w, winoBlockTiles(c, m))
 	nw := workers(wg.chunks())
+	// At least two chunks a worker: parallelFor hands each worker
+	// contiguous whole chunks, so one worker may take a chunk more than
+	// another; with two or more each, that costs at most a third of the
+	// pass, with one each it would be half.
 	if wg.chunks() >= 2*nw && nw > 1 {
 		return wg, true
 	}

@@ -78,6 +78,9 @@ func post(j *job, want int) {
 	p := &pool
 	p.mu.Lock()
 	if p.wake == nil {
+		// One token a sleeping worker woken: room for more workers than
+		// machines this runs on have cores; beyond it a send only waits
+		// until a woken worker takes its token, which needs no lock.
 		p.wake = make(chan struct{}, 1024)
 	}
 	for p.started < runtime.GOMAXPROCS(0)-1 {
@@ -148,7 +151,7 @@ func (j *job) wait() {
 		if j.left.Load() == 0 {
 			return
 		}
-		if k&255 == 255 && time.Now().After(deadline) {
+		if k&255 == 255 && time.Now().After(deadline) { // the clock every 256 polls: a poll is nanoseconds, a clock read tens
 			break
 		}
 	}
