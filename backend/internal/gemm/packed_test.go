@@ -27,6 +27,7 @@ func TestSgemmPackedMatchesSgemm(t *testing.T) {
 		{true, false, 576, 700, 64, 1},     // transposed a, beta 1
 		{false, true, 101, 95, 513, 0},     // edges everywhere
 		{false, false, 300, 40, 70, 1},     // few columns: a in place
+		{false, false, 302, 40, 70, 0},     // few columns, a partial panel: a in place but its last rows
 		{false, false, 200, 9, 300, 0},     // Cᵀ
 		{true, true, 30, 200, 29, 1},       // both transposed
 		{false, false, 7, 1, 3, 0},         // tiny
