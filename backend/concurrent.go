@@ -2,7 +2,6 @@ package backend
 
 import (
 	"runtime"
-	"slices"
 	"sync/atomic"
 
 	"gorgonia.org/tensor"
@@ -41,14 +40,40 @@ func concurrentPasses(pl *plan, m int, remat bool) int {
 // p's plan, forward values, zero values and buffer pool, and has its own
 // backward values. p's forward values must stay put while the fork runs
 // (its passes read them; it never frees them: it does not own them).
-func (p *program) fork() *program {
-	q := *p
-	q.vals = slices.Clone(p.vals)
-	q.owned = make([][]float32, len(p.owned))
-	q.made = make([]bool, len(p.made))
-	q.live = nil
-	return &q
+// Forks are kept in p.forks and made again from p on each call (p's
+// fields, such as sinkOf, change between Evaluates) over their own
+// slices: w is the fork's index, one per goroutine of eachPass.
+func (p *program) fork(w int) *program {
+	q := p.forks[w]
+	if q == nil {
+		q = &program{}
+		p.forks[w] = q
+	}
+	vals, owned, made, live := q.vals, q.owned, q.made, q.live
+	*q = *p
+	q.forks = nil
+	q.vals = append(vals[:0], p.vals...)
+	q.owned = zeroed(owned, len(p.owned))
+	q.made = zeroed(made, len(p.made))
+	q.live = live[:0]
+	return q
 }
+
+// zeroed returns s with length n and every element zero, reusing its
+// backing array when it has the capacity.
+func zeroed[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// dropForward drops q's references to the forward values of the pass's
+// program after a fork's passes: they belong to it, and a kept fork must
+// not keep them from the garbage collector until the next step.
+func (q *program) dropForward() { clear(q.vals) }
 
 // makeZeros makes, before passes run concurrently, the zero values the
 // passes of tasks read (backward makes them on first use otherwise).
@@ -78,10 +103,14 @@ func (p *program) eachPass(tasks []int, dt tensor.Dtype, done func(k int, q *pro
 	}
 	errs := make([]error, len(tasks))
 	var next atomic.Int32
-	par.For(c, func(int) {
+	if c > 1 && len(p.forks) < c {
+		p.forks = append(p.forks, make([]*program, c-len(p.forks))...)
+	}
+	par.For(c, func(w int) {
 		q := p
 		if c > 1 {
-			q = p.fork()
+			q = p.fork(w)
+			defer q.dropForward()
 		}
 		defer q.endPass()
 		for {

@@ -357,7 +357,7 @@ func (md *Model) gradGaps(c *compiled) [][2]int {
 // rounding float64 values to float32; long float32 ones on all cores.
 func copyFloats32(dst []float32, v G.Value) error {
 	if t, ok := v.(*tensor.Dense); ok && !t.RequiresIterator() {
-		if d, ok := t.Data().([]float32); ok {
+		if d, ok := data32(t); ok {
 			if len(d) != len(dst) {
 				return fmt.Errorf("%d values, expected %d", len(d), len(dst))
 			}

@@ -87,6 +87,7 @@ type program struct {
 	// the op then writes instead of a pool buffer (nil for other nodes).
 	sinkOf        func(k, i int) []float32
 	fusedGradRuns *atomic.Int64 // fused Relu gradients run, for tests; shared with forks
+	forks         []*program    // the programs of eachPass's goroutines, kept across steps (concurrent.go)
 }
 
 // SumInPlace lets a gradient sum write over an operand that dies with it
@@ -145,7 +146,7 @@ func (p *program) sumWithZero(i int, buf, sink []float32, in []G.Value) (v G.Val
 	if !ok1 || !ok2 || x.RequiresIterator() || !x.Shape().Eq(z.Shape()) || len(x.Shape()) == 0 {
 		return nil, nil, false, false
 	}
-	xd, ok := x.Data().([]float32)
+	xd, ok := data32(x)
 	if !ok || len(xd) != len(buf) {
 		return nil, nil, false, false
 	}
@@ -184,8 +185,8 @@ func add32(buf []float32, a, b G.Value) (v G.Value, used []float32, ok bool) {
 	if !ok1 || !ok2 || x.RequiresIterator() || y.RequiresIterator() || !x.Shape().Eq(y.Shape()) || len(x.Shape()) == 0 {
 		return nil, nil, false
 	}
-	xd, ok1 := x.Data().([]float32)
-	yd, ok2 := y.Data().([]float32)
+	xd, ok1 := data32(x)
+	yd, ok2 := data32(y)
 	if !ok1 || !ok2 || len(xd) != len(yd) {
 		return nil, nil, false
 	}

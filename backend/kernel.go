@@ -154,7 +154,8 @@ func (op *kernelOp) Do(vals ...G.Value) (v G.Value, err error) {
 func (op *kernelOp) doInto(buf []float32, vals []G.Value) (v G.Value, used []float32, err error) {
 	defer recoverOp(op.name, op.kind, &err)
 	if op.dt == tensor.Float32 && op.fwd32 != nil {
-		var arr [4][]float32
+		arr := operands32.Get().(*[8][]float32)
+		defer putOperands32(arr)
 		if in, ok := readF32(arr[:0], vals, op.ins); ok {
 			dst := outBuf32For(buf, numel(op.out), op.fills)
 			op.fwd32(dst, in)
@@ -202,7 +203,8 @@ func (op *kernelOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, erro
 			continue
 		}
 		children := append(append(G.Nodes{}, inputs...), output, grad)
-		n, err := G.ApplyOp(&kernelGradOp{p: op, k: k}, children...)
+		shapes := append(append(make([][]int, 0, len(op.ins)+2), op.ins...), op.out, op.out)
+		n, err := G.ApplyOp(&kernelGradOp{p: op, k: k, shapes: shapes}, children...)
 		if err != nil {
 			return nil, fmt.Errorf("node %q (%s): gradient of input %d: %w", op.name, op.kind, k, err)
 		}
@@ -216,6 +218,9 @@ func (op *kernelOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, erro
 type kernelGradOp struct {
 	p *kernelOp
 	k int
+	// shapes are the operands' shapes: the inputs', the output's and the
+	// output gradient's.
+	shapes [][]int
 }
 
 func (op *kernelGradOp) Arity() int { return len(op.p.ins) + 2 }
@@ -240,29 +245,31 @@ func (op *kernelGradOp) Do(vals ...G.Value) (v G.Value, err error) {
 func (op *kernelGradOp) readsArgs() []bool { return op.p.gradReads }
 
 // dropUnread returns vals with the operands the gradient does not read set
-// to nil.
-func (op *kernelGradOp) dropUnread(vals []G.Value) []G.Value {
+// to nil, in dst's backing array when it has room.
+func (op *kernelGradOp) dropUnread(dst, vals []G.Value) []G.Value {
 	r := op.p.gradReads
 	if r == nil {
 		return vals
 	}
-	out := make([]G.Value, len(vals))
+	out := dst[:0]
 	for i, v := range vals {
-		if i < len(r) && r[i] {
-			out[i] = v
+		if i >= len(r) || !r[i] {
+			v = nil
 		}
+		out = append(out, v)
 	}
 	return out
 }
 
 func (op *kernelGradOp) doInto(buf []float32, vals []G.Value) (v G.Value, used []float32, err error) {
 	p := op.p
-	kind := p.kind + " gradient"
-	defer recoverOp(p.name, kind, &err)
-	vals = op.dropUnread(vals)
-	shapes := append(append(make([][]int, 0, len(p.ins)+2), p.ins...), p.out, p.out)
+	defer recoverGradOp(p, &err)
+	var kept [8]G.Value
+	vals = op.dropUnread(kept[:], vals)
+	shapes := op.shapes
 	if p.dt == tensor.Float32 && p.bwd32 != nil {
-		var arr [6][]float32
+		arr := operands32.Get().(*[8][]float32)
+		defer putOperands32(arr)
 		if all, ok := readF32(arr[:0], vals, shapes); ok {
 			n := len(p.ins)
 			dst := outBuf32For(buf, numel(p.ins[op.k]), p.fills)
@@ -275,13 +282,31 @@ func (op *kernelGradOp) doInto(buf []float32, vals []G.Value) (v G.Value, used [
 	return v, nil, err
 }
 
+// operands32 lends the arrays that hold a float32 kernel call's operand
+// slices: the kernels are closures, so an array on the caller's stack
+// would escape to the heap, one allocation per op run.
+var operands32 = sync.Pool{New: func() any { return new([8][]float32) }}
+
+// putOperands32 returns a to operands32, dropping its slices.
+func putOperands32(a *[8][]float32) {
+	clear(a[:])
+	operands32.Put(a)
+}
+
+// recoverGradOp is recoverOp for the gradient of p (the op's kind is
+// written only when a panic happened).
+func recoverGradOp(p *kernelOp, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("node %q (%s gradient): panic while executing: %v", p.name, p.kind, r)
+	}
+}
+
 // do64 runs the float64 closures.
 func (op *kernelGradOp) do64(vals []G.Value, shapes [][]int) (G.Value, error) {
 	p := op.p
-	kind := p.kind + " gradient"
 	var sc f64Scratch
 	defer sc.release()
-	all, err := readInputsInto(&sc, p.name, kind, vals, shapes)
+	all, err := readInputsInto(&sc, p.name, p.kind+" gradient", vals, shapes)
 	if err != nil {
 		return nil, err
 	}
@@ -492,9 +517,11 @@ func readF32(dst [][]float32, vals []G.Value, shapes [][]int) (in [][]float32, o
 			if x.RequiresIterator() {
 				return nil, false
 			}
-			switch t := x.Data().(type) {
-			case []float32:
+			if t, ok := data32(x); ok {
 				d = t
+				break
+			}
+			switch t := x.Data().(type) {
 			case float32:
 				d = []float32{t}
 			default:
@@ -528,6 +555,17 @@ func outBuf32For(buf []float32, n int, fills bool) []float32 {
 		return buf
 	}
 	return outBuf32(buf, n)
+}
+
+// data32 returns the float32 elements of x, a tensor that is not a
+// scalar, as Data().([]float32) does but without boxing the slice in an
+// interface (a heap allocation per call, a few thousand per step of a
+// small model). ok is false for other dtypes and for scalars.
+func data32(x *tensor.Dense) ([]float32, bool) {
+	if x.Dtype() != tensor.Float32 || x.IsScalar() {
+		return nil, false
+	}
+	return x.Float32s(), true
 }
 
 // makeValue32 wraps float32 data (row-major, shape s) as a Gorgonia value:

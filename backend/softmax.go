@@ -2,6 +2,7 @@ package backend
 
 import (
 	"math"
+	"sync"
 
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -87,7 +88,8 @@ const softmaxBlock = 256
 func softmaxBlocks(outer, d, inner int, f func(o, j0, j1 int, t *softmaxTemp)) {
 	per := (inner + softmaxBlock - 1) / softmaxBlock
 	parallelItems(outer*per, d*min(inner, softmaxBlock), func(lo, hi int) {
-		t := new(softmaxTemp)
+		t := softmaxTemps.Get().(*softmaxTemp)
+		defer softmaxTemps.Put(t)
 		for it := lo; it < hi; it++ {
 			o, b := it/per, it%per
 			j0 := b * softmaxBlock
@@ -96,10 +98,16 @@ func softmaxBlocks(outer, d, inner int, f func(o, j0, j1 int, t *softmaxTemp)) {
 	})
 }
 
-// softmaxTemp holds a block's per-vector values and exponentials.
+// softmaxTemp holds a block's per-vector values and exponentials. Every
+// use writes a value before reading it.
 type softmaxTemp struct {
 	mx, s, v, e [softmaxBlock]float64
 }
+
+// softmaxTemps lends softmaxTemps to the goroutines of softmaxBlocks: a
+// fresh one per call was 8 KB of garbage per Softmax and its gradient (a
+// sixth of the bytes a ViT step allocated, collected every few steps).
+var softmaxTemps = sync.Pool{New: func() any { return new(softmaxTemp) }}
 
 // softmaxForward writes (Log)Softmax of src along d (outer × d × inner)
 // into dst, in float64 whatever T is (a float32 result is rounded once),
