@@ -56,18 +56,19 @@ import (
 // inputs) are never pooled, and keep every value they read alive as long
 // as they live (plan.go's alias rule), so a view never outlives its data.
 type program struct {
-	nodes []gnode   // every needed node, in execution order
-	args  [][]int   // per node: positions of its children in nodes
-	fwd   []int     // op nodes of the forward segment, in order
-	bwd   []int     // op nodes of the backward segment, in order
-	leafs []int     // input nodes (no op) other than u
-	u     []int     // positions of the u nodes (-1 when not needed)
-	deps  [][]bool  // per node: which u nodes it depends on
-	zeros []G.Value // per node: its zero value, made on first use
-	vals  []G.Value
-	adds  []bool // per node: Gorgonia's element-wise tensor addition (gradient sums)
-	pos   map[gnode]int
-	roots []bool // per node: read by the caller after a pass
+	nodes  []gnode   // every needed node, in execution order
+	args   [][]int   // per node: positions of its children in nodes
+	fwd    []int     // op nodes of the forward segment, in order
+	bwd    []int     // op nodes of the backward segment, in order
+	leafs  []int     // input nodes (no op) other than u
+	u      []int     // positions of the u nodes (-1 when not needed)
+	deps   [][]bool  // per node: which u nodes it depends on
+	zeros  []G.Value // per node: its zero value, made on first use
+	vals   []G.Value
+	adds   []bool // per node: Gorgonia's element-wise tensor addition (gradient sums)
+	pos    map[gnode]int
+	roots  []bool  // per node: read by the caller after a pass
+	shapes [][]int // per node: its shape (gorgonia's Node.Shape makes a copy per call)
 
 	plan  *plan       // lifetimes: when each value dies (plan.go)
 	owned [][]float32 // per node: the pool buffer its current value lives in, or nil
@@ -131,7 +132,7 @@ var zeroSums atomic.Int64
 // it into buf, which is sink when sink is not nil. The values are those of the addition, except that 0 + (−0) gives
 // +0 there and −0 here. ok is false when neither operand is such a zero
 // or the operands are not float32 tensors of one shape: the caller adds.
-func (p *program) sumWithZero(i int, buf, sink []float32, in []G.Value) (v G.Value, used []float32, stolen, ok bool) {
+func (p *program) sumWithZero(i int, buf, sink []float32, reuse *tensor.Dense, in []G.Value) (v G.Value, used []float32, stolen, ok bool) {
 	o := -1 // the operand that is not a zero value
 	for a, j := range p.args[i] {
 		if p.zeros[j] != nil && p.vals[j] == p.zeros[j] {
@@ -159,7 +160,7 @@ func (p *program) sumWithZero(i int, buf, sink []float32, in []G.Value) (v G.Val
 	}
 	out := buf
 	parallelElems(len(xd), func(lo, hi int) { copy(out[lo:hi], xd[lo:hi]) })
-	return tensor.New(tensor.WithShape(x.Shape().Clone()...), tensor.WithBacking(out)), out, false, true
+	return value32(reuse, x.Shape(), out), out, false, true
 }
 
 // sunkGrads counts the values written into their place in the Jacobian
@@ -179,7 +180,7 @@ func isGorgoniaAdd(op G.Op) bool {
 // does (one float32 addition per element), on all cores for long ones.
 // buf may back a or b: each element is read before it is written. ok is
 // false for any other inputs: the caller then runs the op's Do.
-func add32(buf []float32, a, b G.Value) (v G.Value, used []float32, ok bool) {
+func add32(buf []float32, reuse *tensor.Dense, a, b G.Value) (v G.Value, used []float32, ok bool) {
 	x, ok1 := a.(*tensor.Dense)
 	y, ok2 := b.(*tensor.Dense)
 	if !ok1 || !ok2 || x.RequiresIterator() || y.RequiresIterator() || !x.Shape().Eq(y.Shape()) || len(x.Shape()) == 0 {
@@ -202,7 +203,7 @@ func add32(buf []float32, a, b G.Value) (v G.Value, used []float32, ok bool) {
 			o[i] = v + y[i]
 		}
 	})
-	return tensor.New(tensor.WithShape(x.Shape().Clone()...), tensor.WithBacking(out)), out, true
+	return value32(reuse, x.Shape(), out), out, true
 }
 
 // opsIntoOp is an ops op that can write its result into a given buffer
@@ -213,8 +214,11 @@ type opsIntoOp interface {
 
 // intoOp is an op that can write its result into a given float32 buffer
 // (see kernelOp.doInto).
+// reuse, when not nil, is a dead tensor that wrapped buf
+// (bufPool.getDense): the op returns it instead of a new tensor when it
+// is the result (value32).
 type intoOp interface {
-	doInto(buf []float32, vals []G.Value) (v G.Value, used []float32, err error)
+	doInto(buf []float32, reuse *tensor.Dense, vals []G.Value) (v G.Value, used []float32, err error)
 }
 
 // newProgram plans the execution of the nodes needed for roots, with u the
@@ -294,6 +298,10 @@ func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
 		}
 	}
 	p.vals = make([]G.Value, len(p.nodes))
+	p.shapes = make([][]int, len(p.nodes))
+	for i, n := range p.nodes {
+		p.shapes[i] = n.Shape().Clone()
+	}
 	p.owned = make([][]float32, len(p.nodes))
 	p.adds = make([]bool, len(p.nodes))
 	p.roots = make([]bool, len(p.nodes))
@@ -374,7 +382,7 @@ func (p *program) release() {
 // is one of ours.
 func (p *program) free(i int) {
 	if b := p.owned[i]; b != nil {
-		p.pool.put(b)
+		p.pool.putDense(b, p.vals[i])
 		p.owned[i] = nil
 	}
 	p.vals[i] = nil
@@ -433,6 +441,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	// buf is the pool buffer the op may write its value into, or sink, the
 	// value's place in the Jacobian (sinkOf), which is never pooled.
 	var buf, sink []float32
+	var reuse *tensor.Dense // the tensor that last wrapped buf, if any (bufPool.getDense)
 	if p.pooled(i) {
 		n := p.poolLen(i)
 		if p.sinkOf != nil && n > 0 {
@@ -442,7 +451,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		}
 		buf = sink
 		if sink == nil {
-			buf = p.pool.get(n)
+			buf, reuse = p.pool.getDense(n, p.shapes[i])
 		}
 	}
 	// keep records that the result lives in b (nil: not a buffer of
@@ -467,7 +476,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		}
 	}
 	if p.adds[i] && f32 && SkipZeroSums {
-		if v, used, stolen, ok := p.sumWithZero(i, buf, sink, in); ok {
+		if v, used, stolen, ok := p.sumWithZero(i, buf, sink, reuse, in); ok {
 			if stolen {
 				p.pool.put(buf)
 				buf = used
@@ -486,7 +495,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 				inPlaceSums.Add(1)
 			}
 		}
-		if sum, used, ok := add32(buf, in[0], in[1]); ok {
+		if sum, used, ok := add32(buf, reuse, in[0], in[1]); ok {
 			p.vals[i] = sum
 			keep(used)
 			return nil
@@ -500,7 +509,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	switch op := cur.Op().(type) {
 	case intoOp:
 		var used []float32
-		v, used, err = op.doInto(buf, in)
+		v, used, err = op.doInto(buf, reuse, in)
 		keep(used)
 	case opsIntoOp:
 		if p.fusedBN[i] { // float32, with the Relu reading it (fuse.go)
@@ -567,7 +576,7 @@ var pooledInts atomic.Int64
 // poolLen is the length of the pool buffer node i's value takes: one
 // float32 per element, two for an int64 one.
 func (p *program) poolLen(i int) int {
-	n := numel(p.nodes[i].Shape())
+	n := numel(p.shapes[i])
 	if p.nodes[i].Dtype() == tensor.Int64 {
 		return 2 * n
 	}

@@ -117,7 +117,7 @@ func (p *program) execBNGrads(r int, grp *bnGradGroup, in []G.Value) (bool, erro
 	}
 	var dx []float32
 	if want[0] {
-		dx = p.pool.get(numel(p.nodes[grp.grads[0]].Shape()))
+		dx = p.pool.get(numel(p.shapes[grp.grads[0]]))
 	}
 	gx, gs, gb, err := ops.BatchNormReluGrads(grp.op, vals, in[2], dx, want[1], want[2])
 	if err != nil {

@@ -143,7 +143,7 @@ func (op *kernelOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 }
 
 func (op *kernelOp) Do(vals ...G.Value) (v G.Value, err error) {
-	v, _, err = op.doInto(nil, vals)
+	v, _, err = op.doInto(nil, nil, vals)
 	return v, err
 }
 
@@ -151,7 +151,7 @@ func (op *kernelOp) Do(vals ...G.Value) (v G.Value, err error) {
 // output's (a fresh buffer otherwise); used is the buffer the result
 // value is backed by, nil when the float64 path ran. buf must not share
 // memory with any of vals nor with any value still to be read.
-func (op *kernelOp) doInto(buf []float32, vals []G.Value) (v G.Value, used []float32, err error) {
+func (op *kernelOp) doInto(buf []float32, reuse *tensor.Dense, vals []G.Value) (v G.Value, used []float32, err error) {
 	defer recoverOp(op.name, op.kind, &err)
 	if op.dt == tensor.Float32 && op.fwd32 != nil {
 		arr := operands32.Get().(*[8][]float32)
@@ -159,7 +159,7 @@ func (op *kernelOp) doInto(buf []float32, vals []G.Value) (v G.Value, used []flo
 		if in, ok := readF32(arr[:0], vals, op.ins); ok {
 			dst := outBuf32For(buf, numel(op.out), op.fills)
 			op.fwd32(dst, in)
-			return makeValue32(op.out, dst), dst, nil
+			return value32(reuse, op.out, dst), dst, nil
 		}
 	}
 	v, err = op.do64(vals)
@@ -235,7 +235,7 @@ func (op *kernelGradOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 }
 
 func (op *kernelGradOp) Do(vals ...G.Value) (v G.Value, err error) {
-	v, _, err = op.doInto(nil, vals)
+	v, _, err = op.doInto(nil, nil, vals)
 	return v, err
 }
 
@@ -261,7 +261,7 @@ func (op *kernelGradOp) dropUnread(dst, vals []G.Value) []G.Value {
 	return out
 }
 
-func (op *kernelGradOp) doInto(buf []float32, vals []G.Value) (v G.Value, used []float32, err error) {
+func (op *kernelGradOp) doInto(buf []float32, reuse *tensor.Dense, vals []G.Value) (v G.Value, used []float32, err error) {
 	p := op.p
 	defer recoverGradOp(p, &err)
 	var kept [8]G.Value
@@ -274,7 +274,7 @@ func (op *kernelGradOp) doInto(buf []float32, vals []G.Value) (v G.Value, used [
 			n := len(p.ins)
 			dst := outBuf32For(buf, numel(p.ins[op.k]), p.fills)
 			if p.bwd32(op.k, dst, all[:n], all[n], all[n+1]) {
-				return makeValue32(p.ins[op.k], dst), dst, nil
+				return value32(reuse, p.ins[op.k], dst), dst, nil
 			}
 		}
 	}
@@ -566,6 +566,22 @@ func data32(x *tensor.Dense) ([]float32, bool) {
 		return nil, false
 	}
 	return x.Float32s(), true
+}
+
+// value32 is makeValue32(s, data), except that it returns reuse when reuse
+// is already that value: a float32 tensor of shape s, backed by data
+// itself, read without an iterator. A node whose result lands in the
+// same pool buffer step after step (the executor passes the tensor of its
+// last run, dead since) then makes no tensor: a Gorgonia tensor is
+// several allocations (the header, its shape and strides), which were
+// half of the bytes a small model's step allocated.
+func value32(reuse *tensor.Dense, s []int, data []float32) G.Value {
+	if reuse != nil && len(s) > 0 && len(data) > 0 && !reuse.RequiresIterator() && reuse.Shape().Eq(tensor.Shape(s)) {
+		if d, ok := data32(reuse); ok && len(d) == len(data) && &d[0] == &data[0] {
+			return reuse
+		}
+	}
+	return makeValue32(s, data)
 }
 
 // makeValue32 wraps float32 data (row-major, shape s) as a Gorgonia value:

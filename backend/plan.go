@@ -384,10 +384,59 @@ func (z *zeroBacking) value(n gnode, size int) G.Value {
 // new ones, so that the pool holds about the planned values, not their
 // sum over every size ever asked for.
 type bufPool struct {
-	mu    sync.Mutex // concurrent backward passes share the pool
-	free  [][]float32
+	mu   sync.Mutex // concurrent backward passes share the pool
+	free [][]float32
+	// wrap holds, per free buffer, the float32 tensor that wrapped it in
+	// the value that died (putDense), or nil: the next op writing its
+	// result into the buffer returns that tensor again when the result has
+	// its shape (value32) instead of making one (a Gorgonia tensor is
+	// several allocations: half of the bytes a small model's step
+	// allocated). The tensor lives as long as its buffer stays in the
+	// pool, no longer.
+	wrap  []*tensor.Dense
 	held  int64 // elements
 	limit int64 // elements; 0: none
+}
+
+// getDense is get for a value of shape s, also returning the tensor that
+// wrapped the buffer in the value it last held, when there is one
+// (putDense). Among the free buffers get may return, it takes one whose
+// tensor has shape s and n values, when there is one.
+func (b *bufPool) getDense(n int, s []int) ([]float32, *tensor.Dense) {
+	if n <= 0 {
+		return nil, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := b.fitting(n)
+	if i < 0 {
+		return b.fresh(n), nil
+	}
+	if d := b.wrap[i]; d == nil || d.DataSize() != n || !d.Shape().Eq(tensor.Shape(s)) {
+		for j, d := range b.wrap {
+			if c := cap(b.free[j]); d != nil && c >= n && c <= n+n/8 && d.DataSize() == n && d.Shape().Eq(tensor.Shape(s)) {
+				i = j
+				break
+			}
+		}
+	}
+	d := b.wrap[i]
+	return b.take(i)[:n], d
+}
+
+// putDense is put for the buffer f of a value v that dies: when v is a
+// float32 tensor backed by f, it stays with f (getDense). Nothing may read
+// v or f afterwards.
+func (b *bufPool) putDense(f []float32, v G.Value) {
+	var d *tensor.Dense
+	if t, ok := v.(*tensor.Dense); ok && len(f) > 0 {
+		if x, ok := data32(t); ok && len(x) > 0 && &x[0] == &f[0] {
+			d = t
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.add(f, d)
 }
 
 // get returns a buffer of n elements (contents undefined): the smallest
@@ -398,37 +447,53 @@ func (b *bufPool) get(n int) []float32 {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	best := b.fitting(n)
+	if best < 0 {
+		return b.fresh(n)
+	}
+	return b.take(best)[:n]
+}
+
+// fitting is the index of the smallest free buffer holding n with at
+// most 1/8 to spare, or −1.
+func (b *bufPool) fitting(n int) int {
 	best := -1
 	for i, f := range b.free {
 		if c := cap(f); c >= n && c <= n+n/8 && (best < 0 || c < cap(b.free[best])) {
 			best = i
 		}
 	}
-	if best < 0 {
-		for b.limit > 0 && b.held+int64(n) > b.limit && len(b.free) > 0 {
-			big := 0
-			for i, f := range b.free {
-				if cap(f) > cap(b.free[big]) {
-					big = i
-				}
-			}
-			b.held -= int64(cap(b.free[big]))
-			b.take(big)
-		}
-		b.held += int64(n)
-		buf := make([]float32, n)
-		hugepages.Advise(buf)
-		return buf
-	}
-	return b.take(best)[:n]
+	return best
 }
 
-// take removes free buffer i from the pool and returns it.
+// fresh allocates a buffer of n, first dropping free buffers, largest
+// first, while held would exceed the limit.
+func (b *bufPool) fresh(n int) []float32 {
+	for b.limit > 0 && b.held+int64(n) > b.limit && len(b.free) > 0 {
+		big := 0
+		for i, f := range b.free {
+			if cap(f) > cap(b.free[big]) {
+				big = i
+			}
+		}
+		b.held -= int64(cap(b.free[big]))
+		b.take(big)
+	}
+	b.held += int64(n)
+	buf := make([]float32, n)
+	hugepages.Advise(buf)
+	return buf
+}
+
+// take removes free buffer i (and its tensor) from the pool and returns
+// it.
 func (b *bufPool) take(i int) []float32 {
 	f := b.free[i]
 	last := len(b.free) - 1
 	b.free[i], b.free[last] = b.free[last], nil
+	b.wrap[i], b.wrap[last] = b.wrap[last], nil
 	b.free = b.free[:last]
+	b.wrap = b.wrap[:last]
 	return f
 }
 
@@ -436,8 +501,14 @@ func (b *bufPool) take(i int) []float32 {
 func (b *bufPool) put(f []float32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.add(f, nil)
+}
+
+// add puts f, wrapped by d (or nil), among the free buffers.
+func (b *bufPool) add(f []float32, d *tensor.Dense) {
 	if cap(f) > 0 {
 		b.free = append(b.free, f[:cap(f)])
+		b.wrap = append(b.wrap, d)
 	}
 }
 
@@ -457,7 +528,9 @@ func (b *bufPool) drop() {
 		b.held -= int64(cap(f))
 	}
 	clear(b.free)
+	clear(b.wrap)
 	b.free = b.free[:0]
+	b.wrap = b.wrap[:0]
 }
 
 // poolSlack bounds, in elements, the room the pool's limit leaves above the
