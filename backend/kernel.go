@@ -73,6 +73,11 @@ type kernelOp struct {
 	// fills, when set, says that fwd32 and bwd32 write every element of
 	// dst, so a reused buffer is not zeroed first.
 	fills bool
+	// fwdFills says it of fwd32 alone, gradFills[k] of bwd32 for input k
+	// (nil: none): kernels that write every element in some passes only
+	// (a product whose operand is broadcast sums into its gradient).
+	fwdFills  bool
+	gradFills []bool
 }
 
 // kernel adds a kernelOp node computing out from ins. diff says which
@@ -157,7 +162,7 @@ func (op *kernelOp) doInto(buf []float32, reuse *tensor.Dense, vals []G.Value) (
 		arr := operands32.Get().(*[8][]float32)
 		defer putOperands32(arr)
 		if in, ok := readF32(arr[:0], vals, op.ins); ok {
-			dst := outBuf32For(buf, numel(op.out), op.fills)
+			dst := outBuf32For(buf, numel(op.out), op.fills || op.fwdFills)
 			op.fwd32(dst, in)
 			return value32(reuse, op.out, dst), dst, nil
 		}
@@ -272,7 +277,7 @@ func (op *kernelGradOp) doInto(buf []float32, reuse *tensor.Dense, vals []G.Valu
 		defer putOperands32(arr)
 		if all, ok := readF32(arr[:0], vals, shapes); ok {
 			n := len(p.ins)
-			dst := outBuf32For(buf, numel(p.ins[op.k]), p.fills)
+			dst := outBuf32For(buf, numel(p.ins[op.k]), p.fills || (op.k < len(p.gradFills) && p.gradFills[op.k]))
 			if p.bwd32(op.k, dst, all[:n], all[n], all[n+1]) {
 				return value32(reuse, p.ins[op.k], dst), dst, nil
 			}
@@ -576,13 +581,21 @@ func data32(x *tensor.Dense) ([]float32, bool) {
 // several allocations (the header, its shape and strides), which were
 // half of the bytes a small model's step allocated.
 func value32(reuse *tensor.Dense, s []int, data []float32) G.Value {
-	if reuse != nil && len(s) > 0 && len(data) > 0 && !reuse.RequiresIterator() && reuse.Shape().Eq(tensor.Shape(s)) {
+	if ReuseTensors && reuse != nil && len(s) > 0 && len(data) > 0 && !reuse.RequiresIterator() && reuse.Shape().Eq(tensor.Shape(s)) {
 		if d, ok := data32(reuse); ok && len(d) == len(data) && &d[0] == &data[0] {
+			reusedTensors.Add(1)
 			return reuse
 		}
 	}
 	return makeValue32(s, data)
 }
+
+// ReuseTensors lets value32 return the tensor it is offered; tests turn it
+// off to compare.
+var ReuseTensors = true
+
+// reusedTensors counts the tensors value32 returned again, for tests.
+var reusedTensors atomic.Int64
 
 // makeValue32 wraps float32 data (row-major, shape s) as a Gorgonia value:
 // a scalar for an empty shape, a dense tensor backed by data otherwise.

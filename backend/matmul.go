@@ -105,7 +105,14 @@ func lowerGemm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	if C == nil {
 		reads = []bool{true, true, false, true}
 	}
-	r.Op().(*kernelOp).gradReads = reads
+	op := r.Op().(*kernelOp)
+	op.gradReads = reads
+	// The products write every element of the result and of A's and B's
+	// gradients (beta 0: no zeroing first); C's gradient writes every
+	// element too (gemmBwd), and so does the forward pass when it starts
+	// from beta·C.
+	op.fwdFills = C != nil && beta != 0
+	op.gradFills = []bool{true, true, true}
 	return []*value{nodeValue(r)}, nil
 }
 
@@ -165,7 +172,13 @@ func lowerMatMul(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	if err != nil {
 		return nil, err
 	}
-	r.Op().(*kernelOp).gradReads = []bool{true, true, false, true} // not the output
+	op := r.Op().(*kernelOp)
+	op.gradReads = []bool{true, true, false, true} // not the output
+	// The products write every element of the result, and of the gradient
+	// of an operand with a batch per product (matMulBwd: beta 0); the
+	// gradient of a broadcast operand sums into zeros.
+	op.fwdFills = true
+	op.gradFills = []bool{mm.ia == nil, mm.ib == nil}
 	return []*value{nodeValue(r)}, nil
 }
 
@@ -200,7 +213,8 @@ func gemmFwd[T float](mm mmFunc[T], g gemmOp) func(dst []T, in [][]T) {
 	}
 }
 
-// gemmBwd is Gemm's gradient of input k with mm, into dst (zeroed). The
+// gemmBwd is Gemm's gradient of input k with mm, into dst (zeroed in the
+// float64 path; written over in the float32 one). The
 // gradient of a broadcast C sums several terms, in float64 in both paths
 // (the float32 one rounds each sum once: the float64 path's bits).
 func gemmBwd[T float](mm mmFunc[T], g gemmOp) func(k int, dst []T, in [][]T, grad []T) bool {
@@ -239,8 +253,8 @@ func gemmBwd[T float](mm mmFunc[T], g gemmOp) func(k int, dst []T, in [][]T, gra
 				}
 				return true
 			}
-			for i, v := range grad {
-				dst[i] += T(g.beta * float64(v))
+			for i, v := range grad { // 0 + x: the sum into zeros it was
+				dst[i] = 0 + T(g.beta*float64(v))
 			}
 		}
 		return true
@@ -276,17 +290,23 @@ func matMulFwd[T float](mm mmFunc[T], o matMulOp) func(dst []T, in [][]T) {
 	}
 }
 
-// matMulBwd is MatMul's gradient of input k with mm, into dst (zeroed),
-// summed over the products that share a broadcast operand.
+// matMulBwd is MatMul's gradient of input k with mm, into dst, summed
+// over the products that share a broadcast operand: dst is zeroed then,
+// and otherwise (an operand with a batch per product, ia or ib nil) each
+// product writes its own block over it (beta 0).
 func matMulBwd[T float](mm mmFunc[T], o matMulOp) func(k int, dst []T, in [][]T, grad []T) {
 	return func(k int, dst []T, in [][]T, grad []T) {
+		beta := T(1)
+		if (k == 0 && o.ia == nil) || (k == 1 && o.ib == nil) {
+			beta = 0
+		}
 		for i := 0; i < o.nb; i++ {
 			pa, pb := o.operands(i)
 			gi := grad[i*o.m*o.n : (i+1)*o.m*o.n]
 			if k == 0 { // dA += G·Bᵀ
-				mm(false, true, o.m, o.k, o.n, 1, gi, in[1][pb:pb+o.k*o.n], 1, dst[pa:pa+o.m*o.k])
+				mm(false, true, o.m, o.k, o.n, 1, gi, in[1][pb:pb+o.k*o.n], beta, dst[pa:pa+o.m*o.k])
 			} else { // dB += Aᵀ·G
-				mm(true, false, o.k, o.n, o.m, 1, in[0][pa:pa+o.m*o.k], gi, 1, dst[pb:pb+o.k*o.n])
+				mm(true, false, o.k, o.n, o.m, 1, in[0][pa:pa+o.m*o.k], gi, beta, dst[pb:pb+o.k*o.n])
 			}
 		}
 	}

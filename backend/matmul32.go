@@ -28,6 +28,10 @@ func sgemm32(ta, tb bool, m, n, k int, alpha float32, a, b []float32, beta float
 		ldb = k
 	}
 	if k == 0 {
+		if beta == 0 { // c is overwritten, whatever it held (a buffer not zeroed first)
+			clear(c[:m*n])
+			return
+		}
 		for i := range c[:m*n] {
 			c[i] *= beta
 		}
