@@ -46,6 +46,10 @@ func productGrid(w, a, b, k int) (na, nb int) {
 // gridFor runs f on the blocks of productGrid(GOMAXPROCS, a, b, k): block
 // [a0, a1) × [b0, b1), on the calling goroutine and the workers.
 func gridFor(a, b, k int, f func(a0, a1, b0, b1 int)) {
+	if a <= 0 || b <= 0 {
+		f(0, max(a, 0), 0, max(b, 0))
+		return
+	}
 	na, nb := productGrid(runtime.GOMAXPROCS(0), a, b, k)
 	ca, cb := (a+na-1)/na, (b+nb-1)/nb
 	na, nb = (a+ca-1)/ca, (b+cb-1)/cb
