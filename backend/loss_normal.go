@@ -26,23 +26,24 @@ func init() {
 // over inner positions.
 type normalGeom struct{ N, C, inner int }
 
-// pixel returns |x|, |t| and x·t at pixel (n, j).
-func (g normalGeom) pixel(x, tg []float64, n, j int) (nx, nt, dot float64) {
+// normalPixel returns |x|, |t| and x·t at pixel (n, j) of g, in float64.
+func normalPixel[T float](g normalGeom, x, tg []T, n, j int) (nx, nt, dot float64) {
 	for c := 0; c < g.C; c++ {
 		i := (n*g.C+c)*g.inner + j
-		nx += x[i] * x[i]
-		nt += tg[i] * tg[i]
-		dot += x[i] * tg[i]
+		xi, ti := float64(x[i]), float64(tg[i])
+		nx += xi * xi
+		nt += ti * ti
+		dot += xi * ti
 	}
 	return math.Sqrt(nx), math.Sqrt(nt), dot
 }
 
-// count is the number of valid pixels (target not all zero).
-func (g normalGeom) count(tg []float64) float64 {
+// normalCount is the number of valid pixels (target not all zero).
+func normalCount[T float](g normalGeom, tg []T) float64 {
 	k := 0.0
 	for n := 0; n < g.N; n++ {
 		for j := 0; j < g.inner; j++ {
-			if _, nt, _ := g.pixel(tg, tg, n, j); nt != 0 {
+			if _, nt, _ := normalPixel(g, tg, tg, n, j); nt != 0 {
 				k++
 			}
 		}
@@ -53,43 +54,62 @@ func (g normalGeom) count(tg []float64) float64 {
 func normalLoss(b *builder, t Task, out, target gnode) (gnode, error) {
 	s := out.Shape()
 	g := normalGeom{N: s[0], C: s[1], inner: numel(s[2:])}
-	fwd := func(dst []float64, in [][]float64) {
+	fwd, bwd := normalFwd[float64](g), normalBwd[float64](g)
+	fwd32, bwd32g := normalFwd[float32](g), normalBwd[float32](g)
+	bwd32 := func(k int, dst []float32, in [][]float32, out, gr []float32) bool {
+		bwd32g(k, dst, in, out, gr)
+		return true
+	}
+	return b.fillingKernel32("loss:"+t.Name, t.Loss, []gnode{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
+}
+
+// normalFwd is normal_cos's value on data of type T, in float64 rounded
+// once (the forward32Func rule for float32 data).
+func normalFwd[T float](g normalGeom) func(dst []T, in [][]T) {
+	return func(dst []T, in [][]T) {
 		x, tg := in[0], in[1]
 		sum := 0.0
 		for n := 0; n < g.N; n++ {
 			for j := 0; j < g.inner; j++ {
-				nx, nt, dot := g.pixel(x, tg, n, j)
+				nx, nt, dot := normalPixel(g, x, tg, n, j)
 				if nt == 0 || nx == 0 {
 					continue // invalid pixel, or cosine 0
 				}
 				sum += dot / (nx * nt)
 			}
 		}
-		k := g.count(tg)
+		k := normalCount(g, tg)
 		if k == 0 {
-			dst[0] = math.NaN()
+			dst[0] = T(math.NaN())
 			return
 		}
-		dst[0] = 1 - sum/k
+		dst[0] = T(1 - sum/k)
 	}
-	// ∂cos/∂x = (t/|t| − cos·x/|x|)/|x|; a zero prediction gets the zero
-	// subgradient.
-	bwd := func(_ int, dst []float64, in [][]float64, _, gr []float64) {
+}
+
+// normalBwd is normal_cos's gradient with respect to the prediction,
+// writing every element of dst, each in float64 rounded once:
+// ∂cos/∂x = (t/|t| − cos·x/|x|)/|x|; an invalid pixel and a zero
+// prediction get zero (the zero subgradient).
+func normalBwd[T float](g normalGeom) func(k int, dst []T, in [][]T, out, gr []T) {
+	return func(_ int, dst []T, in [][]T, _, gr []T) {
 		x, tg := in[0], in[1]
-		k := -gr[0] / g.count(tg)
+		k := -float64(gr[0]) / normalCount(g, tg)
 		for n := 0; n < g.N; n++ {
 			for j := 0; j < g.inner; j++ {
-				nx, nt, dot := g.pixel(x, tg, n, j)
+				nx, nt, dot := normalPixel(g, x, tg, n, j)
 				if nt == 0 || nx == 0 {
+					for c := 0; c < g.C; c++ {
+						dst[(n*g.C+c)*g.inner+j] = 0
+					}
 					continue
 				}
 				cos := dot / (nx * nt)
 				for c := 0; c < g.C; c++ {
 					i := (n*g.C+c)*g.inner + j
-					dst[i] = k * (tg[i]/nt - cos*x[i]/nx) / nx
+					dst[i] = T(k * (float64(tg[i])/nt - cos*float64(x[i])/nx) / nx)
 				}
 			}
 		}
 	}
-	return b.kernel("loss:"+t.Name, t.Loss, []gnode{out, target}, nil, fwd, bwd, []bool{true, false})
 }

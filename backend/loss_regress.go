@@ -26,44 +26,68 @@ func absAndSign(d float64) (float64, float64) {
 // derivative.
 func regressLoss(f func(d float64) (float64, float64), masked bool) func(b *builder, t Task, out, target gnode) (gnode, error) {
 	return func(b *builder, t Task, out, target gnode) (gnode, error) {
-		count := func(tg []float64) float64 {
-			if !masked {
-				return float64(len(tg))
-			}
-			k := 0.0
-			for _, v := range tg {
-				if v != 0 {
-					k++
-				}
-			}
-			return k
+		fwd, bwd := regressFwd[float64](f, masked), regressBwd[float64](f, masked)
+		fwd32, bwd32g := regressFwd[float32](f, masked), regressBwd[float32](f, masked)
+		bwd32 := func(k int, dst []float32, in [][]float32, out, g []float32) bool {
+			bwd32g(k, dst, in, out, g)
+			return true
 		}
-		fwd := func(dst []float64, in [][]float64) {
-			x, tg := in[0], in[1]
-			s := 0.0
-			for i, v := range x {
-				if masked && tg[i] == 0 {
-					continue
-				}
-				l, _ := f(v - tg[i])
-				s += l
-			}
-			dst[0] = s / count(tg)
-			if masked && count(tg) == 0 {
-				dst[0] = math.NaN()
-			}
+		return b.fillingKernel32("loss:"+t.Name, t.Loss, []gnode{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
+	}
+}
+
+// regressCount is the number of elements a regression loss averages over:
+// all, or those with a non-zero target when masked.
+func regressCount[T float](tg []T, masked bool) float64 {
+	if !masked {
+		return float64(len(tg))
+	}
+	k := 0.0
+	for _, v := range tg {
+		if v != 0 {
+			k++
 		}
-		bwd := func(_ int, dst []float64, in [][]float64, _, g []float64) {
-			x, tg := in[0], in[1]
-			k := g[0] / count(tg)
-			for i, v := range x {
-				if masked && tg[i] == 0 {
-					continue
-				}
-				_, d := f(v - tg[i])
-				dst[i] = k * d
+	}
+	return k
+}
+
+// regressFwd is regressLoss's value on data of type T: the sum in float64
+// over the elements in order, rounded once (float32 data gives the
+// float64 path's value rounded: the forward32Func rule).
+func regressFwd[T float](f func(d float64) (float64, float64), masked bool) func(dst []T, in [][]T) {
+	return func(dst []T, in [][]T) {
+		x, tg := in[0], in[1]
+		s := 0.0
+		for i, v := range x {
+			if masked && tg[i] == 0 {
+				continue
 			}
+			l, _ := f(float64(v) - float64(tg[i]))
+			s += l
 		}
-		return b.kernel("loss:"+t.Name, t.Loss, []gnode{out, target}, nil, fwd, bwd, []bool{true, false})
+		k := regressCount(tg, masked)
+		if masked && k == 0 {
+			dst[0] = T(math.NaN())
+			return
+		}
+		dst[0] = T(s / k)
+	}
+}
+
+// regressBwd is regressLoss's gradient with respect to the output,
+// writing every element of dst (zero where masked out), each in float64
+// rounded once.
+func regressBwd[T float](f func(d float64) (float64, float64), masked bool) func(k int, dst []T, in [][]T, out, g []T) {
+	return func(_ int, dst []T, in [][]T, _, g []T) {
+		x, tg := in[0], in[1]
+		k := float64(g[0]) / regressCount(tg, masked)
+		for i, v := range x {
+			if masked && tg[i] == 0 {
+				dst[i] = 0
+				continue
+			}
+			_, d := f(float64(v) - float64(tg[i]))
+			dst[i] = T(k * d)
+		}
 	}
 }

@@ -75,43 +75,71 @@ func lowerReduce(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	if op == "ReduceProd" {
 		return lowerReduceProd(b, n, x, out, oidx)
 	}
-	fwd := func(dst []float64, in [][]float64) {
+	fwd, fwd32 := reduceFwd[float64](op, oidx, cnt), reduceFwd[float32](op, oidx, cnt)
+	bwd64, bwd32g := reduceBwd[float64](op, oidx, cnt), reduceBwd[float32](op, oidx, cnt)
+	bwd := func(_ int, dst []float64, in [][]float64, y, g []float64) { bwd64(dst, in[0], y, g) }
+	bwd32 := func(_ int, dst []float32, in [][]float32, y, g []float32) bool { bwd32g(dst, in[0], y, g); return true }
+	node, err := b.fillingKernel32(n.GetName(), op, []gnode{b.node(x)}, out, fwd, bwd, nil, fwd32, bwd32)
+	if err != nil {
+		return nil, err
+	}
+	return []*value{nodeValue(node)}, nil
+}
+
+// reduceFwd is ReduceSum's, ReduceMean's or ReduceL2's forward pass on
+// data of type T, writing every element of dst: the sums run in float64
+// over the inputs in order (into dst itself for float64, into pooled
+// scratch for float32) and each result is rounded once, so float32 data
+// gives the float64 path's values rounded (the forward32Func rule).
+func reduceFwd[T float](op string, oidx []int, cnt float64) func(dst []T, in [][]T) {
+	return func(dst []T, in [][]T) {
+		acc, ok := any(dst).([]float64)
+		if ok {
+			clear(acc)
+		} else {
+			var sc f64Scratch
+			defer sc.release()
+			acc = sc.get(len(dst))
+		}
 		for i, v := range in[0] {
 			if op == "ReduceL2" {
-				dst[oidx[i]] += v * v
+				acc[oidx[i]] += float64(v) * float64(v)
 			} else {
-				dst[oidx[i]] += v
+				acc[oidx[i]] += float64(v)
 			}
 		}
-		for o := range dst {
+		for o, a := range acc {
 			switch op {
 			case "ReduceMean":
-				dst[o] /= cnt
+				a /= cnt
 			case "ReduceL2":
-				dst[o] = math.Sqrt(dst[o])
+				a = math.Sqrt(a)
 			}
+			dst[o] = T(a)
 		}
 	}
-	bwd := func(_ int, dst []float64, in [][]float64, y, g []float64) {
-		for i, v := range in[0] {
+}
+
+// reduceBwd is the gradient of reduceFwd's op with respect to its input x,
+// given the output y and its gradient g, writing every element of dst
+// (zero where ReduceL2's output is zero), each in float64 rounded once.
+func reduceBwd[T float](op string, oidx []int, cnt float64) func(dst, x, y, g []T) {
+	return func(dst, x, y, g []T) {
+		for i, v := range x {
 			o := oidx[i]
 			switch op {
 			case "ReduceSum":
 				dst[i] = g[o]
 			case "ReduceMean":
-				dst[i] = g[o] / cnt
+				dst[i] = T(float64(g[o]) / cnt)
 			case "ReduceL2":
+				dst[i] = 0
 				if y[o] != 0 {
-					dst[i] = g[o] * v / y[o]
+					dst[i] = T(float64(g[o]) * float64(v) / float64(y[o]))
 				}
 			}
 		}
 	}
-	node, err := b.kernel(n.GetName(), op, []gnode{b.node(x)}, out, fwd, bwd, nil)
-	if err != nil {
-		return nil, err
-	}
-	return []*value{nodeValue(node)}, nil
 }
 
 // broadcastIndexInto returns, for each element of a tensor of shape big,

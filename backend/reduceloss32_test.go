@@ -1,0 +1,89 @@
+package backend
+
+import (
+	"math/rand"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// TestReduce32MatchesFloat64 checks the float32 kernels of ReduceSum,
+// ReduceMean and ReduceL2 (F.normalize's norm in the MTANs) against the
+// float64 ones, bit for bit, into dirty buffers, over inner, outer and
+// all axes.
+func TestReduce32MatchesFloat64(t *testing.T) {
+	for _, op := range []string{"ReduceSum", "ReduceMean", "ReduceL2"} {
+		for _, axes := range [][]int64{{1}, {3}, {0, 2}, {0, 1, 2, 3}} {
+			n := &onnxpb.NodeProto{Name: proto.String("r"), OpType: proto.String(op), Input: []string{"x"}, Output: []string{"y"},
+				Attribute: []*onnxpb.AttributeProto{aInts("axes", axes...), aInt("keepdims", 1)}}
+			k := lowerKernel(t, lowerReduce, n, []int{2, 3, 5, 7})
+			checkKernel32(t, k, 5, 2)
+		}
+	}
+}
+
+// TestRegressNormalLoss32MatchesFloat64 checks the float32 kernels of the
+// mse, l1, depth_l1 and normal_cos losses against the float64 ones, bit
+// for bit, into dirty buffers, on targets with zero elements (depth_l1's
+// mask) and all-zero pixels (normal_cos's invalid pixels), and on a
+// prediction with a zero pixel (normal_cos's zero subgradient).
+func TestRegressNormalLoss32MatchesFloat64(t *testing.T) {
+	shape := []int{3, 3, 4, 5}
+	r := rand.New(rand.NewSource(8))
+	for _, loss := range []string{"mse", "l1", "depth_l1", "normal_cos"} {
+		t.Run(loss, func(t *testing.T) {
+			b := newBuilder(tensor.Float32, 17)
+			out := G.NewTensor(b.g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName("out"))
+			tg := G.NewTensor(b.g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName("tg"))
+			node, err := lossHeads[loss].build(b, Task{Name: "t", Loss: loss}, out, tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op := node.Op().(*kernelOp)
+			if op.fwd32 == nil || op.bwd32 == nil {
+				t.Fatal("no float32 kernels")
+			}
+			x32, t32 := make([]float32, numel(shape)), make([]float32, numel(shape))
+			for i := range x32 {
+				x32[i], t32[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+				if i%4 == 1 {
+					t32[i] = 0 // depth_l1's mask
+				}
+			}
+			inner := shape[2] * shape[3]
+			for c := 0; c < shape[1]; c++ {
+				t32[c*inner+2] = 0            // an all-zero target pixel of example 0
+				x32[(shape[1]+c)*inner+3] = 0 // an all-zero predicted pixel of example 1
+			}
+			x64, t64 := make([]float64, len(x32)), make([]float64, len(t32))
+			for i := range x32 {
+				x64[i], t64[i] = float64(x32[i]), float64(t32[i])
+			}
+			y32 := dirty32(1)
+			op.fwd32(y32, [][]float32{x32, t32})
+			y64 := make([]float64, 1)
+			op.fwd(y64, [][]float64{x64, t64})
+			if !sameBits32(y32[0], float32(y64[0])) {
+				t.Fatalf("loss %v, float64 path %v", y32[0], float32(y64[0]))
+			}
+			for _, g := range []float32{1, -0.75} {
+				d32 := dirty32(len(x32))
+				if !op.bwd32(0, d32, [][]float32{x32, t32}, y32, []float32{g}) {
+					t.Fatal("the float32 gradient declined")
+				}
+				d64 := make([]float64, len(x32))
+				op.bwd(0, d64, [][]float64{x64, t64}, []float64{float64(y32[0])}, []float64{float64(g)})
+				for i := range d32 {
+					if !sameBits32(d32[i], float32(d64[i])) {
+						t.Fatalf("gradient [%d] = %v, float64 path %v", i, d32[i], float32(d64[i]))
+					}
+				}
+			}
+		})
+	}
+}
