@@ -3,8 +3,9 @@ package backend
 import "github.com/paretonav/paretonav/backend/ops"
 
 // Float32 kernels of the data-movement ops (move): the forward pass
-// gathers float32 values, which is exact. The gradient of an input whose
-// elements each reach at most one output element (Transpose, Reshape,
+// gathers float32 values, which is exact. The gradient of a plain copy
+// (Reshape, Flatten) is a copy, as in the float64 path; that of an input
+// whose elements each reach at most one output element (Transpose,
 // Slice, Concat, Split) is a scatter, 0 + g as the float64 path's
 // additions into zeros give; an input reaching several (Expand, Tile,
 // Gather with repeated indices) sums its terms in float64 in the float64
@@ -76,13 +77,9 @@ func (m *move32) forward(dst []float32, in [][]float32) {
 
 // backward is a backward32Func writing every element of dst.
 func (m *move32) backward(k int, dst []float32, _ [][]float32, _, g []float32) bool {
-	if m.idx == nil {
+	if m.idx == nil { // a copy, as the float64 path's (Reshape's gradient)
 		g = g[:len(dst)]
-		parallelElems(len(dst), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				dst[i] = 0 + g[i]
-			}
-		})
+		parallelElems(len(dst), func(lo, hi int) { copy(dst[lo:hi], g[lo:hi]) })
 		return true
 	}
 	lo, hi := m.offs[k], m.offs[k+1]

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"testing"
 
@@ -221,7 +222,31 @@ func TestMove32MatchesFloat64(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkKernel32(t, v.n.Op().(*kernelOp), int64(i), 1)
+			op := v.n.Op().(*kernelOp)
+			checkKernel32(t, op, int64(i), 1)
+			// signed zeros in the output's gradient: the float64 path's
+			// copy keeps −0, its sums into zeros give +0
+			g32 := make([]float32, len(c.idx))
+			g64 := make([]float64, len(g32))
+			for j := range g32 {
+				g32[j] = float32(j%5) - 2
+				if j%3 == 0 {
+					g32[j] = float32(math.Copysign(0, -1))
+				}
+				g64[j] = float64(g32[j])
+			}
+			for k, s := range c.ins {
+				d32, d64 := dirty32(numel(s)), make([]float64, numel(s))
+				if !op.bwd32(k, d32, nil, nil, g32) {
+					t.Fatalf("the float32 gradient of input %d declined", k)
+				}
+				op.bwd(k, d64, nil, nil, g64)
+				for j := range d32 {
+					if !sameBits32(d32[j], float32(d64[j])) {
+						t.Fatalf("gradient %d [%d] with signed zeros = %v, float64 path %v", k, j, d32[j], float32(d64[j]))
+					}
+				}
+			}
 		})
 	}
 }
