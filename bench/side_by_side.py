@@ -15,14 +15,31 @@ shows in both columns. Prints one line per pair (median step seconds of
 each side, their ratio, the peak RSS of each process and their ratio)
 and the medians over the pairs; --json prints one JSON object instead.
 Needs numpy and torch for /usr/bin/python3 (Debian's python3-torch).
+
+    /usr/bin/python3 bench/side_by_side.py --tune [--size 288x384] [--batch 2]
+        [--steps 2] [--lr 1e-5] [--pairs 1] ...
+
+--tune compares whole runs instead of steps: `paretonav -v tune` on the
+same model and data (--steps PNG steps with Adam, the report pass before
+and after, the tuned model written to --dir) against bench/torch_tune.py
+(the same steps, report passes and a torch.save of the weights), one
+after the other, never at once. It prints paretonav's memory plan (the
+line -v prints before the first step), the peak RSS of each process
+(ru_maxrss of the child, from wait4), their ratio, paretonav's peak
+against its plan, and the wall time of each run. --lr is small because
+the model's weights are random: at tune's default 1e-3 its loss rises
+past the divergence bound and the run fails by design.
 """
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TASKS = ["seg:nll:seg_logp:seg:ignore_index=-1", "depth:depth_l1:depth:depth_t",
@@ -49,6 +66,66 @@ def run_json(cmd, env, what):
         return json.loads(p.stdout)
     except json.JSONDecodeError as e:
         sys.exit(f"side_by_side: {what} printed no JSON object ({e}):\n{p.stdout[:2000]}")
+
+
+def run_measured(cmd, env, what):
+    """Runs cmd with its output captured, returns (stdout, stderr, peak
+    RSS bytes of the child from wait4, wall seconds)."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        p = subprocess.Popen(cmd, env=env, stdout=fo, stderr=fe, text=True)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read(), fe.read()
+    if p.returncode != 0:
+        sys.exit(f"side_by_side: {what} failed (exit {p.returncode}): {' '.join(cmd)}\n{err.strip()[-3000:]}")
+    return out, err, ru.ru_maxrss * 1024, wall
+
+
+def parse_gb(s):
+    """'10.2 GB' or '645 MB' as bytes."""
+    v, unit = s.split()
+    return float(v) * (1e9 if unit == "GB" else 1e6)
+
+
+def tune_pairs(a, h, w, model, data, env):
+    """--tune: whole paretonav tune runs against bench/torch_tune.py."""
+    out = os.path.join(a.dir, "tuned.onnx")
+    go_cmd = [a.paretonav, "-v", "tune", model, "--data", data, "--batch", str(a.batch),
+              "--steps", str(a.steps), "--lr", str(a.lr), "--criterion", "seg+depth+normal",
+              "--out", out, "--force"]
+    for t in TASKS:
+        go_cmd += ["--task", t]
+    torch_cmd = [sys.executable, os.path.join(HERE, "torch_tune.py"), "--data", data,
+                 "--batch", str(a.batch), "--steps", str(a.steps), "--lr", str(a.lr),
+                 "--threads", str(a.threads), "--out", os.path.join(a.dir, "torch_tuned.pt")]
+    pairs = []
+    for i in range(a.pairs):
+        _, gerr, grss, gwall = run_measured(go_cmd, env, "paretonav tune")
+        plan = next((l for l in gerr.splitlines() if l.startswith("expected peak memory")), "")
+        m = re.match(r"expected peak memory ([0-9.]+ [GM]B)", plan)
+        planned = parse_gb(m.group(1)) if m else float("nan")
+        tout, _, trss, twall = run_measured(torch_cmd, env, "bench/torch_tune.py")
+        tj = json.loads(tout)
+        p = {"paretonav_rss": grss, "torch_rss": trss, "rss_ratio": grss / trss,
+             "plan": plan, "planned_bytes": planned, "peak_over_plan": grss / planned,
+             "paretonav_wall_s": gwall, "torch_wall_s": twall, "torch_seconds": tj["seconds"]}
+        pairs.append(p)
+        if not a.json:
+            print(f"pair {i + 1}: {plan}", flush=True)
+            print(f"pair {i + 1}: peak RSS paretonav tune {grss / 1e9:.2f} GB ({p['peak_over_plan']:.3f} of its plan), "
+                  f"PyTorch twin {trss / 1e9:.2f} GB, ratio {p['rss_ratio']:.3f}; wall {gwall:.0f} s / {twall:.0f} s",
+                  flush=True)
+    med = {k: statistics.median(p[k] for p in pairs) for k in ("rss_ratio", "peak_over_plan")}
+    if a.json:
+        print(json.dumps({"mode": "tune", "size": [h, w], "batch": a.batch, "steps": a.steps, "lr": a.lr,
+                          "threads": a.threads, "pairs": pairs, "median": med}, indent=1))
+        return
+    print(f"{a.pairs} pairs at {h}x{w}, batch {a.batch}, {a.steps} steps: peak RSS ratio median "
+          f"{med['rss_ratio']:.3f}, paretonav's peak {med['peak_over_plan']:.3f} of its plan")
 
 
 def prepare(bin_, d, h, w, batch):
@@ -84,6 +161,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--dir", default="side_by_side", help="where the model and data are written")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--tune", action="store_true",
+                    help="whole tune runs (paretonav tune against bench/torch_tune.py) instead of steps")
+    ap.add_argument("--lr", type=float, default=1e-5, help="--tune: Adam's learning rate on both sides")
     a = ap.parse_args()
     for name in ("batch", "steps", "pairs", "threads"):
         if getattr(a, name) < 1:
@@ -93,6 +173,8 @@ def main():
     h, w = parse_size(a.size)
     model, data = prepare(a.paretonav, a.dir, h, w, a.batch)
     env = dict(os.environ, GOMAXPROCS=str(a.threads))
+    if a.tune:
+        return tune_pairs(a, h, w, model, data, env)
     go_cmd = [a.paretonav, "bench", "step", model, "--data", data, "--batch", str(a.batch),
               "--steps", str(a.steps), "--json"]
     for t in TASKS:
