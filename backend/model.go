@@ -307,14 +307,22 @@ func (md *Model) NumParams() int { return len(md.theta) }
 // Params copies the current parameters into dst.
 func (md *Model) Params(dst []float32) { copy(dst, md.theta) }
 
-// SetParams replaces the parameters with src.
+// SetParams replaces the parameters with src (which may be Theta itself).
 func (md *Model) SetParams(src []float32) error {
 	if len(src) != len(md.theta) {
 		return fmt.Errorf("backend: SetParams: %d values, the model has %d parameters", len(src), len(md.theta))
 	}
+	if len(src) > 0 && &src[0] == &md.theta[0] {
+		return nil
+	}
 	copy(md.theta, src)
 	return nil
 }
+
+// Theta returns θ itself, the flat parameter vector every graph of the
+// model reads (finetune.SharedParams): writing into it sets the
+// parameters, as SetParams does, without a second copy of them.
+func (md *Model) Theta() []float32 { return md.theta }
 
 // Trainable returns the trainable initializers in flat-vector order.
 func (md *Model) Trainable() []Param {

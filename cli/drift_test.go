@@ -46,6 +46,10 @@ type stepWatch struct {
 	maxDist float64 // ‖θ − θ₀‖² at its largest over the steps
 }
 
+// Theta shares no vector (finetune.SharedParams), so that the loop keeps
+// its own θ and hands every update to SetParams.
+func (w *stepWatch) Theta() []float32 { return nil }
+
 func (w *stepWatch) SetParams(src []float32) error {
 	if w.theta0 == nil {
 		w.theta0 = make([]float32, len(src))

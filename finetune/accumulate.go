@@ -42,6 +42,15 @@ type accumulated struct {
 	wsum, wk []float64
 }
 
+// Theta returns p's parameter vector when p shares it (SharedParams),
+// else nil.
+func (a *accumulated) Theta() []float32 {
+	if sp, ok := a.Problem.(SharedParams); ok {
+		return sp.Theta()
+	}
+	return nil
+}
+
 // Terms returns p's terms (none unless p is a TermProblem).
 func (a *accumulated) Terms() []string { return termsOf(a.Problem) }
 

@@ -10,10 +10,6 @@ type OptState struct {
 	T    int
 }
 
-func (o OptState) clone() OptState {
-	return OptState{M: append([]float32(nil), o.M...), V: append([]float32(nil), o.V...), T: o.T}
-}
-
 // plain reports whether the optimizer is plain SGD (θ ← θ − lr·v), whose
 // update is the direction itself: PNG's guarantee on v holds for it as is.
 func (s *Settings) plain() bool { return s.Optimizer != "adam" && s.Momentum == 0 }
@@ -27,7 +23,10 @@ func (s *Settings) plain() bool { return s.Optimizer != "adam" && s.Momentum == 
 // also writes into bound its trust region R: P holds only for a δ small
 // beside its memory, and no gradient whatever moves coordinate i by more
 // than R_i (adamBound); the constrained update stays within it. st is not
-// changed.
+// changed. When pend is not nil, st has yet to take the direction pend
+// (the loop's pending update, run.go's commit): the proposal is made from
+// the state advance(st, pend) would give, computed element by element, bit
+// for bit, without storing it.
 //
 //   - momentum SGD (b ← μb + v, θ ← θ − lr·b): u = μb + v, P = I (metric
 //     is left alone and false is returned);
@@ -37,10 +36,13 @@ func (s *Settings) plain() bool { return s.Optimizer != "adam" && s.Momentum == 
 //     step Adam takes, its second moment held at what v gives it, and
 //     R = adamBound of the moments before this step;
 //   - plain SGD: u = v, P = I.
-func (s *Settings) propose(prop, metric, bound, v []float32, st OptState) bool {
+func (s *Settings) propose(prop, metric, bound, v []float32, st OptState, pend []float32) bool {
 	switch {
 	case s.Optimizer == "adam":
 		t := st.T + 1
+		if pend != nil {
+			t++
+		}
 		b1, b2 := s.Beta1, s.Beta2
 		c1 := 1 - math.Pow(b1, float64(t))
 		c2 := 1 - math.Pow(b2, float64(t))
@@ -49,6 +51,10 @@ func (s *Settings) propose(prop, metric, bound, v []float32, st OptState) bool {
 			var m0, w0 float64
 			if st.M != nil {
 				m0, w0 = float64(st.M[i]), float64(st.V[i])
+			}
+			if pend != nil {
+				p := float64(pend[i])
+				m0, w0 = float64(float32(b1*m0+(1-b1)*p)), float64(float32(b2*w0+(1-b2)*p*p))
 			}
 			m := b1*m0 + (1-b1)*gi
 			w := b2*w0 + (1-b2)*gi*gi
@@ -63,6 +69,9 @@ func (s *Settings) propose(prop, metric, bound, v []float32, st OptState) bool {
 			var b float64
 			if st.M != nil {
 				b = float64(st.M[i])
+			}
+			if pend != nil {
+				b = float64(float32(s.Momentum*b + float64(pend[i])))
 			}
 			prop[i] = float32(s.Momentum*b + float64(g))
 		}
@@ -168,49 +177,90 @@ func (s *Settings) steadyScale() float64 {
 // lengthens the next proposal, hence the rate asked of it (stepScale), and
 // the update grew without bound (ρ reached 1e14 by step 190 on LeNet2 from scratch).
 func (s *Settings) apply(theta, v, u []float32, st *OptState, lr float64) {
+	s.applyTheta(theta, theta, v, u, *st, lr)
+	s.advance(st, v)
+}
+
+// applyTheta writes into dst the parameters apply would give from base
+// (dst may be base) with the direction v, the update u (nil: the
+// optimizer's own) and the rate lr, leaving the optimizer's state st as
+// it is: the loop keeps the state from before its last update until the
+// step after it proves good (run.go's commit), when advance brings it
+// forward. The arithmetic is apply's, element for element.
+func (s *Settings) applyTheta(dst, base, v, u []float32, st OptState, lr float64) {
 	switch {
 	case s.Optimizer == "adam":
-		if st.M == nil {
-			st.M = make([]float32, len(theta))
-			st.V = make([]float32, len(theta))
-		}
-		st.T++
+		t := st.T + 1
 		b1, b2 := s.Beta1, s.Beta2
-		c1 := 1 - math.Pow(b1, float64(st.T))
-		c2 := 1 - math.Pow(b2, float64(st.T))
+		c1 := 1 - math.Pow(b1, float64(t))
+		c2 := 1 - math.Pow(b2, float64(t))
 		for i, g := range v {
-			gi := float64(g)
-			m := b1*float64(st.M[i]) + (1-b1)*gi
-			w := b2*float64(st.V[i]) + (1-b2)*gi*gi
-			d := math.Sqrt(w/c2) + s.Eps
-			step := (m / c1) / d
+			step := 0.0
 			if u != nil {
 				step = float64(u[i])
+			} else {
+				gi := float64(g)
+				var m0, w0 float64
+				if st.M != nil {
+					m0, w0 = float64(st.M[i]), float64(st.V[i])
+				}
+				m := b1*m0 + (1-b1)*gi
+				w := b2*w0 + (1-b2)*gi*gi
+				d := math.Sqrt(w/c2) + s.Eps
+				step = (m / c1) / d
 			}
-			st.M[i], st.V[i] = float32(m), float32(w)
-			theta[i] = float32(float64(theta[i]) - lr*step)
+			dst[i] = float32(float64(base[i]) - lr*step)
 		}
 	case s.Momentum != 0:
-		if st.M == nil {
-			st.M = make([]float32, len(theta))
-		}
-		st.T++
 		for i, g := range v {
-			b := s.Momentum*float64(st.M[i]) + float64(g)
-			step := b
+			var step float64
 			if u != nil {
 				step = float64(u[i])
+			} else {
+				var b float64
+				if st.M != nil {
+					b = float64(st.M[i])
+				}
+				step = s.Momentum*b + float64(g)
 			}
-			st.M[i] = float32(b)
-			theta[i] = float32(float64(theta[i]) - lr*step)
+			dst[i] = float32(float64(base[i]) - lr*step)
 		}
 	default:
-		st.T++
 		if u != nil {
 			v = u
 		}
 		for i, g := range v {
-			theta[i] = float32(float64(theta[i]) - lr*float64(g))
+			dst[i] = float32(float64(base[i]) - lr*float64(g))
 		}
+	}
+}
+
+// advance brings the optimizer's state st forward by the direction v, as
+// apply does (its update is made separately: applyTheta).
+func (s *Settings) advance(st *OptState, v []float32) {
+	switch {
+	case s.Optimizer == "adam":
+		if st.M == nil {
+			st.M = make([]float32, len(v))
+			st.V = make([]float32, len(v))
+		}
+		st.T++
+		b1, b2 := s.Beta1, s.Beta2
+		for i, g := range v {
+			gi := float64(g)
+			m := b1*float64(st.M[i]) + (1-b1)*gi
+			w := b2*float64(st.V[i]) + (1-b2)*gi*gi
+			st.M[i], st.V[i] = float32(m), float32(w)
+		}
+	case s.Momentum != 0:
+		if st.M == nil {
+			st.M = make([]float32, len(v))
+		}
+		st.T++
+		for i, g := range v {
+			st.M[i] = float32(s.Momentum*float64(st.M[i]) + float64(g))
+		}
+	default:
+		st.T++
 	}
 }

@@ -52,6 +52,7 @@ func ResumeMulti(ctx context.Context, path string, ps []Problem, train, val *Dat
 type point struct {
 	p      Problem
 	theta  []float32
+	shared bool      // theta is the problem's own vector (SharedParams)
 	losses []float64 // x[:m]
 	jac    png.Jacobian
 	coef   []float64 // g[:m]
@@ -62,27 +63,39 @@ type point struct {
 	theta0 []float32    // parameters at the start of the run, when drift is read
 	extra  []float32    // Gradient.Extra: ∇F outside the span of J
 	dir    []float32
-	opt    OptState
-	st     png.State
-	info   png.Info
-	f      float64
-	dloss  []float64 // ∇ℓ_iᵀΔθ of the last applied update
+	// opt is the optimizer's state before the pending update (see base).
+	opt   OptState
+	st    png.State
+	info  png.Info
+	f     float64
+	dloss []float64 // ∇ℓ_iᵀΔθ of the last applied update
 
-	// The optimizer's proposal for dir, its metric, and PNG's constrained
-	// update of it (upd is used only when hasUpd); minfo reports the
+	// The optimizer's proposal for dir and its metric; PNG's constrained
+	// update of the proposal is written over prop (png.Constrainer allows
+	// dst to be prop) and is made when hasUpd; minfo reports the
 	// constraint (nil when it was not posed).
-	prop, metric, upd []float32
-	bound             []float32 // Adam's trust region for the update
-	hasUpd            bool
-	minfo             *png.MetricInfo
+	prop, metric []float32
+	bound        []float32 // Adam's trust region for the update
+	hasUpd       bool
+	minfo        *png.MetricInfo
 
 	initLosses []float64
 	initF      float64
 
-	prevTheta []float32
-	prevOpt   OptState
-	prevDir   []float32
-	prevUpd   []float32 // nil: the optimizer's own update of prevDir
+	// The last update is pending: theta holds its result, while base (θ
+	// before it) and opt (the optimizer's state before it) are kept with
+	// the direction pendDir and the update pendUpd it was made with (nil:
+	// the optimizer's own), so that a bad next step returns to base and
+	// redoes the update at a lower rate (rollback). The optimizer's state
+	// after it, opt advanced by pendDir, is computed where it is read
+	// (Settings.moments) and stored when the next update is made (commit):
+	// one copy of the optimizer's state and of θ serves both the step and
+	// the way back.
+	base       []float32
+	pendDir    []float32
+	pendUpd    []float32 // valid when pendHasUpd
+	pendHasUpd bool
+	pending    bool
 }
 
 type loop struct {
@@ -215,8 +228,16 @@ func newLoop(ps []Problem, train, val *Dataset, s *Settings, rec Recorder, multi
 	l := &loop{s: rs, obj: obj, lay: lay, train: train, val: val, tasks: tasks, m: len(tasks), n: n, rec: rec, lrScale: 1}
 	l.total = rs.totalSteps(train.Len())
 	for _, p := range ps {
-		pt := &point{p: p, theta: make([]float32, n), jac: png.NewJacobian(l.m, n), dir: make([]float32, n)}
-		p.Params(pt.theta)
+		pt := &point{p: p, jac: png.NewJacobian(l.m, n), dir: make([]float32, n)}
+		if sp, ok := p.(SharedParams); ok {
+			if th := sp.Theta(); len(th) == n {
+				pt.theta, pt.shared = th, true
+			}
+		}
+		if !pt.shared {
+			pt.theta = make([]float32, n)
+			p.Params(pt.theta)
+		}
 		pt.initTerms(lay, n)
 		l.pts = append(l.pts, pt)
 		l.L = append(l.L, pt.x)
@@ -247,9 +268,9 @@ func (l *loop) loop(ctx context.Context) (*Result, error) {
 		}
 		first = false
 		lr := l.s.lrAt(l.step, l.total) * l.lrScale
-		l.snapshot()
+		l.commit()
 		for k, pt := range l.pts {
-			l.s.apply(pt.theta, pt.dir, pt.update(), &pt.opt, lr)
+			l.s.applyTheta(pt.theta, pt.base, pt.pendDir, pt.pendingUpd(), pt.opt, lr)
 			if !finite32(pt.theta) {
 				if err := l.rollback(&bad{model: k, what: "parameters"}); err != nil {
 					return l.fail(err)
@@ -262,7 +283,7 @@ func (l *loop) loop(ctx context.Context) (*Result, error) {
 			return l.fail(err)
 		}
 		for _, pt := range l.pts {
-			pt.dloss = firstOrderChange(pt.dloss, pt.jac, pt.prevTheta, pt.theta)
+			pt.dloss = firstOrderChange(pt.dloss, pt.jac, pt.base, pt.theta)
 		}
 		l.step++
 		l.advance()
@@ -376,12 +397,13 @@ func (l *loop) constrain() (*bad, error) {
 		if !ok || l.s.plain() || l.s.DirectionAsGradient || (!pt.info.ControlOn && !c.TestsTrades()) {
 			continue
 		}
-		if pt.prop == nil {
-			pt.prop, pt.metric, pt.upd = make([]float32, l.n), make([]float32, l.n), make([]float32, l.n)
-			pt.bound = make([]float32, l.n)
+		for _, b := range []*[]float32{&pt.prop, &pt.metric, &pt.bound} {
+			if *b == nil {
+				*b = make([]float32, l.n)
+			}
 		}
 		var metric, bound []float32
-		if l.s.propose(pt.prop, pt.metric, pt.bound, pt.dir, pt.opt) {
+		if l.s.propose(pt.prop, pt.metric, pt.bound, pt.dir, pt.opt, pt.pendingDir()) {
 			metric, bound = pt.metric, pt.bound
 		}
 		if !pt.info.ControlOn {
@@ -392,11 +414,11 @@ func (l *loop) constrain() (*bad, error) {
 			}
 			pt.info.ControlOn, pt.info.Improper = true, true
 		}
-		mi, err := c.Constrain(pt.upd, pt.jac, pt.prop, metric, bound, stepScale(pt.prop, metric, pt.dir, l.s.steadyScale()))
+		mi, err := c.Constrain(pt.prop, pt.jac, pt.prop, metric, bound, stepScale(pt.prop, metric, pt.dir, l.s.steadyScale()))
 		if err != nil && pt.info.Improper && errors.Is(err, png.ErrUnbounded) {
 			// An improper trade at a Pareto-stationary point with
 			// opposing gradients: the point holds still (png.Info.Held).
-			clear(pt.upd)
+			clear(pt.prop)
 			pt.info.Held, pt.hasUpd = true, true
 			continue
 		}
@@ -448,11 +470,11 @@ func (l *loop) dampDrift() {
 	}
 }
 
-// update returns the update a point makes in place of its optimizer's own
-// (nil: none).
-func (pt *point) update() []float32 {
-	if pt.hasUpd {
-		return pt.upd
+// pendingUpd returns the update the pending step made in place of its
+// optimizer's own (nil: none).
+func (pt *point) pendingUpd() []float32 {
+	if pt.pendHasUpd {
+		return pt.pendUpd
 	}
 	return nil
 }
@@ -552,20 +574,43 @@ func (l *loop) parallel(f func(k int) error) error {
 	return nil
 }
 
-// snapshot keeps the state before this step's update as the last good one.
-func (l *loop) snapshot() {
+// commit makes the pending update final, now that the step after it is
+// good, and makes this step's update the pending one: the optimizer's
+// state takes the pending direction, base becomes the current parameters,
+// and dir and the update trade buffers with pendDir and pendUpd (no copy).
+// The caller then writes into theta the result of the new pending update
+// (Settings.applyTheta from base).
+func (l *loop) commit() {
 	for _, pt := range l.pts {
-		pt.prevTheta = append(pt.prevTheta[:0], pt.theta...)
-		pt.prevOpt = pt.opt.clone()
-		pt.prevDir = append(pt.prevDir[:0], pt.dir...)
-		if u := pt.update(); u != nil {
-			pt.prevUpd = append(pt.prevUpd[:0], u...)
-		} else {
-			pt.prevUpd = nil
+		if pt.pending {
+			l.s.advance(&pt.opt, pt.pendDir)
 		}
+		if pt.base == nil {
+			pt.base = make([]float32, l.n)
+		}
+		copy(pt.base, pt.theta)
+		if pt.pendDir == nil {
+			pt.pendDir = make([]float32, l.n)
+		}
+		pt.pendDir, pt.dir = pt.dir, pt.pendDir
+		// the update lives in prop's buffer: prop takes the old one's
+		// (nil at first: constrain allocates it)
+		if pt.pendHasUpd = pt.hasUpd; pt.hasUpd {
+			pt.pendUpd, pt.prop = pt.prop, pt.pendUpd
+		}
+		pt.pending = true
 	}
 	l.hasPrev = true
 	l.prevStep = l.step
+}
+
+// pendingDir is the direction the optimizer's state opt has yet to take
+// (nil: none).
+func (pt *point) pendingDir() []float32 {
+	if pt.pending {
+		return pt.pendDir
+	}
+	return nil
 }
 
 // rollback returns to the last good parameters and redoes their update
@@ -586,9 +631,7 @@ func (l *loop) rollback(b *bad) error {
 		lr := l.s.lrAt(l.prevStep, l.total) * l.lrScale
 		ok := true
 		for k, pt := range l.pts {
-			pt.theta = append(pt.theta[:0], pt.prevTheta...)
-			pt.opt = pt.prevOpt.clone()
-			l.s.apply(pt.theta, pt.prevDir, pt.prevUpd, &pt.opt, lr)
+			l.s.applyTheta(pt.theta, pt.base, pt.pendDir, pt.pendingUpd(), pt.opt, lr)
 			if ok && !finite32(pt.theta) {
 				ok = false
 				b = &bad{model: k, what: "parameters"}
@@ -602,6 +645,9 @@ func (l *loop) rollback(b *bad) error {
 
 func (l *loop) setParams() error {
 	for k, pt := range l.pts {
+		if pt.shared {
+			continue // the problem's own vector: nothing to copy
+		}
 		if err := pt.p.SetParams(pt.theta); err != nil {
 			return fmt.Errorf("finetune: step %d, model %d: set parameters: %w", l.step+1, k, err)
 		}
@@ -725,7 +771,7 @@ func (l *loop) result(status Status) *Result {
 	res := &Result{Status: status, Steps: l.step, Tasks: l.tasks, F: l.F, InitialF: l.initF, Checkpoint: l.lastCkpt, CheckpointErr: l.ckptErr}
 	for k, pt := range l.pts {
 		res.Points = append(res.Points, PointResult{
-			Params:        append([]float32(nil), pt.theta...),
+			Params:        pt.resultParams(),
 			Losses:        append([]float64(nil), pt.losses...),
 			Terms:         slices.Clone(pt.terms),
 			Drift:         pt.driftValue(l.lay),
@@ -736,6 +782,17 @@ func (l *loop) result(status Status) *Result {
 		})
 	}
 	return res
+}
+
+// resultParams is the parameters a Result reports: the problem's own
+// vector when the loop trained it in place (SharedParams: the problem
+// holds them, and a second copy of θ would be the run's largest
+// allocation after its end), else a copy of the loop's.
+func (pt *point) resultParams() []float32 {
+	if pt.shared {
+		return pt.theta
+	}
+	return append([]float32(nil), pt.theta...)
 }
 
 func (l *loop) fail(err error) (*Result, error) { return l.result(Failed), err }

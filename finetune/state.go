@@ -2,6 +2,7 @@ package finetune
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/paretonav/paretonav/png"
 	"github.com/paretonav/paretonav/png/criterion"
@@ -14,10 +15,16 @@ func (l *loop) checkpoint() error {
 		LRScale: l.lrScale, InitialF: l.initF, HasPrev: l.hasPrev, PrevStep: l.prevStep,
 	}
 	for _, pt := range l.pts {
-		c.Points = append(c.Points, PointCheckpoint{
-			Params: pt.theta, Opt: pt.opt, PNG: pt.st, InitialLosses: pt.initLosses, InitialF: pt.initF,
-			PrevParams: pt.prevTheta, PrevOpt: pt.prevOpt, PrevDir: pt.prevDir, PrevUpd: pt.prevUpd, Start: pt.theta0,
-		})
+		pc := PointCheckpoint{Params: pt.theta, Opt: pt.opt, PNG: pt.st, InitialLosses: pt.initLosses, InitialF: pt.initF, Start: pt.theta0}
+		if pt.pending {
+			// The format keeps the state after the last update (Opt) and
+			// the one before it (Prev…): the loop holds the latter and
+			// the direction that brings it forward.
+			pc.Opt = OptState{M: slices.Clone(pt.opt.M), V: slices.Clone(pt.opt.V), T: pt.opt.T}
+			l.s.advance(&pc.Opt, pt.pendDir)
+			pc.PrevParams, pc.PrevOpt, pc.PrevDir, pc.PrevUpd = pt.base, pt.opt, pt.pendDir, pt.pendingUpd()
+		}
+		c.Points = append(c.Points, pc)
 	}
 	if err := WriteCheckpoint(l.s.CheckpointPath, c); err != nil {
 		return fmt.Errorf("%w (after step %d)", err, l.step)
@@ -58,7 +65,14 @@ func (l *loop) restore(path string) error {
 		copy(pt.theta, pc.Params)
 		pt.opt, pt.st = pc.Opt, pc.PNG
 		pt.initLosses, pt.initF = pc.InitialLosses, pc.InitialF
-		pt.prevTheta, pt.prevOpt, pt.prevDir, pt.prevUpd = pc.PrevParams, pc.PrevOpt, pc.PrevDir, pc.PrevUpd
+		pt.pending = c.HasPrev && len(pc.PrevDir) == l.n
+		if pt.pending {
+			// The loop keeps the state before the last update and brings
+			// it forward when the next one is made (commit); the
+			// checkpoint's Opt is that state brought forward.
+			pt.base, pt.opt, pt.pendDir = pc.PrevParams, pc.PrevOpt, pc.PrevDir
+			pt.pendUpd, pt.pendHasUpd = pc.PrevUpd, pc.PrevUpd != nil
+		}
 		if pt.theta0 != nil {
 			if len(pc.Start) != l.n {
 				return fmt.Errorf("finetune: checkpoint %s model %d holds %d start parameters; the criterion reads %s, which needs the %d parameters the run started from",

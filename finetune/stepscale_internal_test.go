@@ -38,7 +38,7 @@ func TestStepScale(t *testing.T) {
 		v := tc.dirs(200)
 		prop, metric := make([]float32, 4), make([]float32, 4)
 		var P []float32
-		if tc.s.propose(prop, metric, make([]float32, len(v)), v, st) {
+		if tc.s.propose(prop, metric, make([]float32, len(v)), v, st, nil) {
 			P = metric
 		}
 		rho := stepScale(prop, P, v, tc.s.steadyScale())

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -97,17 +98,10 @@ type ModelConfig struct {
 	MaxMemory string `flag:"max-memory,free"`
 }
 
-// loopVectors is how many n-vectors of float32 the training loop
-// (finetune's loop, with Adam and PNG's constrained update) holds beside
-// the step at most: θ, the direction, Adam's two moments, the proposal,
-// its metric, its bound and the update (png.Constrain), and the snapshot
-// of the last good step (θ, the moments, the direction, the update). θ₀
-// (drift) is not counted.
-const loopVectors = 13
-
 // TuneLoopBytes is the memory the training loop holds beside the step for
-// n trainable parameters.
-func TuneLoopBytes(n int) int64 { return loopVectors * 4 * int64(n) }
+// n trainable parameters: finetune.LoopVectors vectors of float32 (the
+// backend's model shares θ with the loop, finetune.SharedParams).
+func TuneLoopBytes(n int) int64 { return finetune.LoopVectors * 4 * int64(n) }
 
 // resolve parses the tasks, maps and options; the terms go into the
 // options (backend.Options.Terms).

@@ -356,14 +356,28 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	}
 	job.Warnings = append(job.Warnings, bind.Warnings...)
 	rows := int64(len(job.Tasks)+len(job.Terms)) * 4 * int64(job.Net.NumParams()) // one Jacobian
+	vec := 4 * int64(job.Net.NumParams())
 	extra := TuneLoopBytes(job.Net.NumParams())
+	// ∇F outside the span of J (png.Gradient.Extra) when the criterion
+	// reads terms or drift, and θ₀ when it reads drift.
+	drift := false
+	for _, v := range criterion.VarsOf(s.Criterion) {
+		drift = drift || v == criterion.Drift
+	}
+	switch {
+	case drift:
+		extra += 2 * vec
+	case len(job.Terms) > 0:
+		extra += vec
+	}
 	if job.Accumulate > 1 { // the micro-batches' Jacobian beside the step's
 		extra += rows
 	}
 	// The before/after report pass (Evaluate) holds its own Jacobian in
-	// place of the loop's vectors, and its running average when the
-	// report set spans several batches. Saving runs after
-	// Net.ReleaseBuffers, from the step's released buffers.
+	// place of the loop's vectors and J (the loop's are made after the
+	// first report pass and are garbage before the second), and its
+	// running average when the report set spans several batches. Saving
+	// runs after Net.ReleaseBuffers, from the step's released buffers.
 	report := rows
 	if job.Report.Len() > job.microBatch() {
 		report *= 2

@@ -1,0 +1,150 @@
+package finetune
+
+import (
+	"context"
+	"reflect"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/paretonav/paretonav/png"
+)
+
+// bowl is a two-task problem without data, ℓ_i = ½‖θ − c_i‖², that shares
+// its parameter vector with the loop (SharedParams) when shared is set.
+type bowl struct {
+	theta  []float32
+	shared bool
+}
+
+func newBowl(n int, shared bool) *bowl {
+	b := &bowl{theta: make([]float32, n), shared: shared}
+	for j := range b.theta {
+		b.theta[j] = float32(j%7) * 0.01
+	}
+	return b
+}
+
+func (b *bowl) Tasks() []string      { return []string{"a", "b"} }
+func (b *bowl) NumParams() int       { return len(b.theta) }
+func (b *bowl) Params(dst []float32) { copy(dst, b.theta) }
+func (b *bowl) SetParams(src []float32) error {
+	copy(b.theta, src)
+	return nil
+}
+
+func (b *bowl) Theta() []float32 {
+	if b.shared {
+		return b.theta
+	}
+	return nil
+}
+
+// Evaluate: on the first half of the coordinates the tasks pull apart
+// (centers +1 and −1, weights 1 and 3), on the second only task a pulls,
+// weakly (weight 0.01). Adam moves every coordinate by about the rate
+// whatever the size of its gradient, so its step along any direction that
+// moves the first half raises one of the losses: PNG's constrained update
+// is made.
+func (b *bowl) Evaluate(_ Batch, losses []float64, jac *png.Jacobian) error {
+	n := len(b.theta)
+	w := [2][2]float64{{1, 0.01}, {3, 0}}
+	c := [2]float64{1, -1}
+	for i := range losses {
+		var s float64
+		for j, t := range b.theta {
+			wi := w[i][0]
+			if j >= n/2 {
+				wi = w[i][1]
+			}
+			d := float64(t) - c[i]
+			s += wi * d * d
+			if jac != nil {
+				jac.Row(i)[j] = float32(wi * d)
+			}
+		}
+		losses[i] = s / 2
+	}
+	return nil
+}
+
+// loopVectorsOf counts the distinct n-long float32 buffers a point holds,
+// J and the problem's own vector aside: every []float32 field of the
+// point and of its optimizer state.
+func loopVectorsOf(pt *point, n int, own []float32) int {
+	seen := map[uintptr]bool{}
+	add := func(v []float32) {
+		if len(v) == n && &v[0] != &own[0] {
+			seen[uintptr(unsafe.Pointer(&v[0]))] = true
+		}
+	}
+	f32 := reflect.TypeOf([]float32(nil))
+	for _, s := range []reflect.Value{reflect.ValueOf(pt).Elem(), reflect.ValueOf(&pt.opt).Elem()} {
+		for i := 0; i < s.NumField(); i++ {
+			if f := s.Field(i); f.Type() == f32 {
+				add(unsafe.Slice((*float32)(f.UnsafePointer()), f.Len()))
+			}
+		}
+	}
+	return len(seen)
+}
+
+// heapRecorder reads the live heap (after a collection) at every step.
+type heapRecorder struct{ max uint64 }
+
+func (h *heapRecorder) Init(*Config) error { return nil }
+func (h *heapRecorder) Record(*Step) error {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	h.max = max(h.max, ms.HeapAlloc)
+	return nil
+}
+func (h *heapRecorder) Done(*Result) error { return nil }
+
+// TestLoopVectorsCounted checks LoopVectors, which tune's and front's
+// memory plans count (job.TuneLoopBytes), against the loop itself, with
+// Adam and PNG's constrained update (the most the loop holds): the
+// distinct n-long buffers of the point after some steps, and the live heap
+// the run adds beside the problem, measured after a collection at every
+// step (n = 2²⁰: 4 MiB a vector, far above everything else the loop
+// allocates). A problem that shares its vector (the ONNX backend) costs
+// no copy of θ; one that does not, one.
+func TestLoopVectorsCounted(t *testing.T) {
+	const n = 1 << 20
+	for _, shared := range []bool{true, false} {
+		want := LoopVectors
+		if !shared {
+			want++
+		}
+		p := newBowl(n, shared)
+		// γ tiny: the control stays on, and the constraint binds
+		s := &Settings{Optimizer: "adam", LR: 1e-3, Steps: 4, Method: png.PNG{Settings: png.Settings{Gamma: 1e-9}}}
+		rec := &heapRecorder{}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		before := ms.HeapAlloc
+		l, err := newLoop([]Problem{p}, nil, nil, s, rec, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.loop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		pt := l.pts[0]
+		if pt.pendUpd == nil || pt.bound == nil {
+			t.Fatalf("shared %v: the constrained update was not made: the test does not reach the loop's largest state", shared)
+		}
+		if got := loopVectorsOf(pt, n, p.theta); got != want {
+			t.Errorf("shared %v: the point holds %d n-vectors beside J, LoopVectors counts %d", shared, got, want)
+		}
+		// The loop's vectors and J (2 rows), within 1 MiB of
+		// everything else (slices of m values, the loop's records).
+		planned := uint64((want + 2) * 4 * n)
+		if grew := rec.max - before; grew > planned+1<<20 || grew+4*n < planned {
+			t.Errorf("shared %v: the live heap grew by %d bytes during the run; LoopVectors and J plan %d", shared, grew, planned)
+		}
+		runtime.KeepAlive(l)
+	}
+}
