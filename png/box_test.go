@@ -73,6 +73,29 @@ func TestConstrainBound(t *testing.T) {
 	}
 }
 
+// TestConstrainOverProp checks that Constrain may write its update over
+// prop (the training loop keeps one buffer for both): bounded and
+// unbounded, the update and the report are those of a separate dst, bit
+// for bit.
+func TestConstrainOverProp(t *testing.T) {
+	for _, c := range metricCases(7) {
+		p := PNG{Settings{Alpha: 0.5, Workers: 2}}
+		u0 := make([]float32, c.J.N)
+		if _, err := p.Constrain(u0, c.J, c.prop, c.metric, nil, 1); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for _, R := range [][]float32{nil, boxFor(c.prop, u0, 0.05)} {
+			want := make([]float32, c.J.N)
+			wi, werr := p.Constrain(want, c.J, c.prop, c.metric, R, 1)
+			got := slices.Clone(c.prop)
+			gi, gerr := p.Constrain(got, c.J, got, c.metric, R, 1)
+			if (werr == nil) != (gerr == nil) || !slices.Equal(got, want) || wi.Phi != gi.Phi || !slices.Equal(wi.Lambda, gi.Lambda) || wi.Clipped != gi.Clipped {
+				t.Errorf("%s (bounded %v): over prop %v (%v), separate %v (%v)", c.name, R != nil, gi, gerr, wi, werr)
+			}
+		}
+	}
+}
+
 // checkBoxed checks the KKT conditions of Constrain's bounded problem and
 // its rate.
 func checkBoxed(t *testing.T, c metricCase, u, R []float32, info MetricInfo, alpha, rho float64) {

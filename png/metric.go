@@ -109,6 +109,9 @@ const stationaryTol = 1e-12
 // step Adam could take at this step whatever its gradient (see the
 // finetune package). The metric must be positive and finite, the bound
 // positive (+Inf: no bound on that coordinate), and scale finite and ≥ 0.
+// dst may be prop itself (the update is written coordinate by coordinate
+// after the last read of prop): the training loop keeps one buffer for
+// both.
 //
 // Errors: non-finite J, prop or metric (wrapping ErrNonFinite), a dual
 // without minimiser (wrapping ErrUnbounded), invalid Settings or scale.
