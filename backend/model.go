@@ -324,6 +324,21 @@ func (md *Model) SetParams(src []float32) error {
 // parameters, as SetParams does, without a second copy of them.
 func (md *Model) Theta() []float32 { return md.theta }
 
+// Lends reports that the model lends buffers (finetune.ScratchLender).
+func (md *Model) Lends() bool { return true }
+
+// Lend returns a buffer of n float32 values (contents undefined) from the
+// pool the evaluations draw their values from (finetune.ScratchLender):
+// between two evaluations the pool's buffers are idle, and a lent buffer
+// takes the place of some of them within the pool's limit (they are
+// dropped, largest first, and made again by the next evaluation) instead
+// of adding to them. Return it with TakeBack before the next evaluation.
+func (md *Model) Lend(n int) []float32 { return md.bufPool().get(n) }
+
+// TakeBack returns a buffer Lend gave to the pool; nothing may read or
+// write it afterwards.
+func (md *Model) TakeBack(b []float32) { md.bufPool().put(b) }
+
 // Trainable returns the trainable initializers in flat-vector order.
 func (md *Model) Trainable() []Param {
 	out := make([]Param, len(md.params))

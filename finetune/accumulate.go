@@ -51,6 +51,18 @@ func (a *accumulated) Theta() []float32 {
 	return nil
 }
 
+// Lends reports whether p lends buffers (ScratchLender).
+func (a *accumulated) Lends() bool {
+	sl, ok := a.Problem.(ScratchLender)
+	return ok && sl.Lends()
+}
+
+// Lend returns a buffer of n values lent by p.
+func (a *accumulated) Lend(n int) []float32 { return a.Problem.(ScratchLender).Lend(n) }
+
+// TakeBack returns b to p.
+func (a *accumulated) TakeBack(b []float32) { a.Problem.(ScratchLender).TakeBack(b) }
+
 // Terms returns p's terms (none unless p is a TermProblem).
 func (a *accumulated) Terms() []string { return termsOf(a.Problem) }
 

@@ -10,15 +10,27 @@ import (
 	"github.com/paretonav/paretonav/png"
 )
 
-// bowl is a two-task problem without data, ℓ_i = ½‖θ − c_i‖², that shares
-// its parameter vector with the loop (SharedParams) when shared is set.
+// bowl is a two-task problem without data, ℓ_i = ½ Σ_j w_ij (θ_j − c_ij)²,
+// that shares its parameter vector with the loop (SharedParams) when
+// shared is set and lends it buffers (ScratchLender) when lends is set,
+// counting those out (lent, at most maxLent) and those still out when an
+// evaluation starts (lateReturns).
 type bowl struct {
-	theta  []float32
-	shared bool
+	theta                 []float32
+	shared, lends         bool
+	lent, maxLent, lateRe int
 }
 
-func newBowl(n int, shared bool) *bowl {
-	b := &bowl{theta: make([]float32, n), shared: shared}
+func (b *bowl) Lends() bool { return b.lends }
+func (b *bowl) Lend(n int) []float32 {
+	b.lent++
+	b.maxLent = max(b.maxLent, b.lent)
+	return make([]float32, n)
+}
+func (b *bowl) TakeBack([]float32) { b.lent-- }
+
+func newBowl(n int, shared, lends bool) *bowl {
+	b := &bowl{theta: make([]float32, n), shared: shared, lends: lends}
 	for j := range b.theta {
 		b.theta[j] = float32(j%7) * 0.01
 	}
@@ -47,6 +59,9 @@ func (b *bowl) Theta() []float32 {
 // moves the first half raises one of the losses: PNG's constrained update
 // is made.
 func (b *bowl) Evaluate(_ Batch, losses []float64, jac *png.Jacobian) error {
+	if b.lent != 0 {
+		b.lateRe++
+	}
 	n := len(b.theta)
 	w := [2][2]float64{{1, 0.01}, {3, 0}}
 	c := [2]float64{1, -1}
@@ -102,22 +117,27 @@ func (h *heapRecorder) Record(*Step) error {
 }
 func (h *heapRecorder) Done(*Result) error { return nil }
 
-// TestLoopVectorsCounted checks LoopVectors, which tune's and front's
-// memory plans count (job.TuneLoopBytes), against the loop itself, with
-// Adam and PNG's constrained update (the most the loop holds): the
-// distinct n-long buffers of the point after some steps, and the live heap
-// the run adds beside the problem, measured after a collection at every
-// step (n = 2²⁰: 4 MiB a vector, far above everything else the loop
-// allocates). A problem that shares its vector (the ONNX backend) costs
-// no copy of θ; one that does not, one.
+// TestLoopVectorsCounted checks LoopVectors and LentVectors, which tune's
+// and front's memory plans count (job.TuneLoopBytes), against the loop
+// itself, with Adam and PNG's constrained update (the most the loop
+// holds): the distinct n-long buffers of the point after the run, and the
+// live heap the run adds beside the problem, measured after a collection
+// at every step (n = 2²⁰: 4 MiB a vector, far above everything else the
+// loop allocates). A problem that shares its vector (the ONNX backend)
+// costs no copy of θ; one that does not, one. A problem that lends
+// buffers (the ONNX backend) has them all back before every evaluation
+// and never more than LentVectors out.
 func TestLoopVectorsCounted(t *testing.T) {
 	const n = 1 << 20
-	for _, shared := range []bool{true, false} {
+	for _, c := range []struct{ shared, lends bool }{{true, false}, {false, false}, {true, true}} {
 		want := LoopVectors
-		if !shared {
+		if !c.shared {
 			want++
 		}
-		p := newBowl(n, shared)
+		if c.lends {
+			want -= LentVectors
+		}
+		p := newBowl(n, c.shared, c.lends)
 		// γ tiny: the control stays on, and the constraint binds
 		s := &Settings{Optimizer: "adam", LR: 1e-3, Steps: 4, Method: png.PNG{Settings: png.Settings{Gamma: 1e-9}}}
 		rec := &heapRecorder{}
@@ -133,17 +153,24 @@ func TestLoopVectorsCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 		pt := l.pts[0]
-		if pt.pendUpd == nil || pt.bound == nil {
-			t.Fatalf("shared %v: the constrained update was not made: the test does not reach the loop's largest state", shared)
+		if !pt.pending || l.step != 4 || (!c.lends && (pt.pendUpd == nil || pt.bound == nil)) {
+			t.Fatalf("%+v: the constrained update was not made: the test does not reach the loop's largest state", c)
 		}
 		if got := loopVectorsOf(pt, n, p.theta); got != want {
-			t.Errorf("shared %v: the point holds %d n-vectors beside J, LoopVectors counts %d", shared, got, want)
+			t.Errorf("%+v: the point holds %d n-vectors beside J after the run, the plan counts %d", c, got, want)
+		}
+		if c.lends && (p.lateRe != 0 || p.maxLent != LentVectors || p.lent != 0) {
+			t.Errorf("%+v: %d evaluations started with lent buffers out; at most %d out (LentVectors %d), %d out at the end",
+				c, p.lateRe, p.maxLent, LentVectors, p.lent)
+		}
+		if c.lends {
+			continue // the lent buffers are the bowl's allocations: the heap does not tell them apart
 		}
 		// The loop's vectors and J (2 rows), within 1 MiB of
 		// everything else (slices of m values, the loop's records).
 		planned := uint64((want + 2) * 4 * n)
 		if grew := rec.max - before; grew > planned+1<<20 || grew+4*n < planned {
-			t.Errorf("shared %v: the live heap grew by %d bytes during the run; LoopVectors and J plan %d", shared, grew, planned)
+			t.Errorf("%+v: the live heap grew by %d bytes during the run; the plan counts %d", c, grew, planned)
 		}
 		runtime.KeepAlive(l)
 	}

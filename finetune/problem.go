@@ -64,13 +64,33 @@ type SharedParams interface {
 	Theta() []float32
 }
 
+// ScratchLender is a Problem that lends the loop the vectors it needs
+// only between two evaluations (the step's direction, the optimizer's
+// proposal, metric and trust region: LentVectors of them), from memory its
+// evaluations use and leave idle in between (the ONNX backend's pool of
+// activation buffers), instead of the loop holding them beside it. Lends
+// reports whether it lends at all. Lend returns a buffer of n values,
+// contents undefined; TakeBack returns one, which the loop no longer
+// touches. The loop takes them back before every evaluation.
+type ScratchLender interface {
+	Problem
+	Lends() bool
+	Lend(n int) []float32
+	TakeBack(b []float32)
+}
+
+// LentVectors is how many of the LoopVectors a ScratchLender lends.
+const LentVectors = 4
+
 // LoopVectors is the most n-vectors of float32 the training loop holds per
 // model beside J, with Adam and PNG's constrained update of its proposal
 // (png.Constrainer), when the problem shares its parameter vector
 // (SharedParams; one more, the loop's copy of θ, when it does not): the
 // direction and the pending update's, θ before the pending update, Adam's
 // two moments, the proposal (the constrained update is written over it),
-// the pending update, the metric and the trust region. A criterion that
+// the pending update, the metric and the trust region; LentVectors of
+// them (the direction, the proposal, the metric and the trust region) are
+// lent by a ScratchLender and held only between evaluations. A criterion that
 // reads drift adds θ₀ and one more vector (Gradient.Extra), terms their
 // Jacobian and that vector: tune's plan adds them (job.TuneLoopBytes).
 // TestLoopVectorsCounted holds the loop to it.

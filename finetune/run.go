@@ -52,8 +52,9 @@ func ResumeMulti(ctx context.Context, path string, ps []Problem, train, val *Dat
 type point struct {
 	p      Problem
 	theta  []float32
-	shared bool      // theta is the problem's own vector (SharedParams)
-	losses []float64 // x[:m]
+	shared bool          // theta is the problem's own vector (SharedParams)
+	lender ScratchLender // lends dir, prop, metric and bound (nil: the loop allocates them)
+	losses []float64     // x[:m]
 	jac    png.Jacobian
 	coef   []float64 // g[:m]
 	x, g   []float64 // values (tasks, terms, drift: see layout) and ∂F/∂x
@@ -228,7 +229,10 @@ func newLoop(ps []Problem, train, val *Dataset, s *Settings, rec Recorder, multi
 	l := &loop{s: rs, obj: obj, lay: lay, train: train, val: val, tasks: tasks, m: len(tasks), n: n, rec: rec, lrScale: 1}
 	l.total = rs.totalSteps(train.Len())
 	for _, p := range ps {
-		pt := &point{p: p, jac: png.NewJacobian(l.m, n), dir: make([]float32, n)}
+		pt := &point{p: p, jac: png.NewJacobian(l.m, n)}
+		if sl, ok := p.(ScratchLender); ok && sl.Lends() {
+			pt.lender = sl
+		}
 		if sp, ok := p.(SharedParams); ok {
 			if th := sp.Theta(); len(th) == n {
 				pt.theta, pt.shared = th, true
@@ -340,6 +344,7 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 		}
 	}
 	for k, pt := range l.pts {
+		pt.dir = pt.scratch(pt.dir, l.n)
 		grad := pt.gradient(l.lay)
 		grad.Losses = pt.losses // for EPO
 		l.dirs[k], l.jacs[k], l.grads[k], l.states[k] = pt.dir, pt.jac, grad, &pt.st
@@ -398,9 +403,7 @@ func (l *loop) constrain() (*bad, error) {
 			continue
 		}
 		for _, b := range []*[]float32{&pt.prop, &pt.metric, &pt.bound} {
-			if *b == nil {
-				*b = make([]float32, l.n)
-			}
+			*b = pt.scratch(*b, l.n)
 		}
 		var metric, bound []float32
 		if l.s.propose(pt.prop, pt.metric, pt.bound, pt.dir, pt.opt, pt.pendingDir()) {
@@ -481,6 +484,9 @@ func (pt *point) pendingUpd() []float32 {
 
 // evaluate computes every point's losses (and J when withJac) on batch.
 func (l *loop) evaluate(batch Batch, withJac bool) (*bad, error) {
+	for _, pt := range l.pts {
+		pt.giveBack()
+	}
 	nonFinite := make([]error, len(l.pts))
 	err := l.parallel(func(k int) error {
 		pt := l.pts[k]
@@ -577,7 +583,8 @@ func (l *loop) parallel(f func(k int) error) error {
 // commit makes the pending update final, now that the step after it is
 // good, and makes this step's update the pending one: the optimizer's
 // state takes the pending direction, base becomes the current parameters,
-// and dir and the update trade buffers with pendDir and pendUpd (no copy).
+// and dir and the update trade buffers with pendDir and pendUpd (no copy;
+// copied into them when lent: ScratchLender).
 // The caller then writes into theta the result of the new pending update
 // (Settings.applyTheta from base).
 func (l *loop) commit() {
@@ -589,19 +596,61 @@ func (l *loop) commit() {
 			pt.base = make([]float32, l.n)
 		}
 		copy(pt.base, pt.theta)
+		// The pending update's vectors are the loop's own; lent ones go
+		// back before the next evaluation (giveBack), so they are copied.
 		if pt.pendDir == nil {
 			pt.pendDir = make([]float32, l.n)
 		}
-		pt.pendDir, pt.dir = pt.dir, pt.pendDir
-		// the update lives in prop's buffer: prop takes the old one's
-		// (nil at first: constrain allocates it)
+		if pt.lender != nil {
+			copy(pt.pendDir, pt.dir)
+		} else {
+			pt.pendDir, pt.dir = pt.dir, pt.pendDir
+		}
 		if pt.pendHasUpd = pt.hasUpd; pt.hasUpd {
-			pt.pendUpd, pt.prop = pt.prop, pt.pendUpd
+			switch {
+			case pt.lender != nil:
+				if pt.pendUpd == nil {
+					pt.pendUpd = make([]float32, l.n)
+				}
+				copy(pt.pendUpd, pt.prop)
+			default:
+				// the update lives in prop's buffer: prop takes the old
+				// one's (nil at first: constrain allocates it)
+				pt.pendUpd, pt.prop = pt.prop, pt.pendUpd
+			}
 		}
 		pt.pending = true
 	}
 	l.hasPrev = true
 	l.prevStep = l.step
+}
+
+// scratch returns b, or when b is nil a buffer of n values (contents
+// undefined) lent by the problem (ScratchLender) or allocated.
+func (pt *point) scratch(b []float32, n int) []float32 {
+	switch {
+	case b != nil:
+		return b
+	case pt.lender != nil:
+		return pt.lender.Lend(n)
+	}
+	return make([]float32, n)
+}
+
+// giveBack returns the vectors that live only between two evaluations
+// (this step's direction, the proposal, its metric and bound: commit has
+// moved what the pending update keeps into pendDir and pendUpd) to the
+// problem that lent them, so that its evaluation can use their memory.
+func (pt *point) giveBack() {
+	if pt.lender == nil {
+		return
+	}
+	for _, b := range []*[]float32{&pt.dir, &pt.prop, &pt.metric, &pt.bound} {
+		if *b != nil {
+			pt.lender.TakeBack(*b)
+			*b = nil
+		}
+	}
 }
 
 // pendingDir is the direction the optimizer's state opt has yet to take

@@ -414,7 +414,7 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 	j.Warnings = append(j.Warnings, bind.Warnings...)
 	j.s.Meta["data"] = dataPath
 	extra := TuneLoopBytes(j.nets[0].NumParams())
-	if j.Memory, err = PlanMemory(j.nets[0], j.train, j.batch, len(j.nets), extra, c.MaxMemory, j.val); err != nil {
+	if j.Memory, err = PlanMemoryLent(j.nets[0], j.train, j.batch, len(j.nets), extra, TuneLentBytes(j.nets[0].NumParams()), c.MaxMemory, j.val); err != nil {
 		return err
 	}
 	return nil

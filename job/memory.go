@@ -22,7 +22,12 @@ type MemoryPlan struct {
 	Step   backend.MemoryEstimate // one step of one model at the job's batch
 	Models int                    // models held at once (front: --models)
 	Extra  int64                  // per model: the loop's own vectors (θ, direction, optimizer state)
-	Data   int64                  // the data sets' arrays held in memory (once, whatever Models)
+	// Lent is, per model, the loop's vectors that live only between two
+	// evaluations and are lent from the step's pool of activation buffers
+	// (finetune.ScratchLender): they count only where they outgrow the
+	// step's activations (Step.Values).
+	Lent int64
+	Data int64 // the data sets' arrays held in memory (once, whatever Models)
 	// Process is what the process held when the plan was made beyond the
 	// data and the models' weights: the program and Go's runtime, the
 	// model files as read and decoded, the graphs built so far.
@@ -52,7 +57,13 @@ func (p *MemoryPlan) Total() int64 {
 // live is the plan's heap: what the step, the loop, the report pass and
 // the data hold.
 func (p *MemoryPlan) live() int64 {
-	return int64(p.Models)*(p.Step.Total()+p.Extra+p.Report) + p.Data
+	return int64(p.Models)*(p.Step.Total()+p.loopBytes()+p.Report) + p.Data
+}
+
+// loopBytes is what the loop adds to the step per model: its own vectors
+// and the lent ones the step's pool has no room for.
+func (p *MemoryPlan) loopBytes() int64 {
+	return p.Extra + max(0, p.Lent-p.Step.Values)
 }
 
 // String is the line tune, eval and front print before the first step.
@@ -76,8 +87,11 @@ func (p *MemoryPlan) String() string {
 // ", data SIZE" for the data sets.
 func (p *MemoryPlan) loop() string {
 	s := ""
-	if p.Extra != 0 {
-		s = ", loop " + backend.FormatBytes(p.Extra)
+	if l := p.loopBytes(); l != 0 || p.Lent != 0 {
+		s = ", loop " + backend.FormatBytes(l)
+		if p.Lent != 0 {
+			s += fmt.Sprintf(" (and %s lent from the activations' pool)", backend.FormatBytes(min(p.Lent, p.Step.Values)))
+		}
 	}
 	if p.Data != 0 {
 		s += ", data " + backend.FormatBytes(p.Data)
@@ -285,7 +299,13 @@ var plannedBytes atomic.Int64
 // (tune's report pass, saving) may exceed it, at the price of more
 // frequent collections while it does.
 func PlanMemory(md *backend.Model, ds *finetune.Dataset, batch, models int, extra int64, maxMemory string, held ...*finetune.Dataset) (*MemoryPlan, error) {
-	p := &MemoryPlan{Models: max(1, models), Extra: extra, Data: ds.Bytes()}
+	return PlanMemoryLent(md, ds, batch, models, extra, 0, maxMemory, held...)
+}
+
+// PlanMemoryLent is PlanMemory for a loop that also borrows lent bytes
+// per model from the step's pool between evaluations (MemoryPlan.Lent).
+func PlanMemoryLent(md *backend.Model, ds *finetune.Dataset, batch, models int, extra, lent int64, maxMemory string, held ...*finetune.Dataset) (*MemoryPlan, error) {
+	p := &MemoryPlan{Models: max(1, models), Extra: extra, Lent: lent, Data: ds.Bytes()}
 	for _, h := range held {
 		if h != ds {
 			p.Data += h.Bytes()
@@ -410,7 +430,7 @@ func (p *MemoryPlan) fitting(md *backend.Model, ds *finetune.Dataset, n int) str
 		if estErr != nil {
 			return fmt.Sprintf("a smaller --batch may fit (estimating one failed: %v)", estErr)
 		}
-		fixed := int64(p.Models)*(p.Step.Total()-p.Step.Values+p.Extra) + p.Data + p.Process
+		fixed := int64(p.Models)*(p.Step.Total()-p.Step.Values+p.Extra+p.Lent) + p.Data + p.Process
 		return fmt.Sprintf("even --batch 1 does not fit (the parameters, loop and data alone need %s); use a machine with more memory or --freeze part of the model", backend.FormatBytes(fixed))
 	}
 	lo, hi := 1, n // fits(lo), !fits(hi)

@@ -100,8 +100,17 @@ type ModelConfig struct {
 
 // TuneLoopBytes is the memory the training loop holds beside the step for
 // n trainable parameters: finetune.LoopVectors vectors of float32 (the
-// backend's model shares θ with the loop, finetune.SharedParams).
-func TuneLoopBytes(n int) int64 { return finetune.LoopVectors * 4 * int64(n) }
+// backend's model shares θ with the loop, finetune.SharedParams), less the
+// finetune.LentVectors it borrows from the step's pool between evaluations
+// (TuneLentBytes).
+func TuneLoopBytes(n int) int64 {
+	return (finetune.LoopVectors - finetune.LentVectors) * 4 * int64(n)
+}
+
+// TuneLentBytes is what the training loop borrows from the step's pool of
+// activation buffers between evaluations for n trainable parameters
+// (finetune.ScratchLender; MemoryPlan.Lent).
+func TuneLentBytes(n int) int64 { return finetune.LentVectors * 4 * int64(n) }
 
 // resolve parses the tasks, maps and options; the terms go into the
 // options (backend.Options.Terms).

@@ -383,7 +383,7 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 		report *= 2
 	}
 	extra = max(extra, report)
-	if job.Memory, err = PlanMemory(job.Net, job.Train, job.microBatch(), 1, extra, c.MaxMemory, job.Val); err != nil {
+	if job.Memory, err = PlanMemoryLent(job.Net, job.Train, job.microBatch(), 1, extra, TuneLentBytes(job.Net.NumParams()), c.MaxMemory, job.Val); err != nil {
 		return nil, err
 	}
 	// What the checkpoints hold to continue the run alone, with the
