@@ -47,6 +47,9 @@ type MemoryPlan struct {
 	// expected peaks of the jobs planned in this process (plannedBytes)
 	// plus gcHeadroom of them, at most Limit.
 	GCLimit int64
+	// gcPercent is the heap growth between collections the job runs
+	// with (gcPercent or runGCPercent; 0: gcPercent).
+	gcPercent int
 }
 
 // Total is the expected peak in bytes.
@@ -259,8 +262,19 @@ func selfRSS() int64 {
 	return pages * int64(os.Getpagesize())
 }
 
-// gcPercent is the heap growth between collections jobs run with.
-const gcPercent = 25
+// gcPercent is the heap growth between collections jobs run with, and
+// runGCPercent that of whole training runs (tune, front: PlanMemoryLent),
+// whose peak is held to their plan: their loops borrow vectors from the
+// step's pool between evaluations (finetune.ScratchLender), whose
+// displaced buffers are garbage every step, and at 25% the growth the
+// heap was allowed between collections was the largest term of the full
+// MTAN's tune (288×384, batch 2) above its live heap: 1.3–1.6 GB over
+// 5.3 GB. The heap is pointer-free but for the graphs, so collecting
+// more often is cheap (gctrace: 0% of the run's CPU time at either).
+const (
+	gcPercent    = 25
+	runGCPercent = 10
+)
 
 // gcHeadroom is the share of the expected peak that the Go runtime's soft
 // memory limit allows above it (see PlanMemory), and gcHeadroomMin its
@@ -305,7 +319,10 @@ func PlanMemory(md *backend.Model, ds *finetune.Dataset, batch, models int, extr
 // PlanMemoryLent is PlanMemory for a loop that also borrows lent bytes
 // per model from the step's pool between evaluations (MemoryPlan.Lent).
 func PlanMemoryLent(md *backend.Model, ds *finetune.Dataset, batch, models int, extra, lent int64, maxMemory string, held ...*finetune.Dataset) (*MemoryPlan, error) {
-	p := &MemoryPlan{Models: max(1, models), Extra: extra, Lent: lent, Data: ds.Bytes()}
+	p := &MemoryPlan{Models: max(1, models), Extra: extra, Lent: lent, Data: ds.Bytes(), gcPercent: gcPercent}
+	if lent > 0 {
+		p.gcPercent = runGCPercent
+	}
 	for _, h := range held {
 		if h != ds {
 			p.Data += h.Bytes()
@@ -350,7 +367,7 @@ func PlanMemoryLent(md *backend.Model, ds *finetune.Dataset, batch, models int, 
 	// pass may exceed it at the price of more frequent collections.
 	p.GCLimit = p.gcLimit(plannedBytes.Add(p.live()-int64(p.Models)*p.Report) + p.Process)
 	debug.SetMemoryLimit(p.GCLimit)
-	debug.SetGCPercent(gcPercent)
+	debug.SetGCPercent(p.gcPercent)
 	return p, nil
 }
 
@@ -358,7 +375,11 @@ func PlanMemoryLent(md *backend.Model, ds *finetune.Dataset, batch, models int, 
 // most the headroom gcLimit leaves above it.
 func (p *MemoryPlan) garbage() int64 {
 	live := p.live()
-	return min(live*gcPercent/100, max(int64(gcHeadroom*float64(live)), gcHeadroomMin))
+	pc := p.gcPercent
+	if pc == 0 {
+		pc = gcPercent
+	}
+	return min(live*int64(pc)/100, max(int64(gcHeadroom*float64(live)), gcHeadroomMin))
 }
 
 // gcLimit is the soft memory limit for the Go runtime when the jobs of
