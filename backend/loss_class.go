@@ -25,7 +25,7 @@ func classLoss(logits bool) func(b *builder, t Task, out, target gnode) (gnode, 
 			classBackward(c, dst, in[0], in[1], float64(g[0]))
 			return true
 		}
-		return b.kernel32("loss:"+t.Name, t.Loss, []gnode{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
+		return b.fillingKernel32("loss:"+t.Name, t.Loss, []gnode{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
 	}
 }
 
@@ -93,20 +93,39 @@ func classForward[T float](c classGeom, dst, x, tg []T) {
 }
 
 // classBackward writes the gradient of the loss times g with respect to
-// the output into dst (zeroed): every element gets at most one float64
-// value, rounded once, computed as the terms added to a zero would be.
+// the output into every element of dst: each gets at most one float64
+// term, rounded once, computed as the terms added to a zero would be, and
+// zero otherwise (the targets are classes in [0, C) or the ignored index:
+// Model.CheckBatch, and classForward's lp[cl] fails on others before the
+// gradient runs). nll's gradient, one term per pixel, is written row
+// by row in one pass (not zeroed first and then scattered into).
 func classBackward[T float](c classGeom, dst, x, tg []T, g float64) {
 	k := g / classCount(c, tg)
+	if !c.logits {
+		v := T(0 - k) // as 0 −= k: +0 for k = 0
+		for n := 0; n < c.N; n++ {
+			t := tg[n*c.inner : (n+1)*c.inner]
+			for cc := 0; cc < c.C; cc++ {
+				row := dst[(n*c.C+cc)*c.inner:][:c.inner]
+				for j, tv := range t {
+					row[j] = 0
+					if cl := float64(tv); cl != c.ignore && int(cl) == cc {
+						row[j] = v
+					}
+				}
+			}
+		}
+		return
+	}
 	lp := make([]float64, c.C)
 	for n := 0; n < c.N; n++ {
 		for j := 0; j < c.inner; j++ {
 			cl := float64(tg[n*c.inner+j])
-			if cl == c.ignore {
-				continue
-			}
 			base := n*c.C*c.inner + j
-			if !c.logits {
-				dst[base+int(cl)*c.inner] = T(0 - k) // as 0 −= k: +0 for k = 0
+			if cl == c.ignore {
+				for cc := 0; cc < c.C; cc++ {
+					dst[base+cc*c.inner] = 0
+				}
 				continue
 			}
 			classRow(c, x, n, j, lp)

@@ -11,7 +11,8 @@ import (
 // formula rounded once, bit for bit: the loss, and the gradient as the
 // float64 kernel forms it (k·exp(log p) added to a zeroed element, k
 // subtracted at the target), with ignored targets, a scale g of 0 (the
-// sign of zeros) and of 0.7.
+// sign of zeros) and of 0.7, into a dirty buffer (the gradient writes
+// every element: its buffer is not zeroed first).
 func TestClassLoss32MatchesFloat64(t *testing.T) {
 	r := rand.New(rand.NewSource(12))
 	const N, C, inner = 3, 5, 7
@@ -37,7 +38,7 @@ func TestClassLoss32MatchesFloat64(t *testing.T) {
 			t.Errorf("logits=%v: loss %v, float64 %v", logits, l32[0], l64[0])
 		}
 		for _, g := range []float64{0, 0.7} {
-			d32 := make([]float32, len(x32))
+			d32 := dirty32(len(x32)) // classBackward writes every element
 			classBackward(c, d32, x32, tg32, g)
 			want := make([]float64, len(x64)) // the float64 kernel's accumulation
 			k := g / classCount(c, tg64)
