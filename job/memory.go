@@ -269,11 +269,12 @@ func selfRSS() int64 {
 // displaced buffers are garbage every step, and at 25% the growth the
 // heap was allowed between collections was the largest term of the full
 // MTAN's tune (288×384, batch 2) above its live heap: 1.3–1.6 GB over
-// 5.3 GB. The heap is pointer-free but for the graphs, so collecting
-// more often is cheap (gctrace: 0% of the run's CPU time at either).
+// 5.3–6.1 GB. The heap is pointer-free but for the graphs, so collecting
+// more often is cheap (gctrace: 0% of the run's CPU time at 25% and at
+// 10%; 54 collections in a whole tune of two steps at 10%).
 const (
 	gcPercent    = 25
-	runGCPercent = 10
+	runGCPercent = 5
 )
 
 // gcHeadroom is the share of the expected peak that the Go runtime's soft
