@@ -2,6 +2,7 @@ package backend
 
 import (
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/paretonav/paretonav/backend/ops"
@@ -11,7 +12,8 @@ import (
 
 // TestConvDepthwiseORT checks depthwise convolutions that run on ops'
 // depthwise path (checked with ops.ConvDepthwise) against ONNX Runtime:
-// 3×3, 5×5 and 7×7, strides 1 and 2, bias, batch 2. ops'
+// 3×3, 5×5 and 7×7, strides 1 and 2, a dilated 5×5 (DeepLabV3's), bias,
+// batch 2. ops'
 // TestConvDepthwiseMatchesIm2col compares all three passes with the
 // im2col path and TestConvDepthwiseGradFD the gradients with finite
 // differences.
@@ -28,18 +30,22 @@ func TestConvDepthwiseORT(t *testing.T) {
 		{"5x5 s2", []int{1, 12, 16, 16}, 5, 2},
 		{"7x7 s1", []int{2, 32, 8, 8}, 7, 1},
 		{"7x7 s1 2x2", []int{2, 16, 2, 2}, 7, 1},
+		{"5x5 dilation 2 4x4", []int{2, 8, 4, 4}, 5, 1},
 	}
 	var cases []oracleCase
 	for _, s := range shapes {
-		C, p := s.x[1], s.k/2
+		C, p, d := s.x[1], s.k/2, 1
+		if strings.Contains(s.name, "dilation 2") {
+			p, d = 2*p, 2
+		}
 		w := []int{C, 1, s.k, s.k}
-		params := ops.ConvParams{Group: C, Strides: []int{s.s, s.s}, Pads: []int{p, p, p, p}}
+		params := ops.ConvParams{Group: C, Strides: []int{s.s, s.s}, Pads: []int{p, p, p, p}, Dilations: []int{d, d}}
 		if !ops.ConvDepthwise(s.x, w, params) {
 			t.Fatalf("%s: does not run on the depthwise path", s.name)
 		}
 		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", w...), randF32Tensor(r, "b", C)}
 		attrs := []*onnxpb.AttributeProto{aInt("group", int64(C)), aInts("strides", int64(s.s), int64(s.s)),
-			aInts("pads", int64(p), int64(p), int64(p), int64(p))}
+			aInts("pads", int64(p), int64(p), int64(p), int64(p)), aInts("dilations", int64(d), int64(d))}
 		cases = append(cases, oracleCase{s.name, attrs, ins})
 	}
 	checkAgainstORT(t, "Conv", 13, cases, 1e-4)

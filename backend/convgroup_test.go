@@ -45,3 +45,34 @@ func TestConvGroupedORT(t *testing.T) {
 	}
 	checkAgainstORT(t, "Conv", 13, cases, 1e-4)
 }
+
+// TestConvTrimTapsORT checks convolutions whose padding-only taps ops
+// drops (ops' TestConvTrimTaps, TestConvTrimTapsGradFD) against ONNX
+// Runtime: DeepLabV3's ASPP 3×3 of dilation 12 on a 4×4 plane, a dilated
+// 5×5 on a 3×3 plane, a 7×7 of stride 2 on 3×3, grouped, bias.
+func TestConvTrimTapsORT(t *testing.T) {
+	r := rand.New(rand.NewSource(13))
+	shapes := []struct {
+		name    string
+		x, w    []int
+		group   int
+		s, d, p int
+	}{
+		{"aspp d12", []int{2, 16, 4, 4}, []int{8, 16, 3, 3}, 1, 1, 12, 12},
+		{"5x5 d2 on 3x3", []int{2, 4, 3, 3}, []int{6, 4, 5, 5}, 1, 1, 2, 4},
+		{"7x7 s2 on 3x3", []int{2, 3, 3, 3}, []int{4, 3, 7, 7}, 1, 2, 1, 3},
+		{"grouped 5x5 on 2x2", []int{2, 4, 2, 2}, []int{6, 2, 5, 5}, 2, 1, 1, 2},
+	}
+	var cases []oracleCase
+	for _, s := range shapes {
+		params := ops.ConvParams{Group: s.group, Strides: []int{s.s, s.s}, Dilations: []int{s.d, s.d}, Pads: []int{s.p, s.p, s.p, s.p}}
+		if !ops.ConvTrimmed(s.x, s.w, params) {
+			t.Fatalf("%s: no taps are dropped", s.name)
+		}
+		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", s.w...), randF32Tensor(r, "b", s.w[0])}
+		attrs := []*onnxpb.AttributeProto{aInt("group", int64(s.group)), aInts("strides", int64(s.s), int64(s.s)),
+			aInts("dilations", int64(s.d), int64(s.d)), aInts("pads", int64(s.p), int64(s.p), int64(s.p), int64(s.p))}
+		cases = append(cases, oracleCase{s.name, attrs, ins})
+	}
+	checkAgainstORT(t, "Conv", 13, cases, 1e-4)
+}

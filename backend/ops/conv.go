@@ -80,6 +80,7 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 		return nil, fmt.Errorf("ops: Conv: bias B %v: expected shape [%d]", b.Shape(), g.m)
 	}
 	sc := newConvScratch()
+	tr := trimConv(&g)
 	op := &fnOp{
 		name:     "Conv{" + g.String() + "}",
 		inDims:   []int{4, 4},
@@ -90,6 +91,15 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 				bias = in[2]
 			}
 			n := g.n * g.m * g.outPlane
+			if tr != nil {
+				return dispatch(in[0],
+					func() (tensor.Tensor, error) {
+						return trimmedForward(&g, tr, sc, in[0], in[1], bias, outBufDirty[float32](buf, n)), nil
+					},
+					func() (tensor.Tensor, error) {
+						return trimmedForward(&g, tr, sc, in[0], in[1], bias, outBufDirty[float64](buf, n)), nil
+					})
+			}
 			return dispatch(in[0],
 				func() (tensor.Tensor, error) {
 					return convForward(g, sc, in[0], in[1], bias, outBufDirty[float32](buf, n)), nil
@@ -101,6 +111,15 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 		grads: []gradSpec{
 			{deps: []int{1, depGrad}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 				n := g.n * g.c * g.inPlane
+				if tr != nil {
+					return dispatch(in[0],
+						func() (tensor.Tensor, error) {
+							return trimmedGradX(&g, tr, sc, in[0], in[1], outBufDirty[float32](buf, n)), nil
+						},
+						func() (tensor.Tensor, error) {
+							return trimmedGradX(&g, tr, sc, in[0], in[1], outBufDirty[float64](buf, n)), nil
+						})
+				}
 				return dispatch(in[0],
 					func() (tensor.Tensor, error) {
 						return convGradX(g, sc, in[0], in[1], outBufDirty[float32](buf, n)), nil
@@ -111,6 +130,15 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 			}},
 			{deps: []int{0, depGrad}, into: func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 				n := g.m * g.colRows
+				if tr != nil { // writes every element: no zeroing
+					return dispatch(in[0],
+						func() (tensor.Tensor, error) {
+							return trimmedGradW(&g, tr, sc, in[0], in[1], outBufDirty[float32](buf, n)), nil
+						},
+						func() (tensor.Tensor, error) {
+							return trimmedGradW(&g, tr, sc, in[0], in[1], outBufDirty[float64](buf, n)), nil
+						})
+				}
 				if depthwiseOK(&g) || groupedOK(&g) { // writes every element: no zeroing
 					return dispatch(in[0],
 						func() (tensor.Tensor, error) {

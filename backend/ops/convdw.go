@@ -32,10 +32,12 @@ import (
 var depthwiseOn = true
 
 // depthwiseOK reports whether g takes the depthwise path: group = C = M,
-// dilation 1, equal strides of 1 or 2, a kernel of at least two taps.
+// equal strides of 1 or 2, a kernel of at least two taps, and dilation 1
+// or an output plane small enough for the direct loops (convdwsmall.go),
+// which take any dilation.
 func depthwiseOK(g *convGeom) bool {
 	return depthwiseOn && g.g > 1 && g.cg == 1 && g.mg == 1 &&
-		g.y.d == 1 && g.x.d == 1 && g.y.s == g.x.s && g.y.s <= 2 &&
+		(g.y.d == 1 && g.x.d == 1 || dwDirect(g)) && g.y.s == g.x.s && g.y.s <= 2 &&
 		g.kh*g.kw > 1 && g.oh > 0 && g.ow > 0
 }
 

@@ -28,6 +28,20 @@ var dwCases = []struct {
 	{"7x7_s2_asym", []int{1, 2, 13, 9}, 7, ConvParams{Strides: []int{2, 2}, Pads: []int{3, 2, 1, 3}}},
 	{"3x3_nopad", []int{2, 2, 6, 7}, 3, ConvParams{}},
 	{"3x3_s2_same_upper", []int{2, 3, 8, 8}, 3, ConvParams{Strides: []int{2, 2}, AutoPad: "SAME_UPPER"}},
+	// dilated (DeepLabV3's 5×5, dilation 2 on 4×4 planes): direct loops only
+	{"5x5_dil2_4x4", []int{2, 3, 4, 4}, 5, ConvParams{Dilations: []int{2, 2}, Pads: []int{4, 4, 4, 4}}},
+	{"3x3_dil2_s2_asym", []int{2, 2, 7, 6}, 3, ConvParams{Strides: []int{2, 2}, Dilations: []int{2, 3}, Pads: []int{1, 2, 2, 0}}},
+}
+
+// dilated reports whether p has a dilation above 1 (the phase planes do
+// not take it).
+func dilated(p ConvParams) bool {
+	for _, d := range p.Dilations {
+		if d > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // TestConvDepthwiseMatchesIm2col checks the depthwise path (convdw.go)
@@ -35,9 +49,13 @@ var dwCases = []struct {
 // bias, into dirty output buffers: float64 to 1e-12, float32 to 2e-6 of
 // the sums of absolute terms' scale.
 func TestConvDepthwiseMatchesIm2col(t *testing.T) {
-	defer func(m int) { depthwiseOn, dwDirectMaxPlane = true, m }(dwDirectMaxPlane)
+	defer func(m int) { depthwiseOn, dwDirectMaxPlane, groupedOn = true, m, true }(dwDirectMaxPlane)
+	groupedOn = false // the reference: im2col per sample and group
 	for _, c := range dwCases {
 		for _, direct := range dwPaths {
+			if direct.maxPlane == 0 && dilated(c.p) {
+				continue
+			}
 			dwDirectMaxPlane = direct.maxPlane
 			t.Run(c.name+"/"+direct.name, func(t *testing.T) {
 				C := c.x[1]
@@ -124,8 +142,11 @@ func toF32s(x []float64) []float32 {
 // float32 results against float64.
 func TestConvDepthwiseGradFD(t *testing.T) {
 	defer func(m int) { dwDirectMaxPlane = m }(dwDirectMaxPlane)
-	for _, c := range dwCases[:7] {
+	for _, c := range dwCases {
 		for _, direct := range dwPaths {
+			if direct.maxPlane == 0 && dilated(c.p) {
+				continue
+			}
 			dwDirectMaxPlane = direct.maxPlane
 			t.Run(c.name+"/"+direct.name, func(t *testing.T) {
 				C := c.x[1]
@@ -158,7 +179,8 @@ func BenchmarkConvDepthwise(b *testing.B) {
 		{[]int{4, 96, 8, 8}, 5, 2}, {[]int{4, 240, 4, 4}, 5, 1}, {[]int{4, 576, 2, 2}, 5, 1},
 		{[]int{4, 96, 16, 16}, 7, 1}, {[]int{4, 192, 8, 8}, 7, 1}, {[]int{4, 384, 4, 4}, 7, 1}, {[]int{4, 768, 2, 2}, 7, 1},
 	}
-	defer func() { depthwiseOn = true }()
+	defer func() { depthwiseOn, groupedOn = true, true }()
+	groupedOn = false // im2col per sample and group
 	for _, s := range shapes {
 		C := s.x[1]
 		p := ConvParams{Group: C, Strides: []int{s.s, s.s}, Pads: []int{s.k / 2, s.k / 2, s.k / 2, s.k / 2}}

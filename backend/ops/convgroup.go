@@ -23,11 +23,13 @@ package ops
 var groupedOn = true
 
 // groupedOK reports whether g takes the grouped path: more than one
-// group, not depthwise (convdw.go), not a direct 1×1 product, stride 1,
+// group, not depthwise (one channel and one filter per group: convdw.go,
+// or im2col per group where that does not apply, such as dilated
+// depthwise layers of large planes), not a direct 1×1 product, stride 1,
 // at most groupedMaxCols output values per channel over the batch, and
 // one group's im2col matrix and products within ColBandElems.
 func groupedOK(g *convGeom) bool {
-	return groupedOn && g.g > 1 && !g.direct && !depthwiseOK(g) && g.y.s == 1 && g.x.s == 1 &&
+	return groupedOn && g.g > 1 && !g.direct && (g.cg > 1 || g.mg > 1) && g.y.s == 1 && g.x.s == 1 &&
 		g.n*g.outPlane <= groupedMaxCols && (g.colRows+g.mg)*g.n*g.outPlane <= ColBandElems
 }
 

@@ -1,0 +1,117 @@
+package ops
+
+import "gorgonia.org/tensor"
+
+// Kernel taps that read only padding for every output are dropped: the
+// convolution runs with the smaller kernel of the taps that read input,
+// and pads reduced to match, which gives the same outputs (the dropped
+// terms are products with the padding's zeros). DeepLabV3's ASPP runs 3×3
+// convolutions of dilation 12, 24 and 36 on the 4×4 planes of a 64×64
+// input: only the centre tap reads the plane, and they run as 1×1
+// products, a ninth of the arithmetic. The weights are copied into the
+// smaller kernel for each pass (m·C/group·kH·kW values, small beside the
+// products), and the smaller kernel's weight gradient is spread back into
+// the whole kernel's, zeros at the dropped taps.
+
+// trimTaps returns the taps [k0, k1) of window a (k taps) that some of
+// its out outputs read inside the input of a.in values.
+func trimTaps(a window, k int) (k0, k1 int) {
+	k0, k1 = k, 0
+	for t := 0; t < k; t++ {
+		if lo, hi := validRange(a.out, a.s, t*a.d-a.pb, a.in); lo < hi {
+			k0, k1 = min(k0, t), max(k1, t+1)
+		}
+	}
+	return k0, k1
+}
+
+// convTrim is a convolution's geometry without its padding-only taps.
+type convTrim struct {
+	g        convGeom // the smaller kernel's geometry
+	ky0, kx0 int      // its first tap in the whole kernel
+}
+
+// trimConv returns g without the taps that read only padding, or nil when
+// every tap reads input somewhere (or none does: the output is the bias).
+func trimConv(g *convGeom) *convTrim {
+	ky0, ky1 := trimTaps(g.y, g.kh)
+	kx0, kx1 := trimTaps(g.x, g.kw)
+	if !TrimTaps || ky1 <= ky0 || kx1 <= kx0 || ky1-ky0 == g.kh && kx1-kx0 == g.kw {
+		return nil
+	}
+	pads := []int{g.y.pb - ky0*g.y.d, g.x.pb - kx0*g.x.d, g.y.pe - (g.kh-ky1)*g.y.d, g.x.pe - (g.kw-kx1)*g.x.d}
+	for _, p := range pads {
+		if p < 0 {
+			return nil
+		}
+	}
+	t, err := newConvGeom(tensor.Shape{g.n, g.c, g.h, g.w}, tensor.Shape{g.m, g.cg, ky1 - ky0, kx1 - kx0},
+		ConvParams{Group: g.g, Strides: []int{g.y.s, g.x.s}, Dilations: []int{g.y.d, g.x.d}, Pads: pads})
+	if err != nil || t.oh != g.oh || t.ow != g.ow {
+		return nil
+	}
+	return &convTrim{g: t, ky0: ky0, kx0: kx0}
+}
+
+// TrimTaps enables trimConv; tests turn it off to compare.
+var TrimTaps = true
+
+// weights copies the taps of the smaller kernel out of the whole kernel w
+// (g's) into a scratch buffer; give it back with colScratch.pool.Put.
+func trimWeights[T float](g *convGeom, tr *convTrim, w []T) *[]T {
+	t := &tr.g
+	buf := getScratch[T](&colScratch, t.m*t.colRows)
+	d := *buf
+	for f := 0; f < g.m*g.cg; f++ {
+		for ky := 0; ky < t.kh; ky++ {
+			copy(d[(f*t.kh+ky)*t.kw:][:t.kw], w[(f*g.kh+tr.ky0+ky)*g.kw+tr.kx0:])
+		}
+	}
+	return buf
+}
+
+// spreadWeights writes the smaller kernel's weight gradient dt into the
+// whole kernel's dw, every element (zeros at the dropped taps).
+func spreadWeights[T float](g *convGeom, tr *convTrim, dt, dw []T) {
+	t := &tr.g
+	clear(dw)
+	for f := 0; f < g.m*g.cg; f++ {
+		for ky := 0; ky < t.kh; ky++ {
+			copy(dw[(f*g.kh+tr.ky0+ky)*g.kw+tr.kx0:][:t.kw], dt[(f*t.kh+ky)*t.kw:][:t.kw])
+		}
+	}
+}
+
+// trimmedForward is convForward with the smaller kernel.
+func trimmedForward[T float](g *convGeom, tr *convTrim, sc *scratch, xt, wt, bt tensor.Tensor, out []T) tensor.Tensor {
+	w := trimWeights(g, tr, data[T](wt))
+	defer colScratch.pool.Put(w)
+	return convForward(tr.g, sc, xt, newTensor(tensor.Shape{tr.g.m, tr.g.cg, tr.g.kh, tr.g.kw}, *w), bt, out)
+}
+
+// trimmedGradX is convGradX with the smaller kernel.
+func trimmedGradX[T float](g *convGeom, tr *convTrim, sc *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
+	w := trimWeights(g, tr, data[T](wt))
+	defer colScratch.pool.Put(w)
+	return convGradX(tr.g, sc, newTensor(tensor.Shape{tr.g.m, tr.g.cg, tr.g.kh, tr.g.kw}, *w), gyt, dx)
+}
+
+// trimmedGradW writes the weight gradient into dw (any contents): the
+// smaller kernel's, spread into the whole kernel's.
+func trimmedGradW[T float](g *convGeom, tr *convTrim, sc *scratch, xt, gyt tensor.Tensor, dw []T) tensor.Tensor {
+	buf := getScratch[T](&colScratch, tr.g.m*tr.g.colRows)
+	defer colScratch.pool.Put(buf)
+	dt := *buf
+	clear(dt)
+	convGradWInto(tr.g, sc, xt, gyt, dt)
+	spreadWeights(g, tr, dt, dw)
+	return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
+}
+
+// ConvTrimmed reports whether a convolution of input shape xs and filters
+// ws with parameters p runs with a smaller kernel (taps reading only
+// padding dropped).
+func ConvTrimmed(xs, ws []int, p ConvParams) bool {
+	g, err := newConvGeom(xs, ws, p)
+	return err == nil && trimConv(&g) != nil
+}
