@@ -34,13 +34,14 @@ func groupedOK(g *convGeom) bool {
 }
 
 // groupedMaxCols bounds the columns (samples·oH·oW) of the grouped path.
-// Per layer (BenchmarkConvGrouped, three passes, one thread), RegNetX's
-// 16-channel groups ran 1.1–1.6× faster on 2×2 to 8×8 planes at batch 4
-// (16 to 256 columns); ResNeXt-style 4-channel groups of 16×16 (1,024
-// columns) ran 1.4× slower than per sample, whose products are then wide
-// enough on their own, and strided layers were 0.9–1.2× (their im2col,
-// the same in both paths, dominates), so they stay per sample.
-var groupedMaxCols = 256
+// In CPU time per layer, three passes, one thread
+// (BenchmarkConvGrouped, RegNetX-400MF's 16-channel groups at batch 4):
+// 4×4 planes (64 columns) took 10% less than per sample and group, 2×2
+// the same; on 8×8 planes (256 columns) the per-sample path, which runs
+// stride-1 padded layers on wide rows without an im2col matrix
+// (convpad.go), took 20% less with 4 groups and 35% less with 32 groups
+// of 8 channels, so the grouped path stops at 64 columns.
+var groupedMaxCols = 64
 
 // groupUnits splits g's groups and samples into units of work: per
 // group, s ranges of samples (s = 1 when there are at least as many

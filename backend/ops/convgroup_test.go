@@ -36,7 +36,8 @@ var groupCases = []struct {
 // threads (the units of work change with the threads): float64 to
 // 1e-12, float32 to 2e-6 of the terms' scale.
 func TestConvGroupedMatchesIm2col(t *testing.T) {
-	defer func() { groupedOn = true }()
+	defer func(c int) { groupedOn, groupedMaxCols = true, c }(groupedMaxCols)
+	groupedMaxCols = 1 << 30 // every case, whatever its size
 	for _, c := range groupCases {
 		for _, procs := range []int{1, 2, 5} {
 			t.Run(fmt.Sprintf("%s/%d", c.name, procs), func(t *testing.T) {
@@ -105,6 +106,8 @@ func TestConvGroupedMatchesIm2col(t *testing.T) {
 // against float64 central differences and its float32 results against
 // float64.
 func TestConvGroupedGradFD(t *testing.T) {
+	defer func(c int) { groupedMaxCols = c }(groupedMaxCols)
+	groupedMaxCols = 1 << 30
 	for _, c := range groupCases {
 		t.Run(c.name, func(t *testing.T) {
 			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
@@ -124,7 +127,9 @@ func TestConvGroupedGradFD(t *testing.T) {
 // BenchmarkConvGrouped times the three passes of the grouped 3×3 layers
 // of RegNetX-400MF (16 channels per group) at 64×64 input and of a
 // ResNeXt-style block (32 groups of 4 and of 8 channels), batch 4, on the
-// grouped path and per sample and group through im2col, side by side.
+// grouped path (whatever groupedMaxCols says) and per sample and group
+// (im2col, or wide rows for stride-1 padded layers), side by side. Under
+// load compare CPU time, one sub-benchmark per process.
 func BenchmarkConvGrouped(b *testing.B) {
 	shapes := []struct {
 		x      []int
@@ -135,7 +140,8 @@ func BenchmarkConvGrouped(b *testing.B) {
 		{[]int{4, 160, 8, 8}, 10, 2}, {[]int{4, 160, 4, 4}, 10, 1}, {[]int{4, 400, 4, 4}, 25, 2},
 		{[]int{4, 400, 2, 2}, 25, 1}, {[]int{4, 128, 16, 16}, 32, 1}, {[]int{4, 256, 8, 8}, 32, 1},
 	}
-	defer func() { groupedOn = true }()
+	defer func(c int) { groupedOn, groupedMaxCols = true, c }(groupedMaxCols)
+	groupedMaxCols = 1 << 30
 	for _, s := range shapes {
 		C := s.x[1]
 		ws := []int{C, C / s.group, 3, 3}
