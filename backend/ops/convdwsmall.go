@@ -32,39 +32,60 @@ func dwTaps(o, s, d, pb, k, n int) (k0, k1, i0 int) {
 	return k0, max(k0, min(k, (n-1-i0)/d+1)), i0
 }
 
+// dwRun is a run of terms of a small depthwise convolution: output o of
+// a plane reads inputs i, i+1, … of its plane through taps t, t+1, … (n
+// of them: the taps of one kernel row inside the input; one tap per run
+// under a horizontal dilation).
+type dwRun struct{ o, i, t, n int32 }
+
+// dwRuns lists the terms of g's planes as runs, by output and, per output,
+// by tap (row by row): the order of the sums below.
+func dwRuns(g *convGeom) []dwRun {
+	var rs []dwRun
+	for oy := 0; oy < g.oh; oy++ {
+		ky0, ky1, iy0 := dwTaps(oy, g.y.s, g.y.d, g.y.pb, g.kh, g.h)
+		for ox := 0; ox < g.ow; ox++ {
+			kx0, kx1, ix0 := dwTaps(ox, g.x.s, g.x.d, g.x.pb, g.kw, g.w)
+			o := int32(oy*g.ow + ox)
+			for ky := ky0; ky < ky1; ky++ {
+				i, t := (iy0+ky*g.y.d)*g.w+ix0, ky*g.kw
+				if g.x.d == 1 {
+					if kx1 > kx0 {
+						rs = append(rs, dwRun{o, int32(i + kx0), int32(t + kx0), int32(kx1 - kx0)})
+					}
+					continue
+				}
+				for kx := kx0; kx < kx1; kx++ {
+					rs = append(rs, dwRun{o, int32(i + kx*g.x.d), int32(t + kx), 1})
+				}
+			}
+		}
+	}
+	return rs
+}
+
 // convForwardDwDirect writes the depthwise convolution of x by w (bias b,
 // nil for none) into out, every element.
 func convForwardDwDirect[T float](g *convGeom, x, w, b, out []T) {
-	taps := g.kh * g.kw
+	taps, rs := g.kh*g.kw, dwRuns(g)
 	parallelFor(g.n*g.c, func(_, lo, hi int) {
 		for p := lo; p < hi; p++ {
 			c := p % g.c
 			xp, wc := x[p*g.inPlane:][:g.inPlane], w[c*taps:][:taps]
 			op := out[p*g.outPlane:][:g.outPlane]
-			var bc T
-			if b != nil {
-				bc = b[c]
+			clear(op)
+			for _, r := range rs {
+				xs, ws := xp[r.i:][:r.n], wc[r.t:][:r.n]
+				s := op[r.o]
+				for j, v := range xs {
+					s += ws[j] * v
+				}
+				op[r.o] = s
 			}
-			for oy := 0; oy < g.oh; oy++ {
-				ky0, ky1, iy0 := dwTaps(oy, g.y.s, g.y.d, g.y.pb, g.kh, g.h)
-				for ox := 0; ox < g.ow; ox++ {
-					kx0, kx1, ix0 := dwTaps(ox, g.x.s, g.x.d, g.x.pb, g.kw, g.w)
-					var s T
-					for ky := ky0; ky < ky1; ky++ {
-						i := (iy0+ky*g.y.d)*g.w + ix0
-						wr := wc[ky*g.kw+kx0:][:kx1-kx0]
-						if g.x.d == 1 {
-							row := xp[i+kx0:][:len(wr)]
-							for j, xv := range row {
-								s += wr[j] * xv
-							}
-							continue
-						}
-						for j, wv := range wr {
-							s += wv * xp[i+(kx0+j)*g.x.d]
-						}
-					}
-					op[oy*g.ow+ox] = s + bc
+			if b != nil {
+				bc := b[c]
+				for i := range op {
+					op[i] += bc
 				}
 			}
 		}
@@ -73,32 +94,18 @@ func convForwardDwDirect[T float](g *convGeom, x, w, b, out []T) {
 
 // convGradXDwDirect writes the input gradient into dx, every element.
 func convGradXDwDirect[T float](g *convGeom, w, gy, dx []T) {
-	taps := g.kh * g.kw
+	taps, rs := g.kh*g.kw, dwRuns(g)
 	parallelFor(g.n*g.c, func(_, lo, hi int) {
 		for p := lo; p < hi; p++ {
 			c := p % g.c
 			gp, wc := gy[p*g.outPlane:][:g.outPlane], w[c*taps:][:taps]
 			dp := dx[p*g.inPlane:][:g.inPlane]
 			clear(dp)
-			for oy := 0; oy < g.oh; oy++ {
-				ky0, ky1, iy0 := dwTaps(oy, g.y.s, g.y.d, g.y.pb, g.kh, g.h)
-				for ox := 0; ox < g.ow; ox++ {
-					kx0, kx1, ix0 := dwTaps(ox, g.x.s, g.x.d, g.x.pb, g.kw, g.w)
-					v := gp[oy*g.ow+ox]
-					for ky := ky0; ky < ky1; ky++ {
-						i := (iy0+ky*g.y.d)*g.w + ix0
-						wr := wc[ky*g.kw+kx0:][:kx1-kx0]
-						if g.x.d == 1 {
-							row := dp[i+kx0:][:len(wr)]
-							for j, wv := range wr {
-								row[j] += v * wv
-							}
-							continue
-						}
-						for j, wv := range wr {
-							dp[i+(kx0+j)*g.x.d] += v * wv
-						}
-					}
+			for _, r := range rs {
+				v := gp[r.o]
+				ds, ws := dp[r.i:][:r.n], wc[r.t:][:r.n]
+				for j, wv := range ws {
+					ds[j] += v * wv
 				}
 			}
 		}
@@ -108,7 +115,7 @@ func convGradXDwDirect[T float](g *convGeom, w, gy, dx []T) {
 // convGradWDwDirect writes the weight gradient into dw (C × kH·kW), every
 // element: per channel, the samples' terms added in sample order.
 func convGradWDwDirect[T float](g *convGeom, x, gy, dw []T) {
-	taps := g.kh * g.kw
+	taps, rs := g.kh*g.kw, dwRuns(g)
 	parallelFor(g.c, func(_, lo, hi int) {
 		for c := lo; c < hi; c++ {
 			dc := dw[c*taps:][:taps]
@@ -116,25 +123,11 @@ func convGradWDwDirect[T float](g *convGeom, x, gy, dw []T) {
 			for n := 0; n < g.n; n++ {
 				p := n*g.c + c
 				xp, gp := x[p*g.inPlane:][:g.inPlane], gy[p*g.outPlane:][:g.outPlane]
-				for oy := 0; oy < g.oh; oy++ {
-					ky0, ky1, iy0 := dwTaps(oy, g.y.s, g.y.d, g.y.pb, g.kh, g.h)
-					for ox := 0; ox < g.ow; ox++ {
-						kx0, kx1, ix0 := dwTaps(ox, g.x.s, g.x.d, g.x.pb, g.kw, g.w)
-						v := gp[oy*g.ow+ox]
-						for ky := ky0; ky < ky1; ky++ {
-							i := (iy0+ky*g.y.d)*g.w + ix0
-							dr := dc[ky*g.kw+kx0:][:kx1-kx0]
-							if g.x.d == 1 {
-								row := xp[i+kx0:][:len(dr)]
-								for j, xv := range row {
-									dr[j] += v * xv
-								}
-								continue
-							}
-							for j := range dr {
-								dr[j] += v * xp[i+(kx0+j)*g.x.d]
-							}
-						}
+				for _, r := range rs {
+					v := gp[r.o]
+					xs, ds := xp[r.i:][:r.n], dc[r.t:][:r.n]
+					for j, xv := range xs {
+						ds[j] += v * xv
 					}
 				}
 			}
