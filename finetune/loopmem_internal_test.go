@@ -2,6 +2,7 @@ package finetune
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -21,6 +22,7 @@ type bowl struct {
 	theta                 []float32
 	shared, lends         bool
 	lent, maxLent, lateRe int
+	calls, nanAt          int // evaluation nanAt (1-based; 0: none) gives NaN losses
 }
 
 func (b *bowl) Lends() bool { return b.lends }
@@ -63,6 +65,11 @@ func (b *bowl) Theta() []float32 {
 func (b *bowl) Evaluate(_ Batch, losses []float64, jac *png.Jacobian) error {
 	if b.lent != 0 {
 		b.lateRe++
+	}
+	b.calls++
+	if b.calls == b.nanAt {
+		losses[0], losses[1] = math.NaN(), math.NaN()
+		return nil
 	}
 	n := len(b.theta)
 	w := [2][2]float64{{1, 0.01}, {3, 0}}
@@ -230,6 +237,44 @@ func TestSharedLentResumeBitExact(t *testing.T) {
 		}
 		if !slices.Equal(fresh.theta, want) {
 			t.Errorf("%+v: the resumed run ends elsewhere than the uninterrupted one", c)
+		}
+	}
+}
+
+// retries counts the steps recorded after a rollback.
+type retries struct{ n *int }
+
+func (r retries) Init(*Config) error { return nil }
+func (r retries) Record(st *Step) error {
+	if st.Retries > 0 {
+		*r.n++
+	}
+	return nil
+}
+func (r retries) Done(*Result) error { return nil }
+
+// TestSharedLentRollbackBitExact checks the rollback from the pending
+// update: a step whose losses are NaN (the 4th evaluation) returns to θ
+// before the last update and redoes it at half the rate, bit for bit
+// alike whether the problem shares its vector and lends buffers or not.
+func TestSharedLentRollbackBitExact(t *testing.T) {
+	const n = 4096
+	var want []float32
+	for _, c := range []struct{ shared, lends bool }{{false, false}, {true, true}} {
+		p := newBowl(n, c.shared, c.lends)
+		p.nanAt = 4
+		var k int
+		s := &Settings{Optimizer: "adam", LR: 1e-3, Steps: 6, Method: png.PNG{Settings: png.Settings{Gamma: 1e-9}}}
+		if _, err := Run(context.Background(), p, nil, nil, s, retries{&k}); err != nil {
+			t.Fatal(err)
+		}
+		if k != 1 {
+			t.Fatalf("%+v: %d steps recorded after a rollback, want 1", c, k)
+		}
+		if want == nil {
+			want = slices.Clone(p.theta)
+		} else if !slices.Equal(p.theta, want) {
+			t.Errorf("%+v: the run ends elsewhere than the one that neither shares nor lends", c)
 		}
 	}
 }
