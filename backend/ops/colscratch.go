@@ -15,7 +15,7 @@ func ColScratchBytes(xs, ws []int, p ConvParams) (band, batch, cache int64) {
 		return 0, 0, 0
 	}
 	g, err := newConvGeom(xs, ws, p)
-	if err != nil || g.direct {
+	if err != nil || g.direct && !batchedPlanes(&g) {
 		return 0, 0, 0
 	}
 	band = 4 * int64(min(ColBandElems, g.colRows*g.colCols))
