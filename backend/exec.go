@@ -510,6 +510,9 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	case intoOp:
 		var used []float32
 		v, used, err = op.doInto(buf, reuse, in)
+		if used != nil && !f32 {
+			pooledIntKernels.Add(1)
+		}
 		keep(used)
 	case opsIntoOp:
 		if p.fusedBN[i] { // float32, with the Relu reading it (fuse.go)
@@ -548,13 +551,17 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 // float32 result of an op writing into a given buffer (intoOp, opsIntoOp)
 // or of a gradient sum (add32), or, with PoolInts, an int64 result of an
 // ops op writing into a given buffer (MaxPool's indices: fresh memory for
-// them cost 50 ms of the full MTAN's step at 64×96, in page faults).
+// them cost 50 ms of the full MTAN's step at 64×96, in page faults) or of
+// an integer kernel (intKernelOp: the indices' moves and arithmetic).
 func (p *program) pooled(i int) bool {
 	switch p.nodes[i].Dtype() {
 	case tensor.Float32:
 	case tensor.Int64:
-		_, ok := p.nodes[i].Op().(opsIntoOp)
-		return ok && PoolInts
+		switch p.nodes[i].Op().(type) {
+		case opsIntoOp, *intKernelOp:
+			return PoolInts
+		}
+		return false
 	default:
 		return false
 	}
@@ -569,9 +576,10 @@ func (p *program) pooled(i int) bool {
 // pool buffers (pooled); tests turn it off to compare.
 var PoolInts = true
 
-// pooledInts counts the int64 values written into pool buffers, for
+// pooledInts counts the int64 values of ops ops written into pool
+// buffers, pooledIntKernels those of integer kernels (intKernelOp), for
 // tests.
-var pooledInts atomic.Int64
+var pooledInts, pooledIntKernels atomic.Int64
 
 // poolLen is the length of the pool buffer node i's value takes: one
 // float32 per element, two for an int64 one.
@@ -629,13 +637,33 @@ func (c *compiled) bind(n gnode, dt tensor.Dtype, s []int, f32 []float32, t *imp
 		buf = tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(s...))
 		c.bufs[n] = buf
 	}
-	dst := buf.Data().([]float32)
+	dst, _ := data32(buf)
 	if f32 != nil {
 		copy(dst, f32)
 	} else {
-		for i, v := range t.Float64s() {
-			dst[i] = float32(v)
+		for i := range dst {
+			dst[i] = float32(tensorFloat64(t, i))
 		}
 	}
 	return G.Let(n, buf)
+}
+
+// tensorFloat64 is element i of t as float64, the value t.Float64s()[i]
+// has, without copying t (a batch's targets are read every step).
+func tensorFloat64(t *importer.Tensor, i int) float64 {
+	switch {
+	case t.F64 != nil:
+		if i < len(t.F64) {
+			return t.F64[i]
+		}
+	case t.F32 != nil:
+		if i < len(t.F32) {
+			return float64(t.F32[i])
+		}
+	default:
+		if i < len(t.I64) {
+			return float64(t.I64[i])
+		}
+	}
+	return 0
 }

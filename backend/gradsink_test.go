@@ -87,3 +87,42 @@ func TestPoolInts(t *testing.T) {
 	defer func(v bool) { PoolInts = v }(PoolInts)
 	sameSteps(t, func(on bool) { PoolInts = on }, &pooledInts, "int64 value in a pool buffer")
 }
+
+// TestPoolIntKernels checks that the small MTAN's integer kernels (the
+// moves and arithmetic of its unpooling indices) write into pool buffers
+// with PoolInts, and that its losses and J are those of fresh buffers, bit
+// for bit, over steps that reuse the buffers.
+func TestPoolIntKernels(t *testing.T) {
+	defer func(v bool) { PoolInts = v }(PoolInts)
+	for _, sc := range stepCases {
+		if sc.name != "mtan_small" {
+			continue
+		}
+		md := openStepCase(t, sc)
+		m := len(sc.tasks)
+		step := func(on bool) ([]float64, []float32) {
+			PoolInts = on
+			losses := make([]float64, m)
+			jac := png.NewJacobian(m, md.NumParams())
+			if err := md.Evaluate(sc.batch(4), losses, &jac); err != nil {
+				t.Fatal(err)
+			}
+			return losses, jac.Data
+		}
+		l0, j0 := step(false)
+		before := pooledIntKernels.Load()
+		l1, j1 := step(true)
+		l2, j2 := step(true)
+		if pooledIntKernels.Load() == before {
+			t.Error("no integer kernel wrote into a pool buffer")
+		}
+		for i, s := range [][]float64{l1, l2} {
+			if !slices.Equal(s, l0) {
+				t.Errorf("step %d: losses %v, %v with fresh buffers", i+1, s, l0)
+			}
+		}
+		if !slices.Equal(j1, j0) || !slices.Equal(j2, j0) {
+			t.Error("J differs from the step with fresh buffers")
+		}
+	}
+}

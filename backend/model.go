@@ -418,7 +418,8 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 		}
 		if h.integer {
 			C := int64(out.shape[1])
-			for i, v := range a.Float64s() {
+			for i := range a.Len() {
+				v := tensorFloat64(a, i)
 				if v != math.Trunc(v) || ((int64(v) < 0 || int64(v) >= C) && int64(v) != t.IgnoreIndex) {
 					errs = append(errs, fmt.Errorf("%s %q: target array %q: element %d is %v, expected a class in [0, %d) or ignore_index %d", kind, t.Name, t.Target, i, v, C, t.IgnoreIndex))
 					break
