@@ -41,11 +41,11 @@ func lowerGelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	}
 	switch approx {
 	case "none":
-		return b.unary(n, in,
-			func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) },
-			func(x, _ float64) float64 {
-				return 0.5*(1+math.Erf(x/math.Sqrt2)) + x*math.Exp(-x*x/2)/math.Sqrt(2*math.Pi)
-			})
+		x, err := input(n, in, 0)
+		if err != nil {
+			return nil, err
+		}
+		return b.lowerGeluOp(n, x) // gelu.go
 	case "tanh":
 		return b.unary(n, in,
 			func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(geluC*(x+0.044715*x*x*x))) },

@@ -125,6 +125,7 @@ func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) erro
 	var unsupported []UnsupportedOp
 	var errs []error
 	unknown := map[string]bool{} // outputs of nodes that failed
+	gelus := findGelus(gp)
 	for _, d := range b.deferred {
 		unknown[d] = true
 	}
@@ -168,7 +169,16 @@ func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) erro
 			continue
 		}
 		var outs []*value
-		if allConst && !noFold[n.GetOpType()] && evalNodeHook != nil {
+		if m := gelus[n]; m != nil && !allConst {
+			v, err := b.lowerGeluPattern(n, m, vals)
+			if err != nil {
+				errs = append(errs, err)
+				markUnknown(n, unknown)
+				continue
+			}
+			outs = v
+		}
+		if outs == nil && allConst && !noFold[n.GetOpType()] && evalNodeHook != nil {
 			cin := make([]*importer.Tensor, len(in))
 			for j, v := range in {
 				if v != nil {

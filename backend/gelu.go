@@ -1,0 +1,273 @@
+package backend
+
+import (
+	"math"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// GELU, y = x·Φ(x) = ½x(1 + erf(x/√2)), runs as one op: the ONNX Gelu op
+// (opset 20, approximate "none") and the five ops PyTorch 1.13's exporter
+// writes for it, Div(x, √2) → Erf → Add(·, 1) → Mul(x, ·) → Mul(·, 0.5)
+// (the operands of each in either order, the three factors of the two
+// Muls in any grouping, x·(1/√2) for the Div). One pass in the forward
+// pass instead of five, one in the backward pass instead of eight, and
+// only x is kept for the gradient, dy/dx = Φ(x) + x·φ(x), whose Φ and φ
+// are recomputed from x in blocks that stay in cache (phiBlock: no call of
+// math.Erf per element).
+//
+// The five ops fuse only where each of the four intermediate values has
+// no reader other than the next op of the pattern and is not a graph
+// output, and where the constants are √2 (or 1/√2 by a Mul), 1 and 0.5
+// to float32's precision, single elements that do not broadcast x to a
+// larger shape. The intermediate nodes stay in the graph and run only
+// if something reads them. The fused op is Φ in float64 rounded once to
+// float32: within a few float32 ulps of the five float32 ops (which
+// round four times) and closer to the exact value (TestFuseGelu).
+
+// FuseGelu enables the fusion of the five-op GELU pattern; tests turn it
+// off to compare.
+var FuseGelu = true
+
+// geluMatch is one five-op GELU pattern: x, and the constant operands
+// with the values they must hold.
+type geluMatch struct {
+	x      string
+	consts []geluConst
+}
+
+type geluConst struct {
+	name string
+	want float64
+}
+
+// geluBlock is the values whose Φ one pass of the kernels holds at a time.
+const geluBlock = 256
+
+// invSqrt2Pi is 1/√(2π).
+var invSqrt2Pi = 1 / math.Sqrt(2*math.Pi)
+
+// lowerGeluOp lowers n, reading x, as the fused GELU op.
+func (b *builder) lowerGeluOp(n *onnxpb.NodeProto, x *value) ([]*value, error) {
+	name, kind := n.GetName(), "Gelu"
+	m := &onnxpb.NodeProto{Name: &name, OpType: &kind, Input: n.Input[:1], Output: n.Output[:1]}
+	v, err := b.unary(m, []*value{x}, gelu64, geluDeriv64)
+	if err != nil || v[0].isConst() {
+		return v, err
+	}
+	op := v[0].n.Op().(*kernelOp)
+	op.fwd = func(dst []float64, in [][]float64) {
+		x := in[0][:len(dst)]
+		parallelElems(len(dst), func(lo, hi int) {
+			var phi [geluBlock]float64
+			for b0 := lo; b0 < hi; b0 += geluBlock {
+				b1 := min(hi, b0+geluBlock)
+				p, xs := phi[:b1-b0], x[b0:b1]
+				phiBlock(p, nil, xs)
+				for i, v := range xs {
+					dst[b0+i] = v * p[i]
+				}
+			}
+		})
+	}
+	op.bwd = func(_ int, dst []float64, in [][]float64, _, g []float64) {
+		x := in[0][:len(dst)]
+		parallelElems(len(dst), func(lo, hi int) {
+			var phi, ex [geluBlock]float64
+			for b0 := lo; b0 < hi; b0 += geluBlock {
+				b1 := min(hi, b0+geluBlock)
+				p, e, xs := phi[:b1-b0], ex[:b1-b0], x[b0:b1]
+				phiBlock(p, e, xs)
+				for i, v := range xs {
+					dst[b0+i] = g[b0+i] * (p[i] + v*e[i]*invSqrt2Pi)
+				}
+			}
+		})
+	}
+	op.fwd32, op.bwd32 = geluFwd32, geluBwd32
+	op.gradReads = []bool{true, false, true} // x and g: Φ(x) and φ(x) are recomputed
+	return v, nil
+}
+
+// gelu64 is x·Φ(x) with Φ from math.Erfc, accurate for either sign.
+func gelu64(x float64) float64 { return x * (0.5 * math.Erfc(-x/math.Sqrt2)) }
+
+// geluDeriv64 is Φ(x) + x·φ(x).
+func geluDeriv64(x, _ float64) float64 {
+	return 0.5*math.Erfc(-x/math.Sqrt2) + x*math.Exp(-0.5*x*x)*invSqrt2Pi
+}
+
+func geluFwd32(dst []float32, in [][]float32) {
+	x := in[0][:len(dst)]
+	parallelElems(len(dst), func(lo, hi int) {
+		var xb, phi [geluBlock]float64
+		for b0 := lo; b0 < hi; b0 += geluBlock {
+			b1 := min(hi, b0+geluBlock)
+			xs, p := xb[:b1-b0], phi[:b1-b0]
+			for i, v := range x[b0:b1] {
+				xs[i] = float64(v)
+			}
+			phiBlock(p, nil, xs)
+			d := dst[b0:b1]
+			for i, v := range xs {
+				d[i] = float32(v * p[i])
+			}
+		}
+	})
+}
+
+func geluBwd32(_ int, dst []float32, in [][]float32, _, g []float32) bool {
+	x, g := in[0][:len(dst)], g[:len(dst)]
+	parallelElems(len(dst), func(lo, hi int) {
+		var xb, phi, ex [geluBlock]float64
+		for b0 := lo; b0 < hi; b0 += geluBlock {
+			b1 := min(hi, b0+geluBlock)
+			xs, p, e := xb[:b1-b0], phi[:b1-b0], ex[:b1-b0]
+			for i, v := range x[b0:b1] {
+				xs[i] = float64(v)
+			}
+			phiBlock(p, e, xs)
+			d, gs := dst[b0:b1], g[b0:b1]
+			for i, v := range xs {
+				d[i] = float32(float64(gs[i]) * (p[i] + v*e[i]*invSqrt2Pi))
+			}
+		}
+	})
+	return true
+}
+
+// findGelus returns the final Mul nodes of gp's five-op GELU patterns.
+// The constants are checked when the Mul is lowered (lowerGeluPattern).
+func findGelus(gp *onnxpb.GraphProto) map[*onnxpb.NodeProto]*geluMatch {
+	if !FuseGelu {
+		return nil
+	}
+	readers := map[string]int{}
+	countReads(gp, readers)
+	outputs := map[string]bool{}
+	for _, o := range gp.Output {
+		outputs[o.GetName()] = true
+	}
+	prod := map[string]*onnxpb.NodeProto{}
+	for _, n := range gp.Node {
+		if d := n.GetDomain(); d != "" && d != "ai.onnx" {
+			continue
+		}
+		for _, o := range n.Output {
+			if o != "" {
+				prod[o] = n
+			}
+		}
+	}
+	// private returns the producer of name when it is an op of type op
+	// with two inputs (one for Erf) whose output only the pattern reads.
+	private := func(name, op string) *onnxpb.NodeProto {
+		n := prod[name]
+		if n == nil || n.GetOpType() != op || readers[name] != 1 || outputs[name] || len(n.Output) != 1 {
+			return nil
+		}
+		if want := map[bool]int{true: 1, false: 2}[op == "Erf"]; len(n.Input) != want {
+			return nil
+		}
+		return n
+	}
+	// erfPlusOne matches name = Add(Erf(Div(x, √2)), 1) and its variants:
+	// the candidate x values and the constants each needs.
+	type cand struct {
+		x  string
+		cs []geluConst
+	}
+	erfPlusOne := func(name string) []cand {
+		add := private(name, "Add")
+		if add == nil {
+			return nil
+		}
+		var out []cand
+		for k := range 2 {
+			erf := private(add.Input[k], "Erf")
+			if erf == nil {
+				continue
+			}
+			one := geluConst{add.Input[1-k], 1}
+			if d := private(erf.Input[0], "Div"); d != nil {
+				out = append(out, cand{d.Input[0], []geluConst{one, {d.Input[1], math.Sqrt2}}})
+			}
+			if d := private(erf.Input[0], "Mul"); d != nil {
+				for j := range 2 {
+					out = append(out, cand{d.Input[j], []geluConst{one, {d.Input[1-j], 1 / math.Sqrt2}}})
+				}
+			}
+		}
+		return out
+	}
+	found := map[*onnxpb.NodeProto]*geluMatch{}
+	for _, m := range gp.Node {
+		if m.GetOpType() != "Mul" || len(m.Input) != 2 || len(m.Output) != 1 || (m.GetDomain() != "" && m.GetDomain() != "ai.onnx") {
+			continue
+		}
+	sides:
+		for side := range 2 {
+			inner := private(m.Input[side], "Mul")
+			if inner == nil {
+				continue
+			}
+			leaves := [3]string{inner.Input[0], inner.Input[1], m.Input[1-side]}
+			for pi := range 3 {
+				for _, c := range erfPlusOne(leaves[pi]) {
+					for xi := range 3 {
+						if xi == pi || leaves[xi] != c.x {
+							continue
+						}
+						half := leaves[3-pi-xi]
+						found[m] = &geluMatch{x: c.x, consts: append(c.cs, geluConst{half, 0.5})}
+						break sides
+					}
+				}
+			}
+		}
+	}
+	return found
+}
+
+// countReads adds to readers how many times each name is an input of a
+// node of gp or of a graph in one of their attributes (If, Loop, Scan
+// bodies read outer names).
+func countReads(gp *onnxpb.GraphProto, readers map[string]int) {
+	for _, n := range gp.Node {
+		for _, s := range n.Input {
+			if s != "" {
+				readers[s]++
+			}
+		}
+		for _, a := range n.Attribute {
+			if a.G != nil {
+				countReads(a.G, readers)
+			}
+			for _, g := range a.Graphs {
+				countReads(g, readers)
+			}
+		}
+	}
+}
+
+// lowerGeluPattern lowers the final Mul n of a five-op GELU pattern as
+// the fused op, or returns nil (lower it as it is) when its x is not a
+// float run-time value or a constant does not hold the value the pattern
+// needs.
+func (b *builder) lowerGeluPattern(n *onnxpb.NodeProto, m *geluMatch, vals map[string]*value) ([]*value, error) {
+	x := vals[m.x]
+	if x == nil || x.isConst() || x.n == nil || isIntNode(x) {
+		return nil, nil
+	}
+	for _, c := range m.consts {
+		v := vals[c.name]
+		if v == nil || !v.isConst() || !v.c.IsFloat() || numel(v.c.Shape) != 1 || len(v.c.Shape) > len(x.shape) {
+			return nil, nil
+		}
+		// float32's rounding of √2 and 1/√2 is 2e-8 away; 0.5 and 1 are exact.
+		if got := v.c.Float64s()[0]; math.Abs(got-c.want) > 1e-7 {
+			return nil, nil
+		}
+	}
+	return b.lowerGeluOp(n, x)
+}
