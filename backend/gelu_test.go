@@ -303,3 +303,35 @@ func TestGeluOpFused(t *testing.T) {
 	assertClose(t, "y", forward(t, m, feeds)["y"], x.t.Shape, want, 1e-14)
 	gradCheck(t, m, feeds, "x", 1e-6)
 }
+
+// TestGeluBwd32 checks the float32 gradient kernel, which takes Φ(x) as
+// y/x from the forward pass's float32 output, against Φ(x) + x·φ(x) in
+// float64 on every float32 of a dense grid over [−40, 40] and on ±0 and
+// ±Inf: within one float32 ulp of the result plus one of Φ(x) (y's
+// rounding, carried through y/x; it dominates only near x ≈ −0.75, where
+// the derivative crosses 0), plus 1e-44 where y underflows.
+func TestGeluBwd32(t *testing.T) {
+	var x []float32
+	for v := -40.0; v <= 40; v += 1.0 / 1024 {
+		x = append(x, float32(v))
+	}
+	x = append(x, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-40, -1e-40)
+	y, g, d := make([]float32, len(x)), make([]float32, len(x)), make([]float32, len(x))
+	for i := range g {
+		g[i] = 1
+	}
+	geluFwd32(y, [][]float32{x})
+	geluBwd32(0, d, [][]float32{x}, y, g)
+	for i, v := range x {
+		f := float64(v)
+		p := phiRef(f)
+		want := p
+		if !math.IsInf(f, 0) {
+			want += f * math.Exp(-0.5*f*f) / math.Sqrt(2*math.Pi)
+		}
+		tol := ulp32(float32(want)) + ulp32(float32(p)) + 1e-44
+		if math.Abs(float64(d[i])-want) > tol {
+			t.Fatalf("GELU'(%v) = %v, want %v (tolerance %.3g)", v, d[i], want, tol)
+		}
+	}
+}
