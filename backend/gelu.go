@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/paretonav/paretonav/backend/internal/vmath"
-
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -14,18 +13,22 @@ import (
 // (the operands of each in either order, the three factors of the two
 // Muls in any grouping, x·(1/√2) for the Div). One pass in the forward
 // pass instead of five, one in the backward pass instead of eight, and
-// only x is kept for the gradient, dy/dx = Φ(x) + x·φ(x), whose Φ and φ
-// are recomputed from x in blocks that stay in cache (phiBlock: no call of
-// math.Erf per element).
+// none of the four intermediate values is stored: the gradient, dy/dx =
+// Φ(x) + x·φ(x), reads x and y (which the next MatMul or Conv keeps for
+// its own gradient), Φ(x) = y/x and φ(x) recomputed in blocks that stay
+// in cache. No call of math.Erf per element: the float32 forward kernel
+// takes Φ from phiBlock.
 //
 // The five ops fuse only where each of the four intermediate values has
 // no reader other than the next op of the pattern and is not a graph
 // output, and where the constants are √2 (or 1/√2 by a Mul), 1 and 0.5
 // to float32's precision, single elements that do not broadcast x to a
 // larger shape. The intermediate nodes stay in the graph and run only
-// if something reads them. The fused op is Φ in float64 rounded once to
-// float32: within a few float32 ulps of the five float32 ops (which
-// round four times) and closer to the exact value (TestFuseGelu).
+// if something reads them. The float32 op is x·Φ(x) in float64 rounded
+// once to float32, within one float32 ulp of the exact value
+// (TestPhiBlockAccuracy); the five float32 ops round four times and lose
+// the lower tail to cancellation in 1 + erf (TestFuseGelu compares the
+// two).
 
 // FuseGelu enables the fusion of the five-op GELU pattern; tests turn it
 // off to compare.
@@ -58,40 +61,14 @@ func (b *builder) lowerGeluOp(n *onnxpb.NodeProto, x *value) ([]*value, error) {
 		return v, err
 	}
 	op := v[0].n.Op().(*kernelOp)
-	op.fwd = func(dst []float64, in [][]float64) {
-		x := in[0][:len(dst)]
-		parallelElems(len(dst), func(lo, hi int) {
-			var phi [geluBlock]float64
-			for b0 := lo; b0 < hi; b0 += geluBlock {
-				b1 := min(hi, b0+geluBlock)
-				p, xs := phi[:b1-b0], x[b0:b1]
-				phiBlock(p, nil, xs)
-				for i, v := range xs {
-					dst[b0+i] = v * p[i]
-				}
-			}
-		})
-	}
-	op.bwd = func(_ int, dst []float64, in [][]float64, _, g []float64) {
-		x := in[0][:len(dst)]
-		parallelElems(len(dst), func(lo, hi int) {
-			var phi, ex [geluBlock]float64
-			for b0 := lo; b0 < hi; b0 += geluBlock {
-				b1 := min(hi, b0+geluBlock)
-				p, e, xs := phi[:b1-b0], ex[:b1-b0], x[b0:b1]
-				phiBlock(p, e, xs)
-				for i, v := range xs {
-					dst[b0+i] = g[b0+i] * (p[i] + v*e[i]*invSqrt2Pi)
-				}
-			}
-		})
-	}
 	op.fwd32, op.bwd32 = geluFwd32, geluBwd32
 	op.gradReads = []bool{true, true, true} // x, y and g: Φ(x) = y/x, φ(x) recomputed
 	return v, nil
 }
 
-// gelu64 is x·Φ(x) with Φ from math.Erfc, accurate for either sign.
+// gelu64 is x·Φ(x) with Φ from math.Erfc, accurate for either sign: the
+// float64 graphs' kernel, the reference the float32 kernels are checked
+// against.
 func gelu64(x float64) float64 { return x * (0.5 * math.Erfc(-x/math.Sqrt2)) }
 
 // geluDeriv64 is Φ(x) + x·φ(x).
@@ -109,7 +86,7 @@ func geluFwd32(dst []float32, in [][]float32) {
 			for i, v := range x[b0:b1] {
 				xs[i] = float64(v)
 			}
-			phiBlock(p, nil, xs)
+			phiBlock(p, xs)
 			d := dst[b0:b1]
 			for i, v := range xs {
 				d[i] = float32(v * p[i])

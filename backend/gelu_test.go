@@ -16,67 +16,49 @@ import (
 func phiRef(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 
 // TestPhiBlockAccuracy bounds phiBlock's error against math.Erfc and
-// math.Erf in float64 on a dense grid over [−40, 40] (every interval of
-// the approximations and their edges, the tails where Φ underflows) and
-// on ±0, ±Inf and NaN: Φ within 2e-15 + 6·2⁻⁵³·a² relative, a = |x|/√2
-// (the exponent −a² carries its rounding, about 2⁻⁵³·a², into Φ, and the
-// reference's argument −x/√2, rounded, a few more ulps times a²: up to
-// 5e-13 at a = 28, where Φ is 1e-342; below 1e-13 wherever float32(x·Φ(x))
-// is not 0),
-// erf = 2Φ(√2t) − 1 within 4e-16 absolute, exp(−x²/2) with math.Exp's
-// bits. The GELU kernels built on it then give float32(x·Φ(x)) to within
-// one float32 ulp (checked with geluFwd32 on every grid point that is a
-// float32).
+// math.Erf in float64 on a dense grid over [−40, 40] and on ±0, ±Inf and
+// NaN: for |x| ≤ 18 (z = |x|/√2 ≤ 13, the fitted range) Φ within 5e-10
+// relative (the fit's 3e-10 plus float64 round-off) and 2Φ − 1 within
+// 5e-10 of math.Erf; beyond, Φ is 1 within 1e-15 or below 1e-70. The GELU
+// kernel built on it then gives float32(x·Φ(x)) to within one float32 ulp
+// (checked with geluFwd32 on every grid point that is a float32).
 func TestPhiBlockAccuracy(t *testing.T) {
 	var xs []float64
 	for x := -40.0; x <= 40; x += 1.0 / 4096 {
 		xs = append(xs, x)
 	}
-	for _, a := range []float64{0.84375, 1.25, 1 / 0.35, 6, 28} {
-		for _, s := range []float64{-1, 1} {
-			e := a * math.Sqrt2 * s
-			xs = append(xs, e, math.Nextafter(e, 0), math.Nextafter(e, 2*e))
-		}
-	}
-	xs = append(xs, 1e-300, -1e-300, 1e-20, -1e-20)
-	phi, ex := make([]float64, len(xs)), make([]float64, len(xs))
-	phiBlock(phi, ex, xs)
+	xs = append(xs, 1e-300, -1e-300, 1e-20, -1e-20, 13*math.Sqrt2, -13*math.Sqrt2)
+	phi := make([]float64, len(xs))
+	phiBlock(phi, xs)
 	worstRel, worstAbs := 0.0, 0.0
 	for i, x := range xs {
 		want := phiRef(x)
-		if want > 1e-300 {
-			a := x / math.Sqrt2
-			if r := math.Abs(phi[i]-want) / want; r > worstRel {
-				worstRel = r
-				if r > 2e-15+6*a*a*0x1p-53 {
-					t.Fatalf("Φ(%v) = %v, math.Erfc gives %v (relative error %.3g)", x, phi[i], want, r)
-				}
+		if math.Abs(x) > 13*math.Sqrt2 {
+			if (x > 0 && math.Abs(phi[i]-1) > 1e-15) || (x < 0 && phi[i] > 1e-70) {
+				t.Fatalf("Φ(%v) = %v, math.Erfc gives %v", x, phi[i], want)
 			}
-		} else if phi[i] > 1e-290 {
-			t.Fatalf("Φ(%v) = %v, math.Erfc gives %v", x, phi[i], want)
+			continue
 		}
-		if e := 2*phi[i] - 1; math.Abs(x) < 9 {
-			if d := math.Abs(e - math.Erf(x/math.Sqrt2)); d > worstAbs {
-				worstAbs = d
-				if d > 4e-16 {
-					t.Fatalf("erf(%v/√2) = %v, math.Erf gives %v", x, e, math.Erf(x/math.Sqrt2))
-				}
-			}
-		}
-		if w := math.Exp(-0.5 * (x * x)); math.Float64bits(ex[i]) != math.Float64bits(w) {
-			t.Fatalf("exp(−(%v)²/2) = %v, math.Exp gives %v", x, ex[i], w)
+		r := math.Abs(phi[i]-want) / want
+		worstRel = max(worstRel, r)
+		e := 2*phi[i] - 1
+		d := math.Abs(e - math.Erf(x/math.Sqrt2))
+		worstAbs = max(worstAbs, d)
+		if r > 5e-10 || d > 5e-10 {
+			t.Fatalf("Φ(%v) = %v, math.Erfc gives %v (relative error %.3g); erf %v, math.Erf %v", x, phi[i], want, r, e, math.Erf(x/math.Sqrt2))
 		}
 	}
 	t.Logf("%d points: Φ worst relative error %.3g, erf worst absolute error %.3g", len(xs), worstRel, worstAbs)
 
-	// Special values: Φ(±0) = ½, Φ(+Inf) = 1, Φ(−Inf) = 0, NaN stays NaN;
+	// Special values: Φ(±0) = ½ (within the fit's error), Φ(+Inf) = 1,
+	// Φ(−Inf) = 0, NaN stays NaN;
 	// GELU keeps the sign of zero and gives x·Φ(x) (NaN at −Inf, as the
 	// formula ½x(1 + erf(x/√2)) does).
 	sp := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN()}
 	sphi := make([]float64, len(sp))
-	phiBlock(sphi, nil, sp)
+	phiBlock(sphi, sp)
 	for i, want := range []float64{0.5, 0.5, 1, 0, math.NaN()} {
-		if sphi[i] != want && !(math.IsNaN(want) && math.IsNaN(sphi[i])) {
+		if !(math.Abs(sphi[i]-want) <= 5e-10) && !(math.IsNaN(want) && math.IsNaN(sphi[i])) {
 			t.Errorf("Φ(%v) = %v, want %v", sp[i], sphi[i], want)
 		}
 	}
