@@ -411,6 +411,41 @@ func parallelFor(n int, f func(worker, lo, hi int)) {
 	par.For((n+chunk-1)/chunk, func(i int) { f(i, i*chunk, min((i+1)*chunk, n)) })
 }
 
+// minChunkWork is the least work, in multiply-adds (or values read and
+// written, for kernels that only move data), that parallelWork gives one
+// chunk. Handing a chunk to another worker costs the caller about a
+// microsecond when that worker is spinning and several (a futex wake-up)
+// when it sleeps, and the woken worker then spins for par.Spin after the
+// chunk; 32,768 multiply-adds are 10–30 µs of scalar or short-vector work
+// on one core, so a chunk is at least several times its hand-over. It is a
+// size per chunk, not a share of the cores: a loop of 64·minChunkWork still
+// uses 64 workers.
+const minChunkWork = 1 << 15
+
+// chunkCount is the number of chunks parallelWork splits n items of per
+// work units each into on w workers: at most w, each chunk (but a lone
+// one) holding at least minChunkWork units.
+func chunkCount(w, n, per int) int {
+	least := (minChunkWork + max(per, 1) - 1) / max(per, 1) // items in a chunk of minChunkWork
+	return max(1, min(w, n/least))
+}
+
+// parallelWork is parallelFor for n items of about per work units each
+// (multiply-adds, or values moved): it uses only as many chunks as give
+// each at least minChunkWork, and runs a loop below that whole on the
+// caller. Chunks are contiguous and cover [0, n), so a kernel whose items
+// are independent gives the same values under any split.
+func parallelWork(n, per int, f func(worker, lo, hi int)) {
+	c := chunkCount(runtime.GOMAXPROCS(0), n, per)
+	if c <= 1 {
+		f(0, 0, n)
+		return
+	}
+	// Chunk i is [i·n/c, (i+1)·n/c): sizes differ by at most one item, so
+	// none is shorter than the n/c ≥ least items chunkCount allowed for.
+	par.For(c, func(i int) { f(i, i*n/c, (i+1)*n/c) })
+}
+
 // workers is the number of goroutines parallelFor uses for n items.
 func workers(n int) int {
 	return max(1, min(runtime.GOMAXPROCS(0), n))

@@ -44,7 +44,7 @@ const batchDirectMaxPlane = 16
 // (C·kH·kW) × (N·oH·oW), sample n in columns [n·oH·oW, (n+1)·oH·oW).
 func batchIm2col[T float](g *convGeom, x, col []T) {
 	ld := g.n * g.outPlane
-	parallelFor(g.n, func(_, lo, hi int) {
+	parallelWork(g.n, g.colRows*g.outPlane, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			im2colRowsLd(g, x[n*g.c*g.inPlane:][:g.c*g.inPlane], col[n*g.outPlane:], ld, 0, g.oh)
 		}
@@ -70,7 +70,7 @@ func convForwardBatched[T float](g *convGeom, sc *scratch, x, w, b, out []T) {
 	gridFor(g.m, np, g.colRows, func(i0, i1, j0, j1 int) {
 		gemmSerial(false, false, i1-i0, j1-j0, g.colRows, w[i0*g.colRows:], g.colRows, col[j0:], np, 0, c[i0*np+j0:], np)
 	})
-	parallelFor(g.n, func(_, lo, hi int) {
+	parallelWork(g.n, g.m*g.outPlane, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			for m := 0; m < g.m; m++ {
 				o := out[(n*g.m+m)*g.outPlane:][:g.outPlane]
@@ -88,7 +88,7 @@ func convForwardBatched[T float](g *convGeom, sc *scratch, x, w, b, out []T) {
 // gatherGrad copies gy [N, M, oH·oW] into dst as M × (N·oH·oW).
 func gatherGrad[T float](g *convGeom, gy, dst []T) {
 	np := g.n * g.outPlane
-	parallelFor(g.n, func(_, lo, hi int) {
+	parallelWork(g.n, g.m*g.outPlane, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			for m := 0; m < g.m; m++ {
 				copy(dst[m*np+n*g.outPlane:][:g.outPlane], gy[(n*g.m+m)*g.outPlane:][:g.outPlane])
@@ -111,7 +111,7 @@ func convGradXBatched[T float](g *convGeom, w, gy, dx []T) tensor.Tensor {
 	gridFor(g.colRows, np, g.m, func(i0, i1, j0, j1 int) {
 		gemmSerial(true, false, i1-i0, j1-j0, g.m, w[i0:], g.colRows, gyAll[j0:], np, 0, col[i0*np+j0:], np)
 	})
-	parallelFor(g.n, func(_, lo, hi int) {
+	parallelWork(g.n, g.colRows*g.outPlane, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			col2imRowsLd(g, col[n*g.outPlane:], np, dx[n*g.c*g.inPlane:][:g.c*g.inPlane], 0, g.oh)
 		}

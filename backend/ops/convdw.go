@@ -175,7 +175,7 @@ func convForwardDepthwise[T float](g *convGeom, x, w, b, out []T) {
 	}
 	d := newDwGeom(g)
 	taps := g.kh * g.kw
-	parallelFor(g.n*g.c, func(_, lo, hi int) {
+	parallelWork(g.n*g.c, g.outPlane*taps, func(_, lo, hi int) {
 		buf := getScratch[T](&colScratch, d.planes()+g.oh*d.wq)
 		defer colScratch.pool.Put(buf)
 		q, wide := (*buf)[:d.planes()], (*buf)[d.planes():][:g.oh*d.wq]
@@ -213,7 +213,7 @@ func convGradXDepthwise[T float](g *convGeom, w, gy, dx []T) {
 	}
 	d := newDwGeom(g)
 	taps := g.kh * g.kw
-	parallelFor(g.n*g.c, func(_, lo, hi int) {
+	parallelWork(g.n*g.c, g.outPlane*taps, func(_, lo, hi int) {
 		buf := getScratch[T](&colScratch, d.planes()+g.oh*d.wq)
 		defer colScratch.pool.Put(buf)
 		dq, wide := (*buf)[:d.planes()], (*buf)[d.planes():][:g.oh*d.wq]
@@ -239,7 +239,7 @@ func convGradWDepthwise[T float](g *convGeom, x, gy, dw []T) {
 	}
 	d := newDwGeom(g)
 	taps := g.kh * g.kw
-	parallelFor(g.c, func(_, lo, hi int) {
+	parallelWork(g.c, g.n*g.outPlane*taps, func(_, lo, hi int) {
 		buf := getScratch[T](&colScratch, d.planes()+g.oh*d.wq)
 		defer colScratch.pool.Put(buf)
 		q, wide := (*buf)[:d.planes()], (*buf)[d.planes():][:g.oh*d.wq]

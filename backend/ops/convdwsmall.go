@@ -68,7 +68,7 @@ func dwRuns(g *convGeom) []dwRun {
 // nil for none) into out, every element.
 func convForwardDwDirect[T float](g *convGeom, x, w, b, out []T) {
 	taps, rs := g.kh*g.kw, dwRuns(g)
-	parallelFor(g.n*g.c, func(_, lo, hi int) {
+	parallelWork(g.n*g.c, g.outPlane*taps, func(_, lo, hi int) {
 		for p := lo; p < hi; p++ {
 			c := p % g.c
 			xp, wc := x[p*g.inPlane:][:g.inPlane], w[c*taps:][:taps]
@@ -95,7 +95,7 @@ func convForwardDwDirect[T float](g *convGeom, x, w, b, out []T) {
 // convGradXDwDirect writes the input gradient into dx, every element.
 func convGradXDwDirect[T float](g *convGeom, w, gy, dx []T) {
 	taps, rs := g.kh*g.kw, dwRuns(g)
-	parallelFor(g.n*g.c, func(_, lo, hi int) {
+	parallelWork(g.n*g.c, g.outPlane*taps, func(_, lo, hi int) {
 		for p := lo; p < hi; p++ {
 			c := p % g.c
 			gp, wc := gy[p*g.outPlane:][:g.outPlane], w[c*taps:][:taps]
@@ -116,7 +116,7 @@ func convGradXDwDirect[T float](g *convGeom, w, gy, dx []T) {
 // element: per channel, the samples' terms added in sample order.
 func convGradWDwDirect[T float](g *convGeom, x, gy, dw []T) {
 	taps, rs := g.kh*g.kw, dwRuns(g)
-	parallelFor(g.c, func(_, lo, hi int) {
+	parallelWork(g.c, g.n*g.outPlane*taps, func(_, lo, hi int) {
 		for c := lo; c < hi; c++ {
 			dc := dw[c*taps:][:taps]
 			clear(dc)
