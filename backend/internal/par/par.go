@@ -25,8 +25,16 @@ import (
 
 // Spin is how long an idle worker, or a caller waiting for the last of its
 // chunks, keeps polling before it sleeps. A few tens of microseconds cover
-// the gap between two kernels of a step; longer only burns a core that the
-// garbage collector or another process could use.
+// the gap between two kernels of a step (a small model's op takes 5–50 µs
+// on one core), so the next loop finds the worker awake instead of paying a
+// futex wake-up and the thread's start (BenchmarkForGaps); longer only
+// burns a core that the garbage collector or another process could use.
+// It is a time, not a share of the cores: every idle worker spins at most
+// this long after its last chunk, however many there are. What it costs is
+// bounded by the loops that post work: kernels give a chunk to a worker
+// only for enough work to outweigh the hand-over (ops' minChunkWork,
+// backend's elemChunk, gemm's parallelMin), so a run of tiny ops leaves
+// the workers asleep rather than spinning after each one.
 const Spin = 50 * time.Microsecond
 
 // job is one loop: chunks [0, n) of f.
