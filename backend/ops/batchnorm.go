@@ -240,7 +240,7 @@ func affineRelu[T float](xt tensor.Tensor, a, b, y []T, relu bool) tensor.Tensor
 	if y == nil {
 		y = make([]T, len(x))
 	}
-	parallelFor(n*c, func(_, lo, hi int) {
+	parallelWork(n*c, inner, func(_, lo, hi int) {
 		for p := lo; p < hi; p++ {
 			j := p % c
 			src, dst := x[p*inner:][:inner], y[p*inner:][:inner]
@@ -323,7 +323,7 @@ func bnGradScale[T float](xt, gyt, mt, vt tensor.Tensor, eps float64) tensor.Ten
 	x, gy := data[T](xt), data[T](gyt)
 	out := make([]T, c)
 	// Channels in parallel; each channel sums its samples in order.
-	parallelFor(c, func(_, lo, hi int) {
+	parallelWork(c, n*inner, func(_, lo, hi int) {
 		for j := lo; j < hi; j++ {
 			mj, ij := mean[j], inv[j]
 			for i := 0; i < n; i++ {
@@ -385,7 +385,7 @@ func bnTrainGradX[T float](xt, st, gyt tensor.Tensor, eps float64) tensor.Tensor
 	}
 	m := T(n * inner)
 	dx := make([]T, len(x))
-	parallelFor(n*c, func(_, lo, hi int) {
+	parallelWork(n*c, inner, func(_, lo, hi int) {
 		for p := lo; p < hi; p++ {
 			j := p % c
 			f := scale[j] * inv[j] / m

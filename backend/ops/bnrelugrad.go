@@ -93,7 +93,7 @@ func bnEvalReluGrads(in []tensor.Tensor, gyt tensor.Tensor, eps float64, dx []fl
 	if wantB {
 		db = make([]float32, c)
 	}
-	parallelFor(c, func(_, lo, hi int) {
+	parallelWork(c, n*inner, func(_, lo, hi int) {
 		for j := lo; j < hi; j++ {
 			for i := 0; i < n; i++ {
 				o := (i*c + j) * inner

@@ -288,7 +288,7 @@ func maxPoolIndices[T float](g poolGeom, xt tensor.Tensor, idx []int64) (tensor.
 		bad error
 	)
 	fast := g.is2x2()
-	parallelFor(g.n*g.c, func(_, lo, hi int) {
+	parallelWork(g.n*g.c, plane, func(_, lo, hi int) {
 		for pc := lo; pc < hi; pc++ {
 			xp, ip := x[pc*plane:(pc+1)*plane], idx[pc*oplane:(pc+1)*oplane]
 			if fast {
@@ -643,7 +643,7 @@ func avgPoolFwd[T float](p *avgPlan, xt tensor.Tensor) tensor.Tensor {
 	x := data[T](xt)
 	out := make([]T, g.n*g.c*g.oh*g.ow)
 	plane, oplane := g.h*g.w, g.oh*g.ow
-	parallelFor(g.n*g.c, func(_, lo, hi int) {
+	parallelWork(g.n*g.c, plane, func(_, lo, hi int) {
 		for pc := lo; pc < hi; pc++ {
 			xp := x[pc*plane:]
 			op := out[pc*oplane:]
@@ -669,7 +669,7 @@ func avgPoolBwd[T float](p *avgPlan, gyt tensor.Tensor) tensor.Tensor {
 	gy := data[T](gyt)
 	dx := make([]T, g.n*g.c*g.h*g.w)
 	plane, oplane := g.h*g.w, g.oh*g.ow
-	parallelFor(g.n*g.c, func(_, lo, hi int) {
+	parallelWork(g.n*g.c, plane, func(_, lo, hi int) {
 		for pc := lo; pc < hi; pc++ {
 			dp := dx[pc*plane:]
 			gp := gy[pc*oplane:]

@@ -256,7 +256,7 @@ type resizeGeom struct {
 func resizeFwd[T float](g resizeGeom, xt tensor.Tensor, os tensor.Shape, out []T) tensor.Tensor {
 	x := data[T](xt)
 	ry, rx := g.axes[0], g.axes[1]
-	parallelFor(g.n*g.c, func(_, lo, hi int) {
+	parallelWork(g.n*g.c, 4*g.oh*g.ow, func(_, lo, hi int) {
 		hbuf := make([]T, g.h*g.ow)
 		done := make([]bool, g.h)
 		across := func(xp []T, i int) []T {
@@ -298,7 +298,7 @@ func resizeFwd[T float](g resizeGeom, xt tensor.Tensor, os tensor.Shape, out []T
 func resizeBwd[T float](g resizeGeom, gyt tensor.Tensor, xs tensor.Shape, dx []T) tensor.Tensor {
 	gy := data[T](gyt)
 	ry, rx := g.axes[0], g.axes[1]
-	parallelFor(g.n*g.c, func(_, lo, hi int) {
+	parallelWork(g.n*g.c, 4*g.oh*g.ow, func(_, lo, hi int) {
 		t := make([]T, g.h*g.ow)
 		for pc := lo; pc < hi; pc++ {
 			dp := dx[pc*g.h*g.w : (pc+1)*g.h*g.w]
