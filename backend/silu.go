@@ -26,7 +26,7 @@ var FuseSiLU = true
 // siluOf lowers Mul node n of x and y as SiLU when one of them is a
 // Sigmoid of the other of the same shape (ok false: it is not).
 func (b *builder) siluOf(n *onnxpb.NodeProto, x, y *value) (v []*value, ok bool, err error) {
-	if !FuseSiLU || n.GetOpType() != "Mul" || x.isConst() || y.isConst() || !sameInts(x.shape, y.shape) {
+	if !FuseSiLU || n.GetOpType() != "Mul" || x.isConst() || y.isConst() || !equalShape(x.shape, y.shape) {
 		return nil, false, nil
 	}
 	switch {
@@ -51,18 +51,6 @@ func (b *builder) siluOf(n *onnxpb.NodeProto, x, y *value) (v []*value, ok bool,
 	}
 	op.gradReads = []bool{true, false, true} // x and g: σ(x) is recomputed
 	return v, true, nil
-}
-
-func sameInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // silu64 is x·σ(x) as the unfused float64 ops compute it.
