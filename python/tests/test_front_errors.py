@@ -89,12 +89,18 @@ def test_ctrl_c_stops_with_a_checkpoint(torch, binary, trained, model, tmp_path)
     log, out = str(tmp_path / "t.jsonl"), str(tmp_path / "t.onnx")
 
     def interrupt_after_two_steps():
-        deadline = time.monotonic() + 60
+        # The deadline covers the export and the data written before the
+        # binary starts, which take minutes on a loaded machine; at it the
+        # thread interrupts anyway, so the run (a million steps) never
+        # outlives the test, which then fails on what it finds.
+        deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
-            if os.path.exists(log) and open(log).read().count('"step"') >= 2:
-                _thread.interrupt_main()
-                return
+            if os.path.exists(log):
+                with open(log, "rb") as f:
+                    if f.read().count(b'"step"') >= 2:
+                        break
             time.sleep(0.02)
+        _thread.interrupt_main()
 
     threading.Thread(target=interrupt_after_two_steps, daemon=True).start()
     with pytest.raises(KeyboardInterrupt, match="interrupted after step"):
