@@ -2,6 +2,7 @@
 
 import _thread
 import os
+import signal
 import threading
 import time
 
@@ -102,10 +103,17 @@ def test_ctrl_c_stops_with_a_checkpoint(torch, binary, trained, model, tmp_path)
             time.sleep(0.02)
         _thread.interrupt_main()
 
-    threading.Thread(target=interrupt_after_two_steps, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt, match="interrupted after step"):
-        paretonav.tune(model, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
-                       criterion="seg*depth", steps=1000000, batch=8, out=out, log=log, progress=False)
+    # A shell starts a background job with SIGINT ignored, and Python then
+    # leaves it so: interrupt_main() would do nothing and the run would go
+    # on. Ctrl-C as a terminal delivers it needs Python's own handler.
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt_after_two_steps, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt, match="interrupted after step"):
+            paretonav.tune(model, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
+                           criterion="seg*depth", steps=1000000, batch=8, out=out, log=log, progress=False)
+    finally:
+        signal.signal(signal.SIGINT, handler)
     assert os.path.isfile(out + ".ckpt") and not os.path.exists(out)
     assert all(torch.equal(v, sd0[k]) for k, v in model.state_dict().items())
 
