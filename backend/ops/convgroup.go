@@ -51,6 +51,26 @@ func groupUnits(g *convGeom) (units, s int) {
 	return g.g * s, s
 }
 
+// forGroupUnits runs do on every (group, range of samples) unit of g
+// that holds a sample, in parallel, with the unit's col matrix,
+// (cg·kH·kW) × np, and a group-planes matrix, mg × np, from one scratch
+// buffer per chunk of units (np = samples in the range · oH·oW).
+func forGroupUnits[T float](g *convGeom, do func(gi, lo, hi, np int, col, planes []T)) {
+	units, s := groupUnits(g)
+	parallelFor(units, func(_, ulo, uhi int) {
+		buf := getScratch[T](&colScratch, (g.colRows+g.mg)*((g.n+s-1)/s)*g.outPlane)
+		defer colScratch.pool.Put(buf)
+		for u := ulo; u < uhi; u++ {
+			lo, hi := sampleRange(g.n, u%s, s)
+			if lo == hi {
+				continue
+			}
+			np := (hi - lo) * g.outPlane
+			do(u/s, lo, hi, np, (*buf)[:g.colRows*np], (*buf)[g.colRows*np:][:g.mg*np])
+		}
+	})
+}
+
 // sampleRange is the samples [lo, hi) of range r of s.
 func sampleRange(n, r, s int) (lo, hi int) {
 	chunk := (n + s - 1) / s
@@ -70,33 +90,21 @@ func groupIm2col[T float](g *convGeom, x, col []T, gi, lo, hi int) {
 // convForwardGrouped writes the grouped convolution of x by w (and bias
 // b, nil for none) into out, every element.
 func convForwardGrouped[T float](g *convGeom, x, w, b, out []T) {
-	units, s := groupUnits(g)
-	parallelFor(units, func(_, ulo, uhi int) {
-		buf := getScratch[T](&colScratch, (g.colRows+g.mg)*((g.n+s-1)/s)*g.outPlane)
-		defer colScratch.pool.Put(buf)
-		for u := ulo; u < uhi; u++ {
-			gi := u / s
-			lo, hi := sampleRange(g.n, u%s, s)
-			if lo == hi {
-				continue
-			}
-			np := (hi - lo) * g.outPlane
-			col, c := (*buf)[:g.colRows*np], (*buf)[g.colRows*np:][:g.mg*np]
-			groupIm2col(g, x, col, gi, lo, hi)
-			gemmSerial(false, false, g.mg, np, g.colRows, w[gi*g.mg*g.colRows:], g.colRows, col, np, 0, c, np)
-			for n := lo; n < hi; n++ {
-				for j := 0; j < g.mg; j++ {
-					m := gi*g.mg + j
-					o := out[(n*g.m+m)*g.outPlane:][:g.outPlane]
-					src := c[j*np+(n-lo)*g.outPlane:][:g.outPlane]
-					if b == nil {
-						copy(o, src)
-						continue
-					}
-					bm := b[m]
-					for i, v := range src {
-						o[i] = v + bm
-					}
+	forGroupUnits(g, func(gi, lo, hi, np int, col, c []T) {
+		groupIm2col(g, x, col, gi, lo, hi)
+		gemmSerial(false, false, g.mg, np, g.colRows, w[gi*g.mg*g.colRows:], g.colRows, col, np, 0, c, np)
+		for n := lo; n < hi; n++ {
+			for j := 0; j < g.mg; j++ {
+				m := gi*g.mg + j
+				o := out[(n*g.m+m)*g.outPlane:][:g.outPlane]
+				src := c[j*np+(n-lo)*g.outPlane:][:g.outPlane]
+				if b == nil {
+					copy(o, src)
+					continue
+				}
+				bm := b[m]
+				for i, v := range src {
+					o[i] = v + bm
 				}
 			}
 		}
@@ -118,25 +126,13 @@ func gatherGroupGrad[T float](g *convGeom, gy, dst []T, gi, lo, hi int) {
 // per unit, col = W_gᵀ·gy_g, added back into the group's planes of dx,
 // which the unit zeroes first (every plane of dx belongs to one unit).
 func convGradXGrouped[T float](g *convGeom, w, gy, dx []T) {
-	units, s := groupUnits(g)
-	parallelFor(units, func(_, ulo, uhi int) {
-		buf := getScratch[T](&colScratch, (g.colRows+g.mg)*((g.n+s-1)/s)*g.outPlane)
-		defer colScratch.pool.Put(buf)
-		for u := ulo; u < uhi; u++ {
-			gi := u / s
-			lo, hi := sampleRange(g.n, u%s, s)
-			if lo == hi {
-				continue
-			}
-			np := (hi - lo) * g.outPlane
-			col, gyg := (*buf)[:g.colRows*np], (*buf)[g.colRows*np:][:g.mg*np]
-			gatherGroupGrad(g, gy, gyg, gi, lo, hi)
-			gemmSerial(true, false, g.colRows, np, g.mg, w[gi*g.mg*g.colRows:], g.colRows, gyg, np, 0, col, np)
-			for n := lo; n < hi; n++ {
-				dxg := dx[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
-				clear(dxg)
-				col2imRowsLd(g, col[(n-lo)*g.outPlane:], np, dxg, 0, g.oh)
-			}
+	forGroupUnits(g, func(gi, lo, hi, np int, col, gyg []T) {
+		gatherGroupGrad(g, gy, gyg, gi, lo, hi)
+		gemmSerial(true, false, g.colRows, np, g.mg, w[gi*g.mg*g.colRows:], g.colRows, gyg, np, 0, col, np)
+		for n := lo; n < hi; n++ {
+			dxg := dx[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
+			clear(dxg)
+			col2imRowsLd(g, col[(n-lo)*g.outPlane:], np, dxg, 0, g.oh)
 		}
 	})
 }
