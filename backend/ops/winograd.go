@@ -268,17 +268,25 @@ func filterGradTransform[T float](du, dw []T, m, c int) {
 
 // winoForward writes the convolution of x (n·c·h·w) with filters w
 // (m·c·3·3, padding 1) plus bias b (m values, or nil) into out
-// (n·m·h·w, any contents: every element is written). With chunks enough
-// for every worker, each worker takes whole chunks (transform, 16
-// products, inverse transform) so that a chunk's transformed tiles stay
-// in its core's cache; otherwise all workers share each chunk's steps.
+// (n·m·h·w, any contents: every element is written): the filters'
+// transform, then winoRun.
 func winoForward[T float](n, c, m, h, w int, x, wt, b, out []T) {
 	ub := getScratch[T](&colScratch, 16*xiStride(m*c))
 	defer colScratch.pool.Put(ub)
 	u := (*ub)[:16*xiStride(m*c)]
 	filterTransform(wt, u, m, c)
-	mul := winoProducts(u, m, c)
+	mul := winoProducts(u, m, c, false)
 	defer mul.release()
+	winoRun(n, c, m, h, w, x, mul, b, out)
+}
+
+// winoRun writes the convolution of x (n·c·h·w) whose transformed
+// filters mul multiplies, plus bias b (m values, or nil), into out
+// (n·m·h·w, any contents: every element is written). With chunks enough
+// for every worker, each worker takes whole chunks (transform, 16
+// products, inverse transform) so that a chunk's transformed tiles stay
+// in its core's cache; otherwise all workers share each chunk's steps.
+func winoRun[T float](n, c, m, h, w int, x []T, mul *winoMul[T], b, out []T) {
 	wg, own := winoOwnChunks(n, c, m, h, w)
 	if own {
 		parallelFor(wg.chunks(), func(_, lo, hi int) {
@@ -316,37 +324,66 @@ func winoForward[T float](n, c, m, h, w int, x, wt, b, out []T) {
 	}
 }
 
-// winoMul multiplies the 16 transformed filter matrices U[ξ] (m×c) by a
-// chunk's V[ξ]: float32 products on U packed once per call.
+// winoMul multiplies the 16 transformed filter matrices A[ξ] (m×c) by a
+// chunk's V[ξ]: float32 products on A packed once per call. A[ξ] is U[ξ]
+// of u (16 planes of m×c), or, for the input gradient (flip), U[π(ξ)]ᵀ
+// of u holding the forward filters' planes (c×m): see winoFlip.
 type winoMul[T float] struct {
 	u      []T
 	m, c   int
+	flip   bool
 	packed []fgemm.PackedA
 	buf    *[]float32 // the 16 packed matrices, PackedALen(m, c) apart
 }
 
-func winoProducts[T float](u []T, m, c int) *winoMul[T] {
-	p := &winoMul[T]{u: u, m: m, c: c}
+// winoFlip is π: the input gradient is the forward convolution of the
+// output gradient with the flipped, channel-transposed filters
+// rot180(w[m][c]) (convGradXAsForward), and for F(2×2, 3×3) their
+// transform is the forward one's with its ξ permuted. Reversing the
+// three taps, G·J = P·G with P the permutation swapping rows 0 and 3 of
+// G's four, so G·rot180(w)·Gᵀ = G·J·w·J·Gᵀ = P·(G·w·Gᵀ)·Pᵀ: the value ξ =
+// 4r+s of a flipped filter's transform is the value π(ξ) = 4p(r)+p(s), p
+// swapping 0 and 3, of the filter's own. The input gradient therefore
+// multiplies by U[π(ξ)]ᵀ, reading the forward pass's transform of w in
+// place of a flipped, transposed copy of w and its transform.
+func winoFlip(xi int) int {
+	p := [4]int{3, 1, 2, 0}
+	return 4*p[xi/4] + p[xi%4]
+}
+
+// winoProducts returns the products by the 16 matrices A[ξ] (m×c) of u
+// (see winoMul).
+func winoProducts[T float](u []T, m, c int, flip bool) *winoMul[T] {
+	p := &winoMul[T]{u: u, m: m, c: c, flip: flip}
 	if _, ok := any(u).([]float32); ok && PackFilters && fgemm.Accelerated() {
 		p.packed = make([]fgemm.PackedA, 16)
 		p.buf = getScratch[float32](&colScratch, 16*fgemm.PackedALen(m, c))
 		l := fgemm.PackedALen(m, c)
 		parallelFor(16, func(_, lo, hi int) {
 			for xi := lo; xi < hi; xi++ {
-				a := any(u[xi*xiStride(m*c):][:m*c]).([]float32)
-				p.packed[xi] = fgemm.PackA(false, m, c, a, c, (*p.buf)[xi*l:][:l])
+				a, lda := p.a(xi)
+				p.packed[xi] = fgemm.PackA(flip, m, c, any(a).([]float32), lda, (*p.buf)[xi*l:][:l])
 			}
 		})
 	}
 	return p
 }
 
-// product writes U[ξ]·V (m × q, V c × q with rows ldv apart) into out
+// a returns the stored matrix of A[ξ] and its row stride: U[ξ] (m×c, rows
+// c apart), or with flip U[π(ξ)] (c×m, rows m apart).
+func (p *winoMul[T]) a(xi int) ([]T, int) {
+	if p.flip {
+		return p.u[winoFlip(xi)*xiStride(p.m*p.c):][:p.m*p.c], p.m
+	}
+	return p.u[xi*xiStride(p.m*p.c):][:p.m*p.c], p.c
+}
+
+// product writes A[ξ]·V (m × q, V c × q with rows ldv apart) into out
 // (rows ldo apart).
 func (p *winoMul[T]) product(xi, q int, v []T, ldv int, out []T, ldo int) {
-	a := p.u[xi*xiStride(p.m*p.c):][:p.m*p.c]
 	if p.packed == nil {
-		gemmSerial(false, false, p.m, q, p.c, a, p.c, v, ldv, 0, out, ldo)
+		a, lda := p.a(xi)
+		gemmSerial(p.flip, false, p.m, q, p.c, a, lda, v, ldv, 0, out, ldo)
 		return
 	}
 	fgemm.SgemmPacked(&p.packed[xi], false, q, any(v).([]float32), ldv, 0, any(out).([]float32), ldo)
@@ -360,12 +397,17 @@ func (p *winoMul[T]) release() {
 
 // winoGradX writes the input gradient of g (winogradOK) into dx (any
 // contents: every element is written): the forward convolution of gy
-// with the transposed, flipped filters (see convGradXAsForward).
+// with the transposed, flipped filters (see convGradXAsForward), whose
+// transform is the forward filters' own, permuted and transposed
+// (winoFlip).
 func winoGradX[T float](g *convGeom, w, gy, dx []T) {
-	buf := getScratch[T](&colScratch, len(w))
-	defer colScratch.pool.Put(buf)
-	flipTranspose(w, *buf, g.m, g.c, 9)
-	winoForward(g.n, g.m, g.c, g.h, g.w, gy, *buf, nil, dx)
+	ub := getScratch[T](&colScratch, 16*xiStride(g.m*g.c))
+	defer colScratch.pool.Put(ub)
+	u := (*ub)[:16*xiStride(g.m*g.c)]
+	filterTransform(w, u, g.m, g.c)
+	mul := winoProducts(u, g.c, g.m, true)
+	defer mul.release()
+	winoRun(g.n, g.m, g.c, g.h, g.w, gy, mul, nil, dx)
 }
 
 // winoGradW adds the weight gradient of g (winogradOK) for input x and
@@ -479,8 +521,7 @@ func ConvWinograd(xs, ws []int, p ConvParams) bool {
 // WinogradScratchBytes is the most scratch memory, in bytes of float32,
 // that one pass of a convolution of input shape xs and filters ws with
 // parameters p takes beyond the im2col bands when it runs as Winograd
-// (ConvWinograd): the transformed filters and their packed copy (the
-// flipped filters too, in the input gradient), and the chunks of
+// (ConvWinograd): the transformed filters and their packed copy, and the chunks of
 // transformed tiles of every worker (winoForward's and winoGradW's
 // buffers). 0 when it does not run as Winograd.
 func WinogradScratchBytes(xs, ws []int, p ConvParams) int64 {
@@ -497,7 +538,7 @@ func WinogradScratchBytes(xs, ws []int, p ConvParams) int64 {
 		if own {
 			chunks *= workers(wg.chunks())
 		}
-		most = max(most, u+16*fgemm.PackedALen(m, c)+g.m*g.c*9+chunks)
+		most = max(most, u+16*fgemm.PackedALen(m, c)+chunks)
 	}
 	wg, own := winoGradChunks(&g)
 	grad := u + 16*(wg.vs+wg.ms)

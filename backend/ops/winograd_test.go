@@ -259,3 +259,35 @@ func TestWinogradScratchBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestWinoFlip checks winoFlip's algebra: the transform of the flipped,
+// channel-transposed filters (flipTranspose, what the input gradient
+// convolves with) equals the forward filters' transform with ξ permuted
+// by winoFlip and each plane transposed, in float64 to rounding.
+func TestWinoFlip(t *testing.T) {
+	for _, s := range [][2]int{{1, 1}, {3, 5}, {8, 2}} {
+		m, c := s[0], s[1]
+		rng := rand.New(rand.NewSource(int64(m*10 + c)))
+		w := data[float64](randTensor(rng, m, c, 3, 3))
+		wt := make([]float64, len(w))
+		flipTranspose(w, wt, m, c, 9)
+		st := xiStride(m * c)
+		u, ut := make([]float64, 16*st), make([]float64, 16*st)
+		filterTransform(w, u, m, c)
+		filterTransform(wt, ut, c, m)
+		for xi := 0; xi < 16; xi++ {
+			p := winoFlip(xi)
+			if winoFlip(p) != xi {
+				t.Fatalf("winoFlip(winoFlip(%d)) = %d", xi, winoFlip(p))
+			}
+			for i := 0; i < c; i++ {
+				for j := 0; j < m; j++ {
+					got, want := u[p*st+j*c+i], ut[xi*st+i*m+j]
+					if math.Abs(got-want) > 1e-14*(1+math.Abs(want)) {
+						t.Fatalf("m %d c %d: ξ %d (%d, %d): %v, flipped filters' transform %v", m, c, xi, i, j, got, want)
+					}
+				}
+			}
+		}
+	}
+}
