@@ -112,21 +112,24 @@ var (
 func filterTransform[T float](w, u []T, m, c int) {
 	mc := xiStride(m * c)
 	parallelFor(m, func(_, lo, hi int) {
-		for i := lo * c; i < hi*c; i++ {
-			g := w[i*9:][:9]
-			// G·g: four rows of three.
-			var t [12]T
-			for j := 0; j < 3; j++ {
-				a, b, d := g[j], g[3+j], g[6+j]
-				t[j], t[3+j], t[6+j], t[9+j] = a, (a+b+d)*0.5, (a-b+d)*0.5, d
-			}
-			for r := 0; r < 4; r++ {
-				a, b, d := t[3*r], t[3*r+1], t[3*r+2]
-				u[(4*r)*mc+i] = a
-				u[(4*r+1)*mc+i] = (a + b + d) * 0.5
-				u[(4*r+2)*mc+i] = (a - b + d) * 0.5
-				u[(4*r+3)*mc+i] = d
-			}
+		i0, i1 := lo*c, hi*c
+		var o [16][]T
+		for k := range o {
+			o[k] = u[k*mc+i0 : k*mc+i1]
+		}
+		src := w[i0*9 : i1*9]
+		for j := range o[0] {
+			g := src[j*9 : j*9+9 : j*9+9]
+			// G·g: four rows of three (columns j of g's rows a, b, d).
+			t00, t01, t02 := g[0], g[1], g[2]
+			t10, t11, t12 := (g[0]+g[3]+g[6])*0.5, (g[1]+g[4]+g[7])*0.5, (g[2]+g[5]+g[8])*0.5
+			t20, t21, t22 := (g[0]-g[3]+g[6])*0.5, (g[1]-g[4]+g[7])*0.5, (g[2]-g[5]+g[8])*0.5
+			t30, t31, t32 := g[6], g[7], g[8]
+			// ·Gᵀ along each row.
+			o[0][j], o[1][j], o[2][j], o[3][j] = t00, (t00+t01+t02)*0.5, (t00-t01+t02)*0.5, t02
+			o[4][j], o[5][j], o[6][j], o[7][j] = t10, (t10+t11+t12)*0.5, (t10-t11+t12)*0.5, t12
+			o[8][j], o[9][j], o[10][j], o[11][j] = t20, (t20+t21+t22)*0.5, (t20-t21+t22)*0.5, t22
+			o[12][j], o[13][j], o[14][j], o[15][j] = t30, (t30+t31+t32)*0.5, (t30-t31+t32)*0.5, t32
 		}
 	})
 }
@@ -249,19 +252,33 @@ func edgeRows[T float](wg *winoGeom, plane []T, ty, tx0 int, y0, y1 []T, toPlane
 func filterGradTransform[T float](du, dw []T, m, c int) {
 	mc := xiStride(m * c)
 	parallelFor(m, func(_, lo, hi int) {
-		for i := lo * c; i < hi*c; i++ {
-			var t [12]T // Gᵀ·dU: three rows of four
-			for j := 0; j < 4; j++ {
-				u0, u1, u2, u3 := du[j*mc+i], du[(4+j)*mc+i], du[(8+j)*mc+i], du[(12+j)*mc+i]
-				t[j], t[4+j], t[8+j] = u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
-			}
-			g := dw[i*9:][:9]
-			for r := 0; r < 3; r++ {
-				a, b, c, d := t[4*r], t[4*r+1], t[4*r+2], t[4*r+3]
-				g[3*r] += a + (b+c)*0.5
-				g[3*r+1] += (b - c) * 0.5
-				g[3*r+2] += (b+c)*0.5 + d
-			}
+		i0, i1 := lo*c, hi*c
+		var d [16][]T
+		for k := range d {
+			d[k] = du[k*mc+i0 : k*mc+i1]
+		}
+		dst := dw[i0*9 : i1*9]
+		for j := range d[0] {
+			// Gᵀ·dU: three rows of four, column by column.
+			u0, u1, u2, u3 := d[0][j], d[4][j], d[8][j], d[12][j]
+			t00, t10, t20 := u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
+			u0, u1, u2, u3 = d[1][j], d[5][j], d[9][j], d[13][j]
+			t01, t11, t21 := u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
+			u0, u1, u2, u3 = d[2][j], d[6][j], d[10][j], d[14][j]
+			t02, t12, t22 := u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
+			u0, u1, u2, u3 = d[3][j], d[7][j], d[11][j], d[15][j]
+			t03, t13, t23 := u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
+			// ·G along each row.
+			g := dst[j*9 : j*9+9 : j*9+9]
+			g[0] += t00 + (t01+t02)*0.5
+			g[1] += (t01 - t02) * 0.5
+			g[2] += (t01+t02)*0.5 + t03
+			g[3] += t10 + (t11+t12)*0.5
+			g[4] += (t11 - t12) * 0.5
+			g[5] += (t11+t12)*0.5 + t13
+			g[6] += t20 + (t21+t22)*0.5
+			g[7] += (t21 - t22) * 0.5
+			g[8] += (t21+t22)*0.5 + t23
 		}
 	})
 }
