@@ -670,7 +670,7 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 		convForwardGrouped(&g, x, w, b, out)
 		return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
 	}
-	if winogradOK(&g) && winoChecked(out, func() { winoForward(g.n, g.c, g.m, g.h, g.w, x, w, b, out) }) {
+	if winogradOK(&g) && winoForward(g.n, g.c, g.m, g.h, g.w, x, w, b, out) {
 		return newTensor(tensor.Shape{g.n, g.m, g.oh, g.ow}, out)
 	}
 	if batchedPlanes(&g) {
@@ -764,7 +764,7 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 		convGradXGrouped(&g, w, gy, dx)
 		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 	}
-	if winogradOK(&g) && winoChecked(dx, func() { winoGradX(&g, w, gy, dx) }) {
+	if winogradOK(&g) && winoGradX(&g, w, gy, dx) {
 		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 	}
 	if batchedPlanes(&g) {
@@ -902,7 +902,7 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 		return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
 	}
 	if winogradOK(&g) {
-		if winoChecked(dw, func() { winoGradW(&g, x, gy, dw) }) {
+		if winoGradW(&g, x, gy, dw) {
 			return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
 		}
 		clear(dw)

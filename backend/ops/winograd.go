@@ -2,6 +2,7 @@ package ops
 
 import (
 	"runtime"
+	"sync/atomic"
 
 	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
@@ -136,43 +137,60 @@ func filterTransform[T float](w, u []T, m, c int) {
 
 // inputTransform writes V[ξ][c][q] = (Bᵀ·d·B)[ξ] for the tiles [p0, p1)
 // of x (n·c·h·w) into v (16 planes of c·ld, wg.vs apart; q = p − p0),
-// for the channels [c0, c1).
+// for the channels [c0, c1). The input rows go zero-padded into a buffer
+// once each: consecutive tile rows of a plane share two rows, which the
+// buffer keeps (rows 2ty−1…2ty+2 of tile row ty at buffer rows
+// 2(ty−ty₀)…, ty₀ the first tile row of the plane in [p0, p1)). Buffer
+// rows of 2·tw+16 values let vmath.WinoInput's vector kernel take a tile
+// row's last tiles too (vmath.WinoInputLd, from any first tile).
 func inputTransform[T float](wg *winoGeom, x, v []T, p0, p1, c0, c1 int) {
 	cl := wg.vs
-	bw := 2*wg.tw + 2
-	var stack [4 * 132]T
-	buf := stack[:]
-	if 4*bw > len(stack) {
-		buf = make([]T, 4*bw)
+	ld := 2*wg.tw + 16
+	r0, r1 := p0/wg.tw, (p1+wg.tw-1)/wg.tw // the tile rows of [p0, p1)
+	bp := getScratch[T](&colScratch, (2*(r1-r0)+2)*ld)
+	defer colScratch.pool.Put(bp)
+	buf := *bp
+	// fill writes input row y of plane (zeros outside it) into buffer row
+	// j: column i of a buffer row is column i−1 of x.
+	fill := func(plane []T, j, y int) {
+		row := buf[j*ld : (j+1)*ld]
+		if y < 0 || y >= wg.h {
+			clear(row)
+			return
+		}
+		row[0] = 0
+		copy(row[1:], plane[y*wg.w:(y+1)*wg.w])
+		clear(row[1+wg.w:])
 	}
-	d0, d1, d2, d3 := buf[:bw], buf[bw:2*bw], buf[2*bw:3*bw], buf[3*bw:4*bw]
 	for c := c0; c < c1; c++ {
-		for r := p0 / wg.tw; r*wg.tw < p1; r++ {
+		first := r0 // the tile row whose rows start the buffer
+		for r := r0; r < r1; r++ {
 			img, ty := r/wg.th, r%wg.th
-			tx0, tx1 := max(0, p0-r*wg.tw), min(wg.tw, p1-r*wg.tw)
 			plane := x[(img*wg.c+c)*wg.h*wg.w:][:wg.h*wg.w]
-			// The four input rows of the tile row, zero-padded: column j
-			// of a buffer row is column j−1 of x.
-			for i, row := range [4][]T{d0, d1, d2, d3} {
-				y := 2*ty - 1 + i
-				if y < 0 || y >= wg.h {
-					clear(row)
-					continue
+			if r == r0 || ty == 0 {
+				first = r
+				for i := 0; i < 4; i++ {
+					fill(plane, i, 2*ty-1+i)
 				}
-				row[0] = 0
-				copy(row[1:], plane[y*wg.w:(y+1)*wg.w])
-				clear(row[1+wg.w:])
+			} else {
+				j := 2 * (r - first)
+				fill(plane, j+2, 2*ty+1)
+				fill(plane, j+3, 2*ty+2)
 			}
-			vmath.WinoInput(buf[2*tx0:], bw, v[c*wg.ld+r*wg.tw-p0+tx0:], cl, tx1-tx0)
+			tx0, tx1 := max(0, p0-r*wg.tw), min(wg.tw, p1-r*wg.tw)
+			vmath.WinoInput(buf[2*(r-first)*ld+2*tx0:], ld, v[c*wg.ld+r*wg.tw-p0+tx0:], cl, tx1-tx0)
 		}
 	}
 }
 
 // outputTransform writes the output tiles Aᵀ·M·A (plus bias b, when
 // given) of tiles [p0, p1) from mx (16 planes of m·ld, wg.ms apart) into
-// out (n·m·h·w), for the filters [m0, m1).
-func outputTransform[T float](wg *winoGeom, mx, b, out []T, p0, p1, m0, m1 int) {
+// out (n·m·h·w), for the filters [m0, m1), and reports whether every
+// value it wrote is finite (vmath.WinoOutput's check, on values still in
+// cache: see winoChecked).
+func outputTransform[T float](wg *winoGeom, mx, b, out []T, p0, p1, m0, m1 int) (finite bool) {
 	var spare [4 * 66]T
+	finite = true
 	for m := m0; m < m1; m++ {
 		var bias T
 		if b != nil {
@@ -183,12 +201,15 @@ func outputTransform[T float](wg *winoGeom, mx, b, out []T, p0, p1, m0, m1 int) 
 			tx0, tx1 := max(0, p0-r*wg.tw), min(wg.tw, p1-r*wg.tw)
 			plane := out[(img*wg.m+m)*wg.h*wg.w:][:wg.h*wg.w]
 			y0, y1, full := tileRows(wg, plane, ty, tx0, tx1, spare[:])
-			vmath.WinoOutput(mx[m*wg.ld+r*wg.tw-p0+tx0:], wg.ms, y0, y1, tx1-tx0, bias)
+			if !vmath.WinoOutput(mx[m*wg.ld+r*wg.tw-p0+tx0:], wg.ms, y0, y1, tx1-tx0, bias) {
+				finite = false
+			}
 			if !full {
 				edgeRows(wg, plane, ty, tx0, y0, y1, true)
 			}
 		}
 	}
+	return finite
 }
 
 // gradTransform writes Z[ξ][m][q] = (A·dy·Aᵀ)[ξ] for the output
@@ -248,10 +269,13 @@ func edgeRows[T float](wg *winoGeom, plane []T, ty, tx0 int, y0, y1 []T, toPlane
 }
 
 // filterGradTransform adds Gᵀ·dU[m][c]·G (3×3) for the transformed
-// gradient du (16 planes of m·c, xiStride(m·c) apart) into dw (m·c·3·3).
-func filterGradTransform[T float](du, dw []T, m, c int) {
+// gradient du (16 planes of m·c, xiStride(m·c) apart) into dw (m·c·3·3)
+// and reports whether every value of dw it wrote is finite.
+func filterGradTransform[T float](du, dw []T, m, c int) (finite bool) {
 	mc := xiStride(m * c)
+	var bad atomic.Bool
 	parallelFor(m, func(_, lo, hi int) {
+		var nf T // the sum of v − v over the values v written
 		i0, i1 := lo*c, hi*c
 		var d [16][]T
 		for k := range d {
@@ -279,22 +303,29 @@ func filterGradTransform[T float](du, dw []T, m, c int) {
 			g[6] += t20 + (t21+t22)*0.5
 			g[7] += (t21 - t22) * 0.5
 			g[8] += (t21+t22)*0.5 + t23
+			nf += (g[0] - g[0]) + (g[1] - g[1]) + (g[2] - g[2]) + (g[3] - g[3]) + (g[4] - g[4]) +
+				(g[5] - g[5]) + (g[6] - g[6]) + (g[7] - g[7]) + (g[8] - g[8])
+		}
+		if nf != 0 {
+			bad.Store(true)
 		}
 	})
+	return !bad.Load()
 }
 
 // winoForward writes the convolution of x (n·c·h·w) with filters w
 // (m·c·3·3, padding 1) plus bias b (m values, or nil) into out
 // (n·m·h·w, any contents: every element is written): the filters'
-// transform, then winoRun.
-func winoForward[T float](n, c, m, h, w int, x, wt, b, out []T) {
+// transform, then winoRun. It reports whether every output value is
+// finite.
+func winoForward[T float](n, c, m, h, w int, x, wt, b, out []T) (finite bool) {
 	ub := getScratch[T](&colScratch, 16*xiStride(m*c))
 	defer colScratch.pool.Put(ub)
 	u := (*ub)[:16*xiStride(m*c)]
 	filterTransform(wt, u, m, c)
 	mul := winoProducts(u, m, c, false)
 	defer mul.release()
-	winoRun(n, c, m, h, w, x, mul, b, out)
+	return winoRun(n, c, m, h, w, x, mul, b, out)
 }
 
 // winoRun writes the convolution of x (n·c·h·w) whose transformed
@@ -303,7 +334,9 @@ func winoForward[T float](n, c, m, h, w int, x, wt, b, out []T) {
 // for every worker, each worker takes whole chunks (transform, 16
 // products, inverse transform) so that a chunk's transformed tiles stay
 // in its core's cache; otherwise all workers share each chunk's steps.
-func winoRun[T float](n, c, m, h, w int, x []T, mul *winoMul[T], b, out []T) {
+// It reports whether every output value is finite.
+func winoRun[T float](n, c, m, h, w int, x []T, mul *winoMul[T], b, out []T) (finite bool) {
+	var bad atomic.Bool // some output value is not finite
 	wg, own := winoOwnChunks(n, c, m, h, w)
 	if own {
 		parallelFor(wg.chunks(), func(_, lo, hi int) {
@@ -316,10 +349,12 @@ func winoRun[T float](n, c, m, h, w int, x []T, mul *winoMul[T], b, out []T) {
 				for xi := 0; xi < 16; xi++ {
 					mul.product(xi, p1-p0, v[xi*wg.vs:], wg.ld, mx[xi*wg.ms:], wg.ld)
 				}
-				outputTransform(&wg, mx, b, out, p0, p1, 0, m)
+				if !outputTransform(&wg, mx, b, out, p0, p1, 0, m) {
+					bad.Store(true)
+				}
 			}
 		})
-		return
+		return !bad.Load()
 	}
 	buf := getScratch[T](&colScratch, 16*(wg.vs+wg.ms))
 	defer colScratch.pool.Put(buf)
@@ -337,8 +372,13 @@ func winoRun[T float](n, c, m, h, w int, x []T, mul *winoMul[T], b, out []T) {
 				}
 			}
 		})
-		parallelFor(m, func(_, lo, hi int) { outputTransform(&wg, mx, b, out, p0, p1, lo, hi) })
+		parallelFor(m, func(_, lo, hi int) {
+			if !outputTransform(&wg, mx, b, out, p0, p1, lo, hi) {
+				bad.Store(true)
+			}
+		})
 	}
+	return !bad.Load()
 }
 
 // winoMul multiplies the 16 transformed filter matrices A[ξ] (m×c) by a
@@ -416,25 +456,26 @@ func (p *winoMul[T]) release() {
 // contents: every element is written): the forward convolution of gy
 // with the transposed, flipped filters (see convGradXAsForward), whose
 // transform is the forward filters' own, permuted and transposed
-// (winoFlip).
-func winoGradX[T float](g *convGeom, w, gy, dx []T) {
+// (winoFlip). It reports whether every value of dx is finite.
+func winoGradX[T float](g *convGeom, w, gy, dx []T) (finite bool) {
 	ub := getScratch[T](&colScratch, 16*xiStride(g.m*g.c))
 	defer colScratch.pool.Put(ub)
 	u := (*ub)[:16*xiStride(g.m*g.c)]
 	filterTransform(w, u, g.m, g.c)
 	mul := winoProducts(u, g.c, g.m, true)
 	defer mul.release()
-	winoRun(g.n, g.m, g.c, g.h, g.w, gy, mul, nil, dx)
+	return winoRun(g.n, g.m, g.c, g.h, g.w, gy, mul, nil, dx)
 }
 
 // winoGradW adds the weight gradient of g (winogradOK) for input x and
-// output gradient gy into dw (m·c·3·3). With chunks enough for every
+// output gradient gy into dw (m·c·3·3) and reports whether every value of
+// dw is finite. With chunks enough for every
 // worker and small filters (winoOwnGradElems), each worker takes whole
 // chunks (both transforms and 16 products dU[ξ] += Z[ξ]·V[ξ]ᵀ into its own
 // dU, in its cache), and the workers' dU are added in worker order;
 // otherwise all workers share each chunk's transforms, and each of the 16
 // products belongs to one worker, which sums it over the chunks in order.
-func winoGradW[T float](g *convGeom, x, gy, dw []T) {
+func winoGradW[T float](g *convGeom, x, gy, dw []T) (finite bool) {
 	us := xiStride(g.m * g.c)
 	wg, own := winoGradChunks(g)
 	if own {
@@ -461,9 +502,9 @@ func winoGradW[T float](g *convGeom, x, gy, dw []T) {
 			addTo(du, (*a)[:16*us])
 			colScratch.pool.Put(a)
 		}
-		filterGradTransform(du, dw, g.m, g.c)
+		finite := filterGradTransform(du, dw, g.m, g.c)
 		colScratch.pool.Put(acc[0])
-		return
+		return finite
 	}
 	buf := getScratch[T](&colScratch, 16*(us+wg.vs+wg.ms))
 	defer colScratch.pool.Put(buf)
@@ -487,7 +528,7 @@ func winoGradW[T float](g *convGeom, x, gy, dw []T) {
 			}
 		})
 	}
-	filterGradTransform(du, dw, g.m, g.c)
+	return filterGradTransform(du, dw, g.m, g.c)
 }
 
 // winoGradProduct adds z·vᵀ (m×c over k tiles; rows of z and v ld
@@ -516,16 +557,13 @@ func winoSplit(w, n int) int {
 // that each worker of a Winograd weight gradient keeps for itself.
 var winoOwnGradElems = 1 << 20
 
-// winoChecked runs f, a Winograd pass writing out, and reports whether
-// every value of out is finite. A NaN or infinity in a pass's inputs
-// reaches its output (every input value enters the transformed tiles with
-// a coefficient ±1), but not always where the direct convolution puts it,
-// and a transform of huge finite values may overflow where the direct sum
-// does not: the caller then runs its other paths, which write out anew.
-func winoChecked[T float](out []T, f func()) bool {
-	f()
-	return allFinite(out)
-}
+// A Winograd pass reports whether every value it wrote is finite (each
+// worker checks its values as it writes them). A NaN or infinity in a
+// pass's inputs reaches its output (every input value enters the
+// transformed tiles with a coefficient ±1), but not always where the
+// direct convolution puts it, and a transform of huge finite values may
+// overflow where the direct sum does not: when a pass reports false, the
+// caller runs its other paths, which write the output anew.
 
 // ConvWinograd reports whether a convolution of input shape xs and
 // filters ws with parameters p runs as Winograd F(2×2, 3×3) (its forward
@@ -547,6 +585,7 @@ func WinogradScratchBytes(xs, ws []int, p ConvParams) int64 {
 		return 0
 	}
 	u := 16 * xiStride(g.m*g.c)
+	rows := func(wg *winoGeom) int { return workers(max(g.c, g.m)) * winoRowsLen(wg) } // inputTransform's buffers
 	most := 0
 	for _, mc := range [][2]int{{g.m, g.c}, {g.c, g.m}} { // forward, input gradient
 		m, c := mc[0], mc[1]
@@ -555,14 +594,21 @@ func WinogradScratchBytes(xs, ws []int, p ConvParams) int64 {
 		if own {
 			chunks *= workers(wg.chunks())
 		}
-		most = max(most, u+16*fgemm.PackedALen(m, c)+chunks)
+		most = max(most, u+16*fgemm.PackedALen(m, c)+chunks+rows(&wg))
 	}
 	wg, own := winoGradChunks(&g)
 	grad := u + 16*(wg.vs+wg.ms)
 	if own {
 		grad *= workers(wg.chunks())
 	}
-	return 4 * int64(max(most, grad))
+	return 4 * int64(max(most, grad+rows(&wg)))
+}
+
+// winoRowsLen is the most values of inputTransform's row buffer for a
+// chunk of wg: two rows a tile row the chunk touches (at most ld/tw + 2
+// of them) and two more, 2·tw + 16 values each.
+func winoRowsLen(wg *winoGeom) int {
+	return (2*(wg.ld/wg.tw+2) + 2) * (2*wg.tw + 16)
 }
 
 // winoOwnChunks tiles a Winograd pass in chunks of winoBlockTiles and

@@ -117,15 +117,19 @@ func bnReluGradRow4(x, gy, d *float32, n int, a, cf, b, m float32) (sx, sg float
 // every vector kernel).
 func (k kernel) hasWino() bool { return k != scalar }
 
-// winoInputAVX2 is WinoInput's float32 kernel on n tiles, n a multiple of 8.
+// winoInputAVX2 is WinoInput's float32 kernel on n tiles: the last n
+// mod 8 through masked stores, reading the rows' columns up to
+// 2·⌈n/8⌉·8 + 2.
 //
 //go:noescape
 func winoInputAVX2(rows *float32, ld int, dst *float32, stride int, n int)
 
-// winoOutputAVX2 is WinoOutput's float32 kernel on n tiles, n a multiple of 8.
+// winoOutputAVX2 is WinoOutput's float32 kernel on n tiles (the last n
+// mod 8 through masked loads and stores), returning the sum of v − v over
+// the values v it writes.
 //
 //go:noescape
-func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float32)
+func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float32) (nonFinite float32)
 
 // winoGradAVX2 is WinoGrad's float32 kernel on n tiles, n a multiple of 8.
 //

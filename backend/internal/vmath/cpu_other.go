@@ -51,7 +51,7 @@ func winoInputAVX2(rows *float32, ld int, dst *float32, stride int, n int) {
 }
 
 // winoOutputAVX2 is never called outside amd64.
-func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float32) {
+func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float32) (nonFinite float32) {
 	panic("vmath: no vector kernel")
 }
 

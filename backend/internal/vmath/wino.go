@@ -9,8 +9,11 @@ type Float interface{ ~float32 | ~float64 }
 // n tiles into 16 planes of dst, stride values apart: the tile t's value
 // ξ at dst[ξ·stride + t]. rows holds four zero-padded input rows, ld
 // values apart, each of at least 2n+2 values; the tile t is their columns
-// 2t…2t+3. In float32 with AVX2 whole groups of 8 tiles run through a
-// vector kernel giving winoInputGo's bits; the rest through winoInputGo.
+// 2t…2t+3. In float32 with AVX2 the tiles run through a vector kernel
+// giving winoInputGo's bits: all of them where the rows have
+// WinoInputLd(n) values (ld and len(rows) allowing; what the columns
+// past 2n+2 hold does not matter), otherwise whole groups of 8, and the
+// rest through winoInputGo.
 func WinoInput[T Float](rows []T, ld int, dst []T, stride, n int) {
 	if n <= 0 {
 		return
@@ -25,12 +28,19 @@ func WinoInput[T Float](rows []T, ld int, dst []T, stride, n int) {
 	winoInputGo(rows, ld, dst, stride, n)
 }
 
+// WinoInputLd is the row length that lets WinoInput's vector kernel take
+// all of n tiles, the last n mod 8 as a group of 8: 2·⌈n/8⌉·8 + 2.
+func WinoInputLd(n int) int { return 2*((n+7)&^7) + 2 }
+
 // winoInputWith is WinoInput in float32 with kernel k, on checked
 // arguments.
 func winoInputWith(k kernel, rows []float32, ld int, dst []float32, stride, n int) {
 	v := 0
 	if k.hasWino() {
 		v = n &^ 7
+		if w := WinoInputLd(n); ld >= w && len(rows) >= 3*ld+w {
+			v = n
+		}
 	}
 	if v > 0 {
 		winoInputAVX2(&rows[0], ld, &dst[0], stride, v)
@@ -63,44 +73,42 @@ func winoInputGo[T Float](rows []T, ld int, dst []T, stride, n int) {
 // WinoOutput writes the Winograd F(2×2, 3×3) output transform Aᵀ·M·A
 // plus bias of n tiles, read from 16 planes of src stride values apart
 // (the tile t's value ξ at src[ξ·stride + t]), into the rows y0 and y1:
-// the tile t at their columns 2t and 2t+1 (2n values each). The bias is
-// added to every value, zero included (it turns −0 into +0). In float32
-// with AVX2 whole groups of 8 tiles run through a vector kernel giving
-// winoOutputGo's bits; the rest through winoOutputGo.
-func WinoOutput[T Float](src []T, stride int, y0, y1 []T, n int, bias T) {
+// the tile t at their columns 2t and 2t+1 (2n values each), and reports
+// whether every value it wrote is finite. The bias is added to every
+// value, zero included (it turns −0 into +0). In float32 with AVX2 a
+// vector kernel gives winoOutputGo's bits.
+func WinoOutput[T Float](src []T, stride int, y0, y1 []T, n int, bias T) (finite bool) {
 	if n <= 0 {
-		return
+		return true
 	}
 	if stride < n || len(src) < 15*stride+n || len(y0) < 2*n || len(y1) < 2*n {
 		panic(fmt.Sprintf("vmath: WinoOutput: %d tiles, src %d (stride %d), rows %d and %d", n, len(src), stride, len(y0), len(y1)))
 	}
 	if s32, ok := any(src).([]float32); ok {
-		winoOutputWith(active, s32, stride, any(y0).([]float32), any(y1).([]float32), n, float32(bias))
-		return
+		return winoOutputWith(active, s32, stride, any(y0).([]float32), any(y1).([]float32), n, float32(bias)) == 0
 	}
-	winoOutputGo(src, stride, y0, y1, n, bias)
+	return winoOutputGo(src, stride, y0, y1, n, bias) == 0
 }
 
 // winoOutputWith is WinoOutput in float32 with kernel k, on checked
-// arguments.
-func winoOutputWith(k kernel, src []float32, stride int, y0, y1 []float32, n int, bias float32) {
-	v := 0
+// arguments: it returns the sum of v − v over the values v written (0
+// when all are finite, NaN otherwise).
+func winoOutputWith(k kernel, src []float32, stride int, y0, y1 []float32, n int, bias float32) float32 {
 	if k.hasWino() {
-		v = n &^ 7
+		return winoOutputAVX2(&src[0], stride, &y0[0], &y1[0], n, bias)
 	}
-	if v > 0 {
-		winoOutputAVX2(&src[0], stride, &y0[0], &y1[0], v, bias)
-	}
-	winoOutputGo(src[v:], stride, y0[2*v:], y1[2*v:], n-v, bias)
+	return winoOutputGo(src, stride, y0, y1, n, bias)
 }
 
-// winoOutputGo is WinoOutput's scalar loop.
-func winoOutputGo[T Float](src []T, stride int, y0, y1 []T, n int, bias T) {
+// winoOutputGo is WinoOutput's scalar loop, returning the sum of v − v
+// over the values v written.
+func winoOutputGo[T Float](src []T, stride int, y0, y1 []T, n int, bias T) T {
 	if n <= 0 {
-		return
+		return 0
 	}
 	i := planes(src, stride, n)
 	y0, y1 = y0[:2*n], y1[:2*n]
+	var nf T
 	for t := 0; t < n; t++ {
 		// Aᵀ·M: two rows of four, then ·A.
 		s0 := i[0][t] + i[4][t] + i[8][t]
@@ -112,11 +120,12 @@ func winoOutputGo[T Float](src []T, stride int, y0, y1 []T, n int, bias T) {
 		u2 := i[6][t] - i[10][t] - i[14][t]
 		u3 := i[7][t] - i[11][t] - i[15][t]
 		o0, o1 := y0[2*t:2*t+2:2*t+2], y1[2*t:2*t+2:2*t+2]
-		o0[0] = s0 + s1 + s2 + bias
-		o0[1] = s1 - s2 - s3 + bias
-		o1[0] = u0 + u1 + u2 + bias
-		o1[1] = u1 - u2 - u3 + bias
+		a, b := s0+s1+s2+bias, s1-s2-s3+bias
+		c, d := u0+u1+u2+bias, u1-u2-u3+bias
+		o0[0], o0[1], o1[0], o1[1] = a, b, c, d
+		nf += (a - a) + (b - b) + (c - c) + (d - d)
 	}
+	return nf
 }
 
 // WinoGrad writes the transform A·dy·Aᵀ of n tiles of an output

@@ -37,11 +37,36 @@
 	VSUBPS Y11, Y9, Y15 \
 	STORE4(base, Y12, Y13, Y14, Y15)
 
+// ROWPASSM(base): ROWPASS storing only the lanes of the mask at AX.
+#define ROWPASSM(base) \
+	VSUBPS Y10, Y8, Y12 \
+	VADDPS Y10, Y9, Y13 \
+	VSUBPS Y9, Y10, Y14 \
+	VMOVUPS (AX), Y15 \
+	VMASKMOVPS Y12, Y15, (base) \
+	VMASKMOVPS Y13, Y15, (base)(R9*1) \
+	VMASKMOVPS Y14, Y15, (base)(R9*2) \
+	VSUBPS Y11, Y9, Y12 \
+	VMASKMOVPS Y12, Y15, (base)(R10*1)
+
+// winoMask<>+32−4k: 8 lanes, the first k of them set (k = 0…8).
+DATA winoMask<>+0(SB)/8, $-1
+DATA winoMask<>+8(SB)/8, $-1
+DATA winoMask<>+16(SB)/8, $-1
+DATA winoMask<>+24(SB)/8, $-1
+DATA winoMask<>+32(SB)/8, $0
+DATA winoMask<>+40(SB)/8, $0
+DATA winoMask<>+48(SB)/8, $0
+DATA winoMask<>+56(SB)/8, $0
+GLOBL winoMask<>(SB), RODATA|NOPTR, $64
+
 // func winoInputAVX2(rows *float32, ld int, dst *float32, stride int, n int)
 //
 // rows: four zero-padded input rows ld floats apart; the tile t reads
 // columns 2t…2t+3 of each. dst: 16 planes stride floats apart, the tile t
-// at element t of each. n: a multiple of 8.
+// at element t of each. n: any count; the last n mod 8 tiles, as a group
+// of 8 whose values past the n-th are not stored, read the rows'
+// columns up to 2·⌈n/8⌉·8 + 2 (whatever they hold).
 TEXT ·winoInputAVX2(SB), NOSPLIT, $0-40
 	MOVQ rows+0(FP), SI
 	MOVQ ld+8(FP), DX
@@ -50,8 +75,9 @@ TEXT ·winoInputAVX2(SB), NOSPLIT, $0-40
 	MOVQ stride+24(FP), R9
 	SHLQ $2, R9                  // stride in bytes
 	MOVQ n+32(FP), CX
+	MOVQ CX, BX
+	ANDQ $7, BX                  // the tail's tiles
 	SHRQ $3, CX
-	JZ   indone
 	LEAQ (SI)(DX*2), R14         // row 2
 	LEAQ (R14)(DX*1), R15        // row 3
 	LEAQ (SI)(DX*1), DX          // row 1
@@ -59,6 +85,8 @@ TEXT ·winoInputAVX2(SB), NOSPLIT, $0-40
 	LEAQ (DI)(R9*4), R11         // plane 4
 	LEAQ (R11)(R9*4), R12        // plane 8
 	LEAQ (R12)(R9*4), R13        // plane 12
+	TESTQ CX, CX
+	JZ   intail
 inloop:
 	ROW(R14, Y0, Y1, Y2, Y3)     // row 2
 	ROW(SI, Y4, Y5, Y6, Y7)      // row 0
@@ -94,6 +122,36 @@ inloop:
 	ADDQ $32, R13
 	DECQ CX
 	JNZ  inloop
+intail:
+	TESTQ BX, BX
+	JZ   indone
+	LEAQ winoMask<>+32(SB), AX
+	SHLQ $2, BX
+	SUBQ BX, AX                  // the mask of the tail's tiles
+	ROW(R14, Y0, Y1, Y2, Y3)     // row 2
+	ROW(SI, Y4, Y5, Y6, Y7)      // row 0
+	VSUBPS Y0, Y4, Y8
+	VSUBPS Y1, Y5, Y9
+	VSUBPS Y2, Y6, Y10
+	VSUBPS Y3, Y7, Y11
+	ROWPASSM(DI)
+	ROW(DX, Y4, Y5, Y6, Y7)      // row 1
+	VADDPS Y0, Y4, Y8
+	VADDPS Y1, Y5, Y9
+	VADDPS Y2, Y6, Y10
+	VADDPS Y3, Y7, Y11
+	ROWPASSM(R11)
+	VSUBPS Y4, Y0, Y8
+	VSUBPS Y5, Y1, Y9
+	VSUBPS Y6, Y2, Y10
+	VSUBPS Y7, Y3, Y11
+	ROWPASSM(R12)
+	ROW(R15, Y0, Y1, Y2, Y3)     // row 3
+	VSUBPS Y0, Y4, Y8
+	VSUBPS Y1, Y5, Y9
+	VSUBPS Y2, Y6, Y10
+	VSUBPS Y3, Y7, Y11
+	ROWPASSM(R13)
 indone:
 	VZEROUPPER
 	RET
@@ -110,29 +168,61 @@ indone:
 	VSUBPS Y9, Y8, U \
 	VSUBPS Y10, U, U
 
-// OUTROW(S0, S1, S2, S3, dst): the output row [(s0 + s1) + s2 + bias,
-// (s1 − s2) − s3 + bias] of the 8 tiles, interleaved, into 16 values at
-// dst (bias in Y15).
-#define OUTROW(S0, S1, S2, S3, dst) \
+// SUM(idx, S, U): SU with the loads masked by Y11 (lanes outside it read
+// as 0).
+#define SUM(idx, S, U) \
+	VMASKMOVPS (SI)idx, Y11, S \
+	VMASKMOVPS (R11)idx, Y11, Y8 \
+	VMASKMOVPS (R12)idx, Y11, Y9 \
+	VMASKMOVPS (R13)idx, Y11, Y10 \
+	VADDPS Y8, S, S \
+	VADDPS Y9, S, S \
+	VSUBPS Y9, Y8, U \
+	VSUBPS Y10, U, U
+
+// OUTVALS(S0, S1, S2, S3): the output row [(s0 + s1) + s2 + bias,
+// (s1 − s2) − s3 + bias] of the 8 tiles, interleaved, into Y12 (tiles
+// 0…3) and Y13 (4…7) (bias in Y15); each value v adds v − v (0, or NaN
+// for an infinity or NaN) into Y14.
+#define OUTVALS(S0, S1, S2, S3) \
 	VADDPS S1, S0, Y8 \
 	VADDPS S2, Y8, Y8 \
 	VADDPS Y15, Y8, Y8 \
 	VSUBPS S2, S1, Y9 \
 	VSUBPS S3, Y9, Y9 \
 	VADDPS Y15, Y9, Y9 \
+	VSUBPS Y8, Y8, Y10 \
+	VADDPS Y10, Y14, Y14 \
+	VSUBPS Y9, Y9, Y11 \
+	VADDPS Y11, Y14, Y14 \
 	VUNPCKLPS Y9, Y8, Y10 \
 	VUNPCKHPS Y9, Y8, Y11 \
 	VPERM2F128 $0x20, Y11, Y10, Y12 \
-	VPERM2F128 $0x31, Y11, Y10, Y13 \
+	VPERM2F128 $0x31, Y11, Y10, Y13
+
+// OUTROW(S0, S1, S2, S3, dst): OUTVALS into 16 values at dst.
+#define OUTROW(S0, S1, S2, S3, dst) \
+	OUTVALS(S0, S1, S2, S3) \
 	VMOVUPS Y12, (dst) \
 	VMOVUPS Y13, 32(dst)
 
-// func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float32)
+// OUTROWM(S0, S1, S2, S3, dst): OUTVALS into the values at dst of the
+// masks at BX (the first 8) and R14 (the next 8).
+#define OUTROWM(S0, S1, S2, S3, dst) \
+	OUTVALS(S0, S1, S2, S3) \
+	VMOVUPS (BX), Y10 \
+	VMASKMOVPS Y12, Y10, (dst) \
+	VMOVUPS (R14), Y10 \
+	VMASKMOVPS Y13, Y10, 32(dst)
+
+// func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float32) (nonFinite float32)
 //
 // src: 16 planes stride floats apart, the tile t at element t of each;
-// y0, y1: the two output rows, the tile t at columns 2t and 2t+1. n: a
-// multiple of 8.
-TEXT ·winoOutputAVX2(SB), NOSPLIT, $0-44
+// y0, y1: the two output rows, the tile t at columns 2t and 2t+1. n: any
+// count (the last n mod 8 tiles through masked loads and stores). It
+// returns the sum of v − v over the values v written: 0 when all are
+// finite, NaN otherwise.
+TEXT ·winoOutputAVX2(SB), NOSPLIT, $0-52
 	MOVQ src+0(FP), SI
 	MOVQ stride+8(FP), R9
 	SHLQ $2, R9
@@ -140,13 +230,17 @@ TEXT ·winoOutputAVX2(SB), NOSPLIT, $0-44
 	MOVQ y1+24(FP), DX
 	MOVQ n+32(FP), CX
 	VBROADCASTSS bias+40(FP), Y15
+	VXORPS Y14, Y14, Y14
+	MOVQ CX, AX
+	ANDQ $7, AX                  // the tail's tiles
 	SHRQ $3, CX
-	JZ   outdone
 	XORQ R8, R8                  // 0: plane j = 0
 	LEAQ (R9)(R9*2), R10         // 3·stride
 	LEAQ (SI)(R9*4), R11         // plane 4
 	LEAQ (R11)(R9*4), R12        // plane 8
 	LEAQ (R12)(R9*4), R13        // plane 12
+	TESTQ CX, CX
+	JZ   outtail
 outloop:
 	SU((R8*1), Y0, Y4)
 	SU((R9*1), Y1, Y5)
@@ -162,8 +256,38 @@ outloop:
 	ADDQ $64, DX
 	DECQ CX
 	JNZ  outloop
+outtail:
+	TESTQ AX, AX
+	JZ   outdone
+	LEAQ winoMask<>+32(SB), BX
+	MOVQ BX, R14
+	MOVQ BX, R15
+	SHLQ $2, AX
+	SUBQ AX, R15                 // the tail's k tiles (loads)
+	VMOVUPS (R15), Y11
+	SHLQ $1, AX                  // 2k values a row: min(2k, 8) and 2k − 8 of them
+	CMPQ AX, $32
+	JLE  outlow
+	SUBQ $32, AX
+	SUBQ AX, R14
+	SUBQ $32, BX
+	JMP  outmasks
+outlow:
+	SUBQ AX, BX
+outmasks:
+	SUM((R8*1), Y0, Y4)
+	SUM((R9*1), Y1, Y5)
+	SUM((R9*2), Y2, Y6)
+	SUM((R10*1), Y3, Y7)
+	OUTROWM(Y0, Y1, Y2, Y3, DI)
+	OUTROWM(Y4, Y5, Y6, Y7, DX)
 outdone:
+	VEXTRACTF128 $1, Y14, X0
+	VADDPS X14, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
 	VZEROUPPER
+	MOVSS X0, nonFinite+48(FP)
 	RET
 
 DATA winoSign<>+0(SB)/4, $0x80000000

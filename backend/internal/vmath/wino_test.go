@@ -30,36 +30,52 @@ func TestWinoKernels(t *testing.T) {
 		}
 		return d
 	}
-	for _, n := range []int{1, 7, 8, 9, 16, 23, 48} {
+	for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 23, 48} {
 		for _, k := range kernels() {
-			t.Run(fmt.Sprintf("%s/n%d", k, n), func(t *testing.T) {
-				ld := 2*n + 2 + rng.Intn(3)
-				stride := n + rng.Intn(5)
-				rows := vals(3*ld + 2*n + 2)
-				got, want := vals(15*stride+n), make([]float32, 15*stride+n)
-				copy(want, got)
-				winoInputWith(k, rows, ld, got, stride, n)
-				winoInputGo(rows, ld, want, stride, n)
-				if !sameBits(got, want) {
-					t.Fatalf("input transform differs from the scalar loop")
-				}
-				src := vals(15*stride + n)
-				bias := float32(rng.NormFloat64())
-				y0, y1 := vals(2*n), vals(2*n)
-				w0, w1 := make([]float32, 2*n), make([]float32, 2*n)
-				winoOutputWith(k, src, stride, y0, y1, n, bias)
-				winoOutputGo(src, stride, w0, w1, n, bias)
-				if !sameBits(y0, w0) || !sameBits(y1, w1) {
-					t.Fatalf("output transform differs from the scalar loop")
-				}
-				gz, wz := vals(15*stride+n), make([]float32, 15*stride+n)
-				copy(wz, gz)
-				winoGradWith(k, y0, y1, gz, stride, n)
-				winoGradGo(y0, y1, wz, stride, n)
-				if !sameBits(gz, wz) {
-					t.Fatalf("gradient transform differs from the scalar loop")
-				}
-			})
+			for _, wide := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/n%d/wide%v", k, n, wide), func(t *testing.T) {
+					// Rows of 2n+2 values and more (the scalar tail), or of
+					// WinoInputLd(n) and more (the vector kernel's masked
+					// tail, whatever the columns past 2n+2 hold); 8 guard
+					// values past every destination.
+					ld := 2*n + 2 + rng.Intn(3)
+					if wide {
+						ld = WinoInputLd(n) + rng.Intn(3)
+					}
+					stride := n + rng.Intn(5)
+					rows := vals(3*ld + ld)
+					got, want := vals(15*stride+n+8), make([]float32, 15*stride+n+8)
+					copy(want, got)
+					winoInputWith(k, rows[:3*ld+ld], ld, got[:15*stride+n], stride, n)
+					winoInputGo(rows, ld, want, stride, n)
+					if !sameBits(got, want) {
+						t.Fatalf("input transform differs from the scalar loop")
+					}
+					src := vals(15*stride + n)
+					bias := float32(rng.NormFloat64())
+					y0, y1 := vals(2*n+8), vals(2*n+8)
+					w0, w1 := append([]float32(nil), y0...), append([]float32(nil), y1...)
+					nf := winoOutputWith(k, src, stride, y0[:2*n], y1[:2*n], n, bias)
+					wf := winoOutputGo(src, stride, w0[:2*n], w1[:2*n], n, bias)
+					if !sameBits(y0, w0) || !sameBits(y1, w1) {
+						t.Fatalf("output transform differs from the scalar loop")
+					}
+					finite := true
+					for _, v := range append(y0[:2*n:2*n], y1[:2*n]...) {
+						finite = finite && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0)
+					}
+					if (nf == 0) != finite || (wf == 0) != finite {
+						t.Fatalf("output transform: finiteness sums %v (scalar %v), values all finite: %v", nf, wf, finite)
+					}
+					gz, wz := vals(15*stride+n), make([]float32, 15*stride+n)
+					copy(wz, gz)
+					winoGradWith(k, y0, y1, gz, stride, n)
+					winoGradGo(y0, y1, wz, stride, n)
+					if !sameBits(gz, wz) {
+						t.Fatalf("gradient transform differs from the scalar loop")
+					}
+				})
+			}
 		}
 	}
 	// The scalar loops against the matrices, on finite values.
