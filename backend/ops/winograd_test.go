@@ -291,3 +291,133 @@ func TestWinoFlip(t *testing.T) {
 		}
 	}
 }
+
+// TestWinogradMatchesDirect checks the three Winograd passes against the
+// convolution's sums written out in float64 (independent of every
+// convolution path here): float64 to 1e-12 and float32 to 4e-6 of each
+// result's largest magnitude, on planes whose tile rows end in every
+// count of tiles modulo the vector kernels' 8 (the masked tails), odd
+// heights and widths, 1 to 5 samples, chunks within and across tile rows
+// and samples, taken one worker each or shared, on one worker and on
+// three. It also checks that the geometries Winograd does not take
+// (strides, dilations, groups, other paddings and kernels) are refused.
+func TestWinogradMatchesDirect(t *testing.T) {
+	winoAlways(t)
+	defer func(tiles, block, chunk int) {
+		winoMinTiles, winoBlockElems, winoChunkElems = tiles, block, chunk
+	}(winoMinTiles, winoBlockElems, winoChunkElems)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	pad1 := ConvParams{Pads: []int{1, 1, 1, 1}}
+	for _, c := range []struct {
+		n, c, m, h, w int
+		tiles         int // tiles a chunk (winoMinTiles; per-worker chunks need several)
+	}{
+		{1, 2, 3, 3, 3, 32},    // 2×2 tiles: one tile row of 2
+		{2, 3, 2, 5, 13, 32},   // 7 tiles a row
+		{1, 4, 5, 6, 16, 5},    // 8 a row, chunks across rows
+		{3, 2, 4, 7, 17, 4},    // 9 a row: one group and a tail of 1
+		{2, 3, 3, 9, 23, 7},    // 12 a row
+		{5, 2, 2, 4, 12, 32},   // 6 a row (MTAN's 8×12 planes), 5 samples
+		{1, 3, 4, 11, 26, 3},   // 13 a row, chunks within rows
+		{4, 8, 8, 8, 12, 1000}, // one chunk
+	} {
+		for _, procs := range []int{1, 3} {
+			t.Run(fmt.Sprintf("n%d_c%d_m%d_%dx%d_tiles%d_procs%d", c.n, c.c, c.m, c.h, c.w, c.tiles, procs), func(t *testing.T) {
+				runtime.GOMAXPROCS(procs)
+				winoMinTiles, winoBlockElems, winoChunkElems = c.tiles, 0, 0
+				xs, ws := tensor.Shape{c.n, c.c, c.h, c.w}, tensor.Shape{c.m, c.c, 3, 3}
+				g, err := newConvGeom(xs, ws, pad1)
+				if err != nil || !winogradOK(&g) {
+					t.Fatalf("%v: Winograd does not apply (%v)", g, err)
+				}
+				rng := rand.New(rand.NewSource(int64(c.h*100 + c.w)))
+				x, w, b := randTensor(rng, c.n, c.c, c.h, c.w), randTensor(rng, c.m, c.c, 3, 3), randTensor(rng, c.m)
+				gy := randTensor(rng, c.n, c.m, c.h, c.w)
+				want := directConv3x3(c.n, c.c, c.m, c.h, c.w, data[float64](x), data[float64](w), data[float64](b), data[float64](gy))
+				for _, f32 := range []bool{false, true} {
+					var got [3][]float64
+					tol := 1e-12
+					if f32 {
+						tol = 4e-6
+						xf, wf, bf, gf := toF32(x), toF32(w), toF32(b), toF32(gy)
+						got[0] = asF64(convForward(g, newConvScratch(), xf, wf, bf, nanSlice[float32](len(want[0]))))
+						got[1] = asF64(convGradX(g, newConvScratch(), wf, gf, nanSlice[float32](len(want[1]))))
+						got[2] = asF64(convGradWInto(g, newConvScratch(), xf, gf, make([]float32, len(want[2]))))
+					} else {
+						got[0] = asF64(convForward(g, newConvScratch(), x, w, b, nanSlice[float64](len(want[0]))))
+						got[1] = asF64(convGradX(g, newConvScratch(), w, gy, nanSlice[float64](len(want[1]))))
+						got[2] = asF64(convGradWInto(g, newConvScratch(), x, gy, make([]float64, len(want[2]))))
+					}
+					for k, name := range []string{"forward", "dX", "dW"} {
+						scale := 0.0
+						for _, v := range want[k] {
+							scale = max(scale, math.Abs(v))
+						}
+						for i, v := range want[k] {
+							if d := math.Abs(got[k][i] - v); !(d <= tol*scale) {
+								t.Fatalf("%s (float32 %v): [%d] = %v, direct sum %v (scale %v)", name, f32, i, got[k][i], v, scale)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+	for _, r := range []struct {
+		name string
+		ws   []int
+		p    ConvParams
+	}{
+		{"stride 2", []int{4, 4, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 2}}},
+		{"dilation 2", []int{4, 4, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}, Dilations: []int{2, 2}}},
+		{"2 groups", []int{4, 2, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}, Group: 2}},
+		{"padding 0", []int{4, 4, 3, 3}, ConvParams{}},
+		{"padding 2", []int{4, 4, 3, 3}, ConvParams{Pads: []int{2, 2, 2, 2}}},
+		{"5×5", []int{4, 4, 5, 5}, ConvParams{Pads: []int{2, 2, 2, 2}}},
+	} {
+		if ConvWinograd([]int{2, 4, 8, 8}, r.ws, r.p) {
+			t.Errorf("%s: runs as Winograd, want the other paths", r.name)
+		}
+	}
+}
+
+// nanSlice returns n NaN values: a pass must write every element.
+func nanSlice[T float](n int) []T {
+	d := make([]T, n)
+	for i := range d {
+		d[i] = T(math.NaN())
+	}
+	return d
+}
+
+// directConv3x3 returns the forward pass (with bias b), the input
+// gradient and the weight gradient (for output gradient gy) of a 3×3
+// convolution of padding 1 and stride 1, as the sums they are.
+func directConv3x3(n, c, m, h, w int, x, wt, b, gy []float64) [3][]float64 {
+	y, dx, dw := make([]float64, n*m*h*w), make([]float64, n*c*h*w), make([]float64, m*c*9)
+	for s := 0; s < n; s++ {
+		for o := 0; o < m; o++ {
+			for i := 0; i < h; i++ {
+				for j := 0; j < w; j++ {
+					yi := ((s*m+o)*h+i)*w + j
+					y[yi] = b[o]
+					for ci := 0; ci < c; ci++ {
+						for ki := 0; ki < 3; ki++ {
+							for kj := 0; kj < 3; kj++ {
+								r, q := i+ki-1, j+kj-1
+								if r < 0 || r >= h || q < 0 || q >= w {
+									continue
+								}
+								xi, wi := ((s*c+ci)*h+r)*w+q, ((o*c+ci)*3+ki)*3+kj
+								y[yi] += x[xi] * wt[wi]
+								dx[xi] += gy[yi] * wt[wi]
+								dw[wi] += gy[yi] * x[xi]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return [3][]float64{y, dx, dw}
+}
