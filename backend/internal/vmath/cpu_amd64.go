@@ -131,7 +131,8 @@ func winoInputAVX2(rows *float32, ld int, dst *float32, stride int, n int)
 //go:noescape
 func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float32) (nonFinite float32)
 
-// winoGradAVX2 is WinoGrad's float32 kernel on n tiles, n a multiple of 8.
+// winoGradAVX2 is WinoGrad's float32 kernel on n tiles (the last n mod 8
+// through masked loads and stores).
 //
 //go:noescape
 func winoGradAVX2(y0, y1 *float32, dst *float32, stride int, n int)

@@ -132,8 +132,7 @@ func winoOutputGo[T Float](src []T, stride int, y0, y1 []T, n int, bias T) T {
 // gradient, the tile t at columns 2t and 2t+1 of the rows y0 and y1 (2n
 // values each), into 16 planes of dst, stride values apart (the tile t's
 // value ξ at dst[ξ·stride + t]): the weight gradient's Z. In float32 with
-// AVX2 whole groups of 8 tiles run through a vector kernel giving
-// winoGradGo's bits; the rest through winoGradGo.
+// AVX2 a vector kernel gives winoGradGo's bits.
 func WinoGrad[T Float](y0, y1 []T, dst []T, stride, n int) {
 	if n <= 0 {
 		return
@@ -151,14 +150,11 @@ func WinoGrad[T Float](y0, y1 []T, dst []T, stride, n int) {
 // winoGradWith is WinoGrad in float32 with kernel k, on checked
 // arguments.
 func winoGradWith(k kernel, y0, y1 []float32, dst []float32, stride, n int) {
-	v := 0
 	if k.hasWino() {
-		v = n &^ 7
+		winoGradAVX2(&y0[0], &y1[0], &dst[0], stride, n)
+		return
 	}
-	if v > 0 {
-		winoGradAVX2(&y0[0], &y1[0], &dst[0], stride, v)
-	}
-	winoGradGo(y0[2*v:], y1[2*v:], dst[v:], stride, n-v)
+	winoGradGo(y0, y1, dst, stride, n)
 }
 
 // winoGradGo is WinoGrad's scalar loop.

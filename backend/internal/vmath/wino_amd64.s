@@ -300,11 +300,32 @@ GLOBL winoSign<>(SB), RODATA|NOPTR, $4
 	VXORPS Y13, S, Y6 \
 	STORE4(base, P, Y4, Y5, Y6)
 
+// DEINTM(base, E, O): DEINT(0, base, E, O) with the loads masked by Y10
+// (the first 8 values) and Y11 (the next 8); lanes outside read as 0.
+#define DEINTM(base, E, O) \
+	VMASKMOVPS (base), Y10, Y14 \
+	VMASKMOVPS 32(base), Y11, Y15 \
+	VSHUFPS $0x88, Y15, Y14, E \
+	VSHUFPS $0xDD, Y15, Y14, O \
+	VPERMPD $0xD8, E, E \
+	VPERMPD $0xD8, O, O
+
+// GROUPM(P, S, base): GROUP storing only the lanes of the mask Y9.
+#define GROUPM(P, S, base) \
+	VADDPS S, P, Y4 \
+	VSUBPS S, P, Y5 \
+	VXORPS Y13, S, Y6 \
+	VMASKMOVPS P, Y9, (base) \
+	VMASKMOVPS Y4, Y9, (base)(R9*1) \
+	VMASKMOVPS Y5, Y9, (base)(R9*2) \
+	VMASKMOVPS Y6, Y9, (base)(R10*1)
+
 // func winoGradAVX2(y0, y1 *float32, dst *float32, stride int, n int)
 //
 // y0, y1: two rows of the output gradient, the tile t at columns 2t and
 // 2t+1; dst: 16 planes stride floats apart, the tile t at element t of
-// each. n: a multiple of 8.
+// each. n: any count (the last n mod 8 tiles through masked loads and
+// stores).
 TEXT ·winoGradAVX2(SB), NOSPLIT, $0-40
 	MOVQ y0+0(FP), SI
 	MOVQ y1+8(FP), DX
@@ -313,12 +334,15 @@ TEXT ·winoGradAVX2(SB), NOSPLIT, $0-40
 	SHLQ $2, R9
 	MOVQ n+32(FP), CX
 	VBROADCASTSS winoSign<>(SB), Y13
+	MOVQ CX, AX
+	ANDQ $7, AX                  // the tail's tiles
 	SHRQ $3, CX
-	JZ   graddone
 	LEAQ (R9)(R9*2), R10         // 3·stride
 	LEAQ (DI)(R9*4), R11         // plane 4
 	LEAQ (R11)(R9*4), R12        // plane 8
 	LEAQ (R12)(R9*4), R8         // plane 12
+	TESTQ CX, CX
+	JZ   gradtail
 gradloop:
 	DEINT(0, SI, Y0, Y1)         // a, b: row 0's even and odd columns
 	DEINT(0, DX, Y2, Y3)         // c, d: row 1's
@@ -340,6 +364,39 @@ gradloop:
 	ADDQ $32, R8
 	DECQ CX
 	JNZ  gradloop
+gradtail:
+	TESTQ AX, AX
+	JZ   graddone
+	LEAQ winoMask<>+32(SB), BX
+	MOVQ BX, R14
+	MOVQ BX, R15
+	SHLQ $2, AX
+	SUBQ AX, R15                 // the tail's k tiles (stores)
+	VMOVUPS (R15), Y9
+	SHLQ $1, AX                  // 2k values a row: min(2k, 8) and 2k − 8 of them
+	CMPQ AX, $32
+	JLE  gradlow
+	SUBQ $32, AX
+	SUBQ AX, R14
+	SUBQ $32, BX
+	JMP  gradmasks
+gradlow:
+	SUBQ AX, BX
+gradmasks:
+	VMOVUPS (BX), Y10
+	VMOVUPS (R14), Y11
+	DEINTM(SI, Y0, Y1)
+	DEINTM(DX, Y2, Y3)
+	GROUPM(Y0, Y1, DI)
+	VADDPS Y2, Y0, Y7
+	VADDPS Y3, Y1, Y8
+	GROUPM(Y7, Y8, R11)
+	VSUBPS Y2, Y0, Y7
+	VSUBPS Y3, Y1, Y8
+	GROUPM(Y7, Y8, R12)
+	VXORPS Y13, Y2, Y7
+	VXORPS Y13, Y3, Y8
+	GROUPM(Y7, Y8, R8)
 graddone:
 	VZEROUPPER
 	RET

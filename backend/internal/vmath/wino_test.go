@@ -67,9 +67,9 @@ func TestWinoKernels(t *testing.T) {
 					if (nf == 0) != finite || (wf == 0) != finite {
 						t.Fatalf("output transform: finiteness sums %v (scalar %v), values all finite: %v", nf, wf, finite)
 					}
-					gz, wz := vals(15*stride+n), make([]float32, 15*stride+n)
+					gz, wz := vals(15*stride+n+8), make([]float32, 15*stride+n+8)
 					copy(wz, gz)
-					winoGradWith(k, y0, y1, gz, stride, n)
+					winoGradWith(k, y0[:2*n], y1[:2*n], gz[:15*stride+n], stride, n)
 					winoGradGo(y0, y1, wz, stride, n)
 					if !sameBits(gz, wz) {
 						t.Fatalf("gradient transform differs from the scalar loop")
