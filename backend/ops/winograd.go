@@ -16,15 +16,19 @@ var Winograd = true
 // winoMinPlaneTiles the fewest tiles (2×2 outputs) of all samples' planes,
 // for which a 3×3 convolution runs as Winograd F(2×2, 3×3): below them the
 // transforms and the filters' transform cost more than the 2.25× fewer
-// multiplications save. BenchmarkConvWinograd (the full MTAN's 3×3
-// layers at 64×96, batch 4, time as Winograd / im2col on this
-// repository's 2-core AMD EPYC): on 384 tiles and more (16×24 and
-// larger planes) 0.44–0.75 in every pass; on 96 tiles (8×12), in CPU
-// time (cpu-ms/op) on one worker 0.73–0.94 in every pass of the four
-// 8×12 shapes, on two 0.76–0.95 (wall-time runs on two busy cores had
-// read 0.87–1.39); on 24 (4×6) 1.5–2.2. The whole 64×96 step took 4–5%
-// less CPU time with the 8×12 layers as Winograd (bench step
-// --cpuprofile, one worker, runs interleaved).
+// multiplications save. The bounds compare the CPU time of the two
+// paths for one convolution, work that grows with the filters and tiles,
+// not with the cores: the workers split both paths alike.
+// BenchmarkConvWinograd (the full MTAN's 3×3 layers at 64×96, batch 4,
+// CPU time as Winograd / im2col on this repository's AMD EPYC, one
+// worker): on 384 tiles and more (16×24 and larger planes) 0.44–0.75 in
+// every pass; on 96 tiles (8×12) 0.60–0.79 forward, 0.63–0.76 input
+// gradient, 0.84–0.95 weight gradient over the four 8×12 shapes (on
+// two workers 0.76–0.95 before the transforms' vector tails); on 24
+// (4×6, 512 channels) 1.6–2.0: the filters' transform and the products'
+// packing, fixed costs of the filters, outweigh products of 24 columns.
+// The whole 64×96 step took 4–5% less CPU time with the 8×12 layers as
+// Winograd (bench step --cpuprofile, one worker, runs interleaved).
 var (
 	winoMinChannels   = 64
 	winoMinPlaneTiles = 96
