@@ -696,7 +696,7 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 	if cols == nil && wideForward(&g) {
 		offs = g.tapOffsets()
 	}
-	parallelFor(g.n, func(_, lo, hi int) {
+	parallelWork(g.n, g.sampleWork(), func(_, lo, hi int) {
 		var col, wide []T
 		switch {
 		case offs != nil:
@@ -790,7 +790,7 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 	if !g.direct { // a direct product writes dx whole
 		ClearPar(dx)
 	}
-	parallelFor(g.n, func(_, lo, hi int) {
+	parallelWork(g.n, g.sampleWork(), func(_, lo, hi int) {
 		var col, pad []T
 		switch {
 		case offs != nil:
@@ -868,7 +868,7 @@ func convGradXAsForward[T float](g *convGeom, w, gy, dx []T) bool {
 // along rows, on all cores.
 func flipTranspose[T float](w, wt []T, m, c, k int) {
 	const tile = 16 // 16×16 blocks of (m, c): a block's rows of both w and wt stay in L1
-	parallelFor((c+tile-1)/tile, func(_, lo, hi int) {
+	parallelWork((c+tile-1)/tile, tile*m*k, func(_, lo, hi int) {
 		for c0 := lo * tile; c0 < min(hi*tile, c); c0 += tile {
 			for m0 := 0; m0 < m; m0 += tile {
 				for ci := c0; ci < min(c0+tile, c); ci++ {
@@ -929,7 +929,8 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 		offs = g.tapOffsets()
 	}
 	swap := g.g == 1 && g.mg <= dwSwapMaxM && offs == nil // the wide rows' dot products have no product to swap
-	parallelFor(g.n, func(wk, lo, hi int) {
+	// Chunk numbers wk are below chunkCount ≤ nw: acc has a slot for each.
+	parallelWork(g.n, g.sampleWork(), func(wk, lo, hi int) {
 		d := dw
 		if wk > 0 {
 			acc[wk] = getScratch[T](&colScratch, size)
@@ -1116,6 +1117,11 @@ func (g *convGeom) unitUnpadded() bool {
 	return !g.direct && g.y.s == 1 && g.x.s == 1 && g.y.pb == 0 && g.x.pb == 0 && g.y.pe == 0 && g.x.pe == 0
 }
 
+// sampleWork is the multiply-adds of one sample's product in any of the
+// three passes, m·(cg·kH·kW)·oH·oW: the per-item work parallelWork splits
+// a loop over samples by.
+func (g *convGeom) sampleWork() int { return g.m * g.colRows * g.outPlane }
+
 // wideLen is L = (oH−1)·W + oW, the length of g's wide rows.
 func (g *convGeom) wideLen() int { return (g.oh-1)*g.w + g.ow }
 
@@ -1205,8 +1211,8 @@ func parallelProduct(n int) bool { return splitsProducts(runtime.GOMAXPROCS(0), 
 func splitsProducts(w, n int) bool { return w > 1 && (n < w || n%w != 0) }
 
 // channelSum sums a [N, C, ...] tensor over every axis but C. Channels are
-// split among goroutines (when there are at least channelSumMin values);
-// each channel is summed in the same order whatever the split.
+// split among goroutines (parallelWork's chunks of at least minChunkWork
+// values); each channel is summed in the same order whatever the split.
 func channelSum[T float](t tensor.Tensor) tensor.Tensor {
 	s := t.Shape()
 	d := data[T](t)
@@ -1223,19 +1229,11 @@ func channelSum[T float](t tensor.Tensor) tensor.Tensor {
 			}
 		}
 	}
-	if n*c*inner < channelSumMin {
-		sum(0, c)
-	} else {
-		parallelFor(c, func(_, lo, hi int) { sum(lo, hi) })
-	}
+	// A channel: n·inner additions. Each worker sums whole channels, so
+	// the split never has more chunks than channels whatever the core count.
+	parallelWork(c, n*inner, func(_, lo, hi int) { sum(lo, hi) })
 	return newTensor(tensor.Shape{c}, out)
 }
-
-// channelSumMin is the fewest values channelSum splits among goroutines:
-// 64K additions take about 10 µs on one core, the scale of waking
-// workers; each worker then sums whole channels, so the split never has
-// more chunks than channels whatever the core count.
-const channelSumMin = 1 << 16
 
 // sum4 is the sum of x with four partial sums (x[i] into partial i mod 4,
 // added as (s0+s1)+(s2+s3), then the tail in order): four chains of

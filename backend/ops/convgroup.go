@@ -57,7 +57,8 @@ func groupUnits(g *convGeom) (units, s int) {
 // buffer per chunk of units (np = samples in the range · oH·oW).
 func forGroupUnits[T float](g *convGeom, do func(gi, lo, hi, np int, col, planes []T)) {
 	units, s := groupUnits(g)
-	parallelFor(units, func(_, ulo, uhi int) {
+	// A unit's products: the group's filters over its samples' pixels.
+	parallelWork(units, g.mg*g.colRows*((g.n+s-1)/s)*g.outPlane, func(_, ulo, uhi int) {
 		buf := getScratch[T](&colScratch, (g.colRows+g.mg)*((g.n+s-1)/s)*g.outPlane)
 		defer colScratch.pool.Put(buf)
 		for u := ulo; u < uhi; u++ {
@@ -146,7 +147,7 @@ func convGradWGrouped[T float](g *convGeom, x, gy, dw []T) {
 	if g.g < workers(g.g*g.mg) {
 		mul = gemm[T] // fewer groups than threads: each product on all of them
 	}
-	parallelFor(g.g, func(_, lo, hi int) {
+	parallelWork(g.g, g.mg*g.colRows*np, func(_, lo, hi int) { // a group: dW_g = gy_g·col_gᵀ
 		buf := getScratch[T](&colScratch, (g.colRows+g.mg)*np)
 		defer colScratch.pool.Put(buf)
 		col, gyg := (*buf)[:g.colRows*np], (*buf)[g.colRows*np:][:g.mg*np]

@@ -49,7 +49,7 @@ func padChunk(p *convGeom) int { return max(1, min(p.n, ColBandElems/(p.c*p.inPl
 // padInputs copies samples [n0, n0+k) of x (g's planes) into xp (p's
 // planes, zero borders).
 func padInputs[T float](g, p *convGeom, x, xp []T, n0, k int) {
-	parallelFor(k*g.c, func(_, lo, hi int) {
+	parallelWork(k*g.c, p.inPlane, func(_, lo, hi int) { // a plane: its padded values written
 		for pc := lo; pc < hi; pc++ {
 			src := x[(n0*g.c+pc)*g.inPlane:][:g.inPlane]
 			dst := xp[pc*p.inPlane:][:p.inPlane]
@@ -108,7 +108,7 @@ func convGradXPadded[T float](g, p *convGeom, sc *scratch, w, gy, dx []T) {
 	padChunks(g, p, nil, false, func(n0, k int, dxp []T) {
 		clear(dxp)
 		convGradX(chunkGeom(p, k), sc, wt, chunkGrad(g, gy, n0, k), dxp)
-		parallelFor(k*g.c, func(_, lo, hi int) {
+		parallelWork(k*g.c, g.inPlane, func(_, lo, hi int) { // a plane: its cropped values moved
 			for pc := lo; pc < hi; pc++ {
 				src := dxp[pc*p.inPlane:][:p.inPlane]
 				dst := dx[(n0*g.c+pc)*g.inPlane:][:g.inPlane]

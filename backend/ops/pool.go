@@ -442,7 +442,7 @@ func gatherInto[T float](xt, it tensor.Tensor, out []T) (tensor.Tensor, error) {
 		mu  sync.Mutex
 		bad error
 	)
-	parallelFor((len(idx)+gatherChunk-1)/gatherChunk, func(_, lo, hi int) {
+	parallelWork((len(idx)+gatherChunk-1)/gatherChunk, gatherChunk, func(_, lo, hi int) {
 		for i := lo * gatherChunk; i < min(hi*gatherChunk, len(idx)); i++ {
 			j := idx[i]
 			if j < 0 || int(j) >= len(x) {
@@ -510,7 +510,7 @@ func scatterPlanes[T float](vt, it tensor.Tensor, s tensor.Shape, out []T, add b
 	planes := s[0] * s[1]
 	plane, vplane := len(out)/planes, len(idx)/planes
 	var outside atomic.Bool
-	parallelFor(planes, func(_, lo, hi int) {
+	parallelWork(planes, plane, func(_, lo, hi int) { // a plane: its values cleared and scattered
 		for p := lo; p < hi; p++ {
 			o := out[p*plane : (p+1)*plane]
 			clear(o)

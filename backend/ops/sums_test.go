@@ -35,7 +35,7 @@ func TestAllFinite(t *testing.T) {
 }
 
 // TestChannelSum checks channelSum against a float64 sum per channel, on
-// shapes below and above channelSumMin (serial and split among
+// shapes below and above two chunks of minChunkWork (serial and split among
 // goroutines), and that the split gives the serial sums bit for bit.
 func TestChannelSum(t *testing.T) {
 	rng := rand.New(rand.NewSource(4))

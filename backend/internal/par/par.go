@@ -80,6 +80,12 @@ func For(n int, f func(i int)) {
 	}
 }
 
+// Posted is the number of loops For has handed to the workers since the
+// process started (a loop of one chunk runs on the caller and is not
+// counted): kernels' tests read it to check that a loop too small to pay
+// for a worker's wake-up stays on the caller.
+func Posted() uint64 { return pool.posted.Load() }
+
 // post makes j's chunks available to the workers, starting workers up to
 // GOMAXPROCS−1 and waking up to want sleeping ones.
 func post(j *job, want int) {
