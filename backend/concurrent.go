@@ -49,9 +49,9 @@ func (p *program) fork(w int) *program {
 		q = &program{}
 		p.forks[w] = q
 	}
-	vals, owned, made, live := q.vals, q.owned, q.made, q.live
+	vals, owned, made, live, wrap := q.vals, q.owned, q.made, q.live, q.sinkWrap
 	*q = *p
-	q.forks = nil
+	q.forks, q.sinkWrap = nil, wrap
 	q.vals = append(vals[:0], p.vals...)
 	q.owned = zeroed(owned, len(p.owned))
 	q.made = zeroed(made, len(p.made))

@@ -87,6 +87,13 @@ type program struct {
 	// pass: a parameter gradient's place in the task's Jacobian row, which
 	// the op then writes instead of a pool buffer (nil for other nodes).
 	sinkOf        func(k, i int) []float32
+	// sinkWrap holds, per (task, node), the tensor that wrapped the node's
+	// sink in the last pass: the op is offered it (value32's reuse), so
+	// that a parameter gradient written into the same Jacobian row step
+	// after step makes no tensor (a header, its shape and strides: most
+	// of the objects a small model's step allocated). Each fork has its
+	// own (fork), written only by the goroutine running it.
+	sinkWrap map[[2]int]*tensor.Dense
 	fusedGradRuns *atomic.Int64 // fused Relu gradients run, for tests; shared with forks
 	forks         []*program    // the programs of eachPass's goroutines, kept across steps (concurrent.go)
 }
@@ -452,6 +459,9 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		buf = sink
 		if sink == nil {
 			buf, reuse = p.pool.getDense(n, p.shapes[i])
+		} else {
+			reuse = p.sinkWrap[[2]int{p.pass, i}]
+			defer p.keepSinkWrap(i, sink)
 		}
 	}
 	// keep records that the result lives in b (nil: not a buffer of
@@ -545,6 +555,21 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	}
 	p.vals[i] = v
 	return nil
+}
+
+// keepSinkWrap records node i's value in sinkWrap when it is a float32
+// tensor backed by sink, the node's place in the pass's Jacobian row.
+func (p *program) keepSinkWrap(i int, sink []float32) {
+	t, ok := p.vals[i].(*tensor.Dense)
+	if !ok {
+		return
+	}
+	if d, ok := data32(t); ok && len(d) == len(sink) && &d[0] == &sink[0] {
+		if p.sinkWrap == nil {
+			p.sinkWrap = make(map[[2]int]*tensor.Dense)
+		}
+		p.sinkWrap[[2]int{p.pass, i}] = t
+	}
 }
 
 // pooled reports whether node i's value lives in a pool buffer: a
