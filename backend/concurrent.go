@@ -3,6 +3,7 @@ package backend
 import (
 	"runtime"
 	"sync/atomic"
+	"weak"
 
 	"gorgonia.org/tensor"
 
@@ -49,14 +50,34 @@ func (p *program) fork(w int) *program {
 		q = &program{}
 		p.forks[w] = q
 	}
-	vals, owned, made, live, wrap := q.vals, q.owned, q.made, q.live, q.sinkWrap
+	vals, owned, made, live := q.vals, q.owned, q.made, q.live
 	*q = *p
-	q.forks, q.sinkWrap = nil, wrap
+	q.forks = nil
 	q.vals = append(vals[:0], p.vals...)
 	q.owned = zeroed(owned, len(p.owned))
 	q.made = zeroed(made, len(p.made))
 	q.live = live[:0]
 	return q
+}
+
+// makeSinkWrap gives p.sinkWrap a row for every task of tasks, when
+// gradients go into the Jacobian (sinkOf), before the passes run.
+func (p *program) makeSinkWrap(tasks []int) {
+	if p.sinkOf == nil {
+		return
+	}
+	if p.sinkWrap == nil {
+		p.sinkWrap = new([][]weak.Pointer[tensor.Dense])
+	}
+	w := p.sinkWrap
+	for _, k := range tasks {
+		for len(*w) <= k {
+			*w = append(*w, nil)
+		}
+		if len((*w)[k]) != len(p.nodes) {
+			(*w)[k] = make([]weak.Pointer[tensor.Dense], len(p.nodes))
+		}
+	}
 }
 
 // zeroed returns s with length n and every element zero, reusing its
@@ -101,6 +122,7 @@ func (p *program) eachPass(tasks []int, dt tensor.Dtype, done func(k int, q *pro
 	if c > 1 {
 		p.makeZeros(tasks)
 	}
+	p.makeSinkWrap(tasks)
 	errs := make([]error, len(tasks))
 	var next atomic.Int32
 	if c > 1 && len(p.forks) < c {

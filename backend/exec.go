@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"sync/atomic"
+	"weak"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -86,14 +87,17 @@ type program struct {
 	// sinkOf, when set, is where node i's float32 value goes in task k's
 	// pass: a parameter gradient's place in the task's Jacobian row, which
 	// the op then writes instead of a pool buffer (nil for other nodes).
-	sinkOf        func(k, i int) []float32
+	sinkOf func(k, i int) []float32
 	// sinkWrap holds, per (task, node), the tensor that wrapped the node's
 	// sink in the last pass: the op is offered it (value32's reuse), so
 	// that a parameter gradient written into the same Jacobian row step
-	// after step makes no tensor (a header, its shape and strides: most
-	// of the objects a small model's step allocated). Each fork has its
-	// own (fork), written only by the goroutine running it.
-	sinkWrap map[[2]int]*tensor.Dense
+	// after step makes no tensor (a header, its shape and strides, four
+	// objects per gradient per step). The pointers are weak: a caller
+	// that drops its Jacobian between steps gets its memory back, the
+	// tensor wrapping it being collected with it. Indexed [task][node],
+	// made before the passes run (eachPass) and shared with the forks:
+	// each task's row is written only by the goroutine running its pass.
+	sinkWrap      *[][]weak.Pointer[tensor.Dense]
 	fusedGradRuns *atomic.Int64 // fused Relu gradients run, for tests; shared with forks
 	forks         []*program    // the programs of eachPass's goroutines, kept across steps (concurrent.go)
 }
@@ -449,6 +453,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	// value's place in the Jacobian (sinkOf), which is never pooled.
 	var buf, sink []float32
 	var reuse *tensor.Dense // the tensor that last wrapped buf, if any (bufPool.getDense)
+	offered := false        // the op was offered reuse (the sink's tensor: keepSinkWrap)
 	if p.pooled(i) {
 		n := p.poolLen(i)
 		if p.sinkOf != nil && n > 0 {
@@ -460,8 +465,10 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		if sink == nil {
 			buf, reuse = p.pool.getDense(n, p.shapes[i])
 		} else {
-			reuse = p.sinkWrap[[2]int{p.pass, i}]
-			defer p.keepSinkWrap(i, sink)
+			if w := p.sinkWrap; w != nil && p.pass < len(*w) {
+				reuse = (*w)[p.pass][i].Value()
+				defer p.keepSinkWrap(i, sink, reuse, &offered)
+			}
 		}
 	}
 	// keep records that the result lives in b (nil: not a buffer of
@@ -486,6 +493,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		}
 	}
 	if p.adds[i] && f32 && SkipZeroSums {
+		offered = true
 		if v, used, stolen, ok := p.sumWithZero(i, buf, sink, reuse, in); ok {
 			if stolen {
 				p.pool.put(buf)
@@ -505,6 +513,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 				inPlaceSums.Add(1)
 			}
 		}
+		offered = true
 		if sum, used, ok := add32(buf, reuse, in[0], in[1]); ok {
 			p.vals[i] = sum
 			keep(used)
@@ -519,6 +528,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	switch op := cur.Op().(type) {
 	case intoOp:
 		var used []float32
+		offered = true
 		v, used, err = op.doInto(buf, reuse, in)
 		if used != nil && !f32 {
 			pooledIntKernels.Add(1)
@@ -557,19 +567,29 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	return nil
 }
 
+// sinkTensorsOffered counts the values written into a Jacobian row by
+// ops that were offered its last tensor (exec's reuse), and
+// sinkTensorsReused those of them that returned it, for tests.
+var sinkTensorsOffered, sinkTensorsReused atomic.Int64
+
 // keepSinkWrap records node i's value in sinkWrap when it is a float32
-// tensor backed by sink, the node's place in the pass's Jacobian row.
-func (p *program) keepSinkWrap(i int, sink []float32) {
+// tensor backed by sink, the node's place in the pass's Jacobian row, and
+// not already there (was: the tensor offered, *offered: whether the op
+// that ran was offered it; the ops package's ops make their own tensors).
+func (p *program) keepSinkWrap(i int, sink []float32, was *tensor.Dense, offered *bool) {
 	t, ok := p.vals[i].(*tensor.Dense)
-	if !ok {
+	if !ok || !*offered {
 		return
 	}
-	if d, ok := data32(t); ok && len(d) == len(sink) && &d[0] == &sink[0] {
-		if p.sinkWrap == nil {
-			p.sinkWrap = make(map[[2]int]*tensor.Dense)
-		}
-		p.sinkWrap[[2]int{p.pass, i}] = t
+	if d, ok := data32(t); !ok || len(d) != len(sink) || &d[0] != &sink[0] {
+		return
 	}
+	sinkTensorsOffered.Add(1)
+	if t == was {
+		sinkTensorsReused.Add(1)
+		return
+	}
+	(*p.sinkWrap)[p.pass][i] = weak.Make(t)
 }
 
 // pooled reports whether node i's value lives in a pool buffer: a

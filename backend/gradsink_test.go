@@ -126,3 +126,44 @@ func TestPoolIntKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestSinkTensorsReused checks, on every stepCase, that steps into the
+// same Jacobian make no new tensor for the gradients the backend's kernels
+// write into its rows after the first (every such gradient of the third
+// step reuses the tensor of the second, sinkWrap), and that their losses
+// and J are those of steps into a fresh Jacobian each, bit for bit.
+func TestSinkTensorsReused(t *testing.T) {
+	var total int64 // gradients offered their tensor in third steps, all cases
+	for _, sc := range stepCases {
+		t.Run(sc.name, func(t *testing.T) {
+			md, ref := openStepCase(t, sc), openStepCase(t, sc) // ref: a fresh Jacobian each step
+			m := len(sc.tasks)
+			same := png.NewJacobian(m, md.NumParams())
+			for step := 0; step < 3; step++ {
+				losses := make([]float64, m)
+				fresh := png.NewJacobian(m, md.NumParams())
+				if err := ref.Evaluate(sc.batch(4), losses, &fresh); err != nil {
+					t.Fatal(err)
+				}
+				offered, reused := sinkTensorsOffered.Load(), sinkTensorsReused.Load()
+				again := make([]float64, m)
+				if err := md.Evaluate(sc.batch(4), again, &same); err != nil {
+					t.Fatal(err)
+				}
+				offered, reused = sinkTensorsOffered.Load()-offered, sinkTensorsReused.Load()-reused
+				if step == 2 {
+					total += offered
+				}
+				if step == 2 && reused != offered {
+					t.Errorf("third step into the same Jacobian: %d gradients of the backend's kernels written into it, %d of them reused their tensor", offered, reused)
+				}
+				if !slices.Equal(losses, again) || !slices.Equal(fresh.Data, same.Data) {
+					t.Errorf("step %d: losses or J into the same Jacobian differ from those into a fresh one", step)
+				}
+			}
+		})
+	}
+	if total == 0 {
+		t.Error("no case has a gradient of the backend's kernels written into the Jacobian")
+	}
+}
