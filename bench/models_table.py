@@ -8,7 +8,9 @@ docs/bench-step.md.
 Options: --dir DIR (models and data, written once by step_models.py
 export; default /tmp/paretonav-bench-step), --models a,b (default: all),
 --pairs P (default 2), --steps K (timed steps per run, default 3),
---threads T (GOMAXPROCS and torch threads, default 2), --out FILE (default
+--min-seconds S (at least S seconds of timed steps per run, default 5, so
+that a small model's CPU profile has enough samples), --max-steps N
+(default 5000), --threads T (GOMAXPROCS and torch threads, default 2), --out FILE (default
 docs/bench-step.md; "-" prints the Markdown), --json FILE (every run's
 numbers).
 
@@ -76,12 +78,13 @@ def run(cmd, env=None, what=""):
 
 
 def overhead_share(binary, prof):
-    """Share of the profile's samples whose innermost function is overhead."""
+    """Share of the profile's samples whose innermost function is overhead, and the number of samples
+    (the profile's CPU time in units of pprof's 10 ms sampling period)."""
     try:
         out = subprocess.run(["go", "tool", "pprof", "-top", "-nodecount=100000", binary, prof],
                              capture_output=True, text=True, timeout=120).stdout
     except (OSError, subprocess.TimeoutExpired):
-        return None
+        return None, None
     total, over = 0.0, 0.0
     for line in out.splitlines():
         m = re.match(r"\s*([\d.]+)(ms|s|us|µs|ns|min|h)?\s+[\d.]+%\s+[\d.]+%\s+[\d.]+(?:ms|s|us|µs|ns|min|h)?\s+[\d.]+%\s+(.*)$", line)
@@ -92,7 +95,17 @@ def overhead_share(binary, prof):
         total += v
         if OVERHEAD.match(m.group(3).strip()):
             over += v
-    return over / total if total else None
+    return (over / total if total else None), round(total / 0.01)
+
+
+def fewest_samples(rows):
+    """The clause naming the smallest profile behind the outside-kernels column."""
+    have = [r for r in rows if r.get("profile_samples")]
+    if not have:
+        return ""
+    r = min(have, key=lambda r: r["profile_samples"])
+    return (" (each model's profiles hold at least %d samples of 10 ms, %s's, one sample %.2f%% of"
+            " its share)" % (r["profile_samples"], r["model"], 100 / r["profile_samples"]))
 
 
 def loadavg():
@@ -118,8 +131,12 @@ def main():
     ap.add_argument("--models", default="")
     ap.add_argument("--pairs", type=int, default=2)
     ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--min-seconds", type=float, default=2.0,
-                    help="time at least this many seconds of steps per run (more steps for small models)")
+    ap.add_argument("--min-seconds", type=float, default=5.0,
+                    help="time at least this many seconds of steps per run (more steps for small models): "
+                         "the CPU profile of a 3 ms step then holds about a thousand samples, so that one "
+                         "sample is 0.1%% of the outside-kernels share, not 1%%")
+    ap.add_argument("--max-steps", type=int, default=5000,
+                    help="at most this many timed steps per run (the bound of --min-seconds)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(HERE, "..", "docs", "bench-step.md"))
     ap.add_argument("--json", default="")
@@ -155,7 +172,7 @@ def main():
             for s in specs:
                 cmd += ["--task", s]
             est = json.loads(run(cmd, env, f"paretonav bench step {name} (calibration)"))["median_s"]
-            steps = max(a.steps, min(200, int(a.min_seconds / max(est, 1e-4)) + 1))
+            steps = max(a.steps, min(a.max_steps, int(a.min_seconds / max(est, 1e-4)) + 1))
         for p in range(a.pairs):
             prof = os.path.join(a.dir, f"{name}.{p}.prof")
             cmd = [binary, "bench", "step", onnx, "--data", npz, "--batch", str(shape[0]), "--steps", str(steps),
@@ -163,7 +180,7 @@ def main():
             for s in specs:
                 cmd += ["--task", s]
             o = json.loads(run(cmd, env, f"paretonav bench step {name}"))
-            o["outside_kernels"] = overhead_share(binary, prof)
+            o["outside_kernels"], o["profile_samples"] = overhead_share(binary, prof)
             ours.append(o)
             theirs.append(json.loads(run([sys.executable, os.path.join(HERE, "step_models.py"), "time", name,
                                           "--dir", a.dir, "--steps", str(steps), "--threads", str(a.threads)],
@@ -182,10 +199,12 @@ def main():
         lb = med([o["load_build_s"] for o in ours])
         mb = os.path.getsize(onnx) / 1e6
         shares = [o["outside_kernels"] for o in ours if o["outside_kernels"] is not None]
+        samples = min((o["profile_samples"] for o in ours if o["profile_samples"]), default=None)
         rows.append({"model": name, "params": ours[0]["params"], "file_mb": mb, "paretonav_s": t_o, "torch_s": t_t,
                      "time_ratio": t_o / t_t, "ratios": [o["median_s"] / t["median_s"] for o, t in zip(ours, theirs)],
                      "paretonav_rss": r_o, "torch_rss": r_t, "rss_ratio": r_o / r_t, "load_build_s": lb,
                      "outside_kernels": med(shares) if shares else None, "steps": steps,
+                     "profile_samples": samples,
                      "speedup": one["median_s"] / t_o if one else None})
         raw[name] = {"paretonav": ours, "torch": theirs}
     load_end = loadavg()
@@ -236,8 +255,8 @@ def main():
         "the Go runtime (allocation, clearing, copying, garbage collection; not asyncPreempt, whose",
         "samples belong to the code it interrupts), the worker pool waiting, or backend code that",
         "converts or moves data (float64 copies, Transpose, Concat, buffer clears) rather than",
-        "computing. 1 → %d threads: paretonav's step on one"
-        % a.threads,
+        "computing%s. 1 → %d threads: paretonav's step on one"
+        % (fewest_samples(rows), a.threads),
         "thread (GOMAXPROCS=1, one run) over its median on %d (parallel efficiency: %d× is ideal)."
         % (a.threads, a.threads),
         "",
