@@ -117,25 +117,7 @@ var (
 func filterTransform[T float](w, u []T, m, c int) {
 	mc := xiStride(m * c)
 	parallelFor(m, func(_, lo, hi int) {
-		i0, i1 := lo*c, hi*c
-		var o [16][]T
-		for k := range o {
-			o[k] = u[k*mc+i0 : k*mc+i1]
-		}
-		src := w[i0*9 : i1*9]
-		for j := range o[0] {
-			g := src[j*9 : j*9+9 : j*9+9]
-			// G·g: four rows of three (columns j of g's rows a, b, d).
-			t00, t01, t02 := g[0], g[1], g[2]
-			t10, t11, t12 := (g[0]+g[3]+g[6])*0.5, (g[1]+g[4]+g[7])*0.5, (g[2]+g[5]+g[8])*0.5
-			t20, t21, t22 := (g[0]-g[3]+g[6])*0.5, (g[1]-g[4]+g[7])*0.5, (g[2]-g[5]+g[8])*0.5
-			t30, t31, t32 := g[6], g[7], g[8]
-			// ·Gᵀ along each row.
-			o[0][j], o[1][j], o[2][j], o[3][j] = t00, (t00+t01+t02)*0.5, (t00-t01+t02)*0.5, t02
-			o[4][j], o[5][j], o[6][j], o[7][j] = t10, (t10+t11+t12)*0.5, (t10-t11+t12)*0.5, t12
-			o[8][j], o[9][j], o[10][j], o[11][j] = t20, (t20+t21+t22)*0.5, (t20-t21+t22)*0.5, t22
-			o[12][j], o[13][j], o[14][j], o[15][j] = t30, (t30+t31+t32)*0.5, (t30-t31+t32)*0.5, t32
-		}
+		vmath.WinoFilter(w[lo*c*9:hi*c*9], u[lo*c:], mc, (hi-lo)*c)
 	})
 }
 

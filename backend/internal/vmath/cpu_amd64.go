@@ -131,6 +131,12 @@ func winoInputAVX2(rows *float32, ld int, dst *float32, stride int, n int)
 //go:noescape
 func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float32) (nonFinite float32)
 
+// winoFilterAVX2 is WinoFilter's float32 kernel on n filters, n a
+// multiple of 8.
+//
+//go:noescape
+func winoFilterAVX2(w *float32, dst *float32, stride int, n int)
+
 // winoGradAVX2 is WinoGrad's float32 kernel on n tiles (the last n mod 8
 // through masked loads and stores).
 //

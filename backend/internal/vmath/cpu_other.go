@@ -55,6 +55,11 @@ func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float
 	panic("vmath: no vector kernel")
 }
 
+// winoFilterAVX2 is never called outside amd64.
+func winoFilterAVX2(w *float32, dst *float32, stride int, n int) {
+	panic("vmath: no vector kernel")
+}
+
 // winoGradAVX2 is never called outside amd64.
 func winoGradAVX2(y0, y1 *float32, dst *float32, stride int, n int) {
 	panic("vmath: no vector kernel")

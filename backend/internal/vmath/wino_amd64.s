@@ -400,3 +400,92 @@ gradmasks:
 graddone:
 	VZEROUPPER
 	RET
+
+// winoTap<>: the 8 filters' first taps, 9 floats apart.
+DATA winoTap<>+0(SB)/4, $0
+DATA winoTap<>+4(SB)/4, $9
+DATA winoTap<>+8(SB)/4, $18
+DATA winoTap<>+12(SB)/4, $27
+DATA winoTap<>+16(SB)/4, $36
+DATA winoTap<>+20(SB)/4, $45
+DATA winoTap<>+24(SB)/4, $54
+DATA winoTap<>+28(SB)/4, $63
+GLOBL winoTap<>(SB), RODATA|NOPTR, $32
+
+DATA winoHalf<>+0(SB)/4, $0x3f000000
+GLOBL winoHalf<>(SB), RODATA|NOPTR, $4
+
+// TAP(off, D): tap off/4 of the 8 filters at SI into D (Y15 the filters'
+// offsets, Y14 the gather's mask).
+#define TAP(off, D) \
+	VPCMPEQD Y14, Y14, Y14 \
+	VGATHERDPS Y14, off(SI)(Y15*4), D
+
+// FROW(A, B, D, base): the row [a, b, d] times Gᵀ, [a, ((a + b) + d)·½,
+// ((a − b) + d)·½, d], into four planes from base (Y13 = ½).
+#define FROW(A, B, D, base) \
+	VADDPS B, A, Y12 \
+	VADDPS D, Y12, Y12 \
+	VMULPS Y13, Y12, Y12 \
+	VSUBPS B, A, Y14 \
+	VADDPS D, Y14, Y14 \
+	VMULPS Y13, Y14, Y14 \
+	STORE4(base, A, Y12, Y14, D)
+
+// GCOL(J, K, L, T1): the column [g_j, g_3+j, g_6+j] of G·g's rows 1 and
+// 2: T1 = ((g_j + g_3+j) + g_6+j)·½, and J becomes ((g_j − g_3+j) +
+// g_6+j)·½.
+#define GCOL(J, K, L, T1) \
+	VADDPS K, J, Y12 \
+	VADDPS L, Y12, Y12 \
+	VMULPS Y13, Y12, T1 \
+	VSUBPS K, J, J \
+	VADDPS L, J, J \
+	VMULPS Y13, J, J
+
+// func winoFilterAVX2(w *float32, dst *float32, stride int, n int)
+//
+// w: n 3×3 filters, 9 floats each; dst: 16 planes stride floats apart,
+// the filter i's value ξ of G·g·Gᵀ at element i of each. n: a multiple
+// of 8.
+TEXT ·winoFilterAVX2(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ stride+16(FP), R9
+	SHLQ $2, R9
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ   filtdone
+	LEAQ (R9)(R9*2), R10         // 3·stride
+	LEAQ (DI)(R9*4), R11         // plane 4
+	LEAQ (R11)(R9*4), R12        // plane 8
+	LEAQ (R12)(R9*4), R13        // plane 12
+	VMOVDQU winoTap<>(SB), Y15
+	VBROADCASTSS winoHalf<>(SB), Y13
+filtloop:
+	TAP(0, Y0)
+	TAP(4, Y1)
+	TAP(8, Y2)
+	TAP(12, Y3)
+	TAP(16, Y4)
+	TAP(20, Y5)
+	TAP(24, Y6)
+	TAP(28, Y7)
+	TAP(32, Y8)
+	FROW(Y0, Y1, Y2, DI)         // G·g's row 0: g's row 0
+	FROW(Y6, Y7, Y8, R13)        // row 3: g's row 2
+	GCOL(Y0, Y3, Y6, Y9)         // rows 1 (Y9…Y11) and 2 (Y0…Y2)
+	GCOL(Y1, Y4, Y7, Y10)
+	GCOL(Y2, Y5, Y8, Y11)
+	FROW(Y9, Y10, Y11, R11)
+	FROW(Y0, Y1, Y2, R12)
+	ADDQ $288, SI                // 8 filters of 9
+	ADDQ $32, DI
+	ADDQ $32, R11
+	ADDQ $32, R12
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  filtloop
+filtdone:
+	VZEROUPPER
+	RET

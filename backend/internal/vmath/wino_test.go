@@ -176,3 +176,65 @@ func TestWinoBadLengths(t *testing.T) {
 		}()
 	}
 }
+
+// TestWinoFilter checks WinoFilter's kernels against the scalar loop bit
+// for bit (with signed zeros, infinities and NaN among the weights, 8
+// guard values past the destination), and the scalar loop against G·g·Gᵀ
+// written out in float64.
+func TestWinoFilter(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	vals := func(k int) []float32 {
+		d := make([]float32, k)
+		for i := range d {
+			switch rng.Intn(40) {
+			case 0:
+				d[i] = float32(math.Copysign(0, -1))
+			case 1:
+				d[i] = float32(math.Inf(1 - 2*rng.Intn(2)))
+			case 2:
+				d[i] = float32(math.NaN())
+			default:
+				d[i] = float32(rng.NormFloat64())
+			}
+		}
+		return d
+	}
+	for _, n := range []int{1, 7, 8, 9, 16, 23, 64} {
+		for _, k := range kernels() {
+			t.Run(fmt.Sprintf("%s/n%d", k, n), func(t *testing.T) {
+				stride := n + rng.Intn(5)
+				w := vals(9 * n)
+				got, want := vals(15*stride+n+8), make([]float32, 15*stride+n+8)
+				copy(want, got)
+				winoFilterWith(k, w, got[:15*stride+n], stride, n)
+				winoFilterGo(w, want, stride, n)
+				if !sameBits(got, want) {
+					t.Fatalf("filter transform differs from the scalar loop")
+				}
+			})
+		}
+	}
+	g := [4][3]float64{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}}
+	const n, stride = 5, 6
+	w := make([]float32, 9*n)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64())
+	}
+	u := make([]float32, 16*stride)
+	winoFilterGo(w, u, stride, n)
+	for f := 0; f < n; f++ {
+		for a := 0; a < 4; a++ {
+			for b := 0; b < 4; b++ {
+				want := 0.0
+				for i := 0; i < 3; i++ {
+					for j := 0; j < 3; j++ {
+						want += g[a][i] * float64(w[9*f+3*i+j]) * g[b][j]
+					}
+				}
+				if got := float64(u[(4*a+b)*stride+f]); math.Abs(got-want) > 1e-5 {
+					t.Fatalf("filter %d: (G·g·Gᵀ)[%d][%d] = %v, want %v", f, a, b, got, want)
+				}
+			}
+		}
+	}
+}
