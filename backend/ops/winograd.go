@@ -261,38 +261,7 @@ func filterGradTransform[T float](du, dw []T, m, c int) (finite bool) {
 	mc := xiStride(m * c)
 	var bad atomic.Bool
 	parallelFor(m, func(_, lo, hi int) {
-		var nf T // the sum of v − v over the values v written
-		i0, i1 := lo*c, hi*c
-		var d [16][]T
-		for k := range d {
-			d[k] = du[k*mc+i0 : k*mc+i1]
-		}
-		dst := dw[i0*9 : i1*9]
-		for j := range d[0] {
-			// Gᵀ·dU: three rows of four, column by column.
-			u0, u1, u2, u3 := d[0][j], d[4][j], d[8][j], d[12][j]
-			t00, t10, t20 := u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
-			u0, u1, u2, u3 = d[1][j], d[5][j], d[9][j], d[13][j]
-			t01, t11, t21 := u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
-			u0, u1, u2, u3 = d[2][j], d[6][j], d[10][j], d[14][j]
-			t02, t12, t22 := u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
-			u0, u1, u2, u3 = d[3][j], d[7][j], d[11][j], d[15][j]
-			t03, t13, t23 := u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
-			// ·G along each row.
-			g := dst[j*9 : j*9+9 : j*9+9]
-			g[0] += t00 + (t01+t02)*0.5
-			g[1] += (t01 - t02) * 0.5
-			g[2] += (t01+t02)*0.5 + t03
-			g[3] += t10 + (t11+t12)*0.5
-			g[4] += (t11 - t12) * 0.5
-			g[5] += (t11+t12)*0.5 + t13
-			g[6] += t20 + (t21+t22)*0.5
-			g[7] += (t21 - t22) * 0.5
-			g[8] += (t21+t22)*0.5 + t23
-			nf += (g[0] - g[0]) + (g[1] - g[1]) + (g[2] - g[2]) + (g[3] - g[3]) + (g[4] - g[4]) +
-				(g[5] - g[5]) + (g[6] - g[6]) + (g[7] - g[7]) + (g[8] - g[8])
-		}
-		if nf != 0 {
+		if !vmath.WinoFilterGrad(du[lo*c:], mc, dw[lo*c*9:hi*c*9], (hi-lo)*c) {
 			bad.Store(true)
 		}
 	})

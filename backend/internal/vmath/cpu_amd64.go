@@ -137,6 +137,13 @@ func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float
 //go:noescape
 func winoFilterAVX2(w *float32, dst *float32, stride int, n int)
 
+// winoFilterGradAVX2 is WinoFilterGrad's float32 kernel on n filters, n
+// a multiple of 8, with tmp 80 floats of scratch (the last 8 the sums of
+// v − v over the values written, added to).
+//
+//go:noescape
+func winoFilterGradAVX2(du *float32, stride int, dw *float32, n int, tmp *float32)
+
 // winoGradAVX2 is WinoGrad's float32 kernel on n tiles (the last n mod 8
 // through masked loads and stores).
 //

@@ -60,6 +60,11 @@ func winoFilterAVX2(w *float32, dst *float32, stride int, n int) {
 	panic("vmath: no vector kernel")
 }
 
+// winoFilterGradAVX2 is never called outside amd64.
+func winoFilterGradAVX2(du *float32, stride int, dw *float32, n int, tmp *float32) {
+	panic("vmath: no vector kernel")
+}
+
 // winoGradAVX2 is never called outside amd64.
 func winoGradAVX2(y0, y1 *float32, dst *float32, stride int, n int) {
 	panic("vmath: no vector kernel")

@@ -235,6 +235,81 @@ func winoFilterGo[T Float](w []T, dst []T, stride, n int) {
 	}
 }
 
+// WinoFilterGrad adds the Winograd F(2×2, 3×3) weight gradient's inverse
+// transform Gᵀ·dU·G of n filters, read from 16 planes of du stride values
+// apart (the filter i's value ξ at du[ξ·stride + i]), into dw (9 values a
+// filter, row by row), and reports whether every value of dw it wrote is
+// finite. In float32 with AVX2 whole groups of 8 filters run through a
+// vector kernel giving winoFilterGradGo's bits; the rest through
+// winoFilterGradGo.
+func WinoFilterGrad[T Float](du []T, stride int, dw []T, n int) (finite bool) {
+	if n <= 0 {
+		return true
+	}
+	if stride < n || len(du) < 15*stride+n || len(dw) < 9*n {
+		panic(fmt.Sprintf("vmath: WinoFilterGrad: %d filters, du %d (stride %d), dw %d", n, len(du), stride, len(dw)))
+	}
+	if d32, ok := any(du).([]float32); ok {
+		return winoFilterGradWith(active, d32, stride, any(dw).([]float32), n) == 0
+	}
+	return winoFilterGradGo(du, stride, dw, n) == 0
+}
+
+// winoFilterGradWith is WinoFilterGrad in float32 with kernel k, on
+// checked arguments, returning the sum of v − v over the values v
+// written.
+func winoFilterGradWith(k kernel, du []float32, stride int, dw []float32, n int) float32 {
+	v := 0
+	if k.hasWino() {
+		v = n &^ 7
+	}
+	var nf float32
+	if v > 0 {
+		var tmp [80]float32
+		winoFilterGradAVX2(&du[0], stride, &dw[0], v, &tmp[0])
+		for _, s := range tmp[72:] {
+			nf += s
+		}
+	}
+	return nf + winoFilterGradGo(du[v:], stride, dw[9*v:], n-v)
+}
+
+// winoFilterGradGo is WinoFilterGrad's scalar loop, returning the sum of
+// v − v over the values v written.
+func winoFilterGradGo[T Float](du []T, stride int, dw []T, n int) T {
+	if n <= 0 {
+		return 0
+	}
+	d := planes(du, stride, n)
+	dw = dw[:9*n]
+	var nf T
+	for j := range d[0] {
+		// Gᵀ·dU: three rows of four, column by column.
+		u0, u1, u2, u3 := d[0][j], d[4][j], d[8][j], d[12][j]
+		t00, t10, t20 := u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
+		u0, u1, u2, u3 = d[1][j], d[5][j], d[9][j], d[13][j]
+		t01, t11, t21 := u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
+		u0, u1, u2, u3 = d[2][j], d[6][j], d[10][j], d[14][j]
+		t02, t12, t22 := u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
+		u0, u1, u2, u3 = d[3][j], d[7][j], d[11][j], d[15][j]
+		t03, t13, t23 := u0+(u1+u2)*0.5, (u1-u2)*0.5, (u1+u2)*0.5+u3
+		// ·G along each row.
+		g := dw[j*9 : j*9+9 : j*9+9]
+		g[0] += t00 + (t01+t02)*0.5
+		g[1] += (t01 - t02) * 0.5
+		g[2] += (t01+t02)*0.5 + t03
+		g[3] += t10 + (t11+t12)*0.5
+		g[4] += (t11 - t12) * 0.5
+		g[5] += (t11+t12)*0.5 + t13
+		g[6] += t20 + (t21+t22)*0.5
+		g[7] += (t21 - t22) * 0.5
+		g[8] += (t21+t22)*0.5 + t23
+		nf += (g[0] - g[0]) + (g[1] - g[1]) + (g[2] - g[2]) + (g[3] - g[3]) + (g[4] - g[4]) +
+			(g[5] - g[5]) + (g[6] - g[6]) + (g[7] - g[7]) + (g[8] - g[8])
+	}
+	return nf
+}
+
 // planes returns the 16 planes' first n values of a, stride apart.
 func planes[T Float](a []T, stride, n int) (p [16][]T) {
 	for k := range p {

@@ -489,3 +489,116 @@ filtloop:
 filtdone:
 	VZEROUPPER
 	RET
+
+DATA winoHalf8<>+0(SB)/8, $0x3f0000003f000000
+DATA winoHalf8<>+8(SB)/8, $0x3f0000003f000000
+DATA winoHalf8<>+16(SB)/8, $0x3f0000003f000000
+DATA winoHalf8<>+24(SB)/8, $0x3f0000003f000000
+GLOBL winoHalf8<>(SB), RODATA|NOPTR, $32
+
+// winoCol<>: a filter's first 8 taps in the [9][8] scratch, 8 floats apart.
+DATA winoCol<>+0(SB)/4, $0
+DATA winoCol<>+4(SB)/4, $8
+DATA winoCol<>+8(SB)/4, $16
+DATA winoCol<>+12(SB)/4, $24
+DATA winoCol<>+16(SB)/4, $32
+DATA winoCol<>+20(SB)/4, $40
+DATA winoCol<>+24(SB)/4, $48
+DATA winoCol<>+28(SB)/4, $56
+GLOBL winoCol<>(SB), RODATA|NOPTR, $32
+
+// GTCOL(idx, T0, T1, T2): column idx of Gᵀ·dU from the planes j, 4+j,
+// 8+j, 12+j at idx from SI, R11, R12 and R13: with h = (u1 + u2)·½,
+// T0 = u0 + h, T1 = (u1 − u2)·½, T2 = h + u3.
+#define GTCOL(idx, T0, T1, T2) \
+	VMOVUPS (SI)idx, Y12 \
+	VMOVUPS (R11)idx, Y13 \
+	VMOVUPS (R12)idx, Y14 \
+	VMOVUPS (R13)idx, Y15 \
+	VADDPS Y14, Y13, T0 \
+	VMULPS winoHalf8<>(SB), T0, T0 \
+	VSUBPS Y14, Y13, T1 \
+	VMULPS winoHalf8<>(SB), T1, T1 \
+	VADDPS Y15, T0, T2 \
+	VADDPS T0, Y12, T0
+
+// GROWG(A, B, C, D, k): the row [a, b, c, d] times G, with s = (b + c)·½:
+// [a + s, (b − c)·½, s + d], into rows k, k+1, k+2 of the [9][8] scratch
+// at BX (k in bytes, 32 a row).
+#define GROWG(A, B, C, D, k) \
+	VADDPS C, B, Y12 \
+	VMULPS winoHalf8<>(SB), Y12, Y12 \
+	VSUBPS C, B, Y13 \
+	VMULPS winoHalf8<>(SB), Y13, Y13 \
+	VADDPS Y12, A, Y14 \
+	VADDPS D, Y12, Y12 \
+	VMOVUPS Y14, k(BX) \
+	VMOVUPS Y13, k+32(BX) \
+	VMOVUPS Y12, k+64(BX)
+
+// ADDF(j): adds filter j's 9 values of the scratch at BX into its 9 at
+// DI, and their sums' v − v into Y11 (Y15 winoCol).
+#define ADDF(j) \
+	VPCMPEQD Y14, Y14, Y14 \
+	VGATHERDPS Y14, (4*j)(BX)(Y15*4), Y0 \
+	VMOVUPS (36*j)(DI), Y1 \
+	VADDPS Y0, Y1, Y1 \
+	VMOVUPS Y1, (36*j)(DI) \
+	VSUBPS Y1, Y1, Y2 \
+	VADDPS Y2, Y11, Y11 \
+	VMOVSS (256+4*j)(BX), X3 \
+	VMOVSS (36*j+32)(DI), X4 \
+	VADDSS X3, X4, X4 \
+	VMOVSS X4, (36*j+32)(DI) \
+	VSUBSS X4, X4, X5 \
+	VADDPS Y5, Y11, Y11
+
+// func winoFilterGradAVX2(du *float32, stride int, dw *float32, n int, tmp *float32)
+//
+// du: 16 planes stride floats apart, the filter i's value ξ at element
+// i of each; dw: n 3×3 filters, 9 floats each, into which Gᵀ·dU·G is
+// added. tmp: 80 floats, a [9][8] scratch and 8 sums of v − v over the
+// values of dw written, added to. n: a multiple of 8.
+TEXT ·winoFilterGradAVX2(SB), NOSPLIT, $0-40
+	MOVQ du+0(FP), SI
+	MOVQ stride+8(FP), R9
+	SHLQ $2, R9
+	MOVQ dw+16(FP), DI
+	MOVQ n+24(FP), CX
+	MOVQ tmp+32(FP), BX
+	SHRQ $3, CX
+	JZ   fgdone
+	XORQ R8, R8                  // 0: column 0
+	LEAQ (R9)(R9*2), R10         // 3·stride
+	LEAQ (SI)(R9*4), R11         // plane 4
+	LEAQ (R11)(R9*4), R12        // plane 8
+	LEAQ (R12)(R9*4), R13        // plane 12
+fgloop:
+	GTCOL((R8*1), Y0, Y4, Y8)    // rows 0 (Y0…Y3), 1 (Y4…Y7), 2 (Y8…Y11) of Gᵀ·dU
+	GTCOL((R9*1), Y1, Y5, Y9)
+	GTCOL((R9*2), Y2, Y6, Y10)
+	GTCOL((R10*1), Y3, Y7, Y11)
+	GROWG(Y0, Y1, Y2, Y3, 0)
+	GROWG(Y4, Y5, Y6, Y7, 96)
+	GROWG(Y8, Y9, Y10, Y11, 192)
+	VMOVDQU winoCol<>(SB), Y15
+	VMOVUPS 288(BX), Y11
+	ADDF(0)
+	ADDF(1)
+	ADDF(2)
+	ADDF(3)
+	ADDF(4)
+	ADDF(5)
+	ADDF(6)
+	ADDF(7)
+	VMOVUPS Y11, 288(BX)
+	ADDQ $32, SI
+	ADDQ $32, R11
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $288, DI
+	DECQ CX
+	JNZ  fgloop
+fgdone:
+	VZEROUPPER
+	RET

@@ -238,3 +238,80 @@ func TestWinoFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestWinoFilterGrad checks WinoFilterGrad's kernels against the scalar
+// loop bit for bit (dw's values added to, its finiteness sums, signed
+// zeros, infinities and NaN among the values, 9 guard values past dw),
+// and the scalar loop against Gᵀ·dU·G written out in float64.
+func TestWinoFilterGrad(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	vals := func(k int, special bool) []float32 {
+		d := make([]float32, k)
+		for i := range d {
+			switch rng.Intn(60) {
+			case 0:
+				d[i] = float32(math.Copysign(0, -1))
+			case 1:
+				if special {
+					d[i] = float32(math.Inf(1 - 2*rng.Intn(2)))
+					continue
+				}
+				fallthrough
+			case 2:
+				if special {
+					d[i] = float32(math.NaN())
+					continue
+				}
+				fallthrough
+			default:
+				d[i] = float32(rng.NormFloat64())
+			}
+		}
+		return d
+	}
+	for _, n := range []int{1, 7, 8, 9, 16, 23, 64} {
+		for _, k := range kernels() {
+			for _, special := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/n%d/special%v", k, n, special), func(t *testing.T) {
+					stride := n + rng.Intn(5)
+					du := vals(15*stride+n, special)
+					got, want := vals(9*n+9, false), make([]float32, 9*n+9)
+					copy(want, got)
+					nf := winoFilterGradWith(k, du, stride, got[:9*n], n)
+					wf := winoFilterGradGo(du, stride, want, n)
+					if !sameBits(got, want) {
+						t.Fatalf("filter gradient transform differs from the scalar loop")
+					}
+					finite := true
+					for _, v := range got[:9*n] {
+						finite = finite && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0)
+					}
+					if (nf == 0) != finite || (wf == 0) != finite {
+						t.Fatalf("finiteness sums %v (scalar %v), values all finite: %v", nf, wf, finite)
+					}
+				})
+			}
+		}
+	}
+	g := [4][3]float64{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}}
+	const n, stride = 5, 6
+	du := vals(16*stride, false)
+	dw := vals(9*n, false)
+	before := append([]float32(nil), dw...)
+	winoFilterGradGo(du, stride, dw, n)
+	for f := 0; f < n; f++ {
+		for i := 0; i < 3; i++ {
+			for j := 0; j < 3; j++ {
+				want := float64(before[9*f+3*i+j])
+				for a := 0; a < 4; a++ {
+					for b := 0; b < 4; b++ {
+						want += g[a][i] * float64(du[(4*a+b)*stride+f]) * g[b][j]
+					}
+				}
+				if got := float64(dw[9*f+3*i+j]); math.Abs(got-want) > 1e-5 {
+					t.Fatalf("filter %d: dw[%d][%d] = %v, want %v", f, i, j, got, want)
+				}
+			}
+		}
+	}
+}
