@@ -1,5 +1,7 @@
 package ops
 
+import "sync"
+
 // Depthwise convolutions of small output planes (the last stages of
 // MobileNetV3 and EfficientNet at 64×64: 2×2 and 4×4 planes under 3×3 and
 // 5×5 kernels; DeepLabV3's dilated 5×5 on 4×4 planes, which the phase
@@ -38,6 +40,43 @@ func dwTaps(o, s, d, pb, k, n int) (k0, k1, i0 int) {
 // under a horizontal dilation).
 type dwRun struct{ o, i, t, n int32 }
 
+// dwRunsKey is what dwRuns reads of a geometry: its planes, kernel,
+// strides, dilations and leading pads.
+type dwRunsKey struct{ oh, ow, h, w, kh, kw, sy, sx, dy, dx, py, px int }
+
+// dwRunsCache keeps each geometry's runs (read-only once made): the
+// three passes of every small depthwise convolution of a step asked for
+// them again, a few hundred appends per call, tens of kilobytes of
+// garbage a step of ShuffleNet. dwRunsCacheMax bounds it for a process
+// that builds many models; it is emptied when full.
+var dwRunsCache struct {
+	sync.Mutex
+	m map[dwRunsKey][]dwRun
+}
+
+const dwRunsCacheMax = 256
+
+// dwRunsOf is dwRuns(g), made once per geometry (dwRunsCache). The
+// caller must not modify the runs.
+func dwRunsOf(g *convGeom) []dwRun {
+	k := dwRunsKey{g.oh, g.ow, g.h, g.w, g.kh, g.kw, g.y.s, g.x.s, g.y.d, g.x.d, g.y.pb, g.x.pb}
+	c := &dwRunsCache
+	c.Lock()
+	rs, ok := c.m[k]
+	c.Unlock()
+	if ok {
+		return rs
+	}
+	rs = dwRuns(g)
+	c.Lock()
+	if c.m == nil || len(c.m) >= dwRunsCacheMax {
+		c.m = make(map[dwRunsKey][]dwRun)
+	}
+	c.m[k] = rs
+	c.Unlock()
+	return rs
+}
+
 // dwRuns lists the terms of g's planes as runs, by output and, per output,
 // by tap (row by row): the order of the sums below.
 func dwRuns(g *convGeom) []dwRun {
@@ -67,7 +106,7 @@ func dwRuns(g *convGeom) []dwRun {
 // convForwardDwDirect writes the depthwise convolution of x by w (bias b,
 // nil for none) into out, every element.
 func convForwardDwDirect[T float](g *convGeom, x, w, b, out []T) {
-	taps, rs := g.kh*g.kw, dwRuns(g)
+	taps, rs := g.kh*g.kw, dwRunsOf(g)
 	parallelWork(g.n*g.c, g.outPlane*taps, func(_, lo, hi int) {
 		for p := lo; p < hi; p++ {
 			c := p % g.c
@@ -94,7 +133,7 @@ func convForwardDwDirect[T float](g *convGeom, x, w, b, out []T) {
 
 // convGradXDwDirect writes the input gradient into dx, every element.
 func convGradXDwDirect[T float](g *convGeom, w, gy, dx []T) {
-	taps, rs := g.kh*g.kw, dwRuns(g)
+	taps, rs := g.kh*g.kw, dwRunsOf(g)
 	parallelWork(g.n*g.c, g.outPlane*taps, func(_, lo, hi int) {
 		for p := lo; p < hi; p++ {
 			c := p % g.c
@@ -115,7 +154,7 @@ func convGradXDwDirect[T float](g *convGeom, w, gy, dx []T) {
 // convGradWDwDirect writes the weight gradient into dw (C × kH·kW), every
 // element: per channel, the samples' terms added in sample order.
 func convGradWDwDirect[T float](g *convGeom, x, gy, dw []T) {
-	taps, rs := g.kh*g.kw, dwRuns(g)
+	taps, rs := g.kh*g.kw, dwRunsOf(g)
 	parallelWork(g.c, g.n*g.outPlane*taps, func(_, lo, hi int) {
 		for c := lo; c < hi; c++ {
 			dc := dw[c*taps:][:taps]
