@@ -555,6 +555,10 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		if u32 != nil && !f32 {
 			pooledInts.Add(1)
 		}
+		if f32 && err == nil {
+			offered = true
+			v = takeReuse(v, reuse, buf)
+		}
 		keep(u32)
 	default:
 		keep(nil)
@@ -591,6 +595,35 @@ func (p *program) keepSinkWrap(i int, sink []float32, was *tensor.Dense, offered
 	}
 	(*p.sinkWrap)[p.pass][i] = weak.Make(t)
 }
+
+// takeReuse returns reuse, the tensor that last wrapped buf, in place of
+// v, a tensor the ops package's kernel made around buf, when the two
+// have the same shape (as value32 does for the backend's kernels), and
+// gives v's header back to Gorgonia's tensor pool, where the next
+// tensor.New takes it instead of allocating one: the header, its shape
+// and its strides were a third of the bytes a small model's step
+// allocated. v is fresh (its kernel made it around the buffer it was
+// given and kept no reference), so nothing else reads it.
+func takeReuse(v G.Value, reuse *tensor.Dense, buf []float32) G.Value {
+	t, ok := v.(*tensor.Dense)
+	if !ok || !ReuseTensors || reuse == nil || t == reuse || len(buf) == 0 || t.RequiresIterator() || reuse.RequiresIterator() {
+		return v
+	}
+	d, ok := data32(t)
+	if !ok || len(d) != len(buf) || &d[0] != &buf[0] || !reuse.Shape().Eq(t.Shape()) {
+		return v
+	}
+	if r, ok := data32(reuse); !ok || len(r) != len(buf) || &r[0] != &buf[0] {
+		return v
+	}
+	tensor.ReturnTensor(t)
+	reusedTensors.Add(1)
+	opsTensorsReused.Add(1)
+	return reuse
+}
+
+// opsTensorsReused counts the tensors takeReuse returned, for tests.
+var opsTensorsReused atomic.Int64
 
 // pooled reports whether node i's value lives in a pool buffer: a
 // float32 result of an op writing into a given buffer (intoOp, opsIntoOp)
@@ -636,6 +669,9 @@ func (p *program) poolLen(i int) int {
 	return n
 }
 
+// boundParamsKept counts the parameters bindParam left bound, for tests.
+var boundParamsKept atomic.Int64
+
 // scalarValue is v as a Gorgonia scalar of dtype dt.
 func scalarValue(dt tensor.Dtype, v float64) G.Value {
 	if dt == tensor.Float32 {
@@ -647,10 +683,19 @@ func scalarValue(dt tensor.Dtype, v float64) G.Value {
 // bindParam binds a parameter's values v (a slice of θ) to n. In float32
 // mode the tensor is backed by v itself, not a copy: no op writes into its
 // inputs, and θ changes only between Evaluates (SetParams), so the graph
-// holds no second copy of the parameters. Otherwise it is bind.
+// holds no second copy of the parameters. A node already bound to a
+// tensor of v (the step before, θ updated in place) keeps it: a tensor
+// per parameter per step was most of a small model's step's garbage.
+// Otherwise it is bind.
 func (c *compiled) bindParam(n gnode, dt tensor.Dtype, s []int, v []float32) error {
 	if dt != tensor.Float32 || len(s) == 0 {
 		return c.bind(n, dt, s, v, nil)
+	}
+	if cur, ok := n.Value().(*tensor.Dense); ok && len(v) > 0 && !cur.RequiresIterator() && cur.Shape().Eq(tensor.Shape(s)) {
+		if d, ok := data32(cur); ok && len(d) == len(v) && &d[0] == &v[0] {
+			boundParamsKept.Add(1)
+			return nil
+		}
 	}
 	return G.Let(n, tensor.New(tensor.WithShape(s...), tensor.WithBacking(v[:len(v):len(v)])))
 }

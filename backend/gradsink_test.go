@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"runtime/debug"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -131,8 +132,13 @@ func TestPoolIntKernels(t *testing.T) {
 // same Jacobian make no new tensor for the gradients the backend's kernels
 // write into its rows after the first (every such gradient of the third
 // step reuses the tensor of the second, sinkWrap), and that their losses
-// and J are those of steps into a fresh Jacobian each, bit for bit.
+// and J are those of steps into a fresh Jacobian each, bit for bit
+// (garbage collection off: see sinkWrap).
 func TestSinkTensorsReused(t *testing.T) {
+	// sinkWrap's pointers are weak: a collection between two steps drops
+	// the tensors (the next step wraps the rows again), which would make
+	// the count below depend on the collector's timing.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	var total int64 // gradients offered their tensor in third steps, all cases
 	for _, sc := range stepCases {
 		t.Run(sc.name, func(t *testing.T) {

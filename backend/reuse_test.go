@@ -2,6 +2,7 @@ package backend
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/paretonav/paretonav/png"
@@ -12,7 +13,9 @@ import (
 // tensors that wrapped their pool buffers (value32, bufPool.getDense) and
 // the concurrent passes' forks kept across steps, are those of the same
 // steps with a fresh tensor for every value, bit for bit, and that the
-// steps after the first do reuse tensors.
+// steps after the first do reuse tensors, those of the ops package's
+// kernels included (takeReuse, which gives their fresh ones back to
+// Gorgonia's pool).
 func TestReusedTensorsMatchFresh(t *testing.T) {
 	saved := ReuseTensors
 	defer func() { ReuseTensors = saved }()
@@ -22,34 +25,34 @@ func TestReusedTensorsMatchFresh(t *testing.T) {
 		}
 		t.Run(sc.name, func(t *testing.T) {
 			batch := sc.batch(4)
-			run := func(reuse bool) ([][]float64, [][]float32, int64) {
+			run := func(reuse bool) ([][]float64, [][]float32, int64, int64) {
 				ReuseTensors = reuse
 				md := openStepCase(t, sc)
 				m := len(sc.tasks)
 				var ls [][]float64
 				var js [][]float32
-				var reused int64
+				var reused, opsReused int64
 				for step := 0; step < 3; step++ {
 					losses := make([]float64, m)
 					jac := png.NewJacobian(m, md.NumParams())
-					before := reusedTensors.Load()
+					before, opsBefore := reusedTensors.Load(), opsTensorsReused.Load()
 					if err := md.Evaluate(batch, losses, &jac); err != nil {
 						t.Fatal(err)
 					}
 					if step == 2 {
-						reused = reusedTensors.Load() - before
+						reused, opsReused = reusedTensors.Load()-before, opsTensorsReused.Load()-opsBefore
 					}
 					ls, js = append(ls, losses), append(js, jac.Data)
 				}
-				return ls, js, reused
+				return ls, js, reused, opsReused
 			}
-			freshL, freshJ, none := run(false)
-			reL, reJ, reused := run(true)
+			freshL, freshJ, none, _ := run(false)
+			reL, reJ, reused, opsReused := run(true)
 			if none != 0 {
 				t.Errorf("ReuseTensors off: %d tensors reused", none)
 			}
-			if reused == 0 {
-				t.Error("no tensor reused in the third step")
+			if reused == 0 || opsReused == 0 {
+				t.Errorf("third step: %d tensors reused, %d of them made by the ops package's kernels (takeReuse); want some of each", reused, opsReused)
 			}
 			for s := range freshL {
 				for k := range freshL[s] {
@@ -62,6 +65,48 @@ func TestReusedTensorsMatchFresh(t *testing.T) {
 						t.Fatalf("step %d J[%d]: %v with reuse, %v fresh", s, i, reJ[s][i], freshJ[s][i])
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestBoundParamsKept checks, on every stepCase, that a step after the
+// first leaves every float32 parameter bound to the tensor of the step
+// before (bindParam), and that with θ changed in between (SetParams) its
+// losses and J are those of a fresh model given the same θ, bit for bit.
+func TestBoundParamsKept(t *testing.T) {
+	for _, sc := range stepCases {
+		t.Run(sc.name, func(t *testing.T) {
+			md, ref := openStepCase(t, sc), openStepCase(t, sc)
+			m, n := len(sc.tasks), md.NumParams()
+			eval := func(md *Model) ([]float64, []float32) {
+				losses := make([]float64, m)
+				jac := png.NewJacobian(m, n)
+				if err := md.Evaluate(sc.batch(4), losses, &jac); err != nil {
+					t.Fatal(err)
+				}
+				return losses, jac.Data
+			}
+			eval(md)
+			theta := make([]float32, n)
+			md.Params(theta)
+			for i := range theta {
+				theta[i] *= 0.9
+			}
+			if err := md.SetParams(theta); err != nil {
+				t.Fatal(err)
+			}
+			if err := ref.SetParams(theta); err != nil {
+				t.Fatal(err)
+			}
+			before := boundParamsKept.Load()
+			l1, j1 := eval(md)
+			if kept := boundParamsKept.Load() - before; kept != int64(len(md.params)) {
+				t.Errorf("second step kept %d of %d parameters bound", kept, len(md.params))
+			}
+			l0, j0 := eval(ref)
+			if !slices.Equal(l1, l0) || !slices.Equal(j1, j0) {
+				t.Error("losses or J after SetParams differ from a fresh model's with the same θ")
 			}
 		})
 	}
