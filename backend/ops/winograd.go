@@ -117,7 +117,20 @@ var (
 func filterTransform[T float](w, u []T, m, c int) {
 	mc := xiStride(m * c)
 	parallelFor(m, func(_, lo, hi int) {
-		vmath.WinoFilter(w[lo*c*9:hi*c*9], u[lo*c:], mc, (hi-lo)*c)
+		vmath.WinoFilter(w[lo*c*9:hi*c*9], 9, u[lo*c:], mc, (hi-lo)*c)
+	})
+}
+
+// filterTransformT writes the transposes of filterTransform's planes,
+// U[ξ]ᵀ[c][m] = (G·w[m][c]·Gᵀ)[ξ], into u (16 planes of c·m,
+// xiStride(m·c) apart): column c of w's filters, 9·c values apart, at a
+// time.
+func filterTransformT[T float](w, u []T, m, c int) {
+	mc := xiStride(m * c)
+	parallelFor(c, func(_, lo, hi int) {
+		for ci := lo; ci < hi; ci++ {
+			vmath.WinoFilter(w[ci*9:], 9*c, u[ci*m:], mc, m)
+		}
 	})
 }
 
@@ -337,9 +350,10 @@ func winoRun[T float](n, c, m, h, w int, x []T, mul *winoMul[T], b, out []T) (fi
 }
 
 // winoMul multiplies the 16 transformed filter matrices A[ξ] (m×c) by a
-// chunk's V[ξ]: float32 products on A packed once per call. A[ξ] is U[ξ]
-// of u (16 planes of m×c), or, for the input gradient (flip), U[π(ξ)]ᵀ
-// of u holding the forward filters' planes (c×m): see winoFlip.
+// chunk's V[ξ]: float32 products on A packed once per call. A[ξ] is plane
+// ξ of u (16 planes of m×c), or, for the input gradient (flip), plane
+// π(ξ) of u holding the forward filters' transform transposed
+// (filterTransformT): A[ξ] = U[π(ξ)]ᵀ, see winoFlip.
 type winoMul[T float] struct {
 	u      []T
 	m, c   int
@@ -358,6 +372,9 @@ type winoMul[T float] struct {
 // swapping 0 and 3, of the filter's own. The input gradient therefore
 // multiplies by U[π(ξ)]ᵀ, reading the forward pass's transform of w in
 // place of a flipped, transposed copy of w and its transform.
+// filterTransformT writes the transposes U[ξ]ᵀ directly, so that the
+// products pack them as they are: packing U[π(ξ)] transposed instead
+// took about half as long again (the packed panels read U's columns).
 func winoFlip(xi int) int {
 	p := [4]int{3, 1, 2, 0}
 	return 4*p[xi/4] + p[xi%4]
@@ -373,29 +390,27 @@ func winoProducts[T float](u []T, m, c int, flip bool) *winoMul[T] {
 		l := fgemm.PackedALen(m, c)
 		parallelFor(16, func(_, lo, hi int) {
 			for xi := lo; xi < hi; xi++ {
-				a, lda := p.a(xi)
-				p.packed[xi] = fgemm.PackA(flip, m, c, any(a).([]float32), lda, (*p.buf)[xi*l:][:l])
+				p.packed[xi] = fgemm.PackA(false, m, c, any(p.a(xi)).([]float32), c, (*p.buf)[xi*l:][:l])
 			}
 		})
 	}
 	return p
 }
 
-// a returns the stored matrix of A[ξ] and its row stride: U[ξ] (m×c, rows
-// c apart), or with flip U[π(ξ)] (c×m, rows m apart).
-func (p *winoMul[T]) a(xi int) ([]T, int) {
+// a returns A[ξ] (m×c, rows c apart): plane ξ of u, or with flip plane
+// π(ξ).
+func (p *winoMul[T]) a(xi int) []T {
 	if p.flip {
-		return p.u[winoFlip(xi)*xiStride(p.m*p.c):][:p.m*p.c], p.m
+		xi = winoFlip(xi)
 	}
-	return p.u[xi*xiStride(p.m*p.c):][:p.m*p.c], p.c
+	return p.u[xi*xiStride(p.m*p.c):][:p.m*p.c]
 }
 
 // product writes A[ξ]·V (m × q, V c × q with rows ldv apart) into out
 // (rows ldo apart).
 func (p *winoMul[T]) product(xi, q int, v []T, ldv int, out []T, ldo int) {
 	if p.packed == nil {
-		a, lda := p.a(xi)
-		gemmSerial(p.flip, false, p.m, q, p.c, a, lda, v, ldv, 0, out, ldo)
+		gemmSerial(false, false, p.m, q, p.c, p.a(xi), p.c, v, ldv, 0, out, ldo)
 		return
 	}
 	fgemm.SgemmPacked(&p.packed[xi], false, q, any(v).([]float32), ldv, 0, any(out).([]float32), ldo)
@@ -416,7 +431,7 @@ func winoGradX[T float](g *convGeom, w, gy, dx []T) (finite bool) {
 	ub := getScratch[T](&colScratch, 16*xiStride(g.m*g.c))
 	defer colScratch.pool.Put(ub)
 	u := (*ub)[:16*xiStride(g.m*g.c)]
-	filterTransform(w, u, g.m, g.c)
+	filterTransformT(w, u, g.m, g.c)
 	mul := winoProducts(u, g.c, g.m, true)
 	defer mul.release()
 	return winoRun(g.n, g.m, g.c, g.h, g.w, gy, mul, nil, dx)

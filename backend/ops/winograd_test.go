@@ -263,18 +263,29 @@ func TestWinogradScratchBytes(t *testing.T) {
 // TestWinoFlip checks winoFlip's algebra: the transform of the flipped,
 // channel-transposed filters (flipTranspose, what the input gradient
 // convolves with) equals the forward filters' transform with ξ permuted
-// by winoFlip and each plane transposed, in float64 to rounding.
+// by winoFlip and each plane transposed, in float64 to rounding; and
+// that filterTransformT writes filterTransform's planes transposed.
 func TestWinoFlip(t *testing.T) {
-	for _, s := range [][2]int{{1, 1}, {3, 5}, {8, 2}} {
+	for _, s := range [][2]int{{1, 1}, {3, 5}, {8, 2}, {9, 17}} {
 		m, c := s[0], s[1]
 		rng := rand.New(rand.NewSource(int64(m*10 + c)))
 		w := data[float64](randTensor(rng, m, c, 3, 3))
 		wt := make([]float64, len(w))
 		flipTranspose(w, wt, m, c, 9)
 		st := xiStride(m * c)
-		u, ut := make([]float64, 16*st), make([]float64, 16*st)
+		u, ut, uT := make([]float64, 16*st), make([]float64, 16*st), make([]float64, 16*st)
 		filterTransform(w, u, m, c)
 		filterTransform(wt, ut, c, m)
+		filterTransformT(w, uT, m, c)
+		for xi := 0; xi < 16; xi++ { // filterTransformT: filterTransform's planes transposed
+			for i := 0; i < c; i++ {
+				for j := 0; j < m; j++ {
+					if uT[xi*st+i*m+j] != u[xi*st+j*c+i] {
+						t.Fatalf("m %d c %d: filterTransformT ξ %d (%d, %d) = %v, filterTransform's %v", m, c, xi, i, j, uT[xi*st+i*m+j], u[xi*st+j*c+i])
+					}
+				}
+			}
+		}
 		for xi := 0; xi < 16; xi++ {
 			p := winoFlip(xi)
 			if winoFlip(p) != xi {

@@ -131,11 +131,11 @@ func winoInputAVX2(rows *float32, ld int, dst *float32, stride int, n int)
 //go:noescape
 func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float32) (nonFinite float32)
 
-// winoFilterAVX2 is WinoFilter's float32 kernel on n filters, n a
-// multiple of 8.
+// winoFilterAVX2 is WinoFilter's float32 kernel on n filters fs floats
+// apart, n a multiple of 8.
 //
 //go:noescape
-func winoFilterAVX2(w *float32, dst *float32, stride int, n int)
+func winoFilterAVX2(w *float32, fs int, dst *float32, stride int, n int)
 
 // winoFilterGradAVX2 is WinoFilterGrad's float32 kernel on n filters, n
 // a multiple of 8, with tmp 80 floats of scratch (the last 8 the sums of

@@ -56,7 +56,7 @@ func winoOutputAVX2(src *float32, stride int, y0, y1 *float32, n int, bias float
 }
 
 // winoFilterAVX2 is never called outside amd64.
-func winoFilterAVX2(w *float32, dst *float32, stride int, n int) {
+func winoFilterAVX2(w *float32, fs int, dst *float32, stride int, n int) {
 	panic("vmath: no vector kernel")
 }
 

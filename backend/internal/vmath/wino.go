@@ -179,49 +179,51 @@ func winoGradGo[T Float](y0, y1 []T, dst []T, stride, n int) {
 }
 
 // WinoFilter writes the Winograd F(2×2, 3×3) filter transform G·g·Gᵀ of
-// n 3×3 filters, 9 values each in w (row by row), into 16 planes of dst,
-// stride values apart: the filter i's value ξ at dst[ξ·stride + i], with
+// n 3×3 filters, 9 values each (row by row) fs values apart in w (fs ≥ 9),
+// into 16 planes of dst, stride values apart: the filter i's value ξ at
+// dst[ξ·stride + i], with
 //
 //	G = [1 0 0; ½ ½ ½; ½ −½ ½; 0 0 1].
 //
 // In float32 with AVX2 whole groups of 8 filters run through a vector
 // kernel giving winoFilterGo's bits; the rest through winoFilterGo.
-func WinoFilter[T Float](w []T, dst []T, stride, n int) {
+func WinoFilter[T Float](w []T, fs int, dst []T, stride, n int) {
 	if n <= 0 {
 		return
 	}
-	if len(w) < 9*n || stride < n || len(dst) < 15*stride+n {
-		panic(fmt.Sprintf("vmath: WinoFilter: %d filters, w %d, dst %d (stride %d)", n, len(w), len(dst), stride))
+	if fs < 9 || 8*fs >= 1<<31 || len(w) < (n-1)*fs+9 || stride < n || len(dst) < 15*stride+n {
+		panic(fmt.Sprintf("vmath: WinoFilter: %d filters %d apart, w %d, dst %d (stride %d)", n, fs, len(w), len(dst), stride))
 	}
 	if w32, ok := any(w).([]float32); ok {
-		winoFilterWith(active, w32, any(dst).([]float32), stride, n)
+		winoFilterWith(active, w32, fs, any(dst).([]float32), stride, n)
 		return
 	}
-	winoFilterGo(w, dst, stride, n)
+	winoFilterGo(w, fs, dst, stride, n)
 }
 
 // winoFilterWith is WinoFilter in float32 with kernel k, on checked
 // arguments.
-func winoFilterWith(k kernel, w []float32, dst []float32, stride, n int) {
+func winoFilterWith(k kernel, w []float32, fs int, dst []float32, stride, n int) {
 	v := 0
 	if k.hasWino() {
 		v = n &^ 7
 	}
 	if v > 0 {
-		winoFilterAVX2(&w[0], &dst[0], stride, v)
+		winoFilterAVX2(&w[0], fs, &dst[0], stride, v)
 	}
-	winoFilterGo(w[9*v:], dst[v:], stride, n-v)
+	if v < n {
+		winoFilterGo(w[v*fs:], fs, dst[v:], stride, n-v)
+	}
 }
 
 // winoFilterGo is WinoFilter's scalar loop.
-func winoFilterGo[T Float](w []T, dst []T, stride, n int) {
+func winoFilterGo[T Float](w []T, fs int, dst []T, stride, n int) {
 	if n <= 0 {
 		return
 	}
 	o := planes(dst, stride, n)
-	w = w[:9*n]
 	for j := range o[0] {
-		g := w[j*9 : j*9+9 : j*9+9]
+		g := w[j*fs : j*fs+9 : j*fs+9]
 		// G·g: four rows of three (column by column of g's rows).
 		t00, t01, t02 := g[0], g[1], g[2]
 		t10, t11, t12 := (g[0]+g[3]+g[6])*0.5, (g[1]+g[4]+g[7])*0.5, (g[2]+g[5]+g[8])*0.5

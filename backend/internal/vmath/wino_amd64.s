@@ -401,22 +401,22 @@ graddone:
 	VZEROUPPER
 	RET
 
-// winoTap<>: the 8 filters' first taps, 9 floats apart.
-DATA winoTap<>+0(SB)/4, $0
-DATA winoTap<>+4(SB)/4, $9
-DATA winoTap<>+8(SB)/4, $18
-DATA winoTap<>+12(SB)/4, $27
-DATA winoTap<>+16(SB)/4, $36
-DATA winoTap<>+20(SB)/4, $45
-DATA winoTap<>+24(SB)/4, $54
-DATA winoTap<>+28(SB)/4, $63
-GLOBL winoTap<>(SB), RODATA|NOPTR, $32
+// winoLane<>: 0…7, the lanes' filter numbers.
+DATA winoLane<>+0(SB)/4, $0
+DATA winoLane<>+4(SB)/4, $1
+DATA winoLane<>+8(SB)/4, $2
+DATA winoLane<>+12(SB)/4, $3
+DATA winoLane<>+16(SB)/4, $4
+DATA winoLane<>+20(SB)/4, $5
+DATA winoLane<>+24(SB)/4, $6
+DATA winoLane<>+28(SB)/4, $7
+GLOBL winoLane<>(SB), RODATA|NOPTR, $32
 
 DATA winoHalf<>+0(SB)/4, $0x3f000000
 GLOBL winoHalf<>(SB), RODATA|NOPTR, $4
 
 // TAP(off, D): tap off/4 of the 8 filters at SI into D (Y15 the filters'
-// offsets, Y14 the gather's mask).
+// offsets in floats, Y14 the gather's mask).
 #define TAP(off, D) \
 	VPCMPEQD Y14, Y14, Y14 \
 	VGATHERDPS Y14, off(SI)(Y15*4), D
@@ -443,24 +443,28 @@ GLOBL winoHalf<>(SB), RODATA|NOPTR, $4
 	VADDPS L, J, J \
 	VMULPS Y13, J, J
 
-// func winoFilterAVX2(w *float32, dst *float32, stride int, n int)
+// func winoFilterAVX2(w *float32, fs int, dst *float32, stride int, n int)
 //
-// w: n 3×3 filters, 9 floats each; dst: 16 planes stride floats apart,
-// the filter i's value ξ of G·g·Gᵀ at element i of each. n: a multiple
-// of 8.
-TEXT ·winoFilterAVX2(SB), NOSPLIT, $0-32
+// w: n 3×3 filters, 9 floats each, fs floats apart (fs·8 below 2³¹);
+// dst: 16 planes stride floats apart, the filter i's value ξ of G·g·Gᵀ
+// at element i of each. n: a multiple of 8.
+TEXT ·winoFilterAVX2(SB), NOSPLIT, $0-40
 	MOVQ w+0(FP), SI
-	MOVQ dst+8(FP), DI
-	MOVQ stride+16(FP), R9
+	MOVQ fs+8(FP), DX
+	MOVQ dst+16(FP), DI
+	MOVQ stride+24(FP), R9
 	SHLQ $2, R9
-	MOVQ n+24(FP), CX
+	MOVQ n+32(FP), CX
 	SHRQ $3, CX
 	JZ   filtdone
 	LEAQ (R9)(R9*2), R10         // 3·stride
 	LEAQ (DI)(R9*4), R11         // plane 4
 	LEAQ (R11)(R9*4), R12        // plane 8
 	LEAQ (R12)(R9*4), R13        // plane 12
-	VMOVDQU winoTap<>(SB), Y15
+	MOVQ DX, X15
+	VPBROADCASTD X15, Y15
+	VPMULLD winoLane<>(SB), Y15, Y15 // the lanes' filters: j·fs
+	SHLQ $5, DX                  // 8 filters in bytes
 	VBROADCASTSS winoHalf<>(SB), Y13
 filtloop:
 	TAP(0, Y0)
@@ -479,7 +483,7 @@ filtloop:
 	GCOL(Y2, Y5, Y8, Y11)
 	FROW(Y9, Y10, Y11, R11)
 	FROW(Y0, Y1, Y2, R12)
-	ADDQ $288, SI                // 8 filters of 9
+	ADDQ DX, SI                  // 8 filters
 	ADDQ $32, DI
 	ADDQ $32, R11
 	ADDQ $32, R12

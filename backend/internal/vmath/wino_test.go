@@ -201,17 +201,21 @@ func TestWinoFilter(t *testing.T) {
 	}
 	for _, n := range []int{1, 7, 8, 9, 16, 23, 64} {
 		for _, k := range kernels() {
-			t.Run(fmt.Sprintf("%s/n%d", k, n), func(t *testing.T) {
-				stride := n + rng.Intn(5)
-				w := vals(9 * n)
-				got, want := vals(15*stride+n+8), make([]float32, 15*stride+n+8)
-				copy(want, got)
-				winoFilterWith(k, w, got[:15*stride+n], stride, n)
-				winoFilterGo(w, want, stride, n)
-				if !sameBits(got, want) {
-					t.Fatalf("filter transform differs from the scalar loop")
-				}
-			})
+			for _, fs := range []int{9, 9 * 5} { // contiguous filters, and 5 apart (a [m][5] array's column)
+				t.Run(fmt.Sprintf("%s/n%d/fs%d", k, n, fs), func(t *testing.T) {
+					stride := n + rng.Intn(5)
+					w := vals((n-1)*fs + 9)
+					got, want := vals(15*stride+n+8), make([]float32, 15*stride+n+8)
+					copy(want, got)
+					winoFilterWith(k, w, fs, got[:15*stride+n], stride, n)
+					for i := 0; i < n; i++ { // the scalar loop on each filter alone
+						winoFilterGo(w[i*fs:], 9, want[i:], stride, 1)
+					}
+					if !sameBits(got, want) {
+						t.Fatalf("filter transform differs from the scalar loop")
+					}
+				})
+			}
 		}
 	}
 	g := [4][3]float64{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}}
@@ -221,7 +225,7 @@ func TestWinoFilter(t *testing.T) {
 		w[i] = float32(rng.NormFloat64())
 	}
 	u := make([]float32, 16*stride)
-	winoFilterGo(w, u, stride, n)
+	winoFilterGo(w, 9, u, stride, n)
 	for f := 0; f < n; f++ {
 		for a := 0; a < 4; a++ {
 			for b := 0; b < 4; b++ {
