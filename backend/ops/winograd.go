@@ -591,8 +591,15 @@ func winoOwnChunks(n, c, m, h, w int) (winoGeom, bool) {
 	// At least two chunks a worker: parallelFor hands each worker
 	// contiguous whole chunks, so one worker may take a chunk more than
 	// another; with two or more each, that costs at most a third of the
-	// pass, with one each it would be half.
-	if wg.chunks() >= 2*nw && nw > 1 {
+	// pass, with one each it would be half. One worker takes these chunks
+	// too: the shared chunks (winoChunkElems) outgrow its caches, and on
+	// one worker (BenchmarkConvWinograd -cpu 1, CPU time) the 64×96
+	// planes of 64 channels took 11–12 cpu-ms a pass in chunks of
+	// winoBlockTiles against 13–22 in shared chunks, 128→256 channels on
+	// 32×48 19–20 against 24–27; 512×512 channels on 8×12 (12 chunks of
+	// 32 tiles, each reading all 16 MB of packed filters) 15–16 against
+	// 14–15 forward and input gradient.
+	if wg.chunks() >= 2*nw {
 		return wg, true
 	}
 	return winoSharedChunks(n, c, m, h, w), false

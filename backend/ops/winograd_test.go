@@ -209,7 +209,7 @@ func winoAlways(t *testing.T) {
 func TestWinogradScratchBytes(t *testing.T) {
 	winoAlways(t)
 	// Two workers: the cases' chunks (12 of 32 tiles) go one a worker on
-	// up to 6 workers and are shared on more (or on one).
+	// up to 6 workers and are shared on more.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	defer func(b int) { winoBlockElems = b }(winoBlockElems)
 	for _, c := range []struct {
