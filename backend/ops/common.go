@@ -362,8 +362,12 @@ func data[T float | int64](t tensor.Tensor) []T {
 }
 
 // newTensor wraps backing in a dense tensor of the given shape.
+// tensor.WithShape copies shape (twice: into a slice it borrows from
+// Gorgonia's pool and never gives back, then into the tensor's own), so
+// the tensor keeps no reference to the caller's slice; a clone here was a
+// third copy, one more allocation per kernel call.
 func newTensor[T float | int64](shape tensor.Shape, backing []T) tensor.Tensor {
-	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(backing))
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(backing))
 }
 
 // dispatch runs f32 or f64 according to t's dtype.
