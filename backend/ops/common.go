@@ -426,12 +426,26 @@ func parallelFor(n int, f func(worker, lo, hi int)) {
 // uses 64 workers.
 const minChunkWork = 1 << 15
 
+// minProductWork is minChunkWork for loops whose items are matrix
+// products (a convolution's samples, groups or parts, in multiply-adds):
+// gemm runs tens of multiply-adds a nanosecond, so minChunkWork of them
+// is about a microsecond, no more than the hand-over, and ShuffleNet's
+// 1×1 convolutions over 16×16 planes (150,000 multiply-adds a sample)
+// woke a worker for each pass. gridMinWork, gemm's own bound for
+// splitting one product (about 10 µs on one core), keeps a chunk several
+// times its hand-over. A size per chunk: a loop of 64·minProductWork
+// still uses 64 workers.
+const minProductWork = gridMinWork
+
 // chunkCount is the number of chunks parallelWork splits n items of per
 // work units each into on w workers: at most w, each chunk (but a lone
 // one) holding at least minChunkWork units.
-func chunkCount(w, n, per int) int {
-	least := (minChunkWork + max(per, 1) - 1) / max(per, 1) // items in a chunk of minChunkWork
-	return max(1, min(w, n/least))
+func chunkCount(w, n, per int) int { return chunkCountMin(w, n, per, minChunkWork) }
+
+// chunkCountMin is chunkCount with chunks of at least least units.
+func chunkCountMin(w, n, per, least int) int {
+	items := (least + max(per, 1) - 1) / max(per, 1) // items in a chunk of least units
+	return max(1, min(w, n/items))
 }
 
 // parallelWork is parallelFor for n items of about per work units each
@@ -440,7 +454,18 @@ func chunkCount(w, n, per int) int {
 // caller. Chunks are contiguous and cover [0, n), so a kernel whose items
 // are independent gives the same values under any split.
 func parallelWork(n, per int, f func(worker, lo, hi int)) {
-	c := chunkCount(runtime.GOMAXPROCS(0), n, per)
+	parallelWorkMin(n, per, minChunkWork, f)
+}
+
+// parallelProducts is parallelWork for items that are matrix products of
+// per multiply-adds: chunks of at least minProductWork.
+func parallelProducts(n, per int, f func(worker, lo, hi int)) {
+	parallelWorkMin(n, per, minProductWork, f)
+}
+
+// parallelWorkMin is parallelWork with chunks of at least least units.
+func parallelWorkMin(n, per, least int, f func(worker, lo, hi int)) {
+	c := chunkCountMin(runtime.GOMAXPROCS(0), n, per, least)
 	if c <= 1 {
 		f(0, 0, n)
 		return

@@ -696,7 +696,7 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 	if cols == nil && wideForward(&g) {
 		offs = g.tapOffsets()
 	}
-	parallelWork(g.n, g.sampleWork(), func(_, lo, hi int) {
+	parallelProducts(g.n, g.sampleWork(), func(_, lo, hi int) {
 		var col, wide []T
 		switch {
 		case offs != nil:
@@ -790,7 +790,7 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 	if !g.direct { // a direct product writes dx whole
 		ClearPar(dx)
 	}
-	parallelWork(g.n, g.sampleWork(), func(_, lo, hi int) {
+	parallelProducts(g.n, g.sampleWork(), func(_, lo, hi int) {
 		var col, pad []T
 		switch {
 		case offs != nil:
@@ -930,7 +930,7 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 	}
 	swap := g.g == 1 && g.mg <= dwSwapMaxM && offs == nil // the wide rows' dot products have no product to swap
 	// Chunk numbers wk are below chunkCount ≤ nw: acc has a slot for each.
-	parallelWork(g.n, g.sampleWork(), func(wk, lo, hi int) {
+	parallelProducts(g.n, g.sampleWork(), func(wk, lo, hi int) {
 		d := dw
 		if wk > 0 {
 			acc[wk] = getScratch[T](&colScratch, size)
@@ -1118,8 +1118,8 @@ func (g *convGeom) unitUnpadded() bool {
 }
 
 // sampleWork is the multiply-adds of one sample's product in any of the
-// three passes, m·(cg·kH·kW)·oH·oW: the per-item work parallelWork splits
-// a loop over samples by.
+// three passes, m·(cg·kH·kW)·oH·oW: the per-item work parallelProducts
+// splits a loop over samples by.
 func (g *convGeom) sampleWork() int { return g.m * g.colRows * g.outPlane }
 
 // wideLen is L = (oH−1)·W + oW, the length of g's wide rows.

@@ -173,7 +173,7 @@ func concatConvForward[T float](cc *concatConv, xs []tensor.Tensor, wt, bt tenso
 	}
 	mul := gemmFor[T](g.n)
 	hw := g.outPlane
-	parallelWork(g.n, g.m*g.c*hw, func(_, lo, hi int) { // a sample: W·x over all parts
+	parallelProducts(g.n, g.m*g.c*hw, func(_, lo, hi int) { // a sample: W·x over all parts
 		for n := lo; n < hi; n++ {
 			o := out[n*g.m*hw:][:g.m*hw]
 			beta := T(0)
@@ -203,7 +203,7 @@ func concatConvGradX[T float](cc *concatConv, i int, wt, gyt tensor.Tensor, dx [
 	w, gy := data[T](wt), data[T](gyt)
 	mul := gemmFor[T](g.n)
 	ci, hw := cc.cs[i], g.outPlane
-	parallelWork(g.n, ci*g.m*hw, func(_, lo, hi int) { // a sample: W_iᵀ·gy
+	parallelProducts(g.n, ci*g.m*hw, func(_, lo, hi int) { // a sample: W_iᵀ·gy
 		for n := lo; n < hi; n++ {
 			mul(true, false, ci, hw, g.m, w[cc.first(i):], g.c, gy[n*g.m*hw:][:g.m*hw], hw, 0, dx[n*ci*hw:][:ci*hw], hw)
 		}

@@ -58,7 +58,7 @@ func groupUnits(g *convGeom) (units, s int) {
 func forGroupUnits[T float](g *convGeom, do func(gi, lo, hi, np int, col, planes []T)) {
 	units, s := groupUnits(g)
 	// A unit's products: the group's filters over its samples' pixels.
-	parallelWork(units, g.mg*g.colRows*((g.n+s-1)/s)*g.outPlane, func(_, ulo, uhi int) {
+	parallelProducts(units, g.mg*g.colRows*((g.n+s-1)/s)*g.outPlane, func(_, ulo, uhi int) {
 		buf := getScratch[T](&colScratch, (g.colRows+g.mg)*((g.n+s-1)/s)*g.outPlane)
 		defer colScratch.pool.Put(buf)
 		for u := ulo; u < uhi; u++ {
@@ -147,7 +147,7 @@ func convGradWGrouped[T float](g *convGeom, x, gy, dw []T) {
 	if g.g < workers(g.g*g.mg) {
 		mul = gemm[T] // fewer groups than threads: each product on all of them
 	}
-	parallelWork(g.g, g.mg*g.colRows*np, func(_, lo, hi int) { // a group: dW_g = gy_g·col_gᵀ
+	parallelProducts(g.g, g.mg*g.colRows*np, func(_, lo, hi int) { // a group: dW_g = gy_g·col_gᵀ
 		buf := getScratch[T](&colScratch, (g.colRows+g.mg)*np)
 		defer colScratch.pool.Put(buf)
 		col, gyg := (*buf)[:g.colRows*np], (*buf)[g.colRows*np:][:g.mg*np]
