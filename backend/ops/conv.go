@@ -812,7 +812,7 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 					continue
 				}
 				if offs != nil {
-					convWideGradX(&g, mul, offs, wg, gyg, dxg, col, pad)
+					convWideGradX(&g, mul, offs, wg, gyg, dxg, col, pad, n == lo && gi == 0)
 					continue
 				}
 				for r0 := 0; r0 < g.oh; r0 += band {
@@ -980,7 +980,7 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 					prod(g.colCols, gyg, g.colCols, c, g.colCols, dwg)
 				case offs != nil:
 					l := g.wideLen()
-					padRows(&g, gyg, col, l)
+					padRows(&g, gyg, col, l, n == lo && gi == 0)
 					if !fgemm.SdotRows(g.mg, g.colRows, l, any(col).([]float32), l, any(xg).([]float32), offs, any(dwg).([]float32), g.colRows) {
 						panic("ops: Conv weight gradient: no dot kernel") // offs is nil then
 					}
@@ -1081,9 +1081,10 @@ func convWide[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []T, ld
 // to dxg at the tap's offset: one addition of L values per tap instead of
 // oH of oW. Each input gets its taps' terms in the order col2im adds them;
 // the spread's zero columns add Wᵀ·0 = 0 (the weights are finite).
-func convWideGradX[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int), offs []int, wg, gyg, dxg, col, pad []T) {
+// gaps says whether pad is new to the caller's loop (padRows).
+func convWideGradX[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int), offs []int, wg, gyg, dxg, col, pad []T, gaps bool) {
 	l, ld := g.wideLen(), g.wideLd()
-	padRows(g, gyg, pad, ld)
+	padRows(g, gyg, pad, ld, gaps)
 	mul(true, false, g.colRows, l, g.mg, wg, g.colRows, pad, ld, 0, col, ld)
 	for r, off := range offs {
 		addTo(dxg[off:off+l], col[r*ld:r*ld+l])
@@ -1151,16 +1152,19 @@ func (g *convGeom) tapOffsets() []int {
 }
 
 // padRows spreads one group's output gradient gy (mg × oH·oW) to rows of
-// width W in pad (mg × l, l = wideLen): gy[m, oi, oj] at oi·W + oj, zero
-// elsewhere, so that the wide rows' extra values (finite: allFinite) add
-// exact zeros.
-func padRows[T float](g *convGeom, gy, pad []T, l int) {
+// width W in pad (mg rows l apart, l ≥ wideLen): gy[m, oi, oj] at
+// oi·W + oj, zero elsewhere, so that the wide rows' extra values (finite:
+// allFinite) add exact zeros. The zeros lie at the same places for every
+// sample and group, so a caller that spreads one after another into the
+// same pad clears them with its first (gaps) only: of the spread's copies
+// and clears (LeNet's 5×5 over 14×14: ten of each per filter), half go.
+func padRows[T float](g *convGeom, gy, pad []T, l int, gaps bool) {
 	for m := 0; m < g.mg; m++ {
-		row := pad[m*l : (m+1)*l]
+		row := pad[m*l:][:g.wideLen()]
 		src := gy[m*g.outPlane : (m+1)*g.outPlane]
 		for oi := 0; oi < g.oh; oi++ {
 			copy(row[oi*g.w:oi*g.w+g.ow], src[oi*g.ow:(oi+1)*g.ow])
-			if oi+1 < g.oh {
+			if gaps && oi+1 < g.oh {
 				clear(row[oi*g.w+g.ow : (oi+1)*g.w])
 			}
 		}
