@@ -509,20 +509,13 @@ func scatterPlanes[T float](vt, it tensor.Tensor, s tensor.Shape, out []T, add b
 	v, idx := data[T](vt), data[int64](it)
 	planes := s[0] * s[1]
 	plane, vplane := len(out)/planes, len(idx)/planes
-	vs := vt.Shape()
-	// 2×2 windows tiling the plane (a 2×2, stride-2 MaxPool's over even
-	// sides): each window's four values are written once, no clear first.
-	tiled := len(s) == 4 && len(vs) == 4 && s[2] == 2*vs[2] && s[3] == 2*vs[3]
 	var outside atomic.Bool
 	parallelWork(planes, plane, func(_, lo, hi int) { // a plane: its values cleared and scattered
 		for p := lo; p < hi; p++ {
 			o := out[p*plane : (p+1)*plane]
+			clear(o)
 			base := int64(p * plane)
 			vp := v[p*vplane : (p+1)*vplane]
-			if tiled && scatterWindows2x2(o, vp, idx[p*vplane:(p+1)*vplane], base, s[3], vs[2], vs[3], add) {
-				continue
-			}
-			clear(o)
 			for i, j := range idx[p*vplane : (p+1)*vplane] {
 				j -= base
 				if j < 0 || j >= int64(plane) {
@@ -541,41 +534,6 @@ func scatterPlanes[T float](vt, it tensor.Tensor, s tensor.Shape, out []T, add b
 		return nil, nil
 	}
 	return newTensor(s, out), nil
-}
-
-// scatterWindows2x2 is one plane of scatterPlanes when its 2×2 windows
-// tile it (width w = 2·ow, oh·ow windows, ip the windows' flat indices
-// offset by base): each window's four values of o are written, v at its
-// index (0 + v when add, what clearing and adding give, −0 becoming +0)
-// and zero elsewhere, every element once. It returns false, o partly
-// written, when an index lies outside its window (not MaxPool's).
-func scatterWindows2x2[T float](o, v []T, ip []int64, base int64, w, oh, ow int, add bool) bool {
-	for oi := 0; oi < oh; oi++ {
-		r0 := 2 * oi * w
-		row0, row1 := o[r0:r0+2*ow], o[r0+w:r0+w+2*ow]
-		vr, ir := v[oi*ow:(oi+1)*ow], ip[oi*ow:(oi+1)*ow]
-		for oj, j := range ir {
-			x := vr[oj]
-			if add {
-				x = 0 + x
-			}
-			c := 2 * oj
-			row0[c], row0[c+1], row1[c], row1[c+1] = 0, 0, 0, 0
-			switch j - base - int64(r0+c) {
-			case 0:
-				row0[c] = x
-			case 1:
-				row0[c+1] = x
-			case int64(w):
-				row1[c] = x
-			case int64(w) + 1:
-				row1[c+1] = x
-			default:
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // scatterK writes (add=false) or accumulates (add=true) vals at the flat
