@@ -771,8 +771,7 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 		ClearPar(dx)
 		return convGradXBatched(&g, w, gy, dx)
 	}
-	if p, ok := padWide[T](&g); ok {
-		ClearPar(dx)
+	if p, ok := padWide[T](&g); ok { // the crop writes every element of dx
 		convGradXPadded(&g, &p, sc, w, gy, dx)
 		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 	}

@@ -100,13 +100,13 @@ func convForwardPadded[T float](g, p *convGeom, sc *scratch, x, w []T, bt tensor
 }
 
 // convGradXPadded is convGradX for padWide: the gradient over the padded
-// input, cropped. (The padded pass checks the weights are finite before it
+// input, cropped into dx (any contents: the crop writes every element;
+// convGradX takes the padded buffer with any contents too). (The padded pass checks the weights are finite before it
 // reads wide rows; with an infinite or NaN weight it forms the im2col
 // product over the padded input, the same values as over the original.)
 func convGradXPadded[T float](g, p *convGeom, sc *scratch, w, gy, dx []T) {
 	wt := newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, w)
 	padChunks(g, p, nil, false, func(n0, k int, dxp []T) {
-		clear(dxp)
 		convGradX(chunkGeom(p, k), sc, wt, chunkGrad(g, gy, n0, k), dxp)
 		parallelWork(k*g.c, g.inPlane, func(_, lo, hi int) { // a plane: its cropped values moved
 			for pc := lo; pc < hi; pc++ {

@@ -12,7 +12,8 @@ import (
 // over its zero-padded input (padWide) gives the im2col path's forward
 // pass (with bias) and input gradient bit for bit (up to the sign of
 // zeros), and its weight gradient to float32 round-off, whole and in
-// chunks of samples.
+// chunks of samples; the input gradient into a buffer of NaN, which
+// both paths must overwrite (the padded one's crop, uncleared).
 func TestConvPadWide(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -54,7 +55,11 @@ func TestConvPadWide(t *testing.T) {
 				WideFwd, GradXAsForward = wide, wide // the reference: im2col and col2im
 				sc := newConvScratch()
 				y = data[float32](convForward(g, sc, x, w, b, make([]float32, g.n*g.m*g.outPlane)))
-				dx = data[float32](convGradX(g, sc, w, gy, make([]float32, g.n*g.c*g.inPlane)))
+				dirty := make([]float32, g.n*g.c*g.inPlane) // convGradX takes dx with any contents
+				for i := range dirty {
+					dirty[i] = float32(math.NaN())
+				}
+				dx = data[float32](convGradX(g, sc, w, gy, dirty))
 				dw = data[float32](convGradWInto(g, sc, x, gy, make([]float32, g.m*g.colRows)))
 				return y, dx, dw
 			}
