@@ -546,9 +546,10 @@ func ConvWinograd(xs, ws []int, p ConvParams) bool {
 // WinogradScratchBytes is the most scratch memory, in bytes of float32,
 // that one pass of a convolution of input shape xs and filters ws with
 // parameters p takes beyond the im2col bands when it runs as Winograd
-// (ConvWinograd): the transformed filters and their packed copy, and the chunks of
-// transformed tiles of every worker (winoForward's and winoGradW's
-// buffers). 0 when it does not run as Winograd.
+// (ConvWinograd): the transformed filters and their packed copy, the
+// chunks of transformed tiles of every worker (winoRun's and winoGradW's
+// buffers) and their input rows (inputTransform's). 0 when it does not
+// run as Winograd.
 func WinogradScratchBytes(xs, ws []int, p ConvParams) int64 {
 	g, err := newConvGeom(xs, ws, p)
 	if err != nil || !winogradOK(&g) {

@@ -432,3 +432,46 @@ func directConv3x3(n, c, m, h, w int, x, wt, b, gy []float64) [3][]float64 {
 	}
 	return [3][]float64{y, dx, dw}
 }
+
+// TestWinogradWeightsChange runs one Conv op's scratch through two steps
+// whose weights differ (as an optimizer's step changes them in place, in
+// the same buffer) and checks each step's three passes against the
+// direct sums: nothing computed from the first step's filters (their
+// transform) may reach the second's results.
+func TestWinogradWeightsChange(t *testing.T) {
+	winoAlways(t)
+	const n, c, m, h, w = 2, 8, 16, 6, 10
+	xs, ws := tensor.Shape{n, c, h, w}, tensor.Shape{m, c, 3, 3}
+	g, err := newConvGeom(xs, ws, ConvParams{Pads: []int{1, 1, 1, 1}})
+	if err != nil || !winogradOK(&g) {
+		t.Fatalf("%v: Winograd does not apply (%v)", g, err)
+	}
+	rng := rand.New(rand.NewSource(11))
+	x, b, gy := toF32(randTensor(rng, n, c, h, w)), toF32(randTensor(rng, m)), toF32(randTensor(rng, n, m, h, w))
+	wt := toF32(randTensor(rng, m, c, 3, 3))
+	sc := newConvScratch()
+	for step := 0; step < 3; step++ {
+		if step > 0 { // the optimizer's update, in place
+			for i, v := range data[float32](wt) {
+				data[float32](wt)[i] = v - 0.3*float32(rng.NormFloat64())
+			}
+		}
+		want := directConv3x3(n, c, m, h, w, toF64(data[float32](x)), toF64(data[float32](wt)), toF64(data[float32](b)), toF64(data[float32](gy)))
+		got := [3][]float64{
+			asF64(convForward(g, sc, x, wt, b, nanSlice[float32](n*m*h*w))),
+			asF64(convGradX(g, sc, wt, gy, nanSlice[float32](n*c*h*w))),
+			asF64(convGradWInto(g, sc, x, gy, make([]float32, m*c*9))),
+		}
+		for k, name := range []string{"forward", "dX", "dW"} {
+			scale := 0.0
+			for _, v := range want[k] {
+				scale = max(scale, math.Abs(v))
+			}
+			for i, v := range want[k] {
+				if d := math.Abs(got[k][i] - v); !(d <= 4e-6*scale) {
+					t.Fatalf("step %d: %s[%d] = %v, direct sum %v (scale %v)", step, name, i, got[k][i], v, scale)
+				}
+			}
+		}
+	}
+}
