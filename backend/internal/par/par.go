@@ -32,9 +32,10 @@ import (
 // It is a time, not a share of the cores: every idle worker spins at most
 // this long after its last chunk, however many there are. What it costs is
 // bounded by the loops that post work: kernels give a chunk to a worker
-// only for enough work to outweigh the hand-over (ops' minChunkWork,
-// backend's elemChunk, gemm's parallelMin), so a run of tiny ops leaves
-// the workers asleep rather than spinning after each one.
+// only for enough work to outweigh the hand-over (ops' minChunkWork and,
+// for loops of matrix products, minProductWork; backend's elemChunk;
+// gemm's parallelMin), so a run of tiny ops leaves the workers asleep
+// rather than spinning after each one.
 const Spin = 50 * time.Microsecond
 
 // job is one loop: chunks [0, n) of f.
