@@ -465,14 +465,16 @@ const minChunkWork = 1 << 15
 
 // minProductWork is minChunkWork for loops whose items are matrix
 // products (a convolution's samples, groups or parts, in multiply-adds):
-// gemm runs tens of multiply-adds a nanosecond, so minChunkWork of them
-// is about a microsecond, no more than the hand-over, and ShuffleNet's
-// 1×1 convolutions over 16×16 planes (150,000 multiply-adds a sample)
-// woke a worker for each pass. gridMinWork, gemm's own bound for
-// splitting one product (about 10 µs on one core), keeps a chunk several
-// times its hand-over. A size per chunk: a loop of 64·minProductWork
-// still uses 64 workers.
-const minProductWork = gridMinWork
+// gemm runs about 65 multiply-adds a nanosecond on one core (130–136
+// GFLOP/s: dwSwapMaxM), so minChunkWork of them is half a microsecond, no
+// more than the hand-over, and ShuffleNet's 1×1 convolutions over 16×16
+// planes (150,000 multiply-adds a sample) woke a worker for every pass.
+// 2^19 of them are about 8 µs: several times the hand-over to a spinning
+// worker (about a microsecond) and more than a sleeping one's wake-up.
+// Unlike gemm's own bound for splitting one product (gridMinWork, 2^21),
+// a chunk of samples packs nothing again. A size per chunk: a loop of
+// 64·minProductWork still uses 64 workers.
+const minProductWork = 1 << 19
 
 // chunkCount is the number of chunks parallelWork splits n items of per
 // work units each into on w workers: at most w, each chunk (but a lone
