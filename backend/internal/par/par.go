@@ -29,17 +29,17 @@ import (
 // on one core), so the next loop finds the worker awake instead of paying a
 // futex wake-up and the thread's start (BenchmarkForGaps); longer only
 // burns a core that the garbage collector or another process could use.
-// On two cores, `bench step` of the ViT, ConvNeXt, ShuffleNet and small
-// MTAN fixtures took 5–9% less CPU a step with 20 µs than with 50 µs and
-// no longer (0 and 5 µs: no faster, the CPU between), in interleaved runs
-// on the shared machine. It is a time, not a share of the cores: every idle worker spins at most
+// On two cores, 20 µs took 5–9% less CPU a `bench step` of the ViT,
+// ConvNeXt and ShuffleNet fixtures than 50 µs, but made the small MTAN's
+// step 5–8% longer on a quiet machine (interleaved runs): its kernels'
+// gaps are longer than 20 µs. It is a time, not a share of the cores: every idle worker spins at most
 // this long after its last chunk, however many there are. What it costs is
 // bounded by the loops that post work: kernels give a chunk to a worker
 // only for enough work to outweigh the hand-over (ops' minChunkWork and,
 // for loops of matrix products, minProductWork; backend's elemChunk;
 // gemm's parallelMin), so a run of tiny ops leaves the workers asleep
 // rather than spinning after each one.
-const Spin = 20 * time.Microsecond
+const Spin = 50 * time.Microsecond
 
 // job is one loop: chunks [0, n) of f.
 type job struct {
