@@ -108,6 +108,19 @@ def fewest_samples(rows):
             " its share)" % (r["profile_samples"], r["model"], 100 / r["profile_samples"]))
 
 
+def load_build_cell(times, file_mb):
+    """Every run's load + build time, and per 100 MB of file for files of 10 MB or more.
+
+    Every run is given rather than the median: one run of a pair can take
+    several times the other's on this host (a 111 MB file read 0.27 s and
+    2.27 s in one table), and a median of two hides which it was.
+    """
+    cell = ", ".join(f"{t:.2f}" for t in times) + " s"
+    if file_mb >= 10:
+        cell += f" ({file_mb:.0f} MB: " + ", ".join(f"{t / file_mb * 100:.2f}" for t in times) + " s per 100 MB)"
+    return cell
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
@@ -197,12 +210,14 @@ def main():
         t_o, t_t = med([o["median_s"] for o in ours]), med([t["median_s"] for t in theirs])
         r_o, r_t = med([o["peak_rss_bytes"] for o in ours]), med([t["peak_rss_bytes"] for t in theirs])
         lb = med([o["load_build_s"] for o in ours])
+        lbs = [o["load_build_s"] for o in ours]
         mb = os.path.getsize(onnx) / 1e6
         shares = [o["outside_kernels"] for o in ours if o["outside_kernels"] is not None]
         samples = min((o["profile_samples"] for o in ours if o["profile_samples"]), default=None)
         rows.append({"model": name, "params": ours[0]["params"], "file_mb": mb, "paretonav_s": t_o, "torch_s": t_t,
                      "time_ratio": t_o / t_t, "ratios": [o["median_s"] / t["median_s"] for o, t in zip(ours, theirs)],
                      "paretonav_rss": r_o, "torch_rss": r_t, "rss_ratio": r_o / r_t, "load_build_s": lb,
+                     "load_builds": lbs,
                      "outside_kernels": med(shares) if shares else None, "steps": steps,
                      "profile_samples": samples,
                      "speedup": one["median_s"] / t_o if one else None})
@@ -239,18 +254,17 @@ def main():
         ok = "" if r["outside_kernels"] is None else f"{100 * r['outside_kernels']:.0f}%"
         pairs = ", ".join(f"{x:.2f}" for x in r["ratios"])
         sp = "" if r["speedup"] is None else f"{r['speedup']:.2f}×"
-        per100 = (f" ({r['file_mb']:.0f} MB: {r['load_build_s'] / r['file_mb'] * 100:.2f} s per 100 MB)"
-                  if r["file_mb"] >= 10 else "")
+        lb = load_build_cell(r["load_builds"], r["file_mb"])
         lines.append(
             f"| `{r['model']}`: {DESCRIPTIONS.get(r['model'], '')} | {r['params'] / 1e6:.2f} M |"
             f" {r['paretonav_s']:.4f} s | {r['torch_s']:.4f} s | **{r['time_ratio']:.2f}** ({pairs}) |"
             f" {r['paretonav_rss'] / 1e6:.0f} MB | {r['torch_rss'] / 1e6:.0f} MB | {r['rss_ratio']:.2f} |"
-            f" {r['load_build_s']:.2f} s{per100} | {ok} | {sp} | {r['steps']} |")
+            f" {lb} | {ok} | {sp} | {r['steps']} |")
     lines += [
         "",
         "Time ratio: paretonav's median step over PyTorch's (below 1: paretonav is faster). RSS: each",
         "process's peak resident memory (ru_maxrss), the whole process. Load + build: reading the ONNX",
-        "file and building the step's graph (per 100 MB of file for files of 10 MB or more).",
+        "file and building the step's graph, each run's (per 100 MB of file for files of 10 MB or more).",
         "Outside kernels: the share of paretonav's step CPU profile whose innermost function is",
         "the Go runtime (allocation, clearing, copying, garbage collection; not asyncPreempt, whose",
         "samples belong to the code it interrupts), the worker pool waiting, or backend code that",
