@@ -14,22 +14,7 @@ import (
 // zeros, infinities and NaN among the values.
 func TestWinoKernels(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	vals := func(k int) []float32 {
-		d := make([]float32, k)
-		for i := range d {
-			switch rng.Intn(40) {
-			case 0:
-				d[i] = float32(math.Copysign(0, -1))
-			case 1:
-				d[i] = float32(math.Inf(1 - 2*rng.Intn(2)))
-			case 2:
-				d[i] = float32(math.NaN())
-			default:
-				d[i] = float32(rng.NormFloat64())
-			}
-		}
-		return d
-	}
+	vals := func(k int) []float32 { return specialValues(rng, k) }
 	for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 23, 48} {
 		for _, k := range kernels() {
 			for _, wide := range []bool{false, true} {
@@ -183,22 +168,7 @@ func TestWinoBadLengths(t *testing.T) {
 // written out in float64.
 func TestWinoFilter(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
-	vals := func(k int) []float32 {
-		d := make([]float32, k)
-		for i := range d {
-			switch rng.Intn(40) {
-			case 0:
-				d[i] = float32(math.Copysign(0, -1))
-			case 1:
-				d[i] = float32(math.Inf(1 - 2*rng.Intn(2)))
-			case 2:
-				d[i] = float32(math.NaN())
-			default:
-				d[i] = float32(rng.NormFloat64())
-			}
-		}
-		return d
-	}
+	vals := func(k int) []float32 { return specialValues(rng, k) }
 	for _, n := range []int{1, 7, 8, 9, 16, 23, 64} {
 		for _, k := range kernels() {
 			for _, fs := range []int{9, 9 * 5} { // contiguous filters, and 5 apart (a [m][5] array's column)
@@ -318,4 +288,24 @@ func TestWinoFilterGrad(t *testing.T) {
 			}
 		}
 	}
+}
+
+// specialValues returns k normal deviates from rng with, about one in 40
+// each, negative zeros, infinities of either sign and NaN among them: the
+// values a transform kernel must carry through as the scalar loop does.
+func specialValues(rng *rand.Rand, k int) []float32 {
+	d := make([]float32, k)
+	for i := range d {
+		switch rng.Intn(40) {
+		case 0:
+			d[i] = float32(math.Copysign(0, -1))
+		case 1:
+			d[i] = float32(math.Inf(1 - 2*rng.Intn(2)))
+		case 2:
+			d[i] = float32(math.NaN())
+		default:
+			d[i] = float32(rng.NormFloat64())
+		}
+	}
+	return d
 }
