@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"math"
 	"math/rand"
 	"testing"
 
@@ -107,16 +106,7 @@ func TestConvDepthwiseMatchesIm2col(t *testing.T) {
 				}
 				ref, got := run64(false), run64(true)
 				ref32, got32 := run32(false), run32(true)
-				for k, what := range []string{"Y", "dX", "dW"} {
-					for i, want := range ref[k] {
-						if d := math.Abs(got[k][i] - want); d > 1e-12*(1+math.Abs(want)) {
-							t.Fatalf("float64 %s[%d]: depthwise %v, im2col %v", what, i, got[k][i], want)
-						}
-						if d := math.Abs(float64(got32[k][i]) - float64(ref32[k][i])); d > 2e-6*(4+math.Abs(want)) {
-							t.Fatalf("float32 %s[%d]: depthwise %v, im2col %v", what, i, got32[k][i], ref32[k][i])
-						}
-					}
-				}
+				comparePasses(t, "depthwise", "im2col", ref, got, ref32, got32)
 			})
 		}
 	}

@@ -227,3 +227,22 @@ func noteFD(e float64) {
 		fdWorst = e
 	}
 }
+
+// comparePasses fails t where a convolution path's three results (Y, dX,
+// dW) differ from a reference path's: by more than 1e-12 of the value's
+// scale in float64, or 2e-6·(4+|value|) in float32 (float32 results are
+// compared with the reference's float32 results, the scale is the float64
+// value's).
+func comparePasses(t *testing.T, path, reference string, ref, got [3][]float64, ref32, got32 [3][]float32) {
+	t.Helper()
+	for k, what := range []string{"Y", "dX", "dW"} {
+		for i, want := range ref[k] {
+			if d := math.Abs(got[k][i] - want); d > 1e-12*(1+math.Abs(want)) {
+				t.Fatalf("float64 %s[%d]: %s %v, %s %v", what, i, path, got[k][i], reference, want)
+			}
+			if d := math.Abs(float64(got32[k][i]) - float64(ref32[k][i])); d > 2e-6*(4+math.Abs(want)) {
+				t.Fatalf("float32 %s[%d]: %s %v, %s %v", what, i, path, got32[k][i], reference, ref32[k][i])
+			}
+		}
+	}
+}
