@@ -585,7 +585,7 @@ func (p *program) keepSinkWrap(i int, sink []float32, was *tensor.Dense, offered
 	if !ok || !*offered {
 		return
 	}
-	if d, ok := data32(t); !ok || len(d) != len(sink) || &d[0] != &sink[0] {
+	if !backedBy(t, sink) {
 		return
 	}
 	sinkTensorsOffered.Add(1)
@@ -606,14 +606,10 @@ func (p *program) keepSinkWrap(i int, sink []float32, was *tensor.Dense, offered
 // given and kept no reference), so nothing else reads it.
 func takeReuse(v G.Value, reuse *tensor.Dense, buf []float32) G.Value {
 	t, ok := v.(*tensor.Dense)
-	if !ok || !ReuseTensors || reuse == nil || t == reuse || len(buf) == 0 || t.RequiresIterator() || reuse.RequiresIterator() {
+	if !ok || !ReuseTensors || reuse == nil || t == reuse || t.RequiresIterator() || reuse.RequiresIterator() {
 		return v
 	}
-	d, ok := data32(t)
-	if !ok || len(d) != len(buf) || &d[0] != &buf[0] || !reuse.Shape().Eq(t.Shape()) {
-		return v
-	}
-	if r, ok := data32(reuse); !ok || len(r) != len(buf) || &r[0] != &buf[0] {
+	if !backedBy(t, buf) || !backedBy(reuse, buf) || !reuse.Shape().Eq(t.Shape()) {
 		return v
 	}
 	tensor.ReturnTensor(t)
@@ -691,11 +687,9 @@ func (c *compiled) bindParam(n gnode, dt tensor.Dtype, s []int, v []float32) err
 	if dt != tensor.Float32 || len(s) == 0 {
 		return c.bind(n, dt, s, v, nil)
 	}
-	if cur, ok := n.Value().(*tensor.Dense); ok && len(v) > 0 && !cur.RequiresIterator() && cur.Shape().Eq(tensor.Shape(s)) {
-		if d, ok := data32(cur); ok && len(d) == len(v) && &d[0] == &v[0] {
-			boundParamsKept.Add(1)
-			return nil
-		}
+	if cur, ok := n.Value().(*tensor.Dense); ok && !cur.RequiresIterator() && cur.Shape().Eq(tensor.Shape(s)) && backedBy(cur, v) {
+		boundParamsKept.Add(1)
+		return nil
 	}
 	return G.Let(n, tensor.New(tensor.WithShape(s...), tensor.WithBacking(v[:len(v):len(v)])))
 }

@@ -562,6 +562,15 @@ func outBuf32For(buf []float32, n int, fills bool) []float32 {
 	return outBuf32(buf, n)
 }
 
+// backedBy reports whether x's float32 elements are data itself: the same
+// memory, the same length, not empty. The executor's tensor reuse (value32,
+// takeReuse, bindParam, keepSinkWrap) hands a tensor back only around the
+// buffer it wrapped.
+func backedBy(x *tensor.Dense, data []float32) bool {
+	d, ok := data32(x)
+	return ok && len(data) > 0 && len(d) == len(data) && &d[0] == &data[0]
+}
+
 // data32 returns the float32 elements of x, a tensor that is not a
 // scalar, as Data().([]float32) does but without boxing the slice in an
 // interface (a heap allocation per call, a few thousand per step of a
@@ -581,11 +590,9 @@ func data32(x *tensor.Dense) ([]float32, bool) {
 // several allocations (the header, its shape and strides), which were
 // half of the bytes a small model's step allocated.
 func value32(reuse *tensor.Dense, s []int, data []float32) G.Value {
-	if ReuseTensors && reuse != nil && len(s) > 0 && len(data) > 0 && !reuse.RequiresIterator() && reuse.Shape().Eq(tensor.Shape(s)) {
-		if d, ok := data32(reuse); ok && len(d) == len(data) && &d[0] == &data[0] {
-			reusedTensors.Add(1)
-			return reuse
-		}
+	if ReuseTensors && reuse != nil && len(s) > 0 && !reuse.RequiresIterator() && reuse.Shape().Eq(tensor.Shape(s)) && backedBy(reuse, data) {
+		reusedTensors.Add(1)
+		return reuse
 	}
 	return makeValue32(s, data)
 }
