@@ -158,3 +158,52 @@ func BenchmarkForGaps(b *testing.B) {
 		}
 	})
 }
+
+// TestHitShareSpin checks the idle worker's choice of spin: the full Spin
+// while at least a quarter of its recent idle gaps were short enough for
+// Spin to bridge, shortSpin once long gaps dominate, and back to Spin
+// when short gaps return.
+func TestHitShareSpin(t *testing.T) {
+	short, long := int64(Spin/2), int64(4*Spin)
+	repeat := func(gap int64, n int) []int64 {
+		g := make([]int64, n)
+		for i := range g {
+			g[i] = gap
+		}
+		return g
+	}
+	for _, tc := range []struct {
+		name string
+		gaps []int64
+		want time.Duration
+	}{
+		{"fresh worker", nil, Spin},
+		{"short gaps", repeat(short, 50), Spin},
+		{"gap of exactly Spin counts as short", repeat(int64(Spin), 50), Spin},
+		{"long gaps", repeat(long, 50), shortSpin},
+		{"a few long gaps among short ones", append(repeat(short, 20), repeat(long, 5)...), Spin},
+		{"one short gap in five", func() []int64 {
+			var g []int64
+			for i := 0; i < 20; i++ {
+				g = append(g, short, long, long, long, long)
+			}
+			return g
+		}(), shortSpin},
+		{"one short gap in two", func() []int64 {
+			var g []int64
+			for i := 0; i < 20; i++ {
+				g = append(g, long, short)
+			}
+			return g
+		}(), Spin},
+		{"long gaps, then short ones again", append(repeat(long, 50), repeat(short, 10)...), Spin},
+	} {
+		h := hitShare(hitOne)
+		for _, g := range tc.gaps {
+			h.add(g)
+		}
+		if got := h.spin(); got != tc.want {
+			t.Errorf("%s: spin %v (share %d/%d), want %v", tc.name, got, h, hitOne, tc.want)
+		}
+	}
+}
