@@ -116,14 +116,17 @@ def fewest_samples(rows):
             " its share)" % (r["profile_samples"], r["model"], 100 / r["profile_samples"]))
 
 
-def load_build_cell(times, file_mb):
-    """Every run's load + build time, and per 100 MB of file for files of 10 MB or more.
+def load_build_cell(times, file_mb, disk=None):
+    """Every run's load + build time, and per 100 MB of file for files of 10 MB or more; with
+    the megabytes a run read from disk (not from the page cache) beside its time, where over 1 MB.
 
     Every run is given rather than the median: one run of a pair can take
     several times the other's on this host (a 111 MB file read 0.27 s and
     2.27 s in one table), and a median of two hides which it was.
     """
-    cell = ", ".join(f"{t:.2f}" for t in times) + " s"
+    disk = disk or [None] * len(times)
+    cell = ", ".join(f"{t:.2f} s" + (f" ({d / 1e6:.0f} MB from disk)" if d and d > 1e6 else "")
+                     for t, d in zip(times, disk))
     if file_mb >= 10:
         cell += f" ({file_mb:.0f} MB: " + ", ".join(f"{t / file_mb * 100:.2f}" for t in times) + " s per 100 MB)"
     return cell
@@ -226,6 +229,7 @@ def main():
                      "time_ratio": t_o / t_t, "ratios": [o["median_s"] / t["median_s"] for o, t in zip(ours, theirs)],
                      "paretonav_rss": r_o, "torch_rss": r_t, "rss_ratio": r_o / r_t, "load_build_s": lb,
                      "load_builds": lbs,
+                     "load_disk_bytes": [o.get("load_phases", {}).get("disk_read_bytes") for o in ours],
                      "outside_kernels": med(shares) if shares else None, "steps": steps,
                      "profile_samples": samples,
                      "speedup": one["median_s"] / t_o if one else None})
@@ -262,7 +266,7 @@ def main():
         ok = "" if r["outside_kernels"] is None else f"{100 * r['outside_kernels']:.0f}%"
         pairs = ", ".join(f"{x:.2f}" for x in r["ratios"])
         sp = "" if r["speedup"] is None else f"{r['speedup']:.2f}×"
-        lb = load_build_cell(r["load_builds"], r["file_mb"])
+        lb = load_build_cell(r["load_builds"], r["file_mb"], r.get("load_disk_bytes"))
         lines.append(
             f"| `{r['model']}`: {DESCRIPTIONS.get(r['model'], '')} | {r['params'] / 1e6:.2f} M |"
             f" {r['paretonav_s']:.4f} s | {r['torch_s']:.4f} s | **{r['time_ratio']:.2f}** ({pairs}) |"
@@ -272,7 +276,8 @@ def main():
         "",
         "Time ratio: paretonav's median step over PyTorch's (below 1: paretonav is faster). RSS: each",
         "process's peak resident memory (ru_maxrss), the whole process. Load + build: reading the ONNX",
-        "file and building the step's graph, each run's (per 100 MB of file for files of 10 MB or more).",
+        "file and building the step's graph, each run's (per 100 MB of file for files of 10 MB or more;",
+        "a run that read the model or the program from disk rather than the page cache says how much).",
         "Outside kernels: the share of paretonav's step CPU profile whose innermost function is",
         "the Go runtime (allocation, clearing, copying, garbage collection; not asyncPreempt, whose",
         "samples belong to the code it interrupts), the worker pool waiting, or backend code that",

@@ -62,7 +62,12 @@ func runBenchStep(c *ucli.Context) error {
 	}
 	w := c.App.Writer
 	fmt.Fprintf(w, "%s: %d parameters, batch %d, %d tasks\n", res.Model, res.Params, res.Batch, res.Tasks)
-	fmt.Fprintf(w, "  load + build   %.2f s\n", res.LoadBuildS)
+	ph := res.LoadPhases
+	fmt.Fprintf(w, "  load + build   %.2f s (model %.2f s, data %.2f s, memory plan %.2f s", res.LoadBuildS, ph.ModelS, ph.DataS, ph.PlanS)
+	if ph.DiskBytes > 1<<20 {
+		fmt.Fprintf(w, "; %.0f MB read from disk, not the page cache", float64(ph.DiskBytes)/1e6)
+	}
+	fmt.Fprintln(w, ")")
 	fmt.Fprintf(w, "  step (median)  %.3f s over %d steps\n", res.MedianS, len(res.StepS))
 	fmt.Fprintf(w, "  shares         forward %.0f%%, backward passes %.0f%%, PNG direction %.1f%%\n",
 		100*res.ForwardShare, 100*res.BackwardShare, 100*res.PNGShare)

@@ -13,7 +13,8 @@ import (
 
 // TestBenchStep checks bench step's report on the LeNet fixture: as many
 // step times as --steps, a median among them, shares of a step that add
-// up to at most 1, the memory fields filled, and a CPU and an allocation
+// up to at most 1, the memory fields filled, the load's phases within its
+// time, and a CPU and an allocation
 // profile written (gzip-compressed, as pprof writes them).
 func TestBenchStep(t *testing.T) {
 	dir := t.TempDir()
@@ -43,6 +44,13 @@ func TestBenchStep(t *testing.T) {
 	}
 	if r.PeakRSS <= 0 || r.LoadBuildS <= 0 || r.Memory == "" {
 		t.Errorf("peak RSS %d, load %g s, memory %q", r.PeakRSS, r.LoadBuildS, r.Memory)
+	}
+	ph := r.LoadPhases
+	if sum := ph.ModelS + ph.DataS + ph.PlanS; ph.ModelS <= 0 || ph.DataS <= 0 || ph.PlanS < 0 || sum > r.LoadBuildS+1e-9 {
+		t.Errorf("load phases model %g s, data %g s, plan %g s: want positive and at most the load + build %g s", ph.ModelS, ph.DataS, ph.PlanS, r.LoadBuildS)
+	}
+	if _, err := os.Stat("/proc/self/io"); err == nil && ph.DiskBytes < 0 {
+		t.Errorf("disk bytes of the load %d: /proc/self/io is there, want a count", ph.DiskBytes)
 	}
 	for _, p := range []string{prof, mem} {
 		f, err := os.Open(p)

@@ -30,18 +30,32 @@ type BenchStepConfig struct {
 // BenchStepOutcome is what `bench step` reports. Times are in seconds;
 // the shares are of the summed step times.
 type BenchStepOutcome struct {
-	Model         string    `json:"model"`
-	Params        int       `json:"params"`
-	Batch         int       `json:"batch"`
-	Tasks         int       `json:"tasks"`
-	LoadBuildS    float64   `json:"load_build_s"` // reading model and data, opening the model, building the step's graph
-	StepS         []float64 `json:"step_s"`
-	MedianS       float64   `json:"median_s"`
-	ForwardShare  float64   `json:"forward_share"`
-	BackwardShare float64   `json:"backward_share"`
-	PNGShare      float64   `json:"png_share"` // the PNG direction from J
-	PeakRSS       int64     `json:"peak_rss_bytes"`
-	Memory        string    `json:"expected_memory"`
+	Model         string     `json:"model"`
+	Params        int        `json:"params"`
+	Batch         int        `json:"batch"`
+	Tasks         int        `json:"tasks"`
+	LoadBuildS    float64    `json:"load_build_s"` // reading model and data, opening the model, building the step's graph
+	LoadPhases    LoadPhases `json:"load_phases"`
+	StepS         []float64  `json:"step_s"`
+	MedianS       float64    `json:"median_s"`
+	ForwardShare  float64    `json:"forward_share"`
+	BackwardShare float64    `json:"backward_share"`
+	PNGShare      float64    `json:"png_share"` // the PNG direction from J
+	PeakRSS       int64      `json:"peak_rss_bytes"`
+	Memory        string     `json:"expected_memory"`
+}
+
+// LoadPhases splits BenchStepOutcome.LoadBuildS: reading, checking and
+// building the model (ModelS), reading the data (DataS), planning the
+// memory (PlanS), and the bytes the whole load had read from storage
+// because they were not in the page cache: a load much slower than the
+// same model's other loads with megabytes of them read the model file or
+// the program itself from disk.
+type LoadPhases struct {
+	ModelS    float64 `json:"model_s"`
+	DataS     float64 `json:"data_s"`
+	PlanS     float64 `json:"plan_s"`
+	DiskBytes int64   `json:"disk_read_bytes"` // -1 where /proc/self/io is missing
 }
 
 // BenchStep loads c's model and data (timing it, with the graph build of
@@ -59,7 +73,7 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	if len(c.Data) == 0 {
 		return nil, missingData("data", "the data")
 	}
-	start := time.Now()
+	start, disk := time.Now(), diskReadBytes()
 	tasks, maps, opt, err := c.ModelConfig.resolve()
 	if err != nil {
 		return nil, err
@@ -76,10 +90,12 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	if err := bind.Check(); err != nil {
 		return nil, err
 	}
+	modelDone := time.Now()
 	ds, err := bind.Load(nil, "--data", c.Data, c.Batch, c.Batch)
 	if err != nil {
 		return nil, err
 	}
+	dataDone := time.Now()
 	// builds the step's graph; beside the step, the loop holds the direction
 	mem, err := PlanMemory(md, ds, c.Batch, 1, 4*int64(md.NumParams()), c.MaxMemory)
 	if err != nil {
@@ -87,6 +103,11 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	}
 	out := &BenchStepOutcome{Model: c.Model, Params: md.NumParams(), Batch: min(c.Batch, ds.Len()), Tasks: len(tasks),
 		LoadBuildS: time.Since(start).Seconds(), Memory: mem.String()}
+	out.LoadPhases = LoadPhases{ModelS: modelDone.Sub(start).Seconds(), DataS: dataDone.Sub(modelDone).Seconds(), DiskBytes: -1}
+	out.LoadPhases.PlanS = out.LoadBuildS - out.LoadPhases.ModelS - out.LoadPhases.DataS
+	if d := diskReadBytes(); d >= 0 && disk >= 0 {
+		out.LoadPhases.DiskBytes = d - disk
+	}
 	b := ds.Slice(0, out.Batch)
 	m, n := len(tasks), md.NumParams()
 	losses := make([]float64, m)

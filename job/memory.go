@@ -236,6 +236,24 @@ func PeakRSS() int64 {
 	return 0
 }
 
+// diskReadBytes is how many bytes this process has had read from storage
+// so far (read_bytes in /proc/self/io: file reads and page faults that
+// missed the page cache), or -1 when unknown.
+func diskReadBytes() int64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "read_bytes:"); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
 // fileRSS is the file-backed part of this process's resident memory
 // (RssFile in /proc/self/status; 0 when unknown).
 func fileRSS() int64 {

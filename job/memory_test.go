@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -133,5 +134,23 @@ func TestGCLimit(t *testing.T) {
 		if got := p.gcLimit(c.before + p.Total()); got != c.want {
 			t.Errorf("%s: gcLimit = %d, expected %d", c.name, got, c.want)
 		}
+	}
+}
+
+// TestDiskReadBytes checks the storage-read counter behind bench step's
+// load phases: a count where /proc/self/io exists, never decreasing.
+func TestDiskReadBytes(t *testing.T) {
+	a := diskReadBytes()
+	if _, err := os.Stat("/proc/self/io"); err != nil {
+		if a != -1 {
+			t.Fatalf("diskReadBytes %d without /proc/self/io, want -1", a)
+		}
+		return
+	}
+	if _, err := os.ReadFile("/proc/self/status"); err != nil {
+		t.Fatal(err)
+	}
+	if b := diskReadBytes(); a < 0 || b < a {
+		t.Fatalf("diskReadBytes %d then %d: want a count that never decreases", a, b)
 	}
 }
