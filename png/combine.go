@@ -29,6 +29,22 @@ func combine(dst []float32, J Jacobian, a []float64, extra []float32, workers in
 			if b1 > hi {
 				b1 = hi
 			}
+			if len(rows) <= 2 && combineFused {
+				var e []float32
+				if extra != nil {
+					e = extra[b0:b1]
+				}
+				switch len(rows) {
+				case 0:
+					ss = combineNone(dst[b0:b1], e, ss)
+				case 1:
+					ss = combineOne(dst[b0:b1], e, a[rows[0]], J.Data[rows[0]*n+b0:rows[0]*n+b1], ss)
+				default:
+					i0, i1 := rows[0], rows[1]
+					ss = combineTwo(dst[b0:b1], e, a[i0], J.Data[i0*n+b0:i0*n+b1], a[i1], J.Data[i1*n+b0:i1*n+b1], ss)
+				}
+				continue
+			}
 			if len(rows) >= 3 && len(rows) <= 4 && combineFused {
 				var xs [4][]float32
 				var as [4]float64
@@ -139,8 +155,10 @@ var combineFused = true
 // axpy4, axpy2 and axpy1 group them (the same bits), and ss plus the
 // squares of d in order. It handles one to four rows; combine sends it
 // three and four: on J of 3 × 44 M the v pass took 121 ms through the
-// block and 60–62 ms here, while with two rows (axpy2 alone) the block
-// was as fast or faster (66 against 68–75 ms; BenchmarkCombine).
+// block and 60–62 ms here. One and two rows go to combineOne and
+// combineTwo, which have no switch per value: BenchmarkCombine at m = 2,
+// n = 1e6 took 1.2–1.4 ms there against 2.5–3.7 ms through the block,
+// whose clear was a third of a percent of the two-task models' steps.
 func combineFew(d, e []float32, a [4]float64, x [4][]float32, rows int, ss float64) float64 {
 	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
 	x0, x1, x2, x3 := x[0], x[1], x[2], x[3]
@@ -161,6 +179,66 @@ func combineFew(d, e []float32, a [4]float64, x [4][]float32, rows int, ss float
 			v += (a0*float64(x0[k]) + a1*float64(x1[k])) + (a2*float64(x2[k]) + a3*float64(x3[k]))
 		}
 		f := float32(v)
+		d[k] = f
+		ss += float64(f) * float64(f)
+	}
+	return ss
+}
+
+// combineTwo is one block of combine for two rows (the two-task models'):
+// d = e + (a0·x0 + a1·x1) (e nil: 0 + …, as the block path starts from a
+// cleared float64 block, which keeps its sign of zero) and ss plus the
+// squares of d in order, in one pass without the block and its clear.
+func combineTwo(d, e []float32, a0 float64, x0 []float32, a1 float64, x1 []float32, ss float64) float64 {
+	x0, x1 = x0[:len(d)], x1[:len(d)]
+	if e == nil {
+		var z float64
+		for k := range d {
+			f := float32(z + (a0*float64(x0[k]) + a1*float64(x1[k])))
+			d[k] = f
+			ss += float64(f) * float64(f)
+		}
+		return ss
+	}
+	e = e[:len(d)]
+	for k := range d {
+		f := float32(float64(e[k]) + (a0*float64(x0[k]) + a1*float64(x1[k])))
+		d[k] = f
+		ss += float64(f) * float64(f)
+	}
+	return ss
+}
+
+// combineOne is combineTwo for one row: d = e + a0·x0.
+func combineOne(d, e []float32, a0 float64, x0 []float32, ss float64) float64 {
+	x0 = x0[:len(d)]
+	if e == nil {
+		var z float64
+		for k := range d {
+			f := float32(z + a0*float64(x0[k]))
+			d[k] = f
+			ss += float64(f) * float64(f)
+		}
+		return ss
+	}
+	e = e[:len(d)]
+	for k := range d {
+		f := float32(float64(e[k]) + a0*float64(x0[k]))
+		d[k] = f
+		ss += float64(f) * float64(f)
+	}
+	return ss
+}
+
+// combineNone is combine's block when every coefficient is zero: d = e
+// (through float64, as the block path), or 0.
+func combineNone(d, e []float32, ss float64) float64 {
+	if e == nil {
+		clear(d)
+		return ss
+	}
+	for k, x := range e[:len(d)] {
+		f := float32(float64(x))
 		d[k] = f
 		ss += float64(f) * float64(f)
 	}

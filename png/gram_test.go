@@ -166,8 +166,9 @@ func TestCombine(t *testing.T) {
 	}
 }
 
-// TestCombineFewMatchesBlocks checks combine's one-pass path for at most
-// four rows (combineFew) against the float64 block path, bit for bit
+// TestCombineFewMatchesBlocks checks combine's one-pass paths for at most
+// four rows (combineFew, and combineNone, combineOne and combineTwo for up
+// to two) against the float64 block path, bit for bit
 // (values and norm), with and without extra, for every row count
 // (zero coefficients included), values whose sums are −0, and columns
 // that cancel (coefficients 1), where another grouping of the sum shows.
@@ -200,10 +201,11 @@ func TestCombineFewMatchesBlocks(t *testing.T) {
 					extra[k] = float32(math.Copysign(0, -1))
 				}
 			}
-			for zero := -2; zero < m; zero++ {
+			for zero := -3; zero < m; zero++ { // -3: every coefficient zero
 				a := make([]float64, m)
 				for i := range a {
 					switch {
+					case zero == -3:
 					case zero == -2:
 						a[i] = 1
 					case i != zero:
@@ -251,6 +253,20 @@ func TestCombineFewMatchesBlocks(t *testing.T) {
 				}
 				if gotNorm != wantNorm {
 					t.Fatalf("m=%d extra=%v: ‖v‖ = %v one pass, %v by blocks", m, withExtra, gotNorm, wantNorm)
+				}
+				// combine itself, which sends zero to two rows to
+				// combineNone, combineOne and combineTwo and three or four
+				// to combineFew.
+				combineFused = true
+				v := make([]float32, n)
+				norm := combine(v, J, a, extra, 1)
+				for k := range want {
+					if math.Float32bits(v[k]) != math.Float32bits(want[k]) {
+						t.Fatalf("m=%d extra=%v a=%v: v[%d] = %v by combine, %v by blocks", m, withExtra, a, k, v[k], want[k])
+					}
+				}
+				if norm != wantNorm {
+					t.Fatalf("m=%d extra=%v a=%v: ‖v‖ = %v by combine, %v by blocks", m, withExtra, a, norm, wantNorm)
 				}
 			}
 		}
