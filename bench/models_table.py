@@ -77,33 +77,54 @@ def run(cmd, env=None, what=""):
     return p.stdout
 
 
+# The pool's frames: a sample whose innermost of them is the worker's idle
+# loop or a caller's wait is a core polling (or going to sleep) for work;
+# one under a job's run is a chunk of a loop, whatever waits inside it.
+POOL_FRAME = re.compile(r".*backend/internal/par\.(worker|\(\*job\)\.wait|\(\*job\)\.run)$")
+UNITS = {"ms": 1e-3, "s": 1, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60, "h": 3600, None: 1}
+
+
 def overhead_share(binary, prof):
-    """Share of the profile's samples whose innermost function is overhead, and the number of samples
-    (the profile's CPU time in units of pprof's 10 ms sampling period)."""
+    """The share of the profile's samples outside arithmetic kernels, the part of it that is the pool
+    waiting for work, and the number of samples (the profile's CPU time in units of pprof's 10 ms
+    sampling period).
+
+    Every stack of the profile is read (pprof -traces), so nothing is dropped
+    (pprof -top leaves out nodes under half a percent of the samples, mostly
+    small runtime functions). A sample is overhead when its innermost
+    function matches OVERHEAD, or when it is the pool waiting: its innermost
+    pool frame is a worker's idle loop or a caller's wait (the clock reads
+    and futex calls of that polling included).
+    """
     try:
-        out = subprocess.run(["go", "tool", "pprof", "-top", "-nodecount=100000", "-nodefraction=0", binary, prof],
-                             capture_output=True, text=True, timeout=120).stdout
+        out = subprocess.run(["go", "tool", "pprof", "-traces", binary, prof],
+                             capture_output=True, text=True, timeout=300).stdout
     except (OSError, subprocess.TimeoutExpired):
-        return None, None
-    # pprof drops nodes under half a percent of the samples by default
-    # (-nodefraction=0.005); those are mostly small runtime functions, so
-    # leaving them out understated the share by 1-3 points. Every node is
-    # listed, and the listed samples must add up to the profile's total.
+        return None, None, None
     m = re.search(r"Total samples = ([\d.]+)(ms|s|us|µs|ns|min|h)?", out)
-    units = {"ms": 1e-3, "s": 1, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60, "h": 3600, None: 1}
-    want = float(m.group(1)) * units[m.group(2)] if m else None
-    total, over = 0.0, 0.0
-    for line in out.splitlines():
-        m = re.match(r"\s*([\d.]+)(ms|s|us|µs|ns|min|h)?\s+[\d.]+%\s+[\d.]+%\s+[\d.]+(?:ms|s|us|µs|ns|min|h)?\s+[\d.]+%\s+(.*)$", line)
+    want = float(m.group(1)) * UNITS[m.group(2)] if m else None
+    total, over, waiting = 0.0, 0.0, 0.0
+    for block in out.split("-----------+")[1:]:
+        lines = [ln for ln in block.splitlines()[1:] if ln.strip()]
+        if not lines:
+            continue
+        m = re.match(r"\s*([\d.]+)(ms|s|us|µs|ns|min|h)?\s+(.*)$", lines[0])
         if not m:
             continue
-        v = float(m.group(1)) * units[m.group(2)]
+        v = float(m.group(1)) * UNITS[m.group(2)]
+        frames = [m.group(3).strip()] + [ln.strip() for ln in lines[1:]]
         total += v
-        if OVERHEAD.match(m.group(3).strip()):
+        pool = next((f for f in frames if POOL_FRAME.match(f)), "")
+        if pool and not pool.endswith(".run"):
+            waiting += v
+            over += v
+        elif OVERHEAD.match(frames[0]):
             over += v
     if want is None or abs(total - want) > 0.01 * want + 0.011:
         sys.exit(f"models_table: pprof of {prof} lists {total:.2f} s of samples, its header says {want} s")
-    return (over / total if total else None), round(total / 0.01)
+    if not total:
+        return None, None, 0
+    return over / total, waiting / total, round(total / 0.01)
 
 
 def fewest_samples(rows):
@@ -204,7 +225,7 @@ def main():
             for s in specs:
                 cmd += ["--task", s]
             o = json.loads(run(cmd, env, f"paretonav bench step {name}"))
-            o["outside_kernels"], o["profile_samples"] = overhead_share(binary, prof)
+            o["outside_kernels"], o["pool_waiting"], o["profile_samples"] = overhead_share(binary, prof)
             ours.append(o)
             theirs.append(json.loads(run([sys.executable, os.path.join(HERE, "step_models.py"), "time", name,
                                           "--dir", a.dir, "--steps", str(steps), "--threads", str(a.threads)],
@@ -224,6 +245,7 @@ def main():
         lbs = [o["load_build_s"] for o in ours]
         mb = os.path.getsize(onnx) / 1e6
         shares = [o["outside_kernels"] for o in ours if o["outside_kernels"] is not None]
+        waits = [o["pool_waiting"] for o in ours if o["pool_waiting"] is not None]
         samples = min((o["profile_samples"] for o in ours if o["profile_samples"]), default=None)
         rows.append({"model": name, "params": ours[0]["params"], "file_mb": mb, "paretonav_s": t_o, "torch_s": t_t,
                      "time_ratio": t_o / t_t, "ratios": [o["median_s"] / t["median_s"] for o, t in zip(ours, theirs)],
@@ -231,6 +253,7 @@ def main():
                      "load_builds": lbs,
                      "load_disk_bytes": [o.get("load_phases", {}).get("disk_read_bytes") for o in ours],
                      "outside_kernels": med(shares) if shares else None, "steps": steps,
+                     "outside_each": shares, "pool_waiting": med(waits) if waits else None,
                      "profile_samples": samples,
                      "speedup": one["median_s"] / t_o if one else None})
         raw[name] = {"paretonav": ours, "torch": theirs}
@@ -263,7 +286,9 @@ def main():
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        ok = "" if r["outside_kernels"] is None else f"{100 * r['outside_kernels']:.0f}%"
+        ok = "" if r["outside_kernels"] is None else (
+            f"{100 * r['outside_kernels']:.0f}% (" + ", ".join(f"{100 * x:.0f}" for x in r.get("outside_each", []))
+            + f"; waiting {100 * r['pool_waiting']:.0f}%)")
         pairs = ", ".join(f"{x:.2f}" for x in r["ratios"])
         sp = "" if r["speedup"] is None else f"{r['speedup']:.2f}×"
         lb = load_build_cell(r["load_builds"], r["file_mb"], r.get("load_disk_bytes"))
@@ -278,12 +303,16 @@ def main():
         "process's peak resident memory (ru_maxrss), the whole process. Load + build: reading the ONNX",
         "file and building the step's graph, each run's (per 100 MB of file for files of 10 MB or more;",
         "a run that read the model or the program from disk rather than the page cache says how much).",
-        "Outside kernels: the share of paretonav's step CPU profile whose innermost function is",
-        "the Go runtime (allocation, clearing, copying, garbage collection; not asyncPreempt, whose",
-        "samples belong to the code it interrupts), the worker pool waiting, or backend code that",
-        "converts or moves data (float64 copies, Transpose, Concat, buffer clears) rather than",
-        "computing%s. 1 → %d threads: paretonav's step on one"
-        % (fewest_samples(rows), a.threads),
+        "Outside kernels: the share of paretonav's step CPU profile (median, each run's, and the part",
+        "that is the worker pool waiting) whose innermost function is the Go runtime (allocation,",
+        "clearing, copying, garbage collection, scheduling; not asyncPreempt, whose samples belong",
+        "to the code it interrupts) or backend code that converts or moves data (float64 copies,",
+        "Transpose, Concat, buffer clears) rather than computing, or that is the worker pool waiting",
+        "for work: an idle worker polling for the next loop, or a caller polling for its loop's last",
+        "chunk, with the clock reads and thread sleeps and wake-ups of that polling%s."
+        % fewest_samples(rows),
+        "1 → %d threads: paretonav's step on one"
+        % a.threads,
         "thread (GOMAXPROCS=1, one run) over its median on %d (parallel efficiency: %d× is ideal)."
         % (a.threads, a.threads),
         "",
