@@ -66,7 +66,8 @@ func sdotKernel3x4AVX2(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, a
 var (
 	kernelAVX2   = &kernel{mr: 6, nr: 16, name: "avx2-6x16", fn: sgemmKernel6x16, direct: sgemmKernel6x16s, dot: sdotKernel3x4AVX2}
 	kernelAVX512 = &kernel{mr: 6, nr: 32, name: "avx512-6x32", fn: sgemmKernel6x32, direct: sgemmKernel6x32s, directA: sgemmKernel6x32a, dot: sdotKernel3x4, farC: 2,
-		fn2: sgemmKernel12x32, direct2: sgemmKernel12x32s, directA2: sgemmKernel12x32a}
+		fn2: sgemmKernel12x32, direct2: sgemmKernel12x32s, directA2: sgemmKernel12x32a,
+		rows: sgemmKernel6x32o, rows2: sgemmKernel12x32o, dotSeg: sdotKernel3x4Seg}
 )
 
 func init() {
@@ -92,3 +93,22 @@ func kernels() []*kernel {
 	}
 	return ks
 }
+
+// sgemmKernel6x32o is sgemmKernel6x32s with row l of the kc×32 panel of
+// B at b + offs[l] (in values): rows anywhere, read in place.
+//
+//go:noescape
+func sgemmKernel6x32o(kc int, a, b, c *float32, ldc int, offs *int, over int)
+
+// sgemmKernel12x32o is sgemmKernel6x32o over two adjacent packed
+// micro-panels of a, as sgemmKernel12x32.
+//
+//go:noescape
+func sgemmKernel12x32o(kc int, a, b, c *float32, ldc int, offs *int, over int)
+
+// sdotKernel3x4Seg is sdotKernel3x4 over rows of nseg segments of k
+// values: segment s of row ai at ai + s·sa, of row bj at bj + s·sb (in
+// values): c[i*ldc+j] += alpha·Σ_s Σ_{l<k} ai[s·sa+l]·bj[s·sb+l], k ≥ 1.
+//
+//go:noescape
+func sdotKernel3x4Seg(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)

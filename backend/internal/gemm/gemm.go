@@ -61,10 +61,17 @@ type kernel struct {
 	fn2      func(kc int, a, b, c *float32, ldc, over int)
 	direct2  func(kc int, a, b, c *float32, ldc, ldb, over, far int)
 	directA2 func(kc int, a *float32, lda int, b, c *float32, ldc, over int)
+	// rows and rows2, if set, are direct and direct2 with row l of the
+	// kc×nr panel of b at b + offs[l] values (SgemmRows).
+	rows  func(kc int, a, b, c *float32, ldc int, offs *int, over int)
+	rows2 func(kc int, a, b, c *float32, ldc int, offs *int, over int)
 	// dot, if set, is a 3×4 dot-product kernel for op(a)·op(b) with a
 	// not transposed and b transposed (rows of both contiguous along k):
 	// c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l], k ≥ 1.
 	dot func(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
+	// dotSeg, if set, is dot over rows of nseg segments of k values,
+	// segment s at ai + s·sa and bj + s·sb (SdotRowsSeg).
+	dotSeg func(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
 }
 
 // Sgemm runs A·Bᵀ as dot products (when the kernel has a dot kernel) for

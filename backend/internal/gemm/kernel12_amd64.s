@@ -411,3 +411,47 @@ ustore_over:
 	VZEROUPPER
 	RESTORE_MXCSR
 	RET
+
+// sgemmKernel12x32o is sgemmKernel6x32o over two adjacent packed
+// micro-panels of a, as sgemmKernel12x32.
+// func sgemmKernel12x32o(kc int, a, b, c *float32, ldc int, offs *int, over int)
+TEXT ·sgemmKernel12x32o(SB), NOSPLIT, $8-56
+	FLUSH_SUBNORMALS
+	MOVQ kc+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), R9
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $2, R8
+	LEAQ (CX)(CX*2), R11
+	SHLQ $3, R11
+	MOVQ over+48(FP), R10
+	TESTQ $2, R10
+	JZ rnopfc
+	PREFETCH_C12X32
+rnopfc:
+	MOVQ offs+40(FP), R12
+	ZERO_12X32
+	TESTQ CX, CX
+	JZ rstore
+rloop:
+	MOVQ (R12), DI
+	LEAQ (R9)(DI*4), DI
+	FMA12X32
+	ADDQ $24, SI
+	ADDQ $8, R12
+	DECQ CX
+	JNZ rloop
+rstore:
+	MOVQ over+48(FP), R10
+	TESTQ $1, R10
+	JNZ rstore_over
+	STORE_ADD_12X32
+	VZEROUPPER
+	RESTORE_MXCSR
+	RET
+rstore_over:
+	STORE_OVER_12X32
+	VZEROUPPER
+	RESTORE_MXCSR
+	RET
