@@ -718,7 +718,9 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 					continue
 				}
 				if offs != nil {
-					convWide(&g, mul, offs, xg, wg, og, col, wide)
+					// The input to its end: room for the wide rows' last
+					// partial panel of columns read in place (SgemmRows).
+					convWide(&g, mul, offs, x[(n*g.c+gi*g.cg)*g.inPlane:], wg, og, col, wide)
 					continue
 				}
 				if cols != nil {
@@ -978,6 +980,10 @@ func convGradWInto[T float](g convGeom, sc *scratch, xt, gyt tensor.Tensor, dw [
 					c := cols[(n*g.g+gi)*colSize:][:colSize]
 					prod(g.colCols, gyg, g.colCols, c, g.colCols, dwg)
 				case offs != nil:
+					if WideSegments && fgemm.SdotRowsSeg(g.mg, g.colRows, g.ow, g.oh, any(gyg).([]float32), g.outPlane, g.ow,
+						any(x[(n*g.c+gi*g.cg)*g.inPlane:]).([]float32), offs, g.w, any(dwg).([]float32), g.colRows) {
+						continue // gy's rows against each tap's rows of the input, in place
+					}
 					l := g.wideLen()
 					padRows(&g, gyg, col, l, n == lo && gi == 0)
 					if !fgemm.SdotRows(g.mg, g.colRows, l, any(col).([]float32), l, any(xg).([]float32), offs, any(dwg).([]float32), g.colRows) {
@@ -1056,21 +1062,40 @@ func wideBufs[T float](g *convGeom, buf []T) (col, out []T) {
 func (g *convGeom) wideLd() int { return (g.wideLen() + 15) &^ 15 }
 
 // convWide is one group of one sample of wideForward: col (colRows × L,
-// rows wideLd apart) takes each tap's wide row of xg, wide (mg × L) the
+// rows wideLd apart) takes each tap's wide row of xg (the group's input
+// planes, and any values after them), or the product reads those rows in
+// place (wideInPlace), wide (mg × L) the
 // product W·col, and og
 // the output columns of wide (t = oi·W + oj with oj < oW). Each output is
 // the sum the im2col product forms, over the same taps in the same order.
 func convWide[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int), offs []int, xg, wg, og, col, wide []T) {
 	l, ld := g.wideLen(), g.wideLd()
-	for r, off := range offs {
-		copy(col[r*ld:r*ld+l], xg[off:off+l])
+	if !wideInPlace[T](g) || !fgemm.SgemmRows(g.mg, l, g.colRows, any(wg).([]float32), g.colRows, any(xg).([]float32), offs, any(wide).([]float32), ld) {
+		for r, off := range offs {
+			copy(col[r*ld:r*ld+l], xg[off:off+l])
+		}
+		mul(false, false, g.mg, l, g.colRows, wg, g.colRows, col, ld, 0, wide, ld)
 	}
-	mul(false, false, g.mg, l, g.colRows, wg, g.colRows, col, ld, 0, wide, ld)
 	for m := 0; m < g.mg; m++ {
 		for oi := 0; oi < g.oh; oi++ {
 			copy(og[m*g.outPlane+oi*g.ow:][:g.ow], wide[m*ld+oi*g.w:][:g.ow])
 		}
 	}
+}
+
+// WideInPlace enables the forward wide rows' product reading each tap's
+// row in place in the input (fgemm.SgemmRows) instead of from a copy in
+// col; tests turn it off to compare.
+var WideInPlace = true
+
+// wideInPlace reports whether convWide multiplies the tap rows in place:
+// float32, and the product not split among the threads (parallelProduct:
+// each worker then runs whole samples on the calling goroutine). The
+// results are the same bits as the product over the copied rows.
+func wideInPlace[T float](g *convGeom) bool {
+	var z T
+	_, f32 := any(z).(float32)
+	return f32 && WideInPlace && !parallelProduct(g.n)
 }
 
 // convWideGradX is one group of one sample of the input gradient of a
@@ -1089,6 +1114,13 @@ func convWideGradX[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []
 		addTo(dxg[off:off+l], col[r*ld:r*ld+l])
 	}
 }
+
+// WideSegments enables the weight gradient's wide rows as segmented dot
+// products (fgemm.SdotRowsSeg: each tap's oH rows of oW inputs against
+// gy's rows, both in place) instead of dot products of whole wide rows
+// against gy spread to rows of width W (padRows); tests turn it off to
+// compare.
+var WideSegments = true
 
 // WideGradW enables the weight gradient's wide rows (tapOffsets, see
 // wideRows); tests turn it off to compare with the banded im2col.

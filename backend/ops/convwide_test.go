@@ -1,7 +1,9 @@
 package ops
 
 import (
+	"math"
 	"math/rand"
+	"runtime"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -59,6 +61,86 @@ func TestConvWideForward(t *testing.T) {
 			for i := range wdx {
 				if adx[i] != wdx[i] || adx32[i] != wdx32[i] {
 					t.Fatalf("dX[%d]: wide rows %v (float32 %v), col2im %v (%v)", i, adx[i], adx32[i], wdx[i], wdx32[i])
+				}
+			}
+		})
+	}
+}
+
+// TestConvWideInPlace checks that the forward wide rows' product reading
+// each tap's row in place in the input (wideInPlace, fgemm.SgemmRows)
+// gives the bits of the product over the rows copied into col, and that
+// the weight gradient's segmented dot products (WideSegments) stay within
+// the round-off of the dot products over gy spread to rows of width W:
+// LeNet's layers, wide rows whose length leaves a partial panel of
+// columns (read in place with room after them, packed for the last
+// sample's rows at the input's end) or none, dilations, groups, kernels as
+// wide as the input, and more than 12 filters (whole and partial tiles).
+// The samples are a multiple of the workers, so that the products are not
+// split among them (wideInPlace's condition).
+func TestConvWideInPlace(t *testing.T) {
+	cases := []struct {
+		name string
+		x, w []int
+		p    ConvParams
+	}{
+		{"lenet_conv1", []int{1, 1, 36, 36}, []int{10, 1, 9, 9}, ConvParams{}},
+		{"lenet_conv2", []int{1, 10, 14, 14}, []int{20, 10, 5, 5}, ConvParams{}},
+		{"rect_dil", []int{1, 3, 15, 13}, []int{4, 3, 2, 2}, ConvParams{Dilations: []int{1, 2}}},
+		{"panel_exact", []int{1, 2, 8, 36}, []int{13, 2, 3, 5}, ConvParams{}},  // L = 5·36+32 = 212: 6 panels + 20
+		{"whole_panels", []int{1, 1, 2, 34}, []int{12, 1, 1, 3}, ConvParams{}}, // L = 32
+		{"grouped", []int{1, 4, 9, 9}, []int{6, 2, 3, 3}, ConvParams{Group: 2}},
+		{"full_width", []int{1, 2, 7, 3}, []int{25, 2, 2, 1}, ConvParams{}}, // oW = W: no column dropped
+	}
+	saved, batched, total := WideFwd, BatchPlaneMax, ColCacheTotal
+	defer func() { WideFwd, BatchPlaneMax, ColCacheTotal = saved, batched, total }()
+	defer func(a, b bool) { WideInPlace, WideSegments = a, b }(WideInPlace, WideSegments)
+	BatchPlaneMax = 0
+	ColCacheTotal = 0
+	WideFwd = true
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			xs := append([]int{2 * runtime.GOMAXPROCS(0)}, c.x[1:]...)
+			g, err := newConvGeom(tensor.Shape(xs), tensor.Shape(c.w), c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			WideInPlace, WideSegments = true, true
+			if !wideForward(&g) || !wideInPlace[float32](&g) {
+				t.Fatalf("%v: wideForward %v, wideInPlace %v", g, wideForward(&g), wideInPlace[float32](&g))
+			}
+			r := rand.New(rand.NewSource(8))
+			x, w, b := normal32(r, xs), normal32(r, c.w), normal32(r, []int{g.m})
+			gy := normal32(r, []int{g.n, g.m, g.oh, g.ow})
+			run := func(inPlace bool) (y, dw []float32) {
+				WideInPlace, WideSegments = inPlace, inPlace
+				y = make([]float32, g.n*g.m*g.outPlane)
+				for i := range y {
+					y[i] = float32(math.NaN()) // every output is written
+				}
+				convForward(g, &scratch{}, x, w, b, y)
+				dw = data[float32](convGradWInto(g, newConvScratch(), x, gy, make([]float32, g.m*g.colRows)))
+				return y, dw
+			}
+			iy, idw := run(true)
+			cy, cdw := run(false)
+			for i := range cy {
+				if math.Float32bits(iy[i]) != math.Float32bits(cy[i]) {
+					t.Fatalf("y[%d]: rows in place %v, copied %v", i, iy[i], cy[i])
+				}
+			}
+			abs := func(t tensor.Tensor) tensor.Tensor {
+				d := append([]float32{}, data[float32](t)...)
+				for i, v := range d {
+					d[i] = float32(math.Abs(float64(v)))
+				}
+				return newTensor(t.Shape(), d)
+			}
+			WideInPlace, WideSegments = false, false
+			bound := data[float32](convGradWInto(g, newConvScratch(), abs(x), abs(gy), make([]float32, g.m*g.colRows)))
+			for i := range cdw {
+				if d := math.Abs(float64(idw[i]) - float64(cdw[i])); !(d <= 2e-6*float64(bound[i])) {
+					t.Fatalf("dW[%d]: segments %v, spread rows %v (bound Σ|gy|·|x| = %v)", i, idw[i], cdw[i], bound[i])
 				}
 			}
 		})
