@@ -71,6 +71,7 @@ func runBenchStep(c *ucli.Context) error {
 	fmt.Fprintf(w, "  step (median)  %.3f s over %d steps\n", res.MedianS, len(res.StepS))
 	fmt.Fprintf(w, "  shares         forward %.0f%%, backward passes %.0f%%, PNG direction %.1f%%\n",
 		100*res.ForwardShare, 100*res.BackwardShare, 100*res.PNGShare)
+	fmt.Fprintf(w, "  allocated      %.0f objects, %s per step\n", res.AllocsPerStep, backend.FormatBytes(int64(res.AllocBytesPerStep)))
 	fmt.Fprintf(w, "  peak RSS       %s (%s)\n", backend.FormatBytes(res.PeakRSS), res.Memory)
 	return nil
 }

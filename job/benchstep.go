@@ -3,6 +3,7 @@ package job
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"time"
@@ -42,7 +43,14 @@ type BenchStepOutcome struct {
 	BackwardShare float64    `json:"backward_share"`
 	PNGShare      float64    `json:"png_share"` // the PNG direction from J
 	PeakRSS       int64      `json:"peak_rss_bytes"`
-	Memory        string     `json:"expected_memory"`
+	// AllocsPerStep and AllocBytesPerStep are the heap objects and bytes
+	// the timed steps allocated, per step (runtime.MemStats; the warm-up
+	// step's buffers are not counted). A steady-state step should allocate
+	// next to nothing: what it does allocate, the garbage collector must
+	// later find and free.
+	AllocsPerStep     float64 `json:"allocs_per_step"`
+	AllocBytesPerStep float64 `json:"alloc_bytes_per_step"`
+	Memory            string  `json:"expected_memory"`
 }
 
 // LoadPhases splits BenchStepOutcome.LoadBuildS: reading, checking and
@@ -115,6 +123,7 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	dir := make([]float32, n)
 	grad := png.Gradient{Coef: slices.Repeat([]float64{1}, m), Losses: losses}
 	var fwd, bwd, dirT time.Duration
+	var ms0, ms1 runtime.MemStats
 	for s := 0; s <= c.Steps; s++ {
 		t0 := time.Now()
 		if err := md.Evaluate(b, losses, &jac); err != nil {
@@ -132,12 +141,16 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 				}
 				defer pprof.StopCPUProfile()
 			}
+			runtime.ReadMemStats(&ms0)
 			continue // warm-up: buffers allocated
 		}
 		st := md.LastStep()
 		fwd, bwd, dirT = fwd+st.Forward, bwd+st.Backward, dirT+t2.Sub(t1)
 		out.StepS = append(out.StepS, t2.Sub(t0).Seconds())
 	}
+	runtime.ReadMemStats(&ms1)
+	out.AllocsPerStep = float64(ms1.Mallocs-ms0.Mallocs) / float64(c.Steps)
+	out.AllocBytesPerStep = float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(c.Steps)
 	total := 0.0
 	for _, v := range out.StepS {
 		total += v
