@@ -100,6 +100,9 @@ type program struct {
 	sinkWrap      *[][]weak.Pointer[tensor.Dense]
 	fusedGradRuns *atomic.Int64 // fused Relu gradients run, for tests; shared with forks
 	forks         []*program    // the programs of eachPass's goroutines, kept across steps (concurrent.go)
+	// into is the destination exec offers the ops package's op running
+	// (buf and the tensor that last wrapped it), empty between ops.
+	into ops.Into
 }
 
 // SumInPlace lets a gradient sum write over an operand that dies with it
@@ -489,15 +492,15 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		}
 		p.owned[i] = b
 		if buf != nil {
-			p.pool.put(buf)
+			p.putBuf(buf, reuse)
 		}
 	}
 	if p.adds[i] && f32 && SkipZeroSums {
 		offered = true
 		if v, used, stolen, ok := p.sumWithZero(i, buf, sink, reuse, in); ok {
 			if stolen {
-				p.pool.put(buf)
-				buf = used
+				p.putBuf(buf, reuse)
+				buf, reuse = used, nil
 			}
 			p.vals[i] = v
 			keep(used)
@@ -508,8 +511,11 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		stolen := -1 // the operand whose buffer takes the sum
 		if sink == nil && buf != nil && SumInPlace {
 			if j := p.sumInto(i, len(buf)); j >= 0 {
-				p.pool.put(buf)
+				p.putBuf(buf, reuse)
 				buf, p.owned[j], stolen = p.owned[j], nil, j
+				// the operand's tensor, dying here, wraps the buffer
+				// the sum takes: the sum's value when shapes agree
+				reuse, _ = p.vals[j].(*tensor.Dense)
 				inPlaceSums.Add(1)
 			}
 		}
@@ -520,7 +526,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 			return nil
 		}
 		if stolen >= 0 {
-			p.owned[stolen], buf = buf, nil
+			p.owned[stolen], buf, reuse = buf, nil, nil
 		}
 	}
 	var v G.Value
@@ -538,7 +544,9 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		if p.fusedBN[i] { // float32, with the Relu reading it (fuse.go)
 			var used []float32
 			var ok bool
-			v, used, ok, err = ops.FuseReluInto(cur.Op(), buf, in...)
+			p.into = ops.Into{Buf: buf, Wrap: p.offer(reuse)}
+			v, used, ok, err = ops.FuseReluInto(cur.Op(), &p.into, in...)
+			p.into = ops.Into{}
 			if !ok && err == nil {
 				err = fmt.Errorf("backend: %v has no fused Relu", cur)
 			}
@@ -547,11 +555,22 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		}
 		var b any
 		if f32 || cur.Dtype() == tensor.Int64 {
-			b = buf // an int64 value takes a buffer of two float32 per element
+			// an int64 value takes a buffer of two float32 per element;
+			// p.into, not buf itself: a slice in an interface is a heap
+			// object per op run
+			p.into = ops.Into{Buf: buf, Wrap: p.offer(reuse)}
+			b = &p.into
 		}
 		var used any
 		v, used, err = op.DoInto(b, in...)
-		u32, _ := used.([]float32)
+		p.into = ops.Into{}
+		var u32 []float32
+		switch u := used.(type) {
+		case []float32:
+			u32 = u
+		case *ops.Into:
+			u32 = buf
+		}
 		if u32 != nil && !f32 {
 			pooledInts.Add(1)
 		}
@@ -596,6 +615,25 @@ func (p *program) keepSinkWrap(i int, sink []float32, was *tensor.Dense, offered
 	(*p.sinkWrap)[p.pass][i] = weak.Make(t)
 }
 
+// offer is reuse when tensors are reused (ReuseTensors), else nil.
+func (p *program) offer(reuse *tensor.Dense) *tensor.Dense {
+	if !ReuseTensors {
+		return nil
+	}
+	return reuse
+}
+
+// putBuf returns buf, which the running op did not keep, to the pool
+// with reuse, the dead tensor that wrapped it (if any, and if it does):
+// the next op given buf is offered it again.
+func (p *program) putBuf(buf []float32, reuse *tensor.Dense) {
+	if reuse != nil && backedBy(reuse, buf) {
+		p.pool.putDense(buf, reuse)
+		return
+	}
+	p.pool.put(buf)
+}
+
 // takeReuse returns reuse, the tensor that last wrapped buf, in place of
 // v, a tensor the ops package's kernel made around buf, when the two
 // have the same shape (as value32 does for the backend's kernels), and
@@ -603,10 +641,16 @@ func (p *program) keepSinkWrap(i int, sink []float32, was *tensor.Dense, offered
 // tensor.New takes it instead of allocating one: the header, its shape
 // and its strides were a third of the bytes a small model's step
 // allocated. v is fresh (its kernel made it around the buffer it was
-// given and kept no reference), so nothing else reads it.
+// given and kept no reference), so nothing else reads it. An op offered
+// reuse (ops.Into) returns it itself when it fits: v is then reuse.
 func takeReuse(v G.Value, reuse *tensor.Dense, buf []float32) G.Value {
 	t, ok := v.(*tensor.Dense)
-	if !ok || !ReuseTensors || reuse == nil || t == reuse || t.RequiresIterator() || reuse.RequiresIterator() {
+	if ok && ReuseTensors && t != nil && t == reuse { // the op returned it (ops.Into)
+		reusedTensors.Add(1)
+		opsTensorsReused.Add(1)
+		return v
+	}
+	if !ok || !ReuseTensors || reuse == nil || t.RequiresIterator() || reuse.RequiresIterator() {
 		return v
 	}
 	if !backedBy(t, buf) || !backedBy(reuse, buf) || !reuse.Shape().Eq(t.Shape()) {

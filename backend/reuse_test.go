@@ -14,8 +14,8 @@ import (
 // the concurrent passes' forks kept across steps, are those of the same
 // steps with a fresh tensor for every value, bit for bit, and that the
 // steps after the first do reuse tensors, those of the ops package's
-// kernels included (takeReuse, which gives their fresh ones back to
-// Gorgonia's pool).
+// kernels included (offered with their buffer, ops.Into, or swapped in by
+// takeReuse).
 func TestReusedTensorsMatchFresh(t *testing.T) {
 	saved := ReuseTensors
 	defer func() { ReuseTensors = saved }()

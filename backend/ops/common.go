@@ -5,6 +5,7 @@ import (
 	"hash"
 	"hash/fnv"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/paretonav/paretonav/backend/internal/par"
@@ -34,7 +35,7 @@ type intoFn func(buf any, in []tensor.Tensor) (tensor.Tensor, error)
 
 // outBuf is buf zeroed when it is a []T of n values, else a fresh []T.
 func outBuf[T float](buf any, n int) []T {
-	if b, ok := buf.([]T); ok && len(b) == n {
+	if b, ok := bufOf[T](buf); ok && len(b) == n {
 		ClearPar(b)
 		return b
 	}
@@ -124,11 +125,12 @@ func (op *fnOp) Do(vals ...gorgonia.Value) (ret gorgonia.Value, err error) {
 	if len(vals) != len(op.inDims) {
 		return nil, fmt.Errorf("ops: %s: got %d inputs, expected %d", op.name, len(vals), len(op.inDims))
 	}
-	ts, err := asTensors(op.name, vals)
+	ts, err := borrowTensors(op.name, vals)
 	if err != nil {
 		return nil, err
 	}
-	return runKernel(op.name, op.fwd, ts)
+	defer returnTensors(ts)
+	return runKernel(op.name, op.fwd, *ts)
 }
 
 // DoInto is Do writing the result into buf where the op supports it:
@@ -136,7 +138,9 @@ func (op *fnOp) Do(vals ...gorgonia.Value) (ret gorgonia.Value, err error) {
 // which the caller guarantees is dead and shares no memory with vals. used
 // is the backing data of the result when the op wrote into a buffer of
 // its own (fresh or buf), nil when it ran Do (whose result may share
-// memory with other values and must not be reused).
+// memory with other values and must not be reused). buf is a []float32
+// or an *Into (which also offers the tensor that last wrapped the
+// buffer); used is then buf itself when the result is written there.
 func (op *fnOp) DoInto(buf any, vals ...gorgonia.Value) (v gorgonia.Value, used any, err error) {
 	if op.into == nil {
 		v, err = op.Do(vals...)
@@ -145,17 +149,25 @@ func (op *fnOp) DoInto(buf any, vals ...gorgonia.Value) (v gorgonia.Value, used 
 	if len(vals) != len(op.inDims) {
 		return nil, nil, fmt.Errorf("ops: %s: got %d inputs, expected %d", op.name, len(vals), len(op.inDims))
 	}
-	ts, err := asTensors(op.name, vals)
+	ts, err := borrowTensors(op.name, vals)
 	if err != nil {
 		return nil, nil, err
 	}
-	t, err := runKernel(op.name, func(in []tensor.Tensor) (tensor.Tensor, error) { return op.into(buf, in) }, ts)
+	into, _ := buf.(*Into)
+	key := offer(into)
+	t, err := runInto(op.name, op.into, buf, *ts)
+	withdraw(key)
+	returnTensors(ts)
 	if err != nil {
 		return nil, nil, err
 	}
+	b := buf32(buf)
 	if t.Dtype() == tensor.Int64 { // used: the float32 buffer holding d, if any
 		d, _ := t.Data().([]int64)
-		if b, ok := buf.([]float32); ok && len(d) > 0 && len(b) == 2*len(d) && unsafe.Pointer(&b[0]) == unsafe.Pointer(&d[0]) {
+		if len(d) > 0 && len(b) == 2*len(d) && unsafe.Pointer(&b[0]) == unsafe.Pointer(&d[0]) {
+			if into != nil {
+				return t, into, nil
+			}
 			return t, b, nil
 		}
 		return t, nil, nil
@@ -163,8 +175,11 @@ func (op *fnOp) DoInto(buf any, vals ...gorgonia.Value) (v gorgonia.Value, used 
 	// A result written into buf hands back buf itself, already an
 	// interface value: t.Data() would box the slice again (an allocation
 	// per op run).
-	if b, ok := buf.([]float32); ok && len(b) > 0 && t.Dtype() == tensor.Float32 {
+	if len(b) > 0 && t.Dtype() == tensor.Float32 {
 		if d := data[float32](t); len(d) == len(b) && &d[0] == &b[0] {
+			if into != nil {
+				return t, into, nil
+			}
 			return t, buf, nil
 		}
 	}
@@ -175,7 +190,7 @@ func (op *fnOp) DoInto(buf any, vals ...gorgonia.Value) (v gorgonia.Value, used 
 // buffer of 2n values aligned to 8 bytes (a pool buffer the backend gives
 // an int64 value: DoInto), else a fresh slice. Its contents are undefined.
 func intsIn(buf any, n int) []int64 {
-	if b, ok := buf.([]float32); ok && n > 0 && len(b) == 2*n && uintptr(unsafe.Pointer(&b[0]))%8 == 0 {
+	if b := buf32(buf); n > 0 && len(b) == 2*n && uintptr(unsafe.Pointer(&b[0]))%8 == 0 {
 		return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), n)
 	}
 	return make([]int64, n)
@@ -183,10 +198,10 @@ func intsIn(buf any, n int) []int64 {
 
 // FuseReluInto runs op, a node's op, followed by Relu (max(y, 0) per
 // element, as the backend's float32 Relu computes it) in one pass, writing
-// into buf as DoInto does. ok is false, and nothing runs, for ops that
-// have no fused form (every op but BatchNorm with running statistics) and
-// for float64 data.
-func FuseReluInto(op gorgonia.Op, buf []float32, vals ...gorgonia.Value) (v gorgonia.Value, used []float32, ok bool, err error) {
+// into buf (nil: a fresh buffer) as DoInto does. ok is false, and nothing
+// runs, for ops that have no fused form (every op but BatchNorm with
+// running statistics) and for float64 data.
+func FuseReluInto(op gorgonia.Op, buf *Into, vals ...gorgonia.Value) (v gorgonia.Value, used []float32, ok bool, err error) {
 	f, isFn := op.(*fnOp)
 	if !isFn || f.reluInto == nil || len(vals) != len(f.inDims) {
 		return nil, nil, false, nil
@@ -198,12 +213,13 @@ func FuseReluInto(op gorgonia.Op, buf []float32, vals ...gorgonia.Value) (v gorg
 	if ts[0].Dtype() != tensor.Float32 {
 		return nil, nil, false, nil
 	}
-	t, err := runKernel(f.name+"+Relu", func(in []tensor.Tensor) (tensor.Tensor, error) { return f.reluInto(buf, in) }, ts)
+	key := offer(buf)
+	t, err := runInto(f.name+"+Relu", f.reluInto, buf, ts)
+	withdraw(key)
 	if err != nil {
 		return nil, nil, true, err
 	}
-	d, _ := t.Data().([]float32)
-	return t, d, true, nil
+	return t, data[float32](t), true, nil
 }
 
 func (op *fnOp) ReturnsPtr() bool     { return false }
@@ -339,6 +355,17 @@ func apply(op *fnOp, children ...*gorgonia.Node) (n *gorgonia.Node, err error) {
 	return n, nil
 }
 
+// runInto runs f writing into buf, as runKernel runs a kernelFn (a
+// closure binding buf would be a heap object per op run).
+func runInto(name string, f intoFn, buf any, in []tensor.Tensor) (out tensor.Tensor, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("ops: %s: kernel panicked: %v", name, r)
+		}
+	}()
+	return f(buf, in)
+}
+
 // runKernel runs f, turning a panic into an error.
 func runKernel(name string, f kernelFn, in []tensor.Tensor) (out tensor.Tensor, err error) {
 	defer func() {
@@ -351,14 +378,46 @@ func runKernel(name string, f kernelFn, in []tensor.Tensor) (out tensor.Tensor, 
 
 func asTensors(name string, vals []gorgonia.Value) ([]tensor.Tensor, error) {
 	ts := make([]tensor.Tensor, len(vals))
+	return ts, fillTensors(name, ts, vals)
+}
+
+// fillTensors sets ts[i] to vals[i] as a tensor.
+func fillTensors(name string, ts []tensor.Tensor, vals []gorgonia.Value) error {
 	for i, v := range vals {
 		t, ok := v.(tensor.Tensor)
 		if !ok {
-			return nil, fmt.Errorf("ops: %s: input %d is %T, expected a tensor", name, i, v)
+			return fmt.Errorf("ops: %s: input %d is %T, expected a tensor", name, i, v)
 		}
 		ts[i] = t
 	}
-	return ts, nil
+	return nil
+}
+
+// operands holds the slices of operand tensors the ops running use
+// (borrowTensors): a fresh slice per op run was a heap object each time.
+var operands = sync.Pool{New: func() any { return new([]tensor.Tensor) }}
+
+// borrowTensors is asTensors into a slice from operands; the caller gives
+// it back with returnTensors once the kernel that reads it has returned
+// (no kernel keeps its operand slice).
+func borrowTensors(name string, vals []gorgonia.Value) (*[]tensor.Tensor, error) {
+	p := operands.Get().(*[]tensor.Tensor)
+	if cap(*p) < len(vals) {
+		*p = make([]tensor.Tensor, len(vals))
+	}
+	*p = (*p)[:len(vals)]
+	if err := fillTensors(name, *p, vals); err != nil {
+		returnTensors(p)
+		return nil, err
+	}
+	return p, nil
+}
+
+// returnTensors gives back a slice borrowTensors lent, dropping its
+// references.
+func returnTensors(p *[]tensor.Tensor) {
+	clear(*p)
+	operands.Put(p)
 }
 
 // data returns the contiguous row-major elements of t as []T, materialising
@@ -403,7 +462,13 @@ func data[T float | int64](t tensor.Tensor) []T {
 // Gorgonia's pool and never gives back, then into the tensor's own), so
 // the tensor keeps no reference to the caller's slice; a clone here was a
 // third copy, one more allocation per kernel call.
+//
+// When a running op was offered a tensor wrapping exactly backing with
+// this shape (Into), newTensor returns it instead.
 func newTensor[T float | int64](shape tensor.Shape, backing []T) tensor.Tensor {
+	if d := offeredFor(shape, backing); d != nil {
+		return d
+	}
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(backing))
 }
 

@@ -494,7 +494,7 @@ func scatterPlanesInto(buf any, vt, it tensor.Tensor, s tensor.Shape) (tensor.Te
 // else a fresh []T: for kernels that write every element (Conv's forward
 // pass, BatchNorm's affine maps, MaxPool's gather).
 func outBufDirty[T float](buf any, n int) []T {
-	if b, ok := buf.([]T); ok && len(b) == n {
+	if b, ok := bufOf[T](buf); ok && len(b) == n {
 		return b
 	}
 	return make([]T, n)
