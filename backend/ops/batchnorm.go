@@ -135,12 +135,18 @@ func BatchNorm(x, scale, b, mean, variance *gorgonia.Node, p BatchNormParams) (*
 	return apply(op, x, scale, b, mean, variance)
 }
 
+// biasGrad is the gradient of a per-channel bias (BatchNorm's B, a
+// convolution's bias): the output gradient summed over every axis but
+// the channels, written into the buffer DoInto offers (a parameter
+// gradient's place in the Jacobian row) where there is one.
 func biasGrad() gradSpec {
-	return gradSpec{deps: []int{depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
+	into := func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 		return dispatch(in[0],
-			func() (tensor.Tensor, error) { return channelSum[float32](in[0]), nil },
-			func() (tensor.Tensor, error) { return channelSum[float64](in[0]), nil })
-	}}
+			func() (tensor.Tensor, error) { return channelSum[float32](in[0], buf), nil },
+			func() (tensor.Tensor, error) { return channelSum[float64](in[0], buf), nil })
+	}
+	return gradSpec{deps: []int{depGrad}, into: into,
+		fn: func(in []tensor.Tensor) (tensor.Tensor, error) { return into(nil, in) }}
 }
 
 // BatchStatistics builds the per-channel batch mean and biased variance of

@@ -171,11 +171,7 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 	if b != nil {
 		op.inDims = append(op.inDims, 1)
 		op.name += "+bias"
-		op.grads = append(op.grads, gradSpec{deps: []int{depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
-			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return channelSum[float32](in[0]), nil },
-				func() (tensor.Tensor, error) { return channelSum[float64](in[0]), nil })
-		}})
+		op.grads = append(op.grads, biasGrad())
 		children = append(children, b)
 	}
 	return apply(op, children...)
@@ -1245,10 +1241,11 @@ func parallelProduct(n int) bool { return splitsProducts(runtime.GOMAXPROCS(0), 
 // whole samples, their products unsplit.
 func splitsProducts(w, n int) bool { return w > 1 && (n < w || n%w != 0) }
 
-// channelSum sums a [N, C, ...] tensor over every axis but C. Channels are
-// split among goroutines (parallelWork's chunks of at least minChunkWork
-// values); each channel is summed in the same order whatever the split.
-func channelSum[T float](t tensor.Tensor) tensor.Tensor {
+// channelSum sums a [N, C, ...] tensor over every axis but C, into buf as
+// outBuf gives it. Channels are split among goroutines (parallelWork's
+// chunks of at least minChunkWork values); each channel is summed in the
+// same order whatever the split.
+func channelSum[T float](t tensor.Tensor, buf any) tensor.Tensor {
 	s := t.Shape()
 	d := data[T](t)
 	n, c := s[0], s[1]
@@ -1256,7 +1253,7 @@ func channelSum[T float](t tensor.Tensor) tensor.Tensor {
 	for _, v := range s[2:] {
 		inner *= v
 	}
-	out := make([]T, c)
+	out := outBuf[T](buf, c)
 	sum := func(lo, hi int) {
 		for i := 0; i < n; i++ {
 			for j := lo; j < hi; j++ {

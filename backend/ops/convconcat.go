@@ -121,11 +121,7 @@ func ConvConcat(xs []*gorgonia.Node, w, b *gorgonia.Node, p ConvParams) (*gorgon
 	if b != nil {
 		op.inDims = append(op.inDims, 1)
 		op.name += "+bias"
-		op.grads = append(op.grads, gradSpec{deps: []int{depGrad}, into: func(_ any, in []tensor.Tensor) (tensor.Tensor, error) {
-			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return channelSum[float32](in[0]), nil },
-				func() (tensor.Tensor, error) { return channelSum[float64](in[0]), nil })
-		}})
+		op.grads = append(op.grads, biasGrad())
 		children = append(children, b)
 	}
 	fwd := op.into

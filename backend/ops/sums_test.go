@@ -46,7 +46,7 @@ func TestChannelSum(t *testing.T) {
 		for i := range d {
 			d[i] = float32(rng.NormFloat64())
 		}
-		got := data[float32](channelSum[float32](newTensor(s, d)))
+		got := data[float32](channelSum[float32](newTensor(s, d), nil))
 		for j := 0; j < c; j++ {
 			var want float64
 			var serial float32
