@@ -656,7 +656,6 @@ func takeReuse(v G.Value, reuse *tensor.Dense, buf []float32) G.Value {
 	if !backedBy(t, buf) || !backedBy(reuse, buf) || !reuse.Shape().Eq(t.Shape()) {
 		return v
 	}
-	tensor.ReturnTensor(t)
 	reusedTensors.Add(1)
 	opsTensorsReused.Add(1)
 	return reuse

@@ -11,6 +11,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/wrap"
 	"github.com/paretonav/paretonav/backend/ops"
 )
 
@@ -605,12 +606,14 @@ var ReuseTensors = true
 var reusedTensors atomic.Int64
 
 // makeValue32 wraps float32 data (row-major, shape s) as a Gorgonia value:
-// a scalar for an empty shape, a dense tensor backed by data otherwise.
+// a scalar for an empty shape, a dense tensor backed by data otherwise
+// (wrap.Dense: the tensor made last time for the same memory and shape,
+// while it lives; values are never changed in place).
 func makeValue32(s []int, data []float32) G.Value {
 	if len(s) == 0 {
 		return G.NewF32(data[0])
 	}
-	return tensor.New(tensor.WithShape(s...), tensor.WithBacking(data))
+	return wrap.Dense(s, data)
 }
 
 // numel returns the number of elements of shape s (1 for a scalar).

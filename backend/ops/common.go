@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/paretonav/paretonav/backend/internal/par"
+	"github.com/paretonav/paretonav/backend/internal/wrap"
 
 	"github.com/chewxy/hm"
 	"gorgonia.org/gorgonia"
@@ -464,10 +465,20 @@ func data[T float | int64](t tensor.Tensor) []T {
 // third copy, one more allocation per kernel call.
 //
 // When a running op was offered a tensor wrapping exactly backing with
-// this shape (Into), newTensor returns it instead.
+// this shape (Into), newTensor returns it instead; otherwise a float
+// tensor comes from wrap.Dense, the same tensor as last time for the same
+// memory and shape (kernels wrap the same scratch and result buffers step
+// after step): callers must not change it in place.
 func newTensor[T float | int64](shape tensor.Shape, backing []T) tensor.Tensor {
 	if d := offeredFor(shape, backing); d != nil {
 		return d
+	}
+	var z T
+	switch any(z).(type) {
+	case float32:
+		return wrap.Dense(shape, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(backing))), len(backing)))
+	case float64:
+		return wrap.Dense(shape, unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(backing))), len(backing)))
 	}
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(backing))
 }
