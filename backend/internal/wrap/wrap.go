@@ -31,9 +31,12 @@ import (
 const maxRank = 8
 
 // key is a tensor's identity in the cache: its memory, length, element
-// kind and shape.
+// kind and shape. The address is a uintptr, which the garbage collector
+// does not follow: a key must not keep its memory alive. An address
+// reused by new memory cannot find the old tensor: the old tensor holds
+// the old memory, so that while one lives, the other cannot be there.
 type key struct {
-	p    unsafe.Pointer
+	p    uintptr
 	n    int
 	f64  bool
 	rank int
@@ -60,11 +63,11 @@ func Dense[T float32 | float64](shape []int, backing []T) *tensor.Dense {
 	if len(shape) == 0 || len(shape) > maxRank || len(backing) == 0 {
 		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(backing))
 	}
-	k := key{p: unsafe.Pointer(&backing[0]), n: len(backing), rank: len(shape)}
+	k := key{p: uintptr(unsafe.Pointer(&backing[0])), n: len(backing), rank: len(shape)}
 	var z T
 	_, k.f64 = any(z).(float64)
 	copy(k.dims[:], shape)
-	s := &cache[(uintptr(k.p)>>6)%shards]
+	s := &cache[(k.p>>6)%shards]
 	s.mu.Lock()
 	if w, ok := s.m[k]; ok {
 		if d := w.Value(); d != nil {
