@@ -92,6 +92,7 @@ type job struct {
 	next atomic.Int32 // next chunk to take
 	left atomic.Int32 // chunks not yet finished
 	fin  chan struct{}
+	seq  uint64 // pool.posted after this loop's post
 	mu   sync.Mutex
 	pnc  any // the first panic of a chunk, re-raised in the caller
 }
@@ -152,7 +153,7 @@ func post(j *job, want int) {
 	}
 	p.jobs = append(p.jobs, j)
 	p.postAt.Store(now())
-	p.posted.Add(1)
+	j.seq = p.posted.Add(1)
 	for ; want > 0 && p.asleep > 0; want-- {
 		p.asleep--
 		p.wake <- struct{}{}
@@ -172,6 +173,20 @@ func take() *job {
 		}
 		p.jobs[0] = nil
 		p.jobs = p.jobs[1:]
+	}
+	return nil
+}
+
+// takeAfter returns a loop posted after the seq-th with chunks left, or
+// nil.
+func takeAfter(seq uint64) *job {
+	p := &pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, j := range p.jobs {
+		if j.seq > seq && j.next.Load() < j.n {
+			return j
+		}
 	}
 	return nil
 }
@@ -206,16 +221,35 @@ func (j *job) call(i int) {
 
 // wait returns when every chunk of j has finished: it polls for Spin, then
 // sleeps.
+//
+// While it polls it runs chunks of loops posted after its own: a caller
+// whose backward pass ended first helps the other task's pass, still
+// running beside it, with its next loops, instead of leaving its core
+// idle. Loops posted before its own are left alone: one of them may be
+// the loop whose chunk this caller is inside (a whole pass of eachPass),
+// which would then wait behind it.
 func (j *job) wait() {
 	if j.left.Load() == 0 {
 		return
 	}
-	deadline := time.Now().Add(Spin)
+	seen := j.seq
+	deadline := now() + int64(Spin)
 	for k := 0; ; k++ {
 		if j.left.Load() == 0 {
 			return
 		}
-		if k&255 == 255 && time.Now().After(deadline) { // the clock every 256 polls: a poll is nanoseconds, a clock read tens
+		if k&255 != 255 { // the clock every 256 polls: a poll is nanoseconds, a clock read tens
+			continue
+		}
+		if s := pool.posted.Load(); s != seen {
+			if o := takeAfter(j.seq); o != nil {
+				o.run()
+				deadline = now() + int64(Spin)
+				continue
+			}
+			seen = s
+		}
+		if now() > deadline {
 			break
 		}
 	}

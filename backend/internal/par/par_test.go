@@ -207,3 +207,47 @@ func TestHitShareSpin(t *testing.T) {
 		}
 	}
 }
+
+// TestForNestedUneven runs loops nested three deep, of uneven chunk
+// counts and lengths, posted by several goroutines at once, on 2 and 4
+// workers: callers waiting for their last chunk run chunks of loops posted
+// after theirs, and the loops must still all finish with every chunk run
+// once.
+func TestForNestedUneven(t *testing.T) {
+	for _, procs := range []int{2, 4} {
+		prev := runtime.GOMAXPROCS(procs)
+		var total, want atomic.Int64
+		var wg sync.WaitGroup
+		for c := 0; c < 5; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for rep := 0; rep < 20; rep++ {
+					a := 1 + (c+rep)%4
+					For(a, func(i int) {
+						b := 1 + (i*7+rep)%6
+						For(b, func(j int) {
+							if (i+j+rep)%5 == 0 {
+								time.Sleep(20 * time.Microsecond)
+							}
+							d := 1 + (i+j+c)%3
+							For(d, func(int) { total.Add(1) })
+							want.Add(int64(d))
+						})
+					})
+				}
+			}()
+		}
+		finished := make(chan struct{})
+		go func() { wg.Wait(); close(finished) }()
+		select {
+		case <-finished:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("GOMAXPROCS=%d: nested loops did not finish in 60 s", procs)
+		}
+		runtime.GOMAXPROCS(prev)
+		if total.Load() != want.Load() || want.Load() == 0 {
+			t.Fatalf("GOMAXPROCS=%d: %d innermost chunks ran, want %d", procs, total.Load(), want.Load())
+		}
+	}
+}
