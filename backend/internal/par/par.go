@@ -193,16 +193,21 @@ func takeAfter(seq uint64) *job {
 
 // run takes and runs j's chunks until none is left to take.
 func (j *job) run() {
-	for {
-		i := j.next.Add(1) - 1
-		if i >= j.n {
-			return
-		}
-		j.call(int(i))
-		if j.left.Add(-1) == 0 {
-			close(j.fin)
-		}
+	for j.runOne() {
 	}
+}
+
+// runOne takes and runs one of j's chunks, and says whether there was one.
+func (j *job) runOne() bool {
+	i := j.next.Add(1) - 1
+	if i >= j.n {
+		return false
+	}
+	j.call(int(i))
+	if j.left.Add(-1) == 0 {
+		close(j.fin)
+	}
+	return true
 }
 
 // call runs chunk i, keeping a panic for the caller.
@@ -243,7 +248,7 @@ func (j *job) wait() {
 		}
 		if s := pool.posted.Load(); s != seen {
 			if o := takeAfter(j.seq); o != nil {
-				o.run()
+				o.runOne() // one chunk: then back to whether j is done
 				deadline = now() + int64(Spin)
 				continue
 			}
