@@ -64,7 +64,8 @@ func sdotKernel3x4(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha
 func sdotKernel3x4AVX2(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
 
 var (
-	kernelAVX2   = &kernel{mr: 6, nr: 16, name: "avx2-6x16", fn: sgemmKernel6x16, direct: sgemmKernel6x16s, dot: sdotKernel3x4AVX2}
+	kernelAVX2 = &kernel{mr: 6, nr: 16, name: "avx2-6x16", fn: sgemmKernel6x16, direct: sgemmKernel6x16s, dot: sdotKernel3x4AVX2,
+		rows: sgemmKernel6x16o, dotSeg: sdotKernel3x4SegAVX2}
 	kernelAVX512 = &kernel{mr: 6, nr: 32, name: "avx512-6x32", fn: sgemmKernel6x32, direct: sgemmKernel6x32s, directA: sgemmKernel6x32a, dot: sdotKernel3x4, farC: 2,
 		fn2: sgemmKernel12x32, direct2: sgemmKernel12x32s, directA2: sgemmKernel12x32a,
 		rows: sgemmKernel6x32o, rows2: sgemmKernel12x32o, dotSeg: sdotKernel3x4Seg}
@@ -112,3 +113,14 @@ func sgemmKernel12x32o(kc int, a, b, c *float32, ldc int, offs *int, over int)
 //
 //go:noescape
 func sdotKernel3x4Seg(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
+
+// sgemmKernel6x16o is sgemmKernel6x16s with row l of the kc×16 panel of
+// B at b + offs[l] (in values).
+//
+//go:noescape
+func sgemmKernel6x16o(kc int, a, b, c *float32, ldc int, offs *int, over int)
+
+// sdotKernel3x4SegAVX2 is sdotKernel3x4Seg for AVX2+FMA.
+//
+//go:noescape
+func sdotKernel3x4SegAVX2(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)

@@ -11,11 +11,22 @@ import (
 // segments: a convolution's shapes (LeNet's weight gradients: 28 and 10
 // values a row, 28 and 10 rows), segment lengths below, at and across a
 // vector of 16 values, edge blocks of rows and columns, one segment; that
-// c outside the m×n block is kept; and that a segment outside b panics.
+// c outside the m×n block is kept; and that a segment outside b panics;
+// with every micro-kernel this CPU runs.
 func TestSdotRowsSeg(t *testing.T) {
-	if !Accelerated() || active.dotSeg == nil {
-		t.Skip("no segmented dot kernel on this CPU: SdotRowsSeg declines")
+	if !Accelerated() || len(kernels()) == 0 {
+		t.Skip("no micro-kernel on this CPU: SdotRowsSeg declines")
 	}
+	for _, kr := range kernels() {
+		t.Run(kr.name, func(t *testing.T) {
+			defer func(k *kernel) { active = k }(active)
+			active = kr
+			testSdotRowsSeg(t)
+		})
+	}
+}
+
+func testSdotRowsSeg(t *testing.T) {
 	cases := []struct {
 		m, n, k, nseg int
 		taps, w       int // b: runs of taps consecutive offsets, rows of w values

@@ -13,11 +13,21 @@ import (
 // of rows and columns, several blocks of k and of n, with and without the
 // 12-row kernel, the last partial panel of columns packed (rows ending
 // near b's end) or read in place (room after them); that c outside the m×n block is kept; and that a row
-// outside b panics.
+// outside b panics; with every micro-kernel this CPU runs.
 func TestSgemmRows(t *testing.T) {
-	if !Accelerated() || active.rows == nil {
-		t.Skip("no row-offset micro-kernel on this CPU: SgemmRows declines")
+	if !Accelerated() || len(kernels()) == 0 {
+		t.Skip("no micro-kernel on this CPU: SgemmRows declines")
 	}
+	for _, kr := range kernels() {
+		t.Run(kr.name, func(t *testing.T) {
+			defer func(k *kernel) { active = k }(active)
+			active = kr
+			testSgemmRows(t)
+		})
+	}
+}
+
+func testSgemmRows(t *testing.T) {
 	cases := []struct {
 		name    string
 		m, n, k int
