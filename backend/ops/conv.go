@@ -716,7 +716,11 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 				if offs != nil {
 					// The input to its end: room for the wide rows' last
 					// partial panel of columns read in place (SgemmRows).
-					convWide(&g, mul, offs, x[(n*g.c+gi*g.cg)*g.inPlane:], wg, og, col, wide)
+					var bg []T // the group's biases, added as the rows are cropped
+					if b != nil && WideBias {
+						bg = b[gi*g.mg : (gi+1)*g.mg]
+					}
+					convWide(&g, mul, offs, x[(n*g.c+gi*g.cg)*g.inPlane:], wg, bg, og, col, wide)
 					continue
 				}
 				if cols != nil {
@@ -733,7 +737,7 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 					mul(false, false, g.mg, bc, g.colRows, wg, g.colRows, c, bc, 0, og[r0*g.ow:], g.colCols)
 				}
 			}
-			if b != nil {
+			if b != nil && (offs == nil || !WideBias) { // else convWide added them
 				for m := 0; m < g.m; m++ {
 					o := out[(n*g.m+m)*g.outPlane:][:g.outPlane]
 					for i := range o {
@@ -1060,11 +1064,11 @@ func (g *convGeom) wideLd() int { return (g.wideLen() + 15) &^ 15 }
 // convWide is one group of one sample of wideForward: col (colRows × L,
 // rows wideLd apart) takes each tap's wide row of xg (the group's input
 // planes, and any values after them), or the product reads those rows in
-// place (wideInPlace), wide (mg × L) the
-// product W·col, and og
-// the output columns of wide (t = oi·W + oj with oj < oW). Each output is
-// the sum the im2col product forms, over the same taps in the same order.
-func convWide[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int), offs []int, xg, wg, og, col, wide []T) {
+// place (wideInPlace), wide (mg × L) the product W·col, and og the output
+// columns of wide (t = oi·W + oj with oj < oW), plus the group's biases
+// bg when not nil. Each output is the sum the im2col
+// product forms, over the same taps in the same order (and then its bias).
+func convWide[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int), offs []int, xg, wg, bg, og, col, wide []T) {
 	l, ld := g.wideLen(), g.wideLd()
 	if !wideInPlace[T](g) || !fgemm.SgemmRows(g.mg, l, g.colRows, any(wg).([]float32), g.colRows, any(xg).([]float32), offs, any(wide).([]float32), ld) {
 		for r, off := range offs {
@@ -1073,8 +1077,35 @@ func convWide[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []T, ld
 		mul(false, false, g.mg, l, g.colRows, wg, g.colRows, col, ld, 0, wide, ld)
 	}
 	for m := 0; m < g.mg; m++ {
+		if bg != nil {
+			addBiasRows(og[m*g.outPlane:][:g.outPlane], wide[m*ld:], g.w, g.ow, bg[m])
+			continue
+		}
 		for oi := 0; oi < g.oh; oi++ {
 			copy(og[m*g.outPlane+oi*g.ow:][:g.ow], wide[m*ld+oi*g.w:][:g.ow])
+		}
+	}
+}
+
+// WideBias enables adding the biases as convWide crops its rows, instead
+// of in a pass of its own over the outputs; tests turn it off to compare.
+var WideBias = true
+
+// addBiasRows sets o's rows of ow values to the rows of src (lds apart)
+// plus b: the crop of one filter's wide rows and its bias in one pass,
+// each output src + b as the bias pass after a product gives it (float32
+// through vmath.AffineRelu32 with factor 1: 1·v is v).
+func addBiasRows[T float](o, src []T, lds, ow int, b T) {
+	if o32, ok := any(o).([]float32); ok {
+		s32, b32 := any(src).([]float32), any(b).(float32)
+		for r := 0; r*ow < len(o32); r++ {
+			vmath.AffineRelu32(o32[r*ow:(r+1)*ow], s32[r*lds:], 1, b32, false)
+		}
+		return
+	}
+	for r := 0; r*ow < len(o); r++ {
+		for j, v := range src[r*lds : r*lds+ow] {
+			o[r*ow+j] = v + b
 		}
 	}
 }
