@@ -24,7 +24,9 @@ type BenchStepConfig struct {
 	CPUProfile io.Writer
 	// MemProfile, when set, receives a pprof allocation profile written
 	// after the timed steps (go tool pprof -sample_index=alloc_space: what
-	// the whole run allocated, by call site).
+	// the whole run allocated, by call site; with GODEBUG=memprofilerate=1
+	// every allocation, so that the profiles of runs of 1 and N+1 steps
+	// differ, with pprof -base, by exactly N steps' allocations).
 	MemProfile io.Writer
 }
 
@@ -164,6 +166,9 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 		pprof.StopCPUProfile()
 	}
 	if c.MemProfile != nil {
+		// The profile is as of the last completed collection: without
+		// one here, the last steps' allocations would be missing from it.
+		runtime.GC()
 		if err := pprof.Lookup("allocs").WriteTo(c.MemProfile, 0); err != nil {
 			return nil, fmt.Errorf("the allocation profile: %w", err)
 		}

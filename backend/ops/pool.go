@@ -723,22 +723,31 @@ func globalPool(name string, x *gorgonia.Node, isMax bool) (*gorgonia.Node, erro
 	}
 	os, _ := globalShape(xs)
 	op := &fnOp{name: name, inDims: []int{len(xs)}, outShape: os}
+	// the forward pass writes every element of the buffer it is handed
+	n := os.TotalSize()
 	if isMax {
-		op.fwd = func(in []tensor.Tensor) (tensor.Tensor, error) {
+		op.into = func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return globalMaxFwd[float32](in[0]), nil },
-				func() (tensor.Tensor, error) { return globalMaxFwd[float64](in[0]), nil })
+				func() (tensor.Tensor, error) { return globalMaxFwd(in[0], outBufDirty[float32](buf, n)), nil },
+				func() (tensor.Tensor, error) { return globalMaxFwd(in[0], outBufDirty[float64](buf, n)), nil })
 		}
-		op.grads = []gradSpec{{deps: []int{0, depGrad}, fn: func(in []tensor.Tensor) (tensor.Tensor, error) {
+		// the gradient writes one element per plane: outBuf zeroes the rest
+		gradInto := func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return globalMaxBwd[float32](in[0], in[1]), nil },
-				func() (tensor.Tensor, error) { return globalMaxBwd[float64](in[0], in[1]), nil })
-		}}}
+				func() (tensor.Tensor, error) {
+					return globalMaxBwd(in[0], in[1], outBuf[float32](buf, xs.TotalSize())), nil
+				},
+				func() (tensor.Tensor, error) {
+					return globalMaxBwd(in[0], in[1], outBuf[float64](buf, xs.TotalSize())), nil
+				})
+		}
+		op.grads = []gradSpec{{deps: []int{0, depGrad}, into: gradInto,
+			fn: func(in []tensor.Tensor) (tensor.Tensor, error) { return gradInto(nil, in) }}}
 	} else {
-		op.fwd = func(in []tensor.Tensor) (tensor.Tensor, error) {
+		op.into = func(buf any, in []tensor.Tensor) (tensor.Tensor, error) {
 			return dispatch(in[0],
-				func() (tensor.Tensor, error) { return globalAvgFwd[float32](in[0]), nil },
-				func() (tensor.Tensor, error) { return globalAvgFwd[float64](in[0]), nil })
+				func() (tensor.Tensor, error) { return globalAvgFwd(in[0], outBufDirty[float32](buf, n)), nil },
+				func() (tensor.Tensor, error) { return globalAvgFwd(in[0], outBufDirty[float64](buf, n)), nil })
 		}
 		// the gradient writes every element of the buffer it is handed
 		// (squeeze-and-excitation blocks run one per block per task)
@@ -754,13 +763,16 @@ func globalPool(name string, x *gorgonia.Node, isMax bool) (*gorgonia.Node, erro
 		op.grads = []gradSpec{{deps: []int{depGrad}, into: into,
 			fn: func(in []tensor.Tensor) (tensor.Tensor, error) { return into(nil, in) }}}
 	}
+	into := op.into
+	op.fwd = func(in []tensor.Tensor) (tensor.Tensor, error) { return into(nil, in) }
 	return apply(op, x)
 }
 
-func globalAvgFwd[T float](xt tensor.Tensor) tensor.Tensor {
+// globalAvgFwd writes the mean of each plane of xt into out (any
+// contents: every element is written).
+func globalAvgFwd[T float](xt tensor.Tensor, out []T) tensor.Tensor {
 	os, inner := globalShape(xt.Shape())
 	x := data[T](xt)
-	out := make([]T, len(x)/inner)
 	for i := range out {
 		var s T
 		for _, v := range x[i*inner : (i+1)*inner] {
@@ -796,10 +808,11 @@ func globalArgMax[T float](x []T) int {
 	return arg
 }
 
-func globalMaxFwd[T float](xt tensor.Tensor) tensor.Tensor {
+// globalMaxFwd writes the maximum of each plane of xt into out (any
+// contents: every element is written).
+func globalMaxFwd[T float](xt tensor.Tensor, out []T) tensor.Tensor {
 	os, inner := globalShape(xt.Shape())
 	x := data[T](xt)
-	out := make([]T, len(x)/inner)
 	for i := range out {
 		p := x[i*inner : (i+1)*inner]
 		out[i] = p[globalArgMax(p)]
@@ -807,10 +820,11 @@ func globalMaxFwd[T float](xt tensor.Tensor) tensor.Tensor {
 	return newTensor(os, out)
 }
 
-func globalMaxBwd[T float](xt, gyt tensor.Tensor) tensor.Tensor {
+// globalMaxBwd writes gyt at each plane's maximum of xt into dx, which
+// must be zero.
+func globalMaxBwd[T float](xt, gyt tensor.Tensor, dx []T) tensor.Tensor {
 	_, inner := globalShape(xt.Shape())
 	x, gy := data[T](xt), data[T](gyt)
-	dx := make([]T, len(x))
 	for i, g := range gy {
 		dx[i*inner+globalArgMax(x[i*inner:(i+1)*inner])] = g
 	}

@@ -72,4 +72,3 @@ func TestDenseCollected(t *testing.T) {
 		t.Errorf("a dropped buffer survived a collection: the cache keeps its memory")
 	}
 }
-
