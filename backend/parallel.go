@@ -18,7 +18,12 @@ func parallelElems(n int, f func(lo, hi int)) { parallelItems(n, 1, f) }
 // parallelItems is parallelElems for n items of per elements each: each
 // goroutine gets at least elemChunk elements.
 func parallelItems(n, per int, f func(lo, hi int)) {
-	w := min(runtime.GOMAXPROCS(0), n*max(per, 1)/elemChunk, n)
+	// The work bound first: runtime.GOMAXPROCS takes the scheduler's lock,
+	// a cost per call that small kernels, most calls, need not pay.
+	w := min(n*max(per, 1)/elemChunk, n)
+	if w > 1 {
+		w = min(w, runtime.GOMAXPROCS(0))
+	}
 	if w <= 1 {
 		f(0, n)
 		return

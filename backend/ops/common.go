@@ -51,7 +51,10 @@ const clearMin = 1 << 18
 
 // ClearPar zeroes b, splitting a long b among GOMAXPROCS goroutines.
 func ClearPar[T any](b []T) {
-	w := min(runtime.GOMAXPROCS(0), len(b)/clearMin)
+	w := len(b) / clearMin // before GOMAXPROCS, which takes a lock
+	if w > 1 {
+		w = min(w, runtime.GOMAXPROCS(0))
+	}
 	if w <= 1 {
 		clear(b)
 		return
@@ -580,7 +583,12 @@ func parallelProducts(n, per int, f func(worker, lo, hi int)) {
 
 // parallelWorkMin is parallelWork with chunks of at least least units.
 func parallelWorkMin(n, per, least int, f func(worker, lo, hi int)) {
-	c := chunkCountMin(runtime.GOMAXPROCS(0), n, per, least)
+	// The work bound first: runtime.GOMAXPROCS takes the scheduler's
+	// lock, a cost per call that loops too small to split need not pay.
+	c := chunkCountMin(n, n, per, least)
+	if c > 1 {
+		c = chunkCountMin(runtime.GOMAXPROCS(0), n, per, least)
+	}
 	if c <= 1 {
 		f(0, 0, n)
 		return

@@ -26,21 +26,28 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// maxRank is the highest rank the cache keys; tensors of higher rank are
-// made fresh each time.
-const maxRank = 8
-
-// key is a tensor's identity in the cache: its memory, length, element
-// kind and shape. The address is a uintptr, which the garbage collector
-// does not follow: a key must not keep its memory alive. An address
-// reused by new memory cannot find the old tensor: the old tensor holds
-// the old memory, so that while one lives, the other cannot be there.
+// key is a tensor's identity in the cache: its memory and length, and a
+// hash of its element kind and shape (a lookup then checks the shape
+// itself: two shapes of one hash share an entry, the later replacing the
+// earlier). The address is a uintptr, which the garbage collector does
+// not follow: a key must not keep its memory alive. An address reused by
+// new memory cannot find the old tensor: the old tensor holds the old
+// memory, so that while one lives, the other cannot be there.
 type key struct {
-	p    uintptr
-	n    int
-	f64  bool
-	rank int
-	dims [maxRank]int
+	p, n uintptr
+	h    uint64
+}
+
+// shapeHash mixes the dimensions of shape and f64 (FNV-1a over words).
+func shapeHash(shape []int, f64 bool) uint64 {
+	h := uint64(14695981039346656037)
+	if f64 {
+		h ^= 1
+	}
+	for _, d := range shape {
+		h = (h ^ uint64(d)) * 1099511628211
+	}
+	return (h ^ uint64(len(shape))) * 1099511628211
 }
 
 // shards spread the cache over several locks: the concurrent backward
@@ -58,26 +65,25 @@ var cache [shards]shard
 // Dense returns a float32 or float64 tensor of the given shape backed by
 // backing (len(backing) must be the shape's size): the tensor made by the
 // last call for the same memory and shape while it is alive, else a new
-// one. A scalar shape or a rank above maxRank always gives a new tensor.
+// one. A scalar shape always gives a new tensor.
 func Dense[T float32 | float64](shape []int, backing []T) *tensor.Dense {
-	if len(shape) == 0 || len(shape) > maxRank || len(backing) == 0 {
+	if len(shape) == 0 || len(backing) == 0 {
 		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(backing))
 	}
-	k := key{p: uintptr(unsafe.Pointer(&backing[0])), n: len(backing), rank: len(shape)}
 	var z T
-	_, k.f64 = any(z).(float64)
-	copy(k.dims[:], shape)
+	_, f64 := any(z).(float64)
+	k := key{p: uintptr(unsafe.Pointer(&backing[0])), n: uintptr(len(backing)), h: shapeHash(shape, f64)}
 	s := &cache[(k.p>>6)%shards]
 	s.mu.Lock()
-	if w, ok := s.m[k]; ok {
-		if d := w.Value(); d != nil {
-			s.mu.Unlock()
+	w, ok := s.m[k]
+	s.mu.Unlock()
+	if ok {
+		if d := w.Value(); d != nil && (d.Dtype() == tensor.Float64) == f64 && d.Shape().Eq(tensor.Shape(shape)) {
 			return d
 		}
 	}
-	s.mu.Unlock()
 	d := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(backing))
-	w := weak.Make(d)
+	w = weak.Make(d)
 	s.mu.Lock()
 	if s.m == nil {
 		s.m = make(map[key]weak.Pointer[tensor.Dense])
