@@ -39,11 +39,10 @@ func lowerRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 // branch on the data (a branch on the sign of each value mispredicted half
 // the time: 4.5 against 0.74 ns per value).
 func reluFwd32(dst []float32, in [][]float32) {
-	x := in[0][:len(dst)]
-	parallelElems(len(dst), func(lo, hi int) {
-		d := dst[lo:hi]
-		for i, v := range x[lo:hi] {
-			d[i] = max(v, 0)
+	forElems(len(dst), vec2{dst, in[0][:len(dst)]}, func(v vec2, lo, hi int) {
+		d := v.d[lo:hi]
+		for i, x := range v.x[lo:hi] {
+			d[i] = max(x, 0)
 		}
 	})
 }
@@ -52,11 +51,10 @@ func reluFwd32(dst []float32, in [][]float32) {
 // elsewhere (as the float64 path's g·0 rounds: ±0, NaN for an infinite or
 // NaN g), the factor chosen on integer bits, without a branch on the data.
 func reluBwd32(_ int, dst []float32, _ [][]float32, out, g []float32) bool {
-	out, g = out[:len(dst)], g[:len(dst)]
-	parallelElems(len(dst), func(lo, hi int) {
-		d, gg := dst[lo:hi], g[lo:hi]
+	forElems(len(dst), vec3{dst, out[:len(dst)], g[:len(dst)]}, func(v vec3, lo, hi int) {
+		d, gg := v.d[lo:hi], v.y[lo:hi]
 		gg = gg[:len(d)]
-		for i, y := range out[lo:hi] {
+		for i, y := range v.x[lo:hi] {
 			one := uint32(0)
 			if y > 0 {
 				one = 0x3f800000 // 1.0
@@ -110,19 +108,17 @@ func sigmoid64(x float64) float64 {
 // kernel (AVX-512F or AVX2+FMA on amd64) that gives the bits of
 // float32(sigmoid64(x)), the generic unary one's values.
 func sigmoidFwd32(dst []float32, in [][]float32) {
-	x := in[0][:len(dst)]
-	parallelElems(len(dst), func(lo, hi int) {
-		vmath.Sigmoid32(dst[lo:hi], x[lo:hi])
+	forElems(len(dst), vec2{dst, in[0][:len(dst)]}, func(v vec2, lo, hi int) {
+		vmath.Sigmoid32(v.d[lo:hi], v.x[lo:hi])
 	})
 }
 
 // sigmoidBwd32 is Sigmoid's backward32Func reading y only: g·y·(1−y) in
 // float64, rounded once, as the generic unary one computes it.
 func sigmoidBwd32(_ int, dst []float32, _ [][]float32, out, g []float32) bool {
-	out, g = out[:len(dst)], g[:len(dst)]
-	parallelElems(len(dst), func(lo, hi int) {
-		d, gg := dst[lo:hi], g[lo:hi]
-		for i, y32 := range out[lo:hi] {
+	forElems(len(dst), vec3{dst, out[:len(dst)], g[:len(dst)]}, func(v vec3, lo, hi int) {
+		d, gg := v.d[lo:hi], v.y[lo:hi]
+		for i, y32 := range v.x[lo:hi] {
 			y := float64(y32)
 			d[i] = float32(float64(gg[i]) * (y * (1 - y)))
 		}

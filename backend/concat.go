@@ -186,18 +186,28 @@ func concatFwd[T float32 | float64](dst []T, in [][]T, sizes []int, outer int) {
 	for _, sz := range sizes {
 		row += sz
 	}
-	dst = dst[:outer*row]
-	parallelElems(len(dst), func(lo, hi int) {
+	forElems(outer*row, concatArgs[T]{dst: dst[:outer*row], in: in, sizes: sizes, row: row}, func(c concatArgs[T], lo, hi int) {
 		for off := lo; off < hi; {
-			o, r := off/row, off%row
+			o, r := off/c.row, off%c.row
 			k := 0
-			for r >= sizes[k] {
-				r -= sizes[k]
+			for r >= c.sizes[k] {
+				r -= c.sizes[k]
 				k++
 			}
-			off += copy(dst[off:hi], in[k][o*sizes[k]+r:(o+1)*sizes[k]])
+			off += copy(c.dst[off:hi], c.in[k][o*c.sizes[k]+r:(o+1)*c.sizes[k]])
 		}
 	})
+}
+
+// concatArgs is a Concat's operands for forElems: the output (dst), the
+// inputs (in) or the output's gradient (grad), the inputs' sizes along
+// the axis times the inner size, row their sum, and for the gradient of
+// input k, sz its size and before the sizes ahead of it.
+type concatArgs[T float32 | float64] struct {
+	dst, grad       []T
+	in              [][]T
+	sizes           []int
+	row, sz, before int
 }
 
 // concatBwd copies input k's blocks of the output gradient into dst,
@@ -211,11 +221,10 @@ func concatBwd[T float32 | float64](k int, dst, grad []T, sizes []int, outer int
 		}
 	}
 	sz := sizes[k]
-	dst = dst[:outer*sz]
-	parallelElems(len(dst), func(lo, hi int) {
+	forElems(outer*sz, concatArgs[T]{dst: dst[:outer*sz], grad: grad, row: row, sz: sz, before: before}, func(c concatArgs[T], lo, hi int) {
 		for off := lo; off < hi; {
-			o, r := off/sz, off%sz
-			off += copy(dst[off:hi], grad[o*row+before+r:o*row+before+sz])
+			o, r := off/c.sz, off%c.sz
+			off += copy(c.dst[off:hi], c.grad[o*c.row+c.before+r:o*c.row+c.before+c.sz])
 		}
 	})
 }

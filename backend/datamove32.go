@@ -93,8 +93,7 @@ func newMove32(idx, offs []int) *move32 {
 // forward is a forward32Func writing every element.
 func (m *move32) forward(dst []float32, in [][]float32) {
 	if m.idx == nil {
-		src := in[0][:len(dst)]
-		parallelElems(len(dst), func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+		copyPar(dst, in[0])
 		return
 	}
 	if r := m.runs; r != nil {
@@ -130,8 +129,7 @@ func (m *move32) forward(dst []float32, in [][]float32) {
 // backward is a backward32Func writing every element of dst.
 func (m *move32) backward(k int, dst []float32, _ [][]float32, _, g []float32) bool {
 	if m.idx == nil { // a copy, as the float64 path's (Reshape's gradient)
-		g = g[:len(dst)]
-		parallelElems(len(dst), func(lo, hi int) { copy(dst[lo:hi], g[lo:hi]) })
+		copyPar(dst, g)
 		return true
 	}
 	lo, hi := m.offs[k], m.offs[k+1]

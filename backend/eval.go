@@ -364,7 +364,7 @@ func copyFloats32(dst []float32, v G.Value) error {
 			if len(d) == 0 || &d[0] == &dst[0] { // written in place (GradsIntoJacobian)
 				return nil
 			}
-			parallelElems(len(d), func(lo, hi int) { copy(dst[lo:hi], d[lo:hi]) })
+			copyPar(dst, d)
 			return nil
 		}
 	}

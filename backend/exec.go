@@ -173,7 +173,7 @@ func (p *program) sumWithZero(i int, buf, sink []float32, reuse *tensor.Dense, i
 		return x, b, true, true
 	}
 	out := buf
-	parallelElems(len(xd), func(lo, hi int) { copy(out[lo:hi], xd[lo:hi]) })
+	copyPar(out, xd)
 	return value32(reuse, x.Shape(), out), out, false, true
 }
 
@@ -209,12 +209,11 @@ func add32(buf []float32, reuse *tensor.Dense, a, b G.Value) (v G.Value, used []
 	if len(out) != len(xd) {
 		out = make([]float32, len(xd))
 	}
-	yd = yd[:len(xd)]
 	out = out[:len(xd)]
-	parallelElems(len(xd), func(lo, hi int) {
-		o, y := out[lo:hi], yd[lo:hi]
-		for i, v := range xd[lo:hi] {
-			o[i] = v + y[i]
+	forElems(len(xd), vec3{out, xd, yd[:len(xd)]}, func(v vec3, lo, hi int) {
+		o, y := v.d[lo:hi], v.y[lo:hi]
+		for i, x := range v.x[lo:hi] {
+			o[i] = x + y[i]
 		}
 	})
 	return value32(reuse, x.Shape(), out), out, true

@@ -31,3 +31,29 @@ func parallelItems(n, per int, f func(lo, hi int)) {
 	chunk := (n + w - 1) / w
 	par.For((n+chunk-1)/chunk, func(i int) { f(i*chunk, min((i+1)*chunk, n)) })
 }
+
+// vec2 and vec3 are the operands of an element-wise kernel run by
+// forElems: the destination and one or two sources.
+type (
+	vec2 struct{ d, x []float32 }
+	vec3 struct{ d, x, y []float32 }
+)
+
+// forElems is parallelElems for a kernel f that captures nothing, reading
+// its operands from a: a loop too short to split runs f on the caller
+// without making a closure. The closure a caller of parallelElems writes
+// is a heap object per call, even when the loop stays on the caller (the
+// workers may run it, so the compiler cannot keep it on the stack): a
+// few per kernel, thousands per step of a small model.
+func forElems[A any](n int, a A, f func(a A, lo, hi int)) {
+	if n/elemChunk <= 1 {
+		f(a, 0, n)
+		return
+	}
+	parallelElems(n, func(lo, hi int) { f(a, lo, hi) })
+}
+
+// copyPar copies src into dst (of one length) on all cores when it is long.
+func copyPar(dst, src []float32) {
+	forElems(len(dst), vec2{dst, src[:len(dst)]}, func(v vec2, lo, hi int) { copy(v.d[lo:hi], v.x[lo:hi]) })
+}

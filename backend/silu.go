@@ -66,11 +66,10 @@ func siluDeriv64(x, _ float64) float64 {
 const siluBlock = 512
 
 func siluFwd32(dst []float32, in [][]float32) {
-	x := in[0][:len(dst)]
-	parallelElems(len(dst), func(lo, hi int) {
+	forElems(len(dst), vec2{dst, in[0][:len(dst)]}, func(v vec2, lo, hi int) {
 		for b0 := lo; b0 < hi; b0 += siluBlock {
 			b1 := min(hi, b0+siluBlock)
-			d, xs := dst[b0:b1], x[b0:b1]
+			d, xs := v.d[b0:b1], v.x[b0:b1]
 			vmath.Sigmoid32(d, xs)
 			for i, v := range xs {
 				d[i] = v * d[i]
@@ -80,12 +79,11 @@ func siluFwd32(dst []float32, in [][]float32) {
 }
 
 func siluBwd32(_ int, dst []float32, in [][]float32, _, g []float32) bool {
-	x, g := in[0][:len(dst)], g[:len(dst)]
-	parallelElems(len(dst), func(lo, hi int) {
+	forElems(len(dst), vec3{dst, in[0][:len(dst)], g[:len(dst)]}, func(v vec3, lo, hi int) {
 		var sb [siluBlock]float32
 		for b0 := lo; b0 < hi; b0 += siluBlock {
 			b1 := min(hi, b0+siluBlock)
-			s, xs, gs, d := sb[:b1-b0], x[b0:b1], g[b0:b1], dst[b0:b1]
+			s, xs, gs, d := sb[:b1-b0], v.x[b0:b1], v.y[b0:b1], v.d[b0:b1]
 			vmath.Sigmoid32(s, xs)
 			for i, sv := range s {
 				gv := gs[i]

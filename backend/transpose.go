@@ -118,55 +118,115 @@ func transpose32(dst, src []float32, xs []int, perm []int64, plusZero bool) {
 		}
 		return
 	}
+	if r > maxTransposeRank {
+		transposeRows(transposeArgs{dst: dst, src: src, r: r, plusZero: plusZero}, xs, perm)
+		return
+	}
+	t := transposeArgs{dst: dst, src: src, r: r, plusZero: plusZero}
+	acc := 1 // src's row-major stride along axis i
+	for i := r - 1; i >= 0; i-- {
+		t.ist[i] = acc
+		acc *= xs[i]
+	}
+	for i, p := range perm {
+		t.out[i], t.st[i] = xs[p], t.ist[p]
+	}
+	t.last, t.ls = t.out[r-1], t.st[r-1]
+	if t.last == 0 {
+		return
+	}
+	rows := len(dst) / t.last
+	if min(rows*t.last/elemChunk, rows) <= 1 { // parallelItems' bound: no closure
+		t.rows(0, rows)
+		return
+	}
+	tp := t // its own variable: the closure takes it to the heap, t stays on the stack
+	parallelItems(rows, t.last, func(lo, hi int) { tp.rows(lo, hi) })
+}
+
+// maxTransposeRank is the highest rank transpose32 handles in fixed-size
+// arrays; a higher one takes transposeRows's slices.
+const maxTransposeRank = 8
+
+// transposeArgs is a transpose's operands and geometry: out and st are
+// the result's shape and src's stride along each result axis, last and ls
+// those of the last axis.
+type transposeArgs struct {
+	dst, src     []float32
+	out, st, ist [maxTransposeRank]int
+	r, last, ls  int
+	plusZero     bool
+}
+
+// transposeRows is transpose32 for a rank above maxTransposeRank.
+func transposeRows(t transposeArgs, xs []int, perm []int64) {
 	ist := strides(xs)
-	out := make([]int, r)
-	st := make([]int, r) // src stride along each result axis
+	out := make([]int, t.r)
+	st := make([]int, t.r)
 	for i, p := range perm {
 		out[i], st[i] = xs[p], ist[p]
 	}
-	last, ls := out[r-1], st[r-1]
+	last := out[t.r-1]
 	if last == 0 {
 		return
 	}
-	rows := len(dst) / last
-	parallelItems(rows, last, func(lo, hi int) {
-		ctr := make([]int, r-1)
-		off := 0
-		for d, rem := r-2, lo; d >= 0; d-- { // lo's position along the leading axes
-			ctr[d] = rem % out[d]
+	rows := len(t.dst) / last
+	for row := range rows {
+		off, rem := 0, row
+		for d := t.r - 2; d >= 0; d-- {
+			off += rem % out[d] * st[d]
 			rem /= out[d]
-			off += ctr[d] * st[d]
 		}
-		for row := lo; row < hi; row++ {
-			d := dst[row*last:][:last]
-			if ls == 1 {
-				copy(d, src[off:off+last])
-				if plusZero {
-					for i := range d {
-						d[i] += 0
-					}
-				}
-			} else {
-				j := off
+		d := t.dst[row*last:][:last]
+		for i := range d {
+			d[i] = t.src[off+i*st[t.r-1]]
+			if t.plusZero {
+				d[i] += 0
+			}
+		}
+	}
+}
+
+// rows writes the result's rows [lo, hi), each gathered with src's stride
+// along the last axis.
+func (t *transposeArgs) rows(lo, hi int) {
+	r, out, st, last, ls, dst, src, plusZero := t.r, &t.out, &t.st, t.last, t.ls, t.dst, t.src, t.plusZero
+	var ctr [maxTransposeRank]int
+	off := 0
+	for d, rem := r-2, lo; d >= 0; d-- { // lo's position along the leading axes
+		ctr[d] = rem % out[d]
+		rem /= out[d]
+		off += ctr[d] * st[d]
+	}
+	for row := lo; row < hi; row++ {
+		d := dst[row*last:][:last]
+		if ls == 1 {
+			copy(d, src[off:off+last])
+			if plusZero {
 				for i := range d {
-					d[i] = src[j]
-					j += ls
-				}
-				if plusZero {
-					for i := range d {
-						d[i] += 0
-					}
+					d[i] += 0
 				}
 			}
-			for a := r - 2; a >= 0; a-- { // next row
-				ctr[a]++
-				off += st[a]
-				if ctr[a] < out[a] {
-					break
+		} else {
+			j := off
+			for i := range d {
+				d[i] = src[j]
+				j += ls
+			}
+			if plusZero {
+				for i := range d {
+					d[i] += 0
 				}
-				off -= st[a] * out[a]
-				ctr[a] = 0
 			}
 		}
-	})
+		for a := r - 2; a >= 0; a-- { // next row
+			ctr[a]++
+			off += st[a]
+			if ctr[a] < out[a] {
+				break
+			}
+			off -= st[a] * out[a]
+			ctr[a] = 0
+		}
+	}
 }
