@@ -78,14 +78,22 @@ func arithGrad32(op string, k int, dst, a, c, g []float32) bool {
 	default:
 		return false
 	}
-	parallelElems(len(dst), func(lo, hi int) {
+	forElems(len(dst), gradArgs{dst, g, other, f}, func(a gradArgs, lo, hi int) {
 		var o []float32
-		if other != nil {
-			o = other[lo:hi]
+		if a.o != nil {
+			o = a.o[lo:hi]
 		}
-		f(dst[lo:hi], g[lo:hi], o)
+		a.f(a.d[lo:hi], a.g[lo:hi], o)
 	})
 	return true
+}
+
+// gradArgs is arithGrad32's operands for forElems: the gradient's
+// destination, the output's gradient, Mul's other operand (or nil) and
+// the kernel.
+type gradArgs struct {
+	d, g, o []float32
+	f       func(d, g, o []float32)
 }
 
 // arithBcast32 is arith32 with broadcasting: a and c are read through

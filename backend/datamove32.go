@@ -90,6 +90,16 @@ func newMove32(idx, offs []int) *move32 {
 	return m
 }
 
+// runsArgs is a move's operands for forItems over its runs: the
+// destination, the inputs (forward) or the output's gradient and the
+// input k it is taken for (backward).
+type runsArgs struct {
+	dst, g []float32
+	in     [][]float32
+	r      *moveRuns
+	k      int
+}
+
 // forward is a forward32Func writing every element.
 func (m *move32) forward(dst []float32, in [][]float32) {
 	if m.idx == nil {
@@ -97,9 +107,9 @@ func (m *move32) forward(dst []float32, in [][]float32) {
 		return
 	}
 	if r := m.runs; r != nil {
-		parallelItems(r.count(), len(dst)/r.count(), func(lo, hi int) {
+		forItems(r.count(), len(dst)/r.count(), runsArgs{dst: dst, in: in, r: r}, func(a runsArgs, lo, hi int) {
 			for q := lo; q < hi; q++ {
-				copy(dst[r.dst[q]:r.dst[q+1]], in[r.in[q]][r.src[q]:])
+				copy(a.dst[a.r.dst[q]:a.r.dst[q+1]], a.in[a.r.in[q]][a.r.src[q]:])
 			}
 		})
 		return
@@ -152,13 +162,14 @@ func (m *move32) backward(k int, dst []float32, _ [][]float32, _, g []float32) b
 		ops.ClearPar(dst)
 	}
 	if r := m.runs; r != nil {
-		parallelItems(r.count(), len(idx)/r.count(), func(a, b int) {
-			for q := a; q < b; q++ {
-				if r.in[q] != k {
+		forItems(r.count(), len(idx)/r.count(), runsArgs{dst: dst, g: g, r: r, k: k}, func(a runsArgs, lo, hi int) {
+			r := a.r
+			for q := lo; q < hi; q++ {
+				if r.in[q] != a.k {
 					continue
 				}
-				d := dst[r.src[q]:][:r.dst[q+1]-r.dst[q]]
-				for i, v := range g[r.dst[q]:r.dst[q+1]] {
+				d := a.dst[r.src[q]:][:r.dst[q+1]-r.dst[q]]
+				for i, v := range a.g[r.dst[q]:r.dst[q+1]] {
 					d[i] = 0 + v
 				}
 			}

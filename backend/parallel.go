@@ -45,12 +45,15 @@ type (
 // is a heap object per call, even when the loop stays on the caller (the
 // workers may run it, so the compiler cannot keep it on the stack): a
 // few per kernel, thousands per step of a small model.
-func forElems[A any](n int, a A, f func(a A, lo, hi int)) {
-	if n/elemChunk <= 1 {
+func forElems[A any](n int, a A, f func(a A, lo, hi int)) { forItems(n, 1, a, f) }
+
+// forItems is forElems for n items of per elements each (parallelItems).
+func forItems[A any](n, per int, a A, f func(a A, lo, hi int)) {
+	if min(n*max(per, 1)/elemChunk, n) <= 1 {
 		f(a, 0, n)
 		return
 	}
-	parallelElems(n, func(lo, hi int) { f(a, lo, hi) })
+	parallelItems(n, per, func(lo, hi int) { f(a, lo, hi) })
 }
 
 // copyPar copies src into dst (of one length) on all cores when it is long.
