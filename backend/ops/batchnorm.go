@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -279,28 +280,64 @@ func invStd[T float](variance []T, eps float64) []T {
 
 // bnEvalFwd writes BatchNorm with given statistics into y (len(x)).
 func bnEvalFwd[T float](in []tensor.Tensor, eps float64, y []T) tensor.Tensor {
-	a, c := bnEvalCoeffs[T](in, eps)
+	buf := borrowChans[T](2 * len(data[T](in[1])))
+	defer returnChans(buf)
+	a, c := bnEvalCoeffs(in, eps, *buf)
 	return affine(in[0], a, c, y)
 }
 
 // bnEvalCoeffs returns BatchNorm's per-channel affine map y = a·x + c from
-// scale, B, mean and var (in[1:5]).
-func bnEvalCoeffs[T float](in []tensor.Tensor, eps float64) (a, c []T) {
+// scale, B, mean and var (in[1:5]), a and c in buf (two channels' worth).
+func bnEvalCoeffs[T float](in []tensor.Tensor, eps float64, buf []T) (a, c []T) {
 	scale, b, mean, variance := data[T](in[1]), data[T](in[2]), data[T](in[3]), data[T](in[4])
-	inv := invStd(variance, eps)
-	a, c = make([]T, len(scale)), make([]T, len(scale))
+	a, c = buf[:len(scale)], buf[len(scale):][:len(scale)]
 	for j := range scale {
-		a[j] = scale[j] * inv[j]
+		a[j] = scale[j] * T(1/math.Sqrt(float64(variance[j])+eps)) // invStd's value
 		c[j] = b[j] - mean[j]*a[j]
 	}
 	return a, c
+}
+
+// chans32 and chans64 lend per-channel vectors (BatchNorm's coefficients)
+// for the length of a kernel: made per call, they were several heap
+// objects per BatchNorm per pass.
+var chans32, chans64 sync.Pool
+
+// borrowChans lends a vector of n values (any contents) from chans32 or
+// chans64; returnChans gives it back.
+func borrowChans[T float](n int) *[]T {
+	var z T
+	p := &chans32
+	if _, ok := any(z).(float64); ok {
+		p = &chans64
+	}
+	b, _ := p.Get().(*[]T)
+	if b == nil {
+		b = new([]T)
+	}
+	if cap(*b) < n {
+		*b = make([]T, n)
+	}
+	*b = (*b)[:n]
+	return b
+}
+
+func returnChans[T float](b *[]T) {
+	var z T
+	if _, ok := any(z).(float64); ok {
+		chans64.Put(b)
+		return
+	}
+	chans32.Put(b)
 }
 
 // bnEvalReluFwd writes max(BatchNorm(x), 0) with given statistics into y
 // (len(x)): per element the bits of bnEvalFwd's value then Relu's max(v, 0)
 // (+0 for −0, NaN kept), without the intermediate tensor.
 func bnEvalReluFwd[T float](in []tensor.Tensor, eps float64, y []T) tensor.Tensor {
-	a, c := bnEvalCoeffs[T](in, eps)
+	buf := borrowChans[T](2 * len(data[T](in[1])))
+	defer returnChans(buf)
+	a, c := bnEvalCoeffs(in, eps, *buf)
 	return affineRelu(in[0], a, c, y, true)
 }
 

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"math"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -82,9 +83,15 @@ func BatchNormReluGrads(bn gorgonia.Op, in []gorgonia.Value, gy gorgonia.Value, 
 func bnEvalReluGrads(in []tensor.Tensor, gyt tensor.Tensor, eps float64, dx []float32, wantScale, wantB bool) (gx, gscale, gb tensor.Tensor) {
 	n, c, inner := bnDims(gyt.Shape())
 	mean := data[float32](in[3])
-	inv := invStd(data[float32](in[4]), eps)
-	a, cf := bnEvalCoeffs[float32](in, eps) // the forward map y = max(a·x + cf, 0); a is also the gradient's scale·σ⁻¹
-	zero := make([]float32, c)              // bnEvalGradX's B: a·g + 0 turns −0 into +0
+	buf := borrowChans[float32](4 * c)
+	defer returnChans(buf)
+	inv := (*buf)[2*c:][:c]
+	for j, v := range data[float32](in[4]) {
+		inv[j] = float32(1 / math.Sqrt(float64(v)+eps)) // invStd's value
+	}
+	a, cf := bnEvalCoeffs(in, eps, *buf) // the forward map y = max(a·x + cf, 0); a is also the gradient's scale·σ⁻¹
+	zero := (*buf)[3*c:][:c]             // bnEvalGradX's B: a·g + 0 turns −0 into +0
+	clear(zero)
 	x, gy := data[float32](in[0]), data[float32](gyt)
 	var ds, db []float32
 	if wantScale {
