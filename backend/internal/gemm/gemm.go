@@ -256,7 +256,7 @@ func dots(kr *kernel, m, n, k int, alpha float32, a []float32, lda int, b []floa
 // at a[i·lda:], row j of b at b[boff(j):]; edge blocks repeat their last
 // row, go through a scratch tile and drop the duplicate results.
 func dotTiles(kr *kernel, m, n, k int, alpha float32, a []float32, lda int, b []float32, boff func(j int) int, c []float32, ldc int) {
-	var t [12]float32
+	var t *[12]float32 // the edge tile, lent by edgeTiles on the first edge
 	var ar [3]int
 	var br [4]int
 	for i0 := 0; i0 < m; i0 += 3 {
@@ -273,7 +273,10 @@ func dotTiles(kr *kernel, m, n, k int, alpha float32, a []float32, lda int, b []
 				kr.dot(k, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &c[i0*ldc+j0], ldc, alpha)
 				continue
 			}
-			t = [12]float32{}
+			if t == nil {
+				t = edgeTiles.Get().(*[12]float32)
+			}
+			*t = [12]float32{}
 			kr.dot(k, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &t[0], 4, alpha)
 			for i := 0; i < h; i++ {
 				row := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+w]
@@ -283,7 +286,15 @@ func dotTiles(kr *kernel, m, n, k int, alpha float32, a []float32, lda int, b []
 			}
 		}
 	}
+	if t != nil {
+		edgeTiles.Put(t)
+	}
 }
+
+// edgeTiles lends dotTiles its edge tile: the kernel, called through a
+// function value, takes the tile's address, so that a tile on dotTiles'
+// stack moved to the heap, an object per product.
+var edgeTiles = sync.Pool{New: func() any { return new([12]float32) }}
 
 // SdotRows adds a·bᵀ to c (m×n, row stride ldc) where row i of a is
 // a[i·lda:][:k] and row j of b is b[boff[j]:][:k], rows of b that may
