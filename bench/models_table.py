@@ -79,8 +79,10 @@ def run(cmd, env=None, what=""):
 
 # The pool's frames: a sample whose innermost of them is the worker's idle
 # loop or a caller's wait is a core polling (or going to sleep) for work;
-# one under a job's run is a chunk of a loop, whatever waits inside it.
-POOL_FRAME = re.compile(r".*backend/internal/par\.(worker|\(\*job\)\.wait|\(\*job\)\.run)$")
+# one under a job's run, runOne or call is a chunk of a loop (a waiting
+# caller runs chunks of other loops through runOne), whatever waits inside.
+POOL_FRAME = re.compile(r".*backend/internal/par\.(worker|\(\*job\)\.(wait|run|runOne|call))( \(inline\))?$")
+POOL_RUNNING = re.compile(r".*\.(run|runOne|call)( \(inline\))?$")
 UNITS = {"ms": 1e-3, "s": 1, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60, "h": 3600, None: 1}
 
 
@@ -115,7 +117,7 @@ def overhead_share(binary, prof):
         frames = [m.group(3).strip()] + [ln.strip() for ln in lines[1:]]
         total += v
         pool = next((f for f in frames if POOL_FRAME.match(f)), "")
-        if pool and not pool.endswith(".run"):
+        if pool and not POOL_RUNNING.match(pool):
             waiting += v
             over += v
         elif OVERHEAD.match(frames[0]):
