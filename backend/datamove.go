@@ -76,6 +76,7 @@ func (b *builder) move(n *onnxpb.NodeProto, kind string, ins []*value, out []int
 	reads := make([]bool, len(ins)+2)
 	reads[len(ins)+1] = true
 	r.Op().(*kernelOp).gradReads = reads
+	r.Op().(*kernelOp).plainCopy = idx == nil
 	return nodeValue(r), nil
 }
 

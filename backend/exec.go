@@ -80,10 +80,11 @@ type program struct {
 	reluOf  []int  // per node: the BatchNorm a fused Relu takes its value from, or −1 (fuse.go)
 	fusedBN []bool // per node: a BatchNorm that runs with the Relu reading it
 
-	bnGrads []*bnGradGroup // per node: a Relu gradient running its BatchNorm's gradients (fusegrad.go)
-	made    []bool         // per node: its value was made by a fused Relu gradient in this pass
-	pass    int            // the task whose backward pass runs
-	dying   []int          // the values that die after the node running (run's frees)
+	bnGrads   []*bnGradGroup // per node: a Relu gradient running its BatchNorm's gradients (fusegrad.go)
+	made      []bool         // per node: its value was made by a fused Relu gradient in this pass
+	pass      int            // the task whose backward pass runs
+	dying     []int          // the values that die after the node running (run's frees)
+	inForward bool           // the forward segment runs (forward)
 	// sinkOf, when set, is where node i's float32 value goes in task k's
 	// pass: a parameter gradient's place in the task's Jacobian row, which
 	// the op then writes instead of a pool buffer (nil for other nodes).
@@ -125,6 +126,50 @@ func (p *program) sumInto(i, n int) int {
 		}
 	}
 	return -1
+}
+
+// CopyInPlace lets a plain copy (a Reshape's value, or its gradient) take
+// over the buffer of the value it copies when that value dies with it
+// (program.takeCopied); tests turn it off to compare.
+var CopyInPlace = true
+
+// copiesTaken counts the plain copies that took over their operand's
+// buffer, for tests.
+var copiesTaken atomic.Int64
+
+// takeCopied runs node i, a plain copy (kernelOp.plainCopy, forward, or
+// its gradient, which copies the output's gradient back), without copying
+// when the value it copies dies with it: the value of i is then that
+// buffer under i's shape, and the dying value keeps no buffer to free. It
+// applies to a buffer of n values this program owns, backing the dying
+// value exactly (not a root, not a value the caller reads), in the forward
+// pass or among the running backward pass's own values (a forward value
+// seen from a backward pass may be read by later passes). It reports
+// whether it ran i.
+func (p *program) takeCopied(i int, cur gnode, n int) bool {
+	j := -1
+	switch op := cur.Op().(type) {
+	case *kernelOp:
+		if op.plainCopy && len(p.args[i]) == 1 {
+			j = p.args[i][0]
+		}
+	case *kernelGradOp:
+		if op.p.plainCopy && len(op.p.ins) == 1 && len(p.args[i]) == 3 {
+			j = p.args[i][2] // the output's gradient
+		}
+	}
+	if j < 0 || len(p.owned[j]) != n || p.roots[j] || !(p.inForward || p.deps[j][p.pass]) || !slices.Contains(p.dying, j) {
+		return false
+	}
+	x, ok := p.vals[j].(*tensor.Dense)
+	if !ok || !backedBy(x, p.owned[j]) {
+		return false
+	}
+	b := p.owned[j]
+	p.owned[j] = nil // j's free then drops only its value
+	p.vals[i], p.owned[i] = value32(nil, p.shapes[i], b), b
+	copiesTaken.Add(1)
+	return true
 }
 
 // SkipZeroSums lets a gradient sum one of whose operands is a zero value
@@ -341,6 +386,8 @@ func (p *program) forward() error {
 		}
 		p.vals[i] = v
 	}
+	p.inForward = true
+	defer func() { p.inForward = false }()
 	return p.run(p.fwd, p.plan.fwdFree)
 }
 
@@ -527,6 +574,10 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		if stolen >= 0 {
 			p.owned[stolen], buf, reuse = buf, nil, nil
 		}
+	}
+	if sink == nil && len(buf) > 0 && f32 && CopyInPlace && p.takeCopied(i, cur, len(buf)) {
+		p.putBuf(buf, reuse)
+		return nil
 	}
 	var v G.Value
 	var err error

@@ -28,14 +28,17 @@ func TestSumInPlace(t *testing.T) {
 	sameSteps(t, func(on bool) { SumInPlace = on }, &inPlaceSums, "gradient sum written in place")
 }
 
-// sameSteps checks, on every stepCase, that the steps with an executor
+// sameSteps checks, on every stepCase (or those named in only), that the steps with an executor
 // option on (set(true)) give the losses and J of the steps with it off,
 // bit for bit, over two steps each way (pool buffers reused); that the
 // option was used (used grew); and that a finished J is left alone by the
 // steps after it, one of another batch size included (no memory of it
 // went to the pool).
-func sameSteps(t *testing.T, set func(bool), used *atomic.Int64, what string) {
+func sameSteps(t *testing.T, set func(bool), used *atomic.Int64, what string, only ...string) {
 	for _, sc := range stepCases {
+		if len(only) > 0 && !slices.Contains(only, sc.name) {
+			continue
+		}
 		t.Run(sc.name, func(t *testing.T) {
 			md := openStepCase(t, sc)
 			m := len(sc.tasks)
@@ -71,6 +74,16 @@ func sameSteps(t *testing.T, set func(bool), used *atomic.Int64, what string) {
 			}
 		})
 	}
+}
+
+// TestCopyInPlace checks that plain copies (Reshape, Flatten and their
+// gradients) taking over the buffer of a value that dies with them
+// (CopyInPlace) give the losses and J of copies into fresh buffers (see
+// sameSteps) on LeNet, whose Flatten does (the MTANs have no Reshape; the
+// torch fixtures' parity tests run with the option on).
+func TestCopyInPlace(t *testing.T) {
+	defer func(v bool) { CopyInPlace = v }(CopyInPlace)
+	sameSteps(t, func(on bool) { CopyInPlace = on }, &copiesTaken, "plain copy taking over its operand's buffer", "lenet2")
 }
 
 // TestSkipZeroSums checks that gradient sums with a zero operand (another

@@ -66,6 +66,11 @@ type kernelOp struct {
 	// directly (no float64 copies of inputs and result).
 	fwd32 forward32Func
 	bwd32 backward32Func
+	// plainCopy marks a move whose output is its one input's values
+	// unchanged, in the same order (Reshape, Flatten, Squeeze, Identity):
+	// the executor may hand the output the input's buffer when the input
+	// dies there (program.takeCopied).
+	plainCopy bool
 	// gradReads, when set, says which operands of the gradient (the
 	// inputs, the output, the output's gradient) bwd and bwd32 read; the
 	// others are passed as nil, and the executor does not keep them alive
