@@ -754,8 +754,9 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 }
 
 // convGradX writes the input gradient into dx (n·c·H·W, any contents):
-// the input gradient as a forward convolution and a 1×1 convolution's
-// product write every element; the other paths add into dx, zeroed first.
+// the input gradient as a forward convolution, a 1×1 convolution's
+// product and the wide rows (convWideGradX) write every element; the
+// other paths add into dx, zeroed first.
 func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
 	w, gy := data[T](wt), data[T](gyt)
 	if depthwiseOK(&g) {
@@ -788,7 +789,7 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 	if offs == nil && finite && convGradXAsForward(&g, w, gy, dx) {
 		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 	}
-	if !g.direct { // a direct product writes dx whole
+	if !g.direct && offs == nil { // a direct product writes dx whole, the wide rows set each plane (convWideGradX)
 		ClearPar(dx)
 	}
 	parallelProducts(g.n, g.sampleWork(), func(_, lo, hi int) {
@@ -1132,13 +1133,36 @@ func wideInPlace[T float](g *convGeom) bool {
 // to dxg at the tap's offset: one addition of L values per tap instead of
 // oH of oW. Each input gets its taps' terms in the order col2im adds them;
 // the spread's zero columns add Wᵀ·0 = 0 (the weights are finite).
+// dxg may hold anything: a channel's first tap (ki = kj = 0, at the
+// plane's start) sets the plane's first L values to 0 + its row (setSum:
+// the bits of adding it into zeros) and clears the rest, which no clear of
+// the whole of dx before the taps needs.
 // gaps says whether pad is new to the caller's loop (padRows).
 func convWideGradX[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int), offs []int, wg, gyg, dxg, col, pad []T, gaps bool) {
 	l, ld := g.wideLen(), g.wideLd()
 	padRows(g, gyg, pad, ld, gaps)
 	mul(true, false, g.colRows, l, g.mg, wg, g.colRows, pad, ld, 0, col, ld)
+	taps := g.kh * g.kw
 	for r, off := range offs {
+		if r%taps == 0 { // tap (c, 0, 0): offset c·H·W (tapOffsets)
+			setSum(dxg[off:off+l], col[r*ld:r*ld+l])
+			clear(dxg[off+l : off+g.inPlane])
+			continue
+		}
 		addTo(dxg[off:off+l], col[r*ld:r*ld+l])
+	}
+}
+
+// setSum sets dst to 0 + src, the bits addTo gives into a zeroed dst (a
+// −0 becomes +0): float32 through vmath.AffineRelu32 with factor 1 and
+// offset 0 (1·v + 0 is 0 + v).
+func setSum[T float](dst, src []T) {
+	if d32, ok := any(dst).([]float32); ok {
+		vmath.AffineRelu32(d32, any(src).([]float32)[:len(d32)], 1, 0, false)
+		return
+	}
+	for i, v := range src[:len(dst)] {
+		dst[i] = 0 + v
 	}
 }
 

@@ -12,7 +12,9 @@ import (
 // TestConvWideForward checks that the forward pass and the input gradient
 // over wide rows (wideForward) give the im2col products' values (bit for
 // bit, up to the sign of zeros), in float32 and float64, with a bias, on
-// LeNet's two layers and a rectangular one with dilation.
+// LeNet's two layers, a rectangular one with dilation, groups, a kernel as
+// wide as the input and one output row; the input gradient into a buffer
+// of NaN, which each channel's first tap and the clear after it overwrite.
 func TestConvWideForward(t *testing.T) {
 	cases := []struct {
 		name string
@@ -22,6 +24,9 @@ func TestConvWideForward(t *testing.T) {
 		{"lenet_conv1", []int{3, 1, 36, 36}, []int{10, 1, 9, 9}, ConvParams{}},
 		{"lenet_conv2", []int{2, 10, 14, 14}, []int{20, 10, 5, 5}, ConvParams{}},
 		{"rect_dil", []int{2, 3, 15, 13}, []int{4, 3, 2, 2}, ConvParams{Dilations: []int{1, 2}}},
+		{"grouped", []int{2, 4, 9, 9}, []int{6, 2, 3, 3}, ConvParams{Group: 2}},
+		{"full_width", []int{2, 2, 7, 3}, []int{5, 2, 2, 1}, ConvParams{}}, // oW = W: no column dropped
+		{"one_row", []int{1, 2, 3, 8}, []int{3, 2, 3, 2}, ConvParams{}},    // L = oW
 	}
 	saved, batched, total := WideFwd, BatchPlaneMax, ColCacheTotal
 	defer func() { WideFwd, BatchPlaneMax, ColCacheTotal = saved, batched, total }()
@@ -47,8 +52,9 @@ func TestConvWideForward(t *testing.T) {
 				WideFwd, GradXAsForward = wide, wide // the reference: im2col and col2im
 				y = data[float64](convForward(g, &scratch{}, x, w, b, make([]float64, g.n*g.m*g.outPlane)))
 				y32 = data[float32](convForward(g, &scratch{}, x32, w32, b32, make([]float32, g.n*g.m*g.outPlane)))
-				dx = data[float64](convGradX(g, &scratch{}, w, gy, make([]float64, g.n*g.c*g.inPlane)))
-				dx32 = data[float32](convGradX(g, &scratch{}, w32, gy32, make([]float32, g.n*g.c*g.inPlane)))
+				// dx with any contents: every element must be written
+				dx = data[float64](convGradX(g, &scratch{}, w, gy, nanSlice[float64](g.n*g.c*g.inPlane)))
+				dx32 = data[float32](convGradX(g, &scratch{}, w32, gy32, nanSlice[float32](g.n*g.c*g.inPlane)))
 				return y, dx, y32, dx32
 			}
 			ay, adx, ay32, adx32 := run(true)

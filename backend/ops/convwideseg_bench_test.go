@@ -12,7 +12,7 @@ import (
 // LeNet's two convolutions and the small MTAN's padded 3×3 layers (batch
 // as the step benchmarks use them) with the taps' rows read in place
 // (inplace: SgemmRows, SdotRowsSeg) and copied (copied: col, padRows),
-// GFLOP/s.
+// and their input gradient (dx), GFLOP/s.
 func BenchmarkConvWideRows(b *testing.B) {
 	f32 := normals32(rand.New(rand.NewSource(1)))
 	for _, s := range []struct {
@@ -35,6 +35,13 @@ func BenchmarkConvWideRows(b *testing.B) {
 		y := make([]float32, s.n*s.m*g.outPlane)
 		dw := make([]float32, s.m*g.colRows)
 		flops := 2 * float64(s.n*s.m*g.colRows*g.outPlane)
+		dx := make([]float32, s.n*s.c*g.inPlane)
+		b.Run(s.name+"/dx", func(b *testing.B) {
+			for b.Loop() {
+				convGradX[float32](g, &scratch{}, w, gy, dx)
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 		for _, inPlace := range []bool{true, false} {
 			mode := map[bool]string{true: "inplace", false: "copied"}[inPlace]
 			b.Run(fmt.Sprintf("%s/fwd/%s", s.name, mode), func(b *testing.B) {
