@@ -53,14 +53,19 @@ func padInputs[T float](g, p *convGeom, x, xp []T, n0, k int) {
 		for pc := lo; pc < hi; pc++ {
 			src := x[(n0*g.c+pc)*g.inPlane:][:g.inPlane]
 			dst := xp[pc*p.inPlane:][:p.inPlane]
-			clear(dst[:g.y.pb*p.w])
+			// The zeros before the first row, between one row's end
+			// and the next one's start, and after the last, each one clear.
+			at := g.y.pb*p.w + g.x.pb // where row i goes
+			clear(dst[:at])
 			for i := 0; i < g.h; i++ {
-				row := dst[(g.y.pb+i)*p.w:][:p.w]
-				clear(row[:g.x.pb])
-				copy(row[g.x.pb:g.x.pb+g.w], src[i*g.w:(i+1)*g.w])
-				clear(row[g.x.pb+g.w:])
+				copy(dst[at:at+g.w], src[i*g.w:(i+1)*g.w])
+				next := at + p.w
+				if i+1 == g.h {
+					next = len(dst)
+				}
+				clear(dst[at+g.w : next])
+				at += p.w
 			}
-			clear(dst[(g.y.pb+g.h)*p.w:])
 		}
 	})
 }
