@@ -12,17 +12,18 @@ import (
 // and free; the values' buffers come from the pool and the tensors
 // wrapping them are reused (value32, ops.Into), so what remains is a few
 // closures and slices per kernel. The bounds are a margin above the
-// counts with that reuse (lenet2: 192 objects per step, mtan_small: 1565;
-// a collection during the runs makes the cached tensors again) and below
-// those of a step that made a tensor per value (411 and 3818).
+// counts with that reuse (lenet2: 191 objects per step, mtan_small: 1560
+// when the test runs alone; 217 and 2179 after the package's other tests,
+// whose models leave the kernels' scratch pools holding other sizes) and
+// below those of a step that made a tensor per value (411 and 3818).
 func TestStepAllocations(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		batch int
 		max   float64
 	}{
-		{"lenet2", 4, 240},
-		{"mtan_small", 2, 2000},
+		{"lenet2", 4, 300},
+		{"mtan_small", 2, 2700},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sc stepCase
@@ -45,7 +46,14 @@ func TestStepAllocations(t *testing.T) {
 			}
 			step()
 			step()
-			got := testing.AllocsPerRun(10, step)
+			// The fewest of three rounds: a collection during a round
+			// empties the caches that reuse the step's tensors and scratch
+			// (wrap's weak cache, sync.Pools), and their refill, a few
+			// hundred objects, is not what a step allocates.
+			got := testing.AllocsPerRun(5, step)
+			for range 2 {
+				got = min(got, testing.AllocsPerRun(5, step))
+			}
 			t.Logf("%s: %.0f heap objects per step", tc.name, got)
 			if got > tc.max {
 				t.Errorf("%s: a step allocated %.0f heap objects, want at most %.0f", tc.name, got, tc.max)
