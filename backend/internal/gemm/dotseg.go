@@ -30,7 +30,7 @@ func SdotRowsSeg(m, n, k, nseg int, a []float32, lda, sa int, b []float32, boff 
 		}
 	}
 	kr := active
-	var t [12]float32
+	var t *[12]float32 // the edge tile, lent by edgeTiles on the first edge (see dotTiles)
 	var ar [3]int
 	var br [4]int
 	for i0 := 0; i0 < m; i0 += 3 {
@@ -49,7 +49,10 @@ func SdotRowsSeg(m, n, k, nseg int, a []float32, lda, sa int, b []float32, boff 
 			}
 			// An edge block repeats its last row; its duplicate results
 			// are dropped.
-			t = [12]float32{}
+			if t == nil {
+				t = edgeTiles.Get().(*[12]float32)
+			}
+			*t = [12]float32{}
 			kr.dotSeg(k, nseg, sa, sb, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &t[0], 4, 1)
 			for i := 0; i < h; i++ {
 				row := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+w]
@@ -58,6 +61,9 @@ func SdotRowsSeg(m, n, k, nseg int, a []float32, lda, sa int, b []float32, boff 
 				}
 			}
 		}
+	}
+	if t != nil {
+		edgeTiles.Put(t)
 	}
 	return true
 }
