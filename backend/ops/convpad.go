@@ -1,6 +1,10 @@
 package ops
 
-import "gorgonia.org/tensor"
+import (
+	"gorgonia.org/tensor"
+
+	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
+)
 
 // Stride-1 convolutions with padding and few channels (the small MTAN's
 // 3×3, pad 1) run as the same
@@ -126,9 +130,13 @@ func convGradXPadded[T float](g, p *convGeom, sc *scratch, w, gy, dx []T) {
 }
 
 // convGradWPadded is convGradWInto for padWide where the padded geometry
-// reads wide rows (wideRows): the dot products over the padded input,
-// which check it is finite (else the im2col product over it).
+// reads wide rows (wideRows): the segmented dot products over the input
+// in place (convGradWSegments), or else the dot products over the padded
+// input, which check it is finite (else the im2col product over it).
 func convGradWPadded[T float](g, p *convGeom, sc *scratch, x, gy, dw []T) {
+	if convGradWSegments(g, x, gy, dw) {
+		return
+	}
 	padChunks(g, p, x, true, func(n0, k int, xp []T) {
 		convGradWInto(chunkGeom(p, k), sc, newTensor(tensor.Shape{k, p.c, p.h, p.w}, xp), chunkGrad(g, gy, n0, k), dw)
 	})
@@ -137,4 +145,95 @@ func convGradWPadded[T float](g, p *convGeom, sc *scratch, x, gy, dw []T) {
 // chunkGrad is samples [n0, n0+k) of the output gradient gy of g.
 func chunkGrad[T float](g *convGeom, gy []T, n0, k int) tensor.Tensor {
 	return newTensor(tensor.Shape{k, g.m, g.oh, g.ow}, gy[n0*g.m*g.outPlane:][:k*g.m*g.outPlane])
+}
+
+// PadSegments enables convGradWSegments; tests turn it off to compare.
+var PadSegments = true
+
+// convGradWSegments adds the weight gradient of g (float32, stride 1,
+// padded: padWide) into dw without padding its input: for each tap
+// (ki, kj), the outputs whose input lies inside the plane form a
+// rectangle of rows and columns, so that the tap's sums over every
+// channel are one segmented product (fgemm.SdotRowsSeg) of gy's rectangle
+// against the input's, both in place; the padding's zeros, which add
+// nothing, are not read, and the input is not copied (padInputs runs once
+// per task's gradient otherwise). Each worker adds its samples' sums into
+// a tap-major scratch (taps × filters × channels), added into dw at the
+// end. The sums are those of the padded path up to round-off (terms in
+// another order, the zeros left out). It reports false, doing nothing,
+// when the CPU has no segmented dot kernel, for float64, or with
+// PadSegments off.
+func convGradWSegments[T float](g *convGeom, x, gy, dw []T) bool {
+	x32, ok := any(x).([]float32)
+	if !ok || !PadSegments || !fgemm.Accelerated() {
+		return false
+	}
+	gy32, dw32 := any(gy).([]float32), any(dw).([]float32)
+	taps := g.kh * g.kw
+	size := g.g * taps * g.mg * g.cg // per group, tap, filter, channel
+	acc := make([]*[]float32, workers(g.n))
+	done := true
+	parallelProducts(g.n, g.sampleWork(), func(wk, lo, hi int) {
+		buf := getScratch[float32](&colScratch, size)
+		acc[wk] = buf
+		t := *buf
+		clear(t)
+		var boff [64]int
+		offs := boff[:0]
+		if g.cg > len(boff) {
+			offs = make([]int, 0, g.cg)
+		}
+		for n := lo; n < hi; n++ {
+			for gi := 0; gi < g.g; gi++ {
+				xg := x32[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
+				gyg := gy32[(n*g.m+gi*g.mg)*g.outPlane:][:g.mg*g.outPlane]
+				for ki := 0; ki < g.kh; ki++ {
+					// output rows [r0, r1) read input rows oi − pt + ki·dH ∈ [0, h)
+					dy := ki*g.y.d - g.y.pb
+					r0, r1 := max(0, -dy), min(g.oh, g.h-dy)
+					for kj := 0; kj < g.kw; kj++ {
+						dx := kj*g.x.d - g.x.pb
+						c0, c1 := max(0, -dx), min(g.ow, g.w-dx)
+						if r0 >= r1 || c0 >= c1 {
+							continue
+						}
+						offs = offs[:0]
+						for c := 0; c < g.cg; c++ {
+							offs = append(offs, c*g.inPlane+(r0+dy)*g.w+c0+dx)
+						}
+						tt := t[(gi*taps+ki*g.kw+kj)*g.mg*g.cg:][:g.mg*g.cg]
+						if !fgemm.SdotRowsSeg(g.mg, g.cg, c1-c0, r1-r0, gyg[r0*g.ow+c0:], g.outPlane, g.ow, xg, offs, g.w, tt, g.cg) {
+							done = false // no kernel: Accelerated said there is one
+							return
+						}
+					}
+				}
+			}
+		}
+	})
+	if done {
+		for _, b := range acc {
+			if b == nil {
+				continue
+			}
+			t := *b
+			for gi := 0; gi < g.g; gi++ {
+				for tap := 0; tap < taps; tap++ {
+					tt := t[(gi*taps+tap)*g.mg*g.cg:][:g.mg*g.cg]
+					for m := 0; m < g.mg; m++ {
+						row := dw32[(gi*g.mg+m)*g.colRows:][:g.colRows]
+						for c, v := range tt[m*g.cg : (m+1)*g.cg] {
+							row[c*taps+tap] += v
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, b := range acc {
+		if b != nil {
+			colScratch.pool.Put(b)
+		}
+	}
+	return done
 }

@@ -133,3 +133,68 @@ func TestConvPadWideNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestConvPadSegments checks the weight gradient of padded stride-1
+// convolutions over the unpadded input (convGradWSegments: one segmented
+// product per tap over the rectangle of outputs whose input lies inside
+// the plane) against the dot products over the padded input and against
+// im2col, to float32 round-off: pads of 1 to 3 (taps without any valid
+// row or column), asymmetric pads, dilations, groups, more than 64
+// channels, one-row and narrow planes, batches of 1 and odd, and the
+// samples split among workers or not.
+func TestConvPadSegments(t *testing.T) {
+	cases := []struct {
+		name string
+		x, w []int
+		p    ConvParams
+	}{
+		{"mtan_3x3", []int{8, 16, 16, 16}, []int{16, 16, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"batch1", []int{1, 4, 12, 10}, []int{5, 4, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"odd_batch", []int{5, 3, 9, 11}, []int{7, 3, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"pad2_5x5", []int{3, 2, 16, 18}, []int{3, 2, 5, 5}, ConvParams{Pads: []int{2, 2, 2, 2}}},
+		{"pad3_3x3", []int{2, 2, 6, 7}, []int{3, 2, 3, 3}, ConvParams{Pads: []int{3, 3, 3, 3}}}, // corner taps see no input row
+		{"asym", []int{2, 3, 11, 13}, []int{4, 3, 3, 3}, ConvParams{Pads: []int{0, 2, 2, 0}}},
+		{"dilated", []int{2, 3, 11, 13}, []int{4, 3, 2, 3}, ConvParams{Pads: []int{0, 2, 1, 1}, Dilations: []int{2, 1}}},
+		{"groups", []int{2, 4, 12, 12}, []int{6, 2, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}, Group: 2}},
+		{"channels70", []int{2, 70, 5, 6}, []int{5, 70, 1, 1}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"one_row", []int{2, 3, 1, 9}, []int{4, 3, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"narrow", []int{2, 3, 12, 8}, []int{4, 3, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+	}
+	saved, batched, seg := WideFwd, BatchPlaneMax, PadSegments
+	defer func() { WideFwd, BatchPlaneMax, PadSegments = saved, batched, seg }()
+	BatchPlaneMax, WideFwd = 0, true
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, ok := padWide[float32](&g)
+			if !ok || !wideRows[float32](&p) {
+				t.Fatalf("%v: not run over its padded input's wide rows", g)
+			}
+			rng := rand.New(rand.NewSource(12))
+			x := toF32(randTensor(rng, c.x...))
+			gy := toF32(randTensor(rng, g.n, g.m, g.oh, g.ow))
+			dw := func(seg, wide bool) []float32 {
+				PadSegments, WideFwd = seg, wide
+				return data[float32](convGradWInto(g, newConvScratch(), x, gy, make([]float32, g.m*g.colRows)))
+			}
+			PadSegments = true
+			got := make([]float32, g.m*g.colRows)
+			if !convGradWSegments(&g, data[float32](x), data[float32](gy), got) {
+				t.Skip("no segmented dot kernel on this CPU")
+			}
+			for _, ref := range []struct {
+				what string
+				dw   []float32
+			}{{"padded", dw(false, true)}, {"im2col", dw(false, false)}, {"convGradWInto", dw(true, true)}} {
+				for i, v := range ref.dw {
+					if d := math.Abs(float64(got[i] - v)); d > 1e-4*(1+math.Abs(float64(v))) {
+						t.Fatalf("dW[%d]: segments %v, %s %v", i, got[i], ref.what, v)
+					}
+				}
+			}
+		})
+	}
+}
