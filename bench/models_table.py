@@ -257,6 +257,7 @@ def main():
                      "outside_kernels": med(shares) if shares else None, "steps": steps,
                      "outside_each": shares, "pool_waiting": med(waits) if waits else None,
                      "profile_samples": samples,
+                     "allocs": med([o["allocs_per_step"] for o in ours]) if all("allocs_per_step" in o for o in ours) else None,
                      "speedup": one["median_s"] / t_o if one else None})
         raw[name] = {"paretonav": ours, "torch": theirs}
     load_end = loadavg()
@@ -284,8 +285,8 @@ def main():
            else " (The load at the end counts the benchmark's own threads.)"),
         "",
         "| model | params | paretonav step | PyTorch step | time ratio (pairs) | paretonav RSS | PyTorch RSS |"
-        " RSS ratio | load + build | outside kernels | 1 → %d threads | steps |" % a.threads,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " RSS ratio | load + build | outside kernels | objects per step | 1 → %d threads | steps |" % a.threads,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         ok = "" if r["outside_kernels"] is None else (
@@ -294,11 +295,12 @@ def main():
         pairs = ", ".join(f"{x:.2f}" for x in r["ratios"])
         sp = "" if r["speedup"] is None else f"{r['speedup']:.2f}×"
         lb = load_build_cell(r["load_builds"], r["file_mb"], r.get("load_disk_bytes"))
+        al = "" if r.get("allocs") is None else f"{r['allocs']:.0f}"
         lines.append(
             f"| `{r['model']}`: {DESCRIPTIONS.get(r['model'], '')} | {r['params'] / 1e6:.2f} M |"
             f" {r['paretonav_s']:.4f} s | {r['torch_s']:.4f} s | **{r['time_ratio']:.2f}** ({pairs}) |"
             f" {r['paretonav_rss'] / 1e6:.0f} MB | {r['torch_rss'] / 1e6:.0f} MB | {r['rss_ratio']:.2f} |"
-            f" {lb} | {ok} | {sp} | {r['steps']} |")
+            f" {lb} | {ok} | {al} | {sp} | {r['steps']} |")
     lines += [
         "",
         "Time ratio: paretonav's median step over PyTorch's (below 1: paretonav is faster). RSS: each",
@@ -313,7 +315,8 @@ def main():
         "for work: an idle worker polling for the next loop, or a caller polling for its loop's last",
         "chunk, with the clock reads and thread sleeps and wake-ups of that polling%s."
         % fewest_samples(rows),
-        "1 → %d threads: paretonav's step on one"
+        "Objects per step: the heap objects a timed step allocates (median over the pairs), the",
+        "garbage the collector must later free. 1 → %d threads: paretonav's step on one"
         % a.threads,
         "thread (GOMAXPROCS=1, one run) over its median on %d (parallel efficiency: %d× is ideal)."
         % (a.threads, a.threads),
