@@ -43,24 +43,13 @@ func TestSdotRows(t *testing.T) {
 			if !SdotRows(c.m, c.n, c.k, a, lda, b, boff, cc, ldc) {
 				t.Fatal("SdotRows declined")
 			}
-			for i := 0; i < c.m; i++ {
-				for j := 0; j < c.n; j++ {
-					s, abs := float64(c0[i*ldc+j]), math.Abs(float64(c0[i*ldc+j]))
-					for l := 0; l < c.k; l++ {
-						p := float64(a[i*lda+l]) * float64(b[boff[j]+l])
-						s += p
-						abs += math.Abs(p)
-					}
-					if d := math.Abs(float64(cc[i*ldc+j]) - s); d > 1e-6*abs {
-						t.Fatalf("c[%d,%d] = %v, float64 sum %v (|err| %g > 1e-6·%g)", i, j, cc[i*ldc+j], s, d, abs)
-					}
+			checkDotBlock(t, c.m, c.n, ldc, c0, cc, func(i, j int) (s, abs float64) {
+				for l := 0; l < c.k; l++ {
+					p := float64(a[i*lda+l]) * float64(b[boff[j]+l])
+					s, abs = s+p, abs+math.Abs(p)
 				}
-			}
-			for i := range cc {
-				if i%ldc >= c.n && cc[i] != c0[i] {
-					t.Fatalf("c[%d] outside the m×n block changed", i)
-				}
-			}
+				return s, abs
+			})
 		})
 	}
 	t.Run("row outside b", func(t *testing.T) {
@@ -71,4 +60,26 @@ func TestSdotRows(t *testing.T) {
 		}()
 		SdotRows(1, 2, 4, make([]float32, 4), 4, make([]float32, 6), []int{0, 3}, make([]float32, 2), 2)
 	})
+}
+
+// checkDotBlock checks the m×n block of cc (leading dimension ldc) against
+// c0 plus the float64 dot products dot(i, j) returns, within 1e-6 of the
+// sum of the products' magnitudes (also from dot), and that cc outside the
+// block is c0's.
+func checkDotBlock(t *testing.T, m, n, ldc int, c0, cc []float32, dot func(i, j int) (s, abs float64)) {
+	t.Helper()
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			p, pabs := dot(i, j)
+			s, abs := float64(c0[i*ldc+j])+p, math.Abs(float64(c0[i*ldc+j]))+pabs
+			if d := math.Abs(float64(cc[i*ldc+j]) - s); d > 1e-6*abs {
+				t.Fatalf("c[%d,%d] = %v, float64 sum %v (|err| %g > 1e-6·%g)", i, j, cc[i*ldc+j], s, d, abs)
+			}
+		}
+	}
+	for i := range cc {
+		if i%ldc >= n && cc[i] != c0[i] {
+			t.Fatalf("c[%d] outside the m×n block changed", i)
+		}
+	}
 }

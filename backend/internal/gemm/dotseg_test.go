@@ -60,26 +60,15 @@ func testSdotRowsSeg(t *testing.T) {
 			if !SdotRowsSeg(c.m, c.n, c.k, c.nseg, a, lda, sa, b, boff, c.w, cc, ldc) {
 				t.Fatal("SdotRowsSeg declined")
 			}
-			for i := 0; i < c.m; i++ {
-				for j := 0; j < c.n; j++ {
-					s, abs := float64(c0[i*ldc+j]), math.Abs(float64(c0[i*ldc+j]))
-					for q := 0; q < c.nseg; q++ {
-						for l := 0; l < c.k; l++ {
-							p := float64(a[i*lda+q*sa+l]) * float64(b[boff[j]+q*c.w+l])
-							s += p
-							abs += math.Abs(p)
-						}
-					}
-					if d := math.Abs(float64(cc[i*ldc+j]) - s); d > 1e-6*abs {
-						t.Fatalf("c[%d,%d] = %v, float64 sum %v (|err| %g > 1e-6·%g)", i, j, cc[i*ldc+j], s, d, abs)
+			checkDotBlock(t, c.m, c.n, ldc, c0, cc, func(i, j int) (s, abs float64) {
+				for q := 0; q < c.nseg; q++ {
+					for l := 0; l < c.k; l++ {
+						p := float64(a[i*lda+q*sa+l]) * float64(b[boff[j]+q*c.w+l])
+						s, abs = s+p, abs+math.Abs(p)
 					}
 				}
-			}
-			for i := range cc {
-				if i%ldc >= c.n && cc[i] != c0[i] {
-					t.Fatalf("c[%d] outside the m×n block changed", i)
-				}
-			}
+				return s, abs
+			})
 		})
 	}
 	t.Run("segment outside b", func(t *testing.T) {
