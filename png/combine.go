@@ -29,18 +29,15 @@ func combine(dst []float32, J Jacobian, a []float64, extra []float32, workers in
 			if b1 > hi {
 				b1 = hi
 			}
-			if len(rows) <= 2 && combineFused {
+			if len(rows) >= 1 && len(rows) <= 2 && combineFused {
 				var e []float32
 				if extra != nil {
 					e = extra[b0:b1]
 				}
-				switch len(rows) {
-				case 0:
-					ss = combineNone(dst[b0:b1], e, ss)
-				case 1:
-					ss = combineOne(dst[b0:b1], e, a[rows[0]], J.Data[rows[0]*n+b0:rows[0]*n+b1], ss)
-				default:
-					i0, i1 := rows[0], rows[1]
+				if i0 := rows[0]; len(rows) == 1 {
+					ss = combineOne(dst[b0:b1], e, a[i0], J.Data[i0*n+b0:i0*n+b1], ss)
+				} else {
+					i1 := rows[1]
 					ss = combineTwo(dst[b0:b1], e, a[i0], J.Data[i0*n+b0:i0*n+b1], a[i1], J.Data[i1*n+b0:i1*n+b1], ss)
 				}
 				continue
@@ -224,21 +221,6 @@ func combineOne(d, e []float32, a0 float64, x0 []float32, ss float64) float64 {
 	e = e[:len(d)]
 	for k := range d {
 		f := float32(float64(e[k]) + a0*float64(x0[k]))
-		d[k] = f
-		ss += float64(f) * float64(f)
-	}
-	return ss
-}
-
-// combineNone is combine's block when every coefficient is zero: d = e
-// (through float64, as the block path), or 0.
-func combineNone(d, e []float32, ss float64) float64 {
-	if e == nil {
-		clear(d)
-		return ss
-	}
-	for k, x := range e[:len(d)] {
-		f := float32(float64(x))
 		d[k] = f
 		ss += float64(f) * float64(f)
 	}

@@ -167,8 +167,8 @@ func TestCombine(t *testing.T) {
 }
 
 // TestCombineFewMatchesBlocks checks combine's one-pass paths for at most
-// four rows (combineFew, and combineNone, combineOne and combineTwo for up
-// to two) against the float64 block path, bit for bit
+// four rows (combineFew, and combineOne and combineTwo for one and two)
+// against the float64 block path, bit for bit
 // (values and norm), with and without extra, for every row count
 // (zero coefficients included), values whose sums are −0, and columns
 // that cancel (coefficients 1), where another grouping of the sum shows.
@@ -254,9 +254,9 @@ func TestCombineFewMatchesBlocks(t *testing.T) {
 				if gotNorm != wantNorm {
 					t.Fatalf("m=%d extra=%v: ‖v‖ = %v one pass, %v by blocks", m, withExtra, gotNorm, wantNorm)
 				}
-				// combine itself, which sends zero to two rows to
-				// combineNone, combineOne and combineTwo and three or four
-				// to combineFew.
+				// combine itself, which sends one and two rows to
+				// combineOne and combineTwo, three or four to combineFew
+				// and none to the block path.
 				combineFused = true
 				v := make([]float32, n)
 				norm := combine(v, J, a, extra, 1)
