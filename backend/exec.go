@@ -113,15 +113,23 @@ var SumInPlace = true
 // inPlaceSums counts the sums written over an operand, for tests.
 var inPlaceSums atomic.Int64
 
-// sumInto returns an operand of the gradient sum i whose value dies with
-// this node and lives in a pool buffer of n values: a value of the running
-// backward pass (it depends on the pass's task weight), not a root. The sum is
-// written over it (one float32 addition per element, as into a fresh
-// buffer), which spares a buffer and the write into untouched memory.
-// −1 when there is none.
+// takeable reports whether node j's value dies with the node running and
+// lives in a pool buffer of n values this program owns, which that node
+// may then take over: not a root, and a value of the running backward pass
+// (it depends on the pass's task weight; a forward value seen from a
+// backward pass may be read by later passes), unless forward is set.
+func (p *program) takeable(j, n int, forward bool) bool {
+	return len(p.owned[j]) == n && !p.roots[j] && (forward || p.deps[j][p.pass]) && slices.Contains(p.dying, j)
+}
+
+// sumInto returns an operand of the gradient sum i whose value it may take
+// over (takeable: dying here, in a pool buffer of n values, of the running
+// backward pass). The sum is written over it (one float32 addition per
+// element, as into a fresh buffer), which spares a buffer and the write
+// into untouched memory. −1 when there is none.
 func (p *program) sumInto(i, n int) int {
 	for _, j := range p.args[i] {
-		if len(p.owned[j]) == n && !p.roots[j] && p.deps[j][p.pass] && slices.Contains(p.dying, j) {
+		if p.takeable(j, n, false) {
 			return j
 		}
 	}
@@ -141,11 +149,9 @@ var copiesTaken atomic.Int64
 // its gradient, which copies the output's gradient back), without copying
 // when the value it copies dies with it: the value of i is then that
 // buffer under i's shape, and the dying value keeps no buffer to free. It
-// applies to a buffer of n values this program owns, backing the dying
-// value exactly (not a root, not a value the caller reads), in the forward
-// pass or among the running backward pass's own values (a forward value
-// seen from a backward pass may be read by later passes). It reports
-// whether it ran i.
+// applies to a value i may take over (takeable, in the forward pass too)
+// whose tensor is backed by exactly that buffer. It reports whether it ran
+// i.
 func (p *program) takeCopied(i int, cur gnode, n int) bool {
 	j := -1
 	switch op := cur.Op().(type) {
@@ -158,7 +164,7 @@ func (p *program) takeCopied(i int, cur gnode, n int) bool {
 			j = p.args[i][2] // the output's gradient
 		}
 	}
-	if j < 0 || len(p.owned[j]) != n || p.roots[j] || !(p.inForward || p.deps[j][p.pass]) || !slices.Contains(p.dying, j) {
+	if j < 0 || !p.takeable(j, n, p.inForward) {
 		return false
 	}
 	x, ok := p.vals[j].(*tensor.Dense)
@@ -212,7 +218,7 @@ func (p *program) sumWithZero(i int, buf, sink []float32, reuse *tensor.Dense, i
 	}
 	zeroSums.Add(1)
 	j := p.args[i][o]
-	if sink == nil && len(p.owned[j]) == len(buf) && !p.roots[j] && p.deps[j][p.pass] && slices.Contains(p.dying, j) {
+	if sink == nil && p.takeable(j, len(buf), false) {
 		b := p.owned[j]
 		p.owned[j] = nil // j's free then drops only its value
 		return x, b, true, true
