@@ -219,19 +219,8 @@ func meminfo(field string) (int64, error) {
 // PeakRSS is this process's peak resident memory in bytes (VmHWM in
 // /proc/self/status; 0 when unknown).
 func PeakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			fs := strings.Fields(rest)
-			if len(fs) > 0 {
-				if kb, err := strconv.ParseInt(fs[0], 10, 64); err == nil {
-					return kb << 10
-				}
-			}
-		}
+	if kb, ok := procNumber("/proc/self/status", "VmHWM"); ok {
+		return kb << 10
 	}
 	return 0
 }
@@ -240,16 +229,8 @@ func PeakRSS() int64 {
 // so far (read_bytes in /proc/self/io: file reads and page faults that
 // missed the page cache), or -1 when unknown.
 func diskReadBytes() int64 {
-	b, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "read_bytes:"); ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64); err == nil {
-				return n
-			}
-		}
+	if n, ok := procNumber("/proc/self/io", "read_bytes"); ok {
+		return n
 	}
 	return -1
 }
@@ -257,20 +238,30 @@ func diskReadBytes() int64 {
 // fileRSS is the file-backed part of this process's resident memory
 // (RssFile in /proc/self/status; 0 when unknown).
 func fileRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "RssFile:"); ok {
-			if fs := strings.Fields(rest); len(fs) > 0 {
-				if kb, err := strconv.ParseInt(fs[0], 10, 64); err == nil {
-					return kb << 10
-				}
-			}
-		}
+	if kb, ok := procNumber("/proc/self/status", "RssFile"); ok {
+		return kb << 10
 	}
 	return 0
+}
+
+// procNumber reads the number after "field:" in the /proc file path (the
+// first word of that line: kB in /proc/self/status, bytes in
+// /proc/self/io); false when the file, the field or the number is missing.
+func procNumber(path, field string) (int64, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			if fs := strings.Fields(rest); len(fs) > 0 {
+				n, err := strconv.ParseInt(fs[0], 10, 64)
+				return n, err == nil
+			}
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // selfRSS is this process's resident memory in bytes (0 when unknown).
