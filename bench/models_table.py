@@ -243,8 +243,8 @@ def main():
         med = lambda xs: statistics.median(xs)  # noqa: E731
         t_o, t_t = med([o["median_s"] for o in ours]), med([t["median_s"] for t in theirs])
         r_o, r_t = med([o["peak_rss_bytes"] for o in ours]), med([t["peak_rss_bytes"] for t in theirs])
-        lb = med([o["load_build_s"] for o in ours])
         lbs = [o["load_build_s"] for o in ours]
+        lb = med(lbs)
         mb = os.path.getsize(onnx) / 1e6
         shares = [o["outside_kernels"] for o in ours if o["outside_kernels"] is not None]
         waits = [o["pool_waiting"] for o in ours if o["pool_waiting"] is not None]
