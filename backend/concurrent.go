@@ -7,7 +7,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/paretonav/paretonav/backend/internal/par"
+	"github.com/paretonav/paretonav/internal/par"
 )
 
 // ConcurrentPassMaxBytes bounds the memory that running the backward

@@ -3,7 +3,7 @@ package backend
 import (
 	"runtime"
 
-	"github.com/paretonav/paretonav/backend/internal/par"
+	"github.com/paretonav/paretonav/internal/par"
 )
 
 // elemChunk is the fewest elements an element-wise kernel gives one

@@ -64,7 +64,7 @@ DESCRIPTIONS = {
 # attributes to it samples of the code it interrupted (with
 # GODEBUG=asyncpreemptoff=1 its share, a fifth of a transformer block's
 # step at load 17, moves to the kernels and the total stays the same).
-OVERHEAD = re.compile(r"^(runtime\.(?!asyncPreempt)|internal/runtime|sync\.|.*backend/internal/par\.|"
+OVERHEAD = re.compile(r"^(runtime\.(?!asyncPreempt)|internal/runtime|sync\.|.*internal/par\.|"
                       r".*backend\.(valueFloatsInto|makeValue|makeValue32|readF32|readInputsInto|"
                       r"\(\*f64Scratch\)|\(\*move32\)|outBuf32For)|.*backend/ops\.ClearPar|"
                       r".*hugepages\.)")
@@ -81,7 +81,7 @@ def run(cmd, env=None, what=""):
 # loop or a caller's wait is a core polling (or going to sleep) for work;
 # one under a job's run, runOne or call is a chunk of a loop (a waiting
 # caller runs chunks of other loops through runOne), whatever waits inside.
-POOL_FRAME = re.compile(r".*backend/internal/par\.(worker|\(\*job\)\.(wait|run|runOne|call))( \(inline\))?$")
+POOL_FRAME = re.compile(r".*internal/par\.(worker|\(\*job\)\.(wait|run|runOne|call))( \(inline\))?$")
 POOL_RUNNING = re.compile(r".*\.(run|runOne|call)( \(inline\))?$")
 UNITS = {"ms": 1e-3, "s": 1, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60, "h": 3600, None: 1}
 

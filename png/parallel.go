@@ -2,7 +2,8 @@ package png
 
 import (
 	"runtime"
-	"sync"
+
+	"github.com/paretonav/paretonav/internal/par"
 )
 
 // minColsPerWorker is the fewest columns of J worth a goroutine: below it
@@ -28,6 +29,10 @@ func numWorkers(workers, n int) int {
 // [0, n), each starting on a multiple of align (except the last end), and
 // waits for all of them. Worker w always gets the w-th range, so that a
 // reduction over w in order is deterministic for a given worker count.
+// The ranges run on the backend's worker pool (internal/par), whose
+// workers are usually still awake from the kernels of the step's backward
+// passes: a goroutine per range cost a thread wake-up (a futex call) per
+// range and direction, a point of the ConvNeXt fixture's step.
 func splitCols(n, workers, align int, f func(w, lo, hi int)) {
 	if workers <= 1 {
 		f(0, 0, n)
@@ -35,20 +40,9 @@ func splitCols(n, workers, align int, f func(w, lo, hi int)) {
 	}
 	chunk := (n + workers - 1) / workers
 	chunk = (chunk + align - 1) / align * align
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		lo, hi := w*chunk, (w+1)*chunk
-		if hi > n {
-			hi = n
-		}
-		if lo >= hi {
-			continue
-		}
-		wg.Add(1)
-		go func(w, lo, hi int) {
-			defer wg.Done()
+	par.For(workers, func(w int) {
+		if lo, hi := w*chunk, min((w+1)*chunk, n); lo < hi {
 			f(w, lo, hi)
-		}(w, lo, hi)
-	}
-	wg.Wait()
+		}
+	})
 }

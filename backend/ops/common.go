@@ -8,7 +8,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/paretonav/paretonav/backend/internal/par"
+	"github.com/paretonav/paretonav/internal/par"
 	"github.com/paretonav/paretonav/backend/internal/wrap"
 
 	"github.com/chewxy/hm"

@@ -3,7 +3,7 @@ package ops
 import (
 	"runtime"
 
-	"github.com/paretonav/paretonav/backend/internal/par"
+	"github.com/paretonav/paretonav/internal/par"
 )
 
 // Bounds of productGrid's blocks. A product under gridMinWork

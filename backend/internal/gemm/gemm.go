@@ -17,7 +17,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/paretonav/paretonav/backend/internal/par"
+	"github.com/paretonav/paretonav/internal/par"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"

@@ -3,7 +3,7 @@ package gemm
 import (
 	"fmt"
 
-	"github.com/paretonav/paretonav/backend/internal/par"
+	"github.com/paretonav/paretonav/internal/par"
 )
 
 // PackedA is op(a) of m×k products packed once into the micro-panels the

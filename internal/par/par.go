@@ -1,6 +1,7 @@
 // Package par runs the chunks of a loop on a fixed set of worker
 // goroutines that live as long as the process, shared by the backend's
-// kernels (backend, backend/ops, backend/internal/gemm).
+// kernels (backend, backend/ops, backend/internal/gemm) and png's column
+// loops over the Jacobian.
 //
 // Starting goroutines for every parallel loop, as the kernels did, costs a
 // goroutine creation and a thread wake-up (a futex call) per chunk and
