@@ -8,8 +8,8 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/paretonav/paretonav/internal/par"
 	"github.com/paretonav/paretonav/backend/internal/wrap"
+	"github.com/paretonav/paretonav/internal/par"
 
 	"github.com/chewxy/hm"
 	"gorgonia.org/gorgonia"
