@@ -59,14 +59,16 @@ DESCRIPTIONS = {
 }
 
 # Innermost functions that are not arithmetic: the Go runtime, the worker
-# pool, and backend code that converts, copies or clears.
+# pool, and backend code that converts, copies or clears (ops.trimWeights
+# and ops.spreadWeights move a trimmed convolution's taps between the whole
+# kernel and the smaller one).
 # runtime.asyncPreempt is left out: on a busy machine the profile
 # attributes to it samples of the code it interrupted (with
 # GODEBUG=asyncpreemptoff=1 its share, a fifth of a transformer block's
 # step at load 17, moves to the kernels and the total stays the same).
 OVERHEAD = re.compile(r"^(runtime\.(?!asyncPreempt)|internal/runtime|sync\.|.*internal/par\.|"
                       r".*backend\.(valueFloatsInto|makeValue|makeValue32|readF32|readInputsInto|"
-                      r"\(\*f64Scratch\)|\(\*move32\)|outBuf32For)|.*backend/ops\.ClearPar|"
+                      r"\(\*f64Scratch\)|\(\*move32\)|outBuf32For)|.*backend/ops\.(ClearPar|trimWeights|spreadWeights)|"
                       r".*hugepages\.)")
 
 

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"math"
 	"math/rand"
 	"testing"
 
@@ -103,4 +104,127 @@ func TestConvTrimTapsGradFD(t *testing.T) {
 			checkF32(t, vals, b)
 		})
 	}
+}
+
+// trimGradWCases are trimmed convolutions whose smaller kernel's weight
+// gradient runs on each of trimmedGradW's paths: the batched product
+// (DeepLabV3's ASPP at dilations 12, 24 and 36: the centre tap of a 3×3
+// on 4×4 planes), the depthwise and grouped kernels, and the general one
+// (a single sample), with taps kept along one axis only (1×3, 3×1), a
+// block in the middle (3×3 of 5×5) and at an edge (2×3 of 5×3).
+var trimGradWCases = []struct {
+	name string
+	x, w []int
+	p    ConvParams
+}{
+	{"aspp_d12", []int{4, 24, 4, 4}, []int{16, 24, 3, 3}, ConvParams{Dilations: []int{12, 12}, Pads: []int{12, 12, 12, 12}}},
+	{"aspp_d24", []int{4, 24, 4, 4}, []int{16, 24, 3, 3}, ConvParams{Dilations: []int{24, 24}, Pads: []int{24, 24, 24, 24}}},
+	{"aspp_d36_one_sample", []int{1, 24, 4, 4}, []int{16, 24, 3, 3}, ConvParams{Dilations: []int{36, 36}, Pads: []int{36, 36, 36, 36}}},
+	{"rows_1x3_of_3x3", []int{3, 5, 1, 6}, []int{7, 5, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+	{"cols_3x1_of_3x5", []int{3, 5, 4, 1}, []int{6, 5, 3, 5}, ConvParams{Pads: []int{1, 2, 1, 2}}},
+	{"5x5_d2_on_3x3", []int{2, 3, 3, 3}, []int{4, 3, 5, 5}, ConvParams{Dilations: []int{2, 2}, Pads: []int{4, 4, 4, 4}}},
+	{"top_only_one_sample", []int{1, 2, 2, 5}, []int{3, 2, 5, 3}, ConvParams{Pads: []int{3, 1, 0, 1}}},
+	{"grouped", []int{2, 4, 2, 2}, []int{6, 2, 5, 5}, ConvParams{Group: 2, Pads: []int{2, 2, 2, 2}}},
+	{"depthwise", []int{2, 6, 3, 3}, []int{6, 1, 7, 7}, ConvParams{Group: 6, Pads: []int{3, 3, 3, 3}}},
+}
+
+// TestConvTrimGradW checks that the trimmed weight gradient, written into
+// a buffer of NaNs with NaN-filled scratch (no path may rely on zeroed
+// memory), equals the whole kernel's (what Conv runs with TrimTaps off):
+// exact zeros at the dropped taps, the kept taps to 1e-12 in float64 and
+// 2e-6 of the scale in float32. The table must reach each of
+// trimmedGradW's paths.
+func TestConvTrimGradW(t *testing.T) {
+	paths := map[string]bool{}
+	for _, c := range trimGradWCases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := trimConv(&g)
+			if tr == nil {
+				t.Fatalf("%v: no taps trimmed", g)
+			}
+			switch tg := &tr.g; {
+			case depthwiseOK(tg) || groupedOK(tg):
+				paths["depthwise or grouped"] = true
+			case batchedPlanes(tg) && !winogradOK(tg):
+				paths["batched"] = true
+			default:
+				paths["general"] = true
+			}
+			rng := rand.New(rand.NewSource(3))
+			x, gy := randTensor(rng, c.x...), randTensor(rng, g.n, g.m, g.oh, g.ow)
+			want := data[float64](convGradW[float64](g, newConvScratch(), x, gy))
+			want32 := data[float32](convGradW[float32](g, newConvScratch(), toF32(x), toF32(gy)))
+			poisonScratch[float64](tr.g.m * tr.g.colRows)
+			got := data[float64](trimmedGradW(&g, tr, newConvScratch(), x, gy, nanSlice[float64](g.m*g.colRows)))
+			poisonScratch[float32](tr.g.m * tr.g.colRows)
+			got32 := data[float32](trimmedGradW(&g, tr, newConvScratch(), toF32(x), toF32(gy), nanSlice[float32](g.m*g.colRows)))
+			for i, w := range want {
+				ky, kx := i/g.kw%g.kh, i%g.kw
+				kept := ky >= tr.ky0 && ky < tr.ky0+tr.g.kh && kx >= tr.kx0 && kx < tr.kx0+tr.g.kw
+				if !kept {
+					if got[i] != 0 || got32[i] != 0 || math.Signbit(got[i]) || math.Signbit(float64(got32[i])) {
+						t.Fatalf("dW[%d] (tap %d,%d, dropped): %v, float32 %v; want +0", i, ky, kx, got[i], got32[i])
+					}
+					continue
+				}
+				if d := math.Abs(got[i] - w); !(d <= 1e-12*(1+math.Abs(w))) {
+					t.Fatalf("float64 dW[%d] (tap %d,%d): trimmed %v, whole kernel %v", i, ky, kx, got[i], w)
+				}
+				if d := math.Abs(float64(got32[i]) - float64(want32[i])); !(d <= 2e-6*(4+math.Abs(w))) {
+					t.Fatalf("float32 dW[%d] (tap %d,%d): trimmed %v, whole kernel %v", i, ky, kx, got32[i], want32[i])
+				}
+			}
+		})
+	}
+	for _, p := range []string{"batched", "depthwise or grouped", "general"} {
+		if !paths[p] {
+			t.Errorf("no case runs the %s path of trimmedGradW", p)
+		}
+	}
+}
+
+// poisonScratch fills every free []T buffer of colScratch with NaNs and
+// adds one of n NaNs, so a pass that reads scratch it did not write
+// yields NaNs.
+func poisonScratch[T float](n int) {
+	l := &colScratch.pool
+	l.mu.Lock()
+	for _, f := range l.free {
+		if b, ok := f.(*[]T); ok {
+			for i := range *b {
+				(*b)[i] = T(math.NaN())
+			}
+		}
+	}
+	l.mu.Unlock()
+	b := nanSlice[T](n)
+	l.Put(&b)
+}
+
+// BenchmarkConvTrimMoves times the data movement of one of DeepLabV3's
+// ASPP convolutions (256 filters of 960×3×3, the centre tap kept, float32):
+// the taps copied into the smaller kernel and its gradient spread back.
+func BenchmarkConvTrimMoves(b *testing.B) {
+	g, err := newConvGeom(tensor.Shape{4, 960, 4, 4}, tensor.Shape{256, 960, 3, 3},
+		ConvParams{Dilations: []int{12, 12}, Pads: []int{12, 12, 12, 12}})
+	tr := trimConv(&g)
+	if err != nil || tr == nil {
+		b.Fatalf("%v: no taps trimmed (%v)", g, err)
+	}
+	w := make([]float32, g.m*g.colRows)
+	b.Run("trimWeights", func(b *testing.B) {
+		for b.Loop() {
+			colScratch.pool.Put(trimWeights(&g, tr, w))
+		}
+	})
+	dt := make([]float32, tr.g.m*tr.g.colRows)
+	b.Run("spreadWeights", func(b *testing.B) {
+		for b.Loop() {
+			spreadWeights(&g, tr, dt, w)
+		}
+	})
 }
