@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -316,6 +317,20 @@ func TestBcastMatchesBroadcastIndex(t *testing.T) {
 // default reversal, a last axis kept, and a size that splits across
 // goroutines.
 func TestTranspose32MatchesFloat64(t *testing.T) {
+	for _, c := range []struct {
+		xs, ms   []int
+		perm, mp []int64
+	}{
+		{[]int{4, 2, 58, 8, 8}, []int{4, 2, 58, 64}, []int64{0, 2, 1, 3, 4}, []int64{0, 2, 1, 3}},
+		{[]int{4, 96, 16, 16}, []int{4, 96, 256}, []int64{0, 2, 3, 1}, []int64{0, 2, 1}},
+		{[]int{1, 3, 1, 4, 1}, []int{3, 4}, []int64{4, 3, 2, 0, 1}, []int64{1, 0}},
+		{[]int{3, 4}, []int{12}, []int64{0, 1}, []int64{0}},
+	} {
+		ms, mp := mergeAxes(c.xs, c.perm)
+		if !slices.Equal(ms, c.ms) || !slices.Equal(mp, c.mp) {
+			t.Errorf("mergeAxes(%v, %v) = %v, %v; want %v, %v", c.xs, c.perm, ms, mp, c.ms, c.mp)
+		}
+	}
 	cases := []struct {
 		x    []int
 		perm []int64
@@ -326,6 +341,15 @@ func TestTranspose32MatchesFloat64(t *testing.T) {
 		{[]int{3, 4, 5}, []int64{1, 0, 2}},
 		{[]int{7}, []int64{0}},
 		{[]int{4, 96, 16, 16}, []int64{0, 2, 3, 1}},
+		// axes merged before the walk (mergeAxes): the channel shuffle's
+		// planes, axes of size 1 dropped, all of them of size 1, a
+		// reversal of merged pairs, nothing to merge but a kept last axis
+		{[]int{2, 2, 3, 4, 5}, []int64{0, 2, 1, 3, 4}},
+		{[]int{4, 2, 58, 8, 8}, []int64{0, 2, 1, 3, 4}},
+		{[]int{1, 3, 1, 4, 1}, []int64{4, 3, 2, 0, 1}},
+		{[]int{1, 1}, []int64{1, 0}},
+		{[]int{2, 3, 4, 5, 6, 7}, []int64{4, 5, 2, 3, 0, 1}},
+		{[]int{2, 1, 3, 4}, []int64{1, 3, 0, 2}},
 	}
 	for i, c := range cases {
 		t.Run(fmt.Sprint(c.x, c.perm), func(t *testing.T) {

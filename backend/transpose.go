@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -118,6 +119,8 @@ func transpose32(dst, src []float32, xs []int, perm []int64, plusZero bool) {
 		}
 		return
 	}
+	xs, perm = mergeAxes(xs, perm)
+	r = len(xs)
 	if r > maxTransposeRank {
 		transposeRows(transposeArgs{dst: dst, src: src, r: r, plusZero: plusZero}, xs, perm)
 		return
@@ -200,23 +203,24 @@ func (t *transposeArgs) rows(lo, hi int) {
 	}
 	for row := lo; row < hi; row++ {
 		d := dst[row*last:][:last]
-		if ls == 1 {
-			copy(d, src[off:off+last])
-			if plusZero {
-				for i := range d {
-					d[i] += 0
-				}
+		switch {
+		case ls == 1 && plusZero: // one pass, not a copy and then another
+			for i, v := range src[off : off+last] {
+				d[i] = 0 + v
 			}
-		} else {
+		case ls == 1:
+			copy(d, src[off:off+last])
+		case plusZero:
+			j := off
+			for i := range d {
+				d[i] = 0 + src[j]
+				j += ls
+			}
+		default:
 			j := off
 			for i := range d {
 				d[i] = src[j]
 				j += ls
-			}
-			if plusZero {
-				for i := range d {
-					d[i] += 0
-				}
 			}
 		}
 		for a := r - 2; a >= 0; a-- { // next row
@@ -229,4 +233,63 @@ func (t *transposeArgs) rows(lo, hi int) {
 			ctr[a] = 0
 		}
 	}
+}
+
+// mergeAxes is the transpose of shape xs by perm as one of lower rank
+// moving the same elements: axes of size 1 are dropped, and axes that
+// stay next to each other in the same order are merged into one. The
+// channel shuffle's [N, 2, C/2, H, W] by (0, 2, 1, 3, 4) becomes [N, 2,
+// C/2, H·W] by (0, 2, 1, 3), whose rows are whole planes, not rows of W
+// values; NCHW to NHWC becomes [N, C, H·W] by (0, 2, 1).
+func mergeAxes(xs []int, perm []int64) ([]int, []int64) {
+	var p []int // perm over the axes of size above 1, numbered among them
+	kept := make([]int, len(xs))
+	n := 0
+	for i, d := range xs {
+		kept[i] = n
+		if d != 1 {
+			n++
+		}
+	}
+	for _, a := range perm {
+		if xs[a] != 1 {
+			p = append(p, kept[a])
+		}
+	}
+	if len(p) == 0 {
+		return []int{1}, []int64{0}
+	}
+	size := make([]int, 0, len(p))
+	for _, d := range xs {
+		if d != 1 {
+			size = append(size, d)
+		}
+	}
+	// groups of the result's axes: a run of p ascending by one
+	var first []int // per group, its first source axis
+	for i, a := range p {
+		if i == 0 || a != p[i-1]+1 {
+			first = append(first, a)
+		}
+	}
+	// the groups in source order: a group's source axes run from its
+	// first to the next group's first (in source order) minus one
+	order := append([]int{}, first...)
+	slices.Sort(order)
+	ms := make([]int, len(order))
+	for g, a := range order {
+		end := len(size)
+		if g+1 < len(order) {
+			end = order[g+1]
+		}
+		ms[g] = 1
+		for _, d := range size[a:end] {
+			ms[g] *= d
+		}
+	}
+	mp := make([]int64, len(first))
+	for i, a := range first {
+		mp[i] = int64(slices.Index(order, a))
+	}
+	return ms, mp
 }
