@@ -30,6 +30,11 @@ type builder struct {
 	// concatParts maps the node of a Concat along channels of 4-D values
 	// to its parts, for a pointwise Conv reading it (ops.ConvConcat).
 	concatParts map[gnode][]gnode
+	// channelParts maps the node of a Concat along axis 1 (any rank) to
+	// its parts, and reshapeOf the node of a plain Reshape to the node it
+	// reads, for the channel shuffle reading them (shuffle.go).
+	channelParts map[gnode][]gnode
+	reshapeOf    map[gnode]gnode
 	// sigmoidOf maps the node of a Sigmoid to the node it reads, for a
 	// Mul of the two (silu.go).
 	sigmoidOf map[gnode]gnode
@@ -45,6 +50,7 @@ type builder struct {
 
 func newBuilder(dt tensor.Dtype, opset int64) *builder {
 	return &builder{g: G.NewGraph(), dt: dt, opset: opset, consts: map[*importer.Tensor]gnode{}, concatParts: map[gnode][]gnode{},
+		channelParts: map[gnode][]gnode{}, reshapeOf: map[gnode]gnode{},
 		sigmoidOf: map[gnode]gnode{}}
 }
 

@@ -1,6 +1,9 @@
 package backend
 
-import "github.com/paretonav/paretonav/backend/ops"
+import (
+	"github.com/paretonav/paretonav/backend/internal/vmath"
+	"github.com/paretonav/paretonav/backend/ops"
+)
 
 // Float32 kernels of the data-movement ops (move): the forward pass
 // gathers float32 values, which is exact. The gradient of a plain copy
@@ -168,10 +171,7 @@ func (m *move32) backward(k int, dst []float32, _ [][]float32, _, g []float32) b
 				if r.in[q] != a.k {
 					continue
 				}
-				d := a.dst[r.src[q]:][:r.dst[q+1]-r.dst[q]]
-				for i, v := range a.g[r.dst[q]:r.dst[q+1]] {
-					d[i] = 0 + v
-				}
+				vmath.PlusZero32(a.dst[r.src[q]:][:r.dst[q+1]-r.dst[q]], a.g[r.dst[q]:])
 			}
 		})
 		return true

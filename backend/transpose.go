@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/paretonav/paretonav/backend/internal/vmath"
+
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -39,6 +41,9 @@ func lowerTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		out[i] = x.shape[p]
 	}
 	if !x.isConst() && !isIntNode(x) {
+		if v, ok, err := b.channelShuffle(n, x, perm, out); ok || err != nil {
+			return []*value{v}, err
+		}
 		return b.transposeKernel(n, x, perm, out)
 	}
 	v, err := b.move(n, "Transpose", []*value{x}, out, transposeIndex(x.shape, perm, out))
@@ -205,9 +210,7 @@ func (t *transposeArgs) rows(lo, hi int) {
 		d := dst[row*last:][:last]
 		switch {
 		case ls == 1 && plusZero: // one pass, not a copy and then another
-			for i, v := range src[off : off+last] {
-				d[i] = 0 + v
-			}
+			vmath.PlusZero32(d, src[off:])
 		case ls == 1:
 			copy(d, src[off:off+last])
 		case plusZero:

@@ -61,15 +61,18 @@ DESCRIPTIONS = {
 # Innermost functions that are not arithmetic: the Go runtime, the worker
 # pool, and backend code that converts, copies or clears (ops.trimWeights
 # and ops.spreadWeights move a trimmed convolution's taps between the whole
-# kernel and the smaller one).
+# kernel and the smaller one; Transpose's walks, the channel shuffle's
+# plane copies and vmath.PlusZero32, the gradient copies of the data
+# movements, are copies too).
 # runtime.asyncPreempt is left out: on a busy machine the profile
 # attributes to it samples of the code it interrupted (with
 # GODEBUG=asyncpreemptoff=1 its share, a fifth of a transformer block's
 # step at load 17, moves to the kernels and the total stays the same).
 OVERHEAD = re.compile(r"^(runtime\.(?!asyncPreempt)|internal/runtime|sync\.|.*internal/par\.|"
                       r".*backend\.(valueFloatsInto|makeValue|makeValue32|readF32|readInputsInto|"
-                      r"\(\*f64Scratch\)|\(\*move32\)|outBuf32For)|.*backend/ops\.(ClearPar|trimWeights|spreadWeights)|"
-                      r".*hugepages\.)")
+                      r"\(\*f64Scratch\)|\(\*move32\)|\(\*transposeArgs\)|transposeRows|shuffle(Fwd|Bwd)|plusZero|outBuf32For)|"
+                      r".*backend/ops\.(ClearPar|trimWeights|spreadWeights)|"
+                      r".*backend/internal/vmath\.(PlusZero32|plusZeroAVX2)|.*hugepages\.)")
 
 
 def run(cmd, env=None, what=""):

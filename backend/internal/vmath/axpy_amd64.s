@@ -58,3 +58,27 @@ dotsum:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func plusZeroAVX2(dst, x *float32, n int)
+//
+// dst[i] = 0 + x[i] for i < n, n a multiple of 16 (VADDPS with a vector
+// of +0: −0 becomes +0, every other value is kept).
+TEXT ·plusZeroAVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	SHRQ $4, CX
+	JZ pzdone
+pzloop:
+	VADDPS (SI), Y0, Y1
+	VADDPS 32(SI), Y0, Y2
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ pzloop
+pzdone:
+	VZEROUPPER
+	RET

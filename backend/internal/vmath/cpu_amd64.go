@@ -159,3 +159,8 @@ func axpyAVX2(a float32, x, y *float32, n int)
 //
 //go:noescape
 func dotAVX2(x, y *float32, n int) float32
+
+// plusZeroAVX2 is PlusZero32's AVX2 kernel: n a multiple of 16.
+//
+//go:noescape
+func plusZeroAVX2(dst, x *float32, n int)

@@ -73,3 +73,6 @@ func winoGradAVX2(y0, y1 *float32, dst *float32, stride int, n int) {
 func axpyAVX2(a float32, x, y *float32, n int) { panic("vmath: no vector kernel") }
 
 func dotAVX2(x, y *float32, n int) float32 { panic("vmath: no vector kernel") }
+
+// plusZeroAVX2 is never called outside amd64.
+func plusZeroAVX2(dst, x *float32, n int) { panic("vmath: no vector kernel") }
