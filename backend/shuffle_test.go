@@ -1,0 +1,246 @@
+package backend
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// shuffleCase is a Concat of parts along axis concatAxis, a Reshape to
+// grouped, a Transpose by perm and a Reshape back to the Concat's shape
+// (torchvision's channel_shuffle after a ShuffleNet block's branches);
+// fuses says whether the Transpose must run as the fused channel shuffle.
+type shuffleCase struct {
+	name       string
+	parts      [][]int
+	concatAxis int64
+	grouped    []int
+	perm       []int64
+	fuses      bool
+	catOut     bool // the Concat is a graph output too
+}
+
+var shuffleCases = []shuffleCase{
+	{"shufflenet_groups2", [][]int{{2, 3, 4, 5}, {2, 3, 4, 5}}, 1, []int{2, 2, 3, 4, 5}, []int64{0, 2, 1, 3, 4}, true, false},
+	{"groups3", [][]int{{1, 2, 3, 3}, {1, 2, 3, 3}, {1, 2, 3, 3}}, 1, []int{1, 3, 2, 3, 3}, []int64{0, 2, 1, 3, 4}, true, false},
+	{"rank3", [][]int{{2, 4, 6}, {2, 4, 6}}, 1, []int{2, 2, 4, 6}, []int64{0, 2, 1, 3}, true, false},
+	{"planes_1x1", [][]int{{3, 5, 1, 1}, {3, 5, 1, 1}}, 1, []int{3, 2, 5, 1, 1}, []int64{0, 2, 1, 3, 4}, true, false},
+	{"concat_read_too", [][]int{{2, 3, 4, 5}, {2, 3, 4, 5}}, 1, []int{2, 2, 3, 4, 5}, []int64{0, 2, 1, 3, 4}, true, true},
+	// the pattern does not hold: these keep the Concat and the Transpose
+	{"unequal_parts", [][]int{{2, 2, 3, 3}, {2, 4, 3, 3}}, 1, []int{2, 2, 3, 3, 3}, []int64{0, 2, 1, 3, 4}, false, false},
+	{"groups_not_parts", [][]int{{2, 4, 3, 3}, {2, 4, 3, 3}}, 1, []int{2, 4, 2, 3, 3}, []int64{0, 2, 1, 3, 4}, false, false},
+	{"other_perm", [][]int{{2, 3, 4, 5}, {2, 3, 4, 5}}, 1, []int{2, 2, 3, 4, 5}, []int64{0, 1, 2, 4, 3}, false, false},
+	{"swap_first", [][]int{{2, 3, 4, 5}, {2, 3, 4, 5}}, 1, []int{2, 2, 3, 4, 5}, []int64{1, 0, 2, 3, 4}, false, false},
+	{"concat_axis2", [][]int{{2, 3, 2, 5}, {2, 3, 2, 5}}, 2, []int{2, 3, 2, 2, 5}, []int64{0, 2, 1, 3, 4}, false, false},
+	{"concat_axis0", [][]int{{1, 6, 4, 5}, {1, 6, 4, 5}}, 0, []int{2, 2, 3, 4, 5}, []int64{0, 2, 1, 3, 4}, false, false},
+}
+
+// model builds the case's graph: inputs p0, p1, …; output y (then cat).
+func (c shuffleCase) model() (*importer.Model, map[string]*importer.Tensor) {
+	var ins []tin
+	for i, s := range c.parts {
+		ins = append(ins, randFeed(fmt.Sprintf("p%d", i), int64(i+1), s...))
+	}
+	cat := append([]int{}, c.parts[0]...)
+	cat[c.concatAxis] = 0
+	for _, s := range c.parts {
+		cat[c.concatAxis] += s[c.concatAxis]
+	}
+	m := oneNode("Concat", 13, []*onnxpb.AttributeProto{aInt("axis", c.concatAxis)}, ins, "cat")
+	g := m.Proto.Graph
+	toInt64 := func(s []int) []int64 {
+		r := make([]int64, len(s))
+		for i, v := range s {
+			r[i] = int64(v)
+		}
+		return r
+	}
+	for _, t := range []tin{initI("grouped", []int{len(c.grouped)}, toInt64(c.grouped)...), initI("back", []int{len(cat)}, toInt64(cat)...)} {
+		g.Initializer = append(g.Initializer, tensorProto(t.t))
+	}
+	node := func(op, name string, in []string, out string, attrs ...*onnxpb.AttributeProto) {
+		g.Node = append(g.Node, &onnxpb.NodeProto{Name: &name, OpType: &op, Input: in, Output: []string{out}, Attribute: attrs})
+	}
+	node("Reshape", "r0", []string{"cat", "grouped"}, "r")
+	node("Transpose", "t", []string{"r"}, "tr", aInts("perm", c.perm...))
+	node("Reshape", "r1", []string{"tr", "back"}, "y")
+	y := "y"
+	outs := []*onnxpb.ValueInfoProto{{Name: &y}}
+	if c.catOut {
+		outs = append(outs, g.Output[0])
+	}
+	g.Output = outs
+	return m, feedsOf(ins)
+}
+
+// shuffleRun builds the case in dt with the fusion on or off and returns
+// its outputs, the gradients of L = Σ w·y (w fixed) with respect to every
+// part, and the number of fused channel shuffles and of Transposes in
+// the graph.
+func shuffleRun(t *testing.T, c shuffleCase, dt tensor.Dtype, fuse bool) (outs map[string][]float64, grads [][]float64, fused, transposes int) {
+	t.Helper()
+	defer func(v bool) { FuseChannelShuffle = v }(FuseChannelShuffle)
+	FuseChannelShuffle = fuse
+	m, feeds := c.model()
+	inits, err := m.Initializers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shapes := map[string][]int{}
+	for k, v := range feeds {
+		shapes[k] = v.Shape
+	}
+	bt, err := buildGraph(m.Proto.Graph, m.Opset(""), dt, shapes, inits, nil, false)
+	if err != nil {
+		t.Fatalf("building: %v", err)
+	}
+	for k, n := range bt.inputs {
+		if err := letFloats(n, dt, feeds[k].Shape, feeds[k].Float64s()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	y := bt.vals["y"]
+	r := rand.New(rand.NewSource(7))
+	w := make([]float64, numel(y.shape))
+	for i := range w {
+		w[i] = 2*r.Float64() - 1
+		if i%5 == 0 {
+			w[i] = math.Copysign(0, -1) // −0 gradients reach the parts
+		}
+	}
+	loss, err := bt.b.kernel("L", "weighted sum", []gnode{y.n}, nil,
+		func(dst []float64, in [][]float64) {
+			for i, v := range in[0] {
+				dst[0] += w[i] * v
+			}
+		},
+		func(_ int, dst []float64, _ [][]float64, _, g []float64) {
+			for i := range dst {
+				dst[i] = w[i] * g[0]
+			}
+		}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wrt []gnode
+	for i := range c.parts {
+		wrt = append(wrt, bt.inputs[fmt.Sprintf("p%d", i)])
+	}
+	gn, err := G.Grad(loss, wrt...)
+	if err != nil {
+		t.Fatalf("Grad: %v", err)
+	}
+	vm := G.NewTapeMachine(bt.b.g)
+	defer vm.Close()
+	if err := runMachine(vm); err != nil {
+		t.Fatal(err)
+	}
+	outs = map[string][]float64{}
+	for _, o := range m.Proto.Graph.Output {
+		v, err := valueFloats(bt.vals[o.GetName()].n.Value())
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[o.GetName()] = append([]float64{}, v...)
+	}
+	for _, g := range gn {
+		v, err := valueFloats(g.Value())
+		if err != nil {
+			t.Fatal(err)
+		}
+		grads = append(grads, append([]float64{}, v...))
+	}
+	for _, n := range bt.b.g.AllNodes() {
+		if op, ok := n.Op().(*kernelOp); ok {
+			fused += b2i(op.kind == "ChannelShuffle")
+			transposes += b2i(op.kind == "Transpose")
+		}
+	}
+	return outs, grads, fused, transposes
+}
+
+// TestFuseChannelShuffle checks the fused channel shuffle (shuffle.go)
+// against the unfused Concat → Reshape → Transpose → Reshape, in float64
+// and float32 graphs: the outputs and the gradients with respect to every
+// part are the same bits (−0 gradients included: both give 0 + g), the
+// fusion happens where the pattern holds (the Concat also read by the
+// caller included) and not where it does not (parts of other sizes than
+// the groups, other permutations, a Concat on another axis); the fused
+// kernel's float32 closures match its float64 ones bit for bit, and its
+// gradients pass the finite-difference check.
+func TestFuseChannelShuffle(t *testing.T) {
+	for _, c := range shuffleCases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+				o0, g0, f0, t0 := shuffleRun(t, c, dt, false)
+				o1, g1, f1, t1 := shuffleRun(t, c, dt, true)
+				if f0 != 0 || t0 != 1 {
+					t.Fatalf("%v unfused: %d fused shuffles, %d Transposes", dt, f0, t0)
+				}
+				if c.fuses && (f1 != 1 || t1 != 0) {
+					t.Fatalf("%v: %d fused shuffles, %d Transposes; want the fused one alone", dt, f1, t1)
+				}
+				if !c.fuses && (f1 != 0 || t1 != 1) {
+					t.Fatalf("%v: %d fused shuffles, %d Transposes; the pattern does not hold here", dt, f1, t1)
+				}
+				for name, want := range o0 {
+					sameFloats(t, fmt.Sprintf("%v output %s", dt, name), o1[name], want)
+				}
+				for k := range g0 {
+					sameFloats(t, fmt.Sprintf("%v gradient of p%d", dt, k), g1[k], g0[k])
+				}
+			}
+			if !c.fuses {
+				return
+			}
+			m, feeds := c.model()
+			b := newBuilder(tensor.Float32, 17)
+			var parts []gnode
+			for i, s := range c.parts {
+				parts = append(parts, G.NewTensor(b.g, tensor.Float32, len(s), G.WithShape(s...), G.WithName(fmt.Sprintf("p%d", i))))
+			}
+			catShape := append([]int{}, c.parts[0]...)
+			catShape[1] *= len(c.parts)
+			cat, err := b.kernel32("cat", "Concat", parts, catShape, nil, nil, nil, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.channelParts[cat] = parts
+			x, err := b.kernel32("r", "Reshape", []gnode{cat}, c.grouped, nil, nil, nil, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.reshapeOf[x] = cat
+			out := append([]int{}, c.grouped...)
+			out[1], out[2] = out[2], out[1]
+			v, fused, err := b.channelShuffle(&onnxpb.NodeProto{}, nodeValue(x), c.perm, out)
+			if err != nil || !fused {
+				t.Fatalf("channelShuffle: fused %v, %v", fused, err)
+			}
+			checkKernel32(t, v.n.Op().(*kernelOp), 3, 1)
+			for i := range c.parts {
+				gradCheck(t, m, feeds, fmt.Sprintf("p%d", i), 1e-6)
+			}
+		})
+	}
+}
+
+// sameFloats fails unless got and want hold the same bits.
+func sameFloats(t *testing.T, what string, got, want []float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+			t.Fatalf("%s [%d]: fused %v, unfused %v", what, i, got[i], want[i])
+		}
+	}
+}
