@@ -59,9 +59,9 @@ DESCRIPTIONS = {
 }
 
 # Innermost functions that are not arithmetic: the Go runtime, the worker
-# pool, and backend code that converts, copies or clears (ops.trimWeights
-# and ops.spreadWeights move a trimmed convolution's taps between the whole
-# kernel and the smaller one; Transpose's walks, the channel shuffle's
+# pool, and backend code that converts, copies or clears (ops.trimWeights,
+# trimInto and spreadWeights move a trimmed convolution's taps between the
+# whole kernel and the smaller one; Transpose's walks, the channel shuffle's
 # plane copies and vmath.PlusZero32, the gradient copies of the data
 # movements, are copies too).
 # runtime.asyncPreempt is left out: on a busy machine the profile
@@ -71,7 +71,7 @@ DESCRIPTIONS = {
 OVERHEAD = re.compile(r"^(runtime\.(?!asyncPreempt)|internal/runtime|sync\.|.*internal/par\.|"
                       r".*backend\.(valueFloatsInto|makeValue|makeValue32|readF32|readInputsInto|"
                       r"\(\*f64Scratch\)|\(\*move32\)|\(\*transposeArgs\)|transposeRows|shuffle(Fwd|Bwd)|plusZero|outBuf32For)|"
-                      r".*backend/ops\.(ClearPar|trimWeights|spreadWeights)|"
+                      r".*backend/ops\.(ClearPar|trimWeights|trimInto|spreadWeights)|"
                       r".*backend/internal/vmath\.(PlusZero32|plusZeroAVX2)|.*hugepages\.)")
 
 

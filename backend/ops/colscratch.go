@@ -7,7 +7,9 @@ package ops
 // batch's im2col matrix a batched convolution forms in one buffer when it
 // fits in ColBandElems (0 otherwise); and cache, the im2col matrices and
 // input copy the op keeps for its weight gradient (0 when it keeps none,
-// see cacheSize). The memory plan takes them from the graph's
+// see cacheSize) and the smaller kernel's weights a convolution with
+// padding-only taps keeps for its input gradients (trimCache). A trimmed
+// convolution's are those of its smaller kernel, which it runs. The memory plan takes them from the graph's
 // convolutions instead of assuming that every graph fills ColBandElems
 // per worker and the whole ColCacheTotal.
 func ColScratchBytes(xs, ws []int, p ConvParams) (band, batch, cache int64) {
@@ -15,18 +17,24 @@ func ColScratchBytes(xs, ws []int, p ConvParams) (band, batch, cache int64) {
 		return 0, 0, 0
 	}
 	g, err := newConvGeom(xs, ws, p)
-	if err != nil || g.direct && !batchedPlanes(&g) {
+	if err != nil {
 		return 0, 0, 0
+	}
+	if tr := trimConv(&g); tr != nil { // runs with the smaller kernel, kept by its forward pass (trimCache)
+		g, cache = tr.g, 4*int64(tr.g.m*tr.g.colRows)
+	}
+	if g.direct && !batchedPlanes(&g) {
+		return 0, 0, cache
 	}
 	band = 4 * int64(min(ColBandElems, g.colRows*g.colCols))
 	if groupedOK(&g) { // one group's matrix and product over the batch (convgroup.go)
-		return 4 * int64((g.colRows+g.mg)*g.n*g.outPlane), 0, 0
+		return 4 * int64((g.colRows+g.mg)*g.n*g.outPlane), 0, cache
 	}
 	if all := g.n * g.g * g.colRows * g.colCols; all <= ColBandElems {
 		batch = 4 * int64(all)
 	}
 	if n := cacheSize[float32](&g); n > 0 {
-		cache = 4 * int64(n+g.n*g.c*g.h*g.w)
+		cache += 4 * int64(n+g.n*g.c*g.h*g.w)
 	}
 	return band, batch, cache
 }

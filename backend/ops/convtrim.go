@@ -1,6 +1,12 @@
 package ops
 
-import "gorgonia.org/tensor"
+import (
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"gorgonia.org/tensor"
+)
 
 // Kernel taps that read only padding for every output are dropped: the
 // convolution runs with the smaller kernel of the taps that read input,
@@ -10,8 +16,10 @@ import "gorgonia.org/tensor"
 // input: only the centre tap reads the plane, and they run as 1×1
 // products, a ninth of the arithmetic. The weights are copied into the
 // smaller kernel for each pass (m·C/group·kH·kW values, small beside the
-// products), and the smaller kernel's weight gradient is spread back into
-// the whole kernel's, zeros at the dropped taps.
+// products), once per step: the forward pass copies them and the input
+// gradients of the backward passes read its copy (trimCache); the smaller
+// kernel's weight gradient is spread back into the whole kernel's, zeros
+// at the dropped taps.
 
 // trimTaps returns the taps [k0, k1) of window a (k taps) that some of
 // its out outputs read inside the input of a.in values.
@@ -29,6 +37,33 @@ func trimTaps(a window, k int) (k0, k1 int) {
 type convTrim struct {
 	g        convGeom // the smaller kernel's geometry
 	ky0, kx0 int      // its first tap in the whole kernel
+	cache    trimCache
+}
+
+// trimCache is the smaller kernel's weights as the op's last forward pass
+// copied them from W, for the input gradients of the backward passes
+// that follow it. ASPP's taps are one value of every nine, so a copy
+// reads every cache line of W (8.8 MB for each of DeepLabV3's three):
+// copied per pass, the forward and each task's input gradient read W
+// again. An input gradient uses the copy when its W is the very buffer
+// the forward pass read (same address and length). That is exact because
+// an input gradient belongs to the forward pass whose output gradient it
+// is handed: the backend's program runs every backward pass of an
+// evaluation after its forward pass and reads that pass's values, and
+// the parameters change only between evaluations (an optimizer's step,
+// SetParams), each of which starts with a forward pass that copies the
+// taps afresh. So a caller running the input gradient alone must have
+// run the forward pass with the same W values since W last changed
+// (TestConvTrimWeightsChange). mu is only ever tried: the forward pass
+// write-locks it, input gradients (one per task, side by side on forks
+// of the program) read-lock it, and one that finds it held copies the
+// taps itself.
+type trimCache struct {
+	mu    sync.RWMutex
+	valid bool
+	src   any    // []T: W of the forward pass that made w
+	w     any    // []T: its taps, m·C/group·kH·kW of the smaller kernel
+	bytes *int64 // what w holds, counted in colCacheUsed
 }
 
 // trimConv returns g without the taps that read only padding, or nil when
@@ -50,7 +85,9 @@ func trimConv(g *convGeom) *convTrim {
 	if err != nil || t.oh != g.oh || t.ow != g.ow {
 		return nil
 	}
-	return &convTrim{g: t, ky0: ky0, kx0: kx0}
+	tr := &convTrim{g: t, ky0: ky0, kx0: kx0, cache: trimCache{bytes: new(int64)}}
+	runtime.AddCleanup(tr, func(b *int64) { colCacheUsed.Add(-*b) }, tr.cache.bytes)
+	return tr
 }
 
 // TrimTaps enables trimConv; tests turn it off to compare.
@@ -58,20 +95,25 @@ var TrimTaps = true
 
 // trimWeights copies the taps of the smaller kernel out of the whole
 // kernel w (g's) into a scratch buffer; give it back with
-// colScratch.pool.Put. The taps are moved by element loops: ASPP's are
-// one value of every nine, and a copy call per value cost more than the
-// move.
+// colScratch.pool.Put.
 func trimWeights[T float](g *convGeom, tr *convTrim, w []T) *[]T {
+	buf := getScratch[T](&colScratch, tr.g.m*tr.g.colRows)
+	trimInto(g, tr, w, *buf)
+	return buf
+}
+
+// trimInto writes the taps of the smaller kernel out of the whole kernel
+// w (g's) into d. The taps are moved by element loops: ASPP's are one
+// value of every nine, and a copy call per value cost more than the move.
+func trimInto[T float](g *convGeom, tr *convTrim, w, d []T) {
 	t := &tr.g
-	buf := getScratch[T](&colScratch, t.m*t.colRows)
-	d := *buf
 	nf, K, k := g.m*g.cg, g.kh*g.kw, t.kh*t.kw
 	src := w[tr.ky0*g.kw+tr.kx0:]
 	if k == 1 {
 		for f, i := 0, 0; f < nf; f, i = f+1, i+K {
 			d[f] = src[i]
 		}
-		return buf
+		return
 	}
 	for f := 0; f < nf; f++ {
 		s, o := src[f*K:], d[f*k:][:k]
@@ -82,7 +124,6 @@ func trimWeights[T float](g *convGeom, tr *convTrim, w []T) *[]T {
 			}
 		}
 	}
-	return buf
 }
 
 // spreadWeights writes the smaller kernel's weight gradient dt into the
@@ -124,18 +165,65 @@ func spreadWeights[T float](g *convGeom, tr *convTrim, dt, dw []T) {
 // 3×3 float32 taps are 9 KB, well inside a core's first-level cache.
 const spreadBlock = 256
 
+// forwardWeights returns the smaller kernel's weights copied from w for
+// a forward pass, into the op's cache when it can take the cache (within
+// ColCacheTotal) and into scratch otherwise; call release when done.
+func forwardWeights[T float](g *convGeom, tr *convTrim, w []T) (t []T, release func()) {
+	c := &tr.cache
+	if !c.mu.TryLock() {
+		buf := trimWeights(g, tr, w)
+		return *buf, func() { colScratch.pool.Put(buf) }
+	}
+	c.valid = false
+	n := tr.g.m * tr.g.colRows
+	t, ok := c.w.([]T)
+	if !ok || len(t) != n {
+		var z T
+		need := int64(n) * int64(unsafe.Sizeof(z))
+		if colCacheUsed.Add(need-*c.bytes) > ColCacheTotal {
+			colCacheUsed.Add(-need)
+			c.w, c.src, *c.bytes = nil, nil, 0
+			c.mu.Unlock()
+			buf := trimWeights(g, tr, w)
+			return *buf, func() { colScratch.pool.Put(buf) }
+		}
+		t = make([]T, n)
+		c.w, *c.bytes = t, need
+	}
+	trimInto(g, tr, w, t)
+	c.src, c.valid = w, true
+	return t, c.mu.Unlock
+}
+
+// gradXWeights returns the smaller kernel's weights for an input
+// gradient: the last forward pass's copy when it was made from this very
+// W (see trimCache), else a fresh copy; call release when done.
+func gradXWeights[T float](g *convGeom, tr *convTrim, w []T) (t []T, release func()) {
+	c := &tr.cache
+	if c.mu.TryRLock() {
+		src, ok1 := c.src.([]T)
+		t, ok2 := c.w.([]T)
+		if c.valid && ok1 && ok2 && len(w) > 0 && len(src) == len(w) && &src[0] == &w[0] {
+			return t, c.mu.RUnlock
+		}
+		c.mu.RUnlock()
+	}
+	buf := trimWeights(g, tr, w)
+	return *buf, func() { colScratch.pool.Put(buf) }
+}
+
 // trimmedForward is convForward with the smaller kernel.
 func trimmedForward[T float](g *convGeom, tr *convTrim, sc *scratch, xt, wt, bt tensor.Tensor, out []T) tensor.Tensor {
-	w := trimWeights(g, tr, data[T](wt))
-	defer colScratch.pool.Put(w)
-	return convForward(tr.g, sc, xt, newTensor(tensor.Shape{tr.g.m, tr.g.cg, tr.g.kh, tr.g.kw}, *w), bt, out)
+	w, release := forwardWeights(g, tr, data[T](wt))
+	defer release()
+	return convForward(tr.g, sc, xt, newTensor(tensor.Shape{tr.g.m, tr.g.cg, tr.g.kh, tr.g.kw}, w), bt, out)
 }
 
 // trimmedGradX is convGradX with the smaller kernel.
 func trimmedGradX[T float](g *convGeom, tr *convTrim, sc *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
-	w := trimWeights(g, tr, data[T](wt))
-	defer colScratch.pool.Put(w)
-	return convGradX(tr.g, sc, newTensor(tensor.Shape{tr.g.m, tr.g.cg, tr.g.kh, tr.g.kw}, *w), gyt, dx)
+	w, release := gradXWeights(g, tr, data[T](wt))
+	defer release()
+	return convGradX(tr.g, sc, newTensor(tensor.Shape{tr.g.m, tr.g.cg, tr.g.kh, tr.g.kw}, w), gyt, dx)
 }
 
 // trimmedGradW writes the weight gradient into dw (any contents): the

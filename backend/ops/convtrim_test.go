@@ -228,3 +228,68 @@ func BenchmarkConvTrimMoves(b *testing.B) {
 		}
 	})
 }
+
+// TestConvTrimWeightsChange runs one trimmed Conv op through three steps
+// whose weights differ (as an optimizer's step changes them in place, in
+// the same buffer): each step's forward pass, two input gradients (two
+// tasks) and weight gradient must match the whole kernel's for that
+// step's weights, so the smaller kernel's weights the forward pass keeps
+// (trimCache) are never those of an earlier step. The input gradients
+// must read the kept copy (else the check says nothing about it), and an
+// input gradient handed another W buffer (same shape, other values) must
+// not.
+func TestConvTrimWeightsChange(t *testing.T) {
+	for _, c := range trimCases[:2] { // ASPP's centre tap; a 3×3 block of a 5×5
+		t.Run(c.name, func(t *testing.T) {
+			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := trimConv(&g)
+			if tr == nil {
+				t.Fatalf("%v: no taps trimmed", g)
+			}
+			rng := rand.New(rand.NewSource(17))
+			x, w, b := randTensor(rng, c.x...), randTensor(rng, c.w...), randTensor(rng, g.m)
+			gys := []*tensor.Dense{randTensor(rng, g.n, g.m, g.oh, g.ow), randTensor(rng, g.n, g.m, g.oh, g.ow)}
+			sc := newConvScratch()
+			for step := 0; step < 3; step++ {
+				if step > 0 { // the optimizer's update, in place
+					for i, v := range data[float64](w) {
+						data[float64](w)[i] = v - 0.3*rng.NormFloat64()
+					}
+				}
+				ref, got := [3][]float64{}, [3][]float64{}
+				ref[0] = data[float64](convForward(g, newConvScratch(), x, w, b, make([]float64, g.n*g.m*g.outPlane)))
+				got[0] = data[float64](trimmedForward(&g, tr, sc, x, w, b, nanSlice[float64](g.n*g.m*g.outPlane)))
+				for k, gy := range gys {
+					ref[1] = data[float64](convGradX(g, newConvScratch(), w, gy, make([]float64, g.n*g.c*g.inPlane)))
+					kept, release := gradXWeights(&g, tr, data[float64](w))
+					cached := &kept[0] == &tr.cache.w.([]float64)[0]
+					release()
+					if !cached {
+						t.Fatalf("step %d, task %d: the input gradient does not read the forward pass's copy of the taps", step, k)
+					}
+					got[1] = data[float64](trimmedGradX(&g, tr, sc, w, gy, nanSlice[float64](g.n*g.c*g.inPlane)))
+					ref[2] = data[float64](convGradW[float64](g, newConvScratch(), x, gy))
+					got[2] = data[float64](trimmedGradW(&g, tr, sc, x, gy, nanSlice[float64](g.m*g.colRows)))
+					for p, what := range []string{"Y", "dX", "dW"} {
+						for i, want := range ref[p] {
+							if d := math.Abs(got[p][i] - want); !(d <= 1e-12*(1+math.Abs(want))) {
+								t.Fatalf("step %d, task %d: %s[%d] = %v, whole kernel %v", step, k, what, i, got[p][i], want)
+							}
+						}
+					}
+				}
+				other := randTensor(rng, c.w...) // another buffer: the kept taps are not its own
+				want := data[float64](convGradX(g, newConvScratch(), other, gys[0], make([]float64, g.n*g.c*g.inPlane)))
+				dx := data[float64](trimmedGradX(&g, tr, sc, other, gys[0], nanSlice[float64](g.n*g.c*g.inPlane)))
+				for i, v := range want {
+					if d := math.Abs(dx[i] - v); !(d <= 1e-12*(1+math.Abs(v))) {
+						t.Fatalf("step %d: dX for another W [%d] = %v, whole kernel %v", step, i, dx[i], v)
+					}
+				}
+			}
+		})
+	}
+}
