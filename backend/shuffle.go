@@ -68,7 +68,7 @@ func (b *builder) channelShuffle(n *onnxpb.NodeProto, x *value, perm []int64, ou
 	}
 	fwd32 := func(dst []float32, in [][]float32) { shuffleFwd(dst, in, planes, inner) }
 	bwd32 := func(k int, dst []float32, _ [][]float32, _, grad []float32) bool {
-		shuffleBwd(k, dst, grad, len(parts), planes, inner)
+		shuffleBwd32(k, dst, grad, len(parts), planes, inner)
 		return true
 	}
 	y, err := b.fillingKernel32(n.GetName(), "ChannelShuffle", parts, out, fwd, bwd, nil, fwd32, bwd32)
@@ -108,20 +108,32 @@ func shuffleFwd[T float32 | float64](dst []T, in [][]T, planes, inner int) {
 func shuffleBwd[T float32 | float64](k int, dst, grad []T, g, planes, inner int) {
 	forItems(planes, inner, shuffleArgs[T]{dst: dst, grad: grad, g: g, inner: inner, k: k}, func(a shuffleArgs[T], lo, hi int) {
 		for p := lo; p < hi; p++ {
-			plusZero(a.dst[p*a.inner:][:a.inner], a.grad[(p*a.g+a.k)*a.inner:])
+			d := a.dst[p*a.inner:][:a.inner]
+			for i, v := range a.grad[(p*a.g+a.k)*a.inner:][:a.inner] {
+				d[i] = 0 + v
+			}
 		}
 	})
 }
 
-// plusZero sets dst[i] = 0 + src[i] for i < len(dst), with
-// vmath.PlusZero32's vector kernel in float32.
-func plusZero[T float32 | float64](dst, src []T) {
-	if d, ok := any(dst).([]float32); ok {
-		vmath.PlusZero32(d, any(src).([]float32))
-		return
-	}
-	src = src[:len(dst)]
-	for i, v := range src {
-		dst[i] = 0 + v
-	}
+// shuffleBwd32 is shuffleBwd in float32: planes of 16 values and more
+// through vmath.PlusZero32's vector kernel, smaller ones (ShuffleNet's
+// 4×4 and 2×2 planes at 64×64) in one loop without a call per plane.
+func shuffleBwd32(k int, dst, grad []float32, g, planes, inner int) {
+	forItems(planes, inner, shuffleArgs[float32]{dst: dst, grad: grad, g: g, inner: inner, k: k}, func(a shuffleArgs[float32], lo, hi int) {
+		if a.inner >= 16 {
+			for p := lo; p < hi; p++ {
+				vmath.PlusZero32(a.dst[p*a.inner:][:a.inner], a.grad[(p*a.g+a.k)*a.inner:])
+			}
+			return
+		}
+		d := a.dst[lo*a.inner : hi*a.inner]
+		j, step := (lo*a.g+a.k)*a.inner, (a.g-1)*a.inner
+		for i := 0; i < len(d); i += a.inner {
+			for e, v := range a.grad[j : j+a.inner] {
+				d[i+e] = 0 + v
+			}
+			j += a.inner + step
+		}
+	})
 }
