@@ -35,6 +35,9 @@ type builder struct {
 	// reads, for the channel shuffle reading them (shuffle.go).
 	channelParts map[gnode][]gnode
 	reshapeOf    map[gnode]gnode
+	// shuffles maps the node of a fused channel shuffle to its geometry,
+	// for a Slice of its channels (shuffle.go).
+	shuffles map[gnode]*shuffleGeom
 	// sigmoidOf maps the node of a Sigmoid to the node it reads, for a
 	// Mul of the two (silu.go).
 	sigmoidOf map[gnode]gnode
@@ -51,6 +54,7 @@ type builder struct {
 func newBuilder(dt tensor.Dtype, opset int64) *builder {
 	return &builder{g: G.NewGraph(), dt: dt, opset: opset, consts: map[*importer.Tensor]gnode{}, concatParts: map[gnode][]gnode{},
 		channelParts: map[gnode][]gnode{}, reshapeOf: map[gnode]gnode{},
+		shuffles:  map[gnode]*shuffleGeom{},
 		sigmoidOf: map[gnode]gnode{}}
 }
 

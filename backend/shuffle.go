@@ -78,7 +78,151 @@ func (b *builder) channelShuffle(n *onnxpb.NodeProto, x *value, perm []int64, ou
 	reads := make([]bool, len(parts)+2)
 	reads[len(parts)+1] = true // the output's gradient only
 	y.Op().(*kernelOp).gradReads = reads
+	b.shuffles[y] = &shuffleGeom{parts: parts, n: x.shape[0], c: c, inner: inner}
 	return nodeValue(y), true, nil
+}
+
+// shuffleGeom is a fused channel shuffle's operands and geometry: its g =
+// len(parts) parts of n samples of c planes of inner values each; the
+// shuffled channel j of a sample is plane j/g of part j%g.
+type shuffleGeom struct {
+	parts       []gnode
+	n, c, inner int
+}
+
+// shuffleSlice lowers a Slice (first, step, result shape out, as
+// lowerSlice computed them) of a plain Reshape of a fused channel
+// shuffle to [N, g·c, rest…] that takes channels [c0, c1) and every
+// element of the other axes, as one kernel over the shuffle's parts:
+// each plane is copied once, from its part to the slice (a ShuffleNet
+// block's two halves, the shuffle then not formed unless something else
+// reads it); the gradient of a part is 0 + g on the planes the slice
+// took, +0 on the others, as the unfused Slice's (zeros, then 0 + g) and
+// the shuffle's (0 + that) give bit for bit.
+func (b *builder) shuffleSlice(n *onnxpb.NodeProto, x *value, first, step, out []int) (*value, bool, error) {
+	if !FuseChannelShuffle || x.n == nil {
+		return nil, false, nil
+	}
+	src, ok := b.reshapeOf[x.n]
+	if !ok {
+		return nil, false, nil
+	}
+	sg := b.shuffles[src]
+	if sg == nil || len(x.shape) < 2 || x.shape[0] != sg.n || x.shape[1] != len(sg.parts)*sg.c || numel(x.shape[2:]) != sg.inner {
+		return nil, false, nil
+	}
+	for d := range x.shape {
+		if step[d] != 1 || d != 1 && (first[d] != 0 || out[d] != x.shape[d]) {
+			return nil, false, nil
+		}
+	}
+	c0, c1 := first[1], first[1]+out[1]
+	fwd := func(dst []float64, in [][]float64) { shuffleSliceFwd(dst, in, sg, c0, c1) }
+	bwd := func(k int, dst []float64, _ [][]float64, _, grad []float64) {
+		shuffleSliceBwd(k, dst, grad, sg, c0, c1)
+	}
+	fwd32 := func(dst []float32, in [][]float32) { shuffleSliceFwd(dst, in, sg, c0, c1) }
+	bwd32 := func(k int, dst []float32, _ [][]float32, _, grad []float32) bool {
+		shuffleSliceBwd32(k, dst, grad, sg, c0, c1)
+		return true
+	}
+	y, err := b.fillingKernel32(n.GetName(), "ShuffleSlice", sg.parts, out, fwd, bwd, nil, fwd32, bwd32)
+	if err != nil {
+		return nil, true, err
+	}
+	reads := make([]bool, len(sg.parts)+2)
+	reads[len(sg.parts)+1] = true // the output's gradient only
+	y.Op().(*kernelOp).gradReads = reads
+	return nodeValue(y), true, nil
+}
+
+// sliceArgs is a shuffle slice's operands for forItems: the slice (dst)
+// and the parts (in), or a part's gradient (dst) and the slice's (grad);
+// k the part, [c0, c1) the shuffled channels the slice takes.
+type sliceArgs[T float32 | float64] struct {
+	dst, grad []T
+	in        [][]T
+	sg        *shuffleGeom
+	k, c0, c1 int
+}
+
+// shuffleSliceFwd writes the slice's planes, sample by sample: plane j −
+// c0 is plane j/g of part j%g, for j in [c0, c1). The part and its plane
+// advance with j (no division per plane: ShuffleNet's planes at 64×64
+// are 4 to 64 values).
+func shuffleSliceFwd[T float32 | float64](dst []T, in [][]T, sg *shuffleGeom, c0, c1 int) {
+	w := c1 - c0
+	forItems(sg.n*w, sg.inner, sliceArgs[T]{dst: dst, in: in, sg: sg, c0: c0, c1: c1}, func(a sliceArgs[T], lo, hi int) {
+		g, c, inner, w := len(a.in), a.sg.c, a.sg.inner, a.c1-a.c0
+		s, j := lo/w, a.c0+lo%w
+		k, p := j%g, j/g
+		for q := lo; q < hi; q++ {
+			d, src := a.dst[q*inner:][:inner], a.in[k][(s*c+p)*inner:][:inner]
+			if inner < 16 {
+				for i, v := range src {
+					d[i] = v
+				}
+			} else {
+				copy(d, src)
+			}
+			if j++; j == a.c1 { // the next sample
+				s, j = s+1, a.c0
+				k, p = j%g, j/g
+			} else if k++; k == g {
+				k, p = 0, p+1
+			}
+		}
+	})
+}
+
+// partPlanes is the range [lo, hi) of part k's planes whose shuffled
+// channels g·p + k lie in [c0, c1).
+func partPlanes(k, g, c0, c1 int) (lo, hi int) {
+	lo = (max(c0-k, 0) + g - 1) / g
+	hi = (max(c1-k, 0) + g - 1) / g
+	return lo, max(lo, hi)
+}
+
+// shuffleSliceBwd writes part k's gradient: 0 + the slice's gradient on
+// the planes it took, +0 on the others.
+func shuffleSliceBwd[T float32 | float64](k int, dst, grad []T, sg *shuffleGeom, c0, c1 int) {
+	g, c, inner, w := len(sg.parts), sg.c, sg.inner, c1-c0
+	lo, hi := partPlanes(k, g, c0, c1)
+	forItems(sg.n, c*inner, sliceArgs[T]{dst: dst, grad: grad, sg: sg, k: k, c0: c0, c1: c1}, func(a sliceArgs[T], s0, s1 int) {
+		for s := s0; s < s1; s++ {
+			d := a.dst[s*c*inner:][:c*inner]
+			clear(d[:lo*inner])
+			clear(d[hi*inner:])
+			for p := lo; p < hi; p++ {
+				src := a.grad[(s*w+g*p+a.k-a.c0)*inner:][:inner]
+				dp := d[p*inner:][:inner]
+				for i, v := range src {
+					dp[i] = 0 + v
+				}
+			}
+		}
+	})
+}
+
+// shuffleSliceBwd32 is shuffleSliceBwd in float32, planes of 16 values
+// and more through vmath.PlusZero32's vector kernel.
+func shuffleSliceBwd32(k int, dst, grad []float32, sg *shuffleGeom, c0, c1 int) {
+	if sg.inner < 16 {
+		shuffleSliceBwd(k, dst, grad, sg, c0, c1)
+		return
+	}
+	g, c, inner, w := len(sg.parts), sg.c, sg.inner, c1-c0
+	lo, hi := partPlanes(k, g, c0, c1)
+	forItems(sg.n, c*inner, sliceArgs[float32]{dst: dst, grad: grad, sg: sg, k: k, c0: c0, c1: c1}, func(a sliceArgs[float32], s0, s1 int) {
+		for s := s0; s < s1; s++ {
+			d := a.dst[s*c*inner:][:c*inner]
+			clear(d[:lo*inner])
+			clear(d[hi*inner:])
+			for p := lo; p < hi; p++ {
+				vmath.PlusZero32(d[p*inner:][:inner], a.grad[(s*w+g*p+a.k-a.c0)*inner:])
+			}
+		}
+	})
 }
 
 // shuffleArgs is a shuffle's operands for forItems: the output (dst) and

@@ -25,21 +25,39 @@ type shuffleCase struct {
 	perm       []int64
 	fuses      bool
 	catOut     bool // the Concat is a graph output too
+	// slices, when set, are Slices of y (axis, start, end, step each)
+	// that are the outputs instead of y; sliceFuses says how many of
+	// them must run fused over the shuffle's parts.
+	slices     [][4]int64
+	sliceFuses int
 }
 
 var shuffleCases = []shuffleCase{
-	{"shufflenet_groups2", [][]int{{2, 3, 4, 5}, {2, 3, 4, 5}}, 1, []int{2, 2, 3, 4, 5}, []int64{0, 2, 1, 3, 4}, true, false},
-	{"groups3", [][]int{{1, 2, 3, 3}, {1, 2, 3, 3}, {1, 2, 3, 3}}, 1, []int{1, 3, 2, 3, 3}, []int64{0, 2, 1, 3, 4}, true, false},
-	{"rank3", [][]int{{2, 4, 6}, {2, 4, 6}}, 1, []int{2, 2, 4, 6}, []int64{0, 2, 1, 3}, true, false},
-	{"planes_1x1", [][]int{{3, 5, 1, 1}, {3, 5, 1, 1}}, 1, []int{3, 2, 5, 1, 1}, []int64{0, 2, 1, 3, 4}, true, false},
-	{"concat_read_too", [][]int{{2, 3, 4, 5}, {2, 3, 4, 5}}, 1, []int{2, 2, 3, 4, 5}, []int64{0, 2, 1, 3, 4}, true, true},
+	{"shufflenet_groups2", [][]int{{2, 3, 4, 5}, {2, 3, 4, 5}}, 1, []int{2, 2, 3, 4, 5}, []int64{0, 2, 1, 3, 4}, true, false, nil, 0},
+	{"groups3", [][]int{{1, 2, 3, 3}, {1, 2, 3, 3}, {1, 2, 3, 3}}, 1, []int{1, 3, 2, 3, 3}, []int64{0, 2, 1, 3, 4}, true, false, nil, 0},
+	{"rank3", [][]int{{2, 4, 6}, {2, 4, 6}}, 1, []int{2, 2, 4, 6}, []int64{0, 2, 1, 3}, true, false, nil, 0},
+	{"planes_1x1", [][]int{{3, 5, 1, 1}, {3, 5, 1, 1}}, 1, []int{3, 2, 5, 1, 1}, []int64{0, 2, 1, 3, 4}, true, false, nil, 0},
+	{"concat_read_too", [][]int{{2, 3, 4, 5}, {2, 3, 4, 5}}, 1, []int{2, 2, 3, 4, 5}, []int64{0, 2, 1, 3, 4}, true, true, nil, 0},
 	// the pattern does not hold: these keep the Concat and the Transpose
-	{"unequal_parts", [][]int{{2, 2, 3, 3}, {2, 4, 3, 3}}, 1, []int{2, 2, 3, 3, 3}, []int64{0, 2, 1, 3, 4}, false, false},
-	{"groups_not_parts", [][]int{{2, 4, 3, 3}, {2, 4, 3, 3}}, 1, []int{2, 4, 2, 3, 3}, []int64{0, 2, 1, 3, 4}, false, false},
-	{"other_perm", [][]int{{2, 3, 4, 5}, {2, 3, 4, 5}}, 1, []int{2, 2, 3, 4, 5}, []int64{0, 1, 2, 4, 3}, false, false},
-	{"swap_first", [][]int{{2, 3, 4, 5}, {2, 3, 4, 5}}, 1, []int{2, 2, 3, 4, 5}, []int64{1, 0, 2, 3, 4}, false, false},
-	{"concat_axis2", [][]int{{2, 3, 2, 5}, {2, 3, 2, 5}}, 2, []int{2, 3, 2, 2, 5}, []int64{0, 2, 1, 3, 4}, false, false},
-	{"concat_axis0", [][]int{{1, 6, 4, 5}, {1, 6, 4, 5}}, 0, []int{2, 2, 3, 4, 5}, []int64{0, 2, 1, 3, 4}, false, false},
+	{"unequal_parts", [][]int{{2, 2, 3, 3}, {2, 4, 3, 3}}, 1, []int{2, 2, 3, 3, 3}, []int64{0, 2, 1, 3, 4}, false, false, nil, 0},
+	{"groups_not_parts", [][]int{{2, 4, 3, 3}, {2, 4, 3, 3}}, 1, []int{2, 4, 2, 3, 3}, []int64{0, 2, 1, 3, 4}, false, false, nil, 0},
+	{"other_perm", [][]int{{2, 3, 4, 5}, {2, 3, 4, 5}}, 1, []int{2, 2, 3, 4, 5}, []int64{0, 1, 2, 4, 3}, false, false, nil, 0},
+	{"swap_first", [][]int{{2, 3, 4, 5}, {2, 3, 4, 5}}, 1, []int{2, 2, 3, 4, 5}, []int64{1, 0, 2, 3, 4}, false, false, nil, 0},
+	{"concat_axis2", [][]int{{2, 3, 2, 5}, {2, 3, 2, 5}}, 2, []int{2, 3, 2, 2, 5}, []int64{0, 2, 1, 3, 4}, false, false, nil, 0},
+	{"concat_axis0", [][]int{{1, 6, 4, 5}, {1, 6, 4, 5}}, 0, []int{2, 2, 3, 4, 5}, []int64{0, 2, 1, 3, 4}, false, false, nil, 0},
+	// Slices of the shuffled channels (a ShuffleNet block's two halves)
+	{"halves", [][]int{{2, 3, 2, 2}, {2, 3, 2, 2}}, 1, []int{2, 2, 3, 2, 2}, []int64{0, 2, 1, 3, 4}, true, false,
+		[][4]int64{{1, 0, 3, 1}, {1, 3, 6, 1}}, 2},
+	{"halves_planes16", [][]int{{2, 4, 4, 4}, {2, 4, 4, 4}}, 1, []int{2, 2, 4, 4, 4}, []int64{0, 2, 1, 3, 4}, true, false,
+		[][4]int64{{1, 0, 4, 1}, {1, 4, 8, 1}}, 2},
+	{"odd_ranges_groups3", [][]int{{2, 2, 3, 3}, {2, 2, 3, 3}, {2, 2, 3, 3}}, 1, []int{2, 3, 2, 3, 3}, []int64{0, 2, 1, 3, 4}, true, false,
+		[][4]int64{{1, 1, 5, 1}, {1, 0, 6, 1}, {1, 5, 6, 1}, {1, 2, 3, 1}}, 4},
+	{"half_and_other_axis", [][]int{{2, 3, 2, 2}, {2, 3, 2, 2}}, 1, []int{2, 2, 3, 2, 2}, []int64{0, 2, 1, 3, 4}, true, false,
+		[][4]int64{{1, 0, 3, 1}, {2, 0, 1, 1}}, 1},
+	{"channel_step2", [][]int{{2, 3, 2, 2}, {2, 3, 2, 2}}, 1, []int{2, 2, 3, 2, 2}, []int64{0, 2, 1, 3, 4}, true, false,
+		[][4]int64{{1, 0, 6, 2}, {1, 1, 6, 2}}, 0},
+	{"unfused_shuffle", [][]int{{2, 2, 2, 2}, {2, 4, 2, 2}}, 1, []int{2, 2, 3, 2, 2}, []int64{0, 2, 1, 3, 4}, false, false,
+		[][4]int64{{1, 0, 3, 1}, {1, 3, 6, 1}}, 0},
 }
 
 // model builds the case's graph: inputs p0, p1, …; output y (then cat).
@@ -73,6 +91,20 @@ func (c shuffleCase) model() (*importer.Model, map[string]*importer.Tensor) {
 	node("Reshape", "r1", []string{"tr", "back"}, "y")
 	y := "y"
 	outs := []*onnxpb.ValueInfoProto{{Name: &y}}
+	if c.slices != nil {
+		outs = nil
+	}
+	for i, sl := range c.slices {
+		name := fmt.Sprintf("s%d", i)
+		var in []string
+		for a, v := range []string{"starts", "ends", "axes", "steps"} {
+			vn := fmt.Sprintf("%s_%s", name, v)
+			g.Initializer = append(g.Initializer, tensorProto(initI(vn, []int{1}, []int64{sl[1], sl[2], sl[0], sl[3]}[a]).t))
+			in = append(in, vn)
+		}
+		node("Slice", name, append([]string{"y"}, in...), name)
+		outs = append(outs, &onnxpb.ValueInfoProto{Name: &name})
+	}
 	if c.catOut {
 		outs = append(outs, g.Output[0])
 	}
@@ -84,7 +116,7 @@ func (c shuffleCase) model() (*importer.Model, map[string]*importer.Tensor) {
 // its outputs, the gradients of L = Σ w·y (w fixed) with respect to every
 // part, and the number of fused channel shuffles and of Transposes in
 // the graph.
-func shuffleRun(t *testing.T, c shuffleCase, dt tensor.Dtype, fuse bool) (outs map[string][]float64, grads [][]float64, fused, transposes int) {
+func shuffleRun(t *testing.T, c shuffleCase, dt tensor.Dtype, fuse bool) (outs map[string][]float64, grads [][]float64, fused, transposes, slices int) {
 	t.Helper()
 	defer func(v bool) { FuseChannelShuffle = v }(FuseChannelShuffle)
 	FuseChannelShuffle = fuse
@@ -106,24 +138,37 @@ func shuffleRun(t *testing.T, c shuffleCase, dt tensor.Dtype, fuse bool) (outs m
 			t.Fatal(err)
 		}
 	}
-	y := bt.vals["y"]
+	var ys []gnode
+	size := 0
+	for _, o := range m.Proto.Graph.Output {
+		if o.GetName() != "cat" {
+			ys = append(ys, bt.vals[o.GetName()].n)
+			size += numel(bt.vals[o.GetName()].shape)
+		}
+	}
 	r := rand.New(rand.NewSource(7))
-	w := make([]float64, numel(y.shape))
+	w := make([]float64, size)
 	for i := range w {
 		w[i] = 2*r.Float64() - 1
 		if i%5 == 0 {
 			w[i] = math.Copysign(0, -1) // −0 gradients reach the parts
 		}
 	}
-	loss, err := bt.b.kernel("L", "weighted sum", []gnode{y.n}, nil,
+	off := make([]int, len(ys)+1) // where each output's weights start in w
+	for i, n := range ys {
+		off[i+1] = off[i] + numel(n.Shape())
+	}
+	loss, err := bt.b.kernel("L", "weighted sum", ys, nil,
 		func(dst []float64, in [][]float64) {
-			for i, v := range in[0] {
-				dst[0] += w[i] * v
+			for k, x := range in {
+				for i, v := range x {
+					dst[0] += w[off[k]+i] * v
+				}
 			}
 		},
-		func(_ int, dst []float64, _ [][]float64, _, g []float64) {
+		func(k int, dst []float64, _ [][]float64, _, g []float64) {
 			for i := range dst {
-				dst[i] = w[i] * g[0]
+				dst[i] = w[off[k]+i] * g[0]
 			}
 		}, nil)
 	if err != nil {
@@ -161,9 +206,10 @@ func shuffleRun(t *testing.T, c shuffleCase, dt tensor.Dtype, fuse bool) (outs m
 		if op, ok := n.Op().(*kernelOp); ok {
 			fused += b2i(op.kind == "ChannelShuffle")
 			transposes += b2i(op.kind == "Transpose")
+			slices += b2i(op.kind == "ShuffleSlice")
 		}
 	}
-	return outs, grads, fused, transposes
+	return outs, grads, fused, transposes, slices
 }
 
 // TestFuseChannelShuffle checks the fused channel shuffle (shuffle.go)
@@ -179,10 +225,13 @@ func TestFuseChannelShuffle(t *testing.T) {
 	for _, c := range shuffleCases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-				o0, g0, f0, t0 := shuffleRun(t, c, dt, false)
-				o1, g1, f1, t1 := shuffleRun(t, c, dt, true)
-				if f0 != 0 || t0 != 1 {
-					t.Fatalf("%v unfused: %d fused shuffles, %d Transposes", dt, f0, t0)
+				o0, g0, f0, t0, s0 := shuffleRun(t, c, dt, false)
+				o1, g1, f1, t1, s1 := shuffleRun(t, c, dt, true)
+				if f0 != 0 || t0 != 1 || s0 != 0 {
+					t.Fatalf("%v unfused: %d fused shuffles, %d Transposes, %d fused Slices", dt, f0, t0, s0)
+				}
+				if s1 != c.sliceFuses {
+					t.Fatalf("%v: %d fused Slices, want %d", dt, s1, c.sliceFuses)
 				}
 				if c.fuses && (f1 != 1 || t1 != 0) {
 					t.Fatalf("%v: %d fused shuffles, %d Transposes; want the fused one alone", dt, f1, t1)
@@ -225,6 +274,27 @@ func TestFuseChannelShuffle(t *testing.T) {
 				t.Fatalf("channelShuffle: fused %v, %v", fused, err)
 			}
 			checkKernel32(t, v.n.Op().(*kernelOp), 3, 1)
+			flat := append([]int{}, catShape...)
+			r1, err := b.kernel32("r1", "Reshape", []gnode{v.n}, flat, nil, nil, nil, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.reshapeOf[r1] = v.n
+			for i, sl := range c.slices {
+				if sl[0] != 1 || sl[3] != 1 {
+					continue
+				}
+				first, step, so := make([]int, len(flat)), make([]int, len(flat)), append([]int{}, flat...)
+				for d := range step {
+					step[d] = 1
+				}
+				first[1], so[1] = int(sl[1]), int(sl[2]-sl[1])
+				sv, fused, err := b.shuffleSlice(&onnxpb.NodeProto{}, nodeValue(r1), first, step, so)
+				if err != nil || !fused {
+					t.Fatalf("shuffleSlice %v: fused %v, %v", sl, fused, err)
+				}
+				checkKernel32(t, sv.n.Op().(*kernelOp), int64(4+i), 1)
+			}
 			for i := range c.parts {
 				gradCheck(t, m, feeds, fmt.Sprintf("p%d", i), 1e-6)
 			}

@@ -91,6 +91,9 @@ func lowerSlice(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		}
 		first[a], step[a], out[a] = int(s), int(st), int(cnt)
 	}
+	if v, ok, err := b.shuffleSlice(n, x, first, step, out); ok || err != nil {
+		return []*value{v}, err
+	}
 	ist := strides(x.shape)
 	idx := make([]int, numel(out))
 	ctr := make([]int, r)

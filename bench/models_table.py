@@ -70,7 +70,7 @@ DESCRIPTIONS = {
 # step at load 17, moves to the kernels and the total stays the same).
 OVERHEAD = re.compile(r"^(runtime\.(?!asyncPreempt)|internal/runtime|sync\.|.*internal/par\.|"
                       r".*backend\.(valueFloatsInto|makeValue|makeValue32|readF32|readInputsInto|"
-                      r"\(\*f64Scratch\)|\(\*move32\)|\(\*transposeArgs\)|transposeRows|shuffle(Fwd|Bwd)|outBuf32For)|"
+                      r"\(\*f64Scratch\)|\(\*move32\)|\(\*transposeArgs\)|transposeRows|shuffle(Slice)?(Fwd|Bwd)|outBuf32For)|"
                       r".*backend/ops\.(ClearPar|trimWeights|trimInto|spreadWeights)|"
                       r".*backend/internal/vmath\.(PlusZero32|plusZeroAVX2)|.*hugepages\.)")
 
