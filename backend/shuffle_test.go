@@ -218,9 +218,12 @@ func shuffleRun(t *testing.T, c shuffleCase, dt tensor.Dtype, fuse bool) (outs m
 // part are the same bits (−0 gradients included: both give 0 + g), the
 // fusion happens where the pattern holds (the Concat also read by the
 // caller included) and not where it does not (parts of other sizes than
-// the groups, other permutations, a Concat on another axis); the fused
-// kernel's float32 closures match its float64 ones bit for bit, and its
-// gradients pass the finite-difference check.
+// the groups, other permutations, a Concat on another axis); Slices of
+// the shuffled channels run over the parts (halves, odd ranges, overlaps,
+// planes under and over 16 values) and Slices of another axis, with a
+// step, or of an unfused shuffle do not; the fused kernels' float32
+// closures match their float64 ones bit for bit, and the gradients pass
+// the finite-difference check.
 func TestFuseChannelShuffle(t *testing.T) {
 	for _, c := range shuffleCases {
 		t.Run(c.name, func(t *testing.T) {
