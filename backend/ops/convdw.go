@@ -68,22 +68,37 @@ func (d *dwGeom) planes() int { return d.s * d.s * d.hq * d.wq }
 
 // split writes the padded input plane x (H × W) into its phase planes q
 // (every value written, zeros in the padding).
+//
+// Phase rows of at most dwClearWhole values (the deeper layers' small
+// planes, a column or two of padding) are cleared with their plane, once,
+// and the input's values written over them: a clear per padding run cost
+// a call for one or two values. Longer rows clear only their padding, so
+// that large planes are not written twice.
 func dwSplit[T float](g *convGeom, d *dwGeom, x, q []T) {
 	s := d.s
+	whole := d.wq <= dwClearWhole
+	if whole {
+		clear(q[:d.planes()])
+	}
 	for py := 0; py < s; py++ {
 		for px := 0; px < s; px++ {
 			ph := q[(py*s+px)*d.hq*d.wq:][:d.hq*d.wq]
+			// column c reads x column c·s + px − pb
+			lo, hi := validRange(d.wq, s, px-g.x.pb, g.w)
 			for r := 0; r < d.hq; r++ {
 				row := ph[r*d.wq:][:d.wq]
 				y := r*s + py - g.y.pb
 				if y < 0 || y >= g.h {
-					clear(row)
+					if !whole {
+						clear(row)
+					}
 					continue
 				}
 				xr := x[y*g.w:][:g.w]
-				// column c reads x column c·s + px − pb
-				lo, hi := validRange(d.wq, s, px-g.x.pb, g.w)
-				clear(row[:lo])
+				if !whole {
+					clear(row[:lo])
+					clear(row[hi:])
+				}
 				if s == 1 {
 					copy(row[lo:hi], xr[lo+px-g.x.pb:])
 				} else {
@@ -91,11 +106,14 @@ func dwSplit[T float](g *convGeom, d *dwGeom, x, q []T) {
 						row[c] = xr[c*s+px-g.x.pb]
 					}
 				}
-				clear(row[hi:])
 			}
 		}
 	}
 }
+
+// dwClearWhole is the longest phase row (and wide row, dwWide) that
+// dwSplit and dwWide clear with the whole plane rather than by runs.
+const dwClearWhole = 16
 
 // dwMerge writes the input gradient plane dx (H × W) from the phase
 // planes' gradient dq.
@@ -117,11 +135,20 @@ func dwMerge[T float](g *convGeom, d *dwGeom, dq, dx []T) {
 
 // dwWide writes the output gradient plane gy (oH × oW) into wide rows of
 // Wq values, zeros between.
+//
+// Rows of at most dwClearWhole values are cleared with the whole buffer,
+// once, rather than one call per row for the one or two values past oW.
 func dwWide[T float](g *convGeom, d *dwGeom, gy, wide []T) {
+	whole := d.wq <= dwClearWhole && d.wq > g.ow
+	if whole {
+		clear(wide[:g.oh*d.wq])
+	}
 	for oy := 0; oy < g.oh; oy++ {
 		row := wide[oy*d.wq:][:d.wq]
 		copy(row, gy[oy*g.ow:][:g.ow])
-		clear(row[g.ow:])
+		if !whole {
+			clear(row[g.ow:])
+		}
 	}
 }
 
