@@ -758,8 +758,8 @@ func convForward[T float](g convGeom, sc *scratch, xt, wt, bt tensor.Tensor, out
 
 // convGradX writes the input gradient into dx (n·c·H·W, any contents):
 // the input gradient as a forward convolution, a 1×1 convolution's
-// product and the wide rows (convWideGradX) write every element; the
-// other paths add into dx, zeroed first.
+// product (batched or not) and the wide rows (convWideGradX) write every
+// element; the other paths add into dx, zeroed first.
 func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
 	w, gy := data[T](wt), data[T](gyt)
 	if depthwiseOK(&g) {
@@ -774,7 +774,9 @@ func convGradX[T float](g convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T) 
 		return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 	}
 	if batchedPlanes(&g) {
-		ClearPar(dx)
+		if !g.direct { // a direct product's planes are copied whole (convGradXBatched)
+			ClearPar(dx)
+		}
 		return convGradXBatched(&g, w, gy, dx)
 	}
 	if p, ok := padWide[T](&g); ok { // the crop writes every element of dx

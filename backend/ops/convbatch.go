@@ -98,7 +98,10 @@ func gatherGrad[T float](g *convGeom, gy, dst []T) {
 }
 
 // convGradXBatched is convGradX for batchedPlanes: col = Wᵀ·gy over the
-// batch, added back into dx (zeroed) sample by sample.
+// batch, added back into dx (zeroed) sample by sample; for a direct 1×1
+// convolution each row of col is a plane of dx, copied into it (dx any
+// contents: the product's sums start from +0, so a copy gives the bits
+// an addition into zeros gives).
 func convGradXBatched[T float](g *convGeom, w, gy, dx []T) tensor.Tensor {
 	np := g.n * g.outPlane
 	gbuf := getScratch[T](&colScratch, g.m*np)
@@ -113,6 +116,12 @@ func convGradXBatched[T float](g *convGeom, w, gy, dx []T) tensor.Tensor {
 	})
 	parallelWork(g.n, g.colRows*g.outPlane, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
+			if g.direct {
+				for c := 0; c < g.c; c++ {
+					copy(dx[(n*g.c+c)*g.inPlane:][:g.inPlane], col[c*np+n*g.outPlane:][:g.outPlane])
+				}
+				continue
+			}
 			col2imRowsLd(g, col[n*g.outPlane:], np, dx[n*g.c*g.inPlane:][:g.c*g.inPlane], 0, g.oh)
 		}
 	})

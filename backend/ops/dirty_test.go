@@ -123,8 +123,8 @@ func TestConvGradWWideRows(t *testing.T) {
 // TestConvGradXDirtyBuffer checks that Conv's input gradient gives into a
 // NaN-filled buffer the bits it gives into a zeroed one, on every path:
 // as a forward convolution, col2im (a direct 1×1, filters over 1 MB,
-// stride 2), the batched small planes, the zero-padded few channels and
-// the wide rows.
+// stride 2), the batched small planes (a 3×3 and a direct 1×1), the
+// zero-padded few channels and the wide rows.
 func TestConvGradXDirtyBuffer(t *testing.T) {
 	cases := []struct {
 		name string
@@ -136,6 +136,7 @@ func TestConvGradXDirtyBuffer(t *testing.T) {
 		{"filters over 1 MB", []int{1, 256, 12, 12}, []int{128, 256, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
 		{"stride 2", []int{2, 40, 30, 30}, []int{8, 40, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 2}}},
 		{"small planes", []int{4, 16, 4, 6}, []int{16, 16, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"small planes direct 1x1", []int{4, 24, 4, 4}, []int{16, 24, 1, 1}, ConvParams{}},
 		{"few channels padded", []int{2, 3, 16, 16}, []int{5, 3, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
 		{"wide rows", []int{3, 1, 36, 36}, []int{10, 1, 9, 9}, ConvParams{}},
 	}
@@ -145,6 +146,9 @@ func TestConvGradXDirtyBuffer(t *testing.T) {
 			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.name == "small planes direct 1x1" && !(batchedPlanes(&g) && g.direct) {
+				t.Fatalf("%v: not a direct product over the batch", g)
 			}
 			w, gy := normal32(r, c.w), normal32(r, []int{g.n, g.m, g.oh, g.ow})
 			n := g.n * g.c * g.inPlane
