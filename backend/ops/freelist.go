@@ -25,7 +25,9 @@ func freeKeep() int { return 2*runtime.GOMAXPROCS(0) + 2 }
 func (l *freeList) Put(v any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.free) < freeKeep() {
+	// A short list keeps v without asking GOMAXPROCS, which takes the
+	// scheduler's lock (4 ≤ freeKeep() always).
+	if n := len(l.free); n < 4 || n < freeKeep() {
 		l.free = append(l.free, v)
 		return
 	}

@@ -480,7 +480,9 @@ func (p *packBufs) Get() *[]float32 {
 // Put keeps b for reuse, up to two buffers per worker and two more.
 func (p *packBufs) Put(b *[]float32) {
 	p.mu.Lock()
-	if len(p.free) < 2*runtime.GOMAXPROCS(0)+2 {
+	// A short list is kept without asking GOMAXPROCS, which takes the
+	// scheduler's lock (4 ≤ 2·GOMAXPROCS + 2 always).
+	if n := len(p.free); n < 4 || n < 2*runtime.GOMAXPROCS(0)+2 {
 		p.free = append(p.free, b)
 	}
 	p.mu.Unlock()
