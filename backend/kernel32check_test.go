@@ -350,6 +350,13 @@ func TestTranspose32MatchesFloat64(t *testing.T) {
 		{[]int{1, 1}, []int64{1, 0}},
 		{[]int{2, 3, 4, 5, 6, 7}, []int64{4, 5, 2, 3, 0, 1}},
 		{[]int{2, 1, 3, 4}, []int64{1, 3, 0, 2}},
+		// the last two axes swapped in 8×8 blocks (transposeLast2), with
+		// row and column tails, one matrix, and matrices too small for it
+		{[]int{3, 13, 21}, []int64{0, 2, 1}},
+		{[]int{2, 20, 3, 3}, []int64{0, 2, 3, 1}},
+		{[]int{2, 3, 3, 20}, []int64{0, 3, 1, 2}},
+		{[]int{17, 9}, []int64{1, 0}},
+		{[]int{2, 7, 16}, []int64{0, 2, 1}},
 	}
 	for i, c := range cases {
 		t.Run(fmt.Sprint(c.x, c.perm), func(t *testing.T) {

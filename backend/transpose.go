@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 
+	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -130,6 +131,9 @@ func transpose32(dst, src []float32, xs []int, perm []int64, plusZero bool) {
 		transposeRows(transposeArgs{dst: dst, src: src, r: r, plusZero: plusZero}, xs, perm)
 		return
 	}
+	if transposeLast2(dst, src, xs, perm, plusZero) {
+		return
+	}
 	t := transposeArgs{dst: dst, src: src, r: r, plusZero: plusZero}
 	acc := 1 // src's row-major stride along axis i
 	for i := r - 1; i >= 0; i-- {
@@ -150,6 +154,57 @@ func transpose32(dst, src []float32, xs []int, perm []int64, plusZero bool) {
 	}
 	tp := t // its own variable: the closure takes it to the heap, t stays on the stack
 	parallelItems(rows, t.last, func(lo, hi int) { tp.rows(lo, hi) })
+}
+
+// swapArgs is a batch of n matrices a×b (src) to transpose into dst.
+type swapArgs struct {
+	dst, src []float32
+	a, b     int
+	plusZero bool
+}
+
+// transposeLast2 writes the transpose that, its axes merged, swaps the two
+// axes of [A, B] or the last two of [N, A, B] (NCHW to NHWC and back, as
+// ConvNeXt's blocks do around their LayerNorm and MLP), and reports
+// whether it did. Bands of 8 rows of each matrix move as 8×8 blocks
+// through fgemm.TransposeRows (AVX2: 8 loads and 8 stores a block), where
+// transposeArgs.rows gathers one value per load with the stride of A; it
+// leaves matrices under 8 either way, and CPUs without AVX2, to that walk.
+func transposeLast2(dst, src []float32, xs []int, perm []int64, plusZero bool) bool {
+	var n, a, b int
+	switch {
+	case len(xs) == 2 && perm[0] == 1 && perm[1] == 0:
+		n, a, b = 1, xs[0], xs[1]
+	case len(xs) == 3 && perm[0] == 0 && perm[1] == 2 && perm[2] == 1:
+		n, a, b = xs[0], xs[1], xs[2]
+	default:
+		return false
+	}
+	if a < 8 || b < 8 || !fgemm.CanTransposeRows() {
+		return false
+	}
+	if n == 1 { // one matrix: bands of 8 rows in parallel, −0 made +0 as they are written
+		bands := (a + 7) / 8
+		forItems(bands, 8*b, swapArgs{dst: dst, src: src, a: a, b: b, plusZero: plusZero},
+			func(s swapArgs, lo, hi int) {
+				fgemm.TransposeRows(s.dst, s.a, s.src, s.b, s.b, 8*lo, min(8*hi, s.a), s.plusZero)
+			})
+		return true
+	}
+	// Matrices in parallel; a gradient's −0 made +0 in one vector pass over
+	// each written matrix, still in cache, rather than 8 values at a time.
+	forItems(n, a*b, swapArgs{dst: dst, src: src, a: a, b: b, plusZero: plusZero},
+		func(s swapArgs, lo, hi int) {
+			plane := s.a * s.b
+			for m := lo; m < hi; m++ {
+				d := s.dst[m*plane:][:plane]
+				fgemm.TransposeRows(d, s.a, s.src[m*plane:][:plane], s.b, s.b, 0, s.a, false)
+				if s.plusZero {
+					vmath.PlusZero32(d, d)
+				}
+			}
+		})
+	return true
 }
 
 // maxTransposeRank is the highest rank transpose32 handles in fixed-size

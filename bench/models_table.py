@@ -63,14 +63,17 @@ DESCRIPTIONS = {
 # trimInto and spreadWeights move a trimmed convolution's taps between the
 # whole kernel and the smaller one; Transpose's walks, the channel shuffle's
 # plane copies and vmath.PlusZero32, the gradient copies of the data
-# movements, are copies too).
+# movements, are copies too, as are transposeLast2's 8×8 blocks through
+# gemm.TransposeRows and, under it, the AVX2 transpose8 that gemm's
+# packing also runs: counted only under TransposeRows, see UNDER).
 # runtime.asyncPreempt is left out: on a busy machine the profile
 # attributes to it samples of the code it interrupted (with
 # GODEBUG=asyncpreemptoff=1 its share, a fifth of a transformer block's
 # step at load 17, moves to the kernels and the total stays the same).
 OVERHEAD = re.compile(r"^(runtime\.(?!asyncPreempt)|internal/runtime|sync\.|.*internal/par\.|"
                       r".*backend\.(valueFloatsInto|makeValue|makeValue32|readF32|readInputsInto|"
-                      r"\(\*f64Scratch\)|\(\*move32\)|\(\*transposeArgs\)|transposeRows|shuffle(Slice)?(Fwd|Bwd)|outBuf32For)|"
+                      r"\(\*f64Scratch\)|\(\*move32\)|\(\*transposeArgs\)|transposeRows|transposeLast2|shuffle(Slice)?(Fwd|Bwd)|"
+                      r"outBuf32For)|.*backend/internal/gemm\.TransposeRows|"
                       r".*backend/ops\.(ClearPar|trimWeights|trimInto|spreadWeights)|"
                       r".*backend/internal/vmath\.(PlusZero32|plusZeroAVX2)|.*hugepages\.)")
 
@@ -86,6 +89,11 @@ def run(cmd, env=None, what=""):
 # loop or a caller's wait is a core polling (or going to sleep) for work;
 # one under a job's run, runOne or call is a chunk of a loop (a waiting
 # caller runs chunks of other loops through runOne), whatever waits inside.
+# Innermost functions that are overhead only under a given caller (the next
+# frame): gemm's AVX2 transpose8 moves data for a Transpose under
+# TransposeRows and packs a matrix product's operands under packing.
+UNDER = [(re.compile(r".*backend/internal/gemm\.transpose8$"), re.compile(r".*backend/internal/gemm\.TransposeRows"))]
+
 POOL_FRAME = re.compile(r".*internal/par\.(worker|\(\*job\)\.(wait|run|runOne|call))( \(inline\))?$")
 POOL_RUNNING = re.compile(r".*\.(run|runOne|call)( \(inline\))?$")
 UNITS = {"ms": 1e-3, "s": 1, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60, "h": 3600, None: 1}
@@ -125,7 +133,8 @@ def overhead_share(binary, prof):
         if pool and not POOL_RUNNING.match(pool):
             waiting += v
             over += v
-        elif OVERHEAD.match(frames[0]):
+        elif OVERHEAD.match(frames[0]) or any(
+                leaf.match(frames[0]) and len(frames) > 1 and caller.match(frames[1]) for leaf, caller in UNDER):
             over += v
     if want is None or abs(total - want) > 0.01 * want + 0.011:
         sys.exit(f"models_table: pprof of {prof} lists {total:.2f} s of samples, its header says {want} s")
