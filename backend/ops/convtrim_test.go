@@ -138,14 +138,7 @@ func TestConvTrimGradW(t *testing.T) {
 	paths := map[string]bool{}
 	for _, c := range trimGradWCases {
 		t.Run(c.name, func(t *testing.T) {
-			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr := trimConv(&g)
-			if tr == nil {
-				t.Fatalf("%v: no taps trimmed", g)
-			}
+			g, tr := mustTrim(t, c.x, c.w, c.p)
 			switch tg := &tr.g; {
 			case depthwiseOK(tg) || groupedOK(tg):
 				paths["depthwise or grouped"] = true
@@ -241,14 +234,7 @@ func BenchmarkConvTrimMoves(b *testing.B) {
 func TestConvTrimWeightsChange(t *testing.T) {
 	for _, c := range trimCases[:2] { // ASPP's centre tap; a 3×3 block of a 5×5
 		t.Run(c.name, func(t *testing.T) {
-			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr := trimConv(&g)
-			if tr == nil {
-				t.Fatalf("%v: no taps trimmed", g)
-			}
+			g, tr := mustTrim(t, c.x, c.w, c.p)
 			rng := rand.New(rand.NewSource(17))
 			x, w, b := randTensor(rng, c.x...), randTensor(rng, c.w...), randTensor(rng, g.m)
 			gys := []*tensor.Dense{randTensor(rng, g.n, g.m, g.oh, g.ow), randTensor(rng, g.n, g.m, g.oh, g.ow)}
@@ -292,4 +278,19 @@ func TestConvTrimWeightsChange(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustTrim returns the geometry of a convolution of input shape x and
+// filters w, and its trimmed one, failing t unless some taps are dropped.
+func mustTrim(t *testing.T, x, w []int, p ConvParams) (convGeom, *convTrim) {
+	t.Helper()
+	g, err := newConvGeom(tensor.Shape(x), tensor.Shape(w), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := trimConv(&g)
+	if tr == nil {
+		t.Fatalf("%v: no taps trimmed", g)
+	}
+	return g, tr
 }
