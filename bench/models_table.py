@@ -65,7 +65,11 @@ DESCRIPTIONS = {
 # plane copies and vmath.PlusZero32, the gradient copies of the data
 # movements, are copies too, as are transposeLast2's 8×8 blocks through
 # gemm.TransposeRows and, under it, the AVX2 transpose8 that gemm's
-# packing also runs: counted only under TransposeRows, see UNDER).
+# packing also runs: counted only under TransposeRows, see UNDER). Not
+# listed, though they move data: the depthwise convolution's strided
+# gather into phases (ops.dwSplit, about 2% of ShuffleNet's step) and
+# Gather's gradient's own loop (ops.gatherGrad's closure); their
+# runtime.memmove and memclr calls are counted.
 # runtime.asyncPreempt is left out: on a busy machine the profile
 # attributes to it samples of the code it interrupted (with
 # GODEBUG=asyncpreemptoff=1 its share, a fifth of a transformer block's
