@@ -1159,11 +1159,10 @@ func convWideGradX[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []
 }
 
 // setSum sets dst to 0 + src, the bits addTo gives into a zeroed dst (a
-// −0 becomes +0): float32 through vmath.AffineRelu32 with factor 1 and
-// offset 0 (1·v + 0 is 0 + v).
+// −0 becomes +0): float32 through vmath.PlusZero32.
 func setSum[T float](dst, src []T) {
 	if d32, ok := any(dst).([]float32); ok {
-		vmath.AffineRelu32(d32, any(src).([]float32)[:len(d32)], 1, 0, false)
+		vmath.PlusZero32(d32, any(src).([]float32))
 		return
 	}
 	for i, v := range src[:len(dst)] {
