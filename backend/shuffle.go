@@ -64,11 +64,11 @@ func (b *builder) channelShuffle(n *onnxpb.NodeProto, x *value, perm []int64, ou
 	planes, inner := x.shape[0]*c, numel(x.shape[3:])
 	fwd := func(dst []float64, in [][]float64) { shuffleFwd(dst, in, planes, inner) }
 	bwd := func(k int, dst []float64, _ [][]float64, _, grad []float64) {
-		shuffleBwd(k, dst, grad, len(parts), planes, inner)
+		shuffleBwd(k, dst, grad, len(parts), planes, inner, nil)
 	}
 	fwd32 := func(dst []float32, in [][]float32) { shuffleFwd(dst, in, planes, inner) }
 	bwd32 := func(k int, dst []float32, _ [][]float32, _, grad []float32) bool {
-		shuffleBwd32(k, dst, grad, len(parts), planes, inner)
+		shuffleBwd(k, dst, grad, len(parts), planes, inner, vmath.PlusZero32)
 		return true
 	}
 	y, err := b.fillingKernel32(n.GetName(), "ChannelShuffle", parts, out, fwd, bwd, nil, fwd32, bwd32)
@@ -119,11 +119,11 @@ func (b *builder) shuffleSlice(n *onnxpb.NodeProto, x *value, first, step, out [
 	c0, c1 := first[1], first[1]+out[1]
 	fwd := func(dst []float64, in [][]float64) { shuffleSliceFwd(dst, in, sg, c0, c1) }
 	bwd := func(k int, dst []float64, _ [][]float64, _, grad []float64) {
-		shuffleSliceBwd(k, dst, grad, sg, c0, c1)
+		shuffleSliceBwd(k, dst, grad, sg, c0, c1, nil)
 	}
 	fwd32 := func(dst []float32, in [][]float32) { shuffleSliceFwd(dst, in, sg, c0, c1) }
 	bwd32 := func(k int, dst []float32, _ [][]float32, _, grad []float32) bool {
-		shuffleSliceBwd32(k, dst, grad, sg, c0, c1)
+		shuffleSliceBwd(k, dst, grad, sg, c0, c1, vmath.PlusZero32)
 		return true
 	}
 	y, err := b.fillingKernel32(n.GetName(), "ShuffleSlice", sg.parts, out, fwd, bwd, nil, fwd32, bwd32)
@@ -138,12 +138,14 @@ func (b *builder) shuffleSlice(n *onnxpb.NodeProto, x *value, first, step, out [
 
 // sliceArgs is a shuffle slice's operands for forItems: the slice (dst)
 // and the parts (in), or a part's gradient (dst) and the slice's (grad);
-// k the part, [c0, c1) the shuffled channels the slice takes.
+// k the part, [c0, c1) the shuffled channels the slice takes, wide the
+// gradient's copy of a wide plane.
 type sliceArgs[T float32 | float64] struct {
 	dst, grad []T
 	in        [][]T
 	sg        *shuffleGeom
 	k, c0, c1 int
+	wide      func(d, s []T)
 }
 
 // shuffleSliceFwd writes the slice's planes, sample by sample: plane j −
@@ -184,11 +186,16 @@ func partPlanes(k, g, c0, c1 int) (lo, hi int) {
 }
 
 // shuffleSliceBwd writes part k's gradient: 0 + the slice's gradient on
-// the planes it took, +0 on the others.
-func shuffleSliceBwd[T float32 | float64](k int, dst, grad []T, sg *shuffleGeom, c0, c1 int) {
+// the planes it took, +0 on the others. wide, if not nil, copies planes
+// of 16 values and more (vmath.PlusZero32 in float32); smaller ones take
+// the loop, without a call per plane.
+func shuffleSliceBwd[T float32 | float64](k int, dst, grad []T, sg *shuffleGeom, c0, c1 int, wide func(d, s []T)) {
 	g, c, inner, w := len(sg.parts), sg.c, sg.inner, c1-c0
 	lo, hi := partPlanes(k, g, c0, c1)
-	forItems(sg.n, c*inner, sliceArgs[T]{dst: dst, grad: grad, sg: sg, k: k, c0: c0, c1: c1}, func(a sliceArgs[T], s0, s1 int) {
+	if inner < 16 {
+		wide = nil
+	}
+	forItems(sg.n, c*inner, sliceArgs[T]{dst: dst, grad: grad, sg: sg, k: k, c0: c0, c1: c1, wide: wide}, func(a sliceArgs[T], s0, s1 int) {
 		for s := s0; s < s1; s++ {
 			d := a.dst[s*c*inner:][:c*inner]
 			clear(d[:lo*inner])
@@ -196,6 +203,10 @@ func shuffleSliceBwd[T float32 | float64](k int, dst, grad []T, sg *shuffleGeom,
 			for p := lo; p < hi; p++ {
 				src := a.grad[(s*w+g*p+a.k-a.c0)*inner:][:inner]
 				dp := d[p*inner:][:inner]
+				if a.wide != nil {
+					a.wide(dp, src)
+					continue
+				}
 				for i, v := range src {
 					dp[i] = 0 + v
 				}
@@ -204,34 +215,15 @@ func shuffleSliceBwd[T float32 | float64](k int, dst, grad []T, sg *shuffleGeom,
 	})
 }
 
-// shuffleSliceBwd32 is shuffleSliceBwd in float32, planes of 16 values
-// and more through vmath.PlusZero32's vector kernel.
-func shuffleSliceBwd32(k int, dst, grad []float32, sg *shuffleGeom, c0, c1 int) {
-	if sg.inner < 16 {
-		shuffleSliceBwd(k, dst, grad, sg, c0, c1)
-		return
-	}
-	g, c, inner, w := len(sg.parts), sg.c, sg.inner, c1-c0
-	lo, hi := partPlanes(k, g, c0, c1)
-	forItems(sg.n, c*inner, sliceArgs[float32]{dst: dst, grad: grad, sg: sg, k: k, c0: c0, c1: c1}, func(a sliceArgs[float32], s0, s1 int) {
-		for s := s0; s < s1; s++ {
-			d := a.dst[s*c*inner:][:c*inner]
-			clear(d[:lo*inner])
-			clear(d[hi*inner:])
-			for p := lo; p < hi; p++ {
-				vmath.PlusZero32(d[p*inner:][:inner], a.grad[(s*w+g*p+a.k-a.c0)*inner:])
-			}
-		}
-	})
-}
-
 // shuffleArgs is a shuffle's operands for forItems: the output (dst) and
 // the parts (in), or a part's gradient (dst) and the output's (grad); g
-// parts, each of planes planes of inner values, and k the part.
+// parts, each of planes planes of inner values, k the part and wide the
+// gradient's copy of a wide plane.
 type shuffleArgs[T float32 | float64] struct {
 	dst, grad   []T
 	in          [][]T
 	g, inner, k int
+	wide        func(d, s []T)
 }
 
 // shuffleFwd writes y[p, g] = in[g][p] for each of the planes planes p
@@ -248,26 +240,18 @@ func shuffleFwd[T float32 | float64](dst []T, in [][]T, planes, inner int) {
 }
 
 // shuffleBwd writes part k's gradient, dst[p] = 0 + grad[p, k] for each
-// of the planes planes p of the g parts.
-func shuffleBwd[T float32 | float64](k int, dst, grad []T, g, planes, inner int) {
-	forItems(planes, inner, shuffleArgs[T]{dst: dst, grad: grad, g: g, inner: inner, k: k}, func(a shuffleArgs[T], lo, hi int) {
-		for p := lo; p < hi; p++ {
-			d := a.dst[p*a.inner:][:a.inner]
-			for i, v := range a.grad[(p*a.g+a.k)*a.inner:][:a.inner] {
-				d[i] = 0 + v
-			}
-		}
-	})
-}
-
-// shuffleBwd32 is shuffleBwd in float32: planes of 16 values and more
-// through vmath.PlusZero32's vector kernel, smaller ones (ShuffleNet's
-// 4×4 and 2×2 planes at 64×64) in one loop without a call per plane.
-func shuffleBwd32(k int, dst, grad []float32, g, planes, inner int) {
-	forItems(planes, inner, shuffleArgs[float32]{dst: dst, grad: grad, g: g, inner: inner, k: k}, func(a shuffleArgs[float32], lo, hi int) {
-		if a.inner >= 16 {
+// of the planes planes p of the g parts. wide, if not nil, copies planes
+// of 16 values and more (vmath.PlusZero32 in float32); smaller ones
+// (ShuffleNet's 4×4 and 2×2 planes at 64×64) take one loop without a call
+// per plane.
+func shuffleBwd[T float32 | float64](k int, dst, grad []T, g, planes, inner int, wide func(d, s []T)) {
+	if inner < 16 {
+		wide = nil
+	}
+	forItems(planes, inner, shuffleArgs[T]{dst: dst, grad: grad, g: g, inner: inner, k: k, wide: wide}, func(a shuffleArgs[T], lo, hi int) {
+		if a.wide != nil {
 			for p := lo; p < hi; p++ {
-				vmath.PlusZero32(a.dst[p*a.inner:][:a.inner], a.grad[(p*a.g+a.k)*a.inner:])
+				a.wide(a.dst[p*a.inner:][:a.inner], a.grad[(p*a.g+a.k)*a.inner:])
 			}
 			return
 		}
