@@ -543,9 +543,32 @@ type colCache struct {
 // collected, what its cache held is no longer counted against
 // ColCacheTotal.
 func newConvScratch() *scratch {
-	sc := &scratch{cache: colCache{bytes: new(int64)}}
-	runtime.AddCleanup(sc, func(b *int64) { colCacheUsed.Add(-*b) }, sc.cache.bytes)
+	sc := &scratch{}
+	sc.cache.bytes = cacheBytes(sc)
 	return sc
+}
+
+// cacheBytes returns the counter of the bytes a cache of owner holds in
+// colCacheUsed; once owner is garbage collected, they are no longer
+// counted.
+func cacheBytes[O any](owner *O) *int64 {
+	b := new(int64)
+	runtime.AddCleanup(owner, func(b *int64) { colCacheUsed.Add(-*b) }, b)
+	return b
+}
+
+// reserveCache makes a cache's count, *held bytes, need bytes when all
+// the Conv ops' caches then stay within ColCacheTotal, and reports
+// whether it did; otherwise the cache is to drop what it holds, which is
+// no longer counted (*held becomes 0).
+func reserveCache(held *int64, need int64) bool {
+	if colCacheUsed.Add(need-*held) > ColCacheTotal {
+		colCacheUsed.Add(-need)
+		*held = 0
+		return false
+	}
+	*held = need
+	return true
 }
 
 // sameBits reports whether a and b hold the same bits.
@@ -611,14 +634,13 @@ func forwardCols[T float](g *convGeom, sc *scratch, x []T) []T {
 		if c.bytes == nil {
 			c.bytes = new(int64) // a scratch not from newConvScratch (tests)
 		}
-		if colCacheUsed.Add(need-*c.bytes) > ColCacheTotal {
-			colCacheUsed.Add(-need)
-			c.col, c.x, *c.bytes = nil, nil, 0
+		if !reserveCache(c.bytes, need) {
+			c.col, c.x = nil, nil
 			c.mu.Unlock()
 			return nil
 		}
 		col, xc = make([]T, n), make([]T, len(x))
-		c.col, c.x, *c.bytes = col, xc, need
+		c.col, c.x = col, xc
 	}
 	copy(xc, x)
 	return col

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"runtime"
 	"sync"
 	"unsafe"
 
@@ -85,8 +84,8 @@ func trimConv(g *convGeom) *convTrim {
 	if err != nil || t.oh != g.oh || t.ow != g.ow {
 		return nil
 	}
-	tr := &convTrim{g: t, ky0: ky0, kx0: kx0, cache: trimCache{bytes: new(int64)}}
-	runtime.AddCleanup(tr, func(b *int64) { colCacheUsed.Add(-*b) }, tr.cache.bytes)
+	tr := &convTrim{g: t, ky0: ky0, kx0: kx0}
+	tr.cache.bytes = cacheBytes(tr)
 	return tr
 }
 
@@ -180,15 +179,14 @@ func forwardWeights[T float](g *convGeom, tr *convTrim, w []T) (t []T, release f
 	if !ok || len(t) != n {
 		var z T
 		need := int64(n) * int64(unsafe.Sizeof(z))
-		if colCacheUsed.Add(need-*c.bytes) > ColCacheTotal {
-			colCacheUsed.Add(-need)
-			c.w, c.src, *c.bytes = nil, nil, 0
+		if !reserveCache(c.bytes, need) {
+			c.w, c.src = nil, nil
 			c.mu.Unlock()
 			buf := trimWeights(g, tr, w)
 			return *buf, func() { colScratch.pool.Put(buf) }
 		}
 		t = make([]T, n)
-		c.w, *c.bytes = t, need
+		c.w = t
 	}
 	trimInto(g, tr, w, t)
 	c.src, c.valid = w, true
