@@ -249,28 +249,13 @@ func dots(kr *kernel, m, n, k int, alpha float32, a []float32, lda int, b []floa
 	if alpha == 0 {
 		return
 	}
-	dotTiles(kr, dotSegs{}, m, n, k, alpha, a, lda, b, func(j int) int { return j * ldb }, c, ldc)
+	dotTiles(kr, m, n, k, alpha, a, lda, b, func(j int) int { return j * ldb }, c, ldc)
 }
 
-// dotSegs is the shape of dotTiles' rows: nseg segments of k values, sa
-// apart in a's rows and sb apart in b's (kr.dotSeg), or plain rows of k
-// values (kr.dot) when nseg is 0.
-type dotSegs struct{ nseg, sa, sb int }
-
-// tile runs the 3×4 tile's kernel: kr.dotSeg over the segments, or kr.dot.
-func (s dotSegs) tile(kr *kernel, k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32) {
-	if s.nseg > 0 {
-		kr.dotSeg(k, s.nseg, s.sa, s.sb, a0, a1, a2, b0, b1, b2, b3, c, ldc, alpha)
-		return
-	}
-	kr.dot(k, a0, a1, a2, b0, b1, b2, b3, c, ldc, alpha)
-}
-
-// dotTiles adds alpha·a·bᵀ to c, 3×4 at a time with the kernel seg picks,
-// row i of a at a[i·lda:], row j of b at b[boff(j):]; edge blocks repeat
-// their last row, go through a scratch tile and drop the duplicate
-// results.
-func dotTiles(kr *kernel, seg dotSegs, m, n, k int, alpha float32, a []float32, lda int, b []float32, boff func(j int) int, c []float32, ldc int) {
+// dotTiles adds alpha·a·bᵀ to c, 3×4 at a time with kr.dot, row i of a
+// at a[i·lda:], row j of b at b[boff(j):]; edge blocks repeat their last
+// row, go through a scratch tile and drop the duplicate results.
+func dotTiles(kr *kernel, m, n, k int, alpha float32, a []float32, lda int, b []float32, boff func(j int) int, c []float32, ldc int) {
 	var t *[12]float32 // the edge tile, lent by edgeTiles on the first edge
 	var ar [3]int
 	var br [4]int
@@ -285,14 +270,14 @@ func dotTiles(kr *kernel, seg dotSegs, m, n, k int, alpha float32, a []float32, 
 				br[j] = boff(j0 + min(j, w-1))
 			}
 			if h == 3 && w == 4 {
-				seg.tile(kr, k, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &c[i0*ldc+j0], ldc, alpha)
+				kr.dot(k, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &c[i0*ldc+j0], ldc, alpha)
 				continue
 			}
 			if t == nil {
 				t = edgeTiles.Get().(*[12]float32)
 			}
 			*t = [12]float32{}
-			seg.tile(kr, k, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &t[0], 4, alpha)
+			kr.dot(k, &a[ar[0]], &a[ar[1]], &a[ar[2]], &b[br[0]], &b[br[1]], &b[br[2]], &b[br[3]], &t[0], 4, alpha)
 			for i := 0; i < h; i++ {
 				row := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+w]
 				for j := range row {
@@ -335,7 +320,7 @@ func SdotRows(m, n, k int, a []float32, lda int, b []float32, boff []int, c []fl
 			panic(fmt.Sprintf("gemm: SdotRows: row of b at %d (k=%d) outside len(b) = %d", o, k, len(b)))
 		}
 	}
-	dotTiles(active, dotSegs{}, m, n, k, 1, a, lda, b, func(j int) int { return boff[j] }, c, ldc)
+	dotTiles(active, m, n, k, 1, a, lda, b, func(j int) int { return boff[j] }, c, ldc)
 	return true
 }
 
