@@ -137,6 +137,35 @@ func TestGCLimit(t *testing.T) {
 	}
 }
 
+// TestGCPercent checks the GOGC a plan sets: its own percent for a heap
+// whose growth at that percent is at least gcGarbageMin, a percent that
+// allows gcGarbageMin of growth below it, and the garbage term of the
+// plan counting what the percent allows.
+func TestGCPercent(t *testing.T) {
+	cases := []struct {
+		name string
+		live int64 // the step's values: the plan's whole live heap here
+		base int   // the plan's gcPercent (0: gcPercent)
+		want int
+	}{
+		{"large heap keeps 25%", 1e9, 0, 25},
+		{"large heap keeps a whole run's 5%", 1e9, runGCPercent, 5},
+		{"at the bound", 4 * gcGarbageMin, 0, 25},
+		{"small heap grows by 16 MiB", 8 << 20, 0, 200},
+		{"odd size rounds up", 3 << 20, 0, 534},
+		{"tiny heap", 1 << 20, runGCPercent, 1600},
+	}
+	for _, c := range cases {
+		p := &MemoryPlan{Step: backend.MemoryEstimate{Values: c.live}, Models: 1, gcPercent: c.base}
+		if got := p.percent(); got != c.want {
+			t.Errorf("%s: percent = %d, expected %d", c.name, got, c.want)
+		}
+		if g, least := p.garbage(), min(c.live*int64(c.want)/100, gcHeadroomMin); g < least || g < min(gcGarbageMin, gcHeadroomMin) {
+			t.Errorf("%s: garbage = %d, expected at least %d and gcGarbageMin", c.name, g, least)
+		}
+	}
+}
+
 // TestDiskReadBytes checks the storage-read counter behind bench step's
 // load phases: a count where /proc/self/io exists, never decreasing.
 func TestDiskReadBytes(t *testing.T) {
