@@ -101,10 +101,8 @@ func dwSplit[T float](g *convGeom, d *dwGeom, x, q []T) {
 				}
 				if s == 1 {
 					copy(row[lo:hi], xr[lo+px-g.x.pb:])
-				} else {
-					for c := lo; c < hi; c++ {
-						row[c] = xr[c*s+px-g.x.pb]
-					}
+				} else if lo < hi {
+					gatherStride(row[lo:hi], xr[lo*s+px-g.x.pb:], s)
 				}
 			}
 		}
@@ -116,20 +114,47 @@ func dwSplit[T float](g *convGeom, d *dwGeom, x, q []T) {
 const dwClearWhole = 16
 
 // dwMerge writes the input gradient plane dx (H × W) from the phase
-// planes' gradient dq.
+// planes' gradient dq: a row of dx is its phase rows' valid columns
+// interleaved, each phase's written in one strided pass (a division per
+// value to find its phase, as before, took longer than the moves).
 func dwMerge[T float](g *convGeom, d *dwGeom, dq, dx []T) {
 	s := d.s
+	if s == 1 {
+		for y := 0; y < g.h; y++ {
+			copy(dx[y*g.w:][:g.w], dq[(y+g.y.pb)*d.wq+g.x.pb:][:g.w])
+		}
+		return
+	}
+	// Column c of phase px's rows is dx column c·s + px − pb, for c in
+	// [lo[px], hi[px]): the same for every row (depthwiseOK: s ≤ 2).
+	var lo, hi [2]int
+	for px := 0; px < s; px++ {
+		lo[px], hi[px] = validRange(d.wq, s, px-g.x.pb, g.w)
+	}
 	for y := 0; y < g.h; y++ {
 		py, r := (y+g.y.pb)%s, (y+g.y.pb)/s
 		row := dx[y*g.w:][:g.w]
-		if s == 1 {
-			copy(row, dq[r*d.wq+g.x.pb:][:g.w])
-			continue
+		for px := 0; px < s; px++ {
+			if lo[px] < hi[px] {
+				scatterStride(row[lo[px]*s+px-g.x.pb:], dq[(py*s+px)*d.hq*d.wq+r*d.wq:][lo[px]:hi[px]], s)
+			}
 		}
-		for x := range row {
-			px, c := (x+g.x.pb)%s, (x+g.x.pb)/s
-			row[x] = dq[(py*s+px)*d.hq*d.wq+r*d.wq+c]
-		}
+	}
+}
+
+// gatherStride sets dst[c] = src[c·s] for every c of dst.
+func gatherStride[T float](dst, src []T, s int) {
+	src = src[:(len(dst)-1)*s+1]
+	for c := range dst {
+		dst[c] = src[c*s]
+	}
+}
+
+// scatterStride sets dst[c·s] = src[c] for every c of src.
+func scatterStride[T float](dst, src []T, s int) {
+	dst = dst[:(len(src)-1)*s+1]
+	for c, v := range src {
+		dst[c*s] = v
 	}
 }
 
