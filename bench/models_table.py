@@ -8,9 +8,9 @@ docs/bench-step.md.
 Options: --dir DIR (models and data, written once by step_models.py
 export; default /tmp/paretonav-bench-step), --models a,b (default: all),
 --pairs P (default 2), --steps K (timed steps per run, default 3),
---min-seconds S (at least S seconds of timed steps per run, default 5, so
+--min-seconds S (at least S seconds of timed steps per run, default 10, so
 that a small model's CPU profile has enough samples), --max-steps N
-(default 5000), --threads T (GOMAXPROCS and torch threads, default 2), --out FILE (default
+(default 10000), --threads T (GOMAXPROCS and torch threads, default 2), --out FILE (default
 docs/bench-step.md; "-" prints the Markdown), --json FILE (every run's
 numbers).
 
@@ -65,11 +65,11 @@ DESCRIPTIONS = {
 # plane copies and vmath.PlusZero32, the gradient copies of the data
 # movements, are copies too, as are transposeLast2's 8×8 blocks through
 # gemm.TransposeRows and, under it, the AVX2 transpose8 that gemm's
-# packing also runs: counted only under TransposeRows, see UNDER). Not
-# listed, though they move data: the depthwise convolution's strided
-# gather into phases (ops.dwSplit, about 2% of ShuffleNet's step) and
-# Gather's gradient's own loop (ops.gatherGrad's closure); their
-# runtime.memmove and memclr calls are counted.
+# packing also runs: counted only under TransposeRows, see UNDER), and the
+# depthwise convolution's moves between a plane and its stride phases or
+# wide rows (ops.dwSplit, dwMerge, dwWide) and the batched convolution's
+# gather of the output gradient (ops.gatherGrad), their own loops as well
+# as their runtime.memmove and memclr calls.
 # runtime.asyncPreempt is left out: on a busy machine the profile
 # attributes to it samples of the code it interrupted (with
 # GODEBUG=asyncpreemptoff=1 its share, a fifth of a transformer block's
@@ -78,7 +78,7 @@ OVERHEAD = re.compile(r"^(runtime\.(?!asyncPreempt)|internal/runtime|sync\.|.*in
                       r".*backend\.(valueFloatsInto|makeValue|makeValue32|readF32|readInputsInto|"
                       r"\(\*f64Scratch\)|\(\*move32\)|\(\*transposeArgs\)|transposeRows|transposeLast2|shuffle(Slice)?(Fwd|Bwd)|"
                       r"outBuf32For)|.*backend/internal/gemm\.TransposeRows|"
-                      r".*backend/ops\.(ClearPar|trimWeights|trimInto|spreadWeights)|"
+                      r".*backend/ops\.(ClearPar|trimWeights|trimInto|spreadWeights|dwSplit|dwMerge|dwWide|gatherGrad)\b|"
                       r".*backend/internal/vmath\.(PlusZero32|plusZeroAVX2)|.*hugepages\.)")
 
 
@@ -196,11 +196,12 @@ def main():
     ap.add_argument("--models", default="")
     ap.add_argument("--pairs", type=int, default=2)
     ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--min-seconds", type=float, default=5.0,
+    ap.add_argument("--min-seconds", type=float, default=10.0,
                     help="time at least this many seconds of steps per run (more steps for small models): "
-                         "the CPU profile of a 3 ms step then holds about a thousand samples, so that one "
-                         "sample is 0.1%% of the outside-kernels share, not 1%%")
-    ap.add_argument("--max-steps", type=int, default=5000,
+                         "at 10 ms a sample, the CPU profile of a 3 ms step then holds 1,500–2,000 samples "
+                         "on two cores, and the sampling error of a 12%% outside-kernels share is under a "
+                         "point (0.7–0.8), against about a point at 5 s")
+    ap.add_argument("--max-steps", type=int, default=10000,
                     help="at most this many timed steps per run (the bound of --min-seconds)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(HERE, "..", "docs", "bench-step.md"))
