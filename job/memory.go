@@ -396,9 +396,13 @@ func PlanMemoryLent(md *backend.Model, ds *finetune.Dataset, batch, models int, 
 	// 7.3–7.4 GB of peak RSS against 6.3–6.4 GB with the steps' limit
 	// (bench step, bench/side_by_side.py). The limit is soft: the report
 	// pass may exceed it at the price of more frequent collections.
-	p.GCLimit = p.gcLimit(plannedBytes.Add(p.live()-int64(p.Models)*p.reportBytes()) + p.Process)
+	planned := plannedBytes.Add(p.live() - int64(p.Models)*p.reportBytes())
+	p.GCLimit = p.gcLimit(planned + p.Process)
 	debug.SetMemoryLimit(p.GCLimit)
-	debug.SetGCPercent(p.percent())
+	// The percent is the process's: with other jobs planned in it (batch's
+	// workers), their heaps count toward the floor, so that a small job
+	// does not let a large one's heap grow by its raised percent.
+	debug.SetGCPercent(p.percentOf(max(planned, p.live())))
 	return p, nil
 }
 
@@ -406,17 +410,18 @@ func PlanMemoryLent(md *backend.Model, ds *finetune.Dataset, batch, models int, 
 // live heap, at most the headroom gcLimit leaves above it.
 func (p *MemoryPlan) garbage() int64 {
 	live := p.live()
-	return min(live*int64(p.percent())/100, max(int64(gcHeadroom*float64(live)), gcHeadroomMin))
+	return min(live*int64(p.percentOf(live))/100, max(int64(gcHeadroom*float64(live)), gcHeadroomMin))
 }
 
-// percent is the GOGC the job runs with: its gcPercent, raised for a
-// small live heap to let it grow by at least gcGarbageMin.
-func (p *MemoryPlan) percent() int {
+// percentOf is the GOGC for a process whose live heap is live bytes: the
+// job's gcPercent, raised for a small heap to let it grow by at least
+// gcGarbageMin.
+func (p *MemoryPlan) percentOf(live int64) int {
 	pc := p.gcPercent
 	if pc == 0 {
 		pc = gcPercent
 	}
-	if live := p.live(); live > 0 && live*int64(pc)/100 < gcGarbageMin {
+	if live > 0 && live*int64(pc)/100 < gcGarbageMin {
 		pc = int((gcGarbageMin*100 + live - 1) / live)
 	}
 	return pc

@@ -157,8 +157,15 @@ func TestGCPercent(t *testing.T) {
 	}
 	for _, c := range cases {
 		p := &MemoryPlan{Step: backend.MemoryEstimate{Values: c.live}, Models: 1, gcPercent: c.base}
-		if got := p.percent(); got != c.want {
+		if got := p.percentOf(p.live()); got != c.want {
 			t.Errorf("%s: percent = %d, expected %d", c.name, got, c.want)
+		}
+		own := c.base
+		if own == 0 {
+			own = gcPercent
+		}
+		if got := p.percentOf(c.live + 1e9); got != own {
+			t.Errorf("%s: percent beside another job's 1 GB = %d, expected the job's own %d", c.name, got, own)
 		}
 		if g, least := p.garbage(), min(c.live*int64(c.want)/100, gcHeadroomMin); g < least || g < min(gcGarbageMin, gcHeadroomMin) {
 			t.Errorf("%s: garbage = %d, expected at least %d and gcGarbageMin", c.name, g, least)
