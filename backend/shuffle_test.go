@@ -9,6 +9,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -314,6 +315,81 @@ func sameFloats(t *testing.T, what string, got, want []float64) {
 	for i := range want {
 		if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
 			t.Fatalf("%s [%d]: fused %v, unfused %v", what, i, got[i], want[i])
+		}
+	}
+}
+
+// TestShuffleGradKernels checks the channel shuffle's gradient kernels
+// directly, float32 with and without the wide-plane copy (vmath.PlusZero32),
+// against their definitions bit for bit: part k's gradient is 0 + the
+// output gradient on the planes the shuffle (or the slice) took from it,
+// +0 on the planes a slice left out. Through the executor a −0 that the
+// kernel left as −0 would be hidden: the two halves' gradients are summed
+// into the part's, which makes −0 into +0 anyway. The gradients hold −0,
+// and the destinations start as NaN so that a plane left unwritten shows.
+func TestShuffleGradKernels(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	for _, inner := range []int{4, 15, 16, 33} {
+		for _, wide := range []struct {
+			name string
+			f    func(d, s []float32)
+		}{{"loop", nil}, {"wide", vmath.PlusZero32}} {
+			const g, c, n = 2, 5, 3 // parts, planes per part and sample, samples
+			rng := rand.New(rand.NewSource(int64(inner)))
+			fill := func(v []float32) {
+				for i := range v {
+					if v[i] = float32(rng.NormFloat64()); i%3 == 0 {
+						v[i] = negZero
+					}
+				}
+			}
+			name := fmt.Sprintf("inner%d/%s", inner, wide.name)
+			check := func(what string, got []float32, want func(i int) float32) {
+				t.Helper()
+				for i, v := range got {
+					if w := want(i); math.Float32bits(v) != math.Float32bits(w) {
+						t.Errorf("%s: %s[%d] = %v (bits %#x), expected %v (bits %#x)", name, what, i, v, math.Float32bits(v), w, math.Float32bits(w))
+						return
+					}
+				}
+			}
+			nanFilled := func(k int) []float32 {
+				d := make([]float32, k)
+				for i := range d {
+					d[i] = float32(math.NaN())
+				}
+				return d
+			}
+			// The whole shuffle: planes p of part k are output planes p·g + k.
+			grad := make([]float32, n*c*g*inner)
+			fill(grad)
+			for k := 0; k < g; k++ {
+				dst := nanFilled(n * c * inner)
+				shuffleBwd(k, dst, grad, g, n*c, inner, wide.f)
+				check(fmt.Sprintf("shuffleBwd part %d", k), dst, func(i int) float32 {
+					p, e := i/inner, i%inner
+					return 0 + grad[(p*g+k)*inner+e]
+				})
+			}
+			// A slice of the shuffled channels [c0, c1) of each sample.
+			for _, r := range [][2]int{{0, c * g}, {0, c}, {c, c * g}, {3, 8}} {
+				c0, c1 := r[0], r[1]
+				w := c1 - c0
+				sgrad := make([]float32, n*w*inner)
+				fill(sgrad)
+				sg := &shuffleGeom{parts: make([]gnode, g), n: n, c: c, inner: inner}
+				for k := 0; k < g; k++ {
+					dst := nanFilled(n * c * inner)
+					shuffleSliceBwd(k, dst, sgrad, sg, c0, c1, wide.f)
+					check(fmt.Sprintf("shuffleSliceBwd [%d,%d) part %d", c0, c1, k), dst, func(i int) float32 {
+						s, p, e := i/(c*inner), i/inner%c, i%inner
+						if j := p*g + k; j >= c0 && j < c1 {
+							return 0 + sgrad[(s*w+j-c0)*inner+e]
+						}
+						return 0
+					})
+				}
+			}
 		}
 	}
 }
