@@ -329,8 +329,10 @@ def main():
         "Outside kernels: the share of paretonav's step CPU profile (median, each run's, and the part",
         "that is the worker pool waiting) whose innermost function is the Go runtime (allocation,",
         "clearing, copying, garbage collection, scheduling; not asyncPreempt, whose samples belong",
-        "to the code it interrupts) or backend code that converts or moves data (float64 copies,",
-        "Transpose, Concat, buffer clears) rather than computing, or that is the worker pool waiting",
+        "to the code it interrupts) or backend code that converts or moves data rather than computing",
+        "(float64 copies; Transpose, Concat, Slice and the channel shuffle; the depthwise convolution's",
+        "moves into and out of its phase planes; the batched convolution's gather of its output",
+        "gradient; the trimmed convolution's weight copies; buffer clears), or that is the worker pool waiting",
         "for work: an idle worker polling for the next loop, or a caller polling for its loop's last",
         "chunk, with the clock reads and thread sleeps and wake-ups of that polling%s."
         % fewest_samples(rows),
