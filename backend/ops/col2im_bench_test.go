@@ -47,6 +47,9 @@ func BenchmarkIm2col(b *testing.B) {
 		{"lenet_conv1", []int{1, 1, 36, 36}, []int{10, 1, 9, 9}, ConvParams{}},
 		{"lenet_conv2", []int{1, 10, 14, 14}, []int{20, 10, 5, 5}, ConvParams{}},
 		{"mtan_3x3_32", []int{1, 8, 32, 32}, []int{8, 8, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		// the 3×3 layers of 8×8 and 4×4 planes of the 64×64 torchvision models
+		{"3x3_8x8", []int{1, 32, 8, 8}, []int{32, 32, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
+		{"3x3_4x4", []int{1, 64, 4, 4}, []int{64, 64, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
