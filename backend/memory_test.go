@@ -140,12 +140,12 @@ func TestReleaseBuffers(t *testing.T) {
 	if err := md.Evaluate(sc.batch(4), l1, &j1); err != nil {
 		t.Fatal(err)
 	}
-	if md.pool == nil || len(md.pool.free) == 0 {
+	if md.pool == nil || md.pool.nfree == 0 {
 		t.Fatal("no pooled buffers after a step")
 	}
 	md.ReleaseBuffers()
-	if len(md.pool.free) != 0 {
-		t.Errorf("%d buffers pooled after ReleaseBuffers", len(md.pool.free))
+	if md.pool.nfree != 0 {
+		t.Errorf("%d buffers pooled after ReleaseBuffers", md.pool.nfree)
 	}
 	if err := md.Evaluate(sc.batch(4), l2, &j2); err != nil {
 		t.Fatal(err)
