@@ -59,7 +59,8 @@ DESCRIPTIONS = {
 }
 
 # Innermost functions that are not arithmetic: the Go runtime, the worker
-# pool, and backend code that converts, copies or clears (ops.trimWeights,
+# pool, the executor's buffer pool (allocation: backend.(*bufPool)), and
+# backend code that converts, copies or clears (ops.trimWeights,
 # trimInto and spreadWeights move a trimmed convolution's taps between the
 # whole kernel and the smaller one; Transpose's walks, the channel shuffle's
 # plane copies and vmath.PlusZero32, the gradient copies of the data
@@ -76,7 +77,7 @@ DESCRIPTIONS = {
 # step at load 17, moves to the kernels and the total stays the same).
 OVERHEAD = re.compile(r"^(runtime\.(?!asyncPreempt)|internal/runtime|sync\.|.*internal/par\.|"
                       r".*backend\.(valueFloatsInto|makeValue|makeValue32|readF32|readInputsInto|"
-                      r"\(\*f64Scratch\)|\(\*move32\)|\(\*transposeArgs\)|transposeRows|transposeLast2|shuffle(Slice)?(Fwd|Bwd)|"
+                      r"\(\*f64Scratch\)|\(\*bufPool\)|\(\*move32\)|\(\*transposeArgs\)|transposeRows|transposeLast2|shuffle(Slice)?(Fwd|Bwd)|"
                       r"outBuf32For)|.*backend/internal/gemm\.TransposeRows|"
                       r".*backend/ops\.(ClearPar|trimWeights|trimInto|spreadWeights|dwSplit|dwMerge|dwWide|gatherGrad)\b|"
                       r".*backend/internal/vmath\.(PlusZero32|plusZeroAVX2)|.*hugepages\.)")
@@ -329,7 +330,8 @@ def main():
         "Outside kernels: the share of paretonav's step CPU profile (median, each run's, and the part",
         "that is the worker pool waiting) whose innermost function is the Go runtime (allocation,",
         "clearing, copying, garbage collection, scheduling; not asyncPreempt, whose samples belong",
-        "to the code it interrupts) or backend code that converts or moves data rather than computing",
+        "to the code it interrupts), the executor's buffer pool (allocation), or backend code that",
+        "converts or moves data rather than computing",
         "(float64 copies; Transpose, Concat, Slice and the channel shuffle; the depthwise convolution's",
         "moves into and out of its phase planes; the batched convolution's gather of its output",
         "gradient; the trimmed convolution's weight copies; buffer clears), or that is the worker pool waiting",
