@@ -329,55 +329,49 @@ func maxPoolPlane[T float](g poolGeom, xp []T, ip []int64, base int) error {
 	i0, i1 := insideWindows(g.oh, g.y, g.h)
 	j0, j1 := insideWindows(g.ow, g.x, g.w)
 	span := (g.x.k-1)*g.x.d + 1 // values of one window row
+	is3x3 := g.y.k == 3 && g.x.k == 3 && g.y.d == 1 && g.x.d == 1
 	for oi := 0; oi < g.oh; oi++ {
 		row := ip[oi*g.ow:][:g.ow]
 		lo, hi := 0, 0 // this row's windows inside the plane
 		if oi >= i0 && oi < i1 {
 			lo, hi = j0, j1
 		}
-		for oj := 0; oj < g.ow; oj++ {
-			if oj == lo && lo < hi {
-				p0 := (oi*g.y.s-g.y.pb)*g.w + lo*g.x.s - g.x.pb
-				if g.y.k == 3 && g.x.k == 3 && g.y.d == 1 && g.x.d == 1 {
-					for ; oj < hi; oj, p0 = oj+1, p0+g.x.s {
-						arg := maxPool3x3(xp, p0, g.w)
-						if arg < 0 {
-							arg, _ = maxPoolWindow(&g, xp, oi, oj)
-						}
-						row[oj] = int64(base + arg)
-					}
-				} else {
-					for ; oj < hi; oj, p0 = oj+1, p0+g.x.s {
-						row[oj] = int64(base + maxPoolInside(&g, xp, p0, span, oi, oj))
-					}
-				}
-				oj-- // the loop's increment: hi next
-				continue
+		p0 := (oi*g.y.s-g.y.pb)*g.w + lo*g.x.s - g.x.pb
+		for oj := lo; oj < hi; oj, p0 = oj+1, p0+g.x.s {
+			var arg int
+			if is3x3 {
+				arg = maxPool3x3(xp, p0, g.w)
+			} else {
+				arg = maxPoolInside(&g, xp, p0, span)
 			}
-			arg, ok := maxPoolWindow(&g, xp, oi, oj)
-			if !ok {
-				bad = fmt.Errorf("window (%d,%d) lies entirely in the padding", oi, oj)
+			if arg < 0 { // a NaN: the scan decides
+				arg, _ = maxPoolWindow(&g, xp, oi, oj)
 			}
 			row[oj] = int64(base + arg)
+		}
+		for _, r := range [2][2]int{{0, lo}, {hi, g.ow}} { // the border
+			for oj := r[0]; oj < r[1]; oj++ {
+				arg, ok := maxPoolWindow(&g, xp, oi, oj)
+				if !ok {
+					bad = fmt.Errorf("window (%d,%d) lies entirely in the padding", oi, oj)
+				}
+				row[oj] = int64(base + arg)
+			}
 		}
 	}
 	return bad
 }
 
-// maxPoolInside is maxPoolWindow for the window of output (oi, oj), whose
-// first tap is xp[p0] and whose taps all lie inside the plane (rows of
-// span values): the maximum, then the first tap equal to it.
-func maxPoolInside[T float](g *poolGeom, xp []T, p0, span, oi, oj int) int {
+// maxPoolInside is maxPoolWindow for a window whose first tap is xp[p0]
+// and whose taps all lie inside the plane (rows of span values): the
+// maximum, then the first tap equal to it; −1 when the maximum is NaN.
+func maxPoolInside[T float](g *poolGeom, xp []T, p0, span int) int {
 	m := xp[p0]
 	for ki := 0; ki < g.y.k; ki++ {
 		r := xp[p0+ki*g.y.d*g.w:][:span]
 		for kj := 0; kj < span; kj += g.x.d {
 			m = max(m, r[kj])
 		}
-	}
-	if m != m {
-		arg, _ := maxPoolWindow(g, xp, oi, oj)
-		return arg
 	}
 	for ki := 0; ki < g.y.k; ki++ {
 		r0 := p0 + ki*g.y.d*g.w
@@ -388,7 +382,7 @@ func maxPoolInside[T float](g *poolGeom, xp []T, p0, span, oi, oj int) int {
 			}
 		}
 	}
-	panic("ops: maxPoolInside: no tap equals the window's maximum")
+	return -1 // NaN: equal to nothing
 }
 
 // maxPool3x3 is maxPoolInside for a 3×3 window without dilation, whose
