@@ -230,6 +230,45 @@ func assertClose(t *testing.T, what string, got *importer.Tensor, wantShape []in
 	}
 }
 
+// weightedSumGrads adds to bt's graph the loss L = Σ w·y over the values
+// of ys in order (w holds one weight per value of each, one after the
+// other) and L's gradients with respect to wrt, and runs the graph once.
+// It returns L, the gradients and the machine, to run again after
+// changing an input; the machine is closed when the test ends.
+func weightedSumGrads(t *testing.T, bt *built, ys []gnode, w []float64, wrt ...gnode) (gnode, G.Nodes, G.VM) {
+	t.Helper()
+	off := make([]int, len(ys)+1) // where each value's weights start in w
+	for i, n := range ys {
+		off[i+1] = off[i] + numel(n.Shape())
+	}
+	loss, err := bt.b.kernel("L", "weighted sum", ys, nil,
+		func(dst []float64, in [][]float64) {
+			for k, x := range in {
+				for i, v := range x {
+					dst[0] += w[off[k]+i] * v
+				}
+			}
+		},
+		func(k int, dst []float64, _ [][]float64, _, g []float64) {
+			for i := range dst {
+				dst[i] = w[off[k]+i] * g[0]
+			}
+		}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads, err := G.Grad(loss, wrt...)
+	if err != nil {
+		t.Fatalf("Grad: %v", err)
+	}
+	vm := G.NewTapeMachine(bt.b.g)
+	t.Cleanup(func() { vm.Close() })
+	if err := runMachine(vm); err != nil {
+		t.Fatal(err)
+	}
+	return loss, grads, vm
+}
+
 // gradCheck compares the gradient of L = Σ w·y (y the first output of m,
 // w fixed random weights) with respect to wrt (a graph input or a float
 // initializer) with central finite differences, element by element:
@@ -264,29 +303,7 @@ func gradCheck(t *testing.T, m *importer.Model, feeds map[string]*importer.Tenso
 	for i := range w {
 		w[i] = 2*r.Float64() - 1
 	}
-	lossNode, err := bt.b.kernel("L", "weighted sum", []gnode{y.n}, nil,
-		func(dst []float64, in [][]float64) {
-			for i, v := range in[0] {
-				dst[0] += w[i] * v
-			}
-		},
-		func(_ int, dst []float64, _ [][]float64, _, g []float64) {
-			for i := range dst {
-				dst[i] = w[i] * g[0]
-			}
-		}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	grads, err := G.Grad(lossNode, wn)
-	if err != nil {
-		t.Fatalf("Grad: %v", err)
-	}
-	vm := G.NewTapeMachine(bt.b.g)
-	defer vm.Close()
-	if err := runMachine(vm); err != nil {
-		t.Fatal(err)
-	}
+	lossNode, grads, vm := weightedSumGrads(t, bt, []gnode{y.n}, w, wn)
 	ga, err := valueFloats(grads[0].Value())
 	if err != nil {
 		t.Fatal(err)

@@ -155,39 +155,11 @@ func shuffleRun(t *testing.T, c shuffleCase, dt tensor.Dtype, fuse bool) (outs m
 			w[i] = math.Copysign(0, -1) // −0 gradients reach the parts
 		}
 	}
-	off := make([]int, len(ys)+1) // where each output's weights start in w
-	for i, n := range ys {
-		off[i+1] = off[i] + numel(n.Shape())
-	}
-	loss, err := bt.b.kernel("L", "weighted sum", ys, nil,
-		func(dst []float64, in [][]float64) {
-			for k, x := range in {
-				for i, v := range x {
-					dst[0] += w[off[k]+i] * v
-				}
-			}
-		},
-		func(k int, dst []float64, _ [][]float64, _, g []float64) {
-			for i := range dst {
-				dst[i] = w[off[k]+i] * g[0]
-			}
-		}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var wrt []gnode
 	for i := range c.parts {
 		wrt = append(wrt, bt.inputs[fmt.Sprintf("p%d", i)])
 	}
-	gn, err := G.Grad(loss, wrt...)
-	if err != nil {
-		t.Fatalf("Grad: %v", err)
-	}
-	vm := G.NewTapeMachine(bt.b.g)
-	defer vm.Close()
-	if err := runMachine(vm); err != nil {
-		t.Fatal(err)
-	}
+	_, gn, _ := weightedSumGrads(t, bt, ys, w, wrt...)
 	outs = map[string][]float64{}
 	for _, o := range m.Proto.Graph.Output {
 		v, err := valueFloats(bt.vals[o.GetName()].n.Value())
