@@ -299,12 +299,7 @@ func im2colRowsLd[T float](g *convGeom, xg, col []T, ld, r0, r1 int) {
 						copy(dst[lo:hi], src[lo+off:hi+off])
 						continue
 					}
-					d := dst[lo:hi]
-					jj := lo*g.x.s + off
-					for oj := range d {
-						d[oj] = src[jj]
-						jj += g.x.s
-					}
+					gatherStride(dst[lo:hi], src[lo*g.x.s+off:], g.x.s)
 				}
 			}
 		}

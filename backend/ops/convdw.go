@@ -142,22 +142,6 @@ func dwMerge[T float](g *convGeom, d *dwGeom, dq, dx []T) {
 	}
 }
 
-// gatherStride sets dst[c] = src[c·s] for every c of dst.
-func gatherStride[T float](dst, src []T, s int) {
-	src = src[:(len(dst)-1)*s+1]
-	for c := range dst {
-		dst[c] = src[c*s]
-	}
-}
-
-// scatterStride sets dst[c·s] = src[c] for every c of src.
-func scatterStride[T float](dst, src []T, s int) {
-	dst = dst[:(len(src)-1)*s+1]
-	for c, v := range src {
-		dst[c*s] = v
-	}
-}
-
 // dwWide writes the output gradient plane gy (oH × oW) into wide rows of
 // Wq values, zeros between.
 //
