@@ -302,7 +302,7 @@ const (
 // small model's heap it came every few dozen steps. The ConvNeXt fixture
 // (9 MB live, 35 KB of garbage a step) collected every 100 ms of its
 // 1.7 ms steps, 1–2 ms of CPU each (gctrace): about 2% of its step's CPU
-// time with the allocation around it. 16 MB is a rounding error beside
+// time with the allocation around it. 16 MiB is a rounding error beside
 // the runtime's headroom above the plan (gcHeadroomMin) and makes those
 // collections about six times rarer.
 const gcGarbageMin = 16 << 20
@@ -406,7 +406,7 @@ func PlanMemoryLent(md *backend.Model, ds *finetune.Dataset, batch, models int, 
 	return p, nil
 }
 
-// garbage is the GC term of the plan: the growth percent() allows the
+// garbage is the GC term of the plan: the growth percentOf allows the
 // live heap, at most the headroom gcLimit leaves above it.
 func (p *MemoryPlan) garbage() int64 {
 	live := p.live()
