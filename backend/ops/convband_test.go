@@ -41,8 +41,8 @@ func TestConvBands(t *testing.T) {
 				if got := g.bandRows(); band == 1 && got != 1 {
 					t.Fatalf("ColBandElems 1: %d rows per band, expected 1", got)
 				}
-				y := convForward(g, &scratch{}, x, w, b, make([]float64, g.n*g.m*g.outPlane))
-				dx := convGradX(g, &scratch{}, w, gy, make([]float64, g.n*g.c*g.inPlane))
+				y := convForward(&g, &scratch{}, x, w, b, make([]float64, g.n*g.m*g.outPlane))
+				dx := convGradX(&g, &scratch{}, w, gy, make([]float64, g.n*g.c*g.inPlane))
 				dw := convGradW[float64](g, &scratch{}, x, gy)
 				return [3][]float64{data[float64](y), data[float64](dx), data[float64](dw)}
 			}

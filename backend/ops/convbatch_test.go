@@ -53,11 +53,11 @@ func TestConvBatchedPlanes(t *testing.T) {
 				run64 := func(max int) [3][]float64 {
 					BatchPlaneMax = max
 					sc := newConvScratch()
-					y := convForward(g, sc, x, w, b, make([]float64, g.n*g.m*g.outPlane))
+					y := convForward(&g, sc, x, w, b, make([]float64, g.n*g.m*g.outPlane))
 					if cache && max > 0 && !g.direct && !sc.cache.valid {
 						t.Fatal("the batched forward pass did not keep its im2col matrix")
 					}
-					dx := convGradX(g, sc, w, gy, make([]float64, g.n*g.c*g.inPlane))
+					dx := convGradX(&g, sc, w, gy, make([]float64, g.n*g.c*g.inPlane))
 					dw := convGradW[float64](g, sc, x, gy)
 					return [3][]float64{data[float64](y), data[float64](dx), data[float64](dw)}
 				}
@@ -65,8 +65,8 @@ func TestConvBatchedPlanes(t *testing.T) {
 				run32 := func(max int) [3][]float32 {
 					BatchPlaneMax = max
 					sc := newConvScratch()
-					y := convForward(g, sc, x32, w32, b32, make([]float32, g.n*g.m*g.outPlane))
-					dx := convGradX(g, sc, w32, gy32, make([]float32, g.n*g.c*g.inPlane))
+					y := convForward(&g, sc, x32, w32, b32, make([]float32, g.n*g.m*g.outPlane))
+					dx := convGradX(&g, sc, w32, gy32, make([]float32, g.n*g.c*g.inPlane))
 					dw := convGradW[float32](g, sc, x32, gy32)
 					return [3][]float32{data[float32](y), data[float32](dx), data[float32](dw)}
 				}
@@ -151,7 +151,7 @@ func TestConvGradWBatchedDirty(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = toF64(data[float32](v.(tensor.Tensor)))
-			want = toF64(data[float32](convGradWInto(g, newConvScratch(), xv, gyv, make([]float32, n))))
+			want = toF64(data[float32](convGradWInto(&g, newConvScratch(), xv, gyv, make([]float32, n))))
 		} else {
 			dirty := make([]float64, n)
 			for i := range dirty {
@@ -162,7 +162,7 @@ func TestConvGradWBatchedDirty(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = data[float64](v.(tensor.Tensor))
-			want = data[float64](convGradWInto(g, newConvScratch(), xv, gyv, make([]float64, n)))
+			want = data[float64](convGradWInto(&g, newConvScratch(), xv, gyv, make([]float64, n)))
 		}
 		for i := range want {
 			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {

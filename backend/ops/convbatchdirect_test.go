@@ -34,10 +34,10 @@ func BenchmarkConvPointwiseSmall(b *testing.B) {
 				BatchDirect = on
 				sc := newConvScratch()
 				for i := 0; i < b.N; i++ {
-					convForward(g, sc, x, w, nil, y)
-					convGradX(g, sc, w, gy, dx)
+					convForward(&g, sc, x, w, nil, y)
+					convGradX(&g, sc, w, gy, dx)
 					clear(dw)
-					convGradWInto(g, sc, x, gy, dw)
+					convGradWInto(&g, sc, x, gy, dw)
 				}
 			})
 		}

@@ -42,7 +42,7 @@ func TestConvColCache(t *testing.T) {
 				}
 			}
 			sc := &scratch{}
-			convForward(g, sc, x, w, nil, make([]float64, g.n*g.m*g.outPlane))
+			convForward(&g, sc, x, w, nil, make([]float64, g.n*g.m*g.outPlane))
 			if !sc.cache.valid {
 				t.Fatal("forward pass did not fill the im2col cache")
 			}
@@ -59,7 +59,7 @@ func TestConvColCache(t *testing.T) {
 			ColCacheLimit = 0
 			defer func() { ColCacheLimit = limit }()
 			sc0 := &scratch{}
-			convForward(g, sc0, x, w, nil, make([]float64, g.n*g.m*g.outPlane))
+			convForward(&g, sc0, x, w, nil, make([]float64, g.n*g.m*g.outPlane))
 			if sc0.cache.valid || sc0.cache.col != nil {
 				t.Error("ColCacheLimit 0: the forward pass kept im2col matrices")
 			}

@@ -218,7 +218,7 @@ func concatConvGradW[T float](cc *concatConv, xs []tensor.Tensor, gyt tensor.Ten
 		buf := getScratch[T](&colScratch, g.m*ci)
 		part := (*buf)[:g.m*ci]
 		clear(part)
-		convGradWInto(gi, cc.sc, xt, gyt, part)
+		convGradWInto(&gi, cc.sc, xt, gyt, part)
 		c0 := cc.first(i)
 		for m := 0; m < g.m; m++ {
 			copy(dw[m*g.c+c0:][:ci], part[m*ci:][:ci])

@@ -52,8 +52,8 @@ func TestConvGradXAsForward(t *testing.T) {
 				t.Fatalf("%v: applies %v (float32 %v), want %v", g, ok, ok32, c.apply)
 			}
 			GradXAsForward = false
-			want := data[float64](convGradX(g, &scratch{}, w, gy, make([]float64, len(dx))))
-			want32 := data[float32](convGradX(g, &scratch{}, w32, gy32, make([]float32, len(dx))))
+			want := data[float64](convGradX(&g, &scratch{}, w, gy, make([]float64, len(dx))))
+			want32 := data[float32](convGradX(&g, &scratch{}, w32, gy32, make([]float32, len(dx))))
 			if !c.apply {
 				for i := range dx {
 					if dx[i] != 0 || dx32[i] != 0 {

@@ -62,26 +62,26 @@ func TestConvGroupedMatchesIm2col(t *testing.T) {
 				run64 := func(on bool) [3][]float64 {
 					groupedOn = on
 					sc := newConvScratch()
-					y := convForward(g, sc, x, w, b, dirty(g.n*g.m*g.outPlane))
-					dx := convGradX(g, sc, w, gy, dirty(g.n*g.c*g.inPlane))
+					y := convForward(&g, sc, x, w, b, dirty(g.n*g.m*g.outPlane))
+					dx := convGradX(&g, sc, w, gy, dirty(g.n*g.c*g.inPlane))
 					dwBuf := make([]float64, g.m*g.colRows) // convGradWInto adds into zeros
 					if on {
 						dwBuf = dirty(len(dwBuf)) // the grouped path writes every element
 					}
-					dw := convGradWInto(g, sc, x, gy, dwBuf)
+					dw := convGradWInto(&g, sc, x, gy, dwBuf)
 					return [3][]float64{data[float64](y), data[float64](dx), data[float64](dw)}
 				}
 				x32, w32, b32, gy32 := toF32(x), toF32(w), toF32(b), toF32(gy)
 				run32 := func(on bool) [3][]float32 {
 					groupedOn = on
 					sc := newConvScratch()
-					y := convForward(g, sc, x32, w32, b32, toF32s(dirty(g.n*g.m*g.outPlane)))
-					dx := convGradX(g, sc, w32, gy32, toF32s(dirty(g.n*g.c*g.inPlane)))
+					y := convForward(&g, sc, x32, w32, b32, toF32s(dirty(g.n*g.m*g.outPlane)))
+					dx := convGradX(&g, sc, w32, gy32, toF32s(dirty(g.n*g.c*g.inPlane)))
 					dwBuf := make([]float32, g.m*g.colRows)
 					if on {
 						dwBuf = toF32s(dirty(len(dwBuf)))
 					}
-					dw := convGradWInto(g, sc, x32, gy32, dwBuf)
+					dw := convGradWInto(&g, sc, x32, gy32, dwBuf)
 					return [3][]float32{data[float32](y), data[float32](dx), data[float32](dw)}
 				}
 				ref, got := run64(false), run64(true)
@@ -152,10 +152,10 @@ func BenchmarkConvGrouped(b *testing.B) {
 				groupedOn = on
 				sc := newConvScratch()
 				for i := 0; i < b.N; i++ {
-					convForward(g, sc, x, w, nil, y)
-					convGradX(g, sc, w, gy, dx)
+					convForward(&g, sc, x, w, nil, y)
+					convGradX(&g, sc, w, gy, dx)
 					clear(dw)
-					convGradWInto(g, sc, x, gy, dw)
+					convGradWInto(&g, sc, x, gy, dw)
 				}
 				b.ReportMetric(float64(3*2*g.n*g.m*g.outPlane*g.colRows)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})

@@ -67,10 +67,10 @@ func BenchmarkConvLargePlanes(b *testing.B) {
 			set  func()
 			f    func()
 		}{
-			{"fwd/band1MB", func() { bandCacheElems = band }, func() { convForward[float32](g, newConvScratch(), x, w, nil, out) }},
-			{"fwd/band16MB", func() { bandCacheElems = ColBandElems }, func() { convForward[float32](g, newConvScratch(), x, w, nil, out) }},
-			{"dx/as-forward", func() { GradXAsForward = true }, func() { clear(dx); convGradX[float32](g, newConvScratch(), w, gy, dx) }},
-			{"dx/col2im", func() { GradXAsForward = false }, func() { clear(dx); convGradX[float32](g, newConvScratch(), w, gy, dx) }},
+			{"fwd/band1MB", func() { bandCacheElems = band }, func() { convForward[float32](&g, newConvScratch(), x, w, nil, out) }},
+			{"fwd/band16MB", func() { bandCacheElems = ColBandElems }, func() { convForward[float32](&g, newConvScratch(), x, w, nil, out) }},
+			{"dx/as-forward", func() { GradXAsForward = true }, func() { clear(dx); convGradX[float32](&g, newConvScratch(), w, gy, dx) }},
+			{"dx/col2im", func() { GradXAsForward = false }, func() { clear(dx); convGradX[float32](&g, newConvScratch(), w, gy, dx) }},
 		} {
 			b.Run(fmt.Sprintf("n%d_%dx%dx%dx%d/%s", s.n, s.cin, s.cout, s.h, s.w, v.name), func(b *testing.B) {
 				v.set()
@@ -117,7 +117,7 @@ func BenchmarkConvGradW(b *testing.B) {
 				defer func() { dwSwapMaxM = 128 }()
 				for b.Loop() {
 					clear(dw)
-					convGradWInto[float32](g, newConvScratch(), x, gy, dw)
+					convGradWInto[float32](&g, newConvScratch(), x, gy, dw)
 				}
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
@@ -154,7 +154,7 @@ func BenchmarkConvGradWBands(b *testing.B) {
 				sc := newConvScratch()
 				for b.Loop() {
 					clear(dw)
-					convGradWInto[float32](g, sc, x, gy, dw)
+					convGradWInto[float32](&g, sc, x, gy, dw)
 				}
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
@@ -214,9 +214,9 @@ func convPasses(b *testing.B, f32 func(int) []float32, n, cin, cout, h, w int) (
 	dw := make([]float32, ws.TotalSize())
 	sc := newConvScratch()
 	return g, []convPass{
-		{"fwd", func() { convForward[float32](g, sc, x, wt, nil, out) }},
-		{"dx", func() { convGradX[float32](g, sc, wt, gy, dx) }},
-		{"dw", func() { clear(dw); convGradWInto[float32](g, sc, x, gy, dw) }},
+		{"fwd", func() { convForward[float32](&g, sc, x, wt, nil, out) }},
+		{"dx", func() { convGradX[float32](&g, sc, wt, gy, dx) }},
+		{"dw", func() { clear(dw); convGradWInto[float32](&g, sc, x, gy, dw) }},
 	}
 }
 

@@ -52,8 +52,8 @@ func TestPackedFiltersSameBits(t *testing.T) {
 				for i := range out {
 					out[i] = float32(math.NaN())
 				}
-				convForward[float32](g, newConvScratch(), x, w, b, out)
-				convGradX[float32](g, newConvScratch(), w, gy, dx)
+				convForward[float32](&g, newConvScratch(), x, w, b, out)
+				convGradX[float32](&g, newConvScratch(), w, gy, dx)
 				return out, dx
 			}
 			wantOut, wantDx := run(false)

@@ -104,7 +104,8 @@ func convForwardPadded[T float](g, p *convGeom, sc *scratch, x, w []T, bt tensor
 	wt := newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, w)
 	padChunks(g, p, x, true, func(n0, k int, xp []T) {
 		o := out[n0*g.m*g.outPlane:][:k*g.m*g.outPlane]
-		convForward(chunkGeom(p, k), sc, newTensor(tensor.Shape{k, p.c, p.h, p.w}, xp), wt, bt, o)
+		cg := chunkGeom(p, k)
+		convForward(&cg, sc, newTensor(tensor.Shape{k, p.c, p.h, p.w}, xp), wt, bt, o)
 	})
 }
 
@@ -116,7 +117,8 @@ func convForwardPadded[T float](g, p *convGeom, sc *scratch, x, w []T, bt tensor
 func convGradXPadded[T float](g, p *convGeom, sc *scratch, w, gy, dx []T) {
 	wt := newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, w)
 	padChunks(g, p, nil, false, func(n0, k int, dxp []T) {
-		convGradX(chunkGeom(p, k), sc, wt, chunkGrad(g, gy, n0, k), dxp)
+		cg := chunkGeom(p, k)
+		convGradX(&cg, sc, wt, chunkGrad(g, gy, n0, k), dxp)
 		parallelWork(k*g.c, g.inPlane, func(_, lo, hi int) { // a plane: its cropped values moved
 			for pc := lo; pc < hi; pc++ {
 				src := dxp[pc*p.inPlane:][:p.inPlane]
@@ -138,7 +140,8 @@ func convGradWPadded[T float](g, p *convGeom, sc *scratch, x, gy, dw []T) {
 		return
 	}
 	padChunks(g, p, x, true, func(n0, k int, xp []T) {
-		convGradWInto(chunkGeom(p, k), sc, newTensor(tensor.Shape{k, p.c, p.h, p.w}, xp), chunkGrad(g, gy, n0, k), dw)
+		cg := chunkGeom(p, k)
+		convGradWInto(&cg, sc, newTensor(tensor.Shape{k, p.c, p.h, p.w}, xp), chunkGrad(g, gy, n0, k), dw)
 	})
 }
 

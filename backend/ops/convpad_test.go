@@ -54,13 +54,13 @@ func TestConvPadWide(t *testing.T) {
 			run := func(wide bool) (y, dx, dw []float32) {
 				WideFwd, GradXAsForward = wide, wide // the reference: im2col and col2im
 				sc := newConvScratch()
-				y = data[float32](convForward(g, sc, x, w, b, make([]float32, g.n*g.m*g.outPlane)))
+				y = data[float32](convForward(&g, sc, x, w, b, make([]float32, g.n*g.m*g.outPlane)))
 				dirty := make([]float32, g.n*g.c*g.inPlane) // convGradX takes dx with any contents
 				for i := range dirty {
 					dirty[i] = float32(math.NaN())
 				}
-				dx = data[float32](convGradX(g, sc, w, gy, dirty))
-				dw = data[float32](convGradWInto(g, sc, x, gy, make([]float32, g.m*g.colRows)))
+				dx = data[float32](convGradX(&g, sc, w, gy, dirty))
+				dw = data[float32](convGradWInto(&g, sc, x, gy, make([]float32, g.m*g.colRows)))
 				return y, dx, dw
 			}
 			ay, adx, adw := run(true)
@@ -108,9 +108,9 @@ func TestConvPadWideNonFinite(t *testing.T) {
 			t.Fatalf("padWide = %v with WideFwd %v", ok, wide)
 		}
 		sc := newConvScratch()
-		y := convForward(g, sc, x, w, nil, make([]float32, g.n*g.m*g.outPlane))
-		dx := convGradX(g, sc, w, gy, make([]float32, g.n*g.c*g.inPlane))
-		dw := convGradWInto(g, sc, x, gy, make([]float32, g.m*g.colRows))
+		y := convForward(&g, sc, x, w, nil, make([]float32, g.n*g.m*g.outPlane))
+		dx := convGradX(&g, sc, w, gy, make([]float32, g.n*g.c*g.inPlane))
+		dw := convGradWInto(&g, sc, x, gy, make([]float32, g.m*g.colRows))
 		return [3][]float32{data[float32](y), data[float32](dx), data[float32](dw)}
 	}
 	got, want := run(true), run(false)
@@ -178,7 +178,7 @@ func TestConvPadSegments(t *testing.T) {
 			gy := toF32(randTensor(rng, g.n, g.m, g.oh, g.ow))
 			dw := func(seg, wide bool) []float32 {
 				PadSegments, WideFwd = seg, wide
-				return data[float32](convGradWInto(g, newConvScratch(), x, gy, make([]float32, g.m*g.colRows)))
+				return data[float32](convGradWInto(&g, newConvScratch(), x, gy, make([]float32, g.m*g.colRows)))
 			}
 			PadSegments = true
 			got := make([]float32, g.m*g.colRows)

@@ -214,14 +214,14 @@ func gradXWeights[T float](g *convGeom, tr *convTrim, w []T) (t []T, release fun
 func trimmedForward[T float](g *convGeom, tr *convTrim, sc *scratch, xt, wt, bt tensor.Tensor, out []T) tensor.Tensor {
 	w, release := forwardWeights(g, tr, data[T](wt))
 	defer release()
-	return convForward(tr.g, sc, xt, newTensor(tensor.Shape{tr.g.m, tr.g.cg, tr.g.kh, tr.g.kw}, w), bt, out)
+	return convForward(&tr.g, sc, xt, newTensor(tensor.Shape{tr.g.m, tr.g.cg, tr.g.kh, tr.g.kw}, w), bt, out)
 }
 
 // trimmedGradX is convGradX with the smaller kernel.
 func trimmedGradX[T float](g *convGeom, tr *convTrim, sc *scratch, wt, gyt tensor.Tensor, dx []T) tensor.Tensor {
 	w, release := gradXWeights(g, tr, data[T](wt))
 	defer release()
-	return convGradX(tr.g, sc, newTensor(tensor.Shape{tr.g.m, tr.g.cg, tr.g.kh, tr.g.kw}, w), gyt, dx)
+	return convGradX(&tr.g, sc, newTensor(tensor.Shape{tr.g.m, tr.g.cg, tr.g.kh, tr.g.kw}, w), gyt, dx)
 }
 
 // trimmedGradW writes the weight gradient into dw (any contents): the
@@ -233,12 +233,12 @@ func trimmedGradW[T float](g *convGeom, tr *convTrim, sc *scratch, xt, gyt tenso
 	t := &tr.g
 	switch {
 	case depthwiseOK(t) || groupedOK(t): // write every element
-		convGradWInto(*t, sc, xt, gyt, dt)
+		convGradWInto(t, sc, xt, gyt, dt)
 	case batchedPlanes(t) && !winogradOK(t): // with beta 0, writes every element
 		convGradWBatched(t, sc, data[T](xt), data[T](gyt), dt, 0)
 	default:
 		clear(dt)
-		convGradWInto(*t, sc, xt, gyt, dt)
+		convGradWInto(t, sc, xt, gyt, dt)
 	}
 	spreadWeights(g, tr, dt, dw)
 	return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)

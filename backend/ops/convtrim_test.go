@@ -52,8 +52,8 @@ func TestConvTrimTaps(t *testing.T) {
 				return d
 			}
 			whole := func(x, w, b, gy tensor.Tensor) [3][]float64 {
-				y := convForward(g, newConvScratch(), x, w, b, make([]float64, g.n*g.m*g.outPlane))
-				dx := convGradX(g, newConvScratch(), w, gy, make([]float64, g.n*g.c*g.inPlane))
+				y := convForward(&g, newConvScratch(), x, w, b, make([]float64, g.n*g.m*g.outPlane))
+				dx := convGradX(&g, newConvScratch(), w, gy, make([]float64, g.n*g.c*g.inPlane))
 				dw := convGradW[float64](g, newConvScratch(), x, gy)
 				return [3][]float64{data[float64](y), data[float64](dx), data[float64](dw)}
 			}
@@ -66,8 +66,8 @@ func TestConvTrimTaps(t *testing.T) {
 			}
 			whole32 := func() [3][]float32 {
 				x, w, b, gy := toF32(x), toF32(w), toF32(b), toF32(gy)
-				y := convForward(g, newConvScratch(), x, w, b, make([]float32, g.n*g.m*g.outPlane))
-				dx := convGradX(g, newConvScratch(), w, gy, make([]float32, g.n*g.c*g.inPlane))
+				y := convForward(&g, newConvScratch(), x, w, b, make([]float32, g.n*g.m*g.outPlane))
+				dx := convGradX(&g, newConvScratch(), w, gy, make([]float32, g.n*g.c*g.inPlane))
 				dw := convGradW[float32](g, newConvScratch(), x, gy)
 				return [3][]float32{data[float32](y), data[float32](dx), data[float32](dw)}
 			}
@@ -246,10 +246,10 @@ func TestConvTrimWeightsChange(t *testing.T) {
 					}
 				}
 				ref, got := [3][]float64{}, [3][]float64{}
-				ref[0] = data[float64](convForward(g, newConvScratch(), x, w, b, make([]float64, g.n*g.m*g.outPlane)))
+				ref[0] = data[float64](convForward(&g, newConvScratch(), x, w, b, make([]float64, g.n*g.m*g.outPlane)))
 				got[0] = data[float64](trimmedForward(&g, tr, sc, x, w, b, nanSlice[float64](g.n*g.m*g.outPlane)))
 				for k, gy := range gys {
-					ref[1] = data[float64](convGradX(g, newConvScratch(), w, gy, make([]float64, g.n*g.c*g.inPlane)))
+					ref[1] = data[float64](convGradX(&g, newConvScratch(), w, gy, make([]float64, g.n*g.c*g.inPlane)))
 					kept, release := gradXWeights(&g, tr, data[float64](w))
 					cached := &kept[0] == &tr.cache.w.([]float64)[0]
 					release()
@@ -268,7 +268,7 @@ func TestConvTrimWeightsChange(t *testing.T) {
 					}
 				}
 				other := randTensor(rng, c.w...) // another buffer: the kept taps are not its own
-				want := data[float64](convGradX(g, newConvScratch(), other, gys[0], make([]float64, g.n*g.c*g.inPlane)))
+				want := data[float64](convGradX(&g, newConvScratch(), other, gys[0], make([]float64, g.n*g.c*g.inPlane)))
 				dx := data[float64](trimmedGradX(&g, tr, sc, other, gys[0], nanSlice[float64](g.n*g.c*g.inPlane)))
 				for i, v := range want {
 					if d := math.Abs(dx[i] - v); !(d <= 1e-12*(1+math.Abs(v))) {

@@ -50,11 +50,11 @@ func TestConvWideForward(t *testing.T) {
 			gy32 := toF32(gy)
 			run := func(wide bool) (y, dx []float64, y32, dx32 []float32) {
 				WideFwd, GradXAsForward = wide, wide // the reference: im2col and col2im
-				y = data[float64](convForward(g, &scratch{}, x, w, b, make([]float64, g.n*g.m*g.outPlane)))
-				y32 = data[float32](convForward(g, &scratch{}, x32, w32, b32, make([]float32, g.n*g.m*g.outPlane)))
+				y = data[float64](convForward(&g, &scratch{}, x, w, b, make([]float64, g.n*g.m*g.outPlane)))
+				y32 = data[float32](convForward(&g, &scratch{}, x32, w32, b32, make([]float32, g.n*g.m*g.outPlane)))
 				// dx with any contents: every element must be written
-				dx = data[float64](convGradX(g, &scratch{}, w, gy, nanSlice[float64](g.n*g.c*g.inPlane)))
-				dx32 = data[float32](convGradX(g, &scratch{}, w32, gy32, nanSlice[float32](g.n*g.c*g.inPlane)))
+				dx = data[float64](convGradX(&g, &scratch{}, w, gy, nanSlice[float64](g.n*g.c*g.inPlane)))
+				dx32 = data[float32](convGradX(&g, &scratch{}, w32, gy32, nanSlice[float32](g.n*g.c*g.inPlane)))
 				return y, dx, y32, dx32
 			}
 			ay, adx, ay32, adx32 := run(true)
@@ -124,8 +124,8 @@ func TestConvWideInPlace(t *testing.T) {
 				for i := range y {
 					y[i] = float32(math.NaN()) // every output is written
 				}
-				convForward(g, &scratch{}, x, w, b, y)
-				dw = data[float32](convGradWInto(g, newConvScratch(), x, gy, make([]float32, g.m*g.colRows)))
+				convForward(&g, &scratch{}, x, w, b, y)
+				dw = data[float32](convGradWInto(&g, newConvScratch(), x, gy, make([]float32, g.m*g.colRows)))
 				return y, dw
 			}
 			iy, idw := run(true)
@@ -143,7 +143,7 @@ func TestConvWideInPlace(t *testing.T) {
 				return newTensor(t.Shape(), d)
 			}
 			WideInPlace, WideSegments = false, false
-			bound := data[float32](convGradWInto(g, newConvScratch(), abs(x), abs(gy), make([]float32, g.m*g.colRows)))
+			bound := data[float32](convGradWInto(&g, newConvScratch(), abs(x), abs(gy), make([]float32, g.m*g.colRows)))
 			for i := range cdw {
 				if d := math.Abs(float64(idw[i]) - float64(cdw[i])); !(d <= 2e-6*float64(bound[i])) {
 					t.Fatalf("dW[%d]: segments %v, spread rows %v (bound Σ|gy|·|x| = %v)", i, idw[i], cdw[i], bound[i])

@@ -38,7 +38,7 @@ func BenchmarkConvWideRows(b *testing.B) {
 		dx := make([]float32, s.n*s.c*g.inPlane)
 		b.Run(s.name+"/dx", func(b *testing.B) {
 			for b.Loop() {
-				convGradX[float32](g, &scratch{}, w, gy, dx)
+				convGradX[float32](&g, &scratch{}, w, gy, dx)
 			}
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
@@ -48,7 +48,7 @@ func BenchmarkConvWideRows(b *testing.B) {
 				defer func(v bool) { WideInPlace = v }(WideInPlace)
 				WideInPlace = inPlace
 				for b.Loop() {
-					convForward[float32](g, &scratch{}, x, w, nil, y)
+					convForward[float32](&g, &scratch{}, x, w, nil, y)
 				}
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
@@ -57,7 +57,7 @@ func BenchmarkConvWideRows(b *testing.B) {
 				WideSegments = inPlace
 				for b.Loop() {
 					clear(dw)
-					convGradWInto[float32](g, newConvScratch(), x, gy, dw)
+					convGradWInto[float32](&g, newConvScratch(), x, gy, dw)
 				}
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})

@@ -40,12 +40,12 @@ func TestConvForwardDirtyBuffer(t *testing.T) {
 			}
 			x, w, b := normal32(r, c.x), normal32(r, c.w), normal32(r, []int{c.w[0]})
 			n := g.n * g.m * g.outPlane
-			want := data[float32](convForward(g, newConvScratch(), x, w, b, make([]float32, n)))
+			want := data[float32](convForward(&g, newConvScratch(), x, w, b, make([]float32, n)))
 			dirty := make([]float32, n)
 			for i := range dirty {
 				dirty[i] = float32(math.NaN())
 			}
-			got := data[float32](convForward(g, newConvScratch(), x, w, b, dirty))
+			got := data[float32](convForward(&g, newConvScratch(), x, w, b, dirty))
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 					t.Fatalf("element %d: %v into a dirty buffer, %v into a zeroed one", i, got[i], want[i])
@@ -92,7 +92,7 @@ func TestConvGradWWideRows(t *testing.T) {
 			grad := func(wide bool, x, gy tensor.Tensor) []float32 {
 				defer func(v bool) { WideGradW = v }(WideGradW)
 				WideGradW = wide
-				return data[float32](convGradWInto(g, newConvScratch(), x, gy, make([]float32, g.m*g.colRows)))
+				return data[float32](convGradWInto(&g, newConvScratch(), x, gy, make([]float32, g.m*g.colRows)))
 			}
 			abs := func(t tensor.Tensor) tensor.Tensor {
 				d := append([]float32{}, data[float32](t)...)
@@ -152,12 +152,12 @@ func TestConvGradXDirtyBuffer(t *testing.T) {
 			}
 			w, gy := normal32(r, c.w), normal32(r, []int{g.n, g.m, g.oh, g.ow})
 			n := g.n * g.c * g.inPlane
-			want := data[float32](convGradX(g, newConvScratch(), w, gy, make([]float32, n)))
+			want := data[float32](convGradX(&g, newConvScratch(), w, gy, make([]float32, n)))
 			dirty := make([]float32, n)
 			for i := range dirty {
 				dirty[i] = float32(math.NaN())
 			}
-			got := data[float32](convGradX(g, newConvScratch(), w, gy, dirty))
+			got := data[float32](convGradX(&g, newConvScratch(), w, gy, dirty))
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 					t.Fatalf("element %d: %v into a dirty buffer, %v into a zeroed one", i, got[i], want[i])

@@ -53,9 +53,9 @@ func TestSmallConvStaysOnCaller(t *testing.T) {
 			gy := toF32(randTensor(rng, g.n, g.m, g.oh, g.ow))
 			sc := newConvScratch()
 			before := par.Posted()
-			convForward(g, sc, x, w, nil, make([]float32, g.n*g.m*g.outPlane))
-			convGradX(g, sc, w, gy, make([]float32, g.n*g.c*g.inPlane))
-			convGradWInto(g, sc, x, gy, make([]float32, g.m*g.colRows))
+			convForward(&g, sc, x, w, nil, make([]float32, g.n*g.m*g.outPlane))
+			convGradX(&g, sc, w, gy, make([]float32, g.n*g.c*g.inPlane))
+			convGradWInto(&g, sc, x, gy, make([]float32, g.m*g.colRows))
 			posted := par.Posted() - before
 			if c.large && posted == 0 {
 				t.Fatalf("%v: a large convolution's passes posted no loop", g)

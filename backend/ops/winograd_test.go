@@ -79,14 +79,14 @@ func checkWinograd(t *testing.T, g convGeom, x, w, b, gy *tensor.Dense, tol floa
 	run := func() (y, dx, dw tensor.Tensor) {
 		ny, nx, nw := g.n*g.m*g.outPlane, g.n*g.c*g.inPlane, g.m*g.colRows
 		if x.Dtype() == tensor.Float32 {
-			y = convForward(g, newConvScratch(), x, w, b, dirty(ny).([]float32))
-			dx = convGradX(g, newConvScratch(), w, gy, dirty(nx).([]float32))
-			dw = convGradWInto(g, newConvScratch(), x, gy, make([]float32, nw))
+			y = convForward(&g, newConvScratch(), x, w, b, dirty(ny).([]float32))
+			dx = convGradX(&g, newConvScratch(), w, gy, dirty(nx).([]float32))
+			dw = convGradWInto(&g, newConvScratch(), x, gy, make([]float32, nw))
 			return
 		}
-		y = convForward(g, newConvScratch(), x, w, b, dirty(ny).([]float64))
-		dx = convGradX(g, newConvScratch(), w, gy, dirty(nx).([]float64))
-		dw = convGradWInto(g, newConvScratch(), x, gy, make([]float64, nw))
+		y = convForward(&g, newConvScratch(), x, w, b, dirty(ny).([]float64))
+		dx = convGradX(&g, newConvScratch(), w, gy, dirty(nx).([]float64))
+		dw = convGradWInto(&g, newConvScratch(), x, gy, make([]float64, nw))
 		return
 	}
 	Winograd = true
@@ -171,9 +171,9 @@ func TestWinogradNonFinite(t *testing.T) {
 			x, w, gy := toF32(randTensor(rng, xs...)), toF32(randTensor(rng, ws...)), toF32(randTensor(rng, 2, 4, 6, 5))
 			c.set(data[float32](x), data[float32](w), data[float32](gy))
 			run := func() [][]float32 {
-				y := convForward(g, newConvScratch(), x, w, nil, make([]float32, 2*4*30))
-				dx := convGradX(g, newConvScratch(), w, gy, make([]float32, 2*3*30))
-				dw := convGradWInto(g, newConvScratch(), x, gy, make([]float32, 4*27))
+				y := convForward(&g, newConvScratch(), x, w, nil, make([]float32, 2*4*30))
+				dx := convGradX(&g, newConvScratch(), w, gy, make([]float32, 2*3*30))
+				dw := convGradWInto(&g, newConvScratch(), x, gy, make([]float32, 4*27))
 				return [][]float32{data[float32](y), data[float32](dx), data[float32](dw)}
 			}
 			Winograd = true
@@ -351,13 +351,13 @@ func TestWinogradMatchesDirect(t *testing.T) {
 					if f32 {
 						tol = 4e-6
 						xf, wf, bf, gf := toF32(x), toF32(w), toF32(b), toF32(gy)
-						got[0] = asF64(convForward(g, newConvScratch(), xf, wf, bf, nanSlice[float32](len(want[0]))))
-						got[1] = asF64(convGradX(g, newConvScratch(), wf, gf, nanSlice[float32](len(want[1]))))
-						got[2] = asF64(convGradWInto(g, newConvScratch(), xf, gf, make([]float32, len(want[2]))))
+						got[0] = asF64(convForward(&g, newConvScratch(), xf, wf, bf, nanSlice[float32](len(want[0]))))
+						got[1] = asF64(convGradX(&g, newConvScratch(), wf, gf, nanSlice[float32](len(want[1]))))
+						got[2] = asF64(convGradWInto(&g, newConvScratch(), xf, gf, make([]float32, len(want[2]))))
 					} else {
-						got[0] = asF64(convForward(g, newConvScratch(), x, w, b, nanSlice[float64](len(want[0]))))
-						got[1] = asF64(convGradX(g, newConvScratch(), w, gy, nanSlice[float64](len(want[1]))))
-						got[2] = asF64(convGradWInto(g, newConvScratch(), x, gy, make([]float64, len(want[2]))))
+						got[0] = asF64(convForward(&g, newConvScratch(), x, w, b, nanSlice[float64](len(want[0]))))
+						got[1] = asF64(convGradX(&g, newConvScratch(), w, gy, nanSlice[float64](len(want[1]))))
+						got[2] = asF64(convGradWInto(&g, newConvScratch(), x, gy, make([]float64, len(want[2]))))
 					}
 					for k, name := range []string{"forward", "dX", "dW"} {
 						scale := 0.0
@@ -458,9 +458,9 @@ func TestWinogradWeightsChange(t *testing.T) {
 		}
 		want := directConv3x3(n, c, m, h, w, toF64(data[float32](x)), toF64(data[float32](wt)), toF64(data[float32](b)), toF64(data[float32](gy)))
 		got := [3][]float64{
-			asF64(convForward(g, sc, x, wt, b, nanSlice[float32](n*m*h*w))),
-			asF64(convGradX(g, sc, wt, gy, nanSlice[float32](n*c*h*w))),
-			asF64(convGradWInto(g, sc, x, gy, make([]float32, m*c*9))),
+			asF64(convForward(&g, sc, x, wt, b, nanSlice[float32](n*m*h*w))),
+			asF64(convGradX(&g, sc, wt, gy, nanSlice[float32](n*c*h*w))),
+			asF64(convGradWInto(&g, sc, x, gy, make([]float32, m*c*9))),
 		}
 		for k, name := range []string{"forward", "dX", "dW"} {
 			scale := 0.0
