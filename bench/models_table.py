@@ -104,10 +104,54 @@ POOL_RUNNING = re.compile(r".*\.(run|runOne|call)( \(inline\))?$")
 UNITS = {"ms": 1e-3, "s": 1, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60, "h": 3600, None: 1}
 
 
+# What each outside-kernels sample is, by its stack (first match wins):
+# "scheduling" is the pool waiting (see POOL_FRAME) and the runtime's and
+# sync's thread sleeps, wake-ups and locks; "allocation" the allocator,
+# the collector, the executor's buffer pool and huge-page advice;
+# "clearing" zeroing buffers; "copying" moving or converting data; "other"
+# the rest (map look-ups, hashing, interface conversions of the executor's
+# bookkeeping). The issue's target counts allocation, clearing and
+# copying; the table gives every kind.
+KINDS = ("allocation", "clearing", "copying", "scheduling", "other")
+ALLOC_FRAME = re.compile(r"^runtime\.(mallocgc|newobject|makeslice|growslice|makemap|makechan|gcBgMarkWorker|"
+                         r"gcAssistAlloc|gcDrain|gcStart|gcMarkDone|gcMarkTermination|bgsweep|bgscavenge|sweepone|"
+                         r"markroot|scanobject|scanObject|mProf|(\(\*mheap\)|\(\*mcache\)|\(\*mcentral\))\.)|"
+                         r".*backend\.(makeValue|makeValue32|\(\*f64Scratch\)|\(\*bufPool\)|outBuf32For)|.*hugepages\.")
+SCHED_FRAME = re.compile(r"^(runtime\.(futex|schedule|findRunnable|park_m|mcall|stopm|startm|wakep|notesleep|"
+                         r"notewakeup|ready|goready|lock2|unlock2|osyield|procyield|usleep|runqgrab|gopark|"
+                         r"chansend|chanrecv|closechan|selectgo|semacquire|semrelease|sysmon)|sync\.|.*internal/par\.)")
+CLEAR_LEAF = re.compile(r"^(runtime\.memclr|.*backend/ops\.ClearPar)")
+COPY_LEAF = re.compile(r"^(runtime\.(memmove|typedmemmove|typedslicecopy|wbMove|bulkBarrierPreWrite)|"
+                       r".*backend\.(valueFloatsInto|readF32|readInputsInto|\(\*move32\)|\(\*transposeArgs\)|"
+                       r"transposeRows|transposeLast2|shuffle(Slice)?(Fwd|Bwd))|.*backend/internal/gemm\.(TransposeRows|transpose8)|"
+                       r".*backend/ops\.(trimWeights|trimInto|spreadWeights|dwSplit|dwMerge|dwWide|gatherGrad)\b|"
+                       r".*backend/internal/vmath\.(PlusZero32|plusZeroAVX2))")
+
+
+def overhead_kind(frames):
+    """The kind (KINDS) of an outside-kernels sample that is not the pool waiting, by its stack
+    (innermost frame first): its innermost frame and the outside-kernels frames that called it,
+    up to the first kernel or op (a worker's frames under a kernel are not the kernel's kind)."""
+    prefix = [frames[0]]
+    for f in frames[1:]:
+        if not OVERHEAD.match(f):
+            break
+        prefix.append(f)
+    if any(ALLOC_FRAME.match(f) for f in prefix):
+        return "allocation"
+    if CLEAR_LEAF.match(frames[0]):
+        return "clearing"
+    if COPY_LEAF.match(frames[0]):
+        return "copying"
+    if any(SCHED_FRAME.match(f) for f in prefix):
+        return "scheduling"
+    return "other"
+
+
 def overhead_share(binary, prof):
     """The share of the profile's samples outside arithmetic kernels, the part of it that is the pool
-    waiting for work, and the number of samples (the profile's CPU time in units of pprof's 10 ms
-    sampling period).
+    waiting for work, the number of samples (the profile's CPU time in units of pprof's 10 ms
+    sampling period), and the share of each kind (KINDS, overhead_kind).
 
     Every stack of the profile is read (pprof -traces), so nothing is dropped
     (pprof -top leaves out nodes under half a percent of the samples, mostly
@@ -120,10 +164,11 @@ def overhead_share(binary, prof):
         out = subprocess.run(["go", "tool", "pprof", "-traces", binary, prof],
                              capture_output=True, text=True, timeout=300).stdout
     except (OSError, subprocess.TimeoutExpired):
-        return None, None, None
+        return None, None, None, None
     m = re.search(r"Total samples = ([\d.]+)(ms|s|us|µs|ns|min|h)?", out)
     want = float(m.group(1)) * UNITS[m.group(2)] if m else None
     total, over, waiting = 0.0, 0.0, 0.0
+    kinds = dict.fromkeys(KINDS, 0.0)
     for block in out.split("-----------+")[1:]:
         lines = [ln for ln in block.splitlines()[1:] if ln.strip()]
         if not lines:
@@ -138,14 +183,16 @@ def overhead_share(binary, prof):
         if pool and not POOL_RUNNING.match(pool):
             waiting += v
             over += v
+            kinds["scheduling"] += v
         elif OVERHEAD.match(frames[0]) or any(
                 leaf.match(frames[0]) and len(frames) > 1 and caller.match(frames[1]) for leaf, caller in UNDER):
             over += v
+            kinds[overhead_kind(frames)] += v
     if want is None or abs(total - want) > 0.01 * want + 0.011:
         sys.exit(f"models_table: pprof of {prof} lists {total:.2f} s of samples, its header says {want} s")
     if not total:
-        return None, None, 0
-    return over / total, waiting / total, round(total / 0.01)
+        return None, None, 0, None
+    return over / total, waiting / total, round(total / 0.01), {k: v / total for k, v in kinds.items()}
 
 
 def fewest_samples(rows):
@@ -247,7 +294,7 @@ def main():
             for s in specs:
                 cmd += ["--task", s]
             o = json.loads(run(cmd, env, f"paretonav bench step {name}"))
-            o["outside_kernels"], o["pool_waiting"], o["profile_samples"] = overhead_share(binary, prof)
+            o["outside_kernels"], o["pool_waiting"], o["profile_samples"], o["outside_kinds"] = overhead_share(binary, prof)
             ours.append(o)
             theirs.append(json.loads(run([sys.executable, os.path.join(HERE, "step_models.py"), "time", name,
                                           "--dir", a.dir, "--steps", str(steps), "--threads", str(a.threads)],
@@ -277,6 +324,8 @@ def main():
                      "outside_kernels": med(shares) if shares else None, "steps": steps,
                      "outside_each": shares, "pool_waiting": med(waits) if waits else None,
                      "profile_samples": samples,
+                     "kinds": {k: med([o["outside_kinds"][k] for o in ours]) for k in KINDS}
+                     if all(o["outside_kinds"] for o in ours) else None,
                      "allocs": med([o["allocs_per_step"] for o in ours]) if all("allocs_per_step" in o for o in ours) else None,
                      "speedup": one["median_s"] / t_o if one else None})
         raw[name] = {"paretonav": ours, "torch": theirs}
@@ -321,6 +370,26 @@ def main():
             f" {r['paretonav_s']:.4f} s | {r['torch_s']:.4f} s | **{r['time_ratio']:.2f}** ({pairs}) |"
             f" {r['paretonav_rss'] / 1e6:.0f} MB | {r['torch_rss'] / 1e6:.0f} MB | {r['rss_ratio']:.2f} |"
             f" {lb} | {ok} | {al} | {sp} | {r['steps']} |")
+    lines += [
+        "",
+        "What the outside-kernels share is made of (percent of the step's CPU profile, median over the",
+        "pairs; `bench/models_table.py`, `overhead_kind`): allocation (the allocator, the garbage",
+        "collector, the executor's buffer pool), clearing (zeroing buffers), copying (moving and",
+        "converting data: Transpose, Concat, Slice, the channel shuffle, im2col's and the depthwise",
+        "convolution's moves), scheduling (the worker pool waiting for work, thread sleeps and",
+        "wake-ups, locks) and the rest (the executor's map look-ups and hashing).",
+        "",
+        "| model | allocation | clearing | copying | allocation + clearing + copying | scheduling (of it, pool waiting) | other |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        k = r.get("kinds")
+        if not k:
+            continue
+        acc = k["allocation"] + k["clearing"] + k["copying"]
+        lines.append(f"| `{r['model']}` | {100 * k['allocation']:.1f} | {100 * k['clearing']:.1f} |"
+                     f" {100 * k['copying']:.1f} | **{100 * acc:.1f}** | {100 * k['scheduling']:.1f}"
+                     f" ({100 * r['pool_waiting']:.1f}) | {100 * k['other']:.1f} |")
     lines += [
         "",
         "Time ratio: paretonav's median step over PyTorch's (below 1: paretonav is faster). RSS: each",
