@@ -80,6 +80,10 @@ func dwSplit[T float](g *convGeom, d *dwGeom, x, q []T) {
 	if whole {
 		clear(q[:d.planes()])
 	}
+	if s == 2 {
+		dwSplit2(g, d, x, q, whole)
+		return
+	}
 	for py := 0; py < s; py++ {
 		for px := 0; px < s; px++ {
 			ph := q[(py*s+px)*d.hq*d.wq:][:d.hq*d.wq]
@@ -109,36 +113,110 @@ func dwSplit[T float](g *convGeom, d *dwGeom, x, q []T) {
 	}
 }
 
+// dwColumns2 is where a row of x goes at stride 2: x column j is column
+// (j + pb)/2 of phase (j + pb) mod 2, so its ne even columns are phase
+// pe's columns [ce, ce+ne) and its no odd ones phase po's [co, co+no).
+func dwColumns2(g *convGeom) (pe, ce, ne, po, co, no int) {
+	pb := g.x.pb
+	return pb & 1, pb >> 1, (g.w + 1) / 2, (pb + 1) & 1, (pb + 1) >> 1, g.w / 2
+}
+
+// dwSplit2 is dwSplit at stride 2 (q cleared first when whole): each row
+// of x is split into its even and odd columns in one pass
+// (vmath.Deinterleave32 in float32), where a strided gather per phase
+// read the row twice, a value at a time.
+func dwSplit2[T float](g *convGeom, d *dwGeom, x, q []T, whole bool) {
+	if q32, ok := any(q).([]float32); ok {
+		dwSplit2Rows(g, d, any(x).([]float32), q32, whole, vmath.Deinterleave32)
+		return
+	}
+	dwSplit2Rows(g, d, x, q, whole, deinterleave[T])
+}
+
+// dwSplit2Rows is dwSplit2 with split as the rows' move.
+func dwSplit2Rows[T float](g *convGeom, d *dwGeom, x, q []T, whole bool, split func(even, odd, src []T)) {
+	pe, ce, ne, po, co, no := dwColumns2(g)
+	var lo, hi [2]int
+	for px := 0; px < 2; px++ {
+		lo[px], hi[px] = validRange(d.wq, 2, px-g.x.pb, g.w)
+	}
+	plane := d.hq * d.wq
+	for py := 0; py < 2; py++ {
+		for r := 0; r < d.hq; r++ {
+			at := py*2*plane + r*d.wq // phase (py, 0)'s row r; phase (py, 1)'s is plane further
+			y := r*2 + py - g.y.pb
+			if y < 0 || y >= g.h {
+				if !whole {
+					clear(q[at:][:d.wq])
+					clear(q[at+plane:][:d.wq])
+				}
+				continue
+			}
+			if !whole {
+				for px := 0; px < 2; px++ {
+					row := q[at+px*plane:][:d.wq]
+					clear(row[:lo[px]])
+					clear(row[hi[px]:])
+				}
+			}
+			split(q[at+pe*plane+ce:][:ne], q[at+po*plane+co:][:no], x[y*g.w:][:g.w])
+		}
+	}
+}
+
+// deinterleave sets even[i] = src[2i], odd[i] = src[2i+1]: the Go loop of
+// vmath.Deinterleave32, for float64.
+func deinterleave[T float](even, odd, src []T) {
+	src = src[:len(even)+len(odd)]
+	for i := range odd {
+		even[i], odd[i] = src[2*i], src[2*i+1]
+	}
+	if len(even) > len(odd) {
+		even[len(odd)] = src[2*len(odd)]
+	}
+}
+
+// interleave sets dst[2i] = even[i], dst[2i+1] = odd[i]: the Go loop of
+// vmath.Interleave32, for float64.
+func interleave[T float](dst, even, odd []T) {
+	dst = dst[:len(even)+len(odd)]
+	for i := range odd {
+		dst[2*i], dst[2*i+1] = even[i], odd[i]
+	}
+	if len(even) > len(odd) {
+		dst[2*len(odd)] = even[len(odd)]
+	}
+}
+
 // dwClearWhole is the longest phase row (and wide row, dwWide) that
 // dwSplit and dwWide clear with the whole plane rather than by runs.
 const dwClearWhole = 16
 
 // dwMerge writes the input gradient plane dx (H × W) from the phase
-// planes' gradient dq: a row of dx is its phase rows' valid columns
-// interleaved, each phase's written in one strided pass (a division per
-// value to find its phase, as before, took longer than the moves).
+// planes' gradient dq: a row of dx is its phase rows' valid columns,
+// copied at stride 1 and interleaved at stride 2 (dwColumns2), in one
+// pass per row (vmath.Interleave32 in float32).
 func dwMerge[T float](g *convGeom, d *dwGeom, dq, dx []T) {
-	s := d.s
-	if s == 1 {
+	if d.s == 1 {
 		for y := 0; y < g.h; y++ {
 			copy(dx[y*g.w:][:g.w], dq[(y+g.y.pb)*d.wq+g.x.pb:][:g.w])
 		}
 		return
 	}
-	// Column c of phase px's rows is dx column c·s + px − pb, for c in
-	// [lo[px], hi[px]): the same for every row (depthwiseOK: s ≤ 2).
-	var lo, hi [2]int
-	for px := 0; px < s; px++ {
-		lo[px], hi[px] = validRange(d.wq, s, px-g.x.pb, g.w)
+	if dx32, ok := any(dx).([]float32); ok { // depthwiseOK: s ≤ 2
+		dwMerge2Rows(g, d, any(dq).([]float32), dx32, vmath.Interleave32)
+		return
 	}
+	dwMerge2Rows(g, d, dq, dx, interleave[T])
+}
+
+// dwMerge2Rows is dwMerge at stride 2 with merge as the rows' move.
+func dwMerge2Rows[T float](g *convGeom, d *dwGeom, dq, dx []T, merge func(dst, even, odd []T)) {
+	pe, ce, ne, po, co, no := dwColumns2(g)
+	plane := d.hq * d.wq
 	for y := 0; y < g.h; y++ {
-		py, r := (y+g.y.pb)%s, (y+g.y.pb)/s
-		row := dx[y*g.w:][:g.w]
-		for px := 0; px < s; px++ {
-			if lo[px] < hi[px] {
-				scatterStride(row[lo[px]*s+px-g.x.pb:], dq[(py*s+px)*d.hq*d.wq+r*d.wq:][lo[px]:hi[px]], s)
-			}
-		}
+		at := (y+g.y.pb)%2*2*plane + (y+g.y.pb)/2*d.wq // phase (py, 0)'s row
+		merge(dx[y*g.w:][:g.w], dq[at+pe*plane+ce:][:ne], dq[at+po*plane+co:][:no])
 	}
 }
 

@@ -164,3 +164,14 @@ func dotAVX2(x, y *float32, n int) float32
 //
 //go:noescape
 func plusZeroAVX2(dst, x *float32, n int)
+
+// deinterleaveAVX2 is Deinterleave32's AVX2 kernel: n pairs, a multiple
+// of 8.
+//
+//go:noescape
+func deinterleaveAVX2(even, odd, src *float32, n int)
+
+// interleaveAVX2 is Interleave32's AVX2 kernel: n pairs, a multiple of 8.
+//
+//go:noescape
+func interleaveAVX2(dst, even, odd *float32, n int)
