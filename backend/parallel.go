@@ -47,9 +47,15 @@ type (
 // few per kernel, thousands per step of a small model.
 func forElems[A any](n int, a A, f func(a A, lo, hi int)) { forItems(n, 1, a, f) }
 
+// oneItemChunk reports whether forItems(n, per, ·) runs as one chunk on
+// the caller. A generic kernel's f is a heap object even when it
+// captures nothing (it carries its type's dictionary), so generic
+// callers test this first and call their kernel directly.
+func oneItemChunk(n, per int) bool { return min(n*max(per, 1)/elemChunk, n) <= 1 }
+
 // forItems is forElems for n items of per elements each (parallelItems).
 func forItems[A any](n, per int, a A, f func(a A, lo, hi int)) {
-	if min(n*max(per, 1)/elemChunk, n) <= 1 {
+	if oneItemChunk(n, per) {
 		f(a, 0, n)
 		return
 	}

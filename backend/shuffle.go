@@ -153,28 +153,35 @@ type sliceArgs[T float32 | float64] struct {
 // advance with j (no division per plane: ShuffleNet's planes at 64×64
 // are 4 to 64 values).
 func shuffleSliceFwd[T float32 | float64](dst []T, in [][]T, sg *shuffleGeom, c0, c1 int) {
-	w := c1 - c0
-	forItems(sg.n*w, sg.inner, sliceArgs[T]{dst: dst, in: in, sg: sg, c0: c0, c1: c1}, func(a sliceArgs[T], lo, hi int) {
-		g, c, inner, w := len(a.in), a.sg.c, a.sg.inner, a.c1-a.c0
-		s, j := lo/w, a.c0+lo%w
-		k, p := j%g, j/g
-		for q := lo; q < hi; q++ {
-			d, src := a.dst[q*inner:][:inner], a.in[k][(s*c+p)*inner:][:inner]
-			if inner < 16 {
-				for i, v := range src {
-					d[i] = v
-				}
-			} else {
-				copy(d, src)
+	a, n := sliceArgs[T]{dst: dst, in: in, sg: sg, c0: c0, c1: c1}, sg.n*(c1-c0)
+	if oneItemChunk(n, sg.inner) { // no func value (oneItemChunk)
+		shuffleSliceFwdItems(a, 0, n)
+		return
+	}
+	forItems(n, sg.inner, a, shuffleSliceFwdItems[T])
+}
+
+// shuffleSliceFwdItems writes the slice's planes [lo, hi).
+func shuffleSliceFwdItems[T float32 | float64](a sliceArgs[T], lo, hi int) {
+	g, c, inner, w := len(a.in), a.sg.c, a.sg.inner, a.c1-a.c0
+	s, j := lo/w, a.c0+lo%w
+	k, p := j%g, j/g
+	for q := lo; q < hi; q++ {
+		d, src := a.dst[q*inner:][:inner], a.in[k][(s*c+p)*inner:][:inner]
+		if inner < 16 {
+			for i, v := range src {
+				d[i] = v
 			}
-			if j++; j == a.c1 { // the next sample
-				s, j = s+1, a.c0
-				k, p = j%g, j/g
-			} else if k++; k == g {
-				k, p = 0, p+1
-			}
+		} else {
+			copy(d, src)
 		}
-	})
+		if j++; j == a.c1 { // the next sample
+			s, j = s+1, a.c0
+			k, p = j%g, j/g
+		} else if k++; k == g {
+			k, p = 0, p+1
+		}
+	}
 }
 
 // partPlanes is the range [lo, hi) of part k's planes whose shuffled
@@ -190,29 +197,37 @@ func partPlanes(k, g, c0, c1 int) (lo, hi int) {
 // of 16 values and more (vmath.PlusZero32 in float32); smaller ones take
 // the loop, without a call per plane.
 func shuffleSliceBwd[T float32 | float64](k int, dst, grad []T, sg *shuffleGeom, c0, c1 int, wide func(d, s []T)) {
-	g, c, inner, w := len(sg.parts), sg.c, sg.inner, c1-c0
-	lo, hi := partPlanes(k, g, c0, c1)
-	if inner < 16 {
+	if sg.inner < 16 {
 		wide = nil
 	}
-	forItems(sg.n, c*inner, sliceArgs[T]{dst: dst, grad: grad, sg: sg, k: k, c0: c0, c1: c1, wide: wide}, func(a sliceArgs[T], s0, s1 int) {
-		for s := s0; s < s1; s++ {
-			d := a.dst[s*c*inner:][:c*inner]
-			clear(d[:lo*inner])
-			clear(d[hi*inner:])
-			for p := lo; p < hi; p++ {
-				src := a.grad[(s*w+g*p+a.k-a.c0)*inner:][:inner]
-				dp := d[p*inner:][:inner]
-				if a.wide != nil {
-					a.wide(dp, src)
-					continue
-				}
-				for i, v := range src {
-					dp[i] = 0 + v
-				}
+	a := sliceArgs[T]{dst: dst, grad: grad, sg: sg, k: k, c0: c0, c1: c1, wide: wide}
+	if oneItemChunk(sg.n, sg.c*sg.inner) { // no func value (oneItemChunk)
+		shuffleSliceBwdSamples(a, 0, sg.n)
+		return
+	}
+	forItems(sg.n, sg.c*sg.inner, a, shuffleSliceBwdSamples[T])
+}
+
+// shuffleSliceBwdSamples writes samples [s0, s1) of part a.k's gradient.
+func shuffleSliceBwdSamples[T float32 | float64](a sliceArgs[T], s0, s1 int) {
+	g, c, inner, w := len(a.sg.parts), a.sg.c, a.sg.inner, a.c1-a.c0
+	lo, hi := partPlanes(a.k, g, a.c0, a.c1)
+	for s := s0; s < s1; s++ {
+		d := a.dst[s*c*inner:][:c*inner]
+		clear(d[:lo*inner])
+		clear(d[hi*inner:])
+		for p := lo; p < hi; p++ {
+			src := a.grad[(s*w+g*p+a.k-a.c0)*inner:][:inner]
+			dp := d[p*inner:][:inner]
+			if a.wide != nil {
+				a.wide(dp, src)
+				continue
+			}
+			for i, v := range src {
+				dp[i] = 0 + v
 			}
 		}
-	})
+	}
 }
 
 // shuffleArgs is a shuffle's operands for forItems: the output (dst) and

@@ -566,6 +566,13 @@ func chunkCountMin(w, n, per, least int) int {
 	return max(1, min(w, n/items))
 }
 
+// oneChunk reports whether parallelWork(n, per, ·) runs as one chunk on
+// the caller on any number of cores. Small kernels test it first and call
+// their loop's body directly: the closure parallelWork takes is a heap
+// object even when the caller runs it (a worker could have), and ops on
+// small planes make hundreds of them a step.
+func oneChunk(n, per int) bool { return chunkCountMin(n, n, per, minChunkWork) <= 1 }
+
 // parallelWork is parallelFor for n items of about per work units each
 // (multiply-adds, or values moved): it uses only as many chunks as give
 // each at least minChunkWork, and runs a loop below that whole on the

@@ -1345,14 +1345,21 @@ func channelSum[T float](t tensor.Tensor, buf any) tensor.Tensor {
 	out := outBuf[T](buf, c)
 	// A channel: n·inner additions. Each worker sums whole channels, so
 	// the split never has more chunks than channels whatever the core count.
-	parallelWork(c, n*inner, func(_, lo, hi int) {
-		for i := 0; i < n; i++ {
-			for j := lo; j < hi; j++ {
-				out[j] += sum4(d[(i*c+j)*inner:][:inner])
-			}
-		}
-	})
+	if oneChunk(c, n*inner) { // no closure (oneChunk)
+		channelSums(d, out, n, c, inner, 0, c)
+	} else {
+		parallelWork(c, n*inner, func(_, lo, hi int) { channelSums(d, out, n, c, inner, lo, hi) })
+	}
 	return newTensor(tensor.Shape{c}, out)
+}
+
+// channelSums adds channels [lo, hi) of d [n, c, inner] into out.
+func channelSums[T float](d, out []T, n, c, inner, lo, hi int) {
+	for i := 0; i < n; i++ {
+		for j := lo; j < hi; j++ {
+			out[j] += sum4(d[(i*c+j)*inner:][:inner])
+		}
+	}
 }
 
 // sum4 is the sum of x with four partial sums (x[i] into partial i mod 4,

@@ -43,12 +43,19 @@ const batchDirectMaxPlane = 16
 // batchIm2col writes the im2col matrix of every sample of x into col,
 // (C·kH·kW) × (N·oH·oW), sample n in columns [n·oH·oW, (n+1)·oH·oW).
 func batchIm2col[T float](g *convGeom, x, col []T) {
+	if oneChunk(g.n, g.colRows*g.outPlane) { // no closure (oneChunk)
+		batchIm2colSamples(g, x, col, 0, g.n)
+		return
+	}
+	parallelWork(g.n, g.colRows*g.outPlane, func(_, lo, hi int) { batchIm2colSamples(g, x, col, lo, hi) })
+}
+
+// batchIm2colSamples is batchIm2col for samples [lo, hi).
+func batchIm2colSamples[T float](g *convGeom, x, col []T, lo, hi int) {
 	ld := g.n * g.outPlane
-	parallelWork(g.n, g.colRows*g.outPlane, func(_, lo, hi int) {
-		for n := lo; n < hi; n++ {
-			im2colRowsLd(g, x[n*g.c*g.inPlane:][:g.c*g.inPlane], col[n*g.outPlane:], ld, 0, g.oh)
-		}
-	})
+	for n := lo; n < hi; n++ {
+		im2colRowsLd(g, x[n*g.c*g.inPlane:][:g.c*g.inPlane], col[n*g.outPlane:], ld, 0, g.oh)
+	}
 }
 
 // convForwardBatched is convForward for batchedPlanes: out = W·col (+b),
@@ -67,33 +74,53 @@ func convForwardBatched[T float](g *convGeom, sc *scratch, x, w, b, out []T) {
 	cbuf := getScratch[T](&colScratch, g.m*np)
 	defer colScratch.pool.Put(cbuf)
 	c := *cbuf
-	gridFor(g.m, np, g.colRows, func(i0, i1, j0, j1 int) {
-		gemmSerial(false, false, i1-i0, j1-j0, g.colRows, w[i0*g.colRows:], g.colRows, col[j0:], np, 0, c[i0*np+j0:], np)
-	})
-	parallelWork(g.n, g.m*g.outPlane, func(_, lo, hi int) {
-		for n := lo; n < hi; n++ {
-			if b == nil {
-				movePlanes(out[n*g.m*g.outPlane:], g.outPlane, c[n*g.outPlane:], np, g.m, g.outPlane)
-				continue
-			}
-			for m := 0; m < g.m; m++ {
-				o, cm, bm := out[(n*g.m+m)*g.outPlane:][:g.outPlane], c[m*np+n*g.outPlane:][:g.outPlane], b[m]
-				for i, v := range cm {
-					o[i] = v + bm
-				}
+	if oneBlock(g.m, np, g.colRows) { // no closures (oneChunk)
+		gemmSerial(false, false, g.m, np, g.colRows, w, g.colRows, col, np, 0, c, np)
+	} else {
+		gridFor(g.m, np, g.colRows, func(i0, i1, j0, j1 int) {
+			gemmSerial(false, false, i1-i0, j1-j0, g.colRows, w[i0*g.colRows:], g.colRows, col[j0:], np, 0, c[i0*np+j0:], np)
+		})
+	}
+	if oneChunk(g.n, g.m*g.outPlane) {
+		scatterOut(g, c, b, out, 0, g.n)
+		return
+	}
+	parallelWork(g.n, g.m*g.outPlane, func(_, lo, hi int) { scatterOut(g, c, b, out, lo, hi) })
+}
+
+// scatterOut writes samples [lo, hi) of the batched product c (M ×
+// N·oH·oW) into out [N, M, oH, oW], adding the bias b (nil for none).
+func scatterOut[T float](g *convGeom, c, b, out []T, lo, hi int) {
+	np := g.n * g.outPlane
+	for n := lo; n < hi; n++ {
+		if b == nil {
+			movePlanes(out[n*g.m*g.outPlane:], g.outPlane, c[n*g.outPlane:], np, g.m, g.outPlane)
+			continue
+		}
+		for m := 0; m < g.m; m++ {
+			o, cm, bm := out[(n*g.m+m)*g.outPlane:][:g.outPlane], c[m*np+n*g.outPlane:][:g.outPlane], b[m]
+			for i, v := range cm {
+				o[i] = v + bm
 			}
 		}
-	})
+	}
 }
 
 // gatherGrad copies gy [N, M, oH·oW] into dst as M × (N·oH·oW).
 func gatherGrad[T float](g *convGeom, gy, dst []T) {
+	if oneChunk(g.n, g.m*g.outPlane) { // no closure (oneChunk)
+		gatherGradSamples(g, gy, dst, 0, g.n)
+		return
+	}
+	parallelWork(g.n, g.m*g.outPlane, func(_, lo, hi int) { gatherGradSamples(g, gy, dst, lo, hi) })
+}
+
+// gatherGradSamples is gatherGrad for samples [lo, hi).
+func gatherGradSamples[T float](g *convGeom, gy, dst []T, lo, hi int) {
 	np := g.n * g.outPlane
-	parallelWork(g.n, g.m*g.outPlane, func(_, lo, hi int) {
-		for n := lo; n < hi; n++ {
-			movePlanes(dst[n*g.outPlane:], np, gy[n*g.m*g.outPlane:], g.outPlane, g.m, g.outPlane)
-		}
-	})
+	for n := lo; n < hi; n++ {
+		movePlanes(dst[n*g.outPlane:], np, gy[n*g.m*g.outPlane:], g.outPlane, g.m, g.outPlane)
+	}
 }
 
 // movePlanes copies rows runs of inner values, run r from src[r·lds:] to
@@ -135,19 +162,33 @@ func convGradXBatched[T float](g *convGeom, w, gy, dx []T) tensor.Tensor {
 	buf := getScratch[T](&colScratch, g.colRows*np)
 	defer colScratch.pool.Put(buf)
 	col := *buf
-	gridFor(g.colRows, np, g.m, func(i0, i1, j0, j1 int) {
-		gemmSerial(true, false, i1-i0, j1-j0, g.m, w[i0:], g.colRows, gyAll[j0:], np, 0, col[i0*np+j0:], np)
-	})
-	parallelWork(g.n, g.colRows*g.outPlane, func(_, lo, hi int) {
-		for n := lo; n < hi; n++ {
-			if g.direct { // inPlane = outPlane
-				movePlanes(dx[n*g.c*g.inPlane:], g.inPlane, col[n*g.outPlane:], np, g.c, g.outPlane)
-				continue
-			}
-			col2imRowsLd(g, col[n*g.outPlane:], np, dx[n*g.c*g.inPlane:][:g.c*g.inPlane], 0, g.oh)
-		}
-	})
+	if oneBlock(g.colRows, np, g.m) { // no closures (oneChunk)
+		gemmSerial(true, false, g.colRows, np, g.m, w, g.colRows, gyAll, np, 0, col, np)
+	} else {
+		gridFor(g.colRows, np, g.m, func(i0, i1, j0, j1 int) {
+			gemmSerial(true, false, i1-i0, j1-j0, g.m, w[i0:], g.colRows, gyAll[j0:], np, 0, col[i0*np+j0:], np)
+		})
+	}
+	if oneChunk(g.n, g.colRows*g.outPlane) {
+		addBackCols(g, col, dx, 0, g.n)
+	} else {
+		parallelWork(g.n, g.colRows*g.outPlane, func(_, lo, hi int) { addBackCols(g, col, dx, lo, hi) })
+	}
 	return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
+}
+
+// addBackCols writes samples [lo, hi) of the batched input-gradient
+// matrix col (C·kH·kW × N·oH·oW) into dx: copied for a direct
+// convolution, added back (col2im) otherwise.
+func addBackCols[T float](g *convGeom, col, dx []T, lo, hi int) {
+	np := g.n * g.outPlane
+	for n := lo; n < hi; n++ {
+		if g.direct { // inPlane = outPlane
+			movePlanes(dx[n*g.c*g.inPlane:], g.inPlane, col[n*g.outPlane:], np, g.c, g.outPlane)
+			continue
+		}
+		col2imRowsLd(g, col[n*g.outPlane:], np, dx[n*g.c*g.inPlane:][:g.c*g.inPlane], 0, g.oh)
+	}
 }
 
 // convGradWBatched is convGradWInto for batchedPlanes: dw = gy·colᵀ +
@@ -171,8 +212,12 @@ func convGradWBatched[T float](g *convGeom, sc *scratch, x, gy, dw []T, beta T) 
 		col = *buf
 		batchIm2col(g, x, col)
 	}
-	gridFor(g.colRows, g.m, np, func(j0, j1, i0, i1 int) { // dW's columns first, then its rows
-		gemmSerial(false, true, i1-i0, j1-j0, np, gyAll[i0*np:], np, col[j0*np:], np, beta, dw[i0*g.colRows+j0:], g.colRows)
-	})
+	if oneBlock(g.colRows, g.m, np) { // no closure (oneChunk)
+		gemmSerial(false, true, g.m, g.colRows, np, gyAll, np, col, np, beta, dw, g.colRows)
+	} else {
+		gridFor(g.colRows, g.m, np, func(j0, j1, i0, i1 int) { // dW's columns first, then its rows
+			gemmSerial(false, true, i1-i0, j1-j0, np, gyAll[i0*np:], np, col[j0*np:], np, beta, dw[i0*g.colRows+j0:], g.colRows)
+		})
+	}
 	return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
 }

@@ -288,35 +288,43 @@ func convForwardDepthwise[T float](g *convGeom, x, w, b, out []T) {
 		return
 	}
 	d := newDwGeom(g)
+	if oneChunk(g.n*g.c, g.outPlane*g.kh*g.kw) { // no closure (oneChunk)
+		forwardDwPhases(g, &d, x, w, b, out, 0, g.n*g.c)
+		return
+	}
+	dd := d // the closure's copy: d itself stays on the stack
+	parallelWork(g.n*g.c, g.outPlane*g.kh*g.kw, func(_, lo, hi int) { forwardDwPhases(g, &dd, x, w, b, out, lo, hi) })
+}
+
+// forwardDwPhases is convForwardDepthwise for planes [lo, hi).
+func forwardDwPhases[T float](g *convGeom, d *dwGeom, x, w, b, out []T, lo, hi int) {
 	taps := g.kh * g.kw
-	parallelWork(g.n*g.c, g.outPlane*taps, func(_, lo, hi int) {
-		buf := getScratch[T](&colScratch, d.planes()+g.oh*d.wq)
-		defer colScratch.pool.Put(buf)
-		q, wide := (*buf)[:d.planes()], (*buf)[d.planes():][:g.oh*d.wq]
-		for p := lo; p < hi; p++ {
-			c := p % g.c
-			dwSplit(g, &d, x[p*g.inPlane:][:g.inPlane], q)
-			wc := w[c*taps:][:taps]
-			o := wide[:d.l]
-			for i := range o {
-				o[i] = wc[0] * q[d.offs[0]+i]
-			}
-			for t := 1; t < taps; t++ {
-				axpy(wc[t], q[d.offs[t]:], o)
-			}
-			og := out[p*g.outPlane:][:g.outPlane]
-			var bc T
-			if b != nil {
-				bc = b[c]
-			}
-			for oy := 0; oy < g.oh; oy++ {
-				src, dst := wide[oy*d.wq:][:g.ow], og[oy*g.ow:][:g.ow]
-				for i, v := range src {
-					dst[i] = v + bc
-				}
+	buf := getScratch[T](&colScratch, d.planes()+g.oh*d.wq)
+	defer colScratch.pool.Put(buf)
+	q, wide := (*buf)[:d.planes()], (*buf)[d.planes():][:g.oh*d.wq]
+	for p := lo; p < hi; p++ {
+		c := p % g.c
+		dwSplit(g, d, x[p*g.inPlane:][:g.inPlane], q)
+		wc := w[c*taps:][:taps]
+		o := wide[:d.l]
+		for i := range o {
+			o[i] = wc[0] * q[d.offs[0]+i]
+		}
+		for t := 1; t < taps; t++ {
+			axpy(wc[t], q[d.offs[t]:], o)
+		}
+		og := out[p*g.outPlane:][:g.outPlane]
+		var bc T
+		if b != nil {
+			bc = b[c]
+		}
+		for oy := 0; oy < g.oh; oy++ {
+			src, dst := wide[oy*d.wq:][:g.ow], og[oy*g.ow:][:g.ow]
+			for i, v := range src {
+				dst[i] = v + bc
 			}
 		}
-	})
+	}
 }
 
 // convGradXDepthwise writes the input gradient into dx, every element.
@@ -326,22 +334,30 @@ func convGradXDepthwise[T float](g *convGeom, w, gy, dx []T) {
 		return
 	}
 	d := newDwGeom(g)
+	if oneChunk(g.n*g.c, g.outPlane*g.kh*g.kw) { // no closure (oneChunk)
+		gradXDwPhases(g, &d, w, gy, dx, 0, g.n*g.c)
+		return
+	}
+	dd := d // the closure's copy: d itself stays on the stack
+	parallelWork(g.n*g.c, g.outPlane*g.kh*g.kw, func(_, lo, hi int) { gradXDwPhases(g, &dd, w, gy, dx, lo, hi) })
+}
+
+// gradXDwPhases is convGradXDepthwise for planes [lo, hi).
+func gradXDwPhases[T float](g *convGeom, d *dwGeom, w, gy, dx []T, lo, hi int) {
 	taps := g.kh * g.kw
-	parallelWork(g.n*g.c, g.outPlane*taps, func(_, lo, hi int) {
-		buf := getScratch[T](&colScratch, d.planes()+g.oh*d.wq)
-		defer colScratch.pool.Put(buf)
-		dq, wide := (*buf)[:d.planes()], (*buf)[d.planes():][:g.oh*d.wq]
-		for p := lo; p < hi; p++ {
-			c := p % g.c
-			dwWide(g, &d, gy[p*g.outPlane:][:g.outPlane], wide)
-			clear(dq)
-			wc := w[c*taps:][:taps]
-			for t := 0; t < taps; t++ {
-				axpy(wc[t], wide, dq[d.offs[t]:][:d.l])
-			}
-			dwMerge(g, &d, dq, dx[p*g.inPlane:][:g.inPlane])
+	buf := getScratch[T](&colScratch, d.planes()+g.oh*d.wq)
+	defer colScratch.pool.Put(buf)
+	dq, wide := (*buf)[:d.planes()], (*buf)[d.planes():][:g.oh*d.wq]
+	for p := lo; p < hi; p++ {
+		c := p % g.c
+		dwWide(g, d, gy[p*g.outPlane:][:g.outPlane], wide)
+		clear(dq)
+		wc := w[c*taps:][:taps]
+		for t := 0; t < taps; t++ {
+			axpy(wc[t], wide, dq[d.offs[t]:][:d.l])
 		}
-	})
+		dwMerge(g, d, dq, dx[p*g.inPlane:][:g.inPlane])
+	}
 }
 
 // convGradWDepthwise writes the weight gradient into dw (C × kH·kW), every
@@ -352,24 +368,32 @@ func convGradWDepthwise[T float](g *convGeom, x, gy, dw []T) {
 		return
 	}
 	d := newDwGeom(g)
+	if oneChunk(g.c, g.n*g.outPlane*g.kh*g.kw) { // no closure (oneChunk)
+		gradWDwPhases(g, &d, x, gy, dw, 0, g.c)
+		return
+	}
+	dd := d // the closure's copy: d itself stays on the stack
+	parallelWork(g.c, g.n*g.outPlane*g.kh*g.kw, func(_, lo, hi int) { gradWDwPhases(g, &dd, x, gy, dw, lo, hi) })
+}
+
+// gradWDwPhases is convGradWDepthwise for channels [lo, hi).
+func gradWDwPhases[T float](g *convGeom, d *dwGeom, x, gy, dw []T, lo, hi int) {
 	taps := g.kh * g.kw
-	parallelWork(g.c, g.n*g.outPlane*taps, func(_, lo, hi int) {
-		buf := getScratch[T](&colScratch, d.planes()+g.oh*d.wq)
-		defer colScratch.pool.Put(buf)
-		q, wide := (*buf)[:d.planes()], (*buf)[d.planes():][:g.oh*d.wq]
-		for c := lo; c < hi; c++ {
-			dc := dw[c*taps:][:taps]
-			clear(dc)
-			for n := 0; n < g.n; n++ {
-				p := n*g.c + c
-				dwSplit(g, &d, x[p*g.inPlane:][:g.inPlane], q)
-				dwWide(g, &d, gy[p*g.outPlane:][:g.outPlane], wide)
-				for t := range dc {
-					dc[t] += dot(wide[:d.l], q[d.offs[t]:])
-				}
+	buf := getScratch[T](&colScratch, d.planes()+g.oh*d.wq)
+	defer colScratch.pool.Put(buf)
+	q, wide := (*buf)[:d.planes()], (*buf)[d.planes():][:g.oh*d.wq]
+	for c := lo; c < hi; c++ {
+		dc := dw[c*taps:][:taps]
+		clear(dc)
+		for n := 0; n < g.n; n++ {
+			p := n*g.c + c
+			dwSplit(g, d, x[p*g.inPlane:][:g.inPlane], q)
+			dwWide(g, d, gy[p*g.outPlane:][:g.outPlane], wide)
+			for t := range dc {
+				dc[t] += dot(wide[:d.l], q[d.offs[t]:])
 			}
 		}
-	})
+	}
 }
 
 // ConvDepthwise reports whether a convolution of input shape xs and

@@ -106,70 +106,94 @@ func dwRuns(g *convGeom) []dwRun {
 // convForwardDwDirect writes the depthwise convolution of x by w (bias b,
 // nil for none) into out, every element.
 func convForwardDwDirect[T float](g *convGeom, x, w, b, out []T) {
-	taps, rs := g.kh*g.kw, dwRunsOf(g)
-	parallelWork(g.n*g.c, g.outPlane*taps, func(_, lo, hi int) {
-		for p := lo; p < hi; p++ {
-			c := p % g.c
-			xp, wc := x[p*g.inPlane:][:g.inPlane], w[c*taps:][:taps]
-			op := out[p*g.outPlane:][:g.outPlane]
-			clear(op)
-			for _, r := range rs {
-				xs, ws := xp[r.i:][:r.n], wc[r.t:][:r.n]
-				s := op[r.o]
-				for j, v := range xs {
-					s += ws[j] * v
-				}
-				op[r.o] = s
+	rs := dwRunsOf(g)
+	if oneChunk(g.n*g.c, g.outPlane*g.kh*g.kw) { // no closure (oneChunk)
+		forwardDwPlanes(g, rs, x, w, b, out, 0, g.n*g.c)
+		return
+	}
+	parallelWork(g.n*g.c, g.outPlane*g.kh*g.kw, func(_, lo, hi int) { forwardDwPlanes(g, rs, x, w, b, out, lo, hi) })
+}
+
+// forwardDwPlanes is convForwardDwDirect for planes [lo, hi).
+func forwardDwPlanes[T float](g *convGeom, rs []dwRun, x, w, b, out []T, lo, hi int) {
+	taps := g.kh * g.kw
+	for p := lo; p < hi; p++ {
+		c := p % g.c
+		xp, wc := x[p*g.inPlane:][:g.inPlane], w[c*taps:][:taps]
+		op := out[p*g.outPlane:][:g.outPlane]
+		clear(op)
+		for _, r := range rs {
+			xs, ws := xp[r.i:][:r.n], wc[r.t:][:r.n]
+			s := op[r.o]
+			for j, v := range xs {
+				s += ws[j] * v
 			}
-			if b != nil {
-				bc := b[c]
-				for i := range op {
-					op[i] += bc
-				}
+			op[r.o] = s
+		}
+		if b != nil {
+			bc := b[c]
+			for i := range op {
+				op[i] += bc
 			}
 		}
-	})
+	}
 }
 
 // convGradXDwDirect writes the input gradient into dx, every element.
 func convGradXDwDirect[T float](g *convGeom, w, gy, dx []T) {
-	taps, rs := g.kh*g.kw, dwRunsOf(g)
-	parallelWork(g.n*g.c, g.outPlane*taps, func(_, lo, hi int) {
-		for p := lo; p < hi; p++ {
-			c := p % g.c
-			gp, wc := gy[p*g.outPlane:][:g.outPlane], w[c*taps:][:taps]
-			dp := dx[p*g.inPlane:][:g.inPlane]
-			clear(dp)
-			for _, r := range rs {
-				v := gp[r.o]
-				ds, ws := dp[r.i:][:r.n], wc[r.t:][:r.n]
-				for j, wv := range ws {
-					ds[j] += v * wv
-				}
+	rs := dwRunsOf(g)
+	if oneChunk(g.n*g.c, g.outPlane*g.kh*g.kw) { // no closure (oneChunk)
+		gradXDwPlanes(g, rs, w, gy, dx, 0, g.n*g.c)
+		return
+	}
+	parallelWork(g.n*g.c, g.outPlane*g.kh*g.kw, func(_, lo, hi int) { gradXDwPlanes(g, rs, w, gy, dx, lo, hi) })
+}
+
+// gradXDwPlanes is convGradXDwDirect for planes [lo, hi).
+func gradXDwPlanes[T float](g *convGeom, rs []dwRun, w, gy, dx []T, lo, hi int) {
+	taps := g.kh * g.kw
+	for p := lo; p < hi; p++ {
+		c := p % g.c
+		gp, wc := gy[p*g.outPlane:][:g.outPlane], w[c*taps:][:taps]
+		dp := dx[p*g.inPlane:][:g.inPlane]
+		clear(dp)
+		for _, r := range rs {
+			v := gp[r.o]
+			ds, ws := dp[r.i:][:r.n], wc[r.t:][:r.n]
+			for j, wv := range ws {
+				ds[j] += v * wv
 			}
 		}
-	})
+	}
 }
 
 // convGradWDwDirect writes the weight gradient into dw (C × kH·kW), every
 // element: per channel, the samples' terms added in sample order.
 func convGradWDwDirect[T float](g *convGeom, x, gy, dw []T) {
-	taps, rs := g.kh*g.kw, dwRunsOf(g)
-	parallelWork(g.c, g.n*g.outPlane*taps, func(_, lo, hi int) {
-		for c := lo; c < hi; c++ {
-			dc := dw[c*taps:][:taps]
-			clear(dc)
-			for n := 0; n < g.n; n++ {
-				p := n*g.c + c
-				xp, gp := x[p*g.inPlane:][:g.inPlane], gy[p*g.outPlane:][:g.outPlane]
-				for _, r := range rs {
-					v := gp[r.o]
-					xs, ds := xp[r.i:][:r.n], dc[r.t:][:r.n]
-					for j, xv := range xs {
-						ds[j] += v * xv
-					}
+	rs := dwRunsOf(g)
+	if oneChunk(g.c, g.n*g.outPlane*g.kh*g.kw) { // no closure (oneChunk)
+		gradWDwChannels(g, rs, x, gy, dw, 0, g.c)
+		return
+	}
+	parallelWork(g.c, g.n*g.outPlane*g.kh*g.kw, func(_, lo, hi int) { gradWDwChannels(g, rs, x, gy, dw, lo, hi) })
+}
+
+// gradWDwChannels is convGradWDwDirect for channels [lo, hi).
+func gradWDwChannels[T float](g *convGeom, rs []dwRun, x, gy, dw []T, lo, hi int) {
+	taps := g.kh * g.kw
+	for c := lo; c < hi; c++ {
+		dc := dw[c*taps:][:taps]
+		clear(dc)
+		for n := 0; n < g.n; n++ {
+			p := n*g.c + c
+			xp, gp := x[p*g.inPlane:][:g.inPlane], gy[p*g.outPlane:][:g.outPlane]
+			for _, r := range rs {
+				v := gp[r.o]
+				xs, ds := xp[r.i:][:r.n], dc[r.t:][:r.n]
+				for j, xv := range xs {
+					ds[j] += v * xv
 				}
 			}
 		}
-	})
+	}
 }

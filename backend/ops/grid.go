@@ -43,12 +43,18 @@ func productGrid(w, a, b, k int) (na, nb int) {
 	return na, nb
 }
 
+// oneBlock reports whether gridFor(a, b, k, ·) runs as one block on the
+// caller whatever the cores (as oneChunk for parallelWork).
+func oneBlock(a, b, k int) bool {
+	return a <= 0 || b <= 0 || int64(a)*int64(b)*int64(k) < gridMinWork
+}
+
 // gridFor runs f on the blocks of productGrid(GOMAXPROCS, a, b, k): block
 // [a0, a1) × [b0, b1), on the calling goroutine and the workers.
 func gridFor(a, b, k int, f func(a0, a1, b0, b1 int)) {
 	// Work under gridMinWork is one block whatever the workers: run it
 	// here before GOMAXPROCS (the scheduler's lock) and the pool.
-	if a <= 0 || b <= 0 || int64(a)*int64(b)*int64(k) < gridMinWork {
+	if oneBlock(a, b, k) {
 		f(0, max(a, 0), 0, max(b, 0))
 		return
 	}
