@@ -365,3 +365,26 @@ func TestShuffleGradKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestShuffleSliceAllocatesNothing checks that a ShuffleNet-sized shuffle
+// slice (4 samples of 24 planes of 8×8, one chunk) makes no heap object
+// forward or backward: its kernels take their operands from sliceArgs and
+// are called directly, where the func value of a generic kernel, even one
+// that captures nothing, is a heap object (its type's dictionary).
+func TestShuffleSliceAllocatesNothing(t *testing.T) {
+	const n, g, c, inner = 4, 2, 12, 64
+	sg := &shuffleGeom{parts: make([]gnode, g), n: n, c: c, inner: inner}
+	in := [][]float32{make([]float32, n*c*inner), make([]float32, n*c*inner)}
+	slice, part := make([]float32, n*c*inner), make([]float32, n*c*inner)
+	if !oneItemChunk(n*c, inner) || !oneItemChunk(n, c*inner) {
+		t.Fatal("not a one-chunk shuffle")
+	}
+	fwd := func() { shuffleSliceFwd(slice, in, sg, 0, c) }
+	bwd := func() { shuffleSliceBwd(1, part, slice, sg, 0, c, vmath.PlusZero32) }
+	for name, f := range map[string]func(){"forward": fwd, "backward": bwd} {
+		f()
+		if got := testing.AllocsPerRun(20, f); got != 0 {
+			t.Errorf("%s: %.0f heap objects a call, want 0", name, got)
+		}
+	}
+}

@@ -24,8 +24,10 @@ paretonav's step CPU time spent outside arithmetic kernels: samples of the
 CPU profile whose innermost function is the Go runtime (allocation,
 clearing, copying, garbage collection, preemption, scheduling), the
 worker pool waiting, or backend code that converts or moves data rather
-than computing (float64 copies, Transpose/Concat/Slice, buffer clears).
-`go tool pprof` must be on PATH for that column. The load averages at the
+than computing (float64 copies, Transpose/Concat/Slice, buffer clears);
+a second table splits that share by kind (allocation, clearing, copying,
+scheduling, other: overhead_kind). `go tool pprof` must be on PATH for
+those columns. The load averages at the
 start and the end are written beside the table: timings from a busy
 machine flatter PyTorch's threads less than ours (see bench/README.md).
 """
@@ -58,6 +60,15 @@ DESCRIPTIONS = {
     "deeplab_mbv3": "DeepLabV3-MobileNetV3-Large, segmentation + depth, 4 × 3×64×64",
 }
 
+# The backend's moves between layouts, their own loops as well as the
+# copy calls they make: the depthwise convolution's phase planes and wide
+# rows (dwSplit, dwSplit2Rows, dwMerge, dwMerge2Rows, dwWide and the
+# generic deinterleave and interleave), the batched convolution's planes
+# (movePlanes, gatherGrad and gatherGradSamples), and vmath's kernels for
+# them.
+OPS_MOVES = r"dwSplit\w*|dwMerge\w*|dwWide|deinterleave|interleave|gatherGrad\w*|movePlanes"
+VMATH_MOVES = r"PlusZero32|plusZeroAVX2|Deinterleave32|Interleave32|deinterleaveAVX2|interleaveAVX2"
+
 # Innermost functions that are not arithmetic: the Go runtime, the worker
 # pool, the executor's buffer pool (allocation: backend.(*bufPool)), and
 # backend code that converts, copies or clears (ops.trimWeights,
@@ -67,10 +78,8 @@ DESCRIPTIONS = {
 # movements, are copies too, as are transposeLast2's 8×8 blocks through
 # gemm.TransposeRows and, under it, the AVX2 transpose8 that gemm's
 # packing also runs: counted only under TransposeRows, see UNDER), and the
-# depthwise convolution's moves between a plane and its stride phases or
-# wide rows (ops.dwSplit, dwMerge, dwWide) and the batched convolution's
-# gather of the output gradient (ops.gatherGrad), their own loops as well
-# as their runtime.memmove and memclr calls.
+# backend's moves between layouts (OPS_MOVES, VMATH_MOVES), their own
+# loops as well as their runtime.memmove and memclr calls.
 # runtime.asyncPreempt is left out: on a busy machine the profile
 # attributes to it samples of the code it interrupted (with
 # GODEBUG=asyncpreemptoff=1 its share, a fifth of a transformer block's
@@ -79,8 +88,8 @@ OVERHEAD = re.compile(r"^(runtime\.(?!asyncPreempt)|internal/runtime|sync\.|.*in
                       r".*backend\.(valueFloatsInto|makeValue|makeValue32|readF32|readInputsInto|"
                       r"\(\*f64Scratch\)|\(\*bufPool\)|\(\*move32\)|\(\*transposeArgs\)|transposeRows|transposeLast2|shuffle(Slice)?(Fwd|Bwd)|"
                       r"outBuf32For)|.*backend/internal/gemm\.TransposeRows|"
-                      r".*backend/ops\.(ClearPar|trimWeights|trimInto|spreadWeights|dwSplit|dwMerge|dwWide|gatherGrad)\b|"
-                      r".*backend/internal/vmath\.(PlusZero32|plusZeroAVX2)|.*hugepages\.)")
+                      r".*backend/ops\.(ClearPar|trimWeights|trimInto|spreadWeights|" + OPS_MOVES + r")\b|"
+                      r".*backend/internal/vmath\.(" + VMATH_MOVES + r")\b|.*hugepages\.)")
 
 
 def run(cmd, env=None, what=""):
@@ -125,8 +134,8 @@ CLEAR_LEAF = re.compile(r"^(runtime\.memclr|.*backend/ops\.ClearPar)")
 COPY_LEAF = re.compile(r"^(runtime\.(memmove|typedmemmove|typedslicecopy|wbMove|bulkBarrierPreWrite)|"
                        r".*backend\.(valueFloatsInto|readInputsInto|\(\*move32\)|\(\*transposeArgs\)|"
                        r"transposeRows|transposeLast2|shuffle(Slice)?(Fwd|Bwd))|.*backend/internal/gemm\.(TransposeRows|transpose8)|"
-                       r".*backend/ops\.(trimWeights|trimInto|spreadWeights|dwSplit|dwMerge|dwWide|gatherGrad)\b|"
-                       r".*backend/internal/vmath\.(PlusZero32|plusZeroAVX2))")
+                       r".*backend/ops\.(trimWeights|trimInto|spreadWeights|" + OPS_MOVES + r")\b|"
+                       r".*backend/internal/vmath\.(" + VMATH_MOVES + r")\b)")
 
 
 def overhead_kind(frames):

@@ -122,69 +122,79 @@ func dwColumns2(g *convGeom) (pe, ce, ne, po, co, no int) {
 }
 
 // dwSplit2 is dwSplit at stride 2 (q cleared first when whole): each row
-// of x is split into its even and odd columns in one pass
-// (vmath.Deinterleave32 in float32), where a strided gather per phase
-// read the row twice, a value at a time.
+// of x is split into its even and odd columns in one pass, the rows of a
+// row phase in one call (vmath.Deinterleave32Rows in float32), where a
+// strided gather per phase and row went over each row twice, a value at a
+// time.
 func dwSplit2[T float](g *convGeom, d *dwGeom, x, q []T, whole bool) {
 	if q32, ok := any(q).([]float32); ok {
-		dwSplit2Rows(g, d, any(x).([]float32), q32, whole, vmath.Deinterleave32)
+		dwSplit2Rows(g, d, any(x).([]float32), q32, whole, vmath.Deinterleave32Rows)
 		return
 	}
-	dwSplit2Rows(g, d, x, q, whole, deinterleave[T])
+	dwSplit2Rows(g, d, x, q, whole, deinterleaveRows[T])
 }
 
 // dwSplit2Rows is dwSplit2 with split as the rows' move.
-func dwSplit2Rows[T float](g *convGeom, d *dwGeom, x, q []T, whole bool, split func(even, odd, src []T)) {
-	pe, ce, ne, po, co, no := dwColumns2(g)
-	var lo, hi [2]int
-	for px := 0; px < 2; px++ {
-		lo[px], hi[px] = validRange(d.wq, 2, px-g.x.pb, g.w)
-	}
+func dwSplit2Rows[T float](g *convGeom, d *dwGeom, x, q []T, whole bool, split func(even, odd, src []T, rows, ne, no, es, os, ss int)) {
 	plane := d.hq * d.wq
-	for py := 0; py < 2; py++ {
-		for r := 0; r < d.hq; r++ {
-			at := py*2*plane + r*d.wq // phase (py, 0)'s row r; phase (py, 1)'s is plane further
-			y := r*2 + py - g.y.pb
-			if y < 0 || y >= g.h {
-				if !whole {
-					clear(q[at:][:d.wq])
-					clear(q[at+plane:][:d.wq])
-				}
-				continue
-			}
-			if !whole {
+	if !whole { // the padding's zeros, row by row
+		var lo, hi [2]int
+		for px := 0; px < 2; px++ {
+			lo[px], hi[px] = validRange(d.wq, 2, px-g.x.pb, g.w)
+		}
+		for py := 0; py < 2; py++ {
+			for r := 0; r < d.hq; r++ {
+				y := r*2 + py - g.y.pb
 				for px := 0; px < 2; px++ {
-					row := q[at+px*plane:][:d.wq]
+					row := q[(py*2+px)*plane+r*d.wq:][:d.wq]
+					if y < 0 || y >= g.h {
+						clear(row)
+						continue
+					}
 					clear(row[:lo[px]])
 					clear(row[hi[px]:])
 				}
 			}
-			split(q[at+pe*plane+ce:][:ne], q[at+po*plane+co:][:no], x[y*g.w:][:g.w])
+		}
+	}
+	pe, ce, ne, po, co, no := dwColumns2(g)
+	for py := 0; py < 2; py++ {
+		// Phase rows r0 … r1−1 read rows y = 2r + py − pb of x inside it.
+		r0 := max(0, (g.y.pb-py+1)/2)
+		r1 := min(d.hq, (g.h-1-py+g.y.pb)/2+1)
+		if g.h-1-py+g.y.pb < 0 || r1 <= r0 {
+			continue
+		}
+		at := py*2*plane + r0*d.wq // phase (py, 0)'s row r0; phase (py, 1)'s is plane further
+		split(q[at+pe*plane+ce:], q[at+po*plane+co:], x[(2*r0+py-g.y.pb)*g.w:], r1-r0, ne, no, d.wq, d.wq, 2*g.w)
+	}
+}
+
+// deinterleaveRows is vmath.Deinterleave32Rows's contract in Go, for
+// float64: row r of src (stride ss) into even (stride es, ne values) and
+// odd (stride os, no values).
+func deinterleaveRows[T float](even, odd, src []T, rows, ne, no, es, os, ss int) {
+	for r := 0; r < rows; r++ {
+		e, o, s := even[r*es:][:ne], odd[r*os:][:no], src[r*ss:][:ne+no]
+		for i := range o {
+			e[i], o[i] = s[2*i], s[2*i+1]
+		}
+		if ne > no {
+			e[no] = s[2*no]
 		}
 	}
 }
 
-// deinterleave sets even[i] = src[2i], odd[i] = src[2i+1]: the Go loop of
-// vmath.Deinterleave32, for float64.
-func deinterleave[T float](even, odd, src []T) {
-	src = src[:len(even)+len(odd)]
-	for i := range odd {
-		even[i], odd[i] = src[2*i], src[2*i+1]
-	}
-	if len(even) > len(odd) {
-		even[len(odd)] = src[2*len(odd)]
-	}
-}
-
-// interleave sets dst[2i] = even[i], dst[2i+1] = odd[i]: the Go loop of
-// vmath.Interleave32, for float64.
-func interleave[T float](dst, even, odd []T) {
-	dst = dst[:len(even)+len(odd)]
-	for i := range odd {
-		dst[2*i], dst[2*i+1] = even[i], odd[i]
-	}
-	if len(even) > len(odd) {
-		dst[2*len(odd)] = even[len(odd)]
+// interleaveRows is vmath.Interleave32Rows's contract in Go, for float64.
+func interleaveRows[T float](dst, even, odd []T, rows, ne, no, ds, es, os int) {
+	for r := 0; r < rows; r++ {
+		d, e, o := dst[r*ds:][:ne+no], even[r*es:][:ne], odd[r*os:][:no]
+		for i := range o {
+			d[2*i], d[2*i+1] = e[i], o[i]
+		}
+		if ne > no {
+			d[2*no] = e[no]
+		}
 	}
 }
 
@@ -204,19 +214,21 @@ func dwMerge[T float](g *convGeom, d *dwGeom, dq, dx []T) {
 		return
 	}
 	if dx32, ok := any(dx).([]float32); ok { // depthwiseOK: s ≤ 2
-		dwMerge2Rows(g, d, any(dq).([]float32), dx32, vmath.Interleave32)
+		dwMerge2Rows(g, d, any(dq).([]float32), dx32, vmath.Interleave32Rows)
 		return
 	}
-	dwMerge2Rows(g, d, dq, dx, interleave[T])
+	dwMerge2Rows(g, d, dq, dx, interleaveRows[T])
 }
 
-// dwMerge2Rows is dwMerge at stride 2 with merge as the rows' move.
-func dwMerge2Rows[T float](g *convGeom, d *dwGeom, dq, dx []T, merge func(dst, even, odd []T)) {
+// dwMerge2Rows is dwMerge at stride 2 with merge as the rows' move: the
+// rows of dx of one parity come from one row phase, in one call.
+func dwMerge2Rows[T float](g *convGeom, d *dwGeom, dq, dx []T, merge func(dst, even, odd []T, rows, ne, no, ds, es, os int)) {
 	pe, ce, ne, po, co, no := dwColumns2(g)
 	plane := d.hq * d.wq
-	for y := 0; y < g.h; y++ {
-		at := (y+g.y.pb)%2*2*plane + (y+g.y.pb)/2*d.wq // phase (py, 0)'s row
-		merge(dx[y*g.w:][:g.w], dq[at+pe*plane+ce:][:ne], dq[at+po*plane+co:][:no])
+	for y0 := 0; y0 < min(2, g.h); y0++ {
+		py, r := (y0+g.y.pb)%2, (y0+g.y.pb)/2
+		at := py*2*plane + r*d.wq // phase (py, 0)'s row for dx row y0
+		merge(dx[y0*g.w:], dq[at+pe*plane+ce:], dq[at+po*plane+co:], (g.h-y0+1)/2, ne, no, 2*g.w, d.wq, d.wq)
 	}
 }
 

@@ -175,3 +175,15 @@ func deinterleaveAVX2(even, odd, src *float32, n int)
 //
 //go:noescape
 func interleaveAVX2(dst, even, odd *float32, n int)
+
+// deinterleaveRowsAVX2 is Deinterleave32Rows's AVX2 kernel: the first n
+// pairs (a multiple of 8) of each of rows rows; strides in elements.
+//
+//go:noescape
+func deinterleaveRowsAVX2(even, odd, src *float32, rows, n, es, os, ss int)
+
+// interleaveRowsAVX2 is Interleave32Rows's AVX2 kernel: the first n pairs
+// (a multiple of 8) of each of rows rows; strides in elements.
+//
+//go:noescape
+func interleaveRowsAVX2(dst, even, odd *float32, rows, n, ds, es, os int)

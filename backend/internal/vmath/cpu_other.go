@@ -82,3 +82,13 @@ func deinterleaveAVX2(even, odd, src *float32, n int) { panic("vmath: no vector 
 
 // interleaveAVX2 is never called outside amd64.
 func interleaveAVX2(dst, even, odd *float32, n int) { panic("vmath: no vector kernel") }
+
+// deinterleaveRowsAVX2 is never called outside amd64.
+func deinterleaveRowsAVX2(even, odd, src *float32, rows, n, es, os, ss int) {
+	panic("vmath: no vector kernel")
+}
+
+// interleaveRowsAVX2 is never called outside amd64.
+func interleaveRowsAVX2(dst, even, odd *float32, rows, n, ds, es, os int) {
+	panic("vmath: no vector kernel")
+}

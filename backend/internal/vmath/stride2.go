@@ -48,3 +48,65 @@ func Interleave32(dst, even, odd []float32) {
 		dst[2*len(odd)] = even[len(odd)]
 	}
 }
+
+// Deinterleave32Rows is Deinterleave32 on rows rows at once: row r splits
+// src[r·ss:] into even[r·es:] (ne values) and odd[r·os:] (no values),
+// ne being no or no+1. One call for a plane's rows saves a call per row
+// where rows are short (16 values: one vector block).
+func Deinterleave32Rows(even, odd, src []float32, rows, ne, no, es, os, ss int) {
+	if rows <= 0 || ne == 0 {
+		return
+	}
+	if d := ne - no; d < 0 || d > 1 {
+		panic("vmath: Deinterleave32Rows: ne must be no or no+1")
+	}
+	// Bounds once for every row (the kernel reads and writes through
+	// pointers).
+	_, _, _ = even[(rows-1)*es+ne-1:], odd[(rows-1)*os:][:no], src[(rows-1)*ss+ne+no-1]
+	n := 0
+	if active != scalar && no >= 8 {
+		n = no &^ 7
+		deinterleaveRowsAVX2(&even[0], &odd[0], &src[0], rows, n, es, os, ss)
+	}
+	if n == ne {
+		return
+	}
+	for r := 0; r < rows; r++ {
+		e, o, s := even[r*es:][:ne], odd[r*os:][:no], src[r*ss:][:ne+no]
+		for i := n; i < no; i++ {
+			e[i], o[i] = s[2*i], s[2*i+1]
+		}
+		if ne > no {
+			e[no] = s[2*no]
+		}
+	}
+}
+
+// Interleave32Rows is Interleave32 on rows rows at once: row r writes
+// dst[r·ds:] (ne+no values) from even[r·es:] and odd[r·os:].
+func Interleave32Rows(dst, even, odd []float32, rows, ne, no, ds, es, os int) {
+	if rows <= 0 || ne == 0 {
+		return
+	}
+	if d := ne - no; d < 0 || d > 1 {
+		panic("vmath: Interleave32Rows: ne must be no or no+1")
+	}
+	_, _, _ = dst[(rows-1)*ds+ne+no-1], even[(rows-1)*es+ne-1:], odd[(rows-1)*os:][:no]
+	n := 0
+	if active != scalar && no >= 8 {
+		n = no &^ 7
+		interleaveRowsAVX2(&dst[0], &even[0], &odd[0], rows, n, ds, es, os)
+	}
+	if n == ne {
+		return
+	}
+	for r := 0; r < rows; r++ {
+		d, e, o := dst[r*ds:][:ne+no], even[r*es:][:ne], odd[r*os:][:no]
+		for i := n; i < no; i++ {
+			d[2*i], d[2*i+1] = e[i], o[i]
+		}
+		if ne > no {
+			d[2*no] = e[no]
+		}
+	}
+}

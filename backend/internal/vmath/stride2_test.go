@@ -141,3 +141,68 @@ func BenchmarkDeinterleave32(b *testing.B) {
 		}
 	}
 }
+
+// TestStride2Rows checks Deinterleave32Rows and Interleave32Rows against
+// Deinterleave32 and Interleave32 row by row, bit for bit, with every
+// kernel this CPU runs: 0 to 4 rows, odd lengths 0 to 20, an even column
+// more or not, and strides with gaps between the rows that must stay as
+// they were.
+func TestStride2Rows(t *testing.T) {
+	r := rand.New(rand.NewSource(13))
+	for _, k := range kernels() {
+		t.Run(k.String(), func(t *testing.T) {
+			for rows := 0; rows <= 4; rows++ {
+				for no := 0; no <= 20; no++ {
+					for extra := 0; extra <= 1; extra++ {
+						ne := no + extra
+						es, os, ss := ne+2, no+3, ne+no+5
+						src := stride2Values(r, max(rows*ss, 1))
+						even, odd := make([]float32, max(rows*es, 1)), make([]float32, max(rows*os, 1))
+						wantE, wantO := make([]float32, len(even)), make([]float32, len(odd))
+						for i := range even {
+							even[i], wantE[i] = math.Float32frombits(sentinel), math.Float32frombits(sentinel)
+						}
+						for i := range odd {
+							odd[i], wantO[i] = math.Float32frombits(sentinel), math.Float32frombits(sentinel)
+						}
+						withKernel(k, func() {
+							Deinterleave32Rows(even, odd, src, rows, ne, no, es, os, ss)
+							for i := 0; i < rows; i++ {
+								Deinterleave32(wantE[i*es:][:ne], wantO[i*os:][:no], src[i*ss:])
+							}
+						})
+						for i := range even {
+							if math.Float32bits(even[i]) != math.Float32bits(wantE[i]) {
+								t.Fatalf("deinterleave rows %d odd %d extra %d: even[%d] = %#x, want %#x", rows, no, extra, i,
+									math.Float32bits(even[i]), math.Float32bits(wantE[i]))
+							}
+						}
+						for i := range odd {
+							if math.Float32bits(odd[i]) != math.Float32bits(wantO[i]) {
+								t.Fatalf("deinterleave rows %d odd %d extra %d: odd[%d] = %#x, want %#x", rows, no, extra, i,
+									math.Float32bits(odd[i]), math.Float32bits(wantO[i]))
+							}
+						}
+						ds := ne + no + 3
+						dst, want := make([]float32, max(rows*ds, 1)), make([]float32, max(rows*ds, 1))
+						for i := range dst {
+							dst[i], want[i] = math.Float32frombits(sentinel), math.Float32frombits(sentinel)
+						}
+						withKernel(k, func() {
+							Interleave32Rows(dst, even, odd, rows, ne, no, ds, es, os)
+							for i := 0; i < rows; i++ {
+								Interleave32(want[i*ds:], even[i*es:][:ne], odd[i*os:][:no])
+							}
+						})
+						for i := range dst {
+							if math.Float32bits(dst[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("interleave rows %d odd %d extra %d: dst[%d] = %#x, want %#x", rows, no, extra, i,
+									math.Float32bits(dst[i]), math.Float32bits(want[i]))
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
