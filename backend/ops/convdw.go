@@ -84,32 +84,25 @@ func dwSplit[T float](g *convGeom, d *dwGeom, x, q []T) {
 		dwSplit2(g, d, x, q, whole)
 		return
 	}
-	for py := 0; py < s; py++ {
-		for px := 0; px < s; px++ {
-			ph := q[(py*s+px)*d.hq*d.wq:][:d.hq*d.wq]
-			// column c reads x column c·s + px − pb
-			lo, hi := validRange(d.wq, s, px-g.x.pb, g.w)
-			for r := 0; r < d.hq; r++ {
-				row := ph[r*d.wq:][:d.wq]
-				y := r*s + py - g.y.pb
-				if y < 0 || y >= g.h {
-					if !whole {
-						clear(row)
-					}
-					continue
-				}
-				xr := x[y*g.w:][:g.w]
-				if !whole {
-					clear(row[:lo])
-					clear(row[hi:])
-				}
-				if s == 1 {
-					copy(row[lo:hi], xr[lo+px-g.x.pb:])
-				} else if lo < hi {
-					gatherStride(row[lo:hi], xr[lo*s+px-g.x.pb:], s)
-				}
+	// Stride 1: the one phase is the padded plane. Rows r0 … r1−1 hold
+	// rows r − pb of x in columns [lo, hi).
+	lo, hi := validRange(d.wq, 1, -g.x.pb, g.w)
+	r0, r1 := min(g.y.pb, d.hq), min(d.hq, g.h+g.y.pb)
+	if !whole {
+		for r := 0; r < d.hq; r++ {
+			row := q[r*d.wq:][:d.wq]
+			if r < r0 || r >= r1 {
+				clear(row)
+				continue
 			}
+			clear(row[:lo])
+			clear(row[hi:])
 		}
+	}
+	if lo < hi && r0 < r1 {
+		// one move for the rows (movePlanes: short rows by a loop, not a
+		// copy call each)
+		movePlanes(q[r0*d.wq+lo:], d.wq, x[(r0-g.y.pb)*g.w+lo-g.x.pb:], g.w, r1-r0, hi-lo)
 	}
 }
 
@@ -208,9 +201,7 @@ const dwClearWhole = 16
 // pass per row (vmath.Interleave32 in float32).
 func dwMerge[T float](g *convGeom, d *dwGeom, dq, dx []T) {
 	if d.s == 1 {
-		for y := 0; y < g.h; y++ {
-			copy(dx[y*g.w:][:g.w], dq[(y+g.y.pb)*d.wq+g.x.pb:][:g.w])
-		}
+		movePlanes(dx, g.w, dq[g.y.pb*d.wq+g.x.pb:], d.wq, g.h, g.w)
 		return
 	}
 	if dx32, ok := any(dx).([]float32); ok { // depthwiseOK: s ≤ 2
@@ -242,11 +233,10 @@ func dwWide[T float](g *convGeom, d *dwGeom, gy, wide []T) {
 	if whole {
 		clear(wide[:g.oh*d.wq])
 	}
-	for oy := 0; oy < g.oh; oy++ {
-		row := wide[oy*d.wq:][:d.wq]
-		copy(row, gy[oy*g.ow:][:g.ow])
-		if !whole {
-			clear(row[g.ow:])
+	movePlanes(wide, d.wq, gy, g.ow, g.oh, g.ow)
+	if !whole {
+		for oy := 0; oy < g.oh; oy++ {
+			clear(wide[oy*d.wq+g.ow:][:d.wq-g.ow])
 		}
 	}
 }
