@@ -67,7 +67,7 @@ DESCRIPTIONS = {
 # (movePlanes, gatherGrad and gatherGradSamples), and vmath's kernels for
 # them.
 OPS_MOVES = r"dwSplit\w*|dwMerge\w*|dwWide|deinterleave|interleave|gatherGrad\w*|movePlanes"
-VMATH_MOVES = r"PlusZero32|plusZeroAVX2|Deinterleave32|Interleave32|deinterleaveAVX2|interleaveAVX2"
+VMATH_MOVES = r"PlusZero32|plusZeroAVX2|Deinterleave32Rows|Interleave32Rows|deinterleaveRowsAVX2|interleaveRowsAVX2"
 
 # Innermost functions that are not arithmetic: the Go runtime, the worker
 # pool, the executor's buffer pool (allocation: backend.(*bufPool)), and
@@ -266,10 +266,18 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--scaling", action=argparse.BooleanOptionalAction, default=True,
                     help="also time paretonav on one thread (GOMAXPROCS=1): the speed-up column")
+    ap.add_argument("--recount", default="",
+                    help="measure nothing: rewrite --out from the --json FILE of an earlier run, counting its "
+                         "CPU profiles (still in --dir) again with this script's classification; --paretonav "
+                         "must be the build that run measured")
+    ap.add_argument("--started", default="", help="with --recount: the run's start, where its JSON lacks it")
     a = ap.parse_args()
     binary = os.path.abspath(a.paretonav)
     if not os.access(binary, os.X_OK):
         sys.exit(f"models_table: --paretonav {a.paretonav}: not an executable (build it: go build -o paretonav .)")
+    if a.recount:
+        recount(a, binary)
+        return
     names = [n for n in a.models.split(",") if n] or list(sm.MODELS)
     for n in names:
         if n not in sm.MODELS:
@@ -323,24 +331,56 @@ def main():
         lbs = [o["load_build_s"] for o in ours]
         lb = med(lbs)
         mb = os.path.getsize(onnx) / 1e6
-        shares = [o["outside_kernels"] for o in ours if o["outside_kernels"] is not None]
-        waits = [o["pool_waiting"] for o in ours if o["pool_waiting"] is not None]
-        samples = min((o["profile_samples"] for o in ours if o["profile_samples"]), default=None)
-        rows.append({"model": name, "params": ours[0]["params"], "file_mb": mb, "paretonav_s": t_o, "torch_s": t_t,
-                     "time_ratio": t_o / t_t, "ratios": [o["median_s"] / t["median_s"] for o, t in zip(ours, theirs)],
-                     "paretonav_rss": r_o, "torch_rss": r_t, "rss_ratio": r_o / r_t, "load_build_s": lb,
-                     "load_builds": lbs,
-                     "load_disk_bytes": [o.get("load_phases", {}).get("disk_read_bytes") for o in ours],
-                     "outside_kernels": med(shares) if shares else None, "steps": steps,
-                     "outside_each": shares, "pool_waiting": med(waits) if waits else None,
-                     "profile_samples": samples,
-                     "kinds": {k: med([o["outside_kinds"][k] for o in ours]) for k in KINDS}
-                     if all(o["outside_kinds"] for o in ours) else None,
-                     "allocs": med([o["allocs_per_step"] for o in ours]) if all("allocs_per_step" in o for o in ours) else None,
-                     "speedup": one["median_s"] / t_o if one else None})
+        row = {"model": name, "params": ours[0]["params"], "file_mb": mb, "paretonav_s": t_o, "torch_s": t_t,
+               "time_ratio": t_o / t_t, "ratios": [o["median_s"] / t["median_s"] for o, t in zip(ours, theirs)],
+               "paretonav_rss": r_o, "torch_rss": r_t, "rss_ratio": r_o / r_t, "load_build_s": lb,
+               "load_builds": lbs,
+               "load_disk_bytes": [o.get("load_phases", {}).get("disk_read_bytes") for o in ours],
+               "steps": steps,
+               "allocs": med([o["allocs_per_step"] for o in ours]) if all("allocs_per_step" in o for o in ours) else None,
+               "speedup": one["median_s"] / t_o if one else None}
+        count_row(row, ours)
+        rows.append(row)
         raw[name] = {"paretonav": ours, "torch": theirs}
     load_end = loadavg()
     torch_version = run([sys.executable, "-c", "import torch; print(torch.__version__)"]).strip()
+    write(a, rows, raw, started, load_start, load_end, torch_version)
+
+
+def count_row(row, ours):
+    """Sets row's outside-kernels fields from its runs' counts (overhead_share's, in ours)."""
+    med = statistics.median
+    shares = [o["outside_kernels"] for o in ours if o["outside_kernels"] is not None]
+    waits = [o["pool_waiting"] for o in ours if o["pool_waiting"] is not None]
+    row["outside_kernels"] = med(shares) if shares else None
+    row["outside_each"] = shares
+    row["pool_waiting"] = med(waits) if waits else None
+    row["profile_samples"] = min((o["profile_samples"] for o in ours if o["profile_samples"]), default=None)
+    row["kinds"] = ({k: med([o["outside_kinds"][k] for o in ours]) for k in KINDS}
+                    if all(o.get("outside_kinds") for o in ours) else None)
+
+
+def recount(a, binary):
+    """--recount: the table of an earlier run (its --json), its profiles counted again."""
+    with open(a.recount) as f:
+        d = json.load(f)
+    started = d.get("started") or a.started
+    if not started:
+        sys.exit(f"models_table: --recount {a.recount}: the run's start is not in it; give --started")
+    for row in d["rows"]:
+        ours = d["runs"][row["model"]]["paretonav"]
+        for p, o in enumerate(ours):
+            prof = os.path.join(a.dir, f"{row['model']}.{p}.prof")
+            if not os.path.exists(prof):
+                sys.exit(f"models_table: --recount: {prof}: no such profile (the run's --dir?)")
+            o["outside_kernels"], o["pool_waiting"], o["profile_samples"], o["outside_kinds"] = overhead_share(binary, prof)
+        count_row(row, ours)
+    torch_version = d.get("torch_version") or run([sys.executable, "-c", "import torch; print(torch.__version__)"]).strip()
+    write(a, d["rows"], d["runs"], started, d["load_start"], d["load_end"], torch_version)
+
+
+def write(a, rows, raw, started, load_start, load_end, torch_version):
+    """Writes the tables to a.out (and every run's numbers to a.json)."""
     lines = [
         "# One PNG step per model: paretonav against PyTorch",
         "",
@@ -441,7 +481,8 @@ def main():
         print(f"wrote {a.out}", file=sys.stderr)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"rows": rows, "runs": raw, "load_start": load_start, "load_end": load_end}, f, indent=1)
+            json.dump({"rows": rows, "runs": raw, "load_start": load_start, "load_end": load_end,
+                       "started": started, "torch_version": torch_version}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -198,7 +198,7 @@ const dwClearWhole = 16
 // dwMerge writes the input gradient plane dx (H × W) from the phase
 // planes' gradient dq: a row of dx is its phase rows' valid columns,
 // copied at stride 1 and interleaved at stride 2 (dwColumns2), in one
-// pass per row (vmath.Interleave32 in float32).
+// pass per row (vmath.Interleave32Rows in float32).
 func dwMerge[T float](g *convGeom, d *dwGeom, dq, dx []T) {
 	if d.s == 1 {
 		movePlanes(dx, g.w, dq[g.y.pb*d.wq+g.x.pb:], d.wq, g.h, g.w)

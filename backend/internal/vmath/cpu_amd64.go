@@ -165,17 +165,6 @@ func dotAVX2(x, y *float32, n int) float32
 //go:noescape
 func plusZeroAVX2(dst, x *float32, n int)
 
-// deinterleaveAVX2 is Deinterleave32's AVX2 kernel: n pairs, a multiple
-// of 8.
-//
-//go:noescape
-func deinterleaveAVX2(even, odd, src *float32, n int)
-
-// interleaveAVX2 is Interleave32's AVX2 kernel: n pairs, a multiple of 8.
-//
-//go:noescape
-func interleaveAVX2(dst, even, odd *float32, n int)
-
 // deinterleaveRowsAVX2 is Deinterleave32Rows's AVX2 kernel: the first n
 // pairs (a multiple of 8) of each of rows rows; strides in elements.
 //

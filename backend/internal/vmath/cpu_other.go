@@ -77,12 +77,6 @@ func dotAVX2(x, y *float32, n int) float32 { panic("vmath: no vector kernel") }
 // plusZeroAVX2 is never called outside amd64.
 func plusZeroAVX2(dst, x *float32, n int) { panic("vmath: no vector kernel") }
 
-// deinterleaveAVX2 is never called outside amd64.
-func deinterleaveAVX2(even, odd, src *float32, n int) { panic("vmath: no vector kernel") }
-
-// interleaveAVX2 is never called outside amd64.
-func interleaveAVX2(dst, even, odd *float32, n int) { panic("vmath: no vector kernel") }
-
 // deinterleaveRowsAVX2 is never called outside amd64.
 func deinterleaveRowsAVX2(even, odd, src *float32, rows, n, es, os, ss int) {
 	panic("vmath: no vector kernel")
