@@ -452,8 +452,9 @@ def write(a, rows, raw, started, load_start, load_end, torch_version):
         "to the code it interrupts), the executor's buffer pool (allocation), or backend code that",
         "converts or moves data rather than computing",
         "(float64 copies; Transpose, Concat, Slice and the channel shuffle; the depthwise convolution's",
-        "moves into and out of its phase planes; the batched convolution's gather of its output",
-        "gradient; the trimmed convolution's weight copies; buffer clears), or that is the worker pool waiting",
+        "moves into and out of its phase planes; the batched convolution's moves of its planes between",
+        "the [N, C, …] layout and its products'; the trimmed convolution's weight copies; buffer clears),",
+        "or that is the worker pool waiting",
         "for work: an idle worker polling for the next loop, or a caller polling for its loop's last",
         "chunk, with the clock reads and thread sleeps and wake-ups of that polling%s."
         % fewest_samples(rows),
