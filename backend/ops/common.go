@@ -632,7 +632,7 @@ func sameDtype(op string, x *gorgonia.Node, others ...*gorgonia.Node) error {
 }
 
 // gatherStride sets dst[c] = src[c·s] for every c of dst (the strided
-// rows of im2col and of the depthwise phase planes).
+// rows of im2col).
 func gatherStride[T float](dst, src []T, s int) {
 	if len(dst) == 0 {
 		return
@@ -640,16 +640,5 @@ func gatherStride[T float](dst, src []T, s int) {
 	src = src[:(len(dst)-1)*s+1]
 	for c := range dst {
 		dst[c] = src[c*s]
-	}
-}
-
-// scatterStride sets dst[c·s] = src[c] for every c of src.
-func scatterStride[T float](dst, src []T, s int) {
-	if len(src) == 0 {
-		return
-	}
-	dst = dst[:(len(src)-1)*s+1]
-	for c, v := range src {
-		dst[c*s] = v
 	}
 }
