@@ -62,12 +62,19 @@ DESCRIPTIONS = {
 
 # The backend's moves between layouts, their own loops as well as the
 # copy calls they make: the depthwise convolution's phase planes and wide
-# rows (dwSplit, dwSplit2Rows, dwMerge, dwMerge2Rows, dwWide and the
-# generic deinterleave and interleave), the batched convolution's planes
-# (movePlanes, gatherGrad and gatherGradSamples), and vmath's kernels for
-# them.
-OPS_MOVES = r"dwSplit\w*|dwMerge\w*|dwWide|deinterleave|interleave|gatherGrad\w*|movePlanes"
+# rows (dwSplit, dwSplit2Rows, dwMerge, dwMerge2Rows, dwWide and their
+# float64 loops deinterleaveRows and interleaveRows), the batched
+# convolution's planes (movePlanes, gatherGrad and gatherGradSamples), the
+# trimmed convolution's weight copies, and vmath's kernels for them.
+OPS_MOVES = (r"trimWeights|trimInto|spreadWeights|dwSplit\w*|dwMerge\w*|dwWide|deinterleaveRows|interleaveRows|"
+             r"gatherGrad\w*|movePlanes")
 VMATH_MOVES = r"PlusZero32|plusZeroAVX2|Deinterleave32Rows|Interleave32Rows|deinterleaveRowsAVX2|interleaveRowsAVX2"
+# The executor's conversions and copies (float64 copies, Transpose's walks,
+# the channel shuffle), and its allocation (values, float64 scratch, the
+# buffer pool).
+BACKEND_COPIES = (r"valueFloatsInto|readInputsInto|\(\*move32\)|\(\*transposeArgs\)|transposeRows|transposeLast2|"
+                  r"shuffle(Slice)?(Fwd|Bwd)")
+BACKEND_ALLOCS = r"makeValue|makeValue32|\(\*f64Scratch\)|\(\*bufPool\)|outBuf32For"
 
 # Innermost functions that are not arithmetic: the Go runtime, the worker
 # pool, the executor's buffer pool (allocation: backend.(*bufPool)), and
@@ -85,10 +92,9 @@ VMATH_MOVES = r"PlusZero32|plusZeroAVX2|Deinterleave32Rows|Interleave32Rows|dein
 # GODEBUG=asyncpreemptoff=1 its share, a fifth of a transformer block's
 # step at load 17, moves to the kernels and the total stays the same).
 OVERHEAD = re.compile(r"^(runtime\.(?!asyncPreempt)|internal/runtime|sync\.|.*internal/par\.|"
-                      r".*backend\.(valueFloatsInto|makeValue|makeValue32|readF32|readInputsInto|"
-                      r"\(\*f64Scratch\)|\(\*bufPool\)|\(\*move32\)|\(\*transposeArgs\)|transposeRows|transposeLast2|shuffle(Slice)?(Fwd|Bwd)|"
-                      r"outBuf32For)|.*backend/internal/gemm\.TransposeRows|"
-                      r".*backend/ops\.(ClearPar|trimWeights|trimInto|spreadWeights|" + OPS_MOVES + r")\b|"
+                      r".*backend\.(readF32|" + BACKEND_COPIES + "|" + BACKEND_ALLOCS + r")|"
+                      r".*backend/internal/gemm\.TransposeRows|"
+                      r".*backend/ops\.(ClearPar|" + OPS_MOVES + r")\b|"
                       r".*backend/internal/vmath\.(" + VMATH_MOVES + r")\b|.*hugepages\.)")
 
 
@@ -126,15 +132,14 @@ KINDS = ("allocation", "clearing", "copying", "scheduling", "other")
 ALLOC_FRAME = re.compile(r"^runtime\.(mallocgc|newobject|makeslice|growslice|makemap|makechan|gcBgMarkWorker|"
                          r"gcAssistAlloc|gcDrain|gcStart|gcMarkDone|gcMarkTermination|bgsweep|bgscavenge|sweepone|"
                          r"markroot|scanobject|scanObject|mProf|(\(\*mheap\)|\(\*mcache\)|\(\*mcentral\))\.)|"
-                         r".*backend\.(makeValue|makeValue32|\(\*f64Scratch\)|\(\*bufPool\)|outBuf32For)|.*hugepages\.")
+                         r".*backend\.(" + BACKEND_ALLOCS + r")|.*hugepages\.")
 SCHED_FRAME = re.compile(r"^(runtime\.(futex|schedule|findRunnable|park_m|mcall|stopm|startm|wakep|notesleep|"
                          r"notewakeup|ready|goready|lock2|unlock2|osyield|procyield|usleep|runqgrab|gopark|"
                          r"chansend|chanrecv|closechan|selectgo|semacquire|semrelease|sysmon)|sync\.|.*internal/par\.)")
 CLEAR_LEAF = re.compile(r"^(runtime\.memclr|.*backend/ops\.ClearPar)")
 COPY_LEAF = re.compile(r"^(runtime\.(memmove|typedmemmove|typedslicecopy|wbMove|bulkBarrierPreWrite)|"
-                       r".*backend\.(valueFloatsInto|readInputsInto|\(\*move32\)|\(\*transposeArgs\)|"
-                       r"transposeRows|transposeLast2|shuffle(Slice)?(Fwd|Bwd))|.*backend/internal/gemm\.(TransposeRows|transpose8)|"
-                       r".*backend/ops\.(trimWeights|trimInto|spreadWeights|" + OPS_MOVES + r")\b|"
+                       r".*backend\.(" + BACKEND_COPIES + r")|.*backend/internal/gemm\.(TransposeRows|transpose8)|"
+                       r".*backend/ops\.(" + OPS_MOVES + r")\b|"
                        r".*backend/internal/vmath\.(" + VMATH_MOVES + r")\b)")
 
 
