@@ -1004,6 +1004,9 @@ func convGradWInto[T float](g *convGeom, sc *scratch, xt, gyt tensor.Tensor, dw 
 			defer colScratch.pool.Put(buf)
 			col = *buf
 		}
+		if offs != nil && WideSegments && gradWSegments(g, x, gy, d, offs, lo, hi) {
+			return // gy's rows against each tap's rows of the input, in place
+		}
 		for n := lo; n < hi; n++ {
 			for gi := 0; gi < g.g; gi++ {
 				xg := x[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
@@ -1016,10 +1019,6 @@ func convGradWInto[T float](g *convGeom, sc *scratch, xt, gyt tensor.Tensor, dw 
 					c := cols[(n*g.g+gi)*colSize:][:colSize]
 					prod(g.colCols, gyg, g.colCols, c, g.colCols, dwg)
 				case offs != nil:
-					if WideSegments && fgemm.SdotRowsSeg(g.mg, g.colRows, g.ow, g.oh, any(gyg).([]float32), g.outPlane, g.ow,
-						any(x[(n*g.c+gi*g.cg)*g.inPlane:]).([]float32), offs, g.w, any(dwg).([]float32), g.colRows) {
-						continue // gy's rows against each tap's rows of the input, in place
-					}
 					l := g.wideLen()
 					padRows(g, gyg, col, l, n == lo && gi == 0)
 					if !fgemm.SdotRows(g.mg, g.colRows, l, any(col).([]float32), l, any(xg).([]float32), offs, any(dwg).([]float32), g.colRows) {
@@ -1198,6 +1197,46 @@ func setSum[T float](dst, src []T) {
 	for i, v := range src[:len(dst)] {
 		dst[i] = 0 + v
 	}
+}
+
+// gradWSegments adds samples [lo, hi) of g's weight gradient into d as
+// segmented dot products (fgemm.SdotRowsSeg): gy's rows against each
+// tap's rows of the input, offs[j] values into a sample's group, both in
+// place, segItems samples a product. It reports false, doing nothing, for
+// float64 or when the CPU has no segmented dot kernel.
+func gradWSegments[T float](g *convGeom, x, gy, d []T, offs []int, lo, hi int) bool {
+	x32, ok := any(x).([]float32)
+	if !ok {
+		return false
+	}
+	gy32, d32 := any(gy).([]float32), any(d).([]float32)
+	per := segItems(g)
+	for n := lo; n < hi; n += per {
+		items := min(per, hi-n)
+		for gi := 0; gi < g.g; gi++ {
+			l := fgemm.Segs{K: g.ow, N: g.oh, Items: items, SA: g.ow, SB: g.w, IA: g.m * g.outPlane, IB: g.c * g.inPlane}
+			if !fgemm.SdotRowsSeg(g.mg, g.colRows, l, gy32[(n*g.m+gi*g.mg)*g.outPlane:], g.outPlane,
+				x32[(n*g.c+gi*g.cg)*g.inPlane:], offs, d32[gi*g.mg*g.colRows:], g.colRows) {
+				return false // the same answer for every call: the kernel is the CPU's
+			}
+		}
+	}
+	return true
+}
+
+// segItemBytes bounds the data one block of a segmented weight-gradient
+// product reads over its samples (segItems).
+const segItemBytes = 24 << 10
+
+// segItems is how many samples one segmented weight-gradient product
+// (fgemm.SdotRowsSeg) sums: the kernel reduces its lanes once per block of
+// 3 filters × 4 taps, so that on small planes (LeNet's second layer: 10
+// rows of 10) summing one sample a call spends much of the block on its
+// reduction; but a block's rows of gy, read again for every block of taps,
+// and the four taps' planes of the input should stay in L1 (32–48 KB a
+// core on current x86), hence at most segItemBytes of those a product.
+func segItems(g *convGeom) int {
+	return max(1, segItemBytes/((3*g.outPlane+4*g.inPlane)*4))
 }
 
 // WideSegments enables the weight gradient's wide rows as segmented dot

@@ -186,10 +186,12 @@ func convGradWSegments[T float](g *convGeom, x, gy, dw []T) bool {
 		if g.cg > len(boff) {
 			offs = make([]int, 0, g.cg)
 		}
-		for n := lo; n < hi; n++ {
+		per := segItems(g)
+		for n := lo; n < hi; n += per {
+			items := min(per, hi-n)
 			for gi := 0; gi < g.g; gi++ {
-				xg := x32[(n*g.c+gi*g.cg)*g.inPlane:][:g.cg*g.inPlane]
-				gyg := gy32[(n*g.m+gi*g.mg)*g.outPlane:][:g.mg*g.outPlane]
+				xg := x32[(n*g.c+gi*g.cg)*g.inPlane:][:((items-1)*g.c+g.cg)*g.inPlane]
+				gyg := gy32[(n*g.m+gi*g.mg)*g.outPlane:][:((items-1)*g.m+g.mg)*g.outPlane]
 				for ki := 0; ki < g.kh; ki++ {
 					// output rows [r0, r1) read input rows oi − pt + ki·dH ∈ [0, h)
 					dy := ki*g.y.d - g.y.pb
@@ -205,7 +207,8 @@ func convGradWSegments[T float](g *convGeom, x, gy, dw []T) bool {
 							offs = append(offs, c*g.inPlane+(r0+dy)*g.w+c0+dx)
 						}
 						tt := t[(gi*taps+ki*g.kw+kj)*g.mg*g.cg:][:g.mg*g.cg]
-						if !fgemm.SdotRowsSeg(g.mg, g.cg, c1-c0, r1-r0, gyg[r0*g.ow+c0:], g.outPlane, g.ow, xg, offs, g.w, tt, g.cg) {
+						l := fgemm.Segs{K: c1 - c0, N: r1 - r0, Items: items, SA: g.ow, SB: g.w, IA: g.m * g.outPlane, IB: g.c * g.inPlane}
+						if !fgemm.SdotRowsSeg(g.mg, g.cg, l, gyg[r0*g.ow+c0:], g.outPlane, xg, offs, tt, g.cg) {
 							done = false // no kernel: Accelerated said there is one
 							return
 						}

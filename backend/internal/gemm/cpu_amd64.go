@@ -107,12 +107,13 @@ func sgemmKernel6x32o(kc int, a, b, c *float32, ldc int, offs *int, over int)
 //go:noescape
 func sgemmKernel12x32o(kc int, a, b, c *float32, ldc int, offs *int, over int)
 
-// sdotKernel3x4Seg is sdotKernel3x4 over rows of nseg segments of k
-// values: segment s of row ai at ai + s·sa, of row bj at bj + s·sb (in
-// values): c[i*ldc+j] += alpha·Σ_s Σ_{l<k} ai[s·sa+l]·bj[s·sb+l], k ≥ 1.
+// sdotKernel3x4Seg is sdotKernel3x4 over rows of nitem items of nseg
+// segments of k values: segment s of item t of row ai at ai + t·ia + s·sa,
+// of row bj at bj + t·ib + s·sb (in values): c[i*ldc+j] += alpha·Σ_t Σ_s
+// Σ_{l<k} ai[t·ia+s·sa+l]·bj[t·ib+s·sb+l], k, nseg, nitem ≥ 1.
 //
 //go:noescape
-func sdotKernel3x4Seg(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
+func sdotKernel3x4Seg(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32, nitem, ia, ib int)
 
 // sgemmKernel6x16o is sgemmKernel6x16s with row l of the kc×16 panel of
 // B at b + offs[l] (in values).
@@ -123,4 +124,4 @@ func sgemmKernel6x16o(kc int, a, b, c *float32, ldc int, offs *int, over int)
 // sdotKernel3x4SegAVX2 is sdotKernel3x4Seg for AVX2+FMA.
 //
 //go:noescape
-func sdotKernel3x4SegAVX2(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
+func sdotKernel3x4SegAVX2(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32, nitem, ia, ib int)

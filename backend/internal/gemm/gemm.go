@@ -69,9 +69,10 @@ type kernel struct {
 	// not transposed and b transposed (rows of both contiguous along k):
 	// c[i*ldc+j] += alpha·Σ_{l<k} ai[l]·bj[l], k ≥ 1.
 	dot func(k int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
-	// dotSeg, if set, is dot over rows of nseg segments of k values,
-	// segment s at ai + s·sa and bj + s·sb (SdotRowsSeg).
-	dotSeg func(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
+	// dotSeg, if set, is dot over rows of nitem items of nseg segments
+	// of k values, segment s of item t at ai + t·ia + s·sa and bj + t·ib
+	// + s·sb (SdotRowsSeg).
+	dotSeg func(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32, nitem, ia, ib int)
 }
 
 // Sgemm runs A·Bᵀ as dot products (when the kernel has a dot kernel) for

@@ -1,6 +1,36 @@
 #include "textflag.h"
 #include "mxcsr_amd64.h"
 
+// ITEM_STEPS turns the segmented dot kernels' item strides ia and ib (in
+// values) into byte steps from the end of an item's last segment (nseg·sa
+// past its start) to the next item's first, in their argument slots.
+#define ITEM_STEPS \
+	MOVQ nseg+8(FP), AX; \
+	IMULQ sa+16(FP), AX; \
+	MOVQ ia+120(FP), CX; \
+	SUBQ AX, CX; \
+	SHLQ $2, CX; \
+	MOVQ CX, ia+120(FP); \
+	MOVQ nseg+8(FP), AX; \
+	IMULQ sb+24(FP), AX; \
+	MOVQ ib+128(FP), CX; \
+	SUBQ AX, CX; \
+	SHLQ $2, CX; \
+	MOVQ CX, ib+128(FP)
+
+// NEXT_ITEM moves the segmented dot kernels' seven row pointers to the
+// next item's first segment (ITEM_STEPS).
+#define NEXT_ITEM \
+	MOVQ ia+120(FP), AX; \
+	ADDQ AX, SI; \
+	ADDQ AX, R8; \
+	ADDQ AX, R9; \
+	MOVQ ib+128(FP), AX; \
+	ADDQ AX, DI; \
+	ADDQ AX, R10; \
+	ADDQ AX, R11; \
+	ADDQ AX, R12
+
 // Micro-kernels: 12 accumulators (6 rows × 2 vectors), per k step two
 // vector loads of the packed B row and six broadcasts of the packed A column;
 // at the end the tile is added to c (row stride ldc floats), or written
@@ -823,12 +853,16 @@ ostore_over:
 	RESTORE_MXCSR
 	RET
 
-// sdotKernel3x4Seg is sdotKernel3x4 over rows made of nseg segments of k
-// values: segment s of row ai at ai + s·sa, of row bj at bj + s·sb. Each
-// lane sums its terms across the segments, as sdotKernel3x4 sums a row.
-// func sdotKernel3x4Seg(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
-TEXT ·sdotKernel3x4Seg(SB), NOSPLIT, $8-108
+// sdotKernel3x4Seg is sdotKernel3x4 over rows made of nitem items of nseg
+// segments of k values: segment s of item t of row ai at ai + t·ia + s·sa,
+// of row bj at bj + t·ib + s·sb. Each lane sums its terms across the
+// segments and items, as sdotKernel3x4 sums a row; nitem ≥ 1. The item
+// strides' slots become the byte steps from an item's last segment to the
+// next item's first.
+// func sdotKernel3x4Seg(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32, nitem, ia, ib int)
+TEXT ·sdotKernel3x4Seg(SB), NOSPLIT, $8-136
 	FLUSH_SUBNORMALS
+	ITEM_STEPS
 	MOVQ k+0(FP), BX
 	ANDQ $15, BX
 	MOVQ BX, CX
@@ -854,6 +888,8 @@ TEXT ·sdotKernel3x4Seg(SB), NOSPLIT, $8-108
 	ZERO_6X32
 	TESTQ DX, DX
 	JZ sgreduce
+sgitem:
+	MOVQ nseg+8(FP), DX
 sgseg:
 	XORQ AX, AX
 	TESTQ CX, CX
@@ -913,6 +949,10 @@ sgnext:
 	ADDQ R14, R12
 	DECQ DX
 	JNZ sgseg
+	DECQ nitem+112(FP)
+	JZ sgreduce
+	NEXT_ITEM
+	JMP sgitem
 sgreduce:
 	MOVQ c+88(FP), DX
 	MOVQ ldc+96(FP), R14
@@ -1038,9 +1078,10 @@ qstore_over:
 // sdotKernel3x4SegAVX2 is sdotKernel3x4Seg for AVX2+FMA, as
 // sdotKernel3x4AVX2: the tail mask of the last k%8 values of each segment
 // is kept on the stack.
-// func sdotKernel3x4SegAVX2(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32)
-TEXT ·sdotKernel3x4SegAVX2(SB), NOSPLIT, $40-108
+// func sdotKernel3x4SegAVX2(k, nseg, sa, sb int, a0, a1, a2, b0, b1, b2, b3, c *float32, ldc int, alpha float32, nitem, ia, ib int)
+TEXT ·sdotKernel3x4SegAVX2(SB), NOSPLIT, $40-136
 	FLUSH_SUBNORMALS
+	ITEM_STEPS
 	MOVQ k+0(FP), BX
 	ANDQ $7, BX
 	LEAQ tailmask<>(SB), R13
@@ -1078,6 +1119,8 @@ TEXT ·sdotKernel3x4SegAVX2(SB), NOSPLIT, $40-108
 	VXORPS Y11, Y11, Y11
 	TESTQ DX, DX
 	JZ ysgreduce
+ysgitem:
+	MOVQ nseg+8(FP), DX
 ysgseg:
 	XORQ AX, AX
 	TESTQ CX, CX
@@ -1142,6 +1185,10 @@ ysgnext:
 	ADDQ R14, R12
 	DECQ DX
 	JNZ ysgseg
+	DECQ nitem+112(FP)
+	JZ ysgreduce
+	NEXT_ITEM
+	JMP ysgitem
 ysgreduce:
 	MOVQ c+88(FP), DX
 	MOVQ ldc+96(FP), R14

@@ -50,7 +50,7 @@ func BenchmarkRowsInPlace(b *testing.B) {
 		})
 		run("dw/segments", func() {
 			clear(dw)
-			SdotRowsSeg(m, k, ow, oh, gy, oh*ow, ow, x, offs, w, dw, k)
+			SdotRowsSeg(m, k, Segs{K: ow, N: oh, SA: ow, SB: w}, gy, oh*ow, x, offs, dw, k)
 		})
 		run("dw/spread", func() {
 			clear(dw)
