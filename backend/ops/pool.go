@@ -8,6 +8,8 @@ import (
 
 	"github.com/chewxy/hm"
 
+	"github.com/paretonav/paretonav/backend/internal/vmath"
+
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -468,37 +470,50 @@ func (g poolGeom) is2x2() bool {
 // maximum of each 2×2 window of the plane xp (width w). It picks exactly
 // what maxPoolIndices's general loop picks, NaN included: the window is
 // scanned row by row, a greater value or a NaN replaces the best, and a
-// NaN ends the scan of its row only.
+// NaN ends the scan of its row only. Float32 rows without NaN go to the
+// vector kernel (vmath.MaxPool2x2Idx32, 16 windows a block), the others
+// to maxPool2x2Row.
 func maxPool2x2[T float](xp []T, ip []int64, w, oh, ow, base int) {
+	x32, _ := any(xp).([]float32)
 	for oi := 0; oi < oh; oi++ {
-		r0 := 2 * oi * w
-		r1 := r0 + w
-		row0, row1 := xp[r0:r0+2*ow], xp[r1:r1+2*ow]
-		out := ip[oi*ow : (oi+1)*ow]
-		for oj := range out {
-			j := 2 * oj
-			a, b, c, d := row0[j], row0[j+1], row1[j], row1[j+1]
-			if a != a || b != b || c != c || d != d {
-				out[oj] = int64(base + maxPool2x2NaN(a, b, c, d, r0+j, r1+j))
-				continue
+		if x32 != nil {
+			if oi += vmath.MaxPool2x2Idx32(x32[2*oi*w:], w, ip[oi*ow:], oh-oi, ow, base+2*oi*w); oi == oh {
+				return
 			}
-			// Without NaN, the pick is the first window value equal to
-			// the maximum (±0 compare equal, as > treats them): the
-			// values compared as ordered integers (orderKey), the
-			// pick chosen by integer selects, no branch on the data.
-			ka, kb, kc, kd := orderKey(a), orderKey(b), orderKey(c), orderKey(d)
-			k, m := r0+j, ka
-			if kb > m {
-				k, m = r0+j+1, kb
-			}
-			if kc > m {
-				k, m = r1+j, kc
-			}
-			if kd > m {
-				k = r1 + j + 1
-			}
-			out[oj] = int64(base + k)
 		}
+		maxPool2x2Row(xp, ip[oi*ow:(oi+1)*ow], w, oi, base)
+	}
+}
+
+// maxPool2x2Row is maxPool2x2's output row oi, out, in Go.
+func maxPool2x2Row[T float](xp []T, out []int64, w, oi, base int) {
+	r0 := 2 * oi * w
+	r1 := r0 + w
+	ow := len(out)
+	row0, row1 := xp[r0:r0+2*ow], xp[r1:r1+2*ow]
+	for oj := range out {
+		j := 2 * oj
+		a, b, c, d := row0[j], row0[j+1], row1[j], row1[j+1]
+		if a != a || b != b || c != c || d != d {
+			out[oj] = int64(base + maxPool2x2NaN(a, b, c, d, r0+j, r1+j))
+			continue
+		}
+		// Without NaN, the pick is the first window value equal to the
+		// maximum (±0 compare equal, as > treats them): the values
+		// compared as ordered integers (orderKey), the pick chosen by
+		// integer selects, no branch on the data.
+		ka, kb, kc, kd := orderKey(a), orderKey(b), orderKey(c), orderKey(d)
+		k, m := r0+j, ka
+		if kb > m {
+			k, m = r0+j+1, kb
+		}
+		if kc > m {
+			k, m = r1+j, kc
+		}
+		if kd > m {
+			k = r1 + j + 1
+		}
+		out[oj] = int64(base + k)
 	}
 }
 

@@ -9,7 +9,8 @@ import (
 // TestMaxPool2x2MatchesGeneral checks that the 2×2 fast path picks the
 // same indices as the general window loop, with ties (signed zeros too),
 // NaNs (first, later and several in a window), infinities and odd plane
-// sizes.
+// sizes; wide planes take the vector kernel's full blocks of 16 windows
+// and its masked tail, rare NaNs its hand-over of a row to Go midway.
 func TestMaxPool2x2MatchesGeneral(t *testing.T) {
 	cases := []struct {
 		name string
@@ -22,6 +23,11 @@ func TestMaxPool2x2MatchesGeneral(t *testing.T) {
 		{"mostly nan", 5, 8, 0.8},
 		{"lenet", 28, 28, 0.05},
 		{"signed zeros", 6, 8, -1},
+		{"wide", 10, 70, 0},
+		{"wide odd", 9, 71, 0},
+		{"wide rare nans", 12, 96, 0.004},
+		{"wide signed zeros", 4, 64, -1},
+		{"one window", 2, 2, 0},
 	}
 	r := rand.New(rand.NewSource(3))
 	for _, c := range cases {

@@ -176,3 +176,12 @@ func deinterleaveRowsAVX2(even, odd, src *float32, rows, n, es, os, ss int)
 //
 //go:noescape
 func interleaveRowsAVX2(dst, even, odd *float32, rows, n, ds, es, os int)
+
+// hasMaxPool reports whether k has MaxPool2x2Idx32's kernel (AVX-512 only:
+// its lane permutations across two vectors and masked compares).
+func (k kernel) hasMaxPool() bool { return k == avx512 }
+
+// maxPool2x2AVX512 is MaxPool2x2Idx32's AVX-512F kernel.
+//
+//go:noescape
+func maxPool2x2AVX512(x *float32, w int, idx *int64, oh, ow, base int) (rows int)

@@ -86,3 +86,11 @@ func deinterleaveRowsAVX2(even, odd, src *float32, rows, n, es, os, ss int) {
 func interleaveRowsAVX2(dst, even, odd *float32, rows, n, ds, es, os int) {
 	panic("vmath: no vector kernel")
 }
+
+// hasMaxPool reports that there is no MaxPool2x2Idx32 kernel outside amd64.
+func (kernel) hasMaxPool() bool { return false }
+
+// maxPool2x2AVX512 is never called outside amd64.
+func maxPool2x2AVX512(x *float32, w int, idx *int64, oh, ow, base int) (rows int) {
+	panic("vmath: no vector kernel")
+}
