@@ -984,6 +984,9 @@ func convGradWInto[T float](g *convGeom, sc *scratch, xt, gyt tensor.Tensor, dw 
 			clear(t)
 			defer addTransposed(d, t, g.mg, g.colRows)
 		}
+		if offs != nil && WideSegments && gradWSegments(g, x, gy, d, offs, lo, hi) {
+			return // gy's rows against each tap's rows of the input, in place, no scratch
+		}
 		// prod adds gy·colᵀ over k pixels (gy's rows ldy apart, col's ldc)
 		// into the group's dW.
 		prod := func(k int, gyb []T, ldy int, cb []T, ldc int, dwg []T) {
@@ -1003,9 +1006,6 @@ func convGradWInto[T float](g *convGeom, sc *scratch, xt, gyt tensor.Tensor, dw 
 			buf := getScratch[T](&colScratch, g.colRows*band*g.ow)
 			defer colScratch.pool.Put(buf)
 			col = *buf
-		}
-		if offs != nil && WideSegments && gradWSegments(g, x, gy, d, offs, lo, hi) {
-			return // gy's rows against each tap's rows of the input, in place
 		}
 		for n := lo; n < hi; n++ {
 			for gi := 0; gi < g.g; gi++ {
@@ -1214,14 +1214,21 @@ func gradWSegments[T float](g *convGeom, x, gy, d []T, offs []int, lo, hi int) b
 	for n := lo; n < hi; n += per {
 		items := min(per, hi-n)
 		for gi := 0; gi < g.g; gi++ {
-			l := fgemm.Segs{K: g.ow, N: g.oh, Items: items, SA: g.ow, SB: g.w, IA: g.m * g.outPlane, IB: g.c * g.inPlane}
-			if !fgemm.SdotRowsSeg(g.mg, g.colRows, l, gy32[(n*g.m+gi*g.mg)*g.outPlane:], g.outPlane,
+			if !fgemm.SdotRowsSeg(g.mg, g.colRows, g.sampleSegs(g.ow, g.oh, items), gy32[(n*g.m+gi*g.mg)*g.outPlane:], g.outPlane,
 				x32[(n*g.c+gi*g.cg)*g.inPlane:], offs, d32[gi*g.mg*g.colRows:], g.colRows) {
 				return false // the same answer for every call: the kernel is the CPU's
 			}
 		}
 	}
 	return true
+}
+
+// sampleSegs is the layout (fgemm.Segs) of a weight-gradient product over
+// items samples, each of nseg rows of k outputs: gy's rows ow values
+// apart, the input's w, samples g.m planes of gy and g.c of the input
+// apart.
+func (g *convGeom) sampleSegs(k, nseg, items int) fgemm.Segs {
+	return fgemm.Segs{K: k, N: nseg, Items: items, SA: g.ow, SB: g.w, IA: g.m * g.outPlane, IB: g.c * g.inPlane}
 }
 
 // segItemBytes bounds the data one block of a segmented weight-gradient

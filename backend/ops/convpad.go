@@ -207,8 +207,7 @@ func convGradWSegments[T float](g *convGeom, x, gy, dw []T) bool {
 							offs = append(offs, c*g.inPlane+(r0+dy)*g.w+c0+dx)
 						}
 						tt := t[(gi*taps+ki*g.kw+kj)*g.mg*g.cg:][:g.mg*g.cg]
-						l := fgemm.Segs{K: c1 - c0, N: r1 - r0, Items: items, SA: g.ow, SB: g.w, IA: g.m * g.outPlane, IB: g.c * g.inPlane}
-						if !fgemm.SdotRowsSeg(g.mg, g.cg, l, gyg[r0*g.ow+c0:], g.outPlane, xg, offs, tt, g.cg) {
+						if !fgemm.SdotRowsSeg(g.mg, g.cg, g.sampleSegs(c1-c0, r1-r0, items), gyg[r0*g.ow+c0:], g.outPlane, xg, offs, tt, g.cg) {
 							done = false // no kernel: Accelerated said there is one
 							return
 						}
