@@ -1,8 +1,10 @@
 package png
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Constrain's update within a per-coordinate bound: the trust region of an
@@ -19,46 +21,196 @@ import (
 //	minimise ½‖u − prop‖²_{P⁻¹}  subject to  Ju ≥ φ, −R ≤ u ≤ R,
 //
 // whose dual over λ ≥ 0 (m values) minimises the convex, piecewise
-// quadratic h(λ) = max over the box of λᵀ(Ju − φ1) − ½‖u − prop‖²_{P⁻¹},
-// attained at u(λ) = clip(prop + P∘Jᵀλ, −R, R), with gradient Ju(λ) − φ1
-// and generalised Hessian J_F P_F J_Fᵀ over the coordinates F not at the
-// bound. boxDual minimises it by projected Newton steps (each the small
-// QP SolveDual solves) with a backtracking line search; on the right piece
-// one full step is exact.
-
-// boxMaxIter bounds boxDual's Newton steps; boxTol is its tolerance on the
-// projected gradient relative to each task's largest rate within the box,
-// Σ_c |J_ic|·R_c.
+// quadratic h(λ) = Σ_c f_c(s_c) − φ·Σλ, s = Jᵀλ, where
+// f_c(s) = max over |u| ≤ R_c of s·u − (u − prop_c)²/(2P_c): quadratic in s
+// while u_c(λ) = clip(prop + P∘Jᵀλ, −R, R) lies inside the box (c free),
+// linear where it is clipped. Its gradient is Ju(λ) − φ1 and its
+// generalised Hessian J_F P_F J_Fᵀ over the free coordinates F.
+//
+// The cost is in the number of weights n, not in m, so boxDual solves h
+// in a bounded number of rounds of one pass over the weights each
+// (boxMaxRounds; Constrain makes at most constrainMaxPasses passes in all).
+// A round's pass at a centre λ₀ evaluates h and ∇h there exactly, which
+// confirms a minimiser or accepts the last round's step, and finds, for
+// every weight, the radius ρ_c (in λ scaled per task by wᵢ = 1/√K_P,ii)
+// within which its state (free, or clipped at either end) cannot change:
+// the distance of s_c from its nearest breakpoint over Σᵢ|J_ic|·wᵢ. It
+// bins the weights by ρ_c (one bin an octave, one byte a weight) and sums,
+// per bin, the quadratic each weight contributes in its present state. A
+// radius ρ is then chosen so that at most boxCompact(n) weights lie within
+// it: these are copied out, the rest add up to one m×m quadratic. The
+// model (that quadratic plus the copied weights' exact pieces) is h on
+// the ball ‖(λ − λ₀)/w‖∞ ≤ ρ, and near it a Newton model that knows the
+// pieces nearest the centre. Damped projected Newton steps on the model
+// (each a few m×m solves and a pass over the copied weights only, at most
+// n/k of them) minimise it over λ ≥ 0, giving the next centre; where that
+// raised h, the round is made again from the last centre with the steps
+// held to the ball, where the model is exact and h falls. On the adversarial
+// cases of the tests (metric and bound over eight decades each, every
+// coordinate saturated, tasks that nearly cancel) it ends in 3 to 8
+// rounds.
+//
+// When the rounds run out, Constrain falls back on an update that still
+// meets the rate (MetricInfo.Inexact; see boxCombine).
 const (
-	boxMaxIter = 60
-	boxTol     = 1e-9
+	// constrainMaxPasses bounds Constrain's passes over the weights with
+	// a bound: the metric's Gram matrix, the test of the unbounded update
+	// against the box, the min-norm update's rates within it, boxDual's
+	// rounds and the update itself. Without a bound it makes two.
+	constrainMaxPasses = 4 + boxMaxRounds
+	// boxMaxRounds bounds the rounds (passes over the weights) of all of
+	// one Constrain call's boxDual calls together.
+	boxMaxRounds = 10
+	// boxTol is the tolerance on the dual's projected gradient relative to
+	// each task's largest rate within the box, Σ_c |J_ic|·R_c.
+	boxTol = 1e-9
+	// boxMinEvals is the fewest evaluations a round's Newton steps may
+	// make over the copied weights; beyond it they may make as many as
+	// keep their work within one pass over max(n, boxSmall) weights.
+	boxMinEvals = 4
+	// boxSmall is the number of weights below which the work of a round's
+	// Newton steps is not worth bounding by n.
+	boxSmall = 1 << 18
+	// boxMaxEvals caps a round's evaluations whatever their size.
+	boxMaxEvals = 200
 )
 
-// boxEval is h, ∇h and the generalised Hessian at one λ.
-type boxEval struct {
-	h       float64
-	grad    []float64 // Ju(λ) − φ
-	H       []float64 // J_F P_F J_Fᵀ (m×m)
-	clipped int       // coordinates at the bound
+// boxBins is the number of ρ_c bins: 0 for ρ_c = 0, one an octave for the
+// binary exponents −126 … 127 of ρ_c (clamped), and 255 for ρ_c = +Inf (a
+// weight whose state no λ changes).
+const boxBins = 256
+
+// boxEdge is the lower edge of bin b: every weight in bins ≥ b has
+// ρ_c ≥ boxEdge(b).
+func boxEdge(b int) float64 {
+	switch {
+	case b <= 1:
+		return 0
+	case b >= boxBins-1:
+		return math.Inf(1)
+	}
+	return math.Ldexp(1, b-128)
 }
 
-// boxPass evaluates h at lambda in one pass over J (columns split across
-// workers, partials summed in worker order: deterministic). It also
-// returns Σ_c |J_ic|·R_c in top when top is not nil.
-func boxPass(J Jacobian, lambda []float64, P, prop, R []float32, phi float64, workers int, top []float64) boxEval {
+// boxBin is the bin of ρ.
+func boxBin(rho float64) uint8 {
+	switch {
+	case rho == 0:
+		return 0
+	case math.IsInf(rho, 1):
+		return boxBins - 1
+	}
+	// rho ∈ [2^(e−1), 2^e) for e the biased exponent less 1022 (math.Frexp's,
+	// without its call); a subnormal rho clamps to the lowest bin.
+	e := int(math.Float64bits(rho)>>52&0x7ff) - 1022
+	return uint8(max(-126, min(127, e)) + 127)
+}
+
+// boxCompact is the most weights a round copies out: few enough that a
+// round's Newton steps cost about one pass over the weights (they make at
+// most n/k evaluations over k copied weights).
+func boxCompact(n int) int { return max(4096, n/16) }
+
+// boxCounter counts one Constrain call's passes over the weights (each a
+// read of J and of the per-weight vectors) and boxDual's rounds.
+type boxCounter struct {
+	passes int
+	rounds int
+}
+
+func (c *boxCounter) pass() {
+	if c != nil {
+		c.passes++
+	}
+}
+
+// boxQuad is Σ over weights of fixed state of their contribution to h:
+// c0 + bᵀλ + ½λᵀAλ (A lower triangle, row-major m×m), with the number of
+// weights and of those clipped.
+type boxQuad struct {
+	A       []float64
+	b       []float64
+	c0      float64
+	n       int
+	clipped int
+}
+
+func newBoxQuad(m int) boxQuad {
+	return boxQuad{A: make([]float64, m*m), b: make([]float64, m)}
+}
+
+func (q *boxQuad) add(o *boxQuad) {
+	for i := range q.A {
+		q.A[i] += o.A[i]
+	}
+	for i := range q.b {
+		q.b[i] += o.b[i]
+	}
+	q.c0 += o.c0
+	q.n += o.n
+	q.clipped += o.clipped
+}
+
+// boxPiece adds weight c's contribution in the state it is in at s:
+// free (prop + p·s inside ±r): bᵀλ gets prop·J_c and A gets p·J_cJ_cᵀ;
+// clipped at ±r: bᵀλ gets ±r·J_c and c0 −(±r − prop)²/(2p).
+func (q *boxQuad) addWeight(col []float64, s, x, p, r float64) {
+	m := len(col)
+	u := x + p*s
+	q.n++
+	switch {
+	case u > r:
+		q.clipped++
+		for i := 0; i < m; i++ {
+			q.b[i] += r * col[i]
+		}
+		d := r - x
+		q.c0 -= d * d / (2 * p)
+	case u < -r:
+		q.clipped++
+		for i := 0; i < m; i++ {
+			q.b[i] -= r * col[i]
+		}
+		d := r + x
+		q.c0 -= d * d / (2 * p)
+	default:
+		for i := 0; i < m; i++ {
+			q.b[i] += x * col[i]
+			a := p * col[i]
+			for j := 0; j <= i; j++ {
+				q.A[i*m+j] += a * col[j]
+			}
+		}
+	}
+}
+
+// boxRound is one round's pass at centre lambda: the per-bin quadratics
+// and, in bins (one byte a weight), each weight's ρ_c bin. It also adds
+// Σ_c |J_ic|·R_c into top when top is not nil, and returns
+// Σ_c R_c·|J_cᵀd| (the rate h loses along λ + t·d as t → ∞) when d is not
+// nil.
+func boxRound(J Jacobian, lambda, w []float64, P, prop, R []float32, bins []uint8, workers int, top, d []float64) ([]boxQuad, float64) {
 	m, n := J.M, J.N
-	w := numWorkers(workers, n)
-	stride := 1 + m + m*m + 1 + m // h, grad, H, clipped, top
-	parts := make([]float64, w*stride)
-	splitCols(n, w, 1, func(wi, lo, hi int) {
-		pt := parts[wi*stride : (wi+1)*stride]
-		pg, pH, ptop := pt[1:1+m], pt[1+m:1+m+m*m], pt[2+m+m*m:]
+	nw := numWorkers(workers, n)
+	parts := make([][]boxQuad, nw)
+	extra := make([]float64, nw*(m+1))
+	splitCols(n, nw, 1, func(wi, lo, hi int) {
+		qs := make([]boxQuad, boxBins)
+		for b := range qs {
+			qs[b] = newBoxQuad(m)
+		}
+		parts[wi] = qs
+		ex := extra[wi*(m+1) : (wi+1)*(m+1)]
 		col := make([]float64, m)
 		for c := lo; c < hi; c++ {
-			var s float64
+			var s, ds, wsum float64
 			for i := 0; i < m; i++ {
 				col[i] = float64(J.Data[i*n+c])
 				s += lambda[i] * col[i]
+				wsum += math.Abs(col[i]) * w[i]
+				if d != nil {
+					ds += d[i] * col[i]
+				}
 			}
 			p, r := 1.0, math.Inf(1)
 			if P != nil {
@@ -68,141 +220,438 @@ func boxPass(J Jacobian, lambda []float64, P, prop, R []float32, phi float64, wo
 				r = float64(R[c])
 			}
 			x := float64(prop[c])
-			u := x + p*s
-			free := true
-			if u > r {
-				u, free = r, false
-			} else if u < -r {
-				u, free = -r, false
+			// The breakpoints of f_c in s: (±r − x)/p.
+			sLo, sHi := (-r-x)/p, (r-x)/p
+			var dist float64
+			switch {
+			case s > sHi:
+				dist = s - sHi
+			case s < sLo:
+				dist = sLo - s
+			default:
+				dist = math.Min(sHi-s, s-sLo)
 			}
-			d := u - x
-			pt[0] += s*u - d*d/(2*p)
-			for i := 0; i < m; i++ {
-				pg[i] += col[i] * u
-				if top != nil {
-					ptop[i] += math.Abs(col[i]) * r
+			rho := math.Inf(1)
+			if wsum > 0 {
+				rho = dist / wsum
+			}
+			b := boxBin(rho)
+			bins[c] = b
+			parts[wi][b].addWeight(col, s, x, p, r)
+			for i := 0; i < m && top != nil; i++ {
+				if col[i] != 0 {
+					ex[i] += math.Abs(col[i]) * r
 				}
 			}
-			if free {
-				for i := 0; i < m; i++ {
-					a := p * col[i]
-					for j := 0; j <= i; j++ {
-						pH[i*m+j] += a * col[j]
-					}
-				}
-			} else {
-				pt[1+m+m*m]++
+			if d != nil && ds != 0 {
+				ex[m] += r * math.Abs(ds)
 			}
 		}
 	})
-	e := boxEval{grad: make([]float64, m), H: make([]float64, m*m)}
-	for wi := 0; wi < w; wi++ {
-		pt := parts[wi*stride : (wi+1)*stride]
-		e.h += pt[0]
-		for i := 0; i < m; i++ {
-			e.grad[i] += pt[1+i]
-			for j := 0; j <= i; j++ {
-				e.H[i*m+j] += pt[1+m+i*m+j]
-			}
-			if top != nil {
-				top[i] += pt[2+m+m*m+i]
+	qs := make([]boxQuad, boxBins)
+	for b := range qs {
+		qs[b] = newBoxQuad(m)
+		for wi := 0; wi < nw; wi++ {
+			if parts[wi] != nil {
+				qs[b].add(&parts[wi][b])
 			}
 		}
-		e.clipped += int(pt[1+m+m*m])
+	}
+	var asym float64
+	for wi := 0; wi < nw; wi++ {
+		for i := 0; i < m && top != nil; i++ {
+			top[i] += extra[wi*(m+1)+i]
+		}
+		asym += extra[wi*(m+1)+m]
+	}
+	return qs, asym
+}
+
+// boxModel is h on one round's ball: the quadratic of the weights whose
+// state is fixed there plus the exact pieces of the copied ones.
+type boxModel struct {
+	m       int
+	phi     float64
+	q       boxQuad   // A filled in full (symmetric)
+	cols    []float64 // copied weights' columns of J, k×m
+	x, p, r []float64
+	evals   int
+}
+
+// boxEval is h, ∇h and the generalised Hessian at one λ.
+type boxEval struct {
+	h       float64
+	grad    []float64 // Ju(λ) − φ
+	H       []float64 // J_F P_F J_Fᵀ (m×m)
+	clipped int       // coordinates at the bound
+}
+
+func (bm *boxModel) eval(lambda []float64) boxEval {
+	bm.evals++
+	m := bm.m
+	e := boxEval{grad: make([]float64, m), H: append([]float64(nil), bm.q.A...), clipped: bm.q.clipped}
+	e.h = bm.q.c0
+	for i := 0; i < m; i++ {
+		var al float64
+		for j := 0; j < m; j++ {
+			al += bm.q.A[i*m+j] * lambda[j]
+		}
+		e.grad[i] = bm.q.b[i] + al
+		e.h += lambda[i] * (bm.q.b[i] + 0.5*al)
+	}
+	for k := range bm.x {
+		col := bm.cols[k*m : (k+1)*m]
+		var s float64
+		for i, v := range col {
+			s += lambda[i] * v
+		}
+		x, p, r := bm.x[k], bm.p[k], bm.r[k]
+		u := x + p*s
+		free := true
+		if u > r {
+			u, free = r, false
+		} else if u < -r {
+			u, free = -r, false
+		}
+		dd := u - x
+		e.h += s*u - dd*dd/(2*p)
+		for i, v := range col {
+			e.grad[i] += v * u
+		}
+		if free {
+			for i, v := range col {
+				a := p * v
+				for j := 0; j < m; j++ {
+					e.H[i*m+j] += a * col[j]
+				}
+			}
+		} else {
+			e.clipped++
+		}
 	}
 	for i := 0; i < m; i++ {
-		e.grad[i] -= phi
-		e.h -= phi * lambda[i]
-		for j := 0; j < i; j++ {
-			e.H[j*m+i] = e.H[i*m+j]
-		}
+		e.grad[i] -= bm.phi
+		e.h -= bm.phi * lambda[i]
 	}
 	return e
 }
 
-// boxDual returns the λ ≥ 0 minimising h, starting from lambda (the
-// unbounded problem's solution), and the number of coordinates at the
-// bound there. It reports ErrUnbounded when the rate φ cannot be met within
-// the box (h falls without bound, or the steps end with a constraint still
-// violated).
-func boxDual(J Jacobian, lambda []float64, P, prop, R []float32, phi float64, workers int) ([]float64, int, error) {
-	m := J.M
-	top := make([]float64, m)
-	e := boxPass(J, lambda, P, prop, R, phi, workers, top)
-	tol := make([]float64, m)
-	for i := range tol {
-		tol[i] = boxTol * (top[i] + math.Abs(phi))
-	}
+// boxResult is what boxDual found: λ, the coordinates at the bound there,
+// the task rates Ju(λ), and whether λ is the minimiser (false when the
+// rounds ran out first: λ is then the best point a pass evaluated).
+type boxResult struct {
+	lambda  []float64
+	clipped int
+	rates   []float64
+	done    bool
+}
+
+// boxDual minimises h over λ ≥ 0 from lambda (the unbounded problem's
+// solution) in at most the rounds left in cnt, with wᵢ = 1/√K_ii scaling
+// each task's λ. Each round's pass evaluates h exactly at its centre
+// (every weight's state known), which is how a minimiser is confirmed and
+// a step is accepted. The step a round proposes minimises the model of h
+// with every weight but the copied ones held in its state at the centre:
+// first over all λ ≥ 0 (a Newton step that knows the pieces nearest the
+// centre); where that does not lower h, over the ball on which the model
+// is exact, which always does. It reports ErrUnbounded when the rate φ is
+// out of reach within the box: h falls without bound along the last
+// round's step (a certificate: Σ_c R_c·|J_cᵀd| < φ·Σd), or every weight
+// was copied and h has no minimiser.
+func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, phi float64, workers int, cnt *boxCounter) (boxResult, error) {
+	m, n := J.M, J.N
 	lambda = append([]float64(nil), lambda...)
-	for it := 0; ; it++ {
-		if boxStationary(lambda, e.grad, tol) {
-			return lambda, e.clipped, nil
+	var top, tol, step []float64
+	bins := make([]uint8, n)
+	kmax := boxCompact(n)
+	var best boxResult
+	bestH := math.Inf(1)
+	var prev []float64 // the last accepted centre
+	ball := false      // this round steps within the ball
+	for cnt.rounds < boxMaxRounds {
+		cnt.rounds++
+		cnt.pass()
+		first := top == nil
+		var topArg []float64
+		if first {
+			top = make([]float64, m)
+			topArg = top
 		}
-		if it == boxMaxIter {
+		qs, asym := boxRound(J, lambda, w, P, prop, R, bins, workers, topArg, step)
+		if first {
+			tol = make([]float64, m)
+			for i := range tol {
+				tol[i] = boxTol * (top[i] + math.Abs(phi))
+			}
+		}
+		// h, ∇h at the centre, exactly: every weight's piece there.
+		all := newBoxQuad(m)
+		for b := range qs {
+			all.add(&qs[b])
+		}
+		hc, gc := boxQuadAt(&all, lambda, phi)
+		if math.IsNaN(hc) || math.IsInf(hc, 0) {
+			return best, fmt.Errorf("png: Constrain within the bound: dual value %v: %w", hc, ErrNonFinite)
+		}
+		if hc > bestH && prev != nil {
+			// The free step raised h: step from the last centre within
+			// the ball instead.
+			lambda, prev, ball, step = prev, nil, true, nil
+			continue
+		}
+		bestH = hc
+		best = boxResult{lambda: slices.Clone(lambda), clipped: all.clipped, rates: make([]float64, m)}
+		for i := range best.rates {
+			best.rates[i] = gc[i] + phi
+		}
+		if boxStationary(lambda, gc, tol) {
+			best.done = true
+			return best, nil
+		}
+		if step != nil {
+			var sd float64
+			for _, v := range step {
+				sd += v
+			}
+			if asym < phi*sd*(1-1e-9) {
+				return best, fmt.Errorf("png: Constrain: rate φ = %g out of reach within the bound (the dual falls without bound along %.3g): %w", phi, step, ErrUnbounded)
+			}
+		}
+		// The ball: the widest radius with at most kmax weights within.
+		cut, k := 0, 0
+		for cut < boxBins && k+qs[cut].n <= kmax {
+			k += qs[cut].n
+			cut++
+		}
+		if cut < 2 {
+			// Weights on their breakpoint: copy them all, whatever their
+			// number, so that the ball is not empty.
+			for ; cut < 2; cut++ {
+				k += qs[cut].n
+			}
+		}
+		rho := boxEdge(cut)
+		bm := &boxModel{m: m, phi: phi, q: newBoxQuad(m)}
+		for b := cut; b < boxBins; b++ {
+			bm.q.add(&qs[b])
+		}
+		symmetrize(bm.q.A, m)
+		bm.cols = make([]float64, 0, k*m)
+		bm.x, bm.p, bm.r = make([]float64, 0, k), make([]float64, 0, k), make([]float64, 0, k)
+		if k > 0 {
+			for c, b := range bins {
+				if int(b) >= cut {
+					continue
+				}
+				for i := 0; i < m; i++ {
+					bm.cols = append(bm.cols, float64(J.Data[i*n+c]))
+				}
+				p, r := 1.0, math.Inf(1)
+				if P != nil {
+					p = float64(P[c])
+				}
+				if R != nil {
+					r = float64(R[c])
+				}
+				bm.x, bm.p, bm.r = append(bm.x, float64(prop[c])), append(bm.p, p), append(bm.r, r)
+			}
+		}
+		maxEvals := boxMaxEvals
+		if k > 0 {
+			maxEvals = min(boxMaxEvals, max(boxMinEvals, max(n, boxSmall)/k))
+		}
+		lo, hi := make([]float64, m), make([]float64, m)
+		inf := math.Inf(1)
+		for i := range lo {
+			lo[i], hi[i] = 0, inf
+			if ball || math.IsInf(rho, 1) {
+				lo[i] = math.Max(0, lambda[i]-rho*w[i])
+				hi[i] = lambda[i] + rho*w[i]
+			}
+		}
+		next, e, err := boxNewton(bm, lambda, lo, hi, tol, maxEvals)
+		if err != nil && errors.Is(err, ErrUnbounded) && !ball && !math.IsInf(rho, 1) {
+			// The model, not h, falls without bound: within the ball.
+			for i := range lo {
+				lo[i] = math.Max(0, lambda[i]-rho*w[i])
+				hi[i] = lambda[i] + rho*w[i]
+			}
+			bm.evals = 0
+			next, e, err = boxNewton(bm, lambda, lo, hi, tol, maxEvals)
+		}
+		if err != nil {
+			return best, err
+		}
+		if math.IsInf(rho, 1) {
+			// Every weight was copied: the model is h itself.
+			res := boxResult{lambda: next, clipped: e.clipped, rates: make([]float64, m), done: true}
+			for i := range res.rates {
+				res.rates[i] = e.grad[i] + phi
+			}
+			if !boxStationary(next, e.grad, tol) {
+				// The Newton steps stalled short of the tolerance on
+				// rounding; a constraint far from it is out of reach.
+				for i, g := range e.grad {
+					if g < -tol[i]*1e3 {
+						return res, fmt.Errorf("png: Constrain: rate φ = %g out of reach within the bound (task %d short by %g): %w", phi, i, -g, ErrUnbounded)
+					}
+				}
+			}
+			return res, nil
+		}
+		step = make([]float64, m)
+		for i := range step {
+			step[i] = math.Max(next[i]-lambda[i], 0)
+		}
+		prev, ball = lambda, false
+		lambda = next
+	}
+	return best, nil
+}
+
+// boxQuadAt returns q's h and ∇h at lambda (q.A lower triangle), less φ·Σλ.
+func boxQuadAt(q *boxQuad, lambda []float64, phi float64) (float64, []float64) {
+	m := len(lambda)
+	A := slices.Clone(q.A)
+	symmetrize(A, m)
+	g := make([]float64, m)
+	h := q.c0
+	for i := 0; i < m; i++ {
+		var al float64
+		for j := 0; j < m; j++ {
+			al += A[i*m+j] * lambda[j]
+		}
+		g[i] = q.b[i] + al - phi
+		h += lambda[i]*(q.b[i]+0.5*al) - phi*lambda[i]
+	}
+	return h, g
+}
+
+// symmetrize copies A's lower triangle (m×m) to its upper.
+func symmetrize(A []float64, m int) {
+	for i := 0; i < m; i++ {
+		for j := 0; j < i; j++ {
+			A[j*m+i] = A[i*m+j]
+		}
+	}
+}
+
+// boxNewton minimises bm over lo ≤ λ ≤ hi from lambda by projected,
+// damped Newton steps (Levenberg–Marquardt): coordinates at a bound the
+// gradient pushes against stay there, the others take the step
+// (H_FF + μI)⁻¹ of the piece λ is on, clipped to the box. A step that does
+// not decrease h enough is retried with μ ten times larger, and μ shrinks
+// tenfold after each accepted one: on the right piece, with μ small, one
+// step is exact, and where H is singular (every weight of a task clipped:
+// h linear along some direction) μ sets the step's length. It stops at a
+// stationary point or after maxEvals evaluations, returning the best point
+// found.
+func boxNewton(bm *boxModel, lambda, lo, hi, tol []float64, maxEvals int) ([]float64, boxEval, error) {
+	m := bm.m
+	lambda = append([]float64(nil), lambda...)
+	e := bm.eval(lambda)
+	mu := -1.0
+	for tries := 0; bm.evals < maxEvals && tries < 4*maxEvals; tries++ {
+		if boxBoxStationary(lambda, e.grad, lo, hi, tol) {
 			break
 		}
-		// Newton: the local model ½(x−λ)ᵀH(x−λ) + ∇hᵀ(x−λ) over x ≥ 0,
-		// H lifted by a trace-relative μ so that the small QP is bounded
-		// where every coordinate of some task is at the bound.
-		H := append([]float64(nil), e.H...)
+		free := make([]int, 0, m)
 		var tr float64
 		for i := 0; i < m; i++ {
-			tr += H[i*m+i]
-		}
-		mu := 1e-10*tr + 1e-300
-		for i := 0; i < m; i++ {
-			H[i*m+i] += mu
-		}
-		b := make([]float64, m)
-		for i := 0; i < m; i++ {
-			b[i] = e.grad[i]
-			for j := 0; j < m; j++ {
-				b[i] -= H[i*m+j] * lambda[j]
+			if (lambda[i] <= lo[i] && e.grad[i] > 0) || (lambda[i] >= hi[i] && e.grad[i] < 0) {
+				continue
 			}
+			free = append(free, i)
+			tr += e.H[i*m+i]
 		}
-		x, err := SolveDual(H, m, b)
-		if err != nil {
-			return lambda, e.clipped, err
-		}
-		var slope float64
-		d := make([]float64, m)
-		for i := range d {
-			d[i] = x[i] - lambda[i]
-			slope += e.grad[i] * d[i]
-		}
-		if !(slope < 0) {
-			break // no descent left: rounding
-		}
-		moved := false
-		for t := 1.0; t > 1e-12; t /= 2 {
-			next := make([]float64, m)
-			for i := range next {
-				next[i] = math.Max(lambda[i]+t*d[i], 0)
-			}
-			ne := boxPass(J, next, P, prop, R, phi, workers, nil)
-			if math.IsNaN(ne.h) || math.IsInf(ne.h, 0) {
-				return lambda, e.clipped, fmt.Errorf("png: Constrain within the bound: dual value %v: %w", ne.h, ErrNonFinite)
-			}
-			if ne.h <= e.h+1e-4*t*slope {
-				lambda, e, moved = next, ne, true
-				break
-			}
-		}
-		if !moved {
+		if len(free) == 0 {
 			break
 		}
-		for _, l := range lambda {
-			if l > 1e300 {
-				return lambda, e.clipped, fmt.Errorf("png: Constrain: rate φ = %g out of reach within the bound: %w", phi, ErrUnbounded)
+		muMin := 1e-12 * tr
+		if muMin == 0 {
+			var gn, ln float64
+			for _, i := range free {
+				gn = math.Max(gn, math.Abs(e.grad[i]))
+				ln = math.Max(ln, math.Abs(lambda[i]))
+			}
+			muMin = gn / (1 + ln) * 1e-6
+		}
+		mu = math.Max(mu, muMin)
+		f := len(free)
+		H := make([]float64, f*f)
+		g := make([]float64, f)
+		for a, i := range free {
+			g[a] = -e.grad[i]
+			for b, j := range free {
+				H[a*f+b] = e.H[i*m+j]
+			}
+			H[a*f+a] += mu
+		}
+		x := solveSPD(H, g, f)
+		next := slices.Clone(lambda)
+		var slope float64
+		for a, i := range free {
+			next[i] = math.Max(lo[i], math.Min(hi[i], lambda[i]+x[a]))
+			slope += e.grad[i] * (next[i] - lambda[i])
+		}
+		if !(slope < 0) {
+			mu *= 10
+			continue
+		}
+		if slices.Max(next) > 1e300 {
+			return lambda, e, fmt.Errorf("png: Constrain: rate φ = %g out of reach within the bound: %w", bm.phi, ErrUnbounded)
+		}
+		ne := bm.eval(next)
+		if math.IsInf(ne.h, -1) {
+			return lambda, e, fmt.Errorf("png: Constrain: rate φ = %g out of reach within the bound: %w", bm.phi, ErrUnbounded)
+		}
+		if math.IsNaN(ne.h) || math.IsInf(ne.h, 0) {
+			return lambda, e, fmt.Errorf("png: Constrain within the bound: dual value %v: %w", ne.h, ErrNonFinite)
+		}
+		if ne.h <= e.h+1e-4*slope {
+			lambda, e = next, ne
+			mu /= 10
+		} else {
+			mu *= 10
+		}
+	}
+	return lambda, e, nil
+}
+
+// solveSPD solves Hx = g for a symmetric positive definite H (f×f) by
+// Cholesky; a pivot lost to rounding is lifted to keep x finite.
+func solveSPD(H, g []float64, f int) []float64 {
+	L := make([]float64, f*f)
+	for i := 0; i < f; i++ {
+		for j := 0; j <= i; j++ {
+			s := H[i*f+j]
+			for k := 0; k < j; k++ {
+				s -= L[i*f+k] * L[j*f+k]
+			}
+			if i == j {
+				L[i*f+i] = math.Sqrt(math.Max(s, 1e-300+1e-15*H[i*f+i]))
+			} else {
+				L[i*f+j] = s / L[j*f+j]
 			}
 		}
 	}
-	for i, g := range e.grad {
-		if g < -tol[i]*1e3 {
-			return lambda, e.clipped, fmt.Errorf("png: Constrain: rate φ = %g out of reach within the bound (task %d short by %g): %w", phi, i, -g, ErrUnbounded)
+	y := make([]float64, f)
+	for i := 0; i < f; i++ {
+		s := g[i]
+		for k := 0; k < i; k++ {
+			s -= L[i*f+k] * y[k]
 		}
+		y[i] = s / L[i*f+i]
 	}
-	return lambda, e.clipped, nil
+	x := make([]float64, f)
+	for i := f - 1; i >= 0; i-- {
+		s := y[i]
+		for k := i + 1; k < f; k++ {
+			s -= L[k*f+i] * x[k]
+		}
+		x[i] = s / L[i*f+i]
+	}
+	return x
 }
 
 // boxStationary reports whether λ ≥ 0 with gradient grad satisfies the
@@ -217,36 +666,60 @@ func boxStationary(lambda, grad, tol []float64) bool {
 	return true
 }
 
-// boxCombine writes dst = clip(prop + P∘(Jᵀλ), −R, R), each element
-// accumulated in float64 and rounded once.
-func boxCombine(dst []float32, J Jacobian, lambda []float64, P, prop, R []float32, workers int) {
+// boxBoxStationary is boxStationary over lo ≤ λ ≤ hi.
+func boxBoxStationary(lambda, grad, lo, hi, tol []float64) bool {
+	for i, l := range lambda {
+		if (l > lo[i] && grad[i] > tol[i]) || (l < hi[i] && grad[i] < -tol[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// boxCombine writes dst = (1 − t)·clip(prop + P∘(Jᵀλ), −R, R) + t·a, each
+// element accumulated in float64 and rounded once, where a is the min-norm
+// update held within the box, clip(scale·P∘Jᵀω, −R, R), or 0 when omega
+// is nil. t = 0 is the bounded problem's update.
+func boxCombine(dst []float32, J Jacobian, lambda []float64, P, prop, R []float32, t float64, omega []float64, scale float64, workers int) {
 	m, n := J.M, J.N
 	w := numWorkers(workers, n)
 	splitCols(n, w, 1, func(_, lo, hi int) {
 		for c := lo; c < hi; c++ {
-			var s float64
+			var s, so float64
 			for i := 0; i < m; i++ {
+				v := float64(J.Data[i*n+c])
 				if lambda[i] != 0 {
-					s += lambda[i] * float64(J.Data[i*n+c])
+					s += lambda[i] * v
+				}
+				if t != 0 && omega != nil {
+					so += omega[i] * v
 				}
 			}
 			if P != nil {
 				s *= float64(P[c])
+				so *= float64(P[c])
 			}
 			u := float64(prop[c]) + s
 			if R != nil {
 				r := float64(R[c])
 				u = math.Max(-r, math.Min(r, u))
+				if t != 0 {
+					a := math.Max(-r, math.Min(r, scale*so))
+					if omega == nil {
+						a = 0
+					}
+					u = (1-t)*u + t*a
+				}
 			}
 			dst[c] = float32(u)
 		}
 	})
 }
 
-// clippedRate returns min_i ∇ℓ_iᵀũ for ũ = clip(scale·P∘Jᵀω, −R, R), the
+// clippedRate returns the rates Jũ for ũ = clip(scale·P∘Jᵀω, −R, R), the
 // min-norm update of the metric held within the box, and whether the box
 // clipped it.
-func clippedRate(J Jacobian, omega []float64, P, R []float32, scale float64, workers int) (float64, bool) {
+func clippedRate(J Jacobian, omega []float64, P, R []float32, scale float64, workers int) ([]float64, bool) {
 	m, n := J.M, J.N
 	w := numWorkers(workers, n)
 	parts := make([]float64, w*(m+1))
@@ -277,9 +750,5 @@ func clippedRate(J Jacobian, omega []float64, P, R []float32, scale float64, wor
 		}
 		clipped = clipped || parts[wi*(m+1)+m] != 0
 	}
-	r := math.Inf(1)
-	for _, x := range q {
-		r = math.Min(r, x)
-	}
-	return r, clipped
+	return q, clipped
 }

@@ -31,6 +31,15 @@
 // enough. Plain steps need none of it: their proposal is v, which already
 // complies (the paper's form, unchanged).
 //
+// Within Adam's per-weight step bound the dual of Constrain is piecewise
+// quadratic, with a piece for every pattern of weights at the bound;
+// Constrain solves it in at most 14 passes over the weights whatever the
+// model (the Gram pass, the box test, the clipped min-norm update, at most
+// 10 rounds of the box dual, the update; two without a bound), plus a scan
+// of one byte a weight and work over at most n/16 copied weights per round
+// bounded by about one pass. Should the rounds run out, the update still
+// meets every task's rate within the bound (MetricInfo.Inexact).
+//
 // With Settings.ThresholdCap = ρ > 0 the threshold is e = γ·min(ē, ρ·ē_W),
 // ē capped at ρ times its value after a warm-up of ⌈1/(1−β)⌉ steps: e may
 // follow the gradient scale down as training converges, but exploding

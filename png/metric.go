@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Constrainer is a Method that can also hold its guarantee on the update a
@@ -57,6 +58,13 @@ type MetricInfo struct {
 	// Clipped is the number of coordinates of the update held at the
 	// bound (0 without one).
 	Clipped int
+	// Inexact reports that the bounded problem's dual was not solved
+	// within its bound on passes over the weights (see box.go): the update
+	// still meets the rate Phi within the bound, but it is a step from
+	// clip(prop + P∘Jᵀλ, −R, R) toward the min-norm update held within the
+	// box rather than the closest such update. Clipped then counts the
+	// coordinates at the bound of the former.
+	Inexact bool
 }
 
 // stationaryTol: Constrain treats g_P ≤ stationaryTol·max_i K_P,ii as
@@ -118,6 +126,12 @@ const stationaryTol = 1e-12
 // Constrain panics when the shapes of dst, J, prop, metric and bound
 // disagree.
 func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric, bound []float32, scale float64) (MetricInfo, error) {
+	return p.constrain(dst, J, prop, metric, bound, scale, nil)
+}
+
+// constrain is Constrain counting its passes over the weights in cnt (nil:
+// not counted).
+func (p PNG) constrain(dst []float32, J Jacobian, prop, metric, bound []float32, scale float64, cnt *boxCounter) (MetricInfo, error) {
 	s, err := p.Settings.resolve()
 	if err != nil {
 		return MetricInfo{}, err
@@ -144,8 +158,12 @@ func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric, bound []float32,
 			return MetricInfo{}, fmt.Errorf("png: Constrain: bound[%d] = %v, want a value > 0 (+Inf: none): %w", k, r, ErrNonFinite)
 		}
 	}
+	if cnt == nil {
+		cnt = &boxCounter{}
+	}
 	K := make([]float64, m*m)
 	jp := make([]float64, m)
+	cnt.pass()
 	if metric == nil {
 		gramPass(K, jp, J, prop, s.Workers)
 	} else {
@@ -170,11 +188,20 @@ func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric, bound []float32,
 	if err != nil {
 		return info, err
 	}
+	// mix and anchor: the fallback when boxDual ran out of rounds (see
+	// boxCombine).
+	var mix float64
+	var anchor []float64
+	if bound != nil {
+		cnt.pass()
+	}
 	if bound != nil && !withinBound(J, lambda, metric, prop, bound, s.Workers) {
 		// reach: the rate the min-norm update held within the box gives.
 		reach := math.Inf(1)
-		if r, clipped := clippedRate(J, omega, metric, bound, scale, s.Workers); clipped && info.Phi > 0 {
-			reach = math.Max(r, 0)
+		cnt.pass()
+		qt, clippedMN := clippedRate(J, omega, metric, bound, scale, s.Workers)
+		if clippedMN && info.Phi > 0 {
+			reach = math.Max(slices.Min(qt), 0)
 			if s.Alpha*reach < info.Phi {
 				info.Phi = s.Alpha * reach
 				if lambda, err = metricDual(K, jp, m, info.Phi); err != nil {
@@ -182,8 +209,14 @@ func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric, bound []float32,
 				}
 			}
 		}
-		var clipped int
-		lambda, clipped, err = boxDual(J, lambda, metric, prop, bound, info.Phi, s.Workers)
+		w := make([]float64, m)
+		for i := range w {
+			w[i] = 1
+			if K[i*m+i] > 0 {
+				w[i] = 1 / math.Sqrt(K[i*m+i])
+			}
+		}
+		res, err := boxDual(J, lambda, w, metric, prop, bound, info.Phi, s.Workers, cnt)
 		for _, lower := range []float64{reach, 0} {
 			if !errors.Is(err, ErrUnbounded) || lower >= info.Phi {
 				continue
@@ -194,17 +227,40 @@ func (p PNG) Constrain(dst []float32, J Jacobian, prop, metric, bound []float32,
 			// (u = 0 meets it).
 			info.Phi = lower
 			if lambda, err = metricDual(K, jp, m, info.Phi); err == nil {
-				lambda, clipped, err = boxDual(J, lambda, metric, prop, bound, info.Phi, s.Workers)
+				res, err = boxDual(J, lambda, w, metric, prop, bound, info.Phi, s.Workers, cnt)
 			}
 		}
 		if err != nil {
 			return info, err
 		}
-		info.Clipped = clipped
+		lambda = res.lambda
+		info.Clipped = res.clipped
+		if !res.done {
+			// Out of rounds: step from u(λ) toward the min-norm update
+			// held within the box (rates qt) until every task has the
+			// rate, lowered to what that update gives where it gives
+			// less (to 0, with u = 0 as the anchor, where it raises a
+			// loss).
+			info.Inexact = true
+			anchor = omega
+			if mn := slices.Min(qt); mn < info.Phi {
+				info.Phi = math.Max(mn, 0)
+				if mn < 0 {
+					anchor, qt = nil, make([]float64, m)
+				}
+			}
+			for i, r := range res.rates {
+				if r < info.Phi && qt[i] > r {
+					mix = math.Max(mix, (info.Phi-r)/(qt[i]-r))
+				}
+			}
+			mix = math.Min(mix, 1)
+		}
 	}
 	info.Lambda = lambda
+	cnt.pass()
 	if bound != nil {
-		boxCombine(dst, J, lambda, metric, prop, bound, s.Workers)
+		boxCombine(dst, J, lambda, metric, prop, bound, mix, anchor, scale, s.Workers)
 	} else {
 		metricCombine(dst, J, lambda, metric, prop, s.Workers)
 	}
@@ -309,5 +365,5 @@ func metricGram(K, jp []float64, J Jacobian, P, prop []float32, workers int) {
 // metricCombine writes dst = prop + P∘(Jᵀλ) (P nil: identity), each
 // element accumulated in float64 and rounded once: boxCombine without a box.
 func metricCombine(dst []float32, J Jacobian, lambda []float64, P, prop []float32, workers int) {
-	boxCombine(dst, J, lambda, P, prop, nil, workers)
+	boxCombine(dst, J, lambda, P, prop, nil, 0, nil, 0, workers)
 }
