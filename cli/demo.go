@@ -95,7 +95,7 @@ type demoSummary struct {
 	AccuracyPretrained map[string]jnum `json:"accuracy_pretrained"`
 	AccuracyTuned      map[string]jnum `json:"accuracy_tuned"`
 	// InBand is the fraction of the last InBandSteps PNG steps in the
-	// Pareto band (g ≤ e, the control off).
+	// Pareto band (g ≤ e).
 	InBand      jnum     `json:"in_band_fraction"`
 	InBandSteps int      `json:"in_band_steps"`
 	Gamma       float64  `json:"gamma"`
@@ -290,7 +290,7 @@ func demo(ctx context.Context, w, progress io.Writer, dir string, size demoSize,
 		AccuracyPretrained: map[string]jnum{"left": jnum(accPre[0]), "right": jnum(accPre[1])},
 		AccuracyTuned:      map[string]jnum{"left": jnum(accPost[0]), "right": jnum(accPost[1])},
 	}
-	sum.InBand, sum.InBandSteps = job.InBand(trace.on, size.ReportLastSteps)
+	sum.InBand, sum.InBandSteps = job.InBand(trace.G, trace.E, size.ReportLastSteps)
 	if res.Before.F > 0 {
 		sum.FDecrease = 1 - res.After.F/res.Before.F
 	}

@@ -129,21 +129,28 @@ func TestMethodConfigBuild(t *testing.T) {
 	}
 }
 
+// TestInBand checks that the band share counts g ≤ e, whatever the
+// control did: a step in the band with the control on (an improper trade)
+// counts, one outside it does not.
 func TestInBand(t *testing.T) {
 	for _, tc := range []struct {
-		on   []bool
+		name string
+		g, e []float64
 		k    int
 		frac float64
 		n    int
 	}{
-		{on: nil, k: 100, frac: 0, n: 0},
-		{on: []bool{true, true, false, false}, k: 100, frac: 0.5, n: 4},
-		{on: []bool{true, true, false, false}, k: 2, frac: 1, n: 2},
-		{on: []bool{false, true, true}, k: 2, frac: 0, n: 2},
+		{name: "empty", k: 100},
+		{name: "half", g: []float64{2, 2, 1, 1}, e: []float64{1, 1, 1, 1}, k: 100, frac: 0.5, n: 4},
+		{name: "last two in", g: []float64{2, 2, 0.5, 1}, e: []float64{1, 1, 1, 1}, k: 2, frac: 1, n: 2},
+		{name: "last two out", g: []float64{0, 3, 3}, e: []float64{1, 1, 1}, k: 2, frac: 0, n: 2},
+		// the run: g far below e at every step, the control on
+		// throughout (improper trades): all in the band
+		{name: "in band, control on", g: []float64{0.01, 0.02, 0.01}, e: []float64{0.78, 0.78, 0.78}, k: 100, frac: 1, n: 3},
 	} {
-		frac, n := InBand(tc.on, tc.k)
+		frac, n := InBand(tc.g, tc.e, tc.k)
 		if float64(frac) != tc.frac || n != tc.n {
-			t.Errorf("InBand(%v, %d) = %v, %d; want %v, %d", tc.on, tc.k, frac, n, tc.frac, tc.n)
+			t.Errorf("%s: InBand(%v, %v, %d) = %v, %d; want %v, %d", tc.name, tc.g, tc.e, tc.k, frac, n, tc.frac, tc.n)
 		}
 	}
 }

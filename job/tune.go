@@ -520,7 +520,7 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 	if res.After, res.AfterLosses, err = j.measure(fr.Points[0].Drift); err != nil {
 		return nil, fmt.Errorf("after training: %w", err)
 	}
-	res.InBand, res.BandSteps = InBand(band.on, 100)
+	res.InBand, res.BandSteps = InBand(band.g, band.e, 100)
 	record := map[string]any{
 		"version": Version, "criterion": j.Criterion, "method": j.Method, "steps": fr.Steps,
 		"tasks": TaskSpecs(j.Tasks), "source": filepath.Base(j.ModelPath),
@@ -658,29 +658,31 @@ func TaskSpecs(ts []backend.Task) []string {
 	return out
 }
 
-// bandRecorder keeps, for every step, whether the control was on (of the
-// first model).
-type bandRecorder struct{ on []bool }
+// bandRecorder keeps every step's g and e (of the first model).
+type bandRecorder struct{ g, e []float64 }
 
 func (b *bandRecorder) Init(*finetune.Config) error { return nil }
 
 func (b *bandRecorder) Record(st *finetune.Step) error {
-	b.on = append(b.on, st.Points[0].Info.ControlOn)
+	b.g = append(b.g, st.Points[0].Info.G)
+	b.e = append(b.e, st.Points[0].Info.E)
 	return nil
 }
 
 func (b *bandRecorder) Done(*finetune.Result) error { return nil }
 
-// InBand returns the fraction of the last (up to) k steps of on with the
-// control off (g ≤ e), and how many steps that is.
-func InBand(on []bool, k int) (Num, int) {
-	n := min(k, len(on))
+// InBand returns the fraction of the last (up to) k steps in the Pareto
+// band, g ≤ e (g and e one value a step), and how many steps that is. It
+// counts g ≤ e, not the control being off: the improper-trade guard keeps
+// the control on inside the band.
+func InBand(g, e []float64, k int) (Num, int) {
+	n := min(k, len(g))
 	if n == 0 {
 		return 0, 0
 	}
 	in := 0
-	for _, o := range on[len(on)-n:] {
-		if !o {
+	for i := len(g) - n; i < len(g); i++ {
+		if g[i] <= e[i] {
 			in++
 		}
 	}
