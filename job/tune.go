@@ -283,6 +283,11 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	if job.Model, job.Net, err = OpenModelWithin(l, job.ModelPath, budget, job.Tasks, opt); err != nil {
 		return nil, err
 	}
+	// Again with the files the model names: its external data are inputs
+	// too, and --out writes a data file beside it.
+	if err := c.destinations(job).Check(); err != nil {
+		return nil, err
+	}
 	if job.Net.NumParams() == 0 {
 		return nil, fmt.Errorf("%s: nothing to train (no trainable initializer; check --freeze)", job.ModelPath)
 	}
@@ -399,7 +404,7 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 // a resumed run continues its own log, trace and checkpoint.
 func (c *TuneConfig) destinations(job *Tune) *Destinations {
 	d := &Destinations{Force: job.Force, MakeFolders: c.MakeFolders}
-	d.Input("model", c.Model)
+	d.ModelInput("model", c.Model, job.Model)
 	d.Sources("--data", c.Data)
 	d.Sources("--val", c.Val)
 	d.Input("--config file", c.ConfigFile)
@@ -408,7 +413,7 @@ func (c *TuneConfig) destinations(job *Tune) *Destinations {
 	if resumed && !same {
 		d.Input("--resume checkpoint", job.Resume)
 	}
-	d.Output("--out", job.Out)
+	d.ModelOutput("--out", job.Out, job.Model)
 	for _, o := range []struct{ flag, path string }{{"--log", c.Log}, {"--csv", c.CSV}} {
 		if resumed {
 			d.Own(o.flag, o.path)
