@@ -27,6 +27,10 @@ type Destinations struct {
 	MakeFolders bool
 	inputs      []destFile
 	outputs     []destFile
+	// modelPending: a model input is not open yet, so its external data
+	// files are unknown; an existing file that is not a model may be one
+	// of them, which the check once the model is open names as such.
+	modelPending bool
 }
 
 // destFile is one path and the flag that names it.
@@ -78,6 +82,7 @@ func (d *Destinations) Model(flag, path string) {
 // it names (m.DataFiles); m may be nil when it is not open yet.
 func (d *Destinations) ModelInput(what, path string, m *importer.Model) {
 	d.Input(what, path)
+	d.modelPending = d.modelPending || m == nil
 	if m != nil {
 		for _, f := range m.DataFiles() {
 			d.Input(what+"'s external data file", f)
@@ -161,8 +166,14 @@ func (d *Destinations) checkOutput(o destFile) (string, error) {
 	}
 	resolved := filepath.Join(rdir, filepath.Base(o.path))
 	// Writing goes through a link to the file it names; links into /dev
-	// or /proc, links to nothing and devices are refused.
-	if _, err := atomicfile.Target(resolved); err != nil {
+	// or /proc and links to nothing are refused.
+	if li, err := os.Lstat(resolved); err == nil && li.Mode()&os.ModeSymlink != 0 {
+		if _, err := atomicfile.Target(resolved); err != nil {
+			return fail("%v", err)
+		}
+	} else if err == nil && !li.Mode().IsRegular() {
+		return fail("is a %s, not a file; give a file path", atomicfile.Kind(li.Mode()))
+	} else if _, err := atomicfile.Target(resolved); err != nil {
 		return fail("%v", err)
 	}
 	if r, err := filepath.EvalSymlinks(resolved); err == nil {
@@ -177,7 +188,7 @@ func (d *Destinations) checkOutput(o destFile) (string, error) {
 		if !d.Force && !o.mayExist {
 			return fail("file exists (use --force to replace it)")
 		}
-		if o.model && !o.mayExist && !isModelFile(resolved) {
+		if o.model && !o.mayExist && !d.modelPending && !isModelFile(resolved) {
 			return fail("exists and is not an ONNX model (its first bytes are not a model's); --force replaces only a model: remove the file yourself if you mean to")
 		}
 		if why := unreplaceable(resolved, fi); why != "" {
