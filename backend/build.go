@@ -171,6 +171,12 @@ func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) erro
 			in[j] = v
 			allConst = allConst && v.isConst()
 		}
+		if !blocked {
+			if err := checkSeqInputs(n, in); err != nil {
+				errs = append(errs, err)
+				blocked = true
+			}
+		}
 		if blocked {
 			if f == nil {
 				unsupported = append(unsupported, UnsupportedOp{n.GetOpType(), "", name, b.opset})
