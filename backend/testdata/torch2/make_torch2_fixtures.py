@@ -182,6 +182,51 @@ class TwoHead(nn.Module):
         return F.log_softmax(self.head_a(h), 1), F.log_softmax(self.head_b(h), 1)
 
 
+class Masked(nn.Module):
+    """Masks and chunks computed at run time, as Swin, EdgeNeXt, MobileViTv2
+    and LeViT write them, in a small attention block: a positional encoding
+    from a data-dependent mask (~mask, cumsum), attention with a band mask
+    from shapes (constant: != 0, masked_fill) and a key mask from the data
+    (<, |), qkv and a GLU by torch.chunk, torch.split, gates from >=, <=,
+    &, ^ and ==, torch.where, torch.fmod."""
+
+    def __init__(self, dim=16):
+        super().__init__()
+        self.stem = nn.Conv2d(3, dim, 4, stride=4)
+        self.pos = nn.Linear(2, dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.glu = nn.Linear(dim, 2 * dim)
+        self.head_a, self.head_b = nn.Linear(dim, 10), nn.Linear(dim, 5)
+
+    def forward(self, x):
+        h = self.stem(x)                                    # N, C, H, W
+        n, c = h.shape[0], h.shape[1]
+        mask = h[:, 0] > 0                                  # N, H, W from the data
+        not_mask = ~mask
+        y_embed = not_mask.cumsum(1, dtype=h.dtype)
+        x_embed = not_mask.cumsum(2, dtype=h.dtype)
+        y_embed = y_embed / (y_embed[:, -1:, :] + 1e-6)
+        x_embed = x_embed / (x_embed[:, :, -1:] + 1e-6)
+        t = h.flatten(2).transpose(1, 2)                    # N, L, C
+        t = t + self.pos(torch.stack([y_embed, x_embed], -1).flatten(1, 2))
+        q, k, v = self.qkv(t).chunk(3, dim=-1)
+        attn = q @ k.transpose(-2, -1) * c ** -0.5          # N, L, L
+        ids = torch.arange(t.shape[1], device=x.device)
+        band = (ids[None, :] - ids[:, None]).abs() - 2
+        band = band.clamp(min=0)
+        attn = attn.masked_fill(band != 0, -100.0)          # Swin's mask, from shapes
+        keys = (t[:, :, 0] < -0.5) | (t[:, :, 1] > 1.0)     # N, L from the data
+        attn = attn.masked_fill(keys[:, None, :] & (band == 0), -30.0)
+        t = t + self.proj(attn.softmax(-1) @ v)
+        a, b = torch.split(self.glu(t), [c, c], dim=-1)
+        t = t + a * torch.sigmoid(b)
+        gate = ((t >= -1.0) & (t <= 1.0)) ^ (t == t.amax(-1, keepdim=True))
+        t = torch.where(gate, t, 0.5 * t) + 0.1 * torch.fmod(t, 0.75)
+        f = t.mean(1)
+        return F.log_softmax(self.head_a(f), 1), F.log_softmax(self.head_b(f), 1)
+
+
 def effnet():
     arch = [['ds_r1_k3_s1_e1_c16_se0.25'], ['ir_r2_k3_s2_e6_c24_se0.25'],
             ['ir_r2_k5_s2_e6_c40_se0.25'], ['ir_r3_k3_s2_e6_c80_se0.25']]
@@ -223,6 +268,10 @@ MODELS = {
                       embed_dim=16, depths=(2, 1), num_heads=(1, 2)),
              (4, 3, 32, 32), ["logp_a", "logp_b"], TWO,
              "timm swin_tiny topology: image 32, patch 2, window 4, dim 16, depths (2,1), heads (1,2)."),
+    "masked": (Masked, (4, 3, 16, 16), ["logp_a", "logp_b"], TWO,
+               "Masks and chunks at run time (Swin's != 0 mask, EdgeNeXt's ~mask and cumsum, "
+               "torch.chunk and torch.split, comparisons, &, |, ^, torch.where, torch.fmod) "
+               "in a one-block attention model, 16 tokens of dim 16."),
 }
 
 
@@ -369,7 +418,8 @@ def dynamo_constants(proto):
     out = set()
     if any(kind in md for md in meta.values()):
         # a scalar without metadata: a number of the forward lifted by the optimizer
-        out.update(t.name for t in proto.graph.initializer if t.name not in meta and len(t.dims) == 0)
+        # (its value_info, if any, has no metadata; importer reads it so)
+        out.update(t.name for t in proto.graph.initializer if not meta.get(t.name) and len(t.dims) == 0)
     for name, md in meta.items():
         if kind in md and md[kind] != "PARAMETER":
             out.add(name)
