@@ -227,6 +227,24 @@ class Masked(nn.Module):
         return F.log_softmax(self.head_a(f), 1), F.log_softmax(self.head_b(f), 1)
 
 
+class Upsample(nn.Module):
+    """Conv, BatchNorm, a bilinear upsampling by a scale factor (Resize with
+    constant scales, which the optimized export lifts into an initializer
+    without metadata) and a second Conv, two heads."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, stride=2)
+        self.head_a, self.head_b = nn.Linear(8, 10), nn.Linear(8, 5)
+
+    def forward(self, x):
+        h = F.relu(self.bn1(self.conv1(x)))
+        h = F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False)
+        f = F.relu(self.conv2(h)).mean((2, 3))
+        return F.log_softmax(self.head_a(f), 1), F.log_softmax(self.head_b(f), 1)
+
+
 def effnet():
     arch = [['ds_r1_k3_s1_e1_c16_se0.25'], ['ir_r2_k3_s2_e6_c24_se0.25'],
             ['ir_r2_k5_s2_e6_c40_se0.25'], ['ir_r3_k3_s2_e6_c80_se0.25']]
@@ -272,6 +290,8 @@ MODELS = {
                "Masks and chunks at run time (Swin's != 0 mask, EdgeNeXt's ~mask and cumsum, "
                "torch.chunk and torch.split, comparisons, &, |, ^, torch.where, torch.fmod) "
                "in a one-block attention model, 16 tokens of dim 16."),
+    "upsample": (Upsample, (4, 3, 8, 8), ["logp_a", "logp_b"], TWO,
+                 "Conv, BatchNorm, bilinear F.interpolate(scale_factor=2), Conv, two heads."),
 }
 
 
@@ -379,6 +399,8 @@ def fused_sources(model, x, outs, proto, src, opset):
         for i in n.input:
             consumers.setdefault(i, []).append(n)
     inits = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in proto.graph.initializer}
+    # the fused bias: W_bias, or the Conv's own bias under its name
+    fused_bias = {n.input[1]: n.input[2] for n in proto.graph.node if n.op_type == "Conv" and len(n.input) > 2}
     absorbed = set()
     for n in plain.graph.node:
         if n.op_type != "Conv" or n.input[1] not in inits or src.get(n.input[1]) is not None:
@@ -395,11 +417,12 @@ def fused_sources(model, x, outs, proto, src, opset):
         has_b = len(n.input) > 2 and n.input[2] in sd  # else none, or a zero constant (checked below)
         b = sd[n.input[2]] if has_b else 0.0
         want_b = (b - sd[mean]) * scale + sd[beta]
+        bias = fused_bias.get(w, w + "_bias")
         if not np.allclose(inits[w], want_w, rtol=1e-5, atol=1e-6) or \
-                not np.allclose(inits.get(w + "_bias", np.nan), want_b, rtol=1e-5, atol=1e-6):
+                not np.allclose(inits.get(bias, np.nan), want_b, rtol=1e-5, atol=1e-6):
             raise SystemExit("%s: not BatchNorm %s fused into Conv %s" % (w, gamma, n.name))
         src[w] = (w, "fused_weight", 1 / scale)
-        src[w + "_bias"] = (beta, "fused_bias")
+        src[bias] = (beta, "fused_bias")
         absorbed.add(gamma)
         if has_b:
             absorbed.add(n.input[2])
@@ -433,8 +456,9 @@ def dynamo_constants(proto):
 
 
 def data_inputs(proto):
-    """Names read by some node (not only as a BN statistic or shape)."""
-    skip = {"BatchNormalization": {3, 4}, "Reshape": {1}}
+    """Names read by some node (not only as a BN statistic, a shape or
+    Resize's roi, scales or sizes)."""
+    skip = {"BatchNormalization": {3, 4}, "Reshape": {1}, "Resize": {1, 2, 3}}
     used = set()
     for n in proto.graph.node:
         for i, s in enumerate(n.input):
