@@ -38,7 +38,8 @@ Fixture names are MODEL_EXPORTER_opNN:
                     BatchNormalization into the Conv before it (the Conv
                     keeps its weight's name but holds W' = W·γ/σ, a new
                     W_bias holds (b − μ)·γ/σ + β; the BN parameters are
-                    gone). The reference gradients of folded initializers
+                    gone; a Conv with a bias keeps the bias's name for
+                    the fused one). The reference gradients of folded initializers
                     are PyTorch's mapped through the fold: transposed,
                     reshaped, dL/dW' = dL/dW·σ/γ per output channel and
                     dL/dW_bias = dL/dβ (the pairs read from the model's
@@ -76,6 +77,15 @@ two tensors are equal; eval mode; batch axis "N" dynamic):
   swin      timm swin_tiny topology: image 32, patch 2, window 4, dim 16,
             depths (2,1), heads (1,2): window attention with relative
             position bias, a shifted window (torch.roll, attention mask)
+  masked    one attention block (16 tokens of dim 16) computing its masks
+            and chunks at run time: ~mask and cumsum (EdgeNeXt), != 0 and
+            masked_fill (Swin), <, |, >=, <=, &, ^, ==, torch.where,
+            torch.fmod, torch.chunk and torch.split (SplitToSequence +
+            SequenceAt under the dynamo exporter), input [N,3,16,16]
+  upsample  Conv, BatchNorm, bilinear F.interpolate(scale_factor=2) (Resize
+            with constant scales, lifted by the optimizer into an
+            initializer without metadata), Conv; input [N,3,8,8]. The
+            optimizer fuses the BatchNorm into the Conv's own bias.
 
 timm models get two Linear heads (10 and 5 classes) + log_softmax on their
 pooled features (num_classes=0). Tasks a:nll:logp_a:a and b:nll:logp_b:b,
