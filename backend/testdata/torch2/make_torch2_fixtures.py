@@ -86,6 +86,10 @@ two tensors are equal; eval mode; batch axis "N" dynamic):
             with constant scales, lifted by the optimizer into an
             initializer without metadata), Conv; input [N,3,8,8]. The
             optimizer fuses the BatchNorm into the Conv's own bias.
+  recurrent bidirectional nn.GRU (4 -> 6), then nn.LSTM (12 -> 5), batch
+            first, input [N,7,4], heads on the last step (ONNX GRU and LSTM
+            nodes). The optimized export folds the GRU's reordered weights
+            into new tensors: no fixture.
 
 timm models get two Linear heads (10 and 5 classes) + log_softmax on their
 pooled features (num_classes=0). Tasks a:nll:logp_a:a and b:nll:logp_b:b,
@@ -255,6 +259,23 @@ class Upsample(nn.Module):
         return F.log_softmax(self.head_a(f), 1), F.log_softmax(self.head_b(f), 1)
 
 
+class Recurrent(nn.Module):
+    """A bidirectional GRU and an LSTM over a sequence, two heads on the
+    last step (ONNX GRU and LSTM nodes under every exporter)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 6, batch_first=True, bidirectional=True)
+        self.lstm = nn.LSTM(12, 5, batch_first=True)
+        self.head_a, self.head_b = nn.Linear(5, 10), nn.Linear(5, 5)
+
+    def forward(self, x):
+        h, _ = self.gru(x)
+        h, _ = self.lstm(h)
+        f = h[:, -1]
+        return F.log_softmax(self.head_a(f), 1), F.log_softmax(self.head_b(f), 1)
+
+
 def effnet():
     arch = [['ds_r1_k3_s1_e1_c16_se0.25'], ['ir_r2_k3_s2_e6_c24_se0.25'],
             ['ir_r2_k5_s2_e6_c40_se0.25'], ['ir_r3_k3_s2_e6_c80_se0.25']]
@@ -302,6 +323,8 @@ MODELS = {
                "in a one-block attention model, 16 tokens of dim 16."),
     "upsample": (Upsample, (4, 3, 8, 8), ["logp_a", "logp_b"], TWO,
                  "Conv, BatchNorm, bilinear F.interpolate(scale_factor=2), Conv, two heads."),
+    "recurrent": (Recurrent, (4, 7, 4), ["logp_a", "logp_b"], TWO,
+                  "Bidirectional GRU (4 -> 6) then LSTM (12 -> 5) over 7 steps, two heads on the last step."),
 }
 
 
