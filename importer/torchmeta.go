@@ -177,9 +177,10 @@ func parseNameList(s string) []string {
 // OptimizerRewritten returns the float initializers of a PyTorch 2.x
 // dynamo export (a file whose initializers carry InputSpec.kind) that the
 // onnxscript optimizer rewrote into something other than a module
-// parameter, each with the reason: those with no metadata at all
-// (BatchNorm fused into the Conv before it keeps the Conv weight's name
-// but not its value, and adds a new bias), and those folded from a
+// parameter, each with the reason: a Conv's weight or bias with no
+// metadata at all (BatchNorm fused into the Conv before it keeps the
+// Conv weight's name but not its value, and adds a new bias or rewrites
+// the Conv's own), and those folded from a
 // parameter together with another module tensor (Swin's relative position
 // bias table gathered by its index; a parameter only reshaped or
 // transposed is not listed). They are trainable like any weight, but
@@ -213,6 +214,15 @@ func (m *Model) OptimizerRewritten() map[string]string {
 	if !dynamo {
 		return nil
 	}
+	// What a fused BatchNorm leaves: a Conv's weight or bias.
+	convParam := map[string]bool{}
+	for _, n := range g.Node {
+		if n.GetOpType() == "Conv" && normDomain(n.GetDomain()) == "" {
+			for i := 1; i < len(n.Input) && i <= 2; i++ {
+				convParam[n.Input[i]] = true
+			}
+		}
+	}
 	out := map[string]string{}
 	for _, t := range g.Initializer {
 		name := t.GetName()
@@ -223,7 +233,9 @@ func (m *Model) OptimizerRewritten() map[string]string {
 		_, hasKind := md[torchKindKey]
 		from, folded := md[foldedFromKey]
 		switch {
-		case !hasKind && !folded && len(t.GetDims()) > 0: // a scalar is a lifted constant (NotParameters)
+		// A scalar is a lifted constant (NotParameters); Resize's scales
+		// and other tensors read by no Conv are constants of the forward.
+		case !hasKind && !folded && len(t.GetDims()) > 0 && convParam[name]:
 			out[name] = "written by the optimizer without PyTorch's metadata (a BatchNorm fused into a Conv)"
 		case folded:
 			// A parameter reshaped or transposed is folded from it and

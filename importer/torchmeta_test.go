@@ -125,6 +125,10 @@ func TestOptimizerRewritten(t *testing.T) {
 		{"resnet_dynopt_op20.onnx", []string{"body.conv1.0.weight", "body.conv1.0.weight_bias", "body.layer1.0.conv1.weight"}, []string{"head_a.weight"}},
 		// The relative position bias table gathered by its index.
 		{"rejected_swin_dynopt_op20.onnx", []string{"unsqueeze", "unsqueeze_1"}, []string{"val_25", "val_48", "head_a.weight"}},
+		// The Conv keeps its bias's name; Resize's constant scales (a
+		// bilinear F.interpolate(scale_factor=2)) carry no metadata either,
+		// but are no weight.
+		{"upsample_dynopt_op20.onnx", []string{"conv1.weight", "conv1.bias"}, []string{"val_8", "conv2.weight"}},
 		// Transposed Linear weights and reshaped layer scales are kept.
 		{"vit2_dynopt_op20.onnx", nil, []string{"val_14"}},
 		{"convnext_dynopt_op20.onnx", nil, []string{"view", "view_1"}},
