@@ -450,3 +450,19 @@ func TestSaveThroughLink(t *testing.T) {
 		}
 	}
 }
+
+// TestReadMetadata reads back what Save wrote into metadata_props, and
+// refuses a file that is not a model.
+func TestReadMetadata(t *testing.T) {
+	dir, m := copyExternal(t)
+	out := filepath.Join(dir, "o.onnx")
+	must(t, Save(out, m, nil, SaveOptions{Producer: map[string]string{"paretonav": `{"run":"abc"}`, "k": "v"}}))
+	got, err := ReadMetadata(out)
+	must(t, err)
+	if got["paretonav"] != `{"run":"abc"}` || got["k"] != "v" {
+		t.Errorf("metadata %v", got)
+	}
+	if _, err := ReadMetadata(filepath.Join(dir, "mlp_ext.onnx.data")); err == nil || !strings.Contains(err.Error(), "not an ONNX model") {
+		t.Errorf("a data file: %v", err)
+	}
+}

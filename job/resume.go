@@ -157,7 +157,7 @@ func flagFields(v reflect.Value, f func(name string, opts string, field reflect.
 // normalizeField makes the paths of a tagged field absolute.
 func normalizeField(opts string, v reflect.Value) {
 	switch {
-	case opts == "path":
+	case opts == "path" || strings.HasPrefix(opts, "path,"):
 		v.SetString(absPath(v.String()))
 	case strings.Contains(opts, "sources"):
 		v.Set(reflect.ValueOf(absSources(v.Interface().([]string))))
@@ -266,6 +266,9 @@ func resumeConfig[T any](cmd, path string, given *T, set map[string]bool) (*T, i
 	if err := json.Unmarshal(rec.Config, saved); err != nil {
 		return nil, 0, fmt.Errorf("--resume %s: its configuration: %w", path, err)
 	}
+	if err := rebaseOutputs(saved, path, set); err != nil {
+		return nil, 0, fmt.Errorf("--resume %s: %w", path, err)
+	}
 	var errs []error
 	var fields []reflect.Value
 	flagFields(reflect.ValueOf(saved).Elem(), func(_, _ string, v reflect.Value) { fields = append(fields, v) })
@@ -295,11 +298,65 @@ func resumeConfig[T any](cmd, path string, given *T, set map[string]bool) (*T, i
 	return saved, info.Step, nil
 }
 
+// A checkpoint is no authority on where a run writes: anyone can write
+// one (its checksum guards against damage, not against a forger), and a
+// checkpoint may be copied elsewhere. So a checkpoint stores the paths a
+// run writes (the fields tagged "dest") relative to its own folder, and a
+// resumed run writes into the folder the checkpoint is in now: a path
+// that leaves it (or an absolute one, from an older checkpoint) is taken
+// only when the resuming command line gives that flag itself.
+
+// relOutputs rewrites the dest-tagged paths of v (absolute) relative to
+// dir, the folder of the checkpoint that stores them.
+func relOutputs(v any, dir string) {
+	flagFields(reflect.ValueOf(v).Elem(), func(_, opts string, f reflect.Value) {
+		if !strings.HasSuffix(opts, ",dest") || f.String() == "" {
+			return
+		}
+		if r, err := filepath.Rel(dir, f.String()); err == nil {
+			f.SetString(r)
+		}
+	})
+}
+
+// rebaseOutputs resolves the dest-tagged paths of a configuration read
+// from the checkpoint at ckpt against the checkpoint's folder. A path
+// outside that folder is refused unless the resuming command line gives
+// its flag (set names the flags given; nil: all of them, a batch job's
+// configuration, whose file is its own).
+func rebaseOutputs(v any, ckpt string, set map[string]bool) error {
+	dir, err := filepath.Abs(filepath.Dir(ckpt))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	flagFields(reflect.ValueOf(v).Elem(), func(name, opts string, f reflect.Value) {
+		if !strings.HasSuffix(opts, ",dest") || f.String() == "" {
+			return
+		}
+		p := f.String()
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		f.SetString(p)
+		if set == nil || set[name] {
+			return
+		}
+		if r, err := filepath.Rel(dir, p); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			errs = append(errs, fmt.Errorf("the run wrote --%s %s, outside the checkpoint's folder %s; a resumed run writes outside it only where its own command line says: give --%s %s to continue there, or another path",
+				name, p, dir, name, ShellQuote(p)))
+		}
+	})
+	return errors.Join(errs...)
+}
+
 // checkpointRecord is what c's checkpoints store (runRecord), with the
 // fingerprints of its inputs.
 func (c *TuneConfig) checkpointRecord() ([]byte, error) {
 	saved := c.withDefaults()
 	saved.Resume = ""
+	saved.Force = false
+	relOutputs(saved, filepath.Dir(saved.Checkpoint))
 	cfg, err := json.Marshal(saved)
 	if err != nil {
 		return nil, err

@@ -92,20 +92,20 @@ type TuneConfig struct {
 	ValEvery   int   `flag:"val-every"`
 	Seed       int64 `flag:"seed"`
 	// Out is the tuned model (default MODEL_tuned.onnx); Force replaces
-	// existing files (never an input, and a resumed run keeps the Force of
-	// the run it continues).
-	Out   string `flag:"out,path"`
+	// existing files (never an input; a resumed run has Force only when
+	// its own command line gives it).
+	Out   string `flag:"out,path,dest"`
 	Force bool
 	// Log (JSON lines), CSV (per-step trace) and Plot (drawn by the
 	// caller, Tune.Plot) are written when set.
-	Log  string `flag:"log,path"`
-	CSV  string `flag:"csv,path"`
-	Plot string `flag:"plot,path"`
+	Log  string `flag:"log,path,dest"`
+	CSV  string `flag:"csv,path,dest"`
+	Plot string `flag:"plot,path,dest"`
 	// CheckpointEvery steps a checkpoint is written to Checkpoint
 	// (default OUT.ckpt), also on interruption. After the model is written
 	// the checkpoint is removed unless KeepCheckpoint.
 	CheckpointEvery int    `flag:"checkpoint-every"`
-	Checkpoint      string `flag:"checkpoint,path"`
+	Checkpoint      string `flag:"checkpoint,path,dest"`
 	KeepCheckpoint  bool   `flag:"keep-checkpoint,free"`
 	// Resume continues the run saved in that checkpoint: the checkpoint
 	// holds the run's configuration, which the other fields may repeat
