@@ -302,6 +302,38 @@ def _aliases(module: Any) -> Dict[str, str]:
     return out
 
 
+def _overlaps(t: Any) -> bool:
+    """Whether two elements of tensor t share one memory location (an
+    expand()ed or as_strided view): copying into it would fail."""
+    import torch
+
+    f = getattr(torch, "_debug_has_internal_overlap", None)
+    if f is not None:
+        r = f(t)
+        if r in (0, 1):  # 2: too hard to tell; the stride test decides
+            return r == 1
+    span = 0  # the last element reached by the dimensions taken so far, in elements
+    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz > 1):
+        if stride <= span:
+            return True
+        span += stride * (size - 1)
+    return False
+
+
+def _unwritable(t: Any) -> Optional[str]:
+    """Why a tuned value cannot be copied into tensor t in place, or None."""
+    if not hasattr(t, "data_ptr"):
+        return None
+    if t.numel() > 1 and _overlaps(t):
+        return ("is a view whose elements share memory (expand(), a stride of 0); "
+                "make it a tensor of its own in the module, e.g. nn.Parameter(p.detach().clone())")
+    if getattr(t, "is_inference", lambda: False)():
+        return "is an inference tensor (made under torch.inference_mode()), which cannot be changed in place"
+    if getattr(t, "is_meta", False):
+        return "is on the meta device and holds no data"
+    return None
+
+
 def _check_accounted(module: Any, path: str, strict: bool, before: bool, source: Optional[str] = None) -> Tuple[Any, List[str]]:
     mapping, unmapped = map_state_dict(source or path, module)
     if source:  # the names found on the source hold the values in path
@@ -319,6 +351,14 @@ def _check_accounted(module: Any, path: str, strict: bool, before: bool, source:
     left = [k for k in unmapped
             if not k.endswith("num_batches_tracked") and not (k in aliases and aliases[k] in mapped)
             and hasattr(sd[k], "data_ptr")]
+    bad = [(k, why) for k, why in ((k, _unwritable(sd[k])) for k in dict.fromkeys(mapping.values())) if why]
+    if bad:
+        raise MappingError(
+            "%s: cannot load into %s%s: %s" % (
+                type(module).__name__, "this parameter or buffer" if len(bad) == 1 else "these parameters or buffers",
+                " (nothing was tuned)" if before else " (nothing was loaded)",
+                "; ".join("%s %s" % kw for kw in bad)),
+            [k for k, _ in bad])
     if left and strict:
         raise MappingError(
             "%s: no initializer of %s holds %s %s: forward() does not read %s, or the export renamed or merged "
@@ -356,9 +396,20 @@ def load_weights(module: Any, onnx_path: str, strict: bool = True, source: Optio
             raise MappingError("%s: initializer %r has shape %s, the module's %r %s"
                                % (onnx_path, name, values[name].shape, key, tuple(sd[key].shape)), [key])
     with torch.no_grad():
-        for name, key in mapping.items():
-            t = sd[key]
-            t.copy_(torch.from_numpy(np.array(values[name])).to(dtype=t.dtype, device=t.device))
+        new = {name: torch.from_numpy(np.array(values[name])).to(dtype=sd[key].dtype, device=sd[key].device)
+               for name, key in mapping.items()}
+        # All or nothing: the values copied over so far are put back when
+        # a copy fails.
+        saved = []
+        try:
+            for name, key in mapping.items():
+                t = sd[key]
+                saved.append((t, t.detach().clone()))
+                t.copy_(new[name])
+        except BaseException:
+            for t, old in reversed(saved):
+                t.copy_(old)
+            raise
     return list(mapping.values())
 
 
