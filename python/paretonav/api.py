@@ -282,9 +282,25 @@ def _prepare(model: Any, data: Any, inputs: Optional[Sequence[str]], outputs: Op
         if t.is_floating_point():
             t = t.to(torch.float32)
         args.append(t.to(dev))
-    path = export(model, args, os.path.join(workdir, "model.onnx"), inputs, outputs, opset=opset)
+    try:
+        path = export(model, args, os.path.join(workdir, "model.onnx"), inputs, outputs, opset=opset)
+    except RuntimeError as e:
+        m = re.search(r"number of output names provided \((\d+)\) exceeded number of outputs \((\d+)\)", str(e))
+        if not m:
+            raise
+        raise ValueError(_outputs_message(int(m.group(2)), outputs)) from None
+    returned = len(_onnx_io(path)[1])
+    if returned != len(outputs):
+        raise ValueError(_outputs_message(returned, outputs))
     _check_accounted(model, path, strict, before=True)
     return path, model
+
+
+def _outputs_message(returned: int, outputs: Sequence[str]) -> str:
+    return ("outputs: forward() returns %d tensor%s (nested tuples counted tensor by tensor), but %d name%s given "
+            "(%s): give one name per tensor, in order" % (
+                returned, "" if returned == 1 else "s", len(outputs), " was" if len(outputs) == 1 else "s were",
+                ", ".join(map(repr, outputs))))
 
 
 def _aliases(module: Any) -> Dict[str, str]:
