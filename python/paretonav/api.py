@@ -89,7 +89,9 @@ class TuneResult:
         for k, a, b in (("F", self.F_before, self.F_after), ("g", self.g_before, self.g_after)):
             if a is not None and b is not None:
                 rows.append("  %-10s %10.4g -> %.4g" % (k, a, b))
-        rows.append("  out=%s)" % self.paths.get("out"))
+        rows[-1] += ")" if self.paths.get("out") is None else ""
+        if self.paths.get("out") is not None:
+            rows.append("  out=%s)" % self.paths["out"])
         return "\n".join(rows)
 
 
@@ -240,6 +242,44 @@ def _workdir(workdir: Optional[str]) -> Tuple[str, bool]:
     workdir = os.path.abspath(workdir)
     os.makedirs(workdir, exist_ok=True)
     return workdir, False
+
+
+class _Temporary:
+    """Removes a temporary work folder when the call ends: on success unless
+    it holds the only result (``sole``), on any exception always. A Ctrl-C
+    leaves a checkpoint naming the data in the folder: the checkpoint
+    (``ckpt``, when it is new and outside the folder) goes with it, and the
+    KeyboardInterrupt says so."""
+
+    def __init__(self, path: str, remove: bool, sole: bool, ckpt: str) -> None:
+        self.path, self.remove, self.sole, self.ckpt = path, remove, sole, ckpt
+        self.ckpt_existed = os.path.lexists(ckpt)
+        self.result: Any = None
+
+    def __enter__(self) -> "_Temporary":
+        return self
+
+    def __exit__(self, et, e, tb) -> bool:
+        if not self.remove or (et is None and self.sole):
+            return False
+        shutil.rmtree(self.path, ignore_errors=True)
+        if et is None:
+            paths = self.result.paths
+            for k, p in list(paths.items()):
+                if p and (p == self.path or p.startswith(self.path + os.sep)):
+                    paths[k] = None
+            return False
+        if issubclass(et, KeyboardInterrupt):
+            gone = "the checkpoint and the data it names"
+            if not self.ckpt.startswith(self.path + os.sep):
+                if self.ckpt_existed:
+                    gone = "the data the checkpoint %s names" % self.ckpt
+                elif os.path.isfile(self.ckpt):
+                    os.remove(self.ckpt)
+            raise KeyboardInterrupt("%s; the temporary work folder %s was removed with %s (pass keep_workdir=True "
+                                    "or workdir= to keep them for paretonav tune --resume)"
+                                    % (e, self.path, gone)) from None
+        return False
 
 
 def _data_args(flag: str, paths: Mapping[str, str]) -> List[str]:
@@ -498,7 +538,7 @@ def _run_training(command: str, model_path: str, workdir: str, data: Any, val: A
 def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, inputs: Optional[Sequence[str]] = None,
          outputs: Optional[Sequence[str]] = None, val: Any = None, terms: Any = (), out: Optional[str] = None,
          workdir: Optional[str] = None, progress: bool = True, load_back: bool = True, strict: bool = True,
-         opset: int = 13, keep_data: bool = False, **flags: Any) -> TuneResult:
+         opset: int = 13, keep_data: bool = False, keep_workdir: bool = False, **flags: Any) -> TuneResult:
     """Tunes ``model`` toward ``criterion`` inside the Pareto set of ``tasks`` (``paretonav tune``).
 
     ``model``: a torch.nn.Module (exported, tuned, and its tuned weights
@@ -509,13 +549,25 @@ def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, 
     forward()'s argument names, in order (default: its signature);
     ``outputs``: names for what forward() returns, in order. Any other
     keyword is a ``tune`` flag (``steps=300, batch=8, lr=1e-4, val_every=50,
-    freeze=["enc.*"], untie=True``). Files go to ``workdir`` (default: a new
-    temporary folder, kept; the data files written there are removed after
-    the run unless ``keep_data``)."""
+    freeze=["enc.*"], untie=True``). Files go to ``workdir`` (kept; the data
+    files written there are removed after the run unless ``keep_data``);
+    by default a new temporary folder, removed when the call returns or
+    raises (Ctrl-C included) unless ``keep_workdir``, or unless it holds
+    the only result (an ONNX path, or ``load_back=False``, without ``out``)."""
     tasks, terms = as_tasks(tasks), as_tasks(terms, "terms")
     if criterion is not None:
         check_criterion(criterion, tasks, terms)
-    workdir, _ = _workdir(workdir)
+    workdir, own = _workdir(workdir)
+    sole = out is None and (not _is_module(model) or not load_back)
+    ckpt = os.path.abspath(flags.get("checkpoint") or (out + ".ckpt" if out else os.path.join(workdir, "x")))
+    with _Temporary(workdir, own and not keep_workdir, sole, ckpt) as tmp:
+        tmp.result = _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workdir, progress,
+                           load_back, strict, opset, keep_data, flags)
+    return tmp.result
+
+
+def _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workdir, progress, load_back, strict,
+          opset, keep_data, flags) -> TuneResult:
     model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
     _frozen(module, model_path, flags)
     out = os.path.abspath(out) if out else os.path.join(workdir, os.path.splitext(os.path.basename(model_path))[0] + "_tuned.onnx")
@@ -555,15 +607,27 @@ def _non_dominated(losses: List[Dict[str, float]]) -> List[bool]:
 def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Optional[str] = "energy",
           inputs: Optional[Sequence[str]] = None, outputs: Optional[Sequence[str]] = None, val: Any = None,
           terms: Any = (), out_dir: Optional[str] = None, workdir: Optional[str] = None, progress: bool = True,
-          strict: bool = True, opset: int = 13, keep_data: bool = False, **flags: Any) -> FrontResult:
+          strict: bool = True, opset: int = 13, keep_data: bool = False, keep_workdir: bool = False,
+          **flags: Any) -> FrontResult:
     """Trains ``models`` diverse Pareto models from ``model`` (``paretonav front``).
 
     Arguments as for :func:`tune`; ``out_dir`` receives the models and the
     report (default: WORKDIR/front). The module itself is left unchanged:
     each :class:`FrontModel` gives its ``state_dict()`` or ``load_into(module)``.
-    Any other keyword is a ``front`` flag (``steps``, ``batch``, ``lr``, ``spread``...)."""
+    Any other keyword is a ``front`` flag (``steps``, ``batch``, ``lr``, ``spread``...).
+    A temporary ``workdir`` is removed at the end unless ``keep_workdir``,
+    or unless it holds the models (no ``out_dir``)."""
     tasks, terms = as_tasks(tasks), as_tasks(terms, "terms")
-    workdir, _ = _workdir(workdir)
+    workdir, own = _workdir(workdir)
+    ckpt = os.path.join(os.path.abspath(out_dir), "front.ckpt") if out_dir else os.path.join(workdir, "x")
+    with _Temporary(workdir, own and not keep_workdir, out_dir is None, ckpt) as tmp:
+        tmp.result = _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, out_dir, workdir,
+                            progress, strict, opset, keep_data, flags)
+    return tmp.result
+
+
+def _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, out_dir, workdir, progress, strict,
+           opset, keep_data, flags) -> FrontResult:
     model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
     _frozen(module, model_path, flags)
     out_dir = os.path.abspath(out_dir) if out_dir else os.path.join(workdir, "front")
@@ -586,21 +650,23 @@ def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Opti
 
 def evaluate(model: Any, data: Any, *, tasks: Any, inputs: Optional[Sequence[str]] = None,
              outputs: Optional[Sequence[str]] = None, workdir: Optional[str] = None, opset: int = 13,
-             strict: bool = True, keep_data: bool = False, **flags: Any) -> EvalResult:
+             strict: bool = True, keep_data: bool = False, keep_workdir: bool = False, **flags: Any) -> EvalResult:
     """Losses, g(θ) and metrics of ``model`` on ``data`` (``paretonav eval``).
-    Arguments as for :func:`tune`; other keywords are ``eval`` flags (``batch``, ``bn``, ``limit``...)."""
+    Arguments as for :func:`tune` (a temporary ``workdir`` is always removed
+    unless ``keep_workdir`` or ``keep_data``); other keywords are ``eval``
+    flags (``batch``, ``bn``, ``limit``...)."""
     tasks = as_tasks(tasks)
     workdir, own = _workdir(workdir)
-    model_path, _ = _prepare(model, data, inputs, outputs, workdir, opset, strict)
     d = os.path.join(workdir, "data")
     try:
+        model_path, _ = _prepare(model, data, inputs, outputs, workdir, opset, strict)
         args = ["eval", model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks, flags, "data"))
         args += _task_args(tasks, []) + ["--json"] + _flag_args(flags)
         res, _ = run_json(args)
     finally:
         if not keep_data:
             shutil.rmtree(d, ignore_errors=True)
-        if own and not keep_data:
+        if own and not keep_data and not keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     return EvalResult(losses={k: _finite(v) for k, v in (res.get("tasks") or {}).items()}, g=_finite(res.get("g")),
                       metrics=res.get("metrics") or {}, examples=int(res.get("examples") or 0), raw=res)

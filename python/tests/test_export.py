@@ -47,7 +47,7 @@ def test_segnet_unpool_tunes(torch, binary):
     before = losses()
     r = paretonav.tune(m, data=data, inputs=["x"], outputs=["seg_logp", "depth"],
                        tasks=["seg:nll:seg_logp:seg", "depth:l1:depth:depth_t"], criterion="seg+depth",
-                       steps=10, batch=8, lr=3e-3, progress=False)
+                       steps=10, batch=8, lr=3e-3, progress=False, keep_workdir=True)
     ops = {n.op_type for n in onnx.load(r.paths["model"]).graph.node}
     assert "MaxUnpool" in ops and "BatchNormalization" in ops
     after = losses()

@@ -111,10 +111,12 @@ def test_ctrl_c_stops_with_a_checkpoint(torch, binary, trained, model, tmp_path)
         threading.Thread(target=interrupt_after_two_steps, daemon=True).start()
         with pytest.raises(KeyboardInterrupt, match="interrupted after step"):
             paretonav.tune(model, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
-                           criterion="seg*depth", steps=1000000, batch=8, out=out, log=log, progress=False)
+                           criterion="seg*depth", steps=1000000, batch=8, out=out, log=log, progress=False,
+                           workdir=str(tmp_path / "w"))
     finally:
         signal.signal(signal.SIGINT, handler)
     assert os.path.isfile(out + ".ckpt") and not os.path.exists(out)
+    assert os.listdir(tmp_path / "w" / "data")  # the data the checkpoint names are kept for --resume
     assert all(torch.equal(v, sd0[k]) for k, v in model.state_dict().items())
 
 
