@@ -293,7 +293,7 @@ def _data_args(flag: str, paths: Mapping[str, str]) -> List[str]:
 
 
 def _prepare(model: Any, data: Any, inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]],
-             workdir: str, opset: int, strict: bool) -> Tuple[str, Optional[Any]]:
+             workdir: str, opset: int, strict: bool, names: Optional[Sequence[str]] = None) -> Tuple[str, Optional[Any]]:
     """The ONNX file to run (exported from a module), and the module (or None)."""
     if isinstance(model, (str, os.PathLike)):
         path = os.path.abspath(os.fspath(model))
@@ -311,7 +311,7 @@ def _prepare(model: Any, data: Any, inputs: Optional[Sequence[str]], outputs: Op
         inputs = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     import torch
 
-    ex = _data.first_examples(data, inputs)
+    ex = _data.first_examples(data, inputs, data_names=names)
     try:
         dev = next(model.parameters()).device
     except StopIteration:
@@ -497,9 +497,9 @@ def _task_args(tasks: Sequence[Task], terms: Sequence[Task]) -> List[str]:
 
 
 def _write(workdir: str, sub: str, data: Any, model_path: str, tasks: Sequence[Task], flags: Dict[str, Any],
-           what: str) -> Dict[str, str]:
+           what: str, names: Optional[Sequence[str]] = None) -> Dict[str, str]:
     ins, outs = _onnx_io(model_path)
-    return _data.write_data(os.path.join(workdir, sub), data, _dtypes(ins, outs, tasks, _maps(flags)), what)
+    return _data.write_data(os.path.join(workdir, sub), data, _dtypes(ins, outs, tasks, _maps(flags)), what, names)
 
 
 # ------------------------------------------------------------------ commands
@@ -507,7 +507,7 @@ def _write(workdir: str, sub: str, data: Any, model_path: str, tasks: Sequence[T
 
 def _run_training(command: str, model_path: str, workdir: str, data: Any, val: Any, tasks: List[Task],
                   terms: List[Task], criterion: Optional[str], flags: Dict[str, Any], out_args: List[str],
-                  progress: bool, keep_data: bool) -> Tuple[Dict[str, Any], str]:
+                  progress: bool, keep_data: bool, names: Optional[Sequence[str]] = None) -> Tuple[Dict[str, Any], str]:
     """Writes ``data`` (and ``val``) under ``workdir``, runs ``paretonav COMMAND`` on
     them with the tasks, criterion, ``out_args`` and the other flags, and returns
     its JSON result and the log's path. The data files are removed afterwards
@@ -515,10 +515,10 @@ def _run_training(command: str, model_path: str, workdir: str, data: Any, val: A
     ``paretonav COMMAND --resume`` needs them."""
     written = [os.path.join(workdir, "data")]
     try:
-        args = [command, model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks + terms, flags, "data"))
+        args = [command, model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks + terms, flags, "data", names))
         if val is not None:
             written.append(os.path.join(workdir, "val"))
-            args += _data_args("val", _write(workdir, "val", val, model_path, tasks + terms, flags, "val"))
+            args += _data_args("val", _write(workdir, "val", val, model_path, tasks + terms, flags, "val", names))
         log = os.path.abspath(flags.pop("log")) if flags.get("log") else os.path.join(workdir, command + ".jsonl")
         args += _task_args(tasks, terms)
         if criterion is not None:
@@ -538,13 +538,16 @@ def _run_training(command: str, model_path: str, workdir: str, data: Any, val: A
 def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, inputs: Optional[Sequence[str]] = None,
          outputs: Optional[Sequence[str]] = None, val: Any = None, terms: Any = (), out: Optional[str] = None,
          workdir: Optional[str] = None, progress: bool = True, load_back: bool = True, strict: bool = True,
-         opset: int = 13, keep_data: bool = False, keep_workdir: bool = False, **flags: Any) -> TuneResult:
+         opset: int = 13, keep_data: bool = False, keep_workdir: bool = False, names: Optional[Sequence[str]] = None,
+         **flags: Any) -> TuneResult:
     """Tunes ``model`` toward ``criterion`` inside the Pareto set of ``tasks`` (``paretonav tune``).
 
     ``model``: a torch.nn.Module (exported, tuned, and its tuned weights
     loaded back into it in place) or an ONNX file's path (tuned into
     ``out``). ``data`` / ``val``: dict name -> numpy array or tensor (first
-    axis = examples), or a torch Dataset yielding such dicts per example.
+    axis = examples), a torch Dataset yielding such dicts per example, or
+    tuples named by ``names`` in order, or a DataLoader yielding batches of
+    either (streamed to disk batch by batch).
     ``tasks`` / ``terms``: CLI strings or :class:`Task` objects. ``inputs``:
     forward()'s argument names, in order (default: its signature);
     ``outputs``: names for what forward() returns, in order. Any other
@@ -562,17 +565,17 @@ def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, 
     ckpt = os.path.abspath(flags.get("checkpoint") or (out + ".ckpt" if out else os.path.join(workdir, "x")))
     with _Temporary(workdir, own and not keep_workdir, sole, ckpt) as tmp:
         tmp.result = _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workdir, progress,
-                           load_back, strict, opset, keep_data, flags)
+                           load_back, strict, opset, keep_data, names, flags)
     return tmp.result
 
 
 def _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workdir, progress, load_back, strict,
-          opset, keep_data, flags) -> TuneResult:
-    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
+          opset, keep_data, names, flags) -> TuneResult:
+    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names)
     _frozen(module, model_path, flags)
     out = os.path.abspath(out) if out else os.path.join(workdir, os.path.splitext(os.path.basename(model_path))[0] + "_tuned.onnx")
     res, log = _run_training("tune", model_path, workdir, data, val, tasks, terms, criterion, flags,
-                             ["--out", out], progress, keep_data)
+                             ["--out", out], progress, keep_data, names)
     recs = read_log(log)
     config = next((r for r in recs if r.get("kind") == "config"), {})
     steps = [r for r in recs if "step" in r and r.get("kind") is None]
@@ -608,7 +611,7 @@ def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Opti
           inputs: Optional[Sequence[str]] = None, outputs: Optional[Sequence[str]] = None, val: Any = None,
           terms: Any = (), out_dir: Optional[str] = None, workdir: Optional[str] = None, progress: bool = True,
           strict: bool = True, opset: int = 13, keep_data: bool = False, keep_workdir: bool = False,
-          **flags: Any) -> FrontResult:
+          names: Optional[Sequence[str]] = None, **flags: Any) -> FrontResult:
     """Trains ``models`` diverse Pareto models from ``model`` (``paretonav front``).
 
     Arguments as for :func:`tune`; ``out_dir`` receives the models and the
@@ -622,17 +625,17 @@ def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Opti
     ckpt = os.path.join(os.path.abspath(out_dir), "front.ckpt") if out_dir else os.path.join(workdir, "x")
     with _Temporary(workdir, own and not keep_workdir, out_dir is None, ckpt) as tmp:
         tmp.result = _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, out_dir, workdir,
-                            progress, strict, opset, keep_data, flags)
+                            progress, strict, opset, keep_data, names, flags)
     return tmp.result
 
 
 def _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, out_dir, workdir, progress, strict,
-           opset, keep_data, flags) -> FrontResult:
-    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
+           opset, keep_data, names, flags) -> FrontResult:
+    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names)
     _frozen(module, model_path, flags)
     out_dir = os.path.abspath(out_dir) if out_dir else os.path.join(workdir, "front")
     res, log = _run_training("front", model_path, workdir, data, val, tasks, terms, criterion, flags,
-                             ["--models", str(models), "--out-dir", out_dir], progress, keep_data)
+                             ["--models", str(models), "--out-dir", out_dir], progress, keep_data, names)
     recs = read_log(log)
     ms = res.get("models") or []
     losses = [{k: _finite(v) for k, v in (m.get("losses") or {}).items()} for m in ms]
@@ -650,7 +653,8 @@ def _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, o
 
 def evaluate(model: Any, data: Any, *, tasks: Any, inputs: Optional[Sequence[str]] = None,
              outputs: Optional[Sequence[str]] = None, workdir: Optional[str] = None, opset: int = 13,
-             strict: bool = True, keep_data: bool = False, keep_workdir: bool = False, **flags: Any) -> EvalResult:
+             strict: bool = True, keep_data: bool = False, keep_workdir: bool = False,
+             names: Optional[Sequence[str]] = None, **flags: Any) -> EvalResult:
     """Losses, g(θ) and metrics of ``model`` on ``data`` (``paretonav eval``).
     Arguments as for :func:`tune` (a temporary ``workdir`` is always removed
     unless ``keep_workdir`` or ``keep_data``); other keywords are ``eval``
@@ -659,8 +663,9 @@ def evaluate(model: Any, data: Any, *, tasks: Any, inputs: Optional[Sequence[str
     workdir, own = _workdir(workdir)
     d = os.path.join(workdir, "data")
     try:
-        model_path, _ = _prepare(model, data, inputs, outputs, workdir, opset, strict)
-        args = ["eval", model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks, flags, "data"))
+        model_path, _ = _prepare(model, data, inputs, outputs, workdir, opset, strict, names)
+        args = ["eval", model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks, flags, "data",
+                                                                names))
         args += _task_args(tasks, []) + ["--json"] + _flag_args(flags)
         res, _ = run_json(args)
     finally:
