@@ -15,7 +15,7 @@ import numpy as np
 from . import data as _data
 from ._run import read_log, run_json
 from .errors import MappingError
-from .statedict import map_state_dict, onnx_values, to_key_layout
+from .statedict import _identity_aliases, map_state_dict, onnx_values, to_key_layout
 from .tasks import Task, as_tasks, check_criterion
 
 __all__ = ["TuneResult", "FrontModel", "FrontResult", "EvalResult", "tune", "front", "evaluate", "inspect",
@@ -390,6 +390,51 @@ def _unwritable(t: Any) -> Optional[str]:
     return None
 
 
+def _tied_split(module: Any, path: str, mapping: Any, untie: bool) -> Optional[MappingError]:
+    """Why the module's shared tensors cannot take what ``path`` holds (a
+    MappingError naming their keys), or None. A tensor the module shares under several names (``b.weight =
+    a.weight``) is one initializer; ``--untie`` would tune each node
+    reading it apart (``untie``: path is the model about to be tuned so),
+    and a tuned file holding such copies (``NAME.NODE``) has more values
+    than the module has tensors for. Either way one tuned copy would be
+    dropped silently."""
+    groups: Dict[str, List[str]] = {}
+    for k, first in _aliases(module).items():
+        groups.setdefault(first, [first]).append(k)
+    key_init = {key: mapping.initializer[name] for name, key in mapping.items()}
+    shared = {key_init[first]: keys for first, keys in groups.items() if first in key_init}
+    if not shared:
+        return None
+    import onnx
+
+    g = onnx.load(path, load_external_data=False).graph
+    inits = {t.name: tuple(t.dims) for t in g.initializer}
+    alias_of = _identity_aliases(g, set(inits))
+    readers: Dict[str, int] = {}
+    for n in g.node:
+        if n.op_type != "Identity":
+            for i in set(n.input):
+                src = alias_of.get(i, i)
+                readers[src] = readers.get(src, 0) + 1
+    name = type(module).__name__
+    for init, keys in shared.items():
+        last = keys[-1]
+        fix = ("give each name its own Parameter first (module.%s = nn.Parameter(module.%s.detach().clone()))"
+               % (last, last))
+        if untie and readers.get(init, 0) > 1:
+            return MappingError(
+                "untie=True would tune the %d nodes reading initializer %s apart, but in %s %s are one tensor, "
+                "which can hold only one tuned copy (nothing was tuned). Tune them as one (leave untie off), or %s."
+                % (readers[init], init, name, ", ".join(keys), fix), keys)
+        copies = sorted(n for n in inits if n.startswith(init + ".") and inits[n] == inits[init] and readers.get(n))
+        if not untie and copies:
+            return MappingError(
+                "%s holds copies of %s tuned apart (%s), but in %s %s are one tensor, which can hold only one "
+                "of them (nothing was loaded). Tune with untie off, or %s and tune again."
+                % (path, init, ", ".join(copies), name, ", ".join(keys), fix), keys)
+    return None
+
+
 def _check_accounted(module: Any, path: str, strict: bool, before: bool, source: Optional[str] = None) -> Tuple[Any, List[str]]:
     mapping, unmapped = map_state_dict(source or path, module)
     if source:  # the names found on the source hold the values in path
@@ -398,6 +443,10 @@ def _check_accounted(module: Any, path: str, strict: bool, before: bool, source:
         if gone:
             raise MappingError("%s: no value named like the initializers of %s that hold %s"
                                % (path, source, ", ".join(gone)), gone)
+    if not before:
+        err = _tied_split(module, path, mapping, untie=False)
+        if err:
+            raise err
     aliases = _aliases(module)
     mapped = set(mapping.values())
     sd = module.state_dict(keep_vars=True)
@@ -487,6 +536,15 @@ def _frozen(module: Any, model_path: str, flags: Dict[str, Any]) -> None:
         flags["freeze"] = given + [re.sub(r"([*?\\\[])", r"\\\1", n) for n in names]
 
 
+def _check_untie(module: Any, model_path: str, flags: Dict[str, Any]) -> None:
+    """With untie=True, refuses a module whose shared tensors it would split."""
+    if module is None or not flags.get("untie"):
+        return
+    err = _tied_split(module, model_path, map_state_dict(model_path, module)[0], untie=True)
+    if err:
+        raise err
+
+
 def _task_args(tasks: Sequence[Task], terms: Sequence[Task]) -> List[str]:
     out = []
     for t in tasks:
@@ -573,6 +631,7 @@ def _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workd
           opset, keep_data, names, flags) -> TuneResult:
     model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names)
     _frozen(module, model_path, flags)
+    _check_untie(module, model_path, flags)
     out = os.path.abspath(out) if out else os.path.join(workdir, os.path.splitext(os.path.basename(model_path))[0] + "_tuned.onnx")
     res, log = _run_training("tune", model_path, workdir, data, val, tasks, terms, criterion, flags,
                              ["--out", out], progress, keep_data, names)
@@ -633,6 +692,7 @@ def _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, o
            opset, keep_data, names, flags) -> FrontResult:
     model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names)
     _frozen(module, model_path, flags)
+    _check_untie(module, model_path, flags)
     out_dir = os.path.abspath(out_dir) if out_dir else os.path.join(workdir, "front")
     res, log = _run_training("front", model_path, workdir, data, val, tasks, terms, criterion, flags,
                              ["--models", str(models), "--out-dir", out_dir], progress, keep_data, names)
