@@ -111,9 +111,20 @@ def read_log(path: str) -> List[Dict[str, Any]]:
 
 
 def _emit_warnings(stderr: str) -> None:
+    """A ParetonavWarning per ``warning: ...`` line, with the indented lines
+    that continue it (the names it lists)."""
+    found: List[str] = []
+    open_ = False  # the last line was part of a warning
     for line in stderr.splitlines():
         if line.startswith("warning: "):
-            warnings.warn(line[len("warning: "):], ParetonavWarning, stacklevel=4)
+            found.append(line[len("warning: "):])
+            open_ = True
+        elif open_ and line.startswith("  "):
+            found[-1] += "\n" + line
+        else:
+            open_ = False
+    for w in found:
+        warnings.warn(w, ParetonavWarning, stacklevel=4)
 
 
 _PR_SET_PDEATHSIG = 1

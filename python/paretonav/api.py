@@ -15,7 +15,7 @@ import numpy as np
 from . import data as _data
 from ._run import read_log, run_json
 from .errors import MappingError
-from .statedict import _identity_aliases, map_state_dict, onnx_values, to_key_layout
+from .statedict import _identity_aliases, _optimizer_rewritten, map_state_dict, onnx_values, to_key_layout
 from .tasks import Task, as_tasks, check_criterion
 
 __all__ = ["TuneResult", "FrontModel", "FrontResult", "EvalResult", "tune", "front", "evaluate", "inspect",
@@ -435,7 +435,26 @@ def _tied_split(module: Any, path: str, mapping: Any, untie: bool) -> Optional[M
     return None
 
 
+def _check_rewritten(module: Any, path: str) -> None:
+    """Refuses a file whose initializers torch.onnx.export's optimizer
+    rewrote (BatchNorm fused into Conv): loading it can only be wrong."""
+    import onnx
+
+    g = onnx.load(path, load_external_data=False).graph
+    rw = sorted(_optimizer_rewritten(g, {t.name for t in g.initializer}))
+    if rw:
+        raise MappingError(
+            "%s: torch.onnx.export's optimizer (dynamo=True with its default optimize=True) rewrote %d initializer%s "
+            "(%s%s: BatchNorm fused into the Conv before it, or tensors folded together), which hold%s no parameter "
+            "or buffer of %s: its tuned values cannot be loaded into the module (nothing was loaded). Export the "
+            "module again with torch.onnx.export(..., dynamo=False, training=torch.onnx.TrainingMode.PRESERVE, "
+            "do_constant_folding=False), or dynamo=True, optimize=False, or paretonav.export, and tune that file" % (
+                path, len(rw), "" if len(rw) == 1 else "s", ", ".join(rw[:8]), ", ..." if len(rw) > 8 else "",
+                "s" if len(rw) == 1 else "", type(module).__name__), rw)
+
+
 def _check_accounted(module: Any, path: str, strict: bool, before: bool, source: Optional[str] = None) -> Tuple[Any, List[str]]:
+    _check_rewritten(module, path)
     mapping, unmapped = map_state_dict(source or path, module)
     if source:  # the names found on the source hold the values in path
         have = set(onnx_values(path))
