@@ -251,9 +251,10 @@ class _Temporary:
     (``ckpt``, when it is new and outside the folder) goes with it, and the
     KeyboardInterrupt says so."""
 
-    def __init__(self, path: str, remove: bool, sole: bool, ckpt: str) -> None:
-        self.path, self.remove, self.sole, self.ckpt = path, remove, sole, ckpt
-        self.ckpt_existed = os.path.lexists(ckpt)
+    def __init__(self, path: str, remove: bool, sole: bool, ckpt: Optional[str]) -> None:
+        self.path, self.remove, self.sole = path, remove, sole
+        self.ckpt = os.path.abspath(ckpt) if ckpt else os.path.join(path, "")
+        self.ckpt_existed = bool(ckpt) and os.path.lexists(self.ckpt)
         self.result: Any = None
 
     def __enter__(self) -> "_Temporary":
@@ -277,7 +278,7 @@ class _Temporary:
                 elif os.path.isfile(self.ckpt):
                     os.remove(self.ckpt)
             raise KeyboardInterrupt("%s; the temporary work folder %s was removed with %s (pass keep_workdir=True "
-                                    "or workdir= to keep them for paretonav tune --resume)"
+                                    "or workdir= to keep them for the CLI's --resume)"
                                     % (e, self.path, gone)) from None
         return False
 
@@ -639,7 +640,7 @@ def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, 
         check_criterion(criterion, tasks, terms)
     workdir, own = _workdir(workdir)
     sole = out is None and (not _is_module(model) or not load_back)
-    ckpt = os.path.abspath(flags.get("checkpoint") or (out + ".ckpt" if out else os.path.join(workdir, "x")))
+    ckpt = flags.get("checkpoint") or (out + ".ckpt" if out else None)  # None: in the work folder
     with _Temporary(workdir, own and not keep_workdir, sole, ckpt) as tmp:
         tmp.result = _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workdir, progress,
                            load_back, strict, opset, keep_data, names, flags)
@@ -700,7 +701,7 @@ def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Opti
     or unless it holds the models (no ``out_dir``)."""
     tasks, terms = as_tasks(tasks), as_tasks(terms, "terms")
     workdir, own = _workdir(workdir)
-    ckpt = os.path.join(os.path.abspath(out_dir), "front.ckpt") if out_dir else os.path.join(workdir, "x")
+    ckpt = os.path.join(out_dir, "front.ckpt") if out_dir else None
     with _Temporary(workdir, own and not keep_workdir, out_dir is None, ckpt) as tmp:
         tmp.result = _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, out_dir, workdir,
                             progress, strict, opset, keep_data, names, flags)
