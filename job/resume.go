@@ -1,6 +1,7 @@
 package job
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/importer"
 )
 
 // runRecord is what a job stores in its checkpoints
@@ -239,7 +241,10 @@ func (c *TuneConfig) resumed() (*TuneConfig, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	saved.Force = saved.Force || c.Force
+	saved.Force = c.Force // never the checkpoint's: it is no authority to replace files
+	if err := finishedRun(c.Resume, saved.RunID, saved.Out, step); err != nil {
+		return nil, 0, err
+	}
 	saved.Resume, saved.Given, saved.ConfigFile, saved.MakeFolders = c.Resume, nil, c.ConfigFile, c.MakeFolders
 	return saved, step, nil
 }
@@ -418,4 +423,34 @@ func ShellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// newRunID returns a new run's identity: 16 random hex digits.
+func newRunID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// finishedRun refuses to resume the checkpoint ckpt of run id when the
+// model at out says that run already wrote it: the run is over, and
+// resuming an old checkpoint of it would silently replace its model and
+// rewrite its log.
+func finishedRun(ckpt, id, out string, step int) error {
+	if id == "" || out == "" {
+		return nil
+	}
+	md, err := importer.ReadMetadata(out)
+	if err != nil {
+		return nil // no model there (or none of ours): nothing finished
+	}
+	var rec struct {
+		Run   string `json:"run"`
+		Steps int    `json:"steps"`
+	}
+	if json.Unmarshal([]byte(md["paretonav"]), &rec) != nil || rec.Run != id {
+		return nil
+	}
+	return fmt.Errorf("--resume %s: this run already finished: it wrote %s after %d steps (the checkpoint is from step %d); nothing to resume. Start a new run without --resume, or delete the checkpoint",
+		ckpt, out, rec.Steps, step)
 }

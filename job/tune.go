@@ -122,6 +122,10 @@ type TuneConfig struct {
 	// MakeFolders: the caller creates the output folders before the run
 	// (Destinations.MakeFolders).
 	MakeFolders bool `json:"-"`
+	// RunID names one run across its resumptions: made when a run starts,
+	// kept in its checkpoints and in the model it writes, so that a
+	// checkpoint of a run that already wrote its model is refused.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // Tune is a resolved tuning run: the model and data loaded and checked,
@@ -146,6 +150,7 @@ type Tune struct {
 	CSVPath    string
 	PlotPath   string // drawn by Plot
 	Resume     string
+	RunID      string // recorded in the model (TuneConfig.RunID)
 	// Checkpoint is where the run's checkpoints go (Settings.CheckpointPath
 	// when set); after the model is written it is removed unless
 	// KeepCheckpoint.
@@ -231,8 +236,12 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 		c, resumeStep = rc, step
 	} else if c.Model == "" {
 		return nil, errors.New("tune: want a MODEL.onnx argument (or --resume CKPT to continue an interrupted run)")
+	} else {
+		fresh := *c
+		fresh.RunID = newRunID()
+		c = &fresh
 	}
-	job := &Tune{ModelPath: c.Model, Method: c.Method.Name, Batch: c.Batch, Force: c.Force,
+	job := &Tune{ModelPath: c.Model, Method: c.Method.Name, Batch: c.Batch, Force: c.Force, RunID: c.RunID,
 		LogPath: c.Log, CSVPath: c.CSV, PlotPath: c.Plot, Resume: c.Resume, resumeStep: resumeStep, KeepCheckpoint: c.KeepCheckpoint}
 	if len(c.Data) == 0 {
 		return nil, missingData("data", "the training data")
@@ -469,6 +478,14 @@ func (j *Tune) measure(drift float64) (TuneReport, []float64, error) {
 // trace or plot that cannot be written is reported after the model is
 // saved, with the outcome.
 func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
+	if j.Checkpoint != "" {
+		lock, err := lockRun("--checkpoint", j.Checkpoint)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.release()
+		removeStaleTemps(j.Checkpoint, j.Out, filepath.Join(filepath.Dir(j.Out), importer.DataFileName(j.Out)), j.LogPath, j.CSVPath, j.PlotPath)
+	}
 	res = &TuneOutcome{Criterion: j.Criterion, Method: j.Method, Tasks: j.Net.Tasks(), Terms: j.Net.Terms(), MeasuredOn: j.ReportName,
 		Examples: j.Report.Len(), Output: j.Out, Log: j.LogPath, CSV: j.CSVPath}
 	if res.Before, res.BeforeLosses, err = j.measure(0); err != nil {
@@ -530,6 +547,9 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 		"version": Version, "criterion": j.Criterion, "method": j.Method, "steps": fr.Steps,
 		"tasks": TaskSpecs(j.Tasks), "source": filepath.Base(j.ModelPath),
 		"optimizer": j.Settings.Optimizer, "lr": j.Settings.LR,
+	}
+	if j.RunID != "" {
+		record["run"] = j.RunID
 	}
 	if len(j.Terms) > 0 {
 		record["terms"] = TaskSpecs(j.Terms)
