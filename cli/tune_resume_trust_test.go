@@ -232,3 +232,22 @@ func TestTuneOneProcessPerRun(t *testing.T) {
 		t.Errorf("the lock file was left behind")
 	}
 }
+
+// TestTuneSummaryListsOnlyFiles: a log whose folder is removed during the
+// run is not listed as written; the summary says it is gone.
+func TestTuneSummaryListsOnlyFiles(t *testing.T) {
+	dir := t.TempDir()
+	model, data := tinyLeNet(t, dir, 8)
+	logDir := filepath.Join(dir, "logs")
+	os.Mkdir(logDir, 0o755)
+	log := filepath.Join(logDir, "log.jsonl")
+	withTuneRecorder(t, &atStep{n: 1, f: func() { os.RemoveAll(logDir) }})
+	printed, _ := runCLI(t, append([]string{"tune", model, "--data", data, "--criterion", "wd:2,2", "--steps", "2", "--batch", "4",
+		"--out", filepath.Join(dir, "o.onnx"), "--log", log}, lenetTasks...)...)
+	if strings.Contains(printed, "  log "+log) {
+		t.Errorf("the summary lists the removed log:\n%s", printed)
+	}
+	if !strings.Contains(printed, "the log "+log+" is no longer there") {
+		t.Errorf("the summary does not say the log is gone:\n%s", printed)
+	}
+}

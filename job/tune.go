@@ -593,10 +593,32 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 			res.Plot = j.PlotPath
 		}
 	}
+	res.confirmFiles()
 	if sideErr != nil {
 		return res, fmt.Errorf("the tuned model was written to %s, but: %w", j.Out, sideErr)
 	}
 	return res, nil
+}
+
+// confirmFiles drops from res the files it names that are no longer
+// there (their folder removed during the run, a full disk), each with a
+// warning, so that the summary lists only files that exist.
+func (res *TuneOutcome) confirmFiles() {
+	for _, f := range []struct {
+		what string
+		path *string
+	}{{"log", &res.Log}, {"trace", &res.CSV}, {"plot", &res.Plot}, {"checkpoint", &res.Checkpoint}} {
+		if *f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(*f.path); err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the %s %s is no longer there (%v)", f.what, *f.path, errors.Unwrap(err)))
+			*f.path = ""
+		}
+	}
+	if _, err := os.Stat(res.Output); err != nil && res.Kept == "" {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the tuned model %s is no longer there (%v)", res.Output, errors.Unwrap(err)))
+	}
 }
 
 // finishCheckpoint removes the run's checkpoint once the model is
