@@ -104,7 +104,8 @@ type UnsupportedError struct {
 
 func (e *UnsupportedError) Error() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "backend: %d unsupported node(s):", len(e.Ops))
+	// No "backend: " here: Open and the others prefix every error once.
+	fmt.Fprintf(&sb, "%d unsupported node(s):", len(e.Ops))
 	for _, o := range e.Ops {
 		op := o.OpType
 		if o.Domain != "" {
@@ -170,6 +171,12 @@ func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) erro
 			}
 			in[j] = v
 			allConst = allConst && v.isConst()
+		}
+		if !blocked {
+			if err := checkSeqInputs(n, in); err != nil {
+				errs = append(errs, err)
+				blocked = true
+			}
 		}
 		if blocked {
 			if f == nil {

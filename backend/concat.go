@@ -113,20 +113,10 @@ func lowerSplit(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 	if total != int64(dim) || len(split) != len(n.Output) {
 		return nil, nodeErr(n, "split %v does not cover axis %d of size %d with %d outputs", split, a, dim, len(n.Output))
 	}
-	outer, inner := numel(x.shape[:a]), numel(x.shape[a+1:])
 	var outs []*value
 	start := 0
 	for _, s := range split {
-		out := append([]int{}, x.shape...)
-		out[a] = int(s)
-		idx := make([]int, 0, numel(out))
-		for o := 0; o < outer; o++ {
-			base := (o*dim + start) * inner
-			for j := 0; j < int(s)*inner; j++ {
-				idx = append(idx, base+j)
-			}
-		}
-		v, err := b.move(n, "Split", []*value{x}, out, idx)
+		v, err := b.splitPiece(n, "Split", x, a, start, int(s))
 		if err != nil {
 			return nil, err
 		}

@@ -15,7 +15,7 @@ func init() {
 	for _, op := range []string{"Shape", "Size"} {
 		register(op, 1, lowerShapeOf)
 	}
-	for _, op := range []string{"Constant", "ConstantOfShape", "Range", "Equal", "Where"} {
+	for _, op := range []string{"Constant", "ConstantOfShape", "Range"} {
 		register(op, 1, lowerFold)
 	}
 }

@@ -34,6 +34,7 @@ var indexOperand = map[string][]int{
 	"ScatterElements": {1}, "Scatter": {1}, "Shape": {0}, "Size": {0}, "Range": {0, 1, 2},
 	"TopK": {1}, "MaxUnpool": {1, 2}, "OneHot": {0, 1}, "EyeLike": {0}, "ReverseSequence": {1},
 	"RoiAlign": {2}, "NonMaxSuppression": {2}, "Dropout": {2}, "CumSum": {1},
+	"SplitToSequence": {1}, "SequenceAt": {1},
 }
 
 // integerType reports whether a model input of element type et is bound

@@ -476,6 +476,9 @@ func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tens
 		if v := bt.vals[t.Output]; (v == nil && len(bt.b.deferred) == 0) || v.isConst() {
 			return nil, fmt.Errorf("%s %q: output %q is not computed at run time from the inputs and weights", md.kind(i), t.Name, t.Output)
 		}
+		if v := bt.vals[t.Output]; v != nil && v.seq != nil {
+			return nil, fmt.Errorf("%s %q: output %q is a tensor sequence, expected a tensor", md.kind(i), t.Name, t.Output)
+		}
 	}
 	if !withLoss {
 		md.cache[key] = c

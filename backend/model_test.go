@@ -222,6 +222,9 @@ func TestUnsupportedOpsListedTogether(t *testing.T) {
 	if len(ue.Ops) != 2 || ue.Ops[0].OpType != "FancyOp" || ue.Ops[0].Node != "f1" || ue.Ops[1].OpType != "OtherOp" || ue.Ops[1].Opset != 13 {
 		t.Fatalf("unsupported = %+v", ue.Ops)
 	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "backend: 2 unsupported node(s):") || strings.Count(msg, "backend:") != 1 {
+		t.Errorf("message %q: want one \"backend: \" prefix, then the count", msg)
+	}
 }
 
 func TestBadBatchErrors(t *testing.T) {

@@ -50,6 +50,8 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 		switch {
 		case !ok || v == nil:
 			errs = append(errs, fmt.Errorf("the model has no value %q", name))
+		case v.seq != nil:
+			errs = append(errs, fmt.Errorf("value %q is a tensor sequence, expected a tensor", name))
 		case isIntNode(v):
 			intNodes = append(intNodes, v.n)
 		case !v.isConst():

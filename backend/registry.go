@@ -68,11 +68,13 @@ func SupportedOps() []string {
 
 // value is what flows along an ONNX edge while the graph is built: either
 // a Gorgonia node (computed at run time) or a constant tensor known at build
-// time. shape is always concrete.
+// time, or a tensor sequence (sequence.go). shape is always concrete (nil
+// for a sequence).
 type value struct {
 	n     gnode            // run-time value; nil for a constant
 	c     *importer.Tensor // build-time constant; nil for a node
 	shape []int
+	seq   *sequence // a tensor sequence; n and c are nil
 }
 
 // isConst reports whether v is known at build time.

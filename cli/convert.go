@@ -23,18 +23,21 @@ OUT.onnx with the same graph, weights, opsets and metadata; convert adds
 nothing to the model. Weights IN.onnx kept in external data go to
 OUT.onnx.data beside OUT.onnx (4096-aligned), unless --inline-data; their
 external_data entries (location, offset, length) are the only fields that
-change. Writing is atomic; existing files are kept unless --force.`,
+change. Writing is atomic; existing files are kept unless --force, and
+--force never replaces IN.onnx, its data file, or a file that is not a
+model.`,
 	Flags:  []ucli.Flag{convertInlineFlag, convertForceFlag, maxMemoryFlag},
 	Action: convertAction,
 }
 
-func init() { register(convertCommand) }
+func init() { register(withInterspersed(convertCommand)) }
 
 func convertAction(c *ucli.Context) error {
-	if c.NArg() != 2 {
-		return ucli.Exit(fmt.Sprintf("convert: expected IN.onnx OUT.onnx, got %d arguments", c.NArg()), 2)
+	args := positional(c)
+	if len(args) != 2 {
+		return ucli.Exit(fmt.Sprintf("convert: expected IN.onnx OUT.onnx, got %d arguments", len(args)), 2)
 	}
-	in, out := c.Args().Get(0), c.Args().Get(1)
+	in, out := args[0], args[1]
 	budget, err := job.ResolveBudget(c.String(maxMemoryFlag.Name))
 	if err != nil {
 		return err
@@ -44,6 +47,16 @@ func convertAction(c *ucli.Context) error {
 		return err
 	}
 	opt := importer.SaveOptions{InlineData: c.Bool(convertInlineFlag.Name), Force: c.Bool(convertForceFlag.Name)}
+	d := &job.Destinations{Force: opt.Force}
+	d.ModelInput("IN.onnx", in, m)
+	if opt.InlineData {
+		d.Model("OUT.onnx", out)
+	} else {
+		d.ModelOutput("OUT.onnx", out, m)
+	}
+	if err := d.Check(); err != nil {
+		return err
+	}
 	if err := importer.Save(out, m, nil, opt); err != nil {
 		return err
 	}

@@ -81,7 +81,9 @@ func TestConvert(t *testing.T) {
 func TestConvertErrors(t *testing.T) {
 	dir := t.TempDir()
 	exists := filepath.Join(dir, "exists.onnx")
-	convertMust(t, os.WriteFile(exists, []byte("x"), 0o644))
+	src, err := os.ReadFile(filepath.Join("..", "importer", "testdata", "dtypes.onnx"))
+	convertMust(t, err)
+	convertMust(t, os.WriteFile(exists, src, 0o644)) // a model: --force may replace it
 	bad := filepath.Join(dir, "bad.onnx")
 	convertMust(t, os.WriteFile(bad, []byte("not a model"), 0o644))
 	in := filepath.Join("..", "importer", "testdata", "view_dyn13.onnx")
@@ -93,8 +95,8 @@ func TestConvertErrors(t *testing.T) {
 		{"one arg", []string{in}, "expected IN.onnx OUT.onnx, got 1 arguments"},
 		{"missing input", []string{filepath.Join(dir, "none.onnx"), filepath.Join(dir, "o.onnx")}, "none.onnx: no such file"},
 		{"not a model", []string{bad, filepath.Join(dir, "o.onnx")}, "bad.onnx: not an ONNX model"},
-		{"exists", []string{in, exists}, "exists.onnx: file exists; refusing to overwrite it (use --force)"},
-		{"input", []string{in, in}, "is the input model"},
+		{"exists", []string{in, exists}, "exists.onnx: file exists (use --force to replace it)"},
+		{"input", []string{in, in}, "that is the input IN.onnx"},
 	}
 	for _, c := range cases {
 		t.Run(c.desc, func(t *testing.T) {
@@ -150,4 +152,66 @@ func sameTensorBits(a, b *importer.Tensor) bool {
 		}
 	}
 	return true
+}
+
+// TestConvertNeverLosesAFile: convert refuses, with or without --force
+// (given before or after the arguments), to write over its input, the
+// input's external data file, another model's data file, or through a
+// link to /dev; every file in the folder keeps its bytes.
+func TestConvertNeverLosesAFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"mlp_ext.onnx", "mlp_ext.onnx.data", "view_dyn13.onnx"} {
+		b, err := os.ReadFile(filepath.Join("..", "importer", "testdata", f))
+		convertMust(t, err)
+		convertMust(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	convertMust(t, os.Symlink("/dev/stdout", filepath.Join(dir, "stdout.onnx")))
+	snapshot := func() map[string]string {
+		out := map[string]string{}
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if e.Type()&os.ModeSymlink != 0 { // the link to /dev/stdout: its target's name, never its content
+				l, _ := os.Readlink(filepath.Join(dir, e.Name()))
+				out[e.Name()] = "link to " + l
+				continue
+			}
+			b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+			out[e.Name()] = string(b)
+		}
+		return out
+	}
+	before := snapshot()
+	p := func(f string) string { return filepath.Join(dir, f) }
+	cases := []struct {
+		desc string
+		args []string
+		want string
+	}{
+		{"itself", []string{"--force", p("mlp_ext.onnx"), p("mlp_ext.onnx")}, "that is the input IN.onnx"},
+		{"itself, flag last", []string{p("mlp_ext.onnx"), p("mlp_ext.onnx"), "--force"}, "that is the input IN.onnx"},
+		{"its data file", []string{"--force", p("mlp_ext.onnx"), p("mlp_ext.onnx.data")}, "external data file"},
+		{"another model's data file", []string{"--force", p("view_dyn13.onnx"), p("mlp_ext.onnx.data")}, "is not an ONNX model"},
+		{"a link into /dev", []string{"--force", p("view_dyn13.onnx"), p("stdout.onnx")}, "a link into /dev or /proc"},
+	}
+	for _, c := range cases {
+		t.Run(c.desc, func(t *testing.T) {
+			out, err := runConvert(t, c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v (output %q), want %q", err, out, c.want)
+			}
+			after := snapshot()
+			for name, b := range before {
+				if after[name] != b {
+					t.Errorf("%s changed", name)
+				}
+			}
+			if len(after) != len(before) {
+				t.Errorf("folder holds %d files, had %d", len(after), len(before))
+			}
+		})
+	}
+	// Flags after the arguments work for a good conversion too.
+	if out, err := runConvert(t, p("view_dyn13.onnx"), p("copy.onnx"), "--force"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
 }

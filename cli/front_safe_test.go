@@ -18,7 +18,7 @@ func TestFrontResumeAlone(t *testing.T) {
 	model, data := tinyLeNet(t, dir, 8)
 	flags := func(name string) []string {
 		return append([]string{"front", model, "--data", data, "--models", "2", "--steps", "4", "--batch", "4",
-			"--out-dir", filepath.Join(dir, name), "--log", filepath.Join(dir, name+".jsonl"), "--checkpoint-every", "2"}, lenetTasks...)
+			"--out-dir", filepath.Join(dir, name), "--log", filepath.Join(dir, name, "log.jsonl"), "--checkpoint-every", "2"}, lenetTasks...)
 	}
 	if printed, err := runCLI(t, flags("whole")...); err != nil {
 		t.Fatalf("uninterrupted: %v\n%s", err, printed)
@@ -53,6 +53,7 @@ func TestFrontResumeAlone(t *testing.T) {
 		{flags("run"), ckpt + " holds an interrupted run at step 3; continue with `paretonav front --resume " + ckpt + "`, or pass --force to start over"},
 		{[]string{"front", "--resume", ckpt, "--lr", "0.5"}, "--lr 0.5 differs from the checkpoint's 0.001"},
 		{[]string{"front", "--resume", ckpt, "--models", "3"}, "--models 3 differs from the checkpoint's 2"},
+		{[]string{"front", "--resume", ckpt, "--log", filepath.Join(dir, "elsewhere.jsonl")}, "--log " + filepath.Join(dir, "elsewhere.jsonl") + " differs from the checkpoint's " + filepath.Join(dir, "run", "log.jsonl")},
 		{append(slices.Clone(flags("other")), "--log", model), "--log " + model + ": that is the input model"},
 		{append(slices.Clone(flags("other")), "--csv", data), "that is the input --data file"},
 	} {
@@ -81,7 +82,7 @@ func TestFrontResumeAlone(t *testing.T) {
 			}
 		}
 	}
-	steps, configs, _ := tuneLogSteps(t, filepath.Join(dir, "run.jsonl"))
+	steps, configs, _ := tuneLogSteps(t, filepath.Join(dir, "run", "log.jsonl"))
 	if !slices.Equal(steps, []int{1, 2, 3, 4}) || configs != 2 {
 		t.Errorf("resumed log: steps %v with %d configuration lines, want 1..4 once each and 2", steps, configs)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -161,37 +162,13 @@ func inspectModel(path string, m *importer.Model, freeze []string, budget import
 	for _, vi := range g.GetOutput() {
 		info.Outputs = append(info.Outputs, valueOf(vi))
 	}
-	opset := m.Opset("")
-	unsup := map[string]*inspectUnsupported{}
-	for i, n := range g.GetNode() {
+	for _, n := range g.GetNode() {
 		op := n.GetOpType()
 		if d := n.GetDomain(); d != "" && d != "ai.onnx" {
 			op = d + "." + op
 		}
 		info.Ops[op]++
-		if backend.Supported(op, opset) {
-			continue
-		}
-		u := unsup[op]
-		if u == nil {
-			u = &inspectUnsupported{Op: op, Opset: opset, NodeTests: backend.NodeTestsNotPassed(op)}
-			if u.NodeTests == nil {
-				u.NodeTests = []string{}
-			}
-			unsup[op] = u
-			info.Unsupported = append(info.Unsupported, fmt.Sprintf("%s (opset %d)", op, opset))
-		}
-		name := n.GetName()
-		if name == "" {
-			name = fmt.Sprintf("#%d", i)
-		}
-		u.Nodes = append(u.Nodes, name)
 	}
-	sort.Strings(info.Unsupported)
-	for _, u := range unsup {
-		info.UnsupportedNodes = append(info.UnsupportedNodes, *u)
-	}
-	sort.Slice(info.UnsupportedNodes, func(i, j int) bool { return info.UnsupportedNodes[i].Op < info.UnsupportedNodes[j].Op })
 	// Without a backend model, every float initializer read by several
 	// nodes may be trainable.
 	decoded, err := m.Initializers()
@@ -204,13 +181,22 @@ func inspectModel(path string, m *importer.Model, freeze []string, budget import
 		}
 	}
 	// The trainable initializers do not depend on the tasks: open the
-	// model with a placeholder task on its first output.
-	if len(info.Outputs) > 0 && len(info.Unsupported) == 0 {
+	// model with a placeholder task on its first output. Open's trial
+	// build also gives the verdict on ops, as tune's build would: ops
+	// whose inputs are known when the graph is built (shape arithmetic)
+	// are folded, not lowered.
+	if len(info.Outputs) == 0 {
+		addUnsupported(info, m, staticUnsupported(m))
+	} else {
 		t := backend.Task{Name: "inspect", Loss: "mse", Output: info.Outputs[0].Name, Target: "inspect_target", IgnoreIndex: -100, Options: map[string]string{}}
 		md, err := backend.Open(m, []backend.Task{t}, backend.Options{Freeze: freeze, MaxBytes: budget.Bytes, MaxBytesFrom: budget.From})
-		if err != nil {
+		var ue *backend.UnsupportedError
+		switch {
+		case errors.As(err, &ue):
+			addUnsupported(info, m, ue.Ops)
+		case err != nil:
 			info.OpenError = err.Error()
-		} else {
+		default:
 			info.Shared = append([]importer.Shared{}, md.SharedInitializers()...)
 			for _, p := range md.Trainable() {
 				size := 1
@@ -223,6 +209,55 @@ func inspectModel(path string, m *importer.Model, freeze []string, budget import
 		}
 	}
 	return info, nil
+}
+
+// staticUnsupported lists the nodes whose op backend does not lower at the
+// model's opset, for a model that cannot be opened (it has no outputs);
+// it does not know which of them would be folded.
+func staticUnsupported(m *importer.Model) []backend.UnsupportedOp {
+	var out []backend.UnsupportedOp
+	for i, n := range m.Proto.GetGraph().GetNode() {
+		d := n.GetDomain()
+		if d == "ai.onnx" {
+			d = ""
+		}
+		if d == "" && backend.Supported(n.GetOpType(), m.Opset("")) {
+			continue
+		}
+		name := n.GetName()
+		if name == "" {
+			name = fmt.Sprintf("#%d", i)
+		}
+		out = append(out, backend.UnsupportedOp{OpType: n.GetOpType(), Domain: d, Node: name, Opset: m.Opset(d)})
+	}
+	return out
+}
+
+// addUnsupported fills info's unsupported ops and nodes from ops.
+func addUnsupported(info *inspectJSON, m *importer.Model, ops []backend.UnsupportedOp) {
+	unsup := map[string]*inspectUnsupported{}
+	for _, o := range ops {
+		op := o.OpType
+		if o.Domain != "" {
+			op = o.Domain + "." + op
+		}
+		u := unsup[op]
+		if u == nil {
+			opset := m.Opset(o.Domain)
+			u = &inspectUnsupported{Op: op, Opset: opset, NodeTests: backend.NodeTestsNotPassed(op)}
+			if u.NodeTests == nil {
+				u.NodeTests = []string{}
+			}
+			unsup[op] = u
+			info.Unsupported = append(info.Unsupported, fmt.Sprintf("%s (opset %d)", op, opset))
+		}
+		u.Nodes = append(u.Nodes, o.Node)
+	}
+	sort.Strings(info.Unsupported)
+	for _, u := range unsup {
+		info.UnsupportedNodes = append(info.UnsupportedNodes, *u)
+	}
+	sort.Slice(info.UnsupportedNodes, func(i, j int) bool { return info.UnsupportedNodes[i].Op < info.UnsupportedNodes[j].Op })
 }
 
 func valueOf(vi *onnxpb.ValueInfoProto) inspectValue {

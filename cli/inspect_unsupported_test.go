@@ -89,3 +89,22 @@ func TestInspectFunctions(t *testing.T) {
 		t.Errorf("functions %v, ops %v, unsupported %v: want [pkg.act], Relu×2, none", info.Functions, info.Ops, info.Unsupported)
 	}
 }
+
+// TestInspectFoldedOps checks inspect's verdict on TorchScript exports of
+// nn.MultiheadAttention (the project's ViT fixtures, PyTorch 1.13 and
+// 2.x), which compute shapes with Mod and run in eval and tune: every op
+// is supported, as the graph builder finds, and the model's trainable
+// initializers are listed.
+func TestInspectFoldedOps(t *testing.T) {
+	for _, f := range []string{"../backend/testdata/torch/vit2_op17.onnx", "../backend/testdata/torch2/vit2_ts_op20.onnx", "../backend/testdata/torch2/masked_dynamo_op20.onnx"} {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			out, err := runCLI(t, "inspect", f)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if strings.Contains(out, "unsupported") || !strings.Contains(out, "all ops supported") || !strings.Contains(out, "trainable: ") {
+				t.Errorf("inspect %s:\n%s", f, out)
+			}
+		})
+	}
+}

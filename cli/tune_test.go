@@ -130,7 +130,7 @@ func TestTuneRefusesOverwrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	existing := filepath.Join(dir, "existing.onnx")
-	if err := os.WriteFile(existing, []byte("keep me"), 0o644); err != nil {
+	if err := os.WriteFile(existing, orig, 0o644); err != nil { // a model: --force may replace it
 		t.Fatal(err)
 	}
 	base := append([]string{"tune", model, "--data", data, "--criterion", "left+right", "--steps", "1", "--batch", "4"}, lenetTasks...)
@@ -155,7 +155,7 @@ func TestTuneRefusesOverwrite(t *testing.T) {
 	if b, _ := os.ReadFile(model); !bytes.Equal(b, orig) {
 		t.Error("the input model changed")
 	}
-	if b, _ := os.ReadFile(existing); string(b) != "keep me" {
+	if b, _ := os.ReadFile(existing); !bytes.Equal(b, orig) {
 		t.Error("the existing output changed without --force")
 	}
 	// With --force the existing output is replaced by a model.

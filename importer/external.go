@@ -187,3 +187,29 @@ func (m *Model) checkExternal() (externalSizes, error) {
 	}
 	return sz, errs.Err()
 }
+
+// DataFiles returns the external data files m's initializers read, each
+// once, resolved to absolute paths, in the order the initializers name
+// them: inputs of any job that reads m, which nothing it writes may
+// replace. References that do not resolve are left out (loading m
+// reports them).
+func (m *Model) DataFiles() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, tp := range m.Proto.GetGraph().GetInitializer() {
+		if tp.GetDataLocation() != onnxpb.TensorProto_EXTERNAL {
+			continue
+		}
+		ref, err := parseExternal(tp)
+		if err != nil {
+			continue
+		}
+		p, err := resolveExternal(m.Dir, ref.location)
+		if err != nil || seen[p] {
+			continue
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	return out
+}

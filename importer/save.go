@@ -76,6 +76,13 @@ func Save(path string, m *Model, weights map[string]*Tensor, opt SaveOptions) er
 	if err := checkDestination(m, opt.Force, path); err != nil {
 		return err
 	}
+	// Written through a link to the file it names, in that file's folder
+	// (with its data file beside it), never over the link itself.
+	shown := path
+	path, err := atomicfile.Target(path)
+	if err != nil {
+		return fmt.Errorf("importer: save %s: %w", shown, err)
+	}
 	src := m.Proto
 	if m.written != nil {
 		src = m.written // functions and calls as they were written
@@ -176,12 +183,16 @@ func Save(path string, m *Model, weights map[string]*Tensor, opt SaveOptions) er
 		return fmt.Errorf("importer: save %s: encoding: %w", path, err)
 	}
 	dir := filepath.Dir(path)
+	dataPath := filepath.Join(dir, data.name)
 	var tmpData string
 	if data.used {
-		if err := checkDestination(m, opt.Force, filepath.Join(dir, data.name)); err != nil {
+		if err := checkDestination(m, opt.Force, dataPath); err != nil {
 			return err
 		}
-		if tmpData, err = writeTemp(filepath.Join(dir, data.name), data.buf); err != nil {
+		if dataPath, err = atomicfile.Target(dataPath); err != nil {
+			return fmt.Errorf("importer: save %s: its data file: %w", shown, err)
+		}
+		if tmpData, err = writeTemp(dataPath, data.buf); err != nil {
 			return err
 		}
 	}
@@ -193,7 +204,7 @@ func Save(path string, m *Model, weights map[string]*Tensor, opt SaveOptions) er
 		return err
 	}
 	if tmpData != "" {
-		if err := os.Rename(tmpData, filepath.Join(dir, data.name)); err != nil {
+		if err := os.Rename(tmpData, dataPath); err != nil {
 			os.Remove(tmpData)
 			os.Remove(tmpModel)
 			return fmt.Errorf("importer: save %s: %w", path, err)
@@ -209,7 +220,10 @@ func Save(path string, m *Model, weights map[string]*Tensor, opt SaveOptions) er
 	return nil
 }
 
-// checkDestination refuses directories, and existing files unless force.
+// checkDestination refuses directories, the model's own files (the file
+// it was read from and its external data files, whatever force says:
+// saving over them would lose the input), and other existing files
+// unless force.
 func checkDestination(m *Model, force bool, targets ...string) error {
 	for _, p := range targets {
 		st, err := os.Stat(p)
@@ -222,17 +236,33 @@ func checkDestination(m *Model, force bool, targets ...string) error {
 		if st.IsDir() {
 			return fmt.Errorf("importer: save %s: is a directory; expected a file name", p)
 		}
-		if force {
-			continue
+		if what := m.ownFile(st); what != "" {
+			return fmt.Errorf("importer: save %s: is %s; paretonav never overwrites an input (choose another path)", p, what)
 		}
-		if m.Path != "" {
-			if in, err := os.Stat(m.Path); err == nil && os.SameFile(in, st) {
-				return fmt.Errorf("importer: save %s: is the input model; refusing to overwrite it (use --force)", p)
-			}
+		if !force {
+			return fmt.Errorf("importer: save %s: file exists; refusing to overwrite it (use --force)", p)
 		}
-		return fmt.Errorf("importer: save %s: file exists; refusing to overwrite it (use --force)", p)
 	}
 	return nil
+}
+
+// ownFile says which of m's own files st is ("the input model", "the
+// input model's external data file NAME"), or "" when it is none.
+func (m *Model) ownFile(st os.FileInfo) string {
+	if m.Path != "" {
+		if in, err := os.Stat(m.Path); err == nil && os.SameFile(in, st) {
+			return "the input model"
+		}
+	}
+	if m.Proto == nil {
+		return ""
+	}
+	for _, d := range m.DataFiles() {
+		if in, err := os.Stat(d); err == nil && os.SameFile(in, st) {
+			return "the input model's external data file " + filepath.Base(d)
+		}
+	}
+	return ""
 }
 
 // checkWeight checks a new value against the initializer it replaces.

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"path/filepath"
@@ -222,7 +223,8 @@ func TestSaveDestination(t *testing.T) {
 		force bool
 		want  string
 	}{
-		{"input model", in, false, "in.onnx: is the input model; refusing to overwrite it (use --force)"},
+		{"input model", in, false, "in.onnx: is the input model; paretonav never overwrites an input"},
+		{"input model, forced", in, true, "in.onnx: is the input model; paretonav never overwrites an input"},
 		{"existing", existing, false, "existing.onnx: file exists; refusing to overwrite it (use --force)"},
 		{"directory", filepath.Join(dir, "adir"), true, "adir: is a directory"},
 		{"parent is a file", filepath.Join(existing, "x.onnx"), true, "not a directory"},
@@ -243,9 +245,8 @@ func TestSaveDestination(t *testing.T) {
 	if old, _ := os.ReadFile(existing); string(old) != "old" {
 		t.Errorf("existing file changed")
 	}
-	// With Force both are overwritten.
+	// With Force an existing file that is not an input is overwritten.
 	must(t, Save(existing, m, nil, SaveOptions{Force: true}))
-	must(t, Save(in, m, nil, SaveOptions{Force: true}))
 	if _, err := Load(existing); err != nil {
 		t.Errorf("forced overwrite: %v", err)
 	}
@@ -367,5 +368,101 @@ func TestSaveUnknownFields(t *testing.T) {
 	}
 	if w, _ := m2.Initializer(m2.Proto.Graph.Initializer[0]); w.F32[0] != 6 || math.Float32bits(w.F32[5]) != math.Float32bits(1) {
 		t.Errorf("w = %v", w.F32)
+	}
+}
+
+// copyExternal copies testdata/mlp_ext.onnx and its data file into a new
+// folder and returns the folder and the loaded model.
+func copyExternal(t *testing.T) (string, *Model) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"mlp_ext.onnx", "mlp_ext.onnx.data"} {
+		b, err := os.ReadFile(filepath.Join("testdata", f))
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	m, err := Load(filepath.Join(dir, "mlp_ext.onnx"))
+	must(t, err)
+	return dir, m
+}
+
+// TestSaveNeverOverwritesItsInput: the model's own file and its external
+// data file are inputs, refused as destinations with or without force,
+// whether named directly, through a link, or as the data file another
+// output would write; nothing in the folder changes.
+func TestSaveNeverOverwritesItsInput(t *testing.T) {
+	dir, m := copyExternal(t)
+	data := filepath.Join(dir, "mlp_ext.onnx.data")
+	must(t, os.Symlink("mlp_ext.onnx.data", filepath.Join(dir, "link.onnx")))
+	// A model saved as x.onnx writes x.onnx.data: a link of that name to
+	// the input's data file.
+	must(t, os.Symlink("mlp_ext.onnx.data", filepath.Join(dir, "other.onnx.data")))
+	before, err := os.ReadFile(data)
+	must(t, err)
+	for _, force := range []bool{false, true} {
+		for _, c := range []struct{ path, want string }{
+			{filepath.Join(dir, "mlp_ext.onnx"), "is the input model;"},
+			{data, "is the input model's external data file mlp_ext.onnx.data"},
+			{filepath.Join(dir, "link.onnx"), "is the input model's external data file"},
+			{filepath.Join(dir, "other.onnx"), "is the input model's external data file"},
+		} {
+			err := Save(c.path, m, nil, SaveOptions{Force: force})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Save(%s, force %v) = %v, want %q", filepath.Base(c.path), force, err, c.want)
+			}
+		}
+	}
+	after, err := os.ReadFile(data)
+	must(t, err)
+	if !bytes.Equal(before, after) {
+		t.Errorf("the input's data file changed")
+	}
+	if got := strings.Join(listDir(t, dir), ","); got != "link.onnx,mlp_ext.onnx,mlp_ext.onnx.data,other.onnx.data" {
+		t.Errorf("folder holds %s", got)
+	}
+}
+
+// TestSaveThroughLink: a destination that is a symbolic link is written
+// through to the file it names (the link stays a link); a link into /dev
+// or to a missing file is refused.
+func TestSaveThroughLink(t *testing.T) {
+	dir, m := copyExternal(t)
+	real := filepath.Join(dir, "sub", "real.onnx")
+	must(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	must(t, os.WriteFile(real, []byte("old"), 0o644))
+	link := filepath.Join(dir, "out.onnx")
+	must(t, os.Symlink(real, link))
+	must(t, Save(link, m, nil, SaveOptions{Force: true}))
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v %v", fi, err)
+	}
+	if _, err := Load(real); err != nil {
+		t.Errorf("the link's target does not hold the model: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sub", "real.onnx.data")); err != nil {
+		t.Errorf("the data file is not beside the link's target: %v", err)
+	}
+	must(t, os.Symlink("/dev/null", filepath.Join(dir, "null.onnx")))
+	must(t, os.Symlink("missing.onnx", filepath.Join(dir, "dangling.onnx")))
+	for name, want := range map[string]string{"null.onnx": "a link into /dev or /proc", "dangling.onnx": "a link to a missing file"} {
+		if err := Save(filepath.Join(dir, name), m, nil, SaveOptions{Force: true}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Save(%s) = %v, want %q", name, err, want)
+		}
+	}
+}
+
+// TestReadMetadata reads back what Save wrote into metadata_props, and
+// refuses a file that is not a model.
+func TestReadMetadata(t *testing.T) {
+	dir, m := copyExternal(t)
+	out := filepath.Join(dir, "o.onnx")
+	must(t, Save(out, m, nil, SaveOptions{Producer: map[string]string{"paretonav": `{"run":"abc"}`, "k": "v"}}))
+	got, err := ReadMetadata(out)
+	must(t, err)
+	if got["paretonav"] != `{"run":"abc"}` || got["k"] != "v" {
+		t.Errorf("metadata %v", got)
+	}
+	if _, err := ReadMetadata(filepath.Join(dir, "mlp_ext.onnx.data")); err == nil || !strings.Contains(err.Error(), "not an ONNX model") {
+		t.Errorf("a data file: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -33,12 +34,28 @@ const (
 	foldedFromKey  = "pkg.onnxscript.optimizer.folded_from"
 	torchParameter = "PARAMETER"
 	fieldVIMeta    = protowire.Number(4) // ValueInfoProto.metadata_props
+	// The onnxscript rewriter's rule that made a node (NodeProto
+	// metadata_props, field 9, IR 10): FuseBatchNormIntoConv and its
+	// ConvTranspose and Gemm kin fuse a BatchNorm into the node, whose
+	// weight and bias initializers then hold the fused values. The node
+	// keeps it where a file converted down to an older opset loses the
+	// initializers' metadata (torch.onnx.export(dynamo=True) at
+	// opset_version < 18).
+	rewriteRuleKey  = "pkg.onnxscript.rewriter.rule_name"
+	fuseBatchNormPf = "FuseBatchNormInto"
+	fieldNodeMeta   = protowire.Number(9)
 )
 
 // valueInfoMeta returns the metadata_props of a ValueInfoProto.
 func valueInfoMeta(vi *onnxpb.ValueInfoProto) map[string]string {
+	return metadataProps(vi, fieldVIMeta)
+}
+
+// metadataProps returns the metadata_props (field num, read from the
+// unknown fields of our IR-8 bindings) of a ValueInfoProto or NodeProto.
+func metadataProps(m proto.Message, num protowire.Number) map[string]string {
 	var out map[string]string
-	for _, b := range unknownFields(vi, fieldVIMeta) {
+	for _, b := range unknownFields(m, num) {
 		var k, v string
 		for len(b) > 0 {
 			num, typ, n := protowire.ConsumeTag(b)
@@ -177,15 +194,19 @@ func parseNameList(s string) []string {
 // OptimizerRewritten returns the float initializers of a PyTorch 2.x
 // dynamo export (a file whose initializers carry InputSpec.kind) that the
 // onnxscript optimizer rewrote into something other than a module
-// parameter, each with the reason: those with no metadata at all
-// (BatchNorm fused into the Conv before it keeps the Conv weight's name
-// but not its value, and adds a new bias), and those folded from a
+// parameter, each with the reason: a Conv's weight or bias with no
+// metadata at all (BatchNorm fused into the Conv before it keeps the
+// Conv weight's name but not its value, and adds a new bias or rewrites
+// the Conv's own), and those folded from a
 // parameter together with another module tensor (Swin's relative position
 // bias table gathered by its index; a parameter only reshaped or
 // transposed is not listed). They are trainable like any weight, but
 // training them trains no parameter of the module, and they do not map
 // back onto its state_dict; torch.onnx.export(..., dynamo=True,
-// optimize=False) keeps the parameters. nil for any other file.
+// optimize=False) keeps the parameters. In any file, the float
+// initializers of a node the rewriter fused a BatchNorm into (its
+// metadata's rule_name) are listed too: all that says so in a dynamo
+// export converted down to opset 17 or older. nil for any other file.
 func (m *Model) OptimizerRewritten() map[string]string {
 	g := m.Proto.GetGraph()
 	if g == nil {
@@ -210,20 +231,39 @@ func (m *Model) OptimizerRewritten() map[string]string {
 			}
 		}
 	}
-	if !dynamo {
-		return nil
+	// What a fused BatchNorm leaves: a Conv's weight or bias.
+	convParam := map[string]bool{}
+	for _, n := range g.Node {
+		if n.GetOpType() == "Conv" && normDomain(n.GetDomain()) == "" {
+			for i := 1; i < len(n.Input) && i <= 2; i++ {
+				convParam[n.Input[i]] = true
+			}
+		}
 	}
 	out := map[string]string{}
+	for _, n := range g.Node {
+		rule := metadataProps(n, fieldNodeMeta)[rewriteRuleKey]
+		if !strings.HasPrefix(rule, fuseBatchNormPf) {
+			continue
+		}
+		for _, in := range n.Input {
+			if float[in] {
+				out[in] = "written by the optimizer's " + rule + " rule (a BatchNorm fused into this " + n.GetOpType() + ")"
+			}
+		}
+	}
 	for _, t := range g.Initializer {
 		name := t.GetName()
-		if !float[name] {
+		if _, done := out[name]; !dynamo || done || !float[name] {
 			continue
 		}
 		md := meta[name]
 		_, hasKind := md[torchKindKey]
 		from, folded := md[foldedFromKey]
 		switch {
-		case !hasKind && !folded && len(t.GetDims()) > 0: // a scalar is a lifted constant (NotParameters)
+		// A scalar is a lifted constant (NotParameters); Resize's scales
+		// and other tensors read by no Conv are constants of the forward.
+		case !hasKind && !folded && len(t.GetDims()) > 0 && convParam[name]:
 			out[name] = "written by the optimizer without PyTorch's metadata (a BatchNorm fused into a Conv)"
 		case folded:
 			// A parameter reshaped or transposed is folded from it and

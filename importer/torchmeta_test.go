@@ -117,7 +117,7 @@ func TestNotParametersTorchExport(t *testing.T) {
 func TestOptimizerRewritten(t *testing.T) {
 	const dir = "../backend/testdata/torch2/"
 	cases := []struct {
-		file string
+		file string   // under dir, or this package's testdata/
 		want []string // some of the listed initializers
 		none []string // initializers that must not be listed
 	}{
@@ -125,15 +125,29 @@ func TestOptimizerRewritten(t *testing.T) {
 		{"resnet_dynopt_op20.onnx", []string{"body.conv1.0.weight", "body.conv1.0.weight_bias", "body.layer1.0.conv1.weight"}, []string{"head_a.weight"}},
 		// The relative position bias table gathered by its index.
 		{"rejected_swin_dynopt_op20.onnx", []string{"unsqueeze", "unsqueeze_1"}, []string{"val_25", "val_48", "head_a.weight"}},
+		// The Conv keeps its bias's name; Resize's constant scales (a
+		// bilinear F.interpolate(scale_factor=2)) carry no metadata either,
+		// but are no weight.
+		{"upsample_dynopt_op20.onnx", []string{"conv1.weight", "conv1.bias"}, []string{"val_8", "conv2.weight"}},
 		// Transposed Linear weights and reshaped layer scales are kept.
 		{"vit2_dynopt_op20.onnx", nil, []string{"val_14"}},
 		{"convnext_dynopt_op20.onnx", nil, []string{"view", "view_1"}},
 		{"swin_dynamo_op20.onnx", nil, nil},
 		{"swin_ts_op20.onnx", nil, nil},
+		// The README's export snippet, run under PyTorch 2.15 as it once
+		// read (dynamo=True by default, opset_version=17: converted down
+		// from 18, the initializers' metadata lost; only the fused Conv
+		// nodes' rule_name is left), and as it reads now.
+		{"testdata/readme_torch2/fused/model.onnx", []string{"trunk.0.weight", "trunk.0.bias", "trunk.3.weight", "trunk.3.bias"}, []string{"seg_head.weight", "depth_head.bias"}},
+		{"testdata/readme_torch2/fixed/model.onnx", nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
-			m, err := Load(dir + c.file)
+			path := dir + c.file
+			if strings.HasPrefix(c.file, "testdata/") { // this package's own
+				path = c.file
+			}
+			m, err := Load(path)
 			if err != nil {
 				t.Fatal(err)
 			}

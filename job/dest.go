@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/importer"
 )
 
 // Destinations collects the files a job reads and the files it will
@@ -26,11 +27,19 @@ type Destinations struct {
 	MakeFolders bool
 	inputs      []destFile
 	outputs     []destFile
+	// modelPending: a model input is not open yet, so its external data
+	// files are unknown; an existing file that is not a model may be one
+	// of them, which the check once the model is open names as such.
+	modelPending bool
 }
 
 // destFile is one path and the flag that names it.
 type destFile struct {
 	flag, path string
+	// model: the file is an ONNX model; an existing one is replaced
+	// (with Force) only when it is a model too, never a model's data
+	// file or anything else.
+	model bool
 	// mayExist: an existing file is the job's own (a resumed run's log or
 	// checkpoint) and is continued or replaced without Force.
 	mayExist bool
@@ -58,6 +67,36 @@ func (d *Destinations) Sources(flag string, specs []string) {
 func (d *Destinations) Output(flag, path string) {
 	if path != "" {
 		d.outputs = append(d.outputs, destFile{flag: flag, path: path})
+	}
+}
+
+// Model records an ONNX model the job will write: an existing file there
+// is replaced (with Force) only when it is a model itself.
+func (d *Destinations) Model(flag, path string) {
+	if path != "" {
+		d.outputs = append(d.outputs, destFile{flag: flag, path: path, model: true})
+	}
+}
+
+// ModelInput records a model the job reads, with the external data files
+// it names (m.DataFiles); m may be nil when it is not open yet.
+func (d *Destinations) ModelInput(what, path string, m *importer.Model) {
+	d.Input(what, path)
+	d.modelPending = d.modelPending || m == nil
+	if m != nil {
+		for _, f := range m.DataFiles() {
+			d.Input(what+"'s external data file", f)
+		}
+	}
+}
+
+// ModelOutput records the model the job writes from m at path and, when
+// m keeps weights in external data (which the written model keeps too),
+// the data file written beside it.
+func (d *Destinations) ModelOutput(flag, path string, m *importer.Model) {
+	d.Model(flag, path)
+	if path != "" && m != nil && len(m.DataFiles()) > 0 {
+		d.Output(flag+" data file", filepath.Join(rawDir(path), importer.DataFileName(path)))
 	}
 }
 
@@ -103,45 +142,76 @@ func (d *Destinations) checkOutput(o destFile) (string, error) {
 	if err != nil {
 		return fail("%v", err)
 	}
-	dir := filepath.Dir(abs)
+	// The folder as the system will walk it: "nosub/../o.onnx" needs
+	// nosub, and "link/../o.onnx" is beside link's target, not beside
+	// link (filepath.Abs would clean both away).
+	dir := rawDir(o.path)
 	st, err := os.Stat(dir)
 	switch {
-	case errors.Is(err, os.ErrNotExist) && d.MakeFolders:
+	case errors.Is(err, os.ErrNotExist) && d.MakeFolders && !strings.Contains(o.path, ".."):
 		return d.checkParent(o, abs)
 	case errors.Is(err, os.ErrNotExist):
-		return fail("folder %s does not exist (create it first)", filepath.Dir(o.path))
+		return fail("folder %s does not exist (create it first)", dir)
 	case err != nil:
-		return fail("folder %s: %v", filepath.Dir(o.path), err)
+		return fail("folder %s: %v", dir, err)
 	case !st.IsDir():
-		return fail("%s is not a folder", filepath.Dir(o.path))
+		return fail("%s is not a folder", dir)
 	}
 	rdir, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return fail("folder %s: %v", filepath.Dir(o.path), err)
+	if err == nil {
+		rdir, err = filepath.Abs(rdir)
 	}
-	resolved := filepath.Join(rdir, filepath.Base(abs))
+	if err != nil {
+		return fail("folder %s: %v", dir, err)
+	}
+	resolved := filepath.Join(rdir, filepath.Base(o.path))
+	// Writing goes through a link to the file it names; links into /dev
+	// or /proc and links to nothing are refused.
+	if li, err := os.Lstat(resolved); err == nil && li.Mode()&os.ModeSymlink != 0 {
+		if _, err := atomicfile.Target(resolved); err != nil {
+			return fail("%v", err)
+		}
+	} else if err == nil && !li.Mode().IsRegular() {
+		return fail("is a %s, not a file; give a file path", atomicfile.Kind(li.Mode()))
+	} else if _, err := atomicfile.Target(resolved); err != nil {
+		return fail("%v", err)
+	}
+	if r, err := filepath.EvalSymlinks(resolved); err == nil {
+		resolved = r
+	}
 	for _, in := range d.inputs {
-		if same, _ := SamePath(in.path, o.path); same || sameResolved(in.path, resolved) {
+		if same, _ := SamePath(in.path, resolved); same || sameResolved(in.path, resolved) {
 			return fail("that is the input %s %s; paretonav never overwrites an input (choose another path)", in.flag, in.path)
 		}
 	}
-	if fi, err := os.Stat(abs); err == nil {
-		if !fi.Mode().IsRegular() {
-			return fail("is a %s, not a file; give a file path", atomicfile.Kind(fi.Mode()))
-		}
+	if fi, err := os.Stat(resolved); err == nil {
 		if !d.Force && !o.mayExist {
 			return fail("file exists (use --force to replace it)")
 		}
-		if r, err := filepath.EvalSymlinks(abs); err == nil {
-			resolved = r
+		if o.model && !o.mayExist && !d.modelPending && !isModelFile(resolved) {
+			return fail("exists and is not an ONNX model (its first bytes are not a model's); --force replaces only a model: remove the file yourself if you mean to")
 		}
-	} else if fi, err := os.Lstat(abs); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return fail("is a link to a missing file; give a file path")
+		if why := unreplaceable(resolved, fi); why != "" {
+			return fail("cannot be replaced: %s", why)
+		}
 	}
-	if err := probeFolder(dir); err != nil {
-		return fail("cannot create files in folder %s: %v", filepath.Dir(o.path), err)
+	if err := probeFolder(filepath.Dir(resolved)); err != nil {
+		return fail("cannot create files in folder %s: %v", filepath.Dir(resolved), err)
 	}
 	return resolved, nil
+}
+
+// rawDir returns the folder part of p as written, without cleaning it
+// (".." stays, to be walked by the system): "." when p has none.
+func rawDir(p string) string {
+	i := strings.LastIndex(p, string(filepath.Separator))
+	switch {
+	case i < 0:
+		return "."
+	case i == 0:
+		return string(filepath.Separator)
+	}
+	return p[:i]
 }
 
 // checkParent checks an output whose folder the caller will create: the

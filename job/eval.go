@@ -70,16 +70,21 @@ func (c *EvalConfig) Prepare(l *Loader) (*EvalRun, error) {
 	if c.Limit < 0 {
 		return nil, fmt.Errorf("--limit %d: want 0 (all) or a positive count", c.Limit)
 	}
-	if c.GradOut != "" {
-		// Checked before any work like every destination (Destinations).
+	// Checked before any work like every destination (Destinations), and
+	// again once the model names its external data files.
+	dests := func(m *importer.Model) error {
+		if c.GradOut == "" {
+			return nil
+		}
 		d := &Destinations{Force: c.Force}
-		d.Input("model", c.Model)
+		d.ModelInput("model", c.Model, m)
 		d.Sources("--data", c.Data)
 		d.Input("--config file", c.ConfigFile)
 		d.Output("--grad-out", c.GradOut)
-		if err := d.Check(); err != nil {
-			return nil, err
-		}
+		return d.Check()
+	}
+	if err := dests(nil); err != nil {
+		return nil, err
 	}
 	tasks, maps, opt, err := c.ModelConfig.resolve()
 	if err != nil {
@@ -89,8 +94,11 @@ func (c *EvalConfig) Prepare(l *Loader) (*EvalRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, md, err := OpenModelWithin(l, c.Model, budget, tasks, opt)
+	im, md, err := OpenModelWithin(l, c.Model, budget, tasks, opt)
 	if err != nil {
+		return nil, err
+	}
+	if err := dests(im); err != nil {
 		return nil, err
 	}
 	bind := Binding{Budget: budget, Model: md, Tasks: tasks, Maps: maps}

@@ -185,24 +185,26 @@ func continued(path string, step int, keep func(io.Reader, int) ([]byte, error))
 }
 
 // logPrefix keeps a JSON-lines log's configuration lines, the step lines
-// up to step and the result lines of runs that stopped by then (an
-// interruption); later steps and results and lines that do not parse (a
-// line torn by a killed process) are dropped.
+// up to step and the result lines of runs interrupted by then; later steps,
+// the result of a run that reached its end (killed before its model was
+// written: the resumed run writes the result again) and lines that do not
+// parse (a line torn by a killed process) are dropped.
 func logPrefix(r io.Reader, step int) ([]byte, error) {
 	var out bytes.Buffer
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
 		var line struct {
-			Kind  string `json:"kind"`
-			Step  *int   `json:"step"`
-			Steps *int   `json:"steps"`
+			Kind   string `json:"kind"`
+			Step   *int   `json:"step"`
+			Steps  *int   `json:"steps"`
+			Status string `json:"status"`
 		}
 		if json.Unmarshal(sc.Bytes(), &line) != nil {
 			continue
 		}
 		if line.Kind == "config" || (line.Kind == "" && line.Step != nil && *line.Step <= step) ||
-			(line.Kind == "result" && line.Steps != nil && *line.Steps <= step) {
+			(line.Kind == "result" && line.Steps != nil && *line.Steps <= step && line.Status == finetune.Interrupted.String()) {
 			out.Write(sc.Bytes())
 			out.WriteByte('\n')
 		}

@@ -104,20 +104,20 @@ type FrontConfig struct {
 	Batch      int    `flag:"batch"`
 	Workers    int    `flag:"workers"`
 	Seed       int64  `flag:"seed"`
-	OutDir     string `flag:"out-dir,path"`
+	OutDir     string `flag:"out-dir,path,dest"`
 	Ref        string `flag:"ref"`            // --ref: one value or one per task
 	Reference  string `flag:"reference,path"` // --reference FILE.csv
-	// Force replaces existing files (never an input; a resumed run keeps
-	// the Force of the run it continues).
+	// Force replaces existing files (never an input; a resumed run has
+	// Force only when its own command line gives it).
 	Force bool
-	Log   string `flag:"log,path"`
-	CSV   string `flag:"csv,path"`
+	Log   string `flag:"log,path,dest"`
+	CSV   string `flag:"csv,path,dest"`
 	// CheckpointEvery steps a checkpoint is written to Checkpoint
 	// (default OUT_DIR/front.ckpt), removed once the models are written
 	// unless KeepCheckpoint; Resume continues one, from its stored
 	// configuration (see TuneConfig.Resume and Given).
 	CheckpointEvery int    `flag:"checkpoint-every"`
-	Checkpoint      string `flag:"checkpoint,path"`
+	Checkpoint      string `flag:"checkpoint,path,dest"`
 	KeepCheckpoint  bool   `flag:"keep-checkpoint,free"`
 	Resume          string
 	Given           map[string]bool `json:"-"`
@@ -174,7 +174,7 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 		if err != nil {
 			return nil, err
 		}
-		saved.Force = saved.Force || c.Force
+		saved.Force = c.Force // never the checkpoint's: it is no authority to replace files
 		saved.Resume, saved.ConfigFile, saved.MakeFolders = c.Resume, c.ConfigFile, c.MakeFolders
 		c, resumeStep = saved, step
 	}
@@ -699,6 +699,12 @@ func (c *FrontConfig) withDefaults() *FrontConfig {
 func (c *FrontConfig) checkpointRecord() ([]byte, error) {
 	saved := c.withDefaults()
 	saved.Resume = ""
+	saved.Force = false
+	ckptDir := saved.OutDir // front.ckpt's folder unless --checkpoint
+	if saved.Checkpoint != "" {
+		ckptDir = filepath.Dir(saved.Checkpoint)
+	}
+	relOutputs(saved, ckptDir)
 	cfg, err := json.Marshal(saved)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/importer"
 )
 
 // runRecord is what a job stores in its checkpoints
@@ -157,7 +159,7 @@ func flagFields(v reflect.Value, f func(name string, opts string, field reflect.
 // normalizeField makes the paths of a tagged field absolute.
 func normalizeField(opts string, v reflect.Value) {
 	switch {
-	case opts == "path":
+	case opts == "path" || strings.HasPrefix(opts, "path,"):
 		v.SetString(absPath(v.String()))
 	case strings.Contains(opts, "sources"):
 		v.Set(reflect.ValueOf(absSources(v.Interface().([]string))))
@@ -239,7 +241,10 @@ func (c *TuneConfig) resumed() (*TuneConfig, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	saved.Force = saved.Force || c.Force
+	saved.Force = c.Force // never the checkpoint's: it is no authority to replace files
+	if err := finishedRun(c.Resume, saved.RunID, saved.Out, step); err != nil {
+		return nil, 0, err
+	}
 	saved.Resume, saved.Given, saved.ConfigFile, saved.MakeFolders = c.Resume, nil, c.ConfigFile, c.MakeFolders
 	return saved, step, nil
 }
@@ -265,6 +270,9 @@ func resumeConfig[T any](cmd, path string, given *T, set map[string]bool) (*T, i
 	saved := new(T)
 	if err := json.Unmarshal(rec.Config, saved); err != nil {
 		return nil, 0, fmt.Errorf("--resume %s: its configuration: %w", path, err)
+	}
+	if err := rebaseOutputs(saved, path, set); err != nil {
+		return nil, 0, fmt.Errorf("--resume %s: %w", path, err)
 	}
 	var errs []error
 	var fields []reflect.Value
@@ -295,11 +303,65 @@ func resumeConfig[T any](cmd, path string, given *T, set map[string]bool) (*T, i
 	return saved, info.Step, nil
 }
 
+// A checkpoint is no authority on where a run writes: anyone can write
+// one (its checksum guards against damage, not against a forger), and a
+// checkpoint may be copied elsewhere. So a checkpoint stores the paths a
+// run writes (the fields tagged "dest") relative to its own folder, and a
+// resumed run writes into the folder the checkpoint is in now: a path
+// that leaves it (or an absolute one, from an older checkpoint) is taken
+// only when the resuming command line gives that flag itself.
+
+// relOutputs rewrites the dest-tagged paths of v (absolute) relative to
+// dir, the folder of the checkpoint that stores them.
+func relOutputs(v any, dir string) {
+	flagFields(reflect.ValueOf(v).Elem(), func(_, opts string, f reflect.Value) {
+		if !strings.HasSuffix(opts, ",dest") || f.String() == "" {
+			return
+		}
+		if r, err := filepath.Rel(dir, f.String()); err == nil {
+			f.SetString(r)
+		}
+	})
+}
+
+// rebaseOutputs resolves the dest-tagged paths of a configuration read
+// from the checkpoint at ckpt against the checkpoint's folder. A path
+// outside that folder is refused unless the resuming command line gives
+// its flag (set names the flags given; nil: all of them, a batch job's
+// configuration, whose file is its own).
+func rebaseOutputs(v any, ckpt string, set map[string]bool) error {
+	dir, err := filepath.Abs(filepath.Dir(ckpt))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	flagFields(reflect.ValueOf(v).Elem(), func(name, opts string, f reflect.Value) {
+		if !strings.HasSuffix(opts, ",dest") || f.String() == "" {
+			return
+		}
+		p := f.String()
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		f.SetString(p)
+		if set == nil || set[name] {
+			return
+		}
+		if r, err := filepath.Rel(dir, p); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			errs = append(errs, fmt.Errorf("the run wrote --%s %s, outside the checkpoint's folder %s; a resumed run writes outside it only where its own command line says: give --%s %s to continue there, or another path",
+				name, p, dir, name, ShellQuote(p)))
+		}
+	})
+	return errors.Join(errs...)
+}
+
 // checkpointRecord is what c's checkpoints store (runRecord), with the
 // fingerprints of its inputs.
 func (c *TuneConfig) checkpointRecord() ([]byte, error) {
 	saved := c.withDefaults()
 	saved.Resume = ""
+	saved.Force = false
+	relOutputs(saved, filepath.Dir(saved.Checkpoint))
 	cfg, err := json.Marshal(saved)
 	if err != nil {
 		return nil, err
@@ -361,4 +423,34 @@ func ShellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// newRunID returns a new run's identity: 16 random hex digits.
+func newRunID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// finishedRun refuses to resume the checkpoint ckpt of run id when the
+// model at out says that run already wrote it: the run is over, and
+// resuming an old checkpoint of it would silently replace its model and
+// rewrite its log.
+func finishedRun(ckpt, id, out string, step int) error {
+	if id == "" || out == "" {
+		return nil
+	}
+	md, err := importer.ReadMetadata(out)
+	if err != nil {
+		return nil // no model there (or none of ours): nothing finished
+	}
+	var rec struct {
+		Run   string `json:"run"`
+		Steps int    `json:"steps"`
+	}
+	if json.Unmarshal([]byte(md["paretonav"]), &rec) != nil || rec.Run != id {
+		return nil
+	}
+	return fmt.Errorf("--resume %s: this run already finished: it wrote %s after %d steps (the checkpoint is from step %d); nothing to resume. Start a new run without --resume, or delete the checkpoint",
+		ckpt, out, rec.Steps, step)
 }

@@ -92,20 +92,20 @@ type TuneConfig struct {
 	ValEvery   int   `flag:"val-every"`
 	Seed       int64 `flag:"seed"`
 	// Out is the tuned model (default MODEL_tuned.onnx); Force replaces
-	// existing files (never an input, and a resumed run keeps the Force of
-	// the run it continues).
-	Out   string `flag:"out,path"`
+	// existing files (never an input; a resumed run has Force only when
+	// its own command line gives it).
+	Out   string `flag:"out,path,dest"`
 	Force bool
 	// Log (JSON lines), CSV (per-step trace) and Plot (drawn by the
 	// caller, Tune.Plot) are written when set.
-	Log  string `flag:"log,path"`
-	CSV  string `flag:"csv,path"`
-	Plot string `flag:"plot,path"`
+	Log  string `flag:"log,path,dest"`
+	CSV  string `flag:"csv,path,dest"`
+	Plot string `flag:"plot,path,dest"`
 	// CheckpointEvery steps a checkpoint is written to Checkpoint
 	// (default OUT.ckpt), also on interruption. After the model is written
 	// the checkpoint is removed unless KeepCheckpoint.
 	CheckpointEvery int    `flag:"checkpoint-every"`
-	Checkpoint      string `flag:"checkpoint,path"`
+	Checkpoint      string `flag:"checkpoint,path,dest"`
 	KeepCheckpoint  bool   `flag:"keep-checkpoint,free"`
 	// Resume continues the run saved in that checkpoint: the checkpoint
 	// holds the run's configuration, which the other fields may repeat
@@ -122,6 +122,10 @@ type TuneConfig struct {
 	// MakeFolders: the caller creates the output folders before the run
 	// (Destinations.MakeFolders).
 	MakeFolders bool `json:"-"`
+	// RunID names one run across its resumptions: made when a run starts,
+	// kept in its checkpoints and in the model it writes, so that a
+	// checkpoint of a run that already wrote its model is refused.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // Tune is a resolved tuning run: the model and data loaded and checked,
@@ -146,6 +150,7 @@ type Tune struct {
 	CSVPath    string
 	PlotPath   string // drawn by Plot
 	Resume     string
+	RunID      string // recorded in the model (TuneConfig.RunID)
 	// Checkpoint is where the run's checkpoints go (Settings.CheckpointPath
 	// when set); after the model is written it is removed unless
 	// KeepCheckpoint.
@@ -231,8 +236,12 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 		c, resumeStep = rc, step
 	} else if c.Model == "" {
 		return nil, errors.New("tune: want a MODEL.onnx argument (or --resume CKPT to continue an interrupted run)")
+	} else {
+		fresh := *c
+		fresh.RunID = newRunID()
+		c = &fresh
 	}
-	job := &Tune{ModelPath: c.Model, Method: c.Method.Name, Batch: c.Batch, Force: c.Force,
+	job := &Tune{ModelPath: c.Model, Method: c.Method.Name, Batch: c.Batch, Force: c.Force, RunID: c.RunID,
 		LogPath: c.Log, CSVPath: c.CSV, PlotPath: c.Plot, Resume: c.Resume, resumeStep: resumeStep, KeepCheckpoint: c.KeepCheckpoint}
 	if len(c.Data) == 0 {
 		return nil, missingData("data", "the training data")
@@ -281,6 +290,11 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 		return nil, err
 	}
 	if job.Model, job.Net, err = OpenModelWithin(l, job.ModelPath, budget, job.Tasks, opt); err != nil {
+		return nil, err
+	}
+	// Again with the files the model names: its external data are inputs
+	// too, and --out writes a data file beside it.
+	if err := c.destinations(job).Check(); err != nil {
 		return nil, err
 	}
 	if job.Net.NumParams() == 0 {
@@ -399,7 +413,7 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 // a resumed run continues its own log, trace and checkpoint.
 func (c *TuneConfig) destinations(job *Tune) *Destinations {
 	d := &Destinations{Force: job.Force, MakeFolders: c.MakeFolders}
-	d.Input("model", c.Model)
+	d.ModelInput("model", c.Model, job.Model)
 	d.Sources("--data", c.Data)
 	d.Sources("--val", c.Val)
 	d.Input("--config file", c.ConfigFile)
@@ -408,7 +422,7 @@ func (c *TuneConfig) destinations(job *Tune) *Destinations {
 	if resumed && !same {
 		d.Input("--resume checkpoint", job.Resume)
 	}
-	d.Output("--out", job.Out)
+	d.ModelOutput("--out", job.Out, job.Model)
 	for _, o := range []struct{ flag, path string }{{"--log", c.Log}, {"--csv", c.CSV}} {
 		if resumed {
 			d.Own(o.flag, o.path)
@@ -464,6 +478,14 @@ func (j *Tune) measure(drift float64) (TuneReport, []float64, error) {
 // trace or plot that cannot be written is reported after the model is
 // saved, with the outcome.
 func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
+	if j.Checkpoint != "" {
+		lock, err := lockRun("--checkpoint", j.Checkpoint)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.release()
+		removeStaleTemps(j.Checkpoint, j.Out, filepath.Join(filepath.Dir(j.Out), importer.DataFileName(j.Out)), j.LogPath, j.CSVPath, j.PlotPath)
+	}
 	res = &TuneOutcome{Criterion: j.Criterion, Method: j.Method, Tasks: j.Net.Tasks(), Terms: j.Net.Terms(), MeasuredOn: j.ReportName,
 		Examples: j.Report.Len(), Output: j.Out, Log: j.LogPath, CSV: j.CSVPath}
 	if res.Before, res.BeforeLosses, err = j.measure(0); err != nil {
@@ -526,6 +548,9 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 		"tasks": TaskSpecs(j.Tasks), "source": filepath.Base(j.ModelPath),
 		"optimizer": j.Settings.Optimizer, "lr": j.Settings.LR,
 	}
+	if j.RunID != "" {
+		record["run"] = j.RunID
+	}
 	if len(j.Terms) > 0 {
 		record["terms"] = TaskSpecs(j.Terms)
 	}
@@ -568,10 +593,32 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 			res.Plot = j.PlotPath
 		}
 	}
+	res.confirmFiles()
 	if sideErr != nil {
 		return res, fmt.Errorf("the tuned model was written to %s, but: %w", j.Out, sideErr)
 	}
 	return res, nil
+}
+
+// confirmFiles drops from res the files it names that are no longer
+// there (their folder removed during the run, a full disk), each with a
+// warning, so that the summary lists only files that exist.
+func (res *TuneOutcome) confirmFiles() {
+	for _, f := range []struct {
+		what string
+		path *string
+	}{{"log", &res.Log}, {"trace", &res.CSV}, {"plot", &res.Plot}, {"checkpoint", &res.Checkpoint}} {
+		if *f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(*f.path); err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the %s %s is no longer there (%v)", f.what, *f.path, errors.Unwrap(err)))
+			*f.path = ""
+		}
+	}
+	if _, err := os.Stat(res.Output); err != nil && res.Kept == "" {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the tuned model %s is no longer there (%v)", res.Output, errors.Unwrap(err)))
+	}
 }
 
 // finishCheckpoint removes the run's checkpoint once the model is

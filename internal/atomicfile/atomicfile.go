@@ -23,17 +23,21 @@ import (
 // regular file (a device such as /dev/null, a folder, a named pipe, a
 // socket, or a link to one): renaming over it would replace it, as root
 // even a device node, so it is refused before anything is written.
-var ErrNotRegular = errors.New("atomicfile: not a regular file")
+var ErrNotRegular = errors.New("not a regular file")
 
 // bufferSize is the write buffer between fill and the temporary file.
 const bufferSize = 1 << 20
 
-// Write writes the file at path through fill: into a temporary file in
-// path's folder, synced, with mode perm, then renamed over path, and the
+// Write writes the file at path through fill (through a symbolic link to
+// the file it names, Target): into a temporary file in that file's folder, synced, with mode perm, then renamed over path, and the
 // folder synced on a best-effort basis (some file systems refuse to sync a
 // folder). On error the temporary file is removed and path is left as it
 // was.
 func Write(path string, perm fs.FileMode, fill func(io.Writer) error) error {
+	path, err := Target(path)
+	if err != nil {
+		return err
+	}
 	tmp, err := Temp(path, perm, fill)
 	if err != nil {
 		return err
@@ -52,10 +56,14 @@ func Write(path string, perm fs.FileMode, fill func(io.Writer) error) error {
 // and its external data file in turn). Its name starts with "." and
 // target's base name and contains ".tmp". On error nothing is left behind.
 // A target that exists and is not a regular file is refused
-// (ErrNotRegular).
+// (ErrNotRegular), and so is a symbolic link: a caller that renames over
+// target resolves it first (Target), or the rename would replace the link.
 func Temp(target string, perm fs.FileMode, fill func(io.Writer) error) (name string, err error) {
-	if st, err := os.Stat(target); err == nil && !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: %s is a %s; write to a file instead", ErrNotRegular, target, Kind(st.Mode()))
+	if st, err := os.Lstat(target); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		return "", fmt.Errorf("%w: %s is a symbolic link; resolve it first (atomicfile.Target)", ErrNotRegular, target)
+	}
+	if _, err := Target(target); err != nil {
+		return "", err
 	}
 	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp*")
 	if err != nil {

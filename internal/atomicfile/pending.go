@@ -22,11 +22,13 @@ type File struct {
 	committed bool
 }
 
-// Create starts a File for target with mode perm. A target that exists
-// and is not a regular file is refused (ErrNotRegular).
+// Create starts a File for target with mode perm. A target that is a
+// symbolic link is written through to the file it names (Target); one
+// that exists and is not a regular file is refused (ErrNotRegular).
 func Create(target string, perm fs.FileMode) (*File, error) {
-	if st, err := os.Stat(target); err == nil && !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is a %s; write to a file instead", ErrNotRegular, target, Kind(st.Mode()))
+	target, err := Target(target)
+	if err != nil {
+		return nil, err
 	}
 	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp*")
 	if err != nil {

@@ -111,9 +111,50 @@ def read_log(path: str) -> List[Dict[str, Any]]:
 
 
 def _emit_warnings(stderr: str) -> None:
+    """A ParetonavWarning per ``warning: ...`` line, with the indented lines
+    that continue it (the names it lists)."""
+    found: List[str] = []
+    open_ = False  # the last line was part of a warning
     for line in stderr.splitlines():
         if line.startswith("warning: "):
-            warnings.warn(line[len("warning: "):], ParetonavWarning, stacklevel=4)
+            found.append(line[len("warning: "):])
+            open_ = True
+        elif open_ and line.startswith("  "):
+            found[-1] += "\n" + line
+        else:
+            open_ = False
+    for w in found:
+        warnings.warn(w, ParetonavWarning, stacklevel=4)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> Optional[Any]:
+    """A preexec_fn making the child get SIGTERM when this process dies
+    (Linux's PR_SET_PDEATHSIG), or None where there is no prctl: a Python
+    killed outright (kill -9, the OOM killer) then stops the binary, which
+    checkpoints and exits without writing its output, instead of running on
+    unseen. The signal comes when the forking thread ends; run_json's
+    caller waits in that thread for the child, so it cannot end first."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError, ImportError):
+        return None
+    parent = os.getpid()
+    args = (ctypes.c_ulong(_PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGTERM), ctypes.c_ulong(0),
+            ctypes.c_ulong(0), ctypes.c_ulong(0))
+
+    def preexec() -> None:
+        prctl(*args)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
 
 
 def run_json(args: Sequence[str], log: Optional[str] = None, progress: bool = False, label: str = "") -> Tuple[Any, str]:
@@ -131,7 +172,9 @@ def run_json(args: Sequence[str], log: Optional[str] = None, progress: bool = Fa
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         # Its own session: a terminal's Ctrl-C reaches Python only, which
         # passes exactly one SIGINT on (a notebook's interrupt does the same).
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+        # And it dies with this process (see _die_with_parent).
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_die_with_parent())
         interrupted = False
         try:
             while True:

@@ -15,7 +15,7 @@ import numpy as np
 from . import data as _data
 from ._run import read_log, run_json
 from .errors import MappingError
-from .statedict import map_state_dict, onnx_values, to_key_layout
+from .statedict import _identity_aliases, _optimizer_rewritten, map_state_dict, onnx_values, to_key_layout
 from .tasks import Task, as_tasks, check_criterion
 
 __all__ = ["TuneResult", "FrontModel", "FrontResult", "EvalResult", "tune", "front", "evaluate", "inspect",
@@ -89,7 +89,9 @@ class TuneResult:
         for k, a, b in (("F", self.F_before, self.F_after), ("g", self.g_before, self.g_after)):
             if a is not None and b is not None:
                 rows.append("  %-10s %10.4g -> %.4g" % (k, a, b))
-        rows.append("  out=%s)" % self.paths.get("out"))
+        rows[-1] += ")" if self.paths.get("out") is None else ""
+        if self.paths.get("out") is not None:
+            rows.append("  out=%s)" % self.paths["out"])
         return "\n".join(rows)
 
 
@@ -242,6 +244,45 @@ def _workdir(workdir: Optional[str]) -> Tuple[str, bool]:
     return workdir, False
 
 
+class _Temporary:
+    """Removes a temporary work folder when the call ends: on success unless
+    it holds the only result (``sole``), on any exception always. A Ctrl-C
+    leaves a checkpoint naming the data in the folder: the checkpoint
+    (``ckpt``, when it is new and outside the folder) goes with it, and the
+    KeyboardInterrupt says so."""
+
+    def __init__(self, path: str, remove: bool, sole: bool, ckpt: Optional[str]) -> None:
+        self.path, self.remove, self.sole = path, remove, sole
+        self.ckpt = os.path.abspath(ckpt) if ckpt else os.path.join(path, "")
+        self.ckpt_existed = bool(ckpt) and os.path.lexists(self.ckpt)
+        self.result: Any = None
+
+    def __enter__(self) -> "_Temporary":
+        return self
+
+    def __exit__(self, et, e, tb) -> bool:
+        if not self.remove or (et is None and self.sole):
+            return False
+        shutil.rmtree(self.path, ignore_errors=True)
+        if et is None:
+            paths = self.result.paths
+            for k, p in list(paths.items()):
+                if p and (p == self.path or p.startswith(self.path + os.sep)):
+                    paths[k] = None
+            return False
+        if issubclass(et, KeyboardInterrupt):
+            gone = "the checkpoint and the data it names"
+            if not self.ckpt.startswith(self.path + os.sep):
+                if self.ckpt_existed:
+                    gone = "the data the checkpoint %s names" % self.ckpt
+                elif os.path.isfile(self.ckpt):
+                    os.remove(self.ckpt)
+            raise KeyboardInterrupt("%s; the temporary work folder %s was removed with %s (pass keep_workdir=True "
+                                    "or workdir= to keep them for the CLI's --resume)"
+                                    % (e, self.path, gone)) from None
+        return False
+
+
 def _data_args(flag: str, paths: Mapping[str, str]) -> List[str]:
     out = []
     for name, p in paths.items():
@@ -253,7 +294,7 @@ def _data_args(flag: str, paths: Mapping[str, str]) -> List[str]:
 
 
 def _prepare(model: Any, data: Any, inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]],
-             workdir: str, opset: int, strict: bool) -> Tuple[str, Optional[Any]]:
+             workdir: str, opset: int, strict: bool, names: Optional[Sequence[str]] = None) -> Tuple[str, Optional[Any]]:
     """The ONNX file to run (exported from a module), and the module (or None)."""
     if isinstance(model, (str, os.PathLike)):
         path = os.path.abspath(os.fspath(model))
@@ -271,7 +312,7 @@ def _prepare(model: Any, data: Any, inputs: Optional[Sequence[str]], outputs: Op
         inputs = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     import torch
 
-    ex = _data.first_examples(data, inputs)
+    ex = _data.first_examples(data, inputs, data_names=names)
     try:
         dev = next(model.parameters()).device
     except StopIteration:
@@ -282,9 +323,25 @@ def _prepare(model: Any, data: Any, inputs: Optional[Sequence[str]], outputs: Op
         if t.is_floating_point():
             t = t.to(torch.float32)
         args.append(t.to(dev))
-    path = export(model, args, os.path.join(workdir, "model.onnx"), inputs, outputs, opset=opset)
+    try:
+        path = export(model, args, os.path.join(workdir, "model.onnx"), inputs, outputs, opset=opset)
+    except RuntimeError as e:
+        m = re.search(r"number of output names provided \((\d+)\) exceeded number of outputs \((\d+)\)", str(e))
+        if not m:
+            raise
+        raise ValueError(_outputs_message(int(m.group(2)), outputs)) from None
+    returned = len(_onnx_io(path)[1])
+    if returned != len(outputs):
+        raise ValueError(_outputs_message(returned, outputs))
     _check_accounted(model, path, strict, before=True)
     return path, model
+
+
+def _outputs_message(returned: int, outputs: Sequence[str]) -> str:
+    return ("outputs: forward() returns %d tensor%s (nested tuples counted tensor by tensor), but %d name%s given "
+            "(%s): give one name per tensor, in order" % (
+                returned, "" if returned == 1 else "s", len(outputs), " was" if len(outputs) == 1 else "s were",
+                ", ".join(map(repr, outputs))))
 
 
 def _aliases(module: Any) -> Dict[str, str]:
@@ -302,7 +359,103 @@ def _aliases(module: Any) -> Dict[str, str]:
     return out
 
 
+def _overlaps(t: Any) -> bool:
+    """Whether two elements of tensor t share one memory location (an
+    expand()ed or as_strided view): copying into it would fail."""
+    import torch
+
+    f = getattr(torch, "_debug_has_internal_overlap", None)
+    if f is not None:
+        r = f(t)
+        if r in (0, 1):  # 2: too hard to tell; the stride test decides
+            return r == 1
+    span = 0  # the last element reached by the dimensions taken so far, in elements
+    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz > 1):
+        if stride <= span:
+            return True
+        span += stride * (size - 1)
+    return False
+
+
+def _unwritable(t: Any) -> Optional[str]:
+    """Why a tuned value cannot be copied into tensor t in place, or None."""
+    if not hasattr(t, "data_ptr"):
+        return None
+    if t.numel() > 1 and _overlaps(t):
+        return ("is a view whose elements share memory (expand(), a stride of 0); "
+                "make it a tensor of its own in the module, e.g. nn.Parameter(p.detach().clone())")
+    if getattr(t, "is_inference", lambda: False)():
+        return "is an inference tensor (made under torch.inference_mode()), which cannot be changed in place"
+    if getattr(t, "is_meta", False):
+        return "is on the meta device and holds no data"
+    return None
+
+
+def _tied_split(module: Any, path: str, mapping: Any, untie: bool) -> Optional[MappingError]:
+    """Why the module's shared tensors cannot take what ``path`` holds (a
+    MappingError naming their keys), or None. A tensor the module shares under several names (``b.weight =
+    a.weight``) is one initializer; ``--untie`` would tune each node
+    reading it apart (``untie``: path is the model about to be tuned so),
+    and a tuned file holding such copies (``NAME.NODE``) has more values
+    than the module has tensors for. Either way one tuned copy would be
+    dropped silently."""
+    groups: Dict[str, List[str]] = {}
+    for k, first in _aliases(module).items():
+        groups.setdefault(first, [first]).append(k)
+    key_init = {key: mapping.initializer[name] for name, key in mapping.items()}
+    shared = {key_init[first]: keys for first, keys in groups.items() if first in key_init}
+    if not shared:
+        return None
+    import onnx
+
+    g = onnx.load(path, load_external_data=False).graph
+    inits = {t.name: tuple(t.dims) for t in g.initializer}
+    alias_of = _identity_aliases(g, set(inits))
+    readers: Dict[str, int] = {}
+    for n in g.node:
+        if n.op_type != "Identity":
+            for i in set(n.input):
+                src = alias_of.get(i, i)
+                readers[src] = readers.get(src, 0) + 1
+    name = type(module).__name__
+    for init, keys in shared.items():
+        last = keys[-1]
+        fix = ("give each name its own Parameter first (module.%s = nn.Parameter(module.%s.detach().clone()))"
+               % (last, last))
+        if untie and readers.get(init, 0) > 1:
+            return MappingError(
+                "untie=True would tune the %d nodes reading initializer %s apart, but in %s %s are one tensor, "
+                "which can hold only one tuned copy (nothing was tuned). Tune them as one (leave untie off), or %s."
+                % (readers[init], init, name, ", ".join(keys), fix), keys)
+        copies = sorted(n for n in inits if n.startswith(init + ".") and inits[n] == inits[init] and readers.get(n))
+        if not untie and copies:
+            return MappingError(
+                "%s holds copies of %s tuned apart (%s), but in %s %s are one tensor, which can hold only one "
+                "of them (nothing was loaded). Tune with untie off, or %s and tune again."
+                % (path, init, ", ".join(copies), name, ", ".join(keys), fix), keys)
+    return None
+
+
+def _check_rewritten(module: Any, path: str) -> None:
+    """Refuses a file whose initializers torch.onnx.export's optimizer
+    rewrote (BatchNorm fused into Conv): loading it can only be wrong."""
+    import onnx
+
+    g = onnx.load(path, load_external_data=False).graph
+    rw = sorted(_optimizer_rewritten(g, {t.name for t in g.initializer}))
+    if rw:
+        raise MappingError(
+            "%s: torch.onnx.export's optimizer (dynamo=True with its default optimize=True) rewrote %d initializer%s "
+            "(%s%s: BatchNorm fused into the Conv before it, or tensors folded together), which hold%s no parameter "
+            "or buffer of %s: its tuned values cannot be loaded into the module (nothing was loaded). Export the "
+            "module again with torch.onnx.export(..., dynamo=False, training=torch.onnx.TrainingMode.PRESERVE, "
+            "do_constant_folding=False), or dynamo=True, optimize=False, or paretonav.export, and tune that file" % (
+                path, len(rw), "" if len(rw) == 1 else "s", ", ".join(rw[:8]), ", ..." if len(rw) > 8 else "",
+                "s" if len(rw) == 1 else "", type(module).__name__), rw)
+
+
 def _check_accounted(module: Any, path: str, strict: bool, before: bool, source: Optional[str] = None) -> Tuple[Any, List[str]]:
+    _check_rewritten(module, path)
     mapping, unmapped = map_state_dict(source or path, module)
     if source:  # the names found on the source hold the values in path
         have = set(onnx_values(path))
@@ -310,6 +463,10 @@ def _check_accounted(module: Any, path: str, strict: bool, before: bool, source:
         if gone:
             raise MappingError("%s: no value named like the initializers of %s that hold %s"
                                % (path, source, ", ".join(gone)), gone)
+    if not before:
+        err = _tied_split(module, path, mapping, untie=False)
+        if err:
+            raise err
     aliases = _aliases(module)
     mapped = set(mapping.values())
     sd = module.state_dict(keep_vars=True)
@@ -319,6 +476,14 @@ def _check_accounted(module: Any, path: str, strict: bool, before: bool, source:
     left = [k for k in unmapped
             if not k.endswith("num_batches_tracked") and not (k in aliases and aliases[k] in mapped)
             and hasattr(sd[k], "data_ptr")]
+    bad = [(k, why) for k, why in ((k, _unwritable(sd[k])) for k in dict.fromkeys(mapping.values())) if why]
+    if bad:
+        raise MappingError(
+            "%s: cannot load into %s%s: %s" % (
+                type(module).__name__, "this parameter or buffer" if len(bad) == 1 else "these parameters or buffers",
+                " (nothing was tuned)" if before else " (nothing was loaded)",
+                "; ".join("%s %s" % kw for kw in bad)),
+            [k for k, _ in bad])
     if left and strict:
         raise MappingError(
             "%s: no initializer of %s holds %s %s: forward() does not read %s, or the export renamed or merged "
@@ -356,9 +521,20 @@ def load_weights(module: Any, onnx_path: str, strict: bool = True, source: Optio
             raise MappingError("%s: initializer %r has shape %s, the module's %r %s"
                                % (onnx_path, name, values[name].shape, key, tuple(sd[key].shape)), [key])
     with torch.no_grad():
-        for name, key in mapping.items():
-            t = sd[key]
-            t.copy_(torch.from_numpy(np.array(values[name])).to(dtype=t.dtype, device=t.device))
+        new = {name: torch.from_numpy(np.array(values[name])).to(dtype=sd[key].dtype, device=sd[key].device)
+               for name, key in mapping.items()}
+        # All or nothing: the values copied over so far are put back when
+        # a copy fails.
+        saved = []
+        try:
+            for name, key in mapping.items():
+                t = sd[key]
+                saved.append((t, t.detach().clone()))
+                t.copy_(new[name])
+        except BaseException:
+            for t, old in reversed(saved):
+                t.copy_(old)
+            raise
     return list(mapping.values())
 
 
@@ -380,6 +556,15 @@ def _frozen(module: Any, model_path: str, flags: Dict[str, Any]) -> None:
         flags["freeze"] = given + [re.sub(r"([*?\\\[])", r"\\\1", n) for n in names]
 
 
+def _check_untie(module: Any, model_path: str, flags: Dict[str, Any]) -> None:
+    """With untie=True, refuses a module whose shared tensors it would split."""
+    if module is None or not flags.get("untie"):
+        return
+    err = _tied_split(module, model_path, map_state_dict(model_path, module)[0], untie=True)
+    if err:
+        raise err
+
+
 def _task_args(tasks: Sequence[Task], terms: Sequence[Task]) -> List[str]:
     out = []
     for t in tasks:
@@ -390,9 +575,9 @@ def _task_args(tasks: Sequence[Task], terms: Sequence[Task]) -> List[str]:
 
 
 def _write(workdir: str, sub: str, data: Any, model_path: str, tasks: Sequence[Task], flags: Dict[str, Any],
-           what: str) -> Dict[str, str]:
+           what: str, names: Optional[Sequence[str]] = None) -> Dict[str, str]:
     ins, outs = _onnx_io(model_path)
-    return _data.write_data(os.path.join(workdir, sub), data, _dtypes(ins, outs, tasks, _maps(flags)), what)
+    return _data.write_data(os.path.join(workdir, sub), data, _dtypes(ins, outs, tasks, _maps(flags)), what, names)
 
 
 # ------------------------------------------------------------------ commands
@@ -400,7 +585,7 @@ def _write(workdir: str, sub: str, data: Any, model_path: str, tasks: Sequence[T
 
 def _run_training(command: str, model_path: str, workdir: str, data: Any, val: Any, tasks: List[Task],
                   terms: List[Task], criterion: Optional[str], flags: Dict[str, Any], out_args: List[str],
-                  progress: bool, keep_data: bool) -> Tuple[Dict[str, Any], str]:
+                  progress: bool, keep_data: bool, names: Optional[Sequence[str]] = None) -> Tuple[Dict[str, Any], str]:
     """Writes ``data`` (and ``val``) under ``workdir``, runs ``paretonav COMMAND`` on
     them with the tasks, criterion, ``out_args`` and the other flags, and returns
     its JSON result and the log's path. The data files are removed afterwards
@@ -408,10 +593,10 @@ def _run_training(command: str, model_path: str, workdir: str, data: Any, val: A
     ``paretonav COMMAND --resume`` needs them."""
     written = [os.path.join(workdir, "data")]
     try:
-        args = [command, model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks + terms, flags, "data"))
+        args = [command, model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks + terms, flags, "data", names))
         if val is not None:
             written.append(os.path.join(workdir, "val"))
-            args += _data_args("val", _write(workdir, "val", val, model_path, tasks + terms, flags, "val"))
+            args += _data_args("val", _write(workdir, "val", val, model_path, tasks + terms, flags, "val", names))
         log = os.path.abspath(flags.pop("log")) if flags.get("log") else os.path.join(workdir, command + ".jsonl")
         args += _task_args(tasks, terms)
         if criterion is not None:
@@ -431,29 +616,45 @@ def _run_training(command: str, model_path: str, workdir: str, data: Any, val: A
 def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, inputs: Optional[Sequence[str]] = None,
          outputs: Optional[Sequence[str]] = None, val: Any = None, terms: Any = (), out: Optional[str] = None,
          workdir: Optional[str] = None, progress: bool = True, load_back: bool = True, strict: bool = True,
-         opset: int = 13, keep_data: bool = False, **flags: Any) -> TuneResult:
+         opset: int = 13, keep_data: bool = False, keep_workdir: bool = False, names: Optional[Sequence[str]] = None,
+         **flags: Any) -> TuneResult:
     """Tunes ``model`` toward ``criterion`` inside the Pareto set of ``tasks`` (``paretonav tune``).
 
     ``model``: a torch.nn.Module (exported, tuned, and its tuned weights
     loaded back into it in place) or an ONNX file's path (tuned into
     ``out``). ``data`` / ``val``: dict name -> numpy array or tensor (first
-    axis = examples), or a torch Dataset yielding such dicts per example.
+    axis = examples), a torch Dataset yielding such dicts per example, or
+    tuples named by ``names`` in order, or a DataLoader yielding batches of
+    either (streamed to disk batch by batch).
     ``tasks`` / ``terms``: CLI strings or :class:`Task` objects. ``inputs``:
     forward()'s argument names, in order (default: its signature);
     ``outputs``: names for what forward() returns, in order. Any other
     keyword is a ``tune`` flag (``steps=300, batch=8, lr=1e-4, val_every=50,
-    freeze=["enc.*"], untie=True``). Files go to ``workdir`` (default: a new
-    temporary folder, kept; the data files written there are removed after
-    the run unless ``keep_data``)."""
+    freeze=["enc.*"], untie=True``). Files go to ``workdir`` (kept; the data
+    files written there are removed after the run unless ``keep_data``);
+    by default a new temporary folder, removed when the call returns or
+    raises (Ctrl-C included) unless ``keep_workdir``, or unless it holds
+    the only result (an ONNX path, or ``load_back=False``, without ``out``)."""
     tasks, terms = as_tasks(tasks), as_tasks(terms, "terms")
     if criterion is not None:
         check_criterion(criterion, tasks, terms)
-    workdir, _ = _workdir(workdir)
-    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
+    workdir, own = _workdir(workdir)
+    sole = out is None and (not _is_module(model) or not load_back)
+    ckpt = flags.get("checkpoint") or (out + ".ckpt" if out else None)  # None: in the work folder
+    with _Temporary(workdir, own and not keep_workdir, sole, ckpt) as tmp:
+        tmp.result = _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workdir, progress,
+                           load_back, strict, opset, keep_data, names, flags)
+    return tmp.result
+
+
+def _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workdir, progress, load_back, strict,
+          opset, keep_data, names, flags) -> TuneResult:
+    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names)
     _frozen(module, model_path, flags)
+    _check_untie(module, model_path, flags)
     out = os.path.abspath(out) if out else os.path.join(workdir, os.path.splitext(os.path.basename(model_path))[0] + "_tuned.onnx")
     res, log = _run_training("tune", model_path, workdir, data, val, tasks, terms, criterion, flags,
-                             ["--out", out], progress, keep_data)
+                             ["--out", out], progress, keep_data, names)
     recs = read_log(log)
     config = next((r for r in recs if r.get("kind") == "config"), {})
     steps = [r for r in recs if "step" in r and r.get("kind") is None]
@@ -488,20 +689,33 @@ def _non_dominated(losses: List[Dict[str, float]]) -> List[bool]:
 def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Optional[str] = "energy",
           inputs: Optional[Sequence[str]] = None, outputs: Optional[Sequence[str]] = None, val: Any = None,
           terms: Any = (), out_dir: Optional[str] = None, workdir: Optional[str] = None, progress: bool = True,
-          strict: bool = True, opset: int = 13, keep_data: bool = False, **flags: Any) -> FrontResult:
+          strict: bool = True, opset: int = 13, keep_data: bool = False, keep_workdir: bool = False,
+          names: Optional[Sequence[str]] = None, **flags: Any) -> FrontResult:
     """Trains ``models`` diverse Pareto models from ``model`` (``paretonav front``).
 
     Arguments as for :func:`tune`; ``out_dir`` receives the models and the
     report (default: WORKDIR/front). The module itself is left unchanged:
     each :class:`FrontModel` gives its ``state_dict()`` or ``load_into(module)``.
-    Any other keyword is a ``front`` flag (``steps``, ``batch``, ``lr``, ``spread``...)."""
+    Any other keyword is a ``front`` flag (``steps``, ``batch``, ``lr``, ``spread``...).
+    A temporary ``workdir`` is removed at the end unless ``keep_workdir``,
+    or unless it holds the models (no ``out_dir``)."""
     tasks, terms = as_tasks(tasks), as_tasks(terms, "terms")
-    workdir, _ = _workdir(workdir)
-    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict)
+    workdir, own = _workdir(workdir)
+    ckpt = os.path.join(out_dir, "front.ckpt") if out_dir else None
+    with _Temporary(workdir, own and not keep_workdir, out_dir is None, ckpt) as tmp:
+        tmp.result = _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, out_dir, workdir,
+                            progress, strict, opset, keep_data, names, flags)
+    return tmp.result
+
+
+def _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, out_dir, workdir, progress, strict,
+           opset, keep_data, names, flags) -> FrontResult:
+    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names)
     _frozen(module, model_path, flags)
+    _check_untie(module, model_path, flags)
     out_dir = os.path.abspath(out_dir) if out_dir else os.path.join(workdir, "front")
     res, log = _run_training("front", model_path, workdir, data, val, tasks, terms, criterion, flags,
-                             ["--models", str(models), "--out-dir", out_dir], progress, keep_data)
+                             ["--models", str(models), "--out-dir", out_dir], progress, keep_data, names)
     recs = read_log(log)
     ms = res.get("models") or []
     losses = [{k: _finite(v) for k, v in (m.get("losses") or {}).items()} for m in ms]
@@ -519,21 +733,25 @@ def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Opti
 
 def evaluate(model: Any, data: Any, *, tasks: Any, inputs: Optional[Sequence[str]] = None,
              outputs: Optional[Sequence[str]] = None, workdir: Optional[str] = None, opset: int = 13,
-             strict: bool = True, keep_data: bool = False, **flags: Any) -> EvalResult:
+             strict: bool = True, keep_data: bool = False, keep_workdir: bool = False,
+             names: Optional[Sequence[str]] = None, **flags: Any) -> EvalResult:
     """Losses, g(θ) and metrics of ``model`` on ``data`` (``paretonav eval``).
-    Arguments as for :func:`tune`; other keywords are ``eval`` flags (``batch``, ``bn``, ``limit``...)."""
+    Arguments as for :func:`tune` (a temporary ``workdir`` is always removed
+    unless ``keep_workdir`` or ``keep_data``); other keywords are ``eval``
+    flags (``batch``, ``bn``, ``limit``...)."""
     tasks = as_tasks(tasks)
     workdir, own = _workdir(workdir)
-    model_path, _ = _prepare(model, data, inputs, outputs, workdir, opset, strict)
     d = os.path.join(workdir, "data")
     try:
-        args = ["eval", model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks, flags, "data"))
+        model_path, _ = _prepare(model, data, inputs, outputs, workdir, opset, strict, names)
+        args = ["eval", model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks, flags, "data",
+                                                                names))
         args += _task_args(tasks, []) + ["--json"] + _flag_args(flags)
         res, _ = run_json(args)
     finally:
         if not keep_data:
             shutil.rmtree(d, ignore_errors=True)
-        if own and not keep_data:
+        if own and not keep_data and not keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     return EvalResult(losses={k: _finite(v) for k, v in (res.get("tasks") or {}).items()}, g=_finite(res.get("g")),
                       metrics=res.get("metrics") or {}, examples=int(res.get("examples") or 0), raw=res)

@@ -1,14 +1,16 @@
 """Writes the user's arrays to .npy files the binary reads (``--data NAME=FILE.npy``).
 
-Arrays are copied in chunks into memory-mapped files and a Dataset is written
-one example at a time, so nothing is gathered in memory first.
+Arrays are copied in chunks into memory-mapped files; a Dataset is written one
+example at a time and a DataLoader one batch at a time, appended to each
+array's file, so nothing is gathered in memory first.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, Mapping, Optional
+import struct
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -22,8 +24,25 @@ def _file(folder: str, i: int, name: str) -> str:
     return os.path.join(folder, "%03d_%s.npy" % (i, re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100]))
 
 
+def _is_loader(data: Any) -> bool:
+    """A torch DataLoader that batches: its items hold batch_size examples each."""
+    for c in type(data).__mro__:
+        if c.__name__ == "DataLoader" and c.__module__.startswith("torch.utils.data"):
+            return getattr(data, "batch_sampler", None) is not None
+    return False
+
+
+def _is_iterable(data: Any) -> bool:
+    """Iterated for its items rather than indexed: a DataLoader, an
+    IterableDataset, any re-iterable object without a length."""
+    if isinstance(data, Mapping) or not hasattr(data, "__iter__"):
+        return False
+    return _is_loader(data) or not (hasattr(data, "__getitem__") and hasattr(data, "__len__")) or \
+        any(c.__name__ in ("DataLoader", "IterableDataset") for c in type(data).__mro__)
+
+
 def _is_dataset(data: Any) -> bool:
-    return not isinstance(data, Mapping) and hasattr(data, "__getitem__")
+    return not isinstance(data, Mapping) and (hasattr(data, "__getitem__") or _is_iterable(data))
 
 
 def _numpy(v: Any) -> np.ndarray:
@@ -49,52 +68,84 @@ def _convert(name: str, a: np.ndarray, want: Optional[np.dtype], what: str) -> n
     raise TypeError("%s %r: expected %s, got %s" % (what, name, np.dtype(want).name, a.dtype.name))
 
 
-def _examples(data: Any) -> int:
-    if _is_dataset(data):
-        try:
-            return len(data)
-        except TypeError:
-            raise TypeError("data: a Dataset must have a length (len(dataset)); an IterableDataset cannot be "
-                            "written ahead of the run") from None
-    ns = {k: _numpy_shape(v)[0] if _numpy_shape(v) else None for k, v in data.items()}
-    return next(iter(ns.values()), 0) or 0
-
-
 def _numpy_shape(v: Any):
     s = getattr(v, "shape", None)
     return tuple(s) if s is not None else np.shape(v)
 
 
-def _item(data: Any, i: int, what: str) -> Mapping[str, Any]:
-    it = data[i]
-    if not isinstance(it, Mapping):
-        raise TypeError("%s: a Dataset must yield dicts (array name -> tensor or array of one example), "
-                        "item %d is a %s" % (what, i, type(it).__name__))
-    return it
+def _item(it: Any, i: int, what: str, names: Optional[Sequence[str]], unit: str = "item") -> Mapping[str, Any]:
+    """A Dataset's item (or a DataLoader's batch) as a dict: a dict as it
+    is, a tuple or list by ``names``."""
+    if isinstance(it, Mapping):
+        return it
+    if isinstance(it, (tuple, list)):
+        if not names:
+            raise TypeError("%s: %s %d is a %s of %d; pass names=[...] naming its elements in order "
+                            "(e.g. names=['x', 'seg'])" % (what, unit, i, type(it).__name__, len(it)))
+        if len(names) != len(it):
+            raise ValueError("%s: %s %d is a %s of %d, but %d names were given (%s)" % (
+                what, unit, i, type(it).__name__, len(it), len(names), ", ".join(map(repr, names))))
+        return dict(zip(names, it))
+    raise TypeError("%s: a Dataset or DataLoader must yield dicts (array name -> tensor or array) or tuples "
+                    "(with names=), %s %d is a %s" % (what, unit, i, type(it).__name__))
 
 
-def first_examples(data: Any, names, k: int = 2) -> Dict[str, np.ndarray]:
+def _items(data: Any, what: str, names: Optional[Sequence[str]]) -> Iterator[Tuple[Mapping[str, Any], bool]]:
+    """(item as a dict, whether it is a batch) for each item of a Dataset
+    or batch of a DataLoader, read one at a time."""
+    if _is_iterable(data):
+        if iter(data) is data:
+            raise TypeError("%s: an iterator can be read only once; pass a Dataset, a DataLoader or a re-iterable "
+                            "object" % what)
+        batched = _is_loader(data)
+        for i, it in enumerate(data):
+            yield _item(it, i, what, names, "batch" if batched else "item"), batched
+        return
+    try:
+        n = len(data)
+    except TypeError:
+        raise TypeError("%s: a Dataset must have a length (len(dataset)) or be iterable" % what) from None
+    for i in range(n):
+        yield _item(data[i], i, what, names), False
+
+
+def first_examples(data: Any, names, k: int = 2, data_names: Optional[Sequence[str]] = None) -> Dict[str, np.ndarray]:
     """The first k examples of the named arrays (for tracing an export)."""
-    if _is_dataset(data):
-        n = min(k, len(data))
-        items = [_item(data, i, "data") for i in range(n)]
-        return {nm: np.stack([_numpy(it[nm]) for it in items]) for nm in names}
-    return {nm: _numpy(data[nm][:k]) for nm in names}
+    if not _is_dataset(data):
+        return {nm: _numpy(data[nm][:k]) for nm in names}
+    got: List[Mapping[str, np.ndarray]] = []
+    items = _items(data, "data", data_names)
+    try:
+        for it, batched in items:
+            missing = [nm for nm in names if nm not in it]
+            if missing:
+                raise KeyError("data: the Dataset's items have no array %s (have: %s)"
+                               % (", ".join(map(repr, missing)), ", ".join(sorted(map(str, it)))))
+            got.append({nm: _numpy(it[nm])[:k] if batched else _numpy(it[nm])[None] for nm in names})
+            if not names or sum(len(g[names[0]]) for g in got) >= k:
+                break
+    finally:
+        items.close()
+    if not got:
+        raise ValueError("data: the Dataset is empty")
+    return {nm: np.concatenate([g[nm] for g in got])[:k] for nm in names}
 
 
-def write_data(folder: str, data: Any, dtypes: Mapping[str, Optional[np.dtype]], what: str = "data") -> Dict[str, str]:
+def write_data(folder: str, data: Any, dtypes: Mapping[str, Optional[np.dtype]], what: str = "data",
+               names: Optional[Sequence[str]] = None) -> Dict[str, str]:
     """Writes the arrays named in ``dtypes`` (name -> dtype, None: keep) from
-    ``data`` (a mapping name -> array/tensor, first axis = examples, or a
-    Dataset of dicts) to FOLDER/NNN_NAME.npy; returns name -> path.
+    ``data`` (a mapping name -> array/tensor, first axis = examples; a
+    Dataset or iterable of dicts, or of tuples named by ``names``; a
+    DataLoader of batches of either) to FOLDER/NNN_NAME.npy; returns name -> path.
 
     Raises KeyError naming a missing array, ValueError when the arrays
     disagree on the number of examples or a Dataset item's shape changes,
     TypeError on a conversion that would change values (labels that are not
     integers)."""
     os.makedirs(folder, exist_ok=True)
-    names = list(dtypes)
     if _is_dataset(data):
-        return _write_dataset(folder, data, dtypes, what)
+        return _write_dataset(folder, data, dtypes, what, names)
+    names = list(dtypes)
     if not isinstance(data, Mapping):
         raise TypeError("%s: expected a dict of arrays or tensors, or a torch Dataset of dicts, got %s"
                         % (what, type(data).__name__))
@@ -129,31 +180,67 @@ def write_data(folder: str, data: Any, dtypes: Mapping[str, Optional[np.dtype]],
     return paths
 
 
-def _write_dataset(folder: str, data: Any, dtypes: Mapping[str, Optional[np.dtype]], what: str) -> Dict[str, str]:
-    n = _examples(data)
-    if n == 0:
-        raise ValueError("%s: the Dataset is empty" % what)
-    first = _item(data, 0, what)
-    missing = [k for k in dtypes if k not in first]
-    if missing:
-        raise KeyError("%s: the Dataset's items have no array %s (have: %s)"
-                       % (what, ", ".join(repr(m) for m in missing), ", ".join(sorted(map(str, first)))))
-    outs, shapes, paths = {}, {}, {}
-    for j, (k, want) in enumerate(dtypes.items()):
-        a = _numpy(first[k])
-        dt = np.dtype(want) if want is not None else a.dtype
-        _convert(k, a, dt, what)
-        paths[k] = _file(folder, j, k)
-        shapes[k] = a.shape
-        outs[k] = np.lib.format.open_memmap(paths[k], mode="w+", dtype=dt, shape=(n,) + a.shape)
-    for i in range(n):
-        it = first if i == 0 else _item(data, i, what)
-        for k, out in outs.items():
-            a = _numpy(it[k])
-            if a.shape != shapes[k]:
-                raise ValueError("%s: item %d's %r has shape %s, item 0's %s" % (what, i, k, a.shape, shapes[k]))
-            out[i] = _convert(k, a, out.dtype, what)
-    for out in outs.values():
-        out.flush()
-    outs.clear()
+class _Appender:
+    """A .npy file written as examples come: a header sized for any count,
+    the rows appended, the count set in the header at the end."""
+
+    def __init__(self, path: str, dtype: np.dtype, shape: Tuple[int, ...]) -> None:
+        self.path, self.dtype, self.shape, self.n = path, dtype, tuple(shape), 0
+        self.f = open(path, "wb", buffering=1 << 20)
+        self.header_len = len(self._header(10 ** 18))
+        self.f.write(self._header(0))
+
+    def _header(self, n: int) -> bytes:
+        d = "{'descr': %r, 'fortran_order': False, 'shape': %r, }" % (
+            np.lib.format.dtype_to_descr(self.dtype), (n,) + self.shape)
+        size = getattr(self, "header_len", 0) or -(-(10 + len(d) + 1) // 64) * 64
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", size - 10) + (d.ljust(size - 11) + "\n").encode("latin1")
+
+    def append(self, rows: np.ndarray) -> None:
+        self.f.write(np.ascontiguousarray(rows, dtype=self.dtype).tobytes())
+        self.n += len(rows)
+
+    def close(self) -> None:
+        self.f.seek(0)
+        self.f.write(self._header(self.n))
+        self.f.close()
+
+
+def _write_dataset(folder: str, data: Any, dtypes: Mapping[str, Optional[np.dtype]], what: str,
+                   names: Optional[Sequence[str]]) -> Dict[str, str]:
+    outs: Dict[str, _Appender] = {}
+    paths = {}
+    first_unit = ""
+    try:
+        for i, (it, batched) in enumerate(_items(data, what, names)):
+            unit = "batch" if batched else "item"
+            if not outs:
+                missing = [k for k in dtypes if k not in it]
+                if missing:
+                    raise KeyError("%s: the %s have no array %s (have: %s)" % (
+                        what, "DataLoader's batches" if batched else "Dataset's items",
+                        ", ".join(repr(m) for m in missing), ", ".join(sorted(map(str, it)))))
+            for j, (k, want) in enumerate(dtypes.items()):
+                a = _numpy(it[k])
+                if batched and a.ndim == 0:
+                    raise ValueError("%s: batch %d's %r is a scalar; expected one value per example" % (what, i, k))
+                shape = a.shape[1:] if batched else a.shape
+                if k not in outs:
+                    dt = np.dtype(want) if want is not None else a.dtype
+                    paths[k] = _file(folder, j, k)
+                    outs[k] = _Appender(paths[k], dt, shape)
+                    first_unit = "%s 0's" % unit + (" examples" if batched else "")
+                elif shape != outs[k].shape:
+                    raise ValueError("%s: %s %d's %r has shape %s%s, %s %s" % (
+                        what, unit, i, k, a.shape, " (examples %s)" % (shape,) if batched else "", first_unit,
+                        outs[k].shape))
+                outs[k].append(_convert(k, a if batched else a[None], outs[k].dtype, what))
+        if not outs:
+            raise ValueError("%s: the Dataset is empty" % what)
+        if batched and len({o.n for o in outs.values()}) > 1:
+            raise ValueError("%s: the DataLoader's batches disagree on the number of examples: %s" % (
+                what, ", ".join("%s %d" % (k, o.n) for k, o in outs.items())))
+    finally:
+        for o in outs.values():
+            o.close()
     return paths

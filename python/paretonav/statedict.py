@@ -19,6 +19,10 @@ only sees what the rules before it left unmatched:
    onnxscript's ``folded_from`` holds another value, as when ``dynamo=True``
    (``optimize=True``, the default) fuses BatchNorm into the Conv before it
    and keeps the Conv weight's name; the BatchNorm's keys stay unmapped too.
+   Nor the initializers of a node whose metadata says onnxscript's
+   rewriter fused a BatchNorm into it (``rule_name`` FuseBatchNormIntoConv
+   and the like), in any file: that is all that is left of the metadata
+   when ``opset_version`` < 18 made the exporter convert the file down.
 2. ``identity``: an ``Identity`` node (or a chain of them) reading an
    initializer writes a value named like the key. PyTorch 1.13 merges
    initializers of equal value (fresh zero biases, a BatchNorm's ones) into one
@@ -120,19 +124,38 @@ _TORCH_KIND = "pkg.torch.export.graph_signature.InputSpec.kind"
 _FOLDED_FROM = "pkg.onnxscript.optimizer.folded_from"
 
 
+_RULE_NAME = "pkg.onnxscript.rewriter.rule_name"
+
+
+def _fused_batchnorm(graph, init_names) -> set:
+    """Initializers read by a node that onnxscript's rewriter made by fusing
+    a BatchNorm into it (its metadata's rule_name FuseBatchNormIntoConv,
+    ...IntoConvTranspose, ...IntoGemm): the weight holds W·γ/σ under W's
+    name, the bias (b − μ)·γ/σ + β. The node's metadata survives where the
+    initializers' does not: torch.onnx.export(dynamo=True) at an
+    opset_version below 18 exports at 18 and converts the file down,
+    dropping the value_info metadata."""
+    out = set()
+    for n in graph.node:
+        if _metadata(n, 9).get(_RULE_NAME, "").startswith("FuseBatchNormInto"):
+            out.update(i for i in n.input if i in init_names)
+    return out
+
+
 def _optimizer_rewritten(graph, init_names) -> set:
     """Initializers of a dynamo export (its initializers' value_info carry
     InputSpec.kind) whose value_info carries neither InputSpec.kind nor
     folded_from: values the onnxscript optimizer wrote itself (a Conv weight
-    with BatchNorm fused in, under the weight's name). Empty for any other
-    file."""
+    with BatchNorm fused in, under the weight's name); and, in any file,
+    the initializers of nodes its rewriter fused a BatchNorm into."""
+    fused = _fused_batchnorm(graph, init_names)
     meta = {}
     for v in list(graph.input) + list(graph.value_info):
         if v.name in init_names:
             meta[v.name] = _metadata_keys(v)
     if not any(_TORCH_KIND in m for m in meta.values()):
-        return set()
-    return {n for n in init_names if not (meta.get(n, set()) & {_TORCH_KIND, _FOLDED_FROM})}
+        return fused
+    return fused | {n for n in init_names if not (meta.get(n, set()) & {_TORCH_KIND, _FOLDED_FROM})}
 
 
 def _metadata_keys(value_info) -> set:
@@ -140,9 +163,10 @@ def _metadata_keys(value_info) -> set:
     return set(_metadata(value_info))
 
 
-def _metadata(value_info) -> Dict[str, str]:
-    """The metadata_props of a ValueInfoProto (field 4, onnx 1.16+), read
-    from its bytes where the installed onnx predates the field."""
+def _metadata(value_info, field: int = 4) -> Dict[str, str]:
+    """The metadata_props of a ValueInfoProto (field 4, onnx 1.16+) or a
+    NodeProto (field 9), read from its bytes where the installed onnx
+    predates the field."""
     if "metadata_props" in value_info.DESCRIPTOR.fields_by_name:
         return {p.key: p.value for p in value_info.metadata_props}
     b, i, keys = value_info.SerializeToString(), 0, {}
@@ -157,7 +181,7 @@ def _metadata(value_info) -> Dict[str, str]:
             i += 4
         elif wire == 2:
             n, i = _varint_at(b, i)
-            if tag >> 3 == 4:  # StringStringEntryProto: key = 1, value = 2
+            if tag >> 3 == field:  # StringStringEntryProto: key = 1, value = 2
                 e, j, kv = b[i:i + n], 0, {}
                 while j < len(e):
                     t, j = _varint_at(e, j)

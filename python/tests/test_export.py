@@ -1,5 +1,7 @@
 """The export: max_unpool2d (SegNet-style) tunes through the API; tied and renamed initializers."""
 
+import os
+
 import numpy as np
 import onnx
 import pytest
@@ -47,7 +49,7 @@ def test_segnet_unpool_tunes(torch, binary):
     before = losses()
     r = paretonav.tune(m, data=data, inputs=["x"], outputs=["seg_logp", "depth"],
                        tasks=["seg:nll:seg_logp:seg", "depth:l1:depth:depth_t"], criterion="seg+depth",
-                       steps=10, batch=8, lr=3e-3, progress=False)
+                       steps=10, batch=8, lr=3e-3, progress=False, keep_workdir=True)
     ops = {n.op_type for n in onnx.load(r.paths["model"]).graph.node}
     assert "MaxUnpool" in ops and "BatchNormalization" in ops
     after = losses()
@@ -159,3 +161,43 @@ def test_shared_parameters(torch, binary):
     sd = m.state_dict()
     assert "extra.weight" in sd and "extra.weight" not in r.loaded and r.unmapped == []
     assert m.extra.weight is m.a.weight and m.b.weight is m.a.weight
+
+
+def module_losses(torch, m, data):
+    F = torch.nn.functional
+    with torch.no_grad():
+        a, b = m.eval()(data["x"])
+    return {"a": F.mse_loss(a, data["ta"]).item(), "b": F.mse_loss(b, data["tb"]).item()}
+
+
+def test_untie_on_tied_module_weights(torch, binary, tmp_path):
+    """untie=True on weights the module ties (b.weight = a.weight) would tune two copies of one tensor:
+    refused before tuning, naming both keys and the fix; loading a file tuned so is refused too. Given
+    separate Parameters, the module after load-back computes the tuned file's losses."""
+    torch.manual_seed(9)
+    m = tied_model(torch)()
+    m.b.weight = m.a.weight
+    m.eval()
+    data = tied_data(torch)
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    kw = dict(tasks=TIED_TASKS, criterion="a+b", steps=10, batch=8, lr=1e-2, untie=True, progress=False)
+    with pytest.raises(paretonav.MappingError, match=r"untie=True would tune the 2 nodes reading initializer "
+                                                     r"a\.weight apart, but in Tied a\.weight, b\.weight are one "
+                                                     r"tensor.*\(nothing was tuned\).*module\.b\.weight = "
+                                                     r"nn\.Parameter\(module\.b\.weight\.detach\(\)\.clone\(\)\)") as e:
+        paretonav.tune(m, data=data, inputs=["x"], outputs=["a", "b"], workdir=str(tmp_path / "w"), **kw)
+    assert e.value.names == ["a.weight", "b.weight"]
+    assert not os.path.exists(tmp_path / "w" / "data")  # refused before the data were written
+    # The same model tuned by file, then loaded into the tied module: refused, nothing loaded.
+    path = paretonav.export(m, [data["x"][:2]], str(tmp_path / "m.onnx"), ["x"], ["a", "b"])
+    r = paretonav.tune(path, data=data, out=str(tmp_path / "t.onnx"), **kw)
+    with pytest.raises(paretonav.MappingError, match=r"holds copies of a\.weight tuned apart \(a\.weight\./b/Conv"):
+        paretonav.load_weights(m, r.paths["out"])
+    assert all(torch.equal(v, before[k]) for k, v in m.state_dict().items())
+    # The fix the message gives: each name its own Parameter. Both tuned copies come back.
+    m.b.weight = torch.nn.Parameter(m.b.weight.detach().clone())
+    r = paretonav.tune(m, data=data, inputs=["x"], outputs=["a", "b"], **kw)
+    assert not torch.equal(m.a.weight, m.b.weight)
+    mine = module_losses(torch, m, data)
+    for k in mine:
+        assert r.losses_after[k] == pytest.approx(mine[k], rel=1e-5), k

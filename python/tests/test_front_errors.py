@@ -111,10 +111,12 @@ def test_ctrl_c_stops_with_a_checkpoint(torch, binary, trained, model, tmp_path)
         threading.Thread(target=interrupt_after_two_steps, daemon=True).start()
         with pytest.raises(KeyboardInterrupt, match="interrupted after step"):
             paretonav.tune(model, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
-                           criterion="seg*depth", steps=1000000, batch=8, out=out, log=log, progress=False)
+                           criterion="seg*depth", steps=1000000, batch=8, out=out, log=log, progress=False,
+                           workdir=str(tmp_path / "w"))
     finally:
         signal.signal(signal.SIGINT, handler)
     assert os.path.isfile(out + ".ckpt") and not os.path.exists(out)
+    assert os.listdir(tmp_path / "w" / "data")  # the data the checkpoint names are kept for --resume
     assert all(torch.equal(v, sd0[k]) for k, v in model.state_dict().items())
 
 
@@ -158,3 +160,17 @@ def test_criterion_names_checked_in_python(binary, trained, model, tmp_path):
     p = subprocess.run([binary, "tune", path] + real_data(tmp_path, train) + ["--task", TASKS[0], "--task", TASKS[1],
                         "--criterion", "log(seg)/(1e-3+dpth)"], capture_output=True, text=True)
     assert p.returncode != 0 and p.stderr.strip().endswith(str(e.value)), p.stderr
+
+
+@pytest.mark.parametrize("outputs, said", [
+    (["seg_logp"], r"forward\(\) returns 2 tensors .*, but 1 name was given \('seg_logp'\)"),
+    (["seg_logp", "depth", "extra"], r"forward\(\) returns 2 tensors .*, but 3 names were given"),
+])
+def test_outputs_count_checked_before_tuning(torch, trained, model, tmp_path, outputs, said):
+    """Naming fewer (or more) outputs than forward() returns is said in these words, before the binary runs."""
+    _, sd0, train, _ = trained
+    with pytest.raises(ValueError, match="^outputs: " + said):
+        paretonav.tune(model, data=train, inputs=["x"], outputs=outputs, tasks=["seg:nll:seg_logp:seg"],
+                       criterion="seg", steps=5, workdir=str(tmp_path), progress=False)
+    assert not os.path.exists(tmp_path / "data")  # nothing written for the binary
+    assert all(torch.equal(v, sd0[k]) for k, v in model.state_dict().items())

@@ -42,8 +42,19 @@ def test_tune_loads_back(torch, binary, trained, model):
     assert "miou" in r.metrics["seg"] and "miou" in r.metrics_before["seg"]  # l1 has no metrics
     log = r.log if isinstance(r.log, list) else r.log.to_dict("records")
     assert len(log) == 40 and r.config["steps"] == 40
-    assert os.path.isfile(r.paths["out"]) and os.path.isfile(r.paths["log"]) and os.path.isfile(r.paths["model"])
-    assert not os.path.exists(os.path.join(r.paths["workdir"], "data"))  # written data removed
+    # The temporary work folder is gone: the module holds the result.
+    assert r.paths == {"model": None, "out": None, "log": None, "workdir": None}
+    assert repr(r).endswith(")") and "out=" not in repr(r)
+
+
+def test_kept_workdir(torch, binary, trained, model, tmp_path):
+    _, _, train, _ = trained
+    for kw in ({"keep_workdir": True}, {"workdir": str(tmp_path / "w")}):
+        r = paretonav.tune(model, data=train, inputs=["x"], outputs=["seg_logp", "depth"], tasks=TASKS,
+                           criterion=CRITERION, steps=2, batch=8, progress=False, **kw)
+        assert os.path.isfile(r.paths["out"]) and os.path.isfile(r.paths["log"]) and os.path.isfile(r.paths["model"])
+        assert not os.path.exists(os.path.join(r.paths["workdir"], "data"))  # written data removed
+        assert repr(r).endswith("out=%s)" % r.paths["out"])
 
 
 def test_tune_onnx_path_and_task_objects(torch, binary, trained, model, tmp_path):

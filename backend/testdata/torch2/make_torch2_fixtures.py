@@ -38,7 +38,8 @@ Fixture names are MODEL_EXPORTER_opNN:
                     BatchNormalization into the Conv before it (the Conv
                     keeps its weight's name but holds W' = W·γ/σ, a new
                     W_bias holds (b − μ)·γ/σ + β; the BN parameters are
-                    gone). The reference gradients of folded initializers
+                    gone; a Conv with a bias keeps the bias's name for
+                    the fused one). The reference gradients of folded initializers
                     are PyTorch's mapped through the fold: transposed,
                     reshaped, dL/dW' = dL/dW·σ/γ per output channel and
                     dL/dW_bias = dL/dβ (the pairs read from the model's
@@ -76,6 +77,19 @@ two tensors are equal; eval mode; batch axis "N" dynamic):
   swin      timm swin_tiny topology: image 32, patch 2, window 4, dim 16,
             depths (2,1), heads (1,2): window attention with relative
             position bias, a shifted window (torch.roll, attention mask)
+  masked    one attention block (16 tokens of dim 16) computing its masks
+            and chunks at run time: ~mask and cumsum (EdgeNeXt), != 0 and
+            masked_fill (Swin), <, |, >=, <=, &, ^, ==, torch.where,
+            torch.fmod, torch.chunk and torch.split (SplitToSequence +
+            SequenceAt under the dynamo exporter), input [N,3,16,16]
+  upsample  Conv, BatchNorm, bilinear F.interpolate(scale_factor=2) (Resize
+            with constant scales, lifted by the optimizer into an
+            initializer without metadata), Conv; input [N,3,8,8]. The
+            optimizer fuses the BatchNorm into the Conv's own bias.
+  recurrent bidirectional nn.GRU (4 -> 6), then nn.LSTM (12 -> 5), batch
+            first, input [N,7,4], heads on the last step (ONNX GRU and LSTM
+            nodes). The optimized export folds the GRU's reordered weights
+            into new tensors: no fixture.
 
 timm models get two Linear heads (10 and 5 classes) + log_softmax on their
 pooled features (num_classes=0). Tasks a:nll:logp_a:a and b:nll:logp_b:b,
@@ -182,6 +196,86 @@ class TwoHead(nn.Module):
         return F.log_softmax(self.head_a(h), 1), F.log_softmax(self.head_b(h), 1)
 
 
+class Masked(nn.Module):
+    """Masks and chunks computed at run time, as Swin, EdgeNeXt, MobileViTv2
+    and LeViT write them, in a small attention block: a positional encoding
+    from a data-dependent mask (~mask, cumsum), attention with a band mask
+    from shapes (constant: != 0, masked_fill) and a key mask from the data
+    (<, |), qkv and a GLU by torch.chunk, torch.split, gates from >=, <=,
+    &, ^ and ==, torch.where, torch.fmod."""
+
+    def __init__(self, dim=16):
+        super().__init__()
+        self.stem = nn.Conv2d(3, dim, 4, stride=4)
+        self.pos = nn.Linear(2, dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.glu = nn.Linear(dim, 2 * dim)
+        self.head_a, self.head_b = nn.Linear(dim, 10), nn.Linear(dim, 5)
+
+    def forward(self, x):
+        h = self.stem(x)                                    # N, C, H, W
+        n, c = h.shape[0], h.shape[1]
+        mask = h[:, 0] > 0                                  # N, H, W from the data
+        not_mask = ~mask
+        y_embed = not_mask.cumsum(1, dtype=h.dtype)
+        x_embed = not_mask.cumsum(2, dtype=h.dtype)
+        y_embed = y_embed / (y_embed[:, -1:, :] + 1e-6)
+        x_embed = x_embed / (x_embed[:, :, -1:] + 1e-6)
+        t = h.flatten(2).transpose(1, 2)                    # N, L, C
+        t = t + self.pos(torch.stack([y_embed, x_embed], -1).flatten(1, 2))
+        q, k, v = self.qkv(t).chunk(3, dim=-1)
+        attn = q @ k.transpose(-2, -1) * c ** -0.5          # N, L, L
+        ids = torch.arange(t.shape[1], device=x.device)
+        band = (ids[None, :] - ids[:, None]).abs() - 2
+        band = band.clamp(min=0)
+        attn = attn.masked_fill(band != 0, -100.0)          # Swin's mask, from shapes
+        keys = (t[:, :, 0] < -0.5) | (t[:, :, 1] > 1.0)     # N, L from the data
+        attn = attn.masked_fill(keys[:, None, :] & (band == 0), -30.0)
+        t = t + self.proj(attn.softmax(-1) @ v)
+        a, b = torch.split(self.glu(t), [c, c], dim=-1)
+        t = t + a * torch.sigmoid(b)
+        gate = ((t >= -1.0) & (t <= 1.0)) ^ (t == t.amax(-1, keepdim=True))
+        t = torch.where(gate, t, 0.5 * t) + 0.1 * torch.fmod(t, 0.75)
+        f = t.mean(1)
+        return F.log_softmax(self.head_a(f), 1), F.log_softmax(self.head_b(f), 1)
+
+
+class Upsample(nn.Module):
+    """Conv, BatchNorm, a bilinear upsampling by a scale factor (Resize with
+    constant scales, which the optimized export lifts into an initializer
+    without metadata) and a second Conv, two heads."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, stride=2)
+        self.head_a, self.head_b = nn.Linear(8, 10), nn.Linear(8, 5)
+
+    def forward(self, x):
+        h = F.relu(self.bn1(self.conv1(x)))
+        h = F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False)
+        f = F.relu(self.conv2(h)).mean((2, 3))
+        return F.log_softmax(self.head_a(f), 1), F.log_softmax(self.head_b(f), 1)
+
+
+class Recurrent(nn.Module):
+    """A bidirectional GRU and an LSTM over a sequence, two heads on the
+    last step (ONNX GRU and LSTM nodes under every exporter)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 6, batch_first=True, bidirectional=True)
+        self.lstm = nn.LSTM(12, 5, batch_first=True)
+        self.head_a, self.head_b = nn.Linear(5, 10), nn.Linear(5, 5)
+
+    def forward(self, x):
+        h, _ = self.gru(x)
+        h, _ = self.lstm(h)
+        f = h[:, -1]
+        return F.log_softmax(self.head_a(f), 1), F.log_softmax(self.head_b(f), 1)
+
+
 def effnet():
     arch = [['ds_r1_k3_s1_e1_c16_se0.25'], ['ir_r2_k3_s2_e6_c24_se0.25'],
             ['ir_r2_k5_s2_e6_c40_se0.25'], ['ir_r3_k3_s2_e6_c80_se0.25']]
@@ -223,6 +317,14 @@ MODELS = {
                       embed_dim=16, depths=(2, 1), num_heads=(1, 2)),
              (4, 3, 32, 32), ["logp_a", "logp_b"], TWO,
              "timm swin_tiny topology: image 32, patch 2, window 4, dim 16, depths (2,1), heads (1,2)."),
+    "masked": (Masked, (4, 3, 16, 16), ["logp_a", "logp_b"], TWO,
+               "Masks and chunks at run time (Swin's != 0 mask, EdgeNeXt's ~mask and cumsum, "
+               "torch.chunk and torch.split, comparisons, &, |, ^, torch.where, torch.fmod) "
+               "in a one-block attention model, 16 tokens of dim 16."),
+    "upsample": (Upsample, (4, 3, 8, 8), ["logp_a", "logp_b"], TWO,
+                 "Conv, BatchNorm, bilinear F.interpolate(scale_factor=2), Conv, two heads."),
+    "recurrent": (Recurrent, (4, 7, 4), ["logp_a", "logp_b"], TWO,
+                  "Bidirectional GRU (4 -> 6) then LSTM (12 -> 5) over 7 steps, two heads on the last step."),
 }
 
 
@@ -330,6 +432,8 @@ def fused_sources(model, x, outs, proto, src, opset):
         for i in n.input:
             consumers.setdefault(i, []).append(n)
     inits = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in proto.graph.initializer}
+    # the fused bias: W_bias, or the Conv's own bias under its name
+    fused_bias = {n.input[1]: n.input[2] for n in proto.graph.node if n.op_type == "Conv" and len(n.input) > 2}
     absorbed = set()
     for n in plain.graph.node:
         if n.op_type != "Conv" or n.input[1] not in inits or src.get(n.input[1]) is not None:
@@ -346,11 +450,12 @@ def fused_sources(model, x, outs, proto, src, opset):
         has_b = len(n.input) > 2 and n.input[2] in sd  # else none, or a zero constant (checked below)
         b = sd[n.input[2]] if has_b else 0.0
         want_b = (b - sd[mean]) * scale + sd[beta]
+        bias = fused_bias.get(w, w + "_bias")
         if not np.allclose(inits[w], want_w, rtol=1e-5, atol=1e-6) or \
-                not np.allclose(inits.get(w + "_bias", np.nan), want_b, rtol=1e-5, atol=1e-6):
+                not np.allclose(inits.get(bias, np.nan), want_b, rtol=1e-5, atol=1e-6):
             raise SystemExit("%s: not BatchNorm %s fused into Conv %s" % (w, gamma, n.name))
         src[w] = (w, "fused_weight", 1 / scale)
-        src[w + "_bias"] = (beta, "fused_bias")
+        src[bias] = (beta, "fused_bias")
         absorbed.add(gamma)
         if has_b:
             absorbed.add(n.input[2])
@@ -369,7 +474,8 @@ def dynamo_constants(proto):
     out = set()
     if any(kind in md for md in meta.values()):
         # a scalar without metadata: a number of the forward lifted by the optimizer
-        out.update(t.name for t in proto.graph.initializer if t.name not in meta and len(t.dims) == 0)
+        # (its value_info, if any, has no metadata; importer reads it so)
+        out.update(t.name for t in proto.graph.initializer if not meta.get(t.name) and len(t.dims) == 0)
     for name, md in meta.items():
         if kind in md and md[kind] != "PARAMETER":
             out.add(name)
@@ -383,8 +489,9 @@ def dynamo_constants(proto):
 
 
 def data_inputs(proto):
-    """Names read by some node (not only as a BN statistic or shape)."""
-    skip = {"BatchNormalization": {3, 4}, "Reshape": {1}}
+    """Names read by some node (not only as a BN statistic, a shape or
+    Resize's roi, scales or sizes)."""
+    skip = {"BatchNormalization": {3, 4}, "Reshape": {1}, "Resize": {1, 2, 3}}
     used = set()
     for n in proto.graph.node:
         for i, s in enumerate(n.input):

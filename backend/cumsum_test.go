@@ -1,0 +1,117 @@
+package backend
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// cumSumAttrs are the four combinations of exclusive and reverse.
+var cumSumAttrs = []struct {
+	name  string
+	attrs []*onnxpb.AttributeProto
+}{
+	{"plain", nil},
+	{"exclusive", []*onnxpb.AttributeProto{aInt("exclusive", 1)}},
+	{"reverse", []*onnxpb.AttributeProto{aInt("reverse", 1)}},
+	{"exclusive reverse", []*onnxpb.AttributeProto{aInt("exclusive", 1), aInt("reverse", 1)}},
+}
+
+// TestCumSumORT checks CumSum against ONNX Runtime: every attribute
+// combination along the first, a middle and the last axis (negative
+// axis, 0-D and one-element axis tensors) of a run-time float32 tensor,
+// and on an int64 constant (positions counted from a mask, as EdgeNeXt's
+// positional encoding does: Cast(Not(mask)) then CumSum).
+func TestCumSumORT(t *testing.T) {
+	r := rand.New(rand.NewSource(14))
+	x := randF32Tensor(r, "x", 2, 3, 5)
+	mask := &importer.Tensor{Name: "mask", Type: importer.Int64, Shape: []int{2, 4}, I64: []int64{1, 0, 0, 1, 0, 0, 1, 1}}
+	axes := []*importer.Tensor{
+		{Name: "ax0", Type: importer.Int64, Shape: []int{}, I64: []int64{0}},
+		{Name: "ax1", Type: importer.Int64, Shape: []int{1}, I64: []int64{1}},
+		{Name: "axm1", Type: importer.Int64, Shape: []int{}, I64: []int64{-1}},
+	}
+	var nodes []*onnxpb.NodeProto
+	var outs []string
+	for _, ax := range axes {
+		for _, a := range cumSumAttrs {
+			out := fmt.Sprintf("%s %s", a.name, ax.Name)
+			nodes = append(nodes, mkNode("CumSum", out, []string{"x", ax.Name}, []string{out}, a.attrs...))
+			outs = append(outs, out)
+		}
+	}
+	nodes = append(nodes,
+		castTo("mb", "mask", "mb", importer.Bool),
+		mkNode("Not", "nm", []string{"mb"}, []string{"nm"}),
+		castTo("nmi", "nm", "nmi", importer.Int64))
+	for _, a := range cumSumAttrs {
+		out := "int64 " + a.name
+		nodes = append(nodes, mkNode("CumSum", out, []string{"nmi", "ax1"}, []string{out}, a.attrs...))
+		outs = append(outs, out)
+	}
+	m := graphModel(nodes, append(axes, mask), map[string][]int64{"x": {2, 3, 5}}, outs...)
+	checkGraphORT(t, m, 14, map[string]*importer.Tensor{"x": x}, 1e-6)
+}
+
+// TestCumSumGrad checks CumSum's gradient (the running sum of the output
+// gradient the other way) by central differences, every attribute
+// combination, along each axis.
+func TestCumSumGrad(t *testing.T) {
+	for axis := int64(-3); axis < 3; axis++ {
+		for _, a := range cumSumAttrs {
+			t.Run(fmt.Sprintf("%s axis %d", a.name, axis), func(t *testing.T) {
+				ins := []tin{randFeed("x", axis+10, 2, 3, 4), initI("axis", []int{}, axis)}
+				gradCheck(t, oneNode("CumSum", 14, a.attrs, ins, "y"), feedsOf(ins), "x", 1e-6)
+			})
+		}
+	}
+}
+
+// TestCumSumKernel32 checks CumSum's float32 closures against its float64
+// ones, bit for bit.
+func TestCumSumKernel32(t *testing.T) {
+	for i, a := range cumSumAttrs {
+		n := mkNode("CumSum", "c", []string{"x", "axis"}, []string{"y"}, a.attrs...)
+		b := newBuilder(tensor.Float32, 14)
+		x := nodeValue(G.NewTensor(b.g, tensor.Float32, 3, G.WithShape(3, 70, 2), G.WithName("x")))
+		axis := constValue(&importer.Tensor{Name: "axis", Type: importer.Int64, Shape: []int{}, I64: []int64{1}})
+		out, err := lowerCumSum(b, n, []*value{x, axis})
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := out[0].n.Op().(*kernelOp)
+		checkKernel32(t, op, int64(i), 3)
+	}
+}
+
+// TestCumSumErrors checks that a run-time or non-scalar axis is refused,
+// naming the node.
+func TestCumSumErrors(t *testing.T) {
+	ins := []tin{randFeed("x", 1, 2, 3), initI("axis", []int{2}, 0, 1)}
+	_, err := tryGraph(oneNode("CumSum", 14, nil, ins, "y"), feedsOf(ins), nil)
+	if err == nil || !containsAll(err.Error(), `node "n0" (CumSum)`, "axis", "expected a scalar") {
+		t.Errorf("two axes: got %v", err)
+	}
+	ins = []tin{randFeed("x", 1, 2, 3), randFeed("axis", 2)}
+	_, err = tryGraph(oneNode("CumSum", 14, nil, ins, "y"), feedsOf(ins), nil)
+	if err == nil || !containsAll(err.Error(), `node "n0" (CumSum)`, "axis", "computed at run time") {
+		t.Errorf("run-time axis: got %v", err)
+	}
+}
+
+// containsAll reports whether s contains every one of subs.
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,123 @@
+package backend
+
+import (
+	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
+
+// Where(condition, X, Y) (opset 9; 16 adds bfloat16): X where the
+// condition holds, Y elsewhere, the three broadcast together. All-constant
+// operands fold at build time (importer.EvalNode); otherwise the condition
+// is a BOOL constant or a run-time bool (a float node, non-zero is true)
+// and the gradient reaches X where the condition holds and Y elsewhere,
+// never the condition.
+
+func init() { register("Where", 9, lowerWhere) }
+
+func lowerWhere(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	var ops [3]*value
+	for i := range ops {
+		v, err := input(n, in, i)
+		if err != nil {
+			return nil, err
+		}
+		ops[i] = v
+	}
+	c, x, y := ops[0], ops[1], ops[2]
+	if err := refuseIntNodes(n, c, x, y); err != nil {
+		return nil, err
+	}
+	if c.isConst() && x.isConst() && y.isConst() {
+		return evalConst(b, n, []*importer.Tensor{c.c, x.c, y.c})
+	}
+	out, err := broadcastShape(c.shape, x.shape)
+	if err == nil {
+		out, err = broadcastShape(out, y.shape)
+	}
+	if err != nil {
+		return nil, nodeErr(n, "inputs %q, %q and %q: %v", n.Input[0], n.Input[1], n.Input[2], err)
+	}
+	ic, ix, iy := newBcast(c.shape, out), newBcast(x.shape, out), newBcast(y.shape, out)
+	at := atB
+	fwd := func(dst []float64, in [][]float64) {
+		cv, xv, yv := in[0], in[1], in[2]
+		for i := range dst {
+			if cv[at(ic, i)] != 0 {
+				dst[i] = xv[at(ix, i)]
+			} else {
+				dst[i] = yv[at(iy, i)]
+			}
+		}
+	}
+	// d out / d X is the condition, d out / d Y its negation.
+	bwd := func(k int, dst []float64, in [][]float64, _, g []float64) {
+		cv, idx, want := in[0], ix, true
+		if k == 2 {
+			idx, want = iy, false
+		}
+		for i, gi := range g {
+			if (cv[at(ic, i)] != 0) == want {
+				dst[at(idx, i)] += gi
+			}
+		}
+	}
+	fwd32 := func(dst []float32, in [][]float32) {
+		cv, xv, yv := in[0], in[1], in[2]
+		parallelElems(len(dst), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				if cv[at(ic, i)] != 0 {
+					dst[i] = xv[at(ix, i)]
+				} else {
+					dst[i] = yv[at(iy, i)]
+				}
+			}
+		})
+	}
+	bwd32 := func(k int, dst []float32, in [][]float32, _, g []float32) bool {
+		idx, want := ix, true
+		if k == 2 {
+			idx, want = iy, false
+		}
+		cv := in[0]
+		gradTerms32(dst, idx, len(g), func(i int) float64 {
+			if (cv[at(ic, i)] != 0) == want {
+				return float64(g[i])
+			}
+			return 0
+		})
+		return true
+	}
+	diff := []bool{false, !x.isConst(), !y.isConst()}
+	r, err := b.kernel32(n.GetName(), "Where", []gnode{b.node(c), b.node(x), b.node(y)}, out, fwd, bwd, diff, fwd32, bwd32)
+	if err != nil {
+		return nil, err
+	}
+	op := r.Op().(*kernelOp)
+	op.fills = true
+	return []*value{nodeValue(r)}, nil
+}
+
+// gradTerms32 writes into dst, every element, the float32 gradient of an
+// operand read through idx (nil: not broadcast) from the terms term(i)
+// of the result's elements i < n: one term per element is rounded once;
+// a broadcast operand's terms are summed in float64 in result order (the
+// float64 closures' order) and rounded once.
+func gradTerms32(dst []float32, idx *bcast, n int, term func(i int) float64) {
+	if idx == nil {
+		parallelElems(n, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = float32(0 + term(i)) // 0 + : the float64 path adds into zeros (no −0)
+			}
+		})
+		return
+	}
+	var sc f64Scratch
+	defer sc.release()
+	acc := sc.get(len(dst))
+	for i := 0; i < n; i++ {
+		acc[idx.at(i)] += term(i)
+	}
+	for i, v := range acc {
+		dst[i] = float32(v)
+	}
+}
