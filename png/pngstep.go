@@ -10,7 +10,7 @@ import (
 // losses are far from Pareto stationary only moves in ways that decrease
 // all of them fast enough.
 //
-// Per call (DESIGN §2): K = J Jᵀ and g = min over the simplex of ωᵀKω;
+// Per call (docs/design.md, section 2): K = J Jᵀ and g = min over the simplex of ωᵀKω;
 // the threshold e = γ·min(ē, ρ·ē_W) with ē the discounted average of
 // trace(K)/m, updated in the State (current step included), and ē_W its
 // value after the warm-up (Settings.ThresholdCap); if g ≤ e the control is off

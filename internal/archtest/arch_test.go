@@ -24,8 +24,7 @@ type importRule struct {
 	why   string
 }
 
-// importRules are the module's dependency rules (DESIGN.md §3, STYLE.md
-// "Our own rules of thumb"): cli → batch → job → finetune → backend/png →
+// importRules are the module's dependency rules (docs/design.md, section 3): cli → batch → job → finetune → backend/png →
 // importer.
 var importRules = []importRule{
 	{
@@ -33,7 +32,7 @@ var importRules = []importRule{
 		except:      []string{"backend/..."},
 		forbidOther: []string{"gorgonia.org/gorgonia/...", "gorgonia.org/tensor/..."},
 		tests:       true,
-		why: "Gorgonia and its traps (DESIGN.md §4) stay behind backend's small " +
+		why: "Gorgonia and its traps (docs/design.md, section 6) stay behind backend's small " +
 			"losses-and-gradients interface; everything else reaches it only through backend",
 	},
 	{

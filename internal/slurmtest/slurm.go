@@ -1,7 +1,6 @@
 // Package slurmtest starts and stops a real single-node Slurm cluster
-// (Debian's slurmctld, slurmd and munge) for tests, following
-// ../shared/recipes/slurm-single-node.md: configuration, state and logs in
-// one folder, free ports, the daemons in the foreground as children of
+// (Debian's slurmctld, slurmd and munge) for tests: configuration, state
+// and logs in one folder, free ports, the daemons in the foreground as children of
 // the test, and on Stop every job cancelled and every daemon it started
 // stopped by its PID. Its tests run the built paretonav program end to
 // end: a batch on a Slurm job array, and a batch run under SIGTERM.
