@@ -21,6 +21,7 @@ package par
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,6 +127,7 @@ func For(n int, f func(i int)) {
 	post(j, n-1)
 	j.run()
 	j.wait()
+	drop(j)
 	if j.pnc != nil {
 		panic(j.pnc)
 	}
@@ -176,6 +178,20 @@ func take() *job {
 		p.jobs = p.jobs[1:]
 	}
 	return nil
+}
+
+// drop removes j, every chunk of which has finished, from the loops
+// waiting for workers. Workers remove a loop only when they next look for
+// one, and with no worker awake (or none at all: GOMAXPROCS 1) nobody
+// looks: the queue would keep f, and all that f holds (a step's Jacobian,
+// a solver's scratch), reachable after For returned.
+func drop(j *job) {
+	p := &pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.jobs, j); i >= 0 {
+		p.jobs = slices.Delete(p.jobs, i, i+1)
+	}
 }
 
 // takeAfter returns a loop posted after the seq-th with chunks left, or

@@ -2,11 +2,15 @@ package par
 
 import (
 	"errors"
+	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 )
 
 // TestForRunsEachChunkOnce checks that every chunk runs exactly once, for
@@ -250,4 +254,40 @@ func TestForNestedUneven(t *testing.T) {
 			t.Fatalf("GOMAXPROCS=%d: %d innermost chunks ran, want %d", procs, total.Load(), want.Load())
 		}
 	}
+}
+
+// TestForReleasesLoop checks that nothing a loop's function holds stays
+// reachable after For returns, in a process with GOMAXPROCS 1, where no
+// worker ever takes a loop off the queue: a buffer the function captured
+// is collected.
+func TestForReleasesLoop(t *testing.T) {
+	if os.Getenv("PAR_RELEASE_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestForReleasesLoop$", "-test.v")
+		cmd.Env = append(os.Environ(), "PAR_RELEASE_CHILD=1", "GOMAXPROCS=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("GOMAXPROCS=1: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "the buffer was collected") {
+			t.Fatalf("GOMAXPROCS=1: the child did not run the check:\n%s", out)
+		}
+		return
+	}
+	if runtime.GOMAXPROCS(0) != 1 {
+		t.Fatalf("child runs with GOMAXPROCS %d, want 1", runtime.GOMAXPROCS(0))
+	}
+	wp := runOnBuffer()
+	runtime.GC()
+	if wp.Value() != nil {
+		t.Fatal("the buffer a finished loop's function captured is still reachable after For returned")
+	}
+	t.Log("the buffer was collected")
+}
+
+// runOnBuffer runs a loop whose function captures a buffer of its own and
+// returns a weak pointer to the buffer.
+func runOnBuffer() weak.Pointer[byte] {
+	buf := make([]byte, 1<<20)
+	For(4, func(i int) { buf[i] = 1 })
+	return weak.Make(&buf[0])
 }
