@@ -24,7 +24,9 @@ import (
 // proposal (png.PNG.Constrain; scale is the step scale ρ): along the
 // update applied every loss falls at rate ≥ metric.phi; "clipped":k
 // follows when k parameters of Adam's update were held at its step bound
-// (png.MetricInfo.Clipped). "improper":true marks a step whose control is
+// (png.MetricInfo.Clipped), and "inexact":true when the bound's dual was
+// not solved within its passes (png.MetricInfo.Inexact: the update meets
+// the rate but is not the closest one). "improper":true marks a step whose control is
 // on only because the criterion's free step was an improper trade
 // (png.Settings.MaxTradeoff), and "held":true one where the point then
 // held still (png.Info.Held).
@@ -77,6 +79,7 @@ type jsonMetric struct {
 	Phi     jsonFloat   `json:"phi"`
 	Lambda  []jsonFloat `json:"lambda"`
 	Clipped int         `json:"clipped,omitempty"`
+	Inexact bool        `json:"inexact,omitempty"`
 }
 
 // jsonEPO is EPO's part of a png.Info in a step line: the mode, the
@@ -108,7 +111,7 @@ func (r *JSONLRecorder) Record(st *Step) error {
 			Control: p.Info.ControlOn, Improper: p.Info.Improper, Held: p.Info.Held, Phi: jsonFloat(p.Info.Phi), Lambda: floats(p.Info.Lambda), VNorm: jsonFloat(p.Info.VNorm),
 			DLoss: r.named(p.DLoss), ValLosses: r.named(p.ValLosses), ValMetrics: jsonMetrics(p.ValMetrics)}
 		if mi := p.Metric; mi != nil {
-			pts[k].Metric = &jsonMetric{G: jsonFloat(mi.G), Scale: jsonFloat(mi.Scale), Phi: jsonFloat(mi.Phi), Lambda: floats(mi.Lambda), Clipped: mi.Clipped}
+			pts[k].Metric = &jsonMetric{G: jsonFloat(mi.G), Scale: jsonFloat(mi.Scale), Phi: jsonFloat(mi.Phi), Lambda: floats(mi.Lambda), Clipped: mi.Clipped, Inexact: mi.Inexact}
 		}
 		if p.Info.Mode != "" {
 			pts[k].EPO = &jsonEPO{Mode: p.Info.Mode, Mu: jsonFloat(p.Info.Mu), Beta: floats(p.Info.Beta)}

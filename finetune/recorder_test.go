@@ -159,3 +159,34 @@ func TestProgressBatchF(t *testing.T) {
 		t.Errorf("progress output %q: want the last step's line and the status line, each with batch F=", out)
 	}
 }
+
+// TestJSONLMetricInexact checks that a step whose bounded update was not
+// solved exactly (png.MetricInfo.Inexact) says so in its metric object,
+// and that an exact one carries no such field.
+func TestJSONLMetricInexact(t *testing.T) {
+	for _, tc := range []struct {
+		inexact bool
+		want    any
+	}{{true, true}, {false, nil}} {
+		var buf bytes.Buffer
+		r := finetune.NewJSONLRecorder(&buf)
+		if err := r.Init(&finetune.Config{Tasks: []string{"a", "b"}}); err != nil {
+			t.Fatal(err)
+		}
+		buf.Reset()
+		st := &finetune.Step{Step: 1, Points: []finetune.Point{{Losses: []float64{1, 2},
+			Metric: &png.MetricInfo{G: 1, Scale: 1, Phi: 0.5, Lambda: []float64{0.1, 0}, Clipped: 3, Inexact: tc.inexact}}}}
+		if err := r.Record(st); err != nil {
+			t.Fatal(err)
+		}
+		var line struct {
+			Metric map[string]any `json:"metric"`
+		}
+		if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+			t.Fatalf("%v\n%s", err, buf.Bytes())
+		}
+		if got := line.Metric["inexact"]; got != tc.want || line.Metric["clipped"] != 3.0 {
+			t.Errorf("Inexact %v: metric %v, want inexact %v", tc.inexact, line.Metric, tc.want)
+		}
+	}
+}
