@@ -193,7 +193,7 @@ func plotDemo(path, title string, tasks []string, r []float64, gamma float64, d 
 	headroom(pb, lo/1.5, hi, 0.45)
 	// The band is a strip along the bottom of the panel: one green bar
 	// per run of steps with the control off.
-	band, err := bandStrip(pb, d.step, d.on, demoGreen)
+	band, err := bandStrip(pb, d.step, d.G, d.E, demoGreen)
 	if err != nil {
 		return fmt.Errorf("demo plot: %w", err)
 	}

@@ -122,23 +122,36 @@ func finiteRange(xs ...[]float64) (lo, hi float64) {
 	return lo, hi
 }
 
-// bandStrip shades, along the bottom of p (a log Y axis from p.Y.Min),
-// one bar of colour c per run of steps with the control off (on[i]
-// false: g ≤ e). It returns the last bar, for a legend entry, or nil when
-// no step was in the band.
-func bandStrip(p *plot.Plot, step []float64, on []bool, c color.Color) (*plotter.Polygon, error) {
-	stripTop := p.Y.Min * math.Pow(p.Y.Max/p.Y.Min, 0.04)
-	var band *plotter.Polygon
-	for i := 0; i < len(on); {
-		if on[i] {
+// bandRuns returns the runs [i, j) of steps in the Pareto band, g ≤ e:
+// what the legend names, not the control being off (the improper-trade
+// guard keeps the control on inside the band).
+func bandRuns(g, e []float64) [][2]int {
+	var runs [][2]int
+	in := func(i int) bool { return g[i] <= e[i] }
+	for i := 0; i < len(g); {
+		if !in(i) {
 			i++
 			continue
 		}
 		j := i
-		for j < len(on) && !on[j] {
+		for j < len(g) && in(j) {
 			j++
 		}
-		x0, x1 := step[i]-0.5, step[j-1]+0.5
+		runs = append(runs, [2]int{i, j})
+		i = j
+	}
+	return runs
+}
+
+// bandStrip shades, along the bottom of p (a log Y axis from p.Y.Min),
+// one bar of colour c per run of steps in the Pareto band (bandRuns). It
+// returns the last bar, for a legend entry, or nil when no step was in
+// the band.
+func bandStrip(p *plot.Plot, step, g, e []float64, c color.Color) (*plotter.Polygon, error) {
+	stripTop := p.Y.Min * math.Pow(p.Y.Max/p.Y.Min, 0.04)
+	var band *plotter.Polygon
+	for _, r := range bandRuns(g, e) {
+		x0, x1 := step[r[0]]-0.5, step[r[1]-1]+0.5
 		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: p.Y.Min}, {X: x1, Y: p.Y.Min}, {X: x1, Y: stripTop}, {X: x0, Y: stripTop}})
 		if err != nil {
 			return nil, fmt.Errorf("band: %w", err)
@@ -146,7 +159,6 @@ func bandStrip(p *plot.Plot, step []float64, on []bool, c color.Color) (*plotter
 		poly.Color, poly.LineStyle.Width = c, 0
 		p.Add(poly)
 		band = poly
-		i = j
 	}
 	return band, nil
 }

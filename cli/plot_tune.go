@@ -15,12 +15,11 @@ import (
 	"github.com/paretonav/paretonav/png/criterion"
 )
 
-// stepTrace keeps every step's number, batch F, g, e and whether the
-// control was on (of the first model), for the plots of tune and demo.
+// stepTrace keeps every step's number, batch F, g and e (of the first
+// model), for the plots of tune and demo.
 type stepTrace struct {
 	step    []float64
 	F, G, E []float64
-	on      []bool
 }
 
 // add records st.
@@ -30,11 +29,10 @@ func (t *stepTrace) add(st *finetune.Step) {
 	t.F = append(t.F, st.F)
 	t.G = append(t.G, p.Info.G)
 	t.E = append(t.E, p.Info.E)
-	t.on = append(t.on, p.Info.ControlOn)
 }
 
 // series is a Recorder keeping what tune's plot and band fraction need:
-// every step's batch F, g, e, control and batch losses, and the
+// every step's batch F, g, e and batch losses, and the
 // validation losses of the steps at which the loop validated.
 type series struct {
 	stepTrace
@@ -181,7 +179,7 @@ func plotTune(path string, t *tunePlot) error {
 	var band *plotter.Polygon
 	if hasE {
 		var err error
-		if band, err = bandStrip(pb, s.step, s.on, plotGreen); err != nil {
+		if band, err = bandStrip(pb, s.step, s.G, s.E, plotGreen); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
 	}

@@ -29,7 +29,6 @@ func fakeSeries(n, m, valEvery int) *series {
 		s.F = append(s.F, F)
 		s.G = append(s.G, 0.5*math.Exp(-0.05*float64(i)))
 		s.E = append(s.E, 0.1)
-		s.on = append(s.on, i < n/2)
 		if valEvery > 0 && i%valEvery == 0 {
 			v := make([]float64, m)
 			for j := range v {
@@ -185,6 +184,26 @@ func TestPlotTermLines(t *testing.T) {
 		}
 		if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
 			t.Errorf("terms %v drift %v: no plot written (%v)", tc.terms, tc.drift, err)
+		}
+	}
+}
+
+// TestBandRuns checks that the plots shade the steps with g ≤ e, as
+// their legend says, whatever the control did: a step with the control
+// on inside the band (an improper trade) is shaded, one with g above e
+// is not.
+func TestBandRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		g, e []float64
+		want [][2]int
+	}{
+		{"none", []float64{2, 3}, []float64{1, 1}, nil},
+		{"all", []float64{1, 0.5}, []float64{1, 1}, [][2]int{{0, 2}}},
+		{"two runs, g = e counts", []float64{3, 1, 0.5, 2, 1, 4}, []float64{1, 1, 1, 1, 1, 1}, [][2]int{{1, 3}, {4, 5}}},
+	} {
+		if got := bandRuns(tc.g, tc.e); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: runs %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
