@@ -1042,8 +1042,10 @@ func TestSaveExternalDestinations(t *testing.T) {
 	}{
 		{"data file path is a directory", "o.onnx", "o.onnx.data", false, "o.onnx.data: is a directory"},
 		{"data file path is a directory, force", "o.onnx", "o.onnx.data", true, "o.onnx.data: is a directory"},
-		{"the input", "mlp_ext.onnx", "", false, "is the input model; refusing to overwrite it"},
-		{"the input, force", "mlp_ext.onnx", "", true, ""},
+		{"the input", "mlp_ext.onnx", "", false, "is the input model; paretonav never overwrites an input"},
+		{"the input, force", "mlp_ext.onnx", "", true, "is the input model; paretonav never overwrites an input"},
+		{"the input's data file, force", "mlp_ext.onnx.data", "", true, "is the input model's external data file"},
+		{"a new model beside the input", "tuned.onnx", "", false, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.desc, func(t *testing.T) {
@@ -1104,8 +1106,8 @@ func TestSaveExternalDestinations(t *testing.T) {
 					t.Errorf("initializer %q does not read back as saved", name)
 				}
 			}
-			if ents := snapshot(t, dir); len(ents) != len(before) {
-				t.Errorf("%d files after saving over the input, %d before (temporary files left?)", len(ents), len(before))
+			if ents := snapshot(t, dir); len(ents) != len(before)+2 || !inputsKept(before, ents) {
+				t.Errorf("%d files after saving beside the input, %d before (want the model and its data file added, the inputs kept)", len(ents), len(before))
 			}
 			ortcheck.Require(t)
 			x := mlpBatch(3)(t)["x"]
