@@ -77,6 +77,7 @@ func register(c *ucli.Command) {
 // from models, data and jobs files quoted in them have their control
 // characters escaped (newlines and tabs of the messages' own lines kept).
 func printable(c *ucli.Command) {
+	strictFloats(c)
 	if c.Before != nil {
 		c.Before = ucli.BeforeFunc(printableFunc(c.Before))
 	}

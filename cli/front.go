@@ -115,6 +115,9 @@ func runFront(c *ucli.Context) error {
 		if errors.As(err, &ie) && ie.Checkpoint != "" {
 			fmt.Fprintf(c.App.ErrWriter, "interrupted after step %d; continue with `paretonav front --resume %s`\n", ie.Step, job.ShellQuote(ie.Checkpoint))
 		}
+		if ie != nil {
+			return interruptedError(ctx, "front", ie)
+		}
 		return err
 	}
 	if c.Bool(jsonFlag.Name) {

@@ -120,6 +120,9 @@ func runTune(c *ucli.Context) error {
 		if res != nil && !c.Bool(jsonFlag.Name) {
 			tuneSummary(c.App.Writer, res, stepLimit(c)) // the model is kept: say where before the error
 		}
+		if ie != nil {
+			return interruptedError(ctx, "tune", ie)
+		}
 		return err
 	}
 	if c.Bool(jsonFlag.Name) {
