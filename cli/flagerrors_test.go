@@ -139,3 +139,40 @@ func TestTuneInterruptedMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestFrontSynthFlagErrors: front and synth refuse the same numbers as
+// tune, in the flag's words, before the first step.
+func TestFrontSynthFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	model, data := tinyLeNet(t, dir, 4)
+	front := append([]string{"front", model, "--data", data, "--models", "2", "--steps", "2", "--batch", "4", "--out-dir", filepath.Join(dir, "f")}, lenetTasks...)
+	synth := []string{"synth", "--problem", "zdt2v", "--steps", "2"}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"front negative alpha", append(slices.Clone(front), "--alpha", "-2"), "--alpha -2: want a positive finite number (α > 0"},
+		{"front negative gamma", append(slices.Clone(front), "--gamma", "-1"), "--gamma -1: want a positive finite number (γ > 0"},
+		{"front negative lr", append(slices.Clone(front), "--lr", "-0.1"), "--lr -0.1: want a positive finite number"},
+		{"front momentum", append(slices.Clone(front), "--optimizer", "sgd", "--momentum", "-0.5"), "--momentum -0.5: want 0 ≤ μ < 1"},
+		{"front lr underflows", append(slices.Clone(front), "--lr", "1e-999"), `"1e-999" for flag -lr: too small for a float64`},
+		{"synth negative lr", append(slices.Clone(synth), "--lr", "-1"), "--lr -1: want a positive finite number"},
+		{"synth negative alpha", append(slices.Clone(synth), "--alpha", "-1"), "--alpha -1: want a positive finite number"},
+		{"synth gamma nan", append(slices.Clone(synth), "--gamma", "NaN"), `"NaN" for flag -gamma: want a number, not NaN`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &atStep{}
+			frontTestRecorder = rec
+			t.Cleanup(func() { frontTestRecorder = nil })
+			out, err := runCLI(t, tc.args...)
+			if err == nil || !strings.Contains(strings.Replace(err.Error(), "flag --", "flag -", 1), tc.want) {
+				t.Fatalf("err = %v, want one containing %q\n%s", err, tc.want, out)
+			}
+			if rec.steps != 0 {
+				t.Errorf("%d front steps ran before the error", rec.steps)
+			}
+		})
+	}
+}
