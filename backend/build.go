@@ -11,6 +11,7 @@ import (
 
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
+	"github.com/paretonav/paretonav/internal/termsafe"
 )
 
 // builder lowers an ONNX graph into a Gorgonia graph for concrete input
@@ -111,7 +112,7 @@ func (e *UnsupportedError) Error() string {
 		if o.Domain != "" {
 			op = o.Domain + "." + op
 		}
-		fmt.Fprintf(&sb, "\n\t%s (node %q, opset %d)", op, o.Node, o.Opset)
+		fmt.Fprintf(&sb, "\n\t%s (node %q, opset %d)", termsafe.Name(op), o.Node, o.Opset)
 	}
 	return sb.String()
 }

@@ -1,6 +1,10 @@
 package backend
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/paretonav/paretonav/internal/termsafe"
+)
 
 // LimitError reports a node that uses an op in a way backend does not
 // support by design (a 3-D pool, MaxPool's column-major indices, integer
@@ -16,7 +20,7 @@ type LimitError struct {
 }
 
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("node %q (%s, opset %d): %s is not supported", e.Node, e.OpType, e.Opset, e.Reason)
+	return fmt.Sprintf("node %q (%s, opset %d): %s is not supported", e.Node, termsafe.Name(e.OpType), e.Opset, e.Reason)
 }
 
 // limitErr returns a *LimitError for node n of the model b builds.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/paretonav/paretonav/internal/hugepages"
+	"github.com/paretonav/paretonav/internal/termsafe"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -572,7 +573,7 @@ func graphOutputs(gp *onnxpb.GraphProto) string {
 	if len(names) == 0 {
 		return "none"
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(termsafe.Names(names), ", ")
 }
 
 // arrayNames lists the arrays of batch, sorted and comma-separated, for
@@ -586,5 +587,5 @@ func arrayNames(batch map[string]*importer.Tensor) string {
 		return "none"
 	}
 	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return strings.Join(termsafe.Names(names), ", ")
 }

@@ -41,3 +41,31 @@ func TestUnknownNamesListed(t *testing.T) {
 		})
 	}
 }
+
+// TestNamesFromModelEscaped: the op types, outputs and arrays an error
+// lists are escaped (termsafe.Name), as its %q-quoted names are, so that
+// a model's control characters never reach a terminal raw.
+func TestNamesFromModelEscaped(t *testing.T) {
+	const evil = "\x1b]0;T\x07"
+	const shown = `\x1b]0;T\a`
+	check := func(what string, err error, want string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one containing %s", what, err, want)
+		} else if strings.ContainsAny(err.Error(), "\x1b\x07") {
+			t.Errorf("%s: raw control character in %q", what, err)
+		}
+	}
+	bad := graphModel([]*onnxpb.NodeProto{mkNode(evil+"Op", evil+"node", []string{"x"}, []string{"y"})}, nil, map[string][]int64{"x": {-1, 2}}, "y")
+	_, err := Open(bad, mustTasks(t, "s:mse:y:t"), Options{})
+	check("unsupported op", err, shown+`Op (node "`+shown+`node"`)
+	m := graphModel([]*onnxpb.NodeProto{mkNode("Relu", "relu", []string{"x"}, []string{evil + "seg"})}, nil, map[string][]int64{"x": {-1, 2}}, evil+"seg")
+	_, err = Open(m, mustTasks(t, "s:mse:segx:t"), Options{})
+	check("missing output", err, "(outputs: "+shown+"seg;")
+	md, err := Open(m, mustTasks(t, "s:mse:"+evil+"seg:t"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := importer.NewFloat32("x", []int{1, 2}, []float32{1, 2})
+	check("missing target", md.CheckBatch(map[string]*importer.Tensor{"x": x, evil + "t": x}), "(arrays: "+shown+"t, x)")
+}

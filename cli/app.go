@@ -12,6 +12,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/paretonav/paretonav/internal/termsafe"
 	"github.com/paretonav/paretonav/job"
 )
 
@@ -67,7 +68,46 @@ func verbose(c *ucli.Context) bool {
 
 // register adds a command to the application; each command file calls it
 // from init.
-func register(c *ucli.Command) { commands = append(commands, c) }
+func register(c *ucli.Command) {
+	printable(c)
+	commands = append(commands, c)
+}
+
+// printable makes the errors of c and its subcommands safe to print: names
+// from models, data and jobs files quoted in them have their control
+// characters escaped (newlines and tabs of the messages' own lines kept).
+func printable(c *ucli.Command) {
+	strictFloats(c)
+	if c.Before != nil {
+		c.Before = ucli.BeforeFunc(printableFunc(c.Before))
+	}
+	if c.Action != nil {
+		c.Action = ucli.ActionFunc(printableFunc(c.Action))
+	}
+	if c.After != nil {
+		c.After = ucli.AfterFunc(printableFunc(c.After))
+	}
+	for _, sub := range c.Subcommands {
+		printable(sub)
+	}
+}
+
+// printableFunc returns f with its error made printable.
+func printableFunc(f func(*ucli.Context) error) func(*ucli.Context) error {
+	return func(ctx *ucli.Context) error {
+		if err := f(ctx); err != nil {
+			return printableError{err}
+		}
+		return nil
+	}
+}
+
+// printableError is an error whose text has its control characters
+// escaped (termsafe.Text); errors.As and errors.Is see the error it wraps.
+type printableError struct{ err error }
+
+func (e printableError) Error() string { return termsafe.Text(e.err.Error()) }
+func (e printableError) Unwrap() error { return e.err }
 
 // NewApp returns the paretonav application with every registered command.
 func NewApp() *ucli.App {

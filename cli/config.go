@@ -124,7 +124,9 @@ func applyValues(c *ucli.Context, where, base string, values map[string][]string
 		for _, n := range f.Names() {
 			flags[n] = f
 		}
-		names = append(names, f.Names()[0])
+		if f.Names()[0] != configFlag.Name {
+			names = append(names, f.Names()[0])
+		}
 	}
 	keys := make([]string, 0, len(values))
 	for k := range values {
@@ -133,7 +135,10 @@ func applyValues(c *ucli.Context, where, base string, values map[string][]string
 	sort.Strings(keys)
 	for _, key := range keys {
 		f, ok := flags[key]
-		if !ok || key == configFlag.Name {
+		if key == configFlag.Name {
+			return fmt.Errorf("%s: key %q: a configuration file cannot name another one (give --%s on the command line)", where, key, configFlag.Name)
+		}
+		if !ok {
 			sort.Strings(names)
 			return fmt.Errorf("%s: key %q is not a flag of %q; flags: %s", where, key, c.Command.Name, strings.Join(names, ", "))
 		}

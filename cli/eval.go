@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/paretonav/paretonav/internal/termsafe"
 	"github.com/paretonav/paretonav/job"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -73,6 +74,7 @@ func evalConfigFromFlags(c *ucli.Context, model string) *job.EvalConfig {
 }
 
 func evalSummary(w io.Writer, model string, res *job.DataEval, names []string, gradOut string) error {
+	w = termsafe.NewWriter(w) // names from the model, data and jobs files
 	fmt.Fprintf(w, "%s on %d examples:\n", model, res.Examples)
 	for i, n := range names {
 		fmt.Fprintf(w, "  %-12s %.6f\n", n, res.Losses[i])

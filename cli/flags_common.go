@@ -2,12 +2,16 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/job"
 	"github.com/paretonav/paretonav/png"
 )
@@ -61,6 +65,42 @@ func methodConfigFromFlags(c *ucli.Context) job.MethodConfig {
 // --gamma and --weights.
 func methodFromFlags(c *ucli.Context, tasks []string) (png.Method, error) {
 	return methodConfigFromFlags(c).Build(tasks)
+}
+
+// interruption is the error of a run stopped by a signal or a cancelled
+// context, in the user's words: what stopped it, after which step, and
+// where its checkpoint is. It wraps the run's *finetune.InterruptedError
+// (its exit code is 130).
+type interruption struct {
+	msg string
+	err *finetune.InterruptedError
+}
+
+func (e *interruption) Error() string { return e.msg }
+func (e *interruption) Unwrap() error { return e.err }
+
+// interruptedError returns ie as an interruption of command cmd run under ctx
+// (signalContext's).
+func interruptedError(ctx context.Context, cmd string, ie *finetune.InterruptedError) error {
+	by := "the caller"
+	switch cause := context.Cause(ctx); {
+	case cause == nil:
+	case strings.HasPrefix(cause.Error(), os.Interrupt.String()+" "): // signal.NotifyContext's cause
+		by = "an interrupt (SIGINT, Ctrl-C)"
+	case strings.HasPrefix(cause.Error(), syscall.SIGTERM.String()+" "):
+		by = "a termination request (SIGTERM)"
+	case errors.Is(cause, context.DeadlineExceeded):
+		by = "its deadline"
+	case !errors.Is(cause, context.Canceled):
+		by = cause.Error()
+	}
+	msg := fmt.Sprintf("%s interrupted by %s after step %d", cmd, by, ie.Step)
+	if ie.Checkpoint != "" {
+		msg += fmt.Sprintf("; checkpoint %s (continue with `paretonav %s --resume %s`)", ie.Checkpoint, cmd, job.ShellQuote(ie.Checkpoint))
+	} else {
+		msg += "; no checkpoint written"
+	}
+	return &interruption{msg: msg, err: ie}
 }
 
 // signalContext returns a context cancelled on SIGINT or SIGTERM (or when

@@ -11,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/internal/termsafe"
 	"github.com/paretonav/paretonav/job"
 	"github.com/paretonav/paretonav/models/synthetic"
 )
@@ -114,6 +115,9 @@ func runFront(c *ucli.Context) error {
 		if errors.As(err, &ie) && ie.Checkpoint != "" {
 			fmt.Fprintf(c.App.ErrWriter, "interrupted after step %d; continue with `paretonav front --resume %s`\n", ie.Step, job.ShellQuote(ie.Checkpoint))
 		}
+		if ie != nil {
+			return interruptedError(ctx, "front", ie)
+		}
 		return err
 	}
 	if c.Bool(jsonFlag.Name) {
@@ -166,6 +170,7 @@ func optFloat(c *ucli.Context, name string) *float64 {
 }
 
 func frontSummary(w io.Writer, r *job.FrontOutcome, limit string) error {
+	w = termsafe.NewWriter(w) // names from the model, data and jobs files
 	fmt.Fprintf(w, "%s: %d models, criterion %s: %s\n", r.Source, len(r.Models), r.Criterion, stoppedText(r.Status, r.Steps, limit))
 	fmt.Fprintf(w, "  scored on %s\n", r.ScoredOn)
 	for _, m := range r.Models {

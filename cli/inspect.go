@@ -13,6 +13,7 @@ import (
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
+	"github.com/paretonav/paretonav/internal/termsafe"
 	"github.com/paretonav/paretonav/job"
 )
 
@@ -282,6 +283,7 @@ func valueOf(vi *onnxpb.ValueInfoProto) inspectValue {
 }
 
 func inspectSummary(w io.Writer, info *inspectJSON) error {
+	w = termsafe.NewWriter(w) // names from the model, data and jobs files
 	var opsets []string
 	for d, v := range info.Opsets {
 		opsets = append(opsets, fmt.Sprintf("%s %d", d, v))

@@ -82,6 +82,9 @@ func runSynth(c *ucli.Context) (err error) {
 	}
 	tasks := probs[0].Tasks()
 
+	if err := job.CheckPositive("--lr", c.Float64("lr"), "the learning rate"); err != nil {
+		return err
+	}
 	s := &finetune.Settings{
 		LR: c.Float64("lr"), Steps: c.Int("steps"), Seed: c.Int64(seedFlag.Name),
 		Meta: map[string]any{"command": "synth", "problem": name, "init": init, "models": N},

@@ -7,6 +7,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/paretonav/paretonav/backend"
+	"github.com/paretonav/paretonav/internal/termsafe"
 	"github.com/paretonav/paretonav/job"
 )
 
@@ -127,6 +128,6 @@ func splitArgs(c *ucli.Context, set bool) ([]string, error) {
 // printWarnings writes a job's warnings to the command's error stream.
 func printWarnings(c *ucli.Context, ws []string) {
 	for _, w := range ws {
-		fmt.Fprintf(c.App.ErrWriter, "warning: %s\n", w)
+		fmt.Fprintf(c.App.ErrWriter, "warning: %s\n", termsafe.Text(w))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/internal/termsafe"
 	"github.com/paretonav/paretonav/job"
 	"github.com/paretonav/paretonav/png"
 	"github.com/paretonav/paretonav/png/criterion"
@@ -119,6 +120,9 @@ func runTune(c *ucli.Context) error {
 		if res != nil && !c.Bool(jsonFlag.Name) {
 			tuneSummary(c.App.Writer, res, stepLimit(c)) // the model is kept: say where before the error
 		}
+		if ie != nil {
+			return interruptedError(ctx, "tune", ie)
+		}
 		return err
 	}
 	if c.Bool(jsonFlag.Name) {
@@ -155,6 +159,7 @@ func tuneConfigFromFlags(c *ucli.Context) (*job.TuneConfig, error) {
 }
 
 func tuneSummary(w io.Writer, r *tuneOutcome, limit string) error {
+	w = termsafe.NewWriter(w) // names from the model, data and jobs files
 	fmt.Fprintf(w, "%s toward %s: %s\n", r.Method, r.Criterion, stoppedText(r.Status, r.Steps, limit))
 	fmt.Fprintf(w, "  on the %s data (%d examples):\n", r.MeasuredOn, r.Examples)
 	fmt.Fprintf(w, "    %-12s %12s %12s\n", "", "before", "after")

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/internal/termsafe"
 )
 
 // Use is one array a model needs from a data file: the name the model
@@ -58,7 +59,7 @@ func Bind(arrays map[string]*importer.Tensor, uses []Use, limit int, file string
 		u := &uses[i]
 		a, ok := arrays[u.Array]
 		if !ok || a == nil {
-			e.Problems = append(e.Problems, fmt.Sprintf("no array %q for %s (arrays: %s)", u.Array, u.Role, strings.Join(available, ", ")))
+			e.Problems = append(e.Problems, fmt.Sprintf("no array %q for %s (arrays: %s)", u.Array, u.Role, strings.Join(termsafe.Names(available), ", ")))
 			continue
 		}
 		if len(a.Shape) == 0 {

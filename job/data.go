@@ -12,6 +12,7 @@ import (
 	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/finetune/front"
 	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/internal/termsafe"
 	"github.com/paretonav/paretonav/png"
 )
 
@@ -67,7 +68,7 @@ func (b Binding) Check() error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !names[k] {
-			return fmt.Errorf("--map %s=%s: the model has no input %q (inputs: %s)", k, b.Maps[k], k, strings.Join(list, ", "))
+			return fmt.Errorf("--map %s=%s: the model has no input %q (inputs: %s)", k, b.Maps[k], k, strings.Join(termsafe.Names(list), ", "))
 		}
 	}
 	return nil

@@ -235,6 +235,15 @@ func (c *FrontConfig) Prepare(l *Loader) (*Front, error) {
 		}
 	}
 	spread := def(c.Spread, FrontSpread, SynthSpread)
+	if err := CheckPNG(c.Alpha, def(c.Gamma, png.DefaultGamma, SynthGamma)); err != nil {
+		return nil, err
+	}
+	if err := CheckPositive("--lr", def(c.LR, DefaultLR(optName), SynthLR), "the learning rate"); err != nil {
+		return nil, err
+	}
+	if err := CheckMomentum(def(c.Momentum, DefaultMomentum(optName), 0)); err != nil {
+		return nil, err
+	}
 	ps := png.Settings{Alpha: c.Alpha, Gamma: def(c.Gamma, png.DefaultGamma, SynthGamma)}
 	if !synth {
 		ps.ThresholdCap = png.RobustThresholdCap

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -41,6 +42,9 @@ func (mc MethodConfig) Build(tasks []string) (png.Method, error) {
 func (mc MethodConfig) build(tasks []string) (png.Method, error) {
 	switch mc.Name {
 	case "png":
+		if err := CheckPNG(mc.Alpha, mc.Gamma); err != nil {
+			return nil, err
+		}
 		return png.PNG{Settings: png.Settings{Alpha: mc.Alpha, Gamma: mc.Gamma}}, nil
 	case "mgd":
 		return png.MGD{}, nil
@@ -78,18 +82,100 @@ func (mc MethodConfig) build(tasks []string) (png.Method, error) {
 	}
 }
 
+// CheckPNG checks PNG's α (--alpha) and γ (--gamma) before a run starts:
+// each must be a positive finite number, as in the paper (φ = α·g with
+// α > 0; the threshold e = γ·ē with γ > 0); 0 stands for the default.
+func CheckPNG(alpha, gamma float64) error {
+	if err := CheckPositive("--alpha", alpha, fmt.Sprintf("α > 0 in the control φ = α·g; default %g", png.DefaultAlpha)); err != nil {
+		return err
+	}
+	return CheckPositive("--gamma", gamma, fmt.Sprintf("γ > 0 in the threshold e = γ·ē; default %g", png.DefaultGamma))
+}
+
+// CheckPositive refuses v, the value of flag, unless it is 0 (the
+// default) or a positive finite number; what says what the number is.
+func CheckPositive(flag string, v float64, what string) error {
+	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("%s %v: want a positive finite number (%s)", flag, v, what)
+	}
+	return nil
+}
+
+// CheckMomentum refuses an SGD momentum outside [0, 1) (--momentum).
+func CheckMomentum(mu float64) error {
+	if !(mu >= 0 && mu < 1) {
+		return fmt.Errorf("--momentum %v: want 0 ≤ μ < 1 (SGD's momentum; 0: none)", mu)
+	}
+	return nil
+}
+
 // ParseFloats reads a comma-separated list of numbers given to flag.
 func ParseFloats(flag, s string) ([]float64, error) {
 	parts := strings.Split(s, ",")
 	out := make([]float64, len(parts))
 	for i, p := range parts {
-		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		p = strings.TrimSpace(p)
+		if _, err := strconv.ParseFloat(p, 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+			return nil, fmt.Errorf("%s %q: item %d (%q) is not a number", flag, s, i+1, p)
+		}
+		v, err := ParseFloat(fmt.Sprintf("%s %q: item %d", flag, s, i+1), p)
 		if err != nil {
-			return nil, fmt.Errorf("%s %q: item %d (%q) is not a number", flag, s, i+1, strings.TrimSpace(p))
+			return nil, err
 		}
 		out[i] = v
 	}
 	return out, nil
+}
+
+// ParseFloat parses s, the value of flag, as a finite float64. NaN,
+// ±Inf, numbers beyond float64's range and non-zero numbers that round to
+// 0 are refused with an error naming flag and what was expected.
+func ParseFloat(flag, s string) (float64, error) {
+	v, err := ParseFiniteFloat(s)
+	if err != nil {
+		if _, perr := strconv.ParseFloat(strings.TrimSpace(s), 64); perr != nil && !errors.Is(perr, strconv.ErrRange) {
+			return 0, fmt.Errorf("%s %q: %w", flag, s, err)
+		}
+		return 0, fmt.Errorf("%s %s: %w", flag, s, err)
+	}
+	return v, nil
+}
+
+// ParseFiniteFloat is ParseFloat for a caller that names the flag and the
+// text itself (a flag.Value's Set): its errors say only what is wrong.
+func ParseFiniteFloat(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	v, err := strconv.ParseFloat(t, 64)
+	switch {
+	case err != nil && math.IsInf(v, 0):
+		return 0, fmt.Errorf("too large for a float64 (largest %.4g); want a finite number", math.MaxFloat64)
+	case err != nil:
+		return 0, errors.New("want a number")
+	case math.IsNaN(v):
+		return 0, errors.New("want a number, not NaN")
+	case math.IsInf(v, 0):
+		return 0, errors.New("want a finite number")
+	case v == 0 && nonZeroDigits(t):
+		return 0, fmt.Errorf("too small for a float64 (it rounds to 0; smallest %.4g); want 0 or a larger number", math.SmallestNonzeroFloat64)
+	}
+	return v, nil
+}
+
+// nonZeroDigits reports whether the mantissa of the number s has a digit
+// other than 0.
+func nonZeroDigits(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
+		s = s[2:]
+		if i := strings.IndexAny(s, "pP"); i >= 0 {
+			s = s[:i]
+		}
+		return strings.ContainsAny(s, "123456789abcdefABCDEF")
+	}
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		s = s[:i]
+	}
+	return strings.ContainsAny(s, "123456789")
 }
 
 // EvenPreferences returns N preference vectors for two tasks evenly spread

@@ -201,3 +201,59 @@ func TestPreferences(t *testing.T) {
 		}
 	}
 }
+
+// TestParseFloat: float text that float64 cannot hold is refused with
+// the flag's name, never read as 0, ±Inf or NaN.
+func TestParseFloat(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		err  string
+	}{
+		{"0.5", 0.5, ""},
+		{"0", 0, ""},
+		{"-0.0e-5", 0, ""},
+		{"0x0p-3", 0, ""},
+		{"1e-300", 1e-300, ""},
+		{"1e-400", 0, "--lr 1e-400: too small for a float64 (it rounds to 0"},
+		{"-4e-999", 0, "--lr -4e-999: too small"},
+		{"0x1p-2000", 0, "--lr 0x1p-2000: too small"},
+		{"1e400", 0, "--lr 1e400: too large for a float64"},
+		{"nan", 0, "--lr nan: want a number, not NaN"},
+		{"-Inf", 0, "--lr -Inf: want a finite number"},
+		{"x", 0, `--lr "x": want a number`},
+	} {
+		got, err := ParseFloat("--lr", tc.in)
+		if tc.err == "" {
+			if err != nil || got != tc.want {
+				t.Errorf("ParseFloat(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("ParseFloat(%q) = %v, %v; want an error containing %q", tc.in, got, err, tc.err)
+		}
+	}
+	if _, err := ParseFloats("--weights", "1,1e-400"); err == nil || !strings.Contains(err.Error(), `--weights "1,1e-400": item 2 1e-400: too small`) {
+		t.Errorf("ParseFloats: %v", err)
+	}
+}
+
+// TestCheckPNG: PNG's α and γ are refused outside the paper's range
+// (positive, finite) before a run starts; 0 stands for the default.
+func TestCheckPNG(t *testing.T) {
+	for _, tc := range []struct {
+		mc  MethodConfig
+		err string
+	}{
+		{MethodConfig{Name: "png"}, ""},
+		{MethodConfig{Name: "png", Alpha: 2, Gamma: 0.01}, ""},
+		{MethodConfig{Name: "png", Alpha: -1}, "--alpha -1: want a positive finite number (α > 0"},
+		{MethodConfig{Name: "png", Gamma: -0.5}, "--gamma -0.5: want a positive finite number (γ > 0"},
+		{MethodConfig{Name: "png", Gamma: math.NaN()}, "--gamma NaN: want a positive finite number"},
+		{MethodConfig{Name: "png", Alpha: math.Inf(1), MGDSteps: 3}, "--alpha +Inf: want a positive finite number"},
+	} {
+		_, err := tc.mc.Build([]string{"a", "b"})
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%+v: err %v, want %q", tc.mc, err, tc.err)
+		}
+	}
+}

@@ -313,6 +313,12 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	// rate suits every criterion (momentum 0.9 at 0.03 killed an untrained
 	// LeNet2 in 12 steps with wd:0.3,0.3); Adam's step does not depend on
 	// that scale, which is why it is tune's default.
+	if err := CheckPositive("--lr", c.LR, fmt.Sprintf("the learning rate; default %g", TuneLR)); err != nil {
+		return nil, err
+	}
+	if err := CheckMomentum(c.Momentum); err != nil {
+		return nil, err
+	}
 	lr := c.LR
 	if lr == 0 {
 		lr = TuneLR

@@ -98,6 +98,11 @@ var importRules = []importRule{
 		why:    "atomicfile is a leaf that every layer that writes files (importer included) may use",
 	},
 	{
+		from:   []string{"internal/termsafe"},
+		forbid: []string{"..."},
+		why:    "termsafe is a leaf that every layer printing names from files (importer included) may use",
+	},
+	{
 		from:   []string{"..."},
 		except: []string{".", "cli/..."},
 		forbid: []string{"cli/..."},

@@ -60,7 +60,7 @@ func ExampleParse_errors() {
 	// criterion: column 8: expected ',' or ')' to close log( at column 4, found end of expression
 	// criterion: column 7: unknown task "dpth"; known tasks: seg, depth
 	// criterion: preset wd: got 1 references, expected 2 (one per task: seg, depth)
-	// criterion: preset energy: energy is a multi-point criterion over several models; use it with --models N (ParseMulti), not as a single-model criterion
+	// criterion: preset energy: energy is a multi-point criterion: it spreads several models over the front; use it with --models N (front or synth), not with one model
 	// true [seg depth]
 }
 

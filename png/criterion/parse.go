@@ -51,7 +51,7 @@ func Parse(expr string, tasks []string, terms ...string) (Criterion, error) {
 	if !contains(vars, trimmed) {
 		switch trimmed {
 		case "energy":
-			return nil, &PresetError{Preset: "energy", Msg: "energy is a multi-point criterion over several models; use it with --models N (ParseMulti), not as a single-model criterion"}
+			return nil, &PresetError{Preset: "energy", Msg: "energy is a multi-point criterion: it spreads several models over the front; use it with --models N (front or synth), not with one model"}
 		case "wd", "ratio", "cosine":
 			return nil, &PresetError{Preset: trimmed, Msg: fmt.Sprintf("needs one reference per task: %s:r1,...,r%d", trimmed, len(tasks))}
 		}

@@ -18,7 +18,7 @@ func parsePreset(name, args string, tasks []string) (*node, error) {
 	switch name {
 	case "wd", "ratio", "cosine":
 	case "energy":
-		return nil, &PresetError{Preset: "energy", Msg: "energy is a multi-point criterion over several models; use it with --models N (ParseMulti), not as a single-model criterion"}
+		return nil, &PresetError{Preset: "energy", Msg: "energy is a multi-point criterion: it spreads several models over the front; use it with --models N (front or synth), not with one model"}
 	default:
 		return nil, &PresetError{Preset: name, Msg: fmt.Sprintf("unknown preset; expected one of %s (or a free expression, which has no ':')", strings.Join(presetNames, ", "))}
 	}
