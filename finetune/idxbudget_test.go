@@ -11,6 +11,7 @@ import (
 	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/finetune/idx"
 	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/internal/idxtest"
 )
 
@@ -19,7 +20,8 @@ import (
 // header announcing more than the bound is refused with a *npz.SizeError
 // naming the array (not the file), even when no body follows; within the
 // bound the values are read and converted as before, and arrays read
-// from earlier sources count against the same bound.
+// from earlier sources count against the same bound. A .npy file's
+// refusal names the array it is bound to, not the file's base name.
 func TestIDXWithinBudget(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
@@ -41,6 +43,10 @@ func TestIDXWithinBudget(t *testing.T) {
 		"imgGz":      write("images.gz", idxtest.Gzip(img)),
 		"lab":        write("labels", lab),
 	}
+	npy := filepath.Join(dir, "train_labels.npy")
+	if err := npz.WriteNPY(npy, importer.NewInt64("train_labels", []int{1000}, make([]int64, 1000))); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name  string
 		specs []string
@@ -51,6 +57,7 @@ func TestIDXWithinBudget(t *testing.T) {
 		{"raw images over", []string{"pixels=" + files["hugeImgRaw"]}, 1e6, []string{`array "pixels"`, "[1000000 1 28 28]"}},
 		{"gzip labels over", []string{"y=" + files["hugeLabGz"]}, 1e6, []string{`array "y"`, "[1000000]", "int64", "8 MB"}},
 		{"earlier sources count", []string{"y=" + files["lab"], "x=" + files["imgGz"]}, 40, []string{`array "x"`, "beside the 16 bytes read before it", "40 bytes allowed"}},
+		{"npy labels over", []string{"y=" + files["lab"], "target=" + npy}, 4000, []string{`array "target"`, "[1000]", "8000 bytes", "beside the 16 bytes read before it", "4000 bytes allowed"}},
 		{"within", []string{"y=" + files["lab"], "x=" + files["imgGz"]}, 48, nil},
 		{"no bound", []string{"y=" + files["lab"], "x=" + files["imgGz"]}, 0, nil},
 	} {

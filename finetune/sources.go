@@ -174,6 +174,13 @@ func (s Source) load(opt LoadOptions) (map[string]*importer.Tensor, error) {
 			limit = max(limit-opt.Used, 1)
 		}
 		if t, err = npz.ReadNPYWithin(s.Path, limit, opt.From); err != nil {
+			// The array is s.Name, not the file's base name, and the
+			// bound the whole of opt.MaxBytes, arrays read before in it.
+			if se := (*npz.SizeError)(nil); errors.As(err, &se) && opt.MaxBytes > 0 {
+				e := *se
+				e.Array, e.Before, e.Max = s.Name, opt.Used, opt.MaxBytes
+				return nil, fmt.Errorf("%s: %w", s.Path, &e)
+			}
 			return nil, err
 		}
 	default:
