@@ -99,6 +99,11 @@ var importRules = []importRule{
 		why:    "atomicfile is a leaf that every layer that writes files (importer included) may use",
 	},
 	{
+		from:   []string{"internal/smallfile"},
+		forbid: []string{"..."},
+		why:    "smallfile is a leaf that every layer reading a user's configuration or jobs file may use",
+	},
+	{
 		from:   []string{"..."},
 		except: []string{".", "cli/..."},
 		forbid: []string{"cli/..."},
