@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/paretonav/paretonav/internal/smallfile"
 )
 
 // Kinds of job.
@@ -45,11 +46,18 @@ type fileDoc struct {
 	Jobs     []map[string]any `yaml:"jobs"`
 }
 
-// LoadFile reads and expands the jobs file at path.
+// MaxFileBytes bounds a jobs file: MaxJobs jobs written out one by one,
+// a few hundred bytes each, fit; a larger file (a data file, /dev/zero) is
+// refused before it is read rather than filling memory.
+const MaxFileBytes = 16 << 20
+
+// LoadFile reads and expands the jobs file at path: a regular file of at
+// most MaxFileBytes (smallfile.Read), else an error naming it and the
+// limit before it is read.
 func LoadFile(path string) ([]Job, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := smallfile.Read(path, MaxFileBytes)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("jobs file: %w", err)
 	}
 	jobs, err := Parse(raw)
 	if err != nil {

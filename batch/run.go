@@ -36,6 +36,17 @@ type Runner struct {
 	Log io.Writer
 	// Extra recorders follow every tune and front job's training loop.
 	Extra []finetune.Recorder
+	// Loader, when set, reads the jobs' models and data (Run and Check
+	// make their own otherwise).
+	Loader *job.Loader
+}
+
+// loader is r.Loader or a new one.
+func (r *Runner) loader() *job.Loader {
+	if r.Loader != nil {
+		return r.Loader
+	}
+	return job.NewLoader()
 }
 
 // Summary counts what a run did with the jobs of its shard.
@@ -105,7 +116,7 @@ func (r *Runner) Run(ctx context.Context, file string, jobs []Job) (*Summary, er
 	}
 	// Validation: the model and data of every job to run are loaded and
 	// checked, each file once.
-	loader := job.NewLoader()
+	loader := r.loader()
 	if err := r.check(loader, jobs, cfgs, todo); err != nil {
 		return nil, err
 	}
@@ -174,11 +185,19 @@ func (r *Runner) Check(jobs []Job) error {
 	for i := range all {
 		all[i] = i
 	}
-	return r.check(job.NewLoader(), jobs, cfgs, all)
+	return r.check(r.loader(), jobs, cfgs, all)
 }
+
+// progressFrom is the number of jobs from which Run and Check report on
+// Log what they are checking: one line before, then a count every tenth
+// of the jobs whose models and data are checked.
+const progressFrom = 100
 
 // resolveAll resolves every job's keys; the error lists every bad job.
 func (r *Runner) resolveAll(jobs []Job) ([]any, error) {
+	if len(jobs) >= progressFrom {
+		r.logf("checking %d jobs: their keys, then the models and data of those to run…", len(jobs))
+	}
 	var errs []error
 	cfgs := make([]any, len(jobs))
 	for i := range jobs {
@@ -196,7 +215,14 @@ func (r *Runner) resolveAll(jobs []Job) ([]any, error) {
 func (r *Runner) check(l *job.Loader, jobs []Job, cfgs []any, idx []int) error {
 	var errs []error
 	warned := map[string]bool{}
-	for _, i := range idx {
+	step := 0
+	if len(idx) >= progressFrom {
+		step = (len(idx) + 9) / 10
+	}
+	for k, i := range idx {
+		if step > 0 && k > 0 && k%step == 0 {
+			r.logf("checked %d of %d jobs", k, len(idx))
+		}
 		p, err := r.prepare(l, &jobs[i], cfgs[i])
 		if err != nil {
 			errs = append(errs, fmt.Errorf("job %s (%s): %w", jobs[i].ID, jobs[i].Where, err))
@@ -208,6 +234,9 @@ func (r *Runner) check(l *job.Loader, jobs []Job, cfgs []any, idx []int) error {
 				r.logf("warning (job %s and maybe others): %s", jobs[i].ID, w)
 			}
 		}
+	}
+	if step > 0 {
+		r.logf("checked %d of %d jobs: %d failed their checks", len(idx), len(idx), len(errs))
 	}
 	return errors.Join(errs...)
 }

@@ -42,7 +42,8 @@ multimnist --out train.npz" (and --split test --out val.npz):
     - {name: base, kind: eval, data: val.npz}
 
 Relative paths in the jobs file (model, data, any path) are relative to its
-folder. Every job gets an ID (its name and a short hash of its keys) and a folder
+folder. A jobs file is a regular file of at most 16 MiB expanding to at most
+10,000 jobs. Every job gets an ID (its name and a short hash of its keys) and a folder
 DIR/ID with its resolved configuration (config.json), log.jsonl, its models and,
 written last, result.json. Job k belongs to shard k mod N.`,
 	Subcommands: []*ucli.Command{

@@ -2,13 +2,14 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
+
+	"github.com/paretonav/paretonav/internal/smallfile"
 )
 
 // configFlag is --config FILE.yaml, shared by every command. The file maps
@@ -26,7 +27,7 @@ import (
 // current folder.
 var configFlag = &ucli.PathFlag{
 	Name:     "config",
-	Usage:    "read flag values from `FILE.yaml` (keys are flag names; relative paths in it are relative to its folder; command-line flags win)",
+	Usage:    "read flag values from `FILE.yaml` (keys are flag names; relative paths in it are relative to its folder; command-line flags win; a regular file of at most 4 MiB)",
 	Category: "Configuration",
 }
 
@@ -55,14 +56,20 @@ func withConfig(cmd *ucli.Command) *ucli.Command {
 	return cmd
 }
 
+// MaxConfigBytes bounds a --config file: flag values take a few KB, so a
+// larger file is a mistake (a data file, /dev/zero) and is refused before
+// it is read rather than filling memory.
+const MaxConfigBytes = 4 << 20
+
 // applyConfig loads the YAML file named by --config (if any) and sets every
 // flag of the command that the file names and the command line does not.
+// Only a regular file of at most MaxConfigBytes is read (smallfile.Read).
 func applyConfig(c *ucli.Context) error {
 	path := c.String(configFlag.Name)
 	if path == "" {
 		return nil
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := smallfile.Read(path, MaxConfigBytes)
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}

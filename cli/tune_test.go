@@ -24,7 +24,7 @@ var lenetTasks = []string{"--task", "left:nll:logp_left:left", "--task", "right:
 
 // tinyLeNet writes a LeNet2 model and n random examples (arrays x, left,
 // right) into dir and returns their paths.
-func tinyLeNet(t *testing.T, dir string, n int) (model, data string) {
+func tinyLeNet(t testing.TB, dir string, n int) (model, data string) {
 	t.Helper()
 	model, data = filepath.Join(dir, "lenet2.onnx"), filepath.Join(dir, "data.npz")
 	if err := models.WriteModel(model, models.LeNet2(1)); err != nil {

@@ -128,6 +128,9 @@ type LoadOptions struct {
 	MaxBytes int64
 	// From says where MaxBytes comes from, for errors.
 	From string
+	// Used is what arrays read before this load take of MaxBytes
+	// (LoadArraysWithin sets it for each source after the first).
+	Used int64
 }
 
 // LoadWithin is Load with options.
@@ -153,7 +156,7 @@ func (s Source) load(opt LoadOptions) (map[string]*importer.Tensor, error) {
 		if kind != kindNPZ {
 			return nil, fmt.Errorf("%s is %v, one unnamed array: give it as NAME=%s", s.Path, kind, s.Path)
 		}
-		return npz.ReadSelect(s.Path, npz.ReadOptions{Want: opt.Want, MaxBytes: opt.MaxBytes, From: opt.From})
+		return npz.ReadSelect(s.Path, npz.ReadOptions{Want: opt.Want, MaxBytes: opt.MaxBytes, From: opt.From, Used: opt.Used})
 	}
 	if opt.Want != nil && !opt.Want(s.Name) {
 		return map[string]*importer.Tensor{}, nil
@@ -166,16 +169,22 @@ func (s Source) load(opt LoadOptions) (map[string]*importer.Tensor, error) {
 	case kindNPZ:
 		return nil, fmt.Errorf("%s is an NPZ archive, whose arrays have their own names: give it as %s, without NAME=", s.Path, s.Path)
 	case kindNPY:
-		if t, err = npz.ReadNPYWithin(s.Path, opt.MaxBytes, opt.From); err != nil {
+		limit := opt.MaxBytes
+		if limit > 0 {
+			limit = max(limit-opt.Used, 1)
+		}
+		if t, err = npz.ReadNPYWithin(s.Path, limit, opt.From); err != nil {
+			// The array is s.Name, not the file's base name, and the
+			// bound the whole of opt.MaxBytes, arrays read before in it.
+			if se := (*npz.SizeError)(nil); errors.As(err, &se) && opt.MaxBytes > 0 {
+				e := *se
+				e.Array, e.Before, e.Max = s.Name, opt.Used, opt.MaxBytes
+				return nil, fmt.Errorf("%s: %w", s.Path, &e)
+			}
 			return nil, err
 		}
 	default:
-		// IDX bytes become float32 pixels or int64 labels: at most 8
-		// bytes each (a gzip file's size says less).
-		if st, err := os.Stat(s.Path); err == nil && opt.MaxBytes > 0 && 8*st.Size() > opt.MaxBytes && !strings.HasSuffix(s.Path, ".gz") {
-			return nil, fmt.Errorf("%s: %d bytes of IDX data take up to %d in memory, more than the %d allowed (%s)", s.Path, st.Size(), 8*st.Size(), opt.MaxBytes, opt.From)
-		}
-		if t, err = s.readIDX(); err != nil {
+		if t, err = s.readIDX(opt); err != nil {
 			return nil, err
 		}
 	}
@@ -183,34 +192,68 @@ func (s Source) load(opt LoadOptions) (map[string]*importer.Tensor, error) {
 	return map[string]*importer.Tensor{s.Name: t}, nil
 }
 
-// readIDX converts an IDX file of images or labels to a tensor.
-func (s Source) readIDX() (*importer.Tensor, error) {
-	dims, data, err := idx.Read(s.Path)
+// readIDX converts an IDX file of images or labels to a tensor. Its
+// header, read first (through gzip for a compressed file), gives the
+// shape: a tensor that would pass opt.MaxBytes is refused with a
+// *npz.SizeError naming s.Name before the body is read, and the body is
+// converted as it is read, never held as bytes beside the tensor.
+func (s Source) readIDX(opt LoadOptions) (*importer.Tensor, error) {
+	f, err := os.Open(s.Path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	rd, err := idx.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Path, err)
+	}
+	defer rd.Close()
+	dims, n := rd.Dims, rd.Len()
+	var shape []int
+	var dtype string
+	var size int64
 	switch len(dims) {
 	case 1:
 		if s.Raw {
 			return nil, fmt.Errorf("%s holds labels %v: %s applies to IDX images only", s.Path, dims, rawSuffix)
 		}
-		lab := make([]int64, len(data))
-		for i, v := range data {
-			lab[i] = int64(v)
-		}
-		return importer.NewInt64(s.Name, dims, lab), nil
+		shape, dtype, size = dims, "int64", 8*int64(n)
 	case 3:
-		px := make([]float32, len(data))
-		for i, v := range data {
-			if s.Raw {
-				px[i] = float32(v)
+		shape, dtype, size = []int{dims[0], 1, dims[1], dims[2]}, "float32", 4*int64(n)
+	default:
+		return nil, fmt.Errorf("%s: IDX dimensions %v: want 1 (labels [N]) or 3 (images [N,H,W])", s.Path, dims)
+	}
+	if opt.MaxBytes > 0 && size > opt.MaxBytes-opt.Used {
+		return nil, fmt.Errorf("%s: %w", s.Path, &npz.SizeError{Array: s.Name, Shape: shape, Dtype: dtype, Bytes: size, Before: opt.Used, Max: opt.MaxBytes, From: opt.From})
+	}
+	var lab []int64
+	var px []float32
+	if dtype == "int64" {
+		lab = make([]int64, n)
+	} else {
+		px = make([]float32, n)
+	}
+	buf := make([]byte, min(n, 1<<16))
+	for got := 0; got < n; {
+		k, err := io.ReadFull(rd, buf[:min(len(buf), n-got)])
+		for i, v := range buf[:k] {
+			if lab != nil {
+				lab[got+i] = int64(v)
+			} else if s.Raw {
+				px[got+i] = float32(v)
 			} else {
-				px[i] = float32(v) / 255 // as models/datasets builds x
+				px[got+i] = float32(v) / 255 // as models/datasets builds x
 			}
 		}
-		return importer.NewFloat32(s.Name, []int{dims[0], 1, dims[1], dims[2]}, px), nil
+		got += k
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Path, rd.Short(got))
+		}
 	}
-	return nil, fmt.Errorf("%s: IDX dimensions %v: want 1 (labels [N]) or 3 (images [N,H,W])", s.Path, dims)
+	if lab != nil {
+		return importer.NewInt64(s.Name, shape, lab), nil
+	}
+	return importer.NewFloat32(s.Name, shape, px), nil
 }
 
 // LoadArrays reads and merges the arrays of every data source spec (see
@@ -247,11 +290,8 @@ func LoadArraysWithin(specs []string, opt LoadOptions) (map[string]*importer.Ten
 		if err != nil {
 			return nil, err
 		}
-		if left.MaxBytes > 0 {
-			for _, a := range arrays {
-				left.MaxBytes -= heldBytes(a)
-			}
-			left.MaxBytes = max(left.MaxBytes, 1)
+		for _, a := range arrays {
+			left.Used += heldBytes(a)
 		}
 		names := make([]string, 0, len(arrays))
 		for n := range arrays {

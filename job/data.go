@@ -28,6 +28,29 @@ type Binding struct {
 	// Warnings collects, per Load, the arrays converted to the element
 	// type that reads them (checkTypes).
 	Warnings []string
+	// ModelKey names Model's graph (its file and the options it was
+	// opened with): with it, a Loader checks a data set once for every job
+	// binding it the same way to the same model; "" checks it each time.
+	ModelKey string
+}
+
+// modelKey is a Binding's ModelKey for the model file path opened with
+// opt.
+func modelKey(path string, opt backend.Options) string {
+	return fmt.Sprintf("%q %+v", path, opt)
+}
+
+// checkKey is what Load's checks of specs depend on: the model, the
+// binding, the data sources, the limit, the batch size and where the
+// budget comes from;
+// "" (no caching) without a ModelKey.
+func (b *Binding) checkKey(flag string, specs []string, limit, batch int) string {
+	if b.ModelKey == "" {
+		return ""
+	}
+	// The budget by where it comes from: the memory a machine has free
+	// changes from job to job, and arrays read once stay in the Loader.
+	return fmt.Sprintf("%q %q %q %d %d %q %v %v %v", b.ModelKey, flag, specs, limit, batch, b.Budget.From, b.Maps, b.Tasks, b.Terms)
 }
 
 // Uses lists the arrays md needs.
@@ -81,14 +104,34 @@ func (b Binding) Check() error {
 // floating type and of the model's shape, targets of the shape each loss
 // needs and class labels in range. Errors name the sources, the array and
 // the input or task.
+//
+// Through a Loader, with a ModelKey, a data set is checked once: later
+// jobs binding it the same way get the checked arrays and the warnings
+// without the per-batch pass over the data.
 func (b *Binding) Load(l *Loader, flag string, specs []string, limit, batch int) (*finetune.Dataset, error) {
+	key := b.checkKey(flag, specs, limit, batch)
+	if c, ok := l.checkedFor(key); ok {
+		b.Warnings = append(b.Warnings, c.warns...)
+		return &finetune.Dataset{Arrays: maps.Clone(c.ds.Arrays)}, nil
+	}
+	ds, warns, err := b.load(l, flag, specs, limit, batch)
+	if err != nil {
+		return nil, err
+	}
+	l.noteChecked(key, checkedData{ds: &finetune.Dataset{Arrays: maps.Clone(ds.Arrays)}, warns: warns})
+	b.Warnings = append(b.Warnings, warns...)
+	return ds, nil
+}
+
+// load is Load without the Loader's cache; it returns the warnings.
+func (b *Binding) load(l *Loader, flag string, specs []string, limit, batch int) (*finetune.Dataset, []string, error) {
 	var want []string
 	for _, u := range b.Uses() {
 		want = append(want, u.Array)
 	}
 	arrays, err := l.ArraysWithin(specs, want, b.Budget)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
+		return nil, nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	path := strings.Join(specs, ",")
 	ds, err := finetune.Bind(arrays, b.Uses(), limit, path)
@@ -107,20 +150,21 @@ func (b *Binding) Load(l *Loader, flag string, specs []string, limit, batch int)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
+		return nil, nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	if ds.Len() == 0 {
-		return nil, fmt.Errorf("%s %s: no examples", flag, path)
+		return nil, nil, fmt.Errorf("%s %s: no examples", flag, path)
 	}
 	warns, err := b.checkTypes(ds, path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
+		return nil, nil, fmt.Errorf("%s: %w", flag, err)
 	}
+	var out []string
 	for _, w := range warns {
-		b.Warnings = append(b.Warnings, flag+": "+w)
+		out = append(out, flag+": "+w)
 	}
 	if err := b.checkInputs(ds, path); err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
+		return nil, nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	// Target shapes and label ranges: the model checks them per batch;
 	// every batch is checked here, before the first step.
@@ -132,10 +176,10 @@ func (b *Binding) Load(l *Loader, flag string, specs []string, limit, batch int)
 			if N > batch {
 				where = fmt.Sprintf(" (examples %d..%d)", i, j-1)
 			}
-			return nil, fmt.Errorf("%s %s%s: %w", flag, path, where, err)
+			return nil, nil, fmt.Errorf("%s %s%s: %w", flag, path, where, err)
 		}
 	}
-	return ds, nil
+	return ds, out, nil
 }
 
 // checkInputs checks the shapes of the arrays bound to the model inputs, naming the data array and the input.

@@ -101,7 +101,7 @@ func (c *EvalConfig) Prepare(l *Loader) (*EvalRun, error) {
 	if err := dests(im); err != nil {
 		return nil, err
 	}
-	bind := Binding{Budget: budget, Model: md, Tasks: tasks, Maps: maps}
+	bind := Binding{Budget: budget, Model: md, Tasks: tasks, Maps: maps, ModelKey: modelKey(c.Model, opt)}
 	if err := bind.Check(); err != nil {
 		return nil, err
 	}

@@ -403,7 +403,7 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		}
 	}
 	j.tasks = j.nets[0].Tasks()
-	bind := Binding{Budget: budget, Model: j.nets[0], Tasks: j.btasks, Terms: opt.Terms, Maps: maps}
+	bind := Binding{Budget: budget, Model: j.nets[0], Tasks: j.btasks, Terms: opt.Terms, Maps: maps, ModelKey: modelKey(paths[0], opt)}
 	if err := bind.Check(); err != nil {
 		return err
 	}

@@ -17,11 +17,55 @@ type Loader struct {
 	mu     sync.Mutex
 	models map[string]*importer.Model
 	arrays map[string]map[string]*importer.Tensor
+	// checked holds data sets Binding.Load checked in full, by what the
+	// checks depend on (Binding.checkKey); dataChecks counts those checks.
+	checked    map[string]checkedData
+	dataChecks int
+}
+
+// checkedData is a data set that passed Binding.Load's checks, and the
+// warnings they gave.
+type checkedData struct {
+	ds    *finetune.Dataset
+	warns []string
 }
 
 // NewLoader returns an empty Loader.
 func NewLoader() *Loader {
-	return &Loader{models: map[string]*importer.Model{}, arrays: map[string]map[string]*importer.Tensor{}}
+	return &Loader{models: map[string]*importer.Model{}, arrays: map[string]map[string]*importer.Tensor{}, checked: map[string]checkedData{}}
+}
+
+// DataChecks is how many times a data set was bound and checked in full
+// (every batch against the model) through l: once per distinct model,
+// binding and data, however many jobs share them.
+func (l *Loader) DataChecks() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dataChecks
+}
+
+// checkedFor returns the data set checked under key, if any.
+func (l *Loader) checkedFor(key string) (checkedData, bool) {
+	if l == nil || key == "" {
+		return checkedData{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.checked[key]
+	return c, ok
+}
+
+// noteChecked counts a full check and, when key is set, keeps its result.
+func (l *Loader) noteChecked(key string, c checkedData) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dataChecks++
+	if key != "" {
+		l.checked[key] = c
+	}
 }
 
 // Model returns the ONNX model at path: parsed once, then a private deep

@@ -357,7 +357,7 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	s.ValMeter = func(int) finetune.Meter { return ModelMeter(net, tasks) }
 	job.Settings = s
 
-	bind := Binding{Budget: budget, Model: job.Net, Tasks: job.Tasks, Terms: job.Terms, Maps: maps}
+	bind := Binding{Budget: budget, Model: job.Net, Tasks: job.Tasks, Terms: job.Terms, Maps: maps, ModelKey: modelKey(job.ModelPath, opt)}
 	if err := bind.Check(); err != nil {
 		return nil, err
 	}

@@ -43,46 +43,104 @@ func Read(path string) (dims []int, data []uint8, err error) {
 // Decode reads one unsigned-byte IDX stream, gzip-compressed or raw, from
 // r. Errors wrap ErrFormat.
 func Decode(r io.Reader) ([]int, []uint8, error) {
+	rd, err := NewReader(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rd.Close()
+	data := make([]uint8, rd.Len())
+	if got, err := io.ReadFull(rd, data); err != nil {
+		return nil, nil, rd.Short(got)
+	}
+	return rd.Dims, data, nil
+}
+
+// Reader reads an unsigned-byte IDX stream header first: its dimensions
+// are known, and can be checked against a memory bound, before any data
+// is read (of a gzip stream, before the body is decompressed).
+type Reader struct {
+	// Dims are the dimensions the header gives.
+	Dims []int
+	in   io.Reader
+	zr   *gzip.Reader
+}
+
+// NewReader reads the header of one unsigned-byte IDX stream,
+// gzip-compressed or raw (told by its first bytes), from r; Read then
+// gives the data bytes. Errors wrap ErrFormat.
+func NewReader(r io.Reader) (*Reader, error) {
 	br := bufio.NewReader(r)
-	var in io.Reader = br
+	rd := &Reader{in: br}
 	if head, _ := br.Peek(2); bytes.Equal(head, []byte{0x1f, 0x8b}) {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: gzip: %v", ErrFormat, err)
+			return nil, fmt.Errorf("%w: gzip: %v", ErrFormat, err)
 		}
-		defer zr.Close()
-		in = zr
+		rd.in, rd.zr = zr, zr
 	}
+	if err := rd.header(); err != nil {
+		rd.Close()
+		return nil, err
+	}
+	return rd, nil
+}
+
+func (rd *Reader) header() error {
 	var magic [4]byte
-	if _, err := io.ReadFull(in, magic[:]); err != nil {
-		return nil, nil, fmt.Errorf("%w: reading magic number: %v", ErrFormat, err)
+	if _, err := io.ReadFull(rd.in, magic[:]); err != nil {
+		return fmt.Errorf("%w: reading magic number: %v", ErrFormat, err)
 	}
 	if magic[0] != 0 || magic[1] != 0 {
-		return nil, nil, fmt.Errorf("%w: magic %x: want 00 00 <type> <ndim>", ErrFormat, magic)
+		return fmt.Errorf("%w: magic %x: want 00 00 <type> <ndim>", ErrFormat, magic)
 	}
 	if magic[2] != 0x08 {
-		return nil, nil, fmt.Errorf("%w: element type 0x%02x: only unsigned bytes (0x08) are supported", ErrFormat, magic[2])
+		return fmt.Errorf("%w: element type 0x%02x: only unsigned bytes (0x08) are supported", ErrFormat, magic[2])
 	}
 	nd := int(magic[3])
 	if nd < 1 || nd > 4 {
-		return nil, nil, fmt.Errorf("%w: %d dimensions: want 1 to 4", ErrFormat, nd)
+		return fmt.Errorf("%w: %d dimensions: want 1 to 4", ErrFormat, nd)
 	}
-	dims := make([]int, nd)
+	rd.Dims = make([]int, nd)
 	n := 1
-	for i := range dims {
+	for i := range rd.Dims {
 		var d uint32
-		if err := binary.Read(in, binary.BigEndian, &d); err != nil {
-			return nil, nil, fmt.Errorf("%w: reading dimension %d: %v", ErrFormat, i, err)
+		if err := binary.Read(rd.in, binary.BigEndian, &d); err != nil {
+			return fmt.Errorf("%w: reading dimension %d: %v", ErrFormat, i, err)
 		}
-		dims[i] = int(d)
+		rd.Dims[i] = int(d)
 		n *= int(d)
 		if n > maxElements {
-			return nil, nil, fmt.Errorf("%w: dimensions %v exceed %d elements", ErrFormat, dims[:i+1], maxElements)
+			return fmt.Errorf("%w: dimensions %v exceed %d elements", ErrFormat, rd.Dims[:i+1], maxElements)
 		}
 	}
-	data := make([]uint8, n)
-	if got, err := io.ReadFull(in, data); err != nil {
-		return nil, nil, fmt.Errorf("%w: dimensions %v need %d bytes of data, found %d", ErrFormat, dims, n, got)
+	rd.in = io.LimitReader(rd.in, int64(n))
+	return nil
+}
+
+// Len is the number of data bytes the header announces.
+func (rd *Reader) Len() int {
+	n := 1
+	for _, d := range rd.Dims {
+		n *= d
 	}
-	return dims, data, nil
+	return n
+}
+
+// Read reads data bytes; io.EOF after Len of them (or where the stream
+// ends early: the caller compares the count with Len).
+func (rd *Reader) Read(p []byte) (int, error) { return rd.in.Read(p) }
+
+// Close releases the gzip reader, if any; it does not close the
+// underlying reader.
+func (rd *Reader) Close() error {
+	if rd.zr != nil {
+		return rd.zr.Close()
+	}
+	return nil
+}
+
+// Short is the error (wrapping ErrFormat) for a stream whose data ended
+// after got of Len bytes.
+func (rd *Reader) Short(got int) error {
+	return fmt.Errorf("%w: dimensions %v need %d bytes of data, found %d", ErrFormat, rd.Dims, rd.Len(), got)
 }

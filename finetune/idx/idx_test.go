@@ -1,7 +1,9 @@
 package idx
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -60,5 +62,35 @@ func TestReadMissing(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "nope")
 	if _, _, err := Read(p); err == nil || !errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrFormat) {
 		t.Errorf("err = %v, want a not-exist error that is not ErrFormat", err)
+	}
+}
+
+// TestNewReaderHeaderFirst: the dimensions of a raw or gzip stream are
+// known from its header alone (a body that is not there is not read),
+// and Read then gives exactly Len data bytes.
+func TestNewReaderHeaderFirst(t *testing.T) {
+	for _, gz := range []bool{false, true} {
+		head := idxtest.Encode([]int{1000000, 28, 28}, nil)
+		full := idxtest.Encode([]int{2, 3}, []uint8{1, 2, 3, 4, 5, 6, 7, 8})
+		if gz {
+			head, full = idxtest.Gzip(head), idxtest.Gzip(full)
+		}
+		rd, err := NewReader(bytes.NewReader(head))
+		if err != nil {
+			t.Fatalf("gzip %v: %v", gz, err)
+		}
+		if !reflect.DeepEqual(rd.Dims, []int{1000000, 28, 28}) || rd.Len() != 1000000*28*28 {
+			t.Errorf("gzip %v: dims %v, len %d", gz, rd.Dims, rd.Len())
+		}
+		rd.Close()
+		rd, err = NewReader(bytes.NewReader(full))
+		if err != nil {
+			t.Fatalf("gzip %v: %v", gz, err)
+		}
+		data, err := io.ReadAll(rd)
+		if err != nil || !reflect.DeepEqual(data, []uint8{1, 2, 3, 4, 5, 6}) {
+			t.Errorf("gzip %v: data %v, %v; want the 6 announced bytes", gz, data, err)
+		}
+		rd.Close()
 	}
 }

@@ -59,6 +59,8 @@ type ReadOptions struct {
 	MaxBytes int64
 	// From says where MaxBytes comes from ("--max-memory"), for errors.
 	From string
+	// Used is what arrays read before these take of MaxBytes.
+	Used int64
 }
 
 // SizeError reports an array whose decoded size would pass
@@ -107,7 +109,7 @@ func ReadSelect(path string, opt ReadOptions) (map[string]*importer.Tensor, erro
 	defer r.Close()
 	out := make(map[string]*importer.Tensor, len(r.Keys()))
 	seen := map[string]bool{}
-	used := int64(0)
+	used := opt.Used
 	stored := storedOffsets(path)
 	var file *os.File
 	var fileSize int64

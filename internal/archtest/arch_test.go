@@ -103,6 +103,11 @@ var importRules = []importRule{
 		why:    "termsafe is a leaf that every layer printing names from files (importer included) may use",
 	},
 	{
+		from:   []string{"internal/smallfile"},
+		forbid: []string{"..."},
+		why:    "smallfile is a leaf that every layer reading a user's configuration or jobs file may use",
+	},
+	{
 		from:   []string{"..."},
 		except: []string{".", "cli/..."},
 		forbid: []string{"cli/..."},
