@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/importer"
@@ -246,10 +248,30 @@ func sameResolved(in, resolved string) bool {
 	return err == nil && r == resolved
 }
 
+// probed holds the folders probeFolder found to take files, with when:
+// a batch's jobs share their out folder, and probing it again for each of
+// thousands of jobs within moments tells nothing new.
+var probed sync.Map
+
+// probeFresh is how long a successful probe of a folder is taken as true.
+const probeFresh = 5 * time.Second
+
 // probeFolder creates and removes a file in dir: the one sure test that
 // the job's temporary files can be made there (permissions, read-only
-// mounts, access lists).
+// mounts, access lists). A success is remembered for probeFresh.
 func probeFolder(dir string) error {
+	if at, ok := probed.Load(dir); ok && time.Since(at.(time.Time)) < probeFresh {
+		return nil
+	}
+	if err := probeOnce(dir); err != nil {
+		return err
+	}
+	probed.Store(dir, time.Now())
+	return nil
+}
+
+// probeOnce is probeFolder without the memory of earlier probes.
+func probeOnce(dir string) error {
 	f, err := os.CreateTemp(dir, ".paretonav-probe*")
 	if err != nil {
 		if pe, ok := err.(*os.PathError); ok {

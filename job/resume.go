@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/importer"
@@ -35,15 +37,49 @@ type fileSum struct {
 	SHA256 string `json:"sha256"`
 }
 
+// sumKey identifies a file's content without reading it: the file (its
+// device and inode), size and modification time. A file rewritten in
+// place changes its modification time.
+type sumKey struct {
+	path  string
+	size  int64
+	mtime int64
+	ino   uint64
+}
+
+// sums holds the fingerprints already taken in this process, by sumKey:
+// a batch's jobs read the same model and data, and hashing them once per
+// job made checking a jobs file grow with jobs × data size.
+var sums sync.Map
+
 // sumFile fingerprints the file at path.
 func sumFile(flag, path string) (fileSum, error) {
 	// Stat first: hashing a device (/dev/zero) never ends, and opening a
 	// FIFO waits for a writer.
-	if st, err := os.Stat(path); err != nil {
+	st, err := os.Stat(path)
+	if err != nil {
 		return fileSum{}, fmt.Errorf("%s: %w", flag, err)
 	} else if !st.Mode().IsRegular() {
 		return fileSum{}, fmt.Errorf("%s %s is not a regular file (mode %s)", flag, path, st.Mode().Type())
 	}
+	key := sumKey{path: path, size: st.Size(), mtime: st.ModTime().UnixNano()}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		key.ino = sys.Ino
+	}
+	if s, ok := sums.Load(key); ok {
+		sum := s.(fileSum)
+		sum.Flag = flag
+		return sum, nil
+	}
+	sum, err := hashFile(flag, path)
+	if err == nil && sum.Size == key.size {
+		sums.Store(key, sum)
+	}
+	return sum, err
+}
+
+// hashFile reads the file at path whole and returns its size and SHA-256.
+func hashFile(flag, path string) (fileSum, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return fileSum{}, fmt.Errorf("%s: %w", flag, err)
