@@ -183,10 +183,16 @@ def _export_torchscript(torch, module, example_inputs, path, inputs, outputs, op
     extra = {}
     if "dynamo" in _inspect.signature(torch.onnx.export).parameters:
         extra["dynamo"] = False  # the TorchScript exporter: PRESERVE, the symbolic and the names above need it
-    # Grad stays enabled: torch 1.13's nn.MultiheadAttention takes its fast
-    # path whenever grad is disabled (the tracer records no gradients anyway).
+    # torch 1.13's nn.MultiheadAttention takes its fast path whenever grad is
+    # disabled, and has no switch for it: grad stays enabled for a module
+    # holding one (the tracer records no gradients anyway). Elsewhere grad
+    # is off, so that tensors a module caches (computed with grad) can
+    # become constants of the trace.
+    mha = getattr(getattr(torch, "backends", None), "mha", None)
+    keep_grad = not hasattr(mha, "set_fastpath_enabled") and any(
+        isinstance(m, torch.nn.MultiheadAttention) for m in module.modules())
     try:
-        with _no_mha_fast_path(torch), warnings.catch_warnings():
+        with torch.set_grad_enabled(keep_grad), _no_mha_fast_path(torch), warnings.catch_warnings():
             # torch 1.13's exporter has no shape inference for prim::Constant
             # (F.normalize's, the MaxUnpool symbolic's) and says so per node;
             # the file is complete, and paretonav infers every shape itself.
