@@ -41,8 +41,11 @@ only sees what the rules before it left unmatched:
    optimizer folded the key's tensor alone into a new initializer
    (``val_14``: a Linear weight transposed for MatMul; ``view``: a layer
    scale reshaped), as its ``folded_from`` metadata says, and the values
-   agree. :func:`to_key_layout` turns such an initializer's value back into
-   the key's layout. Needs tensors.
+   agree, or, in a tuned file whose values no longer do, the file's
+   metadata says so: the node reading it was ``aten.linear`` of the key
+   (``pkg.torch.onnx.fx_node``), or it is a view (``view_N``) that only adds
+   or drops axes of size 1. :func:`to_key_layout` turns such an
+   initializer's value back into the key's layout. Needs tensors.
 
 The mapping's keys are ONNX value names that hold constant data: initializer
 names, and for rule 2 the Identity output's name. ``mapping.rule[name]`` says
