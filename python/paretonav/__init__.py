@@ -8,7 +8,8 @@ See docs/python.md for the reference.
 """
 
 from ._run import ParetonavWarning
-from .api import EvalResult, FrontModel, FrontResult, TuneResult, evaluate, front, inspect, load_weights, tune
+from .api import (EvalResult, FrontModel, FrontResult, TuneResult, evaluate, front, inspect, load_weights, tune,
+                  untrained)
 from .errors import CLIError, MappingError, ParetonavError
 from .statedict import StateDictMapping, map_state_dict, onnx_values
 from .tasks import LOSSES, Task
@@ -16,7 +17,7 @@ from .tasks import LOSSES, Task
 __version__ = "0.1.0"
 
 
-def export(module, example_inputs, path, inputs, outputs, opset=13):
+def export(module, example_inputs, path, inputs, outputs, opset=None):
     """Exports ``module`` to ``path`` the way paretonav trains it (see docs/python.md, "Export")."""
     from ._export import export as _export
 
@@ -24,7 +25,7 @@ def export(module, example_inputs, path, inputs, outputs, opset=13):
 
 
 __all__ = [
-    "tune", "front", "evaluate", "inspect", "export", "load_weights", "Task", "LOSSES",
+    "tune", "front", "evaluate", "inspect", "export", "load_weights", "untrained", "Task", "LOSSES",
     "TuneResult", "FrontResult", "FrontModel", "EvalResult",
     "ParetonavError", "CLIError", "MappingError", "ParetonavWarning",
     "map_state_dict", "onnx_values", "StateDictMapping",

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect as _inspect
+import io
 import os
+import re
 import warnings
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 __all__ = ["export"]
 
@@ -62,21 +65,112 @@ def _register_symbolics() -> None:
     _registered = True
 
 
+def _version(torch) -> tuple:
+    """torch's (major, minor) version."""
+    m = re.match(r"(\d+)\.(\d+)", torch.__version__)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def _can_dynamo(torch, opset: Optional[int]) -> bool:
+    """Whether torch.onnx.export(dynamo=True, optimize=False) is there to fall
+    back on: torch 2.5+ (its initializers carry their state_dict names from
+    2.5 on), at ``opset`` None or 18+ (it works at 18+ and converts the file
+    down, which fails for many ops, below that)."""
+    params = _inspect.signature(torch.onnx.export).parameters
+    return "dynamo" in params and "optimize" in params and _version(torch) >= (2, 5) and (opset is None or opset >= 18)
+
+
+@contextlib.contextmanager
+def _no_mha_fast_path(torch):
+    """nn.MultiheadAttention's fast path (aten::_native_multi_head_attention,
+    which no ONNX exporter knows) switched off, then restored. torch 2.x has
+    a switch for it; torch 1.13 takes it only when grad is disabled or nothing
+    requires grad, so the export runs with grad enabled."""
+    mha = getattr(getattr(torch, "backends", None), "mha", None)
+    get, set_ = getattr(mha, "get_fastpath_enabled", None), getattr(mha, "set_fastpath_enabled", None)
+    was = get() if get and set_ else None
+    if was is not None:
+        set_(False)
+    try:
+        yield
+    finally:
+        if was is not None:
+            set_(was)
+
+
 def export(module: Any, example_inputs: Sequence[Any], path: str, inputs: Sequence[str], outputs: Sequence[str],
-           opset: int = 13) -> str:
+           opset: Optional[int] = None) -> str:
     """Writes ``module`` to ``path`` as paretonav needs it and returns ``path``.
 
-    The module is exported in eval mode with ``TrainingMode.PRESERVE``
-    (BatchNormalization kept as one op reading its running statistics, not
-    folded into the Conv before it), without constant folding and with the
-    first axis of every input and output dynamic (``N``). Initializers keep
-    their state_dict names: PyTorch's merging of equal-valued initializers
-    (zero biases, a fresh BatchNorm's ones) is turned off for this export, so
-    parameters that were independent stay independent. ``aten::max_unpool2d``
-    is written as ONNX MaxUnpool. The module's training flag is restored.
+    First with the TorchScript exporter (see :func:`_export_torchscript`)
+    at ``opset``, by default 13 on torch 1.x and 17 on torch 2.x (opset 14+
+    is what ``F.scaled_dot_product_attention`` needs). Where that fails on
+    torch 2.5+ (an op it cannot write; the TorchScript exporter is
+    deprecated there), with the dynamo exporter,
+    ``torch.onnx.export(dynamo=True, optimize=False)`` at ``opset`` (18+) or
+    its default: initializers under their state_dict names, BatchNormalization
+    kept, nothing folded. The TorchScript exporter comes first because it
+    keeps weights the module ties as one initializer under their first
+    name. Either way nn.MultiheadAttention's fast path is switched off for
+    the export (no exporter knows its fused op), the first axis of every
+    input and output is dynamic (``N``), and the module's training flag is
+    restored.
     """
     import torch
 
+    ts_opset = opset if opset is not None else (17 if _version(torch) >= (2, 0) else 13)
+    try:
+        return _export_torchscript(torch, module, example_inputs, path, inputs, outputs, ts_opset)
+    except Exception as e:  # the exporters' failures have many types
+        if not _can_dynamo(torch, opset):
+            raise
+        first = e
+    try:
+        return _export_dynamo(torch, module, example_inputs, path, inputs, outputs, opset)
+    except Exception as e:
+        raise RuntimeError("export of %s failed with both of torch.onnx.export's exporters: dynamo=False "
+                           "(TorchScript, opset %d): %s: %s; dynamo=True, optimize=False: %s: %s" % (
+                               type(module).__name__, ts_opset, type(first).__name__, _first_line(first),
+                               type(e).__name__, _first_line(e))) from e
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [l for l in str(e).splitlines() if l.strip()]
+    return lines[0] if lines else ""
+
+
+def _export_dynamo(torch, module, example_inputs, path, inputs, outputs, opset) -> str:
+    """torch.onnx.export(dynamo=True, optimize=False) on the eval-mode module."""
+    inputs, outputs = list(inputs), list(outputs)
+    dyn = {n: {0: "N"} for n in inputs + outputs}
+    was_training = module.training
+    module.eval()
+    tmp = path + ".part"
+    extra = {} if opset is None else {"opset_version": opset}
+    try:
+        with torch.no_grad(), _no_mha_fast_path(torch), warnings.catch_warnings(), \
+                contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, tuple(example_inputs), tmp, input_names=inputs, output_names=outputs,
+                              dynamic_axes=dyn, dynamo=True, optimize=False, external_data=False,
+                              verbose=False, report=False, **extra)
+        os.replace(tmp, path)
+    finally:
+        module.train(was_training)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def _export_torchscript(torch, module, example_inputs, path, inputs, outputs, opset) -> str:
+    """The TorchScript exporter: the module in eval mode with
+    ``TrainingMode.PRESERVE`` (BatchNormalization kept as one op reading its
+    running statistics, not folded into the Conv before it), without
+    constant folding. Initializers keep their state_dict names: PyTorch's
+    merging of equal-valued initializers (zero biases, a fresh BatchNorm's
+    ones) is turned off for this export, so parameters that were
+    independent stay independent. ``aten::max_unpool2d`` is written as ONNX
+    MaxUnpool."""
     _register_symbolics()
     inputs, outputs = list(inputs), list(outputs)
     dyn: Dict[str, Dict[int, str]] = {n: {0: "N"} for n in inputs + outputs}
@@ -89,12 +183,21 @@ def export(module: Any, example_inputs: Sequence[Any], path: str, inputs: Sequen
     extra = {}
     if "dynamo" in _inspect.signature(torch.onnx.export).parameters:
         extra["dynamo"] = False  # the TorchScript exporter: PRESERVE, the symbolic and the names above need it
+    # torch 1.13's nn.MultiheadAttention takes its fast path whenever grad is
+    # disabled, and has no switch for it: grad stays enabled for a module
+    # holding one (the tracer records no gradients anyway). Elsewhere grad
+    # is off, so that tensors a module caches (computed with grad) can
+    # become constants of the trace.
+    mha = getattr(getattr(torch, "backends", None), "mha", None)
+    keep_grad = not hasattr(mha, "set_fastpath_enabled") and any(
+        isinstance(m, torch.nn.MultiheadAttention) for m in module.modules())
     try:
-        with torch.no_grad(), warnings.catch_warnings():
+        with torch.set_grad_enabled(keep_grad), _no_mha_fast_path(torch), warnings.catch_warnings():
             # torch 1.13's exporter has no shape inference for prim::Constant
             # (F.normalize's, the MaxUnpool symbolic's) and says so per node;
             # the file is complete, and paretonav infers every shape itself.
             warnings.filterwarnings("ignore", message="The shape inference of prim::Constant type is missing")
+            warnings.filterwarnings("ignore", category=DeprecationWarning)
             torch.onnx.export(module, tuple(example_inputs), tmp, input_names=inputs, output_names=outputs,
                               dynamic_axes=dyn, opset_version=opset, training=torch.onnx.TrainingMode.PRESERVE,
                               do_constant_folding=False, keep_initializers_as_inputs=False, **extra)

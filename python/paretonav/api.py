@@ -7,19 +7,21 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import data as _data
-from ._run import read_log, run_json
+from ._run import ParetonavWarning, read_log, run_json
 from .errors import MappingError
-from .statedict import _identity_aliases, _optimizer_rewritten, map_state_dict, onnx_values, to_key_layout
+from .statedict import (_TORCH_KIND, _identity_aliases, _metadata, _optimizer_rewritten, map_state_dict, onnx_values,
+                        to_key_layout)
 from .tasks import Task, as_tasks, check_criterion
 
 __all__ = ["TuneResult", "FrontModel", "FrontResult", "EvalResult", "tune", "front", "evaluate", "inspect",
-           "load_weights"]
+           "load_weights", "untrained"]
 
 # Keywords the functions set themselves: passing them as flags is an error.
 _OWN = {"data", "val", "task", "tasks", "term", "terms", "json", "out_dir", "config", "resume"}
@@ -294,8 +296,10 @@ def _data_args(flag: str, paths: Mapping[str, str]) -> List[str]:
 
 
 def _prepare(model: Any, data: Any, inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]],
-             workdir: str, opset: int, strict: bool, names: Optional[Sequence[str]] = None) -> Tuple[str, Optional[Any]]:
-    """The ONNX file to run (exported from a module), and the module (or None)."""
+             workdir: str, opset: Optional[int], strict: bool, names: Optional[Sequence[str]] = None,
+             training: bool = False) -> Tuple[str, Optional[Any]]:
+    """The ONNX file to run (exported from a module), and the module (or
+    None). ``training``: warn about the parameters the file would not train."""
     if isinstance(model, (str, os.PathLike)):
         path = os.path.abspath(os.fspath(model))
         if not os.path.isfile(path):
@@ -333,6 +337,8 @@ def _prepare(model: Any, data: Any, inputs: Optional[Sequence[str]], outputs: Op
     returned = len(_onnx_io(path)[1])
     if returned != len(outputs):
         raise ValueError(_outputs_message(returned, outputs))
+    if training:
+        _warn_untrained(model, path)
     _check_accounted(model, path, strict, before=True)
     return path, model
 
@@ -496,6 +502,63 @@ def _check_accounted(module: Any, path: str, strict: bool, before: bool, source:
     return mapping, left
 
 
+def untrained(module: Any, onnx_path: str) -> Dict[str, str]:
+    """The module's parameters (``requires_grad=True``) that tuning
+    ``onnx_path`` would not train, each with why: key -> reason, in
+    ``named_parameters`` order; empty when every one is trained.
+
+    A parameter is not trained when no initializer of the file holds it
+    (forward() does not read it; the export stored a copy of it, or of a
+    tensor computed from it, as a constant, as torch.export does with a
+    tensor cached in eval mode such as timm's ``attention_bias_cache``;
+    ``torch.onnx.export``'s optimizer folded it away, as it does with a
+    zero bias) or when the initializer that holds it is marked a buffer or a
+    constant by the dynamo exporter's metadata (the binary trains neither)."""
+    import onnx
+
+    mapping, _ = map_state_dict(onnx_path, module)
+    g = onnx.load(os.fspath(onnx_path), load_external_data=False).graph
+    inits = {t.name for t in g.initializer}
+    kind = {}
+    for v in list(g.input) + list(g.value_info):
+        if v.name in inits:
+            k = _metadata(v).get(_TORCH_KIND)
+            if k:
+                kind[v.name] = k
+    optimized = bool(_optimizer_rewritten(g, inits)) or any(mapping.rule.get(n) in ("transposed", "reshaped")
+                                                            for n in mapping)
+    held = {key: mapping.initializer[n] for n, key in mapping.items()}
+    aliases = _aliases(module)
+    out: Dict[str, str] = {}
+    for key, p in module.named_parameters():
+        if not p.requires_grad:
+            continue
+        init = held.get(key) or held.get(aliases.get(key, ""))
+        if init is None:
+            out[key] = ("no initializer of the file holds it: forward() does not read it, %s" % (
+                "or torch.onnx.export's optimizer (dynamo=True, optimize=True) folded it away (it drops a "
+                "parameter whose value it can fold, such as a zero bias, and fuses BatchNorm into Conv)"
+                if optimized else "or the export stored a copy of it (or of a tensor computed from it) as a "
+                "constant, as torch.export does with a tensor the module caches in eval mode (timm's "
+                "attention_bias_cache)"))
+        elif kind.get(init, "PARAMETER") != "PARAMETER":
+            out[key] = "the file marks its initializer %s a %s (InputSpec.kind), which is not trained" % (
+                init, kind[init].lower().replace("_", " "))
+    return out
+
+
+def _warn_untrained(module: Any, path: str) -> None:
+    """A ParetonavWarning naming every parameter of ``module`` that tuning
+    ``path`` would leave as it is (see :func:`untrained`), before anything runs."""
+    if module is None:
+        return
+    left = untrained(module, path)
+    if left:
+        warnings.warn("%s: %d parameter%s of %s will not be trained:\n%s" % (
+            path, len(left), "" if len(left) == 1 else "s", type(module).__name__,
+            "\n".join("  %s: %s" % kv for kv in left.items())), ParetonavWarning, stacklevel=4)
+
+
 def load_weights(module: Any, onnx_path: str, strict: bool = True, source: Optional[str] = None) -> List[str]:
     """Copies the initializers of ``onnx_path`` into ``module``'s parameters
     and buffers in place, matched by :func:`paretonav.map_state_dict`.
@@ -509,9 +572,24 @@ def load_weights(module: Any, onnx_path: str, strict: bool = True, source: Optio
     the mapping is then found on it (where the values still equal the
     module's, so renamed initializers match by value) and applied by name to
     ``onnx_path``, whose initializers keep their names. Returns the keys loaded."""
+    return _load_weights(module, onnx_path, strict, source, warn=True)
+
+
+def _load_weights(module: Any, onnx_path: str, strict: bool, source: Optional[str], warn: bool) -> List[str]:
+    """load_weights; ``warn``: a ParetonavWarning naming the parameters left
+    as they are (strict=False), which tune has named before it ran."""
     import torch
 
-    mapping, _ = _check_accounted(module, onnx_path, strict, before=False, source=source)
+    mapping, left = _check_accounted(module, onnx_path, strict, before=False, source=source)
+    params = dict(module.named_parameters())
+    kept = [k for k in left if k in params]
+    if warn and kept:
+        why = untrained(module, source or onnx_path)
+        warnings.warn("%s: %d parameter%s of %s %s not in the file and %s left as %s:\n%s" % (
+            onnx_path, len(kept), "" if len(kept) == 1 else "s", type(module).__name__,
+            "is" if len(kept) == 1 else "are", "is" if len(kept) == 1 else "are", "it is" if len(kept) == 1 else "they are",
+            "\n".join("  %s: %s" % (k, why.get(k, "no initializer of the file holds it")) for k in kept)),
+            ParetonavWarning, stacklevel=3)
     values = onnx_values(onnx_path)
     sd = module.state_dict(keep_vars=True)
     values = {name: to_key_layout(mapping, name, values[name], sd[key].shape) if values[name].size == sd[key].numel()
@@ -616,7 +694,7 @@ def _run_training(command: str, model_path: str, workdir: str, data: Any, val: A
 def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, inputs: Optional[Sequence[str]] = None,
          outputs: Optional[Sequence[str]] = None, val: Any = None, terms: Any = (), out: Optional[str] = None,
          workdir: Optional[str] = None, progress: bool = True, load_back: bool = True, strict: bool = True,
-         opset: int = 13, keep_data: bool = False, keep_workdir: bool = False, names: Optional[Sequence[str]] = None,
+         opset: Optional[int] = None, keep_data: bool = False, keep_workdir: bool = False, names: Optional[Sequence[str]] = None,
          **flags: Any) -> TuneResult:
     """Tunes ``model`` toward ``criterion`` inside the Pareto set of ``tasks`` (``paretonav tune``).
 
@@ -649,7 +727,7 @@ def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, 
 
 def _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workdir, progress, load_back, strict,
           opset, keep_data, names, flags) -> TuneResult:
-    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names)
+    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names, training=True)
     _frozen(module, model_path, flags)
     _check_untie(module, model_path, flags)
     out = os.path.abspath(out) if out else os.path.join(workdir, os.path.splitext(os.path.basename(model_path))[0] + "_tuned.onnx")
@@ -673,7 +751,7 @@ def _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workd
         result.paths["checkpoint"] = res["checkpoint"]
     if module is not None and load_back:
         _, result.unmapped = _check_accounted(module, result.paths["out"], strict, before=False)
-        result.loaded = load_weights(module, result.paths["out"], strict=strict)
+        result.loaded = _load_weights(module, result.paths["out"], strict, None, warn=False)
     return result
 
 
@@ -689,7 +767,7 @@ def _non_dominated(losses: List[Dict[str, float]]) -> List[bool]:
 def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Optional[str] = "energy",
           inputs: Optional[Sequence[str]] = None, outputs: Optional[Sequence[str]] = None, val: Any = None,
           terms: Any = (), out_dir: Optional[str] = None, workdir: Optional[str] = None, progress: bool = True,
-          strict: bool = True, opset: int = 13, keep_data: bool = False, keep_workdir: bool = False,
+          strict: bool = True, opset: Optional[int] = None, keep_data: bool = False, keep_workdir: bool = False,
           names: Optional[Sequence[str]] = None, **flags: Any) -> FrontResult:
     """Trains ``models`` diverse Pareto models from ``model`` (``paretonav front``).
 
@@ -710,7 +788,7 @@ def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Opti
 
 def _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, out_dir, workdir, progress, strict,
            opset, keep_data, names, flags) -> FrontResult:
-    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names)
+    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names, training=True)
     _frozen(module, model_path, flags)
     _check_untie(module, model_path, flags)
     out_dir = os.path.abspath(out_dir) if out_dir else os.path.join(workdir, "front")
@@ -732,7 +810,7 @@ def _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, o
 
 
 def evaluate(model: Any, data: Any, *, tasks: Any, inputs: Optional[Sequence[str]] = None,
-             outputs: Optional[Sequence[str]] = None, workdir: Optional[str] = None, opset: int = 13,
+             outputs: Optional[Sequence[str]] = None, workdir: Optional[str] = None, opset: Optional[int] = None,
              strict: bool = True, keep_data: bool = False, keep_workdir: bool = False,
              names: Optional[Sequence[str]] = None, **flags: Any) -> EvalResult:
     """Losses, g(θ) and metrics of ``model`` on ``data`` (``paretonav eval``).

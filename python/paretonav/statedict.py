@@ -41,8 +41,11 @@ only sees what the rules before it left unmatched:
    optimizer folded the key's tensor alone into a new initializer
    (``val_14``: a Linear weight transposed for MatMul; ``view``: a layer
    scale reshaped), as its ``folded_from`` metadata says, and the values
-   agree. :func:`to_key_layout` turns such an initializer's value back into
-   the key's layout. Needs tensors.
+   agree, or, in a tuned file whose values no longer do, the file's
+   metadata says so: the node reading it was ``aten.linear`` of the key
+   (``pkg.torch.onnx.fx_node``), or it is a view (``view_N``) that only adds
+   or drops axes of size 1. :func:`to_key_layout` turns such an
+   initializer's value back into the key's layout. Needs tensors.
 
 The mapping's keys are ONNX value names that hold constant data: initializer
 names, and for rule 2 the Identity output's name. ``mapping.rule[name]`` says
@@ -155,7 +158,15 @@ def _optimizer_rewritten(graph, init_names) -> set:
             meta[v.name] = _metadata_keys(v)
     if not any(_TORCH_KIND in m for m in meta.values()):
         return fused
-    return fused | {n for n in init_names if not (meta.get(n, set()) & {_TORCH_KIND, _FOLDED_FROM})}
+    # Only float tensors of more than one element: the optimizer also lifts
+    # integer shapes (a Reshape's) and numbers of the forward code (a scale)
+    # into initializers without metadata, which hold no parameter.
+    weights = {t.name for t in graph.initializer if t.data_type in _FLOAT_TYPES and int(np.prod(t.dims)) > 1}
+    return fused | {n for n in init_names
+                    if n in weights and not (meta.get(n, set()) & {_TORCH_KIND, _FOLDED_FROM})}
+
+
+_FLOAT_TYPES = {1, 10, 11, 16}  # TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
 
 def _metadata_keys(value_info) -> set:
@@ -350,17 +361,22 @@ def map_state_dict(onnx_model_or_path: Any, state_dict_keys_or_module: Any) -> T
 
     # 5. a copy the dynamo exporter's optimizer folded from one key's tensor
     if sd is not None and left:
-        folded = _folded_from(g, init_set)
+        folded = _folded_from(g, init_set, set(keys))
+        linear = _linear_weights(g, set(folded))
         rest = []
         for k in left:
             a = _as_numpy(sd[k])
             cands = [n for n, srcs in folded.items() if n not in used_onnx and srcs == [k]]
             rule = None
             if a is not None and len(cands) == 1:
-                b = numpy_helper.to_array(next(t for t in g.initializer if t.name == cands[0]))
-                if a.ndim == 2 and b.shape == a.T.shape and np.array_equal(b, a.T):
+                n = cands[0]
+                b = numpy_helper.to_array(next(t for t in g.initializer if t.name == n))
+                if a.ndim == 2 and b.shape == a.T.shape and (
+                        np.array_equal(b, a.T) or _normalise(k) in linear.get(n, ()) or _VIEW_NAME["t"].match(n)):
                     rule = "transposed"
-                elif b.shape != a.shape and b.size == a.size and np.array_equal(b.reshape(-1), a.reshape(-1)):
+                elif b.shape != a.shape and b.size == a.size and (
+                        np.array_equal(b.reshape(-1), a.reshape(-1))
+                        or (_unit_dims_only(a.shape, b.shape) and _VIEW_NAME["view"].match(n))):
                     rule = "reshaped"
             if rule:
                 take(cands[0], k, rule, cands[0])
@@ -371,9 +387,42 @@ def map_state_dict(onnx_model_or_path: Any, state_dict_keys_or_module: Any) -> T
     return mapping, left
 
 
-def _folded_from(graph, init_names) -> Dict[str, List[str]]:
-    """Initializer -> the module tensors (dotted names) onnxscript's optimizer
-    folded it from, from its value_info's folded_from metadata."""
+# The names torch.export gives the FX nodes of a transpose and of a view;
+# onnxscript's optimizer names what it folds from such a node after it.
+_VIEW_NAME = {"t": re.compile(r"^(t|permute|transpose|numpy_t)(_\d+)?$"),
+              "view": re.compile(r"^(view|reshape|_unsafe_view|unsqueeze|squeeze|flatten|unflatten)(_\d+)?$")}
+_FX_LINEAR = re.compile(r"target=torch\.ops\.aten\.linear\.default\]\(args = \(%[^,]+, %([^,)]+)")
+
+
+def _unit_dims_only(a, b) -> bool:
+    """Whether shapes a and b differ only by axes of size 1 (a view that
+    keeps the order of the elements)."""
+    return [d for d in a if d != 1] == [d for d in b if d != 1]
+
+
+def _linear_weights(graph, names) -> Dict[str, set]:
+    """Initializer (of ``names``) -> the normalised torch.export names it is
+    the weight of in an ``aten.linear`` call, read from the reading nodes'
+    ``pkg.torch.onnx.fx_node`` metadata: the dynamo exporter writes
+    ``linear(x, W)`` as MatMul(x, Transpose(W)), and the optimizer folds the
+    Transpose into a new initializer. This metadata stays in a tuned file,
+    where the values no longer equal the module's."""
+    out: Dict[str, set] = defaultdict(set)
+    for n in graph.node:
+        ins = [i for i in n.input if i in names]
+        if not ins:
+            continue
+        m = _FX_LINEAR.search(_metadata(n, 9).get("pkg.torch.onnx.fx_node", ""))
+        if m:
+            for i in ins:
+                out[i].add(_normalise(m.group(1), prefixed=True))
+    return out
+
+
+def _folded_from(graph, init_names, keys=()) -> Dict[str, List[str]]:
+    """Initializer -> the module tensors (dotted names, or any of ``keys``:
+    a top-level parameter has no dot) onnxscript's optimizer folded it from,
+    from its value_info's folded_from metadata."""
     import ast
 
     out = {}
@@ -385,7 +434,7 @@ def _folded_from(graph, init_names) -> Dict[str, List[str]]:
                     names = ast.literal_eval(src)
                 except (ValueError, SyntaxError):
                     continue
-                out[v.name] = sorted(n for n in names if isinstance(n, str) and "." in n)
+                out[v.name] = sorted(n for n in names if isinstance(n, str) and ("." in n or n in keys))
     return out
 
 

@@ -33,6 +33,14 @@ def repo_file(*parts):
     pytest.skip(msg)
 
 
+def torchscript(torch):
+    """torch.onnx.export's keywords for the TorchScript exporter: dynamo=False where the default is the
+    dynamo exporter (torch 2.9+), which merges no initializers and names them otherwise."""
+    import inspect
+
+    return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+
+
 @pytest.fixture(scope="session")
 def torch():
     return need("torch")

@@ -7,7 +7,7 @@ import onnx
 from onnx import helper, numpy_helper, TensorProto
 
 from paretonav.statedict import map_state_dict, onnx_values
-from conftest import need, repo_file
+from conftest import need, repo_file, torchscript
 
 
 def graph_model(inits, identities=()):
@@ -102,7 +102,8 @@ def test_torch_export_merged_initializers(tmp_path):
     m = M().eval()
     path = str(tmp_path / "m.onnx")
     torch.onnx.export(m, torch.randn(2, 3, 8, 8), path, input_names=["x"], output_names=["a", "b"],
-                      opset_version=13, training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
+                      opset_version=13, training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False,
+                      **torchscript(torch))
     inits = {t.name for t in onnx.load(path).graph.initializer}
     assert "c2.bias" not in inits  # the exporter merged it (else this test checks nothing)
     mapping, unmapped = map_state_dict(path, m)
