@@ -197,7 +197,8 @@ type TuneOutcome struct {
 	Before     TuneReport `json:"before"`
 	After      TuneReport `json:"after"`
 	// InBand is the fraction of the last (up to) 100 steps with g ≤ e,
-	// the control off (PNG only).
+	// in the Pareto band, whether or not the improper-trade guard kept
+	// the control on (PNG only).
 	InBand    Num `json:"in_band_last100"`
 	BandSteps int `json:"band_steps"`
 	// Output is the tuned model. When it could not be written there the
