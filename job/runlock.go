@@ -70,29 +70,3 @@ func (l *runLock) release() {
 	os.Remove(l.path)
 	l.f.Close()
 }
-
-// removeStaleTemps removes the temporary files that writes to paths left
-// behind when a process of this run was killed (".NAME.tmp" and digits,
-// as internal/atomicfile makes them). The caller holds the run's lock, so
-// no live process of this run is writing them.
-func removeStaleTemps(paths ...string) {
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		prefix := "." + filepath.Base(p) + ".tmp"
-		ents, err := os.ReadDir(filepath.Dir(p))
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			rest, ok := strings.CutPrefix(e.Name(), prefix)
-			if !ok || rest == "" || !e.Type().IsRegular() {
-				continue
-			}
-			if _, err := strconv.ParseUint(rest, 10, 64); err == nil {
-				os.Remove(filepath.Join(filepath.Dir(p), e.Name()))
-			}
-		}
-	}
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/internal/atomicfile"
 	"github.com/paretonav/paretonav/png"
 	"github.com/paretonav/paretonav/png/criterion"
 )
@@ -491,7 +492,7 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 			return nil, err
 		}
 		defer lock.release()
-		removeStaleTemps(j.Checkpoint, j.Out, filepath.Join(filepath.Dir(j.Out), importer.DataFileName(j.Out)), j.LogPath, j.CSVPath, j.PlotPath)
+		atomicfile.RemoveStale(j.Checkpoint, j.Out, filepath.Join(filepath.Dir(j.Out), importer.DataFileName(j.Out)), j.LogPath, j.CSVPath, j.PlotPath)
 	}
 	res = &TuneOutcome{Criterion: j.Criterion, Method: j.Method, Tasks: j.Net.Tasks(), Terms: j.Net.Terms(), MeasuredOn: j.ReportName,
 		Examples: j.Report.Len(), Output: j.Out, Log: j.LogPath, CSV: j.CSVPath}

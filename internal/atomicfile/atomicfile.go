@@ -65,7 +65,7 @@ func Temp(target string, perm fs.FileMode, fill func(io.Writer) error) (name str
 	if _, err := Target(target); err != nil {
 		return "", err
 	}
-	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp*")
+	f, err := os.CreateTemp(filepath.Dir(target), tempPattern(target))
 	if err != nil {
 		return "", err
 	}

@@ -30,7 +30,7 @@ func Create(target string, perm fs.FileMode) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp*")
+	f, err := os.CreateTemp(filepath.Dir(target), tempPattern(target))
 	if err != nil {
 		return nil, err
 	}

@@ -105,3 +105,30 @@ func TestWriteThroughLink(t *testing.T) {
 		t.Errorf("the link changed: %q, %v", l, err)
 	}
 }
+
+// TestRemoveStale removes a killed write's temporary file of a target
+// and leaves other files, other targets' temporaries and non-numeric
+// suffixes alone.
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "o.onnx")
+	f, err := os.CreateTemp(dir, tempPattern(target))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	keep := []string{"o.onnx", ".o.onnx.tmpx", ".p.onnx.tmp123", ".o.onnx.tmp"}
+	for _, k := range keep {
+		if err := os.WriteFile(filepath.Join(dir, k), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	RemoveStale("", target)
+	got := entries(t, dir)
+	if len(got) != len(keep) {
+		t.Errorf("folder holds %q, want %q", got, keep)
+	}
+	if _, err := os.Stat(f.Name()); err == nil {
+		t.Errorf("%s was left", f.Name())
+	}
+}
