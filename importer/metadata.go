@@ -21,7 +21,7 @@ const maxMetadataEntry = 64 << 20
 
 // ReadMetadata returns the metadata_props of the ONNX model file at path
 // without reading its graph: the file's top-level fields are walked,
-// others skipped over, and only metadata entries decoded, so a model of
+// others sought over, and only metadata entries decoded, so a model of
 // any size costs a few reads. A file that is not a model gives an error
 // naming it.
 func ReadMetadata(path string) (map[string]string, error) {
@@ -80,11 +80,53 @@ func ReadMetadata(path string) (map[string]string, error) {
 				return nil, bad("a damaged metadata entry")
 			}
 			out[e.GetKey()] = e.GetValue()
+		case skip <= uint64(r.Buffered()):
+			r.Discard(int(skip))
 		default:
-			if n, err := r.Discard(int(skip)); err != nil || uint64(n) != skip {
+			// A graph holds the weights: seek over it, never read it.
+			cur, err := f.Seek(0, io.SeekCurrent)
+			if err != nil {
+				return nil, err
+			}
+			at := cur - int64(r.Buffered()) + int64(skip)
+			if at > st.Size() {
 				return nil, bad("cut short")
 			}
+			if _, err := f.Seek(at, io.SeekStart); err != nil {
+				return nil, err
+			}
+			r.Reset(f)
 		}
 	}
 	return out, nil
+}
+
+// LooksLikeModel reports whether the file at path starts as an ONNX model
+// does: ModelProto's ir_version (field 1, a small varint) first, then
+// another of its fields. Every exporter writes ir_version first; a raw
+// weights file (a model's external data), a log or a picture does not
+// start this way.
+func LooksLikeModel(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [4]byte
+	if _, err := io.ReadFull(f, b[:]); err != nil {
+		return false
+	}
+	// 0x08: field 1, varint; ir_version 1..127 fits one byte; the next
+	// tag is one of ModelProto's fields 2..8, 14 or 20 as length-delimited
+	// or varint (producer_name 0x12, producer_version 0x1a, domain 0x22,
+	// model_version 0x28, doc_string 0x32, graph 0x3a, opset_import 0x42,
+	// metadata_props 0x72, training_info 0xa2 0x01, functions 0xca 0x01).
+	if b[0] != 0x08 || b[1] == 0 || b[1] >= 0x80 {
+		return false
+	}
+	switch b[2] {
+	case 0x12, 0x1a, 0x22, 0x28, 0x32, 0x3a, 0x42, 0x72, 0xa2, 0xca:
+		return true
+	}
+	return false
 }

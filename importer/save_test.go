@@ -466,3 +466,57 @@ func TestReadMetadata(t *testing.T) {
 		t.Errorf("a data file: %v", err)
 	}
 }
+
+// TestReadMetadataSeeksOverGraph: metadata after a graph larger than the
+// read buffer is found (the graph sought over), and a file cut inside the
+// graph is refused.
+func TestReadMetadataSeeksOverGraph(t *testing.T) {
+	mp := &onnxpb.ModelProto{
+		IrVersion: proto.Int64(8),
+		Graph:     &onnxpb.GraphProto{Name: proto.String("g"), DocString: proto.String(strings.Repeat("w", 1<<20))},
+		MetadataProps: []*onnxpb.StringStringEntryProto{
+			{Key: proto.String("paretonav"), Value: proto.String(`{"run":"r1"}`)},
+		},
+	}
+	b, err := proto.Marshal(mp)
+	must(t, err)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "big.onnx")
+	must(t, os.WriteFile(path, b, 0o644))
+	got, err := ReadMetadata(path)
+	must(t, err)
+	if got["paretonav"] != `{"run":"r1"}` {
+		t.Errorf("metadata %v", got)
+	}
+	cut := filepath.Join(dir, "cut.onnx")
+	must(t, os.WriteFile(cut, b[:len(b)/2], 0o644))
+	if _, err := ReadMetadata(cut); err == nil || !strings.Contains(err.Error(), "not an ONNX model") {
+		t.Errorf("a cut file: %v", err)
+	}
+}
+
+// TestLooksLikeModel: models written by Save and by exporters start as
+// a model; a weights file, text and an empty file do not.
+func TestLooksLikeModel(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		must(t, os.WriteFile(p, b, 0o644))
+		return p
+	}
+	for _, c := range []struct {
+		path string
+		want bool
+	}{
+		{"testdata/mlp_ext.onnx", true},
+		{"testdata/dtypes.onnx", true},
+		{"testdata/mlp_ext.onnx.data", false},
+		{write("log.jsonl", []byte(`{"kind":"config"}`)), false},
+		{write("empty", nil), false},
+		{filepath.Join(dir, "missing"), false},
+	} {
+		if got := LooksLikeModel(c.path); got != c.want {
+			t.Errorf("LooksLikeModel(%s) = %v, want %v", c.path, got, c.want)
+		}
+	}
+}

@@ -190,7 +190,7 @@ func (d *Destinations) checkOutput(o destFile) (string, error) {
 		if !d.Force && !o.mayExist {
 			return fail("file exists (use --force to replace it)")
 		}
-		if o.model && !o.mayExist && !d.modelPending && !isModelFile(resolved) {
+		if o.model && !o.mayExist && !d.modelPending && !importer.LooksLikeModel(resolved) {
 			return fail("exists and is not an ONNX model (its first bytes are not a model's); --force replaces only a model: remove the file yourself if you mean to")
 		}
 		if why := unreplaceable(resolved, fi); why != "" {
