@@ -347,13 +347,20 @@ func resumeConfig[T any](cmd, path string, given *T, set map[string]bool) (*T, i
 // that leaves it (or an absolute one, from an older checkpoint) is taken
 // only when the resuming command line gives that flag itself.
 
+// destFields calls f for each set path of v's fields tagged "dest" (the
+// files a run writes), with its flag's name.
+func destFields(v any, f func(name string, field reflect.Value)) {
+	flagFields(reflect.ValueOf(v).Elem(), func(name, opts string, field reflect.Value) {
+		if strings.HasSuffix(opts, ",dest") && field.String() != "" {
+			f(name, field)
+		}
+	})
+}
+
 // relOutputs rewrites the dest-tagged paths of v (absolute) relative to
 // dir, the folder of the checkpoint that stores them.
 func relOutputs(v any, dir string) {
-	flagFields(reflect.ValueOf(v).Elem(), func(_, opts string, f reflect.Value) {
-		if !strings.HasSuffix(opts, ",dest") || f.String() == "" {
-			return
-		}
+	destFields(v, func(_ string, f reflect.Value) {
 		if r, err := filepath.Rel(dir, f.String()); err == nil {
 			f.SetString(r)
 		}
@@ -371,10 +378,7 @@ func rebaseOutputs(v any, ckpt string, set map[string]bool) error {
 		return err
 	}
 	var errs []error
-	flagFields(reflect.ValueOf(v).Elem(), func(name, opts string, f reflect.Value) {
-		if !strings.HasSuffix(opts, ",dest") || f.String() == "" {
-			return
-		}
+	destFields(v, func(name string, f reflect.Value) {
 		p := f.String()
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
