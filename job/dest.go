@@ -167,19 +167,14 @@ func (d *Destinations) checkOutput(o destFile) (string, error) {
 		return fail("folder %s: %v", dir, err)
 	}
 	resolved := filepath.Join(rdir, filepath.Base(o.path))
-	// Writing goes through a link to the file it names; links into /dev
-	// or /proc and links to nothing are refused.
-	if li, err := os.Lstat(resolved); err == nil && li.Mode()&os.ModeSymlink != 0 {
-		if _, err := atomicfile.Target(resolved); err != nil {
-			return fail("%v", err)
-		}
-	} else if err == nil && !li.Mode().IsRegular() {
+	if li, err := os.Lstat(resolved); err == nil && li.Mode()&os.ModeSymlink == 0 && !li.Mode().IsRegular() {
 		return fail("is a %s, not a file; give a file path", atomicfile.Kind(li.Mode()))
-	} else if _, err := atomicfile.Target(resolved); err != nil {
-		return fail("%v", err)
 	}
-	if r, err := filepath.EvalSymlinks(resolved); err == nil {
-		resolved = r
+	// Writing goes through a link to the file it names (the file checked
+	// from here on); links into /dev or /proc and links to nothing are
+	// refused.
+	if resolved, err = atomicfile.Target(resolved); err != nil {
+		return fail("%v", err)
 	}
 	for _, in := range d.inputs {
 		if same, _ := SamePath(in.path, resolved); same || sameResolved(in.path, resolved) {
