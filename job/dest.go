@@ -181,14 +181,14 @@ func (d *Destinations) checkOutput(o destFile) (string, error) {
 			return fail("that is the input %s %s; paretonav never overwrites an input (choose another path)", in.flag, in.path)
 		}
 	}
-	if fi, err := os.Stat(resolved); err == nil {
+	if _, err := os.Stat(resolved); err == nil {
 		if !d.Force && !o.mayExist {
 			return fail("file exists (use --force to replace it)")
 		}
 		if o.model && !o.mayExist && !d.modelPending && !importer.LooksLikeModel(resolved) {
 			return fail("exists and is not an ONNX model (its first bytes are not a model's); --force replaces only a model: remove the file yourself if you mean to")
 		}
-		if why := unreplaceable(resolved, fi); why != "" {
+		if why := unreplaceable(resolved); why != "" {
 			return fail("cannot be replaced: %s", why)
 		}
 	}

@@ -16,11 +16,11 @@ const (
 	appendWords    = "it is append-only (chattr +a); run chattr -a on it first"
 )
 
-// unreplaceable says why the existing file at path (fi) cannot be
+// unreplaceable says why the existing file at path cannot be
 // replaced by a rename, when the cause can be seen before writing: the
 // file or its folder is immutable or append-only. "" when nothing forbids
 // it (file systems without these flags included).
-func unreplaceable(path string, fi os.FileInfo) string {
+func unreplaceable(path string) string {
 	for _, p := range []string{path, filepath.Dir(path)} {
 		switch flags := inodeFlags(p); {
 		case flags&fsImmutableFl != 0:
