@@ -100,7 +100,7 @@ func Parse(raw []byte) ([]Job, error) {
 		return nil, err
 	}
 	var out []Job
-	seen := map[string]string{}
+	seen := map[string]seenJob{}
 	for i, e := range entries {
 		where := fmt.Sprintf("jobs[%d]", i)
 		if len(doc.Jobs) == 0 {
@@ -163,11 +163,15 @@ func Parse(raw []byte) ([]Job, error) {
 					j.Name = kind + "-" + strings.Join(label, "-")
 				}
 			}
-			j.ID = jobID(j)
-			if prev, dup := seen[j.ID]; dup {
-				return nil, fmt.Errorf("%s and %s are the same job (ID %s): remove one", prev, j.Where, j.ID)
+			id, canon := jobID(j)
+			j.ID = id
+			if prev, dup := seen[id]; dup {
+				if prev.canon != canon {
+					return nil, fmt.Errorf("%s and %s differ but share the ID %s (a SHA-256 prefix collision): rename one", prev.where, j.Where, id)
+				}
+				return nil, fmt.Errorf("%s and %s are the same job (ID %s): remove one", prev.where, j.Where, id)
 			}
-			seen[j.ID] = j.Where
+			seen[id] = seenJob{j.Where, canon}
 			out = append(out, j)
 		}
 	}
@@ -299,15 +303,25 @@ func crossProduct(m map[string][][]string) [][]keyValues {
 	return out
 }
 
-// jobID is the job's name made safe for a folder name, and the first 8
-// hex digits of the SHA-256 of its kind and keys (JSON, keys sorted).
-func jobID(j Job) string {
+// seenJob is what LoadFile remembers of a job to tell a repeated job
+// from two jobs whose IDs collide.
+type seenJob struct {
+	where string
+	canon string // the job's kind and keys as hashed
+}
+
+// jobID is the job's name made safe for a folder name, and the first 16
+// hex digits of the SHA-256 of its kind and keys (JSON, keys sorted); it
+// also returns that JSON. Sixty-four bits keep a collision among
+// MaxJobs jobs of one name below one in 10^11; thirty-two bits (eight
+// digits) collided about once in a hundred files of that size.
+func jobID(j Job) (id, canon string) {
 	b, _ := json.Marshal(struct {
 		Kind string              `json:"kind"`
 		Keys map[string][]string `json:"keys"`
 	}{j.Kind, j.Keys}) // encoding/json sorts map keys
 	sum := sha256.Sum256(b)
-	return slug(j.Name) + "-" + hex.EncodeToString(sum[:4])
+	return slug(j.Name) + "-" + hex.EncodeToString(sum[:8]), string(b)
 }
 
 // slug keeps letters, digits, '.', '_' and '-' of s, replaces the rest by

@@ -48,8 +48,8 @@ jobs:
 		if got != w || j.Index != i {
 			t.Errorf("job %d: %+v (index %d), want %+v", i, got, j.Index, w)
 		}
-		if !strings.HasPrefix(j.ID, j.Name+"-") || len(j.ID) != len(j.Name)+9 {
-			t.Errorf("job %d: ID %q, want %s-<8 hex digits>", i, j.ID, j.Name)
+		if !strings.HasPrefix(j.ID, j.Name+"-") || len(j.ID) != len(j.Name)+17 {
+			t.Errorf("job %d: ID %q, want %s-<16 hex digits>", i, j.ID, j.Name)
 		}
 		if ids[j.ID] {
 			t.Errorf("job %d: ID %q repeated", i, j.ID)

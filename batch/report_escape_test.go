@@ -19,7 +19,7 @@ func TestReportEscapesNames(t *testing.T) {
 	var jobs []Job
 	for k := 0; k < 4; k++ {
 		j := Job{Index: k, Name: "j", Kind: KindTune, Keys: map[string][]string{"seed": {string(rune('0' + k))}, "model": {evil + string(rune('0'+k)) + ".onnx"}}}
-		j.ID = jobID(j)
+		j.ID, _ = jobID(j)
 		jobs = append(jobs, j)
 		if err := os.MkdirAll(filepath.Join(dir, j.ID), 0o755); err != nil {
 			t.Fatal(err)

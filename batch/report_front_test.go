@@ -34,7 +34,7 @@ func frontBatch(t *testing.T) string {
 	var jobs []Job
 	add := func(j Job, res Result) {
 		j.Index = len(jobs)
-		j.ID = jobID(j)
+		j.ID, _ = jobID(j)
 		jobs = append(jobs, j)
 		res.ID, res.Name, res.Kind, res.Keys, res.Tasks = j.ID, j.Name, j.Kind, j.Keys, tasks
 		for k, f := range res.Files {

@@ -26,7 +26,7 @@ func fakeBatch(t *testing.T, n int) string {
 	var jobs []Job
 	for k := 0; k <= n; k++ {
 		j := Job{Index: k, Name: "j", Kind: KindTune, Keys: map[string][]string{"seed": {strconv.Itoa(k)}, "model": {"m.onnx"}}}
-		j.ID = jobID(j)
+		j.ID, _ = jobID(j)
 		jobs = append(jobs, j)
 		if err := os.MkdirAll(filepath.Join(dir, j.ID), 0o755); err != nil {
 			t.Fatal(err)
