@@ -482,6 +482,11 @@ def _check_accounted(module: Any, path: str, strict: bool, before: bool, source:
     left = [k for k in unmapped
             if not k.endswith("num_batches_tracked") and not (k in aliases and aliases[k] in mapped)
             and hasattr(sd[k], "data_ptr")]
+    # torch.onnx.export's optimizer drops a parameter whose value it folds
+    # away, such as a zero bias: the file computes with zeros, which is what
+    # the module holds, so the module stays exact with it left as it is
+    # (tune and load_weights name it, untrained).
+    folded = [k for k in left if _all_zero(sd[k])] if left and _optimized_file(source or path, mapping) else []
     bad = [(k, why) for k, why in ((k, _unwritable(sd[k])) for k in dict.fromkeys(mapping.values())) if why]
     if bad:
         raise MappingError(
@@ -490,7 +495,9 @@ def _check_accounted(module: Any, path: str, strict: bool, before: bool, source:
                 " (nothing was tuned)" if before else " (nothing was loaded)",
                 "; ".join("%s %s" % kw for kw in bad)),
             [k for k, _ in bad])
-    if left and strict:
+    refused = [k for k in left if k not in folded]
+    if refused and strict:
+        left = refused
         raise MappingError(
             "%s: no initializer of %s holds %s %s: forward() does not read %s, or the export renamed or merged "
             "%s%s. Pass strict=False to leave %s as %s." % (
@@ -500,6 +507,27 @@ def _check_accounted(module: Any, path: str, strict: bool, before: bool, source:
                 "it" if len(left) == 1 else "them", "it is" if len(left) == 1 else "they are"),
             left)
     return mapping, left
+
+
+def _optimized_file(onnx_path: str, mapping: Any, graph: Any = None) -> bool:
+    """Whether torch.onnx.export's optimizer wrote ``onnx_path``: it rewrote
+    initializers, or the mapping found folded (transposed or reshaped) copies."""
+    if any(mapping.rule.get(n) in ("transposed", "reshaped") for n in mapping):
+        return True
+    if graph is None:
+        import onnx
+
+        graph = onnx.load(os.fspath(onnx_path), load_external_data=False).graph
+    return bool(_optimizer_rewritten(graph, {t.name for t in graph.initializer})) or any(
+        k.key.startswith("pkg.onnxscript.") for n in graph.node for k in n.metadata_props)
+
+
+def _all_zero(t: Any) -> bool:
+    """Whether tensor ``t`` holds only zeros (a bias the optimizer folded away)."""
+    import torch
+
+    with torch.no_grad():
+        return bool(t.numel() > 0 and not torch.any(t.detach() != 0))
 
 
 def untrained(module: Any, onnx_path: str) -> Dict[str, str]:
@@ -525,8 +553,7 @@ def untrained(module: Any, onnx_path: str) -> Dict[str, str]:
             k = _metadata(v).get(_TORCH_KIND)
             if k:
                 kind[v.name] = k
-    optimized = bool(_optimizer_rewritten(g, inits)) or any(mapping.rule.get(n) in ("transposed", "reshaped")
-                                                            for n in mapping)
+    optimized = _optimized_file(onnx_path, mapping, g)
     held = {key: mapping.initializer[n] for n, key in mapping.items()}
     aliases = _aliases(module)
     out: Dict[str, str] = {}
@@ -564,8 +591,11 @@ def load_weights(module: Any, onnx_path: str, strict: bool = True, source: Optio
     and buffers in place, matched by :func:`paretonav.map_state_dict`.
 
     Every state_dict entry must be accounted for: mapped, a second name of a
-    mapped tensor (shared parameters), or a BatchNorm ``num_batches_tracked``
-    counter (no exported graph reads it; it is left as it is). Anything else
+    mapped tensor (shared parameters), a BatchNorm ``num_batches_tracked``
+    counter (no exported graph reads it; it is left as it is), or, in a file
+    of ``torch.onnx.export``'s optimizer, a parameter of zeros that it folded
+    away (the file computes with those zeros; it is left as it is, with a
+    warning). Anything else
     raises :class:`MappingError` naming it before anything is copied, unless
     ``strict=False`` (then it is left as it is). ``source``: the ONNX file
     ``onnx_path`` was tuned from, exported from ``module`` as it still is;

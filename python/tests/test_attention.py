@@ -189,6 +189,28 @@ def test_optimized_export_tuned_file_loads_back_alone(torch, binary, tmp_path):
     assert r.losses_after != r.losses_before
 
 
+def test_optimized_mha_tuned_file_loads_back_alone(torch, binary, tmp_path):
+    """nn.MultiheadAttention through the default optimized export: the in-projection becomes a transposed
+    copy and the fresh out_proj.bias (zeros) is folded away, which untrained() names; the tuned file alone
+    loads back, strict, and the module computes the tuned losses."""
+    need_torch2(torch)
+    torch.manual_seed(12)
+    m = make_mha(torch)().eval()
+    data = attention_data(torch)
+    path = dynamo_optimized(torch, m, data["x"][:2], str(tmp_path / "mha.onnx"))
+    assert list(paretonav.untrained(m, path)) == ["att.out_proj.bias"]
+    r = paretonav.tune(path, data=data, tasks=TASKS, criterion="a+b", steps=10, batch=8, lr=1e-2,
+                       out=str(tmp_path / "tuned.onnx"), progress=False)
+    with pytest.warns(paretonav.ParetonavWarning, match=r"att\.out_proj\.bias: no initializer.*folded it away"):
+        loaded = paretonav.load_weights(m, r.paths["out"])
+    assert "att.in_proj_weight" in loaded and "att.out_proj.bias" not in loaded
+    assert not torch.any(m.att.out_proj.bias != 0)
+    mine = attention_losses(torch, m, data)
+    for k in mine:
+        assert r.losses_after[k] == pytest.approx(mine[k], rel=1e-5, abs=1e-6), k
+    assert r.losses_after != r.losses_before
+
+
 def make_cached(torch):
     """A bias table read through an index, cached in eval mode the way timm's LeViT and
     EfficientFormerV2 cache attention_biases[:, idx] (timm also checks torch.jit.is_tracing(); this one does
@@ -252,8 +274,8 @@ def test_cached_parameter_named_before_tuning(torch, binary, tmp_path):
 
 
 def test_zero_bias_dropped_by_optimizer_named(torch, binary, tmp_path):
-    """torch.onnx.export's optimizer folds a zero bias away (a head's, on Gemm): untrained() names it,
-    load_weights refuses the tuned file naming it, and with strict=False warns and leaves it as it is."""
+    """torch.onnx.export's optimizer folds a zero bias away (a head's, on Gemm): untrained() names it, and
+    load_weights warns and leaves it as it is (strict or not) while it still holds zeros, and refuses once it does not."""
     need_torch2(torch)
     torch.manual_seed(15)
     m = make_linear_scaled(torch)()
@@ -265,12 +287,15 @@ def test_zero_bias_dropped_by_optimizer_named(torch, binary, tmp_path):
     assert list(left) == ["b.bias"] and "folded it away" in left["b.bias"], left
     r = paretonav.tune(path, data=data, tasks=TASKS, criterion="a+b", steps=3, out=str(tmp_path / "t.onnx"),
                        progress=False)
+    for strict in (True, False):  # the file computes with the zeros the module holds: exact either way
+        with pytest.warns(paretonav.ParetonavWarning, match=r"1 parameter of LinScaled is not in the file.*\n  "
+                                                            r"b\.bias: no initializer.*folded it away"):
+            paretonav.load_weights(m, r.paths["out"], strict=strict)
+        assert not m.b.bias.any()
+    with torch.no_grad():
+        m.b.bias.fill_(0.5)  # no longer what the file computes with: refused, naming it
     with pytest.raises(paretonav.MappingError, match=r"b\.bias"):
         paretonav.load_weights(m, r.paths["out"])
-    with pytest.warns(paretonav.ParetonavWarning, match=r"1 parameter of LinScaled is not in the file.*\n  b\.bias: "
-                                                        r"no initializer.*folded it away"):
-        paretonav.load_weights(m, r.paths["out"], strict=False)
-    assert not m.b.bias.any()
 
 
 def test_every_parameter_of_a_plain_module_trains(torch, tmp_path):
