@@ -81,6 +81,10 @@ type inspectJSON struct {
 	Memory      string            `json:"memory,omitempty"`
 	MemoryError string            `json:"memory_error,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
+	// Warnings are what tune would warn about the file before its first
+	// step: initializers torch.onnx.export's optimizer rewrote, float
+	// tensors the dynamo exporter stored as constants.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // inspectUnsupported is one op backend cannot lower.
@@ -207,6 +211,11 @@ func inspectModel(path string, m *importer.Model, freeze []string, budget import
 				info.Trainable = append(info.Trainable, inspectInit{Name: p.Name, Shape: p.Shape, Size: size})
 				info.TrainParams += size
 			}
+		}
+	}
+	for _, w := range []string{job.RewrittenWarning(path, m), job.ConstantsWarning(path, m)} {
+		if w != "" {
+			info.Warnings = append(info.Warnings, w)
 		}
 	}
 	return info, nil
@@ -341,6 +350,9 @@ func inspectSummary(w io.Writer, info *inspectJSON) error {
 				fmt.Fprintf(w, "  %-32s through Identity: %s\n", "", abbreviate(s.Readers, 8))
 			}
 		}
+	}
+	for _, warn := range info.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
 	switch {
 	case info.MemoryError != "":

@@ -39,3 +39,42 @@ func TestInspect(t *testing.T) {
 		t.Errorf("frozen conv1.weight listed as trainable:\n%s", out)
 	}
 }
+
+// TestInspectWarnings: inspect warns as tune does before its first step,
+// in text and in --json: a parameter cached before a dynamo export is a
+// constant, and an optimized export's fused BatchNorm will not load back.
+func TestInspectWarnings(t *testing.T) {
+	cases := []struct {
+		file string
+		want []string
+	}{
+		{"../importer/testdata/cached_torch2/model.onnx", []string{"stored as constants (CONSTANT_TENSOR) are not trained", "lifted_tensor_0 [6]"}},
+		{"../backend/testdata/torch2/resnet_dynopt_op20.onnx", []string{"rewritten by torch.onnx.export's optimizer"}},
+		{"../backend/testdata/torch2/resnet_dynamo_op20.onnx", nil},
+	}
+	for _, c := range cases {
+		out, err := runCLI(t, "inspect", c.file)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		js, err := runCLI(t, "inspect", c.file, "--json")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, js)
+		}
+		var info inspectJSON
+		if err := json.Unmarshal([]byte(js), &info); err != nil {
+			t.Fatalf("%v\n%s", err, js)
+		}
+		if n := min(len(c.want), 1); len(info.Warnings) != n {
+			t.Errorf("%s: warnings %q, want %d", c.file, info.Warnings, n)
+		}
+		if len(c.want) == 0 && (len(info.Warnings) != 0 || strings.Contains(out, "warning:")) {
+			t.Errorf("%s: warned on a plain export:\n%s", c.file, out)
+		}
+		for _, want := range c.want {
+			if !strings.Contains(out, "warning: ") || !strings.Contains(out, want) || !strings.Contains(strings.Join(info.Warnings, "\n"), want) {
+				t.Errorf("%s: text or JSON lacks the warning %q:\n%s\n%s", c.file, want, out, js)
+			}
+		}
+	}
+}

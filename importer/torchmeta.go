@@ -33,6 +33,7 @@ const (
 	torchKindKey   = "pkg.torch.export.graph_signature.InputSpec.kind"
 	foldedFromKey  = "pkg.onnxscript.optimizer.folded_from"
 	torchParameter = "PARAMETER"
+	torchConstant  = "CONSTANT_TENSOR"
 	fieldVIMeta    = protowire.Number(4) // ValueInfoProto.metadata_props
 	// The onnxscript rewriter's rule that made a node (NodeProto
 	// metadata_props, field 9, IR 10): FuseBatchNormIntoConv and its
@@ -287,4 +288,46 @@ func (m *Model) OptimizerRewritten() map[string]string {
 		return nil
 	}
 	return out
+}
+
+// LiftedConstants returns the float initializers of at least one element
+// that PyTorch's dynamo exporter marks CONSTANT_TENSOR, in graph order: a
+// tensor the forward code creates, or a copy of a parameter (or of a
+// tensor computed from one) that the module cached before the export, as
+// timm's LeViT and EfficientFormerV2 cache attention_biases[:, idx] in
+// eval mode. Such a parameter is not in the file, and nothing trains it;
+// only the module's author can tell the two apart, so tune names them.
+func (m *Model) LiftedConstants() []LiftedConstant {
+	g := m.Proto.GetGraph()
+	if g == nil {
+		return nil
+	}
+	kinds := map[string]string{}
+	for _, vis := range [][]*onnxpb.ValueInfoProto{g.Input, g.ValueInfo} {
+		for _, vi := range vis {
+			if md := valueInfoMeta(vi); md != nil {
+				if k, ok := md[torchKindKey]; ok {
+					kinds[vi.GetName()] = k
+				}
+			}
+		}
+	}
+	var out []LiftedConstant
+	for _, t := range g.Initializer {
+		if kinds[t.GetName()] != torchConstant || len(t.GetDims()) == 0 {
+			continue
+		}
+		switch onnxpb.TensorProto_DataType(t.GetDataType()) {
+		case onnxpb.TensorProto_FLOAT, onnxpb.TensorProto_DOUBLE, onnxpb.TensorProto_FLOAT16, onnxpb.TensorProto_BFLOAT16:
+			out = append(out, LiftedConstant{t.GetName(), t.GetDims()})
+		}
+	}
+	return out
+}
+
+// LiftedConstant is an initializer the dynamo exporter marks
+// CONSTANT_TENSOR: its name and shape.
+type LiftedConstant struct {
+	Name string
+	Dims []int64
 }

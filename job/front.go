@@ -392,8 +392,10 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		if w := SharedWarning(p, net); w != "" && !slices.Contains(j.Warnings, w) {
 			j.Warnings = append(j.Warnings, w)
 		}
-		if w := RewrittenWarning(p, m); w != "" && !slices.Contains(j.Warnings, w) {
-			j.Warnings = append(j.Warnings, w)
+		for _, w := range []string{RewrittenWarning(p, m), ConstantsWarning(p, m)} {
+			if w != "" && !slices.Contains(j.Warnings, w) {
+				j.Warnings = append(j.Warnings, w)
+			}
 		}
 		j.models, j.nets, j.probs = append(j.models, m), append(j.nets, net), append(j.probs, net)
 	}

@@ -37,3 +37,30 @@ func RewrittenWarning(path string, m *importer.Model) string {
 	}
 	return sb.String()
 }
+
+// ConstantsWarning names the float tensors that PyTorch's dynamo exporter
+// stored in m (the model at path) as constants (importer.Model.
+// LiftedConstants), which nothing trains, or returns "" when there are
+// none. tune and front print it once, before the first step: a module that
+// cached a tensor computed from a parameter before the export (timm's
+// LeViT and EfficientFormerV2 in eval mode) left that parameter out of the
+// file, and only the module's author can tell such a copy from a constant
+// of the forward code.
+func ConstantsWarning(path string, m *importer.Model) string {
+	consts := m.LiftedConstants()
+	if len(consts) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s: %d float tensor(s) that the dynamo exporter stored as constants (CONSTANT_TENSOR) are not trained:", path, len(consts))
+	const show = 8
+	for i, c := range consts {
+		if i == show {
+			fmt.Fprintf(&sb, "\n  ... and %d more", len(consts)-show)
+			break
+		}
+		fmt.Fprintf(&sb, "\n  %s %v", c.Name, c.Dims)
+	}
+	sb.WriteString("\nA constant is a tensor the forward code creates, or a copy of a parameter (or of a tensor computed from one) that the module cached before the export, as timm's LeViT and EfficientFormerV2 cache their attention biases in eval mode; that parameter is then not in the file and is never trained. To train it, clear the cache before exporting (model.train() then model.eval(), with no forward in between) or export with dynamo=False")
+	return sb.String()
+}

@@ -49,3 +49,33 @@ func TestRewrittenWarning(t *testing.T) {
 		t.Errorf("warning on the README snippet's export: %s", w)
 	}
 }
+
+// TestConstantsWarning: a parameter cached in eval mode before a dynamo
+// export is stored as a constant (importer/testdata/cached_torch2); tune
+// names it. Exports without constants get no warning.
+func TestConstantsWarning(t *testing.T) {
+	cases := []struct {
+		file string
+		want []string // empty: no warning
+	}{
+		{"../importer/testdata/cached_torch2/model.onnx", []string{"c.onnx: 1 float tensor(s)", "CONSTANT_TENSOR", "\n  lifted_tensor_0 [6]\n", "model.train() then model.eval()"}},
+		{"../backend/testdata/torch2/resnet_dynamo_op20.onnx", nil},
+		{"../backend/testdata/torch2/swin_dynamo_op20.onnx", nil},
+		{"../importer/testdata/readme_torch2/fixed/model.onnx", nil},
+	}
+	for _, c := range cases {
+		m, err := importer.Load(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := ConstantsWarning("c.onnx", m)
+		if len(c.want) == 0 && w != "" {
+			t.Errorf("%s: warning %q, want none", c.file, w)
+		}
+		for _, want := range c.want {
+			if !strings.Contains(w, want) {
+				t.Errorf("%s: warning lacks %q:\n%s", c.file, want, w)
+			}
+		}
+	}
+}

@@ -305,8 +305,10 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	if w := SharedWarning(job.ModelPath, job.Net); w != "" {
 		job.Warnings = append(job.Warnings, w)
 	}
-	if w := RewrittenWarning(job.ModelPath, job.Model); w != "" {
-		job.Warnings = append(job.Warnings, w)
+	for _, w := range []string{RewrittenWarning(job.ModelPath, job.Model), ConstantsWarning(job.ModelPath, job.Model)} {
+		if w != "" {
+			job.Warnings = append(job.Warnings, w)
+		}
 	}
 	names := job.Net.Tasks()
 	// tune keeps TuneLR for both optimizers (TuneSGDLR is front's): its
