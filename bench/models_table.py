@@ -45,6 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 import step_models as sm  # noqa: E402
+import torchenv  # noqa: E402
 
 DESCRIPTIONS = {
     "lenet2": "two-head LeNet (MultiMNIST), 256 × 1×36×36",
@@ -255,7 +256,11 @@ def cpu_name():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--paretonav", default="./paretonav")
-    ap.add_argument("--dir", default="/tmp/paretonav-bench-step")
+    ap.add_argument("--dir", default="",
+                    help="models and data, written once (default /tmp/paretonav-bench-step-TORCHVERSION)")
+    ap.add_argument("--python", default="",
+                    help="the interpreter of the PyTorch twins (default: the venv of bench/torchenv.py, PyPI's "
+                         "torch with MKL and oneDNN, made on first use)")
     ap.add_argument("--models", default="")
     ap.add_argument("--pairs", type=int, default=2)
     ap.add_argument("--steps", type=int, default=3)
@@ -283,11 +288,14 @@ def main():
     if a.recount:
         recount(a, binary)
         return
+    py = torchenv.python(a.python)
+    build = torchenv.describe(py)
+    a.dir = a.dir or "/tmp/paretonav-bench-step-" + re.sub(r"[^0-9A-Za-z.]", "_", build["torch"])
     names = [n for n in a.models.split(",") if n] or list(sm.MODELS)
     for n in names:
         if n not in sm.MODELS:
             sys.exit(f"models_table: --models: unknown model {n!r} (known: {', '.join(sm.MODELS)})")
-    run([sys.executable, os.path.join(HERE, "step_models.py"), "export", "--dir", a.dir, "--only", ",".join(names)],
+    run([py, os.path.join(HERE, "step_models.py"), "export", "--dir", a.dir, "--only", ",".join(names)],
         what="export")
     env = dict(os.environ, GOMAXPROCS=str(a.threads))
     # The export (and the build before it) leave their own load in the
@@ -319,7 +327,7 @@ def main():
             o = json.loads(run(cmd, env, f"paretonav bench step {name}"))
             o["outside_kernels"], o["pool_waiting"], o["profile_samples"], o["outside_kinds"] = overhead_share(binary, prof)
             ours.append(o)
-            theirs.append(json.loads(run([sys.executable, os.path.join(HERE, "step_models.py"), "time", name,
+            theirs.append(json.loads(run([py, os.path.join(HERE, "step_models.py"), "time", name,
                                           "--dir", a.dir, "--steps", str(steps), "--threads", str(a.threads)],
                                          what=f"PyTorch twin {name}")))
             print(f"{name} pair {p + 1}: paretonav {o['median_s']:.4f} s, PyTorch {theirs[-1]['median_s']:.4f} s",
@@ -348,8 +356,7 @@ def main():
         rows.append(row)
         raw[name] = {"paretonav": ours, "torch": theirs}
     load_end = loadavg()
-    torch_version = run([sys.executable, "-c", "import torch; print(torch.__version__)"]).strip()
-    write(a, rows, raw, started, load_start, load_end, torch_version)
+    write(a, rows, raw, started, load_start, load_end, torchenv.label(build))
 
 
 def count_row(row, ours):
@@ -380,7 +387,7 @@ def recount(a, binary):
                 sys.exit(f"models_table: --recount: {prof}: no such profile (the run's --dir?)")
             o["outside_kernels"], o["pool_waiting"], o["profile_samples"], o["outside_kinds"] = overhead_share(binary, prof)
         count_row(row, ours)
-    torch_version = d.get("torch_version") or run([sys.executable, "-c", "import torch; print(torch.__version__)"]).strip()
+    torch_version = d.get("torch_version") or torchenv.label(torchenv.describe(torchenv.python(a.python)))
     write(a, d["rows"], d["runs"], started, d["load_start"], d["load_end"], torch_version)
 
 
@@ -389,7 +396,8 @@ def write(a, rows, raw, started, load_start, load_end, torch_version):
     lines = [
         "# One PNG step per model: paretonav against PyTorch",
         "",
-        "Written by `bench/models_table.py` (regenerate from the repository root; it exports the",
+        "Written by `bench/models_table.py` (regenerate from the repository root; it makes the",
+        "PyTorch venv of `bench/torchenv.py` on first use, versions pinned there, and exports the",
         "models into `--dir` once, about a minute):",
         "",
         "    go build -o paretonav . && /usr/bin/python3 bench/models_table.py --paretonav ./paretonav",
@@ -402,7 +410,7 @@ def write(a, rows, raw, started, load_start, load_end, torch_version):
         "models: at least %.0f s of steps, the `steps` column) after one untimed one," % a.min_seconds,
         "%d interleaved pairs per model; the table gives medians over the pairs." % a.pairs,
         "",
-        f"Measured {started} on {cpu_name()} ({os.cpu_count()} cores), PyTorch {torch_version};"
+        f"Measured {started} on {cpu_name()} ({os.cpu_count()} cores) against {torch_version};"
         f" load average (1, 5, 15 min) {load_start} at the start, {load_end} at the end."
         + (" **The machine was busy: the ratios flatter paretonav** (PyTorch's threads suffer more"
            " under load); rerun on an idle machine." if float(load_start.split()[0]) > 0.5 * a.threads
@@ -469,12 +477,13 @@ def write(a, rows, raw, started, load_start, load_end, torch_version):
         "thread (GOMAXPROCS=1, one run) over its median on %d (parallel efficiency: %d× is ideal)."
         % (a.threads, a.threads),
         "",
-        "Debian's python3-torch runs `torch.mm` (the backward passes' matrix products, J·Jᵀ) through",
-        "the reference BLAS (bench/README.md): in `torch.autograd.profiler`, `aten::mm` is a third of",
-        "the transformer blocks' PyTorch step. Models made of matrix products (`tfblock`, the Linears",
-        "of `convnext_t`) show it in their ratios; a PyTorch built with MKL or OpenBLAS would be faster.",
+    ] + ([
+        "This PyTorch runs `torch.mm` (the backward passes' matrix products, J·Jᵀ) through the",
+        "reference BLAS: models made of matrix products (`tfblock`, the Linears of `convnext_t`)",
+        "flatter paretonav in their ratios. It is no anchor; the tables users should read are",
+        "measured against PyPI's torch (the default).",
         "",
-    ]
+    ] if "reference BLAS" in torch_version else [])
     text = "\n".join(lines)
     if a.out == "-":
         print(text)

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Side by side: one PNG step of the full MTAN in paretonav and in PyTorch,
 in interleaved pairs, with the time and peak-RSS ratios docs/performance.md states.
 
@@ -14,7 +14,9 @@ alternate so that a machine slowing down or speeding up over the run
 shows in both columns. Prints one line per pair (median step seconds of
 each side, their ratio, the peak RSS of each process and their ratio)
 and the medians over the pairs; --json prints one JSON object instead.
-Needs numpy and torch for /usr/bin/python3 (Debian's python3-torch).
+Needs numpy for the interpreter that runs it; the PyTorch twins run under
+the venv of bench/torchenv.py (PyPI's torch, versions pinned there and
+printed first), or under --python PY.
 
     /usr/bin/python3 bench/side_by_side.py --tune [--size 288x384] [--batch 2]
         [--steps 2] [--lr 1e-5] [--pairs 1] ...
@@ -42,6 +44,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True
+sys.path.insert(0, HERE)
+import torchenv  # noqa: E402
 TASKS = ["seg:nll:seg_logp:seg:ignore_index=-1", "depth:depth_l1:depth:depth_t",
          "normal:normal_cos:normal:normal_t"]
 
@@ -99,7 +104,7 @@ def tune_pairs(a, h, w, model, data, env):
               "--out", out, "--force"]
     for t in TASKS:
         go_cmd += ["--task", t]
-    torch_cmd = [sys.executable, os.path.join(HERE, "torch_tune.py"), "--data", data,
+    torch_cmd = [a.py, os.path.join(HERE, "torch_tune.py"), "--data", data,
                  "--batch", str(a.batch), "--steps", str(a.steps), "--lr", str(a.lr),
                  "--threads", str(a.threads), "--out", os.path.join(a.dir, "torch_tuned.pt")]
     pairs = []
@@ -121,7 +126,7 @@ def tune_pairs(a, h, w, model, data, env):
                   flush=True)
     med = {k: statistics.median(p[k] for p in pairs) for k in ("rss_ratio", "peak_over_plan")}
     if a.json:
-        print(json.dumps({"mode": "tune", "size": [h, w], "batch": a.batch, "steps": a.steps, "lr": a.lr,
+        print(json.dumps({"mode": "tune", "torch": a.torch, "size": [h, w], "batch": a.batch, "steps": a.steps, "lr": a.lr,
                           "threads": a.threads, "pairs": pairs, "median": med}, indent=1))
         return
     print(f"{a.pairs} pairs at {h}x{w}, batch {a.batch}, {a.steps} steps: peak RSS ratio median "
@@ -161,6 +166,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--dir", default="side_by_side", help="where the model and data are written")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--python", default="",
+                    help="the interpreter of the PyTorch twins (default: the venv of bench/torchenv.py, PyPI's "
+                         "torch with MKL and oneDNN, made on first use)")
     ap.add_argument("--tune", action="store_true",
                     help="whole tune runs (paretonav tune against bench/torch_tune.py) instead of steps")
     ap.add_argument("--lr", type=float, default=1e-5, help="--tune: Adam's learning rate on both sides")
@@ -171,6 +179,10 @@ def main():
     if not shutil.which(a.paretonav):
         sys.exit(f"side_by_side: --paretonav {a.paretonav!r}: not an executable (build one with `go build -o paretonav .`)")
     h, w = parse_size(a.size)
+    a.py = torchenv.python(a.python)
+    a.torch = torchenv.label(torchenv.describe(a.py))
+    if not a.json:
+        print("against " + a.torch, flush=True)
     model, data = prepare(a.paretonav, a.dir, h, w, a.batch)
     env = dict(os.environ, GOMAXPROCS=str(a.threads))
     if a.tune:
@@ -179,7 +191,7 @@ def main():
               "--steps", str(a.steps), "--json"]
     for t in TASKS:
         go_cmd += ["--task", t]
-    torch_cmd = [sys.executable, os.path.join(HERE, "torch_mtan.py"), "--size", f"{h}x{w}",
+    torch_cmd = [a.py, os.path.join(HERE, "torch_mtan.py"), "--size", f"{h}x{w}",
                  "--batch", str(a.batch), "--steps", str(a.steps), "--threads", str(a.threads)]
     pairs = []
     for i in range(a.pairs):
@@ -196,7 +208,7 @@ def main():
                   f"{p['torch_rss'] / 1e9:.2f} GB = {p['rss_ratio']:.2f}", flush=True)
     med = {k: statistics.median(p[k] for p in pairs) for k in ("time_ratio", "rss_ratio")}
     if a.json:
-        print(json.dumps({"size": [h, w], "batch": a.batch, "steps": a.steps, "threads": a.threads,
+        print(json.dumps({"torch": a.torch, "size": [h, w], "batch": a.batch, "steps": a.steps, "threads": a.threads,
                           "pairs": pairs, "median": med}, indent=1))
         return
     r = [p["time_ratio"] for p in pairs]

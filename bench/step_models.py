@@ -5,8 +5,9 @@ paretonav is timed against), their ONNX exports and a batch of data for each.
     /usr/bin/python3 bench/step_models.py export --dir DIR [--only NAME,...]
     /usr/bin/python3 bench/step_models.py time NAME --dir DIR [--steps K] [--threads 2]
 
-`export` writes DIR/NAME.onnx (torch.onnx.export, opset 17, the user's
-default export: TrainingMode.EVAL with constant folding) and DIR/NAME.npz
+`export` writes DIR/NAME.onnx (torch.onnx.export's TorchScript exporter,
+dynamo=False where torch has the argument, opset 17, TrainingMode.EVAL
+with constant folding) and DIR/NAME.npz
 (input `x` and the targets of the tasks, fixed seed) for every model below
 that is not already there; the fixture models (LeNet, the small MTAN, the
 ViT and ConvNeXt fixtures) are copied from backend/testdata/torch.
@@ -41,6 +42,7 @@ Models (all two or three tasks; batch and input in MODELS):
                (log-softmax, NLL) and depth (L1), 4 x 3x64x64
 """
 import argparse
+import inspect
 import json
 import os
 import resource
@@ -205,10 +207,14 @@ def export(d, only):
             shutil.copyfile(os.path.join(FIX, fixture + ".onnx"), onnx_path)
             continue
         model = build(name)
+        # The TorchScript exporter under every torch (torch 2.9+ defaults to
+        # dynamo=True, whose optimizer fuses BatchNorm into the Conv before
+        # it): the same graph whichever torch exports it.
+        ts = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
         with torch.no_grad():
             torch.onnx.export(model, torch.from_numpy(x), onnx_path + ".tmp", opset_version=17,
                               input_names=["x"], output_names=outs,
-                              dynamic_axes={n: {0: "N"} for n in ["x"] + outs})
+                              dynamic_axes={n: {0: "N"} for n in ["x"] + outs}, **ts)
         os.replace(onnx_path + ".tmp", onnx_path)
         print(f"wrote {onnx_path} ({os.path.getsize(onnx_path) / 1e6:.1f} MB)", file=sys.stderr)
 
