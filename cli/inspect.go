@@ -406,7 +406,7 @@ func inspectMemory(info *inspectJSON, m *importer.Model, freeze []string, b int,
 		info.MemoryError = err.Error()
 		return
 	}
-	loop := job.TuneLoopBytes(md.NumParams())
+	loop := job.TuneLoopBytes(len(md.Tasks()), md.NumParams())
 	info.MemoryBytes = e.Total() + loop
 	info.Memory = fmt.Sprintf("%s: step %s, loop %s", backend.FormatBytes(info.MemoryBytes), e, backend.FormatBytes(loop))
 }

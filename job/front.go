@@ -424,7 +424,7 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 	}
 	j.Warnings = append(j.Warnings, bind.Warnings...)
 	j.s.Meta["data"] = dataPath
-	extra := TuneLoopBytes(j.nets[0].NumParams())
+	extra := TuneLoopBytes(len(j.nets[0].Tasks()), j.nets[0].NumParams())
 	if j.Memory, err = PlanMemoryLent(j.nets[0], j.train, j.batch, len(j.nets), extra, TuneLentBytes(j.nets[0].NumParams()), c.MaxMemory, j.val); err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func TestSuggestedBatchFits(t *testing.T) {
 	lab := importer.NewInt64("left", []int{n}, make([]int64, n))
 	ds := &finetune.Dataset{Arrays: map[string]*importer.Tensor{
 		"x": importer.NewFloat32("x", []int{n, 1, 36, 36}, make([]float32, n*36*36)), "left": lab, "right": lab}}
-	extra := TuneLoopBytes(md.NumParams())
+	extra := TuneLoopBytes(len(md.Tasks()), md.NumParams())
 	re := regexp.MustCompile(`--batch (\d+) fits`)
 	for _, at := range []int{300, 700} {
 		p, err := PlanMemory(md, ds, at, 1, extra, "1TB")

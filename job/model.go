@@ -9,6 +9,7 @@ import (
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/png"
 )
 
 // ParseTasks reads the task specs given to --task
@@ -99,12 +100,14 @@ type ModelConfig struct {
 }
 
 // TuneLoopBytes is the memory the training loop holds beside the step for
-// n trainable parameters: finetune.LoopVectors vectors of float32 (the
-// backend's model shares θ with the loop, finetune.SharedParams), less the
-// finetune.LentVectors it borrows from the step's pool between evaluations
-// (TuneLentBytes).
-func TuneLoopBytes(n int) int64 {
-	return (finetune.LoopVectors - finetune.LentVectors) * 4 * int64(n)
+// m rows of J (tasks and terms) and n trainable parameters:
+// finetune.LoopVectors vectors of float32 (the backend's model shares θ
+// with the loop, finetune.SharedParams), less the finetune.LentVectors it
+// borrows from the step's pool between evaluations (TuneLentBytes), and
+// the scratch of PNG's direction within Adam's bound
+// (png.ConstrainScratchBytes).
+func TuneLoopBytes(m, n int) int64 {
+	return (finetune.LoopVectors-finetune.LentVectors)*4*int64(n) + png.ConstrainScratchBytes(m, n)
 }
 
 // TuneLentBytes is what the training loop borrows from the step's pool of

@@ -382,7 +382,7 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	job.Warnings = append(job.Warnings, bind.Warnings...)
 	rows := int64(len(job.Tasks)+len(job.Terms)) * 4 * int64(job.Net.NumParams()) // one Jacobian
 	vec := 4 * int64(job.Net.NumParams())
-	extra := TuneLoopBytes(job.Net.NumParams())
+	extra := TuneLoopBytes(len(job.Tasks)+len(job.Terms), job.Net.NumParams())
 	// ∇F outside the span of J (png.Gradient.Extra) when the criterion
 	// reads terms or drift, and θ₀ when it reads drift.
 	drift := false

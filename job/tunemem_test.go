@@ -86,8 +86,8 @@ func TestTunePlanCoversHeap(t *testing.T) {
 	if grew > planned+8<<20 {
 		t.Errorf("the steps added %d bytes to the live heap; the plan counts %d", grew, planned)
 	}
-	if p.Lent != TuneLentBytes(j.Net.NumParams()) || p.Extra < TuneLoopBytes(j.Net.NumParams()) {
+	if p.Lent != TuneLentBytes(j.Net.NumParams()) || p.Extra < TuneLoopBytes(len(j.Tasks)+len(j.Terms), j.Net.NumParams()) {
 		t.Errorf("the plan counts loop %d and lent %d bytes; the loop holds %d and borrows %d", p.Extra, p.Lent,
-			TuneLoopBytes(j.Net.NumParams()), TuneLentBytes(j.Net.NumParams()))
+			TuneLoopBytes(len(j.Tasks)+len(j.Terms), j.Net.NumParams()), TuneLentBytes(j.Net.NumParams()))
 	}
 }

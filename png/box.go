@@ -270,12 +270,20 @@ func boxRound(J Jacobian, lambda, w []float64, P, prop, R []float32, bins []uint
 // boxModel is h on one round's ball: the quadratic of the weights whose
 // state is fixed there plus the exact pieces of the copied ones.
 type boxModel struct {
-	m       int
-	phi     float64
-	q       boxQuad   // A filled in full (symmetric)
-	cols    []float64 // copied weights' columns of J, k×m
-	x, p, r []float64
-	evals   int
+	m   int
+	phi float64
+	q   boxQuad // A filled in full (symmetric)
+	// idx are the positions of the weights within the ball, read in
+	// place from J, P, prop and R (nil: all ones, all +Inf) at each
+	// evaluation: copying them out took (m+3)·8 bytes a weight, and when
+	// every weight sits on a breakpoint (an update at Adam's bound) that
+	// was every weight.
+	idx   []uint32
+	J     Jacobian
+	P, R  []float32
+	prop  []float32
+	col   []float64 // one weight's column of J
+	evals int
 }
 
 // boxEval is h, ∇h and the generalised Hessian at one λ.
@@ -299,13 +307,20 @@ func (bm *boxModel) eval(lambda []float64) boxEval {
 		e.grad[i] = bm.q.b[i] + al
 		e.h += lambda[i] * (bm.q.b[i] + 0.5*al)
 	}
-	for k := range bm.x {
-		col := bm.cols[k*m : (k+1)*m]
+	n, col := bm.J.N, bm.col
+	for _, c := range bm.idx {
 		var s float64
-		for i, v := range col {
-			s += lambda[i] * v
+		for i := range col {
+			col[i] = float64(bm.J.Data[i*n+int(c)])
+			s += lambda[i] * col[i]
 		}
-		x, p, r := bm.x[k], bm.p[k], bm.r[k]
+		x, p, r := float64(bm.prop[c]), 1.0, math.Inf(1)
+		if bm.P != nil {
+			p = float64(bm.P[c])
+		}
+		if bm.R != nil {
+			r = float64(bm.R[c])
+		}
 		u := x + p*s
 		free := true
 		if u > r {
@@ -336,6 +351,28 @@ func (bm *boxModel) eval(lambda []float64) boxEval {
 	return e
 }
 
+// boxScratch is the memory of one Constrain call's boxDual calls, a
+// number of bytes a weight (ConstrainScratchBytes): each weight's ρ bin,
+// and the positions of the weights a round's model reads in place.
+type boxScratch struct {
+	bins []uint8
+	idx  []uint32
+}
+
+// newBoxScratch allocates the bins; the positions grow to the most
+// weights a round copies (boxCompact(n), or all those on a breakpoint).
+func newBoxScratch(n int) *boxScratch { return &boxScratch{bins: make([]uint8, n)} }
+
+// ConstrainScratchBytes is the most memory a Constrain call with a bound
+// allocates beside its arguments for m tasks and n weights: five bytes a
+// weight (boxScratch: a ρ bin and a 32-bit position each) and, for the
+// m×m quadratics of each worker's ρ bins and the rest of the dual, at
+// boxBins·(m²+m+4)·8 bytes a worker (20 KiB at m = 2). A training loop's
+// memory plan adds it to the vectors it holds.
+func ConstrainScratchBytes(m, n int) int64 {
+	return 5*int64(n) + int64(boxBins)*int64(m*m+m+4)*8*int64(min(64, max(1, numWorkers(0, n))))
+}
+
 // boxResult is what boxDual found: λ, the coordinates at the bound there,
 // the task rates Ju(λ), and whether λ is the minimiser (false when the
 // rounds ran out first: λ is then the best point a pass evaluated).
@@ -358,11 +395,11 @@ type boxResult struct {
 // out of reach within the box: h falls without bound along the last
 // round's step (a certificate: Σ_c R_c·|J_cᵀd| < φ·Σd), or every weight
 // was copied and h has no minimiser.
-func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, phi float64, workers int, cnt *boxCounter) (boxResult, error) {
+func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, phi float64, workers int, cnt *boxCounter, sc *boxScratch) (boxResult, error) {
 	m, n := J.M, J.N
 	lambda = append([]float64(nil), lambda...)
 	var top, tol, step []float64
-	bins := make([]uint8, n)
+	bins := sc.bins
 	kmax := boxCompact(n)
 	var best boxResult
 	bestH := math.Inf(1)
@@ -431,29 +468,18 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 			}
 		}
 		rho := boxEdge(cut)
-		bm := &boxModel{m: m, phi: phi, q: newBoxQuad(m)}
+		bm := &boxModel{m: m, phi: phi, q: newBoxQuad(m), J: J, P: P, R: R, prop: prop, col: make([]float64, m)}
 		for b := cut; b < boxBins; b++ {
 			bm.q.add(&qs[b])
 		}
 		symmetrize(bm.q.A, m)
-		bm.cols = make([]float64, 0, k*m)
-		bm.x, bm.p, bm.r = make([]float64, 0, k), make([]float64, 0, k), make([]float64, 0, k)
-		if k > 0 {
-			for c, b := range bins {
-				if int(b) >= cut {
-					continue
-				}
-				for i := 0; i < m; i++ {
-					bm.cols = append(bm.cols, float64(J.Data[i*n+c]))
-				}
-				p, r := 1.0, math.Inf(1)
-				if P != nil {
-					p = float64(P[c])
-				}
-				if R != nil {
-					r = float64(R[c])
-				}
-				bm.x, bm.p, bm.r = append(bm.x, float64(prop[c])), append(bm.p, p), append(bm.r, r)
+		if cap(sc.idx) < k {
+			sc.idx = make([]uint32, 0, k)
+		}
+		bm.idx = sc.idx[:0]
+		for c, b := range bins {
+			if int(b) < cut {
+				bm.idx = append(bm.idx, uint32(c))
 			}
 		}
 		maxEvals := boxMaxEvals

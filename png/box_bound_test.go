@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -210,7 +211,7 @@ func TestBoxDualMatchesReference(t *testing.T) {
 		for i := range w {
 			w[i] = 1 / math.Sqrt(K[i*m+i])
 		}
-		got, gerr := boxDual(c.J, lambda0, w, c.metric, c.prop, R, phi, 2, &boxCounter{})
+		got, gerr := boxDual(c.J, lambda0, w, c.metric, c.prop, R, phi, 2, &boxCounter{}, newBoxScratch(c.J.N))
 		if werr != nil {
 			if errors.Is(werr, ErrUnbounded) && gerr == nil && got.done {
 				t.Errorf("%s: reference: %v; bounded solver found a minimiser %v", c.name, werr, got.lambda)
@@ -270,3 +271,34 @@ func BenchmarkConstrainBox(b *testing.B) {
 }
 
 var _ = slices.Max[[]float64]
+
+// TestConstrainScratchBytes: what one Constrain call with the bound
+// active allocates stays within ConstrainScratchBytes, which the training
+// loop's memory plan counts, on every kind of the large cases.
+func TestConstrainScratchBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 4M-weight cases")
+	}
+	const n = 1 << 22
+	for _, kind := range []string{"adam", "heavy"} {
+		for _, m := range []int{2, 3} {
+			c, R := bigBoxCase(rand.New(rand.NewPCG(3, uint64(m))), kind, m, n)
+			u := make([]float32, n)
+			p := PNG{Settings{Alpha: 0.5, Workers: 2}}
+			var cnt boxCounter
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			info, err := p.constrain(u, c.J, c.prop, c.metric, R, 1, &cnt)
+			runtime.ReadMemStats(&after)
+			if err != nil || info.Clipped == 0 || cnt.rounds == 0 {
+				t.Fatalf("%s m=%d: %v, %d clipped, %d rounds: the bound did not bind", kind, m, err, info.Clipped, cnt.rounds)
+			}
+			got, limit := int64(after.TotalAlloc-before.TotalAlloc), ConstrainScratchBytes(m, n)
+			if got > limit {
+				t.Errorf("%s m=%d: Constrain allocated %d bytes, ConstrainScratchBytes says at most %d", kind, m, got, limit)
+			}
+			t.Logf("%s m=%d: %d rounds, allocated %.2f bytes a weight (bound %.2f)", kind, m, cnt.rounds, float64(got)/n, float64(limit)/n)
+		}
+	}
+}

@@ -36,9 +36,11 @@
 // Constrain solves it in at most 14 passes over the weights whatever the
 // model (the Gram pass, the box test, the clipped min-norm update, at most
 // 10 rounds of the box dual, the update; two without a bound), plus a scan
-// of one byte a weight and work over at most n/16 copied weights per round
-// bounded by about one pass. Should the rounds run out, the update still
-// meets every task's rate within the bound (MetricInfo.Inexact).
+// of one byte a weight and work over at most n/16 weights per round (read
+// in place by position) bounded by about one pass. It allocates at most
+// five bytes a weight (ConstrainScratchBytes), which a training loop's
+// memory plan counts. Should the rounds run out, the update still meets
+// every task's rate within the bound (MetricInfo.Inexact).
 //
 // With Settings.ThresholdCap = ρ > 0 the threshold is e = γ·min(ē, ρ·ē_W),
 // ē capped at ρ times its value after a warm-up of ⌈1/(1−β)⌉ steps: e may

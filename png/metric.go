@@ -216,7 +216,8 @@ func (p PNG) constrain(dst []float32, J Jacobian, prop, metric, bound []float32,
 				w[i] = 1 / math.Sqrt(K[i*m+i])
 			}
 		}
-		res, err := boxDual(J, lambda, w, metric, prop, bound, info.Phi, s.Workers, cnt)
+		sc := newBoxScratch(J.N)
+		res, err := boxDual(J, lambda, w, metric, prop, bound, info.Phi, s.Workers, cnt, sc)
 		for _, lower := range []float64{reach, 0} {
 			if !errors.Is(err, ErrUnbounded) || lower >= info.Phi {
 				continue
@@ -227,7 +228,7 @@ func (p PNG) constrain(dst []float32, J Jacobian, prop, metric, bound []float32,
 			// (u = 0 meets it).
 			info.Phi = lower
 			if lambda, err = metricDual(K, jp, m, info.Phi); err == nil {
-				res, err = boxDual(J, lambda, w, metric, prop, bound, info.Phi, s.Workers, cnt)
+				res, err = boxDual(J, lambda, w, metric, prop, bound, info.Phi, s.Workers, cnt, sc)
 			}
 		}
 		if err != nil {
