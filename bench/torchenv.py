@@ -67,7 +67,7 @@ def find(p):
     return m.group(1) if m else None
 cap = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else find(r"CPU capability usage: (\S+)")
 print(json.dumps({"torch": torch.__version__, "blas": find(r"BLAS_INFO=([^,\s]+)"),
-                  "mkl": find(r"Math Kernel Library Version (\S+)"), "onednn": find(r"MKL-DNN v(\S+)"),
+                  "mkl": find(r"Math Kernel Library Version ([0-9.]+)"), "onednn": find(r"MKL-DNN v(\S+)"),
                   "cpu_capability": cap, "threads_default": torch.get_num_threads()}))
 """
 
