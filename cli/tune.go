@@ -37,7 +37,10 @@ error says where. SIGINT or SIGTERM stops the run, writes a checkpoint
 holds the whole configuration, so "paretonav tune --resume OUT.ckpt" alone
 continues the run (flags given again must agree with it), its log where it
 stopped. The checkpoint is removed once the model is written unless
---keep-checkpoint.`,
+--keep-checkpoint. The summary says what happened and what to try: the
+share of steps in the Pareto band (g ≤ e), why the control was on, why F
+rose when it did, and a target beyond the Pareto front; --json holds the
+same under "explanation".`,
 	Flags: []ucli.Flag{verboseFlag,
 		dataFlag,
 		&ucli.StringSliceFlag{Name: "val", Usage: "validation data (the arrays of --data) from `SOURCE`: FILE.npz, " + sourceUsage,
@@ -180,8 +183,16 @@ func tuneSummary(w io.Writer, r *tuneOutcome, limit string) error {
 		fmt.Fprintln(w, "  after:")
 		job.WriteMetrics(w, "    ", r.Tasks, r.After.Metrics)
 	}
-	if r.Method == "png" && r.BandSteps > 0 {
-		fmt.Fprintf(w, "  in the Pareto band (g ≤ e) for %.0f%% of the last %d steps\n", 100*float64(r.InBand), r.BandSteps)
+	if ex := r.Explanation; ex != nil {
+		for _, l := range ex.Lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+		for i, l := range ex.Try {
+			if i == 0 {
+				fmt.Fprintln(w, "  to try:")
+			}
+			fmt.Fprintf(w, "    %s\n", l)
+		}
 	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", warn)

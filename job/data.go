@@ -227,6 +227,7 @@ type DataEval struct {
 	Terms    []float64    // per term (backend.Options.Terms): the same means; nil without terms
 	Jac      png.Jacobian // the same average of the task gradients (when asked)
 	G        float64      // g from png.Gram + png.MinNorm on Jac (when asked)
+	Gram     []float64    // K = Jac Jacᵀ (m×m, when asked)
 	// Metrics are the tasks' metrics (front.Meter) pooled over the whole
 	// pass, by task and metric name; nil when no tasks were given or none
 	// has metrics.
@@ -315,6 +316,7 @@ func Evaluate(md *backend.Model, ds *finetune.Dataset, batch int, grad bool, tas
 		K := make([]float64, m*m)
 		png.Gram(K, jac, 0)
 		_, res.G = png.MinNorm(K, m)
+		res.Gram = K
 	}
 	return res, nil
 }

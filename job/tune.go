@@ -202,6 +202,9 @@ type TuneOutcome struct {
 	// the control on (PNG only).
 	InBand    Num `json:"in_band_last100"`
 	BandSteps int `json:"band_steps"`
+	// Explanation says what happened and what to try (the summary's
+	// words, with their numbers).
+	Explanation *Explanation `json:"explanation,omitempty"`
 	// Output is the tuned model. When it could not be written there the
 	// model is kept at Kept instead (and Run returns the error).
 	Output string `json:"output"`
@@ -452,12 +455,19 @@ func missingData(flag, what string) error {
 	return fmt.Errorf("--%s: required (%s: FILE.npz, NAME=FILE.npy or NAME=FILE.idx, repeatable)", flag, what)
 }
 
+// measured is one measurement of the model on the report set, beside
+// its report: the task losses, the criterion's variables (VarsOf) and the
+// Gram matrix of the task gradients.
+type measured struct {
+	losses, x, gram []float64
+}
+
 // measure evaluates the criterion on the report set; drift is
 // ‖θ − θ₀‖² of the parameters measured (0 before training).
-func (j *Tune) measure(drift float64) (TuneReport, []float64, error) {
+func (j *Tune) measure(drift float64) (TuneReport, measured, error) {
 	r, err := Evaluate(j.Net, j.Report, j.microBatch(), true, j.Tasks)
 	if err != nil {
-		return TuneReport{}, nil, fmt.Errorf("%s data: %w", j.ReportName, err)
+		return TuneReport{}, measured{}, fmt.Errorf("%s data: %w", j.ReportName, err)
 	}
 	x := append(append([]float64(nil), r.Losses...), r.Terms...)
 	rep := TuneReport{Losses: named(j.Net.Tasks(), r.Losses), G: Num(r.G), Metrics: NumMetrics(r.Metrics)}
@@ -476,7 +486,7 @@ func (j *Tune) measure(drift float64) (TuneReport, []float64, error) {
 		F = math.NaN()
 	}
 	rep.F = Num(F)
-	return rep, r.Losses, nil
+	return rep, measured{losses: r.Losses, x: x, gram: r.Gram}, nil
 }
 
 // Run measures the model, trains it, measures it again and saves it. On
@@ -498,9 +508,11 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 	}
 	res = &TuneOutcome{Criterion: j.Criterion, Method: j.Method, Tasks: j.Net.Tasks(), Terms: j.Net.Terms(), MeasuredOn: j.ReportName,
 		Examples: j.Report.Len(), Output: j.Out, Log: j.LogPath, CSV: j.CSVPath}
-	if res.Before, res.BeforeLosses, err = j.measure(0); err != nil {
+	var before, after measured
+	if res.Before, before, err = j.measure(0); err != nil {
 		return nil, fmt.Errorf("before training: %w", err)
 	}
+	res.BeforeLosses = before.losses
 	// The report pass's J is garbage once measured and the loop makes its
 	// own J and vectors at once, as the second report pass makes its J
 	// while the loop's are garbage: collecting at each change keeps the
@@ -508,8 +520,8 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 	// heap reached 7.2 GB against 6.8 GB planned for the collector, with
 	// 1.4 GB of the loop's left when the second pass began).
 	runtime.GC()
-	band := &bandRecorder{}
-	recs := []finetune.Recorder{band}
+	trace := &traceRecorder{}
+	recs := []finetune.Recorder{trace}
 	if j.Progress != nil {
 		recs = append(recs, finetune.NewProgress(j.Progress))
 	}
@@ -549,10 +561,12 @@ func (j *Tune) Run(ctx context.Context) (res *TuneOutcome, err error) {
 	if err := j.Net.SetParams(fr.Points[0].Params); err != nil {
 		return nil, err
 	}
-	if res.After, res.AfterLosses, err = j.measure(fr.Points[0].Drift); err != nil {
+	if res.After, after, err = j.measure(fr.Points[0].Drift); err != nil {
 		return nil, fmt.Errorf("after training: %w", err)
 	}
-	res.InBand, res.BandSteps = InBand(band.g, band.e, 100)
+	res.AfterLosses = after.losses
+	res.InBand, res.BandSteps = InBand(trace.G, trace.E, 100)
+	res.Explanation = j.explain(before, after, &trace.stepTrace)
 	record := map[string]any{
 		"version": Version, "criterion": j.Criterion, "method": j.Method, "steps": fr.Steps,
 		"tasks": TaskSpecs(j.Tasks), "source": filepath.Base(j.ModelPath),
@@ -715,18 +729,43 @@ func TaskSpecs(ts []backend.Task) []string {
 	return out
 }
 
-// bandRecorder keeps every step's g and e (of the first model).
-type bandRecorder struct{ g, e []float64 }
+// traceRecorder keeps what explain reads of every step (of the first
+// model).
+type traceRecorder struct{ stepTrace }
 
-func (b *bandRecorder) Init(*finetune.Config) error { return nil }
+func (t *traceRecorder) Init(*finetune.Config) error { return nil }
 
-func (b *bandRecorder) Record(st *finetune.Step) error {
-	b.g = append(b.g, st.Points[0].Info.G)
-	b.e = append(b.e, st.Points[0].Info.E)
+func (t *traceRecorder) Record(st *finetune.Step) error {
+	p := st.Points[0]
+	t.record(p.Info, p.F, p.Losses)
 	return nil
 }
 
-func (b *bandRecorder) Done(*finetune.Result) error { return nil }
+func (t *traceRecorder) Done(*finetune.Result) error { return nil }
+
+// explain tells what the run did (Explanation) from its steps and the
+// measurements before and after.
+func (j *Tune) explain(before, after measured, tr *stepTrace) *Explanation {
+	in := explainInput{Method: j.Method, Tasks: j.Net.Tasks(), Crit: j.Settings.Criterion, CritText: j.Criterion,
+		Before: before.x, After: after.x, MeasuredOn: j.ReportName, Gram: after.gram, Trace: *tr}
+	m := j.Settings.Method
+	if j.resumeStep > 0 {
+		in.Resumed = j.resumeStep
+	}
+	if s, ok := m.(png.Staged); ok {
+		in.Skip, m = s.Steps, s.Then
+		if j.resumeStep > 0 { // the first stage's steps before the resumed step are not in tr
+			in.Skip = max(0, s.Steps-j.resumeStep)
+		}
+	}
+	if p, ok := m.(png.PNG); ok {
+		in.Gamma, in.MaxTradeoff = p.Settings.Gamma, p.Settings.MaxTradeoff
+		if in.Gamma == 0 {
+			in.Gamma = png.DefaultGamma
+		}
+	}
+	return explain(in)
+}
 
 // InBand returns the fraction of the last (up to) k steps in the Pareto
 // band, g ≤ e (g and e one value a step), and how many steps that is. It

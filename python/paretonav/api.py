@@ -58,7 +58,10 @@ class TuneResult:
     / ``metrics`` task -> metric -> value; ``log`` the per-step records (a
     DataFrame when pandas is installed), ``config`` the run's configuration
     record; ``paths`` the files: ``model`` (the ONNX file tuned),
-    ``out`` (the tuned ONNX), ``log``, ``workdir``; ``raw`` the binary's JSON.
+    ``out`` (the tuned ONNX), ``log``, ``workdir``; ``raw`` the binary's JSON;
+    ``explanation`` what happened and what to try, as the CLI's summary says
+    it (its ``lines`` and ``try``, with the numbers behind them: ``band``,
+    ``control``, ``F``, ``front_limit``), and ``summary`` those words as text.
     """
 
     status: str
@@ -78,11 +81,21 @@ class TuneResult:
     raw: Dict[str, Any]
     loaded: List[str] = field(default_factory=list)
     unmapped: List[str] = field(default_factory=list)
+    explanation: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def g(self) -> Optional[float]:
         """g(θ) after tuning."""
         return self.g_after
+
+    @property
+    def summary(self) -> str:
+        """What happened and what to try, in the words of the CLI's summary."""
+        rows = list(self.explanation.get("lines") or [])
+        tries = self.explanation.get("try") or []
+        if tries:
+            rows += ["to try:"] + ["  " + t for t in tries]
+        return "\n".join(rows)
 
     def __repr__(self) -> str:
         rows = ["TuneResult(%s, on the %s data:" % (stopped_text(self.status, self.steps), self.measured_on)]
@@ -91,6 +104,7 @@ class TuneResult:
         for k, a, b in (("F", self.F_before, self.F_after), ("g", self.g_before, self.g_after)):
             if a is not None and b is not None:
                 rows.append("  %-10s %10.4g -> %.4g" % (k, a, b))
+        rows += ["  " + r for r in self.summary.splitlines()]
         rows[-1] += ")" if self.paths.get("out") is None else ""
         if self.paths.get("out") is not None:
             rows.append("  out=%s)" % self.paths["out"])
@@ -776,7 +790,7 @@ def _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workd
         metrics_before=before.get("metrics") or {}, metrics=after.get("metrics") or {},
         log=_records(steps), config=config,
         paths={"model": model_path, "out": os.path.abspath(res.get("output") or out), "log": log, "workdir": workdir},
-        raw=res)
+        raw=res, explanation=res.get("explanation") or {})
     if res.get("checkpoint"):
         result.paths["checkpoint"] = res["checkpoint"]
     if module is not None and load_back:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import paretonav
-from conftest import TASKS, torch_losses
+from conftest import TASKS, need, torch_losses
 
 CRITERION = "seg*depth"
 
@@ -157,3 +157,36 @@ def test_log_tail_keeps_partial_lines(tmp_path):
         f.write(': 0.5}\n{"step": 2}\n')
     assert t.lines() == [{"step": 1, "F": 0.5}, {"step": 2}]
     assert t.lines() == []
+
+
+def _point_model(path, w0):
+    """y = x + w, w = w0 (2 weights): with x = 0, targets a = (0, 0) and b = (2, 0) the losses
+    p = mse(y, a) and q = mse(y, b) have the segment from a to b as their Pareto set."""
+    onnx = need("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 2]) for n in ("x", "y")]
+    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "point", vi[:1], vi[1:],
+                          [numpy_helper.from_array(np.array(w0, np.float32), "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, path)
+    n = 16
+    return {"x": np.zeros((n, 2), np.float32), "a": np.zeros((n, 2), np.float32),
+            "b": np.tile(np.array([2, 0], np.float32), (n, 1))}
+
+
+def test_tune_explains_a_rise_of_F(binary, tmp_path):
+    """F rose while both losses fell: the result says they fell past their wd targets far from the front,
+    in the binary's words and numbers."""
+    path = str(tmp_path / "point.onnx")
+    data = _point_model(path, [0.2, 3])
+    r = paretonav.tune(path, data=data, tasks=["p:mse:y:a", "q:mse:y:b"], criterion="wd:4.5,6", steps=30, lr=0.01,
+                       out=str(tmp_path / "tuned.onnx"), progress=False)
+    assert r.F_after > r.F_before and all(r.losses_after[k] < r.losses_before[k] for k in "pq")
+    ex = r.explanation
+    assert ex["F"]["rose"] and [p["cause"] for p in ex["F"]["parts"]] == ["past_target", "past_target"]
+    assert ex["control"]["on"] == ex["control"]["far"] == 30
+    assert "below its target 4.5, which F counts as a cost" in r.summary
+    assert "the control was on at 30 of 30 steps" in r.summary and "to try:" in r.summary
+    assert "why: the run was far from the Pareto front" in repr(r)
