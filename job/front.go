@@ -342,12 +342,12 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		return missingData("data", "the training data")
 	}
 	dataPath := strings.Join(c.Data, ",")
-	btasks, maps, opt, err := c.ModelConfig.resolve()
+	setup, err := c.ModelConfig.setup()
 	if err != nil {
 		return err
 	}
-	j.btasks = btasks
-	for _, t := range opt.Terms {
+	j.btasks = setup.tasks
+	for _, t := range setup.opt.Terms {
 		j.terms = append(j.terms, t.Name)
 	}
 	if l == nil {
@@ -355,22 +355,10 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		// different goroutines (--workers) must share no tensors.
 		l = NewLoader()
 	}
-	budget, err := ResolveBudget(c.MaxMemory)
-	if err != nil {
-		return err
-	}
 	for k, p := range paths {
-		m, err := l.ModelWithin(p, budget)
+		m, net, err := setup.open(l, p)
 		if err != nil {
 			return fmt.Errorf("model %d: %w", k, err)
-		}
-		opt.MaxBytes, opt.MaxBytesFrom = budget.Bytes, budget.From
-		net, err := backend.Open(m, j.btasks, opt)
-		if err == nil {
-			err = net.ReleaseModelData() // θ holds the weights; Save gets them from Weights
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
 		}
 		if net.NumParams() == 0 {
 			return fmt.Errorf("%s: nothing to train (no trainable initializer; check --freeze)", p)
@@ -389,8 +377,8 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		}
 	}
 	j.tasks = j.nets[0].Tasks()
-	bind := Binding{Budget: budget, Model: j.nets[0], Tasks: j.btasks, Terms: opt.Terms, Maps: maps, ModelKey: modelKey(paths[0], opt)}
-	if err := bind.Check(); err != nil {
+	bind, err := setup.binding(j.nets[0], paths[0])
+	if err != nil {
 		return err
 	}
 	if j.train, err = bind.Load(l, "--data", c.Data, 0, j.batch); err != nil {

@@ -276,16 +276,12 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	if err := c.destinations(job).Check(); err != nil {
 		return nil, err
 	}
-	tasks, maps, opt, err := c.ModelConfig.resolve()
+	setup, err := c.ModelConfig.setup()
 	if err != nil {
 		return nil, err
 	}
-	job.Tasks, job.Terms = tasks, opt.Terms
-	budget, err := ResolveBudget(c.MaxMemory)
-	if err != nil {
-		return nil, err
-	}
-	if job.Model, job.Net, err = OpenModelWithin(l, job.ModelPath, budget, job.Tasks, opt); err != nil {
+	job.Tasks, job.Terms = setup.tasks, setup.opt.Terms
+	if job.Model, job.Net, err = setup.open(l, job.ModelPath); err != nil {
 		return nil, err
 	}
 	// Again with the files the model names: its external data are inputs
@@ -349,8 +345,8 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	s.ValMeter = func(int) finetune.Meter { return ModelMeter(net, tasks) }
 	job.Settings = s
 
-	bind := Binding{Budget: budget, Model: job.Net, Tasks: job.Tasks, Terms: job.Terms, Maps: maps, ModelKey: modelKey(job.ModelPath, opt)}
-	if err := bind.Check(); err != nil {
+	bind, err := setup.binding(job.Net, job.ModelPath)
+	if err != nil {
 		return nil, err
 	}
 	if job.Train, err = bind.Load(l, "--data", c.Data, 0, job.Batch); err != nil {
