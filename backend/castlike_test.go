@@ -9,7 +9,7 @@ import (
 
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
-	"github.com/paretonav/paretonav/internal/ortcheck"
+	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
 )
 
 // castLikeModel is y = CastLike(x, w) · CastLike(k, x) + CastLike(h, x):

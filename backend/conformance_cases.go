@@ -2,7 +2,7 @@
 
 package backend
 
-// nodeTestsNotPassed lists, by op type, the ONNX node tests (internal/nodetests)
+// nodeTestsNotPassed lists, by op type, the ONNX node tests (internal/testkit/nodetests)
 // that backend fails or does not support, with the result.
 var nodeTestsNotPassed = map[string][]string{
 	"AveragePool":               {"TestAveragepool3dDefault (unsupported)"},

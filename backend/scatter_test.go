@@ -10,7 +10,7 @@ import (
 
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
-	"github.com/paretonav/paretonav/internal/ortcheck"
+	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
 )
 
 // scatterCase is one ScatterElements node: data [3,4], indices and

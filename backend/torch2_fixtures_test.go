@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/internal/ortcheck"
+	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
 )
 
 // torch2Dir holds the PyTorch 2.x exports of make_torch2_fixtures.py: each

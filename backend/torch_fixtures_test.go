@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/internal/ortcheck"
+	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
 	"github.com/paretonav/paretonav/png"
 )
 

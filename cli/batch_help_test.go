@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 )
 
 // TestBatchHelpExampleRuns: the jobs file in batch --help runs as printed

@@ -13,9 +13,9 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/paretonav/paretonav/bench"
 	"github.com/paretonav/paretonav/finetune"
-	"github.com/paretonav/paretonav/finetune/bench"
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/job"
 	"github.com/paretonav/paretonav/models/datasets"

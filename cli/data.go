@@ -9,7 +9,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/models/datasets"
 )
 

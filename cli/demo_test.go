@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/internal/ortcheck"
+	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
 )
 
 // TestDemoQuick runs the demo at its --quick size (a few seconds): every

@@ -9,7 +9,7 @@ import (
 
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/job"
 	"github.com/paretonav/paretonav/models"
 	"github.com/paretonav/paretonav/models/datasets"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 )
 
 // TestEvalFixture checks eval's losses and --grad-out against the

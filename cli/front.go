@@ -11,9 +11,11 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/paretonav/paretonav/finetune"
+	"github.com/paretonav/paretonav/finetune/front"
 	"github.com/paretonav/paretonav/internal/termsafe"
 	"github.com/paretonav/paretonav/job"
 	"github.com/paretonav/paretonav/models/synthetic"
+	"github.com/paretonav/paretonav/png"
 )
 
 var frontCommand = withInterspersed(withConfig(&ucli.Command{
@@ -51,7 +53,7 @@ unless --keep-checkpoint.`,
 		&ucli.IntFlag{Name: "models", Value: job.FrontModels, Usage: "number `N` of models trained together", Category: "Problem"},
 		&ucli.StringFlag{Name: "init", Usage: "start model k from the k-th file of `A.onnx,B.onnx,...` (one per model) instead of from perturbed copies of MODEL", Category: "Problem"},
 		&ucli.Float64Flag{Name: "spread", Usage: "standard deviation `S` of the seeded noise added to every parameter of every copy",
-			DefaultText: "0.01; 0.1 with --problem", Category: "Problem"},
+			DefaultText: fmt.Sprintf("%g; %g with --problem", job.FrontSpread, job.SynthSpread), Category: "Problem"},
 		&ucli.StringFlag{Name: "criterion", Value: "energy", Usage: "the multi-point criterion that spreads the models; `SPEC` is energy or energy:eps=E, optionally + a per-model expression over the tasks, the --term names and drift (energy + 0.01*drift)", Category: "Method"},
 		&ucli.StringFlag{Name: "energy-scale", Value: finetune.MultiPerModel, Usage: "how the energy's gradients ∂E/∂L_k reach the models, `SCALE`: model (each to unit length), shared (all divided by the largest length: a model far from the others is pushed less) or raw", Category: "Method"},
 		&ucli.StringFlag{Name: "energy-push", Usage: "what the energy asks of each model, `PUSH`: trade (only to lower some losses and raise others; descent is PNG's control) or full (the paper's: away from every other model in loss space, which holds back a model that another beats on every task)",
@@ -60,20 +62,20 @@ unless --keep-checkpoint.`,
 		&ucli.StringFlag{Name: "preference", Usage: "with --method epo: one preference per model as `R1,R2;R1,R2;...` (model k seeks R1·ℓ1 = R2·ℓ2 = …)",
 			DefaultText: "for 2 tasks (w, 1−w) with w = (k+½)/N", Category: "Method"},
 		alphaFlag,
-		&ucli.Float64Flag{Name: "gamma", Usage: "PNG's `γ`: the control is on while g > γ·ē", DefaultText: "0.1; 0.01 with --problem", Category: "Method"},
+		&ucli.Float64Flag{Name: "gamma", Usage: "PNG's `γ`: the control is on while g > γ·ē", DefaultText: fmt.Sprintf("%g; %g with --problem", png.DefaultGamma, job.SynthGamma), Category: "Method"},
 		&ucli.StringFlag{Name: "optimizer", Usage: "the optimizer by `NAME`: sgd or adam", DefaultText: "adam; sgd with --problem", Category: "Training"},
 		&ucli.Float64Flag{Name: "lr", Usage: "learning rate `ξ`", DefaultText: fmt.Sprintf("%g with adam, %g with sgd; %g with --problem", job.TuneLR, job.TuneSGDLR, job.SynthLR), Category: "Training"},
 		&ucli.Float64Flag{Name: "momentum", Usage: "SGD momentum `μ` (with --optimizer sgd)", DefaultText: fmt.Sprintf("%g; 0 with --problem", job.TuneSGDMomentum), Category: "Training"},
 		lrScheduleFlag,
 		&ucli.IntFlag{Name: "steps", Usage: "number of steps `N`; 0 runs --epochs passes over --data instead",
-			DefaultText: "1000; 10000 with --problem; --epochs passes when that is set", Category: "Training"},
+			DefaultText: fmt.Sprintf("%d; %d with --problem; --epochs passes when that is set", job.FrontSteps, job.SynthSteps), Category: "Training"},
 		epochsFlag,
 		batchFlag(job.FrontBatch),
 		&ucli.IntFlag{Name: "workers", Value: 1, Usage: "evaluate `W` models at once", Category: "Training"},
 		seedFlag,
 		&ucli.PathFlag{Name: "out-dir", Usage: "write the models, front.csv, front.png and report.json to `DIR`", Category: "Output"},
 		&ucli.StringFlag{Name: "ref", Usage: "hypervolume reference point on the losses, one value for all tasks or one per task as `R1,R2,...`; only models below it in every task count",
-			DefaultText: "0.6, the paper's for trained MultiMNIST models; 1.1 with --problem", Category: "Output"},
+			DefaultText: fmt.Sprintf("%g, the paper's for trained MultiMNIST models; %g with --problem", front.DefaultLossRef, job.SynthRef), Category: "Output"},
 		&ucli.PathFlag{Name: "reference", Usage: "measure IGD+ of the models' losses against the reference front in `FILE.csv` (one point per row, a loss per task; a header names the columns loss_TASK as in front.csv, or the tasks in order)",
 			Category: "Output", TakesFile: true},
 		&ucli.BoolFlag{Name: "force", Usage: "replace existing files in --out-dir, --log, --csv and another run's checkpoint; never an input", Category: "Output"},

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/internal/ortcheck"
+	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
 	"github.com/paretonav/paretonav/models"
 	"github.com/paretonav/paretonav/models/datasets"
 	"github.com/paretonav/paretonav/models/synthetic"

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/internal/idxtest"
+	"github.com/paretonav/paretonav/internal/testkit/idxtest"
 	"github.com/paretonav/paretonav/models"
 )
 

@@ -15,18 +15,6 @@ import (
 	"github.com/paretonav/paretonav/png/criterion"
 )
 
-// Defaults of synth, chosen so that the paper's experiments converge with
-// plain gradient steps: on exp2 the wd presets reach their optimum on the
-// front (losses within 1e-6, g ≤ 1e-9) well before 10000 steps. The step
-// size is bounded by zdt2v, whose gradients grow with θ: from the paper's
-// init, lr 0.02 diverges and 0.01 is at the edge; 0.005 keeps a margin.
-const (
-	synthLR     = job.SynthLR
-	synthSteps  = job.SynthSteps
-	synthGamma  = job.SynthGamma // the paper's γ for its synthetic experiments
-	synthSpread = job.SynthSpread
-)
-
 var synthCommand = withConfig(&ucli.Command{
 	Name:  "synth",
 	Usage: "run PNG on the paper's synthetic problems (exp2, zdt2v)",
@@ -38,9 +26,9 @@ trajectory; --json prints one JSON object.`,
 		&ucli.StringFlag{Name: "problem", Value: "exp2", Usage: "the problem by `NAME`: " + strings.Join(synthetic.Names, " or "), Category: "Problem"},
 		&ucli.StringFlag{Name: "init", Usage: "initial θ, `X1,X2,...`", DefaultText: "the paper's 0.6,-0.3,…,-0.3", Category: "Problem"},
 		&ucli.IntFlag{Name: "models", Value: 1, Usage: "train `N` models together (multi-point PNG; use --criterion energy)", Category: "Problem"},
-		&ucli.Float64Flag{Name: "spread", Value: synthSpread, Usage: "with --models: size `S` of the seeded noise around --init", Category: "Problem"},
-		criterionFlag, methodFlag, weightsFlag, preferenceFlag, mgdStepsFlag, alphaFlag, gammaFlag(synthGamma),
-		lrFlag(synthLR), stepsFlag(synthSteps), seedFlag,
+		&ucli.Float64Flag{Name: "spread", Value: job.SynthSpread, Usage: "with --models: size `S` of the seeded noise around --init", Category: "Problem"},
+		criterionFlag, methodFlag, weightsFlag, preferenceFlag, mgdStepsFlag, alphaFlag, gammaFlag(job.SynthGamma),
+		lrFlag(job.SynthLR), stepsFlag(job.SynthSteps), seedFlag,
 		traceFlag, logFlag,
 		&ucli.PathFlag{Name: "plot", Usage: "draw the loss-space trajectories over the true front to `FILE.png`", Category: "Output"},
 		jsonFlag,

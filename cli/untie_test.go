@@ -10,10 +10,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
-	"github.com/paretonav/paretonav/internal/ortcheck"
+	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
 	"github.com/paretonav/paretonav/models"
 )
 

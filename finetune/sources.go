@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/paretonav/paretonav/finetune/idx"
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/idx"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
 )
 

@@ -16,10 +16,10 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/finetune"
-	"github.com/paretonav/paretonav/finetune/idx"
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/idx"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/internal/idxtest"
+	"github.com/paretonav/paretonav/internal/testkit/idxtest"
 )
 
 // fortranNPY encodes a little-endian float32 .npy file in Fortran

@@ -133,10 +133,8 @@ func describeMethod(cfg *Config, m png.Method, tasks int) {
 	}
 	switch x := m.(type) {
 	case png.PNG:
-		ps := x.Settings
-		alpha, gamma, discount := orDefault(ps.Alpha, png.DefaultAlpha), orDefault(ps.Gamma, png.DefaultGamma),
-			orDefault(ps.Discount, png.DefaultDiscount)
-		cfg.Method, cfg.Alpha, cfg.Gamma, cfg.Discount = "png", &alpha, &gamma, &discount
+		ps := x.Settings.WithDefaults()
+		cfg.Method, cfg.Alpha, cfg.Gamma, cfg.Discount = "png", &ps.Alpha, &ps.Gamma, &ps.Discount
 		cfg.ThresholdCap, cfg.MaxTradeoff = ps.ThresholdCap, ps.MaxTradeoff
 	case png.MGD, *png.MGD:
 		cfg.Method = "mgd"
@@ -183,14 +181,6 @@ func epoPreferences(p png.PerPoint, m int) [][]float64 {
 		out[k] = epoPreference(e, m)
 	}
 	return out
-}
-
-// orDefault returns v, or def when v is zero.
-func orDefault(v, def float64) float64 {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // linearWeights returns a copy of w, or 1/m each when w is nil.

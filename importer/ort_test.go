@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/internal/ortcheck"
+	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
 )
 
 // TestSaveORT checks in ONNX Runtime that saved models run: unchanged

@@ -84,20 +84,16 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 		return nil, missingData("data", "the data")
 	}
 	start, disk := time.Now(), diskReadBytes()
-	tasks, maps, opt, err := c.ModelConfig.resolve()
+	setup, err := c.ModelConfig.setup()
 	if err != nil {
 		return nil, err
 	}
-	budget, err := ResolveBudget(c.MaxMemory)
+	_, md, err := setup.open(nil, c.Model)
 	if err != nil {
 		return nil, err
 	}
-	_, md, err := OpenModelWithin(nil, c.Model, budget, tasks, opt)
+	bind, err := setup.binding(md, c.Model)
 	if err != nil {
-		return nil, err
-	}
-	bind := Binding{Budget: budget, Model: md, Tasks: tasks, Terms: opt.Terms, Maps: maps}
-	if err := bind.Check(); err != nil {
 		return nil, err
 	}
 	modelDone := time.Now()
@@ -111,7 +107,7 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &BenchStepOutcome{Model: c.Model, Params: md.NumParams(), Batch: min(c.Batch, ds.Len()), Tasks: len(tasks),
+	out := &BenchStepOutcome{Model: c.Model, Params: md.NumParams(), Batch: min(c.Batch, ds.Len()), Tasks: len(setup.tasks),
 		LoadBuildS: time.Since(start).Seconds(), Memory: mem.String()}
 	out.LoadPhases = LoadPhases{ModelS: modelDone.Sub(start).Seconds(), DataS: dataDone.Sub(modelDone).Seconds(), DiskBytes: -1}
 	out.LoadPhases.PlanS = out.LoadBuildS - out.LoadPhases.ModelS - out.LoadPhases.DataS
@@ -119,7 +115,7 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 		out.LoadPhases.DiskBytes = d - disk
 	}
 	b := ds.Slice(0, out.Batch)
-	m, n := len(tasks), md.NumParams()
+	m, n := len(setup.tasks), md.NumParams()
 	losses := make([]float64, m)
 	jac := png.NewJacobian(m, n)
 	dir := make([]float32, n)

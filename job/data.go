@@ -53,15 +53,27 @@ func (b *Binding) checkKey(flag string, specs []string, limit, batch int) string
 	return fmt.Sprintf("%q %q %q %d %d %q %v %v %v", b.ModelKey, flag, specs, limit, batch, b.Budget.From, b.Maps, b.Tasks, b.Terms)
 }
 
-// Uses lists the arrays md needs.
-func (b Binding) Uses() []finetune.Use {
-	var out []finetune.Use
+// boundArray is one array a Binding reads: how it is bound (the
+// finetune.Use: its key in the data set, the array's name, its role in
+// messages) and what reads it, a model input or a task's or term's target.
+type boundArray struct {
+	finetune.Use
+	input *backend.Input // the model input it feeds; nil for a target
+	task  *backend.Task  // the task or term whose target it is; nil for an input
+}
+
+// arrays lists every array b reads, once: the model inputs (by their
+// --map names), then the targets of the tasks and terms. Uses, checkTypes
+// and checkInputs all walk this list, so an array is named and described
+// the same way in each.
+func (b Binding) arrays() []boundArray {
+	var out []boundArray
 	for _, in := range b.Model.Inputs() {
 		arr := in.Name
 		if a, ok := b.Maps[in.Name]; ok {
 			arr = a
 		}
-		out = append(out, finetune.Use{Key: in.Name, Array: arr, Role: fmt.Sprintf("model input %q", in.Name)})
+		out = append(out, boundArray{Use: finetune.Use{Key: in.Name, Array: arr, Role: fmt.Sprintf("model input %q", in.Name)}, input: &in})
 	}
 	for i, t := range append(append([]backend.Task(nil), b.Tasks...), b.Terms...) {
 		if t.Target == "" {
@@ -71,7 +83,16 @@ func (b Binding) Uses() []finetune.Use {
 		if i >= len(b.Tasks) {
 			kind = "term"
 		}
-		out = append(out, finetune.Use{Key: t.Target, Array: t.Target, Role: fmt.Sprintf("target of %s %q", kind, t.Name)})
+		out = append(out, boundArray{Use: finetune.Use{Key: t.Target, Array: t.Target, Role: fmt.Sprintf("target of %s %q", kind, t.Name)}, task: &t})
+	}
+	return out
+}
+
+// Uses lists the arrays md needs.
+func (b Binding) Uses() []finetune.Use {
+	var out []finetune.Use
+	for _, a := range b.arrays() {
+		out = append(out, a.Use)
 	}
 	return out
 }
@@ -185,16 +206,12 @@ func (b *Binding) load(l *Loader, flag string, specs []string, limit, batch int)
 // checkInputs checks the shapes of the arrays bound to the model inputs, naming the data array and the input.
 func (b Binding) checkInputs(ds *finetune.Dataset, path string) error {
 	var errs []error
-	for _, in := range b.Model.Inputs() {
-		arr := in.Name
-		if m, ok := b.Maps[in.Name]; ok {
-			arr = m
-		}
-		u := finetune.Use{Key: in.Name, Array: arr}
-		a := ds.Arrays[u.Key]
-		if in.Shape == nil {
+	for _, u := range b.arrays() {
+		in := u.input
+		if in == nil || in.Shape == nil {
 			continue
 		}
+		a := ds.Arrays[u.Key]
 		ok := len(a.Shape) == len(in.Shape)
 		for i := 1; ok && i < len(in.Shape); i++ {
 			ok = in.Shape[i] < 0 || in.Shape[i] == a.Shape[i]

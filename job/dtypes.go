@@ -91,67 +91,57 @@ func retype(a *importer.Tensor, t importer.DataType) *importer.Tensor {
 func (b *Binding) checkTypes(ds *finetune.Dataset, path string) ([]string, error) {
 	var errs []error
 	var warns []string
-	for _, in := range b.Model.Inputs() {
-		arr := in.Name
-		if m, ok := b.Maps[in.Name]; ok {
-			arr = m
-		}
-		a := ds.Arrays[in.Name]
+	for _, u := range b.arrays() {
+		a := ds.Arrays[u.Key]
 		if a == nil {
 			continue
 		}
-		role := fmt.Sprintf("model input %q", in.Name)
-		switch {
-		case isIntType(in.Type) || in.Type == importer.Bool:
-			if !isIntType(a.Type) && a.Type != importer.Bool {
-				if v, ok := integral(a); ok {
-					ds.Arrays[in.Name] = &importer.Tensor{Name: a.Name, Type: in.Type, Shape: a.Shape, I64: v}
-					warns = append(warns, fmt.Sprintf("%s: array %q (%s, whole numbers) converted to %s for %s", path, arr, dtypeName(a.Type), dtypeName(in.Type), role))
-					continue
+		arr, role := u.Array, u.Role
+		if in := u.input; in != nil {
+			switch {
+			case isIntType(in.Type) || in.Type == importer.Bool:
+				if !isIntType(a.Type) && a.Type != importer.Bool {
+					if v, ok := integral(a); ok {
+						ds.Arrays[u.Key] = &importer.Tensor{Name: a.Name, Type: in.Type, Shape: a.Shape, I64: v}
+						warns = append(warns, fmt.Sprintf("%s: array %q (%s, whole numbers) converted to %s for %s", path, arr, dtypeName(a.Type), dtypeName(in.Type), role))
+						continue
+					}
+					errs = append(errs, fmt.Errorf("%s: array %q for %s has element type %s and values that are not whole numbers; the model expects %s",
+						path, arr, role, dtypeName(a.Type), dtypeName(in.Type)))
+				} else if a.Type != in.Type {
+					ds.Arrays[u.Key] = retype(a, in.Type)
+					warns = append(warns, fmt.Sprintf("%s: array %q (%s) converted to %s for %s", path, arr, dtypeName(a.Type), dtypeName(in.Type), role))
 				}
-				errs = append(errs, fmt.Errorf("%s: array %q for %s has element type %s and values that are not whole numbers; the model expects %s",
+			case !isFloatType(a.Type):
+				errs = append(errs, fmt.Errorf("%s: array %q for %s has element type %s; the model expects %s (floating point): save it with .astype(np.float32)",
 					path, arr, role, dtypeName(a.Type), dtypeName(in.Type)))
-			} else if a.Type != in.Type {
-				ds.Arrays[in.Name] = retype(a, in.Type)
-				warns = append(warns, fmt.Sprintf("%s: array %q (%s) converted to %s for %s", path, arr, dtypeName(a.Type), dtypeName(in.Type), role))
+			case a.Type != importer.Float32:
+				ds.Arrays[u.Key] = asFloat32(a)
+				warns = append(warns, fmt.Sprintf("%s: array %q (%s) converted to float32 for %s", path, arr, dtypeName(a.Type), role))
 			}
-		case !isFloatType(a.Type):
-			errs = append(errs, fmt.Errorf("%s: array %q for %s has element type %s; the model expects %s (floating point): save it with .astype(np.float32)",
-				path, arr, role, dtypeName(a.Type), dtypeName(in.Type)))
-		case a.Type != importer.Float32:
-			ds.Arrays[in.Name] = asFloat32(a)
-			warns = append(warns, fmt.Sprintf("%s: array %q (%s) converted to float32 for %s", path, arr, dtypeName(a.Type), role))
-		}
-	}
-	for i, t := range append(append([]backend.Task(nil), b.Tasks...), b.Terms...) {
-		a := ds.Arrays[t.Target]
-		if t.Target == "" || a == nil {
 			continue
 		}
-		kind := "task"
-		if i >= len(b.Tasks) {
-			kind = "term"
-		}
-		role := fmt.Sprintf("target of %s %q (loss %s)", kind, t.Name, t.Loss)
+		t := u.task
+		role = fmt.Sprintf("%s (loss %s)", role, t.Loss)
 		switch {
 		case backend.IntegerTarget(t.Loss):
 			switch {
 			case a.Type == importer.Int64:
 			case isIntType(a.Type):
-				ds.Arrays[t.Target] = retype(a, importer.Int64)
-				warns = append(warns, fmt.Sprintf("%s: array %q (%s) converted to int64 for the %s", path, t.Target, dtypeName(a.Type), role))
+				ds.Arrays[u.Key] = retype(a, importer.Int64)
+				warns = append(warns, fmt.Sprintf("%s: array %q (%s) converted to int64 for the %s", path, arr, dtypeName(a.Type), role))
 			default:
 				errs = append(errs, fmt.Errorf("%s: array %q for the %s has element type %s; %s takes class indices as int64: save it with .astype(np.int64)",
-					path, t.Target, role, dtypeName(a.Type), t.Loss))
+					path, arr, role, dtypeName(a.Type), t.Loss))
 			}
 		case isFloatType(a.Type):
 			if a.Type != importer.Float32 {
-				ds.Arrays[t.Target] = asFloat32(a)
-				warns = append(warns, fmt.Sprintf("%s: array %q (%s) converted to float32 for the %s", path, t.Target, dtypeName(a.Type), role))
+				ds.Arrays[u.Key] = asFloat32(a)
+				warns = append(warns, fmt.Sprintf("%s: array %q (%s) converted to float32 for the %s", path, arr, dtypeName(a.Type), role))
 			}
 		default:
 			errs = append(errs, fmt.Errorf("%s: array %q for the %s has element type %s; %s takes float32 targets in the output's units: convert (and scale) it with .astype(np.float32)",
-				path, t.Target, role, dtypeName(a.Type), t.Loss))
+				path, arr, role, dtypeName(a.Type), t.Loss))
 		}
 	}
 	return warns, errors.Join(errs...)

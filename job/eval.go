@@ -6,7 +6,7 @@ import (
 
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -86,23 +86,19 @@ func (c *EvalConfig) Prepare(l *Loader) (*EvalRun, error) {
 	if err := dests(nil); err != nil {
 		return nil, err
 	}
-	tasks, maps, opt, err := c.ModelConfig.resolve()
+	setup, err := c.ModelConfig.setup()
 	if err != nil {
 		return nil, err
 	}
-	budget, err := ResolveBudget(c.MaxMemory)
-	if err != nil {
-		return nil, err
-	}
-	im, md, err := OpenModelWithin(l, c.Model, budget, tasks, opt)
+	im, md, err := setup.open(l, c.Model)
 	if err != nil {
 		return nil, err
 	}
 	if err := dests(im); err != nil {
 		return nil, err
 	}
-	bind := Binding{Budget: budget, Model: md, Tasks: tasks, Maps: maps, ModelKey: modelKey(c.Model, opt)}
-	if err := bind.Check(); err != nil {
+	bind, err := setup.binding(md, c.Model)
+	if err != nil {
 		return nil, err
 	}
 	ds, err := bind.Load(l, "--data", c.Data, c.Limit, c.Batch)
@@ -113,7 +109,7 @@ func (c *EvalConfig) Prepare(l *Loader) (*EvalRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &EvalRun{cfg: c, md: md, tasks: tasks, ds: ds, Memory: mem, Warnings: bind.Warnings}, nil
+	return &EvalRun{cfg: c, md: md, tasks: setup.tasks, ds: ds, Memory: mem, Warnings: bind.Warnings}, nil
 }
 
 // Run evaluates every task and writes the gradients when asked.

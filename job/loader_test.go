@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/backend"
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/models"
 )

@@ -137,6 +137,45 @@ func (mc ModelConfig) resolve() ([]backend.Task, map[string]string, backend.Opti
 	return tasks, maps, opt, nil
 }
 
+// modelSetup is what a job resolves once from its ModelConfig to open its
+// ONNX models and bind data arrays to them: the tasks, the input=array
+// maps, the backend options (the terms among them) and the memory budget.
+// Every job that reads a model (tune, front, eval, bench step) goes the
+// same way: setup, open within the budget, binding.
+type modelSetup struct {
+	tasks  []backend.Task
+	maps   map[string]string
+	opt    backend.Options
+	budget importer.Budget
+}
+
+// setup parses mc's tasks, maps and options (resolve) and resolves its
+// memory budget (ResolveBudget).
+func (mc ModelConfig) setup() (*modelSetup, error) {
+	tasks, maps, opt, err := mc.resolve()
+	if err != nil {
+		return nil, err
+	}
+	budget, err := ResolveBudget(mc.MaxMemory)
+	if err != nil {
+		return nil, err
+	}
+	return &modelSetup{tasks: tasks, maps: maps, opt: opt, budget: budget}, nil
+}
+
+// open reads the model at path (through l, which may be nil) within the
+// budget and prepares it for the tasks (OpenModelWithin).
+func (s *modelSetup) open(l *Loader, path string) (*importer.Model, *backend.Model, error) {
+	return OpenModelWithin(l, path, s.budget, s.tasks, s.opt)
+}
+
+// binding returns the Binding of data arrays to net, opened from path,
+// after checking the maps against its inputs (Binding.Check).
+func (s *modelSetup) binding(net *backend.Model, path string) (Binding, error) {
+	b := Binding{Budget: s.budget, Model: net, Tasks: s.tasks, Terms: s.opt.Terms, Maps: s.maps, ModelKey: modelKey(path, s.opt)}
+	return b, b.Check()
+}
+
 // OpenModel loads the ONNX model at path (through l, which may be nil)
 // and prepares it for tasks. The model it returns no longer holds the
 // trainable initializers' values (backend.Model.ReleaseModelData): save it

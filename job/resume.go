@@ -251,9 +251,20 @@ func sameValue(a, b reflect.Value) bool {
 	return reflect.DeepEqual(a.Interface(), b.Interface())
 }
 
-// withDefaults returns c with the defaults Prepare would take filled in
-// and its paths absolute: the configuration a checkpoint stores.
+// withDefaults returns c with the defaults Prepare takes filled in
+// (defaulted) and its paths absolute: the configuration a checkpoint
+// stores.
 func (c *TuneConfig) withDefaults() *TuneConfig {
+	r := c.defaulted()
+	flagFields(reflect.ValueOf(r).Elem(), func(_, opts string, v reflect.Value) { normalizeField(opts, v) })
+	return r
+}
+
+// defaulted returns a copy of c with the defaults of tune filled in: the
+// learning rate, the output (MODEL_tuned.onnx) and the checkpoint
+// (OUT.ckpt). It is the one place these defaults are taken; Prepare and
+// the checkpoint read them from here.
+func (c *TuneConfig) defaulted() *TuneConfig {
 	r := *c
 	if r.LR == 0 {
 		r.LR = TuneLR
@@ -264,7 +275,6 @@ func (c *TuneConfig) withDefaults() *TuneConfig {
 	if r.Checkpoint == "" && r.Out != "" {
 		r.Checkpoint = r.Out + ".ckpt"
 	}
-	flagFields(reflect.ValueOf(&r).Elem(), func(_, opts string, v reflect.Value) { normalizeField(opts, v) })
 	return &r
 }
 

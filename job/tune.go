@@ -23,7 +23,7 @@ import (
 // Defaults of tune: the paper's step size with Adam, its γ for real
 // models, and small batches.
 const (
-	TuneLR = 1e-3
+	TuneLR = finetune.DefaultLR
 	// TuneSGDLR and TuneSGDMomentum are front's SGD learning rate and
 	// momentum when none are given (README, "front"); front hands every
 	// model the energy's gradient scaled to unit length, so one rate fits.
@@ -41,7 +41,7 @@ const (
 	// non-dominated and seed 2 at 0.02–0.24 with 2 of 5.
 	TuneSGDLR       = 0.06
 	TuneSGDMomentum = 0.9
-	TuneBatch       = 32
+	TuneBatch       = finetune.DefaultBatchSize
 	TuneOptimizer   = "adam"
 	// tuneReportMax caps the training examples used for the before/after
 	// report when no validation data are given.
@@ -266,15 +266,9 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	if job.Accumulate = max(c.Accumulate, 1); job.Accumulate > job.Batch {
 		return nil, fmt.Errorf("--accumulate %d: more micro-batches than the %d examples of --batch", job.Accumulate, job.Batch)
 	}
-	job.Out = c.Out
-	if job.Out == "" {
-		job.Out = strings.TrimSuffix(job.ModelPath, filepath.Ext(job.ModelPath)) + "_tuned.onnx"
-	}
-	ckpt := c.Checkpoint
-	if ckpt == "" {
-		ckpt = job.Out + ".ckpt"
-	}
-	job.Checkpoint = ckpt
+	d := c.defaulted()
+	job.Out, job.Checkpoint = d.Out, d.Checkpoint
+	ckpt := job.Checkpoint
 	if job.Resume == "" {
 		if err := freshCheckpoint("tune", ckpt, job.Force); err != nil {
 			return nil, err
@@ -285,16 +279,12 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	if err := c.destinations(job).Check(); err != nil {
 		return nil, err
 	}
-	tasks, maps, opt, err := c.ModelConfig.resolve()
+	setup, err := c.ModelConfig.setup()
 	if err != nil {
 		return nil, err
 	}
-	job.Tasks, job.Terms = tasks, opt.Terms
-	budget, err := ResolveBudget(c.MaxMemory)
-	if err != nil {
-		return nil, err
-	}
-	if job.Model, job.Net, err = OpenModelWithin(l, job.ModelPath, budget, job.Tasks, opt); err != nil {
+	job.Tasks, job.Terms = setup.tasks, setup.opt.Terms
+	if job.Model, job.Net, err = setup.open(l, job.ModelPath); err != nil {
 		return nil, err
 	}
 	// Again with the files the model names: its external data are inputs
@@ -326,12 +316,8 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	if err := CheckMomentum(c.Momentum); err != nil {
 		return nil, err
 	}
-	lr := c.LR
-	if lr == 0 {
-		lr = TuneLR
-	}
 	s := &finetune.Settings{
-		Optimizer: c.Optimizer, LR: lr, Momentum: c.Momentum,
+		Optimizer: c.Optimizer, LR: d.LR, Momentum: c.Momentum,
 		LRSchedule: c.LRSchedule, Steps: c.Steps, Epochs: c.Epochs,
 		BatchSize: job.Batch, Seed: c.Seed, ValEvery: c.ValEvery,
 		CheckpointEvery: c.CheckpointEvery, CheckpointPath: ckpt,
@@ -364,8 +350,8 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	s.ValMeter = func(int) finetune.Meter { return ModelMeter(net, tasks) }
 	job.Settings = s
 
-	bind := Binding{Budget: budget, Model: job.Net, Tasks: job.Tasks, Terms: job.Terms, Maps: maps, ModelKey: modelKey(job.ModelPath, opt)}
-	if err := bind.Check(); err != nil {
+	bind, err := setup.binding(job.Net, job.ModelPath)
+	if err != nil {
 		return nil, err
 	}
 	if job.Train, err = bind.Load(l, "--data", c.Data, 0, job.Batch); err != nil {

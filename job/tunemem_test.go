@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/finetune"
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/models"
 )

@@ -84,9 +84,11 @@ type Settings struct {
 	Workers int
 }
 
-// resolve returns s with defaults filled in, or an error naming the
-// offending field.
-func (s Settings) resolve() (Settings, error) {
+// WithDefaults returns s with its zero Alpha, Gamma and Discount replaced
+// by their defaults: the settings PNG runs with. It is the one place these
+// defaults are taken; what reports the settings (a run's log) reads them
+// from here. It does not check the values (PNG does, before a step).
+func (s Settings) WithDefaults() Settings {
 	if s.Alpha == 0 {
 		s.Alpha = DefaultAlpha
 	}
@@ -96,6 +98,13 @@ func (s Settings) resolve() (Settings, error) {
 	if s.Discount == 0 {
 		s.Discount = DefaultDiscount
 	}
+	return s
+}
+
+// resolve returns s with defaults filled in, or an error naming the
+// offending field.
+func (s Settings) resolve() (Settings, error) {
+	s = s.WithDefaults()
 	switch {
 	case math.IsNaN(s.Alpha) || math.IsInf(s.Alpha, 0):
 		return s, fmt.Errorf("png: Settings.Alpha = %v, want a finite number", s.Alpha)

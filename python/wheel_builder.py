@@ -10,6 +10,7 @@ builds the same file; it runs `go build` when no --binary is given.
 """
 
 import argparse
+import ast
 import base64
 import hashlib
 import io
@@ -31,11 +32,26 @@ EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
 def project():
+    """pyproject.toml's [project] table, with its version read from the package (version()) when dynamic."""
     path = os.path.join(HERE, "pyproject.toml")
-    if tomllib:
-        with open(path, "rb") as f:
-            return tomllib.load(f)["project"]
-    raise SystemExit("wheel_builder: Python 3.11 or newer is needed to read pyproject.toml")
+    if not tomllib:
+        raise SystemExit("wheel_builder: Python 3.11 or newer is needed to read pyproject.toml")
+    with open(path, "rb") as f:
+        p = tomllib.load(f)["project"]
+    if "version" in p.get("dynamic", []):
+        p["version"] = version(p["name"])
+    return p
+
+
+def version(name):
+    """The package's __version__, read from NAME/_version.py without importing the package."""
+    path = os.path.join(HERE, name, "_version.py")
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__version__" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise SystemExit("wheel_builder: %s sets no __version__" % path)
 
 
 def plat_tag(goos=None, goarch=None):

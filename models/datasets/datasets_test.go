@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paretonav/paretonav/internal/idxtest"
+	"github.com/paretonav/paretonav/internal/testkit/idxtest"
 )
 
 func writeFile(t *testing.T, dir, name string, b []byte) string {

@@ -1,5 +1,5 @@
 // Package datasets reads MNIST-style IDX files (through package
-// finetune/idx) and builds the two-item datasets of Pareto multi-task
+// format/idx) and builds the two-item datasets of Pareto multi-task
 // learning: MultiMNIST, MultiFashion and Multi-(Fashion+MNIST) (Lin et al.
 // 2019, used by EPO and PNG).
 package datasets
@@ -7,11 +7,11 @@ package datasets
 import (
 	"fmt"
 
-	"github.com/paretonav/paretonav/finetune/idx"
+	"github.com/paretonav/paretonav/format/idx"
 )
 
 // ErrIDX is wrapped by every error about a malformed IDX file. It is
-// idx.ErrFormat: the IDX reader lives in package finetune/idx.
+// idx.ErrFormat: the IDX reader lives in package format/idx.
 var ErrIDX = idx.ErrFormat
 
 // Images is a stack of 8-bit grey images, row-major, one after another.

@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/paretonav/paretonav/finetune/idx"
+	"github.com/paretonav/paretonav/format/idx"
 )
 
 // mnistFiles holds MNIST's original four files, copied unchanged from

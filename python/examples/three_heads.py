@@ -49,7 +49,7 @@ result = paretonav.tune(
     tasks=["seg:nll:seg_logp:seg:ignore_index=-1", "depth:depth_l1:depth:depth_t",
            "normal:normal_cos:normal:normal_t"],
     criterion="(seg*normal)/(0.001+depth)",
-    steps=300, batch=8, lr=1e-4,             # any tune flag, as a keyword
+    steps=300, batch=8, lr=1e-4,             # tune's flags, as keywords
 )
 print(result)
 print(result.metrics["seg"]["miou"], result.g)

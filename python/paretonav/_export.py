@@ -8,7 +8,12 @@ import io
 import os
 import re
 import warnings
-from typing import Any, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Sequence, Tuple
+
+from ._types import PathArg
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["export"]
 
@@ -65,13 +70,13 @@ def _register_symbolics() -> None:
     _registered = True
 
 
-def _version(torch) -> tuple:
+def _version(torch: Any) -> Tuple[int, int]:
     """torch's (major, minor) version."""
     m = re.match(r"(\d+)\.(\d+)", torch.__version__)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
-def _can_dynamo(torch, opset: Optional[int]) -> bool:
+def _can_dynamo(torch: Any, opset: Optional[int]) -> bool:
     """Whether torch.onnx.export(dynamo=True, optimize=False) is there to fall
     back on: torch 2.5+ (its initializers carry their state_dict names from
     2.5 on), at ``opset`` None or 18+ (it works at 18+ and converts the file
@@ -81,25 +86,26 @@ def _can_dynamo(torch, opset: Optional[int]) -> bool:
 
 
 @contextlib.contextmanager
-def _no_mha_fast_path(torch):
+def _no_mha_fast_path(torch: Any) -> Iterator[None]:
     """nn.MultiheadAttention's fast path (aten::_native_multi_head_attention,
     which no ONNX exporter knows) switched off, then restored. torch 2.x has
     a switch for it; torch 1.13 takes it only when grad is disabled or nothing
     requires grad, so the export runs with grad enabled."""
     mha = getattr(getattr(torch, "backends", None), "mha", None)
     get, set_ = getattr(mha, "get_fastpath_enabled", None), getattr(mha, "set_fastpath_enabled", None)
-    was = get() if get and set_ else None
-    if was is not None:
-        set_(False)
+    if get is None or set_ is None:
+        yield
+        return
+    was = get()
+    set_(False)
     try:
         yield
     finally:
-        if was is not None:
-            set_(was)
+        set_(was)
 
 
-def export(module: Any, example_inputs: Sequence[Any], path: str, inputs: Sequence[str], outputs: Sequence[str],
-           opset: Optional[int] = None) -> str:
+def export(module: "torch.nn.Module", example_inputs: Sequence[Any], path: PathArg, inputs: Sequence[str],
+           outputs: Sequence[str], opset: Optional[int] = None) -> str:
     """Writes ``module`` to ``path`` as paretonav needs it and returns ``path``.
 
     First with the TorchScript exporter (see :func:`_export_torchscript`)
@@ -118,6 +124,7 @@ def export(module: Any, example_inputs: Sequence[Any], path: str, inputs: Sequen
     """
     import torch
 
+    path = os.fspath(path)
     ts_opset = opset if opset is not None else (17 if _version(torch) >= (2, 0) else 13)
     try:
         return _export_torchscript(torch, module, example_inputs, path, inputs, outputs, ts_opset)
@@ -139,7 +146,8 @@ def _first_line(e: BaseException) -> str:
     return lines[0] if lines else ""
 
 
-def _export_dynamo(torch, module, example_inputs, path, inputs, outputs, opset) -> str:
+def _export_dynamo(torch: Any, module: "torch.nn.Module", example_inputs: Sequence[Any], path: str,
+                   inputs: Sequence[str], outputs: Sequence[str], opset: Optional[int]) -> str:
     """torch.onnx.export(dynamo=True, optimize=False) on the eval-mode module."""
     inputs, outputs = list(inputs), list(outputs)
     dyn = {n: {0: "N"} for n in inputs + outputs}
@@ -162,7 +170,8 @@ def _export_dynamo(torch, module, example_inputs, path, inputs, outputs, opset) 
     return path
 
 
-def _export_torchscript(torch, module, example_inputs, path, inputs, outputs, opset) -> str:
+def _export_torchscript(torch: Any, module: "torch.nn.Module", example_inputs: Sequence[Any], path: str,
+                        inputs: Sequence[str], outputs: Sequence[str], opset: int) -> str:
     """The TorchScript exporter: the module in eval mode with
     ``TrainingMode.PRESERVE`` (BatchNormalization kept as one op reading its
     running statistics, not folded into the Conv before it), without

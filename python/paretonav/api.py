@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
 import inspect as _inspect
 import os
 import re
@@ -9,34 +11,96 @@ import shutil
 import tempfile
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from types import TracebackType
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Type,
+                    TypeVar, Union)
 
 import numpy as np
 
 from . import data as _data
 from ._run import ParetonavWarning, read_log, run_json
+from ._types import JSON, Array, Data, Model, PathArg, Records, Strings, TaskSpecs
 from .errors import MappingError
-from .statedict import (_TORCH_KIND, _identity_aliases, _metadata, _optimizer_rewritten, map_state_dict, onnx_values,
-                        to_key_layout)
+from .statedict import (_TORCH_KIND, StateDictMapping, _identity_aliases, _metadata, _optimizer_rewritten,
+                        map_state_dict, onnx_values, to_key_layout)
 from .tasks import Task, as_tasks, check_criterion
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["TuneResult", "FrontModel", "FrontResult", "EvalResult", "tune", "front", "evaluate", "inspect",
            "load_weights", "untrained"]
 
-# Keywords the functions set themselves: passing them as flags is an error.
-_OWN = {"data", "val", "task", "tasks", "term", "terms", "json", "out_dir", "config", "resume"}
+# The flags of each command the functions take as keyword parameters (dashes
+# as underscores); the functions set the others (--data, --task, --json, ...)
+# from their own arguments. tests/test_signatures.py checks them against the
+# binary's --help.
+_TUNE_FLAGS = ("map", "bn", "freeze", "untie", "max_memory", "method", "weights", "preference", "mgd_steps",
+               "alpha", "gamma", "optimizer", "lr", "momentum", "lr_schedule", "steps", "epochs", "batch",
+               "accumulate", "val_every", "seed", "force", "log", "csv", "plot", "checkpoint", "checkpoint_every",
+               "keep_checkpoint", "verbose")
+_FRONT_FLAGS = ("map", "bn", "freeze", "untie", "max_memory", "init", "spread", "method", "preference",
+                "energy_scale", "energy_push", "alpha", "gamma", "optimizer", "lr", "momentum", "lr_schedule",
+                "steps", "epochs", "batch", "workers", "seed", "ref", "reference", "force", "log", "csv",
+                "checkpoint", "checkpoint_every", "keep_checkpoint", "verbose")
+_EVAL_FLAGS = ("map", "bn", "freeze", "max_memory", "batch", "limit", "grad_out", "force", "verbose")
+
+# Flags of the CLI a function has no keyword for, and why.
+_NOT_KEYWORDS = {
+    "task": "give the tasks as tasks=",
+    "term": "give the terms as terms=",
+    "json": "the function always reads the binary's JSON answer",
+    "config": "give the settings as keywords",
+    "resume": "continue an interrupted run with the CLI: paretonav COMMAND --resume CKPT",
+    "problem": "the synthetic problems run with the CLI: paretonav front --problem NAME",
+}
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _keywords(fn: _F) -> _F:
+    """Refuses, before anything runs, a keyword that is neither a parameter
+    of ``fn`` nor one of its command's flags, with the nearest names."""
+    sig = _inspect.signature(fn)
+    known = [n for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD]
+    command = {"tune": "tune", "front": "front", "evaluate": "eval"}[fn.__name__]
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        for k in kwargs:
+            if k not in sig.parameters:
+                why = _NOT_KEYWORDS.get(k)
+                near = difflib.get_close_matches(k, known, n=3)
+                raise TypeError("%s(): unknown keyword %r: %s" % (
+                    fn.__name__, k, why.replace("COMMAND", command) if why else
+                    "not a parameter of %s() nor a flag of `paretonav %s`%s (docs/python.md lists them)" % (
+                        fn.__name__, command, "; did you mean %s?" % " or ".join(map(repr, near)) if near else "")))
+        return fn(*args, **kwargs)
+
+    return checked  # type: ignore[return-value]
+
+
+#: A flag's value as a keyword gives it: None or False (left out), True (a
+#: bare flag), a number, a string or path, or a list (the flag repeated).
+FlagValue = Union[None, bool, int, float, PathArg, Sequence[str]]
+Flags = Dict[str, FlagValue]
+
+
+def _flags(given: Mapping[str, Any], names: Sequence[str]) -> Flags:
+    """The flags among a function's arguments (``given``: its locals()), by name."""
+    return {n: given[n] for n in names}
 
 
 # ------------------------------------------------------------------ results
 
 
-def _records(recs: List[Dict[str, Any]]):
+def _records(recs: Sequence[JSON]) -> Records:
     """Step records as a pandas DataFrame when pandas is installed, else the list."""
     try:
         import pandas as pd
     except ImportError:
-        return recs
-    return pd.json_normalize(recs)
+        return list(recs)
+    return pd.json_normalize(list(recs))
 
 
 def stopped_text(status: str, steps: int) -> str:
@@ -67,18 +131,18 @@ class TuneResult:
     status: str
     steps: int
     measured_on: str
-    losses_before: Dict[str, float]
-    losses_after: Dict[str, float]
+    losses_before: Dict[str, Optional[float]]
+    losses_after: Dict[str, Optional[float]]
     F_before: Optional[float]
     F_after: Optional[float]
     g_before: Optional[float]
     g_after: Optional[float]
     metrics_before: Dict[str, Dict[str, float]]
     metrics: Dict[str, Dict[str, float]]
-    log: Any
-    config: Dict[str, Any]
-    paths: Dict[str, str]
-    raw: Dict[str, Any]
+    log: Records
+    config: JSON
+    paths: Dict[str, Optional[str]]
+    raw: JSON
     loaded: List[str] = field(default_factory=list)
     unmapped: List[str] = field(default_factory=list)
     explanation: Dict[str, Any] = field(default_factory=dict)
@@ -100,7 +164,8 @@ class TuneResult:
     def __repr__(self) -> str:
         rows = ["TuneResult(%s, on the %s data:" % (stopped_text(self.status, self.steps), self.measured_on)]
         for k in self.losses_after:
-            rows.append("  %-10s %10.4g -> %.4g" % (k, self.losses_before.get(k, float("nan")), self.losses_after[k]))
+            a, b = self.losses_before.get(k), self.losses_after[k]
+            rows.append("  %-10s %10.4g -> %.4g" % (k, float("nan") if a is None else a, float("nan") if b is None else b))
         for k, a, b in (("F", self.F_before, self.F_after), ("g", self.g_before, self.g_after)):
             if a is not None and b is not None:
                 rows.append("  %-10s %10.4g -> %.4g" % (k, a, b))
@@ -119,13 +184,13 @@ class FrontModel:
 
     index: int
     path: str
-    losses: Dict[str, float]
+    losses: Dict[str, Optional[float]]
     g: Optional[float]
     metrics: Dict[str, Dict[str, float]]
     non_dominated: bool
-    _module: Any = field(default=None, repr=False)
+    _module: Optional["torch.nn.Module"] = field(default=None, repr=False)
 
-    def state_dict(self) -> Dict[str, Any]:
+    def state_dict(self) -> Dict[str, Array]:
         """This model's weights under the module's state_dict keys (tensors;
         numpy arrays when front was given an ONNX file: keyed by initializer)."""
         if self._module is None:
@@ -140,7 +205,7 @@ class FrontModel:
             sd[key] = torch.from_numpy(np.array(v)).to(dtype=sd[key].dtype, device=sd[key].device)
         return sd
 
-    def load_into(self, module: Any, strict: bool = True) -> List[str]:
+    def load_into(self, module: "torch.nn.Module", strict: bool = True) -> List[str]:
         """Loads this model's weights into ``module`` in place (see :func:`load_weights`)."""
         return load_weights(module, self.path, strict=strict)
 
@@ -155,9 +220,9 @@ class FrontResult:
     steps: int
     models: List[FrontModel]
     hv: Optional[float]
-    log: Any
-    paths: Dict[str, str]
-    raw: Dict[str, Any]
+    log: Records
+    paths: Dict[str, Optional[str]]
+    raw: JSON
 
     @property
     def non_dominated(self) -> List[FrontModel]:
@@ -170,23 +235,21 @@ class EvalResult:
     """What :func:`evaluate` measured: ``losses`` (task -> loss), ``g``,
     ``metrics``, ``examples``, ``raw`` (the binary's JSON)."""
 
-    losses: Dict[str, float]
+    losses: Dict[str, Optional[float]]
     g: Optional[float]
     metrics: Dict[str, Dict[str, float]]
     examples: int
-    raw: Dict[str, Any]
+    raw: JSON
 
 
 # ------------------------------------------------------------------ helpers
 
 
-def _flag_args(flags: Mapping[str, Any]) -> List[str]:
+def _flag_args(flags: Flags) -> List[str]:
     """Keyword arguments as CLI flags: val_every=10 -> --val-every 10; True ->
     --flag; False/None -> left out; a list -> the flag repeated."""
     out: List[str] = []
     for k, v in flags.items():
-        if k in _OWN:
-            raise TypeError("%r is set by this function's own arguments, not as a flag" % k)
         name = "--" + k.replace("_", "-")
         if v is None or v is False:
             continue
@@ -196,11 +259,11 @@ def _flag_args(flags: Mapping[str, Any]) -> List[str]:
             for x in v:
                 out += [name, str(x)]
         else:
-            out += [name, str(v)]
+            out += [name, os.fspath(v) if isinstance(v, os.PathLike) else str(v)]
     return out
 
 
-def _is_module(model: Any) -> bool:
+def _is_module(model: object) -> bool:
     try:
         import torch
     except ImportError:
@@ -241,10 +304,8 @@ def _dtypes(ins: Mapping[str, Optional[np.dtype]], outs: Mapping[str, Optional[n
     return want
 
 
-def _maps(flags: Dict[str, Any]) -> Dict[str, str]:
-    m = flags.get("map") or []
-    if isinstance(m, str):
-        m = [m]
+def _maps(flags: Flags) -> Dict[str, str]:
+    m = _strings(flags.get("map"))
     out = {}
     for s in m:
         a, _, b = str(s).partition("=")
@@ -252,12 +313,12 @@ def _maps(flags: Dict[str, Any]) -> Dict[str, str]:
     return out
 
 
-def _workdir(workdir: Optional[str]) -> Tuple[str, bool]:
+def _workdir(workdir: Optional[PathArg]) -> Tuple[str, bool]:
     if workdir is None:
         return tempfile.mkdtemp(prefix="paretonav-"), True
-    workdir = os.path.abspath(workdir)
-    os.makedirs(workdir, exist_ok=True)
-    return workdir, False
+    path = os.path.abspath(workdir)
+    os.makedirs(path, exist_ok=True)
+    return path, False
 
 
 class _Temporary:
@@ -267,25 +328,26 @@ class _Temporary:
     (``ckpt``, when it is new and outside the folder) goes with it, and the
     KeyboardInterrupt says so."""
 
-    def __init__(self, path: str, remove: bool, sole: bool, ckpt: Optional[str]) -> None:
+    def __init__(self, path: str, remove: bool, sole: bool, ckpt: Optional[PathArg]) -> None:
         self.path, self.remove, self.sole = path, remove, sole
         self.ckpt = os.path.abspath(ckpt) if ckpt else os.path.join(path, "")
         self.ckpt_existed = bool(ckpt) and os.path.lexists(self.ckpt)
-        self.result: Any = None
+        self.result: Optional[Union[TuneResult, FrontResult]] = None
 
     def __enter__(self) -> "_Temporary":
         return self
 
-    def __exit__(self, et, e, tb) -> bool:
+    def __exit__(self, et: Optional[Type[BaseException]], e: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         if not self.remove or (et is None and self.sole):
-            return False
+            return
         shutil.rmtree(self.path, ignore_errors=True)
         if et is None:
-            paths = self.result.paths
+            paths = self.result.paths if self.result is not None else {}
             for k, p in list(paths.items()):
                 if p and (p == self.path or p.startswith(self.path + os.sep)):
                     paths[k] = None
-            return False
+            return
         if issubclass(et, KeyboardInterrupt):
             gone = "the checkpoint and the data it names"
             if not self.ckpt.startswith(self.path + os.sep):
@@ -296,7 +358,6 @@ class _Temporary:
             raise KeyboardInterrupt("%s; the temporary work folder %s was removed with %s (pass keep_workdir=True "
                                     "or workdir= to keep them for the CLI's --resume)"
                                     % (e, self.path, gone)) from None
-        return False
 
 
 def _data_args(flag: str, paths: Mapping[str, str]) -> List[str]:
@@ -309,9 +370,9 @@ def _data_args(flag: str, paths: Mapping[str, str]) -> List[str]:
     return out
 
 
-def _prepare(model: Any, data: Any, inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]],
+def _prepare(model: Model, data: Data, inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]],
              workdir: str, opset: Optional[int], strict: bool, names: Optional[Sequence[str]] = None,
-             training: bool = False) -> Tuple[str, Optional[Any]]:
+             training: bool = False) -> Tuple[str, Optional["torch.nn.Module"]]:
     """The ONNX file to run (exported from a module), and the module (or
     None). ``training``: warn about the parameters the file would not train."""
     if isinstance(model, (str, os.PathLike)):
@@ -364,7 +425,7 @@ def _outputs_message(returned: int, outputs: Sequence[str]) -> str:
                 ", ".join(map(repr, outputs))))
 
 
-def _aliases(module: Any) -> Dict[str, str]:
+def _aliases(module: "torch.nn.Module") -> Dict[str, str]:
     """state_dict key -> an earlier key holding the very same tensor (shared parameters)."""
     seen: Dict[Tuple[int, Tuple[int, ...], Tuple[int, ...]], str] = {}
     out = {}
@@ -379,7 +440,7 @@ def _aliases(module: Any) -> Dict[str, str]:
     return out
 
 
-def _overlaps(t: Any) -> bool:
+def _overlaps(t: "torch.Tensor") -> bool:
     """Whether two elements of tensor t share one memory location (an
     expand()ed or as_strided view): copying into it would fail."""
     import torch
@@ -397,7 +458,7 @@ def _overlaps(t: Any) -> bool:
     return False
 
 
-def _unwritable(t: Any) -> Optional[str]:
+def _unwritable(t: "torch.Tensor") -> Optional[str]:
     """Why a tuned value cannot be copied into tensor t in place, or None."""
     if not hasattr(t, "data_ptr"):
         return None
@@ -411,7 +472,7 @@ def _unwritable(t: Any) -> Optional[str]:
     return None
 
 
-def _tied_split(module: Any, path: str, mapping: Any, untie: bool) -> Optional[MappingError]:
+def _tied_split(module: "torch.nn.Module", path: str, mapping: StateDictMapping, untie: bool) -> Optional[MappingError]:
     """Why the module's shared tensors cannot take what ``path`` holds (a
     MappingError naming their keys), or None. A tensor the module shares under several names (``b.weight =
     a.weight``) is one initializer; ``--untie`` would tune each node
@@ -456,7 +517,7 @@ def _tied_split(module: Any, path: str, mapping: Any, untie: bool) -> Optional[M
     return None
 
 
-def _check_rewritten(module: Any, path: str) -> None:
+def _check_rewritten(module: "torch.nn.Module", path: str) -> None:
     """Refuses a file whose initializers torch.onnx.export's optimizer
     rewrote (BatchNorm fused into Conv): loading it can only be wrong."""
     import onnx
@@ -474,7 +535,8 @@ def _check_rewritten(module: Any, path: str) -> None:
                 "s" if len(rw) == 1 else "", type(module).__name__), rw)
 
 
-def _check_accounted(module: Any, path: str, strict: bool, before: bool, source: Optional[str] = None) -> Tuple[Any, List[str]]:
+def _check_accounted(module: "torch.nn.Module", path: str, strict: bool, before: bool,
+                     source: Optional[str] = None) -> Tuple[StateDictMapping, List[str]]:
     _check_rewritten(module, path)
     mapping, unmapped = map_state_dict(source or path, module)
     if source:  # the names found on the source hold the values in path
@@ -523,7 +585,7 @@ def _check_accounted(module: Any, path: str, strict: bool, before: bool, source:
     return mapping, left
 
 
-def _optimized_file(onnx_path: str, mapping: Any, graph: Any = None) -> bool:
+def _optimized_file(onnx_path: PathArg, mapping: Any, graph: Any = None) -> bool:
     """Whether torch.onnx.export's optimizer wrote ``onnx_path``: it rewrote
     initializers, or the mapping found folded (transposed or reshaped) copies."""
     if any(mapping.rule.get(n) in ("transposed", "reshaped") for n in mapping):
@@ -544,7 +606,7 @@ def _all_zero(t: Any) -> bool:
         return bool(t.numel() > 0 and not torch.any(t.detach() != 0))
 
 
-def untrained(module: Any, onnx_path: str) -> Dict[str, str]:
+def untrained(module: "torch.nn.Module", onnx_path: PathArg) -> Dict[str, str]:
     """The module's parameters (``requires_grad=True``) that tuning
     ``onnx_path`` would not train, each with why: key -> reason, in
     ``named_parameters`` order; empty when every one is trained.
@@ -588,7 +650,7 @@ def untrained(module: Any, onnx_path: str) -> Dict[str, str]:
     return out
 
 
-def _warn_untrained(module: Any, path: str) -> None:
+def _warn_untrained(module: Optional["torch.nn.Module"], path: str) -> None:
     """A ParetonavWarning naming every parameter of ``module`` that tuning
     ``path`` would leave as it is (see :func:`untrained`), before anything runs."""
     if module is None:
@@ -600,7 +662,8 @@ def _warn_untrained(module: Any, path: str) -> None:
             "\n".join("  %s: %s" % kv for kv in left.items())), ParetonavWarning, stacklevel=4)
 
 
-def load_weights(module: Any, onnx_path: str, strict: bool = True, source: Optional[str] = None) -> List[str]:
+def load_weights(module: "torch.nn.Module", onnx_path: PathArg, strict: bool = True,
+                 source: Optional[PathArg] = None) -> List[str]:
     """Copies the initializers of ``onnx_path`` into ``module``'s parameters
     and buffers in place, matched by :func:`paretonav.map_state_dict`.
 
@@ -616,10 +679,12 @@ def load_weights(module: Any, onnx_path: str, strict: bool = True, source: Optio
     the mapping is then found on it (where the values still equal the
     module's, so renamed initializers match by value) and applied by name to
     ``onnx_path``, whose initializers keep their names. Returns the keys loaded."""
-    return _load_weights(module, onnx_path, strict, source, warn=True)
+    src = None if source is None else os.fspath(source)
+    return _load_weights(module, os.fspath(onnx_path), strict, src, warn=True)
 
 
-def _load_weights(module: Any, onnx_path: str, strict: bool, source: Optional[str], warn: bool) -> List[str]:
+def _load_weights(module: "torch.nn.Module", onnx_path: str, strict: bool, source: Optional[str],
+                  warn: bool) -> List[str]:
     """load_weights; ``warn``: a ParetonavWarning naming the parameters left
     as they are (strict=False), which tune has named before it ran."""
     import torch
@@ -660,11 +725,23 @@ def _load_weights(module: Any, onnx_path: str, strict: bool, source: Optional[st
     return list(mapping.values())
 
 
-def _finite(x: Any) -> Optional[float]:
+def _finite(x: Optional[float]) -> Optional[float]:
     return None if x is None else float(x)
 
 
-def _frozen(module: Any, model_path: str, flags: Dict[str, Any]) -> None:
+def _strings(v: FlagValue) -> List[str]:
+    """A flag given once or several times (a string or a list of them) as a
+    list; None: an empty one."""
+    if v is None:
+        return []
+    if isinstance(v, (str, os.PathLike)):
+        return [os.fspath(v)]
+    if isinstance(v, (list, tuple)):
+        return [str(x) for x in v]
+    return [str(v)]
+
+
+def _frozen(module: Optional["torch.nn.Module"], model_path: str, flags: Flags) -> None:
     """Adds a --freeze pattern for each parameter with requires_grad=False
     (PyTorch's way of saying "do not train this"), by its initializer name."""
     if module is None:
@@ -673,12 +750,10 @@ def _frozen(module: Any, model_path: str, flags: Dict[str, Any]) -> None:
     by_key = {k: n for n, k in mapping.items() if mapping.initializer[n] == n}
     names = [by_key[k] for k, p in module.named_parameters() if not p.requires_grad and k in by_key]
     if names:
-        given = flags.get("freeze") or []
-        given = [given] if isinstance(given, str) else list(given)
-        flags["freeze"] = given + [re.sub(r"([*?\\\[])", r"\\\1", n) for n in names]
+        flags["freeze"] = _strings(flags.get("freeze")) + [re.sub(r"([*?\\\[])", r"\\\1", n) for n in names]
 
 
-def _check_untie(module: Any, model_path: str, flags: Dict[str, Any]) -> None:
+def _check_untie(module: Optional["torch.nn.Module"], model_path: str, flags: Flags) -> None:
     """With untie=True, refuses a module whose shared tensors it would split."""
     if module is None or not flags.get("untie"):
         return
@@ -696,7 +771,7 @@ def _task_args(tasks: Sequence[Task], terms: Sequence[Task]) -> List[str]:
     return out
 
 
-def _write(workdir: str, sub: str, data: Any, model_path: str, tasks: Sequence[Task], flags: Dict[str, Any],
+def _write(workdir: str, sub: str, data: Data, model_path: str, tasks: Sequence[Task], flags: Flags,
            what: str, names: Optional[Sequence[str]] = None) -> Dict[str, str]:
     ins, outs = _onnx_io(model_path)
     return _data.write_data(os.path.join(workdir, sub), data, _dtypes(ins, outs, tasks, _maps(flags)), what, names)
@@ -705,9 +780,9 @@ def _write(workdir: str, sub: str, data: Any, model_path: str, tasks: Sequence[T
 # ------------------------------------------------------------------ commands
 
 
-def _run_training(command: str, model_path: str, workdir: str, data: Any, val: Any, tasks: List[Task],
-                  terms: List[Task], criterion: Optional[str], flags: Dict[str, Any], out_args: List[str],
-                  progress: bool, keep_data: bool, names: Optional[Sequence[str]] = None) -> Tuple[Dict[str, Any], str]:
+def _run_training(command: str, model_path: str, workdir: str, data: Data, val: Optional[Data], tasks: List[Task],
+                  terms: List[Task], criterion: Optional[str], flags: Flags, out_args: List[str],
+                  progress: bool, keep_data: bool, names: Optional[Sequence[str]] = None) -> Tuple[JSON, str]:
     """Writes ``data`` (and ``val``) under ``workdir``, runs ``paretonav COMMAND`` on
     them with the tasks, criterion, ``out_args`` and the other flags, and returns
     its JSON result and the log's path. The data files are removed afterwards
@@ -719,7 +794,9 @@ def _run_training(command: str, model_path: str, workdir: str, data: Any, val: A
         if val is not None:
             written.append(os.path.join(workdir, "val"))
             args += _data_args("val", _write(workdir, "val", val, model_path, tasks + terms, flags, "val", names))
-        log = os.path.abspath(flags.pop("log")) if flags.get("log") else os.path.join(workdir, command + ".jsonl")
+        given_log = flags.pop("log", None)
+        log = os.path.abspath(given_log) if isinstance(given_log, (str, os.PathLike)) and given_log else \
+            os.path.join(workdir, command + ".jsonl")
         args += _task_args(tasks, terms)
         if criterion is not None:
             args += ["--criterion", str(criterion)]
@@ -735,11 +812,25 @@ def _run_training(command: str, model_path: str, workdir: str, data: Any, val: A
     return res, log
 
 
-def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, inputs: Optional[Sequence[str]] = None,
-         outputs: Optional[Sequence[str]] = None, val: Any = None, terms: Any = (), out: Optional[str] = None,
-         workdir: Optional[str] = None, progress: bool = True, load_back: bool = True, strict: bool = True,
-         opset: Optional[int] = None, keep_data: bool = False, keep_workdir: bool = False, names: Optional[Sequence[str]] = None,
-         **flags: Any) -> TuneResult:
+@_keywords
+def tune(model: Model, data: Data, *, tasks: TaskSpecs, criterion: Optional[str] = None,
+         inputs: Optional[Sequence[str]] = None, outputs: Optional[Sequence[str]] = None, val: Optional[Data] = None,
+         terms: TaskSpecs = (), out: Optional[PathArg] = None, workdir: Optional[PathArg] = None,
+         progress: bool = True, load_back: bool = True, strict: bool = True, opset: Optional[int] = None,
+         keep_data: bool = False, keep_workdir: bool = False, names: Optional[Sequence[str]] = None,
+         # `paretonav tune`'s flags (_TUNE_FLAGS); None and False leave a flag out: the binary's default.
+         map: Optional[Strings] = None, bn: Optional[Literal["frozen", "train"]] = None,
+         freeze: Optional[Strings] = None, untie: bool = False, max_memory: Optional[str] = None,
+         method: Optional[Literal["png", "mgd", "linear", "epo"]] = None, weights: Optional[str] = None,
+         preference: Optional[str] = None, mgd_steps: Optional[int] = None, alpha: Optional[float] = None,
+         gamma: Optional[float] = None, optimizer: Optional[Literal["sgd", "adam"]] = None,
+         lr: Optional[float] = None, momentum: Optional[float] = None,
+         lr_schedule: Optional[Literal["constant", "cosine", "step"]] = None, steps: Optional[int] = None,
+         epochs: Optional[int] = None, batch: Optional[int] = None, accumulate: Optional[int] = None,
+         val_every: Optional[int] = None, seed: Optional[int] = None, force: bool = False,
+         log: Optional[PathArg] = None, csv: Optional[PathArg] = None, plot: Optional[PathArg] = None,
+         checkpoint: Optional[PathArg] = None, checkpoint_every: Optional[int] = None,
+         keep_checkpoint: bool = False, verbose: bool = False) -> TuneResult:
     """Tunes ``model`` toward ``criterion`` inside the Pareto set of ``tasks`` (``paretonav tune``).
 
     ``model``: a torch.nn.Module (exported, tuned, and its tuned weights
@@ -750,35 +841,43 @@ def tune(model: Any, data: Any, *, tasks: Any, criterion: Optional[str] = None, 
     either (streamed to disk batch by batch).
     ``tasks`` / ``terms``: CLI strings or :class:`Task` objects. ``inputs``:
     forward()'s argument names, in order (default: its signature);
-    ``outputs``: names for what forward() returns, in order. Any other
-    keyword is a ``tune`` flag (``steps=300, batch=8, lr=1e-4, val_every=50,
-    freeze=["enc.*"], untie=True``). Files go to ``workdir`` (kept; the data
+    ``outputs``: names for what forward() returns, in order. The keywords
+    from ``map`` on are ``paretonav tune``'s flags, dashes as underscores
+    (``steps=300, batch=8, lr=1e-4, val_every=50, freeze=["enc.*"],
+    untie=True``): None or False leaves a flag to the binary's default, a
+    list repeats it. Files go to ``workdir`` (kept; the data
     files written there are removed after the run unless ``keep_data``);
     by default a new temporary folder, removed when the call returns or
     raises (Ctrl-C included) unless ``keep_workdir``, or unless it holds
-    the only result (an ONNX path, or ``load_back=False``, without ``out``)."""
-    tasks, terms = as_tasks(tasks), as_tasks(terms, "terms")
+    the only result (an ONNX path, or ``load_back=False``, without ``out``).
+    A keyword that is neither raises TypeError, before anything runs."""
+    flags = _flags(locals(), _TUNE_FLAGS)
+    task_list, term_list = as_tasks(tasks), as_tasks(terms, "terms")
     if criterion is not None:
-        check_criterion(criterion, tasks, terms)
-    workdir, own = _workdir(workdir)
+        check_criterion(criterion, task_list, term_list)
+    work, own = _workdir(workdir)
     sole = out is None and (not _is_module(model) or not load_back)
-    ckpt = flags.get("checkpoint") or (out + ".ckpt" if out else None)  # None: in the work folder
-    with _Temporary(workdir, own and not keep_workdir, sole, ckpt) as tmp:
-        tmp.result = _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workdir, progress,
-                           load_back, strict, opset, keep_data, names, flags)
-    return tmp.result
+    ckpt = checkpoint or (os.fspath(out) + ".ckpt" if out else None)  # None: in the work folder
+    with _Temporary(work, own and not keep_workdir, sole, ckpt) as tmp:
+        result = tmp.result = _tune(model, data, task_list, term_list, criterion, inputs, outputs, val, out, work,
+                                    progress, load_back, strict, opset, keep_data, names, flags)
+    return result
 
 
-def _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workdir, progress, load_back, strict,
-          opset, keep_data, names, flags) -> TuneResult:
+def _tune(model: Model, data: Data, tasks: List[Task], terms: List[Task], criterion: Optional[str],
+          inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]], val: Optional[Data],
+          out: Optional[PathArg], workdir: str, progress: bool, load_back: bool, strict: bool, opset: Optional[int],
+          keep_data: bool, names: Optional[Sequence[str]], flags: Flags) -> TuneResult:
     model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names, training=True)
     _frozen(module, model_path, flags)
     _check_untie(module, model_path, flags)
-    out = os.path.abspath(out) if out else os.path.join(workdir, os.path.splitext(os.path.basename(model_path))[0] + "_tuned.onnx")
+    out_path = os.path.abspath(out) if out else os.path.join(
+        workdir, os.path.splitext(os.path.basename(model_path))[0] + "_tuned.onnx")
     res, log = _run_training("tune", model_path, workdir, data, val, tasks, terms, criterion, flags,
-                             ["--out", out], progress, keep_data, names)
+                             ["--out", out_path], progress, keep_data, names)
+    out_file = os.path.abspath(res.get("output") or out_path)
     recs = read_log(log)
-    config = next((r for r in recs if r.get("kind") == "config"), {})
+    config: JSON = next((r for r in recs if r.get("kind") == "config"), {})
     steps = [r for r in recs if "step" in r and r.get("kind") is None]
     before, after = res.get("before") or {}, res.get("after") or {}
     result = TuneResult(
@@ -789,55 +888,82 @@ def _tune(model, data, tasks, terms, criterion, inputs, outputs, val, out, workd
         g_before=_finite(before.get("g")), g_after=_finite(after.get("g")),
         metrics_before=before.get("metrics") or {}, metrics=after.get("metrics") or {},
         log=_records(steps), config=config,
-        paths={"model": model_path, "out": os.path.abspath(res.get("output") or out), "log": log, "workdir": workdir},
+        paths={"model": model_path, "out": out_file, "log": log, "workdir": workdir},
         raw=res, explanation=res.get("explanation") or {})
     if res.get("checkpoint"):
         result.paths["checkpoint"] = res["checkpoint"]
     if module is not None and load_back:
-        _, result.unmapped = _check_accounted(module, result.paths["out"], strict, before=False)
-        result.loaded = _load_weights(module, result.paths["out"], strict, None, warn=False)
+        _, result.unmapped = _check_accounted(module, out_file, strict, before=False)
+        result.loaded = _load_weights(module, out_file, strict, None, warn=False)
     return result
 
 
-def _non_dominated(losses: List[Dict[str, float]]) -> List[bool]:
-    def dominates(a, b):
+def _non_dominated(losses: List[Dict[str, Optional[float]]]) -> List[bool]:
+    """Per model, whether no other model is at least as good in every task and better in one; a model
+    with a missing loss is neither dominated nor dominating."""
+    def dominates(a: Mapping[str, float], b: Mapping[str, float]) -> bool:
         return all(a[k] <= b[k] for k in a) and any(a[k] < b[k] for k in a)
 
-    ok = [all(v is not None for v in l.values()) for l in losses]
-    return [ok[i] and not any(ok[j] and j != i and dominates(losses[j], losses[i]) for j in range(len(losses)))
-            for i in range(len(losses))]
+    full: List[Optional[Dict[str, float]]] = [
+        {k: v for k, v in l.items() if v is not None} if all(v is not None for v in l.values()) else None
+        for l in losses]
+    return [a is not None and not any(b is not None and j != i and dominates(b, a) for j, b in enumerate(full))
+            for i, a in enumerate(full)]
 
 
-def front(model: Any, data: Any, *, tasks: Any, models: int = 5, criterion: Optional[str] = "energy",
-          inputs: Optional[Sequence[str]] = None, outputs: Optional[Sequence[str]] = None, val: Any = None,
-          terms: Any = (), out_dir: Optional[str] = None, workdir: Optional[str] = None, progress: bool = True,
+@_keywords
+def front(model: Model, data: Data, *, tasks: TaskSpecs, models: Optional[int] = None,
+          criterion: Optional[str] = None, inputs: Optional[Sequence[str]] = None,
+          outputs: Optional[Sequence[str]] = None, val: Optional[Data] = None, terms: TaskSpecs = (),
+          out_dir: Optional[PathArg] = None, workdir: Optional[PathArg] = None, progress: bool = True,
           strict: bool = True, opset: Optional[int] = None, keep_data: bool = False, keep_workdir: bool = False,
-          names: Optional[Sequence[str]] = None, **flags: Any) -> FrontResult:
+          names: Optional[Sequence[str]] = None,
+          # `paretonav front`'s flags (_FRONT_FLAGS); None and False leave a flag out: the binary's default.
+          map: Optional[Strings] = None, bn: Optional[Literal["frozen", "train"]] = None,
+          freeze: Optional[Strings] = None, untie: bool = False, max_memory: Optional[str] = None,
+          init: Optional[str] = None, spread: Optional[float] = None, method: Optional[Literal["png", "epo"]] = None,
+          preference: Optional[str] = None, energy_scale: Optional[Literal["model", "shared", "raw"]] = None,
+          energy_push: Optional[Literal["trade", "full"]] = None, alpha: Optional[float] = None,
+          gamma: Optional[float] = None, optimizer: Optional[Literal["sgd", "adam"]] = None,
+          lr: Optional[float] = None, momentum: Optional[float] = None,
+          lr_schedule: Optional[Literal["constant", "cosine", "step"]] = None, steps: Optional[int] = None,
+          epochs: Optional[int] = None, batch: Optional[int] = None, workers: Optional[int] = None,
+          seed: Optional[int] = None, ref: Optional[str] = None, reference: Optional[PathArg] = None,
+          force: bool = False, log: Optional[PathArg] = None, csv: Optional[PathArg] = None,
+          checkpoint: Optional[PathArg] = None, checkpoint_every: Optional[int] = None,
+          keep_checkpoint: bool = False, verbose: bool = False) -> FrontResult:
     """Trains ``models`` diverse Pareto models from ``model`` (``paretonav front``).
 
-    Arguments as for :func:`tune`; ``out_dir`` receives the models and the
+    Arguments as for :func:`tune`; ``models`` and ``criterion`` are the
+    binary's ``--models`` and ``--criterion`` (None: its defaults, 5 models
+    and ``energy``); ``out_dir`` receives the models and the
     report (default: WORKDIR/front). The module itself is left unchanged:
     each :class:`FrontModel` gives its ``state_dict()`` or ``load_into(module)``.
-    Any other keyword is a ``front`` flag (``steps``, ``batch``, ``lr``, ``spread``...).
+    The keywords from ``map`` on are ``paretonav front``'s flags
+    (``steps``, ``batch``, ``lr``, ``spread``...).
     A temporary ``workdir`` is removed at the end unless ``keep_workdir``,
     or unless it holds the models (no ``out_dir``)."""
-    tasks, terms = as_tasks(tasks), as_tasks(terms, "terms")
-    workdir, own = _workdir(workdir)
-    ckpt = os.path.join(out_dir, "front.ckpt") if out_dir else None
-    with _Temporary(workdir, own and not keep_workdir, out_dir is None, ckpt) as tmp:
-        tmp.result = _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, out_dir, workdir,
-                            progress, strict, opset, keep_data, names, flags)
-    return tmp.result
+    flags = _flags(locals(), _FRONT_FLAGS)
+    task_list, term_list = as_tasks(tasks), as_tasks(terms, "terms")
+    work, own = _workdir(workdir)
+    ckpt = checkpoint or (os.path.join(out_dir, "front.ckpt") if out_dir else None)
+    with _Temporary(work, own and not keep_workdir, out_dir is None, ckpt) as tmp:
+        result = tmp.result = _front(model, data, task_list, term_list, models, criterion, inputs, outputs, val,
+                                     out_dir, work, progress, strict, opset, keep_data, names, flags)
+    return result
 
 
-def _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, out_dir, workdir, progress, strict,
-           opset, keep_data, names, flags) -> FrontResult:
+def _front(model: Model, data: Data, tasks: List[Task], terms: List[Task], models: Optional[int],
+           criterion: Optional[str], inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]],
+           val: Optional[Data], out_dir: Optional[PathArg], workdir: str, progress: bool, strict: bool,
+           opset: Optional[int], keep_data: bool, names: Optional[Sequence[str]], flags: Flags) -> FrontResult:
     model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names, training=True)
     _frozen(module, model_path, flags)
     _check_untie(module, model_path, flags)
-    out_dir = os.path.abspath(out_dir) if out_dir else os.path.join(workdir, "front")
+    out = os.path.abspath(out_dir) if out_dir else os.path.join(workdir, "front")
+    count = ["--models", str(models)] if models is not None else []
     res, log = _run_training("front", model_path, workdir, data, val, tasks, terms, criterion, flags,
-                             ["--models", str(models), "--out-dir", out_dir], progress, keep_data, names)
+                             count + ["--out-dir", out], progress, keep_data, names)
     recs = read_log(log)
     ms = res.get("models") or []
     losses = [{k: _finite(v) for k, v in (m.get("losses") or {}).items()} for m in ms]
@@ -848,38 +974,45 @@ def _front(model, data, tasks, terms, models, criterion, inputs, outputs, val, o
     q = res.get("loss_quality") or {}
     return FrontResult(status=res.get("status", ""), steps=int(res.get("steps") or 0), models=fm,
                        hv=_finite(q.get("hv")), log=_records([r for r in recs if r.get("kind") is None and "step" in r]),
-                       paths={"model": model_path, "out_dir": out_dir, "report": os.path.join(out_dir, "report.json"),
+                       paths={"model": model_path, "out_dir": out, "report": os.path.join(out, "report.json"),
                               "log": log, "workdir": workdir},
                        raw=res)
 
 
-def evaluate(model: Any, data: Any, *, tasks: Any, inputs: Optional[Sequence[str]] = None,
-             outputs: Optional[Sequence[str]] = None, workdir: Optional[str] = None, opset: Optional[int] = None,
+@_keywords
+def evaluate(model: Model, data: Data, *, tasks: TaskSpecs, inputs: Optional[Sequence[str]] = None,
+             outputs: Optional[Sequence[str]] = None, workdir: Optional[PathArg] = None, opset: Optional[int] = None,
              strict: bool = True, keep_data: bool = False, keep_workdir: bool = False,
-             names: Optional[Sequence[str]] = None, **flags: Any) -> EvalResult:
+             names: Optional[Sequence[str]] = None,
+             # `paretonav eval`'s flags (_EVAL_FLAGS); None and False leave a flag out: the binary's default.
+             map: Optional[Strings] = None, bn: Optional[Literal["frozen", "train"]] = None,
+             freeze: Optional[Strings] = None, max_memory: Optional[str] = None, batch: Optional[int] = None,
+             limit: Optional[int] = None, grad_out: Optional[PathArg] = None, force: bool = False,
+             verbose: bool = False) -> EvalResult:
     """Losses, g(θ) and metrics of ``model`` on ``data`` (``paretonav eval``).
     Arguments as for :func:`tune` (a temporary ``workdir`` is always removed
-    unless ``keep_workdir`` or ``keep_data``); other keywords are ``eval``
-    flags (``batch``, ``bn``, ``limit``...)."""
-    tasks = as_tasks(tasks)
-    workdir, own = _workdir(workdir)
-    d = os.path.join(workdir, "data")
+    unless ``keep_workdir`` or ``keep_data``); the keywords from ``map`` on
+    are ``eval``'s flags (``batch``, ``bn``, ``limit``...)."""
+    flags = _flags(locals(), _EVAL_FLAGS)
+    task_list = as_tasks(tasks)
+    work, own = _workdir(workdir)
+    d = os.path.join(work, "data")
     try:
-        model_path, _ = _prepare(model, data, inputs, outputs, workdir, opset, strict, names)
-        args = ["eval", model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks, flags, "data",
-                                                                names))
-        args += _task_args(tasks, []) + ["--json"] + _flag_args(flags)
+        model_path, _ = _prepare(model, data, inputs, outputs, work, opset, strict, names)
+        args = ["eval", model_path] + _data_args("data", _write(work, "data", data, model_path, task_list, flags,
+                                                                "data", names))
+        args += _task_args(task_list, []) + ["--json"] + _flag_args(flags)
         res, _ = run_json(args)
     finally:
         if not keep_data:
             shutil.rmtree(d, ignore_errors=True)
         if own and not keep_data and not keep_workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(work, ignore_errors=True)
     return EvalResult(losses={k: _finite(v) for k, v in (res.get("tasks") or {}).items()}, g=_finite(res.get("g")),
                       metrics=res.get("metrics") or {}, examples=int(res.get("examples") or 0), raw=res)
 
 
-def inspect(model: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+def inspect(model: PathArg) -> JSON:
     """``paretonav inspect MODEL --json`` as a dict: inputs, outputs, opsets,
     ops, trainable initializers, shared initializers, what cannot be trained."""
     path = os.path.abspath(os.fspath(model))

@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 import re
 import struct
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Tuple, cast
 
 import numpy as np
+
+from ._types import Array, Data
 
 __all__ = ["write_data", "first_examples"]
 
@@ -68,7 +70,7 @@ def _convert(name: str, a: np.ndarray, want: Optional[np.dtype], what: str) -> n
     raise TypeError("%s %r: expected %s, got %s" % (what, name, np.dtype(want).name, a.dtype.name))
 
 
-def _numpy_shape(v: Any):
+def _numpy_shape(v: Array) -> Tuple[int, ...]:
     s = getattr(v, "shape", None)
     return tuple(s) if s is not None else np.shape(v)
 
@@ -90,7 +92,8 @@ def _item(it: Any, i: int, what: str, names: Optional[Sequence[str]], unit: str 
                     "(with names=), %s %d is a %s" % (what, unit, i, type(it).__name__))
 
 
-def _items(data: Any, what: str, names: Optional[Sequence[str]]) -> Iterator[Tuple[Mapping[str, Any], bool]]:
+def _items(data: Any, what: str,
+           names: Optional[Sequence[str]]) -> Generator[Tuple[Mapping[str, Any], bool], None, None]:
     """(item as a dict, whether it is a batch) for each item of a Dataset
     or batch of a DataLoader, read one at a time."""
     if _is_iterable(data):
@@ -109,10 +112,12 @@ def _items(data: Any, what: str, names: Optional[Sequence[str]]) -> Iterator[Tup
         yield _item(data[i], i, what, names), False
 
 
-def first_examples(data: Any, names, k: int = 2, data_names: Optional[Sequence[str]] = None) -> Dict[str, np.ndarray]:
+def first_examples(data: Data, names: Sequence[str], k: int = 2,
+                   data_names: Optional[Sequence[str]] = None) -> Dict[str, np.ndarray]:
     """The first k examples of the named arrays (for tracing an export)."""
     if not _is_dataset(data):
-        return {nm: _numpy(data[nm][:k]) for nm in names}
+        arrays = cast(Mapping[str, Array], data)
+        return {nm: _numpy(arrays[nm][:k]) for nm in names}
     got: List[Mapping[str, np.ndarray]] = []
     items = _items(data, "data", data_names)
     try:
@@ -131,7 +136,7 @@ def first_examples(data: Any, names, k: int = 2, data_names: Optional[Sequence[s
     return {nm: np.concatenate([g[nm] for g in got])[:k] for nm in names}
 
 
-def write_data(folder: str, data: Any, dtypes: Mapping[str, Optional[np.dtype]], what: str = "data",
+def write_data(folder: str, data: Data, dtypes: Mapping[str, Optional[np.dtype]], what: str = "data",
                names: Optional[Sequence[str]] = None) -> Dict[str, str]:
     """Writes the arrays named in ``dtypes`` (name -> dtype, None: keep) from
     ``data`` (a mapping name -> array/tensor, first axis = examples; a
@@ -206,7 +211,7 @@ class _Appender:
         self.f.close()
 
 
-def _write_dataset(folder: str, data: Any, dtypes: Mapping[str, Optional[np.dtype]], what: str,
+def _write_dataset(folder: str, data: Data, dtypes: Mapping[str, Optional[np.dtype]], what: str,
                    names: Optional[Sequence[str]]) -> Dict[str, str]:
     outs: Dict[str, _Appender] = {}
     paths = {}

@@ -60,9 +60,25 @@ from __future__ import annotations
 import os
 import re
 from collections import defaultdict
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
+
+from ._types import PathArg
+
+if TYPE_CHECKING:
+    import onnx
+    import torch
+
+#: What map_state_dict and onnx_values read: a loaded ONNX model or a file's path.
+OnnxModel = Union["onnx.ModelProto", PathArg]
+
+#: What map_state_dict maps to: a module, a state_dict (key -> tensor or
+#: array) or the keys alone.
+StateDictLike = Union["torch.nn.Module", Mapping[str, Any], Iterable[str]]
+
+#: An ONNX ValueInfoProto or NodeProto: the protos that carry metadata_props.
+_WithMetadata = Union["onnx.ValueInfoProto", "onnx.NodeProto"]
 
 __all__ = ["StateDictMapping", "map_state_dict", "onnx_values", "to_key_layout"]
 
@@ -82,7 +98,7 @@ class StateDictMapping(dict):
         self.initializer[onnx_name] = init
 
 
-def _load_model(onnx_model_or_path: Any):
+def _load_model(onnx_model_or_path: OnnxModel) -> "onnx.ModelProto":
     import onnx
 
     if isinstance(onnx_model_or_path, (str, os.PathLike)):
@@ -95,7 +111,7 @@ def _load_model(onnx_model_or_path: Any):
     )
 
 
-def _identity_aliases(graph, init_names) -> Dict[str, str]:
+def _identity_aliases(graph: "onnx.GraphProto", init_names: Collection[str]) -> Dict[str, str]:
     """Value name -> initializer name, for Identity outputs of initializers."""
     source = {n: n for n in init_names}
     changed = True
@@ -109,7 +125,7 @@ def _identity_aliases(graph, init_names) -> Dict[str, str]:
     return {v: s for v, s in source.items() if v not in init_names}
 
 
-def onnx_values(onnx_model_or_path: Any) -> Dict[str, np.ndarray]:
+def onnx_values(onnx_model_or_path: OnnxModel) -> Dict[str, np.ndarray]:
     """The constant values of a model's main graph as numpy arrays: every
     initializer, and every Identity output computed from one (the names that
     :func:`map_state_dict`'s mapping uses)."""
@@ -130,7 +146,7 @@ _FOLDED_FROM = "pkg.onnxscript.optimizer.folded_from"
 _RULE_NAME = "pkg.onnxscript.rewriter.rule_name"
 
 
-def _fused_batchnorm(graph, init_names) -> set:
+def _fused_batchnorm(graph: "onnx.GraphProto", init_names: Collection[str]) -> Set[str]:
     """Initializers read by a node that onnxscript's rewriter made by fusing
     a BatchNorm into it (its metadata's rule_name FuseBatchNormIntoConv,
     ...IntoConvTranspose, ...IntoGemm): the weight holds W·γ/σ under W's
@@ -138,14 +154,14 @@ def _fused_batchnorm(graph, init_names) -> set:
     initializers' does not: torch.onnx.export(dynamo=True) at an
     opset_version below 18 exports at 18 and converts the file down,
     dropping the value_info metadata."""
-    out = set()
+    out: Set[str] = set()
     for n in graph.node:
         if _metadata(n, 9).get(_RULE_NAME, "").startswith("FuseBatchNormInto"):
             out.update(i for i in n.input if i in init_names)
     return out
 
 
-def _optimizer_rewritten(graph, init_names) -> set:
+def _optimizer_rewritten(graph: "onnx.GraphProto", init_names: Collection[str]) -> Set[str]:
     """Initializers of a dynamo export (its initializers' value_info carry
     InputSpec.kind) whose value_info carries neither InputSpec.kind nor
     folded_from: values the onnxscript optimizer wrote itself (a Conv weight
@@ -169,12 +185,12 @@ def _optimizer_rewritten(graph, init_names) -> set:
 _FLOAT_TYPES = {1, 10, 11, 16}  # TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
 
-def _metadata_keys(value_info) -> set:
+def _metadata_keys(value_info: _WithMetadata) -> Set[str]:
     """The metadata_props keys of a ValueInfoProto."""
     return set(_metadata(value_info))
 
 
-def _metadata(value_info, field: int = 4) -> Dict[str, str]:
+def _metadata(value_info: _WithMetadata, field: int = 4) -> Dict[str, str]:
     """The metadata_props of a ValueInfoProto (field 4, onnx 1.16+) or a
     NodeProto (field 9), read from its bytes where the installed onnx
     predates the field."""
@@ -206,7 +222,7 @@ def _metadata(value_info, field: int = 4) -> Dict[str, str]:
     return keys
 
 
-def _varint_at(b, i):
+def _varint_at(b: bytes, i: int) -> Tuple[int, int]:
     """The protobuf varint at b[i:] and the index after it."""
     v = shift = 0
     while True:
@@ -232,7 +248,7 @@ def _normalise(name: str, prefixed: bool = False) -> str:
     return re.sub(r"[^0-9A-Za-z]+", "_", name).strip("_").lower()
 
 
-def _state_dict_of(obj: Any) -> Tuple[List[str], Optional[Mapping[str, Any]]]:
+def _state_dict_of(obj: StateDictLike) -> Tuple[List[str], Optional[Mapping[str, Any]]]:
     if hasattr(obj, "state_dict") and callable(obj.state_dict):
         sd = obj.state_dict(keep_vars=False)
         return list(sd.keys()), sd
@@ -243,7 +259,7 @@ def _state_dict_of(obj: Any) -> Tuple[List[str], Optional[Mapping[str, Any]]]:
     return [str(k) for k in obj], None
 
 
-def _as_numpy(v: Any) -> Optional[np.ndarray]:
+def _as_numpy(v: object) -> Optional[np.ndarray]:
     try:
         if hasattr(v, "detach"):
             v = v.detach().cpu().numpy()
@@ -252,7 +268,8 @@ def _as_numpy(v: Any) -> Optional[np.ndarray]:
         return None  # bfloat16 and other types numpy cannot hold: no value match
 
 
-def map_state_dict(onnx_model_or_path: Any, state_dict_keys_or_module: Any) -> Tuple[StateDictMapping, List[str]]:
+def map_state_dict(onnx_model_or_path: OnnxModel,
+                   state_dict_keys_or_module: StateDictLike) -> Tuple[StateDictMapping, List[str]]:
     """Maps ONNX initializers to PyTorch state_dict keys (rules in the module doc).
 
     ``onnx_model_or_path``: an ``onnx.ModelProto`` or an ONNX file's path.
@@ -332,16 +349,16 @@ def map_state_dict(onnx_model_or_path: Any, state_dict_keys_or_module: Any) -> T
 
     # 4. unique exact value
     if sd is not None and left:
-        def fingerprint(a: np.ndarray):
+        def fingerprint(a: np.ndarray) -> Tuple[str, Tuple[int, ...], bytes]:
             a = np.ascontiguousarray(a)
             return (a.dtype.str, a.shape, a.tobytes())
 
-        init_by_fp: Dict[Any, List[str]] = defaultdict(list)
+        init_by_fp: Dict[Tuple[str, Tuple[int, ...], bytes], List[str]] = defaultdict(list)
         for t in g.initializer:
             if t.name not in used_onnx:
                 init_by_fp[fingerprint(numpy_helper.to_array(t))].append(t.name)
         key_fp = {}
-        key_by_fp: Dict[Any, List[str]] = defaultdict(list)
+        key_by_fp: Dict[Tuple[str, Tuple[int, ...], bytes], List[str]] = defaultdict(list)
         for k in left:
             a = _as_numpy(sd[k])
             if a is None:
@@ -351,9 +368,9 @@ def map_state_dict(onnx_model_or_path: Any, state_dict_keys_or_module: Any) -> T
             key_by_fp[fp].append(k)
         rest = []
         for k in left:
-            fp = key_fp.get(k)
-            if fp is not None and len(init_by_fp.get(fp, [])) == 1 and len(key_by_fp[fp]) == 1:
-                n = init_by_fp[fp][0]
+            kfp = key_fp.get(k)
+            if kfp is not None and len(init_by_fp.get(kfp, [])) == 1 and len(key_by_fp[kfp]) == 1:
+                n = init_by_fp[kfp][0]
                 take(n, k, "value", n)
             else:
                 rest.append(k)
@@ -394,20 +411,20 @@ _VIEW_NAME = {"t": re.compile(r"^(t|permute|transpose|numpy_t)(_\d+)?$"),
 _FX_LINEAR = re.compile(r"target=torch\.ops\.aten\.linear\.default\]\(args = \(%[^,]+, %([^,)]+)")
 
 
-def _unit_dims_only(a, b) -> bool:
+def _unit_dims_only(a: Sequence[int], b: Sequence[int]) -> bool:
     """Whether shapes a and b differ only by axes of size 1 (a view that
     keeps the order of the elements)."""
     return [d for d in a if d != 1] == [d for d in b if d != 1]
 
 
-def _linear_weights(graph, names) -> Dict[str, set]:
+def _linear_weights(graph: "onnx.GraphProto", names: Collection[str]) -> Dict[str, Set[str]]:
     """Initializer (of ``names``) -> the normalised torch.export names it is
     the weight of in an ``aten.linear`` call, read from the reading nodes'
     ``pkg.torch.onnx.fx_node`` metadata: the dynamo exporter writes
     ``linear(x, W)`` as MatMul(x, Transpose(W)), and the optimizer folds the
     Transpose into a new initializer. This metadata stays in a tuned file,
     where the values no longer equal the module's."""
-    out: Dict[str, set] = defaultdict(set)
+    out: Dict[str, Set[str]] = defaultdict(set)
     for n in graph.node:
         ins = [i for i in n.input if i in names]
         if not ins:
@@ -419,7 +436,8 @@ def _linear_weights(graph, names) -> Dict[str, set]:
     return out
 
 
-def _folded_from(graph, init_names, keys=()) -> Dict[str, List[str]]:
+def _folded_from(graph: "onnx.GraphProto", init_names: Collection[str],
+                 keys: Collection[str] = ()) -> Dict[str, List[str]]:
     """Initializer -> the module tensors (dotted names, or any of ``keys``:
     a top-level parameter has no dot) onnxscript's optimizer folded it from,
     from its value_info's folded_from metadata."""
@@ -438,7 +456,7 @@ def _folded_from(graph, init_names, keys=()) -> Dict[str, List[str]]:
     return out
 
 
-def to_key_layout(mapping: StateDictMapping, onnx_name: str, value: np.ndarray, shape) -> np.ndarray:
+def to_key_layout(mapping: StateDictMapping, onnx_name: str, value: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     """The value of ONNX initializer ``onnx_name`` in the layout of the
     state_dict entry it maps to (of the given shape): transposed back for
     rule ``transposed``, reshaped for ``reshaped``, unchanged otherwise."""

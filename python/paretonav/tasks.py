@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 __all__ = ["Task", "LOSSES", "as_tasks", "check_criterion"]
 
@@ -103,9 +103,9 @@ class Task:
         target = parts[3] if parts[3] not in ("", "-") else None
         t = cls.__new__(cls)
         t.name, t.loss, t.output, t.target, t.options = parts[0], parts[1], parts[2], target, opts
-        t._spec = spec
+        t.__dict__["_spec"] = spec
         t.validate()
-        del t._spec
+        del t.__dict__["_spec"]
         return t
 
     def __str__(self) -> str:
@@ -144,7 +144,7 @@ _FUNCS = {"log", "exp", "sqrt", "abs", "pow", "sin", "cos", "tanh", "min", "max"
 _TOKEN = re.compile(r"(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<other>\S)")
 
 
-def check_criterion(criterion: str, tasks: List[Task], terms: List[Task] = ()) -> None:
+def check_criterion(criterion: str, tasks: Sequence[Task], terms: Sequence[Task] = ()) -> None:
     """Raises ValueError, in the binary's words, for a name in a free
     expression that is neither a task, a term, ``drift`` nor a function.
     Presets (``wd:...``, ``energy``) and the syntax are left to the binary."""

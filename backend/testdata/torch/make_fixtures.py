@@ -14,7 +14,7 @@ For every model it writes, beside this script:
                output/O              PyTorch's float32 forward outputs
                ort/O                 ONNX Runtime's outputs for the same model and
                                      input (CPU, graph optimisations disabled),
-                                     obtained through internal/ortcheck/runner.js
+                                     obtained through internal/testkit/ortcheck/runner.js
                loss/TASK             the task's mean loss (float64, 0-d)
                grad/TASK/INIT        d loss/TASK / d INIT for every trainable ONNX
                                      initializer INIT (float32, INIT's shape)
@@ -314,7 +314,7 @@ def ort_dir():
 
 
 def ort_run(model_path, inputs):
-    """Runs model_path in ONNX Runtime through internal/ortcheck/runner.js."""
+    """Runs model_path in ONNX Runtime through internal/testkit/ortcheck/runner.js."""
     d = ort_dir()
     if d is None:
         print("warning: onnxruntime-node not found; ort/ arrays not written", file=sys.stderr)

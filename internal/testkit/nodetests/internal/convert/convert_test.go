@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/internal/nodetests"
+	"github.com/paretonav/paretonav/internal/testkit/nodetests"
 )
 
 const header = "package onnxtest\n\nimport (\n\t\"github.com/owulveryck/onnx-go/backend/testbackend\"\n\t\"gorgonia.org/tensor\"\n)\n\n"

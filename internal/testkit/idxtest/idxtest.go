@@ -1,4 +1,4 @@
-// Package idxtest builds IDX files (the MNIST format that finetune/idx
+// Package idxtest builds IDX files (the MNIST format that format/idx
 // reads) for tests.
 package idxtest
 

@@ -77,7 +77,7 @@ type Budget struct {
 }
 
 // Per-step costs behind Estimate, measured on this project's 2-core
-// machine (AMD EPYC, AVX-512) with `go test ./finetune/bench -run '^$'
+// machine (AMD EPYC, AVX-512) with `go test ./bench -run '^$'
 // -bench 'ModelStep|Score' -benchtime 10x` while the machine was shared
 // (load average 9–11): one model-step of the benchmark's training loop
 // (LeNet2, m = 2: forward pass, both task gradients, direction, Adam) at

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
 )
 

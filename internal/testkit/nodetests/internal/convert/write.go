@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/internal/nodetests"
+	"github.com/paretonav/paretonav/internal/testkit/nodetests"
 )
 
 // writeCorpus writes cases into dir (which exists and is empty) in ONNX's

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paretonav/paretonav/internal/idxtest"
+	"github.com/paretonav/paretonav/internal/testkit/idxtest"
 )
 
 func TestRead(t *testing.T) {

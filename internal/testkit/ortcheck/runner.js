@@ -1,5 +1,5 @@
 // runner.js: runs one ONNX model in ONNX Runtime (node binding, CPU) for
-// paretonav's internal/ortcheck package. It is embedded in the Go package
+// paretonav's internal/testkit/ortcheck package. It is embedded in the Go package
 // and written to a temporary folder at each call.
 //
 // Usage: node runner.js ORT_NODE_MODULES JOB_DIR

@@ -1,7 +1,7 @@
 // Command convert turns the ONNX node-test corpus that onnx-go v0.5.0
 // ships as generated Go source (package backend/testbackend/onnx, one
 // onnx_test_*.go file per case) into ONNX's own node-test layout, the one
-// internal/nodetests reads from the repository:
+// internal/testkit/nodetests reads from the repository:
 //
 //	OUT/test_abs/model.onnx
 //	OUT/test_abs/test_data_set_0/input_0.pb   (serialized TensorProto)
@@ -18,12 +18,12 @@
 // only then does it replace OUT, so a failed run leaves OUT as it was.
 // Rerunning on the same source gives byte-identical files.
 //
-// Usage, from the repository root (internal/nodetests/testdata/README.md):
+// Usage, from the repository root (internal/testkit/nodetests/testdata/README.md):
 //
 //	go mod download github.com/owulveryck/onnx-go@v0.5.0
-//	go run ./internal/nodetests/internal/convert \
+//	go run ./internal/testkit/nodetests/internal/convert \
 //	    -src "$(go env GOMODCACHE)/github.com/owulveryck/onnx-go@v0.5.0/backend/testbackend/onnx" \
-//	    -out internal/nodetests/testdata/node
+//	    -out internal/testkit/nodetests/testdata/node
 package main
 
 import (
@@ -35,7 +35,7 @@ import (
 
 func main() {
 	src := flag.String("src", "", "onnx-go's corpus folder: `DIR` = $(go env GOMODCACHE)/github.com/owulveryck/onnx-go@v0.5.0/backend/testbackend/onnx")
-	out := flag.String("out", "", "the corpus folder to write (replaced as a whole), e.g. internal/nodetests/testdata/node")
+	out := flag.String("out", "", "the corpus folder to write (replaced as a whole), e.g. internal/testkit/nodetests/testdata/node")
 	flag.Parse()
 	n, err := convert(*src, *out)
 	if err != nil {

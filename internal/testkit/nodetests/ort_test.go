@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/internal/ortcheck"
+	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
 )
 
 // EnvORTCorpus enables TestCorpusAgainstORT (one node start-up per case,

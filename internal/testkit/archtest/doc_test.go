@@ -18,11 +18,11 @@ import (
 // code, test-only packages) is not checked.
 var (
 	docStrict = []string{
-		"png/...", "importer", "finetune", "finetune/npz", "finetune/metrics", "models/...",
-		"internal/ortcheck", "internal/nodetests", "internal/archtest", "cli",
+		"png/...", "importer", "finetune", "format/...", "finetune/metrics", "models/...",
+		"internal/testkit/ortcheck", "internal/testkit/nodetests", "internal/testkit/archtest", "cli",
 	}
 	docReportOnly = []string{
-		"backend/...", "finetune/front", "finetune/bench",
+		"backend/...", "finetune/front", "bench",
 	}
 	// docReportOnlyFiles are file name globs, per package, checked in
 	// report-only mode inside a strict package.

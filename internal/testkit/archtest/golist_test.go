@@ -15,7 +15,7 @@ import (
 const modulePath = "github.com/paretonav/paretonav"
 
 // moduleRoot is the module's root folder relative to this package.
-var moduleRoot = filepath.Join("..", "..")
+var moduleRoot = filepath.Join("..", "..", "..")
 
 // listedPackage is the part of `go list -json` output the tests read.
 type listedPackage struct {

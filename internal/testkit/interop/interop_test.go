@@ -21,10 +21,10 @@ import (
 
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
-	"github.com/paretonav/paretonav/finetune/npz"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
-	"github.com/paretonav/paretonav/internal/ortcheck"
+	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
 	"github.com/paretonav/paretonav/models"
 	"github.com/paretonav/paretonav/png"
 	"github.com/paretonav/paretonav/png/criterion"
@@ -129,7 +129,7 @@ func cases(t *testing.T) []modelCase {
 		},
 		{
 			name:      "mlp_ext",
-			write:     copyFiles("../../importer/testdata", "mlp_ext.onnx", "mlp_ext.onnx.data"),
+			write:     copyFiles("../../../importer/testdata", "mlp_ext.onnx", "mlp_ext.onnx.data"),
 			tasks:     []string{"reg:mse:y:t"},
 			criterion: "reg",
 			batch:     mlpBatch(5),
@@ -189,11 +189,11 @@ func cases(t *testing.T) []modelCase {
 
 // extraDir holds backend's further PyTorch exports (make_extra.py), in the
 // layout of ortcheck's fixtures but outside ortcheck.FixtureDir.
-const extraDir = "../../backend/testdata/torch_extra"
+const extraDir = "../../../backend/testdata/torch_extra"
 
 // torch2Dir holds backend's PyTorch 2.x exports (make_torch2_fixtures.py:
 // both exporters, default opset and 21), in the same layout.
-const torch2Dir = "../../backend/testdata/torch2"
+const torch2Dir = "../../../backend/testdata/torch2"
 
 // extraCase reads the fixture name of dir (a folder in the layout of
 // ortcheck's fixtures) as a case named prefix+name.
@@ -1050,7 +1050,7 @@ func TestSaveExternalDestinations(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.desc, func(t *testing.T) {
 			dir := t.TempDir()
-			in := copyFiles("../../importer/testdata", "mlp_ext.onnx", "mlp_ext.onnx.data")(t, dir)
+			in := copyFiles("../../../importer/testdata", "mlp_ext.onnx", "mlp_ext.onnx.data")(t, dir)
 			if c.mkdir != "" {
 				if err := os.Mkdir(filepath.Join(dir, c.mkdir), 0o755); err != nil {
 					t.Fatal(err)
@@ -1149,7 +1149,7 @@ func TestSaveExternalDestinations(t *testing.T) {
 // correctly saved model is reported, and the unmutated one is not.
 func TestProtoProblemsDetects(t *testing.T) {
 	dir := t.TempDir()
-	in := copyFiles("../../importer/testdata", "mlp_ext.onnx", "mlp_ext.onnx.data")(t, dir)
+	in := copyFiles("../../../importer/testdata", "mlp_ext.onnx", "mlp_ext.onnx.data")(t, dir)
 	m, err := importer.Load(in)
 	if err != nil {
 		t.Fatal(err)

@@ -24,8 +24,10 @@ type importRule struct {
 	why   string
 }
 
-// importRules are the module's dependency rules (docs/design.md, section 3): cli → batch → job → finetune → backend/png →
-// importer.
+// importRules are the module's dependency rules (docs/design.md, section 3): cli → batch → job → finetune → backend →
+// png → importer, with models and bench beside job, the file formats (format) just above importer, the run-time helpers
+// (internal, but internal/testkit) leaves every layer may use, and the test harnesses (internal/testkit) for tests
+// only.
 var importRules = []importRule{
 	{
 		from:        []string{"..."},
@@ -37,7 +39,7 @@ var importRules = []importRule{
 	},
 	{
 		from:   []string{"png/..."},
-		forbid: []string{"importer/...", "backend/...", "finetune/...", "cli/...", "models/..."},
+		forbid: []string{"importer/...", "format/...", "backend/...", "finetune/...", "cli/...", "models/..."},
 		why: "png is the math: plain slices and small structs, driven by backend " +
 			"and synthetic problems alike without knowing either",
 	},
@@ -48,8 +50,15 @@ var importRules = []importRule{
 	},
 	{
 		from:   []string{"importer/..."},
-		forbid: []string{"png/...", "backend/...", "finetune/...", "cli/...", "models/..."},
+		forbid: []string{"png/...", "format/...", "backend/...", "finetune/...", "cli/...", "models/..."},
 		why:    "importer is the lowest layer (ONNX protobuf in and out); everything else builds on it",
+	},
+	{
+		from: []string{"format/..."},
+		forbid: []string{"png/...", "backend/...", "finetune/...", "models/...", "job/...", "batch/...", "bench/...",
+			"cli/..."},
+		why: "format holds the data file formats (NPZ, NPY, IDX) on top of importer's tensors, for every layer " +
+			"that reads or writes data files, the test harnesses included",
 	},
 	{
 		from:   []string{"backend/..."},
@@ -57,9 +66,27 @@ var importRules = []importRule{
 		why:    "backend computes losses and gradients; the training loop and the command line drive it from above",
 	},
 	{
-		from:   []string{"png/...", "importer/...", "backend/...", "finetune/...", "models/..."},
+		from:   []string{"png/...", "importer/...", "format/...", "backend/...", "finetune/...", "models/..."},
+		forbid: []string{"job/...", "batch/...", "bench/..."},
+		why: "job and bench run the commands' work on top of the libraries; the libraries do not know about " +
+			"jobs or benchmarks",
+	},
+	{
+		from:   []string{"finetune/..."},
+		forbid: []string{"models/..."},
+		why: "finetune trains any problem and knows no reference model (its tests use models/synthetic); " +
+			"the applications (bench, cli) bring the two together",
+	},
+	{
+		from:   []string{"bench/..."},
 		forbid: []string{"job/...", "batch/..."},
-		why:    "job runs the commands' jobs on top of the libraries; the libraries do not know about jobs",
+		why:    "bench, the paper's benchmarks, is an application beside job built on the libraries, not on jobs",
+	},
+	{
+		from:   []string{"..."},
+		except: []string{".", "cli/...", "bench/..."},
+		forbid: []string{"bench/..."},
+		why:    "bench is an application: only the command line runs it",
 	},
 	{
 		from:   []string{"job/..."},
@@ -93,19 +120,18 @@ var importRules = []importRule{
 		why:    "reference models and data sets are libraries the command line uses, not the other way round",
 	},
 	{
-		from:   []string{"internal/atomicfile"},
+		from:   []string{"internal/..."},
+		except: []string{"internal/testkit/..."},
 		forbid: []string{"..."},
-		why:    "atomicfile is a leaf that every layer that writes files (importer included) may use",
+		why: "internal's run-time helpers (atomicfile, par, hugepages, smallfile, termsafe) are leaves " +
+			"that every layer, importer included, may use",
 	},
 	{
-		from:   []string{"internal/termsafe"},
-		forbid: []string{"..."},
-		why:    "termsafe is a leaf that every layer printing names from files (importer included) may use",
-	},
-	{
-		from:   []string{"internal/smallfile"},
-		forbid: []string{"..."},
-		why:    "smallfile is a leaf that every layer reading a user's configuration or jobs file may use",
+		from:   []string{"..."},
+		except: []string{"internal/testkit/..."},
+		forbid: []string{"internal/testkit/..."},
+		why: "internal/testkit holds the test harnesses (ONNX Runtime, the node-test corpus, Slurm, the " +
+			"architecture checks): only test files import them, never the code a user runs",
 	},
 	{
 		from:   []string{"..."},
@@ -212,8 +238,16 @@ func TestViolationsFindsBreaks(t *testing.T) {
 		pkg("png/criterion", "!os"),
 		pkg("png", "importer"),
 		pkg("importer", "backend"),
-		pkg("backend/ops", "finetune/npz"),
-		pkg("finetune/npz", "cli"),
+		pkg("backend/ops", "finetune"),
+		pkg("format/npz", "cli"),
+		pkg("format/npz", "backend"),
+		pkg("importer", "format/npz"),
+		pkg("finetune", "models/datasets"),
+		pkg("bench", "job"),
+		pkg("job", "bench"),
+		pkg("models", "bench"),
+		pkg("backend", "internal/testkit/ortcheck"),
+		pkg("internal/par", "png"),
 		pkg("models/synthetic", "backend"),
 		pkg("png/pareto", "!io/fs"),
 		pkg("models/datasets", "cli"),
@@ -231,6 +265,12 @@ func TestViolationsFindsBreaks(t *testing.T) {
 		pkg("cli", "finetune", "backend", "models"),
 		{ImportPath: modulePath, Imports: []string{modulePath + "/cli"}},
 		pkg("internal/atomicfile", "!os", "!bufio"),
+		pkg("format/npz", "importer", "internal/atomicfile"),
+		pkg("backend", "format/npz"),
+		pkg("bench", "finetune", "models", "backend"),
+		pkg("cli", "bench"),
+		pkg("internal/testkit/interop", "internal/testkit/ortcheck", "backend", "batch"),
+		{ImportPath: modulePath + "/backend", TestImports: []string{modulePath + "/internal/testkit/ortcheck"}},
 	}
 	for _, p := range good {
 		if v := violations([]listedPackage{p}, importRules); len(v) != 0 {
