@@ -91,7 +91,10 @@ func graphReads(g *onnxpb.GraphProto, name string) bool {
 }
 
 // SharedInitializers returns every initializer of m's main graph read by
-// more than one node, in initializer order.
+// more than one node, in initializer order. A Shape or Size node reads
+// only the shape, which training leaves as it is, and does not count
+// (the dynamo exporter writes Shape(weight) beside the Conv reading it
+// where timm computes a convolution's padding from its weight).
 func (m *Model) SharedInitializers() []Shared {
 	g := m.Proto.GetGraph()
 	consumers := map[string][]string{}
@@ -100,6 +103,9 @@ func (m *Model) SharedInitializers() []Shared {
 		inits[tp.GetName()] = true
 	}
 	for i, n := range g.GetNode() {
+		if shapeOnly(n) {
+			continue
+		}
 		seen := map[string]bool{}
 		note := func(s string) {
 			if inits[s] && !seen[s] {
@@ -127,12 +133,22 @@ func (m *Model) SharedInitializers() []Shared {
 	return out
 }
 
+// shapeOnly reports whether node n reads only the shapes of its inputs
+// (ONNX Shape and Size).
+func shapeOnly(n *onnxpb.NodeProto) bool {
+	op := n.GetOpType()
+	return normDomain(n.GetDomain()) == "" && (op == "Shape" || op == "Size")
+}
+
 // readers returns the nodes of g reading value name, looking through
-// Identity nodes, in graph order.
+// Identity nodes, in graph order; Shape and Size nodes are left out.
 func readers(g *onnxpb.GraphProto, name string) []string {
 	follow := map[string]bool{name: true}
 	var out []string
 	for i, n := range g.Node {
+		if shapeOnly(n) {
+			continue
+		}
 		hit := false
 		for _, s := range n.Input {
 			hit = hit || follow[s]

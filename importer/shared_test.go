@@ -116,3 +116,33 @@ func TestSharedReaders(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// TestSharedIgnoresShapeReads: an initializer read by a Shape or Size node
+// and one other node is not shared (the dynamo exporter's Shape(weight)
+// beside the Conv reading it); read by two computing nodes and a Shape,
+// it is, with the Shape node in neither list.
+func TestSharedIgnoresShapeReads(t *testing.T) {
+	named := func(n *onnxpb.NodeProto, name string) *onnxpb.NodeProto { n.Name = proto.String(name); return n }
+	mp := mkModel(8, 17, &onnxpb.GraphProto{
+		Name:  proto.String("g"),
+		Input: []*onnxpb.ValueInfoProto{valueInfo("x")},
+		Node: []*onnxpb.NodeProto{
+			named(mkNode("Shape", []string{"w"}, []string{"ws"}), "node_Shape_1"),
+			named(mkNode("Size", []string{"w"}, []string{"wn"}), "node_Size_2"),
+			named(mkNode("MatMul", []string{"x", "w"}, []string{"h"}), "node_matmul"),
+			named(mkNode("Shape", []string{"v"}, []string{"vs"}), "node_Shape_3"),
+			named(mkNode("MatMul", []string{"h", "v"}, []string{"h2"}), "mm1"),
+			named(mkNode("MatMul", []string{"h2", "v"}, []string{"y"}), "mm2"),
+		},
+		Initializer: []*onnxpb.TensorProto{
+			mkInit(NewFloat32("w", []int{2, 2}, []float32{1, 2, 3, 4})),
+			mkInit(NewFloat32("v", []int{2, 2}, []float32{1, 0, 0, 1})),
+		},
+		Output: []*onnxpb.ValueInfoProto{valueInfo("y"), valueInfo("ws"), valueInfo("wn"), valueInfo("vs")},
+	})
+	m := &Model{Proto: mp}
+	want := []Shared{{"v", []string{"mm1", "mm2"}, []string{"mm1", "mm2"}}}
+	if got := m.SharedInitializers(); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
