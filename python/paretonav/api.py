@@ -519,7 +519,7 @@ def _optimized_file(onnx_path: str, mapping: Any, graph: Any = None) -> bool:
 
         graph = onnx.load(os.fspath(onnx_path), load_external_data=False).graph
     return bool(_optimizer_rewritten(graph, {t.name for t in graph.initializer})) or any(
-        k.key.startswith("pkg.onnxscript.") for n in graph.node for k in n.metadata_props)
+        k.startswith("pkg.onnxscript.") for n in graph.node for k in _metadata(n, 9))
 
 
 def _all_zero(t: Any) -> bool:
