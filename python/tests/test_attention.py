@@ -211,6 +211,54 @@ def test_optimized_mha_tuned_file_loads_back_alone(torch, binary, tmp_path):
     assert r.losses_after != r.losses_before
 
 
+def make_upsampled(torch):
+    """Conv, GroupNorm, a bilinear upsampling by a scale factor, a second Conv, two heads: no BatchNorm, so
+    torch.onnx.export's optimizer fuses nothing, but it lifts Resize's constant scales into an initializer
+    without metadata (a UNet's decoder)."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Upsampled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.gn = nn.Conv2d(3, 8, 3, padding=1), nn.GroupNorm(2, 8)
+            self.conv2 = nn.Conv2d(8, 8, 3, stride=2)
+            self.a = nn.Linear(8, 3)
+            self.b = nn.Linear(8, 1)
+
+        def forward(self, x):
+            h = torch.relu(self.gn(self.conv1(x)))
+            h = F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False)
+            h = torch.relu(self.conv2(h)).mean((2, 3))
+            return F.log_softmax(self.a(h), -1), self.b(h)
+
+    return Upsampled
+
+
+def test_optimized_upsampling_tuned_file_loads_back_alone(torch, binary, tmp_path):
+    """Resize's scales, lifted by the optimizer into an initializer without metadata, hold no parameter
+    and are not taken for a fused BatchNorm: the tuned file alone loads back, strict, every parameter of
+    the module, which then computes the tuned losses."""
+    need_torch2(torch)
+    torch.manual_seed(15)
+    m = make_upsampled(torch)().eval()
+    data = attention_data(torch)
+    path = dynamo_optimized(torch, m, data["x"][:2], str(tmp_path / "up.onnx"))
+    g = onnx.load(path).graph
+    scales = {n.input[2] for n in g.node if n.op_type == "Resize" and len(n.input) > 2}
+    assert scales & {t.name for t in g.initializer}, "no Resize scales initializer: this test checks nothing"
+    assert paretonav.untrained(m, path) == {}
+    r = paretonav.tune(path, data=data, tasks=TASKS, criterion="a+b", steps=10, batch=8, lr=1e-2,
+                       out=str(tmp_path / "tuned.onnx"), progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", paretonav.ParetonavWarning)
+        loaded = paretonav.load_weights(m, r.paths["out"])
+    assert sorted(loaded) == sorted(k for k, _ in m.named_parameters())
+    mine = attention_losses(torch, m, data)
+    for k in mine:
+        assert r.losses_after[k] == pytest.approx(mine[k], rel=1e-5, abs=1e-6), k
+    assert r.losses_after != r.losses_before
+
+
 def make_cached(torch):
     """A bias table read through an index, cached in eval mode the way timm's LeViT and
     EfficientFormerV2 cache attention_biases[:, idx] (timm also checks torch.jit.is_tracing(); this one does
