@@ -259,6 +259,48 @@ def test_optimized_upsampling_tuned_file_loads_back_alone(torch, binary, tmp_pat
     assert r.losses_after != r.losses_before
 
 
+def make_tabled(torch):
+    """A float buffer read as data, as torchvision's Swin v2 reads its relative_coords_table through a
+    Linear (cpb_mlp), a persistent one and a non-persistent one (in no state_dict), and an integer buffer."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Tabled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("table", torch.randn(4, 8) * 0.5)
+            self.register_buffer("shift", torch.randn(8) * 0.1, persistent=False)
+            self.register_buffer("idx", torch.tensor([3, 1, 2, 0]))
+            self.mlp = nn.Linear(8, 16)
+            self.emb = nn.Linear(12, 16)
+            self.a = nn.Linear(16, 3)
+            self.b = nn.Linear(16, 1)
+
+        def forward(self, x):
+            h = self.emb(x.reshape(x.shape[0], 3, 4, 4).permute(0, 2, 1, 3).reshape(x.shape[0], 4, 12))
+            h = torch.relu(h + self.mlp(self.table[self.idx] + self.shift)).mean(1)
+            return F.log_softmax(self.a(h), -1), self.b(h)
+
+    return Tabled
+
+
+def test_module_buffers_are_not_trained(torch, binary):
+    """paretonav.tune's export (the TorchScript exporter) does not say which initializers are buffers, and the
+    binary trains every float initializer read as data: tune freezes the module's float buffers, persistent or
+    not, so they keep their values, as PyTorch's optimizers keep them; the parameters train."""
+    torch.manual_seed(16)
+    m = make_tabled(torch)().eval()
+    data = attention_data(torch)
+    before = {k: v.clone() for k, v in list(m.named_buffers()) + list(m.named_parameters())}
+    r = paretonav.tune(m, data=data, inputs=["x"], outputs=["a", "b"], tasks=TASKS, criterion="a+b", steps=5,
+                       batch=8, lr=1e-2, progress=False)
+    for k in ("table", "shift", "idx"):
+        assert torch.equal(dict(m.named_buffers())[k], before[k]), k
+    assert not torch.equal(m.mlp.weight, before["mlp.weight"])
+    mine = attention_losses(torch, m, data)
+    for k in mine:
+        assert r.losses_after[k] == pytest.approx(mine[k], rel=1e-5, abs=1e-6), k
+
+
 def make_cached(torch):
     """A bias table read through an index, cached in eval mode the way timm's LeViT and
     EfficientFormerV2 cache attention_biases[:, idx] (timm also checks torch.jit.is_tracing(); this one does
