@@ -46,7 +46,10 @@ only sees what the rules before it left unmatched:
    (``pkg.torch.onnx.fx_node``), or it only adds or drops axes of size 1
    and is a view (``view_N``) or the key is the weight or bias of the
    ``aten.group_norm`` the reading node computes (GroupNorm's affine
-   parameters reshaped to [C, 1, 1]). :func:`to_key_layout` turns such an
+   parameters reshaped to [C, 1, 1]), or the reading node computes an
+   ``aten.addcmul`` with its default value 1 and the copy was folded from
+   the key through views and that 1 alone (ConvNeXtV2's
+   GlobalResponseNorm weight). :func:`to_key_layout` turns such an
    initializer's value back into the key's layout. Needs tensors.
 
 The mapping's keys are ONNX value names that hold constant data: initializer
@@ -369,7 +372,7 @@ def map_state_dict(onnx_model_or_path: Any, state_dict_keys_or_module: Any) -> T
     if sd is not None and left:
         folded = _folded_from(g, init_set, set(keys))
         linear = _linear_weights(g, set(folded))
-        affine = _group_norm_affine(g, set(folded))
+        affine = _affine_reads(g, set(folded))
         rest = []
         for k in left:
             a = _as_numpy(sd[k])
@@ -384,7 +387,8 @@ def map_state_dict(onnx_model_or_path: Any, state_dict_keys_or_module: Any) -> T
                 elif b.shape != a.shape and b.size == a.size and (
                         np.array_equal(b.reshape(-1), a.reshape(-1))
                         or (_unit_dims_only(a.shape, b.shape)
-                            and (_VIEW_NAME["view"].match(n) or _normalise(k) in affine.get(n, ())))):
+                            and (_VIEW_NAME["view"].match(n) or _normalise(k) in affine.get(n, ())
+                                 or "*" in affine.get(n, ())))):
                     rule = "reshaped"
             if rule:
                 take(cands[0], k, rule, cands[0])
@@ -401,6 +405,7 @@ _VIEW_NAME = {"t": re.compile(r"^(t|permute|transpose|numpy_t)(_\d+)?$"),
               "view": re.compile(r"^(view|reshape|_unsafe_view|unsqueeze|squeeze|flatten|unflatten)(_\d+)?$")}
 _FX_LINEAR = re.compile(r"target=torch\.ops\.aten\.linear\.default\]\(args = \(%[^,]+, %([^,)]+)")
 _FX_GROUP_NORM = re.compile(r"target=torch\.ops\.aten\.group_norm\.default\]\(args = \(%[^,]+, [^,]+, ([^)]*)\)")
+_FX_ADDCMUL_ONE = re.compile(r"target=torch\.ops\.aten\.addcmul\.default\]\(args = \([^)]*\), kwargs = \{\}\)")
 
 
 def _unit_dims_only(a, b) -> bool:
@@ -428,24 +433,62 @@ def _linear_weights(graph, names) -> Dict[str, set]:
     return out
 
 
-def _group_norm_affine(graph, names) -> Dict[str, set]:
-    """Initializer (of ``names``) -> the normalised torch.export names of
+def _affine_reads(graph, names) -> Dict[str, set]:
+    """Initializer (of ``names``) -> the parameters it may be a reshaped
+    copy of, by what reads it: the normalised torch.export names of
     the weight and bias of the ``aten.group_norm`` call whose nodes read it
     (their ``pkg.torch.onnx.fx_node`` metadata): the dynamo exporter
     writes group_norm as InstanceNormalization over the groups, then a Mul
     by the weight and an Add of the bias, each reshaped to [C, 1, 1], and
     the optimizer folds each reshape into a new initializer (``val_N``).
-    This metadata stays in a tuned file."""
+    This metadata stays in a tuned file.
+
+    Also, under the name ``*``: the initializers an ``aten.addcmul`` with
+    its default value 1 reads (its fx_node has no keyword arguments), where
+    they were folded from the value 1 (``value``, ``value_cast``), views
+    and the exporter's constants (``val_N``) alone: the exporter writes
+    addcmul(input, t1, t2) as input + (value·t1)·t2, and the optimizer folds
+    value·t1 for a parameter t1 viewed to [1, C, 1, 1] into a new
+    initializer (``tmp``; ConvNeXtV2's GlobalResponseNorm weight)."""
     out: Dict[str, set] = defaultdict(set)
+    raw = _folded_from_raw(graph, names)
     for n in graph.node:
         ins = [i for i in n.input if i in names]
         if not ins:
             continue
-        m = _FX_GROUP_NORM.search(_metadata(n, 9).get("pkg.torch.onnx.fx_node", ""))
+        fx = _metadata(n, 9).get("pkg.torch.onnx.fx_node", "")
+        m = _FX_GROUP_NORM.search(fx)
         if m:
             args = {_normalise(a, prefixed=True) for a in re.findall(r"%([^,\s)]+)", m.group(1))}
             for i in ins:
                 out[i].update(args)
+        elif _FX_ADDCMUL_ONE.search(fx):
+            for i in ins:
+                consts = [s for s in raw.get(i, []) if not ("." in s)]
+                if consts and all(_UNIT_SOURCE.match(s) or _VIEW_NAME["view"].match(s) for s in consts):
+                    out[i].add("*")
+    return out
+
+
+# What a folded initializer may come from besides its parameter and still
+# hold the parameter's values: the exporter's constants (shapes) and
+# addcmul's value 1 and its cast.
+_UNIT_SOURCE = re.compile(r"^(val|value|value_cast)(_\d+)?$")
+
+
+def _folded_from_raw(graph, names) -> Dict[str, List[str]]:
+    """Initializer (of ``names``) -> every name its folded_from metadata lists."""
+    import ast
+
+    out = {}
+    for v in list(graph.input) + list(graph.value_info):
+        if v.name in names:
+            src = _metadata(v).get(_FOLDED_FROM)
+            if src:
+                try:
+                    out[v.name] = [s for s in ast.literal_eval(src) if isinstance(s, str)]
+                except (ValueError, SyntaxError):
+                    continue
     return out
 
 

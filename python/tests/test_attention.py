@@ -259,6 +259,67 @@ def test_optimized_upsampling_tuned_file_loads_back_alone(torch, binary, tmp_pat
     assert r.losses_after != r.losses_before
 
 
+def make_grn(torch, value=1.0):
+    """ConvNeXtV2's GlobalResponseNorm (timm's, channels first): x + addcmul(beta, gamma, x · nx), gamma
+    and beta viewed to [1, C, 1, 1]; with another ``value``, addcmul scales gamma's term by it. In a
+    submodule, as in timm (the exporter's metadata names a folded parameter by its dotted key)."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class GlobalResponseNorm(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.gamma = nn.Parameter(torch.randn(c) * 0.5)
+            self.beta = nn.Parameter(torch.randn(c) * 0.1)
+
+        def forward(self, h):
+            gx = h.norm(p=2, dim=(2, 3), keepdim=True)
+            nx = gx / (gx.mean(dim=1, keepdim=True) + 1e-6)
+            kw = {} if value == 1.0 else {"value": value}
+            return h + torch.addcmul(self.beta.view(1, -1, 1, 1), self.gamma.view(1, -1, 1, 1), h * nx, **kw)
+
+    class GRN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.grn = GlobalResponseNorm(8)
+            self.a = nn.Linear(8, 3)
+            self.b = nn.Linear(8, 1)
+
+        def forward(self, x):
+            h = self.grn(self.conv(x)).mean((2, 3))
+            return F.log_softmax(self.a(h), -1), self.b(h)
+
+    return GRN
+
+
+def test_optimized_grn_tuned_file_loads_back_alone(torch, binary, tmp_path):
+    """The optimizer folds addcmul's 1·gamma.view(1, C, 1, 1) into a new initializer (tmp): in a tuned file it
+    maps back by its addcmul node (no value argument), the file alone loads back, strict, and the module
+    computes the tuned losses. With value=0.5 the folded tensor is 0.5·gamma, which maps onto nothing."""
+    need_torch2(torch)
+    torch.manual_seed(17)
+    m = make_grn(torch)().eval()
+    data = attention_data(torch)
+    path = dynamo_optimized(torch, m, data["x"][:2], str(tmp_path / "grn.onnx"))
+    r = paretonav.tune(path, data=data, tasks=TASKS, criterion="a+b", steps=10, batch=8, lr=1e-2,
+                       out=str(tmp_path / "tuned.onnx"), progress=False)
+    mapping, _ = paretonav.map_state_dict(r.paths["out"], m)
+    assert {k: mapping.rule[n] for n, k in mapping.items()}["grn.gamma"] == "reshaped"
+    loaded = paretonav.load_weights(m, r.paths["out"])
+    assert sorted(loaded) == sorted(k for k, _ in m.named_parameters())
+    mine = attention_losses(torch, m, data)
+    for k in mine:
+        assert r.losses_after[k] == pytest.approx(mine[k], rel=1e-5, abs=1e-6), k
+    assert r.losses_after != r.losses_before
+
+    half = make_grn(torch, 0.5)().eval()
+    path = dynamo_optimized(torch, half, data["x"][:2], str(tmp_path / "half.onnx"))
+    r = paretonav.tune(path, data=data, tasks=TASKS, criterion="a+b", steps=2, batch=8,
+                       out=str(tmp_path / "half_tuned.onnx"), progress=False)
+    _, unmapped = paretonav.map_state_dict(r.paths["out"], half)
+    assert unmapped == ["grn.gamma"]
+
+
 def make_tabled(torch):
     """A float buffer read as data, as torchvision's Swin v2 reads its relative_coords_table through a
     Linear (cpb_mlp), a persistent one and a non-persistent one (in no state_dict), and an integer buffer."""
