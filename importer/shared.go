@@ -91,7 +91,12 @@ func graphReads(g *onnxpb.GraphProto, name string) bool {
 }
 
 // SharedInitializers returns every initializer of m's main graph read by
-// more than one node, in initializer order.
+// more than one node, in initializer order. A read of the shape or the
+// element type alone, which training leaves as they are, does not count:
+// Shape and Size, and CastLike's target_type (the dynamo exporter writes
+// Shape(weight) beside the Conv reading it where timm computes a
+// convolution's padding from its weight, and CastLike(value, weight)
+// before a clamp of the weight).
 func (m *Model) SharedInitializers() []Shared {
 	g := m.Proto.GetGraph()
 	consumers := map[string][]string{}
@@ -107,8 +112,10 @@ func (m *Model) SharedInitializers() []Shared {
 				consumers[s] = append(consumers[s], nodeLabel(i, n))
 			}
 		}
-		for _, s := range n.Input {
-			note(s)
+		for j, s := range n.Input {
+			if !metaOnly(n, j) {
+				note(s)
+			}
 		}
 		if hasSubgraph(n) {
 			for name := range inits {
@@ -127,15 +134,32 @@ func (m *Model) SharedInitializers() []Shared {
 	return out
 }
 
+// metaOnly reports whether node n reads only the shape or the element
+// type of its input i: any input of ONNX Shape and Size, CastLike's
+// target_type (input 1).
+func metaOnly(n *onnxpb.NodeProto, i int) bool {
+	if normDomain(n.GetDomain()) != "" {
+		return false
+	}
+	switch n.GetOpType() {
+	case "Shape", "Size":
+		return true
+	case "CastLike":
+		return i == 1
+	}
+	return false
+}
+
 // readers returns the nodes of g reading value name, looking through
-// Identity nodes, in graph order.
+// Identity nodes, in graph order; reads of the shape or type alone
+// (metaOnly) are left out.
 func readers(g *onnxpb.GraphProto, name string) []string {
 	follow := map[string]bool{name: true}
 	var out []string
 	for i, n := range g.Node {
 		hit := false
-		for _, s := range n.Input {
-			hit = hit || follow[s]
+		for j, s := range n.Input {
+			hit = hit || (follow[s] && !metaOnly(n, j))
 		}
 		if !hit {
 			if hasSubgraph(n) {

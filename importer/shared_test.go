@@ -116,3 +116,45 @@ func TestSharedReaders(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// TestSharedIgnoresShapeReads: an initializer read by a Shape or Size node
+// or as CastLike's target type, and by one other node, is not shared (the
+// dynamo exporter's Shape(weight) beside the Conv reading it,
+// CastLike(value, weight) before a clamp); read by two computing nodes and
+// a Shape, it is, with the Shape node in neither list; CastLike's input
+// cast counts.
+func TestSharedIgnoresShapeReads(t *testing.T) {
+	named := func(n *onnxpb.NodeProto, name string) *onnxpb.NodeProto { n.Name = proto.String(name); return n }
+	mp := mkModel(8, 17, &onnxpb.GraphProto{
+		Name:  proto.String("g"),
+		Input: []*onnxpb.ValueInfoProto{valueInfo("x")},
+		Node: []*onnxpb.NodeProto{
+			named(mkNode("Shape", []string{"w"}, []string{"ws"}), "node_Shape_1"),
+			named(mkNode("Size", []string{"w"}, []string{"wn"}), "node_Size_2"),
+			named(mkNode("MatMul", []string{"x", "w"}, []string{"h"}), "node_matmul"),
+			named(mkNode("Shape", []string{"v"}, []string{"vs"}), "node_Shape_3"),
+			named(mkNode("CastLike", []string{"ws", "u"}, []string{"wsc"}), "node_CastLike_4"),
+			named(mkNode("Clip", []string{"u", "", "wsc"}, []string{"uc"}), "node_clamp"),
+			named(mkNode("CastLike", []string{"t", "x"}, []string{"tc"}), "node_CastLike_5"),
+			named(mkNode("Add", []string{"t", "x"}, []string{"tx"}), "node_add"),
+			named(mkNode("MatMul", []string{"h", "v"}, []string{"h2"}), "mm1"),
+			named(mkNode("MatMul", []string{"h2", "v"}, []string{"y"}), "mm2"),
+		},
+		Initializer: []*onnxpb.TensorProto{
+			mkInit(NewFloat32("w", []int{2, 2}, []float32{1, 2, 3, 4})),
+			mkInit(NewFloat32("v", []int{2, 2}, []float32{1, 0, 0, 1})),
+			mkInit(NewFloat32("u", []int{1}, []float32{3})),
+			mkInit(NewFloat32("t", []int{1}, []float32{2})),
+		},
+		Output: []*onnxpb.ValueInfoProto{valueInfo("y"), valueInfo("ws"), valueInfo("wn"), valueInfo("vs"),
+			valueInfo("uc"), valueInfo("tc"), valueInfo("tx")},
+	})
+	m := &Model{Proto: mp}
+	want := []Shared{
+		{"v", []string{"mm1", "mm2"}, []string{"mm1", "mm2"}},
+		{"t", []string{"node_CastLike_5", "node_add"}, []string{"node_CastLike_5", "node_add"}},
+	}
+	if got := m.SharedInitializers(); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}

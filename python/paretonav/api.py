@@ -595,7 +595,7 @@ def _optimized_file(onnx_path: PathArg, mapping: Any, graph: Any = None) -> bool
 
         graph = onnx.load(os.fspath(onnx_path), load_external_data=False).graph
     return bool(_optimizer_rewritten(graph, {t.name for t in graph.initializer})) or any(
-        k.key.startswith("pkg.onnxscript.") for n in graph.node for k in n.metadata_props)
+        k.startswith("pkg.onnxscript.") for n in graph.node for k in _metadata(n, 9))
 
 
 def _all_zero(t: Any) -> bool:
@@ -742,13 +742,37 @@ def _strings(v: FlagValue) -> List[str]:
 
 
 def _frozen(module: Optional["torch.nn.Module"], model_path: str, flags: Flags) -> None:
-    """Adds a --freeze pattern for each parameter with requires_grad=False
-    (PyTorch's way of saying "do not train this"), by its initializer name."""
+    """Adds a --freeze pattern, by initializer name, for each parameter with
+    requires_grad=False (PyTorch's way of saying "do not train this") and
+    for each floating-point buffer other than BatchNorm's statistics (which
+    the binary never trains): a file without the dynamo exporter's metadata
+    (the TorchScript exporter's) does not say which initializers are
+    buffers, and the binary trains every float initializer a node reads as
+    data, such as torchvision Swin v2's relative_coords_table. An
+    initializer that also holds a parameter (PyTorch merges equal ones) is
+    left to train."""
     if module is None:
         return
+    import torch
+
     mapping, _ = map_state_dict(model_path, module)
     by_key = {k: n for n, k in mapping.items() if mapping.initializer[n] == n}
-    names = [by_key[k] for k, p in module.named_parameters() if not p.requires_grad and k in by_key]
+    params = dict(module.named_parameters())
+    names = [by_key[k] for k, p in params.items() if not p.requires_grad and k in by_key]
+    holds_param = {mapping.initializer[n] for n, k in mapping.items() if k in params and params[k].requires_grad}
+    stats = {"%s.%s" % (m, b) if m else b for m, mod in module.named_modules()
+             if isinstance(mod, torch.nn.modules.batchnorm._NormBase) for b in ("running_mean", "running_var")}
+    inits = set()
+    if any(k not in by_key for k, _ in module.named_buffers()):
+        import onnx
+
+        inits = {t.name for t in onnx.load(os.fspath(model_path), load_external_data=False).graph.initializer}
+    for k, b in module.named_buffers():
+        if not b.is_floating_point() or k in stats:
+            continue
+        n = by_key.get(k) or (k if k in inits else None)  # a non-persistent buffer is in no state_dict
+        if n is not None and n not in holds_param and n not in names:
+            names.append(n)
     if names:
         flags["freeze"] = _strings(flags.get("freeze")) + [re.sub(r"([*?\\\[])", r"\\\1", n) for n in names]
 

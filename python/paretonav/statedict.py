@@ -43,8 +43,13 @@ only sees what the rules before it left unmatched:
    scale reshaped), as its ``folded_from`` metadata says, and the values
    agree, or, in a tuned file whose values no longer do, the file's
    metadata says so: the node reading it was ``aten.linear`` of the key
-   (``pkg.torch.onnx.fx_node``), or it is a view (``view_N``) that only adds
-   or drops axes of size 1. :func:`to_key_layout` turns such an
+   (``pkg.torch.onnx.fx_node``), or it only adds or drops axes of size 1
+   and is a view (``view_N``) or the key is the weight or bias of the
+   ``aten.group_norm`` the reading node computes (GroupNorm's affine
+   parameters reshaped to [C, 1, 1]), or the reading node computes an
+   ``aten.addcmul`` with its default value 1 and the copy was folded from
+   the key through views and that 1 alone (ConvNeXtV2's
+   GlobalResponseNorm weight). :func:`to_key_layout` turns such an
    initializer's value back into the key's layout. Needs tensors.
 
 The mapping's keys are ONNX value names that hold constant data: initializer
@@ -163,10 +168,12 @@ def _fused_batchnorm(graph: "onnx.GraphProto", init_names: Collection[str]) -> S
 
 def _optimizer_rewritten(graph: "onnx.GraphProto", init_names: Collection[str]) -> Set[str]:
     """Initializers of a dynamo export (its initializers' value_info carry
-    InputSpec.kind) whose value_info carries neither InputSpec.kind nor
-    folded_from: values the onnxscript optimizer wrote itself (a Conv weight
-    with BatchNorm fused in, under the weight's name); and, in any file,
-    the initializers of nodes its rewriter fused a BatchNorm into."""
+    InputSpec.kind) that a Conv reads as its weight or bias and whose
+    value_info carries neither InputSpec.kind nor folded_from: values the
+    onnxscript optimizer wrote itself (a Conv weight with BatchNorm fused
+    in, under the weight's name, and the fused bias); and, in any file, the
+    initializers of nodes its rewriter fused a BatchNorm into. The same
+    rule as the binary's (importer.Model.OptimizerRewritten)."""
     fused = _fused_batchnorm(graph, init_names)
     meta = {}
     for v in list(graph.input) + list(graph.value_info):
@@ -174,10 +181,12 @@ def _optimizer_rewritten(graph: "onnx.GraphProto", init_names: Collection[str]) 
             meta[v.name] = _metadata_keys(v)
     if not any(_TORCH_KIND in m for m in meta.values()):
         return fused
-    # Only float tensors of more than one element: the optimizer also lifts
-    # integer shapes (a Reshape's) and numbers of the forward code (a scale)
-    # into initializers without metadata, which hold no parameter.
-    weights = {t.name for t in graph.initializer if t.data_type in _FLOAT_TYPES and int(np.prod(t.dims)) > 1}
+    # Only float tensors that a Conv reads as its weight or bias: the
+    # optimizer also lifts constants of the forward code into initializers
+    # without metadata (a Reshape's shape, a scale, Resize's scales of a
+    # bilinear upsampling), which hold no parameter.
+    conv = {i for n in graph.node if n.op_type == "Conv" and n.domain in ("", "ai.onnx") for i in n.input[1:3]}
+    weights = {t.name for t in graph.initializer if t.data_type in _FLOAT_TYPES and len(t.dims) > 0 and t.name in conv}
     return fused | {n for n in init_names
                     if n in weights and not (meta.get(n, set()) & {_TORCH_KIND, _FOLDED_FROM})}
 
@@ -380,6 +389,7 @@ def map_state_dict(onnx_model_or_path: OnnxModel,
     if sd is not None and left:
         folded = _folded_from(g, init_set, set(keys))
         linear = _linear_weights(g, set(folded))
+        affine = _affine_reads(g, set(folded))
         rest = []
         for k in left:
             a = _as_numpy(sd[k])
@@ -393,7 +403,9 @@ def map_state_dict(onnx_model_or_path: OnnxModel,
                     rule = "transposed"
                 elif b.shape != a.shape and b.size == a.size and (
                         np.array_equal(b.reshape(-1), a.reshape(-1))
-                        or (_unit_dims_only(a.shape, b.shape) and _VIEW_NAME["view"].match(n))):
+                        or (_unit_dims_only(a.shape, b.shape)
+                            and (_VIEW_NAME["view"].match(n) or _normalise(k) in affine.get(n, ())
+                                 or "*" in affine.get(n, ())))):
                     rule = "reshaped"
             if rule:
                 take(cands[0], k, rule, cands[0])
@@ -409,6 +421,8 @@ def map_state_dict(onnx_model_or_path: OnnxModel,
 _VIEW_NAME = {"t": re.compile(r"^(t|permute|transpose|numpy_t)(_\d+)?$"),
               "view": re.compile(r"^(view|reshape|_unsafe_view|unsqueeze|squeeze|flatten|unflatten)(_\d+)?$")}
 _FX_LINEAR = re.compile(r"target=torch\.ops\.aten\.linear\.default\]\(args = \(%[^,]+, %([^,)]+)")
+_FX_GROUP_NORM = re.compile(r"target=torch\.ops\.aten\.group_norm\.default\]\(args = \(%[^,]+, [^,]+, ([^)]*)\)")
+_FX_ADDCMUL_ONE = re.compile(r"target=torch\.ops\.aten\.addcmul\.default\]\(args = \([^)]*\), kwargs = \{\}\)")
 
 
 def _unit_dims_only(a: Sequence[int], b: Sequence[int]) -> bool:
@@ -433,6 +447,65 @@ def _linear_weights(graph: "onnx.GraphProto", names: Collection[str]) -> Dict[st
         if m:
             for i in ins:
                 out[i].add(_normalise(m.group(1), prefixed=True))
+    return out
+
+
+def _affine_reads(graph: "onnx.GraphProto", names: Collection[str]) -> Dict[str, Set[str]]:
+    """Initializer (of ``names``) -> the parameters it may be a reshaped
+    copy of, by what reads it: the normalised torch.export names of
+    the weight and bias of the ``aten.group_norm`` call whose nodes read it
+    (their ``pkg.torch.onnx.fx_node`` metadata): the dynamo exporter
+    writes group_norm as InstanceNormalization over the groups, then a Mul
+    by the weight and an Add of the bias, each reshaped to [C, 1, 1], and
+    the optimizer folds each reshape into a new initializer (``val_N``).
+    This metadata stays in a tuned file.
+
+    Also, under the name ``*``: the initializers an ``aten.addcmul`` with
+    its default value 1 reads (its fx_node has no keyword arguments), where
+    they were folded from the value 1 (``value``, ``value_cast``), views
+    and the exporter's constants (``val_N``) alone: the exporter writes
+    addcmul(input, t1, t2) as input + (value·t1)·t2, and the optimizer folds
+    value·t1 for a parameter t1 viewed to [1, C, 1, 1] into a new
+    initializer (``tmp``; ConvNeXtV2's GlobalResponseNorm weight)."""
+    out: Dict[str, set] = defaultdict(set)
+    raw = _folded_from_raw(graph, names)
+    for n in graph.node:
+        ins = [i for i in n.input if i in names]
+        if not ins:
+            continue
+        fx = _metadata(n, 9).get("pkg.torch.onnx.fx_node", "")
+        m = _FX_GROUP_NORM.search(fx)
+        if m:
+            args = {_normalise(a, prefixed=True) for a in re.findall(r"%([^,\s)]+)", m.group(1))}
+            for i in ins:
+                out[i].update(args)
+        elif _FX_ADDCMUL_ONE.search(fx):
+            for i in ins:
+                consts = [s for s in raw.get(i, []) if not ("." in s)]
+                if consts and all(_UNIT_SOURCE.match(s) or _VIEW_NAME["view"].match(s) for s in consts):
+                    out[i].add("*")
+    return out
+
+
+# What a folded initializer may come from besides its parameter and still
+# hold the parameter's values: the exporter's constants (shapes) and
+# addcmul's value 1 and its cast.
+_UNIT_SOURCE = re.compile(r"^(val|value|value_cast)(_\d+)?$")
+
+
+def _folded_from_raw(graph: "onnx.GraphProto", names: Collection[str]) -> Dict[str, List[str]]:
+    """Initializer (of ``names``) -> every name its folded_from metadata lists."""
+    import ast
+
+    out = {}
+    for v in list(graph.input) + list(graph.value_info):
+        if v.name in names:
+            src = _metadata(v).get(_FOLDED_FROM)
+            if src:
+                try:
+                    out[v.name] = [s for s in ast.literal_eval(src) if isinstance(s, str)]
+                except (ValueError, SyntaxError):
+                    continue
     return out
 
 

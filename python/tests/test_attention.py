@@ -211,6 +211,157 @@ def test_optimized_mha_tuned_file_loads_back_alone(torch, binary, tmp_path):
     assert r.losses_after != r.losses_before
 
 
+def make_upsampled(torch):
+    """Conv, GroupNorm, a bilinear upsampling by a scale factor, a second Conv, two heads: no BatchNorm, so
+    torch.onnx.export's optimizer fuses nothing, but it lifts Resize's constant scales into an initializer
+    without metadata (a UNet's decoder)."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Upsampled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.gn = nn.Conv2d(3, 8, 3, padding=1), nn.GroupNorm(2, 8)
+            self.conv2 = nn.Conv2d(8, 8, 3, stride=2)
+            self.a = nn.Linear(8, 3)
+            self.b = nn.Linear(8, 1)
+
+        def forward(self, x):
+            h = torch.relu(self.gn(self.conv1(x)))
+            h = F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False)
+            h = torch.relu(self.conv2(h)).mean((2, 3))
+            return F.log_softmax(self.a(h), -1), self.b(h)
+
+    return Upsampled
+
+
+def test_optimized_upsampling_tuned_file_loads_back_alone(torch, binary, tmp_path):
+    """Resize's scales, lifted by the optimizer into an initializer without metadata, hold no parameter
+    and are not taken for a fused BatchNorm: the tuned file alone loads back, strict, every parameter of
+    the module, which then computes the tuned losses."""
+    need_torch2(torch)
+    torch.manual_seed(15)
+    m = make_upsampled(torch)().eval()
+    data = attention_data(torch)
+    path = dynamo_optimized(torch, m, data["x"][:2], str(tmp_path / "up.onnx"))
+    g = onnx.load(path).graph
+    scales = {n.input[2] for n in g.node if n.op_type == "Resize" and len(n.input) > 2}
+    assert scales & {t.name for t in g.initializer}, "no Resize scales initializer: this test checks nothing"
+    assert paretonav.untrained(m, path) == {}
+    r = paretonav.tune(path, data=data, tasks=TASKS, criterion="a+b", steps=10, batch=8, lr=1e-2,
+                       out=str(tmp_path / "tuned.onnx"), progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", paretonav.ParetonavWarning)
+        loaded = paretonav.load_weights(m, r.paths["out"])
+    assert sorted(loaded) == sorted(k for k, _ in m.named_parameters())
+    mine = attention_losses(torch, m, data)
+    for k in mine:
+        assert r.losses_after[k] == pytest.approx(mine[k], rel=1e-5, abs=1e-6), k
+    assert r.losses_after != r.losses_before
+
+
+def make_grn(torch, value=1.0):
+    """ConvNeXtV2's GlobalResponseNorm (timm's, channels first): x + addcmul(beta, gamma, x · nx), gamma
+    and beta viewed to [1, C, 1, 1]; with another ``value``, addcmul scales gamma's term by it. In a
+    submodule, as in timm (the exporter's metadata names a folded parameter by its dotted key)."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class GlobalResponseNorm(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.gamma = nn.Parameter(torch.randn(c) * 0.5)
+            self.beta = nn.Parameter(torch.randn(c) * 0.1)
+
+        def forward(self, h):
+            gx = h.norm(p=2, dim=(2, 3), keepdim=True)
+            nx = gx / (gx.mean(dim=1, keepdim=True) + 1e-6)
+            kw = {} if value == 1.0 else {"value": value}
+            return h + torch.addcmul(self.beta.view(1, -1, 1, 1), self.gamma.view(1, -1, 1, 1), h * nx, **kw)
+
+    class GRN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.grn = GlobalResponseNorm(8)
+            self.a = nn.Linear(8, 3)
+            self.b = nn.Linear(8, 1)
+
+        def forward(self, x):
+            h = self.grn(self.conv(x)).mean((2, 3))
+            return F.log_softmax(self.a(h), -1), self.b(h)
+
+    return GRN
+
+
+def test_optimized_grn_tuned_file_loads_back_alone(torch, binary, tmp_path):
+    """The optimizer folds addcmul's 1·gamma.view(1, C, 1, 1) into a new initializer (tmp): in a tuned file it
+    maps back by its addcmul node (no value argument), the file alone loads back, strict, and the module
+    computes the tuned losses. With value=0.5 the folded tensor is 0.5·gamma, which maps onto nothing."""
+    need_torch2(torch)
+    torch.manual_seed(17)
+    m = make_grn(torch)().eval()
+    data = attention_data(torch)
+    path = dynamo_optimized(torch, m, data["x"][:2], str(tmp_path / "grn.onnx"))
+    r = paretonav.tune(path, data=data, tasks=TASKS, criterion="a+b", steps=10, batch=8, lr=1e-2,
+                       out=str(tmp_path / "tuned.onnx"), progress=False)
+    mapping, _ = paretonav.map_state_dict(r.paths["out"], m)
+    assert {k: mapping.rule[n] for n, k in mapping.items()}["grn.gamma"] == "reshaped"
+    loaded = paretonav.load_weights(m, r.paths["out"])
+    assert sorted(loaded) == sorted(k for k, _ in m.named_parameters())
+    mine = attention_losses(torch, m, data)
+    for k in mine:
+        assert r.losses_after[k] == pytest.approx(mine[k], rel=1e-5, abs=1e-6), k
+    assert r.losses_after != r.losses_before
+
+    half = make_grn(torch, 0.5)().eval()
+    path = dynamo_optimized(torch, half, data["x"][:2], str(tmp_path / "half.onnx"))
+    r = paretonav.tune(path, data=data, tasks=TASKS, criterion="a+b", steps=2, batch=8,
+                       out=str(tmp_path / "half_tuned.onnx"), progress=False)
+    _, unmapped = paretonav.map_state_dict(r.paths["out"], half)
+    assert unmapped == ["grn.gamma"]
+
+
+def make_tabled(torch):
+    """A float buffer read as data, as torchvision's Swin v2 reads its relative_coords_table through a
+    Linear (cpb_mlp), a persistent one and a non-persistent one (in no state_dict), and an integer buffer."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Tabled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("table", torch.randn(4, 8) * 0.5)
+            self.register_buffer("shift", torch.randn(8) * 0.1, persistent=False)
+            self.register_buffer("idx", torch.tensor([3, 1, 2, 0]))
+            self.mlp = nn.Linear(8, 16)
+            self.emb = nn.Linear(12, 16)
+            self.a = nn.Linear(16, 3)
+            self.b = nn.Linear(16, 1)
+
+        def forward(self, x):
+            h = self.emb(x.reshape(x.shape[0], 3, 4, 4).permute(0, 2, 1, 3).reshape(x.shape[0], 4, 12))
+            h = torch.relu(h + self.mlp(self.table[self.idx] + self.shift)).mean(1)
+            return F.log_softmax(self.a(h), -1), self.b(h)
+
+    return Tabled
+
+
+def test_module_buffers_are_not_trained(torch, binary):
+    """paretonav.tune's export (the TorchScript exporter) does not say which initializers are buffers, and the
+    binary trains every float initializer read as data: tune freezes the module's float buffers, persistent or
+    not, so they keep their values, as PyTorch's optimizers keep them; the parameters train."""
+    torch.manual_seed(16)
+    m = make_tabled(torch)().eval()
+    data = attention_data(torch)
+    before = {k: v.clone() for k, v in list(m.named_buffers()) + list(m.named_parameters())}
+    r = paretonav.tune(m, data=data, inputs=["x"], outputs=["a", "b"], tasks=TASKS, criterion="a+b", steps=5,
+                       batch=8, lr=1e-2, progress=False)
+    for k in ("table", "shift", "idx"):
+        assert torch.equal(dict(m.named_buffers())[k], before[k]), k
+    assert not torch.equal(m.mlp.weight, before["mlp.weight"])
+    mine = attention_losses(torch, m, data)
+    for k in mine:
+        assert r.losses_after[k] == pytest.approx(mine[k], rel=1e-5, abs=1e-6), k
+
+
 def make_cached(torch):
     """A bias table read through an index, cached in eval mode the way timm's LeViT and
     EfficientFormerV2 cache attention_biases[:, idx] (timm also checks torch.jit.is_tracing(); this one does

@@ -131,6 +131,18 @@ def test_dynamo_optimizer_rewrites_are_not_mapped():
     assert set(mapping.rule.values()) == {"exact"}
 
 
+def test_dynamo_optimizer_constants_are_not_rewritten_weights():
+    """The optimizer lifts Resize's constant scales of a bilinear upsampling into an initializer without
+    metadata (val_8, [1, 1, 2, 2]): no weight, so not something load_weights must refuse. What it wrote
+    into the Conv (BatchNorm fused into its weight and its own bias) is."""
+    from paretonav.statedict import _optimizer_rewritten
+
+    g = onnx.load(_torch2("upsample_dynopt_op20.onnx")).graph
+    scales = [n.input[2] for n in g.node if n.op_type == "Resize"]
+    assert scales == ["val_8"]  # else this test checks nothing
+    assert _optimizer_rewritten(g, {t.name for t in g.initializer}) == {"conv1.weight", "conv1.bias"}
+
+
 def test_dynamo_optimizer_folded_copies_map_back():
     """torch.onnx.export(dynamo=True)'s optimizer folds a Linear weight into its
     transpose (val_N) and ConvNeXt's layer scale into a reshaped copy (view):
