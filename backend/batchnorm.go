@@ -1,7 +1,7 @@
 package backend
 
 import (
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -26,7 +26,7 @@ func lowerBatchNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		}
 		vs[i] = v
 	}
-	// ONNX's default ε is applied here; ops.BatchNorm takes ε as given.
+	// ONNX's default ε is applied here; kernels.BatchNorm takes ε as given.
 	eps, err := attrFloat(n, "epsilon", 1e-5)
 	if err != nil {
 		return nil, err
@@ -40,8 +40,8 @@ func lowerBatchNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 	if err != nil {
 		return nil, err
 	}
-	p := ops.BatchNormParams{Epsilon: eps, Training: b.bnTrain || tm != 0}
-	y, err := ops.BatchNorm(b.node(vs[0]), b.node(vs[1]), b.node(vs[2]), b.node(vs[3]), b.node(vs[4]), p)
+	p := kernels.BatchNormParams{Epsilon: eps, Training: b.bnTrain || tm != 0}
+	y, err := kernels.BatchNorm(b.node(vs[0]), b.node(vs[1]), b.node(vs[2]), b.node(vs[3]), b.node(vs[4]), p)
 	if err != nil {
 		return nil, nodeErr(n, "%v", err)
 	}

@@ -1,13 +1,13 @@
 package backend
 
 import (
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 // Conv (opsets 1 and 11 share one signature): X, W, optional B; attributes
 // auto_pad, dilations, group, kernel_shape (checked against W), pads,
-// strides. 1-D and 2-D convolutions are supported (ops.Conv).
+// strides. 1-D and 2-D convolutions are supported (kernels.Conv).
 
 func init() {
 	register("Conv", 1, lowerConv)
@@ -34,7 +34,7 @@ func lowerConv(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	if err != nil {
 		return nil, err
 	}
-	var p ops.ConvParams
+	var p kernels.ConvParams
 	var v []int64
 	if v, err = attrInts(n, "strides", nil); err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func lowerConv(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		return nil, err
 	}
 	p.Group = int(g)
-	if p.AutoPad, err = attrString(n, "auto_pad", ops.AutoPadNotSet); err != nil {
+	if p.AutoPad, err = attrString(n, "auto_pad", kernels.AutoPadNotSet); err != nil {
 		return nil, err
 	}
 	if k, err := attrInts(n, "kernel_shape", nil); err != nil {
@@ -69,24 +69,24 @@ func lowerConv(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	if bv := optInput(in, 2); bv != nil {
 		bias = b.node(bv)
 	}
-	if parts := b.concatParts[x.n]; FuseConcatConv && parts != nil && ops.PointwiseConv(x.shape, w.shape, p) {
-		y, err := ops.ConvConcat(parts, b.node(w), bias, p)
+	if parts := b.concatParts[x.n]; FuseConcatConv && parts != nil && kernels.PointwiseConv(x.shape, w.shape, p) {
+		y, err := kernels.ConvConcat(parts, b.node(w), bias, p)
 		if err != nil {
 			return nil, nodeErr(n, "%v", err)
 		}
 		return []*value{nodeValue(y)}, nil
 	}
-	y, err := ops.Conv(b.node(x), b.node(w), bias, p)
+	y, err := kernels.Conv(b.node(x), b.node(w), bias, p)
 	if err != nil {
 		return nil, nodeErr(n, "%v", err)
 	}
-	b.winoScratch = max(b.winoScratch, ops.WinogradScratchBytes(x.shape, w.shape, p))
-	band, batch, cache := ops.ColScratchBytes(x.shape, w.shape, p)
+	b.winoScratch = max(b.winoScratch, kernels.WinogradScratchBytes(x.shape, w.shape, p))
+	band, batch, cache := kernels.ColScratchBytes(x.shape, w.shape, p)
 	b.colBand, b.colBatch, b.colCache = max(b.colBand, band), max(b.colBatch, batch), b.colCache+cache
 	return []*value{nodeValue(y)}, nil
 }
 
 // FuseConcatConv runs a pointwise Conv of a Concat along channels over the
-// Concat's parts (ops.ConvConcat), which is then not formed unless
+// Concat's parts (kernels.ConvConcat), which is then not formed unless
 // something else reads it; tests turn it off to compare.
 var FuseConcatConv = true

@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 // TestConvDepthwiseORT checks depthwise convolutions that run on ops'
-// depthwise path (checked with ops.ConvDepthwise) against ONNX Runtime:
+// depthwise path (checked with kernels.ConvDepthwise) against ONNX Runtime:
 // 3×3, 5×5 and 7×7, strides 1 and 2, a dilated 5×5 (DeepLabV3's), bias,
-// batch 2. ops'
+// batch 2. kernels'
 // TestConvDepthwiseMatchesIm2col compares all three passes with the
 // im2col path and TestConvDepthwiseGradFD the gradients with finite
 // differences.
@@ -39,8 +39,8 @@ func TestConvDepthwiseORT(t *testing.T) {
 			p, d = 2*p, 2
 		}
 		w := []int{C, 1, s.k, s.k}
-		params := ops.ConvParams{Group: C, Strides: []int{s.s, s.s}, Pads: []int{p, p, p, p}, Dilations: []int{d, d}}
-		if !ops.ConvDepthwise(s.x, w, params) {
+		params := kernels.ConvParams{Group: C, Strides: []int{s.s, s.s}, Pads: []int{p, p, p, p}, Dilations: []int{d, d}}
+		if !kernels.ConvDepthwise(s.x, w, params) {
 			t.Fatalf("%s: does not run on the depthwise path", s.name)
 		}
 		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", w...), randF32Tensor(r, "b", C)}

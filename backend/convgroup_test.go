@@ -4,16 +4,16 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 // TestConvGroupedORT checks grouped (not depthwise) convolutions that run
-// on ops' grouped path (checked with ops.ConvGrouped) against ONNX
+// on the kernels' grouped path (checked with kernels.ConvGrouped) against ONNX
 // Runtime: RegNetX's 16-channel groups on 2×2 and 4×4 planes, ResNeXt-style
 // groups of 4, more filters than channels per group, 5×5, bias, batch 1,
-// 2 and 4. ops' TestConvGroupedMatchesIm2col compares all three passes with
+// 2 and 4. kernels' TestConvGroupedMatchesIm2col compares all three passes with
 // the per-group im2col path and TestConvGroupedGradFD the gradients with
 // finite differences.
 func TestConvGroupedORT(t *testing.T) {
@@ -35,8 +35,8 @@ func TestConvGroupedORT(t *testing.T) {
 	for _, s := range shapes {
 		p := s.k / 2
 		w := []int{s.m, s.x[1] / s.group, s.k, s.k}
-		params := ops.ConvParams{Group: s.group, Pads: []int{p, p, p, p}}
-		if !ops.ConvGrouped(s.x, w, params) {
+		params := kernels.ConvParams{Group: s.group, Pads: []int{p, p, p, p}}
+		if !kernels.ConvGrouped(s.x, w, params) {
 			t.Fatalf("%s: does not run on the grouped path", s.name)
 		}
 		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", w...), randF32Tensor(r, "b", s.m)}
@@ -47,7 +47,7 @@ func TestConvGroupedORT(t *testing.T) {
 }
 
 // TestConvTrimTapsORT checks convolutions whose padding-only taps ops
-// drops (ops' TestConvTrimTaps, TestConvTrimTapsGradFD) against ONNX
+// drops (kernels' TestConvTrimTaps, TestConvTrimTapsGradFD) against ONNX
 // Runtime: DeepLabV3's ASPP 3×3 of dilation 12 on a 4×4 plane, a dilated
 // 5×5 on a 3×3 plane, a 7×7 of stride 2 on 3×3, grouped, bias.
 func TestConvTrimTapsORT(t *testing.T) {
@@ -65,8 +65,8 @@ func TestConvTrimTapsORT(t *testing.T) {
 	}
 	var cases []oracleCase
 	for _, s := range shapes {
-		params := ops.ConvParams{Group: s.group, Strides: []int{s.s, s.s}, Dilations: []int{s.d, s.d}, Pads: []int{s.p, s.p, s.p, s.p}}
-		if !ops.ConvTrimmed(s.x, s.w, params) {
+		params := kernels.ConvParams{Group: s.group, Strides: []int{s.s, s.s}, Dilations: []int{s.d, s.d}, Pads: []int{s.p, s.p, s.p, s.p}}
+		if !kernels.ConvTrimmed(s.x, s.w, params) {
 			t.Fatalf("%s: no taps are dropped", s.name)
 		}
 		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", s.w...), randF32Tensor(r, "b", s.w[0])}

@@ -5,7 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/png"
@@ -33,12 +33,12 @@ func asppModel() *importer.Model {
 // TestConvTrimStepsMatchWholeKernel runs the ASPP model through steps
 // whose parameters an optimizer-like update changes in place between
 // evaluations (writing into Theta), with padding-only taps dropped and
-// with the whole kernel (ops.TrimTaps off): the losses and J of every
+// with the whole kernel (kernels.TrimTaps off): the losses and J of every
 // step must agree, so the smaller kernel's weights a forward pass keeps
 // for its backward passes are never those of an earlier step.
 func TestConvTrimStepsMatchWholeKernel(t *testing.T) {
-	defer func(v bool) { ops.TrimTaps = v }(ops.TrimTaps)
-	if !ops.ConvTrimmed([]int{4, 8, 4, 4}, []int{6, 8, 3, 3}, ops.ConvParams{Dilations: []int{12, 12}, Pads: []int{12, 12, 12, 12}}) {
+	defer func(v bool) { kernels.TrimTaps = v }(kernels.TrimTaps)
+	if !kernels.ConvTrimmed([]int{4, 8, 4, 4}, []int{6, 8, 3, 3}, kernels.ConvParams{Dilations: []int{12, 12}, Pads: []int{12, 12, 12, 12}}) {
 		t.Fatal("the ASPP convolution drops no taps")
 	}
 	r := rand.New(rand.NewSource(6))
@@ -51,7 +51,7 @@ func TestConvTrimStepsMatchWholeKernel(t *testing.T) {
 		"ya": importer.NewInt64("ya", []int{n, 4, 4}, ya), "yb": randF32(r, "yb", n, 1, 4, 4)}
 	const steps = 4
 	run := func(trim bool) (losses [steps][]float64, jacs [steps][]float32) {
-		ops.TrimTaps = trim
+		kernels.TrimTaps = trim
 		md, err := Open(asppModel(), mustTasks(t, "a:nll:logp:ya", "b:mse:reg:yb"), Options{})
 		if err != nil {
 			t.Fatal(err)

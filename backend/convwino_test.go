@@ -4,15 +4,15 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 // TestConvWinogradORT checks 3×3 convolutions that run as Winograd
-// F(2×2, 3×3) with the default bounds (checked with ops.ConvWinograd)
+// F(2×2, 3×3) with the default bounds (checked with kernels.ConvWinograd)
 // against ONNX Runtime: even and odd planes, a bias, batch 2, more
-// filters than channels. ops' TestWinogradMatchesIm2col compares the
+// filters than channels. kernels' TestWinogradMatchesIm2col compares the
 // float32 passes and both gradients with the im2col paths.
 func TestConvWinogradORT(t *testing.T) {
 	r := rand.New(rand.NewSource(9))
@@ -27,7 +27,7 @@ func TestConvWinogradORT(t *testing.T) {
 	}
 	var cases []oracleCase
 	for _, s := range shapes {
-		if !ops.ConvWinograd(s.x, s.w, ops.ConvParams{Pads: []int{1, 1, 1, 1}}) {
+		if !kernels.ConvWinograd(s.x, s.w, kernels.ConvParams{Pads: []int{1, 1, 1, 1}}) {
 			t.Fatalf("%s: does not run as Winograd", s.name)
 		}
 		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", s.w...)}

@@ -1,8 +1,8 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
-	"github.com/paretonav/paretonav/backend/ops"
 )
 
 // Float32 kernels of the data-movement ops (move): the forward pass
@@ -162,7 +162,7 @@ func (m *move32) backward(k int, dst []float32, _ [][]float32, _, g []float32) b
 		return true
 	}
 	if !m.all[k] {
-		ops.ClearPar(dst)
+		kernels.ClearPar(dst)
 	}
 	if r := m.runs; r != nil {
 		forItems(r.count(), len(idx)/r.count(), runsArgs{dst: dst, g: g, r: r, k: k}, func(a runsArgs, lo, hi int) {

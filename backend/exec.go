@@ -10,7 +10,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -34,7 +34,7 @@ import (
 // forks of the program: concurrent.go), except that a float32 BatchNorm
 // read only by a Relu runs fused with it (fuse.go). Do returns a
 // fresh value and never writes into its inputs (Gorgonia's contract, and
-// the contract of this package's kernels and of backend/ops), so a
+// the contract of this package's kernels and of backend/internal/kernels), so a
 // backward run gives exactly the values a full forward-and-backward run
 // with the same u gives: the same ops on the same inputs.
 //
@@ -48,8 +48,8 @@ import (
 // use in its task's pass, a root until the pass ends. Where a value dies,
 // the buffer it lives in returns to the program's pool when it is one of
 // ours: the result of a float32 kernel node (kernelOp, kernelGradOp), of
-// Gorgonia's addition of two float32 tensors (add32), or of an ops node
-// writing into a given buffer (ops.fnOp.DoInto: Conv and its input
+// Gorgonia's addition of two float32 tensors (add32), or of a kernels node
+// writing into a given buffer (kernels.fnOp.DoInto: Conv and its input
 // gradient, pooling gradients, BatchNorm…). Those ops write a fresh
 // result that shares no memory with their inputs, into a pool buffer of
 // the result's length, zeroed first, so reuse is invisible in the values.
@@ -101,9 +101,9 @@ type program struct {
 	sinkWrap      *[][]weak.Pointer[tensor.Dense]
 	fusedGradRuns *atomic.Int64 // fused Relu gradients run, for tests; shared with forks
 	forks         []*program    // the programs of eachPass's goroutines, kept across steps (concurrent.go)
-	// into is the destination exec offers the ops package's op running
+	// into is the destination exec offers the kernels package's op running
 	// (buf and the tensor that last wrapped it), empty between ops.
-	into ops.Into
+	into kernels.Into
 }
 
 // SumInPlace lets a gradient sum write over an operand that dies with it
@@ -270,8 +270,8 @@ func add32(buf []float32, reuse *tensor.Dense, a, b G.Value) (v G.Value, used []
 	return value32(reuse, x.Shape(), out), out, true
 }
 
-// opsIntoOp is an ops op that can write its result into a given buffer
-// (ops.fnOp.DoInto).
+// opsIntoOp is a kernels op that can write its result into a given buffer
+// (kernels.fnOp.DoInto).
 type opsIntoOp interface {
 	DoInto(buf any, vals ...G.Value) (v G.Value, used any, err error)
 }
@@ -600,9 +600,9 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		if p.fusedBN[i] { // float32, with the Relu reading it (fuse.go)
 			var used []float32
 			var ok bool
-			p.into = ops.Into{Buf: buf, Wrap: p.offer(reuse)}
-			v, used, ok, err = ops.FuseReluInto(cur.Op(), &p.into, in...)
-			p.into = ops.Into{}
+			p.into = kernels.Into{Buf: buf, Wrap: p.offer(reuse)}
+			v, used, ok, err = kernels.FuseReluInto(cur.Op(), &p.into, in...)
+			p.into = kernels.Into{}
 			if !ok && err == nil {
 				err = fmt.Errorf("backend: %v has no fused Relu", cur)
 			}
@@ -614,17 +614,17 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 			// an int64 value takes a buffer of two float32 per element;
 			// p.into, not buf itself: a slice in an interface is a heap
 			// object per op run
-			p.into = ops.Into{Buf: buf, Wrap: p.offer(reuse)}
+			p.into = kernels.Into{Buf: buf, Wrap: p.offer(reuse)}
 			b = &p.into
 		}
 		var used any
 		v, used, err = op.DoInto(b, in...)
-		p.into = ops.Into{}
+		p.into = kernels.Into{}
 		var u32 []float32
 		switch u := used.(type) {
 		case []float32:
 			u32 = u
-		case *ops.Into:
+		case *kernels.Into:
 			u32 = buf
 		}
 		if u32 != nil && !f32 {
@@ -654,7 +654,7 @@ var sinkTensorsOffered, sinkTensorsReused atomic.Int64
 // keepSinkWrap records node i's value in sinkWrap when it is a float32
 // tensor backed by sink, the node's place in the pass's Jacobian row, and
 // not already there (was: the tensor offered, *offered: whether the op
-// that ran was offered it; the ops package's ops make their own tensors).
+// that ran was offered it; the kernels package's ops make their own tensors).
 func (p *program) keepSinkWrap(i int, sink []float32, was *tensor.Dense, offered *bool) {
 	t, ok := p.vals[i].(*tensor.Dense)
 	if !ok || !*offered {
@@ -691,17 +691,17 @@ func (p *program) putBuf(buf []float32, reuse *tensor.Dense) {
 }
 
 // takeReuse returns reuse, the tensor that last wrapped buf, in place of
-// v, a tensor the ops package's kernel made around buf, when the two
+// v, a tensor the kernels package's kernel made around buf, when the two
 // have the same shape (as value32 does for the backend's kernels), and
 // gives v's header back to Gorgonia's tensor pool, where the next
 // tensor.New takes it instead of allocating one: the header, its shape
 // and its strides were a third of the bytes a small model's step
 // allocated. v is fresh (its kernel made it around the buffer it was
 // given and kept no reference), so nothing else reads it. An op offered
-// reuse (ops.Into) returns it itself when it fits: v is then reuse.
+// reuse (kernels.Into) returns it itself when it fits: v is then reuse.
 func takeReuse(v G.Value, reuse *tensor.Dense, buf []float32) G.Value {
 	t, ok := v.(*tensor.Dense)
-	if ok && ReuseTensors && t != nil && t == reuse { // the op returned it (ops.Into)
+	if ok && ReuseTensors && t != nil && t == reuse { // the op returned it (kernels.Into)
 		reusedTensors.Add(1)
 		opsTensorsReused.Add(1)
 		return v
@@ -723,7 +723,7 @@ var opsTensorsReused atomic.Int64
 // pooled reports whether node i's value lives in a pool buffer: a
 // float32 result of an op writing into a given buffer (intoOp, opsIntoOp)
 // or of a gradient sum (add32), or, with PoolInts, an int64 result of an
-// ops op writing into a given buffer (MaxPool's indices: fresh memory for
+// kernels op writing into a given buffer (MaxPool's indices: fresh memory for
 // them cost 50 ms of the full MTAN's step at 64×96, in page faults) or of
 // an integer kernel (intKernelOp: the indices' moves and arithmetic).
 func (p *program) pooled(i int) bool {
@@ -749,7 +749,7 @@ func (p *program) pooled(i int) bool {
 // pool buffers (pooled); tests turn it off to compare.
 var PoolInts = true
 
-// pooledInts counts the int64 values of ops ops written into pool
+// pooledInts counts the int64 values of kernels ops written into pool
 // buffers, pooledIntKernels those of integer kernels (intKernelOp), for
 // tests.
 var pooledInts, pooledIntKernels atomic.Int64

@@ -7,7 +7,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 )
 
 // The backward side of a BatchNorm fused with its Relu (fuse.go): the
@@ -15,7 +15,7 @@ import (
 // gradient nodes for X, scale and B each read g. Where those are g's
 // only readers, the executor runs them all when it reaches the Relu's
 // gradient node, in one pass over gy and X that never writes g (the
-// factor [y > 0] recomputed from X: ops.BatchNormReluGrads): the same
+// factor [y > 0] recomputed from X: kernels.BatchNormReluGrads): the same
 // bits, less than half the memory traffic. The BatchNorm's gradient nodes
 // then find their values made and do nothing. Their values are made a few
 // nodes earlier than planned, while g, which the plan counts alive until
@@ -60,7 +60,7 @@ func (p *program) fuseReluGrads() {
 		grp := &bnGradGroup{bn: bn, op: p.nodes[bn].Op(), grads: [3]int{-1, -1, -1}}
 		fused := len(readers[r]) > 0
 		for _, d := range readers[r] {
-			op, k, ok := ops.BatchNormReluGradOf(p.nodes[d].Op())
+			op, k, ok := kernels.BatchNormReluGradOf(p.nodes[d].Op())
 			if !ok || op != grp.op || grp.grads[k] >= 0 || !p.readsAs(d, r, bn, k) {
 				fused = false
 				break
@@ -119,7 +119,7 @@ func (p *program) execBNGrads(r int, grp *bnGradGroup, in []G.Value) (bool, erro
 	if want[0] {
 		dx = p.pool.get(numel(p.shapes[grp.grads[0]]))
 	}
-	gx, gs, gb, err := ops.BatchNormReluGrads(grp.op, vals, in[2], dx, want[1], want[2])
+	gx, gs, gb, err := kernels.BatchNormReluGrads(grp.op, vals, in[2], dx, want[1], want[2])
 	if err != nil {
 		if dx != nil {
 			p.pool.put(dx)

@@ -84,7 +84,7 @@ func (op *intKernelOp) Do(vals ...G.Value) (v G.Value, err error) {
 }
 
 // doInto is Do writing a tensor result into buf, a float32 pool buffer of
-// two values per element (as ops' int64 results: exec.pooled), when buf
+// two values per element (as the kernels' int64 results: exec.pooled), when buf
 // has that length and 8-byte alignment; used is buf then (nil
 // otherwise). The MTANs' unpooling indices, moved every step, were fresh
 // slices: 400 KB of garbage per step of the small MTAN. reuse is not

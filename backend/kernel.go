@@ -11,8 +11,8 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/backend/internal/wrap"
-	"github.com/paretonav/paretonav/backend/ops"
 )
 
 // gnode is a node of the Gorgonia graph under construction.
@@ -404,7 +404,7 @@ func (s *f64Scratch) get(n int) []float64 {
 		b = &nb
 	}
 	*b = (*b)[:n]
-	ops.ClearPar(*b)
+	kernels.ClearPar(*b)
 	s.bufs = append(s.bufs, b)
 	return *b
 }
@@ -555,7 +555,7 @@ func outBuf32(buf []float32, n int) []float32 {
 	if len(buf) != n {
 		return make([]float32, n)
 	}
-	ops.ClearPar(buf)
+	kernels.ClearPar(buf)
 	return buf
 }
 

@@ -7,7 +7,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -139,7 +139,7 @@ func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Ten
 		// convolutions keep (at most ColCacheTotal); the largest Winograd
 		// convolution's transformed filters and tiles; the products'
 		// packing buffers
-		Scratch: w*c.bt.b.colBand + max(c.bt.b.colBand, c.bt.b.colBatch) + min(c.bt.b.colCache, ops.ColCacheTotal) + c.bt.b.winoScratch +
+		Scratch: w*c.bt.b.colBand + max(c.bt.b.colBand, c.bt.b.colBatch) + min(c.bt.b.colCache, kernels.ColCacheTotal) + c.bt.b.winoScratch +
 			fgemm.PackBytes(int(w)),
 	}, nil
 }

@@ -1,7 +1,7 @@
 package backend
 
 import (
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -21,14 +21,14 @@ func lowerPad(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	if err != nil {
 		return nil, err
 	}
-	mode, err := attrString(n, "mode", ops.PadConstant)
+	mode, err := attrString(n, "mode", kernels.PadConstant)
 	if err != nil {
 		return nil, err
 	}
-	if mode == ops.PadWrap && b.opset < 19 {
+	if mode == kernels.PadWrap && b.opset < 19 {
 		return nil, nodeErr(n, "mode %q needs opset 19, the model imports %d", mode, b.opset)
 	}
-	p := ops.PadParams{Mode: mode}
+	p := kernels.PadParams{Mode: mode}
 	r := len(x.shape)
 	switch {
 	case b.opset < 2:
@@ -84,7 +84,7 @@ func lowerPad(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		}
 		p.Pads = pads
 	}
-	y, err := ops.Pad(b.node(x), p)
+	y, err := kernels.Pad(b.node(x), p)
 	if err != nil {
 		return nil, nodeErr(n, "%v", err)
 	}

@@ -37,7 +37,7 @@ type plan struct {
 const kept = int(^uint(0) >> 1)
 
 // aliases reports whether the op of node i may return a value sharing
-// memory with its inputs: any op but this package's kernels, backend/ops'
+// memory with its inputs: any op but this package's kernels, backend/internal/kernels'
 // ops and gradient sums, which always return fresh values.
 func (p *program) aliases(i int) bool {
 	switch p.nodes[i].Op().(type) {

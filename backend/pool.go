@@ -1,7 +1,7 @@
 package backend
 
 import (
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -22,8 +22,8 @@ func init() {
 }
 
 // poolParams reads the window attributes shared by the pooling ops.
-func poolParams(n *onnxpb.NodeProto) (ops.PoolParams, error) {
-	var p ops.PoolParams
+func poolParams(n *onnxpb.NodeProto) (kernels.PoolParams, error) {
+	var p kernels.PoolParams
 	for _, a := range []struct {
 		name string
 		dst  *[]int
@@ -47,7 +47,7 @@ func poolParams(n *onnxpb.NodeProto) (ops.PoolParams, error) {
 		return p, err
 	}
 	p.CountIncludePad = ci != 0
-	if p.AutoPad, err = attrString(n, "auto_pad", ops.AutoPadNotSet); err != nil {
+	if p.AutoPad, err = attrString(n, "auto_pad", kernels.AutoPadNotSet); err != nil {
 		return p, err
 	}
 	return p, nil
@@ -70,7 +70,7 @@ func lowerMaxPool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	if err := poolRank(b, n, x); err != nil {
 		return nil, err
 	}
-	y, idx, err := ops.MaxPool(b.node(x), p)
+	y, idx, err := kernels.MaxPool(b.node(x), p)
 	if err != nil {
 		return nil, nodeErr(n, "%v", err)
 	}
@@ -89,7 +89,7 @@ func lowerAveragePool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, e
 	if err := poolRank(b, n, x); err != nil {
 		return nil, err
 	}
-	y, err := ops.AveragePool(b.node(x), p)
+	y, err := kernels.AveragePool(b.node(x), p)
 	if err != nil {
 		return nil, nodeErr(n, "%v", err)
 	}
@@ -101,9 +101,9 @@ func lowerGlobalPool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, er
 	if err != nil {
 		return nil, err
 	}
-	f := ops.GlobalAveragePool
+	f := kernels.GlobalAveragePool
 	if n.GetOpType() == "GlobalMaxPool" {
-		f = ops.GlobalMaxPool
+		f = kernels.GlobalMaxPool
 	}
 	y, err := f(b.node(x))
 	if err != nil {
@@ -135,10 +135,10 @@ func lowerMaxUnpool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 	} else {
 		idx = iv.n
 	}
-	if idx, err = ops.AsIndices(idx); err != nil {
+	if idx, err = kernels.AsIndices(idx); err != nil {
 		return nil, nodeErr(n, "%v", err)
 	}
-	y, err := ops.MaxUnpool(b.node(x), idx, p, ints(os))
+	y, err := kernels.MaxUnpool(b.node(x), idx, p, ints(os))
 	if err != nil {
 		return nil, nodeErr(n, "%v", err)
 	}
@@ -146,7 +146,7 @@ func lowerMaxUnpool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 }
 
 // poolRank returns a *LimitError unless x is 3-D (NCL) or 4-D (NCHW):
-// backend/ops pools one or two spatial dimensions.
+// backend/internal/kernels pools one or two spatial dimensions.
 func poolRank(b *builder, n *onnxpb.NodeProto, x *value) error {
 	if r := len(x.shape); r != 3 && r != 4 {
 		return b.limitErr(n, "%d-D input %v (only 1-D and 2-D pooling, NCL or NCHW)", r, x.shape)

@@ -1,12 +1,12 @@
 package backend
 
 import (
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 // Resize and Upsample, nearest and linear over the spatial axes of 3-D and
-// 4-D inputs (ops.Resize). Upsample (opset 7: attribute scales; 9: input
+// 4-D inputs (kernels.Resize). Upsample (opset 7: attribute scales; 9: input
 // scales) and Resize-10 use asymmetric coordinates and ONNX Runtime's
 // nearest rounding (floor when enlarging, ceil when shrinking). Resize 11+
 // reads X, roi (ignored), scales, sizes, with coordinate_transformation_mode
@@ -28,20 +28,20 @@ func lowerResize(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	if err != nil {
 		return nil, err
 	}
-	mode, err := attrString(n, "mode", ops.ResizeNearest)
+	mode, err := attrString(n, "mode", kernels.ResizeNearest)
 	if err != nil {
 		return nil, err
 	}
 	if mode == "bilinear" {
-		mode = ops.ResizeLinear
+		mode = kernels.ResizeLinear
 	}
-	if mode != ops.ResizeNearest && mode != ops.ResizeLinear {
+	if mode != kernels.ResizeNearest && mode != kernels.ResizeLinear {
 		return nil, nodeErr(n, "mode %q is not supported, expected nearest or linear", mode)
 	}
-	p := ops.ResizeParams{Mode: mode}
+	p := kernels.ResizeParams{Mode: mode}
 	legacy := n.GetOpType() == "Upsample" || b.opset < 11
 	if legacy {
-		p.CoordMode, p.NearestMode = ops.CoordAsymmetric, ops.NearestSimple
+		p.CoordMode, p.NearestMode = kernels.CoordAsymmetric, kernels.NearestSimple
 		switch {
 		case n.GetOpType() == "Upsample" && b.opset < 9:
 			if p.Scales, err = attrFloats(n, "scales", nil); err != nil {
@@ -55,13 +55,13 @@ func lowerResize(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 			p.Scales = t.Float64s()
 		}
 	} else {
-		if p.CoordMode, err = attrString(n, "coordinate_transformation_mode", ops.CoordHalfPixel); err != nil {
+		if p.CoordMode, err = attrString(n, "coordinate_transformation_mode", kernels.CoordHalfPixel); err != nil {
 			return nil, err
 		}
-		if p.NearestMode, err = attrString(n, "nearest_mode", ops.NearestRoundPreferFloor); err != nil {
+		if p.NearestMode, err = attrString(n, "nearest_mode", kernels.NearestRoundPreferFloor); err != nil {
 			return nil, err
 		}
-		if p.CoordMode == ops.CoordHalfPixelSymmetric && b.opset < 19 {
+		if p.CoordMode == kernels.CoordHalfPixelSymmetric && b.opset < 19 {
 			return nil, nodeErr(n, "coordinate_transformation_mode %q needs opset 19, the model imports %d", p.CoordMode, b.opset)
 		}
 		if p.CoordMode == "tf_crop_and_resize" {
@@ -100,7 +100,7 @@ func lowerResize(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	if p.Scales == nil && p.Sizes == nil {
 		return nil, nodeErr(n, "neither scales nor sizes given")
 	}
-	y, err := ops.Resize(b.node(x), p)
+	y, err := kernels.Resize(b.node(x), p)
 	if err != nil {
 		return nil, nodeErr(n, "%v", err)
 	}
@@ -110,7 +110,7 @@ func lowerResize(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 // resizeAxes applies Resize-18's keep_aspect_ratio_policy (only stretch is
 // supported) and axes: scales and sizes given for those axes only are
 // completed with 1 and X's size on the others.
-func resizeAxes(n *onnxpb.NodeProto, shape []int, p *ops.ResizeParams) error {
+func resizeAxes(n *onnxpb.NodeProto, shape []int, p *kernels.ResizeParams) error {
 	rank := len(shape)
 	policy, err := attrString(n, "keep_aspect_ratio_policy", "stretch")
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // tensors that wrapped their pool buffers (value32, bufPool.getDense) and
 // the concurrent passes' forks kept across steps, are those of the same
 // steps with a fresh tensor for every value, bit for bit, and that the
-// steps after the first do reuse tensors, those of the ops package's
+// steps after the first do reuse tensors, those of the kernels package's
 // kernels included (offered with their buffer, ops.Into, or swapped in by
 // takeReuse).
 func TestReusedTensorsMatchFresh(t *testing.T) {
@@ -52,7 +52,7 @@ func TestReusedTensorsMatchFresh(t *testing.T) {
 				t.Errorf("ReuseTensors off: %d tensors reused", none)
 			}
 			if reused == 0 || opsReused == 0 {
-				t.Errorf("third step: %d tensors reused, %d of them made by the ops package's kernels (takeReuse); want some of each", reused, opsReused)
+				t.Errorf("third step: %d tensors reused, %d of them made by the kernels package's kernels (takeReuse); want some of each", reused, opsReused)
 			}
 			for s := range freshL {
 				for k := range freshL[s] {

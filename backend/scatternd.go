@@ -1,7 +1,7 @@
 package backend
 
 import (
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -13,7 +13,7 @@ import (
 // into zeros. With constant indices, data and updates may be run-time
 // nodes, their gradients following the copy (an overwritten data element
 // gets none). Run-time (int64) indices need constant zero data: the
-// scatter is then MaxUnpool's (ops.MaxUnpool on the flat positions),
+// scatter is then MaxUnpool's (kernels.MaxUnpool on the flat positions),
 // differentiable in the updates. The reductions are refused as
 // unsupported.
 
@@ -87,7 +87,7 @@ func lowerScatterND(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 
 // scatterNDRuntime is ScatterND with run-time int64 indices iv into
 // constant zero data x: the flat positions are computed in int64, the
-// updates written there by ops.MaxUnpool on [1, 1, L] views, and the
+// updates written there by kernels.MaxUnpool on [1, 1, L] views, and the
 // result takes the data's shape.
 func scatterNDRuntime(b *builder, n *onnxpb.NodeProto, x, iv, u *value) ([]*value, error) {
 	if !x.isConst() {
@@ -135,7 +135,7 @@ func scatterNDRuntime(b *builder, n *onnxpb.NodeProto, x, iv, u *value) ([]*valu
 	if err != nil {
 		return nil, err
 	}
-	y, err := ops.MaxUnpool(b.node(u3), flat.n, ops.PoolParams{Kernel: []int{1}}, []int{1, 1, size})
+	y, err := kernels.MaxUnpool(b.node(u3), flat.n, kernels.PoolParams{Kernel: []int{1}}, []int{1, 1, size})
 	if err != nil {
 		return nil, nodeErr(n, "%v", err)
 	}

@@ -94,7 +94,7 @@ BACKEND_ALLOCS = r"makeValue|makeValue32|\(\*f64Scratch\)|\(\*bufPool\)|outBuf32
 OVERHEAD = re.compile(r"^(runtime\.(?!asyncPreempt)|internal/runtime|sync\.|.*internal/par\.|"
                       r".*backend\.(readF32|" + BACKEND_COPIES + "|" + BACKEND_ALLOCS + r")|"
                       r".*backend/internal/gemm\.TransposeRows|"
-                      r".*backend/ops\.(ClearPar|" + OPS_MOVES + r")\b|"
+                      r".*backend/internal/kernels\.(ClearPar|" + OPS_MOVES + r")\b|"
                       r".*backend/internal/vmath\.(" + VMATH_MOVES + r")\b|.*hugepages\.)")
 
 
@@ -136,10 +136,10 @@ ALLOC_FRAME = re.compile(r"^runtime\.(mallocgc|newobject|makeslice|growslice|mak
 SCHED_FRAME = re.compile(r"^(runtime\.(futex|schedule|findRunnable|park_m|mcall|stopm|startm|wakep|notesleep|"
                          r"notewakeup|ready|goready|lock2|unlock2|osyield|procyield|usleep|runqgrab|gopark|"
                          r"chansend|chanrecv|closechan|selectgo|semacquire|semrelease|sysmon)|sync\.|.*internal/par\.)")
-CLEAR_LEAF = re.compile(r"^(runtime\.memclr|.*backend/ops\.ClearPar)")
+CLEAR_LEAF = re.compile(r"^(runtime\.memclr|.*backend/internal/kernels\.ClearPar)")
 COPY_LEAF = re.compile(r"^(runtime\.(memmove|typedmemmove|typedslicecopy|wbMove|bulkBarrierPreWrite)|"
                        r".*backend\.(" + BACKEND_COPIES + r")|.*backend/internal/gemm\.(TransposeRows|transpose8)|"
-                       r".*backend/ops\.(" + OPS_MOVES + r")\b|"
+                       r".*backend/internal/kernels\.(" + OPS_MOVES + r")\b|"
                        r".*backend/internal/vmath\.(" + VMATH_MOVES + r")\b)")
 
 

@@ -212,7 +212,7 @@ func TestViolationsFindsBreaks(t *testing.T) {
 		pkg("png/criterion", "!os"),
 		pkg("png", "importer"),
 		pkg("importer", "backend"),
-		pkg("backend/ops", "finetune/npz"),
+		pkg("backend/internal/kernels", "finetune/npz"),
 		pkg("finetune/npz", "cli"),
 		pkg("models/synthetic", "backend"),
 		pkg("png/pareto", "!io/fs"),
