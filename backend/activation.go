@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -39,9 +40,9 @@ func lowerRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 // branch on the data (a branch on the sign of each value mispredicted half
 // the time: 4.5 against 0.74 ns per value).
 func reluFwd32(dst []float32, in [][]float32) {
-	forElems(len(dst), vec2{dst, in[0][:len(dst)]}, func(v vec2, lo, hi int) {
-		d := v.d[lo:hi]
-		for i, x := range v.x[lo:hi] {
+	parallel.ForElems(len(dst), parallel.Vec2{D: dst, X: in[0][:len(dst)]}, func(v parallel.Vec2, lo, hi int) {
+		d := v.D[lo:hi]
+		for i, x := range v.X[lo:hi] {
 			d[i] = max(x, 0)
 		}
 	})
@@ -51,10 +52,10 @@ func reluFwd32(dst []float32, in [][]float32) {
 // elsewhere (as the float64 path's g·0 rounds: ±0, NaN for an infinite or
 // NaN g), the factor chosen on integer bits, without a branch on the data.
 func reluBwd32(_ int, dst []float32, _ [][]float32, out, g []float32) bool {
-	forElems(len(dst), vec3{dst, out[:len(dst)], g[:len(dst)]}, func(v vec3, lo, hi int) {
-		d, gg := v.d[lo:hi], v.y[lo:hi]
+	parallel.ForElems(len(dst), parallel.Vec3{D: dst, X: out[:len(dst)], Y: g[:len(dst)]}, func(v parallel.Vec3, lo, hi int) {
+		d, gg := v.D[lo:hi], v.Y[lo:hi]
 		gg = gg[:len(d)]
-		for i, y := range v.x[lo:hi] {
+		for i, y := range v.X[lo:hi] {
 			one := uint32(0)
 			if y > 0 {
 				one = 0x3f800000 // 1.0
@@ -108,17 +109,17 @@ func sigmoid64(x float64) float64 {
 // kernel (AVX-512F or AVX2+FMA on amd64) that gives the bits of
 // float32(sigmoid64(x)), the generic unary one's values.
 func sigmoidFwd32(dst []float32, in [][]float32) {
-	forElems(len(dst), vec2{dst, in[0][:len(dst)]}, func(v vec2, lo, hi int) {
-		vmath.Sigmoid32(v.d[lo:hi], v.x[lo:hi])
+	parallel.ForElems(len(dst), parallel.Vec2{D: dst, X: in[0][:len(dst)]}, func(v parallel.Vec2, lo, hi int) {
+		vmath.Sigmoid32(v.D[lo:hi], v.X[lo:hi])
 	})
 }
 
 // sigmoidBwd32 is Sigmoid's backward32Func reading y only: g·y·(1−y) in
 // float64, rounded once, as the generic unary one computes it.
 func sigmoidBwd32(_ int, dst []float32, _ [][]float32, out, g []float32) bool {
-	forElems(len(dst), vec3{dst, out[:len(dst)], g[:len(dst)]}, func(v vec3, lo, hi int) {
-		d, gg := v.d[lo:hi], v.y[lo:hi]
-		for i, y32 := range v.x[lo:hi] {
+	parallel.ForElems(len(dst), parallel.Vec3{D: dst, X: out[:len(dst)], Y: g[:len(dst)]}, func(v parallel.Vec3, lo, hi int) {
+		d, gg := v.D[lo:hi], v.Y[lo:hi]
+		for i, y32 := range v.X[lo:hi] {
 			y := float64(y32)
 			d[i] = float32(float64(gg[i]) * (y * (1 - y)))
 		}

@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -144,7 +145,7 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		if arithBcast32(opType, dst, a, c, ia, ib) {
 			return
 		}
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				dst[i] = float32(op.f(float64(a[at(ia, i)]), float64(c[at(ib, i)])))
 			}
@@ -171,7 +172,7 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		if arithGradSpread32(opType, k, dst, a, c, g, oi) {
 			return true
 		}
-		parallelElems(len(g), func(lo, hi int) {
+		parallel.Elems(len(g), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				ai, ci := at(ia, i), at(ib, i)
 				dst[i] = 0 + float32(float64(g[i])*d(float64(a[ai]), float64(c[ci]), float64(y[i])))

@@ -1,5 +1,7 @@
 package backend
 
+import "github.com/paretonav/paretonav/backend/internal/parallel"
+
 // Float32 kernels of Add, Sub, Mul and Div without broadcasting, split
 // over the cores: each element is the float32 operation itself, which
 // gives the bits of the float64 formula rounded once (a float64 sum,
@@ -40,7 +42,7 @@ func arith32(op string, dst, a, c []float32) bool {
 	default:
 		return false
 	}
-	parallelElems(len(dst), func(lo, hi int) { f(dst[lo:hi], a[lo:hi], c[lo:hi]) })
+	parallel.Elems(len(dst), func(lo, hi int) { f(dst[lo:hi], a[lo:hi], c[lo:hi]) })
 	return true
 }
 
@@ -78,7 +80,7 @@ func arithGrad32(op string, k int, dst, a, c, g []float32) bool {
 	default:
 		return false
 	}
-	forElems(len(dst), gradArgs{dst, g, other, f}, func(a gradArgs, lo, hi int) {
+	parallel.ForElems(len(dst), gradArgs{dst, g, other, f}, func(a gradArgs, lo, hi int) {
 		var o []float32
 		if a.o != nil {
 			o = a.o[lo:hi]
@@ -88,7 +90,7 @@ func arithGrad32(op string, k int, dst, a, c, g []float32) bool {
 	return true
 }
 
-// gradArgs is arithGrad32's operands for forElems: the gradient's
+// gradArgs is arithGrad32's operands for parallel.ForElems: the gradient's
 // destination, the output's gradient, Mul's other operand (or nil) and
 // the kernel.
 type gradArgs struct {
@@ -143,7 +145,7 @@ func arithBcast32(op string, dst, a, c []float32, ia, ib *bcast) bool {
 	default:
 		return false
 	}
-	parallelElems(len(dst), func(lo, hi int) { f(dst[lo:hi], ia.idx[lo:hi], ib.idx[lo:hi]) })
+	parallel.Elems(len(dst), func(lo, hi int) { f(dst[lo:hi], ia.idx[lo:hi], ib.idx[lo:hi]) })
 	return true
 }
 
@@ -192,7 +194,7 @@ func arithHalf32(op string, dst, a, c []float32, ia, ib *bcast) bool {
 				}
 			}
 		}
-		parallelElems(len(dst), f)
+		parallel.Elems(len(dst), f)
 		return true
 	}
 	var f func(lo, hi int)
@@ -230,7 +232,7 @@ func arithHalf32(op string, dst, a, c []float32, ia, ib *bcast) bool {
 			}
 		}
 	}
-	parallelElems(len(dst), f)
+	parallel.Elems(len(dst), f)
 	return true
 }
 
@@ -278,7 +280,7 @@ func arithScalar32(op string, dst, x []float32, s float32, swapped bool) bool {
 	default:
 		return false
 	}
-	parallelElems(len(dst), func(lo, hi int) { f(dst[lo:hi], x[lo:hi]) })
+	parallel.Elems(len(dst), func(lo, hi int) { f(dst[lo:hi], x[lo:hi]) })
 	return true
 }
 
@@ -292,13 +294,13 @@ func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *bcast) bool
 	switch {
 	case op == "Div" && k == 0 && len(c) == 1: // GELU's x/√2, attention's scale
 		r := 1 / float64(c[0])
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				dst[i] = 0 + float32(float64(g[i])*r)
 			}
 		})
 	case op == "Div" && k == 0 && oi != nil && oi.idx == nil: // a broadcast divisor; not broadcast: the general loop
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			kk, r := oi.walk(lo)
 			for i := lo; i < hi; i++ {
 				dst[i] = 0 + float32(float64(g[i])*(1/float64(c[kk])))
@@ -306,13 +308,13 @@ func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *bcast) bool
 			}
 		})
 	case op == "Add" || op == "Sub" && k == 0:
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				dst[i] = 0 + g[i]
 			}
 		})
 	case op == "Sub":
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				dst[i] = 0 + -g[i]
 			}
@@ -324,7 +326,7 @@ func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *bcast) bool
 		}
 		if len(o) == 1 {
 			s := o[0]
-			parallelElems(len(dst), func(lo, hi int) {
+			parallel.Elems(len(dst), func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					dst[i] = 0 + g[i]*s
 				}
@@ -332,14 +334,14 @@ func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *bcast) bool
 			return true
 		}
 		if oi.idx != nil {
-			parallelElems(len(dst), func(lo, hi int) {
+			parallel.Elems(len(dst), func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					dst[i] = 0 + g[i]*o[oi.idx[i]]
 				}
 			})
 			return true
 		}
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			k, r := oi.walk(lo)
 			for i := lo; i < hi; i++ {
 				dst[i] = 0 + g[i]*o[k]
@@ -428,7 +430,7 @@ func reducePattern32(op string, k int, dst []float32, acc []float64, o, g []floa
 	outer := len(g) / (mid * inner)
 	neg := op == "Sub" && k == 1
 	mul := op == "Mul"
-	parallelItems(mid, outer*inner, func(lo, hi int) {
+	parallel.Items(mid, outer*inner, func(lo, hi int) {
 		for ob := 0; ob < outer; ob++ {
 			for e := lo; e < hi; e++ {
 				base := (ob*mid + e) * inner

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 )
 
 // TestArith32MatchesFloat64 checks the float32 Add, Sub, Mul and Div
@@ -22,7 +24,7 @@ func TestArith32MatchesFloat64(t *testing.T) {
 		}
 	}
 	r := rand.New(rand.NewSource(11))
-	for i := 0; i < 3*elemChunk; i++ {
+	for i := 0; i < 3*parallel.ElemChunk; i++ {
 		a, c = append(a, float32(r.NormFloat64()*math.Pow(10, float64(r.Intn(20)-10)))), append(c, float32(r.NormFloat64()))
 	}
 	g := make([]float32, len(a))

@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -64,7 +65,7 @@ func (b *builder) truncOf(n *onnxpb.NodeProto, x *value) (*value, error) {
 		}
 	}
 	fwd32 := func(dst []float32, in [][]float32) {
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			for i, v := range in[0][lo:hi] {
 				dst[lo+i] = float32(math.Trunc(float64(v)))
 			}

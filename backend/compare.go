@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -120,7 +121,7 @@ func lowerCompare(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	}
 	fwd32 := func(dst []float32, in [][]float32) {
 		a, c := in[0], in[1]
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				dst[i] = b2f32(op.f(float64(a[at(ia, i)]), float64(c[at(ib, i)])))
 			}
@@ -170,7 +171,7 @@ func (b *builder) boolOf(n *onnxpb.NodeProto, x *value, pred func(float64) bool)
 		}
 	}
 	fwd32 := func(dst []float32, in [][]float32) {
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			for i, v := range in[0][lo:hi] {
 				dst[lo+i] = b2f32(pred(float64(v)))
 			}

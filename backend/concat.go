@@ -1,6 +1,9 @@
 package backend
 
-import "github.com/paretonav/paretonav/importer/onnxpb"
+import (
+	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
 
 // Concat and Split along one axis. Split sizes come from the "split"
 // attribute before opset 13, from the optional input from 13 on, and may
@@ -179,7 +182,7 @@ func concatFwd[T float32 | float64](dst []T, in [][]T, sizes []int, outer int) {
 	for _, sz := range sizes {
 		row += sz
 	}
-	forElems(outer*row, concatArgs[T]{dst: dst[:outer*row], in: in, sizes: sizes, row: row}, func(c concatArgs[T], lo, hi int) {
+	parallel.ForElems(outer*row, concatArgs[T]{dst: dst[:outer*row], in: in, sizes: sizes, row: row}, func(c concatArgs[T], lo, hi int) {
 		for off := lo; off < hi; {
 			o, r := off/c.row, off%c.row
 			k := 0
@@ -192,7 +195,7 @@ func concatFwd[T float32 | float64](dst []T, in [][]T, sizes []int, outer int) {
 	})
 }
 
-// concatArgs is a Concat's operands for forElems: the output (dst), the
+// concatArgs is a Concat's operands for parallel.ForElems: the output (dst), the
 // inputs (in) or the output's gradient (grad), the inputs' sizes along
 // the axis times the inner size, row their sum, and for the gradient of
 // input k, sz its size and before the sizes ahead of it.
@@ -214,7 +217,7 @@ func concatBwd[T float32 | float64](k int, dst, grad []T, sizes []int, outer int
 		}
 	}
 	sz := sizes[k]
-	forElems(outer*sz, concatArgs[T]{dst: dst[:outer*sz], grad: grad, row: row, sz: sz, before: before}, func(c concatArgs[T], lo, hi int) {
+	parallel.ForElems(outer*sz, concatArgs[T]{dst: dst[:outer*sz], grad: grad, row: row, sz: sz, before: before}, func(c concatArgs[T], lo, hi int) {
 		for off := lo; off < hi; {
 			o, r := off/c.sz, off%c.sz
 			off += copy(c.dst[off:hi], c.grad[o*c.row+c.before+r:o*c.row+c.before+c.sz])

@@ -5,13 +5,15 @@ import (
 	"math/rand"
 	"slices"
 	"testing"
+
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 )
 
 // TestConcatBlocksSplit checks concatFwd and concatBwd, which split their
 // copies over the cores by element ranges that cut blocks anywhere,
 // against a plain loop over (outer index, input, element), for block
 // sizes that are odd, empty, or large enough to be split (more than
-// 2·elemChunk values), into dirty buffers (fillingKernel32).
+// 2·parallel.ElemChunk values), into dirty buffers (fillingKernel32).
 func TestConcatBlocksSplit(t *testing.T) {
 	for _, tc := range []struct {
 		outer int
@@ -19,8 +21,8 @@ func TestConcatBlocksSplit(t *testing.T) {
 	}{
 		{1, []int{5}},
 		{3, []int{2, 0, 7}},
-		{2, []int{3 * elemChunk / 2, 4097}},
-		{4, []int{elemChunk + 1, elemChunk - 3, 11}},
+		{2, []int{3 * parallel.ElemChunk / 2, 4097}},
+		{4, []int{parallel.ElemChunk + 1, parallel.ElemChunk - 3, 11}},
 		{7, []int{12345, 0, 23456, 999}},
 	} {
 		t.Run(fmt.Sprint(tc.outer, tc.sizes), func(t *testing.T) {

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -104,7 +105,7 @@ func cumSum[T int64 | float64](dst, src []T, outer, d, inner int, exclusive, rev
 // cumSum32 is cumSum on float32 data summing in float64, each result
 // rounded once (the float64 path's values).
 func cumSum32(dst, src []float32, outer, d, inner int, exclusive, reverse bool) {
-	parallelItems(outer, d*inner, func(lo, hi int) {
+	parallel.Items(outer, d*inner, func(lo, hi int) {
 		for o := lo; o < hi; o++ {
 			for j := 0; j < inner; j++ {
 				var s float64

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"github.com/paretonav/paretonav/backend/internal/kernels"
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 )
 
@@ -93,7 +94,7 @@ func newMove32(idx, offs []int) *move32 {
 	return m
 }
 
-// runsArgs is a move's operands for forItems over its runs: the
+// runsArgs is a move's operands for parallel.ForItems over its runs: the
 // destination, the inputs (forward) or the output's gradient and the
 // input k it is taken for (backward).
 type runsArgs struct {
@@ -106,11 +107,11 @@ type runsArgs struct {
 // forward is a forward32Func writing every element.
 func (m *move32) forward(dst []float32, in [][]float32) {
 	if m.idx == nil {
-		copyPar(dst, in[0])
+		parallel.Copy(dst, in[0])
 		return
 	}
 	if r := m.runs; r != nil {
-		forItems(r.count(), len(dst)/r.count(), runsArgs{dst: dst, in: in, r: r}, func(a runsArgs, lo, hi int) {
+		parallel.ForItems(r.count(), len(dst)/r.count(), runsArgs{dst: dst, in: in, r: r}, func(a runsArgs, lo, hi int) {
 			for q := lo; q < hi; q++ {
 				copy(a.dst[a.r.dst[q]:a.r.dst[q+1]], a.in[a.r.in[q]][a.r.src[q]:])
 			}
@@ -119,7 +120,7 @@ func (m *move32) forward(dst []float32, in [][]float32) {
 	}
 	if len(in) == 1 {
 		src, idx := in[0], m.idx
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			for i, j := range idx[lo:hi] {
 				dst[lo+i] = src[j]
 			}
@@ -127,7 +128,7 @@ func (m *move32) forward(dst []float32, in [][]float32) {
 		return
 	}
 	offs, idx := m.offs, m.idx
-	parallelElems(len(dst), func(lo, hi int) {
+	parallel.Elems(len(dst), func(lo, hi int) {
 		k := inputOf(offs, idx[lo])
 		for i := lo; i < hi; i++ {
 			j := idx[i]
@@ -142,7 +143,7 @@ func (m *move32) forward(dst []float32, in [][]float32) {
 // backward is a backward32Func writing every element of dst.
 func (m *move32) backward(k int, dst []float32, _ [][]float32, _, g []float32) bool {
 	if m.idx == nil { // a copy, as the float64 path's (Reshape's gradient)
-		copyPar(dst, g)
+		parallel.Copy(dst, g)
 		return true
 	}
 	lo, hi := m.offs[k], m.offs[k+1]
@@ -165,7 +166,7 @@ func (m *move32) backward(k int, dst []float32, _ [][]float32, _, g []float32) b
 		kernels.ClearPar(dst)
 	}
 	if r := m.runs; r != nil {
-		forItems(r.count(), len(idx)/r.count(), runsArgs{dst: dst, g: g, r: r, k: k}, func(a runsArgs, lo, hi int) {
+		parallel.ForItems(r.count(), len(idx)/r.count(), runsArgs{dst: dst, g: g, r: r, k: k}, func(a runsArgs, lo, hi int) {
 			r := a.r
 			for q := lo; q < hi; q++ {
 				if r.in[q] != a.k {
@@ -176,7 +177,7 @@ func (m *move32) backward(k int, dst []float32, _ [][]float32, _, g []float32) b
 		})
 		return true
 	}
-	parallelElems(len(idx), func(a, b int) {
+	parallel.Elems(len(idx), func(a, b int) {
 		for i, j := range idx[a:b] {
 			if j >= lo && j < hi {
 				dst[j-lo] = 0 + g[a+i]

@@ -10,6 +10,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/png"
 )
@@ -364,7 +365,7 @@ func copyFloats32(dst []float32, v G.Value) error {
 			if len(d) == 0 || &d[0] == &dst[0] { // written in place (GradsIntoJacobian)
 				return nil
 			}
-			copyPar(dst, d)
+			parallel.Copy(dst, d)
 			return nil
 		}
 	}

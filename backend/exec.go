@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/paretonav/paretonav/backend/internal/kernels"
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -224,7 +225,7 @@ func (p *program) sumWithZero(i int, buf, sink []float32, reuse *tensor.Dense, i
 		return x, b, true, true
 	}
 	out := buf
-	copyPar(out, xd)
+	parallel.Copy(out, xd)
 	return value32(reuse, x.Shape(), out), out, false, true
 }
 
@@ -261,9 +262,9 @@ func add32(buf []float32, reuse *tensor.Dense, a, b G.Value) (v G.Value, used []
 		out = make([]float32, len(xd))
 	}
 	out = out[:len(xd)]
-	forElems(len(xd), vec3{out, xd, yd[:len(xd)]}, func(v vec3, lo, hi int) {
-		o, y := v.d[lo:hi], v.y[lo:hi]
-		for i, x := range v.x[lo:hi] {
+	parallel.ForElems(len(xd), parallel.Vec3{D: out, X: xd, Y: yd[:len(xd)]}, func(v parallel.Vec3, lo, hi int) {
+		o, y := v.D[lo:hi], v.Y[lo:hi]
+		for i, x := range v.X[lo:hi] {
 			o[i] = x + y[i]
 		}
 	})

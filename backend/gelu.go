@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -78,7 +79,7 @@ func geluDeriv64(x, _ float64) float64 {
 
 func geluFwd32(dst []float32, in [][]float32) {
 	x := in[0][:len(dst)]
-	parallelElems(len(dst), func(lo, hi int) {
+	parallel.Elems(len(dst), func(lo, hi int) {
 		var xb, phi [geluBlock]float64
 		for b0 := lo; b0 < hi; b0 += geluBlock {
 			b1 := min(hi, b0+geluBlock)
@@ -104,7 +105,7 @@ func geluFwd32(dst []float32, in [][]float32) {
 // x·φ(x).
 func geluBwd32(_ int, dst []float32, in [][]float32, out, g []float32) bool {
 	x, y, g := in[0][:len(dst)], out[:len(dst)], g[:len(dst)]
-	parallelElems(len(dst), func(lo, hi int) {
+	parallel.Elems(len(dst), func(lo, hi int) {
 		var ex [geluBlock]float64
 		for b0 := lo; b0 < hi; b0 += geluBlock {
 			b1 := min(hi, b0+geluBlock)

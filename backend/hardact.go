@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -62,7 +63,7 @@ func hardSwishDeriv(x, _ float64) float64 {
 // most of its activations), each element rounded once.
 func hardSwish32(dst []float32, in [][]float32) {
 	x := in[0][:len(dst)]
-	parallelElems(len(dst), func(lo, hi int) {
+	parallel.Elems(len(dst), func(lo, hi int) {
 		for i, v := range x[lo:hi] {
 			dst[lo+i] = float32(hardSwish(float64(v)))
 		}
@@ -71,7 +72,7 @@ func hardSwish32(dst []float32, in [][]float32) {
 
 func hardSwishGrad32(_ int, dst []float32, in [][]float32, _, g []float32) bool {
 	x, g := in[0][:len(dst)], g[:len(dst)]
-	parallelElems(len(dst), func(lo, hi int) {
+	parallel.Elems(len(dst), func(lo, hi int) {
 		for i, v := range x[lo:hi] {
 			dst[lo+i] = float32(float64(g[lo+i]) * hardSwishDeriv(float64(v), 0))
 		}

@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -58,7 +59,7 @@ func erfDeriv(x, _ float64) float64 { return 2 / math.SqrtPi * math.Exp(-x*x) }
 func erfGrad32(_ int, dst []float32, in [][]float32, _, g []float32) bool {
 	x := in[0][:len(dst)]
 	g = g[:len(dst)]
-	parallelElems(len(dst), func(lo, hi int) {
+	parallel.Elems(len(dst), func(lo, hi int) {
 		var t [256]float64
 		for a := lo; a < hi; a += len(t) {
 			b := min(a+len(t), hi)

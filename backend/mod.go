@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -97,7 +98,7 @@ func lowerMod(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	}
 	fwd32 := func(dst []float32, in [][]float32) {
 		a, c := in[0], in[1]
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				dst[i] = float32(f(float64(a[at(ia, i)]), float64(c[at(ib, i)])))
 			}

@@ -1,6 +1,10 @@
 package backend
 
-import "math"
+import (
+	"math"
+
+	"github.com/paretonav/paretonav/backend/internal/parallel"
+)
 
 // Float32 kernels of LayerNormalization: the float64 path's arithmetic on
 // the float32 data (every statistic and sum in float64, in the same
@@ -40,7 +44,7 @@ func (l layerNorm32) forward(dst []float32, in [][]float32) {
 		b = in[2]
 	}
 	S := l.S
-	parallelItems(l.groups, S, func(lo, hi int) {
+	parallel.Items(l.groups, S, func(lo, hi int) {
 		for gi := lo; gi < hi; gi++ {
 			off := gi * S
 			xs, d := x[off:off+S], dst[off:off+S]
@@ -60,7 +64,7 @@ func (l layerNorm32) forward(dst []float32, in [][]float32) {
 // g' = Scale·g, per group.
 func (l layerNorm32) gradX(dst, x, sc, g []float32) {
 	S := l.S
-	parallelItems(l.groups, 3*S, func(lo, hi int) {
+	parallel.Items(l.groups, 3*S, func(lo, hi int) {
 		for gi := lo; gi < hi; gi++ {
 			off := gi * S
 			xs, gs, d := x[off:off+S], g[off:off+S], dst[off:off+S]
@@ -89,13 +93,13 @@ func (l layerNorm32) gradX(dst, x, sc, g []float32) {
 func (l layerNorm32) gradAffine(dst []float32, x, g []float32, bias bool, acc, stats []float64) {
 	S := l.S
 	if !bias {
-		parallelItems(l.groups, S, func(lo, hi int) {
+		parallel.Items(l.groups, S, func(lo, hi int) {
 			for gi := lo; gi < hi; gi++ {
 				stats[2*gi], stats[2*gi+1] = layerStats32(x[gi*S:(gi+1)*S], l.eps)
 			}
 		})
 	}
-	parallelItems(S, l.groups, func(lo, hi int) {
+	parallel.Items(S, l.groups, func(lo, hi int) {
 		a := acc[lo:hi]
 		for gi := 0; gi < l.groups; gi++ {
 			gs := g[gi*S+lo : gi*S+hi]

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 )
 
 // sameBits32 reports whether a and b have the same bits or are both NaN.
@@ -51,7 +53,7 @@ func TestRelu32MatchesFloat64(t *testing.T) {
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 1e-45, -1e-45, inf, -inf, nan}
 	r := rand.New(rand.NewSource(5))
-	long := make([]float32, 3*elemChunk+7)
+	long := make([]float32, 3*parallel.ElemChunk+7)
 	for i := range long {
 		long[i] = special[r.Intn(len(special))] * float32(r.NormFloat64())
 	}
@@ -78,7 +80,7 @@ func TestSigmoid32MatchesFloat64(t *testing.T) {
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 20, -20, 90, -90, 1e-45, inf, -inf, nan}
 	r := rand.New(rand.NewSource(7))
-	long := make([]float32, 3*elemChunk+7)
+	long := make([]float32, 3*parallel.ElemChunk+7)
 	for i := range long {
 		long[i] = float32(8 * r.NormFloat64())
 	}

@@ -3,6 +3,7 @@ package backend
 import (
 	"slices"
 
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -136,7 +137,7 @@ func (b *builder) shuffleSlice(n *onnxpb.NodeProto, x *value, first, step, out [
 	return nodeValue(y), true, nil
 }
 
-// sliceArgs is a shuffle slice's operands for forItems: the slice (dst)
+// sliceArgs is a shuffle slice's operands for parallel.ForItems: the slice (dst)
 // and the parts (in), or a part's gradient (dst) and the slice's (grad);
 // k the part, [c0, c1) the shuffled channels the slice takes, wide the
 // gradient's copy of a wide plane.
@@ -154,11 +155,11 @@ type sliceArgs[T float32 | float64] struct {
 // are 4 to 64 values).
 func shuffleSliceFwd[T float32 | float64](dst []T, in [][]T, sg *shuffleGeom, c0, c1 int) {
 	a, n := sliceArgs[T]{dst: dst, in: in, sg: sg, c0: c0, c1: c1}, sg.n*(c1-c0)
-	if oneItemChunk(n, sg.inner) { // no func value (oneItemChunk)
+	if parallel.OneChunk(n, sg.inner) { // no func value (parallel.OneChunk)
 		shuffleSliceFwdItems(a, 0, n)
 		return
 	}
-	forItems(n, sg.inner, a, shuffleSliceFwdItems[T])
+	parallel.ForItems(n, sg.inner, a, shuffleSliceFwdItems[T])
 }
 
 // shuffleSliceFwdItems writes the slice's planes [lo, hi).
@@ -201,11 +202,11 @@ func shuffleSliceBwd[T float32 | float64](k int, dst, grad []T, sg *shuffleGeom,
 		wide = nil
 	}
 	a := sliceArgs[T]{dst: dst, grad: grad, sg: sg, k: k, c0: c0, c1: c1, wide: wide}
-	if oneItemChunk(sg.n, sg.c*sg.inner) { // no func value (oneItemChunk)
+	if parallel.OneChunk(sg.n, sg.c*sg.inner) { // no func value (parallel.OneChunk)
 		shuffleSliceBwdSamples(a, 0, sg.n)
 		return
 	}
-	forItems(sg.n, sg.c*sg.inner, a, shuffleSliceBwdSamples[T])
+	parallel.ForItems(sg.n, sg.c*sg.inner, a, shuffleSliceBwdSamples[T])
 }
 
 // shuffleSliceBwdSamples writes samples [s0, s1) of part a.k's gradient.
@@ -230,7 +231,7 @@ func shuffleSliceBwdSamples[T float32 | float64](a sliceArgs[T], s0, s1 int) {
 	}
 }
 
-// shuffleArgs is a shuffle's operands for forItems: the output (dst) and
+// shuffleArgs is a shuffle's operands for parallel.ForItems: the output (dst) and
 // the parts (in), or a part's gradient (dst) and the output's (grad); g
 // parts, each of planes planes of inner values, k the part and wide the
 // gradient's copy of a wide plane.
@@ -245,7 +246,7 @@ type shuffleArgs[T float32 | float64] struct {
 // (inner values each), split over the cores by planes.
 func shuffleFwd[T float32 | float64](dst []T, in [][]T, planes, inner int) {
 	g := len(in)
-	forItems(planes, g*inner, shuffleArgs[T]{dst: dst, in: in, g: g, inner: inner}, func(a shuffleArgs[T], lo, hi int) {
+	parallel.ForItems(planes, g*inner, shuffleArgs[T]{dst: dst, in: in, g: g, inner: inner}, func(a shuffleArgs[T], lo, hi int) {
 		for p := lo; p < hi; p++ {
 			for k, src := range a.in {
 				copy(a.dst[(p*a.g+k)*a.inner:][:a.inner], src[p*a.inner:])
@@ -263,7 +264,7 @@ func shuffleBwd[T float32 | float64](k int, dst, grad []T, g, planes, inner int,
 	if inner < 16 {
 		wide = nil
 	}
-	forItems(planes, inner, shuffleArgs[T]{dst: dst, grad: grad, g: g, inner: inner, k: k, wide: wide}, func(a shuffleArgs[T], lo, hi int) {
+	parallel.ForItems(planes, inner, shuffleArgs[T]{dst: dst, grad: grad, g: g, inner: inner, k: k, wide: wide}, func(a shuffleArgs[T], lo, hi int) {
 		if a.wide != nil {
 			for p := lo; p < hi; p++ {
 				a.wide(a.dst[p*a.inner:][:a.inner], a.grad[(p*a.g+a.k)*a.inner:])

@@ -9,6 +9,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -376,7 +377,7 @@ func TestShuffleSliceAllocatesNothing(t *testing.T) {
 	sg := &shuffleGeom{parts: make([]gnode, g), n: n, c: c, inner: inner}
 	in := [][]float32{make([]float32, n*c*inner), make([]float32, n*c*inner)}
 	slice, part := make([]float32, n*c*inner), make([]float32, n*c*inner)
-	if !oneItemChunk(n*c, inner) || !oneItemChunk(n, c*inner) {
+	if !parallel.OneChunk(n*c, inner) || !parallel.OneChunk(n, c*inner) {
 		t.Fatal("not a one-chunk shuffle")
 	}
 	fwd := func() { shuffleSliceFwd(slice, in, sg, 0, c) }

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -66,10 +67,10 @@ func siluDeriv64(x, _ float64) float64 {
 const siluBlock = 512
 
 func siluFwd32(dst []float32, in [][]float32) {
-	forElems(len(dst), vec2{dst, in[0][:len(dst)]}, func(v vec2, lo, hi int) {
+	parallel.ForElems(len(dst), parallel.Vec2{D: dst, X: in[0][:len(dst)]}, func(v parallel.Vec2, lo, hi int) {
 		for b0 := lo; b0 < hi; b0 += siluBlock {
 			b1 := min(hi, b0+siluBlock)
-			d, xs := v.d[b0:b1], v.x[b0:b1]
+			d, xs := v.D[b0:b1], v.X[b0:b1]
 			vmath.Sigmoid32(d, xs)
 			for i, v := range xs {
 				d[i] = v * d[i]
@@ -79,11 +80,11 @@ func siluFwd32(dst []float32, in [][]float32) {
 }
 
 func siluBwd32(_ int, dst []float32, in [][]float32, _, g []float32) bool {
-	forElems(len(dst), vec3{dst, in[0][:len(dst)], g[:len(dst)]}, func(v vec3, lo, hi int) {
+	parallel.ForElems(len(dst), parallel.Vec3{D: dst, X: in[0][:len(dst)], Y: g[:len(dst)]}, func(v parallel.Vec3, lo, hi int) {
 		var sb [siluBlock]float32
 		for b0 := lo; b0 < hi; b0 += siluBlock {
 			b1 := min(hi, b0+siluBlock)
-			s, xs, gs, d := sb[:b1-b0], v.x[b0:b1], v.y[b0:b1], v.d[b0:b1]
+			s, xs, gs, d := sb[:b1-b0], v.X[b0:b1], v.Y[b0:b1], v.D[b0:b1]
 			vmath.Sigmoid32(s, xs)
 			for i, sv := range s {
 				gv := gs[i]

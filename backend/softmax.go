@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -87,7 +88,7 @@ const softmaxBlock = 256
 // among goroutines.
 func softmaxBlocks(outer, d, inner int, f func(o, j0, j1 int, t *softmaxTemp)) {
 	per := (inner + softmaxBlock - 1) / softmaxBlock
-	parallelItems(outer*per, d*min(inner, softmaxBlock), func(lo, hi int) {
+	parallel.Items(outer*per, d*min(inner, softmaxBlock), func(lo, hi int) {
 		t := softmaxTemps.Get().(*softmaxTemp)
 		defer softmaxTemps.Put(t)
 		for it := lo; it < hi; it++ {

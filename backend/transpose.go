@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -148,12 +149,12 @@ func transpose32(dst, src []float32, xs []int, perm []int64, plusZero bool) {
 		return
 	}
 	rows := len(dst) / t.last
-	if min(rows*t.last/elemChunk, rows) <= 1 { // parallelItems' bound: no closure
+	if min(rows*t.last/parallel.ElemChunk, rows) <= 1 { // parallel.Items' bound: no closure
 		t.rows(0, rows)
 		return
 	}
 	tp := t // its own variable: the closure takes it to the heap, t stays on the stack
-	parallelItems(rows, t.last, func(lo, hi int) { tp.rows(lo, hi) })
+	parallel.Items(rows, t.last, func(lo, hi int) { tp.rows(lo, hi) })
 }
 
 // swapArgs is a batch of n matrices a×b (src) to transpose into dst.
@@ -185,7 +186,7 @@ func transposeLast2(dst, src []float32, xs []int, perm []int64, plusZero bool) b
 	}
 	if n == 1 { // one matrix: bands of 8 rows in parallel, −0 made +0 as they are written
 		bands := (a + 7) / 8
-		forItems(bands, 8*b, swapArgs{dst: dst, src: src, a: a, b: b, plusZero: plusZero},
+		parallel.ForItems(bands, 8*b, swapArgs{dst: dst, src: src, a: a, b: b, plusZero: plusZero},
 			func(s swapArgs, lo, hi int) {
 				fgemm.TransposeRows(s.dst, s.a, s.src, s.b, s.b, 8*lo, min(8*hi, s.a), s.plusZero)
 			})
@@ -193,7 +194,7 @@ func transposeLast2(dst, src []float32, xs []int, perm []int64, plusZero bool) b
 	}
 	// Matrices in parallel; a gradient's −0 made +0 in one vector pass over
 	// each written matrix, still in cache, rather than 8 values at a time.
-	forItems(n, a*b, swapArgs{dst: dst, src: src, a: a, b: b, plusZero: plusZero},
+	parallel.ForItems(n, a*b, swapArgs{dst: dst, src: src, a: a, b: b, plusZero: plusZero},
 		func(s swapArgs, lo, hi int) {
 			plane := s.a * s.b
 			for m := lo; m < hi; m++ {

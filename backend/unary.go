@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -35,7 +36,7 @@ func (b *builder) unary(n *onnxpb.NodeProto, in []*value, f func(x float64) floa
 		}
 	}
 	fwd32 := func(dst []float32, in [][]float32) {
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			for i, v := range in[0][lo:hi] {
 				dst[lo+i] = float32(f(float64(v)))
 			}
@@ -46,7 +47,7 @@ func (b *builder) unary(n *onnxpb.NodeProto, in []*value, f func(x float64) floa
 		g = g[:len(dst)]
 		x := in[0]
 		if x == nil { // unaryOut: df reads y only
-			parallelElems(len(dst), func(lo, hi int) {
+			parallel.Elems(len(dst), func(lo, hi int) {
 				for i, y := range out[lo:hi] {
 					dst[lo+i] = float32(float64(g[lo+i]) * df(0, float64(y)))
 				}
@@ -54,7 +55,7 @@ func (b *builder) unary(n *onnxpb.NodeProto, in []*value, f func(x float64) floa
 			return true
 		}
 		x = x[:len(dst)]
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			for i, v := range x[lo:hi] {
 				dst[lo+i] = float32(float64(g[lo+i]) * df(float64(v), float64(out[lo+i])))
 			}

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -63,7 +64,7 @@ func lowerWhere(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 	}
 	fwd32 := func(dst []float32, in [][]float32) {
 		cv, xv, yv := in[0], in[1], in[2]
-		parallelElems(len(dst), func(lo, hi int) {
+		parallel.Elems(len(dst), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				if cv[at(ic, i)] != 0 {
 					dst[i] = xv[at(ix, i)]
@@ -104,7 +105,7 @@ func lowerWhere(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 // float64 closures' order) and rounded once.
 func gradTerms32(dst []float32, idx *bcast, n int, term func(i int) float64) {
 	if idx == nil {
-		parallelElems(n, func(lo, hi int) {
+		parallel.Elems(n, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				dst[i] = float32(0 + term(i)) // 0 + : the float64 path adds into zeros (no −0)
 			}
