@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -153,13 +154,13 @@ func lowerPRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 			sshape[i] = 1
 		}
 	}
-	out, err := broadcastShape(x.shape, sshape)
-	if err != nil || !equalShape(out, x.shape) {
+	out, err := shape.Broadcast(x.shape, sshape)
+	if err != nil || !shape.Equal(out, x.shape) {
 		return nil, nodeErr(n, "slope %q of shape %v does not broadcast to X of shape %v (opset %d)", n.Input[1], s.shape, x.shape, b.opset)
 	}
-	is := broadcastIndex(sshape, x.shape)
+	is := shape.BroadcastIndex(sshape, x.shape)
 	if is == nil {
-		is = identityIdx(numel(x.shape))
+		is = shape.Identity(shape.Numel(x.shape))
 	}
 	fwd := func(dst []float64, in [][]float64) {
 		for i, v := range in[0] {

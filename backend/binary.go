@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -66,14 +67,14 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 	if err != nil {
 		return nil, err
 	}
-	out, err := broadcastShape(x.shape, y.shape)
+	out, err := shape.Broadcast(x.shape, y.shape)
 	if err != nil {
 		return nil, nodeErr(n, "inputs %q and %q: %v", n.Input[0], n.Input[1], err)
 	}
 	if v, ok, err := b.siluOf(n, x, y); ok {
 		return v, err
 	}
-	ia, ib := newBcast(x.shape, out), newBcast(y.shape, out)
+	ia, ib := shape.NewBcast(x.shape, out), shape.NewBcast(y.shape, out)
 	at := atB
 	if isIntNode(x) || isIntNode(y) {
 		if op.fi == nil {
@@ -93,13 +94,13 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		t := &importer.Tensor{Name: n.Output[0], Shape: out}
 		if !x.c.IsFloat() && !y.c.IsFloat() && op.fi != nil {
 			a, c := x.c.Int64s(), y.c.Int64s()
-			t.Type, t.I64 = x.c.Type, make([]int64, numel(out))
+			t.Type, t.I64 = x.c.Type, make([]int64, shape.Numel(out))
 			for i := range t.I64 {
 				t.I64[i] = op.fi(a[at(ia, i)], c[at(ib, i)])
 			}
 		} else {
 			a, c := x.c.Float64s(), y.c.Float64s()
-			t.Type, t.F64 = importer.Float64, make([]float64, numel(out))
+			t.Type, t.F64 = importer.Float64, make([]float64, shape.Numel(out))
 			for i := range t.F64 {
 				t.F64[i] = op.f(a[at(ia, i)], c[at(ib, i)])
 			}

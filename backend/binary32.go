@@ -1,6 +1,9 @@
 package backend
 
-import "github.com/paretonav/paretonav/backend/internal/parallel"
+import (
+	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
+)
 
 // Float32 kernels of Add, Sub, Mul and Div without broadcasting, split
 // over the cores: each element is the float32 operation itself, which
@@ -103,7 +106,7 @@ type gradArgs struct {
 // float32 operation on the two float32 operands, the float64 formula
 // rounded once, as in arith32. It reports false for the broadcasts it
 // leaves to the general loop.
-func arithBcast32(op string, dst, a, c []float32, ia, ib *bcast) bool {
+func arithBcast32(op string, dst, a, c []float32, ia, ib *shape.Bcast) bool {
 	// One side is never nil here (arith32 takes the unbroadcast case); a
 	// scalar side gets its own loops, an identity side reads in place.
 	switch {
@@ -113,7 +116,7 @@ func arithBcast32(op string, dst, a, c []float32, ia, ib *bcast) bool {
 		return arithScalar32(op, dst, c, a[0], true)
 	case ia == nil || ib == nil:
 		return arithHalf32(op, dst, a, c, ia, ib)
-	case ia.idx == nil || ib.idx == nil:
+	case ia.Idx == nil || ib.Idx == nil:
 		return false
 	}
 	var f func(d []float32, ia, ib []int)
@@ -145,7 +148,7 @@ func arithBcast32(op string, dst, a, c []float32, ia, ib *bcast) bool {
 	default:
 		return false
 	}
-	parallel.Elems(len(dst), func(lo, hi int) { f(dst[lo:hi], ia.idx[lo:hi], ib.idx[lo:hi]) })
+	parallel.Elems(len(dst), func(lo, hi int) { f(dst[lo:hi], ia.Idx[lo:hi], ib.Idx[lo:hi]) })
 	return true
 }
 
@@ -153,7 +156,7 @@ func arithBcast32(op string, dst, a, c []float32, ia, ib *bcast) bool {
 // broadcast nil) and the other broadcast: a scale or bias per channel
 // (ConvNeXt's layer scale, squeeze-and-excitation's gate), read through
 // its walk (element, position in its run) or its index array.
-func arithHalf32(op string, dst, a, c []float32, ia, ib *bcast) bool {
+func arithHalf32(op string, dst, a, c []float32, ia, ib *shape.Bcast) bool {
 	full, part, b := a, c, ib
 	if ia != nil {
 		full, part, b = c, a, ia
@@ -165,8 +168,8 @@ func arithHalf32(op string, dst, a, c []float32, ia, ib *bcast) bool {
 	case op != "Add" && op != "Mul" && op != "Sub" && op != "Div":
 		return false
 	}
-	if b.idx != nil {
-		idx := b.idx
+	if b.Idx != nil {
+		idx := b.Idx
 		var f func(lo, hi int)
 		switch op {
 		case "Add":
@@ -201,34 +204,34 @@ func arithHalf32(op string, dst, a, c []float32, ia, ib *bcast) bool {
 	switch op {
 	case "Add":
 		f = func(lo, hi int) {
-			k, r := b.walk(lo)
+			k, r := b.Walk(lo)
 			for i := lo; i < hi; i++ {
 				dst[i] = full[i] + part[k]
-				k, r = b.next(k, r)
+				k, r = b.Next(k, r)
 			}
 		}
 	case "Mul":
 		f = func(lo, hi int) {
-			k, r := b.walk(lo)
+			k, r := b.Walk(lo)
 			for i := lo; i < hi; i++ {
 				dst[i] = full[i] * part[k]
-				k, r = b.next(k, r)
+				k, r = b.Next(k, r)
 			}
 		}
 	case "Sub":
 		f = func(lo, hi int) {
-			k, r := b.walk(lo)
+			k, r := b.Walk(lo)
 			for i := lo; i < hi; i++ {
 				dst[i] = full[i] - part[k]
-				k, r = b.next(k, r)
+				k, r = b.Next(k, r)
 			}
 		}
 	case "Div":
 		f = func(lo, hi int) {
-			k, r := b.walk(lo)
+			k, r := b.Walk(lo)
 			for i := lo; i < hi; i++ {
 				dst[i] = full[i] / part[k]
-				k, r = b.next(k, r)
+				k, r = b.Next(k, r)
 			}
 		}
 	}
@@ -289,7 +292,7 @@ func arithScalar32(op string, dst, x []float32, s float32, swapped bool) bool {
 // operand is (read through its broadcast oi): one term per element, as
 // arithGrad32 (Div's g·(1/c) in float64, rounded once, as its float64
 // formula).
-func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *bcast) bool {
+func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *shape.Bcast) bool {
 	g = g[:len(dst)]
 	switch {
 	case op == "Div" && k == 0 && len(c) == 1: // GELU's x/√2, attention's scale
@@ -299,12 +302,12 @@ func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *bcast) bool
 				dst[i] = 0 + float32(float64(g[i])*r)
 			}
 		})
-	case op == "Div" && k == 0 && oi != nil && oi.idx == nil: // a broadcast divisor; not broadcast: the general loop
+	case op == "Div" && k == 0 && oi != nil && oi.Idx == nil: // a broadcast divisor; not broadcast: the general loop
 		parallel.Elems(len(dst), func(lo, hi int) {
-			kk, r := oi.walk(lo)
+			kk, r := oi.Walk(lo)
 			for i := lo; i < hi; i++ {
 				dst[i] = 0 + float32(float64(g[i])*(1/float64(c[kk])))
-				kk, r = oi.next(kk, r)
+				kk, r = oi.Next(kk, r)
 			}
 		})
 	case op == "Add" || op == "Sub" && k == 0:
@@ -333,19 +336,19 @@ func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *bcast) bool
 			})
 			return true
 		}
-		if oi.idx != nil {
+		if oi.Idx != nil {
 			parallel.Elems(len(dst), func(lo, hi int) {
 				for i := lo; i < hi; i++ {
-					dst[i] = 0 + g[i]*o[oi.idx[i]]
+					dst[i] = 0 + g[i]*o[oi.Idx[i]]
 				}
 			})
 			return true
 		}
 		parallel.Elems(len(dst), func(lo, hi int) {
-			k, r := oi.walk(lo)
+			k, r := oi.Walk(lo)
 			for i := lo; i < hi; i++ {
 				dst[i] = 0 + g[i]*o[k]
-				k, r = oi.next(k, r)
+				k, r = oi.Next(k, r)
 			}
 		})
 	default:
@@ -360,18 +363,18 @@ func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *bcast) bool
 // is rounded once, so the bits are the float64 path's. d is the op's
 // partial derivative for the general case; Add, Sub and Mul have their
 // own loops. acc is zeroed scratch of len(dst).
-func arithGradReduce32(op string, k int, dst []float32, acc []float64, a, c, y, g []float32, ia, ib *bcast, d func(a, b, y float64) float64) {
+func arithGradReduce32(op string, k int, dst []float32, acc []float64, a, c, y, g []float32, ia, ib *shape.Bcast, d func(a, b, y float64) float64) {
 	b, o, oi := ia, c, ib // the input k's broadcast, the other operand's
 	if k == 1 {
 		b, o, oi = ib, a, ia
 	}
-	if b.idx == nil && (op == "Add" || op == "Sub" || op == "Mul") {
+	if b.Idx == nil && (op == "Add" || op == "Sub" || op == "Mul") {
 		reducePattern32(op, k, dst, acc, o, g, oi, b)
 		return
 	}
 	kk, r := 0, 0 // input k's element and its run position (b.walk)
-	if b.idx == nil {
-		kk, r = b.walk(0)
+	if b.Idx == nil {
+		kk, r = b.Walk(0)
 	}
 	switch {
 	case op == "Add" || op == "Sub" && k == 0, op == "Sub":
@@ -381,22 +384,22 @@ func arithGradReduce32(op string, k int, dst []float32, acc []float64, a, c, y, 
 			if neg {
 				t = -t
 			}
-			if b.idx != nil {
-				acc[b.idx[i]] += t
+			if b.Idx != nil {
+				acc[b.Idx[i]] += t
 				continue
 			}
 			acc[kk] += t
-			kk, r = b.next(kk, r)
+			kk, r = b.Next(kk, r)
 		}
 	case op == "Mul":
 		for i, v := range g {
 			t := float64(v) * float64(o[atB(oi, i)])
-			if b.idx != nil {
-				acc[b.idx[i]] += t
+			if b.Idx != nil {
+				acc[b.Idx[i]] += t
 				continue
 			}
 			acc[kk] += t
-			kk, r = b.next(kk, r)
+			kk, r = b.Next(kk, r)
 		}
 	default:
 		for i, v := range g {
@@ -404,7 +407,7 @@ func arithGradReduce32(op string, k int, dst []float32, acc []float64, a, c, y, 
 			if y != nil {
 				yi = float64(y[i])
 			}
-			acc[b.at(i)] += float64(v) * d(float64(a[atB(ia, i)]), float64(c[atB(ib, i)]), yi)
+			acc[b.At(i)] += float64(v) * d(float64(a[atB(ia, i)]), float64(c[atB(ib, i)]), yi)
 		}
 	}
 	for i, v := range acc {
@@ -413,11 +416,11 @@ func arithGradReduce32(op string, k int, dst []float32, acc []float64, a, c, y, 
 }
 
 // atB is b.at(i), i for the identity (b nil).
-func atB(b *bcast, i int) int {
+func atB(b *shape.Bcast, i int) int {
 	if b == nil {
 		return i
 	}
-	return b.at(i)
+	return b.At(i)
 }
 
 // reducePattern32 is arithGradReduce32 of Add, Sub or Mul for an input
@@ -425,8 +428,8 @@ func atB(b *bcast, i int) int {
 // runs of inner, outer times): the elements are split across goroutines,
 // and each sums its terms in ascending output order, as the float64 path
 // does, so the bits do not depend on the split.
-func reducePattern32(op string, k int, dst []float32, acc []float64, o, g []float32, oi *bcast, b *bcast) {
-	mid, inner := b.mid, b.inner
+func reducePattern32(op string, k int, dst []float32, acc []float64, o, g []float32, oi *shape.Bcast, b *shape.Bcast) {
+	mid, inner := b.Mid, b.Inner
 	outer := len(g) / (mid * inner)
 	neg := op == "Sub" && k == 1
 	mul := op == "Mul"

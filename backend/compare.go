@@ -2,6 +2,7 @@ package backend
 
 import (
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -92,14 +93,14 @@ func lowerCompare(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	if err := refuseIntNodes(n, x, y); err != nil {
 		return nil, err
 	}
-	out, err := broadcastShape(x.shape, y.shape)
+	out, err := shape.Broadcast(x.shape, y.shape)
 	if err != nil {
 		return nil, nodeErr(n, "inputs %q and %q: %v", n.Input[0], n.Input[1], err)
 	}
-	ia, ib := newBcast(x.shape, out), newBcast(y.shape, out)
+	ia, ib := shape.NewBcast(x.shape, out), shape.NewBcast(y.shape, out)
 	at := atB
 	if x.isConst() && y.isConst() {
-		t := &importer.Tensor{Name: n.Output[0], Type: importer.Bool, Shape: out, I64: make([]int64, numel(out))}
+		t := &importer.Tensor{Name: n.Output[0], Type: importer.Bool, Shape: out, I64: make([]int64, shape.Numel(out))}
 		if !x.c.IsFloat() && !y.c.IsFloat() {
 			a, c := x.c.Int64s(), y.c.Int64s()
 			for i := range t.I64 {
@@ -143,7 +144,7 @@ func lowerNot(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		return nil, err
 	}
 	if x.isConst() {
-		t := &importer.Tensor{Name: n.Output[0], Type: importer.Bool, Shape: append([]int{}, x.shape...), I64: make([]int64, numel(x.shape))}
+		t := &importer.Tensor{Name: n.Output[0], Type: importer.Bool, Shape: append([]int{}, x.shape...), I64: make([]int64, shape.Numel(x.shape))}
 		if x.c.IsFloat() {
 			for i, v := range x.c.Float64s() {
 				t.I64[i] = boolElem(v == 0)

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -46,14 +47,14 @@ func lowerConcat(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 		}
 		out[a] += v.shape[a]
 	}
-	outer, inner := numel(out[:a]), numel(out[a+1:])
+	outer, inner := shape.Numel(out[:a]), shape.Numel(out[a+1:])
 	if v, ok, err := b.concatBlocks(n, ins, out, outer, inner, a); ok || err != nil {
 		if err != nil {
 			return nil, err
 		}
 		return []*value{v}, nil
 	}
-	idx := make([]int, 0, numel(out))
+	idx := make([]int, 0, shape.Numel(out))
 	for o := 0; o < outer; o++ {
 		off := 0
 		for _, v := range ins {
@@ -62,7 +63,7 @@ func lowerConcat(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 			for j := 0; j < sz; j++ {
 				idx = append(idx, base+j)
 			}
-			off += numel(v.shape)
+			off += shape.Numel(v.shape)
 		}
 	}
 	v, err := b.move(n, "Concat", ins, out, idx)

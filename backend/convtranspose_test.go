@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/ortcheck"
@@ -21,12 +22,12 @@ type oracleCase struct {
 }
 
 // randF32Tensor returns a float32 tensor with U(−1, 1) values.
-func randF32Tensor(r *rand.Rand, name string, shape ...int) *importer.Tensor {
-	d := make([]float32, numel(shape))
+func randF32Tensor(r *rand.Rand, name string, s ...int) *importer.Tensor {
+	d := make([]float32, shape.Numel(s))
 	for i := range d {
 		d[i] = float32(2*r.Float64() - 1)
 	}
-	return importer.NewFloat32(name, shape, d)
+	return importer.NewFloat32(name, s, d)
 }
 
 // checkAgainstORT puts every case's node (op at opset) in one float32

@@ -1,8 +1,7 @@
 package backend
 
 import (
-	"fmt"
-
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -14,7 +13,7 @@ import (
 // (this keeps shape arithmetic foldable); otherwise it is a kernel whose
 // gradient scatters back.
 func (b *builder) move(n *onnxpb.NodeProto, kind string, ins []*value, out []int, idx []int) (*value, error) {
-	if len(idx) != numel(out) {
+	if len(idx) != shape.Numel(out) {
 		return nil, nodeErr(n, "internal: %d indices for output shape %v", len(idx), out)
 	}
 	allConst := true
@@ -32,10 +31,10 @@ func (b *builder) move(n *onnxpb.NodeProto, kind string, ins []*value, out []int
 	offs := make([]int, len(ins)+1)
 	nodes := make([]gnode, len(ins))
 	for i, v := range ins {
-		offs[i+1] = offs[i] + numel(v.shape)
+		offs[i+1] = offs[i] + shape.Numel(v.shape)
 		nodes[i] = b.node(v)
 	}
-	if len(ins) == 1 && isIdentity(idx) && numel(ins[0].shape) == len(idx) {
+	if len(ins) == 1 && isIdentity(idx) && shape.Numel(ins[0].shape) == len(idx) {
 		idx = nil // plain copy
 	}
 	fwd := func(dst []float64, in [][]float64) {
@@ -85,7 +84,7 @@ func (b *builder) move(n *onnxpb.NodeProto, kind string, ins []*value, out []int
 func (b *builder) moveInt(n *onnxpb.NodeProto, kind string, ins []*value, out []int, idx []int) (*value, error) {
 	offs := make([]int, len(ins)+1)
 	for i, v := range ins {
-		offs[i+1] = offs[i] + numel(v.shape)
+		offs[i+1] = offs[i] + shape.Numel(v.shape)
 	}
 	return b.intOp(n, kind, ins, out, func(dst []int64, in [][]int64) {
 		for i, j := range idx {
@@ -161,29 +160,6 @@ func moveConst(name string, ins []*value, out []int, idx []int) *importer.Tensor
 	return r
 }
 
-// strides returns the row-major strides of shape s.
-func strides(s []int) []int {
-	st := make([]int, len(s))
-	acc := 1
-	for i := len(s) - 1; i >= 0; i-- {
-		st[i] = acc
-		acc *= s[i]
-	}
-	return st
-}
-
-// nextIndex advances the row-major multi-index ctr within shape by one,
-// wrapping to all zeros after the last element.
-func nextIndex(ctr, shape []int) {
-	for d := len(ctr) - 1; d >= 0; d-- {
-		ctr[d]++
-		if ctr[d] < shape[d] {
-			return
-		}
-		ctr[d] = 0
-	}
-}
-
 // normAxis maps a possibly negative axis into [0, rank), or errors.
 func normAxis(n *onnxpb.NodeProto, axis int64, rank int) (int, error) {
 	a := int(axis)
@@ -205,15 +181,3 @@ func axisAttr(n *onnxpb.NodeProto, def int64, rank int) (int, error) {
 	}
 	return normAxis(n, ax, rank)
 }
-
-// identityIdx returns 0..n-1.
-func identityIdx(n int) []int {
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	return idx
-}
-
-// shapeString formats a shape for messages.
-func shapeString(s []int) string { return fmt.Sprint(s) }

@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/png"
 )
@@ -30,7 +31,7 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 			if err != nil {
 				return fmt.Errorf("%s %q: output %q: %v", md.kind(i), t.Name, t.Output, err)
 			}
-			if !equalShape(targets[t.Target], want) {
+			if !shape.Equal(targets[t.Target], want) {
 				return fmt.Errorf("%s %q: target array %q has shape %v, expected %v", md.kind(i), t.Name, t.Target, targets[t.Target], want)
 			}
 			tg = b.input(fmt.Sprintf("target#%d:%s", i, t.Target), want)
@@ -130,7 +131,7 @@ func diffAncestors(g *G.ExprGraph, root gnode) map[gnode]bool {
 func concatSink(b *builder, name string, ns G.Nodes) (gnode, error) {
 	total := 0
 	for _, n := range ns {
-		total += numel(n.Shape())
+		total += shape.Numel(n.Shape())
 	}
 	return b.kernel(name, "sink", ns, []int{total}, func(dst []float64, in [][]float64) {
 		off := 0
@@ -208,7 +209,7 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 	}
 	bt := c.bt
 	for _, p := range md.params {
-		v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
+		v := md.theta[p.Offset : p.Offset+shape.Numel(p.Shape)]
 		if err := c.bindParam(bt.params[p.Name], md.dt, p.Shape, v); err != nil {
 			return fmt.Errorf("backend: parameter %q: %w", p.Name, err)
 		}
@@ -279,7 +280,7 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 		c.prog.sinkOf = func(k, i int) []float32 {
 			if j, ok := c.gradAt[i]; ok {
 				p := md.params[j]
-				return rowOf(k)[p.Offset : p.Offset+numel(p.Shape)]
+				return rowOf(k)[p.Offset : p.Offset+shape.Numel(p.Shape)]
 			}
 			return nil
 		}
@@ -292,7 +293,7 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 		}
 		for gi, j := range c.wrt {
 			p := md.params[j]
-			dst := row[p.Offset : p.Offset+numel(p.Shape)]
+			dst := row[p.Offset : p.Offset+shape.Numel(p.Shape)]
 			if err := copyFloats32(dst, q.value(c.grads[gi])); err != nil {
 				return fmt.Errorf("backend: reading the gradient of %q: %w", p.Name, err)
 			}
@@ -337,7 +338,7 @@ func (md *Model) gradGaps(c *compiled) [][2]int {
 	var filled [][2]int
 	for _, j := range c.wrt {
 		p := md.params[j]
-		filled = append(filled, [2]int{p.Offset, p.Offset + numel(p.Shape)})
+		filled = append(filled, [2]int{p.Offset, p.Offset + shape.Numel(p.Shape)})
 	}
 	slices.SortFunc(filled, func(a, b [2]int) int { return a[0] - b[0] })
 	var gaps [][2]int

@@ -12,6 +12,7 @@ import (
 
 	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -758,7 +759,7 @@ var pooledInts, pooledIntKernels atomic.Int64
 // poolLen is the length of the pool buffer node i's value takes: one
 // float32 per element, two for an int64 one.
 func (p *program) poolLen(i int) int {
-	n := numel(p.shapes[i])
+	n := shape.Numel(p.shapes[i])
 	if p.nodes[i].Dtype() == tensor.Int64 {
 		return 2 * n
 	}
@@ -817,7 +818,7 @@ func (c *compiled) bind(n gnode, dt tensor.Dtype, s []int, f32 []float32, t *imp
 		c.bufs = map[gnode]*tensor.Dense{}
 	}
 	buf, ok := c.bufs[n]
-	if !ok || !equalShape(buf.Shape(), s) {
+	if !ok || !shape.Equal(buf.Shape(), s) {
 		buf = tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(s...))
 		c.bufs[n] = buf
 	}

@@ -6,6 +6,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/png"
@@ -48,10 +49,10 @@ func tapeJacobian(t *testing.T, md *Model, c *compiled) ([]float64, []float32) {
 		off := m
 		for _, j := range c.wrt {
 			p := md.params[j]
-			for i := 0; i < numel(p.Shape); i++ {
+			for i := 0; i < shape.Numel(p.Shape); i++ {
 				jac[k*len(md.theta)+p.Offset+i] = float32(d[off+i])
 			}
-			off += numel(p.Shape)
+			off += shape.Numel(p.Shape)
 		}
 	}
 	return losses, jac

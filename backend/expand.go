@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -22,13 +23,13 @@ func lowerExpand(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	if err != nil {
 		return nil, err
 	}
-	out, err := broadcastShape(x.shape, ints(st.Int64s()))
+	out, err := shape.Broadcast(x.shape, ints(st.Int64s()))
 	if err != nil {
 		return nil, nodeErr(n, "input %q and shape %v (opset %d): %v", n.Input[0], st.Int64s(), b.opset, err)
 	}
-	idx := broadcastIndex(x.shape, out)
+	idx := shape.BroadcastIndex(x.shape, out)
 	if idx == nil {
-		idx = identityIdx(numel(out))
+		idx = shape.Identity(shape.Numel(out))
 	}
 	v, err := b.move(n, "Expand", []*value{x}, out, idx)
 	if err != nil {
@@ -63,8 +64,8 @@ func lowerTile(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		}
 		out[i] = d * int(reps[i])
 	}
-	ist := strides(x.shape)
-	idx := make([]int, numel(out))
+	ist := shape.Strides(x.shape)
+	idx := make([]int, shape.Numel(out))
 	ctr := make([]int, r)
 	for i := range idx {
 		j := 0
@@ -72,7 +73,7 @@ func lowerTile(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 			j += (ctr[d] % x.shape[d]) * ist[d]
 		}
 		idx[i] = j
-		nextIndex(ctr, out)
+		shape.NextIndex(ctr, out)
 	}
 	v, err := b.move(n, "Tile", []*value{x}, out, idx)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/paretonav/paretonav/backend/internal/kernels"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 )
 
 // The backward side of a BatchNorm fused with its Relu (fuse.go): the
@@ -117,7 +118,7 @@ func (p *program) execBNGrads(r int, grp *bnGradGroup, in []G.Value) (bool, erro
 	}
 	var dx []float32
 	if want[0] {
-		dx = p.pool.get(numel(p.shapes[grp.grads[0]]))
+		dx = p.pool.get(shape.Numel(p.shapes[grp.grads[0]]))
 	}
 	gx, gs, gb, err := kernels.BatchNormReluGrads(grp.op, vals, in[2], dx, want[1], want[2])
 	if err != nil {

@@ -1,6 +1,9 @@
 package backend
 
-import "github.com/paretonav/paretonav/importer/onnxpb"
+import (
+	"github.com/paretonav/paretonav/backend/internal/shape"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
 
 // Gather along an axis with constant indices (negative indices count from
 // the end). The data may be a run-time node.
@@ -32,8 +35,8 @@ func lowerGather(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 		ind[i] = v
 	}
 	out := append(append(append([]int{}, x.shape[:a]...), it.Shape...), x.shape[a+1:]...)
-	outer, inner := numel(x.shape[:a]), numel(x.shape[a+1:])
-	idx := make([]int, 0, numel(out))
+	outer, inner := shape.Numel(x.shape[:a]), shape.Numel(x.shape[a+1:])
+	idx := make([]int, 0, shape.Numel(out))
 	for o := 0; o < outer; o++ {
 		for _, v := range ind {
 			base := (o*d + int(v)) * inner

@@ -1,6 +1,9 @@
 package backend
 
-import "github.com/paretonav/paretonav/importer/onnxpb"
+import (
+	"github.com/paretonav/paretonav/backend/internal/shape"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
 
 // GatherND (opset 11; 12 adds batch_dims) with constant indices: the
 // dynamo exporter writes it for advanced indexing, Swin's relative
@@ -41,12 +44,12 @@ func lowerGatherND(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, erro
 		}
 	}
 	out := append(append([]int{}, it.Shape[:q-1]...), x.shape[bd+k:]...)
-	batches := numel(x.shape[:bd])
-	tuples := numel(it.Shape[bd : q-1])
-	inner := numel(x.shape[bd+k:])
-	batchSize := numel(x.shape[bd:])
+	batches := shape.Numel(x.shape[:bd])
+	tuples := shape.Numel(it.Shape[bd : q-1])
+	inner := shape.Numel(x.shape[bd+k:])
+	batchSize := shape.Numel(x.shape[bd:])
 	ind := it.Int64s()
-	idx := make([]int, 0, numel(out))
+	idx := make([]int, 0, shape.Numel(out))
 	for bi := 0; bi < batches; bi++ {
 		for ti := 0; ti < tuples; ti++ {
 			tuple := ind[(bi*tuples+ti)*k : (bi*tuples+ti+1)*k]

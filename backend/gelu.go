@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -259,7 +260,7 @@ func (b *builder) lowerGeluPattern(n *onnxpb.NodeProto, m *geluMatch, vals map[s
 	}
 	for _, c := range m.consts {
 		v := vals[c.name]
-		if v == nil || !v.isConst() || !v.c.IsFloat() || numel(v.c.Shape) != 1 || len(v.c.Shape) > len(x.shape) {
+		if v == nil || !v.isConst() || !v.c.IsFloat() || shape.Numel(v.c.Shape) != 1 || len(v.c.Shape) > len(x.shape) {
 			return nil, nil
 		}
 		// float32's rounding of √2 and 1/√2 is 2e-8 away; 0.5 and 1 are exact.

@@ -8,6 +8,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -43,13 +44,13 @@ func initI(name string, shape []int, data ...int64) tin {
 
 // randFeed returns a graph input with values uniform in [-1, 1) from a
 // fixed seed.
-func randFeed(name string, seed int64, shape ...int) tin {
+func randFeed(name string, seed int64, s ...int) tin {
 	r := rand.New(rand.NewSource(seed))
-	d := make([]float64, numel(shape))
+	d := make([]float64, shape.Numel(s))
 	for i := range d {
 		d[i] = 2*r.Float64() - 1
 	}
-	return feed(name, shape, d...)
+	return feed(name, s, d...)
 }
 
 // absent marks an omitted optional input.
@@ -239,7 +240,7 @@ func weightedSumGrads(t *testing.T, bt *built, ys []gnode, w []float64, wrt ...g
 	t.Helper()
 	off := make([]int, len(ys)+1) // where each value's weights start in w
 	for i, n := range ys {
-		off[i+1] = off[i] + numel(n.Shape())
+		off[i+1] = off[i] + shape.Numel(n.Shape())
 	}
 	loss, err := bt.b.kernel("L", "weighted sum", ys, nil,
 		func(dst []float64, in [][]float64) {
@@ -299,7 +300,7 @@ func gradCheck(t *testing.T, m *importer.Model, feeds map[string]*importer.Tenso
 		t.Fatalf("%q is neither a graph input nor an initializer", wrt)
 	}
 	r := rand.New(rand.NewSource(7))
-	w := make([]float64, numel(y.shape))
+	w := make([]float64, shape.Numel(y.shape))
 	for i := range w {
 		w[i] = 2*r.Float64() - 1
 	}

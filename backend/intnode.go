@@ -10,6 +10,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -105,13 +106,13 @@ func (op *intKernelOp) doInto(buf []float32, _ *tensor.Dense, vals []G.Value) (v
 		if err != nil {
 			return nil, nil, fmt.Errorf("node %q (%s): input %d: %w", op.name, op.kind, i, err)
 		}
-		if len(d) != numel(op.ins[k]) {
+		if len(d) != shape.Numel(op.ins[k]) {
 			return nil, nil, fmt.Errorf("node %q (%s): input %d has %d values, expected shape %v", op.name, op.kind, i, len(d), op.ins[k])
 		}
 		in[i] = d
 		k++
 	}
-	n := numel(op.out)
+	n := shape.Numel(op.out)
 	var dst []int64
 	if len(op.out) > 0 && n > 0 && len(buf) == 2*n && uintptr(unsafe.Pointer(&buf[0]))%8 == 0 {
 		dst, used = unsafe.Slice((*int64)(unsafe.Pointer(&buf[0])), n), buf

@@ -12,6 +12,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/paretonav/paretonav/backend/internal/kernels"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/wrap"
 )
 
@@ -168,7 +169,7 @@ func (op *kernelOp) doInto(buf []float32, reuse *tensor.Dense, vals []G.Value) (
 		arr := operands32.Get().(*[8][]float32)
 		defer putOperands32(arr)
 		if in, ok := readF32(arr[:0], vals, op.ins); ok {
-			dst := outBuf32For(buf, numel(op.out), op.fills || op.fwdFills)
+			dst := outBuf32For(buf, shape.Numel(op.out), op.fills || op.fwdFills)
 			op.fwd32(dst, in)
 			return value32(reuse, op.out, dst), dst, nil
 		}
@@ -185,7 +186,7 @@ func (op *kernelOp) do64(vals []G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	dst := resultBuf(&sc, op.dt, numel(op.out))
+	dst := resultBuf(&sc, op.dt, shape.Numel(op.out))
 	op.fwd(dst, in)
 	return makeValue(op.dt, op.out, dst), nil
 }
@@ -283,7 +284,7 @@ func (op *kernelGradOp) doInto(buf []float32, reuse *tensor.Dense, vals []G.Valu
 		defer putOperands32(arr)
 		if all, ok := readF32(arr[:0], vals, shapes); ok {
 			n := len(p.ins)
-			dst := outBuf32For(buf, numel(p.ins[op.k]), p.fills || (op.k < len(p.gradFills) && p.gradFills[op.k]))
+			dst := outBuf32For(buf, shape.Numel(p.ins[op.k]), p.fills || (op.k < len(p.gradFills) && p.gradFills[op.k]))
 			if p.bwd32(op.k, dst, all[:n], all[n], all[n+1]) {
 				return value32(reuse, p.ins[op.k], dst), dst, nil
 			}
@@ -322,7 +323,7 @@ func (op *kernelGradOp) do64(vals []G.Value, shapes [][]int) (G.Value, error) {
 		return nil, err
 	}
 	n := len(p.ins)
-	dst := resultBuf(&sc, p.dt, numel(p.ins[op.k]))
+	dst := resultBuf(&sc, p.dt, shape.Numel(p.ins[op.k]))
 	p.bwd(op.k, dst, all[:n], all[n], all[n+1])
 	return makeValue(p.dt, p.ins[op.k], dst), nil
 }
@@ -373,7 +374,7 @@ func readInputsInto(sc *f64Scratch, node, kind string, vals []G.Value, shapes []
 		if err != nil {
 			return nil, fmt.Errorf("node %q (%s): input %d: %w", node, kind, i, err)
 		}
-		if len(d) != numel(shapes[i]) {
+		if len(d) != shape.Numel(shapes[i]) {
 			return nil, fmt.Errorf("node %q (%s): input %d has %d values, expected shape %v", node, kind, i, len(d), shapes[i])
 		}
 		out[i] = d
@@ -541,7 +542,7 @@ func readF32(dst [][]float32, vals []G.Value, shapes [][]int) (in [][]float32, o
 		default:
 			return nil, false
 		}
-		if len(d) != numel(shapes[i]) {
+		if len(d) != shape.Numel(shapes[i]) {
 			return nil, false
 		}
 		dst = append(dst, d)
@@ -619,13 +620,4 @@ func makeValue32(s []int, data []float32) G.Value {
 		return G.NewF32(data[0])
 	}
 	return wrap.Dense(s, data)
-}
-
-// numel returns the number of elements of shape s (1 for a scalar).
-func numel(s []int) int {
-	n := 1
-	for _, d := range s {
-		n *= d
-	}
-	return n
 }

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -58,9 +59,9 @@ func checkKernel32(t *testing.T, op *kernelOp, seed int64, scale float64) {
 	}
 	in32, in64 := make([][]float32, len(op.ins)), make([][]float64, len(op.ins))
 	for i, s := range op.ins {
-		in32[i], in64[i] = fill(numel(s))
+		in32[i], in64[i] = fill(shape.Numel(s))
 	}
-	y32 := dirty32(numel(op.out))
+	y32 := dirty32(shape.Numel(op.out))
 	op.fwd32(y32, in32)
 	y64 := make([]float64, len(y32))
 	op.fwd(y64, in64)
@@ -78,7 +79,7 @@ func checkKernel32(t *testing.T, op *kernelOp, seed int64, scale float64) {
 		if !op.diffs[k] {
 			continue
 		}
-		d32 := dirty32(numel(s))
+		d32 := dirty32(shape.Numel(s))
 		if !op.bwd32(k, d32, in32, y32, g32) {
 			t.Fatalf("%s: the float32 gradient of input %d declined", op.kind, k)
 		}
@@ -208,7 +209,7 @@ func TestMove32MatchesFloat64(t *testing.T) {
 		{"concat", [][]int{{20, 6}, {20, 2}}, concat},
 		{"slice", [][]int{{120}}, slice},
 		{"expand", [][]int{{120}}, expand},
-		{"copy", [][]int{{4, 30}}, identityIdx(120)},
+		{"copy", [][]int{{4, 30}}, shape.Identity(120)},
 		{"large permutation", [][]int{{len(big)}}, big},
 	}
 	for i, c := range cases {
@@ -237,7 +238,7 @@ func TestMove32MatchesFloat64(t *testing.T) {
 				g64[j] = float64(g32[j])
 			}
 			for k, s := range c.ins {
-				d32, d64 := dirty32(numel(s)), make([]float64, numel(s))
+				d32, d64 := dirty32(shape.Numel(s)), make([]float64, shape.Numel(s))
 				if !op.bwd32(k, d32, nil, nil, g32) {
 					t.Fatalf("the float32 gradient of input %d declined", k)
 				}
@@ -269,45 +270,6 @@ func TestHardSwish32MatchesFloat64(t *testing.T) {
 	n := &onnxpb.NodeProto{Name: proto.String("hs"), OpType: proto.String("HardSwish"), Input: []string{"x"}, Output: []string{"y"}}
 	for i, size := range []int{9, 70001} {
 		checkKernel32(t, lowerKernel(t, lookup("HardSwish", 14), n, []int{size}), int64(i), 4)
-	}
-}
-
-// TestBcastMatchesBroadcastIndex checks bcast (an operand's element per
-// result element, without an index array for runs) against
-// broadcastIndex, element by element, and its walk against at from
-// every starting point.
-func TestBcastMatchesBroadcastIndex(t *testing.T) {
-	cases := [][2][]int{
-		{{}, {3, 4}}, {{1}, {2, 3, 4}}, {{4}, {2, 3, 4}}, {{3, 1}, {2, 3, 4}}, {{2, 3, 1}, {2, 3, 4}},
-		{{3, 4}, {2, 3, 4}}, {{2, 1, 4}, {2, 3, 4}}, {{1, 3, 1}, {2, 3, 4}}, {{2, 1, 1}, {2, 3, 4}},
-		{{96, 1, 1}, {4, 96, 8, 8}}, {{1, 1, 1, 1}, {2, 2, 2, 2}}, {{2, 3, 4}, {2, 3, 4}},
-	}
-	for _, c := range cases {
-		want := broadcastIndex(c[0], c[1])
-		b := newBcast(c[0], c[1])
-		if want == nil {
-			if b != nil {
-				t.Fatalf("%v → %v: identity, bcast %+v", c[0], c[1], b)
-			}
-			continue
-		}
-		for i, w := range want {
-			if got := b.at(i); got != w {
-				t.Fatalf("%v → %v: element %d reads %d, broadcastIndex %d", c[0], c[1], i, got, w)
-			}
-		}
-		if b.idx != nil {
-			continue
-		}
-		for lo := range want {
-			k, r := b.walk(lo)
-			for i := lo; i < len(want); i++ {
-				if k != want[i] {
-					t.Fatalf("%v → %v: walk from %d reads %d at %d, broadcastIndex %d", c[0], c[1], lo, k, i, want[i])
-				}
-				k, r = b.next(k, r)
-			}
-		}
 	}
 }
 

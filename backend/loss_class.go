@@ -1,6 +1,10 @@
 package backend
 
-import "math"
+import (
+	"math"
+
+	"github.com/paretonav/paretonav/backend/internal/shape"
+)
 
 // Classification losses (PyTorch semantics, mean over non-ignored
 // targets): nll reads log-probabilities [N, C, d...], ce reads logits
@@ -14,7 +18,7 @@ func init() {
 func classLoss(logits bool) func(b *builder, t Task, out, target gnode) (gnode, error) {
 	return func(b *builder, t Task, out, target gnode) (gnode, error) {
 		s := out.Shape()
-		c := classGeom{N: s[0], C: s[1], inner: numel(s[2:]), ignore: float64(t.IgnoreIndex), logits: logits}
+		c := classGeom{N: s[0], C: s[1], inner: shape.Numel(s[2:]), ignore: float64(t.IgnoreIndex), logits: logits}
 		fwd := func(dst []float64, in [][]float64) { classForward(c, dst, in[0], in[1]) }
 		bwd := func(_ int, dst []float64, in [][]float64, _, g []float64) { classBackward(c, dst, in[0], in[1], g[0]) }
 		fwd32 := func(dst []float32, in [][]float32) { classForward(c, dst, in[0], in[1]) }

@@ -3,6 +3,8 @@ package backend
 import (
 	"fmt"
 	"math"
+
+	"github.com/paretonav/paretonav/backend/internal/shape"
 )
 
 // normal_cos: 1 − the mean over valid pixels of the cosine between the
@@ -53,7 +55,7 @@ func normalCount[T float](g normalGeom, tg []T) float64 {
 
 func normalLoss(b *builder, t Task, out, target gnode) (gnode, error) {
 	s := out.Shape()
-	g := normalGeom{N: s[0], C: s[1], inner: numel(s[2:])}
+	g := normalGeom{N: s[0], C: s[1], inner: shape.Numel(s[2:])}
 	fwd, bwd := normalFwd[float64](g), normalBwd[float64](g)
 	fwd32, bwd32g := normalFwd[float32](g), normalBwd[float32](g)
 	bwd32 := func(k int, dst []float32, in [][]float32, out, gr []float32) bool {

@@ -1,12 +1,16 @@
 package backend
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/paretonav/paretonav/backend/internal/shape"
+)
 
 // output: the ONNX value already is the scalar loss (a single element).
 
 func init() {
 	lossHeads["output"] = lossHead{build: func(b *builder, t Task, out, _ gnode) (gnode, error) {
-		if numel(out.Shape()) != 1 {
+		if shape.Numel(out.Shape()) != 1 {
 			return nil, fmt.Errorf("task %q: output %q has shape %v; loss \"output\" needs a single element", t.Name, t.Output, out.Shape())
 		}
 		return b.kernel("loss:"+t.Name, "output", []gnode{out}, nil,

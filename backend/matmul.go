@@ -4,6 +4,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -84,11 +85,11 @@ func lowerGemm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	nodes := []gnode{b.node(A), b.node(B)}
 	var cidx []int
 	if C != nil {
-		bs, err := broadcastShape(C.shape, out)
-		if err != nil || !equalShape(bs, out) {
+		bs, err := shape.Broadcast(C.shape, out)
+		if err != nil || !shape.Equal(bs, out) {
 			return nil, nodeErr(n, "input C %q of shape %v does not broadcast to %v", n.Input[2], C.shape, out)
 		}
-		cidx = broadcastIndex(C.shape, out)
+		cidx = shape.BroadcastIndex(C.shape, out)
 		nodes = append(nodes, b.node(C))
 	}
 	g := gemmOp{ta: ta != 0, tb: tb != 0, m: M, n: N, k: K, alpha: alpha, beta: beta, cidx: cidx}
@@ -141,13 +142,13 @@ func lowerMatMul(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	if K != K2 {
 		return nil, nodeErr(n, "inner dimensions differ: %v × %v", A.shape, B.shape)
 	}
-	batch, err := broadcastShape(as[:len(as)-2], bs[:len(bs)-2])
+	batch, err := shape.Broadcast(as[:len(as)-2], bs[:len(bs)-2])
 	if err != nil {
 		return nil, nodeErr(n, "batch dimensions: %v", err)
 	}
-	nb := numel(batch)
-	ia := broadcastIndex(as[:len(as)-2], batch)
-	ib := broadcastIndex(bs[:len(bs)-2], batch)
+	nb := shape.Numel(batch)
+	ia := shape.BroadcastIndex(as[:len(as)-2], batch)
+	ib := shape.BroadcastIndex(bs[:len(bs)-2], batch)
 	out := append(append([]int{}, batch...), M, N)
 	if a1 {
 		out = append(out[:len(out)-2], N)

@@ -8,6 +8,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -70,13 +71,13 @@ func TestMatMul32(t *testing.T) {
 			op := out[0].n.Op().(*kernelOp)
 			ins32, ins64 := make([][]float32, len(in)), make([][]float64, len(in))
 			for i, s := range c.shapes {
-				ins32[i], ins64[i] = make([]float32, numel(s)), make([]float64, numel(s))
+				ins32[i], ins64[i] = make([]float32, shape.Numel(s)), make([]float64, shape.Numel(s))
 				for j := range ins32[i] {
 					ins32[i][j] = float32(r.NormFloat64())
 					ins64[i][j] = float64(ins32[i][j])
 				}
 			}
-			n := numel(op.out)
+			n := shape.Numel(op.out)
 			y32, y64, abs := make([]float32, n), make([]float64, n), make([]float64, n)
 			op.fwd32(y32, ins32)
 			op.fwd(y64, ins64)

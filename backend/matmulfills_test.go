@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -48,7 +49,7 @@ func TestMatMulFillsDirtyBuffers(t *testing.T) {
 			op := lowerKernel(t, lowers[c.op], n, c.shapes...)
 			in := make([][]float32, len(op.ins))
 			for i, s := range op.ins {
-				in[i] = make([]float32, numel(s))
+				in[i] = make([]float32, shape.Numel(s))
 				for j := range in[i] {
 					in[i][j] = float32(r.NormFloat64())
 					if j%11 == 0 {
@@ -77,12 +78,12 @@ func TestMatMulFillsDirtyBuffers(t *testing.T) {
 			declared := 0
 			if op.fills || op.fwdFills {
 				declared++
-				zero, dirty := make([]float32, numel(op.out)), garbage(numel(op.out))
+				zero, dirty := make([]float32, shape.Numel(op.out)), garbage(shape.Numel(op.out))
 				op.fwd32(zero, in)
 				op.fwd32(dirty, in)
 				same("output", dirty, zero)
 			}
-			y := make([]float32, numel(op.out))
+			y := make([]float32, shape.Numel(op.out))
 			op.fwd32(y, in)
 			g := make([]float32, len(y))
 			for i := range g {
@@ -93,7 +94,7 @@ func TestMatMulFillsDirtyBuffers(t *testing.T) {
 					continue
 				}
 				declared++
-				zero, dirty := make([]float32, numel(s)), garbage(numel(s))
+				zero, dirty := make([]float32, shape.Numel(s)), garbage(shape.Numel(s))
 				if !op.bwd32(k, zero, in, y, g) || !op.bwd32(k, dirty, in, y, g) {
 					t.Fatalf("the float32 gradient of input %d declined", k)
 				}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -50,11 +51,11 @@ func lowerMod(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	if x.isConst() && y.isConst() {
 		return lowerFold(b, n, in)
 	}
-	out, err := broadcastShape(x.shape, y.shape)
+	out, err := shape.Broadcast(x.shape, y.shape)
 	if err != nil {
 		return nil, nodeErr(n, "inputs %q and %q: %v", n.Input[0], n.Input[1], err)
 	}
-	ia, ib := newBcast(x.shape, out), newBcast(y.shape, out)
+	ia, ib := shape.NewBcast(x.shape, out), shape.NewBcast(y.shape, out)
 	at := atB
 	if isIntNode(x) || isIntNode(y) {
 		v, err := b.intOp(n, "Mod", []*value{x, y}, out, func(dst []int64, in [][]int64) {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/internal/hugepages"
 	"github.com/paretonav/paretonav/internal/termsafe"
 
@@ -246,7 +247,7 @@ func (md *Model) chooseParams() {
 		md.paramIdx[name] = len(md.params)
 		md.params = append(md.params, Param{Name: name, Shape: append([]int{}, t.Shape...), Offset: n})
 		chosen = append(chosen, t)
-		n += numel(t.Shape)
+		n += shape.Numel(t.Shape)
 	}
 	md.theta = make([]float32, 0, n) // exactly θ's length: it is the model's largest vector
 	hugepages.Advise(md.theta[:n])
@@ -364,7 +365,7 @@ func (md *Model) Weights() map[string]*importer.Tensor {
 	out := map[string]*importer.Tensor{}
 	for _, p := range md.params {
 		orig := md.inits[p.Name]
-		v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
+		v := md.theta[p.Offset : p.Offset+shape.Numel(p.Shape)]
 		t := &importer.Tensor{Name: p.Name, Type: orig.Type, Shape: append([]int{}, p.Shape...)}
 		if orig.F64 != nil {
 			t.F64 = make([]float64, len(v))
@@ -413,7 +414,7 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 			errs = append(errs, fmt.Errorf("%s %q: no target array %q in the data (arrays: %s)", kind, t.Name, t.Target, arrayNames(b)))
 			continue
 		}
-		if !equalShape(a.Shape, want) {
+		if !shape.Equal(a.Shape, want) {
 			errs = append(errs, fmt.Errorf("%s %q: target array %q has shape %v, expected %v for output %q of shape %v", kind, t.Name, t.Target, a.Shape, want, t.Output, out.shape))
 			continue
 		}
@@ -518,7 +519,7 @@ func (md *Model) paramView(name string) G.Value {
 		return nil
 	}
 	p := md.params[i]
-	v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
+	v := md.theta[p.Offset : p.Offset+shape.Numel(p.Shape)]
 	return tensor.New(tensor.WithShape(append([]int{}, p.Shape...)...), tensor.WithBacking(v[:len(v):len(v)]))
 }
 

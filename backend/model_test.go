@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/png"
@@ -46,12 +47,12 @@ func graphModel(nodes []*onnxpb.NodeProto, inits []*importer.Tensor, inputs map[
 	return &importer.Model{Proto: &onnxpb.ModelProto{Graph: g, OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: &dom, Version: &v}}}}
 }
 
-func randF32(r *rand.Rand, name string, shape ...int) *importer.Tensor {
-	d := make([]float32, numel(shape))
+func randF32(r *rand.Rand, name string, s ...int) *importer.Tensor {
+	d := make([]float32, shape.Numel(s))
 	for i := range d {
 		d[i] = float32(r.NormFloat64() * 0.5)
 	}
-	return importer.NewFloat32(name, shape, d)
+	return importer.NewFloat32(name, s, d)
 }
 
 // twoHead is x[N,4] → Gemm(W1,b1) → Relu → {Gemm(Wa) → LogSoftmax = logp,
@@ -153,7 +154,7 @@ func TestPerTaskGradientsMatchSeparateGraphs(t *testing.T) {
 		if !ok {
 			continue
 		}
-		for i := p.Offset; i < p.Offset+numel(p.Shape); i++ {
+		for i := p.Offset; i < p.Offset+shape.Numel(p.Shape); i++ {
 			if jac.Row(k)[i] != 0 {
 				t.Fatalf("task %d has gradient %v on %s, which it does not use", k, jac.Row(k)[i], p.Name)
 			}

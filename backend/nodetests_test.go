@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/internal/nodetests"
 )
@@ -104,7 +105,7 @@ func compareOutput(got, want *importer.Tensor) error {
 	if got == nil {
 		return errors.New("missing")
 	}
-	if !equalShape(got.Shape, want.Shape) {
+	if !shape.Equal(got.Shape, want.Shape) {
 		return fmt.Errorf("shape %v, expected %v", got.Shape, want.Shape)
 	}
 	rtol, atol := 0.0, 0.0

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -41,7 +42,7 @@ func lowerGroupNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 	if len(x.shape) < 2 {
 		return nil, nodeErr(n, "input %q of shape %v: expected N×C×D1×… (rank >= 2)", n.Input[0], x.shape)
 	}
-	N, C, S := x.shape[0], x.shape[1], numel(x.shape[2:])
+	N, C, S := x.shape[0], x.shape[1], shape.Numel(x.shape[2:])
 	if ng <= 0 || int64(C)%ng != 0 {
 		return nil, nodeErr(n, "num_groups %d must be positive and divide the %d channels of %q", ng, C, n.Input[0])
 	}
@@ -51,7 +52,7 @@ func lowerGroupNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 	if b.opset >= 21 {
 		affine, what = C, "C"
 	}
-	if numel(sc.shape) != affine || numel(bias.shape) != affine {
+	if shape.Numel(sc.shape) != affine || shape.Numel(bias.shape) != affine {
 		return nil, nodeErr(n, "scale %v and bias %v must have %s = %d elements at opset %d", sc.shape, bias.shape, what, affine, b.opset)
 	}
 	// aff returns the scale/bias index of channel c.

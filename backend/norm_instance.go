@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -20,8 +21,8 @@ func lowerInstanceNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, 
 	if len(x.shape) < 3 {
 		return nil, nodeErr(n, "input %q of shape %v: expected N×C×D1×… (rank >= 3, opset %d)", n.Input[0], x.shape, b.opset)
 	}
-	N, C, S := x.shape[0], x.shape[1], numel(x.shape[2:])
-	if numel(sc.shape) != C || numel(bias.shape) != C {
+	N, C, S := x.shape[0], x.shape[1], shape.Numel(x.shape[2:])
+	if shape.Numel(sc.shape) != C || shape.Numel(bias.shape) != C {
 		return nil, nodeErr(n, "scale %v and B %v must have C = %d elements (opset %d)", sc.shape, bias.shape, C, b.opset)
 	}
 	// stats returns the mean and 1/√(σ²+ε) of instance (n, c).

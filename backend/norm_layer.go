@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -20,17 +21,17 @@ func init() { register("LayerNormalization", 17, lowerLayerNorm) }
 // double, bfloat16).
 var stashTypes = map[int64]bool{1: true, 10: true, 11: true, 16: true}
 
-// layerGroups splits shape at axis (normalised, possibly negative) into
+// layerGroups splits shape s at axis (normalised, possibly negative) into
 // the number of groups and the size of each.
-func layerGroups(n *onnxpb.NodeProto, shape []int, axis int64) (groups, size, ax int, err error) {
-	r := int64(len(shape))
+func layerGroups(n *onnxpb.NodeProto, s []int, axis int64) (groups, size, ax int, err error) {
+	r := int64(len(s))
 	if axis < -r || axis >= r {
 		return 0, 0, 0, nodeErr(n, "attribute axis %d out of range for input %q of rank %d (expected %d to %d)", axis, n.Input[0], r, -r, r-1)
 	}
 	if axis < 0 {
 		axis += r
 	}
-	return numel(shape[:axis]), numel(shape[axis:]), int(axis), nil
+	return shape.Numel(s[:axis]), shape.Numel(s[axis:]), int(axis), nil
 }
 
 func lowerLayerNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
@@ -63,16 +64,16 @@ func lowerLayerNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		return nil, err
 	}
 	ins := []gnode{b.node(x), b.node(sc)}
-	idx := []*bcast{nil, nil, nil} // element of Scale / B used by each element of X
+	idx := []*shape.Bcast{nil, nil, nil} // element of Scale / B used by each element of X
 	for i, v := range []*value{sc, bias} {
 		if v == nil {
 			continue
 		}
-		bs, err := broadcastShape(x.shape, v.shape)
-		if err != nil || !equalShape(bs, x.shape) {
+		bs, err := shape.Broadcast(x.shape, v.shape)
+		if err != nil || !shape.Equal(bs, x.shape) {
 			return nil, nodeErr(n, "input %d %q of shape %v does not broadcast to X's shape %v (opset %d)", i+1, n.Input[i+1], v.shape, x.shape, b.opset)
 		}
-		idx[i+1] = newBcast(v.shape, x.shape)
+		idx[i+1] = shape.NewBcast(v.shape, x.shape)
 		if i == 1 {
 			ins = append(ins, b.node(v))
 		}
@@ -192,17 +193,17 @@ func layerStats(v []float64, eps float64) (mu, inv float64) {
 // affineTrailing reports whether Scale or B (v, with broadcast b into
 // X) maps element j of X to j mod S: it covers exactly the normalised
 // axes.
-func affineTrailing(v *value, b *bcast, groups, S int) bool {
+func affineTrailing(v *value, b *shape.Bcast, groups, S int) bool {
 	switch {
 	case b == nil:
 		return groups == 1
-	case b.idx == nil:
-		return b.mid == S && b.inner == 1
+	case b.Idx == nil:
+		return b.Mid == S && b.Inner == 1
 	}
-	if numel(v.shape) != S {
+	if shape.Numel(v.shape) != S {
 		return false
 	}
-	for j, i := range b.idx {
+	for j, i := range b.Idx {
 		if i != j%S {
 			return false
 		}

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/ortcheck"
@@ -78,7 +79,7 @@ func TestLayerNormErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ins := []tin{randFeed("x", 1, 2, 3, 4), initF("s", c.scale, make([]float64, numel(c.scale))...)}
+			ins := []tin{randFeed("x", 1, 2, 3, 4), initF("s", c.scale, make([]float64, shape.Numel(c.scale))...)}
 			_, err := tryGraph(oneNode("LayerNormalization", 17, c.attrs, ins, "y"), feedsOf(ins), nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), `"n0"`) {
 				t.Errorf("error %v: want one naming node \"n0\" and %q", err, c.want)

@@ -8,6 +8,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -103,7 +104,7 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 			if !ok {
 				continue
 			}
-			v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
+			v := md.theta[p.Offset : p.Offset+shape.Numel(p.Shape)]
 			if err := oc.bindParam(n, md.dt, p.Shape, v); err != nil {
 				return nil, fmt.Errorf("backend: parameter %q: %w", p.Name, err)
 			}
@@ -137,7 +138,7 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 			continue
 		}
 		s := append([]int{}, v.n.Shape()...)
-		sz := numel(s)
+		sz := shape.Numel(s)
 		if isIntNode(v) {
 			out[name] = &importer.Tensor{Name: name, Type: importer.Int64, Shape: s, I64: append([]int64{}, flatInt[offInt:offInt+sz]...)}
 			offInt += sz
@@ -166,7 +167,7 @@ func intSink(ns G.Nodes) (gnode, error) {
 	total := 0
 	for _, n := range ns {
 		op.ins = append(op.ins, append([]int{}, n.Shape()...))
-		total += numel(n.Shape())
+		total += shape.Numel(n.Shape())
 	}
 	op.out = []int{total}
 	op.fwd = func(dst []int64, in [][]int64) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/internal/hugepages"
 
 	G "gorgonia.org/gorgonia"
@@ -124,7 +125,7 @@ func newPlan(p *program, m int) *plan {
 	pl := &plan{bytes: make([]int64, len(p.nodes))}
 	for i, n := range p.nodes {
 		if n.Op() != nil {
-			pl.bytes[i] = int64(numel(n.Shape())) * int64(dtypeSize(n.Dtype()))
+			pl.bytes[i] = int64(shape.Numel(n.Shape())) * int64(dtypeSize(n.Dtype()))
 		}
 	}
 	inBwd := make([]bool, len(p.nodes))
@@ -235,7 +236,7 @@ func newPlan(p *program, m int) *plan {
 		for _, i := range p.bwd {
 			if zero[i] {
 				pl.zeroed[k] = append(pl.zeroed[k], i)
-				pl.zeroMax = max(pl.zeroMax, numel(p.nodes[i].Shape()))
+				pl.zeroMax = max(pl.zeroMax, shape.Numel(p.nodes[i].Shape()))
 			}
 		}
 		pl.segs[k] = seg
@@ -352,7 +353,7 @@ type zeroBacking struct {
 // value is a zero of n's type and shape over the shared backing, grown to
 // at least size elements when it is shorter.
 func (z *zeroBacking) value(n gnode, size int) G.Value {
-	k := numel(n.Shape())
+	k := shape.Numel(n.Shape())
 	if n.IsScalar() {
 		if n.Dtype() == tensor.Float32 {
 			return G.NewF32(0)

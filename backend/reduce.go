@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -36,13 +37,13 @@ func lowerReduce(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	if identity {
 		return []*value{x}, nil
 	}
-	cnt := float64(numel(x.shape)) / float64(max(1, numel(out)))
+	cnt := float64(shape.Numel(x.shape)) / float64(max(1, shape.Numel(out)))
 	if x.isConst() && (op == "ReduceSum" || op == "ReduceProd") {
 		// Shape arithmetic (PyTorch's MaxUnpool export multiplies dims):
 		// fold, keeping integers integers.
 		t := &importer.Tensor{Name: n.Output[0], Type: x.c.Type, Shape: out}
 		if x.c.IsFloat() {
-			t.Type, t.F64 = importer.Float64, make([]float64, numel(out))
+			t.Type, t.F64 = importer.Float64, make([]float64, shape.Numel(out))
 			for i := range t.F64 {
 				if op == "ReduceProd" {
 					t.F64[i] = 1
@@ -56,7 +57,7 @@ func lowerReduce(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 				}
 			}
 		} else {
-			t.I64 = make([]int64, numel(out))
+			t.I64 = make([]int64, shape.Numel(out))
 			for i := range t.I64 {
 				if op == "ReduceProd" {
 					t.I64[i] = 1
@@ -146,9 +147,9 @@ func reduceBwd[T float](op string, oidx []int, cnt float64) func(dst, x, y, g []
 // the flat index of the element of shape small (same rank, dims 1 or
 // equal) that it broadcasts from.
 func broadcastIndexInto(small, big []int) []int {
-	idx := broadcastIndex(small, big)
+	idx := shape.BroadcastIndex(small, big)
 	if idx == nil {
-		return identityIdx(numel(big))
+		return shape.Identity(shape.Numel(big))
 	}
 	return idx
 }

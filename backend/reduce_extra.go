@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -95,7 +96,7 @@ func lowerReduceExtra(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, e
 	if identity {
 		return []*value{x}, nil
 	}
-	nout := numel(out)
+	nout := shape.Numel(out)
 	fwd := func(dst []float64, in [][]float64) {
 		src := in[0]
 		switch op {
@@ -210,7 +211,7 @@ func lowerArgExtreme(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, er
 	if err != nil {
 		return nil, err
 	}
-	outer, d, inner := numel(x.shape[:a]), x.shape[a], numel(x.shape[a+1:])
+	outer, d, inner := shape.Numel(x.shape[:a]), x.shape[a], shape.Numel(x.shape[a+1:])
 	out := append([]int{}, x.shape[:a]...)
 	if keep != 0 {
 		out = append(out, 1)

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -33,13 +34,13 @@ func TestReduce32MatchesFloat64(t *testing.T) {
 // mask) and all-zero pixels (normal_cos's invalid pixels), and on a
 // prediction with a zero pixel (normal_cos's zero subgradient).
 func TestRegressNormalLoss32MatchesFloat64(t *testing.T) {
-	shape := []int{3, 3, 4, 5}
+	s := []int{3, 3, 4, 5}
 	r := rand.New(rand.NewSource(8))
 	for _, loss := range []string{"mse", "l1", "depth_l1", "normal_cos"} {
 		t.Run(loss, func(t *testing.T) {
 			b := newBuilder(tensor.Float32, 17)
-			out := G.NewTensor(b.g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName("out"))
-			tg := G.NewTensor(b.g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName("tg"))
+			out := G.NewTensor(b.g, tensor.Float32, len(s), G.WithShape(s...), G.WithName("out"))
+			tg := G.NewTensor(b.g, tensor.Float32, len(s), G.WithShape(s...), G.WithName("tg"))
 			node, err := lossHeads[loss].build(b, Task{Name: "t", Loss: loss}, out, tg)
 			if err != nil {
 				t.Fatal(err)
@@ -48,17 +49,17 @@ func TestRegressNormalLoss32MatchesFloat64(t *testing.T) {
 			if op.fwd32 == nil || op.bwd32 == nil {
 				t.Fatal("no float32 kernels")
 			}
-			x32, t32 := make([]float32, numel(shape)), make([]float32, numel(shape))
+			x32, t32 := make([]float32, shape.Numel(s)), make([]float32, shape.Numel(s))
 			for i := range x32 {
 				x32[i], t32[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
 				if i%4 == 1 {
 					t32[i] = 0 // depth_l1's mask
 				}
 			}
-			inner := shape[2] * shape[3]
-			for c := 0; c < shape[1]; c++ {
-				t32[c*inner+2] = 0            // an all-zero target pixel of example 0
-				x32[(shape[1]+c)*inner+3] = 0 // an all-zero predicted pixel of example 1
+			inner := s[2] * s[3]
+			for c := 0; c < s[1]; c++ {
+				t32[c*inner+2] = 0        // an all-zero target pixel of example 0
+				x32[(s[1]+c)*inner+3] = 0 // an all-zero predicted pixel of example 1
 			}
 			x64, t64 := make([]float64, len(x32)), make([]float64, len(t32))
 			for i := range x32 {

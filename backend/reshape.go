@@ -3,6 +3,7 @@ package backend
 import (
 	"sort"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -22,15 +23,15 @@ func init() {
 
 // reshapeTo gives x the shape s (same number of elements).
 func (b *builder) reshapeTo(n *onnxpb.NodeProto, x *value, s []int) ([]*value, error) {
-	if numel(s) != numel(x.shape) {
-		return nil, nodeErr(n, "cannot reshape %v (%d elements) to %v", x.shape, numel(x.shape), s)
+	if shape.Numel(s) != shape.Numel(x.shape) {
+		return nil, nodeErr(n, "cannot reshape %v (%d elements) to %v", x.shape, shape.Numel(x.shape), s)
 	}
 	if x.isConst() {
 		t := *x.c
 		t.Name, t.Shape = n.Output[0], append([]int{}, s...)
 		return []*value{constValue(&t)}, nil
 	}
-	v, err := b.move(n, n.GetOpType(), []*value{x}, s, identityIdx(numel(s)))
+	v, err := b.move(n, n.GetOpType(), []*value{x}, s, shape.Identity(shape.Numel(s)))
 	if err != nil {
 		return nil, err
 	}
@@ -91,11 +92,11 @@ func lowerReshape(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	}
 	if neg >= 0 {
 		s[neg] = 1
-		p := numel(s)
-		if p == 0 || numel(x.shape)%p != 0 {
+		p := shape.Numel(s)
+		if p == 0 || shape.Numel(x.shape)%p != 0 {
 			return nil, nodeErr(n, "cannot infer -1 in shape %v for an input of shape %v", spec, x.shape)
 		}
-		s[neg] = numel(x.shape) / p
+		s[neg] = shape.Numel(x.shape) / p
 	}
 	return b.reshapeTo(n, x, s)
 }
@@ -116,7 +117,7 @@ func lowerFlatten(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	if a < 0 || a > len(x.shape) {
 		return nil, nodeErr(n, "axis %d out of range for rank %d", ax, len(x.shape))
 	}
-	return b.reshapeTo(n, x, []int{numel(x.shape[:a]), numel(x.shape[a:])})
+	return b.reshapeTo(n, x, []int{shape.Numel(x.shape[:a]), shape.Numel(x.shape[a:])})
 }
 
 // axesOf returns the axes of Squeeze/Unsqueeze: attribute before opset

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -49,7 +50,7 @@ func lowerScatter(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	if err != nil {
 		return nil, err
 	}
-	if !equalShape(it.Shape, upd.shape) || len(it.Shape) != r {
+	if !shape.Equal(it.Shape, upd.shape) || len(it.Shape) != r {
 		return nil, nodeErr(n, "indices %v and updates %v must have one shape, of data's rank %d", it.Shape, upd.shape, r)
 	}
 	for d := 0; d < r; d++ {
@@ -60,8 +61,8 @@ func lowerScatter(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	// target[u] is the flat index in data of update u.
 	ind := it.Int64s()
 	target := make([]int, len(ind))
-	dstr := strides(data.shape)
-	ustr := strides(upd.shape)
+	dstr := shape.Strides(data.shape)
+	ustr := shape.Strides(upd.shape)
 	for u, v := range ind {
 		if v < 0 {
 			v += int64(data.shape[a])

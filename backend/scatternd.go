@@ -2,6 +2,7 @@ package backend
 
 import (
 	"github.com/paretonav/paretonav/backend/internal/kernels"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -53,16 +54,16 @@ func lowerScatterND(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		return nil, nodeErr(n, "indices' last dimension is %d: expected 1 to the data rank %d", k, r)
 	}
 	want := append(append([]int{}, it.Shape[:q-1]...), x.shape[k:]...)
-	if !equalShape(u.shape, want) {
+	if !shape.Equal(u.shape, want) {
 		return nil, nodeErr(n, "updates have shape %v: expected %v (indices %v, data %v)", u.shape, want, it.Shape, x.shape)
 	}
-	size, inner := numel(x.shape), numel(x.shape[k:])
+	size, inner := shape.Numel(x.shape), shape.Numel(x.shape[k:])
 	idx := make([]int, size)
 	for i := range idx {
 		idx[i] = i
 	}
 	ind := it.Int64s()
-	for t := 0; t < numel(it.Shape[:q-1]); t++ {
+	for t := 0; t < shape.Numel(it.Shape[:q-1]); t++ {
 		off := 0
 		for j, v := range ind[t*k : (t+1)*k] {
 			d := x.shape[j]
@@ -107,10 +108,10 @@ func scatterNDRuntime(b *builder, n *onnxpb.NodeProto, x, iv, u *value) ([]*valu
 		return nil, nodeErr(n, "indices' last dimension is %d: expected 1 to the data rank %d", k, r)
 	}
 	want := append(append([]int{}, iv.shape[:q-1]...), x.shape[k:]...)
-	if !equalShape(u.shape, want) {
+	if !shape.Equal(u.shape, want) {
 		return nil, nodeErr(n, "updates have shape %v: expected %v (indices %v, data %v)", u.shape, want, iv.shape, x.shape)
 	}
-	size, inner, tuples := numel(x.shape), numel(x.shape[k:]), numel(iv.shape[:q-1])
+	size, inner, tuples := shape.Numel(x.shape), shape.Numel(x.shape[k:]), shape.Numel(iv.shape[:q-1])
 	l := tuples * inner
 	dims := append([]int{}, x.shape[:k]...)
 	flat, err := b.intOp(n, "ScatterND positions", []*value{iv}, []int{1, 1, l}, func(dst []int64, in [][]int64) {
@@ -131,7 +132,7 @@ func scatterNDRuntime(b *builder, n *onnxpb.NodeProto, x, iv, u *value) ([]*valu
 	if err != nil {
 		return nil, err
 	}
-	u3, err := b.move(n, "ScatterND updates", []*value{u}, []int{1, 1, l}, identityIdx(l))
+	u3, err := b.move(n, "ScatterND updates", []*value{u}, []int{1, 1, l}, shape.Identity(l))
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +140,7 @@ func scatterNDRuntime(b *builder, n *onnxpb.NodeProto, x, iv, u *value) ([]*valu
 	if err != nil {
 		return nil, nodeErr(n, "%v", err)
 	}
-	out, err := b.move(n, "ScatterND", []*value{nodeValue(y)}, x.shape, identityIdx(size))
+	out, err := b.move(n, "ScatterND", []*value{nodeValue(y)}, x.shape, shape.Identity(size))
 	if err != nil {
 		return nil, err
 	}

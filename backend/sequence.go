@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -148,10 +149,10 @@ func lowerSplitToSequence(b *builder, n *onnxpb.NodeProto, in []*value) ([]*valu
 // splitPiece is x's slice [start, start+size) along axis a.
 func (b *builder) splitPiece(n *onnxpb.NodeProto, kind string, x *value, a, start, size int) (*value, error) {
 	dim := x.shape[a]
-	outer, inner := numel(x.shape[:a]), numel(x.shape[a+1:])
+	outer, inner := shape.Numel(x.shape[:a]), shape.Numel(x.shape[a+1:])
 	out := append([]int{}, x.shape...)
 	out[a] = size
-	idx := make([]int, 0, numel(out))
+	idx := make([]int, 0, shape.Numel(out))
 	for o := 0; o < outer; o++ {
 		base := (o*dim + start) * inner
 		for j := 0; j < size*inner; j++ {

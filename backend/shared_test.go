@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/ortcheck"
@@ -77,7 +78,7 @@ func TestUntieOpen(t *testing.T) {
 		}
 		out := map[string][]float32{}
 		for _, p := range md.Trainable() {
-			n := numel(p.Shape)
+			n := shape.Numel(p.Shape)
 			out[p.Name] = jac.Row(0)[p.Offset : p.Offset+n]
 		}
 		return out

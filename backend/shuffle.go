@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -62,7 +63,7 @@ func (b *builder) channelShuffle(n *onnxpb.NodeProto, x *value, perm []int64, ou
 			return nil, false, nil
 		}
 	}
-	planes, inner := x.shape[0]*c, numel(x.shape[3:])
+	planes, inner := x.shape[0]*c, shape.Numel(x.shape[3:])
 	fwd := func(dst []float64, in [][]float64) { shuffleFwd(dst, in, planes, inner) }
 	bwd := func(k int, dst []float64, _ [][]float64, _, grad []float64) {
 		shuffleBwd(k, dst, grad, len(parts), planes, inner, nil)
@@ -109,7 +110,7 @@ func (b *builder) shuffleSlice(n *onnxpb.NodeProto, x *value, first, step, out [
 		return nil, false, nil
 	}
 	sg := b.shuffles[src]
-	if sg == nil || len(x.shape) < 2 || x.shape[0] != sg.n || x.shape[1] != len(sg.parts)*sg.c || numel(x.shape[2:]) != sg.inner {
+	if sg == nil || len(x.shape) < 2 || x.shape[0] != sg.n || x.shape[1] != len(sg.parts)*sg.c || shape.Numel(x.shape[2:]) != sg.inner {
 		return nil, false, nil
 	}
 	for d := range x.shape {

@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -145,7 +146,7 @@ func shuffleRun(t *testing.T, c shuffleCase, dt tensor.Dtype, fuse bool) (outs m
 	for _, o := range m.Proto.Graph.Output {
 		if o.GetName() != "cat" {
 			ys = append(ys, bt.vals[o.GetName()].n)
-			size += numel(bt.vals[o.GetName()].shape)
+			size += shape.Numel(bt.vals[o.GetName()].shape)
 		}
 	}
 	r := rand.New(rand.NewSource(7))

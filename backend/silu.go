@@ -2,6 +2,7 @@ package backend
 
 import (
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -27,7 +28,7 @@ var FuseSiLU = true
 // siluOf lowers Mul node n of x and y as SiLU when one of them is a
 // Sigmoid of the other of the same shape (ok false: it is not).
 func (b *builder) siluOf(n *onnxpb.NodeProto, x, y *value) (v []*value, ok bool, err error) {
-	if !FuseSiLU || n.GetOpType() != "Mul" || x.isConst() || y.isConst() || !equalShape(x.shape, y.shape) {
+	if !FuseSiLU || n.GetOpType() != "Mul" || x.isConst() || y.isConst() || !shape.Equal(x.shape, y.shape) {
 		return nil, false, nil
 	}
 	switch {

@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -94,8 +95,8 @@ func lowerSlice(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 	if v, ok, err := b.shuffleSlice(n, x, first, step, out); ok || err != nil {
 		return []*value{v}, err
 	}
-	ist := strides(x.shape)
-	idx := make([]int, numel(out))
+	ist := shape.Strides(x.shape)
+	idx := make([]int, shape.Numel(out))
 	ctr := make([]int, r)
 	for i := range idx {
 		off := 0
@@ -103,7 +104,7 @@ func lowerSlice(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 			off += (first[d] + ctr[d]*step[d]) * ist[d]
 		}
 		idx[i] = off
-		nextIndex(ctr, out)
+		shape.NextIndex(ctr, out)
 	}
 	v, err := b.move(n, "Slice", []*value{x}, out, idx)
 	if err != nil {

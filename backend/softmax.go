@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -41,9 +42,9 @@ func softmaxSplit(b *builder, n *onnxpb.NodeProto, x *value) (outer, d, inner in
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	outer, d, inner = numel(x.shape[:a]), x.shape[a], numel(x.shape[a+1:])
+	outer, d, inner = shape.Numel(x.shape[:a]), x.shape[a], shape.Numel(x.shape[a+1:])
 	if b.opset < 13 {
-		d, inner = numel(x.shape[a:]), 1
+		d, inner = shape.Numel(x.shape[a:]), 1
 	}
 	return outer, d, inner, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -59,8 +60,8 @@ func lowerTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 // out), the flat index in x (shape xs) it reads.
 func transposeIndex(xs []int, perm []int64, out []int) []int {
 	r := len(xs)
-	ist := strides(xs)
-	idx := make([]int, numel(out))
+	ist := shape.Strides(xs)
+	idx := make([]int, shape.Numel(out))
 	ctr := make([]int, r)
 	for i := range idx {
 		off := 0
@@ -68,7 +69,7 @@ func transposeIndex(xs []int, perm []int64, out []int) []int {
 			off += ctr[d] * ist[perm[d]]
 		}
 		idx[i] = off
-		nextIndex(ctr, out)
+		shape.NextIndex(ctr, out)
 	}
 	return idx
 }
@@ -224,7 +225,7 @@ type transposeArgs struct {
 
 // transposeRows is transpose32 for a rank above maxTransposeRank.
 func transposeRows(t transposeArgs, xs []int, perm []int64) {
-	ist := strides(xs)
+	ist := shape.Strides(xs)
 	out := make([]int, t.r)
 	st := make([]int, t.r)
 	for i, p := range perm {

@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -33,15 +34,15 @@ func lowerVariadic(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, erro
 	out := xs[0].shape
 	for i, x := range xs[1:] {
 		var err error
-		if out, err = broadcastShape(out, x.shape); err != nil {
+		if out, err = shape.Broadcast(out, x.shape); err != nil {
 			return nil, nodeErr(n, "input %d %q (opset %d): %v", i+1, n.Input[i+1], b.opset, err)
 		}
 	}
 	idx := make([][]int, len(xs))
 	nodes := make([]gnode, len(xs))
 	for i, x := range xs {
-		if idx[i] = broadcastIndex(x.shape, out); idx[i] == nil {
-			idx[i] = identityIdx(numel(out))
+		if idx[i] = shape.BroadcastIndex(x.shape, out); idx[i] == nil {
+			idx[i] = shape.Identity(shape.Numel(out))
 		}
 		nodes[i] = b.node(x)
 	}

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -31,14 +32,14 @@ func lowerWhere(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 	if c.isConst() && x.isConst() && y.isConst() {
 		return evalConst(b, n, []*importer.Tensor{c.c, x.c, y.c})
 	}
-	out, err := broadcastShape(c.shape, x.shape)
+	out, err := shape.Broadcast(c.shape, x.shape)
 	if err == nil {
-		out, err = broadcastShape(out, y.shape)
+		out, err = shape.Broadcast(out, y.shape)
 	}
 	if err != nil {
 		return nil, nodeErr(n, "inputs %q, %q and %q: %v", n.Input[0], n.Input[1], n.Input[2], err)
 	}
-	ic, ix, iy := newBcast(c.shape, out), newBcast(x.shape, out), newBcast(y.shape, out)
+	ic, ix, iy := shape.NewBcast(c.shape, out), shape.NewBcast(x.shape, out), shape.NewBcast(y.shape, out)
 	at := atB
 	fwd := func(dst []float64, in [][]float64) {
 		cv, xv, yv := in[0], in[1], in[2]
@@ -103,7 +104,7 @@ func lowerWhere(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 // of the result's elements i < n: one term per element is rounded once;
 // a broadcast operand's terms are summed in float64 in result order (the
 // float64 closures' order) and rounded once.
-func gradTerms32(dst []float32, idx *bcast, n int, term func(i int) float64) {
+func gradTerms32(dst []float32, idx *shape.Bcast, n int, term func(i int) float64) {
 	if idx == nil {
 		parallel.Elems(n, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
@@ -116,7 +117,7 @@ func gradTerms32(dst []float32, idx *bcast, n int, term func(i int) float64) {
 	defer sc.release()
 	acc := sc.get(len(dst))
 	for i := 0; i < n; i++ {
-		acc[idx.at(i)] += term(i)
+		acc[idx.At(i)] += term(i)
 	}
 	for i, v := range acc {
 		dst[i] = float32(v)

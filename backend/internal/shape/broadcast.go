@@ -1,9 +1,9 @@
-package backend
+package shape
 
 import "fmt"
 
-// broadcastShape returns the numpy broadcast of shapes a and b.
-func broadcastShape(a, b []int) ([]int, error) {
+// Broadcast returns the numpy broadcast of shapes a and b.
+func Broadcast(a, b []int) ([]int, error) {
 	r := len(a)
 	if len(b) > r {
 		r = len(b)
@@ -29,22 +29,22 @@ func broadcastShape(a, b []int) ([]int, error) {
 	return out, nil
 }
 
-// broadcastIndex returns, for each element of out (row-major), the flat
+// BroadcastIndex returns, for each element of out (row-major), the flat
 // index of the element of an input of shape in that numpy broadcasting
 // maps to it. It returns nil when in equals out (the identity map).
-func broadcastIndex(in, out []int) []int {
-	if equalShape(in, out) {
+func BroadcastIndex(in, out []int) []int {
+	if Equal(in, out) {
 		return nil
 	}
 	r := len(out)
 	st := make([]int, r) // stride of in along each out dim (0 when broadcast)
-	ist := strides(in)
+	ist := Strides(in)
 	for i := 0; i < r; i++ {
 		if j := len(in) - r + i; j >= 0 && in[j] != 1 {
 			st[i] = ist[j]
 		}
 	}
-	n := numel(out)
+	n := Numel(out)
 	idx := make([]int, n)
 	if n == 0 {
 		return idx
@@ -66,7 +66,8 @@ func broadcastIndex(in, out []int) []int {
 	return idx
 }
 
-func equalShape(a, b []int) bool {
+// Equal reports whether shapes a and b are the same.
+func Equal(a, b []int) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -78,21 +79,21 @@ func equalShape(a, b []int) bool {
 	return true
 }
 
-// bcast maps each element of a broadcast result to the element of one
+// Bcast maps each element of a broadcast result to the element of one
 // operand it reads, without an index per element where it can: an
 // operand whose elements run along one contiguous block of the result's
 // axes (a scalar; a bias over the last axis; a scale per channel, [C, 1,
 // 1] of [N, C, H, W]; a gate per sample and channel) reads element
-// (i / inner) mod mid. Other broadcasts keep broadcastIndex's array
+// (i / inner) mod mid. Other broadcasts keep BroadcastIndex's array
 // (idx). nil is the identity (the operand has the result's shape).
-type bcast struct {
-	idx        []int
-	mid, inner int
+type Bcast struct {
+	Idx        []int
+	Mid, Inner int
 }
 
-// newBcast is broadcastIndex as a bcast.
-func newBcast(in, out []int) *bcast {
-	if equalShape(in, out) {
+// NewBcast is BroadcastIndex as a Bcast.
+func NewBcast(in, out []int) *Bcast {
+	if Equal(in, out) {
 		return nil
 	}
 	r := len(out)
@@ -108,7 +109,7 @@ func newBcast(in, out []int) *bcast {
 			continue
 		}
 		if d != out[i] || (hi >= 0 && hi != i) {
-			return &bcast{idx: broadcastIndex(in, out)}
+			return &Bcast{Idx: BroadcastIndex(in, out)}
 		}
 		if lo < 0 {
 			lo = i
@@ -116,29 +117,29 @@ func newBcast(in, out []int) *bcast {
 		hi = i + 1
 	}
 	if lo < 0 { // a scalar
-		return &bcast{mid: 1, inner: 1}
+		return &Bcast{Mid: 1, Inner: 1}
 	}
-	return &bcast{mid: numel(out[lo:hi]), inner: numel(out[hi:])}
+	return &Bcast{Mid: Numel(out[lo:hi]), Inner: Numel(out[hi:])}
 }
 
 // at is the operand's element read by result element i (b not nil).
-func (b *bcast) at(i int) int {
-	if b.idx != nil {
-		return b.idx[i]
+func (b *Bcast) At(i int) int {
+	if b.Idx != nil {
+		return b.Idx[i]
 	}
-	return (i / b.inner) % b.mid
+	return (i / b.Inner) % b.Mid
 }
 
 // walk returns the operand element read by result element lo and lo's
 // position within its run of inner elements, to step through [lo, hi)
 // with next.
-func (b *bcast) walk(lo int) (k, r int) { return (lo / b.inner) % b.mid, lo % b.inner }
+func (b *Bcast) Walk(lo int) (k, r int) { return (lo / b.Inner) % b.Mid, lo % b.Inner }
 
 // next steps (k, r) by one result element.
-func (b *bcast) next(k, r int) (int, int) {
-	if r++; r == b.inner {
+func (b *Bcast) Next(k, r int) (int, int) {
+	if r++; r == b.Inner {
 		r = 0
-		if k++; k == b.mid {
+		if k++; k == b.Mid {
 			k = 0
 		}
 	}
