@@ -91,7 +91,6 @@ func lowerSigmoid(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	}
 	if op, ok := v[0].n.Op().(*kernelOp); ok {
 		op.fwd32, op.bwd32 = sigmoidFwd32, sigmoidBwd32
-		b.sigmoidOf[v[0].n] = in[0].n
 	}
 	return v, nil
 }

@@ -89,7 +89,13 @@ func mtanBatch(n, h, w, classes int) map[string]*importer.Tensor {
 // failing the test on an error.
 func openStepCase(t testing.TB, sc stepCase) *Model {
 	t.Helper()
-	md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
+	return openStepCaseWith(t, sc, Options{})
+}
+
+// openStepCaseWith is openStepCase with options opt.
+func openStepCaseWith(t testing.TB, sc stepCase, opt Options) *Model {
+	t.Helper()
+	md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,9 +71,6 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 	if err != nil {
 		return nil, nodeErr(n, "inputs %q and %q: %v", n.Input[0], n.Input[1], err)
 	}
-	if v, ok, err := b.siluOf(n, x, y); ok {
-		return v, err
-	}
 	ia, ib := shape.NewBcast(x.shape, out), shape.NewBcast(y.shape, out)
 	at := atB
 	if isIntNode(x) || isIntNode(y) {

@@ -1,9 +1,10 @@
 package backend
 
 import (
-	"github.com/paretonav/paretonav/importer/onnxpb"
 	"math"
 	"testing"
+
+	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 func TestArithBroadcastForward(t *testing.T) {

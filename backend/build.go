@@ -9,6 +9,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/termsafe"
@@ -28,20 +29,6 @@ type builder struct {
 	// deferred names integer model inputs whose values are not known
 	// (Open's trial build): nodes depending on them are not lowered.
 	deferred []string
-	// concatParts maps the node of a Concat along channels of 4-D values
-	// to its parts, for a pointwise Conv reading it (ops.ConvConcat).
-	concatParts map[gnode][]gnode
-	// channelParts maps the node of a Concat along axis 1 (any rank) to
-	// its parts, and reshapeOf the node of a plain Reshape to the node it
-	// reads, for the channel shuffle reading them (shuffle.go).
-	channelParts map[gnode][]gnode
-	reshapeOf    map[gnode]gnode
-	// shuffles maps the node of a fused channel shuffle to its geometry,
-	// for a Slice of its channels (shuffle.go).
-	shuffles map[gnode]*shuffleGeom
-	// sigmoidOf maps the node of a Sigmoid to the node it reads, for a
-	// Mul of the two (silu.go).
-	sigmoidOf map[gnode]gnode
 	// winoScratch is the most scratch memory, in bytes, that a pass of
 	// one of the graph's Winograd convolutions takes beyond the im2col
 	// bands (ops.WinogradScratchBytes).
@@ -53,10 +40,7 @@ type builder struct {
 }
 
 func newBuilder(dt tensor.Dtype, opset int64) *builder {
-	return &builder{g: G.NewGraph(), dt: dt, opset: opset, consts: map[*importer.Tensor]gnode{}, concatParts: map[gnode][]gnode{},
-		channelParts: map[gnode][]gnode{}, reshapeOf: map[gnode]gnode{},
-		shuffles:  map[gnode]*shuffleGeom{},
-		sigmoidOf: map[gnode]gnode{}}
+	return &builder{g: G.NewGraph(), dt: dt, opset: opset, consts: map[*importer.Tensor]gnode{}}
 }
 
 // node returns v as a Gorgonia node, turning a constant into a
@@ -137,23 +121,21 @@ func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) erro
 	var unsupported []UnsupportedOp
 	var errs []error
 	unknown := map[string]bool{} // outputs of nodes that failed
-	gelus := findGelus(gp)
 	for _, d := range b.deferred {
 		unknown[d] = true
 	}
-	for i, n := range gp.Node {
+	for _, n := range gp.Node {
 		name := n.GetName()
-		if name == "" {
-			name = fmt.Sprintf("#%d", i)
-			n.Name = &name
-		}
 		dom := n.GetDomain()
-		if dom != "" && dom != "ai.onnx" {
+		if dom != "" && dom != "ai.onnx" && !rewrite.Fused(n) {
 			unsupported = append(unsupported, UnsupportedOp{n.GetOpType(), dom, name, 0})
 			markUnknown(n, unknown)
 			continue
 		}
 		f := lookup(n.GetOpType(), b.opset)
+		if rewrite.Fused(n) {
+			f = fusedLowerings[n.GetOpType()]
+		}
 		in := make([]*value, len(n.Input))
 		blocked, allConst := false, true
 		for j, s := range n.Input {
@@ -186,17 +168,14 @@ func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) erro
 			markUnknown(n, unknown)
 			continue
 		}
-		var outs []*value
-		if m := gelus[n]; m != nil && !allConst {
-			v, err := b.lowerGeluPattern(n, m, vals)
-			if err != nil {
-				errs = append(errs, err)
-				markUnknown(n, unknown)
-				continue
-			}
-			outs = v
+		if rewrite.Fused(n) && allConst {
+			// known when the graph is built: fold the node it replaced
+			n = rewrite.Fallback(n)
+			in = in[:len(n.Input)]
+			f = lookup(n.GetOpType(), b.opset)
 		}
-		if outs == nil && allConst && !noFold[n.GetOpType()] && evalNodeHook != nil {
+		var outs []*value
+		if allConst && !noFold[n.GetOpType()] && evalNodeHook != nil {
 			cin := make([]*importer.Tensor, len(in))
 			for j, v := range in {
 				if v != nil {
@@ -262,6 +241,65 @@ func (b *builder) lowerNode(f lowerFunc, n *onnxpb.NodeProto, in []*value) (outs
 		return nil, err
 	}
 	return outs, nil
+}
+
+// children returns the nodes n reads.
+func (b *builder) children(n gnode) []gnode {
+	it := b.g.From(n.ID())
+	var out []gnode
+	for it.Next() {
+		out = append(out, it.Node().(*G.Node))
+	}
+	return out
+}
+
+// kindOf is the kind of the kernel computing n ("Relu", "Concat", ...),
+// or "" when a kernel does not.
+func kindOf(n gnode) string {
+	if n == nil {
+		return ""
+	}
+	if op, ok := n.Op().(*kernelOp); ok {
+		return op.kind
+	}
+	return ""
+}
+
+// plainCopyOf returns the node whose values n holds under another shape
+// (a Reshape's kernel, kernelOp.plainCopy), or nil.
+func (b *builder) plainCopyOf(n gnode) gnode {
+	if n == nil {
+		return nil
+	}
+	if op, ok := n.Op().(*kernelOp); ok && op.plainCopy {
+		if ch := b.children(n); len(ch) == 1 {
+			return ch[0]
+		}
+	}
+	return nil
+}
+
+// lowerFallback lowers the node that the fused node n replaced
+// (rewrite.Fallback), reading the first of in: what a fused node's
+// lowering does where the fusion does not apply.
+func (b *builder) lowerFallback(n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	fb := rewrite.Fallback(n)
+	f := lookup(fb.GetOpType(), b.opset)
+	if f == nil {
+		return nil, nodeErr(fb, "not supported at opset %d", b.opset)
+	}
+	return f(b, fb, in[:len(fb.Input)])
+}
+
+// nameNodes names each unnamed node of gp "#i", i its position, so that
+// errors (and the model, when it is saved) can name it.
+func nameNodes(gp *onnxpb.GraphProto) {
+	for i, n := range gp.Node {
+		if n.GetName() == "" {
+			name := fmt.Sprintf("#%d", i)
+			n.Name = &name
+		}
+	}
 }
 
 func markUnknown(n *onnxpb.NodeProto, unknown map[string]bool) {

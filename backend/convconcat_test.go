@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/png"
@@ -18,7 +19,6 @@ import (
 // program's to float32 round-off: the fused product sums each part's
 // channels apart, then adds them.
 func TestFuseConcatConv(t *testing.T) {
-	defer func(v bool) { FuseConcatConv = v }(FuseConcatConv)
 	var sc stepCase
 	for _, c := range stepCases {
 		if c.name == "mtan_small" {
@@ -26,8 +26,11 @@ func TestFuseConcatConv(t *testing.T) {
 		}
 	}
 	run := func(fuse bool) ([]float64, []float32, int, int) {
-		FuseConcatConv = fuse
-		md := openStepCase(t, sc)
+		var opt Options
+		if !fuse {
+			opt.rewrites = unfused(rewrite.ConvConcat)
+		}
+		md := openStepCaseWith(t, sc, opt)
 		m := len(sc.tasks)
 		losses := make([]float64, m)
 		jac := png.NewJacobian(m, md.NumParams())
@@ -114,13 +117,10 @@ func concatConvModel(both bool) (*importer.Model, map[string]*importer.Tensor) {
 // round-off, and the gradients with respect to a part and the weights
 // pass the finite-difference check through the fused op.
 func TestFuseConcatConvGraph(t *testing.T) {
-	defer func(v bool) { FuseConcatConv = v }(FuseConcatConv)
 	for _, both := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cat_read_too=%v", both), func(t *testing.T) {
 			m, feeds := concatConvModel(both)
-			FuseConcatConv = false
-			want := forward(t, m, feeds)
-			FuseConcatConv = true
+			want := forwardWith(t, m, feeds, unfused(rewrite.ConvConcat))
 			got := forward(t, m, feeds)
 			for name, w := range want {
 				g := got[name]

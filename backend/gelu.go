@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -21,32 +22,18 @@ import (
 // in cache. No call of math.Erf per element: the float32 forward kernel
 // takes Φ from phiBlock.
 //
-// The five ops fuse only where each of the four intermediate values has
-// no reader other than the next op of the pattern and is not a graph
-// output, and where the constants are √2 (or 1/√2 by a Mul), 1 and 0.5
-// to float32's precision, single elements that do not broadcast x to a
-// larger shape. The intermediate nodes stay in the graph and run only
-// if something reads them. The float32 op is x·Φ(x) in float64 rounded
+// The five ops fuse (rewrite.Gelu finds them) only where each of the four
+// intermediate values has no reader other than the next op of the pattern
+// and is not a graph output, and where the constants are √2 (or 1/√2 by
+// a Mul), 1 and 0.5 to float32's precision, single elements that do not
+// broadcast x to a larger shape (lowerFusedGelu). The intermediate nodes
+// stay in the graph and run only if something reads them. The float32 op is x·Φ(x) in float64 rounded
 // once to float32, within one float32 ulp of the exact value
 // (TestPhiBlockAccuracy); the five float32 ops round four times and lose
 // the lower tail to cancellation in 1 + erf (TestFuseGelu compares the
 // two).
 
-// FuseGelu enables the fusion of the five-op GELU pattern; tests turn it
-// off to compare.
-var FuseGelu = true
-
-// geluMatch is one five-op GELU pattern: x, and the constant operands
-// with the values they must hold.
-type geluMatch struct {
-	x      string
-	consts []geluConst
-}
-
-type geluConst struct {
-	name string
-	want float64
-}
+func init() { registerFused(rewrite.Gelu, lowerFusedGelu) }
 
 // geluBlock is the values whose Φ one pass of the kernels holds at a time.
 const geluBlock = 256
@@ -135,137 +122,27 @@ func geluBwd32(_ int, dst []float32, in [][]float32, out, g []float32) bool {
 	return true
 }
 
-// findGelus returns the final Mul nodes of gp's five-op GELU patterns.
-// The constants are checked when the Mul is lowered (lowerGeluPattern).
-func findGelus(gp *onnxpb.GraphProto) map[*onnxpb.NodeProto]*geluMatch {
-	if !FuseGelu {
-		return nil
-	}
-	readers := map[string]int{}
-	countReads(gp, readers)
-	outputs := map[string]bool{}
-	for _, o := range gp.Output {
-		outputs[o.GetName()] = true
-	}
-	prod := map[string]*onnxpb.NodeProto{}
-	for _, n := range gp.Node {
-		if d := n.GetDomain(); d != "" && d != "ai.onnx" {
-			continue
-		}
-		for _, o := range n.Output {
-			if o != "" {
-				prod[o] = n
-			}
-		}
-	}
-	// private returns the producer of name when it is an op of type op
-	// with two inputs (one for Erf) whose output only the pattern reads.
-	private := func(name, op string) *onnxpb.NodeProto {
-		n := prod[name]
-		if n == nil || n.GetOpType() != op || readers[name] != 1 || outputs[name] || len(n.Output) != 1 {
-			return nil
-		}
-		if want := map[bool]int{true: 1, false: 2}[op == "Erf"]; len(n.Input) != want {
-			return nil
-		}
-		return n
-	}
-	// erfPlusOne matches name = Add(Erf(Div(x, √2)), 1) and its variants:
-	// the candidate x values and the constants each needs.
-	type cand struct {
-		x  string
-		cs []geluConst
-	}
-	erfPlusOne := func(name string) []cand {
-		add := private(name, "Add")
-		if add == nil {
-			return nil
-		}
-		var out []cand
-		for k := range 2 {
-			erf := private(add.Input[k], "Erf")
-			if erf == nil {
-				continue
-			}
-			one := geluConst{add.Input[1-k], 1}
-			if d := private(erf.Input[0], "Div"); d != nil {
-				out = append(out, cand{d.Input[0], []geluConst{one, {d.Input[1], math.Sqrt2}}})
-			}
-			if d := private(erf.Input[0], "Mul"); d != nil {
-				for j := range 2 {
-					out = append(out, cand{d.Input[j], []geluConst{one, {d.Input[1-j], 1 / math.Sqrt2}}})
-				}
-			}
-		}
-		return out
-	}
-	found := map[*onnxpb.NodeProto]*geluMatch{}
-	for _, m := range gp.Node {
-		if m.GetOpType() != "Mul" || len(m.Input) != 2 || len(m.Output) != 1 || (m.GetDomain() != "" && m.GetDomain() != "ai.onnx") {
-			continue
-		}
-	sides:
-		for side := range 2 {
-			inner := private(m.Input[side], "Mul")
-			if inner == nil {
-				continue
-			}
-			leaves := [3]string{inner.Input[0], inner.Input[1], m.Input[1-side]}
-			for pi := range 3 {
-				for _, c := range erfPlusOne(leaves[pi]) {
-					for xi := range 3 {
-						if xi == pi || leaves[xi] != c.x {
-							continue
-						}
-						half := leaves[3-pi-xi]
-						found[m] = &geluMatch{x: c.x, consts: append(c.cs, geluConst{half, 0.5})}
-						break sides
-					}
-				}
-			}
-		}
-	}
-	return found
-}
-
-// countReads adds to readers how many times each name is an input of a
-// node of gp or of a graph in one of their attributes (If, Loop, Scan
-// bodies read outer names).
-func countReads(gp *onnxpb.GraphProto, readers map[string]int) {
-	for _, n := range gp.Node {
-		for _, s := range n.Input {
-			if s != "" {
-				readers[s]++
-			}
-		}
-		for _, a := range n.Attribute {
-			if a.G != nil {
-				countReads(a.G, readers)
-			}
-			for _, g := range a.Graphs {
-				countReads(g, readers)
-			}
-		}
-	}
-}
-
-// lowerGeluPattern lowers the final Mul n of a five-op GELU pattern as
-// the fused op, or returns nil (lower it as it is) when its x is not a
-// float run-time value or a constant does not hold the value the pattern
-// needs.
-func (b *builder) lowerGeluPattern(n *onnxpb.NodeProto, m *geluMatch, vals map[string]*value) ([]*value, error) {
-	x := vals[m.x]
+// lowerFusedGelu lowers a fused Gelu (rewrite.Gelu) as the GELU op of its
+// x, or as the Mul it replaced when x is not a float value computed at
+// run time or a constant does not hold the value the pattern needs.
+func lowerFusedGelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	k := len(rewrite.Fallback(n).Input)
+	x, consts := in[k], in[k+1:]
 	if x == nil || x.isConst() || x.n == nil || isIntNode(x) {
-		return nil, nil
+		return b.lowerFallback(n, in)
 	}
-	for _, c := range m.consts {
-		v := vals[c.name]
+	root := math.Sqrt2
+	if rewrite.AttrInt(n, rewrite.AttrGeluMul, 0) == 1 {
+		root = 1 / math.Sqrt2
+	}
+	for i, want := range []float64{1, root, 0.5} {
+		v := consts[i]
 		if v == nil || !v.isConst() || !v.c.IsFloat() || shape.Numel(v.c.Shape) != 1 || len(v.c.Shape) > len(x.shape) {
-			return nil, nil
+			return b.lowerFallback(n, in)
 		}
 		// float32's rounding of √2 and 1/√2 is 2e-8 away; 0.5 and 1 are exact.
-		if got := v.c.Float64s()[0]; math.Abs(got-c.want) > 1e-7 {
-			return nil, nil
+		if got := v.c.Float64s()[0]; math.Abs(got-want) > 1e-7 {
+			return b.lowerFallback(n, in)
 		}
 	}
 	return b.lowerGeluOp(n, x)

@@ -6,6 +6,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -21,8 +22,8 @@ type built struct {
 // buildGraph lowers gp for the given concrete shapes of its (non
 // initializer) inputs. Initializers named in trainable become parameter
 // nodes holding their initial values; the others are constants.
-func buildGraph(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool) (*built, error) {
-	return buildGraphInts(gp, opset, dt, shapes, nil, nil, inits, trainable, nil, bnTrain)
+func buildGraph(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool, rw rewrite.Options) (*built, error) {
+	return buildGraphInts(gp, opset, dt, shapes, nil, nil, inits, trainable, nil, bnTrain, rw)
 }
 
 // buildGraphInts is buildGraph with the values of the model inputs bound
@@ -32,8 +33,9 @@ func buildGraph(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[
 // build, which has no data). paramValue, when not nil, gives the value a
 // parameter node starts with (Model.compile: a view of θ, so that a
 // cached graph holds no copy of the parameters); otherwise the node holds
-// a copy of the initializer's values.
-func buildGraphInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, static map[string]bool, ints, inits map[string]*importer.Tensor, trainable map[string]bool, paramValue func(name string) G.Value, bnTrain bool) (*built, error) {
+// a copy of the initializer's values. The graph's patterns are fused
+// first (package rewrite) with the passes rw leaves on.
+func buildGraphInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, static map[string]bool, ints, inits map[string]*importer.Tensor, trainable map[string]bool, paramValue func(name string) G.Value, bnTrain bool, rw rewrite.Options) (*built, error) {
 	b := newBuilder(dt, opset)
 	b.bnTrain = bnTrain
 	bt := &built{b: b, vals: map[string]*value{}, inputs: map[string]gnode{}, params: map[string]gnode{}}
@@ -89,7 +91,8 @@ func buildGraphInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes 
 		bt.inputs[name] = n
 		bt.vals[name] = nodeValue(n)
 	}
-	if err := b.lowerGraph(gp, bt.vals); err != nil {
+	nameNodes(gp)
+	if err := b.lowerGraph(rewrite.Apply(gp, rw), bt.vals); err != nil {
 		return nil, err
 	}
 	return bt, nil

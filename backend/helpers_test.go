@@ -8,6 +8,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -136,14 +137,27 @@ func feedsOf(ins []tin) map[string]*importer.Tensor {
 // initializers in trainable as parameter nodes.
 func testGraph(t *testing.T, m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool) *built {
 	t.Helper()
-	bt, err := tryGraph(m, feeds, trainable)
+	return testGraphWith(t, m, feeds, trainable, rewrite.Options{})
+}
+
+// testGraphWith is testGraph with the fusions rw leaves on.
+func testGraphWith(t *testing.T, m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool, rw rewrite.Options) *built {
+	t.Helper()
+	bt, err := tryGraphWith(m, feeds, trainable, rw)
 	if err != nil {
 		t.Fatalf("building the graph: %v", err)
 	}
 	return bt
 }
 
+// unfused is the rewrite options that turn the passes named off.
+func unfused(passes ...string) rewrite.Options { return rewrite.Options{Off: passes} }
+
 func tryGraph(m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool) (*built, error) {
+	return tryGraphWith(m, feeds, trainable, rewrite.Options{})
+}
+
+func tryGraphWith(m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool, rw rewrite.Options) (*built, error) {
 	inits, err := m.Initializers()
 	if err != nil {
 		return nil, err
@@ -152,7 +166,7 @@ func tryGraph(m *importer.Model, feeds map[string]*importer.Tensor, trainable ma
 	for k, v := range feeds {
 		shapes[k] = v.Shape
 	}
-	bt, err := buildGraph(m.Proto.Graph, m.Opset(""), tensor.Float64, shapes, inits, trainable, false)
+	bt, err := buildGraph(m.Proto.Graph, m.Opset(""), tensor.Float64, shapes, inits, trainable, false, rw)
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +210,12 @@ func outputsOf(t *testing.T, m *importer.Model, bt *built) map[string]*importer.
 func forward(t *testing.T, m *importer.Model, feeds map[string]*importer.Tensor) map[string]*importer.Tensor {
 	t.Helper()
 	return outputsOf(t, m, testGraph(t, m, feeds, nil))
+}
+
+// forwardWith is forward with the fusions rw leaves on.
+func forwardWith(t *testing.T, m *importer.Model, feeds map[string]*importer.Tensor, rw rewrite.Options) map[string]*importer.Tensor {
+	t.Helper()
+	return outputsOf(t, m, testGraphWith(t, m, feeds, nil, rw))
 }
 
 // runOne builds a one-node model, runs it and returns its first output.

@@ -16,6 +16,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -46,6 +47,10 @@ type Options struct {
 	// MaxBytesFrom says where the bound comes from, for the error.
 	MaxBytes     int64
 	MaxBytesFrom string
+
+	// rewrites chooses the fusions (package rewrite) the graphs are built
+	// with; tests turn one off to compare.
+	rewrites rewrite.Options
 }
 
 // Param is one trainable initializer and where it lives in the flat
@@ -469,7 +474,7 @@ func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tens
 	for _, p := range md.params {
 		trainable[p.Name] = true
 	}
-	bt, err := buildGraphInts(md.m.Proto.Graph, md.opset, md.dt, shapes, md.static, ints, md.inits, trainable, md.paramView, md.opt.BatchNorm == "train")
+	bt, err := buildGraphInts(md.m.Proto.Graph, md.opset, md.dt, shapes, md.static, ints, md.inits, trainable, md.paramView, md.opt.BatchNorm == "train", md.opt.rewrites)
 	if err != nil {
 		return nil, err
 	}

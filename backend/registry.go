@@ -39,6 +39,20 @@ func register(opType string, minOpset int64, f lowerFunc) {
 	registry[opType] = es
 }
 
+// fusedLowerings maps the op type of a fused node (package rewrite) to
+// its lowering, which lowers the node the fused one replaced where the
+// fusion does not apply (builder.lowerFallback).
+var fusedLowerings = map[string]lowerFunc{}
+
+// registerFused adds the lowering of the fused op type op. Op family
+// files call it from init.
+func registerFused(op string, f lowerFunc) {
+	if fusedLowerings[op] != nil {
+		panic(fmt.Sprintf("backend: fused %s registered twice", op))
+	}
+	fusedLowerings[op] = f
+}
+
 // lookup returns the lowering of opType for opset, or nil.
 func lookup(opType string, opset int64) lowerFunc {
 	var f lowerFunc

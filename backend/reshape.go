@@ -35,9 +35,6 @@ func (b *builder) reshapeTo(n *onnxpb.NodeProto, x *value, s []int) ([]*value, e
 	if err != nil {
 		return nil, err
 	}
-	if op, ok := v.n.Op().(*kernelOp); ok && op.plainCopy {
-		b.reshapeOf[v.n] = x.n
-	}
 	return []*value{v}, nil
 }
 

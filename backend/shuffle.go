@@ -3,6 +3,8 @@ package backend
 import (
 	"slices"
 
+	"github.com/paretonav/paretonav/backend/internal/rewrite"
+
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
@@ -23,65 +25,72 @@ import (
 // Reshape's are copies). The values and gradients are the unfused ops',
 // bit for bit.
 
-// FuseChannelShuffle enables that lowering; tests turn it off to compare.
-var FuseChannelShuffle = true
+func init() {
+	registerFused(rewrite.ChannelShuffle, lowerFusedShuffle)
+	registerFused(rewrite.ShuffleSlice, lowerFusedShuffleSlice)
+}
 
-// channelShuffle lowers Transpose(x, perm) with result shape out as the
-// fused channel shuffle; ok is false where the pattern does not hold.
-func (b *builder) channelShuffle(n *onnxpb.NodeProto, x *value, perm []int64, out []int) (*value, bool, error) {
-	if !FuseChannelShuffle || x.n == nil {
-		return nil, false, nil
+// lowerFusedShuffle lowers a fused ChannelShuffle (rewrite.ChannelShuffle:
+// a Transpose of x, a Reshape of the Concat c of the parts) as one kernel
+// over the parts where the pattern holds with the values' shapes: x a
+// float value computed at run time, [N, G, C, rest…], a plain copy of c's
+// node; c a Concat kernel along axis 1 of G parts [N, C, rest…]. It
+// lowers the Transpose otherwise.
+func lowerFusedShuffle(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	x, c, parts := in[0], in[1], in[2:]
+	if x == nil || c == nil || x.isConst() || isIntNode(x) || x.n == nil || c.n == nil || len(x.shape) < 3 {
+		return b.lowerFallback(n, in)
 	}
-	r := len(x.shape)
-	if r < 3 {
-		return nil, false, nil
+	perm, err := attrInts(n, "perm", nil)
+	if err != nil || len(perm) != len(x.shape) {
+		return b.lowerFallback(n, in)
 	}
-	for i, p := range perm {
-		want := int64(i)
-		switch i {
-		case 1:
-			want = 2
-		case 2:
-			want = 1
-		}
-		if p != want {
-			return nil, false, nil
-		}
+	if b.plainCopyOf(x.n) != c.n || !concatOfChannels(c, rewrite.AttrInt(n, rewrite.AttrConcatAxis, 0)) {
+		return b.lowerFallback(n, in)
 	}
-	src, ok := b.reshapeOf[x.n]
-	if !ok {
-		return nil, false, nil
-	}
-	parts := b.channelParts[src]
-	g, c := x.shape[1], x.shape[2]
+	g, ch := x.shape[1], x.shape[2]
 	if len(parts) != g {
-		return nil, false, nil
+		return b.lowerFallback(n, in)
 	}
-	want := append([]int{x.shape[0], c}, x.shape[3:]...)
-	for _, p := range parts {
-		if !slices.Equal(p.Shape(), want) {
-			return nil, false, nil
+	want := append([]int{x.shape[0], ch}, x.shape[3:]...)
+	nodes := make([]gnode, len(parts))
+	for i, p := range parts {
+		if p == nil || !slices.Equal(p.shape, want) {
+			return b.lowerFallback(n, in)
 		}
+		nodes[i] = b.node(p)
 	}
-	planes, inner := x.shape[0]*c, shape.Numel(x.shape[3:])
+	out := make([]int, len(perm))
+	for i, p := range perm {
+		out[i] = x.shape[p]
+	}
+	planes, inner := x.shape[0]*ch, shape.Numel(x.shape[3:])
 	fwd := func(dst []float64, in [][]float64) { shuffleFwd(dst, in, planes, inner) }
 	bwd := func(k int, dst []float64, _ [][]float64, _, grad []float64) {
-		shuffleBwd(k, dst, grad, len(parts), planes, inner, nil)
+		shuffleBwd(k, dst, grad, len(nodes), planes, inner, nil)
 	}
 	fwd32 := func(dst []float32, in [][]float32) { shuffleFwd(dst, in, planes, inner) }
 	bwd32 := func(k int, dst []float32, _ [][]float32, _, grad []float32) bool {
-		shuffleBwd(k, dst, grad, len(parts), planes, inner, vmath.PlusZero32)
+		shuffleBwd(k, dst, grad, len(nodes), planes, inner, vmath.PlusZero32)
 		return true
 	}
-	y, err := b.fillingKernel32(n.GetName(), "ChannelShuffle", parts, out, fwd, bwd, nil, fwd32, bwd32)
+	y, err := b.fillingKernel32(n.GetName(), "ChannelShuffle", nodes, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
-	reads := make([]bool, len(parts)+2)
-	reads[len(parts)+1] = true // the output's gradient only
+	reads := make([]bool, len(nodes)+2)
+	reads[len(nodes)+1] = true // the output's gradient only
 	y.Op().(*kernelOp).gradReads = reads
-	b.shuffles[y] = &shuffleGeom{parts: parts, n: x.shape[0], c: c, inner: inner}
-	return nodeValue(y), true, nil
+	return []*value{nodeValue(y)}, nil
+}
+
+// concatOfChannels reports whether c is the result of a Concat kernel
+// along axis 1 (axis as the Concat's attribute gives it).
+func concatOfChannels(c *value, axis int64) bool {
+	if axis < 0 {
+		axis += int64(len(c.shape))
+	}
+	return axis == 1 && !c.isConst() && !isIntNode(c) && kindOf(c.n) == "Concat"
 }
 
 // shuffleGeom is a fused channel shuffle's operands and geometry: its g =
@@ -92,30 +101,40 @@ type shuffleGeom struct {
 	n, c, inner int
 }
 
-// shuffleSlice lowers a Slice (first, step, result shape out, as
-// lowerSlice computed them) of a plain Reshape of a fused channel
-// shuffle to [N, g·c, rest…] that takes channels [c0, c1) and every
-// element of the other axes, as one kernel over the shuffle's parts:
-// each plane is copied once, from its part to the slice (a ShuffleNet
-// block's two halves, the shuffle then not formed unless something else
-// reads it); the gradient of a part is 0 + g on the planes the slice
-// took, +0 on the others, as the unfused Slice's (zeros, then 0 + g) and
-// the shuffle's (0 + that) give bit for bit.
-func (b *builder) shuffleSlice(n *onnxpb.NodeProto, x *value, first, step, out []int) (*value, bool, error) {
-	if !FuseChannelShuffle || x.n == nil {
-		return nil, false, nil
+// lowerFusedShuffleSlice lowers a fused ShuffleSlice (rewrite.ShuffleSlice:
+// a Slice of a Reshape of a channel shuffle) as one kernel over the
+// shuffle's parts where the shuffle was fused (the shuffle's value a
+// ChannelShuffle kernel, [N, C, G, rest…]), the Slice's input is that
+// value under the shape [N, G·C, rest…], and the Slice takes channels
+// [c0, c1) and every element of the other axes: each plane is copied
+// once, from its part to the slice (a ShuffleNet block's two halves, the
+// shuffle then not formed unless something else reads it); the gradient
+// of a part is 0 + g on the planes the slice took, +0 on the others, as
+// the unfused Slice's (zeros, then 0 + g) and the shuffle's (0 + that)
+// give bit for bit. It lowers the Slice otherwise.
+func lowerFusedShuffleSlice(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	k := len(rewrite.Fallback(n).Input)
+	t, parts := in[k], in[k+1:]
+	x, first, step, out, err := sliceGeometry(b, rewrite.Fallback(n), in[:k])
+	if err != nil || t == nil || x.n == nil || t.n == nil || kindOf(t.n) != "ChannelShuffle" || b.plainCopyOf(x.n) != t.n || len(t.shape) < 3 {
+		return b.lowerFallback(n, in)
 	}
-	src, ok := b.reshapeOf[x.n]
-	if !ok {
-		return nil, false, nil
+	sg := &shuffleGeom{n: t.shape[0], c: t.shape[1], inner: shape.Numel(t.shape[3:])}
+	if len(parts) != t.shape[2] {
+		return b.lowerFallback(n, in)
 	}
-	sg := b.shuffles[src]
-	if sg == nil || len(x.shape) < 2 || x.shape[0] != sg.n || x.shape[1] != len(sg.parts)*sg.c || shape.Numel(x.shape[2:]) != sg.inner {
-		return nil, false, nil
+	for _, p := range parts {
+		if p == nil {
+			return b.lowerFallback(n, in)
+		}
+		sg.parts = append(sg.parts, b.node(p))
+	}
+	if len(x.shape) < 2 || x.shape[0] != sg.n || x.shape[1] != len(sg.parts)*sg.c || shape.Numel(x.shape[2:]) != sg.inner {
+		return b.lowerFallback(n, in)
 	}
 	for d := range x.shape {
 		if step[d] != 1 || d != 1 && (first[d] != 0 || out[d] != x.shape[d]) {
-			return nil, false, nil
+			return b.lowerFallback(n, in)
 		}
 	}
 	c0, c1 := first[1], first[1]+out[1]
@@ -130,12 +149,12 @@ func (b *builder) shuffleSlice(n *onnxpb.NodeProto, x *value, first, step, out [
 	}
 	y, err := b.fillingKernel32(n.GetName(), "ShuffleSlice", sg.parts, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	reads := make([]bool, len(sg.parts)+2)
 	reads[len(sg.parts)+1] = true // the output's gradient only
 	y.Op().(*kernelOp).gradReads = reads
-	return nodeValue(y), true, nil
+	return []*value{nodeValue(y)}, nil
 }
 
 // sliceArgs is a shuffle slice's operands for parallel.ForItems: the slice (dst)

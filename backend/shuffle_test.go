@@ -6,10 +6,10 @@ import (
 	"math/rand"
 	"testing"
 
-	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer"
@@ -121,8 +121,10 @@ func (c shuffleCase) model() (*importer.Model, map[string]*importer.Tensor) {
 // the graph.
 func shuffleRun(t *testing.T, c shuffleCase, dt tensor.Dtype, fuse bool) (outs map[string][]float64, grads [][]float64, fused, transposes, slices int) {
 	t.Helper()
-	defer func(v bool) { FuseChannelShuffle = v }(FuseChannelShuffle)
-	FuseChannelShuffle = fuse
+	var rw rewrite.Options
+	if !fuse {
+		rw = unfused(rewrite.ChannelShuffle, rewrite.ShuffleSlice)
+	}
 	m, feeds := c.model()
 	inits, err := m.Initializers()
 	if err != nil {
@@ -132,7 +134,7 @@ func shuffleRun(t *testing.T, c shuffleCase, dt tensor.Dtype, fuse bool) (outs m
 	for k, v := range feeds {
 		shapes[k] = v.Shape
 	}
-	bt, err := buildGraph(m.Proto.Graph, m.Opset(""), dt, shapes, inits, nil, false)
+	bt, err := buildGraph(m.Proto.Graph, m.Opset(""), dt, shapes, inits, nil, false, rw)
 	if err != nil {
 		t.Fatalf("building: %v", err)
 	}
@@ -227,51 +229,30 @@ func TestFuseChannelShuffle(t *testing.T) {
 			if !c.fuses {
 				return
 			}
+			// the fused kernels' float32 closures against their float64
+			// ones, as the model's float32 graph builds them
 			m, feeds := c.model()
-			b := newBuilder(tensor.Float32, 17)
-			var parts []gnode
-			for i, s := range c.parts {
-				parts = append(parts, G.NewTensor(b.g, tensor.Float32, len(s), G.WithShape(s...), G.WithName(fmt.Sprintf("p%d", i))))
-			}
-			catShape := append([]int{}, c.parts[0]...)
-			catShape[1] *= len(c.parts)
-			cat, err := b.kernel32("cat", "Concat", parts, catShape, nil, nil, nil, nil, nil)
+			inits, err := m.Initializers()
 			if err != nil {
 				t.Fatal(err)
 			}
-			b.channelParts[cat] = parts
-			x, err := b.kernel32("r", "Reshape", []gnode{cat}, c.grouped, nil, nil, nil, nil, nil)
+			shapes := map[string][]int{}
+			for k, v := range feeds {
+				shapes[k] = v.Shape
+			}
+			bt, err := buildGraph(m.Proto.Graph, m.Opset(""), tensor.Float32, shapes, inits, nil, false, rewrite.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			b.reshapeOf[x] = cat
-			out := append([]int{}, c.grouped...)
-			out[1], out[2] = out[2], out[1]
-			v, fused, err := b.channelShuffle(&onnxpb.NodeProto{}, nodeValue(x), c.perm, out)
-			if err != nil || !fused {
-				t.Fatalf("channelShuffle: fused %v, %v", fused, err)
+			checked := map[string]int{}
+			for i, n := range bt.b.g.AllNodes() {
+				if op, ok := n.Op().(*kernelOp); ok && (op.kind == "ChannelShuffle" || op.kind == "ShuffleSlice") {
+					checkKernel32(t, op, int64(3+i), 1)
+					checked[op.kind]++
+				}
 			}
-			checkKernel32(t, v.n.Op().(*kernelOp), 3, 1)
-			flat := append([]int{}, catShape...)
-			r1, err := b.kernel32("r1", "Reshape", []gnode{v.n}, flat, nil, nil, nil, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.reshapeOf[r1] = v.n
-			for i, sl := range c.slices {
-				if sl[0] != 1 || sl[3] != 1 {
-					continue
-				}
-				first, step, so := make([]int, len(flat)), make([]int, len(flat)), append([]int{}, flat...)
-				for d := range step {
-					step[d] = 1
-				}
-				first[1], so[1] = int(sl[1]), int(sl[2]-sl[1])
-				sv, fused, err := b.shuffleSlice(&onnxpb.NodeProto{}, nodeValue(r1), first, step, so)
-				if err != nil || !fused {
-					t.Fatalf("shuffleSlice %v: fused %v, %v", sl, fused, err)
-				}
-				checkKernel32(t, sv.n.Op().(*kernelOp), int64(4+i), 1)
+			if checked["ChannelShuffle"] != 1 || checked["ShuffleSlice"] != c.sliceFuses {
+				t.Fatalf("float32 graph: fused kernels %v, want 1 ChannelShuffle and %d ShuffleSlice", checked, c.sliceFuses)
 			}
 			for i := range c.parts {
 				gradCheck(t, m, feeds, fmt.Sprintf("p%d", i), 1e-6)

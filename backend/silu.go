@@ -1,7 +1,10 @@
 package backend
 
 import (
+	"slices"
+
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -22,27 +25,23 @@ import (
 // in float32 as the executor adds them (TestFuseSiLU). The σ(x) that the
 // gradient needs is recomputed from x in blocks that stay in cache.
 
-// FuseSiLU enables the fused SiLU; tests turn it off to compare.
-var FuseSiLU = true
+func init() { registerFused(rewrite.SiLU, lowerFusedSiLU) }
 
-// siluOf lowers Mul node n of x and y as SiLU when one of them is a
-// Sigmoid of the other of the same shape (ok false: it is not).
-func (b *builder) siluOf(n *onnxpb.NodeProto, x, y *value) (v []*value, ok bool, err error) {
-	if !FuseSiLU || n.GetOpType() != "Mul" || x.isConst() || y.isConst() || !shape.Equal(x.shape, y.shape) {
-		return nil, false, nil
-	}
-	switch {
-	case b.sigmoidOf[y.n] == x.n && x.n != nil:
-	case b.sigmoidOf[x.n] == y.n && y.n != nil:
-		x = y
-	default:
-		return nil, false, nil
+// lowerFusedSiLU lowers a fused SiLU (rewrite.SiLU: a Mul of x and
+// Sigmoid(x)) as one op where both are computed at run time, of the same
+// shape, and the Sigmoid's node reads x's; as the Mul otherwise.
+func lowerFusedSiLU(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+	i := int(rewrite.AttrInt(n, rewrite.AttrSiLUX, 0))
+	x, y := in[i], in[1-i]
+	if x == nil || y == nil || x.isConst() || y.isConst() || !shape.Equal(x.shape, y.shape) ||
+		x.n == nil || kindOf(y.n) != "Sigmoid" || !slices.Equal(b.children(y.n), []gnode{x.n}) {
+		return b.lowerFallback(n, in)
 	}
 	name, kind := n.GetName(), "SiLU"
 	m := &onnxpb.NodeProto{Name: &name, OpType: &kind, Input: n.Input, Output: n.Output}
-	v, err = b.unary(m, []*value{x}, silu64, siluDeriv64)
+	v, err := b.unary(m, []*value{x}, silu64, siluDeriv64)
 	if err != nil {
-		return nil, true, nodeErr(n, "%v", err)
+		return nil, nodeErr(n, "%v", err)
 	}
 	op := v[0].n.Op().(*kernelOp)
 	op.fwd32, op.bwd32 = siluFwd32, siluBwd32
@@ -52,7 +51,7 @@ func (b *builder) siluOf(n *onnxpb.NodeProto, x, y *value) (v []*value, ok bool,
 		}
 	}
 	op.gradReads = []bool{true, false, true} // x and g: σ(x) is recomputed
-	return v, true, nil
+	return v, nil
 }
 
 // silu64 is x·σ(x) as the unfused float64 ops compute it.

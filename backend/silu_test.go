@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -77,17 +78,14 @@ func siluModel(swap, both bool) (*importer.Model, map[string]*importer.Tensor) {
 // float64 round-off (the Sigmoid still formed when the caller reads it
 // too), and that its gradient passes the finite-difference check.
 func TestFuseSiLU(t *testing.T) {
-	defer func(v bool) { FuseSiLU = v }(FuseSiLU)
 	for _, swap := range []bool{false, true} {
 		for _, both := range []bool{false, true} {
 			t.Run(fmt.Sprintf("swap=%v/sigmoid_read_too=%v", swap, both), func(t *testing.T) {
 				m, feeds := siluModel(swap, both)
-				FuseSiLU = false
-				want := forward(t, m, feeds)
-				if y := testGraph(t, m, feeds, nil).vals["y"]; strings.Contains(y.n.Op().String(), "SiLU") {
+				want := forwardWith(t, m, feeds, unfused(rewrite.SiLU))
+				if y := testGraphWith(t, m, feeds, nil, unfused(rewrite.SiLU)).vals["y"]; strings.Contains(y.n.Op().String(), "SiLU") {
 					t.Fatalf("unfused: y is computed by %v", y.n.Op())
 				}
-				FuseSiLU = true
 				got := forward(t, m, feeds)
 				for name, w := range want {
 					g := got[name]

@@ -16,30 +16,56 @@ func init() {
 }
 
 func lowerSlice(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+	x, first, step, out, err := sliceGeometry(b, n, in)
 	if err != nil {
 		return nil, err
+	}
+	r := len(x.shape)
+	ist := shape.Strides(x.shape)
+	idx := make([]int, shape.Numel(out))
+	ctr := make([]int, r)
+	for i := range idx {
+		off := 0
+		for d := 0; d < r; d++ {
+			off += (first[d] + ctr[d]*step[d]) * ist[d]
+		}
+		idx[i] = off
+		shape.NextIndex(ctr, out)
+	}
+	v, err := b.move(n, "Slice", []*value{x}, out, idx)
+	if err != nil {
+		return nil, err
+	}
+	return []*value{v}, nil
+}
+
+// sliceGeometry reads Slice node n's input x and the slice it takes:
+// along each axis the first element, the step and the count (out, the
+// result's shape).
+func sliceGeometry(b *builder, n *onnxpb.NodeProto, in []*value) (x *value, first, step, out []int, err error) {
+	if x, err = input(n, in, 0); err != nil {
+		return nil, nil, nil, nil, err
 	}
 	var starts, ends, axes, steps []int64
 	if b.opset < 10 {
 		if starts, err = attrInts(n, "starts", nil); err != nil {
-			return nil, err
+			return nil, nil, nil, nil, err
 		}
 		if ends, err = attrInts(n, "ends", nil); err != nil {
-			return nil, err
+			return nil, nil, nil, nil, err
 		}
 		if axes, err = attrInts(n, "axes", nil); err != nil {
-			return nil, err
+			return nil, nil, nil, nil, err
 		}
 	} else {
 		for i, p := range []*[]int64{&starts, &ends, &axes, &steps} {
 			if *p, err = optConstInts(n, in, i+1, []string{"starts", "ends", "axes", "steps"}[i]); err != nil {
-				return nil, err
+				return nil, nil, nil, nil, err
 			}
 		}
 	}
 	if len(starts) != len(ends) {
-		return nil, nodeErr(n, "starts %v and ends %v differ in length", starts, ends)
+		return nil, nil, nil, nil, nodeErr(n, "starts %v and ends %v differ in length", starts, ends)
 	}
 	r := len(x.shape)
 	if axes == nil {
@@ -53,23 +79,23 @@ func lowerSlice(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		}
 	}
 	if len(axes) != len(starts) || len(steps) != len(starts) {
-		return nil, nodeErr(n, "starts, ends, axes and steps must have the same length (%d, %d, %d, %d)", len(starts), len(ends), len(axes), len(steps))
+		return nil, nil, nil, nil, nodeErr(n, "starts, ends, axes and steps must have the same length (%d, %d, %d, %d)", len(starts), len(ends), len(axes), len(steps))
 	}
-	first := make([]int, r)
-	step := make([]int, r)
-	out := append([]int{}, x.shape...)
+	first = make([]int, r)
+	step = make([]int, r)
+	out = append([]int{}, x.shape...)
 	for i := range step {
 		step[i] = 1
 	}
 	for i, ax := range axes {
 		a, err := normAxis(n, ax, r)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, nil, err
 		}
 		d := int64(x.shape[a])
 		st := steps[i]
 		if st == 0 {
-			return nil, nodeErr(n, "step 0 on axis %d", ax)
+			return nil, nil, nil, nil, nodeErr(n, "step 0 on axis %d", ax)
 		}
 		s, e := starts[i], ends[i]
 		if s < 0 {
@@ -92,23 +118,5 @@ func lowerSlice(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		}
 		first[a], step[a], out[a] = int(s), int(st), int(cnt)
 	}
-	if v, ok, err := b.shuffleSlice(n, x, first, step, out); ok || err != nil {
-		return []*value{v}, err
-	}
-	ist := shape.Strides(x.shape)
-	idx := make([]int, shape.Numel(out))
-	ctr := make([]int, r)
-	for i := range idx {
-		off := 0
-		for d := 0; d < r; d++ {
-			off += (first[d] + ctr[d]*step[d]) * ist[d]
-		}
-		idx[i] = off
-		shape.NextIndex(ctr, out)
-	}
-	v, err := b.move(n, "Slice", []*value{x}, out, idx)
-	if err != nil {
-		return nil, err
-	}
-	return []*value{v}, nil
+	return x, first, step, out, nil
 }

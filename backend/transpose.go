@@ -44,9 +44,6 @@ func lowerTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		out[i] = x.shape[p]
 	}
 	if !x.isConst() && !isIntNode(x) {
-		if v, ok, err := b.channelShuffle(n, x, perm, out); ok || err != nil {
-			return []*value{v}, err
-		}
 		return b.transposeKernel(n, x, perm, out)
 	}
 	v, err := b.move(n, "Transpose", []*value{x}, out, transposeIndex(x.shape, perm, out))
