@@ -45,7 +45,7 @@ func lowerGelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return b.lowerGeluOp(n, x) // gelu.go
+		return lowerGeluOp(b, n, x) // gelu.go
 	case "tanh":
 		return b.unary(n, in,
 			func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(geluC*(x+0.044715*x*x*x))) },

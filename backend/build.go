@@ -101,12 +101,6 @@ func (e *UnsupportedError) Error() string {
 	return sb.String()
 }
 
-// evalNodeHook evaluates a node whose inputs are all constants. It is
-// importer.EvalNode once that exists; lowerings handle constants
-// themselves where shape arithmetic needs it, so a failure here only means
-// "lower it instead".
-var evalNodeHook func(n *onnxpb.NodeProto, opset int64, in []*importer.Tensor) ([]*importer.Tensor, error)
-
 // noFold lists ops never folded at build time.
 var noFold = map[string]bool{
 	"RandomNormal": true, "RandomUniform": true, "RandomNormalLike": true,
@@ -175,14 +169,18 @@ func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) erro
 			f = lookup(n.GetOpType(), b.opset)
 		}
 		var outs []*value
-		if allConst && !noFold[n.GetOpType()] && evalNodeHook != nil {
+		if allConst && !noFold[n.GetOpType()] {
 			cin := make([]*importer.Tensor, len(in))
 			for j, v := range in {
 				if v != nil {
 					cin[j] = v.c
 				}
 			}
-			if ts, err := evalNodeHook(n, b.opset, cin); err == nil {
+			// importer.EvalNode evaluates a node whose inputs are all
+			// constants; lowerings handle constants themselves where shape
+			// arithmetic needs it, so a failure here only means "lower it
+			// instead".
+			if ts, err := importer.EvalNode(n, b.opset, cin); err == nil {
 				for _, t := range ts {
 					outs = append(outs, constValue(t))
 				}

@@ -37,7 +37,7 @@ func lowerCast(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		if err := refuseIntNodes(n, x); err != nil {
 			return nil, err
 		}
-		v, err := b.boolOf(n, x, func(v float64) bool { return v != 0 })
+		v, err := boolOf(b, n, x, func(v float64) bool { return v != 0 })
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +47,7 @@ func lowerCast(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		return []*value{x}, nil
 	}
 	if integerType(importer.DataType(to)) && !isIntNode(x) {
-		v, err := b.truncOf(n, x)
+		v, err := truncOf(b, n, x)
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +58,7 @@ func lowerCast(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 
 // truncOf adds a node holding x's values truncated toward zero, without
 // gradient (a run-time Cast to an integer type).
-func (b *builder) truncOf(n *onnxpb.NodeProto, x *value) (*value, error) {
+func truncOf(b *builder, n *onnxpb.NodeProto, x *value) (*value, error) {
 	fwd := func(dst []float64, in [][]float64) {
 		for i, v := range in[0] {
 			dst[i] = math.Trunc(v)

@@ -156,7 +156,7 @@ func lowerNot(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		}
 		return []*value{constValue(t)}, nil
 	}
-	r, err := b.boolOf(n, x, func(v float64) bool { return v == 0 })
+	r, err := boolOf(b, n, x, func(v float64) bool { return v == 0 })
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func lowerNot(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 
 // boolOf adds a node computing the bool pred(x) of each element of the
 // run-time value x (1 or 0, no gradient): Not, Cast to BOOL.
-func (b *builder) boolOf(n *onnxpb.NodeProto, x *value, pred func(float64) bool) (*value, error) {
+func boolOf(b *builder, n *onnxpb.NodeProto, x *value, pred func(float64) bool) (*value, error) {
 	fwd := func(dst []float64, in [][]float64) {
 		for i, v := range in[0] {
 			dst[i] = b2f(pred(v))

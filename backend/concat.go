@@ -48,7 +48,7 @@ func lowerConcat(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 		out[a] += v.shape[a]
 	}
 	outer, inner := shape.Numel(out[:a]), shape.Numel(out[a+1:])
-	if v, ok, err := b.concatBlocks(n, ins, out, outer, inner, a); ok || err != nil {
+	if v, ok, err := concatBlocks(b, n, ins, out, outer, inner, a); ok || err != nil {
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +120,7 @@ func lowerSplit(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 	var outs []*value
 	start := 0
 	for _, s := range split {
-		v, err := b.splitPiece(n, "Split", x, a, start, int(s))
+		v, err := splitPiece(b, n, "Split", x, a, start, int(s))
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +135,7 @@ func lowerSplit(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 // values), in float32 for float32 graphs: no index array, no float64
 // copies. ok is false for constants and integer inputs, which b.move
 // handles.
-func (b *builder) concatBlocks(n *onnxpb.NodeProto, ins []*value, out []int, outer, inner, a int) (*value, bool, error) {
+func concatBlocks(b *builder, n *onnxpb.NodeProto, ins []*value, out []int, outer, inner, a int) (*value, bool, error) {
 	for _, v := range ins {
 		if isIntNode(v) {
 			return nil, false, nil

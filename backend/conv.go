@@ -14,18 +14,6 @@ func init() {
 	register("Conv", 1, lowerConv)
 }
 
-// ints converts ONNX int64 attribute values to ints.
-func ints(v []int64) []int {
-	if v == nil {
-		return nil
-	}
-	out := make([]int, len(v))
-	for i, x := range v {
-		out[i] = int(x)
-	}
-	return out
-}
-
 func lowerConv(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	x, w, bias, p, err := convOperands(b, n, in)
 	if err != nil {

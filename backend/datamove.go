@@ -159,25 +159,3 @@ func moveConst(name string, ins []*value, out []int, idx []int) *importer.Tensor
 	}
 	return r
 }
-
-// normAxis maps a possibly negative axis into [0, rank), or errors.
-func normAxis(n *onnxpb.NodeProto, axis int64, rank int) (int, error) {
-	a := int(axis)
-	if a < 0 {
-		a += rank
-	}
-	if a < 0 || a >= rank {
-		return 0, nodeErr(n, "axis %d out of range for rank %d", axis, rank)
-	}
-	return a, nil
-}
-
-// axisAttr reads n's "axis" attribute (def when absent) and maps it into
-// [0, rank) as normAxis does.
-func axisAttr(n *onnxpb.NodeProto, def int64, rank int) (int, error) {
-	ax, err := attrInt(n, "axis", def)
-	if err != nil {
-		return 0, err
-	}
-	return normAxis(n, ax, rank)
-}

@@ -42,7 +42,7 @@ const geluBlock = 256
 var invSqrt2Pi = 1 / math.Sqrt(2*math.Pi)
 
 // lowerGeluOp lowers n, reading x, as the fused GELU op.
-func (b *builder) lowerGeluOp(n *onnxpb.NodeProto, x *value) ([]*value, error) {
+func lowerGeluOp(b *builder, n *onnxpb.NodeProto, x *value) ([]*value, error) {
 	name, kind := n.GetName(), "Gelu"
 	m := &onnxpb.NodeProto{Name: &name, OpType: &kind, Input: n.Input[:1], Output: n.Output[:1]}
 	v, err := b.unary(m, []*value{x}, gelu64, geluDeriv64)
@@ -145,5 +145,5 @@ func lowerFusedGelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 			return b.lowerFallback(n, in)
 		}
 	}
-	return b.lowerGeluOp(n, x)
+	return lowerGeluOp(b, n, x)
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 // Integer model inputs (and float inputs used only as Resize scales and
@@ -35,17 +34,6 @@ var indexOperand = map[string][]int{
 	"TopK": {1}, "MaxUnpool": {1, 2}, "OneHot": {0, 1}, "EyeLike": {0}, "ReverseSequence": {1},
 	"RoiAlign": {2}, "NonMaxSuppression": {2}, "Dropout": {2}, "CumSum": {1},
 	"SplitToSequence": {1}, "SequenceAt": {1},
-}
-
-// integerType reports whether a model input of element type et is bound
-// at build time (integers and bools).
-func integerType(et importer.DataType) bool {
-	switch et {
-	case importer.Int64, importer.Int32, importer.Int8, importer.Uint8, importer.Bool,
-		onnxpb.TensorProto_INT16, onnxpb.TensorProto_UINT16, onnxpb.TensorProto_UINT32, onnxpb.TensorProto_UINT64:
-		return true
-	}
-	return false
 }
 
 // checkIntInputs returns a *LimitError (joined, one per use) for every

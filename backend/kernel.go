@@ -621,3 +621,6 @@ func makeValue32(s []int, data []float32) G.Value {
 	}
 	return wrap.Dense(s, data)
 }
+
+// float is the element type of a kernel's data.
+type float interface{ ~float32 | ~float64 }

@@ -71,11 +71,11 @@ func aIntAttr(name string, v int64) *onnxpb.AttributeProto {
 func (r *rnn) piece(x *value, a, start, size int, shape ...int) (*value, error) {
 	r.k++
 	nd := &onnxpb.NodeProto{Name: proto.String(fmt.Sprintf("%s/slice%d", r.n.GetName(), r.k)), OpType: r.n.OpType, Output: []string{fmt.Sprintf("%s/slice%d", r.n.GetName(), r.k)}}
-	v, err := r.b.splitPiece(nd, r.n.GetOpType(), x, a, start, size)
+	v, err := splitPiece(r.b, nd, r.n.GetOpType(), x, a, start, size)
 	if err != nil || shape == nil {
 		return v, err
 	}
-	out, err := r.b.reshapeTo(nd, v, shape)
+	out, err := reshapeTo(r.b, nd, v, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (r *rnn) piece(x *value, a, start, size int, shape ...int) (*value, error) 
 func (r *rnn) reshape(x *value, s ...int) (*value, error) {
 	r.k++
 	nd := &onnxpb.NodeProto{Name: proto.String(fmt.Sprintf("%s/reshape%d", r.n.GetName(), r.k)), OpType: r.n.OpType, Output: []string{fmt.Sprintf("%s/reshape%d", r.n.GetName(), r.k)}}
-	out, err := r.b.reshapeTo(nd, x, s)
+	out, err := reshapeTo(r.b, nd, x, s)
 	if err != nil {
 		return nil, err
 	}

@@ -244,3 +244,48 @@ func optConstInts(n *onnxpb.NodeProto, in []*value, i int, what string) ([]int64
 	}
 	return t.Int64s(), nil
 }
+
+// integerType reports whether a model input of element type et is bound
+// at build time (integers and bools).
+func integerType(et importer.DataType) bool {
+	switch et {
+	case importer.Int64, importer.Int32, importer.Int8, importer.Uint8, importer.Bool,
+		onnxpb.TensorProto_INT16, onnxpb.TensorProto_UINT16, onnxpb.TensorProto_UINT32, onnxpb.TensorProto_UINT64:
+		return true
+	}
+	return false
+}
+
+// ints converts ONNX int64 attribute values to ints.
+func ints(v []int64) []int {
+	if v == nil {
+		return nil
+	}
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// normAxis maps a possibly negative axis into [0, rank), or errors.
+func normAxis(n *onnxpb.NodeProto, axis int64, rank int) (int, error) {
+	a := int(axis)
+	if a < 0 {
+		a += rank
+	}
+	if a < 0 || a >= rank {
+		return 0, nodeErr(n, "axis %d out of range for rank %d", axis, rank)
+	}
+	return a, nil
+}
+
+// axisAttr reads n's "axis" attribute (def when absent) and maps it into
+// [0, rank) as normAxis does.
+func axisAttr(n *onnxpb.NodeProto, def int64, rank int) (int, error) {
+	ax, err := attrInt(n, "axis", def)
+	if err != nil {
+		return 0, err
+	}
+	return normAxis(n, ax, rank)
+}

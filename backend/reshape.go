@@ -22,7 +22,7 @@ func init() {
 }
 
 // reshapeTo gives x the shape s (same number of elements).
-func (b *builder) reshapeTo(n *onnxpb.NodeProto, x *value, s []int) ([]*value, error) {
+func reshapeTo(b *builder, n *onnxpb.NodeProto, x *value, s []int) ([]*value, error) {
 	if shape.Numel(s) != shape.Numel(x.shape) {
 		return nil, nodeErr(n, "cannot reshape %v (%d elements) to %v", x.shape, shape.Numel(x.shape), s)
 	}
@@ -95,7 +95,7 @@ func lowerReshape(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 		}
 		s[neg] = shape.Numel(x.shape) / p
 	}
-	return b.reshapeTo(n, x, s)
+	return reshapeTo(b, n, x, s)
 }
 
 func lowerFlatten(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
@@ -114,12 +114,12 @@ func lowerFlatten(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	if a < 0 || a > len(x.shape) {
 		return nil, nodeErr(n, "axis %d out of range for rank %d", ax, len(x.shape))
 	}
-	return b.reshapeTo(n, x, []int{shape.Numel(x.shape[:a]), shape.Numel(x.shape[a:])})
+	return reshapeTo(b, n, x, []int{shape.Numel(x.shape[:a]), shape.Numel(x.shape[a:])})
 }
 
 // axesOf returns the axes of Squeeze/Unsqueeze: attribute before opset
 // 13, optional constant input from 13 on.
-func (b *builder) axesOf(n *onnxpb.NodeProto, in []*value) ([]int64, error) {
+func axesOf(b *builder, n *onnxpb.NodeProto, in []*value) ([]int64, error) {
 	if b.opset < 13 {
 		return attrInts(n, "axes", nil)
 	}
@@ -131,7 +131,7 @@ func lowerSqueeze(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	if err != nil {
 		return nil, err
 	}
-	axes, err := b.axesOf(n, in)
+	axes, err := axesOf(b, n, in)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func lowerSqueeze(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 			s = append(s, d)
 		}
 	}
-	return b.reshapeTo(n, x, s)
+	return reshapeTo(b, n, x, s)
 }
 
 func lowerUnsqueeze(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
@@ -167,7 +167,7 @@ func lowerUnsqueeze(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 	if err != nil {
 		return nil, err
 	}
-	axes, err := b.axesOf(n, in)
+	axes, err := axesOf(b, n, in)
 	if err != nil {
 		return nil, err
 	}
@@ -201,5 +201,5 @@ func lowerUnsqueeze(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 			j++
 		}
 	}
-	return b.reshapeTo(n, x, s)
+	return reshapeTo(b, n, x, s)
 }

@@ -27,48 +27,6 @@ func init() {
 	register("ConcatFromSequence", 11, lowerConcatFromSequence)
 }
 
-// sequence is a tensor sequence under construction: len items, each made
-// by item(i) on first use.
-type sequence struct {
-	items []*value
-	item  func(i int) (*value, error) // nil when every item is given
-}
-
-// at returns item i (0 <= i < len(s.items)).
-func (s *sequence) at(i int) (*value, error) {
-	if s.items[i] == nil {
-		v, err := s.item(i)
-		if err != nil {
-			return nil, err
-		}
-		s.items[i] = v
-	}
-	return s.items[i], nil
-}
-
-// seqOps are the ops that take sequences: any other op meeting one is an
-// error (checkSeqInputs).
-var seqOps = map[string]bool{"SequenceAt": true, "SequenceLength": true, "ConcatFromSequence": true}
-
-// checkSeqInputs errors when a sequence is an input of an op that takes
-// only tensors, or a tensor the sequence input of one that takes a
-// sequence.
-func checkSeqInputs(n *onnxpb.NodeProto, in []*value) error {
-	for i, v := range in {
-		if v == nil {
-			continue
-		}
-		wantSeq := seqOps[n.GetOpType()] && i == 0
-		if v.seq != nil && !wantSeq {
-			return nodeErr(n, "input %d %q is a tensor sequence; %s takes a tensor there", i, n.Input[i], n.GetOpType())
-		}
-		if v.seq == nil && wantSeq {
-			return nodeErr(n, "input %d %q is a tensor; %s takes a tensor sequence there", i, n.Input[i], n.GetOpType())
-		}
-	}
-	return nil
-}
-
 func lowerSplitToSequence(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	x, err := input(n, in, 0)
 	if err != nil {
@@ -132,12 +90,12 @@ func lowerSplitToSequence(b *builder, n *onnxpb.NodeProto, in []*value) ([]*valu
 	seq := &sequence{items: make([]*value, len(sizes))}
 	seq.item = func(i int) (*value, error) {
 		pn := &onnxpb.NodeProto{Name: proto.String(fmt.Sprintf("%s[%d]", n.GetName(), i)), OpType: n.OpType, Output: []string{fmt.Sprintf("%s[%d]", n.Output[0], i)}}
-		v, err := b.splitPiece(pn, "SplitToSequence", x, a, starts[i], sizes[i])
+		v, err := splitPiece(b, pn, "SplitToSequence", x, a, starts[i], sizes[i])
 		if err != nil || !squeeze {
 			return v, err
 		}
 		s := append(append([]int{}, v.shape[:a]...), v.shape[a+1:]...)
-		r, err := b.reshapeTo(pn, v, s)
+		r, err := reshapeTo(b, pn, v, s)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +105,7 @@ func lowerSplitToSequence(b *builder, n *onnxpb.NodeProto, in []*value) ([]*valu
 }
 
 // splitPiece is x's slice [start, start+size) along axis a.
-func (b *builder) splitPiece(n *onnxpb.NodeProto, kind string, x *value, a, start, size int) (*value, error) {
+func splitPiece(b *builder, n *onnxpb.NodeProto, kind string, x *value, a, start, size int) (*value, error) {
 	dim := x.shape[a]
 	outer, inner := shape.Numel(x.shape[:a]), shape.Numel(x.shape[a+1:])
 	out := append([]int{}, x.shape...)
@@ -256,7 +214,7 @@ func lowerConcatFromSequence(b *builder, n *onnxpb.NodeProto, in []*value) ([]*v
 			}
 			sh := append(append(append([]int{}, v.shape[:a]...), 1), v.shape[a:]...)
 			un := &onnxpb.NodeProto{Name: proto.String(fmt.Sprintf("%s[%d]", n.GetName(), i)), OpType: n.OpType, Output: []string{cn.Input[i]}}
-			r, err := b.reshapeTo(un, v, sh)
+			r, err := reshapeTo(b, un, v, sh)
 			if err != nil {
 				return nil, err
 			}

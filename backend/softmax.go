@@ -75,9 +75,6 @@ func lowerSoftmax(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	return []*value{nodeValue(node)}, nil
 }
 
-// float is the element type of a kernel's data.
-type float interface{ ~float32 | ~float64 }
-
 // softmaxBlock is how many vectors (consecutive along inner) the softmax
 // kernels work on at once: each pass over the d positions then reads and
 // writes runs of consecutive elements, and the exponentials of a position

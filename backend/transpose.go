@@ -44,7 +44,7 @@ func lowerTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		out[i] = x.shape[p]
 	}
 	if !x.isConst() && !isIntNode(x) {
-		return b.transposeKernel(n, x, perm, out)
+		return transposeKernel(b, n, x, perm, out)
 	}
 	v, err := b.move(n, "Transpose", []*value{x}, out, transposeIndex(x.shape, perm, out))
 	if err != nil {
@@ -76,7 +76,7 @@ func transposeIndex(xs []int, perm []int64, out []int) []int {
 // 40 MB of them at 64×64), the gradient being the inverse transpose (0 +
 // g, as the float64 path's additions into zeros give); the float64
 // closures build the index on first use.
-func (b *builder) transposeKernel(n *onnxpb.NodeProto, x *value, perm []int64, out []int) ([]*value, error) {
+func transposeKernel(b *builder, n *onnxpb.NodeProto, x *value, perm []int64, out []int) ([]*value, error) {
 	xs := append([]int{}, x.shape...)
 	inv := make([]int64, len(perm))
 	for i, p := range perm {
