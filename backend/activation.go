@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -11,31 +12,31 @@ import (
 // Activations: Relu, LeakyRelu, Sigmoid, Tanh.
 
 func init() {
-	register("Relu", 1, lowerRelu)
-	register("LeakyRelu", 1, lowerLeakyRelu)
-	register("Sigmoid", 1, lowerSigmoid)
-	register("Tanh", 1, lowerTanh)
+	graph.Register("Relu", 1, lowerRelu)
+	graph.Register("LeakyRelu", 1, lowerLeakyRelu)
+	graph.Register("Sigmoid", 1, lowerSigmoid)
+	graph.Register("Tanh", 1, lowerTanh)
 }
 
-func lowerRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerRelu(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	// y > 0 exactly where x > 0 (NaN gives NaN, not > 0, either way).
-	v, err := b.unaryOut(n, in, func(x float64) float64 { return math.Max(x, 0) },
+	v, err := b.UnaryOut(n, in, func(x float64) float64 { return math.Max(x, 0) },
 		func(y float64) float64 {
 			if y > 0 {
 				return 1
 			}
 			return 0
 		})
-	if err != nil || v[0].isConst() {
+	if err != nil || v[0].IsConst() {
 		return v, err
 	}
-	if op, ok := v[0].n.Op().(*kernelOp); ok {
-		op.fwd32, op.bwd32 = reluFwd32, reluBwd32
+	if op, ok := v[0].N.Op().(*graph.KernelOp); ok {
+		op.Fwd32, op.Bwd32 = reluFwd32, reluBwd32
 	}
 	return v, nil
 }
 
-// reluFwd32 is Relu's forward32Func without the float64 round trip: the
+// reluFwd32 is Relu's graph.Forward32Func without the float64 round trip: the
 // same values (max(−0, 0) is +0, NaN stays NaN: Go's max), without a
 // branch on the data (a branch on the sign of each value mispredicted half
 // the time: 4.5 against 0.74 ns per value).
@@ -48,7 +49,7 @@ func reluFwd32(dst []float32, in [][]float32) {
 	})
 }
 
-// reluBwd32 is Relu's backward32Func reading y only: g·1 where y > 0, g·0
+// reluBwd32 is Relu's graph.Backward32Func reading y only: g·1 where y > 0, g·0
 // elsewhere (as the float64 path's g·0 rounds: ±0, NaN for an infinite or
 // NaN g), the factor chosen on integer bits, without a branch on the data.
 func reluBwd32(_ int, dst []float32, _ [][]float32, out, g []float32) bool {
@@ -66,12 +67,12 @@ func reluBwd32(_ int, dst []float32, _ [][]float32, out, g []float32) bool {
 	return true
 }
 
-func lowerLeakyRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	alpha, err := attrFloat(n, "alpha", 0.01)
+func lowerLeakyRelu(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	alpha, err := graph.AttrFloat(n, "alpha", 0.01)
 	if err != nil {
 		return nil, err
 	}
-	return b.unary(n, in, func(x float64) float64 {
+	return b.Unary(n, in, func(x float64) float64 {
 		if x >= 0 {
 			return x
 		}
@@ -84,13 +85,13 @@ func lowerLeakyRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 	})
 }
 
-func lowerSigmoid(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	v, err := b.unaryOut(n, in, sigmoid64, func(y float64) float64 { return y * (1 - y) })
-	if err != nil || v[0].isConst() {
+func lowerSigmoid(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	v, err := b.UnaryOut(n, in, sigmoid64, func(y float64) float64 { return y * (1 - y) })
+	if err != nil || v[0].IsConst() {
 		return v, err
 	}
-	if op, ok := v[0].n.Op().(*kernelOp); ok {
-		op.fwd32, op.bwd32 = sigmoidFwd32, sigmoidBwd32
+	if op, ok := v[0].N.Op().(*graph.KernelOp); ok {
+		op.Fwd32, op.Bwd32 = sigmoidFwd32, sigmoidBwd32
 	}
 	return v, nil
 }
@@ -104,7 +105,7 @@ func sigmoid64(x float64) float64 {
 	return e / (1 + e)
 }
 
-// sigmoidFwd32 is Sigmoid's forward32Func: vmath.Sigmoid32, a vector
+// sigmoidFwd32 is Sigmoid's graph.Forward32Func: vmath.Sigmoid32, a vector
 // kernel (AVX-512F or AVX2+FMA on amd64) that gives the bits of
 // float32(sigmoid64(x)), the generic unary one's values.
 func sigmoidFwd32(dst []float32, in [][]float32) {
@@ -113,7 +114,7 @@ func sigmoidFwd32(dst []float32, in [][]float32) {
 	})
 }
 
-// sigmoidBwd32 is Sigmoid's backward32Func reading y only: g·y·(1−y) in
+// sigmoidBwd32 is Sigmoid's graph.Backward32Func reading y only: g·y·(1−y) in
 // float64, rounded once, as the generic unary one computes it.
 func sigmoidBwd32(_ int, dst []float32, _ [][]float32, out, g []float32) bool {
 	parallel.ForElems(len(dst), parallel.Vec3{D: dst, X: out[:len(dst)], Y: g[:len(dst)]}, func(v parallel.Vec3, lo, hi int) {
@@ -126,6 +127,6 @@ func sigmoidBwd32(_ int, dst []float32, _ [][]float32, out, g []float32) bool {
 	return true
 }
 
-func lowerTanh(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	return b.unaryOut(n, in, math.Tanh, func(y float64) float64 { return 1 - y*y })
+func lowerTanh(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	return b.UnaryOut(n, in, math.Tanh, func(y float64) float64 { return 1 - y*y })
 }

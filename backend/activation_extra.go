@@ -3,31 +3,32 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 // More activations: Elu, Selu, Softplus, Softsign, ThresholdedRelu,
-// Shrink (element-wise, through builder.unary) and PRelu (a broadcast
+// Shrink (element-wise, through graph.Builder.Unary) and PRelu (a broadcast
 // slope, differentiable in both inputs).
 
 func init() {
-	register("Elu", 1, lowerElu)
-	register("Selu", 1, lowerSelu)
-	register("Softplus", 1, lowerSoftplus)
-	register("Softsign", 1, lowerSoftsign)
-	register("ThresholdedRelu", 1, lowerThresholdedRelu)
-	register("Shrink", 9, lowerShrink)
-	register("PRelu", 1, lowerPRelu)
+	graph.Register("Elu", 1, lowerElu)
+	graph.Register("Selu", 1, lowerSelu)
+	graph.Register("Softplus", 1, lowerSoftplus)
+	graph.Register("Softsign", 1, lowerSoftsign)
+	graph.Register("ThresholdedRelu", 1, lowerThresholdedRelu)
+	graph.Register("Shrink", 9, lowerShrink)
+	graph.Register("PRelu", 1, lowerPRelu)
 }
 
 // lowerElu: y = x for x > 0, alpha·(eˣ − 1) otherwise.
-func lowerElu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	alpha, err := attrFloat(n, "alpha", 1)
+func lowerElu(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	alpha, err := graph.AttrFloat(n, "alpha", 1)
 	if err != nil {
 		return nil, err
 	}
-	return b.unary(n, in, func(x float64) float64 {
+	return b.Unary(n, in, func(x float64) float64 {
 		if x > 0 {
 			return x
 		}
@@ -41,16 +42,16 @@ func lowerElu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 }
 
 // lowerSelu: y = gamma·x for x > 0, gamma·alpha·(eˣ − 1) otherwise.
-func lowerSelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	alpha, err := attrFloat(n, "alpha", 1.67326319217681884765625)
+func lowerSelu(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	alpha, err := graph.AttrFloat(n, "alpha", 1.67326319217681884765625)
 	if err != nil {
 		return nil, err
 	}
-	gamma, err := attrFloat(n, "gamma", 1.05070102214813232421875)
+	gamma, err := graph.AttrFloat(n, "gamma", 1.05070102214813232421875)
 	if err != nil {
 		return nil, err
 	}
-	return b.unary(n, in, func(x float64) float64 {
+	return b.Unary(n, in, func(x float64) float64 {
 		if x > 0 {
 			return gamma * x
 		}
@@ -64,8 +65,8 @@ func lowerSelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 }
 
 // lowerSoftplus: y = log(1 + eˣ), computed without overflow.
-func lowerSoftplus(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	return b.unary(n, in, func(x float64) float64 {
+func lowerSoftplus(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	return b.Unary(n, in, func(x float64) float64 {
 		if x > 0 {
 			return x + math.Log1p(math.Exp(-x))
 		}
@@ -74,18 +75,18 @@ func lowerSoftplus(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, erro
 }
 
 // lowerSoftsign: y = x / (1 + |x|).
-func lowerSoftsign(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	return b.unary(n, in, func(x float64) float64 { return x / (1 + math.Abs(x)) },
+func lowerSoftsign(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	return b.Unary(n, in, func(x float64) float64 { return x / (1 + math.Abs(x)) },
 		func(x, _ float64) float64 { d := 1 + math.Abs(x); return 1 / (d * d) })
 }
 
 // lowerThresholdedRelu: y = x for x > alpha, 0 otherwise.
-func lowerThresholdedRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	alpha, err := attrFloat(n, "alpha", 1)
+func lowerThresholdedRelu(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	alpha, err := graph.AttrFloat(n, "alpha", 1)
 	if err != nil {
 		return nil, err
 	}
-	return b.unary(n, in, func(x float64) float64 {
+	return b.Unary(n, in, func(x float64) float64 {
 		if x > alpha {
 			return x
 		}
@@ -100,16 +101,16 @@ func lowerThresholdedRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*valu
 
 // lowerShrink: y = x − bias for x > lambd, x + bias for x < −lambd, 0
 // otherwise.
-func lowerShrink(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	bias, err := attrFloat(n, "bias", 0)
+func lowerShrink(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	bias, err := graph.AttrFloat(n, "bias", 0)
 	if err != nil {
 		return nil, err
 	}
-	lambd, err := attrFloat(n, "lambd", 0.5)
+	lambd, err := graph.AttrFloat(n, "lambd", 0.5)
 	if err != nil {
 		return nil, err
 	}
-	return b.unary(n, in, func(x float64) float64 {
+	return b.Unary(n, in, func(x float64) float64 {
 		switch {
 		case x < -lambd:
 			return x + bias
@@ -136,31 +137,31 @@ func sigmoid(x float64) float64 {
 
 // lowerPRelu: y = x for x ≥ 0, slope·x otherwise; slope broadcasts to x
 // (unidirectionally) and is trainable.
-func lowerPRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerPRelu(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	s, err := input(n, in, 1)
+	s, err := graph.Input(n, in, 1)
 	if err != nil {
 		return nil, err
 	}
-	sshape := s.shape
+	sshape := s.Shape
 	// Opset < 7 allowed a slope of shape [C] for NCHW data: align it with
 	// axis 1.
-	if b.opset < 7 && len(sshape) == 1 && len(x.shape) > 2 && sshape[0] == x.shape[1] && sshape[0] != x.shape[len(x.shape)-1] {
-		sshape = append([]int{sshape[0]}, make([]int, len(x.shape)-2)...)
+	if b.Opset < 7 && len(sshape) == 1 && len(x.Shape) > 2 && sshape[0] == x.Shape[1] && sshape[0] != x.Shape[len(x.Shape)-1] {
+		sshape = append([]int{sshape[0]}, make([]int, len(x.Shape)-2)...)
 		for i := 1; i < len(sshape); i++ {
 			sshape[i] = 1
 		}
 	}
-	out, err := shape.Broadcast(x.shape, sshape)
-	if err != nil || !shape.Equal(out, x.shape) {
-		return nil, nodeErr(n, "slope %q of shape %v does not broadcast to X of shape %v (opset %d)", n.Input[1], s.shape, x.shape, b.opset)
+	out, err := shape.Broadcast(x.Shape, sshape)
+	if err != nil || !shape.Equal(out, x.Shape) {
+		return nil, graph.NodeErr(n, "slope %q of shape %v does not broadcast to X of shape %v (opset %d)", n.Input[1], s.Shape, x.Shape, b.Opset)
 	}
-	is := shape.BroadcastIndex(sshape, x.shape)
+	is := shape.BroadcastIndex(sshape, x.Shape)
 	if is == nil {
-		is = shape.Identity(shape.Numel(x.shape))
+		is = shape.Identity(shape.Numel(x.Shape))
 	}
 	fwd := func(dst []float64, in [][]float64) {
 		for i, v := range in[0] {
@@ -183,9 +184,9 @@ func lowerPRelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 			}
 		}
 	}
-	r, err := b.kernel(n.GetName(), "PRelu", []gnode{b.node(x), b.node(s)}, x.shape, fwd, bwd, nil)
+	r, err := b.Kernel(n.GetName(), "PRelu", []graph.Node{b.Node(x), b.Node(s)}, x.Shape, fwd, bwd, nil)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(r)}, nil
+	return []*graph.Value{graph.NodeValue(r)}, nil
 }

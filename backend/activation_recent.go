@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -16,14 +17,14 @@ import (
 // Mish (opset 18): y = x·tanh(softplus(x)).
 
 func init() {
-	register("Gelu", 20, lowerGelu)
-	register("Mish", 18, lowerMish)
+	graph.Register("Gelu", 20, lowerGelu)
+	graph.Register("Mish", 18, lowerMish)
 }
 
 // lowerMish: dy/dx = tanh(sp) + x·(1 − tanh²(sp))·σ(x), sp = softplus(x).
-func lowerMish(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerMish(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	sp := func(x float64) float64 { return max(x, 0) + math.Log1p(math.Exp(-math.Abs(x))) }
-	return b.unary(n, in,
+	return b.Unary(n, in,
 		func(x float64) float64 { return x * math.Tanh(sp(x)) },
 		func(x, _ float64) float64 {
 			t := math.Tanh(sp(x))
@@ -34,25 +35,25 @@ func lowerMish(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 // geluC is √(2/π).
 var geluC = math.Sqrt(2 / math.Pi)
 
-func lowerGelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	approx, err := attrString(n, "approximate", "none")
+func lowerGelu(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	approx, err := graph.AttrString(n, "approximate", "none")
 	if err != nil {
 		return nil, err
 	}
 	switch approx {
 	case "none":
-		x, err := input(n, in, 0)
+		x, err := graph.Input(n, in, 0)
 		if err != nil {
 			return nil, err
 		}
 		return lowerGeluOp(b, n, x) // gelu.go
 	case "tanh":
-		return b.unary(n, in,
+		return b.Unary(n, in,
 			func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(geluC*(x+0.044715*x*x*x))) },
 			func(x, _ float64) float64 {
 				t := math.Tanh(geluC * (x + 0.044715*x*x*x))
 				return 0.5*(1+t) + 0.5*x*(1-t*t)*geluC*(1+3*0.044715*x*x)
 			})
 	}
-	return nil, nodeErr(n, "attribute approximate %q: expected \"none\" or \"tanh\"", approx)
+	return nil, graph.NodeErr(n, "attribute approximate %q: expected \"none\" or \"tanh\"", approx)
 }

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -14,36 +15,36 @@ import (
 // (opsets < 9) is not supported.
 
 func init() {
-	register("BatchNormalization", 1, lowerBatchNorm)
+	graph.Register("BatchNormalization", 1, lowerBatchNorm)
 }
 
-func lowerBatchNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	var vs [5]*value
+func lowerBatchNorm(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	var vs [5]*graph.Value
 	for i := range vs {
-		v, err := input(n, in, i)
+		v, err := graph.Input(n, in, i)
 		if err != nil {
 			return nil, err
 		}
 		vs[i] = v
 	}
 	// ONNX's default ε is applied here; kernels.BatchNorm takes ε as given.
-	eps, err := attrFloat(n, "epsilon", 1e-5)
+	eps, err := graph.AttrFloat(n, "epsilon", 1e-5)
 	if err != nil {
 		return nil, err
 	}
-	if sp, err := attrInt(n, "spatial", 1); err != nil {
+	if sp, err := graph.AttrInt(n, "spatial", 1); err != nil {
 		return nil, err
 	} else if sp != 1 {
-		return nil, nodeErr(n, "spatial = %d is not supported, expected 1", sp)
+		return nil, graph.NodeErr(n, "spatial = %d is not supported, expected 1", sp)
 	}
-	tm, err := attrInt(n, "training_mode", 0)
+	tm, err := graph.AttrInt(n, "training_mode", 0)
 	if err != nil {
 		return nil, err
 	}
-	p := kernels.BatchNormParams{Epsilon: eps, Training: b.bnTrain || tm != 0}
-	y, err := kernels.BatchNorm(b.node(vs[0]), b.node(vs[1]), b.node(vs[2]), b.node(vs[3]), b.node(vs[4]), p)
+	p := kernels.BatchNormParams{Epsilon: eps, Training: b.BNTrain || tm != 0}
+	y, err := kernels.BatchNorm(b.Node(vs[0]), b.Node(vs[1]), b.Node(vs[2]), b.Node(vs[3]), b.Node(vs[4]), p)
 	if err != nil {
-		return nil, nodeErr(n, "%v", err)
+		return nil, graph.NodeErr(n, "%v", err)
 	}
-	return []*value{nodeValue(y)}, nil
+	return []*graph.Value{graph.NodeValue(y)}, nil
 }

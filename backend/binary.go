@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
@@ -15,9 +16,9 @@ import (
 
 func init() {
 	for _, op := range []string{"Add", "Sub", "Mul", "Div"} {
-		register(op, 1, lowerArith)
+		graph.Register(op, 1, lowerArith)
 	}
-	register("Pow", 1, lowerArith)
+	graph.Register("Pow", 1, lowerArith)
 }
 
 // arith describes one binary op: f(a, b) and its partial derivatives
@@ -57,27 +58,27 @@ var ariths = map[string]arith{
 		}},
 }
 
-func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerArith(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	op := ariths[n.GetOpType()]
-	x, err := input(n, in, 0)
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	y, err := input(n, in, 1)
+	y, err := graph.Input(n, in, 1)
 	if err != nil {
 		return nil, err
 	}
-	out, err := shape.Broadcast(x.shape, y.shape)
+	out, err := shape.Broadcast(x.Shape, y.Shape)
 	if err != nil {
-		return nil, nodeErr(n, "inputs %q and %q: %v", n.Input[0], n.Input[1], err)
+		return nil, graph.NodeErr(n, "inputs %q and %q: %v", n.Input[0], n.Input[1], err)
 	}
-	ia, ib := shape.NewBcast(x.shape, out), shape.NewBcast(y.shape, out)
+	ia, ib := shape.NewBcast(x.Shape, out), shape.NewBcast(y.Shape, out)
 	at := atB
-	if isIntNode(x) || isIntNode(y) {
+	if graph.IsIntNode(x) || graph.IsIntNode(y) {
 		if op.fi == nil {
-			return nil, nodeErr(n, "%s of run-time int64 tensors is not supported", n.GetOpType())
+			return nil, graph.NodeErr(n, "%s of run-time int64 tensors is not supported", n.GetOpType())
 		}
-		v, err := b.intOp(n, n.GetOpType(), []*value{x, y}, out, func(dst []int64, in [][]int64) {
+		v, err := b.IntOp(n, n.GetOpType(), []*graph.Value{x, y}, out, func(dst []int64, in [][]int64) {
 			for i := range dst {
 				dst[i] = op.fi(in[0][at(ia, i)], in[1][at(ib, i)])
 			}
@@ -85,24 +86,24 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		if err != nil {
 			return nil, err
 		}
-		return []*value{v}, nil
+		return []*graph.Value{v}, nil
 	}
-	if x.isConst() && y.isConst() {
+	if x.IsConst() && y.IsConst() {
 		t := &importer.Tensor{Name: n.Output[0], Shape: out}
-		if !x.c.IsFloat() && !y.c.IsFloat() && op.fi != nil {
-			a, c := x.c.Int64s(), y.c.Int64s()
-			t.Type, t.I64 = x.c.Type, make([]int64, shape.Numel(out))
+		if !x.C.IsFloat() && !y.C.IsFloat() && op.fi != nil {
+			a, c := x.C.Int64s(), y.C.Int64s()
+			t.Type, t.I64 = x.C.Type, make([]int64, shape.Numel(out))
 			for i := range t.I64 {
 				t.I64[i] = op.fi(a[at(ia, i)], c[at(ib, i)])
 			}
 		} else {
-			a, c := x.c.Float64s(), y.c.Float64s()
+			a, c := x.C.Float64s(), y.C.Float64s()
 			t.Type, t.F64 = importer.Float64, make([]float64, shape.Numel(out))
 			for i := range t.F64 {
 				t.F64[i] = op.f(a[at(ia, i)], c[at(ib, i)])
 			}
 		}
-		return []*value{constValue(t)}, nil
+		return []*graph.Value{graph.ConstValue(t)}, nil
 	}
 	fwd := func(dst []float64, in [][]float64) {
 		a, c := in[0], in[1]
@@ -159,9 +160,9 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 			d, idx, oi = op.db, ib, ia
 		}
 		if idx != nil {
-			var sc f64Scratch
-			defer sc.release()
-			arithGradReduce32(opType, k, dst, sc.get(len(dst)), a, c, y, g, ia, ib, d)
+			var sc graph.F64Scratch
+			defer sc.Release()
+			arithGradReduce32(opType, k, dst, sc.Get(len(dst)), a, c, y, g, ia, ib, d)
 			return true
 		}
 		if ia == nil && ib == nil && arithGrad32(opType, k, dst, a, c, g) {
@@ -179,12 +180,12 @@ func lowerArith(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		return true
 	}
 	var diff []bool
-	if n.GetOpType() == "Pow" && y.isConst() {
+	if n.GetOpType() == "Pow" && y.IsConst() {
 		diff = []bool{true, false}
 	}
-	r, err := b.fillingKernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x), b.node(y)}, out, fwd, bwd, diff, fwd32, bwd32)
+	r, err := b.FillingKernel32(n.GetName(), n.GetOpType(), []graph.Node{b.Node(x), b.Node(y)}, out, fwd, bwd, diff, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(r)}, nil
+	return []*graph.Value{graph.NodeValue(r)}, nil
 }

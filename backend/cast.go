@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -16,23 +17,23 @@ import (
 // both carry no gradient and stay float nodes (a mask cast to int64 and
 // summed, say), so they cannot serve as shapes or indices.
 
-func init() { register("Cast", 1, lowerCast) }
+func init() { graph.Register("Cast", 1, lowerCast) }
 
-func lowerCast(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerCast(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	if x.isConst() {
-		return evalConst(b, n, []*importer.Tensor{x.c})
+	if x.IsConst() {
+		return evalConst(b, n, []*importer.Tensor{x.C})
 	}
-	to, err := attrInt(n, "to", 0)
+	to, err := graph.AttrInt(n, "to", 0)
 	if err != nil {
 		return nil, err
 	}
 	switch importer.DataType(to) {
 	case importer.Float32, importer.Float64, importer.Float16, onnxpb.TensorProto_BFLOAT16:
-		return []*value{x}, nil
+		return []*graph.Value{x}, nil
 	case importer.Bool:
 		if err := refuseIntNodes(n, x); err != nil {
 			return nil, err
@@ -41,24 +42,24 @@ func lowerCast(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []*value{v}, nil
+		return []*graph.Value{v}, nil
 	}
-	if isIntNode(x) && importer.DataType(to) == importer.Int64 {
-		return []*value{x}, nil
+	if graph.IsIntNode(x) && importer.DataType(to) == importer.Int64 {
+		return []*graph.Value{x}, nil
 	}
-	if integerType(importer.DataType(to)) && !isIntNode(x) {
+	if graph.IntegerType(importer.DataType(to)) && !graph.IsIntNode(x) {
 		v, err := truncOf(b, n, x)
 		if err != nil {
 			return nil, err
 		}
-		return []*value{v}, nil
+		return []*graph.Value{v}, nil
 	}
-	return nil, nodeErr(n, "casting a run-time tensor to %v is not supported (only to floating-point types, BOOL and integer types)", importer.DataType(to))
+	return nil, graph.NodeErr(n, "casting a run-time tensor to %v is not supported (only to floating-point types, BOOL and integer types)", importer.DataType(to))
 }
 
 // truncOf adds a node holding x's values truncated toward zero, without
 // gradient (a run-time Cast to an integer type).
-func truncOf(b *builder, n *onnxpb.NodeProto, x *value) (*value, error) {
+func truncOf(b *graph.Builder, n *onnxpb.NodeProto, x *graph.Value) (*graph.Value, error) {
 	fwd := func(dst []float64, in [][]float64) {
 		for i, v := range in[0] {
 			dst[i] = math.Trunc(v)
@@ -71,9 +72,9 @@ func truncOf(b *builder, n *onnxpb.NodeProto, x *value) (*value, error) {
 			}
 		})
 	}
-	r, err := b.fillingKernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, nil, nil, fwd32, nil)
+	r, err := b.FillingKernel32(n.GetName(), n.GetOpType(), []graph.Node{b.Node(x)}, x.Shape, fwd, nil, nil, fwd32, nil)
 	if err != nil {
 		return nil, err
 	}
-	return nodeValue(r), nil
+	return graph.NodeValue(r), nil
 }

@@ -3,6 +3,7 @@ package backend
 import (
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -17,27 +18,27 @@ import (
 // float of the graph's type); a run-time input meets a float target and
 // passes through unchanged, its gradient too.
 
-func init() { register("CastLike", 15, lowerCastLike) }
+func init() { graph.Register("CastLike", 15, lowerCastLike) }
 
-func lowerCastLike(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerCastLike(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	like, err := input(n, in, 1)
+	like, err := graph.Input(n, in, 1)
 	if err != nil {
 		return nil, err
 	}
 	to := importer.Float32
-	if like.isConst() {
-		to = like.c.Type
+	if like.IsConst() {
+		to = like.C.Type
 	}
-	if !x.isConst() {
+	if !x.IsConst() {
 		switch to {
 		case importer.Float32, importer.Float64, importer.Float16, onnxpb.TensorProto_BFLOAT16:
-			return []*value{x}, nil
+			return []*graph.Value{x}, nil
 		}
-		return nil, nodeErr(n, "casting a run-time tensor like a %v constant is not supported (only to floating-point types)", to)
+		return nil, graph.NodeErr(n, "casting a run-time tensor like a %v constant is not supported (only to floating-point types)", to)
 	}
 	cast := &onnxpb.NodeProto{
 		Name:      proto.String(n.GetName()),
@@ -46,5 +47,5 @@ func lowerCastLike(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, erro
 		Output:    n.Output,
 		Attribute: []*onnxpb.AttributeProto{{Name: proto.String("to"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(int64(to))}},
 	}
-	return evalConst(b, cast, []*importer.Tensor{x.c})
+	return evalConst(b, cast, []*importer.Tensor{x.C})
 }

@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -10,37 +11,37 @@ import (
 // (they must be known when the graph is built).
 
 func init() {
-	register("Clip", 1, lowerClip)
-	register("Clip", 11, lowerClip)
+	graph.Register("Clip", 1, lowerClip)
+	graph.Register("Clip", 11, lowerClip)
 }
 
-func lowerClip(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerClip(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	lo, hi := math.Inf(-1), math.Inf(1)
-	if b.opset < 11 {
+	if b.Opset < 11 {
 		var err error
-		if lo, err = attrFloat(n, "min", lo); err != nil {
+		if lo, err = graph.AttrFloat(n, "min", lo); err != nil {
 			return nil, err
 		}
-		if hi, err = attrFloat(n, "max", hi); err != nil {
+		if hi, err = graph.AttrFloat(n, "max", hi); err != nil {
 			return nil, err
 		}
 	} else {
 		for i, p := range []*float64{&lo, &hi} {
-			if optInput(in, i+1) == nil {
+			if graph.OptInput(in, i+1) == nil {
 				continue
 			}
-			t, err := constInput(n, in, i+1, []string{"min", "max"}[i])
+			t, err := graph.ConstInput(n, in, i+1, []string{"min", "max"}[i])
 			if err != nil {
 				return nil, err
 			}
 			if t.Len() != 1 {
-				return nil, nodeErr(n, "input %d must be a scalar, has shape %v", i+1, t.Shape)
+				return nil, graph.NodeErr(n, "input %d must be a scalar, has shape %v", i+1, t.Shape)
 			}
 			*p = t.Float64s()[0]
 		}
 	}
 	// PyTorch's clamp passes the gradient where lo <= x <= hi.
-	return b.unary(n, in[:1], func(x float64) float64 { return math.Min(math.Max(x, lo), hi) },
+	return b.Unary(n, in[:1], func(x float64) float64 { return math.Min(math.Max(x, lo), hi) },
 		func(x, _ float64) float64 {
 			if x >= lo && x <= hi {
 				return 1

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
@@ -20,12 +21,12 @@ import (
 
 func init() {
 	for _, op := range []string{"Equal", "Greater", "Less", "And", "Or", "Xor"} {
-		register(op, 7, lowerCompare)
+		graph.Register(op, 7, lowerCompare)
 	}
 	for _, op := range []string{"GreaterOrEqual", "LessOrEqual"} {
-		register(op, 12, lowerCompare)
+		graph.Register(op, 12, lowerCompare)
 	}
-	register("Not", 1, lowerNot)
+	graph.Register("Not", 1, lowerNot)
 }
 
 // compareOp is one binary bool op on float64 and on int64 operands.
@@ -71,48 +72,48 @@ func boolElem(v bool) int64 {
 
 // refuseIntNodes errors when an operand is a run-time int64 node (MaxPool
 // indices): bools computed from them are not supported.
-func refuseIntNodes(n *onnxpb.NodeProto, ins ...*value) error {
+func refuseIntNodes(n *onnxpb.NodeProto, ins ...*graph.Value) error {
 	for i, v := range ins {
-		if isIntNode(v) {
-			return nodeErr(n, "input %d (%q) is a run-time int64 tensor (MaxPool indices): %s of run-time integer tensors is not supported", i, n.Input[i], n.GetOpType())
+		if graph.IsIntNode(v) {
+			return graph.NodeErr(n, "input %d (%q) is a run-time int64 tensor (MaxPool indices): %s of run-time integer tensors is not supported", i, n.Input[i], n.GetOpType())
 		}
 	}
 	return nil
 }
 
-func lowerCompare(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerCompare(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	op := compareOps[n.GetOpType()]
-	x, err := input(n, in, 0)
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	y, err := input(n, in, 1)
+	y, err := graph.Input(n, in, 1)
 	if err != nil {
 		return nil, err
 	}
 	if err := refuseIntNodes(n, x, y); err != nil {
 		return nil, err
 	}
-	out, err := shape.Broadcast(x.shape, y.shape)
+	out, err := shape.Broadcast(x.Shape, y.Shape)
 	if err != nil {
-		return nil, nodeErr(n, "inputs %q and %q: %v", n.Input[0], n.Input[1], err)
+		return nil, graph.NodeErr(n, "inputs %q and %q: %v", n.Input[0], n.Input[1], err)
 	}
-	ia, ib := shape.NewBcast(x.shape, out), shape.NewBcast(y.shape, out)
+	ia, ib := shape.NewBcast(x.Shape, out), shape.NewBcast(y.Shape, out)
 	at := atB
-	if x.isConst() && y.isConst() {
+	if x.IsConst() && y.IsConst() {
 		t := &importer.Tensor{Name: n.Output[0], Type: importer.Bool, Shape: out, I64: make([]int64, shape.Numel(out))}
-		if !x.c.IsFloat() && !y.c.IsFloat() {
-			a, c := x.c.Int64s(), y.c.Int64s()
+		if !x.C.IsFloat() && !y.C.IsFloat() {
+			a, c := x.C.Int64s(), y.C.Int64s()
 			for i := range t.I64 {
 				t.I64[i] = boolElem(op.fi(a[at(ia, i)], c[at(ib, i)]))
 			}
 		} else {
-			a, c := x.c.Float64s(), y.c.Float64s()
+			a, c := x.C.Float64s(), y.C.Float64s()
 			for i := range t.I64 {
 				t.I64[i] = boolElem(op.f(a[at(ia, i)], c[at(ib, i)]))
 			}
 		}
-		return []*value{constValue(t)}, nil
+		return []*graph.Value{graph.ConstValue(t)}, nil
 	}
 	fwd := func(dst []float64, in [][]float64) {
 		a, c := in[0], in[1]
@@ -128,44 +129,44 @@ func lowerCompare(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 			}
 		})
 	}
-	r, err := b.fillingKernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x), b.node(y)}, out, fwd, nil, nil, fwd32, nil)
+	r, err := b.FillingKernel32(n.GetName(), n.GetOpType(), []graph.Node{b.Node(x), b.Node(y)}, out, fwd, nil, nil, fwd32, nil)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(r)}, nil
+	return []*graph.Value{graph.NodeValue(r)}, nil
 }
 
-func lowerNot(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerNot(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
 	if err := refuseIntNodes(n, x); err != nil {
 		return nil, err
 	}
-	if x.isConst() {
-		t := &importer.Tensor{Name: n.Output[0], Type: importer.Bool, Shape: append([]int{}, x.shape...), I64: make([]int64, shape.Numel(x.shape))}
-		if x.c.IsFloat() {
-			for i, v := range x.c.Float64s() {
+	if x.IsConst() {
+		t := &importer.Tensor{Name: n.Output[0], Type: importer.Bool, Shape: append([]int{}, x.Shape...), I64: make([]int64, shape.Numel(x.Shape))}
+		if x.C.IsFloat() {
+			for i, v := range x.C.Float64s() {
 				t.I64[i] = boolElem(v == 0)
 			}
 		} else {
-			for i, v := range x.c.Int64s() {
+			for i, v := range x.C.Int64s() {
 				t.I64[i] = boolElem(v == 0)
 			}
 		}
-		return []*value{constValue(t)}, nil
+		return []*graph.Value{graph.ConstValue(t)}, nil
 	}
 	r, err := boolOf(b, n, x, func(v float64) bool { return v == 0 })
 	if err != nil {
 		return nil, err
 	}
-	return []*value{r}, nil
+	return []*graph.Value{r}, nil
 }
 
 // boolOf adds a node computing the bool pred(x) of each element of the
 // run-time value x (1 or 0, no gradient): Not, Cast to BOOL.
-func boolOf(b *builder, n *onnxpb.NodeProto, x *value, pred func(float64) bool) (*value, error) {
+func boolOf(b *graph.Builder, n *onnxpb.NodeProto, x *graph.Value, pred func(float64) bool) (*graph.Value, error) {
 	fwd := func(dst []float64, in [][]float64) {
 		for i, v := range in[0] {
 			dst[i] = b2f(pred(v))
@@ -178,9 +179,9 @@ func boolOf(b *builder, n *onnxpb.NodeProto, x *value, pred func(float64) bool) 
 			}
 		})
 	}
-	r, err := b.fillingKernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, nil, nil, fwd32, nil)
+	r, err := b.FillingKernel32(n.GetName(), n.GetOpType(), []graph.Node{b.Node(x)}, x.Shape, fwd, nil, nil, fwd32, nil)
 	if err != nil {
 		return nil, err
 	}
-	return nodeValue(r), nil
+	return graph.NodeValue(r), nil
 }

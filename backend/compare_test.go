@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/ortcheck"
@@ -195,6 +196,6 @@ func TestCompareKernels32(t *testing.T) {
 	}
 	for i, c := range cases {
 		n := mkNode(c.op, "n", []string{"a", "b", "c"}[:len(c.shapes)], []string{"y"}, c.attrs...)
-		checkKernel32(t, lowerKernel(t, lookup(c.op, 16), n, c.shapes...), int64(i), 3)
+		checkKernel32(t, lowerKernel(t, graph.Lookup(c.op, 16), n, c.shapes...), int64(i), 3)
 	}
 }

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -12,99 +13,99 @@ import (
 // evenly (the last part smaller at 18 and later).
 
 func init() {
-	register("Concat", 1, lowerConcat)
-	register("Split", 1, lowerSplit)
-	register("Split", 13, lowerSplit)
+	graph.Register("Concat", 1, lowerConcat)
+	graph.Register("Split", 1, lowerSplit)
+	graph.Register("Split", 13, lowerSplit)
 }
 
-func lowerConcat(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	var ins []*value
+func lowerConcat(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	var ins []*graph.Value
 	for i := range in {
-		v, err := input(n, in, i)
+		v, err := graph.Input(n, in, i)
 		if err != nil {
 			return nil, err
 		}
 		ins = append(ins, v)
 	}
 	if len(ins) == 0 {
-		return nil, nodeErr(n, "no inputs")
+		return nil, graph.NodeErr(n, "no inputs")
 	}
-	r := len(ins[0].shape)
-	a, err := axisAttr(n, 0, r)
+	r := len(ins[0].Shape)
+	a, err := graph.AxisAttr(n, 0, r)
 	if err != nil {
 		return nil, err
 	}
-	out := append([]int{}, ins[0].shape...)
+	out := append([]int{}, ins[0].Shape...)
 	out[a] = 0
 	for i, v := range ins {
-		if len(v.shape) != r {
-			return nil, nodeErr(n, "input %d %q has rank %d, expected %d", i, n.Input[i], len(v.shape), r)
+		if len(v.Shape) != r {
+			return nil, graph.NodeErr(n, "input %d %q has rank %d, expected %d", i, n.Input[i], len(v.Shape), r)
 		}
-		for d := range v.shape {
-			if d != a && v.shape[d] != ins[0].shape[d] {
-				return nil, nodeErr(n, "input %d %q has shape %v, incompatible with %v on axis %d", i, n.Input[i], v.shape, ins[0].shape, a)
+		for d := range v.Shape {
+			if d != a && v.Shape[d] != ins[0].Shape[d] {
+				return nil, graph.NodeErr(n, "input %d %q has shape %v, incompatible with %v on axis %d", i, n.Input[i], v.Shape, ins[0].Shape, a)
 			}
 		}
-		out[a] += v.shape[a]
+		out[a] += v.Shape[a]
 	}
 	outer, inner := shape.Numel(out[:a]), shape.Numel(out[a+1:])
 	if v, ok, err := concatBlocks(b, n, ins, out, outer, inner, a); ok || err != nil {
 		if err != nil {
 			return nil, err
 		}
-		return []*value{v}, nil
+		return []*graph.Value{v}, nil
 	}
 	idx := make([]int, 0, shape.Numel(out))
 	for o := 0; o < outer; o++ {
 		off := 0
 		for _, v := range ins {
-			sz := v.shape[a] * inner
+			sz := v.Shape[a] * inner
 			base := off + o*sz
 			for j := 0; j < sz; j++ {
 				idx = append(idx, base+j)
 			}
-			off += shape.Numel(v.shape)
+			off += shape.Numel(v.Shape)
 		}
 	}
-	v, err := b.move(n, "Concat", ins, out, idx)
+	v, err := b.Move(n, "Concat", ins, out, idx)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{v}, nil
+	return []*graph.Value{v}, nil
 }
 
-func lowerSplit(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerSplit(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	a, err := axisAttr(n, 0, len(x.shape))
+	a, err := graph.AxisAttr(n, 0, len(x.Shape))
 	if err != nil {
 		return nil, err
 	}
 	var split []int64
-	if b.opset < 13 {
-		split, err = attrInts(n, "split", nil)
+	if b.Opset < 13 {
+		split, err = graph.AttrInts(n, "split", nil)
 	} else {
-		split, err = optConstInts(n, in, 1, "split")
+		split, err = graph.OptConstInts(n, in, 1, "split")
 	}
 	if err != nil {
 		return nil, err
 	}
-	dim := x.shape[a]
+	dim := x.Shape[a]
 	if split == nil {
 		k := int64(len(n.Output))
-		if b.opset >= 18 {
-			if k, err = attrInt(n, "num_outputs", k); err != nil {
+		if b.Opset >= 18 {
+			if k, err = graph.AttrInt(n, "num_outputs", k); err != nil {
 				return nil, err
 			}
 		}
 		if k <= 0 {
-			return nil, nodeErr(n, "cannot split into %d parts", k)
+			return nil, graph.NodeErr(n, "cannot split into %d parts", k)
 		}
 		part := (int64(dim) + k - 1) / k
-		if b.opset < 18 && int64(dim)%k != 0 {
-			return nil, nodeErr(n, "axis %d of size %d does not split evenly into %d outputs", a, dim, k)
+		if b.Opset < 18 && int64(dim)%k != 0 {
+			return nil, graph.NodeErr(n, "axis %d of size %d does not split evenly into %d outputs", a, dim, k)
 		}
 		for left := int64(dim); left > 0; left -= part {
 			split = append(split, min(part, left))
@@ -115,9 +116,9 @@ func lowerSplit(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		total += s
 	}
 	if total != int64(dim) || len(split) != len(n.Output) {
-		return nil, nodeErr(n, "split %v does not cover axis %d of size %d with %d outputs", split, a, dim, len(n.Output))
+		return nil, graph.NodeErr(n, "split %v does not cover axis %d of size %d with %d outputs", split, a, dim, len(n.Output))
 	}
-	var outs []*value
+	var outs []*graph.Value
 	start := 0
 	for _, s := range split {
 		v, err := splitPiece(b, n, "Split", x, a, start, int(s))
@@ -135,24 +136,24 @@ func lowerSplit(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 // values), in float32 for float32 graphs: no index array, no float64
 // copies. ok is false for constants and integer inputs, which b.move
 // handles.
-func concatBlocks(b *builder, n *onnxpb.NodeProto, ins []*value, out []int, outer, inner, a int) (*value, bool, error) {
+func concatBlocks(b *graph.Builder, n *onnxpb.NodeProto, ins []*graph.Value, out []int, outer, inner, a int) (*graph.Value, bool, error) {
 	for _, v := range ins {
-		if isIntNode(v) {
+		if graph.IsIntNode(v) {
 			return nil, false, nil
 		}
 	}
 	allConst := true
 	for _, v := range ins {
-		allConst = allConst && v.isConst()
+		allConst = allConst && v.IsConst()
 	}
 	if allConst {
 		return nil, false, nil
 	}
-	nodes := make([]gnode, len(ins))
+	nodes := make([]graph.Node, len(ins))
 	sizes := make([]int, len(ins)) // per input: values per outer index
 	for i, v := range ins {
-		nodes[i] = b.node(v)
-		sizes[i] = v.shape[a] * inner
+		nodes[i] = b.Node(v)
+		sizes[i] = v.Shape[a] * inner
 	}
 	fwd := func(dst []float64, in [][]float64) { concatFwd(dst, in, sizes, outer) }
 	bwd := func(k int, dst []float64, _ [][]float64, _, grad []float64) { concatBwd(k, dst, grad, sizes, outer) }
@@ -161,11 +162,11 @@ func concatBlocks(b *builder, n *onnxpb.NodeProto, ins []*value, out []int, oute
 		concatBwd(k, dst, grad, sizes, outer)
 		return true
 	}
-	r, err := b.fillingKernel32(n.GetName(), "Concat", nodes, out, fwd, bwd, nil, fwd32, bwd32)
+	r, err := b.FillingKernel32(n.GetName(), "Concat", nodes, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, true, err
 	}
-	return nodeValue(r), true, nil
+	return graph.NodeValue(r), true, nil
 }
 
 // concatFwd copies, per outer index, each input's block into dst, the

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -11,97 +12,97 @@ import (
 // strides. 1-D and 2-D convolutions are supported (kernels.Conv).
 
 func init() {
-	register("Conv", 1, lowerConv)
+	graph.Register("Conv", 1, lowerConv)
 }
 
-func lowerConv(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerConv(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	x, w, bias, p, err := convOperands(b, n, in)
 	if err != nil {
 		return nil, err
 	}
-	y, err := kernels.Conv(b.node(x), b.node(w), bias, p)
+	y, err := kernels.Conv(b.Node(x), b.Node(w), bias, p)
 	if err != nil {
-		return nil, nodeErr(n, "%v", err)
+		return nil, graph.NodeErr(n, "%v", err)
 	}
-	b.winoScratch = max(b.winoScratch, kernels.WinogradScratchBytes(x.shape, w.shape, p))
-	band, batch, cache := kernels.ColScratchBytes(x.shape, w.shape, p)
-	b.colBand, b.colBatch, b.colCache = max(b.colBand, band), max(b.colBatch, batch), b.colCache+cache
-	return []*value{nodeValue(y)}, nil
+	b.WinoScratch = max(b.WinoScratch, kernels.WinogradScratchBytes(x.Shape, w.Shape, p))
+	band, batch, cache := kernels.ColScratchBytes(x.Shape, w.Shape, p)
+	b.ColBand, b.ColBatch, b.ColCache = max(b.ColBand, band), max(b.ColBatch, batch), b.ColCache+cache
+	return []*graph.Value{graph.NodeValue(y)}, nil
 }
 
 // convOperands reads Conv node n's input X, filter W, bias (nil when
 // omitted) and parameters.
-func convOperands(b *builder, n *onnxpb.NodeProto, in []*value) (x, w *value, bias gnode, p kernels.ConvParams, err error) {
-	if x, err = input(n, in, 0); err != nil {
+func convOperands(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) (x, w *graph.Value, bias graph.Node, p kernels.ConvParams, err error) {
+	if x, err = graph.Input(n, in, 0); err != nil {
 		return
 	}
-	if w, err = input(n, in, 1); err != nil {
+	if w, err = graph.Input(n, in, 1); err != nil {
 		return
 	}
 	var v []int64
-	if v, err = attrInts(n, "strides", nil); err != nil {
+	if v, err = graph.AttrInts(n, "strides", nil); err != nil {
 		return
 	}
-	p.Strides = ints(v)
-	if v, err = attrInts(n, "pads", nil); err != nil {
+	p.Strides = graph.Ints(v)
+	if v, err = graph.AttrInts(n, "pads", nil); err != nil {
 		return
 	}
-	p.Pads = ints(v)
-	if v, err = attrInts(n, "dilations", nil); err != nil {
+	p.Pads = graph.Ints(v)
+	if v, err = graph.AttrInts(n, "dilations", nil); err != nil {
 		return
 	}
-	p.Dilations = ints(v)
-	g, err := attrInt(n, "group", 1)
+	p.Dilations = graph.Ints(v)
+	g, err := graph.AttrInt(n, "group", 1)
 	if err != nil {
 		return
 	}
 	p.Group = int(g)
-	if p.AutoPad, err = attrString(n, "auto_pad", kernels.AutoPadNotSet); err != nil {
+	if p.AutoPad, err = graph.AttrString(n, "auto_pad", kernels.AutoPadNotSet); err != nil {
 		return
 	}
-	k, err := attrInts(n, "kernel_shape", nil)
+	k, err := graph.AttrInts(n, "kernel_shape", nil)
 	if err != nil {
 		return
 	}
 	for i, kv := range k {
-		if 2+i >= len(w.shape) || int(kv) != w.shape[2+i] {
-			err = nodeErr(n, "kernel_shape %v does not match W of shape %v", k, w.shape)
+		if 2+i >= len(w.Shape) || int(kv) != w.Shape[2+i] {
+			err = graph.NodeErr(n, "kernel_shape %v does not match W of shape %v", k, w.Shape)
 			return
 		}
 	}
-	if bv := optInput(in, 2); bv != nil {
-		bias = b.node(bv)
+	if bv := graph.OptInput(in, 2); bv != nil {
+		bias = b.Node(bv)
 	}
 	return x, w, bias, p, nil
 }
 
-func init() { registerFused(rewrite.ConvConcat, lowerFusedConvConcat) }
+func init() { graph.RegisterFused(rewrite.ConvConcat, lowerFusedConvConcat) }
 
 // lowerFusedConvConcat lowers a fused ConvConcat (rewrite.ConvConcat: a
 // Conv of a Concat's result) over the Concat's parts (kernels.ConvConcat),
 // which is then not formed unless something else reads it, where the
 // Concat is a kernel along the channels of 4-D values and the Conv is
 // pointwise (kernels.PointwiseConv); as the Conv otherwise.
-func lowerFusedConvConcat(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerFusedConvConcat(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	k := len(rewrite.Fallback(n).Input)
 	x, parts := in[0], in[k:]
-	if x == nil || len(x.shape) != 4 || !concatOfChannels(x, rewrite.AttrInt(n, rewrite.AttrConcatAxis, 0)) {
-		return b.lowerFallback(n, in)
+	if x == nil || len(x.Shape) != 4 || !concatOfChannels(x, rewrite.AttrInt(n, rewrite.AttrConcatAxis, 0)) {
+		return b.LowerFallback(n, in)
 	}
 	_, w, bias, p, err := convOperands(b, rewrite.Fallback(n), in[:k])
-	if err != nil || !kernels.PointwiseConv(x.shape, w.shape, p) {
-		return b.lowerFallback(n, in)
+	if err != nil || !kernels.PointwiseConv(x.Shape, w.Shape, p) {
+		return b.LowerFallback(n, in)
 	}
-	nodes := make([]gnode, len(parts))
+	nodes := make([]graph.Node, len(parts))
 	for i, v := range parts {
 		if v == nil {
-			return b.lowerFallback(n, in)
+			return b.LowerFallback(n, in)
 		}
-		nodes[i] = b.node(v)
+		nodes[i] = b.Node(v)
 	}
-	y, err := kernels.ConvConcat(nodes, b.node(w), bias, p)
+	y, err := kernels.ConvConcat(nodes, b.Node(w), bias, p)
 	if err != nil {
-		return nil, nodeErr(n, "%v", err)
+		return nil, graph.NodeErr(n, "%v", err)
 	}
-	return []*value{nodeValue(y)}, nil
+	return []*graph.Value{graph.NodeValue(y)}, nil
 }

@@ -132,8 +132,8 @@ func TestFuseConcatConvGraph(t *testing.T) {
 			if both && got["cat"] == nil {
 				t.Fatal("the Concat read by the caller is not an output")
 			}
-			if y := testGraph(t, m, feeds, nil).vals["y"]; !strings.HasPrefix(y.n.Op().String(), "ConvConcat{") {
-				t.Fatalf("y is computed by %v, not the fused op", y.n.Op())
+			if y := testGraph(t, m, feeds, nil).Vals["y"]; !strings.HasPrefix(y.N.Op().String(), "ConvConcat{") {
+				t.Fatalf("y is computed by %v, not the fused op", y.N.Op())
 			}
 			gradCheck(t, m, feeds, "a", 1e-6)
 			gradCheck(t, m, feeds, "w", 1e-6)

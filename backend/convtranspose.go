@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -13,7 +14,7 @@ import (
 // for every attribute combination, not tuned for speed.
 
 func init() {
-	register("ConvTranspose", 1, lowerConvTranspose)
+	graph.Register("ConvTranspose", 1, lowerConvTranspose)
 }
 
 // convTParams are the resolved geometry of a 2-D ConvTranspose (1-D is
@@ -28,26 +29,26 @@ type convTParams struct {
 	hasBias, oneDim bool
 }
 
-func lowerConvTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerConvTranspose(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	w, err := input(n, in, 1)
+	w, err := graph.Input(n, in, 1)
 	if err != nil {
 		return nil, err
 	}
-	bv := optInput(in, 2)
-	r := len(x.shape)
+	bv := graph.OptInput(in, 2)
+	r := len(x.Shape)
 	if r != 3 && r != 4 {
-		return nil, b.limitErr(n, "input of rank %d (only 1-D and 2-D ConvTranspose, rank 3 or 4)", r)
+		return nil, b.LimitErr(n, "input of rank %d (only 1-D and 2-D ConvTranspose, rank 3 or 4)", r)
 	}
-	if len(w.shape) != r {
-		return nil, nodeErr(n, "W has shape %v, expected rank %d like X %v", w.shape, r, x.shape)
+	if len(w.Shape) != r {
+		return nil, graph.NodeErr(n, "W has shape %v, expected rank %d like X %v", w.Shape, r, x.Shape)
 	}
 	sp := r - 2
 	get := func(name string, def int64) ([]int, error) {
-		v, err := attrInts(n, name, nil)
+		v, err := graph.AttrInts(n, name, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +59,7 @@ func lowerConvTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value,
 			}
 			return out, nil
 		}
-		return ints(v), nil
+		return graph.Ints(v), nil
 	}
 	strides, err := get("strides", 1)
 	if err != nil {
@@ -72,52 +73,52 @@ func lowerConvTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value,
 	if err != nil {
 		return nil, err
 	}
-	pads, err := attrInts(n, "pads", nil)
+	pads, err := graph.AttrInts(n, "pads", nil)
 	if err != nil {
 		return nil, err
 	}
-	oshape, err := attrInts(n, "output_shape", nil)
+	oshape, err := graph.AttrInts(n, "output_shape", nil)
 	if err != nil {
 		return nil, err
 	}
-	autoPad, err := attrString(n, "auto_pad", "NOTSET")
+	autoPad, err := graph.AttrString(n, "auto_pad", "NOTSET")
 	if err != nil {
 		return nil, err
 	}
-	group, err := attrInt(n, "group", 1)
+	group, err := graph.AttrInt(n, "group", 1)
 	if err != nil {
 		return nil, err
 	}
 	if len(strides) != sp || len(dil) != sp || len(opad) != sp {
-		return nil, nodeErr(n, "strides %v, dilations %v, output_padding %v: expected %d values each", strides, dil, opad, sp)
+		return nil, graph.NodeErr(n, "strides %v, dilations %v, output_padding %v: expected %d values each", strides, dil, opad, sp)
 	}
-	if k, err := attrInts(n, "kernel_shape", nil); err != nil {
+	if k, err := graph.AttrInts(n, "kernel_shape", nil); err != nil {
 		return nil, err
 	} else if k != nil {
 		for i, kv := range k {
-			if i >= sp || int(kv) != w.shape[2+i] {
-				return nil, nodeErr(n, "kernel_shape %v does not match W of shape %v", k, w.shape)
+			if i >= sp || int(kv) != w.Shape[2+i] {
+				return nil, graph.NodeErr(n, "kernel_shape %v does not match W of shape %v", k, w.Shape)
 			}
 		}
 	}
 	g := int(group)
-	if g < 1 || x.shape[1] != w.shape[0] || x.shape[1]%g != 0 {
-		return nil, nodeErr(n, "X %v, W %v, group %d: expected W[0] = C divisible by group", x.shape, w.shape, g)
+	if g < 1 || x.Shape[1] != w.Shape[0] || x.Shape[1]%g != 0 {
+		return nil, graph.NodeErr(n, "X %v, W %v, group %d: expected W[0] = C divisible by group", x.Shape, w.Shape, g)
 	}
-	m := w.shape[1] * g
-	if bv != nil && (len(bv.shape) != 1 || bv.shape[0] != m) {
-		return nil, nodeErr(n, "B has shape %v, expected [%d]", bv.shape, m)
+	m := w.Shape[1] * g
+	if bv != nil && (len(bv.Shape) != 1 || bv.Shape[0] != m) {
+		return nil, graph.NodeErr(n, "B has shape %v, expected [%d]", bv.Shape, m)
 	}
 	// Resolve pads (begin..., end...) and the output size per axis.
 	begin, end := make([]int, sp), make([]int, sp)
 	out := make([]int, sp)
 	for i := 0; i < sp; i++ {
-		in, k := x.shape[2+i], (w.shape[2+i]-1)*dil[i]+1
+		in, k := x.Shape[2+i], (w.Shape[2+i]-1)*dil[i]+1
 		full := strides[i]*(in-1) + opad[i] + k
 		switch {
 		case oshape != nil:
 			if len(oshape) != sp {
-				return nil, nodeErr(n, "output_shape %v: expected %d values", oshape, sp)
+				return nil, graph.NodeErr(n, "output_shape %v: expected %d values", oshape, sp)
 			}
 			// A negative total (output_shape beyond the full output)
 			// pads the output with zeros, as output_padding would; the
@@ -140,34 +141,34 @@ func lowerConvTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value,
 		case autoPad == "NOTSET":
 			if pads != nil {
 				if len(pads) != 2*sp {
-					return nil, nodeErr(n, "pads %v: expected %d values", pads, 2*sp)
+					return nil, graph.NodeErr(n, "pads %v: expected %d values", pads, 2*sp)
 				}
 				begin[i], end[i] = int(pads[i]), int(pads[sp+i])
 			}
 		default:
-			return nil, nodeErr(n, "auto_pad %q: expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", autoPad)
+			return nil, graph.NodeErr(n, "auto_pad %q: expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", autoPad)
 		}
 		out[i] = full - begin[i] - end[i]
 		if out[i] < 1 {
-			return nil, nodeErr(n, "output size %d on spatial axis %d (input %v, W %v, pads %v %v)", out[i], i, x.shape, w.shape, begin, end)
+			return nil, graph.NodeErr(n, "output size %d on spatial axis %d (input %v, W %v, pads %v %v)", out[i], i, x.Shape, w.Shape, begin, end)
 		}
 	}
-	p := convTParams{n: x.shape[0], c: x.shape[1], m: m, g: g, cPerG: x.shape[1] / g, mPerG: w.shape[1],
+	p := convTParams{n: x.Shape[0], c: x.Shape[1], m: m, g: g, cPerG: x.Shape[1] / g, mPerG: w.Shape[1],
 		h: 1, kh: 1, oh: 1, sh: 1, dh: 1, hasBias: bv != nil, oneDim: sp == 1}
 	if sp == 2 {
-		p.h, p.kh, p.oh, p.sh, p.dh, p.pt = x.shape[2], w.shape[2], out[0], strides[0], dil[0], begin[0]
+		p.h, p.kh, p.oh, p.sh, p.dh, p.pt = x.Shape[2], w.Shape[2], out[0], strides[0], dil[0], begin[0]
 	}
-	p.w, p.kw, p.ow, p.sw, p.dw, p.pl = x.shape[r-1], w.shape[r-1], out[sp-1], strides[sp-1], dil[sp-1], begin[sp-1]
+	p.w, p.kw, p.ow, p.sw, p.dw, p.pl = x.Shape[r-1], w.Shape[r-1], out[sp-1], strides[sp-1], dil[sp-1], begin[sp-1]
 	yShape := append([]int{p.n, m}, out...)
-	nodes := []gnode{b.node(x), b.node(w)}
+	nodes := []graph.Node{b.Node(x), b.Node(w)}
 	if bv != nil {
-		nodes = append(nodes, b.node(bv))
+		nodes = append(nodes, b.Node(bv))
 	}
-	y, err := b.kernel(n.GetName(), "ConvTranspose", nodes, yShape, p.forward, p.backward, nil)
+	y, err := b.Kernel(n.GetName(), "ConvTranspose", nodes, yShape, p.forward, p.backward, nil)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(y)}, nil
+	return []*graph.Value{graph.NodeValue(y)}, nil
 }
 
 // each calls f(xi, wi, yi) for every input element, kernel tap and output

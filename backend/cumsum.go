@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -14,53 +15,53 @@ import (
 // gradient of a running sum is the running sum of the output gradient in
 // the other direction, with the same exclusive.
 
-func init() { register("CumSum", 11, lowerCumSum) }
+func init() { graph.Register("CumSum", 11, lowerCumSum) }
 
-func lowerCumSum(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerCumSum(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
 	if err := refuseIntNodes(n, x); err != nil {
 		return nil, err
 	}
-	at, err := constInput(n, in, 1, "axis")
+	at, err := graph.ConstInput(n, in, 1, "axis")
 	if err != nil {
 		return nil, err
 	}
 	if at.Len() != 1 || len(at.Shape) > 1 {
-		return nil, nodeErr(n, "axis %q has shape %v, expected a scalar", n.Input[1], at.Shape)
+		return nil, graph.NodeErr(n, "axis %q has shape %v, expected a scalar", n.Input[1], at.Shape)
 	}
-	exclusive, err := attrInt(n, "exclusive", 0)
+	exclusive, err := graph.AttrInt(n, "exclusive", 0)
 	if err != nil {
 		return nil, err
 	}
-	reverse, err := attrInt(n, "reverse", 0)
+	reverse, err := graph.AttrInt(n, "reverse", 0)
 	if err != nil {
 		return nil, err
 	}
-	axis, err := normAxis(n, at.Int64s()[0], len(x.shape))
+	axis, err := graph.NormAxis(n, at.Int64s()[0], len(x.Shape))
 	if err != nil {
 		return nil, err
 	}
-	outer, d, inner := 1, x.shape[axis], 1
-	for _, s := range x.shape[:axis] {
+	outer, d, inner := 1, x.Shape[axis], 1
+	for _, s := range x.Shape[:axis] {
 		outer *= s
 	}
-	for _, s := range x.shape[axis+1:] {
+	for _, s := range x.Shape[axis+1:] {
 		inner *= s
 	}
 	excl, rev := exclusive != 0, reverse != 0
-	if x.isConst() {
-		t := &importer.Tensor{Name: n.Output[0], Type: x.c.Type, Shape: append([]int{}, x.shape...)}
-		if x.c.IsFloat() {
-			t.Type, t.F64 = importer.Float64, make([]float64, x.c.Len())
-			cumSum(t.F64, x.c.Float64s(), outer, d, inner, excl, rev)
+	if x.IsConst() {
+		t := &importer.Tensor{Name: n.Output[0], Type: x.C.Type, Shape: append([]int{}, x.Shape...)}
+		if x.C.IsFloat() {
+			t.Type, t.F64 = importer.Float64, make([]float64, x.C.Len())
+			cumSum(t.F64, x.C.Float64s(), outer, d, inner, excl, rev)
 		} else {
-			t.I64 = make([]int64, x.c.Len())
-			cumSum(t.I64, x.c.Int64s(), outer, d, inner, excl, rev)
+			t.I64 = make([]int64, x.C.Len())
+			cumSum(t.I64, x.C.Int64s(), outer, d, inner, excl, rev)
 		}
-		return []*value{constValue(t)}, nil
+		return []*graph.Value{graph.ConstValue(t)}, nil
 	}
 	fwd := func(dst []float64, in [][]float64) { cumSum(dst, in[0], outer, d, inner, excl, rev) }
 	bwd := func(_ int, dst []float64, _ [][]float64, _, g []float64) { cumSum(dst, g, outer, d, inner, excl, !rev) }
@@ -69,13 +70,13 @@ func lowerCumSum(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 		cumSum32(dst, g, outer, d, inner, excl, !rev)
 		return true
 	}
-	r, err := b.fillingKernel32(n.GetName(), "CumSum", []gnode{b.node(x)}, x.shape, fwd, bwd, nil, fwd32, bwd32)
+	r, err := b.FillingKernel32(n.GetName(), "CumSum", []graph.Node{b.Node(x)}, x.Shape, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
 	// The gradient reads only the output gradient.
-	r.Op().(*kernelOp).gradReads = []bool{false, false, true}
-	return []*value{nodeValue(r)}, nil
+	r.Op().(*graph.KernelOp).GradReads = []bool{false, false, true}
+	return []*graph.Value{graph.NodeValue(r)}, nil
 }
 
 // cumSum writes into dst the running sums of src ([outer, d, inner]

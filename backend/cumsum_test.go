@@ -9,6 +9,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -79,14 +80,14 @@ func TestCumSumGrad(t *testing.T) {
 func TestCumSumKernel32(t *testing.T) {
 	for i, a := range cumSumAttrs {
 		n := mkNode("CumSum", "c", []string{"x", "axis"}, []string{"y"}, a.attrs...)
-		b := newBuilder(tensor.Float32, 14)
-		x := nodeValue(G.NewTensor(b.g, tensor.Float32, 3, G.WithShape(3, 70, 2), G.WithName("x")))
-		axis := constValue(&importer.Tensor{Name: "axis", Type: importer.Int64, Shape: []int{}, I64: []int64{1}})
-		out, err := lowerCumSum(b, n, []*value{x, axis})
+		b := graph.NewBuilder(tensor.Float32, 14)
+		x := graph.NodeValue(G.NewTensor(b.Graph, tensor.Float32, 3, G.WithShape(3, 70, 2), G.WithName("x")))
+		axis := graph.ConstValue(&importer.Tensor{Name: "axis", Type: importer.Int64, Shape: []int{}, I64: []int64{1}})
+		out, err := lowerCumSum(b, n, []*graph.Value{x, axis})
 		if err != nil {
 			t.Fatal(err)
 		}
-		op := out[0].n.Op().(*kernelOp)
+		op := out[0].N.Op().(*graph.KernelOp)
 		checkKernel32(t, op, int64(i), 3)
 	}
 }

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -10,42 +11,42 @@ import (
 // depends only on its input's shape, as a constant.
 
 func init() {
-	register("DepthToSpace", 1, lowerDepthSpace)
-	register("SpaceToDepth", 1, lowerDepthSpace)
-	register("EyeLike", 9, lowerEyeLike)
+	graph.Register("DepthToSpace", 1, lowerDepthSpace)
+	graph.Register("SpaceToDepth", 1, lowerDepthSpace)
+	graph.Register("EyeLike", 9, lowerEyeLike)
 }
 
-func lowerDepthSpace(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerDepthSpace(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	bs, err := attrInt(n, "blocksize", 0)
+	bs, err := graph.AttrInt(n, "blocksize", 0)
 	if err != nil {
 		return nil, err
 	}
-	mode, err := attrString(n, "mode", "DCR")
+	mode, err := graph.AttrString(n, "mode", "DCR")
 	if err != nil {
 		return nil, err
 	}
-	if len(x.shape) != 4 || bs < 1 {
-		return nil, nodeErr(n, "input %q of shape %v with blocksize %d: expected N×C×H×W and blocksize >= 1 (opset %d)", n.Input[0], x.shape, bs, b.opset)
+	if len(x.Shape) != 4 || bs < 1 {
+		return nil, graph.NodeErr(n, "input %q of shape %v with blocksize %d: expected N×C×H×W and blocksize >= 1 (opset %d)", n.Input[0], x.Shape, bs, b.Opset)
 	}
 	if mode != "DCR" && mode != "CRD" {
-		return nil, nodeErr(n, "mode %q: expected DCR or CRD (opset %d)", mode, b.opset)
+		return nil, graph.NodeErr(n, "mode %q: expected DCR or CRD (opset %d)", mode, b.Opset)
 	}
 	B := int(bs)
-	N, C, H, W := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+	N, C, H, W := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
 	toSpace := n.GetOpType() == "DepthToSpace"
 	// Work in the depth layout (N, Cd, Hd, Wd) → space layout (N, Cs, Hd·B, Wd·B).
 	Cd, Hd, Wd := C, H, W
 	if !toSpace {
 		if H%B != 0 || W%B != 0 {
-			return nil, nodeErr(n, "spatial dims %dx%d not divisible by blocksize %d", H, W, B)
+			return nil, graph.NodeErr(n, "spatial dims %dx%d not divisible by blocksize %d", H, W, B)
 		}
 		Cd, Hd, Wd = C*B*B, H/B, W/B
 	} else if C%(B*B) != 0 {
-		return nil, nodeErr(n, "channels %d not divisible by blocksize² %d", C, B*B)
+		return nil, graph.NodeErr(n, "channels %d not divisible by blocksize² %d", C, B*B)
 	}
 	Cs := Cd / (B * B)
 	depthIdx := func(nn, c, h, w, i, j int) int { // depth-layout index of space (nn, c, h·B+i, w·B+j)
@@ -81,33 +82,33 @@ func lowerDepthSpace(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, er
 	if !toSpace {
 		out = []int{N, Cd, Hd, Wd}
 	}
-	v, err := b.move(n, n.GetOpType(), []*value{x}, out, idx)
+	v, err := b.Move(n, n.GetOpType(), []*graph.Value{x}, out, idx)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{v}, nil
+	return []*graph.Value{v}, nil
 }
 
-func lowerEyeLike(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerEyeLike(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	k, err := attrInt(n, "k", 0)
+	k, err := graph.AttrInt(n, "k", 0)
 	if err != nil {
 		return nil, err
 	}
-	if len(x.shape) != 2 {
-		return nil, nodeErr(n, "input %q of shape %v: expected 2-D (opset %d)", n.Input[0], x.shape, b.opset)
+	if len(x.Shape) != 2 {
+		return nil, graph.NodeErr(n, "input %q of shape %v: expected 2-D (opset %d)", n.Input[0], x.Shape, b.Opset)
 	}
 	dt := int64(importer.Float32)
-	if x.isConst() {
-		dt = int64(x.c.Type)
+	if x.IsConst() {
+		dt = int64(x.C.Type)
 	}
-	if dt, err = attrInt(n, "dtype", dt); err != nil {
+	if dt, err = graph.AttrInt(n, "dtype", dt); err != nil {
 		return nil, err
 	}
-	rows, cols := x.shape[0], x.shape[1]
+	rows, cols := x.Shape[0], x.Shape[1]
 	t := &importer.Tensor{Name: n.Output[0], Type: importer.DataType(dt), Shape: []int{rows, cols}}
 	vals := make([]int64, rows*cols)
 	for i := 0; i < rows; i++ {
@@ -124,5 +125,5 @@ func lowerEyeLike(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	default:
 		t.I64 = vals
 	}
-	return []*value{constValue(t)}, nil
+	return []*graph.Value{graph.ConstValue(t)}, nil
 }

@@ -10,6 +10,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
@@ -21,38 +22,38 @@ import (
 // copies losses and gradients into one fresh buffer (Gorgonia reuses
 // buffers of dead values, so values are read only from the sink).
 func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
-	b := c.bt.b
+	b := c.bt.B
 	for i, t := range md.tasks {
 		h := lossHeads[t.Loss]
-		out := c.bt.vals[t.Output]
-		var tg gnode
+		out := c.bt.Vals[t.Output]
+		var tg graph.Node
 		if t.Loss != "output" {
-			want, err := h.targetShape(out.shape)
+			want, err := h.targetShape(out.Shape)
 			if err != nil {
 				return fmt.Errorf("%s %q: output %q: %v", md.kind(i), t.Name, t.Output, err)
 			}
 			if !shape.Equal(targets[t.Target], want) {
 				return fmt.Errorf("%s %q: target array %q has shape %v, expected %v", md.kind(i), t.Name, t.Target, targets[t.Target], want)
 			}
-			tg = b.input(fmt.Sprintf("target#%d:%s", i, t.Target), want)
+			tg = b.InputNode(fmt.Sprintf("target#%d:%s", i, t.Target), want)
 		}
-		l, err := h.build(b, t, out.n, tg)
+		l, err := h.build(b, t, out.N, tg)
 		if err != nil {
 			return fmt.Errorf("%s %q: %w", md.kind(i), t.Name, err)
 		}
 		c.targets = append(c.targets, tg)
 		c.losses = append(c.losses, l)
-		c.u = append(c.u, b.input(fmt.Sprintf("u#%d", i), nil))
+		c.u = append(c.u, b.InputNode(fmt.Sprintf("u#%d", i), nil))
 	}
 	// Which parameters reach which losses through differentiable inputs.
-	reach := make([]map[gnode]bool, len(c.losses))
+	reach := make([]map[graph.Node]bool, len(c.losses))
 	for i, l := range c.losses {
-		reach[i] = diffAncestors(b.g, l)
+		reach[i] = diffAncestors(b.Graph, l)
 	}
 	var outs, gouts, wrt G.Nodes
 	for i, l := range c.losses {
 		has := false
-		for _, p := range c.bt.params {
+		for _, p := range c.bt.Params {
 			has = has || reach[i][p]
 		}
 		c.hasGrad = append(c.hasGrad, has)
@@ -61,7 +62,7 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 		}
 	}
 	for j, p := range md.params {
-		n := c.bt.params[p.Name]
+		n := c.bt.Params[p.Name]
 		for i := range c.losses {
 			if reach[i][n] {
 				c.wrt = append(c.wrt, j)
@@ -80,14 +81,14 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 		c.grads = grads
 	}
 	var err error
-	if c.sink, err = concatSink(b, "sink", sinkIn); err != nil {
+	if c.sink, err = graph.ConcatSink(b, "sink", sinkIn); err != nil {
 		return err
 	}
-	if c.lossOut, err = concatSink(b, "losses", c.losses); err != nil {
+	if c.lossOut, err = graph.ConcatSink(b, "losses", c.losses); err != nil {
 		return err
 	}
 	roots := append(append(G.Nodes{}, c.losses...), c.grads...)
-	if c.prog, err = newProgram(b.g, roots, c.u); err != nil {
+	if c.prog, err = newProgram(b.Graph, roots, c.u); err != nil {
 		return fmt.Errorf("planning execution: %w", err)
 	}
 	c.prog.pool = md.bufPool()
@@ -98,14 +99,14 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 
 // diffAncestors returns the nodes from which root is reached through
 // differentiable op inputs.
-func diffAncestors(g *G.ExprGraph, root gnode) map[gnode]bool {
-	seen := map[gnode]bool{root: true}
-	stack := []gnode{root}
+func diffAncestors(g *G.ExprGraph, root graph.Node) map[graph.Node]bool {
+	seen := map[graph.Node]bool{root: true}
+	stack := []graph.Node{root}
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		it := g.From(n.ID())
-		var children []gnode
+		var children []graph.Node
 		for it.Next() {
 			children = append(children, it.Node().(*G.Node))
 		}
@@ -124,21 +125,6 @@ func diffAncestors(g *G.ExprGraph, root gnode) map[gnode]bool {
 		}
 	}
 	return seen
-}
-
-// concatSink adds a kernel copying the flat values of ns into one vector.
-// It has no gradient.
-func concatSink(b *builder, name string, ns G.Nodes) (gnode, error) {
-	total := 0
-	for _, n := range ns {
-		total += shape.Numel(n.Shape())
-	}
-	return b.kernel(name, "sink", ns, []int{total}, func(dst []float64, in [][]float64) {
-		off := 0
-		for _, d := range in {
-			off += copy(dst[off:], d)
-		}
-	}, nil, nil)
 }
 
 // Evaluate computes the task losses on batch into losses and, when jac is
@@ -210,11 +196,11 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 	bt := c.bt
 	for _, p := range md.params {
 		v := md.theta[p.Offset : p.Offset+shape.Numel(p.Shape)]
-		if err := c.bindParam(bt.params[p.Name], md.dt, p.Shape, v); err != nil {
+		if err := c.bindParam(bt.Params[p.Name], md.dt, p.Shape, v); err != nil {
 			return fmt.Errorf("backend: parameter %q: %w", p.Name, err)
 		}
 	}
-	for name, n := range bt.inputs {
+	for name, n := range bt.Inputs {
 		a := batch[name]
 		if err := c.bind(n, md.dt, a.Shape, a.F32, a); err != nil {
 			return fmt.Errorf("backend: model input %q: %w", name, err)
@@ -238,7 +224,7 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 	md.times.Forward = time.Since(start)
 	all := make([]float64, len(c.losses))
 	for i, l := range c.losses {
-		d, err := valueFloats(c.prog.value(l))
+		d, err := graph.ValueFloats(c.prog.value(l))
 		if err != nil {
 			return fmt.Errorf("backend: reading losses: %w", err)
 		}
@@ -359,7 +345,7 @@ func (md *Model) gradGaps(c *compiled) [][2]int {
 // rounding float64 values to float32; long float32 ones on all cores.
 func copyFloats32(dst []float32, v G.Value) error {
 	if t, ok := v.(*tensor.Dense); ok && !t.RequiresIterator() {
-		if d, ok := data32(t); ok {
+		if d, ok := graph.Data32(t); ok {
 			if len(d) != len(dst) {
 				return fmt.Errorf("%d values, expected %d", len(d), len(dst))
 			}
@@ -370,7 +356,7 @@ func copyFloats32(dst []float32, v G.Value) error {
 			return nil
 		}
 	}
-	d, err := valueFloats(v)
+	d, err := graph.ValueFloats(v)
 	if err != nil {
 		return err
 	}

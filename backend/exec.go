@@ -10,6 +10,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
@@ -49,7 +50,7 @@ import (
 // its first reader; a backward value lives until its last
 // use in its task's pass, a root until the pass ends. Where a value dies,
 // the buffer it lives in returns to the program's pool when it is one of
-// ours: the result of a float32 kernel node (kernelOp, kernelGradOp), of
+// ours: the result of a float32 kernel node (graph.KernelOp, graph.KernelGradOp), of
 // Gorgonia's addition of two float32 tensors (add32), or of a kernels node
 // writing into a given buffer (kernels.fnOp.DoInto: Conv and its input
 // gradient, pooling gradients, BatchNorm…). Those ops write a fresh
@@ -59,17 +60,17 @@ import (
 // inputs) are never pooled, and keep every value they read alive as long
 // as they live (plan.go's alias rule), so a view never outlives its data.
 type program struct {
-	nodes  []gnode   // every needed node, in execution order
-	args   [][]int   // per node: positions of its children in nodes
-	fwd    []int     // op nodes of the forward segment, in order
-	bwd    []int     // op nodes of the backward segment, in order
-	leafs  []int     // input nodes (no op) other than u
-	u      []int     // positions of the u nodes (-1 when not needed)
-	deps   [][]bool  // per node: which u nodes it depends on
-	zeros  []G.Value // per node: its zero value, made on first use
+	nodes  []graph.Node // every needed node, in execution order
+	args   [][]int      // per node: positions of its children in nodes
+	fwd    []int        // op nodes of the forward segment, in order
+	bwd    []int        // op nodes of the backward segment, in order
+	leafs  []int        // input nodes (no op) other than u
+	u      []int        // positions of the u nodes (-1 when not needed)
+	deps   [][]bool     // per node: which u nodes it depends on
+	zeros  []G.Value    // per node: its zero value, made on first use
 	vals   []G.Value
 	adds   []bool // per node: Gorgonia's element-wise tensor addition (gradient sums)
-	pos    map[gnode]int
+	pos    map[graph.Node]int
 	roots  []bool  // per node: read by the caller after a pass
 	shapes [][]int // per node: its shape (gorgonia's Node.Shape makes a copy per call)
 
@@ -92,7 +93,7 @@ type program struct {
 	// the op then writes instead of a pool buffer (nil for other nodes).
 	sinkOf func(k, i int) []float32
 	// sinkWrap holds, per (task, node), the tensor that wrapped the node's
-	// sink in the last pass: the op is offered it (value32's reuse), so
+	// sink in the last pass: the op is offered it (graph.Value32's reuse), so
 	// that a parameter gradient written into the same Jacobian row step
 	// after step makes no tensor (a header, its shape and strides, four
 	// objects per gradient per step). The pointers are weak: a caller
@@ -147,22 +148,22 @@ var CopyInPlace = true
 // buffer, for tests.
 var copiesTaken atomic.Int64
 
-// takeCopied runs node i, a plain copy (kernelOp.plainCopy, forward, or
+// takeCopied runs node i, a plain copy (graph.KernelOp.PlainCopy, forward, or
 // its gradient, which copies the output's gradient back), without copying
 // when the value it copies dies with it: the value of i is then that
 // buffer under i's shape, and the dying value keeps no buffer to free. It
 // applies to a value i may take over (takeable, in the forward pass too)
 // whose tensor is backed by exactly that buffer. It reports whether it ran
 // i.
-func (p *program) takeCopied(i int, cur gnode, n int) bool {
+func (p *program) takeCopied(i int, cur graph.Node, n int) bool {
 	j := -1
 	switch op := cur.Op().(type) {
-	case *kernelOp:
-		if op.plainCopy && len(p.args[i]) == 1 {
+	case *graph.KernelOp:
+		if op.PlainCopy && len(p.args[i]) == 1 {
 			j = p.args[i][0]
 		}
-	case *kernelGradOp:
-		if op.p.plainCopy && len(op.p.ins) == 1 && len(p.args[i]) == 3 {
+	case *graph.KernelGradOp:
+		if op.Of.PlainCopy && len(op.Of.Ins) == 1 && len(p.args[i]) == 3 {
 			j = p.args[i][2] // the output's gradient
 		}
 	}
@@ -170,12 +171,12 @@ func (p *program) takeCopied(i int, cur gnode, n int) bool {
 		return false
 	}
 	x, ok := p.vals[j].(*tensor.Dense)
-	if !ok || !backedBy(x, p.owned[j]) {
+	if !ok || !graph.BackedBy(x, p.owned[j]) {
 		return false
 	}
 	b := p.owned[j]
 	p.owned[j] = nil // j's free then drops only its value
-	p.vals[i], p.owned[i] = value32(nil, p.shapes[i], b), b
+	p.vals[i], p.owned[i] = graph.Value32(nil, p.shapes[i], b), b
 	copiesTaken.Add(1)
 	return true
 }
@@ -214,7 +215,7 @@ func (p *program) sumWithZero(i int, buf, sink []float32, reuse *tensor.Dense, i
 	if !ok1 || !ok2 || x.RequiresIterator() || !x.Shape().Eq(z.Shape()) || len(x.Shape()) == 0 {
 		return nil, nil, false, false
 	}
-	xd, ok := data32(x)
+	xd, ok := graph.Data32(x)
 	if !ok || len(xd) != len(buf) {
 		return nil, nil, false, false
 	}
@@ -227,7 +228,7 @@ func (p *program) sumWithZero(i int, buf, sink []float32, reuse *tensor.Dense, i
 	}
 	out := buf
 	parallel.Copy(out, xd)
-	return value32(reuse, x.Shape(), out), out, false, true
+	return graph.Value32(reuse, x.Shape(), out), out, false, true
 }
 
 // sunkGrads counts the values written into their place in the Jacobian
@@ -253,8 +254,8 @@ func add32(buf []float32, reuse *tensor.Dense, a, b G.Value) (v G.Value, used []
 	if !ok1 || !ok2 || x.RequiresIterator() || y.RequiresIterator() || !x.Shape().Eq(y.Shape()) || len(x.Shape()) == 0 {
 		return nil, nil, false
 	}
-	xd, ok1 := data32(x)
-	yd, ok2 := data32(y)
+	xd, ok1 := graph.Data32(x)
+	yd, ok2 := graph.Data32(y)
 	if !ok1 || !ok2 || len(xd) != len(yd) {
 		return nil, nil, false
 	}
@@ -269,7 +270,7 @@ func add32(buf []float32, reuse *tensor.Dense, a, b G.Value) (v G.Value, used []
 			o[i] = x + y[i]
 		}
 	})
-	return value32(reuse, x.Shape(), out), out, true
+	return graph.Value32(reuse, x.Shape(), out), out, true
 }
 
 // opsIntoOp is a kernels op that can write its result into a given buffer
@@ -279,31 +280,40 @@ type opsIntoOp interface {
 }
 
 // intoOp is an op that can write its result into a given float32 buffer
-// (see kernelOp.doInto).
+// (see graph.KernelOp.DoInto32).
 // reuse, when not nil, is a dead tensor that wrapped buf
 // (bufPool.getDense): the op returns it instead of a new tensor when it
-// is the result (value32).
+// is the result (graph.Value32).
 type intoOp interface {
-	doInto(buf []float32, reuse *tensor.Dense, vals []G.Value) (v G.Value, used []float32, err error)
+	DoInto32(buf []float32, reuse *tensor.Dense, vals []G.Value) (v G.Value, used []float32, err error)
 }
+
+// The ops of package graph write into given buffers and read only some
+// operands: a change of their methods must not silently turn that off.
+var (
+	_ intoOp    = (*graph.KernelOp)(nil)
+	_ intoOp    = (*graph.KernelGradOp)(nil)
+	_ intoOp    = (*graph.IntKernelOp)(nil)
+	_ argReader = (*graph.KernelGradOp)(nil)
+)
 
 // newProgram plans the execution of the nodes needed for roots, with u the
 // task-weight input nodes.
-func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
+func newProgram(g *G.ExprGraph, roots G.Nodes, u []graph.Node) (*program, error) {
 	sorted, err := G.Sort(g)
 	if err != nil {
 		return nil, fmt.Errorf("sorting the graph: %w", err)
 	}
-	children := func(n gnode) []gnode {
+	children := func(n graph.Node) []graph.Node {
 		it := g.From(n.ID())
-		var out []gnode
+		var out []graph.Node
 		for it.Next() {
 			out = append(out, it.Node().(*G.Node))
 		}
 		return out
 	}
-	needed := map[gnode]bool{}
-	stack := append([]gnode{}, roots...)
+	needed := map[graph.Node]bool{}
+	stack := append([]graph.Node{}, roots...)
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -313,7 +323,7 @@ func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
 		needed[n] = true
 		stack = append(stack, children(n)...)
 	}
-	p := &program{pos: map[gnode]int{}, pool: &bufPool{}}
+	p := &program{pos: map[graph.Node]int{}, pool: &bufPool{}}
 	// G.Sort lists a node before its children: execute in reverse.
 	for i := len(sorted) - 1; i >= 0; i-- {
 		if n := sorted[i]; needed[n] {
@@ -321,7 +331,7 @@ func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
 			p.nodes = append(p.nodes, n)
 		}
 	}
-	isU := map[gnode]bool{}
+	isU := map[graph.Node]bool{}
 	for _, n := range u {
 		isU[n] = true
 	}
@@ -458,12 +468,12 @@ func (p *program) free(i int) {
 
 // value returns the current value of n, which must be a root or an
 // ancestor of one.
-func (p *program) value(n gnode) G.Value { return p.vals[p.pos[n]] }
+func (p *program) value(n graph.Node) G.Value { return p.vals[p.pos[n]] }
 
 // run executes the op nodes at the given positions, turning a panic into
 // an error; after seg[t] it frees the values listed in frees[t].
 func (p *program) run(seg []int, frees [][]int) (err error) {
-	var cur gnode
+	var cur graph.Node
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("backend: panic while running %v: %v", cur, r)
@@ -489,7 +499,7 @@ func (p *program) run(seg []int, frees [][]int) (err error) {
 
 // exec runs node i on its input values in, writing into a pool buffer
 // where the op supports it.
-func (p *program) exec(i int, cur gnode, in []G.Value) error {
+func (p *program) exec(i int, cur graph.Node, in []G.Value) error {
 	if p.made[i] { // by its fused Relu gradient (fusegrad.go)
 		p.made[i] = false
 		return nil
@@ -593,7 +603,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	case intoOp:
 		var used []float32
 		offered = true
-		v, used, err = op.doInto(buf, reuse, in)
+		v, used, err = op.DoInto32(buf, reuse, in)
 		if used != nil && !f32 {
 			pooledIntKernels.Add(1)
 		}
@@ -662,7 +672,7 @@ func (p *program) keepSinkWrap(i int, sink []float32, was *tensor.Dense, offered
 	if !ok || !*offered {
 		return
 	}
-	if !backedBy(t, sink) {
+	if !graph.BackedBy(t, sink) {
 		return
 	}
 	sinkTensorsOffered.Add(1)
@@ -675,7 +685,7 @@ func (p *program) keepSinkWrap(i int, sink []float32, was *tensor.Dense, offered
 
 // offer is reuse when tensors are reused (ReuseTensors), else nil.
 func (p *program) offer(reuse *tensor.Dense) *tensor.Dense {
-	if !ReuseTensors {
+	if !graph.ReuseTensors {
 		return nil
 	}
 	return reuse
@@ -685,7 +695,7 @@ func (p *program) offer(reuse *tensor.Dense) *tensor.Dense {
 // with reuse, the dead tensor that wrapped it (if any, and if it does):
 // the next op given buf is offered it again.
 func (p *program) putBuf(buf []float32, reuse *tensor.Dense) {
-	if reuse != nil && backedBy(reuse, buf) {
+	if reuse != nil && graph.BackedBy(reuse, buf) {
 		p.pool.putDense(buf, reuse)
 		return
 	}
@@ -694,7 +704,7 @@ func (p *program) putBuf(buf []float32, reuse *tensor.Dense) {
 
 // takeReuse returns reuse, the tensor that last wrapped buf, in place of
 // v, a tensor the kernels package's kernel made around buf, when the two
-// have the same shape (as value32 does for the backend's kernels), and
+// have the same shape (as graph.Value32 does for the backend's kernels), and
 // gives v's header back to Gorgonia's tensor pool, where the next
 // tensor.New takes it instead of allocating one: the header, its shape
 // and its strides were a third of the bytes a small model's step
@@ -703,18 +713,18 @@ func (p *program) putBuf(buf []float32, reuse *tensor.Dense) {
 // reuse (kernels.Into) returns it itself when it fits: v is then reuse.
 func takeReuse(v G.Value, reuse *tensor.Dense, buf []float32) G.Value {
 	t, ok := v.(*tensor.Dense)
-	if ok && ReuseTensors && t != nil && t == reuse { // the op returned it (kernels.Into)
-		reusedTensors.Add(1)
+	if ok && graph.ReuseTensors && t != nil && t == reuse { // the op returned it (kernels.Into)
+		graph.ReusedTensors.Add(1)
 		opsTensorsReused.Add(1)
 		return v
 	}
-	if !ok || !ReuseTensors || reuse == nil || t.RequiresIterator() || reuse.RequiresIterator() {
+	if !ok || !graph.ReuseTensors || reuse == nil || t.RequiresIterator() || reuse.RequiresIterator() {
 		return v
 	}
-	if !backedBy(t, buf) || !backedBy(reuse, buf) || !reuse.Shape().Eq(t.Shape()) {
+	if !graph.BackedBy(t, buf) || !graph.BackedBy(reuse, buf) || !reuse.Shape().Eq(t.Shape()) {
 		return v
 	}
-	reusedTensors.Add(1)
+	graph.ReusedTensors.Add(1)
 	opsTensorsReused.Add(1)
 	return reuse
 }
@@ -727,13 +737,13 @@ var opsTensorsReused atomic.Int64
 // or of a gradient sum (add32), or, with PoolInts, an int64 result of an
 // kernels op writing into a given buffer (MaxPool's indices: fresh memory for
 // them cost 50 ms of the full MTAN's step at 64×96, in page faults) or of
-// an integer kernel (intKernelOp: the indices' moves and arithmetic).
+// an integer kernel (graph.IntKernelOp: the indices' moves and arithmetic).
 func (p *program) pooled(i int) bool {
 	switch p.nodes[i].Dtype() {
 	case tensor.Float32:
 	case tensor.Int64:
 		switch p.nodes[i].Op().(type) {
-		case opsIntoOp, *intKernelOp:
+		case opsIntoOp, *graph.IntKernelOp:
 			return PoolInts
 		}
 		return false
@@ -752,7 +762,7 @@ func (p *program) pooled(i int) bool {
 var PoolInts = true
 
 // pooledInts counts the int64 values of kernels ops written into pool
-// buffers, pooledIntKernels those of integer kernels (intKernelOp), for
+// buffers, pooledIntKernels those of integer kernels (graph.IntKernelOp), for
 // tests.
 var pooledInts, pooledIntKernels atomic.Int64
 
@@ -784,11 +794,11 @@ func scalarValue(dt tensor.Dtype, v float64) G.Value {
 // tensor of v (the step before, θ updated in place) keeps it: a tensor
 // per parameter per step was most of a small model's step's garbage.
 // Otherwise it is bind.
-func (c *compiled) bindParam(n gnode, dt tensor.Dtype, s []int, v []float32) error {
+func (c *compiled) bindParam(n graph.Node, dt tensor.Dtype, s []int, v []float32) error {
 	if dt != tensor.Float32 || len(s) == 0 {
 		return c.bind(n, dt, s, v, nil)
 	}
-	if cur, ok := n.Value().(*tensor.Dense); ok && !cur.RequiresIterator() && cur.Shape().Eq(tensor.Shape(s)) && backedBy(cur, v) {
+	if cur, ok := n.Value().(*tensor.Dense); ok && !cur.RequiresIterator() && cur.Shape().Eq(tensor.Shape(s)) && graph.BackedBy(cur, v) {
 		boundParamsKept.Add(1)
 		return nil
 	}
@@ -801,7 +811,7 @@ func (c *compiled) bindParam(n gnode, dt tensor.Dtype, s []int, v []float32) err
 // is safe because no op writes into its inputs and the program's values
 // are dead once Evaluate has copied its results out. Scalars and float64
 // mode bind fresh values.
-func (c *compiled) bind(n gnode, dt tensor.Dtype, s []int, f32 []float32, t *importer.Tensor) error {
+func (c *compiled) bind(n graph.Node, dt tensor.Dtype, s []int, f32 []float32, t *importer.Tensor) error {
 	if dt != tensor.Float32 || len(s) == 0 {
 		var d []float64
 		if f32 != nil {
@@ -812,17 +822,17 @@ func (c *compiled) bind(n gnode, dt tensor.Dtype, s []int, f32 []float32, t *imp
 		} else {
 			d = t.Float64s()
 		}
-		return letFloats(n, dt, s, d)
+		return graph.LetFloats(n, dt, s, d)
 	}
 	if c.bufs == nil {
-		c.bufs = map[gnode]*tensor.Dense{}
+		c.bufs = map[graph.Node]*tensor.Dense{}
 	}
 	buf, ok := c.bufs[n]
 	if !ok || !shape.Equal(buf.Shape(), s) {
 		buf = tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(s...))
 		c.bufs[n] = buf
 	}
-	dst, _ := data32(buf)
+	dst, _ := graph.Data32(buf)
 	if f32 != nil {
 		copy(dst, f32)
 	} else {

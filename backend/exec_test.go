@@ -6,6 +6,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -19,7 +20,7 @@ import (
 func tapeJacobian(t *testing.T, md *Model, c *compiled) ([]float64, []float32) {
 	t.Helper()
 	m := len(md.tasks)
-	vm := G.NewTapeMachine(c.bt.b.g)
+	vm := G.NewTapeMachine(c.bt.B.Graph)
 	defer vm.Close()
 	jac := make([]float32, m*len(md.theta))
 	var losses []float64
@@ -33,10 +34,10 @@ func tapeJacobian(t *testing.T, md *Model, c *compiled) ([]float64, []float32) {
 				t.Fatal(err)
 			}
 		}
-		if err := runMachine(vm); err != nil {
+		if err := graph.RunMachine(vm); err != nil {
 			t.Fatal(err)
 		}
-		d, err := valueFloats(c.sink.Value())
+		d, err := graph.ValueFloats(c.sink.Value())
 		if err != nil {
 			t.Fatal(err)
 		}

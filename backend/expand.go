@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -10,74 +11,74 @@ import (
 // graph is built. Both are data movement: the gradient sums the copies.
 
 func init() {
-	register("Expand", 8, lowerExpand)
-	register("Tile", 1, lowerTile)
+	graph.Register("Expand", 8, lowerExpand)
+	graph.Register("Tile", 1, lowerTile)
 }
 
-func lowerExpand(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerExpand(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	st, err := constInput(n, in, 1, "shape")
+	st, err := graph.ConstInput(n, in, 1, "shape")
 	if err != nil {
 		return nil, err
 	}
-	out, err := shape.Broadcast(x.shape, ints(st.Int64s()))
+	out, err := shape.Broadcast(x.Shape, graph.Ints(st.Int64s()))
 	if err != nil {
-		return nil, nodeErr(n, "input %q and shape %v (opset %d): %v", n.Input[0], st.Int64s(), b.opset, err)
+		return nil, graph.NodeErr(n, "input %q and shape %v (opset %d): %v", n.Input[0], st.Int64s(), b.Opset, err)
 	}
-	idx := shape.BroadcastIndex(x.shape, out)
+	idx := shape.BroadcastIndex(x.Shape, out)
 	if idx == nil {
 		idx = shape.Identity(shape.Numel(out))
 	}
-	v, err := b.move(n, "Expand", []*value{x}, out, idx)
+	v, err := b.Move(n, "Expand", []*graph.Value{x}, out, idx)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{v}, nil
+	return []*graph.Value{v}, nil
 }
 
-func lowerTile(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerTile(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
 	var reps []int64
-	if b.opset < 6 {
+	if b.Opset < 6 {
 		// Tile-1: tiles (a scalar count) along the axis given by the input axis.
-		return nil, b.limitErr(n, "Tile before opset 6 (tiles and axis inputs)")
+		return nil, b.LimitErr(n, "Tile before opset 6 (tiles and axis inputs)")
 	}
-	rt, err := constInput(n, in, 1, "repeats")
+	rt, err := graph.ConstInput(n, in, 1, "repeats")
 	if err != nil {
 		return nil, err
 	}
 	reps = rt.Int64s()
-	r := len(x.shape)
+	r := len(x.Shape)
 	if len(reps) != r {
-		return nil, nodeErr(n, "repeats has %d values, expected one per axis of input %q of shape %v", len(reps), n.Input[0], x.shape)
+		return nil, graph.NodeErr(n, "repeats has %d values, expected one per axis of input %q of shape %v", len(reps), n.Input[0], x.Shape)
 	}
 	out := make([]int, r)
-	for i, d := range x.shape {
+	for i, d := range x.Shape {
 		if reps[i] < 0 {
-			return nil, nodeErr(n, "repeats[%d] = %d is negative", i, reps[i])
+			return nil, graph.NodeErr(n, "repeats[%d] = %d is negative", i, reps[i])
 		}
 		out[i] = d * int(reps[i])
 	}
-	ist := shape.Strides(x.shape)
+	ist := shape.Strides(x.Shape)
 	idx := make([]int, shape.Numel(out))
 	ctr := make([]int, r)
 	for i := range idx {
 		j := 0
 		for d := 0; d < r; d++ {
-			j += (ctr[d] % x.shape[d]) * ist[d]
+			j += (ctr[d] % x.Shape[d]) * ist[d]
 		}
 		idx[i] = j
 		shape.NextIndex(ctr, out)
 	}
-	v, err := b.move(n, "Tile", []*value{x}, out, idx)
+	v, err := b.Move(n, "Tile", []*graph.Value{x}, out, idx)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{v}, nil
+	return []*graph.Value{v}, nil
 }

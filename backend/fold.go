@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -12,34 +13,34 @@ import (
 
 func init() {
 	for _, op := range []string{"Shape", "Size"} {
-		register(op, 1, lowerShapeOf)
+		graph.Register(op, 1, lowerShapeOf)
 	}
 	for _, op := range []string{"Constant", "ConstantOfShape", "Range"} {
-		register(op, 1, lowerFold)
+		graph.Register(op, 1, lowerFold)
 	}
 }
 
 // lowerShapeOf evaluates Shape/Size from the input's concrete shape.
-func lowerShapeOf(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerShapeOf(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	t := x.c
+	t := x.C
 	if t == nil {
-		t = &importer.Tensor{Name: n.Input[0], Type: importer.Float32, Shape: append([]int{}, x.shape...)}
+		t = &importer.Tensor{Name: n.Input[0], Type: importer.Float32, Shape: append([]int{}, x.Shape...)}
 	}
 	return evalConst(b, n, []*importer.Tensor{t})
 }
 
 // lowerFold evaluates an op whose inputs must all be build-time constants.
-func lowerFold(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerFold(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	cin := make([]*importer.Tensor, len(in))
 	for i, v := range in {
 		if v == nil {
 			continue
 		}
-		t, err := constInput(n, in, i, "operand")
+		t, err := graph.ConstInput(n, in, i, "operand")
 		if err != nil {
 			return nil, err
 		}
@@ -48,14 +49,14 @@ func lowerFold(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	return evalConst(b, n, cin)
 }
 
-func evalConst(b *builder, n *onnxpb.NodeProto, cin []*importer.Tensor) ([]*value, error) {
-	ts, err := importer.EvalNode(n, b.opset, cin)
+func evalConst(b *graph.Builder, n *onnxpb.NodeProto, cin []*importer.Tensor) ([]*graph.Value, error) {
+	ts, err := importer.EvalNode(n, b.Opset, cin)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*value, len(ts))
+	out := make([]*graph.Value, len(ts))
 	for i, t := range ts {
-		out[i] = constValue(t)
+		out[i] = graph.ConstValue(t)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package backend
 import (
 	"strings"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"gorgonia.org/tensor"
 )
 
@@ -35,8 +36,8 @@ func (p *program) fuseRelus() {
 		return
 	}
 	for j, n := range p.nodes {
-		op, ok := n.Op().(*kernelOp)
-		if !ok || op.kind != "Relu" || len(p.args[j]) != 1 || n.Dtype() != tensor.Float32 {
+		op, ok := n.Op().(*graph.KernelOp)
+		if !ok || op.Kind != "Relu" || len(p.args[j]) != 1 || n.Dtype() != tensor.Float32 {
 			continue
 		}
 		i := p.args[j][0]

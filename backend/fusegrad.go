@@ -7,6 +7,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 )
@@ -49,8 +50,8 @@ func (p *program) fuseReluGrads() {
 		}
 	}
 	for r, n := range p.nodes {
-		gop, ok := n.Op().(*kernelGradOp)
-		if !ok || gop.p.kind != "Relu" || len(p.args[r]) != 3 || p.roots[r] || n.Dtype() != tensor.Float32 {
+		gop, ok := n.Op().(*graph.KernelGradOp)
+		if !ok || gop.Of.Kind != "Relu" || len(p.args[r]) != 3 || p.roots[r] || n.Dtype() != tensor.Float32 {
 			continue
 		}
 		j := p.args[r][1] // the Relu, whose output the gradient reads

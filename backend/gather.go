@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -8,34 +9,34 @@ import (
 // Gather along an axis with constant indices (negative indices count from
 // the end). The data may be a run-time node.
 
-func init() { register("Gather", 1, lowerGather) }
+func init() { graph.Register("Gather", 1, lowerGather) }
 
-func lowerGather(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerGather(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	it, err := constInput(n, in, 1, "indices")
+	it, err := graph.ConstInput(n, in, 1, "indices")
 	if err != nil {
 		return nil, err
 	}
-	a, err := axisAttr(n, 0, len(x.shape))
+	a, err := graph.AxisAttr(n, 0, len(x.Shape))
 	if err != nil {
 		return nil, err
 	}
 	ind := it.Int64s()
-	d := x.shape[a]
+	d := x.Shape[a]
 	for i, v := range ind {
 		if v < 0 {
 			v += int64(d)
 		}
 		if v < 0 || v >= int64(d) {
-			return nil, nodeErr(n, "index %d out of range for axis %d of size %d", ind[i], a, d)
+			return nil, graph.NodeErr(n, "index %d out of range for axis %d of size %d", ind[i], a, d)
 		}
 		ind[i] = v
 	}
-	out := append(append(append([]int{}, x.shape[:a]...), it.Shape...), x.shape[a+1:]...)
-	outer, inner := shape.Numel(x.shape[:a]), shape.Numel(x.shape[a+1:])
+	out := append(append(append([]int{}, x.Shape[:a]...), it.Shape...), x.Shape[a+1:]...)
+	outer, inner := shape.Numel(x.Shape[:a]), shape.Numel(x.Shape[a+1:])
 	idx := make([]int, 0, shape.Numel(out))
 	for o := 0; o < outer; o++ {
 		for _, v := range ind {
@@ -45,9 +46,9 @@ func lowerGather(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 			}
 		}
 	}
-	v, err := b.move(n, "Gather", []*value{x}, out, idx)
+	v, err := b.Move(n, "Gather", []*graph.Value{x}, out, idx)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{v}, nil
+	return []*graph.Value{v}, nil
 }

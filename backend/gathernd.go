@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -13,41 +14,41 @@ import (
 // from the end of their axis.
 
 func init() {
-	register("GatherND", 11, lowerGatherND)
+	graph.Register("GatherND", 11, lowerGatherND)
 }
 
-func lowerGatherND(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerGatherND(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	it, err := constInput(n, in, 1, "indices")
+	it, err := graph.ConstInput(n, in, 1, "indices")
 	if err != nil {
 		return nil, err
 	}
-	bd64, err := attrInt(n, "batch_dims", 0)
+	bd64, err := graph.AttrInt(n, "batch_dims", 0)
 	if err != nil {
 		return nil, err
 	}
 	bd := int(bd64)
-	q, r := len(it.Shape), len(x.shape)
+	q, r := len(it.Shape), len(x.Shape)
 	if q < 1 || bd < 0 || bd >= q || bd >= r {
-		return nil, nodeErr(n, "batch_dims %d with indices of rank %d and data of rank %d: expected 0 <= batch_dims < both ranks", bd, q, r)
+		return nil, graph.NodeErr(n, "batch_dims %d with indices of rank %d and data of rank %d: expected 0 <= batch_dims < both ranks", bd, q, r)
 	}
 	k := it.Shape[q-1]
 	if k < 1 || bd+k > r {
-		return nil, nodeErr(n, "indices' last dimension is %d: expected 1 to %d (data rank %d minus batch_dims %d)", k, r-bd, r, bd)
+		return nil, graph.NodeErr(n, "indices' last dimension is %d: expected 1 to %d (data rank %d minus batch_dims %d)", k, r-bd, r, bd)
 	}
 	for i := 0; i < bd; i++ {
-		if it.Shape[i] != x.shape[i] {
-			return nil, nodeErr(n, "batch dimension %d: indices have %d, data %d; expected equal", i, it.Shape[i], x.shape[i])
+		if it.Shape[i] != x.Shape[i] {
+			return nil, graph.NodeErr(n, "batch dimension %d: indices have %d, data %d; expected equal", i, it.Shape[i], x.Shape[i])
 		}
 	}
-	out := append(append([]int{}, it.Shape[:q-1]...), x.shape[bd+k:]...)
-	batches := shape.Numel(x.shape[:bd])
+	out := append(append([]int{}, it.Shape[:q-1]...), x.Shape[bd+k:]...)
+	batches := shape.Numel(x.Shape[:bd])
 	tuples := shape.Numel(it.Shape[bd : q-1])
-	inner := shape.Numel(x.shape[bd+k:])
-	batchSize := shape.Numel(x.shape[bd:])
+	inner := shape.Numel(x.Shape[bd+k:])
+	batchSize := shape.Numel(x.Shape[bd:])
 	ind := it.Int64s()
 	idx := make([]int, 0, shape.Numel(out))
 	for bi := 0; bi < batches; bi++ {
@@ -55,12 +56,12 @@ func lowerGatherND(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, erro
 			tuple := ind[(bi*tuples+ti)*k : (bi*tuples+ti+1)*k]
 			off := 0
 			for j, v := range tuple {
-				d := x.shape[bd+j]
+				d := x.Shape[bd+j]
 				if v < 0 {
 					v += int64(d)
 				}
 				if v < 0 || v >= int64(d) {
-					return nil, nodeErr(n, "index %d out of range for data axis %d of size %d", tuple[j], bd+j, d)
+					return nil, graph.NodeErr(n, "index %d out of range for data axis %d of size %d", tuple[j], bd+j, d)
 				}
 				off = off*d + int(v)
 			}
@@ -70,9 +71,9 @@ func lowerGatherND(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, erro
 			}
 		}
 	}
-	v, err := b.move(n, "GatherND", []*value{x}, out, idx)
+	v, err := b.Move(n, "GatherND", []*graph.Value{x}, out, idx)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{v}, nil
+	return []*graph.Value{v}, nil
 }

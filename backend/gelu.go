@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/backend/internal/shape"
@@ -33,7 +34,7 @@ import (
 // the lower tail to cancellation in 1 + erf (TestFuseGelu compares the
 // two).
 
-func init() { registerFused(rewrite.Gelu, lowerFusedGelu) }
+func init() { graph.RegisterFused(rewrite.Gelu, lowerFusedGelu) }
 
 // geluBlock is the values whose Φ one pass of the kernels holds at a time.
 const geluBlock = 256
@@ -42,16 +43,16 @@ const geluBlock = 256
 var invSqrt2Pi = 1 / math.Sqrt(2*math.Pi)
 
 // lowerGeluOp lowers n, reading x, as the fused GELU op.
-func lowerGeluOp(b *builder, n *onnxpb.NodeProto, x *value) ([]*value, error) {
+func lowerGeluOp(b *graph.Builder, n *onnxpb.NodeProto, x *graph.Value) ([]*graph.Value, error) {
 	name, kind := n.GetName(), "Gelu"
 	m := &onnxpb.NodeProto{Name: &name, OpType: &kind, Input: n.Input[:1], Output: n.Output[:1]}
-	v, err := b.unary(m, []*value{x}, gelu64, geluDeriv64)
-	if err != nil || v[0].isConst() {
+	v, err := b.Unary(m, []*graph.Value{x}, gelu64, geluDeriv64)
+	if err != nil || v[0].IsConst() {
 		return v, err
 	}
-	op := v[0].n.Op().(*kernelOp)
-	op.fwd32, op.bwd32 = geluFwd32, geluBwd32
-	op.gradReads = []bool{true, true, true} // x, y and g: Φ(x) = y/x, φ(x) recomputed
+	op := v[0].N.Op().(*graph.KernelOp)
+	op.Fwd32, op.Bwd32 = geluFwd32, geluBwd32
+	op.GradReads = []bool{true, true, true} // x, y and g: Φ(x) = y/x, φ(x) recomputed
 	return v, nil
 }
 
@@ -125,11 +126,11 @@ func geluBwd32(_ int, dst []float32, in [][]float32, out, g []float32) bool {
 // lowerFusedGelu lowers a fused Gelu (rewrite.Gelu) as the GELU op of its
 // x, or as the Mul it replaced when x is not a float value computed at
 // run time or a constant does not hold the value the pattern needs.
-func lowerFusedGelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerFusedGelu(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	k := len(rewrite.Fallback(n).Input)
 	x, consts := in[k], in[k+1:]
-	if x == nil || x.isConst() || x.n == nil || isIntNode(x) {
-		return b.lowerFallback(n, in)
+	if x == nil || x.IsConst() || x.N == nil || graph.IsIntNode(x) {
+		return b.LowerFallback(n, in)
 	}
 	root := math.Sqrt2
 	if rewrite.AttrInt(n, rewrite.AttrGeluMul, 0) == 1 {
@@ -137,12 +138,12 @@ func lowerFusedGelu(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 	}
 	for i, want := range []float64{1, root, 0.5} {
 		v := consts[i]
-		if v == nil || !v.isConst() || !v.c.IsFloat() || shape.Numel(v.c.Shape) != 1 || len(v.c.Shape) > len(x.shape) {
-			return b.lowerFallback(n, in)
+		if v == nil || !v.IsConst() || !v.C.IsFloat() || shape.Numel(v.C.Shape) != 1 || len(v.C.Shape) > len(x.Shape) {
+			return b.LowerFallback(n, in)
 		}
 		// float32's rounding of √2 and 1/√2 is 2e-8 away; 0.5 and 1 are exact.
-		if got := v.c.Float64s()[0]; math.Abs(got-want) > 1e-7 {
-			return b.lowerFallback(n, in)
+		if got := v.C.Float64s()[0]; math.Abs(got-want) > 1e-7 {
+			return b.LowerFallback(n, in)
 		}
 	}
 	return lowerGeluOp(b, n, x)

@@ -219,7 +219,7 @@ func TestFuseGelu(t *testing.T) {
 					t.Fatal(err)
 				}
 				feeds := map[string]*importer.Tensor{"x": batch["x"]}
-				op := testGraphWith(t, m, feeds, nil, opt.rewrites).vals["h"].n.Op().String()
+				op := testGraphWith(t, m, feeds, nil, opt.rewrites).Vals["h"].N.Op().String()
 				return losses, jac, op
 			}
 			wl, wj, wop := run(false)
@@ -277,7 +277,7 @@ func TestGeluOpFused(t *testing.T) {
 	}
 	m := oneNode("Gelu", 20, nil, []tin{x}, "y")
 	feeds := feedsOf([]tin{x})
-	if op := testGraph(t, m, feeds, nil).vals["y"].n.Op().String(); !strings.Contains(op, "Gelu") {
+	if op := testGraph(t, m, feeds, nil).Vals["y"].N.Op().String(); !strings.Contains(op, "Gelu") {
 		t.Fatalf("y is computed by %v", op)
 	}
 	want := make([]float64, len(x.t.F64))

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -14,20 +15,20 @@ import (
 // elsewhere; HardSwish's is x/3 + 1/2 on [−3, 3], 0 below and 1 above.
 
 func init() {
-	register("HardSigmoid", 6, lowerHardSigmoid)
-	register("HardSwish", 14, lowerHardSwish)
+	graph.Register("HardSigmoid", 6, lowerHardSigmoid)
+	graph.Register("HardSwish", 14, lowerHardSwish)
 }
 
-func lowerHardSigmoid(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	alpha, err := attrFloat(n, "alpha", 0.2)
+func lowerHardSigmoid(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	alpha, err := graph.AttrFloat(n, "alpha", 0.2)
 	if err != nil {
 		return nil, err
 	}
-	beta, err := attrFloat(n, "beta", 0.5)
+	beta, err := graph.AttrFloat(n, "beta", 0.5)
 	if err != nil {
 		return nil, err
 	}
-	return b.unary(n, in, func(x float64) float64 {
+	return b.Unary(n, in, func(x float64) float64 {
 		return max(0, min(1, alpha*x+beta))
 	}, func(x, _ float64) float64 {
 		if z := alpha*x + beta; z > 0 && z < 1 {
@@ -37,11 +38,11 @@ func lowerHardSigmoid(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, e
 	})
 }
 
-func lowerHardSwish(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	v, err := b.unary(n, in, hardSwish, hardSwishDeriv)
-	if err == nil && !v[0].isConst() {
-		op := v[0].n.Op().(*kernelOp)
-		op.fwd32, op.bwd32 = hardSwish32, hardSwishGrad32
+func lowerHardSwish(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	v, err := b.Unary(n, in, hardSwish, hardSwishDeriv)
+	if err == nil && !v[0].IsConst() {
+		op := v[0].N.Op().(*graph.KernelOp)
+		op.Fwd32, op.Bwd32 = hardSwish32, hardSwishGrad32
 	}
 	return v, err
 }

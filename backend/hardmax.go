@@ -1,18 +1,21 @@
 package backend
 
-import "github.com/paretonav/paretonav/importer/onnxpb"
+import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/importer/onnxpb"
+)
 
 // Hardmax: 1 at the first maximum, 0 elsewhere. Before opset 13 the input
 // is coerced to 2-D at axis (default 1), from 13 on the op works along one
 // axis (default -1), as Softmax. Its gradient is zero.
 
 func init() {
-	register("Hardmax", 1, lowerHardmax)
-	register("Hardmax", 13, lowerHardmax)
+	graph.Register("Hardmax", 1, lowerHardmax)
+	graph.Register("Hardmax", 13, lowerHardmax)
 }
 
-func lowerHardmax(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerHardmax(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -37,9 +40,9 @@ func lowerHardmax(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 		}
 	}
 	bwd := func(int, []float64, [][]float64, []float64, []float64) {} // zero
-	node, err := b.kernel(n.GetName(), "Hardmax", []gnode{b.node(x)}, x.shape, fwd, bwd, nil)
+	node, err := b.Kernel(n.GetName(), "Hardmax", []graph.Node{b.Node(x)}, x.Shape, fwd, bwd, nil)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(node)}, nil
+	return []*graph.Value{graph.NodeValue(node)}, nil
 }

@@ -8,6 +8,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
@@ -135,13 +136,13 @@ func feedsOf(ins []tin) map[string]*importer.Tensor {
 
 // testGraph builds m in float64 for the shapes of feeds, with the
 // initializers in trainable as parameter nodes.
-func testGraph(t *testing.T, m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool) *built {
+func testGraph(t *testing.T, m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool) *graph.Built {
 	t.Helper()
 	return testGraphWith(t, m, feeds, trainable, rewrite.Options{})
 }
 
 // testGraphWith is testGraph with the fusions rw leaves on.
-func testGraphWith(t *testing.T, m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool, rw rewrite.Options) *built {
+func testGraphWith(t *testing.T, m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool, rw rewrite.Options) *graph.Built {
 	t.Helper()
 	bt, err := tryGraphWith(m, feeds, trainable, rw)
 	if err != nil {
@@ -153,11 +154,11 @@ func testGraphWith(t *testing.T, m *importer.Model, feeds map[string]*importer.T
 // unfused is the rewrite options that turn the passes named off.
 func unfused(passes ...string) rewrite.Options { return rewrite.Options{Off: passes} }
 
-func tryGraph(m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool) (*built, error) {
+func tryGraph(m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool) (*graph.Built, error) {
 	return tryGraphWith(m, feeds, trainable, rewrite.Options{})
 }
 
-func tryGraphWith(m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool, rw rewrite.Options) (*built, error) {
+func tryGraphWith(m *importer.Model, feeds map[string]*importer.Tensor, trainable map[string]bool, rw rewrite.Options) (*graph.Built, error) {
 	inits, err := m.Initializers()
 	if err != nil {
 		return nil, err
@@ -166,12 +167,12 @@ func tryGraphWith(m *importer.Model, feeds map[string]*importer.Tensor, trainabl
 	for k, v := range feeds {
 		shapes[k] = v.Shape
 	}
-	bt, err := buildGraph(m.Proto.Graph, m.Opset(""), tensor.Float64, shapes, inits, trainable, false, rw)
+	bt, err := graph.Build(m.Proto.Graph, m.Opset(""), tensor.Float64, shapes, inits, trainable, false, rw)
 	if err != nil {
 		return nil, err
 	}
-	for k, n := range bt.inputs {
-		if err := letFloats(n, tensor.Float64, feeds[k].Shape, feeds[k].Float64s()); err != nil {
+	for k, n := range bt.Inputs {
+		if err := graph.LetFloats(n, tensor.Float64, feeds[k].Shape, feeds[k].Float64s()); err != nil {
 			return nil, err
 		}
 	}
@@ -180,24 +181,24 @@ func tryGraphWith(m *importer.Model, feeds map[string]*importer.Tensor, trainabl
 
 // outputsOf runs bt forward (a machine over its whole graph) and returns
 // the graph outputs of m.
-func outputsOf(t *testing.T, m *importer.Model, bt *built) map[string]*importer.Tensor {
+func outputsOf(t *testing.T, m *importer.Model, bt *graph.Built) map[string]*importer.Tensor {
 	t.Helper()
-	vm := G.NewTapeMachine(bt.b.g)
+	vm := G.NewTapeMachine(bt.B.Graph)
 	defer vm.Close()
-	if err := runMachine(vm); err != nil {
+	if err := graph.RunMachine(vm); err != nil {
 		t.Fatalf("running: %v", err)
 	}
 	out := map[string]*importer.Tensor{}
 	for _, o := range m.Proto.Graph.Output {
-		v, ok := bt.vals[o.GetName()]
+		v, ok := bt.Vals[o.GetName()]
 		if !ok {
 			t.Fatalf("output %q not produced", o.GetName())
 		}
-		if v.isConst() {
-			out[o.GetName()] = v.c
+		if v.IsConst() {
+			out[o.GetName()] = v.C
 			continue
 		}
-		r, err := tensorOf(o.GetName(), v.n)
+		r, err := graph.TensorOf(o.GetName(), v.N)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,13 +257,13 @@ func assertClose(t *testing.T, what string, got *importer.Tensor, wantShape []in
 // other) and L's gradients with respect to wrt, and runs the graph once.
 // It returns L, the gradients and the machine, to run again after
 // changing an input; the machine is closed when the test ends.
-func weightedSumGrads(t *testing.T, bt *built, ys []gnode, w []float64, wrt ...gnode) (gnode, G.Nodes, G.VM) {
+func weightedSumGrads(t *testing.T, bt *graph.Built, ys []graph.Node, w []float64, wrt ...graph.Node) (graph.Node, G.Nodes, G.VM) {
 	t.Helper()
 	off := make([]int, len(ys)+1) // where each value's weights start in w
 	for i, n := range ys {
 		off[i+1] = off[i] + shape.Numel(n.Shape())
 	}
-	loss, err := bt.b.kernel("L", "weighted sum", ys, nil,
+	loss, err := bt.B.Kernel("L", "weighted sum", ys, nil,
 		func(dst []float64, in [][]float64) {
 			for k, x := range in {
 				for i, v := range x {
@@ -282,9 +283,9 @@ func weightedSumGrads(t *testing.T, bt *built, ys []gnode, w []float64, wrt ...g
 	if err != nil {
 		t.Fatalf("Grad: %v", err)
 	}
-	vm := G.NewTapeMachine(bt.b.g)
+	vm := G.NewTapeMachine(bt.B.Graph)
 	t.Cleanup(func() { vm.Close() })
-	if err := runMachine(vm); err != nil {
+	if err := graph.RunMachine(vm); err != nil {
 		t.Fatal(err)
 	}
 	return loss, grads, vm
@@ -308,42 +309,42 @@ func gradCheck(t *testing.T, m *importer.Model, feeds map[string]*importer.Tenso
 	out := m.Proto.Graph.Output[0].GetName()
 	// analytic
 	bt := testGraph(t, m, feeds, trainable)
-	y := bt.vals[out]
-	if y == nil || y.isConst() {
+	y := bt.Vals[out]
+	if y == nil || y.IsConst() {
 		t.Fatalf("output %q is not computed at run time", out)
 	}
-	wn := bt.params[wrt]
+	wn := bt.Params[wrt]
 	if wn == nil {
-		wn = bt.inputs[wrt]
+		wn = bt.Inputs[wrt]
 	}
 	if wn == nil {
 		t.Fatalf("%q is neither a graph input nor an initializer", wrt)
 	}
 	r := rand.New(rand.NewSource(7))
-	w := make([]float64, shape.Numel(y.shape))
+	w := make([]float64, shape.Numel(y.Shape))
 	for i := range w {
 		w[i] = 2*r.Float64() - 1
 	}
-	lossNode, grads, vm := weightedSumGrads(t, bt, []gnode{y.n}, w, wn)
-	ga, err := valueFloats(grads[0].Value())
+	lossNode, grads, vm := weightedSumGrads(t, bt, []graph.Node{y.N}, w, wn)
+	ga, err := graph.ValueFloats(grads[0].Value())
 	if err != nil {
 		t.Fatal(err)
 	}
 	ga = append([]float64{}, ga...)
 	wnShape := wn.Shape()
-	x0, err := valueFloats(wn.Value())
+	x0, err := graph.ValueFloats(wn.Value())
 	if err != nil {
 		t.Fatal(err)
 	}
 	x0 = append([]float64{}, x0...)
 	lossAt := func(x []float64) float64 {
-		if err := letFloats(wn, tensor.Float64, wnShape, x); err != nil {
+		if err := graph.LetFloats(wn, tensor.Float64, wnShape, x); err != nil {
 			t.Fatal(err)
 		}
-		if err := runMachine(vm); err != nil {
+		if err := graph.RunMachine(vm); err != nil {
 			t.Fatal(err)
 		}
-		l, err := valueFloats(lossNode.Value())
+		l, err := graph.ValueFloats(lossNode.Value())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -41,7 +42,7 @@ var indexOperand = map[string][]int{
 func (md *Model) checkIntInputs() error {
 	ints := map[string]bool{}
 	for _, in := range md.inputs {
-		if integerType(in.Type) {
+		if graph.IntegerType(in.Type) {
 			ints[in.Name] = true
 		}
 	}
@@ -62,7 +63,7 @@ func (md *Model) checkIntInputs() error {
 			if name == "" {
 				name = fmt.Sprintf("#%d", i)
 			}
-			errs = append(errs, &LimitError{Node: name, OpType: n.GetOpType(), Opset: md.opset,
+			errs = append(errs, &graph.LimitError{Node: name, OpType: n.GetOpType(), Opset: md.opset,
 				Reason: fmt.Sprintf("integer model input %q as data operand %d (integer inputs may only be shapes, indices or counts, bound when the graph is built)", s, k)})
 		}
 	}
@@ -85,7 +86,7 @@ func (md *Model) staticInputs() map[string]bool {
 	}
 	out := map[string]bool{}
 	for _, in := range md.inputs {
-		if integerType(in.Type) {
+		if graph.IntegerType(in.Type) {
 			out[in.Name] = true
 			continue
 		}
@@ -117,7 +118,7 @@ func (md *Model) batchInts(batch map[string]*importer.Tensor) (map[string]*impor
 		if out == nil {
 			out = map[string]*importer.Tensor{}
 		}
-		if !integerType(in.Type) {
+		if !graph.IntegerType(in.Type) {
 			out[in.Name] = a
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -55,7 +56,7 @@ func TestIntegerDataInputIsLimit(t *testing.T) {
 	a := tin{name: "a", t: importer.NewInt64("a", []int{2}, []int64{7, 8})}
 	c := tin{name: "c", t: importer.NewInt64("c", []int{2}, []int64{3, 5})}
 	_, err := Open(intModel("Mod", 13, []tin{a, c}, "a", "c"), nil, Options{})
-	var le *LimitError
+	var le *graph.LimitError
 	if !errors.As(err, &le) || le.OpType != "Mod" || le.Node != "n0" || le.Opset != 13 {
 		t.Fatalf("Open: %v, want a *LimitError for node n0 (Mod, opset 13)", err)
 	}

@@ -33,8 +33,8 @@ func TestReduceProd(t *testing.T) {
 	t.Run("folded int64", func(t *testing.T) {
 		m := oneNode("ReduceProd", 13, []*onnxpb.AttributeProto{aInt("keepdims", 0)}, []tin{initI("s", []int{3}, 2, 8, 16)}, "y")
 		bt := testGraph(t, m, nil, nil)
-		y := bt.vals["y"]
-		if !y.isConst() || y.c.IsFloat() || len(y.c.Shape) != 0 || y.c.Int64s()[0] != 256 {
+		y := bt.Vals["y"]
+		if !y.IsConst() || y.C.IsFloat() || len(y.C.Shape) != 0 || y.C.Int64s()[0] != 256 {
 			t.Fatalf("ReduceProd of constant int64 [2 8 16] = %+v, want the int64 constant 256", y)
 		}
 	})

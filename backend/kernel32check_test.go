@@ -12,30 +12,31 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 // lowerKernel lowers node n over float32 input nodes of the given shapes
 // (a nil shape: an absent optional input) in a float32 graph and returns
-// the kernelOp of its first output.
-func lowerKernel(t *testing.T, lower func(*builder, *onnxpb.NodeProto, []*value) ([]*value, error), n *onnxpb.NodeProto, shapes ...[]int) *kernelOp {
+// the graph.KernelOp of its first output.
+func lowerKernel(t *testing.T, lower func(*graph.Builder, *onnxpb.NodeProto, []*graph.Value) ([]*graph.Value, error), n *onnxpb.NodeProto, shapes ...[]int) *graph.KernelOp {
 	t.Helper()
-	b := newBuilder(tensor.Float32, 17)
-	in := make([]*value, len(shapes))
+	b := graph.NewBuilder(tensor.Float32, 17)
+	in := make([]*graph.Value, len(shapes))
 	for i, s := range shapes {
 		if s == nil {
 			continue
 		}
-		in[i] = nodeValue(G.NewTensor(b.g, tensor.Float32, len(s), G.WithShape(s...), G.WithName(n.Input[i])))
+		in[i] = graph.NodeValue(G.NewTensor(b.Graph, tensor.Float32, len(s), G.WithShape(s...), G.WithName(n.Input[i])))
 	}
 	out, err := lower(b, n, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, ok := out[0].n.Op().(*kernelOp)
+	op, ok := out[0].N.Op().(*graph.KernelOp)
 	if !ok {
-		t.Fatalf("%s lowered to %T, not a kernel", n.GetOpType(), out[0].n.Op())
+		t.Fatalf("%s lowered to %T, not a kernel", n.GetOpType(), out[0].N.Op())
 	}
 	return op
 }
@@ -43,10 +44,10 @@ func lowerKernel(t *testing.T, lower func(*builder, *onnxpb.NodeProto, []*value)
 // checkKernel32 runs op's float32 closures and its float64 ones on the
 // same random float32 data (scaled by scale), the float32 outputs and
 // gradients into dirty buffers, and requires the float32 results to be the
-// float64 ones rounded once, bit for bit (the forward32Func rule), for the
+// float64 ones rounded once, bit for bit (the graph.Forward32Func rule), for the
 // output and the gradient of every differentiable input; it fails when a
 // float32 closure declines.
-func checkKernel32(t *testing.T, op *kernelOp, seed int64, scale float64) {
+func checkKernel32(t *testing.T, op *graph.KernelOp, seed int64, scale float64) {
 	t.Helper()
 	r := rand.New(rand.NewSource(seed))
 	fill := func(n int) ([]float32, []float64) {
@@ -57,17 +58,17 @@ func checkKernel32(t *testing.T, op *kernelOp, seed int64, scale float64) {
 		}
 		return a, b
 	}
-	in32, in64 := make([][]float32, len(op.ins)), make([][]float64, len(op.ins))
-	for i, s := range op.ins {
+	in32, in64 := make([][]float32, len(op.Ins)), make([][]float64, len(op.Ins))
+	for i, s := range op.Ins {
 		in32[i], in64[i] = fill(shape.Numel(s))
 	}
-	y32 := dirty32(shape.Numel(op.out))
-	op.fwd32(y32, in32)
+	y32 := dirty32(shape.Numel(op.Out))
+	op.Fwd32(y32, in32)
 	y64 := make([]float64, len(y32))
-	op.fwd(y64, in64)
+	op.Fwd(y64, in64)
 	for i := range y32 {
 		if !sameBits32(y32[i], float32(y64[i])) {
-			t.Fatalf("%s: output %d = %v, float64 path %v", op.kind, i, y32[i], float32(y64[i]))
+			t.Fatalf("%s: output %d = %v, float64 path %v", op.Kind, i, y32[i], float32(y64[i]))
 		}
 	}
 	yr := make([]float64, len(y32)) // the backward passes read the float32 output
@@ -75,19 +76,19 @@ func checkKernel32(t *testing.T, op *kernelOp, seed int64, scale float64) {
 		yr[i] = float64(v)
 	}
 	g32, g64 := fill(len(y32))
-	for k, s := range op.ins {
-		if !op.diffs[k] {
+	for k, s := range op.Ins {
+		if !op.Diffs[k] {
 			continue
 		}
 		d32 := dirty32(shape.Numel(s))
-		if !op.bwd32(k, d32, in32, y32, g32) {
-			t.Fatalf("%s: the float32 gradient of input %d declined", op.kind, k)
+		if !op.Bwd32(k, d32, in32, y32, g32) {
+			t.Fatalf("%s: the float32 gradient of input %d declined", op.Kind, k)
 		}
 		d64 := make([]float64, len(d32))
-		op.bwd(k, d64, in64, yr, g64)
+		op.Bwd(k, d64, in64, yr, g64)
 		for i := range d32 {
 			if !sameBits32(d32[i], float32(d64[i])) {
-				t.Fatalf("%s: gradient %d [%d] = %v, float64 path %v", op.kind, k, i, d32[i], float32(d64[i]))
+				t.Fatalf("%s: gradient %d [%d] = %v, float64 path %v", op.Kind, k, i, d32[i], float32(d64[i]))
 			}
 		}
 	}
@@ -156,7 +157,7 @@ func TestLayerNorm32MatchesFloat64(t *testing.T) {
 			n := &onnxpb.NodeProto{Name: proto.String("ln"), OpType: proto.String("LayerNormalization"),
 				Input: ins, Output: []string{"y"}, Attribute: []*onnxpb.AttributeProto{aInt("axis", c.axis)}}
 			op := lowerKernel(t, lowerLayerNorm, n, shapes...)
-			if op.fwd32 == nil {
+			if op.Fwd32 == nil {
 				t.Fatal("no float32 kernels")
 			}
 			checkKernel32(t, op, int64(i), c.scale)
@@ -214,17 +215,17 @@ func TestMove32MatchesFloat64(t *testing.T) {
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := newBuilder(tensor.Float32, 17)
-			var vals []*value
+			b := graph.NewBuilder(tensor.Float32, 17)
+			var vals []*graph.Value
 			for k, s := range c.ins {
-				vals = append(vals, nodeValue(G.NewTensor(b.g, tensor.Float32, len(s), G.WithShape(s...), G.WithName(string(rune('a'+k))))))
+				vals = append(vals, graph.NodeValue(G.NewTensor(b.Graph, tensor.Float32, len(s), G.WithShape(s...), G.WithName(string(rune('a'+k))))))
 			}
 			n := &onnxpb.NodeProto{Name: proto.String("m"), OpType: proto.String("Move")}
-			v, err := b.move(n, "Move", vals, []int{len(c.idx)}, c.idx)
+			v, err := b.Move(n, "Move", vals, []int{len(c.idx)}, c.idx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			op := v.n.Op().(*kernelOp)
+			op := v.N.Op().(*graph.KernelOp)
 			checkKernel32(t, op, int64(i), 1)
 			// signed zeros in the output's gradient: the float64 path's
 			// copy keeps −0, its sums into zeros give +0
@@ -239,10 +240,10 @@ func TestMove32MatchesFloat64(t *testing.T) {
 			}
 			for k, s := range c.ins {
 				d32, d64 := dirty32(shape.Numel(s)), make([]float64, shape.Numel(s))
-				if !op.bwd32(k, d32, nil, nil, g32) {
+				if !op.Bwd32(k, d32, nil, nil, g32) {
 					t.Fatalf("the float32 gradient of input %d declined", k)
 				}
-				op.bwd(k, d64, nil, nil, g64)
+				op.Bwd(k, d64, nil, nil, g64)
 				for j := range d32 {
 					if !sameBits32(d32[j], float32(d64[j])) {
 						t.Fatalf("gradient %d [%d] with signed zeros = %v, float64 path %v", k, j, d32[j], float32(d64[j]))
@@ -259,7 +260,7 @@ func TestMove32MatchesFloat64(t *testing.T) {
 func TestErf32MatchesFloat64(t *testing.T) {
 	for i, size := range []int{1, 7, 255, 257, 100003} {
 		n := &onnxpb.NodeProto{Name: proto.String("erf"), OpType: proto.String("Erf"), Input: []string{"x"}, Output: []string{"y"}}
-		checkKernel32(t, lowerKernel(t, lookup("Erf", 13), n, []int{size}), int64(i), 2)
+		checkKernel32(t, lowerKernel(t, graph.Lookup("Erf", 13), n, []int{size}), int64(i), 2)
 	}
 }
 
@@ -269,7 +270,7 @@ func TestErf32MatchesFloat64(t *testing.T) {
 func TestHardSwish32MatchesFloat64(t *testing.T) {
 	n := &onnxpb.NodeProto{Name: proto.String("hs"), OpType: proto.String("HardSwish"), Input: []string{"x"}, Output: []string{"y"}}
 	for i, size := range []int{9, 70001} {
-		checkKernel32(t, lowerKernel(t, lookup("HardSwish", 14), n, []int{size}), int64(i), 4)
+		checkKernel32(t, lowerKernel(t, graph.Lookup("HardSwish", 14), n, []int{size}), int64(i), 4)
 	}
 }
 

@@ -1,6 +1,10 @@
 package backend
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/paretonav/paretonav/backend/internal/graph"
+)
 
 // lossHead appends the loss of one task to the graph: out is the model's
 // value, target the node holding the target array (nil for "output"). It
@@ -11,7 +15,7 @@ type lossHead struct {
 	targetShape func(out []int) ([]int, error)
 	// integer reports whether targets are class indices.
 	integer bool
-	build   func(b *builder, t Task, out, target gnode) (gnode, error)
+	build   func(b *graph.Builder, t Task, out, target graph.Node) (graph.Node, error)
 }
 
 // lossHeads maps a loss kind to its head; loss family files fill it in

@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 )
 
@@ -15,8 +16,8 @@ func init() {
 	lossHeads["ce"] = lossHead{targetShape: classTargetShape, integer: true, build: classLoss(true)}
 }
 
-func classLoss(logits bool) func(b *builder, t Task, out, target gnode) (gnode, error) {
-	return func(b *builder, t Task, out, target gnode) (gnode, error) {
+func classLoss(logits bool) func(b *graph.Builder, t Task, out, target graph.Node) (graph.Node, error) {
+	return func(b *graph.Builder, t Task, out, target graph.Node) (graph.Node, error) {
 		s := out.Shape()
 		c := classGeom{N: s[0], C: s[1], inner: shape.Numel(s[2:]), ignore: float64(t.IgnoreIndex), logits: logits}
 		fwd := func(dst []float64, in [][]float64) { classForward(c, dst, in[0], in[1]) }
@@ -29,7 +30,7 @@ func classLoss(logits bool) func(b *builder, t Task, out, target gnode) (gnode, 
 			classBackward(c, dst, in[0], in[1], float64(g[0]))
 			return true
 		}
-		return b.fillingKernel32("loss:"+t.Name, t.Loss, []gnode{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
+		return b.FillingKernel32("loss:"+t.Name, t.Loss, []graph.Node{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
 	}
 }
 
@@ -44,7 +45,7 @@ type classGeom struct {
 
 // classRow writes the log-probabilities of row (n, ·, j) of x into lp, in
 // float64 whatever T is.
-func classRow[T float](c classGeom, x []T, n, j int, lp []float64) {
+func classRow[T graph.Float](c classGeom, x []T, n, j int, lp []float64) {
 	base := n*c.C*c.inner + j
 	for k := range lp {
 		lp[k] = float64(x[base+k*c.inner])
@@ -67,7 +68,7 @@ func classRow[T float](c classGeom, x []T, n, j int, lp []float64) {
 }
 
 // classCount is the number of targets that are not ignored.
-func classCount[T float](c classGeom, tg []T) float64 {
+func classCount[T graph.Float](c classGeom, tg []T) float64 {
 	k := 0.0
 	for _, v := range tg {
 		if float64(v) != c.ignore {
@@ -80,7 +81,7 @@ func classCount[T float](c classGeom, tg []T) float64 {
 // classForward writes the mean loss over the targets not ignored into
 // dst[0], computed in float64 and rounded once (PyTorch: 0/0 = NaN when
 // all are ignored).
-func classForward[T float](c classGeom, dst, x, tg []T) {
+func classForward[T graph.Float](c classGeom, dst, x, tg []T) {
 	lp := make([]float64, c.C)
 	sum := 0.0
 	for n := 0; n < c.N; n++ {
@@ -103,7 +104,7 @@ func classForward[T float](c classGeom, dst, x, tg []T) {
 // Model.CheckBatch, and classForward's lp[cl] fails on others before the
 // gradient runs). nll's gradient, one term per pixel, is written row
 // by row in one pass (not zeroed first and then scattered into).
-func classBackward[T float](c classGeom, dst, x, tg []T, g float64) {
+func classBackward[T graph.Float](c classGeom, dst, x, tg []T, g float64) {
 	k := g / classCount(c, tg)
 	if !c.logits {
 		v := T(0 - k) // as 0 −= k: +0 for k = 0

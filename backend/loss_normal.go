@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 )
 
@@ -29,7 +30,7 @@ func init() {
 type normalGeom struct{ N, C, inner int }
 
 // normalPixel returns |x|, |t| and x·t at pixel (n, j) of g, in float64.
-func normalPixel[T float](g normalGeom, x, tg []T, n, j int) (nx, nt, dot float64) {
+func normalPixel[T graph.Float](g normalGeom, x, tg []T, n, j int) (nx, nt, dot float64) {
 	for c := 0; c < g.C; c++ {
 		i := (n*g.C+c)*g.inner + j
 		xi, ti := float64(x[i]), float64(tg[i])
@@ -41,7 +42,7 @@ func normalPixel[T float](g normalGeom, x, tg []T, n, j int) (nx, nt, dot float6
 }
 
 // normalCount is the number of valid pixels (target not all zero).
-func normalCount[T float](g normalGeom, tg []T) float64 {
+func normalCount[T graph.Float](g normalGeom, tg []T) float64 {
 	k := 0.0
 	for n := 0; n < g.N; n++ {
 		for j := 0; j < g.inner; j++ {
@@ -53,7 +54,7 @@ func normalCount[T float](g normalGeom, tg []T) float64 {
 	return k
 }
 
-func normalLoss(b *builder, t Task, out, target gnode) (gnode, error) {
+func normalLoss(b *graph.Builder, t Task, out, target graph.Node) (graph.Node, error) {
 	s := out.Shape()
 	g := normalGeom{N: s[0], C: s[1], inner: shape.Numel(s[2:])}
 	fwd, bwd := normalFwd[float64](g), normalBwd[float64](g)
@@ -62,12 +63,12 @@ func normalLoss(b *builder, t Task, out, target gnode) (gnode, error) {
 		bwd32g(k, dst, in, out, gr)
 		return true
 	}
-	return b.fillingKernel32("loss:"+t.Name, t.Loss, []gnode{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
+	return b.FillingKernel32("loss:"+t.Name, t.Loss, []graph.Node{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
 }
 
 // normalFwd is normal_cos's value on data of type T, in float64 rounded
-// once (the forward32Func rule for float32 data).
-func normalFwd[T float](g normalGeom) func(dst []T, in [][]T) {
+// once (the graph.Forward32Func rule for float32 data).
+func normalFwd[T graph.Float](g normalGeom) func(dst []T, in [][]T) {
 	return func(dst []T, in [][]T) {
 		x, tg := in[0], in[1]
 		sum := 0.0
@@ -93,7 +94,7 @@ func normalFwd[T float](g normalGeom) func(dst []T, in [][]T) {
 // writing every element of dst, each in float64 rounded once:
 // ∂cos/∂x = (t/|t| − cos·x/|x|)/|x|; an invalid pixel and a zero
 // prediction get zero (the zero subgradient).
-func normalBwd[T float](g normalGeom) func(k int, dst []T, in [][]T, out, gr []T) {
+func normalBwd[T graph.Float](g normalGeom) func(k int, dst []T, in [][]T, out, gr []T) {
 	return func(_ int, dst []T, in [][]T, _, gr []T) {
 		x, tg := in[0], in[1]
 		k := -float64(gr[0]) / normalCount(g, tg)

@@ -1,6 +1,10 @@
 package backend
 
-import "math"
+import (
+	"math"
+
+	"github.com/paretonav/paretonav/backend/internal/graph"
+)
 
 // Regression losses, mean reduction: mse, l1, and depth_l1 (L1 averaged
 // over the elements whose target is non-zero, as in MTAN's depth loss).
@@ -24,21 +28,21 @@ func absAndSign(d float64) (float64, float64) {
 // regressLoss builds mean_i f(out_i − target_i) over all elements, or over
 // those with a non-zero target when masked. f returns the value and the
 // derivative.
-func regressLoss(f func(d float64) (float64, float64), masked bool) func(b *builder, t Task, out, target gnode) (gnode, error) {
-	return func(b *builder, t Task, out, target gnode) (gnode, error) {
+func regressLoss(f func(d float64) (float64, float64), masked bool) func(b *graph.Builder, t Task, out, target graph.Node) (graph.Node, error) {
+	return func(b *graph.Builder, t Task, out, target graph.Node) (graph.Node, error) {
 		fwd, bwd := regressFwd[float64](f, masked), regressBwd[float64](f, masked)
 		fwd32, bwd32g := regressFwd[float32](f, masked), regressBwd[float32](f, masked)
 		bwd32 := func(k int, dst []float32, in [][]float32, out, g []float32) bool {
 			bwd32g(k, dst, in, out, g)
 			return true
 		}
-		return b.fillingKernel32("loss:"+t.Name, t.Loss, []gnode{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
+		return b.FillingKernel32("loss:"+t.Name, t.Loss, []graph.Node{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
 	}
 }
 
 // regressCount is the number of elements a regression loss averages over:
 // all, or those with a non-zero target when masked.
-func regressCount[T float](tg []T, masked bool) float64 {
+func regressCount[T graph.Float](tg []T, masked bool) float64 {
 	if !masked {
 		return float64(len(tg))
 	}
@@ -53,8 +57,8 @@ func regressCount[T float](tg []T, masked bool) float64 {
 
 // regressFwd is regressLoss's value on data of type T: the sum in float64
 // over the elements in order, rounded once (float32 data gives the
-// float64 path's value rounded: the forward32Func rule).
-func regressFwd[T float](f func(d float64) (float64, float64), masked bool) func(dst []T, in [][]T) {
+// float64 path's value rounded: the graph.Forward32Func rule).
+func regressFwd[T graph.Float](f func(d float64) (float64, float64), masked bool) func(dst []T, in [][]T) {
 	return func(dst []T, in [][]T) {
 		x, tg := in[0], in[1]
 		s := 0.0
@@ -77,7 +81,7 @@ func regressFwd[T float](f func(d float64) (float64, float64), masked bool) func
 // regressBwd is regressLoss's gradient with respect to the output,
 // writing every element of dst (zero where masked out), each in float64
 // rounded once.
-func regressBwd[T float](f func(d float64) (float64, float64), masked bool) func(k int, dst []T, in [][]T, out, g []T) {
+func regressBwd[T graph.Float](f func(d float64) (float64, float64), masked bool) func(k int, dst []T, in [][]T, out, g []T) {
 	return func(_ int, dst []T, in [][]T, _, g []T) {
 		x, tg := in[0], in[1]
 		k := float64(g[0]) / regressCount(tg, masked)

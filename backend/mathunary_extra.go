@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -40,10 +41,10 @@ func init() {
 		{"Erf", 9, math.Erf, erfDeriv},
 	} {
 		u := u
-		register(u.op, u.since, func(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-			v, err := b.unary(n, in, u.f, u.df)
-			if err == nil && u.op == "Erf" && !v[0].isConst() {
-				v[0].n.Op().(*kernelOp).bwd32 = erfGrad32
+		graph.Register(u.op, u.since, func(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+			v, err := b.Unary(n, in, u.f, u.df)
+			if err == nil && u.op == "Erf" && !v[0].IsConst() {
+				v[0].N.Op().(*graph.KernelOp).Bwd32 = erfGrad32
 			}
 			return v, err
 		})

@@ -4,6 +4,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -12,8 +13,8 @@ import (
 // broadcast batch dimensions).
 
 func init() {
-	register("Gemm", 1, lowerGemm)
-	register("MatMul", 1, lowerMatMul)
+	graph.Register("Gemm", 1, lowerGemm)
+	graph.Register("MatMul", 1, lowerMatMul)
 }
 
 // gemm computes c = alpha·op(a)·op(b) + beta·c for row-major op(a) (m×k)
@@ -41,63 +42,63 @@ func gemm(ta, tb bool, m, n, k int, alpha float64, a, b []float64, beta float64,
 	blas64.Gemm(tA, tB, alpha, A, B, beta, blas64.General{Rows: m, Cols: n, Stride: n, Data: c})
 }
 
-func lowerGemm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	A, err := input(n, in, 0)
+func lowerGemm(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	A, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	B, err := input(n, in, 1)
+	B, err := graph.Input(n, in, 1)
 	if err != nil {
 		return nil, err
 	}
-	C := optInput(in, 2)
-	ta, err := attrInt(n, "transA", 0)
+	C := graph.OptInput(in, 2)
+	ta, err := graph.AttrInt(n, "transA", 0)
 	if err != nil {
 		return nil, err
 	}
-	tb, err := attrInt(n, "transB", 0)
+	tb, err := graph.AttrInt(n, "transB", 0)
 	if err != nil {
 		return nil, err
 	}
-	alpha, err := attrFloat(n, "alpha", 1)
+	alpha, err := graph.AttrFloat(n, "alpha", 1)
 	if err != nil {
 		return nil, err
 	}
-	beta, err := attrFloat(n, "beta", 1)
+	beta, err := graph.AttrFloat(n, "beta", 1)
 	if err != nil {
 		return nil, err
 	}
-	if len(A.shape) != 2 || len(B.shape) != 2 {
-		return nil, nodeErr(n, "inputs A %q and B %q must be 2-D, have shapes %v and %v", n.Input[0], n.Input[1], A.shape, B.shape)
+	if len(A.Shape) != 2 || len(B.Shape) != 2 {
+		return nil, graph.NodeErr(n, "inputs A %q and B %q must be 2-D, have shapes %v and %v", n.Input[0], n.Input[1], A.Shape, B.Shape)
 	}
-	M, K := A.shape[0], A.shape[1]
+	M, K := A.Shape[0], A.Shape[1]
 	if ta != 0 {
 		M, K = K, M
 	}
-	K2, N := B.shape[0], B.shape[1]
+	K2, N := B.Shape[0], B.Shape[1]
 	if tb != 0 {
 		K2, N = N, K2
 	}
 	if K != K2 {
-		return nil, nodeErr(n, "inner dimensions differ: A %v (transA=%d), B %v (transB=%d)", A.shape, ta, B.shape, tb)
+		return nil, graph.NodeErr(n, "inner dimensions differ: A %v (transA=%d), B %v (transB=%d)", A.Shape, ta, B.Shape, tb)
 	}
 	out := []int{M, N}
-	nodes := []gnode{b.node(A), b.node(B)}
+	nodes := []graph.Node{b.Node(A), b.Node(B)}
 	var cidx []int
 	if C != nil {
-		bs, err := shape.Broadcast(C.shape, out)
+		bs, err := shape.Broadcast(C.Shape, out)
 		if err != nil || !shape.Equal(bs, out) {
-			return nil, nodeErr(n, "input C %q of shape %v does not broadcast to %v", n.Input[2], C.shape, out)
+			return nil, graph.NodeErr(n, "input C %q of shape %v does not broadcast to %v", n.Input[2], C.Shape, out)
 		}
-		cidx = shape.BroadcastIndex(C.shape, out)
-		nodes = append(nodes, b.node(C))
+		cidx = shape.BroadcastIndex(C.Shape, out)
+		nodes = append(nodes, b.Node(C))
 	}
 	g := gemmOp{ta: ta != 0, tb: tb != 0, m: M, n: N, k: K, alpha: alpha, beta: beta, cidx: cidx}
 	fwd, bwd64 := gemmFwd(gemm, g), gemmBwd(gemm, g)
 	bwd := func(k int, dst []float64, in [][]float64, _, grad []float64) { bwd64(k, dst, in, grad) }
 	fwd32, bwd32g := gemmFwd(sgemm32, g), gemmBwd(sgemm32, g)
 	bwd32 := func(k int, dst []float32, in [][]float32, _, grad []float32) bool { return bwd32g(k, dst, in, grad) }
-	r, err := b.kernel32(n.GetName(), "Gemm", nodes, out, fwd, bwd, nil, fwd32, bwd32)
+	r, err := b.Kernel32(n.GetName(), "Gemm", nodes, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
@@ -106,29 +107,29 @@ func lowerGemm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	if C == nil {
 		reads = []bool{true, true, false, true}
 	}
-	op := r.Op().(*kernelOp)
-	op.gradReads = reads
+	op := r.Op().(*graph.KernelOp)
+	op.GradReads = reads
 	// The products write every element of the result and of A's and B's
 	// gradients (beta 0: no zeroing first); C's gradient writes every
 	// element too (gemmBwd), and so does the forward pass when it starts
 	// from beta·C.
-	op.fwdFills = C != nil && beta != 0
-	op.gradFills = []bool{true, true, true}
-	return []*value{nodeValue(r)}, nil
+	op.FwdFills = C != nil && beta != 0
+	op.GradFills = []bool{true, true, true}
+	return []*graph.Value{graph.NodeValue(r)}, nil
 }
 
-func lowerMatMul(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	A, err := input(n, in, 0)
+func lowerMatMul(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	A, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	B, err := input(n, in, 1)
+	B, err := graph.Input(n, in, 1)
 	if err != nil {
 		return nil, err
 	}
-	as, bs := A.shape, B.shape
+	as, bs := A.Shape, B.Shape
 	if len(as) == 0 || len(bs) == 0 {
-		return nil, nodeErr(n, "inputs must have rank >= 1, have shapes %v and %v", as, bs)
+		return nil, graph.NodeErr(n, "inputs must have rank >= 1, have shapes %v and %v", as, bs)
 	}
 	a1, b1 := len(as) == 1, len(bs) == 1
 	if a1 {
@@ -140,11 +141,11 @@ func lowerMatMul(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	M, K := as[len(as)-2], as[len(as)-1]
 	K2, N := bs[len(bs)-2], bs[len(bs)-1]
 	if K != K2 {
-		return nil, nodeErr(n, "inner dimensions differ: %v × %v", A.shape, B.shape)
+		return nil, graph.NodeErr(n, "inner dimensions differ: %v × %v", A.Shape, B.Shape)
 	}
 	batch, err := shape.Broadcast(as[:len(as)-2], bs[:len(bs)-2])
 	if err != nil {
-		return nil, nodeErr(n, "batch dimensions: %v", err)
+		return nil, graph.NodeErr(n, "batch dimensions: %v", err)
 	}
 	nb := shape.Numel(batch)
 	ia := shape.BroadcastIndex(as[:len(as)-2], batch)
@@ -169,24 +170,24 @@ func lowerMatMul(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	bwd := func(k int, dst []float64, in [][]float64, _, g []float64) { bwd64(k, dst, in, g) }
 	fwd32, bwd32g := matMulFwd(sgemm32, mm), matMulBwd(sgemm32, mm)
 	bwd32 := func(k int, dst []float32, in [][]float32, _, g []float32) bool { bwd32g(k, dst, in, g); return true }
-	r, err := b.kernel32(n.GetName(), "MatMul", []gnode{b.node(A), b.node(B)}, out, fwd, bwd, nil, fwd32, bwd32)
+	r, err := b.Kernel32(n.GetName(), "MatMul", []graph.Node{b.Node(A), b.Node(B)}, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
-	op := r.Op().(*kernelOp)
-	op.gradReads = []bool{true, true, false, true} // not the output
+	op := r.Op().(*graph.KernelOp)
+	op.GradReads = []bool{true, true, false, true} // not the output
 	// The products write every element of the result, and of the gradient
 	// of an operand with a batch per product (matMulBwd: beta 0); the
 	// gradient of a broadcast operand sums into zeros.
-	op.fwdFills = true
-	op.gradFills = []bool{mm.ia == nil, mm.ib == nil}
-	return []*value{nodeValue(r)}, nil
+	op.FwdFills = true
+	op.GradFills = []bool{mm.ia == nil, mm.ib == nil}
+	return []*graph.Value{graph.NodeValue(r)}, nil
 }
 
 // mmFunc is a matrix product on row-major data, c = alpha·op(a)·op(b) +
 // beta·c: gemm (float64, gonum) or sgemm32 (float32, accumulating in
 // float32). Gemm's and MatMul's kernels are written once over it.
-type mmFunc[T float] func(ta, tb bool, m, n, k int, alpha T, a, b []T, beta T, c []T)
+type mmFunc[T graph.Float] func(ta, tb bool, m, n, k int, alpha T, a, b []T, beta T, c []T)
 
 // gemmOp is the geometry of one Gemm node: op(A) m×k, op(B) k×n, C
 // broadcast through cidx (nil: C has the output's shape).
@@ -199,7 +200,7 @@ type gemmOp struct {
 
 // gemmFwd is Gemm's forward pass with mm: dst = beta·C (each term
 // rounded once) + alpha·op(A)·op(B).
-func gemmFwd[T float](mm mmFunc[T], g gemmOp) func(dst []T, in [][]T) {
+func gemmFwd[T graph.Float](mm mmFunc[T], g gemmOp) func(dst []T, in [][]T) {
 	return func(dst []T, in [][]T) {
 		if len(in) == 3 && g.beta != 0 {
 			for i := range dst {
@@ -218,7 +219,7 @@ func gemmFwd[T float](mm mmFunc[T], g gemmOp) func(dst []T, in [][]T) {
 // float64 path; written over in the float32 one). The
 // gradient of a broadcast C sums several terms, in float64 in both paths
 // (the float32 one rounds each sum once: the float64 path's bits).
-func gemmBwd[T float](mm mmFunc[T], g gemmOp) func(k int, dst []T, in [][]T, grad []T) bool {
+func gemmBwd[T graph.Float](mm mmFunc[T], g gemmOp) func(k int, dst []T, in [][]T, grad []T) bool {
 	alpha := T(g.alpha)
 	return func(k int, dst []T, in [][]T, grad []T) bool {
 		switch k {
@@ -238,9 +239,9 @@ func gemmBwd[T float](mm mmFunc[T], g gemmOp) func(k int, dst []T, in [][]T, gra
 			if g.cidx != nil {
 				if d32, f32 := any(dst).([]float32); f32 {
 					// float64 sums in the float64 path's order, rounded once
-					var sc f64Scratch
-					defer sc.release()
-					acc := sc.get(len(d32))
+					var sc graph.F64Scratch
+					defer sc.Release()
+					acc := sc.Get(len(d32))
 					for i, v := range any(grad).([]float32) {
 						acc[g.cidx[i]] += g.beta * float64(v)
 					}
@@ -282,7 +283,7 @@ func (o matMulOp) operands(i int) (pa, pb int) {
 }
 
 // matMulFwd is MatMul's forward pass with mm.
-func matMulFwd[T float](mm mmFunc[T], o matMulOp) func(dst []T, in [][]T) {
+func matMulFwd[T graph.Float](mm mmFunc[T], o matMulOp) func(dst []T, in [][]T) {
 	return func(dst []T, in [][]T) {
 		for i := 0; i < o.nb; i++ {
 			pa, pb := o.operands(i)
@@ -295,7 +296,7 @@ func matMulFwd[T float](mm mmFunc[T], o matMulOp) func(dst []T, in [][]T) {
 // over the products that share a broadcast operand: dst is zeroed then,
 // and otherwise (an operand with a batch per product, ia or ib nil) each
 // product writes its own block over it (beta 0).
-func matMulBwd[T float](mm mmFunc[T], o matMulOp) func(k int, dst []T, in [][]T, grad []T) {
+func matMulBwd[T graph.Float](mm mmFunc[T], o matMulOp) func(k int, dst []T, in [][]T, grad []T) {
 	return func(k int, dst []T, in [][]T, grad []T) {
 		beta := T(1)
 		if (k == 0 && o.ia == nil) || (k == 1 && o.ib == nil) {

@@ -8,6 +8,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -50,13 +51,13 @@ func TestMatMul32(t *testing.T) {
 	r := rand.New(rand.NewSource(9))
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := newBuilder(tensor.Float32, 13)
-			var in []*value
+			b := graph.NewBuilder(tensor.Float32, 13)
+			var in []*graph.Value
 			var names []string
 			for i, s := range c.shapes {
 				name := fmt.Sprintf("in%d", i)
 				names = append(names, name)
-				in = append(in, &value{n: b.input(name, s), shape: s})
+				in = append(in, &graph.Value{N: b.InputNode(name, s), Shape: s})
 			}
 			opType, name := c.op, c.name
 			node := &onnxpb.NodeProto{OpType: &opType, Name: &name, Input: names, Output: []string{"y"}, Attribute: c.attrs}
@@ -68,7 +69,7 @@ func TestMatMul32(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			op := out[0].n.Op().(*kernelOp)
+			op := out[0].N.Op().(*graph.KernelOp)
 			ins32, ins64 := make([][]float32, len(in)), make([][]float64, len(in))
 			for i, s := range c.shapes {
 				ins32[i], ins64[i] = make([]float32, shape.Numel(s)), make([]float64, shape.Numel(s))
@@ -77,10 +78,10 @@ func TestMatMul32(t *testing.T) {
 					ins64[i][j] = float64(ins32[i][j])
 				}
 			}
-			n := shape.Numel(op.out)
+			n := shape.Numel(op.Out)
 			y32, y64, abs := make([]float32, n), make([]float64, n), make([]float64, n)
-			op.fwd32(y32, ins32)
-			op.fwd(y64, ins64)
+			op.Fwd32(y32, ins32)
+			op.Fwd(y64, ins64)
 			// Σ|terms|: the float64 formula on absolute values
 			absIn := make([][]float64, len(in))
 			for i := range ins64 {
@@ -89,7 +90,7 @@ func TestMatMul32(t *testing.T) {
 					absIn[i][j] = math.Abs(v)
 				}
 			}
-			op.fwd(abs, absIn)
+			op.Fwd(abs, absIn)
 			within(t, "output", y32, y64, abs)
 			g32, g64, gabs := make([]float32, n), make([]float64, n), make([]float64, n)
 			for i := range g32 {
@@ -98,11 +99,11 @@ func TestMatMul32(t *testing.T) {
 			}
 			for k := range in {
 				d32, d64, dabs := make([]float32, len(ins32[k])), make([]float64, len(ins32[k])), make([]float64, len(ins32[k]))
-				if !op.bwd32(k, d32, ins32, y32, g32) {
+				if !op.Bwd32(k, d32, ins32, y32, g32) {
 					t.Fatalf("input %d: the float32 gradient declined", k)
 				}
-				op.bwd(k, d64, ins64, y64, g64)
-				op.bwd(k, dabs, absIn, abs, gabs)
+				op.Bwd(k, d64, ins64, y64, g64)
+				op.Bwd(k, dabs, absIn, abs, gabs)
 				within(t, fmt.Sprintf("gradient of input %d", k), d32, d64, dabs)
 			}
 		})

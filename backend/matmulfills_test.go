@@ -8,12 +8,13 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 // TestMatMulFillsDirtyBuffers checks the outputs that Gemm's and MatMul's
-// float32 kernels declare they write in full (kernelOp.fwdFills,
+// float32 kernels declare they write in full (graph.KernelOp.FwdFills,
 // gradFills: the executor then hands them pool buffers without zeroing
 // them): run into buffers of garbage (NaN and large values), they must
 // give the bits they give into zeroed ones. It covers products with and
@@ -38,7 +39,7 @@ func TestMatMulFillsDirtyBuffers(t *testing.T) {
 		{"matmul_empty_inner", "MatMul", [][]int{{4, 0}, {0, 3}}, nil},
 	}
 	r := rand.New(rand.NewSource(3))
-	lowers := map[string]func(*builder, *onnxpb.NodeProto, []*value) ([]*value, error){"Gemm": lowerGemm, "MatMul": lowerMatMul}
+	lowers := map[string]func(*graph.Builder, *onnxpb.NodeProto, []*graph.Value) ([]*graph.Value, error){"Gemm": lowerGemm, "MatMul": lowerMatMul}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			names := make([]string, len(c.shapes))
@@ -47,8 +48,8 @@ func TestMatMulFillsDirtyBuffers(t *testing.T) {
 			}
 			n := &onnxpb.NodeProto{Name: proto.String(c.name), OpType: proto.String(c.op), Input: names, Output: []string{"y"}, Attribute: c.attrs}
 			op := lowerKernel(t, lowers[c.op], n, c.shapes...)
-			in := make([][]float32, len(op.ins))
-			for i, s := range op.ins {
+			in := make([][]float32, len(op.Ins))
+			for i, s := range op.Ins {
 				in[i] = make([]float32, shape.Numel(s))
 				for j := range in[i] {
 					in[i][j] = float32(r.NormFloat64())
@@ -76,26 +77,26 @@ func TestMatMulFillsDirtyBuffers(t *testing.T) {
 				}
 			}
 			declared := 0
-			if op.fills || op.fwdFills {
+			if op.Fills || op.FwdFills {
 				declared++
-				zero, dirty := make([]float32, shape.Numel(op.out)), garbage(shape.Numel(op.out))
-				op.fwd32(zero, in)
-				op.fwd32(dirty, in)
+				zero, dirty := make([]float32, shape.Numel(op.Out)), garbage(shape.Numel(op.Out))
+				op.Fwd32(zero, in)
+				op.Fwd32(dirty, in)
 				same("output", dirty, zero)
 			}
-			y := make([]float32, shape.Numel(op.out))
-			op.fwd32(y, in)
+			y := make([]float32, shape.Numel(op.Out))
+			op.Fwd32(y, in)
 			g := make([]float32, len(y))
 			for i := range g {
 				g[i] = float32(r.NormFloat64())
 			}
-			for k, s := range op.ins {
-				if !op.fills && (k >= len(op.gradFills) || !op.gradFills[k]) {
+			for k, s := range op.Ins {
+				if !op.Fills && (k >= len(op.GradFills) || !op.GradFills[k]) {
 					continue
 				}
 				declared++
 				zero, dirty := make([]float32, shape.Numel(s)), garbage(shape.Numel(s))
-				if !op.bwd32(k, zero, in, y, g) || !op.bwd32(k, dirty, in, y, g) {
+				if !op.Bwd32(k, zero, in, y, g) || !op.Bwd32(k, dirty, in, y, g) {
 					t.Fatalf("the float32 gradient of input %d declined", k)
 				}
 				same(fmt.Sprintf("gradient of input %d", k), dirty, zero)

@@ -115,7 +115,7 @@ func TestParametersHeldOnce(t *testing.T) {
 					t.Errorf("decoded initializer %q is not a view of θ", p.Name)
 				}
 				for key, c := range md.cache {
-					n := c.bt.params[p.Name]
+					n := c.bt.Params[p.Name]
 					d, _ := n.Value().Data().([]float32)
 					if len(p.Shape) > 0 && !onTheta(d, p) {
 						t.Errorf("graph %q: parameter node %q holds a copy of the parameter", key, p.Name)

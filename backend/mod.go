@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -21,7 +22,7 @@ import (
 // −q with respect to the divisor b, q the quotient a/b rounded as the
 // remainder was (toward zero for fmod, down otherwise).
 
-func init() { register("Mod", 10, lowerMod) }
+func init() { graph.Register("Mod", 10, lowerMod) }
 
 // floorMod is a − ⌊a/b⌋·b.
 func floorMod(a, b float64) float64 {
@@ -32,33 +33,33 @@ func floorMod(a, b float64) float64 {
 	return r
 }
 
-func lowerMod(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerMod(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	y, err := input(n, in, 1)
+	y, err := graph.Input(n, in, 1)
 	if err != nil {
 		return nil, err
 	}
-	fmod, err := attrInt(n, "fmod", 0)
+	fmod, err := graph.AttrInt(n, "fmod", 0)
 	if err != nil {
 		return nil, err
 	}
 	if fmod != 0 && fmod != 1 {
-		return nil, nodeErr(n, "fmod = %d, expected 0 or 1", fmod)
+		return nil, graph.NodeErr(n, "fmod = %d, expected 0 or 1", fmod)
 	}
-	if x.isConst() && y.isConst() {
+	if x.IsConst() && y.IsConst() {
 		return lowerFold(b, n, in)
 	}
-	out, err := shape.Broadcast(x.shape, y.shape)
+	out, err := shape.Broadcast(x.Shape, y.Shape)
 	if err != nil {
-		return nil, nodeErr(n, "inputs %q and %q: %v", n.Input[0], n.Input[1], err)
+		return nil, graph.NodeErr(n, "inputs %q and %q: %v", n.Input[0], n.Input[1], err)
 	}
-	ia, ib := shape.NewBcast(x.shape, out), shape.NewBcast(y.shape, out)
+	ia, ib := shape.NewBcast(x.Shape, out), shape.NewBcast(y.Shape, out)
 	at := atB
-	if isIntNode(x) || isIntNode(y) {
-		v, err := b.intOp(n, "Mod", []*value{x, y}, out, func(dst []int64, in [][]int64) {
+	if graph.IsIntNode(x) || graph.IsIntNode(y) {
+		v, err := b.IntOp(n, "Mod", []*graph.Value{x, y}, out, func(dst []int64, in [][]int64) {
 			for i := range dst {
 				a, c := in[0][at(ia, i)], in[1][at(ib, i)]
 				if c == 0 {
@@ -74,7 +75,7 @@ func lowerMod(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []*value{v}, nil
+		return []*graph.Value{v}, nil
 	}
 	f, quot := floorMod, math.Floor
 	if fmod == 1 {
@@ -116,10 +117,10 @@ func lowerMod(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		})
 		return true
 	}
-	diff := []bool{!x.isConst(), !y.isConst()}
-	r, err := b.fillingKernel32(n.GetName(), "Mod", []gnode{b.node(x), b.node(y)}, out, fwd, bwd, diff, fwd32, bwd32)
+	diff := []bool{!x.IsConst(), !y.IsConst()}
+	r, err := b.FillingKernel32(n.GetName(), "Mod", []graph.Node{b.Node(x), b.Node(y)}, out, fwd, bwd, diff, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(r)}, nil
+	return []*graph.Value{graph.NodeValue(r)}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/internal/hugepages"
 	"github.com/paretonav/paretonav/internal/termsafe"
@@ -93,19 +94,19 @@ type Model struct {
 
 // compiled is the graph for one signature of input and target shapes.
 type compiled struct {
-	bt      *built
-	targets []gnode // per task; nil for "output"
-	u       []gnode // per task: weight of the task's loss in the backward pass
-	losses  []gnode
-	hasGrad []bool                  // per task: some trainable parameter affects the loss
-	wrt     []int                   // indices into Model.params of the differentiated params
-	sink    gnode                   // [losses..., gradients of wrt...]
-	lossOut gnode                   // [losses...]
-	grads   G.Nodes                 // per wrt parameter: its gradient of Σ u_i·ℓ_i
-	prog    *program                // runs losses once, gradients per task
-	gradAt  map[int]int             // per position in prog of a parameter gradient: the parameter (gradPlaces)
-	bufs    map[gnode]*tensor.Dense // float32 input values, refilled per Evaluate
-	fwd     *program                // Outputs' forward pass (no task weights)
+	bt      *graph.Built
+	targets []graph.Node // per task; nil for "output"
+	u       []graph.Node // per task: weight of the task's loss in the backward pass
+	losses  []graph.Node
+	hasGrad []bool                       // per task: some trainable parameter affects the loss
+	wrt     []int                        // indices into Model.params of the differentiated params
+	sink    graph.Node                   // [losses..., gradients of wrt...]
+	lossOut graph.Node                   // [losses...]
+	grads   G.Nodes                      // per wrt parameter: its gradient of Σ u_i·ℓ_i
+	prog    *program                     // runs losses once, gradients per task
+	gradAt  map[int]int                  // per position in prog of a parameter gradient: the parameter (gradPlaces)
+	bufs    map[graph.Node]*tensor.Dense // float32 input values, refilled per Evaluate
+	fwd     *program                     // Outputs' forward pass (no task weights)
 }
 
 // Open prepares m for training the given tasks: it checks that every
@@ -408,8 +409,8 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 			continue
 		}
 		h := lossHeads[t.Loss]
-		out := c.bt.vals[t.Output]
-		want, err := h.targetShape(out.shape)
+		out := c.bt.Vals[t.Output]
+		want, err := h.targetShape(out.Shape)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: output %q: %v", kind, t.Name, t.Output, err))
 			continue
@@ -420,11 +421,11 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 			continue
 		}
 		if !shape.Equal(a.Shape, want) {
-			errs = append(errs, fmt.Errorf("%s %q: target array %q has shape %v, expected %v for output %q of shape %v", kind, t.Name, t.Target, a.Shape, want, t.Output, out.shape))
+			errs = append(errs, fmt.Errorf("%s %q: target array %q has shape %v, expected %v for output %q of shape %v", kind, t.Name, t.Target, a.Shape, want, t.Output, out.Shape))
 			continue
 		}
 		if h.integer {
-			C := int64(out.shape[1])
+			C := int64(out.Shape[1])
 			for i := range a.Len() {
 				v := tensorFloat64(a, i)
 				if v != math.Trunc(v) || ((int64(v) < 0 || int64(v) >= C) && int64(v) != t.IgnoreIndex) {
@@ -474,16 +475,16 @@ func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tens
 	for _, p := range md.params {
 		trainable[p.Name] = true
 	}
-	bt, err := buildGraphInts(md.m.Proto.Graph, md.opset, md.dt, shapes, md.static, ints, md.inits, trainable, md.paramView, md.opt.BatchNorm == "train", md.opt.rewrites)
+	bt, err := graph.BuildInts(md.m.Proto.Graph, md.opset, md.dt, shapes, md.static, ints, md.inits, trainable, md.paramView, md.opt.BatchNorm == "train", md.opt.rewrites)
 	if err != nil {
 		return nil, err
 	}
 	c := &compiled{bt: bt}
 	for i, t := range md.tasks {
-		if v := bt.vals[t.Output]; (v == nil && len(bt.b.deferred) == 0) || v.isConst() {
+		if v := bt.Vals[t.Output]; (v == nil && len(bt.B.Deferred) == 0) || v.IsConst() {
 			return nil, fmt.Errorf("%s %q: output %q is not computed at run time from the inputs and weights", md.kind(i), t.Name, t.Output)
 		}
-		if v := bt.vals[t.Output]; v != nil && v.seq != nil {
+		if v := bt.Vals[t.Output]; v != nil && v.Seq != nil {
 			return nil, fmt.Errorf("%s %q: output %q is a tensor sequence, expected a tensor", md.kind(i), t.Name, t.Output)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -216,7 +217,7 @@ func TestUnsupportedOpsListedTogether(t *testing.T) {
 	}
 	m := graphModel(nodes, nil, map[string][]int64{"x": {-1, 3}}, "y")
 	_, err := Open(m, mustTasks(t, "t:output:y:-"), Options{})
-	var ue *UnsupportedError
+	var ue *graph.UnsupportedError
 	if !errors.As(err, &ue) {
 		t.Fatalf("error %v is not an UnsupportedError", err)
 	}

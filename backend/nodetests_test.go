@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/internal/nodetests"
@@ -69,8 +70,8 @@ func runNodeTest(c *nodetests.Case) (res nodeResult, msg string) {
 		return nodeUnsupported, c.Invalid.Error()
 	}
 	classify := func(stage string, err error) (nodeResult, string) {
-		var unsup *UnsupportedError
-		var limit *LimitError
+		var unsup *graph.UnsupportedError
+		var limit *graph.LimitError
 		if errors.As(err, &unsup) || errors.As(err, &limit) {
 			return nodeUnsupported, err.Error()
 		}

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -14,46 +15,46 @@ import (
 // X, scale and bias.
 
 func init() {
-	register("GroupNormalization", 18, lowerGroupNorm)
-	register("GroupNormalization", 21, lowerGroupNorm)
+	graph.Register("GroupNormalization", 18, lowerGroupNorm)
+	graph.Register("GroupNormalization", 21, lowerGroupNorm)
 }
 
-func lowerGroupNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerGroupNorm(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	x, sc, bias, eps, err := scaleBiasNorm(n, in)
 	if err != nil {
 		return nil, err
 	}
-	if !hasAttr(n, "num_groups") {
-		return nil, nodeErr(n, "attribute num_groups is required")
+	if !graph.HasAttr(n, "num_groups") {
+		return nil, graph.NodeErr(n, "attribute num_groups is required")
 	}
-	ng, err := attrInt(n, "num_groups", 0)
+	ng, err := graph.AttrInt(n, "num_groups", 0)
 	if err != nil {
 		return nil, err
 	}
-	if b.opset >= 21 {
-		st, err := attrInt(n, "stash_type", 1)
+	if b.Opset >= 21 {
+		st, err := graph.AttrInt(n, "stash_type", 1)
 		if err != nil {
 			return nil, err
 		}
 		if !stashTypes[st] {
-			return nil, nodeErr(n, "attribute stash_type %d: expected a float type (1 float, 10 float16, 11 double, 16 bfloat16)", st)
+			return nil, graph.NodeErr(n, "attribute stash_type %d: expected a float type (1 float, 10 float16, 11 double, 16 bfloat16)", st)
 		}
 	}
-	if len(x.shape) < 2 {
-		return nil, nodeErr(n, "input %q of shape %v: expected N×C×D1×… (rank >= 2)", n.Input[0], x.shape)
+	if len(x.Shape) < 2 {
+		return nil, graph.NodeErr(n, "input %q of shape %v: expected N×C×D1×… (rank >= 2)", n.Input[0], x.Shape)
 	}
-	N, C, S := x.shape[0], x.shape[1], shape.Numel(x.shape[2:])
+	N, C, S := x.Shape[0], x.Shape[1], shape.Numel(x.Shape[2:])
 	if ng <= 0 || int64(C)%ng != 0 {
-		return nil, nodeErr(n, "num_groups %d must be positive and divide the %d channels of %q", ng, C, n.Input[0])
+		return nil, graph.NodeErr(n, "num_groups %d must be positive and divide the %d channels of %q", ng, C, n.Input[0])
 	}
 	G := int(ng)
 	per := C / G // channels per group
 	affine, what := G, "num_groups"
-	if b.opset >= 21 {
+	if b.Opset >= 21 {
 		affine, what = C, "C"
 	}
-	if shape.Numel(sc.shape) != affine || shape.Numel(bias.shape) != affine {
-		return nil, nodeErr(n, "scale %v and bias %v must have %s = %d elements at opset %d", sc.shape, bias.shape, what, affine, b.opset)
+	if shape.Numel(sc.Shape) != affine || shape.Numel(bias.Shape) != affine {
+		return nil, graph.NodeErr(n, "scale %v and bias %v must have %s = %d elements at opset %d", sc.Shape, bias.Shape, what, affine, b.Opset)
 	}
 	// aff returns the scale/bias index of channel c.
 	aff := func(c int) int {
@@ -102,9 +103,9 @@ func lowerGroupNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 			}
 		}
 	}
-	r, err := b.kernel(n.GetName(), "GroupNormalization", []gnode{b.node(x), b.node(sc), b.node(bias)}, x.shape, fwd, bwd, nil)
+	r, err := b.Kernel(n.GetName(), "GroupNormalization", []graph.Node{b.Node(x), b.Node(sc), b.Node(bias)}, x.Shape, fwd, bwd, nil)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(r)}, nil
+	return []*graph.Value{graph.NodeValue(r)}, nil
 }

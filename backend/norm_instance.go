@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -11,19 +12,19 @@ import (
 // spatial dimensions, y = scale[c]·(x − μ)/√(σ² + ε) + B[c] (biased
 // variance). Differentiable in X, scale and B.
 
-func init() { register("InstanceNormalization", 1, lowerInstanceNorm) }
+func init() { graph.Register("InstanceNormalization", 1, lowerInstanceNorm) }
 
-func lowerInstanceNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerInstanceNorm(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	x, sc, bias, eps, err := scaleBiasNorm(n, in)
 	if err != nil {
 		return nil, err
 	}
-	if len(x.shape) < 3 {
-		return nil, nodeErr(n, "input %q of shape %v: expected N×C×D1×… (rank >= 3, opset %d)", n.Input[0], x.shape, b.opset)
+	if len(x.Shape) < 3 {
+		return nil, graph.NodeErr(n, "input %q of shape %v: expected N×C×D1×… (rank >= 3, opset %d)", n.Input[0], x.Shape, b.Opset)
 	}
-	N, C, S := x.shape[0], x.shape[1], shape.Numel(x.shape[2:])
-	if shape.Numel(sc.shape) != C || shape.Numel(bias.shape) != C {
-		return nil, nodeErr(n, "scale %v and B %v must have C = %d elements (opset %d)", sc.shape, bias.shape, C, b.opset)
+	N, C, S := x.Shape[0], x.Shape[1], shape.Numel(x.Shape[2:])
+	if shape.Numel(sc.Shape) != C || shape.Numel(bias.Shape) != C {
+		return nil, graph.NodeErr(n, "scale %v and B %v must have C = %d elements (opset %d)", sc.Shape, bias.Shape, C, b.Opset)
 	}
 	// stats returns the mean and 1/√(σ²+ε) of instance (n, c).
 	stats := func(src []float64, off int) (mu, inv float64) {
@@ -75,23 +76,23 @@ func lowerInstanceNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, 
 			}
 		}
 	}
-	r, err := b.kernel(n.GetName(), "InstanceNormalization", []gnode{b.node(x), b.node(sc), b.node(bias)}, x.shape, fwd, bwd, nil)
+	r, err := b.Kernel(n.GetName(), "InstanceNormalization", []graph.Node{b.Node(x), b.Node(sc), b.Node(bias)}, x.Shape, fwd, bwd, nil)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(r)}, nil
+	return []*graph.Value{graph.NodeValue(r)}, nil
 }
 
 // scaleBiasNorm reads the inputs X, scale and B and the epsilon attribute
 // (default 1e-5) shared by InstanceNormalization and GroupNormalization.
-func scaleBiasNorm(n *onnxpb.NodeProto, in []*value) (x, scale, bias *value, eps float64, err error) {
-	var xs [3]*value
+func scaleBiasNorm(n *onnxpb.NodeProto, in []*graph.Value) (x, scale, bias *graph.Value, eps float64, err error) {
+	var xs [3]*graph.Value
 	for i := range xs {
-		if xs[i], err = input(n, in, i); err != nil {
+		if xs[i], err = graph.Input(n, in, i); err != nil {
 			return nil, nil, nil, 0, err
 		}
 	}
-	eps, err = attrFloat(n, "epsilon", 1e-5)
+	eps, err = graph.AttrFloat(n, "epsilon", 1e-5)
 	if err != nil {
 		return nil, nil, nil, 0, err
 	}

@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -15,7 +16,7 @@ import (
 // float32 graph rounds them once to float32). Differentiable in X, Scale
 // and B, and Mean and InvStdDev in X.
 
-func init() { register("LayerNormalization", 17, lowerLayerNorm) }
+func init() { graph.Register("LayerNormalization", 17, lowerLayerNorm) }
 
 // stashTypes are the stash_type values ONNX allows (float, float16,
 // double, bfloat16).
@@ -26,7 +27,7 @@ var stashTypes = map[int64]bool{1: true, 10: true, 11: true, 16: true}
 func layerGroups(n *onnxpb.NodeProto, s []int, axis int64) (groups, size, ax int, err error) {
 	r := int64(len(s))
 	if axis < -r || axis >= r {
-		return 0, 0, 0, nodeErr(n, "attribute axis %d out of range for input %q of rank %d (expected %d to %d)", axis, n.Input[0], r, -r, r-1)
+		return 0, 0, 0, graph.NodeErr(n, "attribute axis %d out of range for input %q of rank %d (expected %d to %d)", axis, n.Input[0], r, -r, r-1)
 	}
 	if axis < 0 {
 		axis += r
@@ -34,48 +35,48 @@ func layerGroups(n *onnxpb.NodeProto, s []int, axis int64) (groups, size, ax int
 	return shape.Numel(s[:axis]), shape.Numel(s[axis:]), int(axis), nil
 }
 
-func lowerLayerNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerLayerNorm(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	sc, err := input(n, in, 1)
+	sc, err := graph.Input(n, in, 1)
 	if err != nil {
 		return nil, err
 	}
-	bias := optInput(in, 2)
-	axis, err := attrInt(n, "axis", -1)
+	bias := graph.OptInput(in, 2)
+	axis, err := graph.AttrInt(n, "axis", -1)
 	if err != nil {
 		return nil, err
 	}
-	eps, err := attrFloat(n, "epsilon", 1e-5)
+	eps, err := graph.AttrFloat(n, "epsilon", 1e-5)
 	if err != nil {
 		return nil, err
 	}
-	st, err := attrInt(n, "stash_type", 1)
+	st, err := graph.AttrInt(n, "stash_type", 1)
 	if err != nil {
 		return nil, err
 	}
 	if !stashTypes[st] {
-		return nil, nodeErr(n, "attribute stash_type %d: expected a float type (1 float, 10 float16, 11 double, 16 bfloat16)", st)
+		return nil, graph.NodeErr(n, "attribute stash_type %d: expected a float type (1 float, 10 float16, 11 double, 16 bfloat16)", st)
 	}
-	groups, S, ax, err := layerGroups(n, x.shape, axis)
+	groups, S, ax, err := layerGroups(n, x.Shape, axis)
 	if err != nil {
 		return nil, err
 	}
-	ins := []gnode{b.node(x), b.node(sc)}
+	ins := []graph.Node{b.Node(x), b.Node(sc)}
 	idx := []*shape.Bcast{nil, nil, nil} // element of Scale / B used by each element of X
-	for i, v := range []*value{sc, bias} {
+	for i, v := range []*graph.Value{sc, bias} {
 		if v == nil {
 			continue
 		}
-		bs, err := shape.Broadcast(x.shape, v.shape)
-		if err != nil || !shape.Equal(bs, x.shape) {
-			return nil, nodeErr(n, "input %d %q of shape %v does not broadcast to X's shape %v (opset %d)", i+1, n.Input[i+1], v.shape, x.shape, b.opset)
+		bs, err := shape.Broadcast(x.Shape, v.Shape)
+		if err != nil || !shape.Equal(bs, x.Shape) {
+			return nil, graph.NodeErr(n, "input %d %q of shape %v does not broadcast to X's shape %v (opset %d)", i+1, n.Input[i+1], v.Shape, x.Shape, b.Opset)
 		}
-		idx[i+1] = shape.NewBcast(v.shape, x.shape)
+		idx[i+1] = shape.NewBcast(v.Shape, x.Shape)
 		if i == 1 {
-			ins = append(ins, b.node(v))
+			ins = append(ins, b.Node(v))
 		}
 	}
 	at := func(k, j int) int { return atB(idx[k], j) }
@@ -123,25 +124,25 @@ func lowerLayerNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 			}
 		}
 	}
-	var y gnode
+	var y graph.Node
 	if affineTrailing(sc, idx[1], groups, S) && (bias == nil || affineTrailing(bias, idx[2], groups, S)) {
 		l := layerNorm32{groups: groups, S: S, eps: eps, bias: bias != nil}
-		y, err = b.fillingKernel32(n.GetName(), "LayerNormalization", ins, x.shape, fwd, bwd, nil, l.forward, l.backward)
+		y, err = b.FillingKernel32(n.GetName(), "LayerNormalization", ins, x.Shape, fwd, bwd, nil, l.forward, l.backward)
 	} else {
-		y, err = b.kernel(n.GetName(), "LayerNormalization", ins, x.shape, fwd, bwd, nil)
+		y, err = b.Kernel(n.GetName(), "LayerNormalization", ins, x.Shape, fwd, bwd, nil)
 	}
 	if err != nil {
 		return nil, err
 	}
-	outs := []*value{nodeValue(y)}
+	outs := []*graph.Value{graph.NodeValue(y)}
 	if len(n.Output) < 2 || (n.Output[1] == "" && (len(n.Output) < 3 || n.Output[2] == "")) {
 		return outs, nil
 	}
-	statShape := append([]int{}, x.shape...)
+	statShape := append([]int{}, x.Shape...)
 	for i := ax; i < len(statShape); i++ {
 		statShape[i] = 1
 	}
-	mean, err := b.kernel(n.GetName(), "LayerNormalization Mean", []gnode{b.node(x)}, statShape,
+	mean, err := b.Kernel(n.GetName(), "LayerNormalization Mean", []graph.Node{b.Node(x)}, statShape,
 		func(dst []float64, in [][]float64) {
 			for gi := range dst {
 				dst[gi], _ = stats(in[0], gi*S)
@@ -156,7 +157,7 @@ func lowerLayerNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		return nil, err
 	}
 	// ∂inv/∂x_j = −inv³·(x_j − μ)/S
-	invStd, err := b.kernel(n.GetName(), "LayerNormalization InvStdDev", []gnode{b.node(x)}, statShape,
+	invStd, err := b.Kernel(n.GetName(), "LayerNormalization InvStdDev", []graph.Node{b.Node(x)}, statShape,
 		func(dst []float64, in [][]float64) {
 			for gi := range dst {
 				_, dst[gi] = stats(in[0], gi*S)
@@ -173,7 +174,7 @@ func lowerLayerNorm(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 	if err != nil {
 		return nil, err
 	}
-	return append(outs, nodeValue(mean), nodeValue(invStd)), nil
+	return append(outs, graph.NodeValue(mean), graph.NodeValue(invStd)), nil
 }
 
 // layerStats returns the mean of v and 1/√(σ² + eps), σ² the biased
@@ -193,14 +194,14 @@ func layerStats(v []float64, eps float64) (mu, inv float64) {
 // affineTrailing reports whether Scale or B (v, with broadcast b into
 // X) maps element j of X to j mod S: it covers exactly the normalised
 // axes.
-func affineTrailing(v *value, b *shape.Bcast, groups, S int) bool {
+func affineTrailing(v *graph.Value, b *shape.Bcast, groups, S int) bool {
 	switch {
 	case b == nil:
 		return groups == 1
 	case b.Idx == nil:
 		return b.Mid == S && b.Inner == 1
 	}
-	if shape.Numel(v.shape) != S {
+	if shape.Numel(v.Shape) != S {
 		return false
 	}
 	for j, i := range b.Idx {

@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 )
 
@@ -121,19 +122,19 @@ func (l layerNorm32) gradAffine(dst []float32, x, g []float32, bias bool, acc, s
 	})
 }
 
-// backward is a backward32Func for input k (0 X, 1 Scale, 2 B).
+// backward is a graph.Backward32Func for input k (0 X, 1 Scale, 2 B).
 func (l layerNorm32) backward(k int, dst []float32, in [][]float32, _, g []float32) bool {
 	switch k {
 	case 0:
 		l.gradX(dst, in[0], in[1], g)
 	case 1, 2:
-		var sc f64Scratch
-		defer sc.release()
+		var sc graph.F64Scratch
+		defer sc.Release()
 		var stats []float64
 		if k == 1 {
-			stats = sc.get(2 * l.groups)
+			stats = sc.Get(2 * l.groups)
 		}
-		l.gradAffine(dst, in[0], g, k == 2, sc.get(l.S), stats)
+		l.gradAffine(dst, in[0], g, k == 2, sc.Get(l.S), stats)
 	default:
 		return false
 	}

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -11,52 +12,52 @@ import (
 // opset 19, wrap.
 
 func init() {
-	register("Pad", 1, lowerPad)
-	register("Pad", 2, lowerPad)
-	register("Pad", 11, lowerPad)
+	graph.Register("Pad", 1, lowerPad)
+	graph.Register("Pad", 2, lowerPad)
+	graph.Register("Pad", 11, lowerPad)
 }
 
-func lowerPad(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerPad(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	mode, err := attrString(n, "mode", kernels.PadConstant)
+	mode, err := graph.AttrString(n, "mode", kernels.PadConstant)
 	if err != nil {
 		return nil, err
 	}
-	if mode == kernels.PadWrap && b.opset < 19 {
-		return nil, nodeErr(n, "mode %q needs opset 19, the model imports %d", mode, b.opset)
+	if mode == kernels.PadWrap && b.Opset < 19 {
+		return nil, graph.NodeErr(n, "mode %q needs opset 19, the model imports %d", mode, b.Opset)
 	}
 	p := kernels.PadParams{Mode: mode}
-	r := len(x.shape)
+	r := len(x.Shape)
 	switch {
-	case b.opset < 2:
-		v, err := attrInts(n, "paddings", nil)
+	case b.Opset < 2:
+		v, err := graph.AttrInts(n, "paddings", nil)
 		if err != nil {
 			return nil, err
 		}
-		p.Pads = ints(v)
-		if p.Value, err = attrFloat(n, "value", 0); err != nil {
+		p.Pads = graph.Ints(v)
+		if p.Value, err = graph.AttrFloat(n, "value", 0); err != nil {
 			return nil, err
 		}
-	case b.opset < 11:
-		v, err := attrInts(n, "pads", nil)
+	case b.Opset < 11:
+		v, err := graph.AttrInts(n, "pads", nil)
 		if err != nil {
 			return nil, err
 		}
-		p.Pads = ints(v)
-		if p.Value, err = attrFloat(n, "value", 0); err != nil {
+		p.Pads = graph.Ints(v)
+		if p.Value, err = graph.AttrFloat(n, "value", 0); err != nil {
 			return nil, err
 		}
 	default:
-		t, err := constInput(n, in, 1, "pads")
+		t, err := graph.ConstInput(n, in, 1, "pads")
 		if err != nil {
 			return nil, err
 		}
-		pads := ints(t.Int64s())
-		if cv := optInput(in, 2); cv != nil {
-			c, err := constInput(n, in, 2, "constant_value")
+		pads := graph.Ints(t.Int64s())
+		if cv := graph.OptInput(in, 2); cv != nil {
+			c, err := graph.ConstInput(n, in, 2, "constant_value")
 			if err != nil {
 				return nil, err
 			}
@@ -64,17 +65,17 @@ func lowerPad(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 				p.Value = f[0]
 			}
 		}
-		axes, err := optConstInts(n, in, 3, "axes")
+		axes, err := graph.OptConstInts(n, in, 3, "axes")
 		if err != nil {
 			return nil, err
 		}
 		if axes != nil {
 			if len(pads) != 2*len(axes) {
-				return nil, nodeErr(n, "pads %v: expected %d values for axes %v", pads, 2*len(axes), axes)
+				return nil, graph.NodeErr(n, "pads %v: expected %d values for axes %v", pads, 2*len(axes), axes)
 			}
 			full := make([]int, 2*r)
 			for i, a := range axes {
-				ax, err := normAxis(n, a, r)
+				ax, err := graph.NormAxis(n, a, r)
 				if err != nil {
 					return nil, err
 				}
@@ -84,9 +85,9 @@ func lowerPad(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		}
 		p.Pads = pads
 	}
-	y, err := kernels.Pad(b.node(x), p)
+	y, err := kernels.Pad(b.Node(x), p)
 	if err != nil {
-		return nil, nodeErr(n, "%v", err)
+		return nil, graph.NodeErr(n, "%v", err)
 	}
-	return []*value{nodeValue(y)}, nil
+	return []*graph.Value{graph.NodeValue(y)}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/internal/hugepages"
 
@@ -55,8 +56,8 @@ func (p *program) aliases(i int) bool {
 // values: the same result, bit for bit.
 func (p *program) cheap(i int) bool {
 	switch op := p.nodes[i].Op().(type) {
-	case *kernelOp:
-		switch op.kind {
+	case *graph.KernelOp:
+		switch op.Kind {
 		case "Relu", "Sigmoid", "Mul", "Concat", "SiLU":
 			return true
 		}
@@ -107,13 +108,13 @@ func (p *program) eachBackwardRead(f func(j int)) {
 }
 
 // argReader is an op that reads only some of its operands (see
-// kernelOp.gradReads).
-type argReader interface{ readsArgs() []bool }
+// graph.KernelOp.GradReads).
+type argReader interface{ ReadsArgs() []bool }
 
 // reads reports whether node i's op reads its a-th operand.
 func (p *program) reads(i, a int) bool {
 	if r, ok := p.nodes[i].Op().(argReader); ok {
-		if m := r.readsArgs(); m != nil && a < len(m) {
+		if m := r.ReadsArgs(); m != nil && a < len(m) {
 			return m[a]
 		}
 	}
@@ -352,7 +353,7 @@ type zeroBacking struct {
 
 // value is a zero of n's type and shape over the shared backing, grown to
 // at least size elements when it is shorter.
-func (z *zeroBacking) value(n gnode, size int) G.Value {
+func (z *zeroBacking) value(n graph.Node, size int) G.Value {
 	k := shape.Numel(n.Shape())
 	if n.IsScalar() {
 		if n.Dtype() == tensor.Float32 {
@@ -396,7 +397,7 @@ type bufPool struct {
 	// free holds the free buffers by capacity, each with the float32
 	// tensor that wrapped it in the value that died (putDense), or nil:
 	// the next op writing its result into the buffer returns that tensor
-	// again when the result has its shape (value32) instead of making one
+	// again when the result has its shape (graph.Value32) instead of making one
 	// (a Gorgonia tensor is several allocations: half of the bytes a small
 	// model's step allocated). The tensor lives as long as its buffer
 	// stays in the pool, no longer.
@@ -445,7 +446,7 @@ func (b *bufPool) getDense(n int, s []int) ([]float32, *tensor.Dense) {
 func (b *bufPool) putDense(f []float32, v G.Value) {
 	var d *tensor.Dense
 	if t, ok := v.(*tensor.Dense); ok && len(f) > 0 {
-		if x, ok := data32(t); ok && len(x) > 0 && &x[0] == &f[0] {
+		if x, ok := graph.Data32(t); ok && len(x) > 0 && &x[0] == &f[0] {
 			d = t
 		}
 	}

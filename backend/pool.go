@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -14,11 +15,11 @@ import (
 // float (after arithmetic lowered in floats) nodes or constants.
 
 func init() {
-	register("MaxPool", 1, lowerMaxPool)
-	register("AveragePool", 1, lowerAveragePool)
-	register("GlobalAveragePool", 1, lowerGlobalPool)
-	register("GlobalMaxPool", 1, lowerGlobalPool)
-	register("MaxUnpool", 9, lowerMaxUnpool)
+	graph.Register("MaxPool", 1, lowerMaxPool)
+	graph.Register("AveragePool", 1, lowerAveragePool)
+	graph.Register("GlobalAveragePool", 1, lowerGlobalPool)
+	graph.Register("GlobalMaxPool", 1, lowerGlobalPool)
+	graph.Register("MaxUnpool", 9, lowerMaxUnpool)
 }
 
 // poolParams reads the window attributes shared by the pooling ops.
@@ -28,33 +29,33 @@ func poolParams(n *onnxpb.NodeProto) (kernels.PoolParams, error) {
 		name string
 		dst  *[]int
 	}{{"kernel_shape", &p.Kernel}, {"strides", &p.Strides}, {"pads", &p.Pads}, {"dilations", &p.Dilations}} {
-		v, err := attrInts(n, a.name, nil)
+		v, err := graph.AttrInts(n, a.name, nil)
 		if err != nil {
 			return p, err
 		}
-		*a.dst = ints(v)
+		*a.dst = graph.Ints(v)
 	}
 	if p.Kernel == nil {
-		return p, nodeErr(n, "attribute kernel_shape is required")
+		return p, graph.NodeErr(n, "attribute kernel_shape is required")
 	}
-	c, err := attrInt(n, "ceil_mode", 0)
+	c, err := graph.AttrInt(n, "ceil_mode", 0)
 	if err != nil {
 		return p, err
 	}
 	p.CeilMode = c != 0
-	ci, err := attrInt(n, "count_include_pad", 0)
+	ci, err := graph.AttrInt(n, "count_include_pad", 0)
 	if err != nil {
 		return p, err
 	}
 	p.CountIncludePad = ci != 0
-	if p.AutoPad, err = attrString(n, "auto_pad", kernels.AutoPadNotSet); err != nil {
+	if p.AutoPad, err = graph.AttrString(n, "auto_pad", kernels.AutoPadNotSet); err != nil {
 		return p, err
 	}
 	return p, nil
 }
 
-func lowerMaxPool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerMaxPool(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -62,23 +63,23 @@ func lowerMaxPool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	if err != nil {
 		return nil, err
 	}
-	if so, err := attrInt(n, "storage_order", 0); err != nil {
+	if so, err := graph.AttrInt(n, "storage_order", 0); err != nil {
 		return nil, err
 	} else if so != 0 {
-		return nil, b.limitErr(n, "storage_order=%d (column-major Indices)", so)
+		return nil, b.LimitErr(n, "storage_order=%d (column-major Indices)", so)
 	}
 	if err := poolRank(b, n, x); err != nil {
 		return nil, err
 	}
-	y, idx, err := kernels.MaxPool(b.node(x), p)
+	y, idx, err := kernels.MaxPool(b.Node(x), p)
 	if err != nil {
-		return nil, nodeErr(n, "%v", err)
+		return nil, graph.NodeErr(n, "%v", err)
 	}
-	return []*value{nodeValue(y), nodeValue(idx)}, nil
+	return []*graph.Value{graph.NodeValue(y), graph.NodeValue(idx)}, nil
 }
 
-func lowerAveragePool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerAveragePool(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -89,15 +90,15 @@ func lowerAveragePool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, e
 	if err := poolRank(b, n, x); err != nil {
 		return nil, err
 	}
-	y, err := kernels.AveragePool(b.node(x), p)
+	y, err := kernels.AveragePool(b.Node(x), p)
 	if err != nil {
-		return nil, nodeErr(n, "%v", err)
+		return nil, graph.NodeErr(n, "%v", err)
 	}
-	return []*value{nodeValue(y)}, nil
+	return []*graph.Value{graph.NodeValue(y)}, nil
 }
 
-func lowerGlobalPool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerGlobalPool(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -105,19 +106,19 @@ func lowerGlobalPool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, er
 	if n.GetOpType() == "GlobalMaxPool" {
 		f = kernels.GlobalMaxPool
 	}
-	y, err := f(b.node(x))
+	y, err := f(b.Node(x))
 	if err != nil {
-		return nil, nodeErr(n, "%v", err)
+		return nil, graph.NodeErr(n, "%v", err)
 	}
-	return []*value{nodeValue(y)}, nil
+	return []*graph.Value{graph.NodeValue(y)}, nil
 }
 
-func lowerMaxUnpool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerMaxUnpool(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	iv, err := input(n, in, 1)
+	iv, err := graph.Input(n, in, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -125,31 +126,31 @@ func lowerMaxUnpool(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 	if err != nil {
 		return nil, err
 	}
-	os, err := optConstInts(n, in, 2, "output_shape")
+	os, err := graph.OptConstInts(n, in, 2, "output_shape")
 	if err != nil {
 		return nil, err
 	}
-	var idx gnode
-	if iv.isConst() {
-		idx = b.node(iv)
+	var idx graph.Node
+	if iv.IsConst() {
+		idx = b.Node(iv)
 	} else {
-		idx = iv.n
+		idx = iv.N
 	}
 	if idx, err = kernels.AsIndices(idx); err != nil {
-		return nil, nodeErr(n, "%v", err)
+		return nil, graph.NodeErr(n, "%v", err)
 	}
-	y, err := kernels.MaxUnpool(b.node(x), idx, p, ints(os))
+	y, err := kernels.MaxUnpool(b.Node(x), idx, p, graph.Ints(os))
 	if err != nil {
-		return nil, nodeErr(n, "%v", err)
+		return nil, graph.NodeErr(n, "%v", err)
 	}
-	return []*value{nodeValue(y)}, nil
+	return []*graph.Value{graph.NodeValue(y)}, nil
 }
 
 // poolRank returns a *LimitError unless x is 3-D (NCL) or 4-D (NCHW):
 // backend/internal/kernels pools one or two spatial dimensions.
-func poolRank(b *builder, n *onnxpb.NodeProto, x *value) error {
-	if r := len(x.shape); r != 3 && r != 4 {
-		return b.limitErr(n, "%d-D input %v (only 1-D and 2-D pooling, NCL or NCHW)", r, x.shape)
+func poolRank(b *graph.Builder, n *onnxpb.NodeProto, x *graph.Value) error {
+	if r := len(x.Shape); r != 3 && r != 4 {
+		return b.LimitErr(n, "%d-D input %v (only 1-D and 2-D pooling, NCL or NCHW)", r, x.Shape)
 	}
 	return nil
 }

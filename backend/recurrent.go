@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -21,13 +22,13 @@ import (
 // holding the full length for every sample.
 
 func init() {
-	register("LSTM", 7, lowerLSTM)
-	register("GRU", 7, lowerGRU)
+	graph.Register("LSTM", 7, lowerLSTM)
+	graph.Register("GRU", 7, lowerGRU)
 }
 
 // rnn builds one recurrent node's unrolled graph.
 type rnn struct {
-	b     *builder
+	b     *graph.Builder
 	n     *onnxpb.NodeProto
 	k     int // ops made so far (unique names)
 	T, B  int // sequence length, batch
@@ -37,26 +38,26 @@ type rnn struct {
 }
 
 // op lowers one op of the unrolled graph on ins, named after the node.
-func (r *rnn) op(op string, attrs []*onnxpb.AttributeProto, ins ...*value) (*value, error) {
+func (r *rnn) op(op string, attrs []*onnxpb.AttributeProto, ins ...*graph.Value) (*graph.Value, error) {
 	r.k++
 	name := fmt.Sprintf("%s/%s%d", r.n.GetName(), op, r.k)
 	nd := &onnxpb.NodeProto{Name: proto.String(name), OpType: proto.String(op), Attribute: attrs, Output: []string{name}}
 	for i := range ins {
 		nd.Input = append(nd.Input, fmt.Sprintf("%s:%d", name, i))
 	}
-	outs, err := lookup(op, r.b.opset)(r.b, nd, ins)
+	outs, err := graph.Lookup(op, r.b.Opset)(r.b, nd, ins)
 	if err != nil {
 		return nil, err
 	}
 	return outs[0], nil
 }
 
-func (r *rnn) add(a, c *value) (*value, error) { return r.op("Add", nil, a, c) }
-func (r *rnn) mul(a, c *value) (*value, error) { return r.op("Mul", nil, a, c) }
+func (r *rnn) add(a, c *graph.Value) (*graph.Value, error) { return r.op("Add", nil, a, c) }
+func (r *rnn) mul(a, c *graph.Value) (*graph.Value, error) { return r.op("Mul", nil, a, c) }
 
 // gemmT is a · wᵀ (+ bias).
-func (r *rnn) gemmT(a, w, bias *value) (*value, error) {
-	ins := []*value{a, w}
+func (r *rnn) gemmT(a, w, bias *graph.Value) (*graph.Value, error) {
+	ins := []*graph.Value{a, w}
 	if bias != nil {
 		ins = append(ins, bias)
 	}
@@ -68,7 +69,7 @@ func aIntAttr(name string, v int64) *onnxpb.AttributeProto {
 }
 
 // piece is x's slice [start, start+size) along axis a, reshaped to shape.
-func (r *rnn) piece(x *value, a, start, size int, shape ...int) (*value, error) {
+func (r *rnn) piece(x *graph.Value, a, start, size int, shape ...int) (*graph.Value, error) {
 	r.k++
 	nd := &onnxpb.NodeProto{Name: proto.String(fmt.Sprintf("%s/slice%d", r.n.GetName(), r.k)), OpType: r.n.OpType, Output: []string{fmt.Sprintf("%s/slice%d", r.n.GetName(), r.k)}}
 	v, err := splitPiece(r.b, nd, r.n.GetOpType(), x, a, start, size)
@@ -83,7 +84,7 @@ func (r *rnn) piece(x *value, a, start, size int, shape ...int) (*value, error) 
 }
 
 // reshape gives x the shape s.
-func (r *rnn) reshape(x *value, s ...int) (*value, error) {
+func (r *rnn) reshape(x *graph.Value, s ...int) (*graph.Value, error) {
 	r.k++
 	nd := &onnxpb.NodeProto{Name: proto.String(fmt.Sprintf("%s/reshape%d", r.n.GetName(), r.k)), OpType: r.n.OpType, Output: []string{fmt.Sprintf("%s/reshape%d", r.n.GetName(), r.k)}}
 	out, err := reshapeTo(r.b, nd, x, s)
@@ -93,7 +94,7 @@ func (r *rnn) reshape(x *value, s ...int) (*value, error) {
 	return out[0], nil
 }
 
-func (r *rnn) concat(axis int64, vs ...*value) (*value, error) {
+func (r *rnn) concat(axis int64, vs ...*graph.Value) (*graph.Value, error) {
 	if len(vs) == 1 {
 		return vs[0], nil
 	}
@@ -102,20 +103,20 @@ func (r *rnn) concat(axis int64, vs ...*value) (*value, error) {
 
 // newRNN checks the attributes and inputs common to LSTM and GRU: X
 // [T, B, I], W [D, g·H, I], R [D, g·H, H].
-func newRNN(b *builder, n *onnxpb.NodeProto, in []*value, gates int, acts []string) (*rnn, error) {
-	x, err := input(n, in, 0)
+func newRNN(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value, gates int, acts []string) (*rnn, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	w, err := input(n, in, 1)
+	w, err := graph.Input(n, in, 1)
 	if err != nil {
 		return nil, err
 	}
-	rw, err := input(n, in, 2)
+	rw, err := graph.Input(n, in, 2)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := attrString(n, "direction", "forward")
+	dir, err := graph.AttrString(n, "direction", "forward")
 	if err != nil {
 		return nil, err
 	}
@@ -128,16 +129,16 @@ func newRNN(b *builder, n *onnxpb.NodeProto, in []*value, gates int, acts []stri
 	case "bidirectional":
 		r.dirs = []bool{false, true}
 	default:
-		return nil, nodeErr(n, "direction %q: expected forward, reverse or bidirectional", dir)
+		return nil, graph.NodeErr(n, "direction %q: expected forward, reverse or bidirectional", dir)
 	}
-	if layout, err := attrInt(n, "layout", 0); err != nil {
+	if layout, err := graph.AttrInt(n, "layout", 0); err != nil {
 		return nil, err
 	} else if layout != 0 {
-		return nil, nodeErr(n, "layout %d (batch first) is not supported: expected 0, sequence first", layout)
+		return nil, graph.NodeErr(n, "layout %d (batch first) is not supported: expected 0, sequence first", layout)
 	}
 	for _, a := range []string{"activation_alpha", "activation_beta", "clip"} {
-		if hasAttr(n, a) {
-			return nil, nodeErr(n, "attribute %q is not supported (only the default activations, without clip)", a)
+		if graph.HasAttr(n, a) {
+			return nil, graph.NodeErr(n, "attribute %q is not supported (only the default activations, without clip)", a)
 		}
 	}
 	if got, err := attrStrings(n, "activations"); err != nil {
@@ -148,40 +149,40 @@ func newRNN(b *builder, n *onnxpb.NodeProto, in []*value, gates int, acts []stri
 			want = append(want, acts...)
 		}
 		if !slices.Equal(got, want) {
-			return nil, nodeErr(n, "activations %v are not supported: only the defaults %v", got, want)
+			return nil, graph.NodeErr(n, "activations %v are not supported: only the defaults %v", got, want)
 		}
 	}
-	if len(x.shape) != 3 {
-		return nil, nodeErr(n, "input X %q has shape %v, expected [seq_length, batch_size, input_size]", n.Input[0], x.shape)
+	if len(x.Shape) != 3 {
+		return nil, graph.NodeErr(n, "input X %q has shape %v, expected [seq_length, batch_size, input_size]", n.Input[0], x.Shape)
 	}
-	r.T, r.B = x.shape[0], x.shape[1]
+	r.T, r.B = x.Shape[0], x.Shape[1]
 	D := len(r.dirs)
-	if len(rw.shape) != 3 || rw.shape[0] != D || rw.shape[1] != gates*rw.shape[2] {
-		return nil, nodeErr(n, "input R %q has shape %v, expected [%d, %d·hidden_size, hidden_size]", n.Input[2], rw.shape, D, gates)
+	if len(rw.Shape) != 3 || rw.Shape[0] != D || rw.Shape[1] != gates*rw.Shape[2] {
+		return nil, graph.NodeErr(n, "input R %q has shape %v, expected [%d, %d·hidden_size, hidden_size]", n.Input[2], rw.Shape, D, gates)
 	}
-	r.H = rw.shape[2]
-	if hs, err := attrInt(n, "hidden_size", int64(r.H)); err != nil {
+	r.H = rw.Shape[2]
+	if hs, err := graph.AttrInt(n, "hidden_size", int64(r.H)); err != nil {
 		return nil, err
 	} else if int(hs) != r.H {
-		return nil, nodeErr(n, "hidden_size %d, but R %q has shape %v", hs, n.Input[2], rw.shape)
+		return nil, graph.NodeErr(n, "hidden_size %d, but R %q has shape %v", hs, n.Input[2], rw.Shape)
 	}
-	if !slices.Equal(w.shape, []int{D, gates * r.H, x.shape[2]}) {
-		return nil, nodeErr(n, "input W %q has shape %v, expected %v", n.Input[1], w.shape, []int{D, gates * r.H, x.shape[2]})
+	if !slices.Equal(w.Shape, []int{D, gates * r.H, x.Shape[2]}) {
+		return nil, graph.NodeErr(n, "input W %q has shape %v, expected %v", n.Input[1], w.Shape, []int{D, gates * r.H, x.Shape[2]})
 	}
-	if sl := optInput(in, 4); sl != nil {
-		t, err := constInput(n, in, 4, "sequence_lens")
+	if sl := graph.OptInput(in, 4); sl != nil {
+		t, err := graph.ConstInput(n, in, 4, "sequence_lens")
 		if err != nil {
-			return nil, nodeErr(n, "sequence_lens %q is computed at run time: only a constant holding the full length %d for every sample is supported", n.Input[4], r.T)
+			return nil, graph.NodeErr(n, "sequence_lens %q is computed at run time: only a constant holding the full length %d for every sample is supported", n.Input[4], r.T)
 		}
 		for _, v := range t.Int64s() {
 			if int(v) != r.T {
-				return nil, nodeErr(n, "sequence_lens %v: sequences shorter than seq_length %d are not supported", t.Int64s(), r.T)
+				return nil, graph.NodeErr(n, "sequence_lens %v: sequences shorter than seq_length %d are not supported", t.Int64s(), r.T)
 			}
 		}
 	}
 	for i, s := range map[int][]int{3: {D, 2 * gates * r.H}, 5: {D, r.B, r.H}, 6: {D, r.B, r.H}, 7: {D, 3 * r.H}} {
-		if v := optInput(in, i); v != nil && i < len(n.Input) && (gates == 4 || i < 6) && !slices.Equal(v.shape, s) {
-			return nil, nodeErr(n, "input %d %q has shape %v, expected %v", i, n.Input[i], v.shape, s)
+		if v := graph.OptInput(in, i); v != nil && i < len(n.Input) && (gates == 4 || i < 6) && !slices.Equal(v.Shape, s) {
+			return nil, graph.NodeErr(n, "input %d %q has shape %v, expected %v", i, n.Input[i], v.Shape, s)
 		}
 	}
 	return r, nil
@@ -189,12 +190,12 @@ func newRNN(b *builder, n *onnxpb.NodeProto, in []*value, gates int, acts []stri
 
 // attrStrings returns the strings attribute name of n, or nil if absent.
 func attrStrings(n *onnxpb.NodeProto, name string) ([]string, error) {
-	a := attr(n, name)
+	a := graph.Attr(n, name)
 	if a == nil {
 		return nil, nil
 	}
 	if a.GetType() != onnxpb.AttributeProto_STRINGS {
-		return nil, nodeErr(n, "attribute %q: expected strings, got %v", name, a.GetType())
+		return nil, graph.NodeErr(n, "attribute %q: expected strings, got %v", name, a.GetType())
 	}
 	var out []string
 	for _, s := range a.GetStrings() {
@@ -207,20 +208,20 @@ func attrStrings(n *onnxpb.NodeProto, name string) ([]string, error) {
 // H], the biases Wb and Rb as [g·H] (nil without B), the initial states
 // [B, H] (nil: zeros) and LSTM's peepholes [3H] (nil: none).
 type dirInputs struct {
-	w, r, wb, rb, h0, c0, p *value
+	w, r, wb, rb, h0, c0, p *graph.Value
 }
 
-func (r *rnn) direction(in []*value, d int) (*dirInputs, error) {
+func (r *rnn) direction(in []*graph.Value, d int) (*dirInputs, error) {
 	gH := r.gates * r.H
 	var di dirInputs
 	var err error
-	if di.w, err = r.piece(in[1], 0, d, 1, gH, in[1].shape[2]); err != nil {
+	if di.w, err = r.piece(in[1], 0, d, 1, gH, in[1].Shape[2]); err != nil {
 		return nil, err
 	}
 	if di.r, err = r.piece(in[2], 0, d, 1, gH, r.H); err != nil {
 		return nil, err
 	}
-	if bias := optInput(in, 3); bias != nil {
+	if bias := graph.OptInput(in, 3); bias != nil {
 		bd, err := r.piece(bias, 0, d, 1, 2*gH)
 		if err != nil {
 			return nil, err
@@ -232,25 +233,25 @@ func (r *rnn) direction(in []*value, d int) (*dirInputs, error) {
 			return nil, err
 		}
 	}
-	if h0 := optInput(in, 5); h0 != nil {
+	if h0 := graph.OptInput(in, 5); h0 != nil {
 		if di.h0, err = r.piece(h0, 0, d, 1, r.B, r.H); err != nil {
 			return nil, err
 		}
 	}
 	if r.gates == 4 {
-		if c0 := optInput(in, 6); c0 != nil {
+		if c0 := graph.OptInput(in, 6); c0 != nil {
 			if di.c0, err = r.piece(c0, 0, d, 1, r.B, r.H); err != nil {
 				return nil, err
 			}
 		}
-		if p := optInput(in, 7); p != nil {
+		if p := graph.OptInput(in, 7); p != nil {
 			if di.p, err = r.piece(p, 0, d, 1, 3*r.H); err != nil {
 				return nil, err
 			}
 		}
 	}
-	zeros := func() *value {
-		return constValue(&importer.Tensor{Name: r.n.GetName() + "/zeros", Type: importer.Float64, Shape: []int{r.B, r.H}, F64: make([]float64, r.B*r.H)})
+	zeros := func() *graph.Value {
+		return graph.ConstValue(&importer.Tensor{Name: r.n.GetName() + "/zeros", Type: importer.Float64, Shape: []int{r.B, r.H}, F64: make([]float64, r.B*r.H)})
 	}
 	if di.h0 == nil {
 		di.h0 = zeros()
@@ -262,8 +263,8 @@ func (r *rnn) direction(in []*value, d int) (*dirInputs, error) {
 }
 
 // inputGates is X·Wᵀ (+ bias) for every step at once, [T·B, g·H].
-func (r *rnn) inputGates(x *value, di *dirInputs, bias *value) (*value, error) {
-	x2, err := r.reshape(x, r.T*r.B, x.shape[2])
+func (r *rnn) inputGates(x *graph.Value, di *dirInputs, bias *graph.Value) (*graph.Value, error) {
+	x2, err := r.reshape(x, r.T*r.B, x.Shape[2])
 	if err != nil {
 		return nil, err
 	}
@@ -271,14 +272,14 @@ func (r *rnn) inputGates(x *value, di *dirInputs, bias *value) (*value, error) {
 }
 
 // gate is gate k ([B, H]) of a [B, g·H] value.
-func (r *rnn) gate(v *value, k int) (*value, error) { return r.piece(v, 1, k*r.H, r.H) }
+func (r *rnn) gate(v *graph.Value, k int) (*graph.Value, error) { return r.piece(v, 1, k*r.H, r.H) }
 
 // outputs stacks the per-step hidden states of every direction into Y
 // [T, D, B, H] and the last ones into Y_h [D, B, H] (and cells into Y_c).
-func (r *rnn) outputs(hs [][]*value, last, lastC []*value) ([]*value, error) {
-	var dirsY []*value
+func (r *rnn) outputs(hs [][]*graph.Value, last, lastC []*graph.Value) ([]*graph.Value, error) {
+	var dirsY []*graph.Value
 	for _, steps := range hs {
-		var ys []*value
+		var ys []*graph.Value
 		for _, h := range steps {
 			y, err := r.reshape(h, 1, 1, r.B, r.H)
 			if err != nil {
@@ -296,8 +297,8 @@ func (r *rnn) outputs(hs [][]*value, last, lastC []*value) ([]*value, error) {
 	if err != nil {
 		return nil, err
 	}
-	stack := func(vs []*value) (*value, error) {
-		var out []*value
+	stack := func(vs []*graph.Value) (*graph.Value, error) {
+		var out []*graph.Value
 		for _, v := range vs {
 			s, err := r.reshape(v, 1, r.B, r.H)
 			if err != nil {
@@ -311,7 +312,7 @@ func (r *rnn) outputs(hs [][]*value, last, lastC []*value) ([]*value, error) {
 	if err != nil {
 		return nil, err
 	}
-	outs := []*value{Y, Yh}
+	outs := []*graph.Value{Y, Yh}
 	if lastC != nil {
 		Yc, err := stack(lastC)
 		if err != nil {
@@ -334,24 +335,24 @@ func (r *rnn) steps(reverse bool) []int {
 	return ts
 }
 
-func lowerLSTM(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerLSTM(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	r, err := newRNN(b, n, in, 4, []string{"Sigmoid", "Tanh", "Tanh"})
 	if err != nil {
 		return nil, err
 	}
-	if f, err := attrInt(n, "input_forget", 0); err != nil {
+	if f, err := graph.AttrInt(n, "input_forget", 0); err != nil {
 		return nil, err
 	} else if f != 0 {
-		return nil, nodeErr(n, "input_forget %d (coupled input and forget gates) is not supported", f)
+		return nil, graph.NodeErr(n, "input_forget %d (coupled input and forget gates) is not supported", f)
 	}
-	hs := make([][]*value, len(r.dirs))
-	var last, lastC []*value
+	hs := make([][]*graph.Value, len(r.dirs))
+	var last, lastC []*graph.Value
 	for d, rev := range r.dirs {
 		di, err := r.direction(in, d)
 		if err != nil {
 			return nil, err
 		}
-		var bias *value
+		var bias *graph.Value
 		if di.wb != nil {
 			if bias, err = r.add(di.wb, di.rb); err != nil {
 				return nil, err
@@ -361,7 +362,7 @@ func lowerLSTM(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		if err != nil {
 			return nil, err
 		}
-		var pi, po, pf *value
+		var pi, po, pf *graph.Value
 		if di.p != nil {
 			if pi, err = r.piece(di.p, 0, 0, r.H); err != nil {
 				return nil, err
@@ -374,7 +375,7 @@ func lowerLSTM(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 			}
 		}
 		h, c := di.h0, di.c0
-		hs[d] = make([]*value, r.T)
+		hs[d] = make([]*graph.Value, r.T)
 		for _, t := range r.steps(rev) {
 			xt, err := r.piece(xg, 0, t*r.B, r.B)
 			if err != nil {
@@ -388,13 +389,13 @@ func lowerLSTM(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 			if err != nil {
 				return nil, err
 			}
-			var gs [4]*value // i, o, f, c
+			var gs [4]*graph.Value // i, o, f, c
 			for k := range gs {
 				if gs[k], err = r.gate(g, k); err != nil {
 					return nil, err
 				}
 			}
-			peep := func(v, p, cell *value) (*value, error) {
+			peep := func(v, p, cell *graph.Value) (*graph.Value, error) {
 				if p == nil {
 					return v, nil
 				}
@@ -454,18 +455,18 @@ func lowerLSTM(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 	return r.outputs(hs, last, lastC)
 }
 
-func lowerGRU(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerGRU(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	r, err := newRNN(b, n, in, 3, []string{"Sigmoid", "Tanh"})
 	if err != nil {
 		return nil, err
 	}
-	lbr, err := attrInt(n, "linear_before_reset", 0)
+	lbr, err := graph.AttrInt(n, "linear_before_reset", 0)
 	if err != nil {
 		return nil, err
 	}
-	one := constValue(&importer.Tensor{Name: n.GetName() + "/one", Type: importer.Float64, Shape: []int{}, F64: []float64{1}})
-	hs := make([][]*value, len(r.dirs))
-	var last []*value
+	one := graph.ConstValue(&importer.Tensor{Name: n.GetName() + "/one", Type: importer.Float64, Shape: []int{}, F64: []float64{1}})
+	hs := make([][]*graph.Value, len(r.dirs))
+	var last []*graph.Value
 	for d, rev := range r.dirs {
 		di, err := r.direction(in, d)
 		if err != nil {
@@ -473,7 +474,7 @@ func lowerGRU(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 		}
 		// Input gates with Wb, plus Rb for z and r; h's Rb stays apart
 		// when it is added before the reset gate multiplies.
-		var xbias, rbh *value
+		var xbias, rbh *graph.Value
 		if di.wb != nil {
 			rbzr, err := r.piece(di.rb, 0, 0, 2*r.H)
 			if err != nil {
@@ -482,7 +483,7 @@ func lowerGRU(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 			if rbh, err = r.piece(di.rb, 0, 2*r.H, r.H); err != nil {
 				return nil, err
 			}
-			zero := constValue(&importer.Tensor{Name: n.GetName() + "/zero", Type: importer.Float64, Shape: []int{r.H}, F64: make([]float64, r.H)})
+			zero := graph.ConstValue(&importer.Tensor{Name: n.GetName() + "/zero", Type: importer.Float64, Shape: []int{r.H}, F64: make([]float64, r.H)})
 			rb, err := r.concat(0, rbzr, zero)
 			if err != nil {
 				return nil, err
@@ -504,7 +505,7 @@ func lowerGRU(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 			return nil, err
 		}
 		h := di.h0
-		hs[d] = make([]*value, r.T)
+		hs[d] = make([]*graph.Value, r.T)
 		for _, t := range r.steps(rev) {
 			xt, err := r.piece(xg, 0, t*r.B, r.B)
 			if err != nil {
@@ -538,7 +539,7 @@ func lowerGRU(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
 			if err != nil {
 				return nil, err
 			}
-			var hh *value
+			var hh *graph.Value
 			if lbr != 0 {
 				if hh, err = r.gemmT(h, rh, rbh); err != nil {
 					return nil, err

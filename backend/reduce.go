@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -15,16 +16,16 @@ import (
 
 func init() {
 	for _, op := range []string{"ReduceMean", "ReduceSum", "ReduceL2", "ReduceProd"} {
-		register(op, 1, lowerReduce)
+		graph.Register(op, 1, lowerReduce)
 	}
-	register("ReduceSum", 13, lowerReduce)
+	graph.Register("ReduceSum", 13, lowerReduce)
 	for _, op := range []string{"ReduceMean", "ReduceL2", "ReduceProd"} {
-		register(op, 18, lowerReduce)
+		graph.Register(op, 18, lowerReduce)
 	}
 }
 
-func lowerReduce(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerReduce(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -35,21 +36,21 @@ func lowerReduce(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 		return nil, err
 	}
 	if identity {
-		return []*value{x}, nil
+		return []*graph.Value{x}, nil
 	}
-	cnt := float64(shape.Numel(x.shape)) / float64(max(1, shape.Numel(out)))
-	if x.isConst() && (op == "ReduceSum" || op == "ReduceProd") {
+	cnt := float64(shape.Numel(x.Shape)) / float64(max(1, shape.Numel(out)))
+	if x.IsConst() && (op == "ReduceSum" || op == "ReduceProd") {
 		// Shape arithmetic (PyTorch's MaxUnpool export multiplies dims):
 		// fold, keeping integers integers.
-		t := &importer.Tensor{Name: n.Output[0], Type: x.c.Type, Shape: out}
-		if x.c.IsFloat() {
+		t := &importer.Tensor{Name: n.Output[0], Type: x.C.Type, Shape: out}
+		if x.C.IsFloat() {
 			t.Type, t.F64 = importer.Float64, make([]float64, shape.Numel(out))
 			for i := range t.F64 {
 				if op == "ReduceProd" {
 					t.F64[i] = 1
 				}
 			}
-			for i, v := range x.c.Float64s() {
+			for i, v := range x.C.Float64s() {
 				if op == "ReduceProd" {
 					t.F64[oidx[i]] *= v
 				} else {
@@ -63,7 +64,7 @@ func lowerReduce(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 					t.I64[i] = 1
 				}
 			}
-			for i, v := range x.c.Int64s() {
+			for i, v := range x.C.Int64s() {
 				if op == "ReduceProd" {
 					t.I64[oidx[i]] *= v
 				} else {
@@ -71,7 +72,7 @@ func lowerReduce(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 				}
 			}
 		}
-		return []*value{constValue(t)}, nil
+		return []*graph.Value{graph.ConstValue(t)}, nil
 	}
 	if op == "ReduceProd" {
 		return lowerReduceProd(b, n, x, out, oidx)
@@ -80,27 +81,27 @@ func lowerReduce(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 	bwd64, bwd32g := reduceBwd[float64](op, oidx, cnt), reduceBwd[float32](op, oidx, cnt)
 	bwd := func(_ int, dst []float64, in [][]float64, y, g []float64) { bwd64(dst, in[0], y, g) }
 	bwd32 := func(_ int, dst []float32, in [][]float32, y, g []float32) bool { bwd32g(dst, in[0], y, g); return true }
-	node, err := b.fillingKernel32(n.GetName(), op, []gnode{b.node(x)}, out, fwd, bwd, nil, fwd32, bwd32)
+	node, err := b.FillingKernel32(n.GetName(), op, []graph.Node{b.Node(x)}, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(node)}, nil
+	return []*graph.Value{graph.NodeValue(node)}, nil
 }
 
 // reduceFwd is ReduceSum's, ReduceMean's or ReduceL2's forward pass on
 // data of type T, writing every element of dst: the sums run in float64
 // over the inputs in order (into dst itself for float64, into pooled
 // scratch for float32) and each result is rounded once, so float32 data
-// gives the float64 path's values rounded (the forward32Func rule).
-func reduceFwd[T float](op string, oidx []int, cnt float64) func(dst []T, in [][]T) {
+// gives the float64 path's values rounded (the graph.Forward32Func rule).
+func reduceFwd[T graph.Float](op string, oidx []int, cnt float64) func(dst []T, in [][]T) {
 	return func(dst []T, in [][]T) {
 		acc, ok := any(dst).([]float64)
 		if ok {
 			clear(acc)
 		} else {
-			var sc f64Scratch
-			defer sc.release()
-			acc = sc.get(len(dst))
+			var sc graph.F64Scratch
+			defer sc.Release()
+			acc = sc.Get(len(dst))
 		}
 		for i, v := range in[0] {
 			if op == "ReduceL2" {
@@ -124,7 +125,7 @@ func reduceFwd[T float](op string, oidx []int, cnt float64) func(dst []T, in [][
 // reduceBwd is the gradient of reduceFwd's op with respect to its input x,
 // given the output y and its gradient g, writing every element of dst
 // (zero where ReduceL2's output is zero), each in float64 rounded once.
-func reduceBwd[T float](op string, oidx []int, cnt float64) func(dst, x, y, g []T) {
+func reduceBwd[T graph.Float](op string, oidx []int, cnt float64) func(dst, x, y, g []T) {
 	return func(dst, x, y, g []T) {
 		for i, v := range x {
 			o := oidx[i]
@@ -157,7 +158,7 @@ func broadcastIndexInto(small, big []int) []int {
 // lowerReduceProd multiplies the elements of x that map to the same output
 // element (oidx). The gradient of a product with respect to one factor is
 // the product of the others, computed without dividing by zero factors.
-func lowerReduceProd(b *builder, n *onnxpb.NodeProto, x *value, out []int, oidx []int) ([]*value, error) {
+func lowerReduceProd(b *graph.Builder, n *onnxpb.NodeProto, x *graph.Value, out []int, oidx []int) ([]*graph.Value, error) {
 	fwd := func(dst []float64, in [][]float64) {
 		for o := range dst {
 			dst[o] = 1
@@ -189,9 +190,9 @@ func lowerReduceProd(b *builder, n *onnxpb.NodeProto, x *value, out []int, oidx 
 			}
 		}
 	}
-	node, err := b.kernel(n.GetName(), "ReduceProd", []gnode{b.node(x)}, out, fwd, bwd, nil)
+	node, err := b.Kernel(n.GetName(), "ReduceProd", []graph.Node{b.Node(x)}, out, fwd, bwd, nil)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(node)}, nil
+	return []*graph.Value{graph.NodeValue(node)}, nil
 }

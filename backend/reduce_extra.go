@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -16,11 +17,11 @@ import (
 
 func init() {
 	for _, op := range []string{"ReduceMax", "ReduceMin", "ReduceL1", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"} {
-		register(op, 1, lowerReduceExtra)
-		register(op, 18, lowerReduceExtra)
+		graph.Register(op, 1, lowerReduceExtra)
+		graph.Register(op, 18, lowerReduceExtra)
 	}
 	for _, op := range []string{"ArgMax", "ArgMin"} {
-		register(op, 1, lowerArgExtreme)
+		graph.Register(op, 1, lowerArgExtreme)
 	}
 }
 
@@ -29,44 +30,44 @@ func init() {
 // reduction of x. It returns the output shape (nil for a scalar) and, per
 // input element, the output element it reduces into; identity is true
 // when empty axes with noop make it the identity.
-func reduceGeometry(b *builder, n *onnxpb.NodeProto, in []*value, x *value) (out []int, oidx []int, identity bool, err error) {
-	asInput := (n.GetOpType() == "ReduceSum" && b.opset >= 13) || b.opset >= 18
+func reduceGeometry(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value, x *graph.Value) (out []int, oidx []int, identity bool, err error) {
+	asInput := (n.GetOpType() == "ReduceSum" && b.Opset >= 13) || b.Opset >= 18
 	var axes []int64
 	if asInput {
-		axes, err = optConstInts(n, in, 1, "axes")
+		axes, err = graph.OptConstInts(n, in, 1, "axes")
 	} else {
-		axes, err = attrInts(n, "axes", nil)
+		axes, err = graph.AttrInts(n, "axes", nil)
 	}
 	if err != nil {
 		return nil, nil, false, err
 	}
-	keep, err := attrInt(n, "keepdims", 1)
+	keep, err := graph.AttrInt(n, "keepdims", 1)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	noop, err := attrInt(n, "noop_with_empty_axes", 0)
+	noop, err := graph.AttrInt(n, "noop_with_empty_axes", 0)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	r := len(x.shape)
+	r := len(x.Shape)
 	red := make([]bool, r)
 	if len(axes) == 0 {
 		if noop != 0 && asInput {
-			return x.shape, nil, true, nil
+			return x.Shape, nil, true, nil
 		}
 		for i := range red {
 			red[i] = true
 		}
 	}
 	for _, a := range axes {
-		i, err := normAxis(n, a, r)
+		i, err := graph.NormAxis(n, a, r)
 		if err != nil {
 			return nil, nil, false, err
 		}
 		red[i] = true
 	}
 	var full []int // out with the reduced dims kept as 1
-	for i, d := range x.shape {
+	for i, d := range x.Shape {
 		if red[i] {
 			full = append(full, 1)
 			if keep != 0 {
@@ -77,11 +78,11 @@ func reduceGeometry(b *builder, n *onnxpb.NodeProto, in []*value, x *value) (out
 			out = append(out, d)
 		}
 	}
-	return out, broadcastIndexInto(full, x.shape), false, nil
+	return out, broadcastIndexInto(full, x.Shape), false, nil
 }
 
-func lowerReduceExtra(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerReduceExtra(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func lowerReduceExtra(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, e
 	}
 	op := n.GetOpType()
 	if identity {
-		return []*value{x}, nil
+		return []*graph.Value{x}, nil
 	}
 	nout := shape.Numel(out)
 	fwd := func(dst []float64, in [][]float64) {
@@ -180,43 +181,43 @@ func lowerReduceExtra(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, e
 			}
 		}
 	}
-	node, err := b.kernel(n.GetName(), op, []gnode{b.node(x)}, out, fwd, bwd, nil)
+	node, err := b.Kernel(n.GetName(), op, []graph.Node{b.Node(x)}, out, fwd, bwd, nil)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(node)}, nil
+	return []*graph.Value{graph.NodeValue(node)}, nil
 }
 
 // lowerArgExtreme lowers ArgMax/ArgMin along one axis (first occurrence,
 // or the last with select_last_index). The indices are exact in float32
 // up to 2^24 and have no gradient.
-func lowerArgExtreme(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerArgExtreme(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	ax, err := attrInt(n, "axis", 0)
+	ax, err := graph.AttrInt(n, "axis", 0)
 	if err != nil {
 		return nil, err
 	}
-	keep, err := attrInt(n, "keepdims", 1)
+	keep, err := graph.AttrInt(n, "keepdims", 1)
 	if err != nil {
 		return nil, err
 	}
-	last, err := attrInt(n, "select_last_index", 0)
+	last, err := graph.AttrInt(n, "select_last_index", 0)
 	if err != nil {
 		return nil, err
 	}
-	a, err := normAxis(n, ax, len(x.shape))
+	a, err := graph.NormAxis(n, ax, len(x.Shape))
 	if err != nil {
 		return nil, err
 	}
-	outer, d, inner := shape.Numel(x.shape[:a]), x.shape[a], shape.Numel(x.shape[a+1:])
-	out := append([]int{}, x.shape[:a]...)
+	outer, d, inner := shape.Numel(x.Shape[:a]), x.Shape[a], shape.Numel(x.Shape[a+1:])
+	out := append([]int{}, x.Shape[:a]...)
 	if keep != 0 {
 		out = append(out, 1)
 	}
-	out = append(out, x.shape[a+1:]...)
+	out = append(out, x.Shape[a+1:]...)
 	isMax := n.GetOpType() == "ArgMax"
 	fwd := func(dst []float64, in [][]float64) {
 		src := in[0]
@@ -237,9 +238,9 @@ func lowerArgExtreme(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, er
 			}
 		}
 	}
-	node, err := b.kernel(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, out, fwd, nil, nil)
+	node, err := b.Kernel(n.GetName(), n.GetOpType(), []graph.Node{b.Node(x)}, out, fwd, nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(node)}, nil
+	return []*graph.Value{graph.NodeValue(node)}, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -38,15 +39,15 @@ func TestRegressNormalLoss32MatchesFloat64(t *testing.T) {
 	r := rand.New(rand.NewSource(8))
 	for _, loss := range []string{"mse", "l1", "depth_l1", "normal_cos"} {
 		t.Run(loss, func(t *testing.T) {
-			b := newBuilder(tensor.Float32, 17)
-			out := G.NewTensor(b.g, tensor.Float32, len(s), G.WithShape(s...), G.WithName("out"))
-			tg := G.NewTensor(b.g, tensor.Float32, len(s), G.WithShape(s...), G.WithName("tg"))
+			b := graph.NewBuilder(tensor.Float32, 17)
+			out := G.NewTensor(b.Graph, tensor.Float32, len(s), G.WithShape(s...), G.WithName("out"))
+			tg := G.NewTensor(b.Graph, tensor.Float32, len(s), G.WithShape(s...), G.WithName("tg"))
 			node, err := lossHeads[loss].build(b, Task{Name: "t", Loss: loss}, out, tg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			op := node.Op().(*kernelOp)
-			if op.fwd32 == nil || op.bwd32 == nil {
+			op := node.Op().(*graph.KernelOp)
+			if op.Fwd32 == nil || op.Bwd32 == nil {
 				t.Fatal("no float32 kernels")
 			}
 			x32, t32 := make([]float32, shape.Numel(s)), make([]float32, shape.Numel(s))
@@ -66,19 +67,19 @@ func TestRegressNormalLoss32MatchesFloat64(t *testing.T) {
 				x64[i], t64[i] = float64(x32[i]), float64(t32[i])
 			}
 			y32 := dirty32(1)
-			op.fwd32(y32, [][]float32{x32, t32})
+			op.Fwd32(y32, [][]float32{x32, t32})
 			y64 := make([]float64, 1)
-			op.fwd(y64, [][]float64{x64, t64})
+			op.Fwd(y64, [][]float64{x64, t64})
 			if !sameBits32(y32[0], float32(y64[0])) {
 				t.Fatalf("loss %v, float64 path %v", y32[0], float32(y64[0]))
 			}
 			for _, g := range []float32{1, -0.75} {
 				d32 := dirty32(len(x32))
-				if !op.bwd32(0, d32, [][]float32{x32, t32}, y32, []float32{g}) {
+				if !op.Bwd32(0, d32, [][]float32{x32, t32}, y32, []float32{g}) {
 					t.Fatal("the float32 gradient declined")
 				}
 				d64 := make([]float64, len(x32))
-				op.bwd(0, d64, [][]float64{x64, t64}, []float64{float64(y32[0])}, []float64{float64(g)})
+				op.Bwd(0, d64, [][]float64{x64, t64}, []float64{float64(y32[0])}, []float64{float64(g)})
 				for i := range d32 {
 					if !sameBits32(d32[i], float32(d64[i])) {
 						t.Fatalf("gradient [%d] = %v, float64 path %v", i, d32[i], float32(d64[i]))

@@ -3,6 +3,7 @@ package backend
 import (
 	"sort"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -11,59 +12,59 @@ import (
 // Unsqueeze, Identity. Axes move from attribute to input at opset 13.
 
 func init() {
-	register("Reshape", 1, lowerReshape) // shape attribute
-	register("Reshape", 5, lowerReshape) // shape input
-	register("Flatten", 1, lowerFlatten)
-	register("Squeeze", 1, lowerSqueeze)
-	register("Squeeze", 13, lowerSqueeze)
-	register("Unsqueeze", 1, lowerUnsqueeze)
-	register("Unsqueeze", 13, lowerUnsqueeze)
-	register("Identity", 1, lowerIdentity)
+	graph.Register("Reshape", 1, lowerReshape) // shape attribute
+	graph.Register("Reshape", 5, lowerReshape) // shape input
+	graph.Register("Flatten", 1, lowerFlatten)
+	graph.Register("Squeeze", 1, lowerSqueeze)
+	graph.Register("Squeeze", 13, lowerSqueeze)
+	graph.Register("Unsqueeze", 1, lowerUnsqueeze)
+	graph.Register("Unsqueeze", 13, lowerUnsqueeze)
+	graph.Register("Identity", 1, lowerIdentity)
 }
 
 // reshapeTo gives x the shape s (same number of elements).
-func reshapeTo(b *builder, n *onnxpb.NodeProto, x *value, s []int) ([]*value, error) {
-	if shape.Numel(s) != shape.Numel(x.shape) {
-		return nil, nodeErr(n, "cannot reshape %v (%d elements) to %v", x.shape, shape.Numel(x.shape), s)
+func reshapeTo(b *graph.Builder, n *onnxpb.NodeProto, x *graph.Value, s []int) ([]*graph.Value, error) {
+	if shape.Numel(s) != shape.Numel(x.Shape) {
+		return nil, graph.NodeErr(n, "cannot reshape %v (%d elements) to %v", x.Shape, shape.Numel(x.Shape), s)
 	}
-	if x.isConst() {
-		t := *x.c
+	if x.IsConst() {
+		t := *x.C
 		t.Name, t.Shape = n.Output[0], append([]int{}, s...)
-		return []*value{constValue(&t)}, nil
+		return []*graph.Value{graph.ConstValue(&t)}, nil
 	}
-	v, err := b.move(n, n.GetOpType(), []*value{x}, s, shape.Identity(shape.Numel(s)))
+	v, err := b.Move(n, n.GetOpType(), []*graph.Value{x}, s, shape.Identity(shape.Numel(s)))
 	if err != nil {
 		return nil, err
 	}
-	return []*value{v}, nil
+	return []*graph.Value{v}, nil
 }
 
-func lowerIdentity(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerIdentity(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{x}, nil
+	return []*graph.Value{x}, nil
 }
 
-func lowerReshape(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerReshape(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
 	var spec []int64
-	if b.opset < 5 {
-		if spec, err = attrInts(n, "shape", nil); err != nil {
+	if b.Opset < 5 {
+		if spec, err = graph.AttrInts(n, "shape", nil); err != nil {
 			return nil, err
 		}
 	} else {
-		t, err := constInput(n, in, 1, "shape")
+		t, err := graph.ConstInput(n, in, 1, "shape")
 		if err != nil {
 			return nil, err
 		}
 		spec = t.Int64s()
 	}
-	allowZero, err := attrInt(n, "allowzero", 0)
+	allowZero, err := graph.AttrInt(n, "allowzero", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -72,17 +73,17 @@ func lowerReshape(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	for i, d := range spec {
 		switch {
 		case d == 0 && allowZero == 0:
-			if i >= len(x.shape) {
-				return nil, nodeErr(n, "shape %v copies dimension %d of an input of rank %d", spec, i, len(x.shape))
+			if i >= len(x.Shape) {
+				return nil, graph.NodeErr(n, "shape %v copies dimension %d of an input of rank %d", spec, i, len(x.Shape))
 			}
-			s[i] = x.shape[i]
+			s[i] = x.Shape[i]
 		case d == -1:
 			if neg >= 0 {
-				return nil, nodeErr(n, "shape %v has more than one -1", spec)
+				return nil, graph.NodeErr(n, "shape %v has more than one -1", spec)
 			}
 			neg = i
 		case d < 0:
-			return nil, nodeErr(n, "shape %v has a negative dimension %d", spec, d)
+			return nil, graph.NodeErr(n, "shape %v has a negative dimension %d", spec, d)
 		default:
 			s[i] = int(d)
 		}
@@ -90,44 +91,44 @@ func lowerReshape(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	if neg >= 0 {
 		s[neg] = 1
 		p := shape.Numel(s)
-		if p == 0 || shape.Numel(x.shape)%p != 0 {
-			return nil, nodeErr(n, "cannot infer -1 in shape %v for an input of shape %v", spec, x.shape)
+		if p == 0 || shape.Numel(x.Shape)%p != 0 {
+			return nil, graph.NodeErr(n, "cannot infer -1 in shape %v for an input of shape %v", spec, x.Shape)
 		}
-		s[neg] = shape.Numel(x.shape) / p
+		s[neg] = shape.Numel(x.Shape) / p
 	}
 	return reshapeTo(b, n, x, s)
 }
 
-func lowerFlatten(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerFlatten(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	ax, err := attrInt(n, "axis", 1)
+	ax, err := graph.AttrInt(n, "axis", 1)
 	if err != nil {
 		return nil, err
 	}
 	a := int(ax)
 	if a < 0 {
-		a += len(x.shape)
+		a += len(x.Shape)
 	}
-	if a < 0 || a > len(x.shape) {
-		return nil, nodeErr(n, "axis %d out of range for rank %d", ax, len(x.shape))
+	if a < 0 || a > len(x.Shape) {
+		return nil, graph.NodeErr(n, "axis %d out of range for rank %d", ax, len(x.Shape))
 	}
-	return reshapeTo(b, n, x, []int{shape.Numel(x.shape[:a]), shape.Numel(x.shape[a:])})
+	return reshapeTo(b, n, x, []int{shape.Numel(x.Shape[:a]), shape.Numel(x.Shape[a:])})
 }
 
 // axesOf returns the axes of Squeeze/Unsqueeze: attribute before opset
 // 13, optional constant input from 13 on.
-func axesOf(b *builder, n *onnxpb.NodeProto, in []*value) ([]int64, error) {
-	if b.opset < 13 {
-		return attrInts(n, "axes", nil)
+func axesOf(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]int64, error) {
+	if b.Opset < 13 {
+		return graph.AttrInts(n, "axes", nil)
 	}
-	return optConstInts(n, in, 1, "axes")
+	return graph.OptConstInts(n, in, 1, "axes")
 }
 
-func lowerSqueeze(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerSqueeze(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -137,24 +138,24 @@ func lowerSqueeze(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	}
 	drop := map[int]bool{}
 	if axes == nil {
-		for i, d := range x.shape {
+		for i, d := range x.Shape {
 			if d == 1 {
 				drop[i] = true
 			}
 		}
 	}
 	for _, a := range axes {
-		i, err := normAxis(n, a, len(x.shape))
+		i, err := graph.NormAxis(n, a, len(x.Shape))
 		if err != nil {
 			return nil, err
 		}
-		if x.shape[i] != 1 {
-			return nil, nodeErr(n, "cannot squeeze axis %d of shape %v (size %d, expected 1)", a, x.shape, x.shape[i])
+		if x.Shape[i] != 1 {
+			return nil, graph.NodeErr(n, "cannot squeeze axis %d of shape %v (size %d, expected 1)", a, x.Shape, x.Shape[i])
 		}
 		drop[i] = true
 	}
 	var s []int
-	for i, d := range x.shape {
+	for i, d := range x.Shape {
 		if !drop[i] {
 			s = append(s, d)
 		}
@@ -162,8 +163,8 @@ func lowerSqueeze(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 	return reshapeTo(b, n, x, s)
 }
 
-func lowerUnsqueeze(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerUnsqueeze(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -172,17 +173,17 @@ func lowerUnsqueeze(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		return nil, err
 	}
 	if len(axes) == 0 {
-		return nil, nodeErr(n, "axes are required")
+		return nil, graph.NodeErr(n, "axes are required")
 	}
-	r := len(x.shape) + len(axes)
+	r := len(x.Shape) + len(axes)
 	ins := map[int]bool{}
 	for _, a := range axes {
-		i, err := normAxis(n, a, r)
+		i, err := graph.NormAxis(n, a, r)
 		if err != nil {
 			return nil, err
 		}
 		if ins[i] {
-			return nil, nodeErr(n, "axis %d repeated in %v", a, axes)
+			return nil, graph.NodeErr(n, "axis %d repeated in %v", a, axes)
 		}
 		ins[i] = true
 	}
@@ -197,7 +198,7 @@ func lowerUnsqueeze(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		if ins[i] {
 			s = append(s, 1)
 		} else {
-			s = append(s, x.shape[j])
+			s = append(s, x.Shape[j])
 			j++
 		}
 	}

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -17,18 +18,18 @@ import (
 // known when the graph is built.
 
 func init() {
-	register("Upsample", 7, lowerResize)
-	register("Upsample", 9, lowerResize)
-	register("Resize", 10, lowerResize)
-	register("Resize", 11, lowerResize)
+	graph.Register("Upsample", 7, lowerResize)
+	graph.Register("Upsample", 9, lowerResize)
+	graph.Register("Resize", 10, lowerResize)
+	graph.Register("Resize", 11, lowerResize)
 }
 
-func lowerResize(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerResize(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	mode, err := attrString(n, "mode", kernels.ResizeNearest)
+	mode, err := graph.AttrString(n, "mode", kernels.ResizeNearest)
 	if err != nil {
 		return nil, err
 	}
@@ -36,75 +37,75 @@ func lowerResize(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 		mode = kernels.ResizeLinear
 	}
 	if mode != kernels.ResizeNearest && mode != kernels.ResizeLinear {
-		return nil, nodeErr(n, "mode %q is not supported, expected nearest or linear", mode)
+		return nil, graph.NodeErr(n, "mode %q is not supported, expected nearest or linear", mode)
 	}
 	p := kernels.ResizeParams{Mode: mode}
-	legacy := n.GetOpType() == "Upsample" || b.opset < 11
+	legacy := n.GetOpType() == "Upsample" || b.Opset < 11
 	if legacy {
 		p.CoordMode, p.NearestMode = kernels.CoordAsymmetric, kernels.NearestSimple
 		switch {
-		case n.GetOpType() == "Upsample" && b.opset < 9:
-			if p.Scales, err = attrFloats(n, "scales", nil); err != nil {
+		case n.GetOpType() == "Upsample" && b.Opset < 9:
+			if p.Scales, err = graph.AttrFloats(n, "scales", nil); err != nil {
 				return nil, err
 			}
 		default:
-			t, err := constInput(n, in, 1, "scales")
+			t, err := graph.ConstInput(n, in, 1, "scales")
 			if err != nil {
 				return nil, err
 			}
 			p.Scales = t.Float64s()
 		}
 	} else {
-		if p.CoordMode, err = attrString(n, "coordinate_transformation_mode", kernels.CoordHalfPixel); err != nil {
+		if p.CoordMode, err = graph.AttrString(n, "coordinate_transformation_mode", kernels.CoordHalfPixel); err != nil {
 			return nil, err
 		}
-		if p.NearestMode, err = attrString(n, "nearest_mode", kernels.NearestRoundPreferFloor); err != nil {
+		if p.NearestMode, err = graph.AttrString(n, "nearest_mode", kernels.NearestRoundPreferFloor); err != nil {
 			return nil, err
 		}
-		if p.CoordMode == kernels.CoordHalfPixelSymmetric && b.opset < 19 {
-			return nil, nodeErr(n, "coordinate_transformation_mode %q needs opset 19, the model imports %d", p.CoordMode, b.opset)
+		if p.CoordMode == kernels.CoordHalfPixelSymmetric && b.Opset < 19 {
+			return nil, graph.NodeErr(n, "coordinate_transformation_mode %q needs opset 19, the model imports %d", p.CoordMode, b.Opset)
 		}
 		if p.CoordMode == "tf_crop_and_resize" {
-			return nil, nodeErr(n, "coordinate_transformation_mode tf_crop_and_resize is not supported")
+			return nil, graph.NodeErr(n, "coordinate_transformation_mode tf_crop_and_resize is not supported")
 		}
 		for _, a := range []string{"exclude_outside", "antialias"} {
-			if v, err := attrInt(n, a, 0); err != nil {
+			if v, err := graph.AttrInt(n, a, 0); err != nil {
 				return nil, err
 			} else if v != 0 {
-				return nil, nodeErr(n, "%s = %d is not supported", a, v)
+				return nil, graph.NodeErr(n, "%s = %d is not supported", a, v)
 			}
 		}
-		if optInput(in, 2) != nil {
-			t, err := constInput(n, in, 2, "scales")
+		if graph.OptInput(in, 2) != nil {
+			t, err := graph.ConstInput(n, in, 2, "scales")
 			if err != nil {
 				return nil, err
 			}
 			p.Scales = t.Float64s()
 		}
-		sizes, err := optConstInts(n, in, 3, "sizes")
+		sizes, err := graph.OptConstInts(n, in, 3, "sizes")
 		if err != nil {
 			return nil, err
 		}
 		if len(sizes) > 0 {
-			p.Sizes = ints(sizes)
+			p.Sizes = graph.Ints(sizes)
 		}
 		if len(p.Scales) == 0 {
 			p.Scales = nil
 		}
-		if b.opset >= 18 {
-			if err := resizeAxes(n, x.shape, &p); err != nil {
+		if b.Opset >= 18 {
+			if err := resizeAxes(n, x.Shape, &p); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if p.Scales == nil && p.Sizes == nil {
-		return nil, nodeErr(n, "neither scales nor sizes given")
+		return nil, graph.NodeErr(n, "neither scales nor sizes given")
 	}
-	y, err := kernels.Resize(b.node(x), p)
+	y, err := kernels.Resize(b.Node(x), p)
 	if err != nil {
-		return nil, nodeErr(n, "%v", err)
+		return nil, graph.NodeErr(n, "%v", err)
 	}
-	return []*value{nodeValue(y)}, nil
+	return []*graph.Value{graph.NodeValue(y)}, nil
 }
 
 // resizeAxes applies Resize-18's keep_aspect_ratio_policy (only stretch is
@@ -112,17 +113,17 @@ func lowerResize(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error)
 // completed with 1 and X's size on the others.
 func resizeAxes(n *onnxpb.NodeProto, shape []int, p *kernels.ResizeParams) error {
 	rank := len(shape)
-	policy, err := attrString(n, "keep_aspect_ratio_policy", "stretch")
+	policy, err := graph.AttrString(n, "keep_aspect_ratio_policy", "stretch")
 	if err != nil {
 		return err
 	}
 	if policy != "stretch" && p.Sizes != nil {
-		return nodeErr(n, "keep_aspect_ratio_policy %q is not supported (only stretch)", policy)
+		return graph.NodeErr(n, "keep_aspect_ratio_policy %q is not supported (only stretch)", policy)
 	}
-	if !hasAttr(n, "axes") {
+	if !graph.HasAttr(n, "axes") {
 		return nil
 	}
-	axes, err := attrInts(n, "axes", nil)
+	axes, err := graph.AttrInts(n, "axes", nil)
 	if err != nil {
 		return err
 	}
@@ -130,19 +131,19 @@ func resizeAxes(n *onnxpb.NodeProto, shape []int, p *kernels.ResizeParams) error
 	seen := map[int]bool{}
 	for i, a := range axes {
 		if a < -int64(rank) || a >= int64(rank) {
-			return nodeErr(n, "axes %v: axis %d out of range for input %q of rank %d", axes, a, n.Input[0], rank)
+			return graph.NodeErr(n, "axes %v: axis %d out of range for input %q of rank %d", axes, a, n.Input[0], rank)
 		}
 		if a < 0 {
 			a += int64(rank)
 		}
 		if seen[int(a)] {
-			return nodeErr(n, "axes %v: axis %d repeated", axes, a)
+			return graph.NodeErr(n, "axes %v: axis %d repeated", axes, a)
 		}
 		seen[int(a)], full[i] = true, int(a)
 	}
 	if p.Scales != nil {
 		if len(p.Scales) != len(axes) {
-			return nodeErr(n, "scales %v: expected one per axis of %v", p.Scales, axes)
+			return graph.NodeErr(n, "scales %v: expected one per axis of %v", p.Scales, axes)
 		}
 		s := make([]float64, rank)
 		for i := range s {
@@ -155,7 +156,7 @@ func resizeAxes(n *onnxpb.NodeProto, shape []int, p *kernels.ResizeParams) error
 	}
 	if p.Sizes != nil {
 		if len(p.Sizes) != len(axes) {
-			return nodeErr(n, "sizes %v: expected one per axis of %v", p.Sizes, axes)
+			return graph.NodeErr(n, "sizes %v: expected one per axis of %v", p.Sizes, axes)
 		}
 		s := append([]int{}, shape...)
 		for i, a := range full {

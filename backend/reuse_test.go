@@ -5,20 +5,21 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/png"
 )
 
 // TestReusedTensorsMatchFresh checks that the step models' losses and
 // Jacobian over three steps, with the float32 kernels returning the dead
-// tensors that wrapped their pool buffers (value32, bufPool.getDense) and
+// tensors that wrapped their pool buffers (graph.Value32, bufPool.getDense) and
 // the concurrent passes' forks kept across steps, are those of the same
 // steps with a fresh tensor for every value, bit for bit, and that the
 // steps after the first do reuse tensors, those of the kernels package's
 // kernels included (offered with their buffer, ops.Into, or swapped in by
 // takeReuse).
 func TestReusedTensorsMatchFresh(t *testing.T) {
-	saved := ReuseTensors
-	defer func() { ReuseTensors = saved }()
+	saved := graph.ReuseTensors
+	defer func() { graph.ReuseTensors = saved }()
 	for _, sc := range stepCases {
 		if sc.name != "lenet2" && sc.name != "mtan_small" {
 			continue
@@ -26,7 +27,7 @@ func TestReusedTensorsMatchFresh(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			batch := sc.batch(4)
 			run := func(reuse bool) ([][]float64, [][]float32, int64, int64) {
-				ReuseTensors = reuse
+				graph.ReuseTensors = reuse
 				md := openStepCase(t, sc)
 				m := len(sc.tasks)
 				var ls [][]float64
@@ -35,12 +36,12 @@ func TestReusedTensorsMatchFresh(t *testing.T) {
 				for step := 0; step < 3; step++ {
 					losses := make([]float64, m)
 					jac := png.NewJacobian(m, md.NumParams())
-					before, opsBefore := reusedTensors.Load(), opsTensorsReused.Load()
+					before, opsBefore := graph.ReusedTensors.Load(), opsTensorsReused.Load()
 					if err := md.Evaluate(batch, losses, &jac); err != nil {
 						t.Fatal(err)
 					}
 					if step == 2 {
-						reused, opsReused = reusedTensors.Load()-before, opsTensorsReused.Load()-opsBefore
+						reused, opsReused = graph.ReusedTensors.Load()-before, opsTensorsReused.Load()-opsBefore
 					}
 					ls, js = append(ls, losses), append(js, jac.Data)
 				}

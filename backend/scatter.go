@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -16,59 +17,59 @@ import (
 // the first maximal value, data before updates).
 
 func init() {
-	register("Scatter", 9, lowerScatter)
-	register("ScatterElements", 11, lowerScatter)
-	register("ScatterElements", 16, lowerScatter)
-	register("ScatterElements", 18, lowerScatter)
+	graph.Register("Scatter", 9, lowerScatter)
+	graph.Register("ScatterElements", 11, lowerScatter)
+	graph.Register("ScatterElements", 16, lowerScatter)
+	graph.Register("ScatterElements", 18, lowerScatter)
 }
 
 // scatterReductions lists the reductions allowed from an opset on.
 var scatterReductions = map[string]int64{"none": 0, "add": 16, "mul": 16, "max": 18, "min": 18}
 
-func lowerScatter(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	data, err := input(n, in, 0)
+func lowerScatter(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	data, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	it, err := constInput(n, in, 1, "indices")
+	it, err := graph.ConstInput(n, in, 1, "indices")
 	if err != nil {
 		return nil, err
 	}
-	upd, err := input(n, in, 2)
+	upd, err := graph.Input(n, in, 2)
 	if err != nil {
 		return nil, err
 	}
-	red, err := attrString(n, "reduction", "none")
+	red, err := graph.AttrString(n, "reduction", "none")
 	if err != nil {
 		return nil, err
 	}
-	if since, ok := scatterReductions[red]; !ok || b.opset < since || (red != "none" && n.GetOpType() == "Scatter") {
-		return nil, nodeErr(n, "reduction %q is not defined at opset %d (none; add and mul from 16; max and min from 18)", red, b.opset)
+	if since, ok := scatterReductions[red]; !ok || b.Opset < since || (red != "none" && n.GetOpType() == "Scatter") {
+		return nil, graph.NodeErr(n, "reduction %q is not defined at opset %d (none; add and mul from 16; max and min from 18)", red, b.Opset)
 	}
-	r := len(data.shape)
-	a, err := axisAttr(n, 0, r)
+	r := len(data.Shape)
+	a, err := graph.AxisAttr(n, 0, r)
 	if err != nil {
 		return nil, err
 	}
-	if !shape.Equal(it.Shape, upd.shape) || len(it.Shape) != r {
-		return nil, nodeErr(n, "indices %v and updates %v must have one shape, of data's rank %d", it.Shape, upd.shape, r)
+	if !shape.Equal(it.Shape, upd.Shape) || len(it.Shape) != r {
+		return nil, graph.NodeErr(n, "indices %v and updates %v must have one shape, of data's rank %d", it.Shape, upd.Shape, r)
 	}
 	for d := 0; d < r; d++ {
-		if d != a && upd.shape[d] > data.shape[d] {
-			return nil, nodeErr(n, "updates %v larger than data %v on axis %d", upd.shape, data.shape, d)
+		if d != a && upd.Shape[d] > data.Shape[d] {
+			return nil, graph.NodeErr(n, "updates %v larger than data %v on axis %d", upd.Shape, data.Shape, d)
 		}
 	}
 	// target[u] is the flat index in data of update u.
 	ind := it.Int64s()
 	target := make([]int, len(ind))
-	dstr := shape.Strides(data.shape)
-	ustr := shape.Strides(upd.shape)
+	dstr := shape.Strides(data.Shape)
+	ustr := shape.Strides(upd.Shape)
 	for u, v := range ind {
 		if v < 0 {
-			v += int64(data.shape[a])
+			v += int64(data.Shape[a])
 		}
-		if v < 0 || v >= int64(data.shape[a]) {
-			return nil, nodeErr(n, "index %d out of range for axis %d of size %d", ind[u], a, data.shape[a])
+		if v < 0 || v >= int64(data.Shape[a]) {
+			return nil, graph.NodeErr(n, "index %d out of range for axis %d of size %d", ind[u], a, data.Shape[a])
 		}
 		t, rest := 0, u
 		for d := 0; d < r; d++ {
@@ -162,9 +163,9 @@ func lowerScatter(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 			}
 		}
 	}
-	y, err := b.kernel(n.GetName(), n.GetOpType(), []gnode{b.node(data), b.node(upd)}, data.shape, fwd, bwd, nil)
+	y, err := b.Kernel(n.GetName(), n.GetOpType(), []graph.Node{b.Node(data), b.Node(upd)}, data.Shape, fwd, bwd, nil)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(y)}, nil
+	return []*graph.Value{graph.NodeValue(y)}, nil
 }

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -19,45 +20,45 @@ import (
 // unsupported.
 
 func init() {
-	register("ScatterND", 11, lowerScatterND)
+	graph.Register("ScatterND", 11, lowerScatterND)
 }
 
-func lowerScatterND(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	if a := attr(n, "reduction"); a != nil && string(a.GetS()) != "none" {
-		return nil, &UnsupportedError{Ops: []UnsupportedOp{{n.GetOpType(), "", n.GetName(), b.opset}}}
+func lowerScatterND(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	if a := graph.Attr(n, "reduction"); a != nil && string(a.GetS()) != "none" {
+		return nil, &graph.UnsupportedError{Ops: []graph.UnsupportedOp{{OpType: n.GetOpType(), Node: n.GetName(), Opset: b.Opset}}}
 	}
-	x, err := input(n, in, 0)
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	iv, err := input(n, in, 1)
+	iv, err := graph.Input(n, in, 1)
 	if err != nil {
 		return nil, err
 	}
-	u, err := input(n, in, 2)
+	u, err := graph.Input(n, in, 2)
 	if err != nil {
 		return nil, err
 	}
-	if isIntNode(iv) {
+	if graph.IsIntNode(iv) {
 		return scatterNDRuntime(b, n, x, iv, u)
 	}
-	it, err := constInput(n, in, 1, "indices")
+	it, err := graph.ConstInput(n, in, 1, "indices")
 	if err != nil {
 		return nil, err
 	}
-	q, r := len(it.Shape), len(x.shape)
+	q, r := len(it.Shape), len(x.Shape)
 	if q < 1 {
-		return nil, nodeErr(n, "indices are a scalar: expected rank 1 or more")
+		return nil, graph.NodeErr(n, "indices are a scalar: expected rank 1 or more")
 	}
 	k := it.Shape[q-1]
 	if k < 1 || k > r {
-		return nil, nodeErr(n, "indices' last dimension is %d: expected 1 to the data rank %d", k, r)
+		return nil, graph.NodeErr(n, "indices' last dimension is %d: expected 1 to the data rank %d", k, r)
 	}
-	want := append(append([]int{}, it.Shape[:q-1]...), x.shape[k:]...)
-	if !shape.Equal(u.shape, want) {
-		return nil, nodeErr(n, "updates have shape %v: expected %v (indices %v, data %v)", u.shape, want, it.Shape, x.shape)
+	want := append(append([]int{}, it.Shape[:q-1]...), x.Shape[k:]...)
+	if !shape.Equal(u.Shape, want) {
+		return nil, graph.NodeErr(n, "updates have shape %v: expected %v (indices %v, data %v)", u.Shape, want, it.Shape, x.Shape)
 	}
-	size, inner := shape.Numel(x.shape), shape.Numel(x.shape[k:])
+	size, inner := shape.Numel(x.Shape), shape.Numel(x.Shape[k:])
 	idx := make([]int, size)
 	for i := range idx {
 		idx[i] = i
@@ -66,12 +67,12 @@ func lowerScatterND(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 	for t := 0; t < shape.Numel(it.Shape[:q-1]); t++ {
 		off := 0
 		for j, v := range ind[t*k : (t+1)*k] {
-			d := x.shape[j]
+			d := x.Shape[j]
 			if v < 0 {
 				v += int64(d)
 			}
 			if v < 0 || v >= int64(d) {
-				return nil, nodeErr(n, "index %d out of range for data axis %d of size %d", ind[t*k+j], j, d)
+				return nil, graph.NodeErr(n, "index %d out of range for data axis %d of size %d", ind[t*k+j], j, d)
 			}
 			off = off*d + int(v)
 		}
@@ -79,42 +80,42 @@ func lowerScatterND(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 			idx[off*inner+j] = size + t*inner + j
 		}
 	}
-	v, err := b.move(n, "ScatterND", []*value{x, u}, x.shape, idx)
+	v, err := b.Move(n, "ScatterND", []*graph.Value{x, u}, x.Shape, idx)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{v}, nil
+	return []*graph.Value{v}, nil
 }
 
 // scatterNDRuntime is ScatterND with run-time int64 indices iv into
 // constant zero data x: the flat positions are computed in int64, the
 // updates written there by kernels.MaxUnpool on [1, 1, L] views, and the
 // result takes the data's shape.
-func scatterNDRuntime(b *builder, n *onnxpb.NodeProto, x, iv, u *value) ([]*value, error) {
-	if !x.isConst() {
-		return nil, nodeErr(n, "data is computed at run time and the indices too: only zeros (a constant) can receive run-time indices")
+func scatterNDRuntime(b *graph.Builder, n *onnxpb.NodeProto, x, iv, u *graph.Value) ([]*graph.Value, error) {
+	if !x.IsConst() {
+		return nil, graph.NodeErr(n, "data is computed at run time and the indices too: only zeros (a constant) can receive run-time indices")
 	}
-	for _, v := range x.c.Float64s() {
+	for _, v := range x.C.Float64s() {
 		if v != 0 {
-			return nil, nodeErr(n, "data is a non-zero constant and the indices are computed at run time: only zeros can receive run-time indices")
+			return nil, graph.NodeErr(n, "data is a non-zero constant and the indices are computed at run time: only zeros can receive run-time indices")
 		}
 	}
-	q, r := len(iv.shape), len(x.shape)
+	q, r := len(iv.Shape), len(x.Shape)
 	if q < 1 {
-		return nil, nodeErr(n, "indices are a scalar: expected rank 1 or more")
+		return nil, graph.NodeErr(n, "indices are a scalar: expected rank 1 or more")
 	}
-	k := iv.shape[q-1]
+	k := iv.Shape[q-1]
 	if k < 1 || k > r {
-		return nil, nodeErr(n, "indices' last dimension is %d: expected 1 to the data rank %d", k, r)
+		return nil, graph.NodeErr(n, "indices' last dimension is %d: expected 1 to the data rank %d", k, r)
 	}
-	want := append(append([]int{}, iv.shape[:q-1]...), x.shape[k:]...)
-	if !shape.Equal(u.shape, want) {
-		return nil, nodeErr(n, "updates have shape %v: expected %v (indices %v, data %v)", u.shape, want, iv.shape, x.shape)
+	want := append(append([]int{}, iv.Shape[:q-1]...), x.Shape[k:]...)
+	if !shape.Equal(u.Shape, want) {
+		return nil, graph.NodeErr(n, "updates have shape %v: expected %v (indices %v, data %v)", u.Shape, want, iv.Shape, x.Shape)
 	}
-	size, inner, tuples := shape.Numel(x.shape), shape.Numel(x.shape[k:]), shape.Numel(iv.shape[:q-1])
+	size, inner, tuples := shape.Numel(x.Shape), shape.Numel(x.Shape[k:]), shape.Numel(iv.Shape[:q-1])
 	l := tuples * inner
-	dims := append([]int{}, x.shape[:k]...)
-	flat, err := b.intOp(n, "ScatterND positions", []*value{iv}, []int{1, 1, l}, func(dst []int64, in [][]int64) {
+	dims := append([]int{}, x.Shape[:k]...)
+	flat, err := b.IntOp(n, "ScatterND positions", []*graph.Value{iv}, []int{1, 1, l}, func(dst []int64, in [][]int64) {
 		for t := 0; t < tuples; t++ {
 			off := int64(0)
 			for j, v := range in[0][t*k : (t+1)*k] {
@@ -132,17 +133,17 @@ func scatterNDRuntime(b *builder, n *onnxpb.NodeProto, x, iv, u *value) ([]*valu
 	if err != nil {
 		return nil, err
 	}
-	u3, err := b.move(n, "ScatterND updates", []*value{u}, []int{1, 1, l}, shape.Identity(l))
+	u3, err := b.Move(n, "ScatterND updates", []*graph.Value{u}, []int{1, 1, l}, shape.Identity(l))
 	if err != nil {
 		return nil, err
 	}
-	y, err := kernels.MaxUnpool(b.node(u3), flat.n, kernels.PoolParams{Kernel: []int{1}}, []int{1, 1, size})
+	y, err := kernels.MaxUnpool(b.Node(u3), flat.N, kernels.PoolParams{Kernel: []int{1}}, []int{1, 1, size})
 	if err != nil {
-		return nil, nodeErr(n, "%v", err)
+		return nil, graph.NodeErr(n, "%v", err)
 	}
-	out, err := b.move(n, "ScatterND", []*value{nodeValue(y)}, x.shape, shape.Identity(size))
+	out, err := b.Move(n, "ScatterND", []*graph.Value{graph.NodeValue(y)}, x.Shape, shape.Identity(size))
 	if err != nil {
 		return nil, err
 	}
-	return []*value{out}, nil
+	return []*graph.Value{out}, nil
 }

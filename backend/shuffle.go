@@ -3,6 +3,7 @@ package backend
 import (
 	"slices"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/rewrite"
 
 	"github.com/paretonav/paretonav/backend/internal/parallel"
@@ -26,8 +27,8 @@ import (
 // bit for bit.
 
 func init() {
-	registerFused(rewrite.ChannelShuffle, lowerFusedShuffle)
-	registerFused(rewrite.ShuffleSlice, lowerFusedShuffleSlice)
+	graph.RegisterFused(rewrite.ChannelShuffle, lowerFusedShuffle)
+	graph.RegisterFused(rewrite.ShuffleSlice, lowerFusedShuffleSlice)
 }
 
 // lowerFusedShuffle lowers a fused ChannelShuffle (rewrite.ChannelShuffle:
@@ -36,35 +37,35 @@ func init() {
 // float value computed at run time, [N, G, C, rest…], a plain copy of c's
 // node; c a Concat kernel along axis 1 of G parts [N, C, rest…]. It
 // lowers the Transpose otherwise.
-func lowerFusedShuffle(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerFusedShuffle(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	x, c, parts := in[0], in[1], in[2:]
-	if x == nil || c == nil || x.isConst() || isIntNode(x) || x.n == nil || c.n == nil || len(x.shape) < 3 {
-		return b.lowerFallback(n, in)
+	if x == nil || c == nil || x.IsConst() || graph.IsIntNode(x) || x.N == nil || c.N == nil || len(x.Shape) < 3 {
+		return b.LowerFallback(n, in)
 	}
-	perm, err := attrInts(n, "perm", nil)
-	if err != nil || len(perm) != len(x.shape) {
-		return b.lowerFallback(n, in)
+	perm, err := graph.AttrInts(n, "perm", nil)
+	if err != nil || len(perm) != len(x.Shape) {
+		return b.LowerFallback(n, in)
 	}
-	if b.plainCopyOf(x.n) != c.n || !concatOfChannels(c, rewrite.AttrInt(n, rewrite.AttrConcatAxis, 0)) {
-		return b.lowerFallback(n, in)
+	if b.PlainCopyOf(x.N) != c.N || !concatOfChannels(c, rewrite.AttrInt(n, rewrite.AttrConcatAxis, 0)) {
+		return b.LowerFallback(n, in)
 	}
-	g, ch := x.shape[1], x.shape[2]
+	g, ch := x.Shape[1], x.Shape[2]
 	if len(parts) != g {
-		return b.lowerFallback(n, in)
+		return b.LowerFallback(n, in)
 	}
-	want := append([]int{x.shape[0], ch}, x.shape[3:]...)
-	nodes := make([]gnode, len(parts))
+	want := append([]int{x.Shape[0], ch}, x.Shape[3:]...)
+	nodes := make([]graph.Node, len(parts))
 	for i, p := range parts {
-		if p == nil || !slices.Equal(p.shape, want) {
-			return b.lowerFallback(n, in)
+		if p == nil || !slices.Equal(p.Shape, want) {
+			return b.LowerFallback(n, in)
 		}
-		nodes[i] = b.node(p)
+		nodes[i] = b.Node(p)
 	}
 	out := make([]int, len(perm))
 	for i, p := range perm {
-		out[i] = x.shape[p]
+		out[i] = x.Shape[p]
 	}
-	planes, inner := x.shape[0]*ch, shape.Numel(x.shape[3:])
+	planes, inner := x.Shape[0]*ch, shape.Numel(x.Shape[3:])
 	fwd := func(dst []float64, in [][]float64) { shuffleFwd(dst, in, planes, inner) }
 	bwd := func(k int, dst []float64, _ [][]float64, _, grad []float64) {
 		shuffleBwd(k, dst, grad, len(nodes), planes, inner, nil)
@@ -74,30 +75,30 @@ func lowerFusedShuffle(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, 
 		shuffleBwd(k, dst, grad, len(nodes), planes, inner, vmath.PlusZero32)
 		return true
 	}
-	y, err := b.fillingKernel32(n.GetName(), "ChannelShuffle", nodes, out, fwd, bwd, nil, fwd32, bwd32)
+	y, err := b.FillingKernel32(n.GetName(), "ChannelShuffle", nodes, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
 	reads := make([]bool, len(nodes)+2)
 	reads[len(nodes)+1] = true // the output's gradient only
-	y.Op().(*kernelOp).gradReads = reads
-	return []*value{nodeValue(y)}, nil
+	y.Op().(*graph.KernelOp).GradReads = reads
+	return []*graph.Value{graph.NodeValue(y)}, nil
 }
 
 // concatOfChannels reports whether c is the result of a Concat kernel
 // along axis 1 (axis as the Concat's attribute gives it).
-func concatOfChannels(c *value, axis int64) bool {
+func concatOfChannels(c *graph.Value, axis int64) bool {
 	if axis < 0 {
-		axis += int64(len(c.shape))
+		axis += int64(len(c.Shape))
 	}
-	return axis == 1 && !c.isConst() && !isIntNode(c) && kindOf(c.n) == "Concat"
+	return axis == 1 && !c.IsConst() && !graph.IsIntNode(c) && graph.KindOf(c.N) == "Concat"
 }
 
 // shuffleGeom is a fused channel shuffle's operands and geometry: its g =
 // len(parts) parts of n samples of c planes of inner values each; the
 // shuffled channel j of a sample is plane j/g of part j%g.
 type shuffleGeom struct {
-	parts       []gnode
+	parts       []graph.Node
 	n, c, inner int
 }
 
@@ -112,29 +113,29 @@ type shuffleGeom struct {
 // of a part is 0 + g on the planes the slice took, +0 on the others, as
 // the unfused Slice's (zeros, then 0 + g) and the shuffle's (0 + that)
 // give bit for bit. It lowers the Slice otherwise.
-func lowerFusedShuffleSlice(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerFusedShuffleSlice(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	k := len(rewrite.Fallback(n).Input)
 	t, parts := in[k], in[k+1:]
 	x, first, step, out, err := sliceGeometry(b, rewrite.Fallback(n), in[:k])
-	if err != nil || t == nil || x.n == nil || t.n == nil || kindOf(t.n) != "ChannelShuffle" || b.plainCopyOf(x.n) != t.n || len(t.shape) < 3 {
-		return b.lowerFallback(n, in)
+	if err != nil || t == nil || x.N == nil || t.N == nil || graph.KindOf(t.N) != "ChannelShuffle" || b.PlainCopyOf(x.N) != t.N || len(t.Shape) < 3 {
+		return b.LowerFallback(n, in)
 	}
-	sg := &shuffleGeom{n: t.shape[0], c: t.shape[1], inner: shape.Numel(t.shape[3:])}
-	if len(parts) != t.shape[2] {
-		return b.lowerFallback(n, in)
+	sg := &shuffleGeom{n: t.Shape[0], c: t.Shape[1], inner: shape.Numel(t.Shape[3:])}
+	if len(parts) != t.Shape[2] {
+		return b.LowerFallback(n, in)
 	}
 	for _, p := range parts {
 		if p == nil {
-			return b.lowerFallback(n, in)
+			return b.LowerFallback(n, in)
 		}
-		sg.parts = append(sg.parts, b.node(p))
+		sg.parts = append(sg.parts, b.Node(p))
 	}
-	if len(x.shape) < 2 || x.shape[0] != sg.n || x.shape[1] != len(sg.parts)*sg.c || shape.Numel(x.shape[2:]) != sg.inner {
-		return b.lowerFallback(n, in)
+	if len(x.Shape) < 2 || x.Shape[0] != sg.n || x.Shape[1] != len(sg.parts)*sg.c || shape.Numel(x.Shape[2:]) != sg.inner {
+		return b.LowerFallback(n, in)
 	}
-	for d := range x.shape {
-		if step[d] != 1 || d != 1 && (first[d] != 0 || out[d] != x.shape[d]) {
-			return b.lowerFallback(n, in)
+	for d := range x.Shape {
+		if step[d] != 1 || d != 1 && (first[d] != 0 || out[d] != x.Shape[d]) {
+			return b.LowerFallback(n, in)
 		}
 	}
 	c0, c1 := first[1], first[1]+out[1]
@@ -147,14 +148,14 @@ func lowerFusedShuffleSlice(b *builder, n *onnxpb.NodeProto, in []*value) ([]*va
 		shuffleSliceBwd(k, dst, grad, sg, c0, c1, vmath.PlusZero32)
 		return true
 	}
-	y, err := b.fillingKernel32(n.GetName(), "ShuffleSlice", sg.parts, out, fwd, bwd, nil, fwd32, bwd32)
+	y, err := b.FillingKernel32(n.GetName(), "ShuffleSlice", sg.parts, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
 	reads := make([]bool, len(sg.parts)+2)
 	reads[len(sg.parts)+1] = true // the output's gradient only
-	y.Op().(*kernelOp).gradReads = reads
-	return []*value{nodeValue(y)}, nil
+	y.Op().(*graph.KernelOp).GradReads = reads
+	return []*graph.Value{graph.NodeValue(y)}, nil
 }
 
 // sliceArgs is a shuffle slice's operands for parallel.ForItems: the slice (dst)

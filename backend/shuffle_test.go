@@ -8,6 +8,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/backend/internal/shape"
@@ -134,21 +135,21 @@ func shuffleRun(t *testing.T, c shuffleCase, dt tensor.Dtype, fuse bool) (outs m
 	for k, v := range feeds {
 		shapes[k] = v.Shape
 	}
-	bt, err := buildGraph(m.Proto.Graph, m.Opset(""), dt, shapes, inits, nil, false, rw)
+	bt, err := graph.Build(m.Proto.Graph, m.Opset(""), dt, shapes, inits, nil, false, rw)
 	if err != nil {
 		t.Fatalf("building: %v", err)
 	}
-	for k, n := range bt.inputs {
-		if err := letFloats(n, dt, feeds[k].Shape, feeds[k].Float64s()); err != nil {
+	for k, n := range bt.Inputs {
+		if err := graph.LetFloats(n, dt, feeds[k].Shape, feeds[k].Float64s()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var ys []gnode
+	var ys []graph.Node
 	size := 0
 	for _, o := range m.Proto.Graph.Output {
 		if o.GetName() != "cat" {
-			ys = append(ys, bt.vals[o.GetName()].n)
-			size += shape.Numel(bt.vals[o.GetName()].shape)
+			ys = append(ys, bt.Vals[o.GetName()].N)
+			size += shape.Numel(bt.Vals[o.GetName()].Shape)
 		}
 	}
 	r := rand.New(rand.NewSource(7))
@@ -159,31 +160,31 @@ func shuffleRun(t *testing.T, c shuffleCase, dt tensor.Dtype, fuse bool) (outs m
 			w[i] = math.Copysign(0, -1) // −0 gradients reach the parts
 		}
 	}
-	var wrt []gnode
+	var wrt []graph.Node
 	for i := range c.parts {
-		wrt = append(wrt, bt.inputs[fmt.Sprintf("p%d", i)])
+		wrt = append(wrt, bt.Inputs[fmt.Sprintf("p%d", i)])
 	}
 	_, gn, _ := weightedSumGrads(t, bt, ys, w, wrt...)
 	outs = map[string][]float64{}
 	for _, o := range m.Proto.Graph.Output {
-		v, err := valueFloats(bt.vals[o.GetName()].n.Value())
+		v, err := graph.ValueFloats(bt.Vals[o.GetName()].N.Value())
 		if err != nil {
 			t.Fatal(err)
 		}
 		outs[o.GetName()] = append([]float64{}, v...)
 	}
 	for _, g := range gn {
-		v, err := valueFloats(g.Value())
+		v, err := graph.ValueFloats(g.Value())
 		if err != nil {
 			t.Fatal(err)
 		}
 		grads = append(grads, append([]float64{}, v...))
 	}
-	for _, n := range bt.b.g.AllNodes() {
-		if op, ok := n.Op().(*kernelOp); ok {
-			fused += b2i(op.kind == "ChannelShuffle")
-			transposes += b2i(op.kind == "Transpose")
-			slices += b2i(op.kind == "ShuffleSlice")
+	for _, n := range bt.B.Graph.AllNodes() {
+		if op, ok := n.Op().(*graph.KernelOp); ok {
+			fused += b2i(op.Kind == "ChannelShuffle")
+			transposes += b2i(op.Kind == "Transpose")
+			slices += b2i(op.Kind == "ShuffleSlice")
 		}
 	}
 	return outs, grads, fused, transposes, slices
@@ -240,15 +241,15 @@ func TestFuseChannelShuffle(t *testing.T) {
 			for k, v := range feeds {
 				shapes[k] = v.Shape
 			}
-			bt, err := buildGraph(m.Proto.Graph, m.Opset(""), tensor.Float32, shapes, inits, nil, false, rewrite.Options{})
+			bt, err := graph.Build(m.Proto.Graph, m.Opset(""), tensor.Float32, shapes, inits, nil, false, rewrite.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			checked := map[string]int{}
-			for i, n := range bt.b.g.AllNodes() {
-				if op, ok := n.Op().(*kernelOp); ok && (op.kind == "ChannelShuffle" || op.kind == "ShuffleSlice") {
+			for i, n := range bt.B.Graph.AllNodes() {
+				if op, ok := n.Op().(*graph.KernelOp); ok && (op.Kind == "ChannelShuffle" || op.Kind == "ShuffleSlice") {
 					checkKernel32(t, op, int64(3+i), 1)
-					checked[op.kind]++
+					checked[op.Kind]++
 				}
 			}
 			if checked["ChannelShuffle"] != 1 || checked["ShuffleSlice"] != c.sliceFuses {
@@ -332,7 +333,7 @@ func TestShuffleGradKernels(t *testing.T) {
 				w := c1 - c0
 				sgrad := make([]float32, n*w*inner)
 				fill(sgrad)
-				sg := &shuffleGeom{parts: make([]gnode, g), n: n, c: c, inner: inner}
+				sg := &shuffleGeom{parts: make([]graph.Node, g), n: n, c: c, inner: inner}
 				for k := 0; k < g; k++ {
 					dst := nanFilled(n * c * inner)
 					shuffleSliceBwd(k, dst, sgrad, sg, c0, c1, wide.f)
@@ -356,7 +357,7 @@ func TestShuffleGradKernels(t *testing.T) {
 // that captures nothing, is a heap object (its type's dictionary).
 func TestShuffleSliceAllocatesNothing(t *testing.T) {
 	const n, g, c, inner = 4, 2, 12, 64
-	sg := &shuffleGeom{parts: make([]gnode, g), n: n, c: c, inner: inner}
+	sg := &shuffleGeom{parts: make([]graph.Node, g), n: n, c: c, inner: inner}
 	in := [][]float32{make([]float32, n*c*inner), make([]float32, n*c*inner)}
 	slice, part := make([]float32, n*c*inner), make([]float32, n*c*inner)
 	if !parallel.OneChunk(n*c, inner) || !parallel.OneChunk(n, c*inner) {

@@ -3,6 +3,7 @@ package backend
 import (
 	"slices"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/backend/internal/shape"
@@ -25,32 +26,32 @@ import (
 // in float32 as the executor adds them (TestFuseSiLU). The σ(x) that the
 // gradient needs is recomputed from x in blocks that stay in cache.
 
-func init() { registerFused(rewrite.SiLU, lowerFusedSiLU) }
+func init() { graph.RegisterFused(rewrite.SiLU, lowerFusedSiLU) }
 
 // lowerFusedSiLU lowers a fused SiLU (rewrite.SiLU: a Mul of x and
 // Sigmoid(x)) as one op where both are computed at run time, of the same
 // shape, and the Sigmoid's node reads x's; as the Mul otherwise.
-func lowerFusedSiLU(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerFusedSiLU(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	i := int(rewrite.AttrInt(n, rewrite.AttrSiLUX, 0))
 	x, y := in[i], in[1-i]
-	if x == nil || y == nil || x.isConst() || y.isConst() || !shape.Equal(x.shape, y.shape) ||
-		x.n == nil || kindOf(y.n) != "Sigmoid" || !slices.Equal(b.children(y.n), []gnode{x.n}) {
-		return b.lowerFallback(n, in)
+	if x == nil || y == nil || x.IsConst() || y.IsConst() || !shape.Equal(x.Shape, y.Shape) ||
+		x.N == nil || graph.KindOf(y.N) != "Sigmoid" || !slices.Equal(b.Children(y.N), []graph.Node{x.N}) {
+		return b.LowerFallback(n, in)
 	}
 	name, kind := n.GetName(), "SiLU"
 	m := &onnxpb.NodeProto{Name: &name, OpType: &kind, Input: n.Input, Output: n.Output}
-	v, err := b.unary(m, []*value{x}, silu64, siluDeriv64)
+	v, err := b.Unary(m, []*graph.Value{x}, silu64, siluDeriv64)
 	if err != nil {
-		return nil, nodeErr(n, "%v", err)
+		return nil, graph.NodeErr(n, "%v", err)
 	}
-	op := v[0].n.Op().(*kernelOp)
-	op.fwd32, op.bwd32 = siluFwd32, siluBwd32
-	op.bwd = func(_ int, dst []float64, in [][]float64, _, g []float64) {
+	op := v[0].N.Op().(*graph.KernelOp)
+	op.Fwd32, op.Bwd32 = siluFwd32, siluBwd32
+	op.Bwd = func(_ int, dst []float64, in [][]float64, _, g []float64) {
 		for i, v := range in[0][:len(dst)] {
 			dst[i] = g[i] * siluDeriv64(v, 0)
 		}
 	}
-	op.gradReads = []bool{true, false, true} // x and g: σ(x) is recomputed
+	op.GradReads = []bool{true, false, true} // x and g: σ(x) is recomputed
 	return v, nil
 }
 

@@ -83,8 +83,8 @@ func TestFuseSiLU(t *testing.T) {
 			t.Run(fmt.Sprintf("swap=%v/sigmoid_read_too=%v", swap, both), func(t *testing.T) {
 				m, feeds := siluModel(swap, both)
 				want := forwardWith(t, m, feeds, unfused(rewrite.SiLU))
-				if y := testGraphWith(t, m, feeds, nil, unfused(rewrite.SiLU)).vals["y"]; strings.Contains(y.n.Op().String(), "SiLU") {
-					t.Fatalf("unfused: y is computed by %v", y.n.Op())
+				if y := testGraphWith(t, m, feeds, nil, unfused(rewrite.SiLU)).Vals["y"]; strings.Contains(y.N.Op().String(), "SiLU") {
+					t.Fatalf("unfused: y is computed by %v", y.N.Op())
 				}
 				got := forward(t, m, feeds)
 				for name, w := range want {
@@ -94,8 +94,8 @@ func TestFuseSiLU(t *testing.T) {
 					}
 					assertClose(t, name, g, w.Shape, w.Float64s(), 1e-12)
 				}
-				if y := testGraph(t, m, feeds, nil).vals["y"]; !strings.Contains(y.n.Op().String(), "SiLU") {
-					t.Fatalf("y is computed by %v, not the fused op", y.n.Op())
+				if y := testGraph(t, m, feeds, nil).Vals["y"]; !strings.Contains(y.N.Op().String(), "SiLU") {
+					t.Fatalf("y is computed by %v, not the fused op", y.N.Op())
 				}
 				gradCheck(t, m, feeds, "x", 1e-6)
 			})

@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -11,17 +12,17 @@ import (
 // from 10 on; they must be known when the graph is built.
 
 func init() {
-	register("Slice", 1, lowerSlice)
-	register("Slice", 10, lowerSlice)
+	graph.Register("Slice", 1, lowerSlice)
+	graph.Register("Slice", 10, lowerSlice)
 }
 
-func lowerSlice(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func lowerSlice(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
 	x, first, step, out, err := sliceGeometry(b, n, in)
 	if err != nil {
 		return nil, err
 	}
-	r := len(x.shape)
-	ist := shape.Strides(x.shape)
+	r := len(x.Shape)
+	ist := shape.Strides(x.Shape)
 	idx := make([]int, shape.Numel(out))
 	ctr := make([]int, r)
 	for i := range idx {
@@ -32,42 +33,42 @@ func lowerSlice(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		idx[i] = off
 		shape.NextIndex(ctr, out)
 	}
-	v, err := b.move(n, "Slice", []*value{x}, out, idx)
+	v, err := b.Move(n, "Slice", []*graph.Value{x}, out, idx)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{v}, nil
+	return []*graph.Value{v}, nil
 }
 
 // sliceGeometry reads Slice node n's input x and the slice it takes:
 // along each axis the first element, the step and the count (out, the
 // result's shape).
-func sliceGeometry(b *builder, n *onnxpb.NodeProto, in []*value) (x *value, first, step, out []int, err error) {
-	if x, err = input(n, in, 0); err != nil {
+func sliceGeometry(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) (x *graph.Value, first, step, out []int, err error) {
+	if x, err = graph.Input(n, in, 0); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	var starts, ends, axes, steps []int64
-	if b.opset < 10 {
-		if starts, err = attrInts(n, "starts", nil); err != nil {
+	if b.Opset < 10 {
+		if starts, err = graph.AttrInts(n, "starts", nil); err != nil {
 			return nil, nil, nil, nil, err
 		}
-		if ends, err = attrInts(n, "ends", nil); err != nil {
+		if ends, err = graph.AttrInts(n, "ends", nil); err != nil {
 			return nil, nil, nil, nil, err
 		}
-		if axes, err = attrInts(n, "axes", nil); err != nil {
+		if axes, err = graph.AttrInts(n, "axes", nil); err != nil {
 			return nil, nil, nil, nil, err
 		}
 	} else {
 		for i, p := range []*[]int64{&starts, &ends, &axes, &steps} {
-			if *p, err = optConstInts(n, in, i+1, []string{"starts", "ends", "axes", "steps"}[i]); err != nil {
+			if *p, err = graph.OptConstInts(n, in, i+1, []string{"starts", "ends", "axes", "steps"}[i]); err != nil {
 				return nil, nil, nil, nil, err
 			}
 		}
 	}
 	if len(starts) != len(ends) {
-		return nil, nil, nil, nil, nodeErr(n, "starts %v and ends %v differ in length", starts, ends)
+		return nil, nil, nil, nil, graph.NodeErr(n, "starts %v and ends %v differ in length", starts, ends)
 	}
-	r := len(x.shape)
+	r := len(x.Shape)
 	if axes == nil {
 		for i := range starts {
 			axes = append(axes, int64(i))
@@ -79,23 +80,23 @@ func sliceGeometry(b *builder, n *onnxpb.NodeProto, in []*value) (x *value, firs
 		}
 	}
 	if len(axes) != len(starts) || len(steps) != len(starts) {
-		return nil, nil, nil, nil, nodeErr(n, "starts, ends, axes and steps must have the same length (%d, %d, %d, %d)", len(starts), len(ends), len(axes), len(steps))
+		return nil, nil, nil, nil, graph.NodeErr(n, "starts, ends, axes and steps must have the same length (%d, %d, %d, %d)", len(starts), len(ends), len(axes), len(steps))
 	}
 	first = make([]int, r)
 	step = make([]int, r)
-	out = append([]int{}, x.shape...)
+	out = append([]int{}, x.Shape...)
 	for i := range step {
 		step[i] = 1
 	}
 	for i, ax := range axes {
-		a, err := normAxis(n, ax, r)
+		a, err := graph.NormAxis(n, ax, r)
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
-		d := int64(x.shape[a])
+		d := int64(x.Shape[a])
 		st := steps[i]
 		if st == 0 {
-			return nil, nil, nil, nil, nodeErr(n, "step 0 on axis %d", ax)
+			return nil, nil, nil, nil, graph.NodeErr(n, "step 0 on axis %d", ax)
 		}
 		s, e := starts[i], ends[i]
 		if s < 0 {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
@@ -16,8 +17,8 @@ import (
 
 func init() {
 	for _, op := range []string{"Softmax", "LogSoftmax"} {
-		register(op, 1, lowerSoftmax)
-		register(op, 13, lowerSoftmax)
+		graph.Register(op, 1, lowerSoftmax)
+		graph.Register(op, 13, lowerSoftmax)
 	}
 }
 
@@ -25,32 +26,32 @@ func init() {
 // opset 13, -1 from 13 on) and splits x's shape into outer × d × inner,
 // d being the extent worked along: the axis, or before opset 13 the
 // flattened trailing dimensions from the axis on (inner is then 1).
-func softmaxSplit(b *builder, n *onnxpb.NodeProto, x *value) (outer, d, inner int, err error) {
+func softmaxSplit(b *graph.Builder, n *onnxpb.NodeProto, x *graph.Value) (outer, d, inner int, err error) {
 	def := int64(-1)
-	if b.opset < 13 {
+	if b.Opset < 13 {
 		def = 1
 	}
-	ax, err := attrInt(n, "axis", def)
+	ax, err := graph.AttrInt(n, "axis", def)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	r := len(x.shape)
+	r := len(x.Shape)
 	if r == 0 {
-		return 0, 0, 0, nodeErr(n, "input %q is a scalar; expected rank >= 1 (opset %d)", n.Input[0], b.opset)
+		return 0, 0, 0, graph.NodeErr(n, "input %q is a scalar; expected rank >= 1 (opset %d)", n.Input[0], b.Opset)
 	}
-	a, err := normAxis(n, ax, r)
+	a, err := graph.NormAxis(n, ax, r)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	outer, d, inner = shape.Numel(x.shape[:a]), x.shape[a], shape.Numel(x.shape[a+1:])
-	if b.opset < 13 {
-		d, inner = shape.Numel(x.shape[a:]), 1
+	outer, d, inner = shape.Numel(x.Shape[:a]), x.Shape[a], shape.Numel(x.Shape[a+1:])
+	if b.Opset < 13 {
+		d, inner = shape.Numel(x.Shape[a:]), 1
 	}
 	return outer, d, inner, nil
 }
 
-func lowerSoftmax(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerSoftmax(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -68,11 +69,11 @@ func lowerSoftmax(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error
 		softmaxBackward(dst, y, g, outer, d, inner, logSm)
 		return true
 	}
-	node, err := b.fillingKernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, bwd, nil, fwd32, bwd32)
+	node, err := b.FillingKernel32(n.GetName(), n.GetOpType(), []graph.Node{b.Node(x)}, x.Shape, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(node)}, nil
+	return []*graph.Value{graph.NodeValue(node)}, nil
 }
 
 // softmaxBlock is how many vectors (consecutive along inner) the softmax
@@ -113,7 +114,7 @@ var softmaxTemps = sync.Pool{New: func() any { return new(softmaxTemp) }}
 // the outer·inner vectors split among goroutines. Each vector's maximum,
 // sum of exponentials and results are those of the one-vector formula:
 // the sum runs over k in order, with math.Exp's values (exp64).
-func softmaxForward[T float](dst, src []T, outer, d, inner int, logSm bool) {
+func softmaxForward[T graph.Float](dst, src []T, outer, d, inner int, logSm bool) {
 	softmaxBlocks(outer, d, inner, func(o, j0, j1 int, t *softmaxTemp) {
 		n := j1 - j0
 		mx, s, v, e := t.mx[:n], t.s[:n], t.v[:n], t.e[:n]
@@ -162,7 +163,7 @@ func softmaxForward[T float](dst, src []T, outer, d, inner int, logSm bool) {
 
 // softmaxBackward writes the gradient of (Log)Softmax with output y and
 // incoming gradient g into dst, as softmaxForward computes.
-func softmaxBackward[T float](dst, y, g []T, outer, d, inner int, logSm bool) {
+func softmaxBackward[T graph.Float](dst, y, g []T, outer, d, inner int, logSm bool) {
 	softmaxBlocks(outer, d, inner, func(o, j0, j1 int, t *softmaxTemp) {
 		n := j1 - j0
 		s, v, e := t.s[:n], t.v[:n], t.e[:n]

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
@@ -14,15 +15,15 @@ import (
 
 // Transpose (perm defaults to reversing the axes).
 
-func init() { register("Transpose", 1, lowerTranspose) }
+func init() { graph.Register("Transpose", 1, lowerTranspose) }
 
-func lowerTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	x, err := input(n, in, 0)
+func lowerTranspose(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	r := len(x.shape)
-	perm, err := attrInts(n, "perm", nil)
+	r := len(x.Shape)
+	perm, err := graph.AttrInts(n, "perm", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -32,25 +33,25 @@ func lowerTranspose(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, err
 		}
 	}
 	if len(perm) != r {
-		return nil, nodeErr(n, "perm %v has %d entries for an input of rank %d", perm, len(perm), r)
+		return nil, graph.NodeErr(n, "perm %v has %d entries for an input of rank %d", perm, len(perm), r)
 	}
 	seen := make([]bool, r)
 	out := make([]int, r)
 	for i, p := range perm {
 		if p < 0 || int(p) >= r || seen[p] {
-			return nil, nodeErr(n, "perm %v is not a permutation of 0..%d", perm, r-1)
+			return nil, graph.NodeErr(n, "perm %v is not a permutation of 0..%d", perm, r-1)
 		}
 		seen[p] = true
-		out[i] = x.shape[p]
+		out[i] = x.Shape[p]
 	}
-	if !x.isConst() && !isIntNode(x) {
+	if !x.IsConst() && !graph.IsIntNode(x) {
 		return transposeKernel(b, n, x, perm, out)
 	}
-	v, err := b.move(n, "Transpose", []*value{x}, out, transposeIndex(x.shape, perm, out))
+	v, err := b.Move(n, "Transpose", []*graph.Value{x}, out, transposeIndex(x.Shape, perm, out))
 	if err != nil {
 		return nil, err
 	}
-	return []*value{v}, nil
+	return []*graph.Value{v}, nil
 }
 
 // transposeIndex is, for each element of the transposed result (shape
@@ -76,8 +77,8 @@ func transposeIndex(xs []int, perm []int64, out []int) []int {
 // 40 MB of them at 64×64), the gradient being the inverse transpose (0 +
 // g, as the float64 path's additions into zeros give); the float64
 // closures build the index on first use.
-func transposeKernel(b *builder, n *onnxpb.NodeProto, x *value, perm []int64, out []int) ([]*value, error) {
-	xs := append([]int{}, x.shape...)
+func transposeKernel(b *graph.Builder, n *onnxpb.NodeProto, x *graph.Value, perm []int64, out []int) ([]*graph.Value, error) {
+	xs := append([]int{}, x.Shape...)
 	inv := make([]int64, len(perm))
 	for i, p := range perm {
 		inv[p] = int64(i)
@@ -103,12 +104,12 @@ func transposeKernel(b *builder, n *onnxpb.NodeProto, x *value, perm []int64, ou
 		transpose32(dst, g, out, inv, true)
 		return true
 	}
-	r, err := b.fillingKernel32(n.GetName(), "Transpose", []gnode{b.node(x)}, out, fwd, bwd, nil, fwd32, bwd32)
+	r, err := b.FillingKernel32(n.GetName(), "Transpose", []graph.Node{b.Node(x)}, out, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
-	r.Op().(*kernelOp).gradReads = []bool{false, false, true} // the output's gradient only
-	return []*value{nodeValue(r)}, nil
+	r.Op().(*graph.KernelOp).GradReads = []bool{false, false, true} // the output's gradient only
+	return []*graph.Value{graph.NodeValue(r)}, nil
 }
 
 // transpose32 writes src (shape xs) transposed by perm into dst, every

@@ -3,6 +3,7 @@ package backend
 import (
 	"math"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -14,37 +15,37 @@ import (
 
 func init() {
 	for _, op := range []string{"Sum", "Mean", "Max", "Min"} {
-		register(op, 1, lowerVariadic)
+		graph.Register(op, 1, lowerVariadic)
 	}
 }
 
-func lowerVariadic(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	var xs []*value
+func lowerVariadic(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	var xs []*graph.Value
 	for i := range in {
-		x, err := input(n, in, i)
+		x, err := graph.Input(n, in, i)
 		if err != nil {
 			return nil, err
 		}
 		xs = append(xs, x)
 	}
 	if len(xs) == 0 {
-		return nil, nodeErr(n, "needs at least one input (opset %d)", b.opset)
+		return nil, graph.NodeErr(n, "needs at least one input (opset %d)", b.Opset)
 	}
 	op := n.GetOpType()
-	out := xs[0].shape
+	out := xs[0].Shape
 	for i, x := range xs[1:] {
 		var err error
-		if out, err = shape.Broadcast(out, x.shape); err != nil {
-			return nil, nodeErr(n, "input %d %q (opset %d): %v", i+1, n.Input[i+1], b.opset, err)
+		if out, err = shape.Broadcast(out, x.Shape); err != nil {
+			return nil, graph.NodeErr(n, "input %d %q (opset %d): %v", i+1, n.Input[i+1], b.Opset, err)
 		}
 	}
 	idx := make([][]int, len(xs))
-	nodes := make([]gnode, len(xs))
+	nodes := make([]graph.Node, len(xs))
 	for i, x := range xs {
-		if idx[i] = shape.BroadcastIndex(x.shape, out); idx[i] == nil {
+		if idx[i] = shape.BroadcastIndex(x.Shape, out); idx[i] == nil {
 			idx[i] = shape.Identity(shape.Numel(out))
 		}
-		nodes[i] = b.node(x)
+		nodes[i] = b.Node(x)
 	}
 	k := float64(len(xs))
 	fwd := func(dst []float64, in [][]float64) {
@@ -92,9 +93,9 @@ func lowerVariadic(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, erro
 			}
 		}
 	}
-	r, err := b.kernel(n.GetName(), op, nodes, out, fwd, bwd, nil)
+	r, err := b.Kernel(n.GetName(), op, nodes, out, fwd, bwd, nil)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(r)}, nil
+	return []*graph.Value{graph.NodeValue(r)}, nil
 }

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
@@ -14,12 +15,12 @@ import (
 // and the gradient reaches X where the condition holds and Y elsewhere,
 // never the condition.
 
-func init() { register("Where", 9, lowerWhere) }
+func init() { graph.Register("Where", 9, lowerWhere) }
 
-func lowerWhere(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) {
-	var ops [3]*value
+func lowerWhere(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	var ops [3]*graph.Value
 	for i := range ops {
-		v, err := input(n, in, i)
+		v, err := graph.Input(n, in, i)
 		if err != nil {
 			return nil, err
 		}
@@ -29,17 +30,17 @@ func lowerWhere(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 	if err := refuseIntNodes(n, c, x, y); err != nil {
 		return nil, err
 	}
-	if c.isConst() && x.isConst() && y.isConst() {
-		return evalConst(b, n, []*importer.Tensor{c.c, x.c, y.c})
+	if c.IsConst() && x.IsConst() && y.IsConst() {
+		return evalConst(b, n, []*importer.Tensor{c.C, x.C, y.C})
 	}
-	out, err := shape.Broadcast(c.shape, x.shape)
+	out, err := shape.Broadcast(c.Shape, x.Shape)
 	if err == nil {
-		out, err = shape.Broadcast(out, y.shape)
+		out, err = shape.Broadcast(out, y.Shape)
 	}
 	if err != nil {
-		return nil, nodeErr(n, "inputs %q, %q and %q: %v", n.Input[0], n.Input[1], n.Input[2], err)
+		return nil, graph.NodeErr(n, "inputs %q, %q and %q: %v", n.Input[0], n.Input[1], n.Input[2], err)
 	}
-	ic, ix, iy := shape.NewBcast(c.shape, out), shape.NewBcast(x.shape, out), shape.NewBcast(y.shape, out)
+	ic, ix, iy := shape.NewBcast(c.Shape, out), shape.NewBcast(x.Shape, out), shape.NewBcast(y.Shape, out)
 	at := atB
 	fwd := func(dst []float64, in [][]float64) {
 		cv, xv, yv := in[0], in[1], in[2]
@@ -89,14 +90,14 @@ func lowerWhere(b *builder, n *onnxpb.NodeProto, in []*value) ([]*value, error) 
 		})
 		return true
 	}
-	diff := []bool{false, !x.isConst(), !y.isConst()}
-	r, err := b.kernel32(n.GetName(), "Where", []gnode{b.node(c), b.node(x), b.node(y)}, out, fwd, bwd, diff, fwd32, bwd32)
+	diff := []bool{false, !x.IsConst(), !y.IsConst()}
+	r, err := b.Kernel32(n.GetName(), "Where", []graph.Node{b.Node(c), b.Node(x), b.Node(y)}, out, fwd, bwd, diff, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
-	op := r.Op().(*kernelOp)
-	op.fills = true
-	return []*value{nodeValue(r)}, nil
+	op := r.Op().(*graph.KernelOp)
+	op.Fills = true
+	return []*graph.Value{graph.NodeValue(r)}, nil
 }
 
 // gradTerms32 writes into dst, every element, the float32 gradient of an
@@ -113,9 +114,9 @@ func gradTerms32(dst []float32, idx *shape.Bcast, n int, term func(i int) float6
 		})
 		return
 	}
-	var sc f64Scratch
-	defer sc.release()
-	acc := sc.get(len(dst))
+	var sc graph.F64Scratch
+	defer sc.Release()
+	acc := sc.Get(len(dst))
 	for i := 0; i < n; i++ {
 		acc[idx.At(i)] += term(i)
 	}

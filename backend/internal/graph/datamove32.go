@@ -1,4 +1,4 @@
-package backend
+package graph
 
 import (
 	"github.com/paretonav/paretonav/backend/internal/kernels"
@@ -104,7 +104,7 @@ type runsArgs struct {
 	k      int
 }
 
-// forward is a forward32Func writing every element.
+// forward is a Forward32Func writing every element.
 func (m *move32) forward(dst []float32, in [][]float32) {
 	if m.idx == nil {
 		parallel.Copy(dst, in[0])
@@ -140,7 +140,7 @@ func (m *move32) forward(dst []float32, in [][]float32) {
 	})
 }
 
-// backward is a backward32Func writing every element of dst.
+// backward is a Backward32Func writing every element of dst.
 func (m *move32) backward(k int, dst []float32, _ [][]float32, _, g []float32) bool {
 	if m.idx == nil { // a copy, as the float64 path's (Reshape's gradient)
 		parallel.Copy(dst, g)
@@ -149,9 +149,9 @@ func (m *move32) backward(k int, dst []float32, _ [][]float32, _, g []float32) b
 	lo, hi := m.offs[k], m.offs[k+1]
 	idx := m.idx
 	if !m.once[k] {
-		var sc f64Scratch
-		defer sc.release()
-		acc := sc.get(len(dst))
+		var sc F64Scratch
+		defer sc.Release()
+		acc := sc.Get(len(dst))
 		for i, j := range idx {
 			if j >= lo && j < hi {
 				acc[j-lo] += float64(g[i])

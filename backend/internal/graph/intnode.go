@@ -1,4 +1,4 @@
-package backend
+package graph
 
 import (
 	"fmt"
@@ -22,75 +22,75 @@ import (
 // arithmetic: rounding indices through float32 would corrupt them beyond
 // 2^24 elements. Integer nodes carry no gradient.
 
-// isIntNode reports whether v is a run-time int64 node.
-func isIntNode(v *value) bool {
-	return v != nil && v.n != nil && v.n.Dtype() == tensor.Int64
+// IsIntNode reports whether v is a run-time int64 node.
+func IsIntNode(v *Value) bool {
+	return v != nil && v.N != nil && v.N.Dtype() == tensor.Int64
 }
 
-// intForward computes an int64 result into dst from the flat values of
+// IntForward computes an int64 result into dst from the flat values of
 // the operands (run-time nodes and constants, in order), writing every
-// element of dst (it may hold anything: a pool buffer, intKernelOp.doInto).
-type intForward func(dst []int64, in [][]int64)
+// element of dst (it may hold anything: a pool buffer, IntKernelOp.DoInto32).
+type IntForward func(dst []int64, in [][]int64)
 
-// intOp adds a node computing an int64 tensor of shape out from ins, each
+// IntOp adds a node computing an int64 tensor of shape out from ins, each
 // an int64 run-time node or an integer constant (captured at build time).
-func (b *builder) intOp(n *onnxpb.NodeProto, kind string, ins []*value, out []int, fwd intForward) (*value, error) {
-	op := &intKernelOp{name: n.GetName(), kind: kind, id: kernelIDs.Add(1), out: append([]int{}, out...), fwd: fwd}
+func (b *Builder) IntOp(n *onnxpb.NodeProto, kind string, ins []*Value, out []int, fwd IntForward) (*Value, error) {
+	op := &IntKernelOp{name: n.GetName(), kind: kind, id: kernelIDs.Add(1), out: append([]int{}, out...), fwd: fwd}
 	op.consts = make([][]int64, len(ins))
 	var nodes G.Nodes
 	for i, v := range ins {
 		switch {
-		case v.isConst():
-			if v.c.IsFloat() {
-				return nil, nodeErr(n, "input %d is a float constant combined with run-time int64 indices: expected an integer constant", i)
+		case v.IsConst():
+			if v.C.IsFloat() {
+				return nil, NodeErr(n, "input %d is a float constant combined with run-time int64 indices: expected an integer constant", i)
 			}
-			op.consts[i] = v.c.Int64s()
-		case isIntNode(v):
-			nodes = append(nodes, v.n)
-			op.ins = append(op.ins, append([]int{}, v.shape...))
+			op.consts[i] = v.C.Int64s()
+		case IsIntNode(v):
+			nodes = append(nodes, v.N)
+			op.ins = append(op.ins, append([]int{}, v.Shape...))
 		default:
-			return nil, nodeErr(n, "input %d is a run-time float tensor combined with run-time int64 indices: mixed integer and float arithmetic is not supported", i)
+			return nil, NodeErr(n, "input %d is a run-time float tensor combined with run-time int64 indices: mixed integer and float arithmetic is not supported", i)
 		}
 	}
 	r, err := G.ApplyOp(op, nodes...)
 	if err != nil {
-		return nil, nodeErr(n, "building integer kernel: %v", err)
+		return nil, NodeErr(n, "building integer kernel: %v", err)
 	}
-	return nodeValue(r), nil
+	return NodeValue(r), nil
 }
 
-// intKernelOp is a Gorgonia Op on int64 tensors computed by a Go closure.
+// IntKernelOp is a Gorgonia Op on int64 tensors computed by a Go closure.
 // Constant operands are held by the op (consts[i] != nil); the node
 // inputs fill the other slots in order. It has no gradient.
-type intKernelOp struct {
+type IntKernelOp struct {
 	name, kind string
 	id         uint64
 	consts     [][]int64
 	ins        [][]int // shapes of the node inputs
 	out        []int
-	fwd        intForward
+	fwd        IntForward
 }
 
-func (op *intKernelOp) Arity() int { return len(op.ins) }
+func (op *IntKernelOp) Arity() int { return len(op.ins) }
 
-func (op *intKernelOp) Type() hm.Type { return fnTypeOf(tensor.Int64, op.ins, op.out) }
+func (op *IntKernelOp) Type() hm.Type { return fnTypeOf(tensor.Int64, op.ins, op.out) }
 
-func (op *intKernelOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+func (op *IntKernelOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape(append([]int{}, op.out...)), nil
 }
 
-func (op *intKernelOp) Do(vals ...G.Value) (v G.Value, err error) {
-	v, _, err = op.doInto(nil, nil, vals)
+func (op *IntKernelOp) Do(vals ...G.Value) (v G.Value, err error) {
+	v, _, err = op.DoInto32(nil, nil, vals)
 	return v, err
 }
 
-// doInto is Do writing a tensor result into buf, a float32 pool buffer of
+// DoInto32 is Do writing a tensor result into buf, a float32 pool buffer of
 // two values per element (as the kernels' int64 results: exec.pooled), when buf
 // has that length and 8-byte alignment; used is buf then (nil
 // otherwise). The MTANs' unpooling indices, moved every step, were fresh
 // slices: 400 KB of garbage per step of the small MTAN. reuse is not
 // used (the result is an int64 tensor).
-func (op *intKernelOp) doInto(buf []float32, _ *tensor.Dense, vals []G.Value) (v G.Value, used []float32, err error) {
+func (op *IntKernelOp) DoInto32(buf []float32, _ *tensor.Dense, vals []G.Value) (v G.Value, used []float32, err error) {
 	defer recoverOp(op.name, op.kind, &err)
 	in := make([][]int64, len(op.consts))
 	k := 0
@@ -102,7 +102,7 @@ func (op *intKernelOp) doInto(buf []float32, _ *tensor.Dense, vals []G.Value) (v
 		if k >= len(vals) {
 			return nil, nil, fmt.Errorf("node %q (%s): %d inputs, expected %d", op.name, op.kind, len(vals), len(op.ins))
 		}
-		d, err := valueInt64s(vals[k])
+		d, err := ValueInt64s(vals[k])
 		if err != nil {
 			return nil, nil, fmt.Errorf("node %q (%s): input %d: %w", op.name, op.kind, i, err)
 		}
@@ -126,29 +126,29 @@ func (op *intKernelOp) doInto(buf []float32, _ *tensor.Dense, vals []G.Value) (v
 	return tensor.New(tensor.WithShape(op.out...), tensor.WithBacking(dst)), used, nil
 }
 
-func (op *intKernelOp) ReturnsPtr() bool     { return false }
-func (op *intKernelOp) CallsExtern() bool    { return false }
-func (op *intKernelOp) OverwritesInput() int { return -1 }
-func (op *intKernelOp) WriteHash(h hash.Hash) {
+func (op *IntKernelOp) ReturnsPtr() bool     { return false }
+func (op *IntKernelOp) CallsExtern() bool    { return false }
+func (op *IntKernelOp) OverwritesInput() int { return -1 }
+func (op *IntKernelOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "intkernel %s %s %d", op.name, op.kind, op.id)
 }
-func (op *intKernelOp) Hashcode() uint32 {
+func (op *IntKernelOp) Hashcode() uint32 {
 	h := fnv.New32a()
 	op.WriteHash(h)
 	return h.Sum32()
 }
-func (op *intKernelOp) String() string { return "int:" + op.kind + "[" + op.name + "]" }
+func (op *IntKernelOp) String() string { return "int:" + op.kind + "[" + op.name + "]" }
 
 // DiffWRT implements G.SDOp: integer results have no gradient.
-func (op *intKernelOp) DiffWRT(n int) []bool { return make([]bool, n) }
+func (op *IntKernelOp) DiffWRT(n int) []bool { return make([]bool, n) }
 
 // SymDiff implements G.SDOp; it is never reached (DiffWRT is all false).
-func (op *intKernelOp) SymDiff(inputs G.Nodes, _, _ *G.Node) (G.Nodes, error) {
+func (op *IntKernelOp) SymDiff(inputs G.Nodes, _, _ *G.Node) (G.Nodes, error) {
 	return make(G.Nodes, len(inputs)), nil
 }
 
-// valueInt64s returns the values of an int64 Gorgonia value, row-major.
-func valueInt64s(v G.Value) ([]int64, error) {
+// ValueInt64s returns the values of an int64 Gorgonia value, row-major.
+func ValueInt64s(v G.Value) ([]int64, error) {
 	switch x := v.(type) {
 	case *G.I64:
 		return []int64{int64(*x)}, nil

@@ -1,4 +1,4 @@
-package backend
+package graph
 
 import (
 	"fmt"
@@ -23,10 +23,10 @@ func (e *LimitError) Error() string {
 	return fmt.Sprintf("node %q (%s, opset %d): %s is not supported", e.Node, termsafe.Name(e.OpType), e.Opset, e.Reason)
 }
 
-// limitErr returns a *LimitError for node n of the model b builds.
-func (b *builder) limitErr(n interface {
+// LimitErr returns a *LimitError for node n of the model b builds.
+func (b *Builder) LimitErr(n interface {
 	GetName() string
 	GetOpType() string
 }, format string, args ...any) error {
-	return &LimitError{Node: n.GetName(), OpType: n.GetOpType(), Opset: b.opset, Reason: fmt.Sprintf(format, args...)}
+	return &LimitError{Node: n.GetName(), OpType: n.GetOpType(), Opset: b.Opset, Reason: fmt.Sprintf(format, args...)}
 }

@@ -1,4 +1,4 @@
-package backend
+package graph
 
 import (
 	"fmt"
@@ -16,95 +16,95 @@ import (
 	"github.com/paretonav/paretonav/backend/internal/wrap"
 )
 
-// gnode is a node of the Gorgonia graph under construction.
-type gnode = *G.Node
+// Node is a node of the Gorgonia graph under construction.
+type Node = *G.Node
 
 // kernelIDs numbers kernel ops so that no two are ever merged by
 // Gorgonia's hash-consing of nodes.
 var kernelIDs atomic.Uint64
 
-// forwardFunc writes the output of a kernel into dst (zeroed, len of the
+// ForwardFunc writes the output of a kernel into dst (zeroed, len of the
 // output) from its inputs (flat, row-major, read-only).
-type forwardFunc func(dst []float64, in [][]float64)
+type ForwardFunc func(dst []float64, in [][]float64)
 
-// backwardFunc writes into dst (zeroed, len of input k) the gradient of
+// BackwardFunc writes into dst (zeroed, len of input k) the gradient of
 // the loss with respect to input k, given the inputs, the forward output
 // and the gradient flowing into the output.
-type backwardFunc func(k int, dst []float64, in [][]float64, out, grad []float64)
+type BackwardFunc func(k int, dst []float64, in [][]float64, out, grad []float64)
 
-// forward32Func is a forwardFunc on float32 data, for float32 graphs: dst
+// Forward32Func is a ForwardFunc on float32 data, for float32 graphs: dst
 // is zeroed and becomes the output. It must give the same values as the
-// op's forwardFunc rounded to float32 (so that float32 graphs compute the
+// op's ForwardFunc rounded to float32 (so that float32 graphs compute the
 // same whichever path runs): compute each element in float64 from the
 // float32 inputs and round once. The matrix products (Gemm, MatMul) are
 // the exception: they accumulate in float32 (matmul32.go).
-type forward32Func func(dst []float32, in [][]float32)
+type Forward32Func func(dst []float32, in [][]float32)
 
-// backward32Func is a backwardFunc on float32 data with the same
-// exactness rule as forward32Func. A dst element that accumulates several
+// Backward32Func is a BackwardFunc on float32 data with the same
+// exactness rule as Forward32Func. A dst element that accumulates several
 // terms sums them in float64 in the float64 path's order and is rounded
 // once (a float32 running sum would differ). It returns false, leaving
 // dst untouched, when it does not handle input k (the float64 path runs
 // instead).
-type backward32Func func(k int, dst []float32, in [][]float32, out, grad []float32) bool
+type Backward32Func func(k int, dst []float32, in [][]float32, out, grad []float32) bool
 
-// kernelOp is a Gorgonia Op computed by Go closures on flat float64 data.
+// KernelOp is a Gorgonia Op computed by Go closures on flat float64 data.
 // Shapes are fixed when the op is built (graphs are built for concrete
 // shapes), so the closures capture everything they need. Its gradient is
-// a kernelGradOp per differentiable input; second derivatives are not
+// a KernelGradOp per differentiable input; second derivatives are not
 // supported. Do recovers panics and names the ONNX node.
-type kernelOp struct {
-	name  string // ONNX node name, for errors
-	kind  string // short op description, e.g. "Relu"
+type KernelOp struct {
+	Name  string // ONNX node name, for errors
+	Kind  string // short op description, e.g. "Relu"
 	id    uint64
 	dt    tensor.Dtype
-	ins   [][]int
-	out   []int
-	fwd   forwardFunc
-	bwd   backwardFunc
-	diffs []bool
-	// fwd32 and bwd32, when set, run in float32 graphs on the float32 data
+	Ins   [][]int
+	Out   []int
+	Fwd   ForwardFunc
+	Bwd   BackwardFunc
+	Diffs []bool
+	// Fwd32 and bwd32, when set, run in float32 graphs on the float32 data
 	// directly (no float64 copies of inputs and result).
-	fwd32 forward32Func
-	bwd32 backward32Func
-	// plainCopy marks a move whose output is its one input's values
+	Fwd32 Forward32Func
+	Bwd32 Backward32Func
+	// PlainCopy marks a move whose output is its one input's values
 	// unchanged, in the same order (Reshape, Flatten, Squeeze, Identity):
 	// the executor may hand the output the input's buffer when the input
 	// dies there (program.takeCopied).
-	plainCopy bool
+	PlainCopy bool
 	// gradReads, when set, says which operands of the gradient (the
 	// inputs, the output, the output's gradient) bwd and bwd32 read; the
 	// others are passed as nil, and the executor does not keep them alive
 	// for the backward passes. nil: all of them.
-	gradReads []bool
+	GradReads []bool
 	// fills, when set, says that fwd32 and bwd32 write every element of
 	// dst, so a reused buffer is not zeroed first.
-	fills bool
-	// fwdFills says it of fwd32 alone, gradFills[k] of bwd32 for input k
+	Fills bool
+	// FwdFills says it of fwd32 alone, gradFills[k] of bwd32 for input k
 	// (nil: none): kernels that write every element in some passes only
 	// (a product whose operand is broadcast sums into its gradient).
-	fwdFills  bool
-	gradFills []bool
+	FwdFills  bool
+	GradFills []bool
 }
 
-// kernel adds a kernelOp node computing out from ins. diff says which
+// Kernel adds a KernelOp node computing out from ins. diff says which
 // inputs are differentiable (nil: all, when bwd is not nil; none
 // otherwise).
-func (b *builder) kernel(node, kind string, ins []gnode, out []int, fwd forwardFunc, bwd backwardFunc, diff []bool) (gnode, error) {
-	return b.kernel32(node, kind, ins, out, fwd, bwd, diff, nil, nil)
+func (b *Builder) Kernel(node, kind string, ins []Node, out []int, fwd ForwardFunc, bwd BackwardFunc, diff []bool) (Node, error) {
+	return b.Kernel32(node, kind, ins, out, fwd, bwd, diff, nil, nil)
 }
 
-// kernel32 is kernel with float32 closures fwd32 and bwd32 (either may be
-// nil) used in float32 graphs instead of fwd and bwd; see forward32Func
+// Kernel32 is kernel with float32 closures fwd32 and bwd32 (either may be
+// nil) used in float32 graphs instead of fwd and bwd; see Forward32Func
 // for the rule they follow.
-func (b *builder) kernel32(node, kind string, ins []gnode, out []int, fwd forwardFunc, bwd backwardFunc, diff []bool, fwd32 forward32Func, bwd32 backward32Func) (gnode, error) {
-	op := &kernelOp{name: node, kind: kind, id: kernelIDs.Add(1), dt: b.dt, out: append([]int{}, out...), fwd: fwd, bwd: bwd, fwd32: fwd32, bwd32: bwd32}
+func (b *Builder) Kernel32(node, kind string, ins []Node, out []int, fwd ForwardFunc, bwd BackwardFunc, diff []bool, fwd32 Forward32Func, bwd32 Backward32Func) (Node, error) {
+	op := &KernelOp{Name: node, Kind: kind, id: kernelIDs.Add(1), dt: b.Dtype, Out: append([]int{}, out...), Fwd: fwd, Bwd: bwd, Fwd32: fwd32, Bwd32: bwd32}
 	for _, n := range ins {
-		op.ins = append(op.ins, append([]int{}, n.Shape()...))
+		op.Ins = append(op.Ins, append([]int{}, n.Shape()...))
 	}
-	op.diffs = make([]bool, len(ins))
-	for i := range op.diffs {
-		op.diffs[i] = bwd != nil && (diff == nil || diff[i])
+	op.Diffs = make([]bool, len(ins))
+	for i := range op.Diffs {
+		op.Diffs[i] = bwd != nil && (diff == nil || diff[i])
 	}
 	r, err := G.ApplyOp(op, ins...)
 	if err != nil {
@@ -113,15 +113,15 @@ func (b *builder) kernel32(node, kind string, ins []gnode, out []int, fwd forwar
 	return r, nil
 }
 
-// fillingKernel32 is kernel32 for kernels whose fwd32 and bwd32 write every
-// element of their output (kernelOp.fills), so that their buffers are not
+// FillingKernel32 is kernel32 for kernels whose fwd32 and bwd32 write every
+// element of their output (KernelOp.Fills), so that their buffers are not
 // zeroed first.
-func (b *builder) fillingKernel32(node, kind string, ins []gnode, out []int, fwd forwardFunc, bwd backwardFunc, diff []bool, fwd32 forward32Func, bwd32 backward32Func) (gnode, error) {
-	r, err := b.kernel32(node, kind, ins, out, fwd, bwd, diff, fwd32, bwd32)
+func (b *Builder) FillingKernel32(node, kind string, ins []Node, out []int, fwd ForwardFunc, bwd BackwardFunc, diff []bool, fwd32 Forward32Func, bwd32 Backward32Func) (Node, error) {
+	r, err := b.Kernel32(node, kind, ins, out, fwd, bwd, diff, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
-	r.Op().(*kernelOp).fills = true
+	r.Op().(*KernelOp).Fills = true
 	return r, nil
 }
 
@@ -146,32 +146,32 @@ func fnTypeOf(dt tensor.Dtype, ins [][]int, more ...[]int) hm.Type {
 	return hm.NewFnType(ts...)
 }
 
-func (op *kernelOp) Arity() int { return len(op.ins) }
+func (op *KernelOp) Arity() int { return len(op.Ins) }
 
-func (op *kernelOp) Type() hm.Type { return fnTypeOf(op.dt, op.ins, op.out) }
+func (op *KernelOp) Type() hm.Type { return fnTypeOf(op.dt, op.Ins, op.Out) }
 
-func (op *kernelOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
-	return tensor.Shape(append([]int{}, op.out...)), nil
+func (op *KernelOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape(append([]int{}, op.Out...)), nil
 }
 
-func (op *kernelOp) Do(vals ...G.Value) (v G.Value, err error) {
-	v, _, err = op.doInto(nil, nil, vals)
+func (op *KernelOp) Do(vals ...G.Value) (v G.Value, err error) {
+	v, _, err = op.DoInto32(nil, nil, vals)
 	return v, err
 }
 
-// doInto is Do writing a float32 result into buf when its length is the
+// DoInto32 is Do writing a float32 result into buf when its length is the
 // output's (a fresh buffer otherwise); used is the buffer the result
 // value is backed by, nil when the float64 path ran. buf must not share
 // memory with any of vals nor with any value still to be read.
-func (op *kernelOp) doInto(buf []float32, reuse *tensor.Dense, vals []G.Value) (v G.Value, used []float32, err error) {
-	defer recoverOp(op.name, op.kind, &err)
-	if op.dt == tensor.Float32 && op.fwd32 != nil {
+func (op *KernelOp) DoInto32(buf []float32, reuse *tensor.Dense, vals []G.Value) (v G.Value, used []float32, err error) {
+	defer recoverOp(op.Name, op.Kind, &err)
+	if op.dt == tensor.Float32 && op.Fwd32 != nil {
 		arr := operands32.Get().(*[8][]float32)
 		defer putOperands32(arr)
-		if in, ok := readF32(arr[:0], vals, op.ins); ok {
-			dst := outBuf32For(buf, shape.Numel(op.out), op.fills || op.fwdFills)
-			op.fwd32(dst, in)
-			return value32(reuse, op.out, dst), dst, nil
+		if in, ok := readF32(arr[:0], vals, op.Ins); ok {
+			dst := outBuf32For(buf, shape.Numel(op.Out), op.Fills || op.FwdFills)
+			op.Fwd32(dst, in)
+			return Value32(reuse, op.Out, dst), dst, nil
 		}
 	}
 	v, err = op.do64(vals)
@@ -179,87 +179,87 @@ func (op *kernelOp) doInto(buf []float32, reuse *tensor.Dense, vals []G.Value) (
 }
 
 // do64 runs the float64 closures.
-func (op *kernelOp) do64(vals []G.Value) (G.Value, error) {
-	var sc f64Scratch
-	defer sc.release()
-	in, err := readInputsInto(&sc, op.name, op.kind, vals, op.ins)
+func (op *KernelOp) do64(vals []G.Value) (G.Value, error) {
+	var sc F64Scratch
+	defer sc.Release()
+	in, err := readInputsInto(&sc, op.Name, op.Kind, vals, op.Ins)
 	if err != nil {
 		return nil, err
 	}
-	dst := resultBuf(&sc, op.dt, shape.Numel(op.out))
-	op.fwd(dst, in)
-	return makeValue(op.dt, op.out, dst), nil
+	dst := resultBuf(&sc, op.dt, shape.Numel(op.Out))
+	op.Fwd(dst, in)
+	return MakeValue(op.dt, op.Out, dst), nil
 }
 
-func (op *kernelOp) ReturnsPtr() bool     { return false }
-func (op *kernelOp) CallsExtern() bool    { return false }
-func (op *kernelOp) OverwritesInput() int { return -1 }
-func (op *kernelOp) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "kernel %s %s %d", op.name, op.kind, op.id)
+func (op *KernelOp) ReturnsPtr() bool     { return false }
+func (op *KernelOp) CallsExtern() bool    { return false }
+func (op *KernelOp) OverwritesInput() int { return -1 }
+func (op *KernelOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "kernel %s %s %d", op.Name, op.Kind, op.id)
 }
-func (op *kernelOp) Hashcode() uint32 {
+func (op *KernelOp) Hashcode() uint32 {
 	h := fnv.New32a()
 	op.WriteHash(h)
 	return h.Sum32()
 }
-func (op *kernelOp) String() string { return op.kind + "[" + op.name + "]" }
+func (op *KernelOp) String() string { return op.Kind + "[" + op.Name + "]" }
 
 // DiffWRT implements G.SDOp.
-func (op *kernelOp) DiffWRT(int) []bool { return append([]bool{}, op.diffs...) }
+func (op *KernelOp) DiffWRT(int) []bool { return append([]bool{}, op.Diffs...) }
 
-// SymDiff implements G.SDOp: one kernelGradOp node per differentiable input.
-func (op *kernelOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+// SymDiff implements G.SDOp: one KernelGradOp node per differentiable input.
+func (op *KernelOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	out := make(G.Nodes, len(inputs))
 	for k := range inputs {
-		if !op.diffs[k] {
+		if !op.Diffs[k] {
 			continue
 		}
 		children := append(append(G.Nodes{}, inputs...), output, grad)
-		shapes := append(append(make([][]int, 0, len(op.ins)+2), op.ins...), op.out, op.out)
-		n, err := G.ApplyOp(&kernelGradOp{p: op, k: k, shapes: shapes}, children...)
+		shapes := append(append(make([][]int, 0, len(op.Ins)+2), op.Ins...), op.Out, op.Out)
+		n, err := G.ApplyOp(&KernelGradOp{Of: op, k: k, shapes: shapes}, children...)
 		if err != nil {
-			return nil, fmt.Errorf("node %q (%s): gradient of input %d: %w", op.name, op.kind, k, err)
+			return nil, fmt.Errorf("node %q (%s): gradient of input %d: %w", op.Name, op.Kind, k, err)
 		}
 		out[k] = n
 	}
 	return out, nil
 }
 
-// kernelGradOp computes the gradient of a kernelOp with respect to input k
+// KernelGradOp computes the gradient of a KernelOp with respect to input k
 // from (inputs..., output, output gradient).
-type kernelGradOp struct {
-	p *kernelOp
-	k int
+type KernelGradOp struct {
+	Of *KernelOp
+	k  int
 	// shapes are the operands' shapes: the inputs', the output's and the
 	// output gradient's.
 	shapes [][]int
 }
 
-func (op *kernelGradOp) Arity() int { return len(op.p.ins) + 2 }
+func (op *KernelGradOp) Arity() int { return len(op.Of.Ins) + 2 }
 
-func (op *kernelGradOp) Type() hm.Type {
-	p := op.p
-	return fnTypeOf(p.dt, p.ins, p.out, p.out, p.ins[op.k])
+func (op *KernelGradOp) Type() hm.Type {
+	p := op.Of
+	return fnTypeOf(p.dt, p.Ins, p.Out, p.Out, p.Ins[op.k])
 }
 
-func (op *kernelGradOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
-	return tensor.Shape(append([]int{}, op.p.ins[op.k]...)), nil
+func (op *KernelGradOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape(append([]int{}, op.Of.Ins[op.k]...)), nil
 }
 
-func (op *kernelGradOp) Do(vals ...G.Value) (v G.Value, err error) {
-	v, _, err = op.doInto(nil, nil, vals)
+func (op *KernelGradOp) Do(vals ...G.Value) (v G.Value, err error) {
+	v, _, err = op.DoInto32(nil, nil, vals)
 	return v, err
 }
 
-// doInto is kernelOp.doInto for the gradient.
-// readsArgs reports which of the gradient op's operands it reads (nil:
-// all); see kernelOp.gradReads.
-func (op *kernelGradOp) readsArgs() []bool { return op.p.gradReads }
+// DoInto32 is KernelOp.DoInto32 for the gradient.
+// ReadsArgs reports which of the gradient op's operands it reads (nil:
+// all); see KernelOp.GradReads.
+func (op *KernelGradOp) ReadsArgs() []bool { return op.Of.GradReads }
 
 // dropUnread returns vals with the operands the gradient does not read set
 // to nil, in dst's backing array when it has room.
-func (op *kernelGradOp) dropUnread(dst, vals []G.Value) []G.Value {
-	r := op.p.gradReads
+func (op *KernelGradOp) dropUnread(dst, vals []G.Value) []G.Value {
+	r := op.Of.GradReads
 	if r == nil {
 		return vals
 	}
@@ -273,20 +273,20 @@ func (op *kernelGradOp) dropUnread(dst, vals []G.Value) []G.Value {
 	return out
 }
 
-func (op *kernelGradOp) doInto(buf []float32, reuse *tensor.Dense, vals []G.Value) (v G.Value, used []float32, err error) {
-	p := op.p
+func (op *KernelGradOp) DoInto32(buf []float32, reuse *tensor.Dense, vals []G.Value) (v G.Value, used []float32, err error) {
+	p := op.Of
 	defer recoverGradOp(p, &err)
 	var kept [8]G.Value
 	vals = op.dropUnread(kept[:], vals)
 	shapes := op.shapes
-	if p.dt == tensor.Float32 && p.bwd32 != nil {
+	if p.dt == tensor.Float32 && p.Bwd32 != nil {
 		arr := operands32.Get().(*[8][]float32)
 		defer putOperands32(arr)
 		if all, ok := readF32(arr[:0], vals, shapes); ok {
-			n := len(p.ins)
-			dst := outBuf32For(buf, shape.Numel(p.ins[op.k]), p.fills || (op.k < len(p.gradFills) && p.gradFills[op.k]))
-			if p.bwd32(op.k, dst, all[:n], all[n], all[n+1]) {
-				return value32(reuse, p.ins[op.k], dst), dst, nil
+			n := len(p.Ins)
+			dst := outBuf32For(buf, shape.Numel(p.Ins[op.k]), p.Fills || (op.k < len(p.GradFills) && p.GradFills[op.k]))
+			if p.Bwd32(op.k, dst, all[:n], all[n], all[n+1]) {
+				return Value32(reuse, p.Ins[op.k], dst), dst, nil
 			}
 		}
 	}
@@ -307,40 +307,40 @@ func putOperands32(a *[8][]float32) {
 
 // recoverGradOp is recoverOp for the gradient of p (the op's kind is
 // written only when a panic happened).
-func recoverGradOp(p *kernelOp, err *error) {
+func recoverGradOp(p *KernelOp, err *error) {
 	if r := recover(); r != nil {
-		*err = fmt.Errorf("node %q (%s gradient): panic while executing: %v", p.name, p.kind, r)
+		*err = fmt.Errorf("node %q (%s gradient): panic while executing: %v", p.Name, p.Kind, r)
 	}
 }
 
 // do64 runs the float64 closures.
-func (op *kernelGradOp) do64(vals []G.Value, shapes [][]int) (G.Value, error) {
-	p := op.p
-	var sc f64Scratch
-	defer sc.release()
-	all, err := readInputsInto(&sc, p.name, p.kind+" gradient", vals, shapes)
+func (op *KernelGradOp) do64(vals []G.Value, shapes [][]int) (G.Value, error) {
+	p := op.Of
+	var sc F64Scratch
+	defer sc.Release()
+	all, err := readInputsInto(&sc, p.Name, p.Kind+" gradient", vals, shapes)
 	if err != nil {
 		return nil, err
 	}
-	n := len(p.ins)
-	dst := resultBuf(&sc, p.dt, shape.Numel(p.ins[op.k]))
-	p.bwd(op.k, dst, all[:n], all[n], all[n+1])
-	return makeValue(p.dt, p.ins[op.k], dst), nil
+	n := len(p.Ins)
+	dst := resultBuf(&sc, p.dt, shape.Numel(p.Ins[op.k]))
+	p.Bwd(op.k, dst, all[:n], all[n], all[n+1])
+	return MakeValue(p.dt, p.Ins[op.k], dst), nil
 }
 
-func (op *kernelGradOp) ReturnsPtr() bool     { return false }
-func (op *kernelGradOp) CallsExtern() bool    { return false }
-func (op *kernelGradOp) OverwritesInput() int { return -1 }
-func (op *kernelGradOp) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "kernelgrad %s %s %d %d", op.p.name, op.p.kind, op.p.id, op.k)
+func (op *KernelGradOp) ReturnsPtr() bool     { return false }
+func (op *KernelGradOp) CallsExtern() bool    { return false }
+func (op *KernelGradOp) OverwritesInput() int { return -1 }
+func (op *KernelGradOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "kernelgrad %s %s %d %d", op.Of.Name, op.Of.Kind, op.Of.id, op.k)
 }
-func (op *kernelGradOp) Hashcode() uint32 {
+func (op *KernelGradOp) Hashcode() uint32 {
 	h := fnv.New32a()
 	op.WriteHash(h)
 	return h.Sum32()
 }
-func (op *kernelGradOp) String() string {
-	return fmt.Sprintf("∂%s[%s]/∂in%d", op.p.kind, op.p.name, op.k)
+func (op *KernelGradOp) String() string {
+	return fmt.Sprintf("∂%s[%s]/∂in%d", op.Of.Kind, op.Of.Name, op.k)
 }
 
 // recoverOp turns a panic inside an op into an error naming the node. The
@@ -361,7 +361,7 @@ func readInputs(node, kind string, vals []G.Value, shapes [][]int) ([][]float64,
 
 // readInputsInto is readInputs converting non-float64 data into buffers
 // of sc (nil: fresh allocations).
-func readInputsInto(sc *f64Scratch, node, kind string, vals []G.Value, shapes [][]int) ([][]float64, error) {
+func readInputsInto(sc *F64Scratch, node, kind string, vals []G.Value, shapes [][]int) ([][]float64, error) {
 	if len(vals) != len(shapes) {
 		return nil, fmt.Errorf("node %q (%s): got %d inputs, expected %d", node, kind, len(vals), len(shapes))
 	}
@@ -382,20 +382,20 @@ func readInputsInto(sc *f64Scratch, node, kind string, vals []G.Value, shapes []
 	return out, nil
 }
 
-// valueFloats returns the values of a Gorgonia value as float64, row-major.
+// ValueFloats returns the values of a Gorgonia value as float64, row-major.
 // Float64 tensor data is returned without copying.
-func valueFloats(v G.Value) ([]float64, error) { return valueFloatsInto(nil, v) }
+func ValueFloats(v G.Value) ([]float64, error) { return valueFloatsInto(nil, v) }
 
-// f64Scratch lends float64 buffers from a process-wide pool to one kernel
+// F64Scratch lends float64 buffers from a process-wide pool to one kernel
 // call: the float64 copies of float32 inputs and the float64 result, all
 // dead once the kernel has written its (freshly allocated) output value.
 // The zero value is ready; release returns every buffer.
-type f64Scratch struct{ bufs []*[]float64 }
+type F64Scratch struct{ bufs []*[]float64 }
 
 var f64Pool sync.Pool
 
-// get returns a zeroed buffer of n values, or a fresh slice when s is nil.
-func (s *f64Scratch) get(n int) []float64 {
+// Get returns a zeroed buffer of n values, or a fresh slice when s is nil.
+func (s *F64Scratch) Get(n int) []float64 {
 	if s == nil {
 		return make([]float64, n)
 	}
@@ -410,9 +410,9 @@ func (s *f64Scratch) get(n int) []float64 {
 	return *b
 }
 
-// release returns s's buffers to the pool; slices from s must not be used
+// Release returns s's buffers to the pool; slices from s must not be used
 // afterwards.
-func (s *f64Scratch) release() {
+func (s *F64Scratch) Release() {
 	for _, b := range s.bufs {
 		f64Pool.Put(b)
 	}
@@ -420,11 +420,11 @@ func (s *f64Scratch) release() {
 }
 
 // resultBuf is the zeroed float64 buffer a kernel writes its result into:
-// pooled in float32 mode (makeValue copies it), fresh in float64 mode
-// (makeValue wraps it as the output value).
-func resultBuf(sc *f64Scratch, dt tensor.Dtype, n int) []float64 {
+// pooled in float32 mode (MakeValue copies it), fresh in float64 mode
+// (MakeValue wraps it as the output value).
+func resultBuf(sc *F64Scratch, dt tensor.Dtype, n int) []float64 {
 	if dt == tensor.Float32 {
-		return sc.get(n)
+		return sc.Get(n)
 	}
 	return make([]float64, n)
 }
@@ -443,9 +443,9 @@ func contiguous(x *tensor.Dense) (*tensor.Dense, error) {
 	return d, nil
 }
 
-// valueFloatsInto is valueFloats converting non-float64 tensor data into a
+// valueFloatsInto is ValueFloats converting non-float64 tensor data into a
 // buffer from sc.
-func valueFloatsInto(sc *f64Scratch, v G.Value) ([]float64, error) {
+func valueFloatsInto(sc *F64Scratch, v G.Value) ([]float64, error) {
 	switch x := v.(type) {
 	case *G.F64:
 		return []float64{float64(*x)}, nil
@@ -460,7 +460,7 @@ func valueFloatsInto(sc *f64Scratch, v G.Value) ([]float64, error) {
 		case []float64:
 			return d, nil
 		case []float32:
-			out := sc.get(len(d))
+			out := sc.Get(len(d))
 			for i, f := range d {
 				out[i] = float64(f)
 			}
@@ -490,9 +490,9 @@ func valueFloatsInto(sc *f64Scratch, v G.Value) ([]float64, error) {
 	return nil, fmt.Errorf("unsupported value type %T", v)
 }
 
-// makeValue wraps data (row-major, shape s) as a Gorgonia value of dtype
+// MakeValue wraps data (row-major, shape s) as a Gorgonia value of dtype
 // dt: a scalar for an empty shape, a dense tensor otherwise.
-func makeValue(dt tensor.Dtype, s []int, data []float64) G.Value {
+func MakeValue(dt tensor.Dtype, s []int, data []float64) G.Value {
 	if dt == tensor.Float32 {
 		if len(s) == 0 {
 			return G.NewF32(float32(data[0]))
@@ -529,7 +529,7 @@ func readF32(dst [][]float32, vals []G.Value, shapes [][]int) (in [][]float32, o
 			if x.RequiresIterator() {
 				return nil, false
 			}
-			if t, ok := data32(x); ok {
+			if t, ok := Data32(x); ok {
 				d = t
 				break
 			}
@@ -569,47 +569,47 @@ func outBuf32For(buf []float32, n int, fills bool) []float32 {
 	return outBuf32(buf, n)
 }
 
-// backedBy reports whether x's float32 elements are data itself: the same
-// memory, the same length, not empty. The executor's tensor reuse (value32,
+// BackedBy reports whether x's float32 elements are data itself: the same
+// memory, the same length, not empty. The executor's tensor reuse (Value32,
 // takeReuse, bindParam, keepSinkWrap) hands a tensor back only around the
 // buffer it wrapped.
-func backedBy(x *tensor.Dense, data []float32) bool {
-	d, ok := data32(x)
+func BackedBy(x *tensor.Dense, data []float32) bool {
+	d, ok := Data32(x)
 	return ok && len(data) > 0 && len(d) == len(data) && &d[0] == &data[0]
 }
 
-// data32 returns the float32 elements of x, a tensor that is not a
+// Data32 returns the float32 elements of x, a tensor that is not a
 // scalar, as Data().([]float32) does but without boxing the slice in an
 // interface (a heap allocation per call, a few thousand per step of a
 // small model). ok is false for other dtypes and for scalars.
-func data32(x *tensor.Dense) ([]float32, bool) {
+func Data32(x *tensor.Dense) ([]float32, bool) {
 	if x.Dtype() != tensor.Float32 || x.IsScalar() {
 		return nil, false
 	}
 	return x.Float32s(), true
 }
 
-// value32 is makeValue32(s, data), except that it returns reuse when reuse
+// Value32 is makeValue32(s, data), except that it returns reuse when reuse
 // is already that value: a float32 tensor of shape s, backed by data
 // itself, read without an iterator. A node whose result lands in the
 // same pool buffer step after step (the executor passes the tensor of its
 // last run, dead since) then makes no tensor: a Gorgonia tensor is
 // several allocations (the header, its shape and strides), which were
 // half of the bytes a small model's step allocated.
-func value32(reuse *tensor.Dense, s []int, data []float32) G.Value {
-	if ReuseTensors && reuse != nil && len(s) > 0 && !reuse.RequiresIterator() && reuse.Shape().Eq(tensor.Shape(s)) && backedBy(reuse, data) {
-		reusedTensors.Add(1)
+func Value32(reuse *tensor.Dense, s []int, data []float32) G.Value {
+	if ReuseTensors && reuse != nil && len(s) > 0 && !reuse.RequiresIterator() && reuse.Shape().Eq(tensor.Shape(s)) && BackedBy(reuse, data) {
+		ReusedTensors.Add(1)
 		return reuse
 	}
 	return makeValue32(s, data)
 }
 
-// ReuseTensors lets value32 return the tensor it is offered; tests turn it
+// ReuseTensors lets Value32 return the tensor it is offered; tests turn it
 // off to compare.
 var ReuseTensors = true
 
-// reusedTensors counts the tensors value32 returned again, for tests.
-var reusedTensors atomic.Int64
+// ReusedTensors counts the tensors Value32 returned again, for tests.
+var ReusedTensors atomic.Int64
 
 // makeValue32 wraps float32 data (row-major, shape s) as a Gorgonia value:
 // a scalar for an empty shape, a dense tensor backed by data otherwise
@@ -623,4 +623,4 @@ func makeValue32(s []int, data []float32) G.Value {
 }
 
 // float is the element type of a kernel's data.
-type float interface{ ~float32 | ~float64 }
+type Float interface{ ~float32 | ~float64 }

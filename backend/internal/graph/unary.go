@@ -1,4 +1,4 @@
-package backend
+package graph
 
 import (
 	"github.com/paretonav/paretonav/backend/internal/parallel"
@@ -6,20 +6,20 @@ import (
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
-// unary lowers an element-wise op y = f(x) with derivative df(x, y). A
+// Unary lowers an element-wise op y = f(x) with derivative df(x, y). A
 // constant input gives a constant (float64) result.
-func (b *builder) unary(n *onnxpb.NodeProto, in []*value, f func(x float64) float64, df func(x, y float64) float64) ([]*value, error) {
-	x, err := input(n, in, 0)
+func (b *Builder) Unary(n *onnxpb.NodeProto, in []*Value, f func(x float64) float64, df func(x, y float64) float64) ([]*Value, error) {
+	x, err := Input(n, in, 0)
 	if err != nil {
 		return nil, err
 	}
-	if x.isConst() {
-		src := x.c.Float64s()
+	if x.IsConst() {
+		src := x.C.Float64s()
 		out := make([]float64, len(src))
 		for i, v := range src {
 			out[i] = f(v)
 		}
-		return []*value{constValue(&importer.Tensor{Name: n.Output[0], Type: importer.Float64, Shape: append([]int{}, x.shape...), F64: out})}, nil
+		return []*Value{ConstValue(&importer.Tensor{Name: n.Output[0], Type: importer.Float64, Shape: append([]int{}, x.Shape...), F64: out})}, nil
 	}
 	fwd := func(dst []float64, in [][]float64) {
 		for i, v := range in[0] {
@@ -62,23 +62,23 @@ func (b *builder) unary(n *onnxpb.NodeProto, in []*value, f func(x float64) floa
 		})
 		return true
 	}
-	r, err := b.fillingKernel32(n.GetName(), n.GetOpType(), []gnode{b.node(x)}, x.shape, fwd, bwd, nil, fwd32, bwd32)
+	r, err := b.FillingKernel32(n.GetName(), n.GetOpType(), []Node{b.Node(x)}, x.Shape, fwd, bwd, nil, fwd32, bwd32)
 	if err != nil {
 		return nil, err
 	}
-	return []*value{nodeValue(r)}, nil
+	return []*Value{NodeValue(r)}, nil
 }
 
-// unaryOut is unary for an op whose derivative is a function of its output
+// UnaryOut is unary for an op whose derivative is a function of its output
 // alone (dfy(y)): its gradient reads only y and the incoming gradient, so
 // the executor need not keep the input x for the backward passes.
-func (b *builder) unaryOut(n *onnxpb.NodeProto, in []*value, f func(x float64) float64, dfy func(y float64) float64) ([]*value, error) {
-	v, err := b.unary(n, in, f, func(_, y float64) float64 { return dfy(y) })
-	if err != nil || v[0].isConst() {
+func (b *Builder) UnaryOut(n *onnxpb.NodeProto, in []*Value, f func(x float64) float64, dfy func(y float64) float64) ([]*Value, error) {
+	v, err := b.Unary(n, in, f, func(_, y float64) float64 { return dfy(y) })
+	if err != nil || v[0].IsConst() {
 		return v, err
 	}
-	if op, ok := v[0].n.Op().(*kernelOp); ok {
-		op.gradReads = []bool{false, true, true}
+	if op, ok := v[0].N.Op().(*KernelOp); ok {
+		op.GradReads = []bool{false, true, true}
 	}
 	return v, nil
 }

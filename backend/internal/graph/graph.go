@@ -1,4 +1,4 @@
-package backend
+package graph
 
 import (
 	"fmt"
@@ -12,21 +12,21 @@ import (
 )
 
 // built is an ONNX graph lowered for one set of concrete input shapes.
-type built struct {
-	b      *builder
-	vals   map[string]*value // every ONNX value by name
-	inputs map[string]gnode  // model inputs fed at run time
-	params map[string]gnode  // trainable initializers, by name
+type Built struct {
+	B      *Builder
+	Vals   map[string]*Value // every ONNX value by name
+	Inputs map[string]Node   // model inputs fed at run time
+	Params map[string]Node   // trainable initializers, by name
 }
 
-// buildGraph lowers gp for the given concrete shapes of its (non
+// Build lowers gp for the given concrete shapes of its (non
 // initializer) inputs. Initializers named in trainable become parameter
 // nodes holding their initial values; the others are constants.
-func buildGraph(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool, rw rewrite.Options) (*built, error) {
-	return buildGraphInts(gp, opset, dt, shapes, nil, nil, inits, trainable, nil, bnTrain, rw)
+func Build(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool, rw rewrite.Options) (*Built, error) {
+	return BuildInts(gp, opset, dt, shapes, nil, nil, inits, trainable, nil, bnTrain, rw)
 }
 
-// buildGraphInts is buildGraph with the values of the model inputs bound
+// BuildInts is Build with the values of the model inputs bound
 // as build-time constants (see intinputs.go): the integer (and bool)
 // inputs and those named in static. Such an input missing from ints is
 // deferred: the nodes that depend on it are not lowered (Open's trial
@@ -35,31 +35,31 @@ func buildGraph(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[
 // cached graph holds no copy of the parameters); otherwise the node holds
 // a copy of the initializer's values. The graph's patterns are fused
 // first (package rewrite) with the passes rw leaves on.
-func buildGraphInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, static map[string]bool, ints, inits map[string]*importer.Tensor, trainable map[string]bool, paramValue func(name string) G.Value, bnTrain bool, rw rewrite.Options) (*built, error) {
-	b := newBuilder(dt, opset)
-	b.bnTrain = bnTrain
-	bt := &built{b: b, vals: map[string]*value{}, inputs: map[string]gnode{}, params: map[string]gnode{}}
+func BuildInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, static map[string]bool, ints, inits map[string]*importer.Tensor, trainable map[string]bool, paramValue func(name string) G.Value, bnTrain bool, rw rewrite.Options) (*Built, error) {
+	b := NewBuilder(dt, opset)
+	b.BNTrain = bnTrain
+	bt := &Built{B: b, Vals: map[string]*Value{}, Inputs: map[string]Node{}, Params: map[string]Node{}}
 	for name, t := range inits {
 		if !trainable[name] {
-			bt.vals[name] = constValue(t)
+			bt.Vals[name] = ConstValue(t)
 			continue
 		}
 		if !t.IsFloat() {
 			return nil, fmt.Errorf("initializer %q: only floating-point initializers can be trained, it is %v", name, t.Type)
 		}
-		n := b.input("param:"+name, t.Shape)
+		n := b.InputNode("param:"+name, t.Shape)
 		var v G.Value
 		if paramValue != nil {
 			v = paramValue(name)
 		}
 		if v == nil {
-			v = makeValue(dt, t.Shape, t.Float64s())
+			v = MakeValue(dt, t.Shape, t.Float64s())
 		}
 		if err := G.Let(n, v); err != nil {
 			return nil, fmt.Errorf("initializer %q: %w", name, err)
 		}
-		bt.params[name] = n
-		bt.vals[name] = nodeValue(n)
+		bt.Params[name] = n
+		bt.Vals[name] = NodeValue(n)
 	}
 	for _, vi := range gp.Input {
 		name := vi.GetName()
@@ -74,11 +74,11 @@ func buildGraphInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes 
 		if tt := vi.GetType().GetTensorType(); tt != nil {
 			et = importer.DataType(tt.GetElemType())
 		}
-		if static[name] || integerType(et) {
+		if static[name] || IntegerType(et) {
 			if t, ok := ints[name]; ok {
-				bt.vals[name] = constValue(t)
+				bt.Vals[name] = ConstValue(t)
 			} else {
-				b.deferred = append(b.deferred, name)
+				b.Deferred = append(b.Deferred, name)
 			}
 			continue
 		}
@@ -87,20 +87,20 @@ func buildGraphInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes 
 				return nil, fmt.Errorf("model input %q has element type %v; only floating-point and integer inputs are supported", name, et)
 			}
 		}
-		n := b.input("input:"+name, s)
-		bt.inputs[name] = n
-		bt.vals[name] = nodeValue(n)
+		n := b.InputNode("input:"+name, s)
+		bt.Inputs[name] = n
+		bt.Vals[name] = NodeValue(n)
 	}
 	nameNodes(gp)
-	if err := b.lowerGraph(rewrite.Apply(gp, rw), bt.vals); err != nil {
+	if err := b.lowerGraph(rewrite.Apply(gp, rw), bt.Vals); err != nil {
 		return nil, err
 	}
 	return bt, nil
 }
 
-// runMachine runs every instruction of m once, turning a panic into an
+// RunMachine runs every instruction of m once, turning a panic into an
 // error.
-func runMachine(m G.VM) (err error) {
+func RunMachine(m G.VM) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("backend: panic while running the graph: %v", r)
@@ -110,14 +110,14 @@ func runMachine(m G.VM) (err error) {
 	return m.RunAll()
 }
 
-// letFloats binds data (row-major, shape s) to input node n.
-func letFloats(n gnode, dt tensor.Dtype, s []int, data []float64) error {
-	return G.Let(n, makeValue(dt, s, data))
+// LetFloats binds data (row-major, shape s) to input node n.
+func LetFloats(n Node, dt tensor.Dtype, s []int, data []float64) error {
+	return G.Let(n, MakeValue(dt, s, data))
 }
 
-// tensorOf copies the value of node n into a float64 importer tensor.
-func tensorOf(name string, n gnode) (*importer.Tensor, error) {
-	d, err := valueFloats(n.Value())
+// TensorOf copies the value of node n into a float64 importer tensor.
+func TensorOf(name string, n Node) (*importer.Tensor, error) {
+	d, err := ValueFloats(n.Value())
 	if err != nil {
 		return nil, fmt.Errorf("value %q: %w", name, err)
 	}

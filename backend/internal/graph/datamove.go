@@ -1,4 +1,4 @@
-package backend
+package graph
 
 import (
 	"github.com/paretonav/paretonav/backend/internal/shape"
@@ -6,35 +6,35 @@ import (
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
-// move builds a pure data-movement result: out[i] = cat[idx[i]], where cat
+// Move builds a pure data-movement result: out[i] = cat[idx[i]], where cat
 // is the row-major concatenation of the flat data of ins. Reshape,
 // Transpose, Concat, Slice, Gather, ... are all instances. When every
 // input is a constant the result is a constant of the same element type
 // (this keeps shape arithmetic foldable); otherwise it is a kernel whose
 // gradient scatters back.
-func (b *builder) move(n *onnxpb.NodeProto, kind string, ins []*value, out []int, idx []int) (*value, error) {
+func (b *Builder) Move(n *onnxpb.NodeProto, kind string, ins []*Value, out []int, idx []int) (*Value, error) {
 	if len(idx) != shape.Numel(out) {
-		return nil, nodeErr(n, "internal: %d indices for output shape %v", len(idx), out)
+		return nil, NodeErr(n, "internal: %d indices for output shape %v", len(idx), out)
 	}
 	allConst := true
 	for _, v := range ins {
-		allConst = allConst && v.isConst()
+		allConst = allConst && v.IsConst()
 	}
 	if allConst {
-		return constValue(moveConst(n.GetName(), ins, out, idx)), nil
+		return ConstValue(moveConst(n.GetName(), ins, out, idx)), nil
 	}
 	for _, v := range ins {
-		if isIntNode(v) {
-			return b.moveInt(n, kind, ins, out, idx)
+		if IsIntNode(v) {
+			return b.MoveInt(n, kind, ins, out, idx)
 		}
 	}
 	offs := make([]int, len(ins)+1)
-	nodes := make([]gnode, len(ins))
+	nodes := make([]Node, len(ins))
 	for i, v := range ins {
-		offs[i+1] = offs[i] + shape.Numel(v.shape)
-		nodes[i] = b.node(v)
+		offs[i+1] = offs[i] + shape.Numel(v.Shape)
+		nodes[i] = b.Node(v)
 	}
-	if len(ins) == 1 && isIdentity(idx) && shape.Numel(ins[0].shape) == len(idx) {
+	if len(ins) == 1 && isIdentity(idx) && shape.Numel(ins[0].Shape) == len(idx) {
 		idx = nil // plain copy
 	}
 	fwd := func(dst []float64, in [][]float64) {
@@ -67,26 +67,26 @@ func (b *builder) move(n *onnxpb.NodeProto, kind string, ins []*value, out []int
 		}
 	}
 	m := newMove32(idx, offs)
-	r, err := b.fillingKernel32(n.GetName(), kind, nodes, out, fwd, bwd, nil, m.forward, m.backward)
+	r, err := b.FillingKernel32(n.GetName(), kind, nodes, out, fwd, bwd, nil, m.forward, m.backward)
 	if err != nil {
 		return nil, err
 	}
 	// the gradient reads the output's gradient only
 	reads := make([]bool, len(ins)+2)
 	reads[len(ins)+1] = true
-	r.Op().(*kernelOp).gradReads = reads
-	r.Op().(*kernelOp).plainCopy = idx == nil
-	return nodeValue(r), nil
+	r.Op().(*KernelOp).GradReads = reads
+	r.Op().(*KernelOp).PlainCopy = idx == nil
+	return NodeValue(r), nil
 }
 
-// moveInt is move for run-time int64 tensors (MaxPool indices): the
+// MoveInt is move for run-time int64 tensors (MaxPool indices): the
 // result is an int64 node without gradient.
-func (b *builder) moveInt(n *onnxpb.NodeProto, kind string, ins []*value, out []int, idx []int) (*value, error) {
+func (b *Builder) MoveInt(n *onnxpb.NodeProto, kind string, ins []*Value, out []int, idx []int) (*Value, error) {
 	offs := make([]int, len(ins)+1)
 	for i, v := range ins {
-		offs[i+1] = offs[i] + shape.Numel(v.shape)
+		offs[i+1] = offs[i] + shape.Numel(v.Shape)
 	}
-	return b.intOp(n, kind, ins, out, func(dst []int64, in [][]int64) {
+	return b.IntOp(n, kind, ins, out, func(dst []int64, in [][]int64) {
 		for i, j := range idx {
 			k := inputOf(offs, j)
 			dst[i] = in[k][j-offs[k]]
@@ -119,14 +119,14 @@ func inputOf(offs []int, j int) int {
 
 // moveConst applies a data movement to constants, keeping the element
 // type of the first input (all inputs are converted to it).
-func moveConst(name string, ins []*value, out []int, idx []int) *importer.Tensor {
-	t0 := ins[0].c
+func moveConst(name string, ins []*Value, out []int, idx []int) *importer.Tensor {
+	t0 := ins[0].C
 	r := &importer.Tensor{Name: name, Type: t0.Type, Shape: append([]int{}, out...)}
 	switch {
 	case t0.F64 != nil:
 		var cat []float64
 		for _, v := range ins {
-			cat = append(cat, v.c.Float64s()...)
+			cat = append(cat, v.C.Float64s()...)
 		}
 		r.F64 = make([]float64, len(idx))
 		for i, j := range idx {
@@ -135,10 +135,10 @@ func moveConst(name string, ins []*value, out []int, idx []int) *importer.Tensor
 	case t0.F32 != nil:
 		var cat []float32
 		for _, v := range ins {
-			if v.c.F32 != nil {
-				cat = append(cat, v.c.F32...)
+			if v.C.F32 != nil {
+				cat = append(cat, v.C.F32...)
 			} else {
-				for _, x := range v.c.Float64s() {
+				for _, x := range v.C.Float64s() {
 					cat = append(cat, float32(x))
 				}
 			}
@@ -150,7 +150,7 @@ func moveConst(name string, ins []*value, out []int, idx []int) *importer.Tensor
 	default:
 		var cat []int64
 		for _, v := range ins {
-			cat = append(cat, v.c.Int64s()...)
+			cat = append(cat, v.C.Int64s()...)
 		}
 		r.I64 = make([]int64, len(idx))
 		for i, j := range idx {

@@ -1,4 +1,4 @@
-package backend
+package graph
 
 import (
 	"errors"
@@ -17,61 +17,61 @@ import (
 
 // builder lowers an ONNX graph into a Gorgonia graph for concrete input
 // shapes. Every lowering function receives it.
-type builder struct {
-	g     *G.ExprGraph
-	dt    tensor.Dtype // element type of every float node (Float32 or Float64)
-	opset int64        // default-domain opset of the model
+type Builder struct {
+	Graph *G.ExprGraph
+	Dtype tensor.Dtype // element type of every float node (Float32 or Float64)
+	Opset int64        // default-domain opset of the model
 	// bnTrain: BatchNormalization uses batch statistics (Options.BatchNorm
 	// "train") instead of its running statistics.
-	bnTrain bool
-	consts  map[*importer.Tensor]gnode
+	BNTrain bool
+	consts  map[*importer.Tensor]Node
 	nconst  int
-	// deferred names integer model inputs whose values are not known
+	// Deferred names integer model inputs whose values are not known
 	// (Open's trial build): nodes depending on them are not lowered.
-	deferred []string
-	// winoScratch is the most scratch memory, in bytes, that a pass of
+	Deferred []string
+	// WinoScratch is the most scratch memory, in bytes, that a pass of
 	// one of the graph's Winograd convolutions takes beyond the im2col
 	// bands (ops.WinogradScratchBytes).
-	winoScratch int64
-	// colBand is the largest im2col band of the graph's convolutions,
+	WinoScratch int64
+	// ColBand is the largest im2col band of the graph's convolutions,
 	// colBatch the largest batched im2col matrix and colCache the im2col
 	// matrices they keep, in bytes (ops.ColScratchBytes).
-	colBand, colBatch, colCache int64
+	ColBand, ColBatch, ColCache int64
 }
 
-func newBuilder(dt tensor.Dtype, opset int64) *builder {
-	return &builder{g: G.NewGraph(), dt: dt, opset: opset, consts: map[*importer.Tensor]gnode{}}
+func NewBuilder(dt tensor.Dtype, opset int64) *Builder {
+	return &Builder{Graph: G.NewGraph(), Dtype: dt, Opset: opset, consts: map[*importer.Tensor]Node{}}
 }
 
-// node returns v as a Gorgonia node, turning a constant into a
+// Node returns v as a Gorgonia node, turning a constant into a
 // non-trainable input node holding its values (as floats of b.dt).
-func (b *builder) node(v *value) gnode {
-	if v.n != nil {
-		return v.n
+func (b *Builder) Node(v *Value) Node {
+	if v.N != nil {
+		return v.N
 	}
-	if n, ok := b.consts[v.c]; ok {
+	if n, ok := b.consts[v.C]; ok {
 		return n
 	}
 	b.nconst++
-	name := fmt.Sprintf("const#%d:%s", b.nconst, v.c.Name)
-	val := makeValue(b.dt, v.c.Shape, v.c.Float64s())
-	var n gnode
-	if len(v.c.Shape) == 0 {
-		n = G.NewScalar(b.g, b.dt, G.WithName(name), G.WithValue(val))
+	name := fmt.Sprintf("const#%d:%s", b.nconst, v.C.Name)
+	val := MakeValue(b.Dtype, v.C.Shape, v.C.Float64s())
+	var n Node
+	if len(v.C.Shape) == 0 {
+		n = G.NewScalar(b.Graph, b.Dtype, G.WithName(name), G.WithValue(val))
 	} else {
-		n = G.NewTensor(b.g, b.dt, len(v.c.Shape), G.WithShape(v.c.Shape...), G.WithName(name), G.WithValue(val))
+		n = G.NewTensor(b.Graph, b.Dtype, len(v.C.Shape), G.WithShape(v.C.Shape...), G.WithName(name), G.WithValue(val))
 	}
-	b.consts[v.c] = n
+	b.consts[v.C] = n
 	return n
 }
 
-// input adds a run-time input node (a model input, a loss target, a
+// InputNode adds a run-time input node (a model input, a loss target, a
 // parameter) of shape s.
-func (b *builder) input(name string, s []int) gnode {
+func (b *Builder) InputNode(name string, s []int) Node {
 	if len(s) == 0 {
-		return G.NewScalar(b.g, b.dt, G.WithName(name))
+		return G.NewScalar(b.Graph, b.Dtype, G.WithName(name))
 	}
-	return G.NewTensor(b.g, b.dt, len(s), G.WithShape(s...), G.WithName(name))
+	return G.NewTensor(b.Graph, b.Dtype, len(s), G.WithShape(s...), G.WithName(name))
 }
 
 // UnsupportedOp is one node backend cannot lower.
@@ -111,11 +111,11 @@ var noFold = map[string]bool{
 // (inputs, initializers) in vals, adding every node output to vals. It
 // lowers as much as it can and reports every unsupported node (as an
 // *UnsupportedError) together with any other lowering errors.
-func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) error {
+func (b *Builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*Value) error {
 	var unsupported []UnsupportedOp
 	var errs []error
 	unknown := map[string]bool{} // outputs of nodes that failed
-	for _, d := range b.deferred {
+	for _, d := range b.Deferred {
 		unknown[d] = true
 	}
 	for _, n := range gp.Node {
@@ -126,11 +126,11 @@ func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) erro
 			markUnknown(n, unknown)
 			continue
 		}
-		f := lookup(n.GetOpType(), b.opset)
+		f := Lookup(n.GetOpType(), b.Opset)
 		if rewrite.Fused(n) {
 			f = fusedLowerings[n.GetOpType()]
 		}
-		in := make([]*value, len(n.Input))
+		in := make([]*Value, len(n.Input))
 		blocked, allConst := false, true
 		for j, s := range n.Input {
 			if s == "" {
@@ -142,12 +142,12 @@ func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) erro
 			}
 			v, ok := vals[s]
 			if !ok {
-				errs = append(errs, nodeErr(n, "input %d %q is not produced by any earlier node, graph input or initializer", j, s))
+				errs = append(errs, NodeErr(n, "input %d %q is not produced by any earlier node, graph input or initializer", j, s))
 				blocked = true
 				continue
 			}
 			in[j] = v
-			allConst = allConst && v.isConst()
+			allConst = allConst && v.IsConst()
 		}
 		if !blocked {
 			if err := checkSeqInputs(n, in); err != nil {
@@ -157,7 +157,7 @@ func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) erro
 		}
 		if blocked {
 			if f == nil {
-				unsupported = append(unsupported, UnsupportedOp{n.GetOpType(), "", name, b.opset})
+				unsupported = append(unsupported, UnsupportedOp{n.GetOpType(), "", name, b.Opset})
 			}
 			markUnknown(n, unknown)
 			continue
@@ -166,29 +166,29 @@ func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) erro
 			// known when the graph is built: fold the node it replaced
 			n = rewrite.Fallback(n)
 			in = in[:len(n.Input)]
-			f = lookup(n.GetOpType(), b.opset)
+			f = Lookup(n.GetOpType(), b.Opset)
 		}
-		var outs []*value
+		var outs []*Value
 		if allConst && !noFold[n.GetOpType()] {
 			cin := make([]*importer.Tensor, len(in))
 			for j, v := range in {
 				if v != nil {
-					cin[j] = v.c
+					cin[j] = v.C
 				}
 			}
 			// importer.EvalNode evaluates a node whose inputs are all
 			// constants; lowerings handle constants themselves where shape
 			// arithmetic needs it, so a failure here only means "lower it
 			// instead".
-			if ts, err := importer.EvalNode(n, b.opset, cin); err == nil {
+			if ts, err := importer.EvalNode(n, b.Opset, cin); err == nil {
 				for _, t := range ts {
-					outs = append(outs, constValue(t))
+					outs = append(outs, ConstValue(t))
 				}
 			}
 		}
 		if outs == nil {
 			if f == nil {
-				unsupported = append(unsupported, UnsupportedOp{n.GetOpType(), "", name, b.opset})
+				unsupported = append(unsupported, UnsupportedOp{n.GetOpType(), "", name, b.Opset})
 				markUnknown(n, unknown)
 				continue
 			}
@@ -225,66 +225,66 @@ func (b *builder) lowerGraph(gp *onnxpb.GraphProto, vals map[string]*value) erro
 
 // lowerNode runs one lowering, turning a panic into an error naming the
 // node.
-func (b *builder) lowerNode(f lowerFunc, n *onnxpb.NodeProto, in []*value) (outs []*value, err error) {
+func (b *Builder) lowerNode(f LowerFunc, n *onnxpb.NodeProto, in []*Value) (outs []*Value, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = nodeErr(n, "panic while lowering (opset %d): %v", b.opset, r)
+			err = NodeErr(n, "panic while lowering (opset %d): %v", b.Opset, r)
 		}
 	}()
 	outs, err = f(b, n, in)
 	if err != nil {
 		if !strings.Contains(err.Error(), fmt.Sprintf("node %q", n.GetName())) {
-			err = nodeErr(n, "%v", err)
+			err = NodeErr(n, "%v", err)
 		}
 		return nil, err
 	}
 	return outs, nil
 }
 
-// children returns the nodes n reads.
-func (b *builder) children(n gnode) []gnode {
-	it := b.g.From(n.ID())
-	var out []gnode
+// Children returns the nodes n reads.
+func (b *Builder) Children(n Node) []Node {
+	it := b.Graph.From(n.ID())
+	var out []Node
 	for it.Next() {
 		out = append(out, it.Node().(*G.Node))
 	}
 	return out
 }
 
-// kindOf is the kind of the kernel computing n ("Relu", "Concat", ...),
+// KindOf is the kind of the kernel computing n ("Relu", "Concat", ...),
 // or "" when a kernel does not.
-func kindOf(n gnode) string {
+func KindOf(n Node) string {
 	if n == nil {
 		return ""
 	}
-	if op, ok := n.Op().(*kernelOp); ok {
-		return op.kind
+	if op, ok := n.Op().(*KernelOp); ok {
+		return op.Kind
 	}
 	return ""
 }
 
-// plainCopyOf returns the node whose values n holds under another shape
-// (a Reshape's kernel, kernelOp.plainCopy), or nil.
-func (b *builder) plainCopyOf(n gnode) gnode {
+// PlainCopyOf returns the node whose values n holds under another shape
+// (a Reshape's kernel, KernelOp.PlainCopy), or nil.
+func (b *Builder) PlainCopyOf(n Node) Node {
 	if n == nil {
 		return nil
 	}
-	if op, ok := n.Op().(*kernelOp); ok && op.plainCopy {
-		if ch := b.children(n); len(ch) == 1 {
+	if op, ok := n.Op().(*KernelOp); ok && op.PlainCopy {
+		if ch := b.Children(n); len(ch) == 1 {
 			return ch[0]
 		}
 	}
 	return nil
 }
 
-// lowerFallback lowers the node that the fused node n replaced
+// LowerFallback lowers the node that the fused node n replaced
 // (rewrite.Fallback), reading the first of in: what a fused node's
 // lowering does where the fusion does not apply.
-func (b *builder) lowerFallback(n *onnxpb.NodeProto, in []*value) ([]*value, error) {
+func (b *Builder) LowerFallback(n *onnxpb.NodeProto, in []*Value) ([]*Value, error) {
 	fb := rewrite.Fallback(n)
-	f := lookup(fb.GetOpType(), b.opset)
+	f := Lookup(fb.GetOpType(), b.Opset)
 	if f == nil {
-		return nil, nodeErr(fb, "not supported at opset %d", b.opset)
+		return nil, NodeErr(fb, "not supported at opset %d", b.Opset)
 	}
 	return f(b, fb, in[:len(fb.Input)])
 }

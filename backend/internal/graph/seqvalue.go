@@ -1,4 +1,4 @@
-package backend
+package graph
 
 import (
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -6,21 +6,21 @@ import (
 
 // sequence is a tensor sequence under construction: len items, each made
 // by item(i) on first use.
-type sequence struct {
-	items []*value
-	item  func(i int) (*value, error) // nil when every item is given
+type Sequence struct {
+	Items []*Value
+	Item  func(i int) (*Value, error) // nil when every item is given
 }
 
-// at returns item i (0 <= i < len(s.items)).
-func (s *sequence) at(i int) (*value, error) {
-	if s.items[i] == nil {
-		v, err := s.item(i)
+// At returns item i (0 <= i < len(s.items)).
+func (s *Sequence) At(i int) (*Value, error) {
+	if s.Items[i] == nil {
+		v, err := s.Item(i)
 		if err != nil {
 			return nil, err
 		}
-		s.items[i] = v
+		s.Items[i] = v
 	}
-	return s.items[i], nil
+	return s.Items[i], nil
 }
 
 // seqOps are the ops that take sequences: any other op meeting one is an
@@ -30,17 +30,17 @@ var seqOps = map[string]bool{"SequenceAt": true, "SequenceLength": true, "Concat
 // checkSeqInputs errors when a sequence is an input of an op that takes
 // only tensors, or a tensor the sequence input of one that takes a
 // sequence.
-func checkSeqInputs(n *onnxpb.NodeProto, in []*value) error {
+func checkSeqInputs(n *onnxpb.NodeProto, in []*Value) error {
 	for i, v := range in {
 		if v == nil {
 			continue
 		}
 		wantSeq := seqOps[n.GetOpType()] && i == 0
-		if v.seq != nil && !wantSeq {
-			return nodeErr(n, "input %d %q is a tensor sequence; %s takes a tensor there", i, n.Input[i], n.GetOpType())
+		if v.Seq != nil && !wantSeq {
+			return NodeErr(n, "input %d %q is a tensor sequence; %s takes a tensor there", i, n.Input[i], n.GetOpType())
 		}
-		if v.seq == nil && wantSeq {
-			return nodeErr(n, "input %d %q is a tensor; %s takes a tensor sequence there", i, n.Input[i], n.GetOpType())
+		if v.Seq == nil && wantSeq {
+			return NodeErr(n, "input %d %q is a tensor; %s takes a tensor sequence there", i, n.Input[i], n.GetOpType())
 		}
 	}
 	return nil
