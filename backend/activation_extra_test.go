@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -28,12 +29,12 @@ func TestExtraUnaryForward(t *testing.T) {
 		attrs []*onnxpb.AttributeProto
 		want  []float64
 	}{
-		{"Elu", 6, []*onnxpb.AttributeProto{aFloat("alpha", 2)}, []float64{2 * (math.Exp(-2) - 1), 2 * (math.Exp(-0.5) - 1), 0, 0.5, 2.5}},
+		{"Elu", 6, []*onnxpb.AttributeProto{onnxtest.AFloat("alpha", 2)}, []float64{2 * (math.Exp(-2) - 1), 2 * (math.Exp(-0.5) - 1), 0, 0.5, 2.5}},
 		{"Selu", 6, nil, []float64{selG * selA * (math.Exp(-2) - 1), selG * selA * (math.Exp(-0.5) - 1), 0, selG * 0.5, selG * 2.5}},
 		{"Softplus", 1, nil, apply(func(v float64) float64 { return math.Log(1 + math.Exp(v)) })},
 		{"Softsign", 1, nil, []float64{-2.0 / 3, -0.5 / 1.5, 0, 0.5 / 1.5, 2.5 / 3.5}},
-		{"ThresholdedRelu", 10, []*onnxpb.AttributeProto{aFloat("alpha", 0.5)}, []float64{0, 0, 0, 0, 2.5}},
-		{"Shrink", 9, []*onnxpb.AttributeProto{aFloat("lambd", 1), aFloat("bias", 0.25)}, []float64{-1.75, 0, 0, 0, 2.25}},
+		{"ThresholdedRelu", 10, []*onnxpb.AttributeProto{onnxtest.AFloat("alpha", 0.5)}, []float64{0, 0, 0, 0, 2.5}},
+		{"Shrink", 9, []*onnxpb.AttributeProto{onnxtest.AFloat("lambd", 1), onnxtest.AFloat("bias", 0.25)}, []float64{-1.75, 0, 0, 0, 2.25}},
 		{"Reciprocal", 6, nil, []float64{-0.5, -2, math.Inf(1), 2, 0.4}},
 		{"Floor", 6, nil, []float64{-2, -1, 0, 0, 2}},
 		{"Ceil", 6, nil, []float64{-2, -0, 0, 1, 3}},
@@ -44,7 +45,7 @@ func TestExtraUnaryForward(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.op, func(t *testing.T) {
-			got := runOne(t, c.op, c.opset, c.attrs, []tin{feed("x", []int{5}, x...)})
+			got := runOne(t, c.op, c.opset, c.attrs, []onnxtest.In{onnxtest.Feed("x", []int{5}, x...)})
 			if c.op == "Reciprocal" {
 				// 1/0 is +Inf: check it, then compare the finite entries.
 				g := got.Float64s()
@@ -54,7 +55,7 @@ func TestExtraUnaryForward(t *testing.T) {
 				g[2], c.want[2] = 0, 0
 				got.F64, got.F32 = g, nil
 			}
-			assertClose(t, c.op, got, []int{5}, c.want, 1e-12)
+			onnxtest.AssertClose(t, c.op, got, []int{5}, c.want, 1e-12)
 		})
 	}
 }
@@ -69,12 +70,12 @@ func TestExtraUnaryGradient(t *testing.T) {
 		attrs []*onnxpb.AttributeProto
 		x     []float64
 	}{
-		{"Elu", 6, []*onnxpb.AttributeProto{aFloat("alpha", 1.5)}, inside},
+		{"Elu", 6, []*onnxpb.AttributeProto{onnxtest.AFloat("alpha", 1.5)}, inside},
 		{"Selu", 6, nil, inside},
 		{"Softplus", 1, nil, inside},
 		{"Softsign", 1, nil, inside},
-		{"ThresholdedRelu", 10, []*onnxpb.AttributeProto{aFloat("alpha", 0.25)}, inside},
-		{"Shrink", 9, []*onnxpb.AttributeProto{aFloat("lambd", 0.4), aFloat("bias", 0.1)}, inside},
+		{"ThresholdedRelu", 10, []*onnxpb.AttributeProto{onnxtest.AFloat("alpha", 0.25)}, inside},
+		{"Shrink", 9, []*onnxpb.AttributeProto{onnxtest.AFloat("lambd", 0.4), onnxtest.AFloat("bias", 0.1)}, inside},
 		{"Reciprocal", 6, nil, inside},
 		{"Floor", 6, nil, inside},
 		{"Ceil", 6, nil, inside},
@@ -95,9 +96,9 @@ func TestExtraUnaryGradient(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.op, func(t *testing.T) {
-			ins := []tin{feed("x", []int{2, 3}, c.x...)}
-			m := oneNode(c.op, c.opset, c.attrs, ins, "y")
-			gradCheck(t, m, feedsOf(ins), "x", 1e-6)
+			ins := []onnxtest.In{onnxtest.Feed("x", []int{2, 3}, c.x...)}
+			m := onnxtest.OneNode(c.op, c.opset, c.attrs, ins, "y")
+			gradCheck(t, m, onnxtest.Feeds(ins), "x", 1e-6)
 		})
 	}
 }
@@ -118,12 +119,12 @@ func TestPRelu(t *testing.T) {
 	x := []float64{-1, 2, -3, 4, -5, 6}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ins := []tin{feed("x", c.xs, x...), initF("slope", c.ss, c.slope...)}
+			ins := []onnxtest.In{onnxtest.Feed("x", c.xs, x...), onnxtest.InitF("slope", c.ss, c.slope...)}
 			got := runOne(t, "PRelu", c.opset, nil, ins)
-			assertClose(t, "PRelu", got, c.xs, c.want, 1e-12)
-			m := oneNode("PRelu", c.opset, nil, ins, "y")
-			gradCheck(t, m, feedsOf(ins), "x", 1e-6)
-			gradCheck(t, m, feedsOf(ins), "slope", 1e-6)
+			onnxtest.AssertClose(t, "PRelu", got, c.xs, c.want, 1e-12)
+			m := onnxtest.OneNode("PRelu", c.opset, nil, ins, "y")
+			gradCheck(t, m, onnxtest.Feeds(ins), "x", 1e-6)
+			gradCheck(t, m, onnxtest.Feeds(ins), "slope", 1e-6)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -20,8 +21,8 @@ func geluCases() []oracleCase {
 	}
 	return []oracleCase{
 		{"erf", nil, []*importer.Tensor{x()}},
-		{"erf explicit", []*onnxpb.AttributeProto{aString("approximate", "none")}, []*importer.Tensor{x()}},
-		{"tanh", []*onnxpb.AttributeProto{aString("approximate", "tanh")}, []*importer.Tensor{x()}},
+		{"erf explicit", []*onnxpb.AttributeProto{onnxtest.AString("approximate", "none")}, []*importer.Tensor{x()}},
+		{"tanh", []*onnxpb.AttributeProto{onnxtest.AString("approximate", "tanh")}, []*importer.Tensor{x()}},
 	}
 }
 
@@ -32,8 +33,8 @@ func TestGeluORT(t *testing.T) { checkAgainstORT(t, "Gelu", 20, geluCases(), 1e-
 func TestGeluGrad(t *testing.T) {
 	for _, c := range geluCases() {
 		t.Run(c.name, func(t *testing.T) {
-			ins := []tin{feed("x", c.ins[0].Shape, c.ins[0].Float64s()...)}
-			gradCheck(t, oneNode("Gelu", 20, c.attrs, ins, "y"), feedsOf(ins), "x", 1e-6)
+			ins := []onnxtest.In{onnxtest.Feed("x", c.ins[0].Shape, c.ins[0].Float64s()...)}
+			gradCheck(t, onnxtest.OneNode("Gelu", 20, c.attrs, ins, "y"), onnxtest.Feeds(ins), "x", 1e-6)
 		})
 	}
 }
@@ -41,12 +42,12 @@ func TestGeluGrad(t *testing.T) {
 // TestGeluVersions checks that Gelu is lowered from opset 20 only and
 // that a bad approximate is named.
 func TestGeluVersions(t *testing.T) {
-	ins := []tin{randFeed("x", 1, 2, 3)}
-	_, err := tryGraph(oneNode("Gelu", 19, nil, ins, "y"), feedsOf(ins), nil)
+	ins := []onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3)}
+	_, err := tryGraph(onnxtest.OneNode("Gelu", 19, nil, ins, "y"), onnxtest.Feeds(ins), nil)
 	if err == nil || !strings.Contains(err.Error(), "Gelu (node \"n0\", opset 19)") {
 		t.Errorf("Gelu at opset 19: got %v, want an unsupported-op error naming Gelu", err)
 	}
-	_, err = tryGraph(oneNode("Gelu", 20, []*onnxpb.AttributeProto{aString("approximate", "erf")}, ins, "y"), feedsOf(ins), nil)
+	_, err = tryGraph(onnxtest.OneNode("Gelu", 20, []*onnxpb.AttributeProto{onnxtest.AString("approximate", "erf")}, ins, "y"), onnxtest.Feeds(ins), nil)
 	if err == nil || !strings.Contains(err.Error(), `approximate "erf"`) {
 		t.Errorf("approximate erf: got %v", err)
 	}
@@ -61,6 +62,6 @@ func TestMishORT(t *testing.T) {
 		x.F32[i] *= 8 // both tails
 	}
 	checkAgainstORT(t, "Mish", 18, []oracleCase{{"mish", nil, []*importer.Tensor{x}}}, 1e-6)
-	ins := []tin{feed("x", x.Shape, x.Float64s()...)}
-	gradCheck(t, oneNode("Mish", 18, nil, ins, "y"), feedsOf(ins), "x", 1e-6)
+	ins := []onnxtest.In{onnxtest.Feed("x", x.Shape, x.Float64s()...)}
+	gradCheck(t, onnxtest.OneNode("Mish", 18, nil, ins, "y"), onnxtest.Feeds(ins), "x", 1e-6)
 }

@@ -3,6 +3,8 @@ package backend
 import (
 	"math"
 	"testing"
+
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 )
 
 func TestActivationForward(t *testing.T) {
@@ -20,13 +22,13 @@ func TestActivationForward(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.op, func(t *testing.T) {
-			ins := []tin{feed("x", []int{5}, x...)}
-			m := oneNode(c.op, 13, nil, ins, "y")
+			ins := []onnxtest.In{onnxtest.Feed("x", []int{5}, x...)}
+			m := onnxtest.OneNode(c.op, 13, nil, ins, "y")
 			if c.attrs != nil {
-				m.Proto.Graph.Node[0].Attribute = append(m.Proto.Graph.Node[0].Attribute, aFloat("alpha", float32(c.attrs[0])))
+				m.Proto.Graph.Node[0].Attribute = append(m.Proto.Graph.Node[0].Attribute, onnxtest.AFloat("alpha", float32(c.attrs[0])))
 			}
-			got := forward(t, m, feedsOf(ins))["y"]
-			assertClose(t, c.op, got, []int{5}, c.want, 1e-7)
+			got := forward(t, m, onnxtest.Feeds(ins))["y"]
+			onnxtest.AssertClose(t, c.op, got, []int{5}, c.want, 1e-7)
 		})
 	}
 }
@@ -35,9 +37,9 @@ func TestActivationGradient(t *testing.T) {
 	for _, op := range []string{"Relu", "LeakyRelu", "Sigmoid", "Tanh"} {
 		t.Run(op, func(t *testing.T) {
 			// values away from the kinks of Relu and LeakyRelu
-			ins := []tin{feed("x", []int{2, 3}, -1.5, -0.3, 0.2, 0.7, 1.1, -2.2)}
-			m := oneNode(op, 13, nil, ins, "y")
-			gradCheck(t, m, feedsOf(ins), "x", 1e-6)
+			ins := []onnxtest.In{onnxtest.Feed("x", []int{2, 3}, -1.5, -0.3, 0.2, 0.7, 1.1, -2.2)}
+			m := onnxtest.OneNode(op, 13, nil, ins, "y")
+			gradCheck(t, m, onnxtest.Feeds(ins), "x", 1e-6)
 		})
 	}
 }

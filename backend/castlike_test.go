@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/ortcheck"
@@ -21,13 +22,13 @@ func castLikeModel(opset int64) (*importer.Model, map[string]*importer.Tensor) {
 	k := importer.NewInt64("k", nil, []int64{3})
 	h := &importer.Tensor{Name: "h", Type: importer.Float64, Shape: []int{3}, F64: []float64{0.25, -1.5, 2}}
 	nodes := []*onnxpb.NodeProto{
-		mkNode("CastLike", "c0", []string{"x", "w"}, []string{"xc"}),
-		mkNode("CastLike", "c1", []string{"k", "x"}, []string{"kc"}),
-		mkNode("CastLike", "c2", []string{"h", "x"}, []string{"hc"}),
-		mkNode("Mul", "m", []string{"xc", "kc"}, []string{"p"}),
-		mkNode("Add", "a", []string{"p", "hc"}, []string{"y"}),
+		onnxtest.Node("CastLike", "c0", []string{"x", "w"}, []string{"xc"}),
+		onnxtest.Node("CastLike", "c1", []string{"k", "x"}, []string{"kc"}),
+		onnxtest.Node("CastLike", "c2", []string{"h", "x"}, []string{"hc"}),
+		onnxtest.Node("Mul", "m", []string{"xc", "kc"}, []string{"p"}),
+		onnxtest.Node("Add", "a", []string{"p", "hc"}, []string{"y"}),
 	}
-	m := graphModel(nodes, []*importer.Tensor{w, k, h}, map[string][]int64{"x": {2, 3}}, "y")
+	m := onnxtest.GraphModel(nodes, []*importer.Tensor{w, k, h}, map[string][]int64{"x": {2, 3}}, "y")
 	ir := int64(8)
 	m.Proto.IrVersion, m.Proto.OpsetImport[0].Version = &ir, &opset
 	return m, map[string]*importer.Tensor{"x": x}
@@ -47,22 +48,22 @@ func TestCastLikeORT(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := forward(t, m, feeds)
-		assertClose(t, "CastLike", got["y"], want["y"].Shape, want["y"].Float64s(), 1e-6)
+		onnxtest.AssertClose(t, "CastLike", got["y"], want["y"].Shape, want["y"].Float64s(), 1e-6)
 	}
 }
 
 // TestCastLikeGrad checks the gradient through CastLike by central finite
 // differences.
 func TestCastLikeGrad(t *testing.T) {
-	ins := []tin{randFeed("x", 3, 2, 3), initF("w", []int{3}, 1, 2, 3)}
-	gradCheck(t, oneNode("CastLike", 19, nil, ins, "y"), feedsOf(ins), "x", 1e-6)
+	ins := []onnxtest.In{onnxtest.RandFeed("x", 3, 2, 3), onnxtest.InitF("w", []int{3}, 1, 2, 3)}
+	gradCheck(t, onnxtest.OneNode("CastLike", 19, nil, ins, "y"), onnxtest.Feeds(ins), "x", 1e-6)
 }
 
 // TestCastLikeRefused checks that a run-time tensor cast like an integer
 // is refused by name.
 func TestCastLikeRefused(t *testing.T) {
-	ins := []tin{randFeed("x", 3, 2, 3), initI("k", []int{1}, 2)}
-	_, err := tryGraph(oneNode("CastLike", 19, nil, ins, "y"), feedsOf(ins), nil)
+	ins := []onnxtest.In{onnxtest.RandFeed("x", 3, 2, 3), onnxtest.InitI("k", []int{1}, 2)}
+	_, err := tryGraph(onnxtest.OneNode("CastLike", 19, nil, ins, "y"), onnxtest.Feeds(ins), nil)
 	if err == nil {
 		t.Fatal("CastLike of a run-time tensor to int64 was accepted")
 	}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/ortcheck"
@@ -38,12 +39,12 @@ func checkGraphORT(t *testing.T, m *importer.Model, opset int64, feeds map[strin
 		if w == nil {
 			t.Fatalf("ONNX Runtime gave no output %q", name)
 		}
-		assertClose(t, name+" vs ONNX Runtime", got[name], w.Shape, w.Float64s(), tol)
+		onnxtest.AssertClose(t, name+" vs ONNX Runtime", got[name], w.Shape, w.Float64s(), tol)
 	}
 }
 
 func castTo(name, in, out string, to importer.DataType) *onnxpb.NodeProto {
-	return mkNode("Cast", name, []string{in}, []string{out}, aInt("to", int64(to)))
+	return onnxtest.Node("Cast", name, []string{in}, []string{out}, onnxtest.AInt("to", int64(to)))
 }
 
 // compareModel computes every comparison and logic op on run-time float32
@@ -74,36 +75,36 @@ func compareModel(r *rand.Rand) (*importer.Model, map[string]*importer.Tensor) {
 		}
 	}
 	for _, op := range []string{"Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual"} {
-		add(mkNode(op, op+"_f", []string{"x", "y"}, []string{op + "_f"}), true)      // run-time float32
-		add(mkNode(op, op+"_i", []string{"a", "c"}, []string{op + "_i"}), true)      // int64 constants
-		add(mkNode(op, op+"_fc", []string{"half", "x"}, []string{op + "_fc"}), true) // constant vs run-time
+		add(onnxtest.Node(op, op+"_f", []string{"x", "y"}, []string{op + "_f"}), true)      // run-time float32
+		add(onnxtest.Node(op, op+"_i", []string{"a", "c"}, []string{op + "_i"}), true)      // int64 constants
+		add(onnxtest.Node(op, op+"_fc", []string{"half", "x"}, []string{op + "_fc"}), true) // constant vs run-time
 	}
 	add(castTo("ab", "a", "ab", importer.Bool), false) // bool constants
 	add(castTo("cb", "c", "cb", importer.Bool), false)
 	for _, op := range []string{"And", "Or", "Xor"} {
-		add(mkNode(op, op+"_rr", []string{"Greater_f", "Less_fc"}, []string{op + "_rr"}), true) // run-time bools
-		add(mkNode(op, op+"_cc", []string{"ab", "cb"}, []string{op + "_cc"}), true)             // constant bools
-		add(mkNode(op, op+"_rc", []string{"Greater_f", "cb"}, []string{op + "_rc"}), true)      // mixed
+		add(onnxtest.Node(op, op+"_rr", []string{"Greater_f", "Less_fc"}, []string{op + "_rr"}), true) // run-time bools
+		add(onnxtest.Node(op, op+"_cc", []string{"ab", "cb"}, []string{op + "_cc"}), true)             // constant bools
+		add(onnxtest.Node(op, op+"_rc", []string{"Greater_f", "cb"}, []string{op + "_rc"}), true)      // mixed
 	}
-	add(mkNode("Not", "Not_r", []string{"Equal_f"}, []string{"Not_r"}), true)
-	add(mkNode("Not", "Not_c", []string{"ab"}, []string{"Not_c"}), true)
-	add(mkNode("Where", "Where_r", []string{"Greater_f", "x", "y"}, []string{"Where_r"}), true)
-	add(mkNode("Where", "Where_c", []string{"cb", "x", "half"}, []string{"Where_c"}), true)
+	add(onnxtest.Node("Not", "Not_r", []string{"Equal_f"}, []string{"Not_r"}), true)
+	add(onnxtest.Node("Not", "Not_c", []string{"ab"}, []string{"Not_c"}), true)
+	add(onnxtest.Node("Where", "Where_r", []string{"Greater_f", "x", "y"}, []string{"Where_r"}), true)
+	add(onnxtest.Node("Where", "Where_c", []string{"cb", "x", "half"}, []string{"Where_c"}), true)
 	add(castTo("gt_f", "Greater_f", "gt_f", importer.Float32), false)
-	add(mkNode("Mul", "masked", []string{"gt_f", "x"}, []string{"masked"}), true)
+	add(onnxtest.Node("Mul", "masked", []string{"gt_f", "x"}, []string{"masked"}), true)
 	add(castTo("gt_i", "Greater_f", "gt_i", importer.Int64), true)
 	add(castTo("x_b", "x", "x_b", importer.Bool), true)
 	// run-time integers: ⌊4x⌋ toward zero, compared with and taken modulo
 	// int64 constants of both signs
-	add(mkNode("Mul", "x4", []string{"x", "four"}, []string{"x4"}), false)
+	add(onnxtest.Node("Mul", "x4", []string{"x", "four"}, []string{"x4"}), false)
 	add(castTo("xi", "x4", "xi", importer.Int64), true)
-	add(mkNode("Equal", "Equal_ri", []string{"xi", "c"}, []string{"Equal_ri"}), true)
-	add(mkNode("Greater", "Greater_ri", []string{"xi", "a"}, []string{"Greater_ri"}), true)
-	add(mkNode("Mod", "Mod_i3", []string{"xi", "three"}, []string{"Mod_i3"}), true)
-	add(mkNode("Mod", "Mod_im3", []string{"xi", "mthree"}, []string{"Mod_im3"}), true)
-	add(mkNode("Mod", "Mod_f", []string{"x4", "half"}, []string{"Mod_f"}, aInt("fmod", 1)), true)
+	add(onnxtest.Node("Equal", "Equal_ri", []string{"xi", "c"}, []string{"Equal_ri"}), true)
+	add(onnxtest.Node("Greater", "Greater_ri", []string{"xi", "a"}, []string{"Greater_ri"}), true)
+	add(onnxtest.Node("Mod", "Mod_i3", []string{"xi", "three"}, []string{"Mod_i3"}), true)
+	add(onnxtest.Node("Mod", "Mod_im3", []string{"xi", "mthree"}, []string{"Mod_im3"}), true)
+	add(onnxtest.Node("Mod", "Mod_f", []string{"x4", "half"}, []string{"Mod_f"}, onnxtest.AInt("fmod", 1)), true)
 	inits := []*importer.Tensor{a, c, three, mthree, four, half}
-	m := graphModel(nodes, inits, map[string][]int64{"x": {2, 3, 4}, "y": {3, 1}}, outs...)
+	m := onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {2, 3, 4}, "y": {3, 1}}, outs...)
 	return m, map[string]*importer.Tensor{"x": x, "y": y}
 }
 
@@ -120,14 +121,14 @@ func TestCompareLogicORT(t *testing.T) {
 // opset 12 on only.
 func TestCompareOpsets(t *testing.T) {
 	for _, op := range []string{"GreaterOrEqual", "LessOrEqual"} {
-		ins := []tin{randFeed("x", 1, 2, 3), randFeed("y", 2, 2, 3)}
-		_, err := tryGraph(oneNode(op, 11, nil, ins, "z"), feedsOf(ins), nil)
+		ins := []onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3), onnxtest.RandFeed("y", 2, 2, 3)}
+		_, err := tryGraph(onnxtest.OneNode(op, 11, nil, ins, "z"), onnxtest.Feeds(ins), nil)
 		if err == nil || !strings.Contains(err.Error(), op+" (node \"n0\", opset 11)") {
 			t.Errorf("%s at opset 11: got %v, want an unsupported-op error naming it", op, err)
 		}
-		got := runOne(t, op, 12, nil, []tin{feed("x", []int{3}, 1, 2, 3), feed("y", []int{1}, 2)})
+		got := runOne(t, op, 12, nil, []onnxtest.In{onnxtest.Feed("x", []int{3}, 1, 2, 3), onnxtest.Feed("y", []int{1}, 2)})
 		want := map[string][]float64{"GreaterOrEqual": {0, 1, 1}, "LessOrEqual": {1, 1, 0}}[op]
-		assertClose(t, op, got, []int{3}, want, 0)
+		onnxtest.AssertClose(t, op, got, []int{3}, want, 0)
 	}
 }
 
@@ -136,26 +137,26 @@ func TestCompareOpsets(t *testing.T) {
 // the selected branches only.
 func whereModel(k float64) *importer.Model {
 	nodes := []*onnxpb.NodeProto{
-		mkNode("Greater", "pos", []string{"x", "zero"}, []string{"pos"}),
-		mkNode("Mul", "kx", []string{"x", "k"}, []string{"kx"}),
-		mkNode("Where", "leaky", []string{"pos", "x", "kx"}, []string{"leaky"}),
-		mkNode("Less", "lt", []string{"x", "y"}, []string{"lt"}),
-		mkNode("Where", "maxxy", []string{"lt", "y", "x"}, []string{"maxxy"}),
-		mkNode("Add", "sum", []string{"leaky", "maxxy"}, []string{"out"}),
+		onnxtest.Node("Greater", "pos", []string{"x", "zero"}, []string{"pos"}),
+		onnxtest.Node("Mul", "kx", []string{"x", "k"}, []string{"kx"}),
+		onnxtest.Node("Where", "leaky", []string{"pos", "x", "kx"}, []string{"leaky"}),
+		onnxtest.Node("Less", "lt", []string{"x", "y"}, []string{"lt"}),
+		onnxtest.Node("Where", "maxxy", []string{"lt", "y", "x"}, []string{"maxxy"}),
+		onnxtest.Node("Add", "sum", []string{"leaky", "maxxy"}, []string{"out"}),
 	}
 	inits := []*importer.Tensor{
 		{Name: "zero", Type: importer.Float64, Shape: []int{}, F64: []float64{0}},
 		{Name: "k", Type: importer.Float64, Shape: []int{}, F64: []float64{k}},
 	}
-	return graphModel(nodes, inits, map[string][]int64{"x": {3, 4}, "y": {4}}, "out")
+	return onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {3, 4}, "y": {4}}, "out")
 }
 
 // TestWhereGrad checks the gradient through Where (x and a broadcast y)
 // by central differences in float64, and that it is the branch's: 1 + 1
 // where x > 0 and x ≥ y, k where x < 0 and x ≥ y, and so on.
 func TestWhereGrad(t *testing.T) {
-	x, y := randFeed("x", 3, 3, 4), randFeed("y", 4, 4)
-	feeds := feedsOf([]tin{x, y})
+	x, y := onnxtest.RandFeed("x", 3, 3, 4), onnxtest.RandFeed("y", 4, 4)
+	feeds := onnxtest.Feeds([]onnxtest.In{x, y})
 	m := whereModel(2)
 	gradCheck(t, m, feeds, "x", 1e-6)
 	gradCheck(t, m, feeds, "y", 1e-6)
@@ -166,15 +167,15 @@ func TestWhereGrad(t *testing.T) {
 // that a graph of comparisons builds for training.
 func TestCompareNoGradient(t *testing.T) {
 	nodes := []*onnxpb.NodeProto{
-		mkNode("Greater", "gt", []string{"x", "zero"}, []string{"gt"}),
-		mkNode("Not", "not", []string{"gt"}, []string{"ngt"}),
-		mkNode("Cast", "f", []string{"ngt"}, []string{"ngtf"}, aInt("to", int64(importer.Float32))),
-		mkNode("Mul", "m", []string{"ngtf", "x"}, []string{"out"}),
+		onnxtest.Node("Greater", "gt", []string{"x", "zero"}, []string{"gt"}),
+		onnxtest.Node("Not", "not", []string{"gt"}, []string{"ngt"}),
+		onnxtest.Node("Cast", "f", []string{"ngt"}, []string{"ngtf"}, onnxtest.AInt("to", int64(importer.Float32))),
+		onnxtest.Node("Mul", "m", []string{"ngtf", "x"}, []string{"out"}),
 	}
 	inits := []*importer.Tensor{{Name: "zero", Type: importer.Float64, Shape: []int{}, F64: []float64{0}}}
-	m := graphModel(nodes, inits, map[string][]int64{"x": {2, 5}}, "out")
+	m := onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {2, 5}}, "out")
 	// d(Σ w·[x ≤ 0]·x)/dx = w·[x ≤ 0]: the mask passes no gradient.
-	gradCheck(t, m, feedsOf([]tin{randFeed("x", 5, 2, 5)}), "x", 1e-6)
+	gradCheck(t, m, onnxtest.Feeds([]onnxtest.In{onnxtest.RandFeed("x", 5, 2, 5)}), "x", 1e-6)
 }
 
 // TestCompareKernels32 checks the float32 closures of the comparison,
@@ -191,11 +192,11 @@ func TestCompareKernels32(t *testing.T) {
 		{"Not", nil, [][]int{{5, 50}}},
 		{"Where", nil, [][]int{{4, 60}, {4, 60}, {4, 60}}},
 		{"Where", nil, [][]int{{4, 60}, {60}, {4, 1}}},
-		{"Mod", []*onnxpb.AttributeProto{aInt("fmod", 1)}, [][]int{{4, 60}, {60}}},
+		{"Mod", []*onnxpb.AttributeProto{onnxtest.AInt("fmod", 1)}, [][]int{{4, 60}, {60}}},
 		{"Mod", nil, [][]int{{4, 60}, {4, 60}}},
 	}
 	for i, c := range cases {
-		n := mkNode(c.op, "n", []string{"a", "b", "c"}[:len(c.shapes)], []string{"y"}, c.attrs...)
+		n := onnxtest.Node(c.op, "n", []string{"a", "b", "c"}[:len(c.shapes)], []string{"y"}, c.attrs...)
 		checkKernel32(t, lowerKernel(t, graph.Lookup(c.op, 16), n, c.shapes...), int64(i), 3)
 	}
 }

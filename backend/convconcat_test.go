@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -87,7 +88,7 @@ func b2i(b bool) int {
 // concatConvModel is Concat(a, b) along channels, read by a pointwise
 // Conv (output y) and, when both, by the caller too (output cat).
 func concatConvModel(both bool) (*importer.Model, map[string]*importer.Tensor) {
-	a, b := randFeed("a", 1, 2, 2, 3, 3), randFeed("b", 2, 2, 3, 3, 3)
+	a, b := onnxtest.RandFeed("a", 1, 2, 2, 3, 3), onnxtest.RandFeed("b", 2, 2, 3, 3, 3)
 	r := rand.New(rand.NewSource(3))
 	normals := func(n int) []float64 {
 		d := make([]float64, n)
@@ -96,19 +97,19 @@ func concatConvModel(both bool) (*importer.Model, map[string]*importer.Tensor) {
 		}
 		return d
 	}
-	w, bias := initF("w", []int{4, 5, 1, 1}, normals(20)...), initF("bias", []int{4}, normals(4)...)
-	m := oneNode("Concat", 13, []*onnxpb.AttributeProto{aInt("axis", 1)}, []tin{a, b}, "cat")
+	w, bias := onnxtest.InitF("w", []int{4, 5, 1, 1}, normals(20)...), onnxtest.InitF("bias", []int{4}, normals(4)...)
+	m := onnxtest.OneNode("Concat", 13, []*onnxpb.AttributeProto{onnxtest.AInt("axis", 1)}, []onnxtest.In{a, b}, "cat")
 	g := m.Proto.Graph
 	name, op := "conv", "Conv"
 	g.Node = append(g.Node, &onnxpb.NodeProto{Name: &name, OpType: &op, Input: []string{"cat", "w", "bias"}, Output: []string{"y"}})
-	g.Initializer = append(g.Initializer, tensorProto(w.t), tensorProto(bias.t))
+	g.Initializer = append(g.Initializer, onnxtest.TensorProto(w.T), onnxtest.TensorProto(bias.T))
 	y := "y"
 	outs := []*onnxpb.ValueInfoProto{{Name: &y}}
 	if both {
 		outs = append(outs, g.Output[0])
 	}
 	g.Output = outs
-	return m, feedsOf([]tin{a, b})
+	return m, onnxtest.Feeds([]onnxtest.In{a, b})
 }
 
 // TestFuseConcatConvGraph checks the fusion on a two-node graph, with the
@@ -127,7 +128,7 @@ func TestFuseConcatConvGraph(t *testing.T) {
 				if g == nil {
 					t.Fatalf("output %q missing with the fusion", name)
 				}
-				assertClose(t, name, g, w.Shape, w.Float64s(), 1e-12)
+				onnxtest.AssertClose(t, name, g, w.Shape, w.Float64s(), 1e-12)
 			}
 			if both && got["cat"] == nil {
 				t.Fatal("the Concat read by the caller is not an output")

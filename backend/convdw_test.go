@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/backend/internal/kernels"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -44,8 +45,8 @@ func TestConvDepthwiseORT(t *testing.T) {
 			t.Fatalf("%s: does not run on the depthwise path", s.name)
 		}
 		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", w...), randF32Tensor(r, "b", C)}
-		attrs := []*onnxpb.AttributeProto{aInt("group", int64(C)), aInts("strides", int64(s.s), int64(s.s)),
-			aInts("pads", int64(p), int64(p), int64(p), int64(p)), aInts("dilations", int64(d), int64(d))}
+		attrs := []*onnxpb.AttributeProto{onnxtest.AInt("group", int64(C)), onnxtest.AInts("strides", int64(s.s), int64(s.s)),
+			onnxtest.AInts("pads", int64(p), int64(p), int64(p), int64(p)), onnxtest.AInts("dilations", int64(d), int64(d))}
 		cases = append(cases, oracleCase{s.name, attrs, ins})
 	}
 	checkAgainstORT(t, "Conv", 13, cases, 1e-4)

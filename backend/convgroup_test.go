@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/backend/internal/kernels"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -40,7 +41,7 @@ func TestConvGroupedORT(t *testing.T) {
 			t.Fatalf("%s: does not run on the grouped path", s.name)
 		}
 		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", w...), randF32Tensor(r, "b", s.m)}
-		attrs := []*onnxpb.AttributeProto{aInt("group", int64(s.group)), aInts("pads", int64(p), int64(p), int64(p), int64(p))}
+		attrs := []*onnxpb.AttributeProto{onnxtest.AInt("group", int64(s.group)), onnxtest.AInts("pads", int64(p), int64(p), int64(p), int64(p))}
 		cases = append(cases, oracleCase{s.name, attrs, ins})
 	}
 	checkAgainstORT(t, "Conv", 13, cases, 1e-4)
@@ -70,8 +71,8 @@ func TestConvTrimTapsORT(t *testing.T) {
 			t.Fatalf("%s: no taps are dropped", s.name)
 		}
 		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", s.w...), randF32Tensor(r, "b", s.w[0])}
-		attrs := []*onnxpb.AttributeProto{aInt("group", int64(s.group)), aInts("strides", int64(s.s), int64(s.s)),
-			aInts("dilations", int64(s.d), int64(s.d)), aInts("pads", int64(s.p), int64(s.p), int64(s.p), int64(s.p))}
+		attrs := []*onnxpb.AttributeProto{onnxtest.AInt("group", int64(s.group)), onnxtest.AInts("strides", int64(s.s), int64(s.s)),
+			onnxtest.AInts("dilations", int64(s.d), int64(s.d)), onnxtest.AInts("pads", int64(s.p), int64(s.p), int64(s.p), int64(s.p))}
 		cases = append(cases, oracleCase{s.name, attrs, ins})
 	}
 	checkAgainstORT(t, "Conv", 13, cases, 1e-4)

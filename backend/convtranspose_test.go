@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -63,9 +64,9 @@ func checkAgainstORT(t *testing.T, op string, opset int64, cases []oracleCase, t
 		}
 		out := fmt.Sprintf("y%d", i)
 		outs = append(outs, out)
-		nodes = append(nodes, mkNode(op, c.name, names, []string{out}, c.attrs...))
+		nodes = append(nodes, onnxtest.Node(op, c.name, names, []string{out}, c.attrs...))
 	}
-	m := graphModel(nodes, inits, inputs, outs...)
+	m := onnxtest.GraphModel(nodes, inits, inputs, outs...)
 	ir := int64(8)
 	m.Proto.IrVersion = &ir
 	m.Proto.OpsetImport[0].Version = &opset
@@ -80,7 +81,7 @@ func checkAgainstORT(t *testing.T, op string, opset int64, cases []oracleCase, t
 	got := forward(t, m, feeds)
 	for i, c := range cases {
 		w := want[outs[i]]
-		assertClose(t, c.name+" vs ONNX Runtime", got[outs[i]], w.Shape, w.Float64s(), tol)
+		onnxtest.AssertClose(t, c.name+" vs ONNX Runtime", got[outs[i]], w.Shape, w.Float64s(), tol)
 	}
 }
 
@@ -89,19 +90,19 @@ func checkAgainstORT(t *testing.T, op string, opset int64, cases []oracleCase, t
 func convTransposeCases() []oracleCase {
 	r := rand.New(rand.NewSource(11))
 	return []oracleCase{
-		{"s2 p1 op1 bias", []*onnxpb.AttributeProto{aInts("strides", 2, 2), aInts("pads", 1, 1, 1, 1), aInts("output_padding", 1, 1)},
+		{"s2 p1 op1 bias", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 2, 2), onnxtest.AInts("pads", 1, 1, 1, 1), onnxtest.AInts("output_padding", 1, 1)},
 			[]*importer.Tensor{randF32Tensor(r, "x", 2, 3, 4, 5), randF32Tensor(r, "w", 3, 4, 3, 3), randF32Tensor(r, "b", 4)}},
-		{"groups dilations asym pads", []*onnxpb.AttributeProto{aInt("group", 2), aInts("strides", 1, 2), aInts("dilations", 2, 1), aInts("pads", 0, 1, 1, 0)},
+		{"groups dilations asym pads", []*onnxpb.AttributeProto{onnxtest.AInt("group", 2), onnxtest.AInts("strides", 1, 2), onnxtest.AInts("dilations", 2, 1), onnxtest.AInts("pads", 0, 1, 1, 0)},
 			[]*importer.Tensor{randF32Tensor(r, "x", 1, 4, 3, 4), randF32Tensor(r, "w", 4, 3, 2, 3), nil}},
-		{"1-D", []*onnxpb.AttributeProto{aInts("strides", 3), aInts("pads", 1, 0)},
+		{"1-D", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 3), onnxtest.AInts("pads", 1, 0)},
 			[]*importer.Tensor{randF32Tensor(r, "x", 2, 2, 5), randF32Tensor(r, "w", 2, 3, 3), randF32Tensor(r, "b", 3)}},
-		{"output_shape", []*onnxpb.AttributeProto{aInts("strides", 2, 2), aInts("output_shape", 6, 6)},
+		{"output_shape", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 2, 2), onnxtest.AInts("output_shape", 6, 6)},
 			[]*importer.Tensor{randF32Tensor(r, "x", 1, 2, 3, 3), randF32Tensor(r, "w", 2, 2, 3, 3)}},
-		{"output_shape beyond full output", []*onnxpb.AttributeProto{aInts("strides", 3, 2), aInts("output_shape", 10, 8)},
+		{"output_shape beyond full output", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 3, 2), onnxtest.AInts("output_shape", 10, 8)},
 			[]*importer.Tensor{randF32Tensor(r, "x", 1, 1, 3, 3), randF32Tensor(r, "w", 1, 2, 3, 3)}},
-		{"same_upper", []*onnxpb.AttributeProto{aInts("strides", 2, 2), aString("auto_pad", "SAME_UPPER")},
+		{"same_upper", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 2, 2), onnxtest.AString("auto_pad", "SAME_UPPER")},
 			[]*importer.Tensor{randF32Tensor(r, "x", 1, 2, 3, 3), randF32Tensor(r, "w", 2, 3, 3, 3)}},
-		{"unet up k2 s2", []*onnxpb.AttributeProto{aInts("strides", 2, 2), aInts("kernel_shape", 2, 2)},
+		{"unet up k2 s2", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 2, 2), onnxtest.AInts("kernel_shape", 2, 2)},
 			[]*importer.Tensor{randF32Tensor(r, "x", 2, 4, 3, 3), randF32Tensor(r, "w", 4, 2, 2, 2), randF32Tensor(r, "b", 2)}},
 	}
 }
@@ -118,19 +119,19 @@ func TestConvTransposeORT(t *testing.T) {
 func TestConvTransposeGrad(t *testing.T) {
 	for _, c := range convTransposeCases() {
 		t.Run(c.name, func(t *testing.T) {
-			ins := []tin{feed("x", c.ins[0].Shape, c.ins[0].Float64s()...)}
+			ins := []onnxtest.In{onnxtest.Feed("x", c.ins[0].Shape, c.ins[0].Float64s()...)}
 			wrt := []string{"x"}
 			for j, name := range []string{"w", "b"} {
 				if j+1 >= len(c.ins) || c.ins[j+1] == nil {
-					ins = append(ins, absent)
+					ins = append(ins, onnxtest.Absent)
 					continue
 				}
-				ins = append(ins, initF(name, c.ins[j+1].Shape, c.ins[j+1].Float64s()...))
+				ins = append(ins, onnxtest.InitF(name, c.ins[j+1].Shape, c.ins[j+1].Float64s()...))
 				wrt = append(wrt, name)
 			}
-			m := oneNode("ConvTranspose", 13, c.attrs, ins, "y")
+			m := onnxtest.OneNode("ConvTranspose", 13, c.attrs, ins, "y")
 			for _, v := range wrt {
-				gradCheck(t, m, feedsOf(ins), v, 1e-6)
+				gradCheck(t, m, onnxtest.Feeds(ins), v, 1e-6)
 			}
 		})
 	}
@@ -139,19 +140,19 @@ func TestConvTransposeGrad(t *testing.T) {
 // TestConvTransposeErrors checks that bad geometry is refused with an
 // error naming the node.
 func TestConvTransposeErrors(t *testing.T) {
-	x := feed("x", []int{1, 3, 4, 4}, make([]float64, 48)...)
+	x := onnxtest.Feed("x", []int{1, 3, 4, 4}, make([]float64, 48)...)
 	cases := []struct {
 		name  string
 		attrs []*onnxpb.AttributeProto
-		w     tin
+		w     onnxtest.In
 	}{
-		{"channels", nil, initF("w", []int{2, 2, 3, 3}, make([]float64, 36)...)},
-		{"kernel_shape", []*onnxpb.AttributeProto{aInts("kernel_shape", 2, 2)}, initF("w", []int{3, 2, 3, 3}, make([]float64, 54)...)},
+		{"channels", nil, onnxtest.InitF("w", []int{2, 2, 3, 3}, make([]float64, 36)...)},
+		{"kernel_shape", []*onnxpb.AttributeProto{onnxtest.AInts("kernel_shape", 2, 2)}, onnxtest.InitF("w", []int{3, 2, 3, 3}, make([]float64, 54)...)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := oneNode("ConvTranspose", 13, c.attrs, []tin{x, c.w}, "y")
-			if _, err := tryGraph(m, feedsOf([]tin{x}), nil); err == nil {
+			m := onnxtest.OneNode("ConvTranspose", 13, c.attrs, []onnxtest.In{x, c.w}, "y")
+			if _, err := tryGraph(m, onnxtest.Feeds([]onnxtest.In{x}), nil); err == nil {
 				t.Fatal("no error")
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/backend/internal/kernels"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -16,7 +17,7 @@ import (
 // float32 passes and both gradients with the im2col paths.
 func TestConvWinogradORT(t *testing.T) {
 	r := rand.New(rand.NewSource(9))
-	pads := aInts("pads", 1, 1, 1, 1)
+	pads := onnxtest.AInts("pads", 1, 1, 1, 1)
 	shapes := []struct {
 		name string
 		x, w []int

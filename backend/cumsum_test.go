@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -20,9 +21,9 @@ var cumSumAttrs = []struct {
 	attrs []*onnxpb.AttributeProto
 }{
 	{"plain", nil},
-	{"exclusive", []*onnxpb.AttributeProto{aInt("exclusive", 1)}},
-	{"reverse", []*onnxpb.AttributeProto{aInt("reverse", 1)}},
-	{"exclusive reverse", []*onnxpb.AttributeProto{aInt("exclusive", 1), aInt("reverse", 1)}},
+	{"exclusive", []*onnxpb.AttributeProto{onnxtest.AInt("exclusive", 1)}},
+	{"reverse", []*onnxpb.AttributeProto{onnxtest.AInt("reverse", 1)}},
+	{"exclusive reverse", []*onnxpb.AttributeProto{onnxtest.AInt("exclusive", 1), onnxtest.AInt("reverse", 1)}},
 }
 
 // TestCumSumORT checks CumSum against ONNX Runtime: every attribute
@@ -44,20 +45,20 @@ func TestCumSumORT(t *testing.T) {
 	for _, ax := range axes {
 		for _, a := range cumSumAttrs {
 			out := fmt.Sprintf("%s %s", a.name, ax.Name)
-			nodes = append(nodes, mkNode("CumSum", out, []string{"x", ax.Name}, []string{out}, a.attrs...))
+			nodes = append(nodes, onnxtest.Node("CumSum", out, []string{"x", ax.Name}, []string{out}, a.attrs...))
 			outs = append(outs, out)
 		}
 	}
 	nodes = append(nodes,
 		castTo("mb", "mask", "mb", importer.Bool),
-		mkNode("Not", "nm", []string{"mb"}, []string{"nm"}),
+		onnxtest.Node("Not", "nm", []string{"mb"}, []string{"nm"}),
 		castTo("nmi", "nm", "nmi", importer.Int64))
 	for _, a := range cumSumAttrs {
 		out := "int64 " + a.name
-		nodes = append(nodes, mkNode("CumSum", out, []string{"nmi", "ax1"}, []string{out}, a.attrs...))
+		nodes = append(nodes, onnxtest.Node("CumSum", out, []string{"nmi", "ax1"}, []string{out}, a.attrs...))
 		outs = append(outs, out)
 	}
-	m := graphModel(nodes, append(axes, mask), map[string][]int64{"x": {2, 3, 5}}, outs...)
+	m := onnxtest.GraphModel(nodes, append(axes, mask), map[string][]int64{"x": {2, 3, 5}}, outs...)
 	checkGraphORT(t, m, 14, map[string]*importer.Tensor{"x": x}, 1e-6)
 }
 
@@ -68,8 +69,8 @@ func TestCumSumGrad(t *testing.T) {
 	for axis := int64(-3); axis < 3; axis++ {
 		for _, a := range cumSumAttrs {
 			t.Run(fmt.Sprintf("%s axis %d", a.name, axis), func(t *testing.T) {
-				ins := []tin{randFeed("x", axis+10, 2, 3, 4), initI("axis", []int{}, axis)}
-				gradCheck(t, oneNode("CumSum", 14, a.attrs, ins, "y"), feedsOf(ins), "x", 1e-6)
+				ins := []onnxtest.In{onnxtest.RandFeed("x", axis+10, 2, 3, 4), onnxtest.InitI("axis", []int{}, axis)}
+				gradCheck(t, onnxtest.OneNode("CumSum", 14, a.attrs, ins, "y"), onnxtest.Feeds(ins), "x", 1e-6)
 			})
 		}
 	}
@@ -79,7 +80,7 @@ func TestCumSumGrad(t *testing.T) {
 // ones, bit for bit.
 func TestCumSumKernel32(t *testing.T) {
 	for i, a := range cumSumAttrs {
-		n := mkNode("CumSum", "c", []string{"x", "axis"}, []string{"y"}, a.attrs...)
+		n := onnxtest.Node("CumSum", "c", []string{"x", "axis"}, []string{"y"}, a.attrs...)
 		b := graph.NewBuilder(tensor.Float32, 14)
 		x := graph.NodeValue(G.NewTensor(b.Graph, tensor.Float32, 3, G.WithShape(3, 70, 2), G.WithName("x")))
 		axis := graph.ConstValue(&importer.Tensor{Name: "axis", Type: importer.Int64, Shape: []int{}, I64: []int64{1}})
@@ -95,13 +96,13 @@ func TestCumSumKernel32(t *testing.T) {
 // TestCumSumErrors checks that a run-time or non-scalar axis is refused,
 // naming the node.
 func TestCumSumErrors(t *testing.T) {
-	ins := []tin{randFeed("x", 1, 2, 3), initI("axis", []int{2}, 0, 1)}
-	_, err := tryGraph(oneNode("CumSum", 14, nil, ins, "y"), feedsOf(ins), nil)
+	ins := []onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3), onnxtest.InitI("axis", []int{2}, 0, 1)}
+	_, err := tryGraph(onnxtest.OneNode("CumSum", 14, nil, ins, "y"), onnxtest.Feeds(ins), nil)
 	if err == nil || !containsAll(err.Error(), `node "n0" (CumSum)`, "axis", "expected a scalar") {
 		t.Errorf("two axes: got %v", err)
 	}
-	ins = []tin{randFeed("x", 1, 2, 3), randFeed("axis", 2)}
-	_, err = tryGraph(oneNode("CumSum", 14, nil, ins, "y"), feedsOf(ins), nil)
+	ins = []onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3), onnxtest.RandFeed("axis", 2)}
+	_, err = tryGraph(onnxtest.OneNode("CumSum", 14, nil, ins, "y"), onnxtest.Feeds(ins), nil)
 	if err == nil || !containsAll(err.Error(), `node "n0" (CumSum)`, "axis", "computed at run time") {
 		t.Errorf("run-time axis: got %v", err)
 	}

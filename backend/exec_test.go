@@ -7,6 +7,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -245,11 +246,11 @@ func TestJacobianZeroWithoutGradient(t *testing.T) {
 	defer func() { ConcurrentPassMaxBytes = saved }()
 	x := []float32{0.5, -1, 2}
 	// y1 = Σ x·w1 (tasks a and b), y2 = x·w2 (no task), y3 = Σ x (task c).
-	m := graphModel([]*onnxpb.NodeProto{
-		mkNode("Mul", "m1", []string{"x", "w1"}, []string{"p1"}),
-		mkNode("ReduceSum", "s1", []string{"p1"}, []string{"y1"}),
-		mkNode("Mul", "m2", []string{"x", "w2"}, []string{"y2"}),
-		mkNode("ReduceSum", "s3", []string{"x"}, []string{"y3"}),
+	m := onnxtest.GraphModel([]*onnxpb.NodeProto{
+		onnxtest.Node("Mul", "m1", []string{"x", "w1"}, []string{"p1"}),
+		onnxtest.Node("ReduceSum", "s1", []string{"p1"}, []string{"y1"}),
+		onnxtest.Node("Mul", "m2", []string{"x", "w2"}, []string{"y2"}),
+		onnxtest.Node("ReduceSum", "s3", []string{"x"}, []string{"y3"}),
 	}, []*importer.Tensor{
 		importer.NewFloat32("w1", []int{3}, []float32{1, 2, 3}),
 		importer.NewFloat32("w2", []int{3}, []float32{4, 5, 6}),

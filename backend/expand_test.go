@@ -1,6 +1,10 @@
 package backend
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
+)
 
 func TestExpandTile(t *testing.T) {
 	cases := []struct {
@@ -21,9 +25,9 @@ func TestExpandTile(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ins := []tin{feed("x", c.xs, 1, 2, 3), initI("s", []int{len(c.operand)}, c.operand...)}
-			assertClose(t, c.op, runOne(t, c.op, c.opset, nil, ins), c.wantShape, c.want, 0)
-			gradCheck(t, oneNode(c.op, c.opset, nil, ins, "y"), feedsOf(ins), "x", 1e-6)
+			ins := []onnxtest.In{onnxtest.Feed("x", c.xs, 1, 2, 3), onnxtest.InitI("s", []int{len(c.operand)}, c.operand...)}
+			onnxtest.AssertClose(t, c.op, runOne(t, c.op, c.opset, nil, ins), c.wantShape, c.want, 0)
+			gradCheck(t, onnxtest.OneNode(c.op, c.opset, nil, ins, "y"), onnxtest.Feeds(ins), "x", 1e-6)
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/ortcheck"
@@ -25,9 +26,9 @@ func functionModel(r *rand.Rand) *importer.Model {
 		Name: str("block"), Domain: str("pkg.test"),
 		Input: []string{"x", "s", "b"}, Output: []string{"y"},
 		Node: []*onnxpb.NodeProto{
-			mkNode("LayerNormalization", "ln", []string{"x", "s", "b"}, []string{"n"}, ref),
-			mkNode("Relu", "act", []string{"n"}, []string{"r"}),
-			mkNode("Add", "res", []string{"r", "x"}, []string{"y"}),
+			onnxtest.Node("LayerNormalization", "ln", []string{"x", "s", "b"}, []string{"n"}, ref),
+			onnxtest.Node("Relu", "act", []string{"n"}, []string{"r"}),
+			onnxtest.Node("Add", "res", []string{"r", "x"}, []string{"y"}),
 		},
 		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: str(""), Version: proto.Int64(18)}},
 	}
@@ -38,17 +39,17 @@ func functionModel(r *rand.Rand) *importer.Model {
 	u := protowire.AppendTag(nil, 11, protowire.BytesType) // attribute_proto (IR 9)
 	block.ProtoReflect().SetUnknown(protowire.AppendBytes(u, def))
 	call := func(name, in, out string, attrs ...*onnxpb.AttributeProto) *onnxpb.NodeProto {
-		n := mkNode("block", name, []string{in, "s", "b"}, []string{out}, attrs...)
+		n := onnxtest.Node("block", name, []string{in, "s", "b"}, []string{out}, attrs...)
 		n.Domain = str("pkg.test")
 		return n
 	}
 	nodes := []*onnxpb.NodeProto{
-		call("block_0", "x", "h1", aFloat("eps", 1e-5)),
+		call("block_0", "x", "h1", onnxtest.AFloat("eps", 1e-5)),
 		call("block_1", "h1", "h2"),
-		mkNode("Gemm", "head", []string{"h2", "w", "c"}, []string{"y"}, aInt("transB", 1)),
+		onnxtest.Node("Gemm", "head", []string{"h2", "w", "c"}, []string{"y"}, onnxtest.AInt("transB", 1)),
 	}
 	inits := []*importer.Tensor{randF32Tensor(r, "s", 6), randF32Tensor(r, "b", 6), randF32Tensor(r, "w", 3, 6), randF32Tensor(r, "c", 3)}
-	m := graphModel(nodes, inits, map[string][]int64{"x": {-1, 6}}, "y")
+	m := onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {-1, 6}}, "y")
 	ir, opset := int64(9), int64(18)
 	m.Proto.IrVersion, m.Proto.OpsetImport[0].Version = &ir, &opset
 	m.Proto.OpsetImport = append(m.Proto.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: str("pkg.test"), Version: proto.Int64(1)})
@@ -89,5 +90,5 @@ func TestFunctionsORT(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := forward(t, saved, feeds)
-	assertClose(t, "y vs ONNX Runtime", got["y"], want["y"].Shape, want["y"].Float64s(), 1e-5)
+	onnxtest.AssertClose(t, "y vs ONNX Runtime", got["y"], want["y"].Shape, want["y"].Float64s(), 1e-5)
 }

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/ortcheck"
@@ -46,11 +47,11 @@ func (c ndCase) node(op string) (*onnxpb.NodeProto, []string) {
 	ins := []string{"data", "ind"}
 	var attrs []*onnxpb.AttributeProto
 	if op == "GatherND" {
-		attrs = append(attrs, aInt("batch_dims", c.batchDims))
+		attrs = append(attrs, onnxtest.AInt("batch_dims", c.batchDims))
 	} else {
 		ins = append(ins, "upd")
 	}
-	return mkNode(op, "nd", ins, []string{"y"}, attrs...), ins
+	return onnxtest.Node(op, "nd", ins, []string{"y"}, attrs...), ins
 }
 
 // TestGatherScatterNDORT checks GatherND and ScatterND against ONNX
@@ -72,7 +73,7 @@ func TestGatherScatterNDORT(t *testing.T) {
 					feeds["upd"] = randF32Tensor(r, "upd", c.upd...)
 					shapes["upd"] = toInt64s(c.upd)
 				}
-				m := graphModel([]*onnxpb.NodeProto{node}, []*importer.Tensor{importer.NewInt64("ind", c.indShape, c.ind)}, shapes, "y")
+				m := onnxtest.GraphModel([]*onnxpb.NodeProto{node}, []*importer.Tensor{importer.NewInt64("ind", c.indShape, c.ind)}, shapes, "y")
 				ir, opset := int64(8), int64(13)
 				m.Proto.IrVersion, m.Proto.OpsetImport[0].Version = &ir, &opset
 				b, err := proto.Marshal(m.Proto)
@@ -84,7 +85,7 @@ func TestGatherScatterNDORT(t *testing.T) {
 					t.Fatal(err)
 				}
 				got := forward(t, m, feeds)
-				assertClose(t, op+" "+c.name, got["y"], want["y"].Shape, want["y"].Float64s(), 1e-7)
+				onnxtest.AssertClose(t, op+" "+c.name, got["y"], want["y"].Shape, want["y"].Float64s(), 1e-7)
 			})
 		}
 	}
@@ -100,18 +101,18 @@ func TestGatherScatterNDGrad(t *testing.T) {
 		}
 		for i, c := range cases {
 			t.Run(op+"/"+c.name, func(t *testing.T) {
-				ins := []tin{randFeed("data", int64(i), c.data...), initI("ind", c.indShape, c.ind...)}
+				ins := []onnxtest.In{onnxtest.RandFeed("data", int64(i), c.data...), onnxtest.InitI("ind", c.indShape, c.ind...)}
 				wrt := []string{"data"}
 				var attrs []*onnxpb.AttributeProto
 				if op == "GatherND" {
-					attrs = append(attrs, aInt("batch_dims", c.batchDims))
+					attrs = append(attrs, onnxtest.AInt("batch_dims", c.batchDims))
 				} else {
-					ins = append(ins, randFeed("upd", int64(20+i), c.upd...))
+					ins = append(ins, onnxtest.RandFeed("upd", int64(20+i), c.upd...))
 					wrt = append(wrt, "upd")
 				}
-				m := oneNode(op, 13, attrs, ins, "y")
+				m := onnxtest.OneNode(op, 13, attrs, ins, "y")
 				for _, w := range wrt {
-					gradCheck(t, m, feedsOf(ins), w, 1e-6)
+					gradCheck(t, m, onnxtest.Feeds(ins), w, 1e-6)
 				}
 			})
 		}
@@ -124,18 +125,18 @@ func TestGatherScatterNDRefused(t *testing.T) {
 	cases := []struct {
 		op    string
 		attrs []*onnxpb.AttributeProto
-		ins   []tin
+		ins   []onnxtest.In
 		want  string
 	}{
-		{"GatherND", nil, []tin{randFeed("x", 1, 2, 3), initI("i", []int{1, 2}, 0, 3)}, "out of range"},
-		{"GatherND", nil, []tin{randFeed("x", 1, 2, 3), initI("i", []int{1, 3}, 0, 0, 0)}, "last dimension is 3"},
-		{"GatherND", []*onnxpb.AttributeProto{aInt("batch_dims", 1)}, []tin{randFeed("x", 1, 2, 3), initI("i", []int{3, 1}, 0, 0, 0)}, "batch dimension 0"},
-		{"ScatterND", nil, []tin{randFeed("x", 1, 2, 3), initI("i", []int{1, 1}, 0), randFeed("u", 2, 1, 2)}, "updates have shape"},
-		{"ScatterND", []*onnxpb.AttributeProto{aString("reduction", "add")}, []tin{randFeed("x", 1, 2, 3), initI("i", []int{1, 1}, 0), randFeed("u", 2, 1, 3)}, `ScatterND (node "n0", opset 16)`},
+		{"GatherND", nil, []onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3), onnxtest.InitI("i", []int{1, 2}, 0, 3)}, "out of range"},
+		{"GatherND", nil, []onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3), onnxtest.InitI("i", []int{1, 3}, 0, 0, 0)}, "last dimension is 3"},
+		{"GatherND", []*onnxpb.AttributeProto{onnxtest.AInt("batch_dims", 1)}, []onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3), onnxtest.InitI("i", []int{3, 1}, 0, 0, 0)}, "batch dimension 0"},
+		{"ScatterND", nil, []onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3), onnxtest.InitI("i", []int{1, 1}, 0), onnxtest.RandFeed("u", 2, 1, 2)}, "updates have shape"},
+		{"ScatterND", []*onnxpb.AttributeProto{onnxtest.AString("reduction", "add")}, []onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3), onnxtest.InitI("i", []int{1, 1}, 0), onnxtest.RandFeed("u", 2, 1, 3)}, `ScatterND (node "n0", opset 16)`},
 	}
 	for _, c := range cases {
 		t.Run(c.op+"/"+c.want, func(t *testing.T) {
-			_, err := tryGraph(oneNode(c.op, 16, c.attrs, c.ins, "y"), feedsOf(c.ins), nil)
+			_, err := tryGraph(onnxtest.OneNode(c.op, 16, c.attrs, c.ins, "y"), onnxtest.Feeds(c.ins), nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("got %v, want an error containing %q", err, c.want)
 			}
@@ -156,17 +157,17 @@ func toInt64s(v []int) []int64 {
 // flat zero tensor (ScatterND), reshaped back to the input's shape.
 func unpoolScatterModel() *importer.Model {
 	nodes := []*onnxpb.NodeProto{
-		mkNode("MaxPool", "mp", []string{"x"}, []string{"p", "i"}, aInts("kernel_shape", 2, 2), aInts("strides", 2, 2)),
-		mkNode("Reshape", "ri", []string{"i", "s_ind"}, []string{"ind"}),
-		mkNode("Reshape", "rp", []string{"p", "s_upd"}, []string{"upd"}),
-		mkNode("ScatterND", "sc", []string{"zeros", "ind", "upd"}, []string{"flat"}),
-		mkNode("Reshape", "ry", []string{"flat", "s_y"}, []string{"y"}),
+		onnxtest.Node("MaxPool", "mp", []string{"x"}, []string{"p", "i"}, onnxtest.AInts("kernel_shape", 2, 2), onnxtest.AInts("strides", 2, 2)),
+		onnxtest.Node("Reshape", "ri", []string{"i", "s_ind"}, []string{"ind"}),
+		onnxtest.Node("Reshape", "rp", []string{"p", "s_upd"}, []string{"upd"}),
+		onnxtest.Node("ScatterND", "sc", []string{"zeros", "ind", "upd"}, []string{"flat"}),
+		onnxtest.Node("Reshape", "ry", []string{"flat", "s_y"}, []string{"y"}),
 	}
 	inits := []*importer.Tensor{
 		importer.NewInt64("s_ind", []int{2}, []int64{-1, 1}), importer.NewInt64("s_upd", []int{1}, []int64{-1}),
 		importer.NewInt64("s_y", []int{4}, []int64{2, 3, 4, 6}), importer.NewFloat32("zeros", []int{144}, make([]float32, 144)),
 	}
-	m := graphModel(nodes, inits, map[string][]int64{"x": {2, 3, 4, 6}}, "y")
+	m := onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {2, 3, 4, 6}}, "y")
 	ir, opset := int64(8), int64(13)
 	m.Proto.IrVersion, m.Proto.OpsetImport[0].Version = &ir, &opset
 	return m
@@ -187,12 +188,12 @@ func TestScatterNDRuntimeIndicesORT(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := forward(t, m, feeds)
-	assertClose(t, "unpooling ScatterND", got["y"], want["y"].Shape, want["y"].Float64s(), 1e-7)
+	onnxtest.AssertClose(t, "unpooling ScatterND", got["y"], want["y"].Shape, want["y"].Float64s(), 1e-7)
 }
 
 // TestScatterNDRuntimeIndicesGrad checks the gradient through MaxPool and
 // the run-time-index ScatterND by central finite differences.
 func TestScatterNDRuntimeIndicesGrad(t *testing.T) {
-	ins := randFeed("x", 6, 2, 3, 4, 6)
-	gradCheck(t, unpoolScatterModel(), feedsOf([]tin{ins}), "x", 1e-6)
+	ins := onnxtest.RandFeed("x", 6, 2, 3, 4, 6)
+	gradCheck(t, unpoolScatterModel(), onnxtest.Feeds([]onnxtest.In{ins}), "x", 1e-6)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -107,8 +108,8 @@ func geluConstants() []*onnxpb.NodeProto {
 		importer.NewFloat32("zero1", nil, []float32{0}),
 	} {
 		name := "value"
-		out = append(out, mkNode("Constant", "c_"+c.Name, nil, []string{c.Name},
-			&onnxpb.AttributeProto{Name: &name, Type: onnxpb.AttributeProto_TENSOR.Enum(), T: tensorProto(c)}))
+		out = append(out, onnxtest.Node("Constant", "c_"+c.Name, nil, []string{c.Name},
+			&onnxpb.AttributeProto{Name: &name, Type: onnxpb.AttributeProto_TENSOR.Enum(), T: onnxtest.TensorProto(c)}))
 	}
 	return out
 }
@@ -119,34 +120,34 @@ func geluNodes(variant string) []*onnxpb.NodeProto {
 	switch variant {
 	case "torch": // x/√2 → erf → +1 → x·() → ·0.5
 		return []*onnxpb.NodeProto{
-			mkNode("Div", "div", []string{"h0", "sqrt2"}, []string{"d"}),
-			mkNode("Erf", "erf", []string{"d"}, []string{"e"}),
-			mkNode("Add", "add", []string{"e", "one"}, []string{"a"}),
-			mkNode("Mul", "mul1", []string{"h0", "a"}, []string{"m1"}),
-			mkNode("Mul", "mul2", []string{"m1", "half"}, []string{"h"}),
+			onnxtest.Node("Div", "div", []string{"h0", "sqrt2"}, []string{"d"}),
+			onnxtest.Node("Erf", "erf", []string{"d"}, []string{"e"}),
+			onnxtest.Node("Add", "add", []string{"e", "one"}, []string{"a"}),
+			onnxtest.Node("Mul", "mul1", []string{"h0", "a"}, []string{"m1"}),
+			onnxtest.Node("Mul", "mul2", []string{"m1", "half"}, []string{"h"}),
 		}
 	case "half-first": // 0.5·x·(1 + erf(x·(1/√2)))
 		return []*onnxpb.NodeProto{
-			mkNode("Mul", "div", []string{"isqrt2", "h0"}, []string{"d"}),
-			mkNode("Erf", "erf", []string{"d"}, []string{"e"}),
-			mkNode("Add", "add", []string{"one", "e"}, []string{"a"}),
-			mkNode("Mul", "mul1", []string{"half", "h0"}, []string{"m1"}),
-			mkNode("Mul", "mul2", []string{"a", "m1"}, []string{"h"}),
+			onnxtest.Node("Mul", "div", []string{"isqrt2", "h0"}, []string{"d"}),
+			onnxtest.Node("Erf", "erf", []string{"d"}, []string{"e"}),
+			onnxtest.Node("Add", "add", []string{"one", "e"}, []string{"a"}),
+			onnxtest.Node("Mul", "mul1", []string{"half", "h0"}, []string{"m1"}),
+			onnxtest.Node("Mul", "mul2", []string{"a", "m1"}, []string{"h"}),
 		}
 	case "x-last": // x·((1 + erf(x/√2))·0.5)
 		return []*onnxpb.NodeProto{
-			mkNode("Div", "div", []string{"h0", "sqrt2"}, []string{"d"}),
-			mkNode("Erf", "erf", []string{"d"}, []string{"e"}),
-			mkNode("Add", "add", []string{"e", "one"}, []string{"a"}),
-			mkNode("Mul", "mul1", []string{"a", "half"}, []string{"m1"}),
-			mkNode("Mul", "mul2", []string{"h0", "m1"}, []string{"h"}),
+			onnxtest.Node("Div", "div", []string{"h0", "sqrt2"}, []string{"d"}),
+			onnxtest.Node("Erf", "erf", []string{"d"}, []string{"e"}),
+			onnxtest.Node("Add", "add", []string{"e", "one"}, []string{"a"}),
+			onnxtest.Node("Mul", "mul1", []string{"a", "half"}, []string{"m1"}),
+			onnxtest.Node("Mul", "mul2", []string{"h0", "m1"}, []string{"h"}),
 		}
 	case "wrong-constant": // x/1.41: not GELU to float32 precision
 		n := geluNodes("torch")
 		n[0].Input[1] = "sqrt2ish"
 		return n
 	case "erf-read-twice": // the Erf's output also feeds the regression head
-		return append(geluNodes("torch"), mkNode("Add", "extra", []string{"e", "zero1"}, []string{"e2"}))
+		return append(geluNodes("torch"), onnxtest.Node("Add", "extra", []string{"e", "zero1"}, []string{"e2"}))
 	}
 	panic(variant)
 }
@@ -155,26 +156,26 @@ func geluNodes(variant string) []*onnxpb.NodeProto {
 // x[N,4] → Gemm → GELU → {Gemm → LogSoftmax = logp, MatMul + bb = reg}.
 func geluTwoHead(variant string) *importer.Model {
 	r := rand.New(rand.NewSource(3))
-	nodes := []*onnxpb.NodeProto{mkNode("Gemm", "fc1", []string{"x", "W1", "b1"}, []string{"h0"}, aInt("transB", 1))}
+	nodes := []*onnxpb.NodeProto{onnxtest.Node("Gemm", "fc1", []string{"x", "W1", "b1"}, []string{"h0"}, onnxtest.AInt("transB", 1))}
 	nodes = append(nodes, geluNodes(variant)...)
 	reg := "zb"
 	nodes = append(nodes,
-		mkNode("Gemm", "fca", []string{"h", "Wa"}, []string{"za"}),
-		mkNode("LogSoftmax", "lsm", []string{"za"}, []string{"logp"}, aInt("axis", 1)),
-		mkNode("MatMul", "mm", []string{"h", "Wb"}, []string{"zb"}))
+		onnxtest.Node("Gemm", "fca", []string{"h", "Wa"}, []string{"za"}),
+		onnxtest.Node("LogSoftmax", "lsm", []string{"za"}, []string{"logp"}, onnxtest.AInt("axis", 1)),
+		onnxtest.Node("MatMul", "mm", []string{"h", "Wb"}, []string{"zb"}))
 	if variant == "erf-read-twice" {
-		nodes = append(nodes, mkNode("MatMul", "mm2", []string{"e2", "Wb"}, []string{"zb2"}),
-			mkNode("Add", "sum", []string{"zb", "zb2"}, []string{"zb3"}))
+		nodes = append(nodes, onnxtest.Node("MatMul", "mm2", []string{"e2", "Wb"}, []string{"zb2"}),
+			onnxtest.Node("Add", "sum", []string{"zb", "zb2"}, []string{"zb3"}))
 		reg = "zb3"
 	}
-	nodes = append(nodes, mkNode("Add", "addb", []string{reg, "bb"}, []string{"reg"}))
-	w1 := randF32(r, "W1", 6, 4)
+	nodes = append(nodes, onnxtest.Node("Add", "addb", []string{reg, "bb"}, []string{"reg"}))
+	w1 := onnxtest.RandF32(r, "W1", 6, 4)
 	for i := range w1.F32 {
 		w1.F32[i] *= 6 // pre-activations over [−8, 8]: every interval of Φ's approximations
 	}
-	inits := []*importer.Tensor{w1, randF32(r, "b1", 6), randF32(r, "Wa", 6, 3), randF32(r, "Wb", 6, 2), randF32(r, "bb", 2)}
+	inits := []*importer.Tensor{w1, onnxtest.RandF32(r, "b1", 6), onnxtest.RandF32(r, "Wa", 6, 3), onnxtest.RandF32(r, "Wb", 6, 2), onnxtest.RandF32(r, "bb", 2)}
 	nodes = append(geluConstants(), nodes...)
-	return graphModel(nodes, inits, map[string][]int64{"x": {-1, 4}}, "logp", "reg")
+	return onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {-1, 4}}, "logp", "reg")
 }
 
 // TestFuseGelu checks, for each grouping of the five ops, that the GELU
@@ -247,11 +248,11 @@ func TestFuseGelu(t *testing.T) {
 			}
 			t.Logf("largest difference: %.3g of the largest entry", worst)
 			if tc.fused {
-				x := randFeed("x", 5, 3, 4)
-				for i := range x.t.F64 {
-					x.t.F64[i] *= 3
+				x := onnxtest.RandFeed("x", 5, 3, 4)
+				for i := range x.T.F64 {
+					x.T.F64[i] *= 3
 				}
-				gradCheck(t, geluOnly(tc.variant), feedsOf([]tin{x}), "x", 1e-6)
+				gradCheck(t, geluOnly(tc.variant), onnxtest.Feeds([]onnxtest.In{x}), "x", 1e-6)
 			}
 		})
 	}
@@ -260,31 +261,31 @@ func TestFuseGelu(t *testing.T) {
 // geluOnly is the GELU pattern of variant alone, reading input x and
 // writing h.
 func geluOnly(variant string) *importer.Model {
-	nodes := []*onnxpb.NodeProto{mkNode("Identity", "id", []string{"x"}, []string{"h0"})}
+	nodes := []*onnxpb.NodeProto{onnxtest.Node("Identity", "id", []string{"x"}, []string{"h0"})}
 	nodes = append(nodes, geluNodes(variant)...)
 	nodes = append(geluConstants(), nodes...)
 	var inits []*importer.Tensor
-	return graphModel(nodes, inits, map[string][]int64{"x": {3, 4}}, "h")
+	return onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {3, 4}}, "h")
 }
 
 // TestGeluOpFused checks that the ONNX Gelu op (approximate "none") runs
 // as the fused op, its outputs those of ½x·erfc(−x/√2) to float64
 // round-off, and its gradient passes the finite-difference check.
 func TestGeluOpFused(t *testing.T) {
-	x := randFeed("x", 9, 4, 7)
-	for i := range x.t.F64 {
-		x.t.F64[i] *= 9
+	x := onnxtest.RandFeed("x", 9, 4, 7)
+	for i := range x.T.F64 {
+		x.T.F64[i] *= 9
 	}
-	m := oneNode("Gelu", 20, nil, []tin{x}, "y")
-	feeds := feedsOf([]tin{x})
+	m := onnxtest.OneNode("Gelu", 20, nil, []onnxtest.In{x}, "y")
+	feeds := onnxtest.Feeds([]onnxtest.In{x})
 	if op := testGraph(t, m, feeds, nil).Vals["y"].N.Op().String(); !strings.Contains(op, "Gelu") {
 		t.Fatalf("y is computed by %v", op)
 	}
-	want := make([]float64, len(x.t.F64))
-	for i, v := range x.t.F64 {
+	want := make([]float64, len(x.T.F64))
+	for i, v := range x.T.F64 {
 		want[i] = v * phiRef(v)
 	}
-	assertClose(t, "y", forward(t, m, feeds)["y"], x.t.Shape, want, 1e-14)
+	onnxtest.AssertClose(t, "y", forward(t, m, feeds)["y"], x.T.Shape, want, 1e-14)
 	gradCheck(t, m, feeds, "x", 1e-6)
 }
 

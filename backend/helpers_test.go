@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
@@ -18,121 +19,6 @@ import (
 // Test helpers shared by the op tests of package backend: build a
 // one-node ONNX model, run it forward in float64, check gradients by
 // central differences.
-
-// tin is one input of a test node: a graph input fed at run time, or an
-// initializer (init true).
-type tin struct {
-	name string
-	t    *importer.Tensor
-	init bool
-}
-
-// feed returns a graph input of the given shape and values.
-func feed(name string, shape []int, data ...float64) tin {
-	return tin{name: name, t: &importer.Tensor{Name: name, Type: importer.Float64, Shape: shape, F64: data}}
-}
-
-// initF returns a float64 initializer.
-func initF(name string, shape []int, data ...float64) tin {
-	t := feed(name, shape, data...)
-	t.init = true
-	return t
-}
-
-// initI returns an int64 initializer (shapes, axes, ...).
-func initI(name string, shape []int, data ...int64) tin {
-	return tin{name: name, init: true, t: &importer.Tensor{Name: name, Type: importer.Int64, Shape: shape, I64: data}}
-}
-
-// randFeed returns a graph input with values uniform in [-1, 1) from a
-// fixed seed.
-func randFeed(name string, seed int64, s ...int) tin {
-	r := rand.New(rand.NewSource(seed))
-	d := make([]float64, shape.Numel(s))
-	for i := range d {
-		d[i] = 2*r.Float64() - 1
-	}
-	return feed(name, s, d...)
-}
-
-// absent marks an omitted optional input.
-var absent = tin{}
-
-func aInt(name string, v int64) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, Type: onnxpb.AttributeProto_INT.Enum(), I: &v}
-}
-
-func aFloat(name string, v float32) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, Type: onnxpb.AttributeProto_FLOAT.Enum(), F: &v}
-}
-
-func aInts(name string, v ...int64) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, Type: onnxpb.AttributeProto_INTS.Enum(), Ints: v}
-}
-
-func aString(name, v string) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(v)}
-}
-
-// tensorProto encodes t (float64, float32 or int64) as a TensorProto.
-func tensorProto(t *importer.Tensor) *onnxpb.TensorProto {
-	name := t.Name
-	tp := &onnxpb.TensorProto{Name: &name, DataType: proto32(int32(t.Type))}
-	for _, d := range t.Shape {
-		tp.Dims = append(tp.Dims, int64(d))
-	}
-	switch {
-	case t.F64 != nil:
-		tp.DoubleData = t.F64
-	case t.F32 != nil:
-		tp.FloatData = t.F32
-	default:
-		tp.Int64Data = t.I64
-	}
-	return tp
-}
-
-func proto32(v int32) *int32 { return &v }
-
-// oneNode builds a model holding a single node of opType at opset, with
-// the given inputs (graph inputs or initializers) and outputs.
-func oneNode(opType string, opset int64, attrs []*onnxpb.AttributeProto, ins []tin, outs ...string) *importer.Model {
-	name := "n0"
-	node := &onnxpb.NodeProto{Name: &name, OpType: &opType, Attribute: attrs}
-	g := &onnxpb.GraphProto{}
-	for _, in := range ins {
-		node.Input = append(node.Input, in.name)
-		if in.name == "" {
-			continue
-		}
-		if in.init {
-			g.Initializer = append(g.Initializer, tensorProto(in.t))
-			continue
-		}
-		nm := in.name
-		et := int32(importer.Float64)
-		g.Input = append(g.Input, &onnxpb.ValueInfoProto{Name: &nm, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: &et}}}})
-	}
-	node.Output = outs
-	for _, o := range outs {
-		nm := o
-		g.Output = append(g.Output, &onnxpb.ValueInfoProto{Name: &nm})
-	}
-	g.Node = []*onnxpb.NodeProto{node}
-	dom := ""
-	return &importer.Model{Proto: &onnxpb.ModelProto{Graph: g, OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: &dom, Version: &opset}}}}
-}
-
-// feedsOf returns the graph inputs among ins by name.
-func feedsOf(ins []tin) map[string]*importer.Tensor {
-	out := map[string]*importer.Tensor{}
-	for _, in := range ins {
-		if in.name != "" && !in.init {
-			out[in.name] = in.t
-		}
-	}
-	return out
-}
 
 // testGraph builds m in float64 for the shapes of feeds, with the
 // initializers in trainable as parameter nodes.
@@ -220,36 +106,10 @@ func forwardWith(t *testing.T, m *importer.Model, feeds map[string]*importer.Ten
 }
 
 // runOne builds a one-node model, runs it and returns its first output.
-func runOne(t *testing.T, opType string, opset int64, attrs []*onnxpb.AttributeProto, ins []tin) *importer.Tensor {
+func runOne(t *testing.T, opType string, opset int64, attrs []*onnxpb.AttributeProto, ins []onnxtest.In) *importer.Tensor {
 	t.Helper()
-	m := oneNode(opType, opset, attrs, ins, "y")
-	return forward(t, m, feedsOf(ins))["y"]
-}
-
-// assertClose fails unless got (shape and values) matches want within
-// |got-want| <= tol·(1+|want|).
-func assertClose(t *testing.T, what string, got *importer.Tensor, wantShape []int, want []float64, tol float64) {
-	t.Helper()
-	if got == nil {
-		t.Fatalf("%s: no output", what)
-	}
-	if len(got.Shape) != len(wantShape) {
-		t.Fatalf("%s: shape %v, want %v", what, got.Shape, wantShape)
-	}
-	for i := range wantShape {
-		if got.Shape[i] != wantShape[i] {
-			t.Fatalf("%s: shape %v, want %v", what, got.Shape, wantShape)
-		}
-	}
-	g := got.Float64s()
-	if len(g) != len(want) {
-		t.Fatalf("%s: %d values, want %d", what, len(g), len(want))
-	}
-	for i := range want {
-		if math.Abs(g[i]-want[i]) > tol*(1+math.Abs(want[i])) {
-			t.Fatalf("%s: value %d = %.10g, want %.10g (all: %v)", what, i, g[i], want[i], g)
-		}
-	}
+	m := onnxtest.OneNode(opType, opset, attrs, ins, "y")
+	return forward(t, m, onnxtest.Feeds(ins))["y"]
 }
 
 // weightedSumGrads adds to bt's graph the loss L = Σ w·y over the values

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -155,7 +156,7 @@ func TestLayerNorm32MatchesFloat64(t *testing.T) {
 				ins, shapes = ins[:2], shapes[:2]
 			}
 			n := &onnxpb.NodeProto{Name: proto.String("ln"), OpType: proto.String("LayerNormalization"),
-				Input: ins, Output: []string{"y"}, Attribute: []*onnxpb.AttributeProto{aInt("axis", c.axis)}}
+				Input: ins, Output: []string{"y"}, Attribute: []*onnxpb.AttributeProto{onnxtest.AInt("axis", c.axis)}}
 			op := lowerKernel(t, lowerLayerNorm, n, shapes...)
 			if op.Fwd32 == nil {
 				t.Fatal("no float32 kernels")
@@ -325,7 +326,7 @@ func TestTranspose32MatchesFloat64(t *testing.T) {
 		t.Run(fmt.Sprint(c.x, c.perm), func(t *testing.T) {
 			n := &onnxpb.NodeProto{Name: proto.String("t"), OpType: proto.String("Transpose"), Input: []string{"x"}, Output: []string{"y"}}
 			if c.perm != nil {
-				n.Attribute = []*onnxpb.AttributeProto{aInts("perm", c.perm...)}
+				n.Attribute = []*onnxpb.AttributeProto{onnxtest.AInts("perm", c.perm...)}
 			}
 			checkKernel32(t, lowerKernel(t, lowerTranspose, n, c.x), int64(i), 1)
 		})

@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -36,7 +37,7 @@ func TestMatMul32(t *testing.T) {
 			if tb == 1 {
 				b = []int{9, 33}
 			}
-			at := []*onnxpb.AttributeProto{aInt("transA", ta), aInt("transB", tb), aFloat("alpha", 0.75), aFloat("beta", 1.5)}
+			at := []*onnxpb.AttributeProto{onnxtest.AInt("transA", ta), onnxtest.AInt("transB", tb), onnxtest.AFloat("alpha", 0.75), onnxtest.AFloat("beta", 1.5)}
 			cases = append(cases,
 				tc{fmt.Sprintf("gemm_t%d%d_full_c", ta, tb), "Gemm", [][]int{a, b, {7, 9}}, at},
 				tc{fmt.Sprintf("gemm_t%d%d_row_c", ta, tb), "Gemm", [][]int{a, b, {9}}, at},

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -27,10 +28,10 @@ func TestMatMulFillsDirtyBuffers(t *testing.T) {
 		shapes [][]int
 		attrs  []*onnxpb.AttributeProto
 	}{
-		{"gemm_full_c", "Gemm", [][]int{{7, 33}, {33, 9}, {7, 9}}, []*onnxpb.AttributeProto{aFloat("beta", 1.5)}},
-		{"gemm_row_c_transposed", "Gemm", [][]int{{33, 7}, {9, 33}, {9}}, []*onnxpb.AttributeProto{aInt("transA", 1), aInt("transB", 1)}},
+		{"gemm_full_c", "Gemm", [][]int{{7, 33}, {33, 9}, {7, 9}}, []*onnxpb.AttributeProto{onnxtest.AFloat("beta", 1.5)}},
+		{"gemm_row_c_transposed", "Gemm", [][]int{{33, 7}, {9, 33}, {9}}, []*onnxpb.AttributeProto{onnxtest.AInt("transA", 1), onnxtest.AInt("transB", 1)}},
 		{"gemm_no_c", "Gemm", [][]int{{7, 33}, {33, 9}}, nil},
-		{"gemm_c_beta0", "Gemm", [][]int{{7, 33}, {33, 9}, {9}}, []*onnxpb.AttributeProto{aFloat("beta", 0)}},
+		{"gemm_c_beta0", "Gemm", [][]int{{7, 33}, {33, 9}, {9}}, []*onnxpb.AttributeProto{onnxtest.AFloat("beta", 0)}},
 		{"matmul_2d", "MatMul", [][]int{{130, 30}, {30, 70}}, nil},
 		{"matmul_batched", "MatMul", [][]int{{3, 5, 6}, {3, 6, 2}}, nil},
 		{"matmul_broadcast_a", "MatMul", [][]int{{1, 5, 6}, {4, 6, 2}}, nil},

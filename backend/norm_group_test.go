@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -20,11 +21,11 @@ func groupNormCases(opset int64) []oracleCase {
 		return g
 	}
 	return []oracleCase{
-		{"2 groups of 2", []*onnxpb.AttributeProto{aInt("num_groups", 2)},
+		{"2 groups of 2", []*onnxpb.AttributeProto{onnxtest.AInt("num_groups", 2)},
 			[]*importer.Tensor{randF32Tensor(r, "x", 2, 4, 3, 2), randF32Tensor(r, "s", aff(2, 4)), randF32Tensor(r, "b", aff(2, 4))}},
-		{"1 group eps", []*onnxpb.AttributeProto{aInt("num_groups", 1), aFloat("epsilon", 0.05)},
+		{"1 group eps", []*onnxpb.AttributeProto{onnxtest.AInt("num_groups", 1), onnxtest.AFloat("epsilon", 0.05)},
 			[]*importer.Tensor{randF32Tensor(r, "x", 1, 3, 5), randF32Tensor(r, "s", aff(1, 3)), randF32Tensor(r, "b", aff(1, 3))}},
-		{"groups = channels", []*onnxpb.AttributeProto{aInt("num_groups", 3)},
+		{"groups = channels", []*onnxpb.AttributeProto{onnxtest.AInt("num_groups", 3)},
 			[]*importer.Tensor{randF32Tensor(r, "x", 2, 3, 2, 2), randF32Tensor(r, "s", 3), randF32Tensor(r, "b", 3)}},
 	}
 }
@@ -41,11 +42,11 @@ func TestGroupNormORT(t *testing.T) {
 func TestGroupNormGrad(t *testing.T) {
 	for _, opset := range []int64{18, 21} {
 		for _, c := range groupNormCases(opset) {
-			ins := []tin{feed("x", c.ins[0].Shape, c.ins[0].Float64s()...),
-				initF("s", c.ins[1].Shape, c.ins[1].Float64s()...), initF("b", c.ins[2].Shape, c.ins[2].Float64s()...)}
-			m := oneNode("GroupNormalization", opset, c.attrs, ins, "y")
+			ins := []onnxtest.In{onnxtest.Feed("x", c.ins[0].Shape, c.ins[0].Float64s()...),
+				onnxtest.InitF("s", c.ins[1].Shape, c.ins[1].Float64s()...), onnxtest.InitF("b", c.ins[2].Shape, c.ins[2].Float64s()...)}
+			m := onnxtest.OneNode("GroupNormalization", opset, c.attrs, ins, "y")
 			for _, wrt := range []string{"x", "s", "b"} {
-				gradCheck(t, m, feedsOf(ins), wrt, 1e-5)
+				gradCheck(t, m, onnxtest.Feeds(ins), wrt, 1e-5)
 			}
 		}
 	}
@@ -66,8 +67,8 @@ func TestGroupNormErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ins := []tin{randFeed("x", 1, 1, 4, 2), initF("s", []int{c.affine}, make([]float64, c.affine)...), initF("b", []int{c.affine}, make([]float64, c.affine)...)}
-			_, err := tryGraph(oneNode("GroupNormalization", c.opset, []*onnxpb.AttributeProto{aInt("num_groups", c.groups)}, ins, "y"), feedsOf(ins), nil)
+			ins := []onnxtest.In{onnxtest.RandFeed("x", 1, 1, 4, 2), onnxtest.InitF("s", []int{c.affine}, make([]float64, c.affine)...), onnxtest.InitF("b", []int{c.affine}, make([]float64, c.affine)...)}
+			_, err := tryGraph(onnxtest.OneNode("GroupNormalization", c.opset, []*onnxpb.AttributeProto{onnxtest.AInt("num_groups", c.groups)}, ins, "y"), onnxtest.Feeds(ins), nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("got %v, want an error containing %q", err, c.want)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -19,13 +20,13 @@ func layerNormCases() []oracleCase {
 	r := rand.New(rand.NewSource(17))
 	return []oracleCase{
 		{"axis -1 (ViT)", nil, []*importer.Tensor{randF32Tensor(r, "x", 2, 3, 5), randF32Tensor(r, "s", 5), randF32Tensor(r, "b", 5)}},
-		{"axis 1 eps 1e-2", []*onnxpb.AttributeProto{aInt("axis", 1), aFloat("epsilon", 1e-2)},
+		{"axis 1 eps 1e-2", []*onnxpb.AttributeProto{onnxtest.AInt("axis", 1), onnxtest.AFloat("epsilon", 1e-2)},
 			[]*importer.Tensor{randF32Tensor(r, "x", 2, 3, 4), randF32Tensor(r, "s", 3, 4), randF32Tensor(r, "b", 3, 4)}},
-		{"axis 0 no B", []*onnxpb.AttributeProto{aInt("axis", 0)},
+		{"axis 0 no B", []*onnxpb.AttributeProto{onnxtest.AInt("axis", 0)},
 			[]*importer.Tensor{randF32Tensor(r, "x", 2, 3, 2), randF32Tensor(r, "s", 2, 3, 2), nil}},
-		{"axis -2 Scale broadcast", []*onnxpb.AttributeProto{aInt("axis", -2), aInt("stash_type", 1)},
+		{"axis -2 Scale broadcast", []*onnxpb.AttributeProto{onnxtest.AInt("axis", -2), onnxtest.AInt("stash_type", 1)},
 			[]*importer.Tensor{randF32Tensor(r, "x", 3, 4, 2), randF32Tensor(r, "s", 1, 2), randF32Tensor(r, "b", 4, 1)}},
-		{"rank 4 channels-last (ConvNeXt)", []*onnxpb.AttributeProto{aFloat("epsilon", 1e-6)},
+		{"rank 4 channels-last (ConvNeXt)", []*onnxpb.AttributeProto{onnxtest.AFloat("epsilon", 1e-6)},
 			[]*importer.Tensor{randF32Tensor(r, "x", 2, 3, 3, 6), randF32Tensor(r, "s", 6), randF32Tensor(r, "b", 6)}},
 	}
 }
@@ -42,8 +43,8 @@ func TestLayerNormStatsORT(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
 	x := randF32Tensor(r, "x", 2, 3, 4)
 	inits := []*importer.Tensor{randF32Tensor(r, "s", 3, 4), randF32Tensor(r, "b", 3, 4)}
-	node := mkNode("LayerNormalization", "ln", []string{"x", "s", "b"}, []string{"y", "mean", "inv"}, aInt("axis", -2), aFloat("epsilon", 0.1))
-	m := graphModel([]*onnxpb.NodeProto{node}, inits, map[string][]int64{"x": {2, 3, 4}}, "y", "mean", "inv")
+	node := onnxtest.Node("LayerNormalization", "ln", []string{"x", "s", "b"}, []string{"y", "mean", "inv"}, onnxtest.AInt("axis", -2), onnxtest.AFloat("epsilon", 0.1))
+	m := onnxtest.GraphModel([]*onnxpb.NodeProto{node}, inits, map[string][]int64{"x": {2, 3, 4}}, "y", "mean", "inv")
 	ir, opset := int64(8), int64(17)
 	m.Proto.IrVersion, m.Proto.OpsetImport[0].Version = &ir, &opset
 	b, err := proto.Marshal(m.Proto)
@@ -61,7 +62,7 @@ func TestLayerNormStatsORT(t *testing.T) {
 		if w == nil {
 			t.Fatalf("ONNX Runtime gave no output %q", o)
 		}
-		assertClose(t, o+" vs ONNX Runtime", got[o], w.Shape, w.Float64s(), 1e-5)
+		onnxtest.AssertClose(t, o+" vs ONNX Runtime", got[o], w.Shape, w.Float64s(), 1e-5)
 	}
 }
 
@@ -73,14 +74,14 @@ func TestLayerNormErrors(t *testing.T) {
 		scale []int
 		want  string
 	}{
-		{"axis out of range", []*onnxpb.AttributeProto{aInt("axis", 3)}, []int{4}, "axis 3 out of range"},
-		{"stash_type", []*onnxpb.AttributeProto{aInt("stash_type", 7)}, []int{4}, "stash_type 7"},
+		{"axis out of range", []*onnxpb.AttributeProto{onnxtest.AInt("axis", 3)}, []int{4}, "axis 3 out of range"},
+		{"stash_type", []*onnxpb.AttributeProto{onnxtest.AInt("stash_type", 7)}, []int{4}, "stash_type 7"},
 		{"Scale shape", nil, []int{3}, "does not broadcast"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ins := []tin{randFeed("x", 1, 2, 3, 4), initF("s", c.scale, make([]float64, shape.Numel(c.scale))...)}
-			_, err := tryGraph(oneNode("LayerNormalization", 17, c.attrs, ins, "y"), feedsOf(ins), nil)
+			ins := []onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3, 4), onnxtest.InitF("s", c.scale, make([]float64, shape.Numel(c.scale))...)}
+			_, err := tryGraph(onnxtest.OneNode("LayerNormalization", 17, c.attrs, ins, "y"), onnxtest.Feeds(ins), nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), `"n0"`) {
 				t.Errorf("error %v: want one naming node \"n0\" and %q", err, c.want)
 			}
@@ -93,24 +94,24 @@ func TestLayerNormErrors(t *testing.T) {
 func TestLayerNormGrad(t *testing.T) {
 	for _, c := range layerNormCases() {
 		t.Run(c.name, func(t *testing.T) {
-			ins := []tin{feed("x", c.ins[0].Shape, c.ins[0].Float64s()...)}
+			ins := []onnxtest.In{onnxtest.Feed("x", c.ins[0].Shape, c.ins[0].Float64s()...)}
 			wrts := []string{"x"}
 			for j, name := range []string{"s", "b"} {
 				if in := c.ins[j+1]; in != nil {
-					ins = append(ins, initF(name, in.Shape, in.Float64s()...))
+					ins = append(ins, onnxtest.InitF(name, in.Shape, in.Float64s()...))
 					wrts = append(wrts, name)
 				}
 			}
-			m := oneNode("LayerNormalization", 17, c.attrs, ins, "y", "mean", "inv")
+			m := onnxtest.OneNode("LayerNormalization", 17, c.attrs, ins, "y", "mean", "inv")
 			for _, wrt := range wrts {
-				gradCheck(t, m, feedsOf(ins), wrt, 1e-5)
+				gradCheck(t, m, onnxtest.Feeds(ins), wrt, 1e-5)
 			}
 			// gradCheck differentiates the first graph output: put Mean,
 			// then InvStdDev, first.
 			outs := m.Proto.Graph.Output
 			for _, k := range []int{1, 2} {
 				m.Proto.Graph.Output = []*onnxpb.ValueInfoProto{outs[k]}
-				gradCheck(t, m, feedsOf(ins), "x", 1e-5)
+				gradCheck(t, m, onnxtest.Feeds(ins), "x", 1e-5)
 			}
 		})
 	}

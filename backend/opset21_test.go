@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/ortcheck"
@@ -34,7 +35,7 @@ func newOpsetModel() (*importer.Model, map[string]*importer.Tensor, []string) {
 			name := op + string(rune('a'+len(nodes))) + string(rune('0'+i))
 			o = append(o, name)
 		}
-		nodes = append(nodes, mkNode(op, op+"_"+string(rune('a'+len(nodes))), ins, o, attrs...))
+		nodes = append(nodes, onnxtest.Node(op, op+"_"+string(rune('a'+len(nodes))), ins, o, attrs...))
 		outs = append(outs, o...)
 	}
 	for _, op := range []string{"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
@@ -43,17 +44,17 @@ func newOpsetModel() (*importer.Model, map[string]*importer.Tensor, []string) {
 		if op == "ReduceLogSum" {
 			in = "ReduceL1f0" // positive: ReduceL1 is node f
 		}
-		add(op, []string{in, "ax12"}, 1, aInt("keepdims", 1))
+		add(op, []string{in, "ax12"}, 1, onnxtest.AInt("keepdims", 1))
 	}
-	add("ReduceMean", []string{"x", "ax1"}, 1, aInt("keepdims", 0))
+	add("ReduceMean", []string{"x", "ax1"}, 1, onnxtest.AInt("keepdims", 0))
 	add("ReduceSum", []string{"x"}, 1) // no axes: all
-	add("Split", []string{"x"}, 3, aInt("axis", 2), aInt("num_outputs", 3))
-	add("Pad", []string{"x", "pads", "", "padax"}, 1, aString("mode", "reflect"))
-	add("Pad", []string{"x", "wrappads"}, 1, aString("mode", "wrap"))
+	add("Split", []string{"x"}, 3, onnxtest.AInt("axis", 2), onnxtest.AInt("num_outputs", 3))
+	add("Pad", []string{"x", "pads", "", "padax"}, 1, onnxtest.AString("mode", "reflect"))
+	add("Pad", []string{"x", "wrappads"}, 1, onnxtest.AString("mode", "wrap"))
 	add("LayerNormalization", []string{"x", "lns", "lnb"}, 1)
-	add("Gelu", []string{"x"}, 1, aString("approximate", "tanh"))
-	add("GroupNormalization", []string{"x", "gns", "gnb"}, 1, aInt("num_groups", 2))
-	m := graphModel(nodes, inits, map[string][]int64{"x": {2, 4, 5}}, outs...)
+	add("Gelu", []string{"x"}, 1, onnxtest.AString("approximate", "tanh"))
+	add("GroupNormalization", []string{"x", "gns", "gnb"}, 1, onnxtest.AInt("num_groups", 2))
+	m := onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {2, 4, 5}}, outs...)
 	ir, opset := int64(10), int64(21)
 	m.Proto.IrVersion, m.Proto.OpsetImport[0].Version = &ir, &opset
 	return m, map[string]*importer.Tensor{"x": x}, outs
@@ -82,7 +83,7 @@ func TestNewOpsetORT(t *testing.T) {
 		if w == nil {
 			t.Fatalf("ONNX Runtime gave no output %q", o)
 		}
-		assertClose(t, o+" vs ONNX Runtime", got[o], w.Shape, w.Float64s(), 1e-5)
+		onnxtest.AssertClose(t, o+" vs ONNX Runtime", got[o], w.Shape, w.Float64s(), 1e-5)
 	}
 }
 
@@ -93,22 +94,22 @@ func TestNewOpsetRefused(t *testing.T) {
 		op    string
 		opset int64
 		attrs []*onnxpb.AttributeProto
-		ins   []tin
+		ins   []onnxtest.In
 		want  string
 	}{
-		{"ScatterND", 18, []*onnxpb.AttributeProto{aString("reduction", "max")},
-			[]tin{randFeed("x", 1, 2, 3), initI("i", []int{1, 1}, 0), randFeed("u", 2, 1, 3)}, `ScatterND (node "n0", opset 18)`},
-		{"CenterCropPad", 18, nil, []tin{randFeed("x", 1, 2, 3), initI("s", []int{2}, 1, 1)}, `CenterCropPad (node "n0", opset 18)`},
-		{"Mish", 17, nil, []tin{randFeed("x", 1, 2, 3)}, `Mish (node "n0", opset 17)`},
-		{"Pad", 18, []*onnxpb.AttributeProto{aString("mode", "wrap")}, []tin{randFeed("x", 1, 2, 3), initI("p", []int{4}, 0, 1, 0, 1)}, `mode "wrap" needs opset 19`},
-		{"Resize", 18, []*onnxpb.AttributeProto{aInt("antialias", 1)},
-			[]tin{randFeed("x", 1, 1, 1, 2, 2), {name: ""}, initF("s", []int{4}, 1, 1, 2, 2)}, "antialias = 1 is not supported"},
-		{"Resize", 18, []*onnxpb.AttributeProto{aString("coordinate_transformation_mode", "half_pixel_symmetric")},
-			[]tin{randFeed("x", 1, 1, 1, 2, 2), {name: ""}, initF("s", []int{4}, 1, 1, 2, 2)}, `"half_pixel_symmetric" needs opset 19`},
+		{"ScatterND", 18, []*onnxpb.AttributeProto{onnxtest.AString("reduction", "max")},
+			[]onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3), onnxtest.InitI("i", []int{1, 1}, 0), onnxtest.RandFeed("u", 2, 1, 3)}, `ScatterND (node "n0", opset 18)`},
+		{"CenterCropPad", 18, nil, []onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3), onnxtest.InitI("s", []int{2}, 1, 1)}, `CenterCropPad (node "n0", opset 18)`},
+		{"Mish", 17, nil, []onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3)}, `Mish (node "n0", opset 17)`},
+		{"Pad", 18, []*onnxpb.AttributeProto{onnxtest.AString("mode", "wrap")}, []onnxtest.In{onnxtest.RandFeed("x", 1, 2, 3), onnxtest.InitI("p", []int{4}, 0, 1, 0, 1)}, `mode "wrap" needs opset 19`},
+		{"Resize", 18, []*onnxpb.AttributeProto{onnxtest.AInt("antialias", 1)},
+			[]onnxtest.In{onnxtest.RandFeed("x", 1, 1, 1, 2, 2), {Name: ""}, onnxtest.InitF("s", []int{4}, 1, 1, 2, 2)}, "antialias = 1 is not supported"},
+		{"Resize", 18, []*onnxpb.AttributeProto{onnxtest.AString("coordinate_transformation_mode", "half_pixel_symmetric")},
+			[]onnxtest.In{onnxtest.RandFeed("x", 1, 1, 1, 2, 2), {Name: ""}, onnxtest.InitF("s", []int{4}, 1, 1, 2, 2)}, `"half_pixel_symmetric" needs opset 19`},
 	}
 	for _, c := range cases {
 		t.Run(c.op, func(t *testing.T) {
-			_, err := tryGraph(oneNode(c.op, c.opset, c.attrs, c.ins, "y"), feedsOf(c.ins), nil)
+			_, err := tryGraph(onnxtest.OneNode(c.op, c.opset, c.attrs, c.ins, "y"), onnxtest.Feeds(c.ins), nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("got %v, want an error containing %q", err, c.want)
 			}
@@ -118,6 +119,6 @@ func TestNewOpsetRefused(t *testing.T) {
 
 // TestPadWrapGrad checks Pad's wrap mode (opset 19) by finite differences.
 func TestPadWrapGrad(t *testing.T) {
-	ins := []tin{randFeed("x", 5, 2, 3, 4), initI("p", []int{6}, 0, 2, 1, 1, 3, 4)}
-	gradCheck(t, oneNode("Pad", 19, []*onnxpb.AttributeProto{aString("mode", "wrap")}, ins, "y"), feedsOf(ins), "x", 1e-6)
+	ins := []onnxtest.In{onnxtest.RandFeed("x", 5, 2, 3, 4), onnxtest.InitI("p", []int{6}, 0, 2, 1, 1, 3, 4)}
+	gradCheck(t, onnxtest.OneNode("Pad", 19, []*onnxpb.AttributeProto{onnxtest.AString("mode", "wrap")}, ins, "y"), onnxtest.Feeds(ins), "x", 1e-6)
 }

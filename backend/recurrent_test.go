@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -57,9 +58,9 @@ func (c rnnCase) tensors(r *rand.Rand, prefix string) []*importer.Tensor {
 }
 
 func (c rnnCase) attrs() []*onnxpb.AttributeProto {
-	a := []*onnxpb.AttributeProto{aString("direction", c.dir), aInt("hidden_size", int64(c.H))}
+	a := []*onnxpb.AttributeProto{onnxtest.AString("direction", c.dir), onnxtest.AInt("hidden_size", int64(c.H))}
 	if c.op == "GRU" {
-		a = append(a, aInt("linear_before_reset", c.lbr))
+		a = append(a, onnxtest.AInt("linear_before_reset", c.lbr))
 	}
 	return a
 }
@@ -106,9 +107,9 @@ func TestRecurrentORT(t *testing.T) {
 			o = append(o, p+"Y_c")
 		}
 		outs = append(outs, o...)
-		nodes = append(nodes, mkNode(c.op, c.name(), ins, o, c.attrs()...))
+		nodes = append(nodes, onnxtest.Node(c.op, c.name(), ins, o, c.attrs()...))
 	}
-	m := graphModel(nodes, inits, inputs, outs...)
+	m := onnxtest.GraphModel(nodes, inits, inputs, outs...)
 	checkGraphORT(t, m, 14, feeds, 1e-5)
 }
 
@@ -123,20 +124,20 @@ func TestRecurrentGrad(t *testing.T) {
 		{op: "GRU", dir: "reverse", bias: true, init: true, lbr: 0, T: 3, B: 2, I: 2, H: 3, gates: 3},
 	} {
 		t.Run(c.name(), func(t *testing.T) {
-			x := randFeed("x", 3, c.T, c.B, c.I)
-			ins := []tin{x}
+			x := onnxtest.RandFeed("x", 3, c.T, c.B, c.I)
+			ins := []onnxtest.In{x}
 			var wrt []string
 			for _, tt := range c.tensors(r, "") {
 				if tt == nil {
-					ins = append(ins, absent)
+					ins = append(ins, onnxtest.Absent)
 					continue
 				}
-				ins = append(ins, initF(tt.Name, tt.Shape, tt.Float64s()...))
+				ins = append(ins, onnxtest.InitF(tt.Name, tt.Shape, tt.Float64s()...))
 				wrt = append(wrt, tt.Name)
 			}
-			m := oneNode(c.op, 14, c.attrs(), ins, "Y", "Y_h")
+			m := onnxtest.OneNode(c.op, 14, c.attrs(), ins, "Y", "Y_h")
 			for _, w := range append([]string{"x"}, wrt...) {
-				gradCheck(t, m, feedsOf(ins), w, 1e-6)
+				gradCheck(t, m, onnxtest.Feeds(ins), w, 1e-6)
 			}
 		})
 	}
@@ -148,10 +149,10 @@ func TestRecurrentGrad(t *testing.T) {
 func TestRecurrentRefused(t *testing.T) {
 	c := rnnCase{op: "LSTM", dir: "forward", T: 3, B: 2, I: 2, H: 3, gates: 4}
 	r := rand.New(rand.NewSource(1))
-	base := func() []tin {
-		ins := []tin{randFeed("x", 1, c.T, c.B, c.I)}
+	base := func() []onnxtest.In {
+		ins := []onnxtest.In{onnxtest.RandFeed("x", 1, c.T, c.B, c.I)}
 		for _, tt := range c.tensors(r, "") {
-			ins = append(ins, initF(tt.Name, tt.Shape, tt.Float64s()...))
+			ins = append(ins, onnxtest.InitF(tt.Name, tt.Shape, tt.Float64s()...))
 		}
 		return ins
 	}
@@ -159,27 +160,27 @@ func TestRecurrentRefused(t *testing.T) {
 	cases := []struct {
 		name  string
 		attrs []*onnxpb.AttributeProto
-		extra []tin
+		extra []onnxtest.In
 		want  string
 	}{
 		{"activations", []*onnxpb.AttributeProto{acts}, nil, "activations [Relu Tanh Tanh] are not supported"},
-		{"clip", []*onnxpb.AttributeProto{aFloat("clip", 3)}, nil, `attribute "clip" is not supported`},
-		{"input_forget", []*onnxpb.AttributeProto{aInt("input_forget", 1)}, nil, "input_forget 1"},
-		{"layout", []*onnxpb.AttributeProto{aInt("layout", 1)}, nil, "layout 1 (batch first) is not supported"},
-		{"sequence_lens", nil, []tin{absent, initI("lens", []int{2}, 3, 2)}, "sequences shorter than seq_length 3 are not supported"},
+		{"clip", []*onnxpb.AttributeProto{onnxtest.AFloat("clip", 3)}, nil, `attribute "clip" is not supported`},
+		{"input_forget", []*onnxpb.AttributeProto{onnxtest.AInt("input_forget", 1)}, nil, "input_forget 1"},
+		{"layout", []*onnxpb.AttributeProto{onnxtest.AInt("layout", 1)}, nil, "layout 1 (batch first) is not supported"},
+		{"sequence_lens", nil, []onnxtest.In{onnxtest.Absent, onnxtest.InitI("lens", []int{2}, 3, 2)}, "sequences shorter than seq_length 3 are not supported"},
 	}
 	for _, k := range cases {
 		t.Run(k.name, func(t *testing.T) {
 			ins := append(base(), k.extra...)
-			_, err := tryGraph(oneNode("LSTM", 14, append(c.attrs(), k.attrs...), ins, "Y"), feedsOf(ins), nil)
+			_, err := tryGraph(onnxtest.OneNode("LSTM", 14, append(c.attrs(), k.attrs...), ins, "Y"), onnxtest.Feeds(ins), nil)
 			if err == nil || !containsAll(err.Error(), `node "n0" (LSTM)`, k.want) {
 				t.Errorf("got %v, want an error naming the node and %q", err, k.want)
 			}
 		})
 	}
 	// the full length for every sample is accepted
-	ins := append(base(), absent, initI("lens", []int{2}, 3, 3))
-	if _, err := tryGraph(oneNode("LSTM", 14, c.attrs(), ins, "Y"), feedsOf(ins), nil); err != nil {
+	ins := append(base(), onnxtest.Absent, onnxtest.InitI("lens", []int{2}, 3, 3))
+	if _, err := tryGraph(onnxtest.OneNode("LSTM", 14, c.attrs(), ins, "Y"), onnxtest.Feeds(ins), nil); err != nil {
 		t.Errorf("full sequence_lens: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -22,7 +23,7 @@ func TestReduce32MatchesFloat64(t *testing.T) {
 	for _, op := range []string{"ReduceSum", "ReduceMean", "ReduceL2"} {
 		for _, axes := range [][]int64{{1}, {3}, {0, 2}, {0, 1, 2, 3}} {
 			n := &onnxpb.NodeProto{Name: proto.String("r"), OpType: proto.String(op), Input: []string{"x"}, Output: []string{"y"},
-				Attribute: []*onnxpb.AttributeProto{aInts("axes", axes...), aInt("keepdims", 1)}}
+				Attribute: []*onnxpb.AttributeProto{onnxtest.AInts("axes", axes...), onnxtest.AInt("keepdims", 1)}}
 			k := lowerKernel(t, lowerReduce, n, []int{2, 3, 5, 7})
 			checkKernel32(t, k, 5, 2)
 		}

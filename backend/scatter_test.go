@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/ortcheck"
@@ -23,15 +24,15 @@ type scatterCase struct {
 }
 
 func scatterCases() []scatterCase {
-	ax1 := aInt("axis", 1)
+	ax1 := onnxtest.AInt("axis", 1)
 	dup := []int64{0, 2, 0, -1, 1, 3} // axis 1: row 0 writes column 0 twice
 	return []scatterCase{
 		{"axis 0", 11, nil, []int64{2, 0, 1, 1, 2, 0}},
 		{"axis 1 negative", 13, []*onnxpb.AttributeProto{ax1}, []int64{-1, 0, 2, 1, 3, 0}},
-		{"add", 16, []*onnxpb.AttributeProto{ax1, aString("reduction", "add")}, dup},
-		{"mul", 16, []*onnxpb.AttributeProto{ax1, aString("reduction", "mul")}, dup},
-		{"max", 18, []*onnxpb.AttributeProto{ax1, aString("reduction", "max")}, dup},
-		{"min", 18, []*onnxpb.AttributeProto{ax1, aString("reduction", "min")}, dup},
+		{"add", 16, []*onnxpb.AttributeProto{ax1, onnxtest.AString("reduction", "add")}, dup},
+		{"mul", 16, []*onnxpb.AttributeProto{ax1, onnxtest.AString("reduction", "mul")}, dup},
+		{"max", 18, []*onnxpb.AttributeProto{ax1, onnxtest.AString("reduction", "max")}, dup},
+		{"min", 18, []*onnxpb.AttributeProto{ax1, onnxtest.AString("reduction", "min")}, dup},
 	}
 }
 
@@ -42,8 +43,8 @@ func TestScatterElementsORT(t *testing.T) {
 	for _, c := range scatterCases() {
 		t.Run(c.name, func(t *testing.T) {
 			data, upd := randF32Tensor(r, "data", 3, 4), randF32Tensor(r, "upd", 2, 3)
-			node := mkNode("ScatterElements", "sc", []string{"data", "ind", "upd"}, []string{"y"}, c.attrs...)
-			m := graphModel([]*onnxpb.NodeProto{node}, []*importer.Tensor{importer.NewInt64("ind", []int{2, 3}, c.ind)},
+			node := onnxtest.Node("ScatterElements", "sc", []string{"data", "ind", "upd"}, []string{"y"}, c.attrs...)
+			m := onnxtest.GraphModel([]*onnxpb.NodeProto{node}, []*importer.Tensor{importer.NewInt64("ind", []int{2, 3}, c.ind)},
 				map[string][]int64{"data": {3, 4}, "upd": {2, 3}}, "y")
 			ir := int64(8)
 			m.Proto.IrVersion, m.Proto.OpsetImport[0].Version = &ir, &c.opset
@@ -57,7 +58,7 @@ func TestScatterElementsORT(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := forward(t, m, feeds)
-			assertClose(t, "ScatterElements "+c.name, got["y"], want["y"].Shape, want["y"].Float64s(), 1e-6)
+			onnxtest.AssertClose(t, "ScatterElements "+c.name, got["y"], want["y"].Shape, want["y"].Float64s(), 1e-6)
 		})
 	}
 }
@@ -67,10 +68,10 @@ func TestScatterElementsORT(t *testing.T) {
 func TestScatterElementsGrad(t *testing.T) {
 	for i, c := range scatterCases() {
 		t.Run(c.name, func(t *testing.T) {
-			ins := []tin{randFeed("data", int64(i), 3, 4), initI("ind", []int{2, 3}, c.ind...), randFeed("upd", int64(10+i), 2, 3)}
-			m := oneNode("ScatterElements", c.opset, c.attrs, ins, "y")
+			ins := []onnxtest.In{onnxtest.RandFeed("data", int64(i), 3, 4), onnxtest.InitI("ind", []int{2, 3}, c.ind...), onnxtest.RandFeed("upd", int64(10+i), 2, 3)}
+			m := onnxtest.OneNode("ScatterElements", c.opset, c.attrs, ins, "y")
 			for _, wrt := range []string{"data", "upd"} {
-				gradCheck(t, m, feedsOf(ins), wrt, 1e-6)
+				gradCheck(t, m, onnxtest.Feeds(ins), wrt, 1e-6)
 			}
 		})
 	}
@@ -79,18 +80,18 @@ func TestScatterElementsGrad(t *testing.T) {
 // TestScatterVersions checks the reductions each opset allows and that
 // Scatter (opset 9) is ScatterElements without reduction.
 func TestScatterVersions(t *testing.T) {
-	ins := []tin{randFeed("data", 1, 3, 4), initI("ind", []int{2, 3}, 2, 0, 1, 1, 2, 0), randFeed("upd", 2, 2, 3)}
+	ins := []onnxtest.In{onnxtest.RandFeed("data", 1, 3, 4), onnxtest.InitI("ind", []int{2, 3}, 2, 0, 1, 1, 2, 0), onnxtest.RandFeed("upd", 2, 2, 3)}
 	for _, c := range []struct {
 		op    string
 		opset int64
 		red   string
 	}{{"ScatterElements", 13, "add"}, {"ScatterElements", 17, "max"}, {"Scatter", 10, "add"}} {
-		_, err := tryGraph(oneNode(c.op, c.opset, []*onnxpb.AttributeProto{aString("reduction", c.red)}, ins, "y"), feedsOf(ins), nil)
+		_, err := tryGraph(onnxtest.OneNode(c.op, c.opset, []*onnxpb.AttributeProto{onnxtest.AString("reduction", c.red)}, ins, "y"), onnxtest.Feeds(ins), nil)
 		if want := fmt.Sprintf("reduction %q is not defined at opset %d", c.red, c.opset); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s-%d %s: got %v, want %q", c.op, c.opset, c.red, err, want)
 		}
 	}
 	old := runOne(t, "Scatter", 9, nil, ins)
 	cur := runOne(t, "ScatterElements", 11, nil, ins)
-	assertClose(t, "Scatter-9 vs ScatterElements-11", old, cur.Shape, cur.Float64s(), 0)
+	onnxtest.AssertClose(t, "Scatter-9 vs ScatterElements-11", old, cur.Shape, cur.Float64s(), 0)
 }

@@ -4,6 +4,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -20,28 +21,28 @@ func i64(name string, shape []int, v ...int64) *importer.Tensor {
 // constant. The first output, y = c0·c1 + c2 + …, uses every piece kind.
 func sequenceModel() *importer.Model {
 	nodes := []*onnxpb.NodeProto{
-		mkNode("SplitToSequence", "chunk", []string{"x", "three"}, []string{"chunks"}, aInt("axis", -1)),
-		mkNode("SequenceAt", "c0", []string{"chunks", "zero"}, []string{"c0"}),
-		mkNode("SequenceAt", "c1", []string{"chunks", "one"}, []string{"c1"}),
-		mkNode("SequenceAt", "c2", []string{"chunks", "minus1"}, []string{"c2"}),
-		mkNode("Mul", "m", []string{"c0", "c1"}, []string{"m"}),
-		mkNode("Add", "y", []string{"m", "c2"}, []string{"y"}),
-		mkNode("SplitToSequence", "split", []string{"x", "sizes"}, []string{"parts"}, aInt("axis", 1)),
-		mkNode("SequenceAt", "p1", []string{"parts", "one1d"}, []string{"p1"}),
-		mkNode("SplitToSequence", "rows", []string{"x"}, []string{"rows"}, aInt("keepdims", 0)),
-		mkNode("SequenceAt", "r1", []string{"rows", "one"}, []string{"r1"}),
-		mkNode("SequenceLength", "len", []string{"chunks"}, []string{"len"}),
-		mkNode("SequenceConstruct", "pair", []string{"c0", "c1"}, []string{"pair"}),
-		mkNode("ConcatFromSequence", "stack", []string{"pair"}, []string{"stack"}, aInt("axis", -1), aInt("new_axis", 1)),
-		mkNode("ConcatFromSequence", "cat", []string{"chunks"}, []string{"cat"}, aInt("axis", 2)),
-		mkNode("SplitToSequence", "isplit", []string{"ints", "one"}, []string{"iseq"}, aInt("axis", 1)),
-		mkNode("SequenceAt", "i1", []string{"iseq", "minus1"}, []string{"i1"}),
+		onnxtest.Node("SplitToSequence", "chunk", []string{"x", "three"}, []string{"chunks"}, onnxtest.AInt("axis", -1)),
+		onnxtest.Node("SequenceAt", "c0", []string{"chunks", "zero"}, []string{"c0"}),
+		onnxtest.Node("SequenceAt", "c1", []string{"chunks", "one"}, []string{"c1"}),
+		onnxtest.Node("SequenceAt", "c2", []string{"chunks", "minus1"}, []string{"c2"}),
+		onnxtest.Node("Mul", "m", []string{"c0", "c1"}, []string{"m"}),
+		onnxtest.Node("Add", "y", []string{"m", "c2"}, []string{"y"}),
+		onnxtest.Node("SplitToSequence", "split", []string{"x", "sizes"}, []string{"parts"}, onnxtest.AInt("axis", 1)),
+		onnxtest.Node("SequenceAt", "p1", []string{"parts", "one1d"}, []string{"p1"}),
+		onnxtest.Node("SplitToSequence", "rows", []string{"x"}, []string{"rows"}, onnxtest.AInt("keepdims", 0)),
+		onnxtest.Node("SequenceAt", "r1", []string{"rows", "one"}, []string{"r1"}),
+		onnxtest.Node("SequenceLength", "len", []string{"chunks"}, []string{"len"}),
+		onnxtest.Node("SequenceConstruct", "pair", []string{"c0", "c1"}, []string{"pair"}),
+		onnxtest.Node("ConcatFromSequence", "stack", []string{"pair"}, []string{"stack"}, onnxtest.AInt("axis", -1), onnxtest.AInt("new_axis", 1)),
+		onnxtest.Node("ConcatFromSequence", "cat", []string{"chunks"}, []string{"cat"}, onnxtest.AInt("axis", 2)),
+		onnxtest.Node("SplitToSequence", "isplit", []string{"ints", "one"}, []string{"iseq"}, onnxtest.AInt("axis", 1)),
+		onnxtest.Node("SequenceAt", "i1", []string{"iseq", "minus1"}, []string{"i1"}),
 	}
 	inits := []*importer.Tensor{
 		i64("three", []int{}, 3), i64("zero", []int{}, 0), i64("one", []int{}, 1), i64("minus1", []int{}, -1),
 		i64("sizes", []int{2}, 1, 2), i64("one1d", []int{1}, 1), i64("ints", []int{2, 3}, 4, -5, 6, 7, 8, -9),
 	}
-	return graphModel(nodes, inits, map[string][]int64{"x": {2, 3, 7}}, "y", "p1", "r1", "len", "stack", "cat", "i1")
+	return onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {2, 3, 7}}, "y", "p1", "r1", "len", "stack", "cat", "i1")
 }
 
 // TestSequenceORT checks SplitToSequence (scalar split, sizes, none with
@@ -57,19 +58,19 @@ func TestSequenceORT(t *testing.T) {
 // SequenceAt (y = c0·c1 + c2) by central differences, and through a
 // stack (ConcatFromSequence with new_axis) of pieces read in reverse.
 func TestSequenceGrad(t *testing.T) {
-	x := randFeed("x", 8, 2, 3, 7)
-	gradCheck(t, sequenceModel(), feedsOf([]tin{x}), "x", 1e-6)
+	x := onnxtest.RandFeed("x", 8, 2, 3, 7)
+	gradCheck(t, sequenceModel(), onnxtest.Feeds([]onnxtest.In{x}), "x", 1e-6)
 	nodes := []*onnxpb.NodeProto{
-		mkNode("SplitToSequence", "split", []string{"x", "sizes"}, []string{"parts"}, aInt("axis", 1)),
-		mkNode("SequenceAt", "p1", []string{"parts", "one"}, []string{"p1"}),
-		mkNode("SequenceAt", "p0", []string{"parts", "zero"}, []string{"p0"}),
-		mkNode("Tanh", "t", []string{"p1"}, []string{"t"}),
-		mkNode("SequenceConstruct", "pair", []string{"t", "p0"}, []string{"pair"}),
-		mkNode("ConcatFromSequence", "stack", []string{"pair"}, []string{"y"}, aInt("axis", 0), aInt("new_axis", 1)),
+		onnxtest.Node("SplitToSequence", "split", []string{"x", "sizes"}, []string{"parts"}, onnxtest.AInt("axis", 1)),
+		onnxtest.Node("SequenceAt", "p1", []string{"parts", "one"}, []string{"p1"}),
+		onnxtest.Node("SequenceAt", "p0", []string{"parts", "zero"}, []string{"p0"}),
+		onnxtest.Node("Tanh", "t", []string{"p1"}, []string{"t"}),
+		onnxtest.Node("SequenceConstruct", "pair", []string{"t", "p0"}, []string{"pair"}),
+		onnxtest.Node("ConcatFromSequence", "stack", []string{"pair"}, []string{"y"}, onnxtest.AInt("axis", 0), onnxtest.AInt("new_axis", 1)),
 	}
 	inits := []*importer.Tensor{i64("sizes", []int{2}, 2, 2), i64("zero", []int{}, 0), i64("one", []int{}, 1)}
-	m := graphModel(nodes, inits, map[string][]int64{"x": {2, 4, 3}}, "y")
-	gradCheck(t, m, feedsOf([]tin{randFeed("x", 9, 2, 4, 3)}), "x", 1e-6)
+	m := onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {2, 4, 3}}, "y")
+	gradCheck(t, m, onnxtest.Feeds([]onnxtest.In{onnxtest.RandFeed("x", 9, 2, 4, 3)}), "x", 1e-6)
 }
 
 // TestSequenceErrors checks that sequences and tensors are not confused
@@ -82,29 +83,29 @@ func TestSequenceErrors(t *testing.T) {
 		want  []string
 	}{
 		{"sequence into Relu", []*onnxpb.NodeProto{
-			mkNode("SplitToSequence", "s", []string{"x", "three"}, []string{"s"}),
-			mkNode("Relu", "r", []string{"s"}, []string{"y"}),
+			onnxtest.Node("SplitToSequence", "s", []string{"x", "three"}, []string{"s"}),
+			onnxtest.Node("Relu", "r", []string{"s"}, []string{"y"}),
 		}, []string{`node "r" (Relu)`, `input 0 "s" is a tensor sequence`}},
 		{"tensor into SequenceAt", []*onnxpb.NodeProto{
-			mkNode("SequenceAt", "a", []string{"x", "three"}, []string{"y"}),
+			onnxtest.Node("SequenceAt", "a", []string{"x", "three"}, []string{"y"}),
 		}, []string{`node "a" (SequenceAt)`, `input 0 "x" is a tensor`}},
 		{"position out of range", []*onnxpb.NodeProto{
-			mkNode("SplitToSequence", "s", []string{"x", "three"}, []string{"s"}),
-			mkNode("SequenceAt", "a", []string{"s", "five"}, []string{"y"}),
+			onnxtest.Node("SplitToSequence", "s", []string{"x", "three"}, []string{"s"}),
+			onnxtest.Node("SequenceAt", "a", []string{"s", "five"}, []string{"y"}),
 		}, []string{`node "a" (SequenceAt)`, "position 5 is out of range for a sequence of 2 tensors"}},
 		{"sizes not covering the axis", []*onnxpb.NodeProto{
-			mkNode("SplitToSequence", "s", []string{"x", "sizes"}, []string{"s"}),
-			mkNode("SequenceAt", "a", []string{"s", "three"}, []string{"y"}),
+			onnxtest.Node("SplitToSequence", "s", []string{"x", "sizes"}, []string{"s"}),
+			onnxtest.Node("SequenceAt", "a", []string{"s", "three"}, []string{"y"}),
 		}, []string{`node "s" (SplitToSequence)`, "sums to 2, but axis 0 has size 4"}},
 		{"run-time position", []*onnxpb.NodeProto{
-			mkNode("SplitToSequence", "s", []string{"x", "three"}, []string{"s"}),
-			mkNode("SequenceAt", "a", []string{"s", "x"}, []string{"y"}),
+			onnxtest.Node("SplitToSequence", "s", []string{"x", "three"}, []string{"s"}),
+			onnxtest.Node("SequenceAt", "a", []string{"s", "x"}, []string{"y"}),
 		}, []string{`node "a" (SequenceAt)`, "position", "computed at run time"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := graphModel(c.nodes, inits, map[string][]int64{"x": {4}}, "y")
-			_, err := tryGraph(m, feedsOf([]tin{randFeed("x", 1, 4)}), nil)
+			m := onnxtest.GraphModel(c.nodes, inits, map[string][]int64{"x": {4}}, "y")
+			_, err := tryGraph(m, onnxtest.Feeds([]onnxtest.In{onnxtest.RandFeed("x", 1, 4)}), nil)
 			if err == nil || !containsAll(err.Error(), c.want...) {
 				t.Errorf("got %v, want an error containing %q", err, c.want)
 			}
@@ -115,8 +116,8 @@ func TestSequenceErrors(t *testing.T) {
 // TestSequenceTaskOutput checks that a task reading a tensor sequence is
 // refused when the model is opened, naming the task and the value.
 func TestSequenceTaskOutput(t *testing.T) {
-	nodes := []*onnxpb.NodeProto{mkNode("SplitToSequence", "s", []string{"x", "two"}, []string{"s"})}
-	m := graphModel(nodes, []*importer.Tensor{i64("two", []int{}, 2)}, map[string][]int64{"x": {4}}, "s")
+	nodes := []*onnxpb.NodeProto{onnxtest.Node("SplitToSequence", "s", []string{"x", "two"}, []string{"s"})}
+	m := onnxtest.GraphModel(nodes, []*importer.Tensor{i64("two", []int{}, 2)}, map[string][]int64{"x": {4}}, "s")
 	_, err := Open(m, []Task{{Name: "t", Loss: "output", Output: "s"}}, Options{})
 	if err == nil || !containsAll(err.Error(), `task "t"`, `output "s" is a tensor sequence`) {
 		t.Errorf("got %v, want an error naming the task and its sequence output", err)

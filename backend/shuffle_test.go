@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/backend/internal/shape"
@@ -66,16 +67,16 @@ var shuffleCases = []shuffleCase{
 
 // model builds the case's graph: inputs p0, p1, …; output y (then cat).
 func (c shuffleCase) model() (*importer.Model, map[string]*importer.Tensor) {
-	var ins []tin
+	var ins []onnxtest.In
 	for i, s := range c.parts {
-		ins = append(ins, randFeed(fmt.Sprintf("p%d", i), int64(i+1), s...))
+		ins = append(ins, onnxtest.RandFeed(fmt.Sprintf("p%d", i), int64(i+1), s...))
 	}
 	cat := append([]int{}, c.parts[0]...)
 	cat[c.concatAxis] = 0
 	for _, s := range c.parts {
 		cat[c.concatAxis] += s[c.concatAxis]
 	}
-	m := oneNode("Concat", 13, []*onnxpb.AttributeProto{aInt("axis", c.concatAxis)}, ins, "cat")
+	m := onnxtest.OneNode("Concat", 13, []*onnxpb.AttributeProto{onnxtest.AInt("axis", c.concatAxis)}, ins, "cat")
 	g := m.Proto.Graph
 	toInt64 := func(s []int) []int64 {
 		r := make([]int64, len(s))
@@ -84,14 +85,14 @@ func (c shuffleCase) model() (*importer.Model, map[string]*importer.Tensor) {
 		}
 		return r
 	}
-	for _, t := range []tin{initI("grouped", []int{len(c.grouped)}, toInt64(c.grouped)...), initI("back", []int{len(cat)}, toInt64(cat)...)} {
-		g.Initializer = append(g.Initializer, tensorProto(t.t))
+	for _, t := range []onnxtest.In{onnxtest.InitI("grouped", []int{len(c.grouped)}, toInt64(c.grouped)...), onnxtest.InitI("back", []int{len(cat)}, toInt64(cat)...)} {
+		g.Initializer = append(g.Initializer, onnxtest.TensorProto(t.T))
 	}
 	node := func(op, name string, in []string, out string, attrs ...*onnxpb.AttributeProto) {
 		g.Node = append(g.Node, &onnxpb.NodeProto{Name: &name, OpType: &op, Input: in, Output: []string{out}, Attribute: attrs})
 	}
 	node("Reshape", "r0", []string{"cat", "grouped"}, "r")
-	node("Transpose", "t", []string{"r"}, "tr", aInts("perm", c.perm...))
+	node("Transpose", "t", []string{"r"}, "tr", onnxtest.AInts("perm", c.perm...))
 	node("Reshape", "r1", []string{"tr", "back"}, "y")
 	y := "y"
 	outs := []*onnxpb.ValueInfoProto{{Name: &y}}
@@ -103,7 +104,7 @@ func (c shuffleCase) model() (*importer.Model, map[string]*importer.Tensor) {
 		var in []string
 		for a, v := range []string{"starts", "ends", "axes", "steps"} {
 			vn := fmt.Sprintf("%s_%s", name, v)
-			g.Initializer = append(g.Initializer, tensorProto(initI(vn, []int{1}, []int64{sl[1], sl[2], sl[0], sl[3]}[a]).t))
+			g.Initializer = append(g.Initializer, onnxtest.TensorProto(onnxtest.InitI(vn, []int{1}, []int64{sl[1], sl[2], sl[0], sl[3]}[a]).T))
 			in = append(in, vn)
 		}
 		node("Slice", name, append([]string{"y"}, in...), name)
@@ -113,7 +114,7 @@ func (c shuffleCase) model() (*importer.Model, map[string]*importer.Tensor) {
 		outs = append(outs, g.Output[0])
 	}
 	g.Output = outs
-	return m, feedsOf(ins)
+	return m, onnxtest.Feeds(ins)
 }
 
 // shuffleRun builds the case in dt with the fusion on or off and returns

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -55,8 +56,8 @@ func TestSiLU32MatchesUnfused(t *testing.T) {
 // siluModel is y = Mul(x, Sigmoid(x)) (operands swapped when swap), with
 // the Sigmoid also an output when both.
 func siluModel(swap, both bool) (*importer.Model, map[string]*importer.Tensor) {
-	x := randFeed("x", 4, 2, 3, 4, 5)
-	m := oneNode("Sigmoid", 13, nil, []tin{x}, "s")
+	x := onnxtest.RandFeed("x", 4, 2, 3, 4, 5)
+	m := onnxtest.OneNode("Sigmoid", 13, nil, []onnxtest.In{x}, "s")
 	g := m.Proto.Graph
 	name, op := "mul", "Mul"
 	in := []string{"x", "s"}
@@ -70,7 +71,7 @@ func siluModel(swap, both bool) (*importer.Model, map[string]*importer.Tensor) {
 		outs = append(outs, g.Output[0])
 	}
 	g.Output = outs
-	return m, feedsOf([]tin{x})
+	return m, onnxtest.Feeds([]onnxtest.In{x})
 }
 
 // TestFuseSiLU checks that a Mul of x by Sigmoid(x), either way round,
@@ -92,7 +93,7 @@ func TestFuseSiLU(t *testing.T) {
 					if g == nil {
 						t.Fatalf("output %q missing with the fusion", name)
 					}
-					assertClose(t, name, g, w.Shape, w.Float64s(), 1e-12)
+					onnxtest.AssertClose(t, name, g, w.Shape, w.Float64s(), 1e-12)
 				}
 				if y := testGraph(t, m, feeds, nil).Vals["y"]; !strings.Contains(y.N.Op().String(), "SiLU") {
 					t.Fatalf("y is computed by %v, not the fused op", y.N.Op())

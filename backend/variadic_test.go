@@ -3,6 +3,7 @@ package backend
 import (
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -22,11 +23,11 @@ func TestVariadic(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.op, func(t *testing.T) {
-			ins := []tin{feed("a", []int{2, 3}, a...), feed("b", []int{3}, bv...), feed("c", []int{2, 1}, cv...)}
-			assertClose(t, c.op, runOne(t, c.op, 8, nil, ins), []int{2, 3}, c.want, 1e-12)
-			m := oneNode(c.op, 8, nil, ins, "y")
+			ins := []onnxtest.In{onnxtest.Feed("a", []int{2, 3}, a...), onnxtest.Feed("b", []int{3}, bv...), onnxtest.Feed("c", []int{2, 1}, cv...)}
+			onnxtest.AssertClose(t, c.op, runOne(t, c.op, 8, nil, ins), []int{2, 3}, c.want, 1e-12)
+			m := onnxtest.OneNode(c.op, 8, nil, ins, "y")
 			for _, wrt := range []string{"a", "b", "c"} {
-				gradCheck(t, m, feedsOf(ins), wrt, 1e-6)
+				gradCheck(t, m, onnxtest.Feeds(ins), wrt, 1e-6)
 			}
 		})
 	}
@@ -42,17 +43,17 @@ func TestHardmax(t *testing.T) {
 		want  []float64
 	}{
 		{"opset 13 last axis", 13, nil, []float64{0, 1, 1, 0, 1, 0, 0, 1}},
-		{"opset 13 axis 1", 13, []*onnxpb.AttributeProto{aInt("axis", 1)}, []float64{0, 1, 1, 0, 1, 0, 0, 1}},
+		{"opset 13 axis 1", 13, []*onnxpb.AttributeProto{onnxtest.AInt("axis", 1)}, []float64{0, 1, 1, 0, 1, 0, 0, 1}},
 		{"opset 11 coerced at axis 1 (first of ties)", 11, nil, []float64{0, 1, 0, 0, 0, 0, 0, 1}},
-		{"opset 11 axis 0", 11, []*onnxpb.AttributeProto{aInt("axis", 0)}, []float64{0, 0, 0, 0, 0, 0, 0, 1}},
+		{"opset 11 axis 0", 11, []*onnxpb.AttributeProto{onnxtest.AInt("axis", 0)}, []float64{0, 0, 0, 0, 0, 0, 0, 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ins := []tin{feed("x", []int{2, 2, 2}, x...)}
-			assertClose(t, "Hardmax", runOne(t, "Hardmax", c.opset, c.attrs, ins), []int{2, 2, 2}, c.want, 0)
+			ins := []onnxtest.In{onnxtest.Feed("x", []int{2, 2, 2}, x...)}
+			onnxtest.AssertClose(t, "Hardmax", runOne(t, "Hardmax", c.opset, c.attrs, ins), []int{2, 2, 2}, c.want, 0)
 			// zero gradient, checked away from ties
-			ins = []tin{feed("x", []int{2, 2, 2}, 1, 3, 2.5, 2, 0, -1, -2, 5)}
-			gradCheck(t, oneNode("Hardmax", c.opset, c.attrs, ins, "y"), feedsOf(ins), "x", 1e-6)
+			ins = []onnxtest.In{onnxtest.Feed("x", []int{2, 2, 2}, 1, 3, 2.5, 2, 0, -1, -2, 5)}
+			gradCheck(t, onnxtest.OneNode("Hardmax", c.opset, c.attrs, ins, "y"), onnxtest.Feeds(ins), "x", 1e-6)
 		})
 	}
 }
