@@ -13,7 +13,7 @@ import (
 func geluCases() []oracleCase {
 	r := rand.New(rand.NewSource(20))
 	x := func() *importer.Tensor {
-		t := randF32Tensor(r, "x", 3, 7)
+		t := onnxtest.RandUniform32(r, "x", 3, 7)
 		for i := range t.F32 {
 			t.F32[i] *= 4 // cover the tails
 		}
@@ -57,7 +57,7 @@ func TestGeluVersions(t *testing.T) {
 // differences.
 func TestMishORT(t *testing.T) {
 	r := rand.New(rand.NewSource(18))
-	x := randF32Tensor(r, "x", 4, 6)
+	x := onnxtest.RandUniform32(r, "x", 4, 6)
 	for i := range x.F32 {
 		x.F32[i] *= 8 // both tails
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 )
 
@@ -34,17 +35,17 @@ func TestArith32MatchesFloat64(t *testing.T) {
 	g[0], g[1] = inf, nan
 	for _, op := range []string{"Add", "Sub", "Mul", "Div"} {
 		ar := ariths[op]
-		dst := dirty32(len(a))
+		dst := onnxtest.Dirty32(len(a))
 		if !arith32(op, dst, a, c) {
 			t.Fatalf("%s: the float32 kernel declined", op)
 		}
 		for i := range dst {
-			if want := float32(ar.f(float64(a[i]), float64(c[i]))); !sameBits32(dst[i], want) {
+			if want := float32(ar.f(float64(a[i]), float64(c[i]))); !onnxtest.SameBits32(dst[i], want) {
 				t.Fatalf("%s(%v, %v) = %v, float64 formula %v", op, a[i], c[i], dst[i], want)
 			}
 		}
 		for k, d := range []func(a, b, y float64) float64{ar.da, ar.db} {
-			grad := dirty32(len(a))
+			grad := onnxtest.Dirty32(len(a))
 			if !arithGrad32(op, k, grad, a, c, g) {
 				if op == "Div" {
 					continue // the quotient's gradients stay on the general loop
@@ -54,20 +55,10 @@ func TestArith32MatchesFloat64(t *testing.T) {
 			for i := range grad {
 				want := float32(0)
 				want += float32(float64(g[i]) * d(float64(a[i]), float64(c[i]), float64(dst[i])))
-				if !sameBits32(grad[i], want) {
+				if !onnxtest.SameBits32(grad[i], want) {
 					t.Fatalf("%s: gradient %d at (%v, %v)·%v = %v, float64 formula %v", op, k, a[i], c[i], g[i], grad[i], want)
 				}
 			}
 		}
 	}
-}
-
-// dirty32 is a buffer of n values that no kernel writes: what a reused
-// pool buffer may hold.
-func dirty32(n int) []float32 {
-	d := make([]float32, n)
-	for i := range d {
-		d[i] = float32(i%7) - 12345.5
-	}
-	return d
 }

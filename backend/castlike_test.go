@@ -18,7 +18,7 @@ import (
 // a float64 one cast like a run-time tensor (the dynamo exporter's forms).
 func castLikeModel(opset int64) (*importer.Model, map[string]*importer.Tensor) {
 	r := rand.New(rand.NewSource(15))
-	x, w := randF32Tensor(r, "x", 2, 3), randF32Tensor(r, "w", 3)
+	x, w := onnxtest.RandUniform32(r, "x", 2, 3), onnxtest.RandUniform32(r, "w", 3)
 	k := importer.NewInt64("k", nil, []int64{3})
 	h := &importer.Tensor{Name: "h", Type: importer.Float64, Shape: []int{3}, F64: []float64{0.25, -1.5, 2}}
 	nodes := []*onnxpb.NodeProto{

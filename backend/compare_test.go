@@ -53,8 +53,8 @@ func castTo(name, in, out string, to importer.DataType) *onnxpb.NodeProto {
 // comparisons meet constant bools in And/Or/Xor, flow into Where, Cast
 // and Mul; Equal and Mod run on run-time values cast to int64.
 func compareModel(r *rand.Rand) (*importer.Model, map[string]*importer.Tensor) {
-	x := randF32Tensor(r, "x", 2, 3, 4)
-	y := randF32Tensor(r, "y", 3, 1)
+	x := onnxtest.RandUniform32(r, "x", 2, 3, 4)
+	y := onnxtest.RandUniform32(r, "y", 3, 1)
 	for i := range x.F32 { // some exact ties with y's values for Equal and ≥
 		if i%5 == 0 {
 			x.F32[i] = y.F32[(i/4)%3]

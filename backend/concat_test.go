@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 )
 
@@ -42,13 +43,13 @@ func TestConcatBlocksSplit(t *testing.T) {
 					want = append(want, in[k][o*sz:(o+1)*sz]...)
 				}
 			}
-			got := dirty32(tc.outer * row)
+			got := onnxtest.Dirty32(tc.outer * row)
 			concatFwd(got, in, tc.sizes, tc.outer)
 			if !slices.Equal(got, want) {
 				t.Fatalf("concatFwd differs from the plain loop")
 			}
 			for k := range tc.sizes {
-				back := dirty32(len(in[k]))
+				back := onnxtest.Dirty32(len(in[k]))
 				concatBwd(k, back, want, tc.sizes, tc.outer)
 				if !slices.Equal(back, in[k]) {
 					t.Fatalf("concatBwd of input %d differs from the input", k)

@@ -44,7 +44,7 @@ func TestConvDepthwiseORT(t *testing.T) {
 		if !kernels.ConvDepthwise(s.x, w, params) {
 			t.Fatalf("%s: does not run on the depthwise path", s.name)
 		}
-		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", w...), randF32Tensor(r, "b", C)}
+		ins := []*importer.Tensor{onnxtest.RandUniform32(r, "x", s.x...), onnxtest.RandUniform32(r, "w", w...), onnxtest.RandUniform32(r, "b", C)}
 		attrs := []*onnxpb.AttributeProto{onnxtest.AInt("group", int64(C)), onnxtest.AInts("strides", int64(s.s), int64(s.s)),
 			onnxtest.AInts("pads", int64(p), int64(p), int64(p), int64(p)), onnxtest.AInts("dilations", int64(d), int64(d))}
 		cases = append(cases, oracleCase{s.name, attrs, ins})

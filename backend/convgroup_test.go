@@ -40,7 +40,7 @@ func TestConvGroupedORT(t *testing.T) {
 		if !kernels.ConvGrouped(s.x, w, params) {
 			t.Fatalf("%s: does not run on the grouped path", s.name)
 		}
-		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", w...), randF32Tensor(r, "b", s.m)}
+		ins := []*importer.Tensor{onnxtest.RandUniform32(r, "x", s.x...), onnxtest.RandUniform32(r, "w", w...), onnxtest.RandUniform32(r, "b", s.m)}
 		attrs := []*onnxpb.AttributeProto{onnxtest.AInt("group", int64(s.group)), onnxtest.AInts("pads", int64(p), int64(p), int64(p), int64(p))}
 		cases = append(cases, oracleCase{s.name, attrs, ins})
 	}
@@ -70,7 +70,7 @@ func TestConvTrimTapsORT(t *testing.T) {
 		if !kernels.ConvTrimmed(s.x, s.w, params) {
 			t.Fatalf("%s: no taps are dropped", s.name)
 		}
-		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", s.w...), randF32Tensor(r, "b", s.w[0])}
+		ins := []*importer.Tensor{onnxtest.RandUniform32(r, "x", s.x...), onnxtest.RandUniform32(r, "w", s.w...), onnxtest.RandUniform32(r, "b", s.w[0])}
 		attrs := []*onnxpb.AttributeProto{onnxtest.AInt("group", int64(s.group)), onnxtest.AInts("strides", int64(s.s), int64(s.s)),
 			onnxtest.AInts("dilations", int64(s.d), int64(s.d)), onnxtest.AInts("pads", int64(s.p), int64(s.p), int64(s.p), int64(s.p))}
 		cases = append(cases, oracleCase{s.name, attrs, ins})

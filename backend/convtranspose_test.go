@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/paretonav/paretonav/backend/internal/onnxtest"
-	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/ortcheck"
@@ -20,15 +19,6 @@ type oracleCase struct {
 	name  string
 	attrs []*onnxpb.AttributeProto
 	ins   []*importer.Tensor // nil: omitted optional input
-}
-
-// randF32Tensor returns a float32 tensor with U(−1, 1) values.
-func randF32Tensor(r *rand.Rand, name string, s ...int) *importer.Tensor {
-	d := make([]float32, shape.Numel(s))
-	for i := range d {
-		d[i] = float32(2*r.Float64() - 1)
-	}
-	return importer.NewFloat32(name, s, d)
 }
 
 // checkAgainstORT puts every case's node (op at opset) in one float32
@@ -91,19 +81,19 @@ func convTransposeCases() []oracleCase {
 	r := rand.New(rand.NewSource(11))
 	return []oracleCase{
 		{"s2 p1 op1 bias", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 2, 2), onnxtest.AInts("pads", 1, 1, 1, 1), onnxtest.AInts("output_padding", 1, 1)},
-			[]*importer.Tensor{randF32Tensor(r, "x", 2, 3, 4, 5), randF32Tensor(r, "w", 3, 4, 3, 3), randF32Tensor(r, "b", 4)}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 3, 4, 5), onnxtest.RandUniform32(r, "w", 3, 4, 3, 3), onnxtest.RandUniform32(r, "b", 4)}},
 		{"groups dilations asym pads", []*onnxpb.AttributeProto{onnxtest.AInt("group", 2), onnxtest.AInts("strides", 1, 2), onnxtest.AInts("dilations", 2, 1), onnxtest.AInts("pads", 0, 1, 1, 0)},
-			[]*importer.Tensor{randF32Tensor(r, "x", 1, 4, 3, 4), randF32Tensor(r, "w", 4, 3, 2, 3), nil}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 1, 4, 3, 4), onnxtest.RandUniform32(r, "w", 4, 3, 2, 3), nil}},
 		{"1-D", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 3), onnxtest.AInts("pads", 1, 0)},
-			[]*importer.Tensor{randF32Tensor(r, "x", 2, 2, 5), randF32Tensor(r, "w", 2, 3, 3), randF32Tensor(r, "b", 3)}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 2, 5), onnxtest.RandUniform32(r, "w", 2, 3, 3), onnxtest.RandUniform32(r, "b", 3)}},
 		{"output_shape", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 2, 2), onnxtest.AInts("output_shape", 6, 6)},
-			[]*importer.Tensor{randF32Tensor(r, "x", 1, 2, 3, 3), randF32Tensor(r, "w", 2, 2, 3, 3)}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 1, 2, 3, 3), onnxtest.RandUniform32(r, "w", 2, 2, 3, 3)}},
 		{"output_shape beyond full output", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 3, 2), onnxtest.AInts("output_shape", 10, 8)},
-			[]*importer.Tensor{randF32Tensor(r, "x", 1, 1, 3, 3), randF32Tensor(r, "w", 1, 2, 3, 3)}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 1, 1, 3, 3), onnxtest.RandUniform32(r, "w", 1, 2, 3, 3)}},
 		{"same_upper", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 2, 2), onnxtest.AString("auto_pad", "SAME_UPPER")},
-			[]*importer.Tensor{randF32Tensor(r, "x", 1, 2, 3, 3), randF32Tensor(r, "w", 2, 3, 3, 3)}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 1, 2, 3, 3), onnxtest.RandUniform32(r, "w", 2, 3, 3, 3)}},
 		{"unet up k2 s2", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 2, 2), onnxtest.AInts("kernel_shape", 2, 2)},
-			[]*importer.Tensor{randF32Tensor(r, "x", 2, 4, 3, 3), randF32Tensor(r, "w", 4, 2, 2, 2), randF32Tensor(r, "b", 2)}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 4, 3, 3), onnxtest.RandUniform32(r, "w", 4, 2, 2, 2), onnxtest.RandUniform32(r, "b", 2)}},
 	}
 }
 

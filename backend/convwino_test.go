@@ -31,9 +31,9 @@ func TestConvWinogradORT(t *testing.T) {
 		if !kernels.ConvWinograd(s.x, s.w, kernels.ConvParams{Pads: []int{1, 1, 1, 1}}) {
 			t.Fatalf("%s: does not run as Winograd", s.name)
 		}
-		ins := []*importer.Tensor{randF32Tensor(r, "x", s.x...), randF32Tensor(r, "w", s.w...)}
+		ins := []*importer.Tensor{onnxtest.RandUniform32(r, "x", s.x...), onnxtest.RandUniform32(r, "w", s.w...)}
 		if s.bias {
-			ins = append(ins, randF32Tensor(r, "b", s.w[0]))
+			ins = append(ins, onnxtest.RandUniform32(r, "b", s.w[0]))
 		}
 		cases = append(cases, oracleCase{s.name, []*onnxpb.AttributeProto{pads}, ins})
 	}

@@ -48,7 +48,7 @@ func functionModel(r *rand.Rand) *importer.Model {
 		call("block_1", "h1", "h2"),
 		onnxtest.Node("Gemm", "head", []string{"h2", "w", "c"}, []string{"y"}, onnxtest.AInt("transB", 1)),
 	}
-	inits := []*importer.Tensor{randF32Tensor(r, "s", 6), randF32Tensor(r, "b", 6), randF32Tensor(r, "w", 3, 6), randF32Tensor(r, "c", 3)}
+	inits := []*importer.Tensor{onnxtest.RandUniform32(r, "s", 6), onnxtest.RandUniform32(r, "b", 6), onnxtest.RandUniform32(r, "w", 3, 6), onnxtest.RandUniform32(r, "c", 3)}
 	m := onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {-1, 6}}, "y")
 	ir, opset := int64(9), int64(18)
 	m.Proto.IrVersion, m.Proto.OpsetImport[0].Version = &ir, &opset
@@ -76,7 +76,7 @@ func TestFunctionsORT(t *testing.T) {
 		t.Fatal("HasFunctions is false")
 	}
 	path := filepath.Join(t.TempDir(), "f.onnx")
-	w := randF32Tensor(r, "w", 3, 6)
+	w := onnxtest.RandUniform32(r, "w", 3, 6)
 	if err := importer.Save(path, m, map[string]*importer.Tensor{"w": w}, importer.SaveOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestFunctionsORT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	feeds := map[string]*importer.Tensor{"x": randF32Tensor(r, "x", 4, 6)}
+	feeds := map[string]*importer.Tensor{"x": onnxtest.RandUniform32(r, "x", 4, 6)}
 	want, err := ortcheck.Run(path, feeds)
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func TestFuseGelu(t *testing.T) {
 			run := func(fuse bool) ([]float64, png.Jacobian, string) {
 				var opt Options
 				if !fuse {
-					opt.rewrites = unfused(rewrite.Gelu)
+					opt.rewrites = rewrite.Options{Off: []string{rewrite.Gelu}}
 				}
 				md, err := Open(m, mustTasks(t, specs...), opt)
 				if err != nil {
@@ -100,7 +100,7 @@ func TestFuseConcatConv(t *testing.T) {
 	run := func(fuse bool) ([]float64, []float32, int, int) {
 		var opt Options
 		if !fuse {
-			opt.rewrites = unfused(rewrite.ConvConcat)
+			opt.rewrites = rewrite.Options{Off: []string{rewrite.ConvConcat}}
 		}
 		md := openStepCaseWith(t, sc, opt)
 		m := len(sc.tasks)
@@ -119,8 +119,12 @@ func TestFuseConcatConv(t *testing.T) {
 					continue
 				}
 				s := n.Op().String()
-				fused += b2i(strings.HasPrefix(s, "ConvConcat{"))
-				concats += b2i(strings.HasPrefix(s, "Concat["))
+				switch {
+				case strings.HasPrefix(s, "ConvConcat{"):
+					fused++
+				case strings.HasPrefix(s, "Concat["):
+					concats++
+				}
 			}
 		}
 		return losses, jac.Data, fused, concats

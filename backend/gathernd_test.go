@@ -67,10 +67,10 @@ func TestGatherScatterNDORT(t *testing.T) {
 		for _, c := range cases {
 			t.Run(op+"/"+c.name, func(t *testing.T) {
 				node, _ := c.node(op)
-				feeds := map[string]*importer.Tensor{"data": randF32Tensor(r, "data", c.data...)}
+				feeds := map[string]*importer.Tensor{"data": onnxtest.RandUniform32(r, "data", c.data...)}
 				shapes := map[string][]int64{"data": toInt64s(c.data)}
 				if c.upd != nil {
-					feeds["upd"] = randF32Tensor(r, "upd", c.upd...)
+					feeds["upd"] = onnxtest.RandUniform32(r, "upd", c.upd...)
 					shapes["upd"] = toInt64s(c.upd)
 				}
 				m := onnxtest.GraphModel([]*onnxpb.NodeProto{node}, []*importer.Tensor{importer.NewInt64("ind", c.indShape, c.ind)}, shapes, "y")
@@ -178,7 +178,7 @@ func unpoolScatterModel() *importer.Model {
 func TestScatterNDRuntimeIndicesORT(t *testing.T) {
 	ortcheck.Require(t)
 	m := unpoolScatterModel()
-	feeds := map[string]*importer.Tensor{"x": randF32Tensor(rand.New(rand.NewSource(5)), "x", 2, 3, 4, 6)}
+	feeds := map[string]*importer.Tensor{"x": onnxtest.RandUniform32(rand.New(rand.NewSource(5)), "x", 2, 3, 4, 6)}
 	b, err := proto.Marshal(m.Proto)
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func TestHardActivations(t *testing.T) {
 
 	r := rand.New(rand.NewSource(5))
 	big := func() *importer.Tensor {
-		t := randF32Tensor(r, "x", 4, 25)
+		t := onnxtest.RandUniform32(r, "x", 4, 25)
 		for i := range t.F32 {
 			t.F32[i] *= 5
 		}

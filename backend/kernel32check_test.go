@@ -63,12 +63,12 @@ func checkKernel32(t *testing.T, op *graph.KernelOp, seed int64, scale float64) 
 	for i, s := range op.Ins {
 		in32[i], in64[i] = fill(shape.Numel(s))
 	}
-	y32 := dirty32(shape.Numel(op.Out))
+	y32 := onnxtest.Dirty32(shape.Numel(op.Out))
 	op.Fwd32(y32, in32)
 	y64 := make([]float64, len(y32))
 	op.Fwd(y64, in64)
 	for i := range y32 {
-		if !sameBits32(y32[i], float32(y64[i])) {
+		if !onnxtest.SameBits32(y32[i], float32(y64[i])) {
 			t.Fatalf("%s: output %d = %v, float64 path %v", op.Kind, i, y32[i], float32(y64[i]))
 		}
 	}
@@ -81,14 +81,14 @@ func checkKernel32(t *testing.T, op *graph.KernelOp, seed int64, scale float64) 
 		if !op.Diffs[k] {
 			continue
 		}
-		d32 := dirty32(shape.Numel(s))
+		d32 := onnxtest.Dirty32(shape.Numel(s))
 		if !op.Bwd32(k, d32, in32, y32, g32) {
 			t.Fatalf("%s: the float32 gradient of input %d declined", op.Kind, k)
 		}
 		d64 := make([]float64, len(d32))
 		op.Bwd(k, d64, in64, yr, g64)
 		for i := range d32 {
-			if !sameBits32(d32[i], float32(d64[i])) {
+			if !onnxtest.SameBits32(d32[i], float32(d64[i])) {
 				t.Fatalf("%s: gradient %d [%d] = %v, float64 path %v", op.Kind, k, i, d32[i], float32(d64[i]))
 			}
 		}
@@ -240,13 +240,13 @@ func TestMove32MatchesFloat64(t *testing.T) {
 				g64[j] = float64(g32[j])
 			}
 			for k, s := range c.ins {
-				d32, d64 := dirty32(shape.Numel(s)), make([]float64, shape.Numel(s))
+				d32, d64 := onnxtest.Dirty32(shape.Numel(s)), make([]float64, shape.Numel(s))
 				if !op.Bwd32(k, d32, nil, nil, g32) {
 					t.Fatalf("the float32 gradient of input %d declined", k)
 				}
 				op.Bwd(k, d64, nil, nil, g64)
 				for j := range d32 {
-					if !sameBits32(d32[j], float32(d64[j])) {
+					if !onnxtest.SameBits32(d32[j], float32(d64[j])) {
 						t.Fatalf("gradient %d [%d] with signed zeros = %v, float64 path %v", k, j, d32[j], float32(d64[j]))
 					}
 				}

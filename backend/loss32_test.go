@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -47,22 +48,22 @@ func TestRegressNormalLoss32MatchesFloat64(t *testing.T) {
 			for i := range x32 {
 				x64[i], t64[i] = float64(x32[i]), float64(t32[i])
 			}
-			y32 := dirty32(1)
+			y32 := onnxtest.Dirty32(1)
 			op.Fwd32(y32, [][]float32{x32, t32})
 			y64 := make([]float64, 1)
 			op.Fwd(y64, [][]float64{x64, t64})
-			if !sameBits32(y32[0], float32(y64[0])) {
+			if !onnxtest.SameBits32(y32[0], float32(y64[0])) {
 				t.Fatalf("loss %v, float64 path %v", y32[0], float32(y64[0]))
 			}
 			for _, g := range []float32{1, -0.75} {
-				d32 := dirty32(len(x32))
+				d32 := onnxtest.Dirty32(len(x32))
 				if !op.Bwd32(0, d32, [][]float32{x32, t32}, y32, []float32{g}) {
 					t.Fatal("the float32 gradient declined")
 				}
 				d64 := make([]float64, len(x32))
 				op.Bwd(0, d64, [][]float64{x64, t64}, []float64{float64(y32[0])}, []float64{float64(g)})
 				for i := range d32 {
-					if !sameBits32(d32[i], float32(d64[i])) {
+					if !onnxtest.SameBits32(d32[i], float32(d64[i])) {
 						t.Fatalf("gradient [%d] = %v, float64 path %v", i, d32[i], float32(d64[i]))
 					}
 				}

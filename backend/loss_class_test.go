@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 )
 
 // TestClassLoss32MatchesFloat64 checks the float32 paths of nll and ce
@@ -38,7 +40,7 @@ func TestClassLoss32MatchesFloat64(t *testing.T) {
 			t.Errorf("logits=%v: loss %v, float64 %v", logits, l32[0], l64[0])
 		}
 		for _, g := range []float64{0, 0.7} {
-			d32 := dirty32(len(x32)) // classBackward writes every element
+			d32 := onnxtest.Dirty32(len(x32)) // classBackward writes every element
 			classBackward(c, d32, x32, tg32, g)
 			want := make([]float64, len(x64)) // the float64 kernel's accumulation
 			k := g / classCount(c, tg64)

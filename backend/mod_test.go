@@ -39,5 +39,5 @@ func TestModIndicesORT(t *testing.T) {
 	}
 	w := &importer.Tensor{Name: "w", Type: importer.Int64, Shape: []int{}, I64: []int64{6}}
 	m := onnxtest.GraphModel(nodes, []*importer.Tensor{w}, map[string][]int64{"x": {1, 2, 4, 6}}, "col")
-	checkGraphORT(t, m, 13, map[string]*importer.Tensor{"x": randF32Tensor(r, "x", 1, 2, 4, 6)}, 0)
+	checkGraphORT(t, m, 13, map[string]*importer.Tensor{"x": onnxtest.RandUniform32(r, "x", 1, 2, 4, 6)}, 0)
 }

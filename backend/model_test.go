@@ -254,9 +254,9 @@ func TestParseTask(t *testing.T) {
 // refused when the model is opened, naming the task and the value.
 func TestSequenceTaskOutput(t *testing.T) {
 	nodes := []*onnxpb.NodeProto{onnxtest.Node("SplitToSequence", "s", []string{"x", "two"}, []string{"s"})}
-	m := onnxtest.GraphModel(nodes, []*importer.Tensor{i64("two", []int{}, 2)}, map[string][]int64{"x": {4}}, "s")
+	m := onnxtest.GraphModel(nodes, []*importer.Tensor{onnxtest.Int64("two", []int{}, 2)}, map[string][]int64{"x": {4}}, "s")
 	_, err := Open(m, []Task{{Name: "t", Loss: "output", Output: "s"}}, Options{})
-	if err == nil || !containsAll(err.Error(), `task "t"`, `output "s" is a tensor sequence`) {
+	if err == nil || !onnxtest.ContainsAll(err.Error(), `task "t"`, `output "s" is a tensor sequence`) {
 		t.Errorf("got %v, want an error naming the task and its sequence output", err)
 	}
 }

@@ -22,11 +22,11 @@ func groupNormCases(opset int64) []oracleCase {
 	}
 	return []oracleCase{
 		{"2 groups of 2", []*onnxpb.AttributeProto{onnxtest.AInt("num_groups", 2)},
-			[]*importer.Tensor{randF32Tensor(r, "x", 2, 4, 3, 2), randF32Tensor(r, "s", aff(2, 4)), randF32Tensor(r, "b", aff(2, 4))}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 4, 3, 2), onnxtest.RandUniform32(r, "s", aff(2, 4)), onnxtest.RandUniform32(r, "b", aff(2, 4))}},
 		{"1 group eps", []*onnxpb.AttributeProto{onnxtest.AInt("num_groups", 1), onnxtest.AFloat("epsilon", 0.05)},
-			[]*importer.Tensor{randF32Tensor(r, "x", 1, 3, 5), randF32Tensor(r, "s", aff(1, 3)), randF32Tensor(r, "b", aff(1, 3))}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 1, 3, 5), onnxtest.RandUniform32(r, "s", aff(1, 3)), onnxtest.RandUniform32(r, "b", aff(1, 3))}},
 		{"groups = channels", []*onnxpb.AttributeProto{onnxtest.AInt("num_groups", 3)},
-			[]*importer.Tensor{randF32Tensor(r, "x", 2, 3, 2, 2), randF32Tensor(r, "s", 3), randF32Tensor(r, "b", 3)}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 3, 2, 2), onnxtest.RandUniform32(r, "s", 3), onnxtest.RandUniform32(r, "b", 3)}},
 	}
 }
 

@@ -19,15 +19,15 @@ import (
 func layerNormCases() []oracleCase {
 	r := rand.New(rand.NewSource(17))
 	return []oracleCase{
-		{"axis -1 (ViT)", nil, []*importer.Tensor{randF32Tensor(r, "x", 2, 3, 5), randF32Tensor(r, "s", 5), randF32Tensor(r, "b", 5)}},
+		{"axis -1 (ViT)", nil, []*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 3, 5), onnxtest.RandUniform32(r, "s", 5), onnxtest.RandUniform32(r, "b", 5)}},
 		{"axis 1 eps 1e-2", []*onnxpb.AttributeProto{onnxtest.AInt("axis", 1), onnxtest.AFloat("epsilon", 1e-2)},
-			[]*importer.Tensor{randF32Tensor(r, "x", 2, 3, 4), randF32Tensor(r, "s", 3, 4), randF32Tensor(r, "b", 3, 4)}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 3, 4), onnxtest.RandUniform32(r, "s", 3, 4), onnxtest.RandUniform32(r, "b", 3, 4)}},
 		{"axis 0 no B", []*onnxpb.AttributeProto{onnxtest.AInt("axis", 0)},
-			[]*importer.Tensor{randF32Tensor(r, "x", 2, 3, 2), randF32Tensor(r, "s", 2, 3, 2), nil}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 3, 2), onnxtest.RandUniform32(r, "s", 2, 3, 2), nil}},
 		{"axis -2 Scale broadcast", []*onnxpb.AttributeProto{onnxtest.AInt("axis", -2), onnxtest.AInt("stash_type", 1)},
-			[]*importer.Tensor{randF32Tensor(r, "x", 3, 4, 2), randF32Tensor(r, "s", 1, 2), randF32Tensor(r, "b", 4, 1)}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 3, 4, 2), onnxtest.RandUniform32(r, "s", 1, 2), onnxtest.RandUniform32(r, "b", 4, 1)}},
 		{"rank 4 channels-last (ConvNeXt)", []*onnxpb.AttributeProto{onnxtest.AFloat("epsilon", 1e-6)},
-			[]*importer.Tensor{randF32Tensor(r, "x", 2, 3, 3, 6), randF32Tensor(r, "s", 6), randF32Tensor(r, "b", 6)}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 3, 3, 6), onnxtest.RandUniform32(r, "s", 6), onnxtest.RandUniform32(r, "b", 6)}},
 	}
 }
 
@@ -41,8 +41,8 @@ func TestLayerNormORT(t *testing.T) {
 func TestLayerNormStatsORT(t *testing.T) {
 	ortcheck.Require(t)
 	r := rand.New(rand.NewSource(3))
-	x := randF32Tensor(r, "x", 2, 3, 4)
-	inits := []*importer.Tensor{randF32Tensor(r, "s", 3, 4), randF32Tensor(r, "b", 3, 4)}
+	x := onnxtest.RandUniform32(r, "x", 2, 3, 4)
+	inits := []*importer.Tensor{onnxtest.RandUniform32(r, "s", 3, 4), onnxtest.RandUniform32(r, "b", 3, 4)}
 	node := onnxtest.Node("LayerNormalization", "ln", []string{"x", "s", "b"}, []string{"y", "mean", "inv"}, onnxtest.AInt("axis", -2), onnxtest.AFloat("epsilon", 0.1))
 	m := onnxtest.GraphModel([]*onnxpb.NodeProto{node}, inits, map[string][]int64{"x": {2, 3, 4}}, "y", "mean", "inv")
 	ir, opset := int64(8), int64(17)

@@ -20,12 +20,12 @@ import (
 // (21).
 func newOpsetModel() (*importer.Model, map[string]*importer.Tensor, []string) {
 	r := rand.New(rand.NewSource(21))
-	x := randF32Tensor(r, "x", 2, 4, 5)
+	x := onnxtest.RandUniform32(r, "x", 2, 4, 5)
 	i64 := func(name string, v ...int64) *importer.Tensor { return importer.NewInt64(name, []int{len(v)}, v) }
 	inits := []*importer.Tensor{
 		i64("ax1", 1), i64("ax12", 1, 2), i64("pads", 1, 2), i64("padax", 2), i64("wrappads", 0, 1, 2, 0, 3, 4),
-		randF32Tensor(r, "lns", 5), randF32Tensor(r, "lnb", 5),
-		randF32Tensor(r, "gns", 4), randF32Tensor(r, "gnb", 4),
+		onnxtest.RandUniform32(r, "lns", 5), onnxtest.RandUniform32(r, "lnb", 5),
+		onnxtest.RandUniform32(r, "gns", 4), onnxtest.RandUniform32(r, "gnb", 4),
 	}
 	var nodes []*onnxpb.NodeProto
 	var outs []string

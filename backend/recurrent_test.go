@@ -35,18 +35,18 @@ func (c rnnCase) dirs() int {
 // initial_c, P; nil where absent.
 func (c rnnCase) tensors(r *rand.Rand, prefix string) []*importer.Tensor {
 	D, gH := c.dirs(), c.gates*c.H
-	ts := []*importer.Tensor{randF32Tensor(r, prefix+"W", D, gH, c.I), randF32Tensor(r, prefix+"R", D, gH, c.H), nil, nil, nil, nil, nil}
+	ts := []*importer.Tensor{onnxtest.RandUniform32(r, prefix+"W", D, gH, c.I), onnxtest.RandUniform32(r, prefix+"R", D, gH, c.H), nil, nil, nil, nil, nil}
 	if c.bias {
-		ts[2] = randF32Tensor(r, prefix+"B", D, 2*gH)
+		ts[2] = onnxtest.RandUniform32(r, prefix+"B", D, 2*gH)
 	}
 	if c.init {
-		ts[4] = randF32Tensor(r, prefix+"h0", D, c.B, c.H)
+		ts[4] = onnxtest.RandUniform32(r, prefix+"h0", D, c.B, c.H)
 		if c.op == "LSTM" {
-			ts[5] = randF32Tensor(r, prefix+"c0", D, c.B, c.H)
+			ts[5] = onnxtest.RandUniform32(r, prefix+"c0", D, c.B, c.H)
 		}
 	}
 	if c.peep {
-		ts[6] = randF32Tensor(r, prefix+"P", D, 3*c.H)
+		ts[6] = onnxtest.RandUniform32(r, prefix+"P", D, 3*c.H)
 	}
 	if c.op == "GRU" {
 		ts = ts[:5]
@@ -91,7 +91,7 @@ func TestRecurrentORT(t *testing.T) {
 	feeds := map[string]*importer.Tensor{}
 	for i, c := range rnnCases() {
 		p := fmt.Sprintf("c%d_", i)
-		x := randF32Tensor(r, p+"x", c.T, c.B, c.I)
+		x := onnxtest.RandUniform32(r, p+"x", c.T, c.B, c.I)
 		inputs[x.Name], feeds[x.Name] = []int64{int64(c.T), int64(c.B), int64(c.I)}, x
 		ins := []string{x.Name}
 		for _, tt := range c.tensors(r, p) {
@@ -173,7 +173,7 @@ func TestRecurrentRefused(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			ins := append(base(), k.extra...)
 			_, err := tryGraph(onnxtest.OneNode("LSTM", 14, append(c.attrs(), k.attrs...), ins, "Y"), onnxtest.Feeds(ins), nil)
-			if err == nil || !containsAll(err.Error(), `node "n0" (LSTM)`, k.want) {
+			if err == nil || !onnxtest.ContainsAll(err.Error(), `node "n0" (LSTM)`, k.want) {
 				t.Errorf("got %v, want an error naming the node and %q", err, k.want)
 			}
 		})

@@ -5,13 +5,9 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 )
-
-// sameBits32 reports whether a and b have the same bits or are both NaN.
-func sameBits32(a, b float32) bool {
-	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
-}
 
 // checkKernels32 runs an element-wise op's float32 kernels, fwd and bwd,
 // on each case's input x (with the upstream gradient grad(n) for n
@@ -34,10 +30,10 @@ func checkKernels32(t *testing.T, op string, cases map[string][]float32, grad fu
 				t.Fatalf("%s's backward kernel declined", op)
 			}
 			for i, v := range x {
-				if want := float32(wantY(float64(v))); !sameBits32(y[i], want) {
+				if want := float32(wantY(float64(v))); !onnxtest.SameBits32(y[i], want) {
 					t.Fatalf("%s(%v) = %v, float64 formula %v", op, v, y[i], want)
 				}
-				if want := float32(wantDx(float64(y[i]), float64(g[i]))); !sameBits32(dx[i], want) {
+				if want := float32(wantDx(float64(y[i]), float64(g[i]))); !onnxtest.SameBits32(dx[i], want) {
 					t.Fatalf("%s'·%v at %v = %v, float64 formula %v", op, g[i], v, dx[i], want)
 				}
 			}

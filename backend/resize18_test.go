@@ -16,10 +16,10 @@ func TestResize18AxesORT(t *testing.T) {
 	r := rand.New(rand.NewSource(18))
 	sc := func(v ...float32) *importer.Tensor { return importer.NewFloat32("s", []int{len(v)}, v) }
 	cases := []oracleCase{
-		{"nearest axes 2,3", []*onnxpb.AttributeProto{onnxtest.AInts("axes", 2, 3)}, []*importer.Tensor{randF32Tensor(r, "x", 1, 2, 3, 4), nil, sc(2, 1.5)}},
-		{"linear axes 3,2", []*onnxpb.AttributeProto{onnxtest.AInts("axes", 3, 2), onnxtest.AString("mode", "linear")}, []*importer.Tensor{randF32Tensor(r, "x", 2, 1, 3, 4), nil, sc(1.5, 2)}},
+		{"nearest axes 2,3", []*onnxpb.AttributeProto{onnxtest.AInts("axes", 2, 3)}, []*importer.Tensor{onnxtest.RandUniform32(r, "x", 1, 2, 3, 4), nil, sc(2, 1.5)}},
+		{"linear axes 3,2", []*onnxpb.AttributeProto{onnxtest.AInts("axes", 3, 2), onnxtest.AString("mode", "linear")}, []*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 1, 3, 4), nil, sc(1.5, 2)}},
 		{"linear axis -1", []*onnxpb.AttributeProto{onnxtest.AInts("axes", -1), onnxtest.AString("mode", "linear"), onnxtest.AString("coordinate_transformation_mode", "align_corners")},
-			[]*importer.Tensor{randF32Tensor(r, "x", 1, 2, 3, 4), nil, sc(2)}},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 1, 2, 3, 4), nil, sc(2)}},
 	}
 	checkAgainstORT(t, "Resize", 18, cases, 1e-5)
 }
@@ -55,9 +55,9 @@ func TestResize19SymmetricORT(t *testing.T) {
 	sc := func(v ...float32) *importer.Tensor { return importer.NewFloat32("s", []int{len(v)}, v) }
 	sym := onnxtest.AString("coordinate_transformation_mode", "half_pixel_symmetric")
 	cases := []oracleCase{
-		{"linear up 1.7", []*onnxpb.AttributeProto{sym, onnxtest.AString("mode", "linear")}, []*importer.Tensor{randF32Tensor(r, "x", 1, 2, 5, 3), nil, sc(1, 1, 1.7, 2.5)}},
-		{"linear down 0.6", []*onnxpb.AttributeProto{sym, onnxtest.AString("mode", "linear")}, []*importer.Tensor{randF32Tensor(r, "x", 1, 1, 6, 7), nil, sc(1, 1, 0.6, 0.45)}},
-		{"nearest 1.3", []*onnxpb.AttributeProto{sym}, []*importer.Tensor{randF32Tensor(r, "x", 2, 1, 4, 5), nil, sc(1, 1, 1.3, 1.9)}},
+		{"linear up 1.7", []*onnxpb.AttributeProto{sym, onnxtest.AString("mode", "linear")}, []*importer.Tensor{onnxtest.RandUniform32(r, "x", 1, 2, 5, 3), nil, sc(1, 1, 1.7, 2.5)}},
+		{"linear down 0.6", []*onnxpb.AttributeProto{sym, onnxtest.AString("mode", "linear")}, []*importer.Tensor{onnxtest.RandUniform32(r, "x", 1, 1, 6, 7), nil, sc(1, 1, 0.6, 0.45)}},
+		{"nearest 1.3", []*onnxpb.AttributeProto{sym}, []*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 1, 4, 5), nil, sc(1, 1, 1.3, 1.9)}},
 	}
 	checkAgainstORT(t, "Resize", 19, cases, 1e-5)
 	ins := []onnxtest.In{onnxtest.RandFeed("x", 4, 1, 1, 5, 3), onnxtest.Absent, onnxtest.InitF("s", []int{4}, 1, 1, 1.7, 2.5)}

@@ -42,7 +42,7 @@ func TestScatterElementsORT(t *testing.T) {
 	r := rand.New(rand.NewSource(16))
 	for _, c := range scatterCases() {
 		t.Run(c.name, func(t *testing.T) {
-			data, upd := randF32Tensor(r, "data", 3, 4), randF32Tensor(r, "upd", 2, 3)
+			data, upd := onnxtest.RandUniform32(r, "data", 3, 4), onnxtest.RandUniform32(r, "upd", 2, 3)
 			node := onnxtest.Node("ScatterElements", "sc", []string{"data", "ind", "upd"}, []string{"y"}, c.attrs...)
 			m := onnxtest.GraphModel([]*onnxpb.NodeProto{node}, []*importer.Tensor{importer.NewInt64("ind", []int{2, 3}, c.ind)},
 				map[string][]int64{"data": {3, 4}, "upd": {2, 3}}, "y")

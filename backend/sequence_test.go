@@ -9,10 +9,6 @@ import (
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
-func i64(name string, shape []int, v ...int64) *importer.Tensor {
-	return &importer.Tensor{Name: name, Type: importer.Int64, Shape: shape, I64: v}
-}
-
 // sequenceModel splits x [2,3,7] as torch.chunk (a scalar piece size: 3,
 // 3, 1 along the last axis) and torch.split (sizes [1, 2] along axis 1)
 // do under the dynamo exporter, and into single rows without the axis
@@ -39,8 +35,8 @@ func sequenceModel() *importer.Model {
 		onnxtest.Node("SequenceAt", "i1", []string{"iseq", "minus1"}, []string{"i1"}),
 	}
 	inits := []*importer.Tensor{
-		i64("three", []int{}, 3), i64("zero", []int{}, 0), i64("one", []int{}, 1), i64("minus1", []int{}, -1),
-		i64("sizes", []int{2}, 1, 2), i64("one1d", []int{1}, 1), i64("ints", []int{2, 3}, 4, -5, 6, 7, 8, -9),
+		onnxtest.Int64("three", []int{}, 3), onnxtest.Int64("zero", []int{}, 0), onnxtest.Int64("one", []int{}, 1), onnxtest.Int64("minus1", []int{}, -1),
+		onnxtest.Int64("sizes", []int{2}, 1, 2), onnxtest.Int64("one1d", []int{1}, 1), onnxtest.Int64("ints", []int{2, 3}, 4, -5, 6, 7, 8, -9),
 	}
 	return onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {2, 3, 7}}, "y", "p1", "r1", "len", "stack", "cat", "i1")
 }
@@ -51,7 +47,7 @@ func sequenceModel() *importer.Model {
 // without new_axis) against ONNX Runtime.
 func TestSequenceORT(t *testing.T) {
 	r := rand.New(rand.NewSource(2))
-	checkGraphORT(t, sequenceModel(), 13, map[string]*importer.Tensor{"x": randF32Tensor(r, "x", 2, 3, 7)}, 1e-6)
+	checkGraphORT(t, sequenceModel(), 13, map[string]*importer.Tensor{"x": onnxtest.RandUniform32(r, "x", 2, 3, 7)}, 1e-6)
 }
 
 // TestSequenceGrad checks the gradient through chunks read back by
@@ -68,7 +64,7 @@ func TestSequenceGrad(t *testing.T) {
 		onnxtest.Node("SequenceConstruct", "pair", []string{"t", "p0"}, []string{"pair"}),
 		onnxtest.Node("ConcatFromSequence", "stack", []string{"pair"}, []string{"y"}, onnxtest.AInt("axis", 0), onnxtest.AInt("new_axis", 1)),
 	}
-	inits := []*importer.Tensor{i64("sizes", []int{2}, 2, 2), i64("zero", []int{}, 0), i64("one", []int{}, 1)}
+	inits := []*importer.Tensor{onnxtest.Int64("sizes", []int{2}, 2, 2), onnxtest.Int64("zero", []int{}, 0), onnxtest.Int64("one", []int{}, 1)}
 	m := onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {2, 4, 3}}, "y")
 	gradCheck(t, m, onnxtest.Feeds([]onnxtest.In{onnxtest.RandFeed("x", 9, 2, 4, 3)}), "x", 1e-6)
 }
@@ -76,7 +72,7 @@ func TestSequenceGrad(t *testing.T) {
 // TestSequenceErrors checks that sequences and tensors are not confused
 // and that bad splits and positions are named.
 func TestSequenceErrors(t *testing.T) {
-	inits := []*importer.Tensor{i64("three", []int{}, 3), i64("five", []int{}, 5), i64("sizes", []int{2}, 1, 1)}
+	inits := []*importer.Tensor{onnxtest.Int64("three", []int{}, 3), onnxtest.Int64("five", []int{}, 5), onnxtest.Int64("sizes", []int{2}, 1, 1)}
 	cases := []struct {
 		name  string
 		nodes []*onnxpb.NodeProto
@@ -106,7 +102,7 @@ func TestSequenceErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			m := onnxtest.GraphModel(c.nodes, inits, map[string][]int64{"x": {4}}, "y")
 			_, err := tryGraph(m, onnxtest.Feeds([]onnxtest.In{onnxtest.RandFeed("x", 1, 4)}), nil)
-			if err == nil || !containsAll(err.Error(), c.want...) {
+			if err == nil || !onnxtest.ContainsAll(err.Error(), c.want...) {
 				t.Errorf("got %v, want an error containing %q", err, c.want)
 			}
 		})

@@ -22,7 +22,7 @@ func tiedModel(r *rand.Rand) *importer.Model {
 		onnxtest.Node("Relu", "act", []string{"h"}, []string{"a"}),
 		onnxtest.Node("Gemm", "fc2", []string{"a", "w2", "b"}, []string{"y"}, onnxtest.AInt("transB", 1)),
 	}
-	inits := []*importer.Tensor{randF32Tensor(r, "w1", 4, 4), randF32Tensor(r, "w2", 4, 4), importer.NewFloat32("b", []int{4}, make([]float32, 4))}
+	inits := []*importer.Tensor{onnxtest.RandUniform32(r, "w1", 4, 4), onnxtest.RandUniform32(r, "w2", 4, 4), importer.NewFloat32("b", []int{4}, make([]float32, 4))}
 	m := onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {-1, 4}}, "y")
 	ir := int64(8)
 	m.Proto.IrVersion = &ir
@@ -35,7 +35,7 @@ func tiedModel(r *rand.Rand) *importer.Model {
 func TestUntieOpen(t *testing.T) {
 	r := rand.New(rand.NewSource(12))
 	task := []Task{{Name: "t", Loss: "mse", Output: "y", Target: "yt", Options: map[string]string{}}}
-	batch := map[string]*importer.Tensor{"x": randF32Tensor(r, "x", 3, 4), "yt": randF32Tensor(r, "yt", 3, 4)}
+	batch := map[string]*importer.Tensor{"x": onnxtest.RandUniform32(r, "x", 3, 4), "yt": onnxtest.RandUniform32(r, "yt", 3, 4)}
 
 	m := tiedModel(rand.New(rand.NewSource(1)))
 	tied, err := Open(m, task, Options{})
