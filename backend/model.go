@@ -17,6 +17,8 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	// the op lowerings register themselves with graph's registry
+	_ "github.com/paretonav/paretonav/backend/internal/onnxops"
 	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
