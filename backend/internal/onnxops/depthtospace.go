@@ -2,18 +2,15 @@ package onnxops
 
 import (
 	"github.com/paretonav/paretonav/backend/internal/graph"
-	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 // DepthToSpace (PyTorch's pixel_shuffle exports it with mode CRD; DCR is
-// the default) and SpaceToDepth, as data movement; EyeLike, whose value
-// depends only on its input's shape, as a constant.
+// the default) and SpaceToDepth, as data movement.
 
 func init() {
 	graph.Register("DepthToSpace", 1, lowerDepthSpace)
 	graph.Register("SpaceToDepth", 1, lowerDepthSpace)
-	graph.Register("EyeLike", 9, lowerEyeLike)
 }
 
 func lowerDepthSpace(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
@@ -87,43 +84,4 @@ func lowerDepthSpace(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) (
 		return nil, err
 	}
 	return []*graph.Value{v}, nil
-}
-
-func lowerEyeLike(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
-	x, err := graph.Input(n, in, 0)
-	if err != nil {
-		return nil, err
-	}
-	k, err := graph.AttrInt(n, "k", 0)
-	if err != nil {
-		return nil, err
-	}
-	if len(x.Shape) != 2 {
-		return nil, graph.NodeErr(n, "input %q of shape %v: expected 2-D (opset %d)", n.Input[0], x.Shape, b.Opset)
-	}
-	dt := int64(importer.Float32)
-	if x.IsConst() {
-		dt = int64(x.C.Type)
-	}
-	if dt, err = graph.AttrInt(n, "dtype", dt); err != nil {
-		return nil, err
-	}
-	rows, cols := x.Shape[0], x.Shape[1]
-	t := &importer.Tensor{Name: n.Output[0], Type: importer.DataType(dt), Shape: []int{rows, cols}}
-	vals := make([]int64, rows*cols)
-	for i := 0; i < rows; i++ {
-		if j := i + int(k); j >= 0 && j < cols {
-			vals[i*cols+j] = 1
-		}
-	}
-	switch t.Type {
-	case importer.Float32, importer.Float64, importer.Float16:
-		t.Type, t.F64 = importer.Float64, make([]float64, len(vals))
-		for i, v := range vals {
-			t.F64[i] = float64(v)
-		}
-	default:
-		t.I64 = vals
-	}
-	return []*graph.Value{graph.ConstValue(t)}, nil
 }

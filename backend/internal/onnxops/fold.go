@@ -7,9 +7,10 @@ import (
 )
 
 // Build-time evaluation: every node whose inputs are all constants is
-// computed by importer.EvalNode when it can (lowerGraph tries it first).
+// computed by importer.EvalNode when it can (graph.Build tries it first).
 // The ops below exist only in that form: Shape and Size read the concrete
-// shape of a run-time node; the others need constant inputs.
+// shape of a run-time node, and so does EyeLike, whose value depends only
+// on its input's shape; the others need constant inputs.
 
 func init() {
 	for _, op := range []string{"Shape", "Size"} {
@@ -18,6 +19,7 @@ func init() {
 	for _, op := range []string{"Constant", "ConstantOfShape", "Range"} {
 		graph.Register(op, 1, lowerFold)
 	}
+	graph.Register("EyeLike", 9, lowerEyeLike)
 }
 
 // lowerShapeOf evaluates Shape/Size from the input's concrete shape.
@@ -59,4 +61,43 @@ func evalConst(b *graph.Builder, n *onnxpb.NodeProto, cin []*importer.Tensor) ([
 		out[i] = graph.ConstValue(t)
 	}
 	return out, nil
+}
+
+func lowerEyeLike(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
+	if err != nil {
+		return nil, err
+	}
+	k, err := graph.AttrInt(n, "k", 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(x.Shape) != 2 {
+		return nil, graph.NodeErr(n, "input %q of shape %v: expected 2-D (opset %d)", n.Input[0], x.Shape, b.Opset)
+	}
+	dt := int64(importer.Float32)
+	if x.IsConst() {
+		dt = int64(x.C.Type)
+	}
+	if dt, err = graph.AttrInt(n, "dtype", dt); err != nil {
+		return nil, err
+	}
+	rows, cols := x.Shape[0], x.Shape[1]
+	t := &importer.Tensor{Name: n.Output[0], Type: importer.DataType(dt), Shape: []int{rows, cols}}
+	vals := make([]int64, rows*cols)
+	for i := 0; i < rows; i++ {
+		if j := i + int(k); j >= 0 && j < cols {
+			vals[i*cols+j] = 1
+		}
+	}
+	switch t.Type {
+	case importer.Float32, importer.Float64, importer.Float16:
+		t.Type, t.F64 = importer.Float64, make([]float64, len(vals))
+		for i, v := range vals {
+			t.F64[i] = float64(v)
+		}
+	default:
+		t.I64 = vals
+	}
+	return []*graph.Value{graph.ConstValue(t)}, nil
 }

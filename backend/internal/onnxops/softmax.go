@@ -14,12 +14,17 @@ import (
 // Softmax and LogSoftmax. Before opset 13 the input is coerced to 2-D at
 // axis (default 1) and normalised over the flattened trailing dimensions;
 // from 13 on the op normalises along the single axis (default -1).
+//
+// Hardmax: 1 at the first maximum, 0 elsewhere, along the same axes as
+// Softmax at the same opset. Its gradient is zero.
 
 func init() {
 	for _, op := range []string{"Softmax", "LogSoftmax"} {
 		graph.Register(op, 1, lowerSoftmax)
 		graph.Register(op, 13, lowerSoftmax)
 	}
+	graph.Register("Hardmax", 1, lowerHardmax)
+	graph.Register("Hardmax", 13, lowerHardmax)
 }
 
 // softmaxSplit reads the axis of a Softmax-like node (default 1 before
@@ -201,3 +206,36 @@ func softmaxBackward[T graph.Float](dst, y, g []T, outer, d, inner int, logSm bo
 // exp64 sets dst[i] = math.Exp(x[i]) for i < len(x), bit for bit, with the
 // vector kernels of vmath.Exp64 where the CPU has them.
 func exp64(dst, x []float64) { vmath.Exp64(dst[:len(x)], x) }
+
+func lowerHardmax(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	x, err := graph.Input(n, in, 0)
+	if err != nil {
+		return nil, err
+	}
+	outer, d, inner, err := softmaxSplit(b, n, x)
+	if err != nil {
+		return nil, err
+	}
+	fwd := func(dst []float64, in [][]float64) {
+		src := in[0]
+		for o := 0; o < outer; o++ {
+			for j := 0; j < inner; j++ {
+				bi := 0
+				for k := 1; k < d; k++ {
+					if src[(o*d+k)*inner+j] > src[(o*d+bi)*inner+j] {
+						bi = k
+					}
+				}
+				if d > 0 {
+					dst[(o*d+bi)*inner+j] = 1
+				}
+			}
+		}
+	}
+	bwd := func(int, []float64, [][]float64, []float64, []float64) {} // zero
+	node, err := b.Kernel(n.GetName(), "Hardmax", []graph.Node{b.Node(x)}, x.Shape, fwd, bwd, nil)
+	if err != nil {
+		return nil, err
+	}
+	return []*graph.Value{graph.NodeValue(node)}, nil
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Fits the polynomial of backend/geluphi.go (phiBlock).
+"""Fits the polynomial of backend/internal/onnxops/gelu.go (phiBlock).
 
 erfc(z) = t·exp(−z² + P(t)) with t = 1/(1 + z/2) (the form of Numerical
 Recipes' erfcc); P is fitted in u = (30t − 17)/13, which maps t over
