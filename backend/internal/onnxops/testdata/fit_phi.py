@@ -8,7 +8,7 @@ basis on 6000 Chebyshev nodes, with erfc from mpmath at 40 digits, and
 printed in the power basis of u. The largest error of P, which is the
 relative error of erfc, is about 3e-10 (TestPhiBlockAccuracy bounds it).
 
-    /usr/bin/python3 backend/testdata/fit_phi.py
+    /usr/bin/python3 backend/internal/onnxops/testdata/fit_phi.py
 """
 import mpmath as mp
 import numpy as np
