@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/loss"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
@@ -24,11 +25,11 @@ import (
 func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 	b := c.bt.B
 	for i, t := range md.tasks {
-		h := lossHeads[t.Loss]
+		h := loss.Lookup(t.Loss)
 		out := c.bt.Vals[t.Output]
 		var tg graph.Node
-		if t.Loss != "output" {
-			want, err := h.targetShape(out.Shape)
+		if h.TargetShape != nil {
+			want, err := h.TargetShape(out.Shape)
 			if err != nil {
 				return fmt.Errorf("%s %q: output %q: %v", md.kind(i), t.Name, t.Output, err)
 			}
@@ -37,7 +38,7 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 			}
 			tg = b.InputNode(fmt.Sprintf("target#%d:%s", i, t.Target), want)
 		}
-		l, err := h.build(b, t, out.N, tg)
+		l, err := h.Build(b, t.head(), out.N, tg)
 		if err != nil {
 			return fmt.Errorf("%s %q: %w", md.kind(i), t.Name, err)
 		}

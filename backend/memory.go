@@ -9,6 +9,7 @@ import (
 	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
 	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/kernels"
+	"github.com/paretonav/paretonav/backend/internal/loss"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -114,11 +115,12 @@ func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Ten
 	}
 	targets := map[string][]int{}
 	for i, t := range md.tasks {
-		if t.Loss == "output" {
+		k := loss.Lookup(t.Loss)
+		if k.TargetShape == nil {
 			continue
 		}
 		out := c0.bt.Vals[t.Output]
-		want, err := lossHeads[t.Loss].targetShape(out.Shape)
+		want, err := k.TargetShape(out.Shape)
 		if err != nil {
 			return MemoryEstimate{}, fmt.Errorf("backend: %s %q: output %q: %v", md.kind(i), t.Name, t.Output, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/loss"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/internal/hugepages"
 	"github.com/paretonav/paretonav/internal/termsafe"
@@ -97,7 +98,7 @@ type Model struct {
 // compiled is the graph for one signature of input and target shapes.
 type compiled struct {
 	bt      *graph.Built
-	targets []graph.Node // per task; nil for "output"
+	targets []graph.Node // per task; nil for a kind without target ("output")
 	u       []graph.Node // per task: weight of the task's loss in the backward pass
 	losses  []graph.Node
 	hasGrad []bool                       // per task: some trainable parameter affects the loss
@@ -154,7 +155,7 @@ func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
 	var errs []error
 	for i, t := range md.tasks {
 		kind := md.kind(i)
-		if _, ok := lossHeads[t.Loss]; !ok {
+		if loss.Lookup(t.Loss) == nil {
 			errs = append(errs, fmt.Errorf("%s %q: unknown loss %q (known: %s)", kind, t.Name, t.Loss, strings.Join(LossKinds(), ", ")))
 		}
 		if !produced[t.Output] {
@@ -407,12 +408,12 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 	var errs []error
 	for i, t := range md.tasks {
 		kind := md.kind(i)
-		if t.Loss == "output" {
+		h := loss.Lookup(t.Loss)
+		if h.TargetShape == nil {
 			continue
 		}
-		h := lossHeads[t.Loss]
 		out := c.bt.Vals[t.Output]
-		want, err := h.targetShape(out.Shape)
+		want, err := h.TargetShape(out.Shape)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: output %q: %v", kind, t.Name, t.Output, err))
 			continue
@@ -426,7 +427,7 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 			errs = append(errs, fmt.Errorf("%s %q: target array %q has shape %v, expected %v for output %q of shape %v", kind, t.Name, t.Target, a.Shape, want, t.Output, out.Shape))
 			continue
 		}
-		if h.integer {
+		if h.IntegerTarget {
 			C := int64(out.Shape[1])
 			for i := range a.Len() {
 				v := tensorFloat64(a, i)

@@ -1,10 +1,11 @@
-package backend
+package loss
 
 import (
 	"math"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
+	"github.com/paretonav/paretonav/importer"
 )
 
 // Classification losses (PyTorch semantics, mean over non-ignored
@@ -12,14 +13,38 @@ import (
 // (log-softmax over dimension 1 first). Targets are class indices [N, d...].
 
 func init() {
-	lossHeads["nll"] = lossHead{targetShape: classTargetShape, integer: true, build: classLoss(false)}
-	lossHeads["ce"] = lossHead{targetShape: classTargetShape, integer: true, build: classLoss(true)}
+	ignore := []Option{{Key: "ignore_index", Doc: "the target value that is skipped (PyTorch's ignore_index)", Default: -100}}
+	register(Kind{
+		Name:        "nll",
+		Summary:     "negative log-likelihood of the target classes, the mean over the targets not ignored (PyTorch's nll_loss)",
+		Target:      "class labels (int64) for log-probabilities [N,C] or [N,C,H,W]",
+		TargetShape: classTargetShape, IntegerTarget: true, Options: ignore, Metrics: Classes,
+		Count: countClasses, Build: classLoss(false),
+	})
+	register(Kind{
+		Name:        "ce",
+		Summary:     "cross-entropy: log-softmax over dimension 1, then nll (PyTorch's cross_entropy)",
+		Target:      "class labels (int64) for logits [N,C] or [N,C,H,W]",
+		TargetShape: classTargetShape, IntegerTarget: true, Options: ignore, Metrics: Classes,
+		Count: countClasses, Build: classLoss(true),
+	})
 }
 
-func classLoss(logits bool) func(b *graph.Builder, t Task, out, target graph.Node) (graph.Node, error) {
-	return func(b *graph.Builder, t Task, out, target graph.Node) (graph.Node, error) {
+// countClasses counts the targets that are not ignored.
+func countClasses(a *importer.Tensor, h Head) (int, error) {
+	k, ignore := 0, float64(h.IgnoreIndex)
+	for _, x := range a.Float64s() {
+		if x != ignore {
+			k++
+		}
+	}
+	return k, nil
+}
+
+func classLoss(logits bool) func(b *graph.Builder, h Head, out, target graph.Node) (graph.Node, error) {
+	return func(b *graph.Builder, h Head, out, target graph.Node) (graph.Node, error) {
 		s := out.Shape()
-		c := classGeom{N: s[0], C: s[1], inner: shape.Numel(s[2:]), ignore: float64(t.IgnoreIndex), logits: logits}
+		c := classGeom{N: s[0], C: s[1], inner: shape.Numel(s[2:]), ignore: float64(h.IgnoreIndex), logits: logits}
 		fwd := func(dst []float64, in [][]float64) { classForward(c, dst, in[0], in[1]) }
 		bwd := func(_ int, dst []float64, in [][]float64, _, g []float64) { classBackward(c, dst, in[0], in[1], g[0]) }
 		fwd32 := func(dst []float32, in [][]float32) { classForward(c, dst, in[0], in[1]) }
@@ -30,7 +55,7 @@ func classLoss(logits bool) func(b *graph.Builder, t Task, out, target graph.Nod
 			classBackward(c, dst, in[0], in[1], float64(g[0]))
 			return true
 		}
-		return b.FillingKernel32("loss:"+t.Name, t.Loss, []graph.Node{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
+		return b.FillingKernel32("loss:"+h.Task, h.Kind, []graph.Node{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
 	}
 }
 

@@ -1,4 +1,4 @@
-package backend
+package loss
 
 import (
 	"math/rand"
@@ -24,7 +24,7 @@ func TestRegressNormalLoss32MatchesFloat64(t *testing.T) {
 			b := graph.NewBuilder(tensor.Float32, 17)
 			out := G.NewTensor(b.Graph, tensor.Float32, len(s), G.WithShape(s...), G.WithName("out"))
 			tg := G.NewTensor(b.Graph, tensor.Float32, len(s), G.WithShape(s...), G.WithName("tg"))
-			node, err := lossHeads[loss].build(b, Task{Name: "t", Loss: loss}, out, tg)
+			node, err := Lookup(loss).Build(b, Head{Task: "t", Kind: loss}, out, tg)
 			if err != nil {
 				t.Fatal(err)
 			}

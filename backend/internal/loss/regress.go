@@ -1,18 +1,45 @@
-package backend
+package loss
 
 import (
 	"math"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/importer"
 )
 
 // Regression losses, mean reduction: mse, l1, and depth_l1 (L1 averaged
 // over the elements whose target is non-zero, as in MTAN's depth loss).
 
 func init() {
-	lossHeads["mse"] = lossHead{targetShape: sameShape, build: regressLoss(func(d float64) (float64, float64) { return d * d, 2 * d }, false)}
-	lossHeads["l1"] = lossHead{targetShape: sameShape, build: regressLoss(absAndSign, false)}
-	lossHeads["depth_l1"] = lossHead{targetShape: sameShape, build: regressLoss(absAndSign, true)}
+	register(Kind{
+		Name: "mse", Summary: "mean squared error", Target: "an array of the output's shape",
+		TargetShape: sameShape, Count: countAll,
+		Build: regressLoss(func(d float64) (float64, float64) { return d * d, 2 * d }, false),
+	})
+	register(Kind{
+		Name: "l1", Summary: "mean absolute error", Target: "an array of the output's shape",
+		TargetShape: sameShape, Count: countAll, Build: regressLoss(absAndSign, false),
+	})
+	register(Kind{
+		Name:        "depth_l1",
+		Summary:     "mean absolute error over the elements whose target is not 0 (MTAN's depth loss)",
+		Target:      "a depth map of the output's shape (0 = no depth)",
+		TargetShape: sameShape, Metrics: Depth, Count: countNonZero, Build: regressLoss(absAndSign, true),
+	})
+}
+
+// countAll counts every element of the target.
+func countAll(a *importer.Tensor, _ Head) (int, error) { return a.Len(), nil }
+
+// countNonZero counts the target's elements that are not zero.
+func countNonZero(a *importer.Tensor, _ Head) (int, error) {
+	k := 0
+	for _, x := range a.Float64s() {
+		if x != 0 {
+			k++
+		}
+	}
+	return k, nil
 }
 
 func absAndSign(d float64) (float64, float64) {
@@ -28,15 +55,15 @@ func absAndSign(d float64) (float64, float64) {
 // regressLoss builds mean_i f(out_i − target_i) over all elements, or over
 // those with a non-zero target when masked. f returns the value and the
 // derivative.
-func regressLoss(f func(d float64) (float64, float64), masked bool) func(b *graph.Builder, t Task, out, target graph.Node) (graph.Node, error) {
-	return func(b *graph.Builder, t Task, out, target graph.Node) (graph.Node, error) {
+func regressLoss(f func(d float64) (float64, float64), masked bool) func(b *graph.Builder, h Head, out, target graph.Node) (graph.Node, error) {
+	return func(b *graph.Builder, h Head, out, target graph.Node) (graph.Node, error) {
 		fwd, bwd := regressFwd[float64](f, masked), regressBwd[float64](f, masked)
 		fwd32, bwd32g := regressFwd[float32](f, masked), regressBwd[float32](f, masked)
 		bwd32 := func(k int, dst []float32, in [][]float32, out, g []float32) bool {
 			bwd32g(k, dst, in, out, g)
 			return true
 		}
-		return b.FillingKernel32("loss:"+t.Name, t.Loss, []graph.Node{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
+		return b.FillingKernel32("loss:"+h.Task, h.Kind, []graph.Node{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
 	}
 }
 

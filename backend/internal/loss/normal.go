@@ -1,4 +1,4 @@
-package backend
+package loss
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
+	"github.com/paretonav/paretonav/importer"
 )
 
 // normal_cos: 1 − the mean over valid pixels of the cosine between the
@@ -17,12 +18,41 @@ import (
 // MTAN's model makes it) this is 1 − the mean dot product.
 
 func init() {
-	lossHeads["normal_cos"] = lossHead{targetShape: func(out []int) ([]int, error) {
-		if len(out) < 2 {
-			return nil, fmt.Errorf("normals must have shape [N, C, ...], have %v", out)
+	register(Kind{
+		Name:    "normal_cos",
+		Summary: "1 − the mean cosine between predicted and target normals over the pixels with a target normal",
+		Target:  "unit normals of the output's shape (0 = no normal)",
+		TargetShape: func(out []int) ([]int, error) {
+			if len(out) < 2 {
+				return nil, fmt.Errorf("normals must have shape [N, C, ...], have %v", out)
+			}
+			return sameShape(out)
+		},
+		Metrics: Normals, Count: countNormals, Build: normalLoss,
+	})
+}
+
+// countNormals counts the pixels whose target normal is not zero (an
+// [N, C, ...] target: C values a pixel).
+func countNormals(a *importer.Tensor, _ Head) (int, error) {
+	if len(a.Shape) < 2 {
+		return 0, fmt.Errorf("has shape %v, expected [N, C, ...]", a.Shape)
+	}
+	v := a.Float64s()
+	N, C := a.Shape[0], a.Shape[1]
+	inner := len(v) / max(N*C, 1)
+	k := 0
+	for n := 0; n < N; n++ {
+		for j := 0; j < inner; j++ {
+			for c := 0; c < C; c++ {
+				if v[(n*C+c)*inner+j] != 0 {
+					k++
+					break
+				}
+			}
 		}
-		return sameShape(out)
-	}, build: normalLoss}
+	}
+	return k, nil
 }
 
 // normalGeom is the layout of a normal_cos loss: N examples of C-vectors
@@ -54,7 +84,7 @@ func normalCount[T graph.Float](g normalGeom, tg []T) float64 {
 	return k
 }
 
-func normalLoss(b *graph.Builder, t Task, out, target graph.Node) (graph.Node, error) {
+func normalLoss(b *graph.Builder, h Head, out, target graph.Node) (graph.Node, error) {
 	s := out.Shape()
 	g := normalGeom{N: s[0], C: s[1], inner: shape.Numel(s[2:])}
 	fwd, bwd := normalFwd[float64](g), normalBwd[float64](g)
@@ -63,7 +93,7 @@ func normalLoss(b *graph.Builder, t Task, out, target graph.Node) (graph.Node, e
 		bwd32g(k, dst, in, out, gr)
 		return true
 	}
-	return b.FillingKernel32("loss:"+t.Name, t.Loss, []graph.Node{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
+	return b.FillingKernel32("loss:"+h.Task, h.Kind, []graph.Node{out, target}, nil, fwd, bwd, []bool{true, false}, fwd32, bwd32)
 }
 
 // normalFwd is normal_cos's value on data of type T, in float64 rounded

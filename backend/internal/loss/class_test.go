@@ -1,4 +1,4 @@
-package backend
+package loss
 
 import (
 	"math"
