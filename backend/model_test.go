@@ -260,3 +260,37 @@ func TestSequenceTaskOutput(t *testing.T) {
 		t.Errorf("got %v, want an error naming the task and its sequence output", err)
 	}
 }
+
+// TestLossRecordsDriveParseTask checks that a task spec is read as each
+// loss kind's record says: a target array needed or refused, its
+// options (integers) accepted and no other, its targets integer or not.
+func TestLossRecordsDriveParseTask(t *testing.T) {
+	for _, k := range Losses() {
+		t.Run(k.Name, func(t *testing.T) {
+			_, err := ParseTask("t:" + k.Name + ":out")
+			if (err != nil) != k.NeedsTarget {
+				t.Fatalf("without a target: error %v, the kind needs one: %v", err, k.NeedsTarget)
+			}
+			spec := "t:" + k.Name + ":out:y:"
+			for i, o := range k.Options {
+				if i > 0 {
+					spec += ","
+				}
+				spec += o.Key + "=7"
+			}
+			task, err := ParseTask(spec)
+			if err != nil {
+				t.Fatalf("%s: %v", spec, err)
+			}
+			if len(k.Options) > 0 && task.IgnoreIndex != 7 {
+				t.Fatalf("%s: ignore_index %d", spec, task.IgnoreIndex)
+			}
+			if _, err := ParseTask("t:" + k.Name + ":out:y:not_an_option=1"); err == nil || !strings.Contains(err.Error(), "takes no option") {
+				t.Fatalf("an unknown option: %v", err)
+			}
+			if IntegerTarget(k.Name) != k.IntegerTarget {
+				t.Fatalf("IntegerTarget %v, record %v", IntegerTarget(k.Name), k.IntegerTarget)
+			}
+		})
+	}
+}
