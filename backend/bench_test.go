@@ -92,6 +92,14 @@ func openStepCase(t testing.TB, sc stepCase) *Model {
 	return openStepCaseWith(t, sc, Options{})
 }
 
+// execWith is the Options whose executor options are the defaults as set
+// changes them.
+func execWith(set func(o *execOptions)) Options {
+	o := defaultExec()
+	set(&o)
+	return Options{exec: &o}
+}
+
 // openStepCaseWith is openStepCase with options opt.
 func openStepCaseWith(t testing.TB, sc stepCase, opt Options) *Model {
 	t.Helper()

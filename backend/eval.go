@@ -89,7 +89,7 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 		return err
 	}
 	roots := append(append(G.Nodes{}, c.losses...), c.grads...)
-	if c.prog, err = newProgram(b.Graph, roots, c.u); err != nil {
+	if c.prog, err = newProgram(b.Graph, roots, c.u, md.run, md.stats); err != nil {
 		return fmt.Errorf("planning execution: %w", err)
 	}
 	c.prog.pool = md.bufPool()
@@ -263,7 +263,7 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 		}
 	}
 	gaps := md.gradGaps(c)
-	if GradsIntoJacobian {
+	if md.run.gradsIntoJacobian {
 		c.prog.sinkOf = func(k, i int) []float32 {
 			if j, ok := c.gradAt[i]; ok {
 				p := md.params[j]
@@ -296,13 +296,6 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 	c.prog.release()
 	return nil
 }
-
-// GradsIntoJacobian makes the ops computing parameter gradients write
-// them into their places in the Jacobian's rows, where they can (float32
-// ops writing into a given buffer, gradient sums), instead of into pool
-// buffers that are then copied there: at 44 M parameters a copy of 177 MB
-// a task. Tests turn it off to compare.
-var GradsIntoJacobian = true
 
 // gradPlaces maps the position in c's program of each parameter
 // gradient's node to the parameter (an index into md.params): backward
@@ -350,7 +343,7 @@ func copyFloats32(dst []float32, v G.Value) error {
 			if len(d) != len(dst) {
 				return fmt.Errorf("%d values, expected %d", len(d), len(dst))
 			}
-			if len(d) == 0 || &d[0] == &dst[0] { // written in place (GradsIntoJacobian)
+			if len(d) == 0 || &d[0] == &dst[0] { // written in place (execOptions.gradsIntoJacobian)
 				return nil
 			}
 			parallel.Copy(dst, d)

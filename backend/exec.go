@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sync/atomic"
 	"weak"
 
 	G "gorgonia.org/gorgonia"
@@ -14,7 +13,6 @@ import (
 	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
-	"github.com/paretonav/paretonav/importer"
 )
 
 // program executes the loss-and-gradient graph of a compiled model
@@ -46,7 +44,7 @@ import (
 // caller reads it, until release, unless it is cheap to recompute
 // (Relu, Sigmoid, Mul, Concat, BatchNorm with running statistics:
 // program.cheap) and the cheap values the backward passes read take at
-// least RematMinBytes, when each backward pass recomputes it just before
+// least execOptions.rematMinBytes, when each backward pass recomputes it just before
 // its first reader; a backward value lives until its last
 // use in its task's pass, a root until the pass ends. Where a value dies,
 // the buffer it lives in returns to the program's pool when it is one of
@@ -101,20 +99,15 @@ type program struct {
 	// tensor wrapping it being collected with it. Indexed [task][node],
 	// made before the passes run (eachPass) and shared with the forks:
 	// each task's row is written only by the goroutine running its pass.
-	sinkWrap      *[][]weak.Pointer[tensor.Dense]
-	fusedGradRuns *atomic.Int64 // fused Relu gradients run, for tests; shared with forks
-	forks         []*program    // the programs of eachPass's goroutines, kept across steps (concurrent.go)
+	sinkWrap *[][]weak.Pointer[tensor.Dense]
+	forks    []*program // the programs of eachPass's goroutines, kept across steps (concurrent.go)
 	// into is the destination exec offers the kernels package's op running
 	// (buf and the tensor that last wrapped it), empty between ops.
 	into kernels.Into
+
+	opt   *execOptions // the fast paths on (the Model's; shared with forks)
+	stats *execStats   // what the fast paths did, for tests (the Model's; shared with forks)
 }
-
-// SumInPlace lets a gradient sum write over an operand that dies with it
-// (program.sumInto); tests turn it off to compare.
-var SumInPlace = true
-
-// inPlaceSums counts the sums written over an operand, for tests.
-var inPlaceSums atomic.Int64
 
 // takeable reports whether node j's value dies with the node running and
 // lives in a pool buffer of n values this program owns, which that node
@@ -138,15 +131,6 @@ func (p *program) sumInto(i, n int) int {
 	}
 	return -1
 }
-
-// CopyInPlace lets a plain copy (a Reshape's value, or its gradient) take
-// over the buffer of the value it copies when that value dies with it
-// (program.takeCopied); tests turn it off to compare.
-var CopyInPlace = true
-
-// copiesTaken counts the plain copies that took over their operand's
-// buffer, for tests.
-var copiesTaken atomic.Int64
 
 // takeCopied runs node i, a plain copy (graph.KernelOp.PlainCopy, forward, or
 // its gradient, which copies the output's gradient back), without copying
@@ -177,18 +161,9 @@ func (p *program) takeCopied(i int, cur graph.Node, n int) bool {
 	b := p.owned[j]
 	p.owned[j] = nil // j's free then drops only its value
 	p.vals[i], p.owned[i] = graph.Value32(nil, p.shapes[i], b), b
-	copiesTaken.Add(1)
+	p.stats.copiesTaken.Add(1)
 	return true
 }
-
-// SkipZeroSums lets a gradient sum one of whose operands is a zero value
-// (program.sumWithZero) take the other operand instead of adding; tests
-// turn it off to compare.
-var SkipZeroSums = true
-
-// zeroSums counts the gradient sums that took their nonzero operand, for
-// tests.
-var zeroSums atomic.Int64
 
 // sumWithZero runs the gradient sum i when one of its operands in is the
 // zero value of a node the running pass does not run (another task's
@@ -219,7 +194,7 @@ func (p *program) sumWithZero(i int, buf, sink []float32, reuse *tensor.Dense, i
 	if !ok || len(xd) != len(buf) {
 		return nil, nil, false, false
 	}
-	zeroSums.Add(1)
+	p.stats.zeroSums.Add(1)
 	j := p.args[i][o]
 	if sink == nil && p.takeable(j, len(buf), false) {
 		b := p.owned[j]
@@ -228,12 +203,8 @@ func (p *program) sumWithZero(i int, buf, sink []float32, reuse *tensor.Dense, i
 	}
 	out := buf
 	parallel.Copy(out, xd)
-	return graph.Value32(reuse, x.Shape(), out), out, false, true
+	return p.value32(reuse, x.Shape(), out), out, false, true
 }
-
-// sunkGrads counts the values written into their place in the Jacobian
-// (program.sinkOf), for tests.
-var sunkGrads atomic.Int64
 
 // isGorgoniaAdd reports whether op is Gorgonia's element-wise addition,
 // which symbolic differentiation uses to sum the gradients reaching a
@@ -248,7 +219,7 @@ func isGorgoniaAdd(op G.Op) bool {
 // does (one float32 addition per element), on all cores for long ones.
 // buf may back a or b: each element is read before it is written. ok is
 // false for any other inputs: the caller then runs the op's Do.
-func add32(buf []float32, reuse *tensor.Dense, a, b G.Value) (v G.Value, used []float32, ok bool) {
+func (p *program) add32(buf []float32, reuse *tensor.Dense, a, b G.Value) (v G.Value, used []float32, ok bool) {
 	x, ok1 := a.(*tensor.Dense)
 	y, ok2 := b.(*tensor.Dense)
 	if !ok1 || !ok2 || x.RequiresIterator() || y.RequiresIterator() || !x.Shape().Eq(y.Shape()) || len(x.Shape()) == 0 {
@@ -270,7 +241,7 @@ func add32(buf []float32, reuse *tensor.Dense, a, b G.Value) (v G.Value, used []
 			o[i] = x + y[i]
 		}
 	})
-	return graph.Value32(reuse, x.Shape(), out), out, true
+	return p.value32(reuse, x.Shape(), out), out, true
 }
 
 // opsIntoOp is a kernels op that can write its result into a given buffer
@@ -298,8 +269,8 @@ var (
 )
 
 // newProgram plans the execution of the nodes needed for roots, with u the
-// task-weight input nodes.
-func newProgram(g *G.ExprGraph, roots G.Nodes, u []graph.Node) (*program, error) {
+// task-weight input nodes, with the fast paths of opt, counting in stats.
+func newProgram(g *G.ExprGraph, roots G.Nodes, u []graph.Node, opt *execOptions, stats *execStats) (*program, error) {
 	sorted, err := G.Sort(g)
 	if err != nil {
 		return nil, fmt.Errorf("sorting the graph: %w", err)
@@ -323,7 +294,7 @@ func newProgram(g *G.ExprGraph, roots G.Nodes, u []graph.Node) (*program, error)
 		needed[n] = true
 		stack = append(stack, children(n)...)
 	}
-	p := &program{pos: map[graph.Node]int{}, pool: &bufPool{}}
+	p := &program{pos: map[graph.Node]int{}, pool: &bufPool{}, opt: opt, stats: stats}
 	// G.Sort lists a node before its children: execute in reverse.
 	for i := len(sorted) - 1; i >= 0; i-- {
 		if n := sorted[i]; needed[n] {
@@ -544,7 +515,7 @@ func (p *program) exec(i int, cur graph.Node, in []G.Value) error {
 		switch {
 		case len(b) > 0 && sink != nil && &b[0] == &sink[0]:
 			p.owned[i] = nil
-			sunkGrads.Add(1)
+			p.stats.sunkGrads.Add(1)
 			return
 		case sink != nil:
 			buf = nil
@@ -559,7 +530,7 @@ func (p *program) exec(i int, cur graph.Node, in []G.Value) error {
 			p.putBuf(buf, reuse)
 		}
 	}
-	if p.adds[i] && f32 && SkipZeroSums {
+	if p.adds[i] && f32 && p.opt.skipZeroSums {
 		offered = true
 		if v, used, stolen, ok := p.sumWithZero(i, buf, sink, reuse, in); ok {
 			if stolen {
@@ -573,18 +544,18 @@ func (p *program) exec(i int, cur graph.Node, in []G.Value) error {
 	}
 	if p.adds[i] && f32 {
 		stolen := -1 // the operand whose buffer takes the sum
-		if sink == nil && buf != nil && SumInPlace {
+		if sink == nil && buf != nil && p.opt.sumInPlace {
 			if j := p.sumInto(i, len(buf)); j >= 0 {
 				p.putBuf(buf, reuse)
 				buf, p.owned[j], stolen = p.owned[j], nil, j
 				// the operand's tensor, dying here, wraps the buffer
 				// the sum takes: the sum's value when shapes agree
 				reuse, _ = p.vals[j].(*tensor.Dense)
-				inPlaceSums.Add(1)
+				p.stats.inPlaceSums.Add(1)
 			}
 		}
 		offered = true
-		if sum, used, ok := add32(buf, reuse, in[0], in[1]); ok {
+		if sum, used, ok := p.add32(buf, reuse, in[0], in[1]); ok {
 			p.vals[i] = sum
 			keep(used)
 			return nil
@@ -593,7 +564,7 @@ func (p *program) exec(i int, cur graph.Node, in []G.Value) error {
 			p.owned[stolen], buf, reuse = buf, nil, nil
 		}
 	}
-	if sink == nil && len(buf) > 0 && f32 && CopyInPlace && p.takeCopied(i, cur, len(buf)) {
+	if sink == nil && len(buf) > 0 && f32 && p.opt.copyInPlace && p.takeCopied(i, cur, len(buf)) {
 		p.putBuf(buf, reuse)
 		return nil
 	}
@@ -603,9 +574,11 @@ func (p *program) exec(i int, cur graph.Node, in []G.Value) error {
 	case intoOp:
 		var used []float32
 		offered = true
-		v, used, err = op.DoInto32(buf, reuse, in)
+		r := p.offer(reuse)
+		v, used, err = op.DoInto32(buf, r, in)
+		p.countReuse(v, r)
 		if used != nil && !f32 {
-			pooledIntKernels.Add(1)
+			p.stats.pooledIntKernels.Add(1)
 		}
 		keep(used)
 	case opsIntoOp:
@@ -640,11 +613,11 @@ func (p *program) exec(i int, cur graph.Node, in []G.Value) error {
 			u32 = buf
 		}
 		if u32 != nil && !f32 {
-			pooledInts.Add(1)
+			p.stats.pooledInts.Add(1)
 		}
 		if f32 && err == nil {
 			offered = true
-			v = takeReuse(v, reuse, buf)
+			v = p.takeReuse(v, reuse, buf)
 		}
 		keep(u32)
 	default:
@@ -658,11 +631,6 @@ func (p *program) exec(i int, cur graph.Node, in []G.Value) error {
 	return nil
 }
 
-// sinkTensorsOffered counts the values written into a Jacobian row by
-// ops that were offered its last tensor (exec's reuse), and
-// sinkTensorsReused those of them that returned it, for tests.
-var sinkTensorsOffered, sinkTensorsReused atomic.Int64
-
 // keepSinkWrap records node i's value in sinkWrap when it is a float32
 // tensor backed by sink, the node's place in the pass's Jacobian row, and
 // not already there (was: the tensor offered, *offered: whether the op
@@ -675,17 +643,34 @@ func (p *program) keepSinkWrap(i int, sink []float32, was *tensor.Dense, offered
 	if !graph.BackedBy(t, sink) {
 		return
 	}
-	sinkTensorsOffered.Add(1)
+	p.stats.sinkTensorsOffered.Add(1)
 	if t == was {
-		sinkTensorsReused.Add(1)
+		p.stats.sinkTensorsReused.Add(1)
 		return
 	}
 	(*p.sinkWrap)[p.pass][i] = weak.Make(t)
 }
 
-// offer is reuse when tensors are reused (ReuseTensors), else nil.
+// value32 is graph.Value32 offered reuse when tensors are reused
+// (execOptions.reuseTensors).
+func (p *program) value32(reuse *tensor.Dense, s []int, data []float32) G.Value {
+	r := p.offer(reuse)
+	v := graph.Value32(r, s, data)
+	p.countReuse(v, r)
+	return v
+}
+
+// countReuse counts v when it is r, the tensor its op was offered.
+func (p *program) countReuse(v G.Value, r *tensor.Dense) {
+	if t, ok := v.(*tensor.Dense); ok && r != nil && t == r {
+		p.stats.reusedTensors.Add(1)
+	}
+}
+
+// offer is reuse when tensors are reused (execOptions.reuseTensors), else
+// nil.
 func (p *program) offer(reuse *tensor.Dense) *tensor.Dense {
-	if !graph.ReuseTensors {
+	if !p.opt.reuseTensors {
 		return nil
 	}
 	return reuse
@@ -711,30 +696,27 @@ func (p *program) putBuf(buf []float32, reuse *tensor.Dense) {
 // allocated. v is fresh (its kernel made it around the buffer it was
 // given and kept no reference), so nothing else reads it. An op offered
 // reuse (kernels.Into) returns it itself when it fits: v is then reuse.
-func takeReuse(v G.Value, reuse *tensor.Dense, buf []float32) G.Value {
+func (p *program) takeReuse(v G.Value, reuse *tensor.Dense, buf []float32) G.Value {
 	t, ok := v.(*tensor.Dense)
-	if ok && graph.ReuseTensors && t != nil && t == reuse { // the op returned it (kernels.Into)
-		graph.ReusedTensors.Add(1)
-		opsTensorsReused.Add(1)
+	if ok && p.opt.reuseTensors && t != nil && t == reuse { // the op returned it (kernels.Into)
+		p.stats.reusedTensors.Add(1)
+		p.stats.opsTensorsReused.Add(1)
 		return v
 	}
-	if !ok || !graph.ReuseTensors || reuse == nil || t.RequiresIterator() || reuse.RequiresIterator() {
+	if !ok || !p.opt.reuseTensors || reuse == nil || t.RequiresIterator() || reuse.RequiresIterator() {
 		return v
 	}
 	if !graph.BackedBy(t, buf) || !graph.BackedBy(reuse, buf) || !reuse.Shape().Eq(t.Shape()) {
 		return v
 	}
-	graph.ReusedTensors.Add(1)
-	opsTensorsReused.Add(1)
+	p.stats.reusedTensors.Add(1)
+	p.stats.opsTensorsReused.Add(1)
 	return reuse
 }
 
-// opsTensorsReused counts the tensors takeReuse returned, for tests.
-var opsTensorsReused atomic.Int64
-
 // pooled reports whether node i's value lives in a pool buffer: a
 // float32 result of an op writing into a given buffer (intoOp, opsIntoOp)
-// or of a gradient sum (add32), or, with PoolInts, an int64 result of an
+// or of a gradient sum (add32), or, with execOptions.poolInts, an int64 result of an
 // kernels op writing into a given buffer (MaxPool's indices: fresh memory for
 // them cost 50 ms of the full MTAN's step at 64×96, in page faults) or of
 // an integer kernel (graph.IntKernelOp: the indices' moves and arithmetic).
@@ -744,7 +726,7 @@ func (p *program) pooled(i int) bool {
 	case tensor.Int64:
 		switch p.nodes[i].Op().(type) {
 		case opsIntoOp, *graph.IntKernelOp:
-			return PoolInts
+			return p.opt.poolInts
 		}
 		return false
 	default:
@@ -757,15 +739,6 @@ func (p *program) pooled(i int) bool {
 	return p.adds[i]
 }
 
-// PoolInts lets int64 values of ops writing into a given buffer live in
-// pool buffers (pooled); tests turn it off to compare.
-var PoolInts = true
-
-// pooledInts counts the int64 values of kernels ops written into pool
-// buffers, pooledIntKernels those of integer kernels (graph.IntKernelOp), for
-// tests.
-var pooledInts, pooledIntKernels atomic.Int64
-
 // poolLen is the length of the pool buffer node i's value takes: one
 // float32 per element, two for an int64 one.
 func (p *program) poolLen(i int) int {
@@ -776,89 +749,10 @@ func (p *program) poolLen(i int) int {
 	return n
 }
 
-// boundParamsKept counts the parameters bindParam left bound, for tests.
-var boundParamsKept atomic.Int64
-
 // scalarValue is v as a Gorgonia scalar of dtype dt.
 func scalarValue(dt tensor.Dtype, v float64) G.Value {
 	if dt == tensor.Float32 {
 		return G.NewF32(float32(v))
 	}
 	return G.NewF64(v)
-}
-
-// bindParam binds a parameter's values v (a slice of θ) to n. In float32
-// mode the tensor is backed by v itself, not a copy: no op writes into its
-// inputs, and θ changes only between Evaluates (SetParams), so the graph
-// holds no second copy of the parameters. A node already bound to a
-// tensor of v (the step before, θ updated in place) keeps it: a tensor
-// per parameter per step was most of a small model's step's garbage.
-// Otherwise it is bind.
-func (c *compiled) bindParam(n graph.Node, dt tensor.Dtype, s []int, v []float32) error {
-	if dt != tensor.Float32 || len(s) == 0 {
-		return c.bind(n, dt, s, v, nil)
-	}
-	if cur, ok := n.Value().(*tensor.Dense); ok && !cur.RequiresIterator() && cur.Shape().Eq(tensor.Shape(s)) && graph.BackedBy(cur, v) {
-		boundParamsKept.Add(1)
-		return nil
-	}
-	return G.Let(n, tensor.New(tensor.WithShape(s...), tensor.WithBacking(v[:len(v):len(v)])))
-}
-
-// bind binds the values of an input node of shape s for the next program
-// run: f32 when it is not nil, else t's values. In float32 mode the node
-// keeps one tensor across calls and the values are copied into it; this
-// is safe because no op writes into its inputs and the program's values
-// are dead once Evaluate has copied its results out. Scalars and float64
-// mode bind fresh values.
-func (c *compiled) bind(n graph.Node, dt tensor.Dtype, s []int, f32 []float32, t *importer.Tensor) error {
-	if dt != tensor.Float32 || len(s) == 0 {
-		var d []float64
-		if f32 != nil {
-			d = make([]float64, len(f32))
-			for i, v := range f32 {
-				d[i] = float64(v)
-			}
-		} else {
-			d = t.Float64s()
-		}
-		return graph.LetFloats(n, dt, s, d)
-	}
-	if c.bufs == nil {
-		c.bufs = map[graph.Node]*tensor.Dense{}
-	}
-	buf, ok := c.bufs[n]
-	if !ok || !shape.Equal(buf.Shape(), s) {
-		buf = tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(s...))
-		c.bufs[n] = buf
-	}
-	dst, _ := graph.Data32(buf)
-	if f32 != nil {
-		copy(dst, f32)
-	} else {
-		for i := range dst {
-			dst[i] = float32(tensorFloat64(t, i))
-		}
-	}
-	return G.Let(n, buf)
-}
-
-// tensorFloat64 is element i of t as float64, the value t.Float64s()[i]
-// has, without copying t (a batch's targets are read every step).
-func tensorFloat64(t *importer.Tensor, i int) float64 {
-	switch {
-	case t.F64 != nil:
-		if i < len(t.F64) {
-			return t.F64[i]
-		}
-	case t.F32 != nil:
-		if i < len(t.F32) {
-			return float64(t.F32[i])
-		}
-	default:
-		if i < len(t.I64) {
-			return float64(t.I64[i])
-		}
-	}
-	return 0
 }

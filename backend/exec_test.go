@@ -161,16 +161,14 @@ func TestProgramReuseAcrossSteps(t *testing.T) {
 	}
 }
 
-// TestPlanFreesValues checks, with recomputing forced (RematMinBytes 0),
+// TestPlanFreesValues checks, with recomputing forced (rematMinBytes 0),
 // that the planned peak of live values is at most 3/4 of what holding
 // every value takes (the executor's old behaviour) and that the backward
 // passes recompute cheap forward values (and only those) instead of
-// keeping them; at the default RematMinBytes, that these small models
+// keeping them; at the default rematMinBytes, that these small models
 // recompute nothing; and in both, that a step leaves the program holding
 // no value beyond its inputs.
 func TestPlanFreesValues(t *testing.T) {
-	saved := RematMinBytes
-	defer func() { RematMinBytes = saved }()
 	for _, sc := range stepCases {
 		for _, recompute := range []bool{true, false} {
 			name := sc.name + "/keep"
@@ -178,19 +176,19 @@ func TestPlanFreesValues(t *testing.T) {
 				name = sc.name + "/recompute"
 			}
 			t.Run(name, func(t *testing.T) {
-				RematMinBytes = saved
+				remat := defaultExec().rematMinBytes
 				if recompute {
-					RematMinBytes = 0
+					remat = 0
 				}
-				planFreesValues(t, sc, recompute)
+				planFreesValues(t, sc, recompute, execWith(func(o *execOptions) { o.rematMinBytes = remat }))
 			})
 		}
 	}
 }
 
 // planFreesValues checks one model of TestPlanFreesValues.
-func planFreesValues(t *testing.T, sc stepCase, recompute bool) {
-	md := openStepCase(t, sc)
+func planFreesValues(t *testing.T, sc stepCase, recompute bool, opt Options) {
+	md := openStepCaseWith(t, sc, opt)
 	m := len(sc.tasks)
 	jac := png.NewJacobian(m, md.NumParams())
 	if err := md.Evaluate(sc.batch(3), make([]float64, m), &jac); err != nil {
@@ -232,7 +230,7 @@ func planFreesValues(t *testing.T, sc stepCase, recompute bool) {
 		t.Error("the backward pass recomputes no forward value (Relu, Sigmoid, BatchNorm)")
 	}
 	if !recompute && recomputed != 0 {
-		t.Errorf("the backward pass recomputes %d forward values of a model under RematMinBytes", recomputed)
+		t.Errorf("the backward pass recomputes %d forward values of a model under rematMinBytes", recomputed)
 	}
 }
 
@@ -242,8 +240,6 @@ func planFreesValues(t *testing.T, sc stepCase, recompute bool) {
 // depends on no parameter are zero, and the others are the gradients, in
 // float32 and float64 and with the passes side by side or not.
 func TestJacobianZeroWithoutGradient(t *testing.T) {
-	saved := ConcurrentPassMaxBytes
-	defer func() { ConcurrentPassMaxBytes = saved }()
 	x := []float32{0.5, -1, 2}
 	// y1 = Σ x·w1 (tasks a and b), y2 = x·w2 (no task), y3 = Σ x (task c).
 	m := onnxtest.GraphModel([]*onnxpb.NodeProto{
@@ -256,12 +252,12 @@ func TestJacobianZeroWithoutGradient(t *testing.T) {
 		importer.NewFloat32("w2", []int{3}, []float32{4, 5, 6}),
 	}, map[string][]int64{"x": {3}}, "y1", "y2", "y3")
 	for _, f64 := range []bool{false, true} {
-		for _, limit := range []int64{-1, saved} {
+		for _, limit := range []int64{-1, defaultExec().concurrentPassMaxBytes} {
 			md, err := Open(m, mustTasks(t, "a:output:y1", "b:output:y1", "c:output:y3"), Options{Float64: f64})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ConcurrentPassMaxBytes = limit
+			md.run.concurrentPassMaxBytes = limit
 			jac := png.NewJacobian(3, md.NumParams())
 			for i := range jac.Data {
 				jac.Data[i] = float32(math.NaN())

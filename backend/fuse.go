@@ -32,7 +32,7 @@ func (p *program) fuseRelus() {
 			}
 		}
 	}
-	if !FuseBatchNormRelu {
+	if !p.opt.fuseBatchNormRelu {
 		return
 	}
 	for j, n := range p.nodes {
@@ -50,7 +50,3 @@ func (p *program) fuseRelus() {
 		p.fusedBN[i] = true
 	}
 }
-
-// FuseBatchNormRelu enables the fusion of a BatchNorm with the Relu
-// reading it (fuse.go); tests turn it off to compare.
-var FuseBatchNormRelu = true

@@ -2,7 +2,6 @@ package backend
 
 import (
 	"slices"
-	"sync/atomic"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -39,8 +38,7 @@ type bnGradGroup struct {
 func (p *program) fuseReluGrads() {
 	p.bnGrads = make([]*bnGradGroup, len(p.nodes))
 	p.made = make([]bool, len(p.nodes))
-	p.fusedGradRuns = new(atomic.Int64)
-	if !FuseBatchNormRelu {
+	if !p.opt.fuseBatchNormRelu {
 		return
 	}
 	readers := make([][]int, len(p.nodes))
@@ -138,6 +136,6 @@ func (p *program) execBNGrads(r int, grp *bnGradGroup, in []G.Value) (bool, erro
 		p.owned[grp.grads[0]] = dx
 	}
 	p.vals[r] = nil
-	p.fusedGradRuns.Add(1)
+	p.stats.fusedGradRuns.Add(1)
 	return true, nil
 }

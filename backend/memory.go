@@ -178,7 +178,7 @@ func (md *Model) ForwardBytes(batch map[string]*importer.Tensor) (int64, error) 
 	if err != nil {
 		return 0, fmt.Errorf("backend: %w", err)
 	}
-	p, err := newProgram(c.bt.B.Graph, G.Nodes{sink}, nil)
+	p, err := newProgram(c.bt.B.Graph, G.Nodes{sink}, nil, md.run, md.stats)
 	if err != nil {
 		return 0, fmt.Errorf("backend: %w", err)
 	}

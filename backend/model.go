@@ -55,6 +55,9 @@ type Options struct {
 	// rewrites chooses the fusions (package rewrite) the graphs are built
 	// with; tests turn one off to compare.
 	rewrites rewrite.Options
+	// exec, when set, are the executor's options (defaultExec otherwise);
+	// tests turn a fast path off to compare.
+	exec *execOptions
 }
 
 // Param is one trainable initializer and where it lives in the flat
@@ -93,6 +96,8 @@ type Model struct {
 	static   map[string]bool     // inputs bound when the graph is built (intinputs.go)
 	shared   []importer.Shared   // trainable initializers read by several nodes (shared.go)
 	untied   map[string][]string // the copies Options.Untie made
+	run      *execOptions        // the executor's options, read by every program when it runs
+	stats    *execStats          // what the programs' fast paths did, for tests
 }
 
 // compiled is the graph for one signature of input and target shapes.
@@ -110,6 +115,7 @@ type compiled struct {
 	gradAt  map[int]int                  // per position in prog of a parameter gradient: the parameter (gradPlaces)
 	bufs    map[graph.Node]*tensor.Dense // float32 input values, refilled per Evaluate
 	fwd     *program                     // Outputs' forward pass (no task weights)
+	stats   *execStats                   // the Model's, for bindParam's count
 }
 
 // Open prepares m for training the given tasks: it checks that every
@@ -140,7 +146,12 @@ func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
 			return nil, err
 		}
 	}
-	md := &Model{m: m, tasks: append(append([]Task(nil), tasks...), opt.Terms...), ntasks: len(tasks), opt: opt, opset: m.Opset(""), dt: tensor.Float32, inits: inits, cache: map[string]*compiled{}}
+	run := defaultExec()
+	if opt.exec != nil {
+		run = *opt.exec
+	}
+	md := &Model{m: m, tasks: append(append([]Task(nil), tasks...), opt.Terms...), ntasks: len(tasks), opt: opt, opset: m.Opset(""), dt: tensor.Float32, inits: inits, cache: map[string]*compiled{},
+		run: &run, stats: &execStats{}}
 	if opt.Float64 {
 		md.dt = tensor.Float64
 	}
@@ -482,7 +493,7 @@ func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tens
 	if err != nil {
 		return nil, err
 	}
-	c := &compiled{bt: bt}
+	c := &compiled{bt: bt, stats: md.stats}
 	for i, t := range md.tasks {
 		if v := bt.Vals[t.Output]; (v == nil && len(bt.B.Deferred) == 0) || v.IsConst() {
 			return nil, fmt.Errorf("%s %q: output %q is not computed at run time from the inputs and weights", md.kind(i), t.Name, t.Output)

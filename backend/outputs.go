@@ -73,7 +73,7 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 		// float values, oc.lossOut the int64 ones. The program runs the
 		// ops' Do once each on this goroutine, without the TapeMachine's
 		// in-place buffer reuse (exec.go).
-		oc = &compiled{bt: bt}
+		oc = &compiled{bt: bt, stats: md.stats}
 		var roots G.Nodes
 		if len(nodes) > 0 {
 			if oc.sink, err = graph.ConcatSink(bt.B, "outputs", nodes); err != nil {
@@ -88,7 +88,7 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 			roots = append(roots, oc.lossOut)
 		}
 		if len(roots) > 0 {
-			if oc.fwd, err = newProgram(bt.B.Graph, roots, nil); err != nil {
+			if oc.fwd, err = newProgram(bt.B.Graph, roots, nil, md.run, md.stats); err != nil {
 				return nil, fmt.Errorf("backend: Outputs: %w", err)
 			}
 			oc.fwd.pool = md.bufPool()

@@ -68,13 +68,6 @@ func (p *program) cheap(i int) bool {
 	return false
 }
 
-// RematMinBytes is the least memory that recomputing cheap forward values
-// (program.cheap) in the backward passes must save: below it, as in small
-// models (LeNet, the small MTAN fixture: a few MB), every pass reads the
-// forward pass's values instead of recomputing them m times; above it (the
-// full MTAN: hundreds of MB), they are recomputed.
-var RematMinBytes int64 = 64 << 20
-
 // rematBytes is the memory that recomputing the values marked in remat
 // saves: the bytes of those a backward node reads, directly or through
 // other recomputed values.
@@ -159,7 +152,7 @@ func newPlan(p *program, m int) *plan {
 	for _, i := range p.fwd {
 		remat[i] = !p.roots[i] && p.cheap(i)
 	}
-	if b := rematBytes(p, pl, at, remat); b < RematMinBytes {
+	if b := rematBytes(p, pl, at, remat); b < p.opt.rematMinBytes {
 		clear(remat) // keeping them costs less memory than it saves time
 	}
 	var need func(j int)
@@ -243,7 +236,7 @@ func newPlan(p *program, m int) *plan {
 		pl.segs[k] = seg
 		pl.bwdFree[k] = lifetimes(p, seg, at, last)
 	}
-	pl.conc = concurrentPasses(pl, m, slices.Contains(remat, true))
+	pl.conc = concurrentPasses(pl, m, slices.Contains(remat, true), p.opt.concurrentPassMaxBytes)
 	return pl
 }
 

@@ -597,19 +597,11 @@ func Data32(x *tensor.Dense) ([]float32, bool) {
 // several allocations (the header, its shape and strides), which were
 // half of the bytes a small model's step allocated.
 func Value32(reuse *tensor.Dense, s []int, data []float32) G.Value {
-	if ReuseTensors && reuse != nil && len(s) > 0 && !reuse.RequiresIterator() && reuse.Shape().Eq(tensor.Shape(s)) && BackedBy(reuse, data) {
-		ReusedTensors.Add(1)
+	if reuse != nil && len(s) > 0 && !reuse.RequiresIterator() && reuse.Shape().Eq(tensor.Shape(s)) && BackedBy(reuse, data) {
 		return reuse
 	}
 	return makeValue32(s, data)
 }
-
-// ReuseTensors lets Value32 return the tensor it is offered; tests turn it
-// off to compare.
-var ReuseTensors = true
-
-// ReusedTensors counts the tensors Value32 returned again, for tests.
-var ReusedTensors atomic.Int64
 
 // makeValue32 wraps float32 data (row-major, shape s) as a Gorgonia value:
 // a scalar for an empty shape, a dense tensor backed by data otherwise
