@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
@@ -34,11 +35,10 @@ func asppModel() *importer.Model {
 // TestConvTrimStepsMatchWholeKernel runs the ASPP model through steps
 // whose parameters an optimizer-like update changes in place between
 // evaluations (writing into Theta), with padding-only taps dropped and
-// with the whole kernel (kernels.TrimTaps off): the losses and J of every
+// with the whole kernel (graph.Options.WholeConvKernels): the losses and J of every
 // step must agree, so the smaller kernel's weights a forward pass keeps
 // for its backward passes are never those of an earlier step.
 func TestConvTrimStepsMatchWholeKernel(t *testing.T) {
-	defer func(v bool) { kernels.TrimTaps = v }(kernels.TrimTaps)
 	if !kernels.ConvTrimmed([]int{4, 8, 4, 4}, []int{6, 8, 3, 3}, kernels.ConvParams{Dilations: []int{12, 12}, Pads: []int{12, 12, 12, 12}}) {
 		t.Fatal("the ASPP convolution drops no taps")
 	}
@@ -52,8 +52,7 @@ func TestConvTrimStepsMatchWholeKernel(t *testing.T) {
 		"ya": importer.NewInt64("ya", []int{n, 4, 4}, ya), "yb": onnxtest.RandF32(r, "yb", n, 1, 4, 4)}
 	const steps = 4
 	run := func(trim bool) (losses [steps][]float64, jacs [steps][]float32) {
-		kernels.TrimTaps = trim
-		md, err := Open(asppModel(), mustTasks(t, "a:nll:logp:ya", "b:mse:reg:yb"), Options{})
+		md, err := Open(asppModel(), mustTasks(t, "a:nll:logp:ya", "b:mse:reg:yb"), Options{build: graph.Options{WholeConvKernels: !trim}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,7 +40,7 @@ func TestFuseGelu(t *testing.T) {
 			run := func(fuse bool) ([]float64, png.Jacobian, string) {
 				var opt Options
 				if !fuse {
-					opt.rewrites = rewrite.Options{Off: []string{rewrite.Gelu}}
+					opt.build.Rewrites = rewrite.Options{Off: []string{rewrite.Gelu}}
 				}
 				md, err := Open(m, mustTasks(t, specs...), opt)
 				if err != nil {
@@ -100,7 +100,7 @@ func TestFuseConcatConv(t *testing.T) {
 	run := func(fuse bool) ([]float64, []float32, int, int) {
 		var opt Options
 		if !fuse {
-			opt.rewrites = rewrite.Options{Off: []string{rewrite.ConvConcat}}
+			opt.build.Rewrites = rewrite.Options{Off: []string{rewrite.ConvConcat}}
 		}
 		md := openStepCaseWith(t, sc, opt)
 		m := len(sc.tasks)

@@ -142,7 +142,7 @@ func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Ten
 		// convolutions keep (at most ColCacheTotal); the largest Winograd
 		// convolution's transformed filters and tiles; the products'
 		// packing buffers
-		Scratch: w*c.bt.B.ColBand + max(c.bt.B.ColBand, c.bt.B.ColBatch) + min(c.bt.B.ColCache, kernels.ColCacheTotal) + c.bt.B.WinoScratch +
+		Scratch: w*c.bt.B.ColBand + max(c.bt.B.ColBand, c.bt.B.ColBatch) + min(c.bt.B.ColCache, kernels.ColCacheTotal()) + c.bt.B.WinoScratch +
 			fgemm.PackBytes(int(w)),
 	}, nil
 }

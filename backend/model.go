@@ -20,7 +20,6 @@ import (
 
 	// the op lowerings register themselves with graph's registry
 	_ "github.com/paretonav/paretonav/backend/internal/onnxops"
-	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -52,9 +51,9 @@ type Options struct {
 	MaxBytes     int64
 	MaxBytesFrom string
 
-	// rewrites chooses the fusions (package rewrite) the graphs are built
-	// with; tests turn one off to compare.
-	rewrites rewrite.Options
+	// build chooses the fast paths the graphs are built with (fusions,
+	// convolutions' trimmed kernels); tests turn one off to compare.
+	build graph.Options
 	// exec, when set, are the executor's options (defaultExec otherwise);
 	// tests turn a fast path off to compare.
 	exec *execOptions
@@ -489,7 +488,7 @@ func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tens
 	for _, p := range md.params {
 		trainable[p.Name] = true
 	}
-	bt, err := graph.BuildInts(md.m.Proto.Graph, md.opset, md.dt, shapes, md.static, ints, md.inits, trainable, md.paramView, md.opt.BatchNorm == "train", md.opt.rewrites)
+	bt, err := graph.BuildInts(md.m.Proto.Graph, md.opset, md.dt, shapes, md.static, ints, md.inits, trainable, md.paramView, md.opt.BatchNorm == "train", md.opt.build)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,9 @@ type Builder struct {
 	Graph *G.ExprGraph
 	Dtype tensor.Dtype // element type of every float node (Float32 or Float64)
 	Opset int64        // default-domain opset of the model
+	// WholeConvKernels: convolutions keep the taps that read only
+	// padding (Options.WholeConvKernels).
+	WholeConvKernels bool
 	// bnTrain: BatchNormalization uses batch statistics (Options.BatchNorm
 	// "train") instead of its running statistics.
 	BNTrain bool

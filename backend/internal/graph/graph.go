@@ -19,11 +19,22 @@ type Built struct {
 	Params map[string]Node   // trainable initializers, by name
 }
 
+// Options choose between the fast paths of a build and the plain ones
+// they must equal; the zero value takes every fast path. Tests turn one
+// off to compare.
+type Options struct {
+	// Rewrites chooses the fusions (package rewrite).
+	Rewrites rewrite.Options
+	// WholeConvKernels keeps every tap of a convolution, those that read
+	// only padding included (kernels.ConvParams.WholeKernel).
+	WholeConvKernels bool
+}
+
 // Build lowers gp for the given concrete shapes of its (non
 // initializer) inputs. Initializers named in trainable become parameter
 // nodes holding their initial values; the others are constants.
-func Build(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool, rw rewrite.Options) (*Built, error) {
-	return BuildInts(gp, opset, dt, shapes, nil, nil, inits, trainable, nil, bnTrain, rw)
+func Build(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, inits map[string]*importer.Tensor, trainable map[string]bool, bnTrain bool, opt Options) (*Built, error) {
+	return BuildInts(gp, opset, dt, shapes, nil, nil, inits, trainable, nil, bnTrain, opt)
 }
 
 // BuildInts is Build with the values of the model inputs bound
@@ -34,10 +45,11 @@ func Build(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[strin
 // parameter node starts with (Model.compile: a view of θ, so that a
 // cached graph holds no copy of the parameters); otherwise the node holds
 // a copy of the initializer's values. The graph's patterns are fused
-// first (package rewrite) with the passes rw leaves on.
-func BuildInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, static map[string]bool, ints, inits map[string]*importer.Tensor, trainable map[string]bool, paramValue func(name string) G.Value, bnTrain bool, rw rewrite.Options) (*Built, error) {
+// first (package rewrite) with the passes opt leaves on.
+func BuildInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[string][]int, static map[string]bool, ints, inits map[string]*importer.Tensor, trainable map[string]bool, paramValue func(name string) G.Value, bnTrain bool, opt Options) (*Built, error) {
 	b := NewBuilder(dt, opset)
 	b.BNTrain = bnTrain
+	b.WholeConvKernels = opt.WholeConvKernels
 	bt := &Built{B: b, Vals: map[string]*Value{}, Inputs: map[string]Node{}, Params: map[string]Node{}}
 	for name, t := range inits {
 		if !trainable[name] {
@@ -92,7 +104,7 @@ func BuildInts(gp *onnxpb.GraphProto, opset int64, dt tensor.Dtype, shapes map[s
 		bt.Vals[name] = NodeValue(n)
 	}
 	nameNodes(gp)
-	if err := b.lowerGraph(rewrite.Apply(gp, rw), bt.Vals); err != nil {
+	if err := b.lowerGraph(rewrite.Apply(gp, opt.Rewrites), bt.Vals); err != nil {
 		return nil, err
 	}
 	return bt, nil

@@ -32,6 +32,9 @@ type ConvParams struct {
 	Group int
 	// AutoPad is ONNX's auto_pad: "", NOTSET, SAME_UPPER, SAME_LOWER or VALID.
 	AutoPad string
+	// WholeKernel keeps the taps that read only padding, which Conv
+	// otherwise drops (trimConv); tests set it to compare.
+	WholeKernel bool
 }
 
 // convGeom is the resolved geometry of a 2-D convolution.
@@ -42,6 +45,7 @@ type convGeom struct {
 	y, x              window // vertical, horizontal windows
 	oh, ow            int
 	direct            bool // 1×1, stride 1, no pad: the input is its own im2col
+	wholeKernel       bool // ConvParams.WholeKernel
 	colRows, colCols  int  // im2col matrix of one group: (cg·kh·kw) × (oh·ow)
 	inPlane, outPlane int
 }
@@ -220,7 +224,7 @@ func newConvGeom(xs, ws tensor.Shape, p ConvParams) (convGeom, error) {
 	var g convGeom
 	g.n, g.c, g.h, g.w = xs[0], xs[1], xs[2], xs[3]
 	g.m, g.cg, g.kh, g.kw = ws[0], ws[1], ws[2], ws[3]
-	g.g = p.Group
+	g.g, g.wholeKernel = p.Group, p.WholeKernel
 	if g.g == 0 {
 		g.g = 1
 	}
@@ -278,7 +282,7 @@ func im2colRows[T float](g *convGeom, xg, col []T, r0, r1 int) {
 // (the patches of several samples side by side: convbatch.go).
 func im2colRowsLd[T float](g *convGeom, xg, col []T, ld, r0, r1 int) {
 	cols := (r1 - r0) * g.ow
-	if Im2colSameWidth && g.x.s == 1 && g.y.s == 1 && g.x.d == 1 && g.y.d == 1 && g.ow == g.w {
+	if useIm2colSameWidth && g.x.s == 1 && g.y.s == 1 && g.x.d == 1 && g.y.d == 1 && g.ow == g.w {
 		im2colSameWidth(g, xg, col, ld, r0, r1)
 		return
 	}
@@ -310,8 +314,8 @@ func im2colRowsLd[T float](g *convGeom, xg, col []T, ld, r0, r1 int) {
 	}
 }
 
-// Im2colSameWidth enables im2colSameWidth; tests turn it off to compare.
-var Im2colSameWidth = true
+// useIm2colSameWidth enables im2colSameWidth; tests turn it off to compare.
+var useIm2colSameWidth = true
 
 // im2colSameWidth is im2colRowsLd for stride 1, dilation 1 and output
 // rows as wide as the input's ("same" padding across, MTAN's 3×3 with pad
@@ -407,12 +411,12 @@ func col2imRowsLd[T float](g *convGeom, col []T, ld int, xg []T, r0, r1 int) {
 	}
 }
 
-// ColBandElems bounds, in elements, the im2col buffer one worker of a
+// colBandElems bounds, in elements, the im2col buffer one worker of a
 // convolution fills at a time: a larger im2col matrix (one sample, one
 // group) is formed and multiplied in bands of whole output rows, so the
 // scratch memory of a convolution does not grow with the image (MTAN's
 // first 3×3 layers at 288×384 would need 255 MB per sample).
-var ColBandElems = 1 << 22
+var colBandElems = 1 << 22
 
 // bandCacheElems is the size, in elements, of the im2col band a worker of
 // a forward convolution fills and multiplies at a time when its filters
@@ -421,15 +425,15 @@ var ColBandElems = 1 << 22
 // 3×3 convolutions of 64 and 128 channels on MTAN's large planes ran at
 // 150–165 GFLOP/s on the 2-core development machine; with 1 MB bands at
 // 195–225 (BenchmarkConvLargePlanes). Larger filters (MTAN's 512-channel
-// layers: 9.4 MB) keep bands of ColBandElems: every band packs the whole
+// layers: 9.4 MB) keep bands of colBandElems: every band packs the whole
 // filter matrix again, and one-row bands of 48 columns ran at 167 GFLOP/s
-// against 240 with 16 MB bands. The gradients keep ColBandElems.
+// against 240 with 16 MB bands. The gradients keep colBandElems.
 var bandCacheElems = 1 << 18
 
 // bandRows is the number of output rows per im2col band of g in the
 // gradients.
 func (g *convGeom) bandRows() int {
-	return max(1, min(g.oh, ColBandElems/max(1, g.colRows*g.ow)))
+	return max(1, min(g.oh, colBandElems/max(1, g.colRows*g.ow)))
 }
 
 // fwdBandRows is the number of output rows per im2col band of g in the
@@ -450,7 +454,7 @@ var gradWMinCols = 192
 // weight gradient: bands of bandCacheElems (1 MB), so that the band is
 // still in the core's L2 cache when the product reads it back, of at
 // least gradWMinCols pixels, and at most bandRows. With bands of
-// ColBandElems (16 MB), which MTAN's 64-channel layers at 64×96 filled
+// colBandElems (16 MB), which MTAN's 64-channel layers at 64×96 filled
 // whole (14 MB a sample), the band went to memory and back, and the
 // weight gradient ran at 142–186 GFLOP/s on two cores, against 296–331
 // with 1 MB bands; 128 channels of 32×48 285 against 337, 256 of 16×24
@@ -507,9 +511,9 @@ type scratch struct {
 // share one pool of a few band-sized buffers.
 var colScratch scratch
 
-// ColCacheLimit bounds, in bytes, the im2col matrices one Conv op keeps
+// colCacheLimit bounds, in bytes, the im2col matrices one Conv op keeps
 // from its forward pass for its weight gradient (every sample and group:
-// N·group·(C/group·kH·kW)·(oH·oW) values), and ColCacheTotal those all
+// N·group·(C/group·kH·kW)·(oH·oW) values), and colCacheTotal those all
 // Conv ops keep together (the first ops to run take what there is). The
 // weight gradient runs once per task after one forward pass, so it reads
 // the kept matrices instead of recomputing them m times. Above the limits
@@ -520,9 +524,13 @@ var colScratch scratch
 // copy of its input X (N·C·H·W values) to check the cache; both stay
 // allocated with the op between steps and are reused.
 var (
-	ColCacheLimit       = 32 << 20
-	ColCacheTotal int64 = 64 << 20
+	colCacheLimit       = 32 << 20
+	colCacheTotal int64 = 64 << 20
 )
+
+// ColCacheTotal is the most bytes the Conv ops' caches of im2col matrices
+// hold together, for the memory estimate.
+func ColCacheTotal() int64 { return colCacheTotal }
 
 // colCacheUsed is the bytes the Conv ops' caches hold together.
 var colCacheUsed atomic.Int64
@@ -544,7 +552,7 @@ type colCache struct {
 
 // newConvScratch is the scratch of one Conv op; when the op is garbage
 // collected, what its cache held is no longer counted against
-// ColCacheTotal.
+// colCacheTotal.
 func newConvScratch() *scratch {
 	sc := &scratch{}
 	sc.cache.bytes = cacheBytes(sc)
@@ -561,11 +569,11 @@ func cacheBytes[O any](owner *O) *int64 {
 }
 
 // reserveCache makes a cache's count, *held bytes, need bytes when all
-// the Conv ops' caches then stay within ColCacheTotal, and reports
+// the Conv ops' caches then stay within colCacheTotal, and reports
 // whether it did; otherwise the cache is to drop what it holds, which is
 // no longer counted (*held becomes 0).
 func reserveCache(held *int64, need int64) bool {
-	if colCacheUsed.Add(need-*held) > ColCacheTotal {
+	if colCacheUsed.Add(need-*held) > colCacheTotal {
 		colCacheUsed.Add(-need)
 		*held = 0
 		return false
@@ -602,7 +610,7 @@ func sameBits[T float](a, b []T) bool {
 
 // cacheSize is the number of values of the cached im2col matrices of g,
 // or 0 when g does not cache them (a direct convolution, or above
-// ColCacheLimit).
+// colCacheLimit).
 func cacheSize[T float](g *convGeom) int {
 	var z T
 	if g.direct || wideRows[T](g) || groupedOK(g) {
@@ -612,7 +620,7 @@ func cacheSize[T float](g *convGeom) int {
 		return 0 // the forward pass reads wide rows, forms no im2col matrix
 	}
 	n := g.n * g.g * g.colRows * g.colCols
-	if n*int(unsafe.Sizeof(z)) > ColCacheLimit {
+	if n*int(unsafe.Sizeof(z)) > colCacheLimit {
 		return 0
 	}
 	return n
@@ -750,7 +758,7 @@ func convForward[T float](g *convGeom, sc *scratch, xt, wt, bt tensor.Tensor, ou
 					// The input to its end: room for the wide rows' last
 					// partial panel of columns read in place (SgemmRows).
 					var bg []T // the group's biases, added as the rows are cropped
-					if b != nil && WideBias {
+					if b != nil && useWideBias {
 						bg = b[gi*g.mg : (gi+1)*g.mg]
 					}
 					convWide(g, mul, offs, x[(n*g.c+gi*g.cg)*g.inPlane:], wg, bg, og, col, wide)
@@ -770,7 +778,7 @@ func convForward[T float](g *convGeom, sc *scratch, xt, wt, bt tensor.Tensor, ou
 					mul(false, false, g.mg, bc, g.colRows, wg, g.colRows, c, bc, 0, og[r0*g.ow:], g.colCols)
 				}
 			}
-			if b != nil && (offs == nil || !WideBias) { // else convWide added them
+			if b != nil && (offs == nil || !useWideBias) { // else convWide added them
 				for m := 0; m < g.m; m++ {
 					o := out[(n*g.m+m)*g.outPlane:][:g.outPlane]
 					for i := range o {
@@ -865,9 +873,9 @@ func convGradX[T float](g *convGeom, sc *scratch, wt, gyt tensor.Tensor, dx []T)
 	return newTensor(tensor.Shape{g.n, g.c, g.h, g.w}, dx)
 }
 
-// GradXAsForward enables convGradXAsForward; tests turn it off to compare
+// useGradXAsForward enables convGradXAsForward; tests turn it off to compare
 // against the col2im path.
-var GradXAsForward = true
+var useGradXAsForward = true
 
 // convGradXAsForward writes the input gradient of g (stride 1, dilation
 // 1, one group, pads below the kernel's size) into dx as the forward
@@ -884,7 +892,7 @@ var GradXAsForward = true
 // zeros padding gy, where an infinite weight would give NaN for a product
 // the gradient does not have.
 func convGradXAsForward[T float](g *convGeom, w, gy, dx []T) bool {
-	if !GradXAsForward || !g.smallFilters() || g.direct || g.g != 1 || g.y.s != 1 || g.x.s != 1 || g.y.d != 1 || g.x.d != 1 ||
+	if !useGradXAsForward || !g.smallFilters() || g.direct || g.g != 1 || g.y.s != 1 || g.x.s != 1 || g.y.d != 1 || g.x.d != 1 ||
 		g.y.pb >= g.kh || g.y.pe >= g.kh || g.x.pb >= g.kw || g.x.pe >= g.kw {
 		return false
 	}
@@ -984,7 +992,7 @@ func convGradWInto[T float](g *convGeom, sc *scratch, xt, gyt tensor.Tensor, dw 
 			clear(t)
 			defer addTransposed(d, t, g.mg, g.colRows)
 		}
-		if offs != nil && WideSegments && gradWSegments(g, x, gy, d, offs, lo, hi) {
+		if offs != nil && useWideSegments && gradWSegments(g, x, gy, d, offs, lo, hi) {
 			return // gy's rows against each tap's rows of the input, in place, no scratch
 		}
 		// prod adds gy·colᵀ over k pixels (gy's rows ldy apart, col's ldc)
@@ -1066,20 +1074,20 @@ func addTransposed[T float](d, t []T, m, r int) {
 	}
 }
 
-// WideFwd enables the forward pass's wide rows (wideForward); tests turn
+// useWideFwd enables the forward pass's wide rows (wideForward); tests turn
 // it off to compare with the im2col product.
-var WideFwd = true
+var useWideFwd = true
 
 // wideForward reports whether g's forward pass multiplies wide rows
 // (tapOffsets) instead of an im2col matrix: stride 1 without padding, the
-// whole plane's wide rows within ColBandElems, and at most 3/8 more
+// whole plane's wide rows within colBandElems, and at most 3/8 more
 // columns than the output has (LeNet's 9×9 on 36×36: 1,000 against 784;
 // its 5×5 on 14×14: 136 against 100). One copy of L values per tap
 // replaces oH copies of oW values (LeNet's first layer: 81 against 2,268
 // per sample).
 func wideForward(g *convGeom) bool {
 	l := g.wideLen()
-	return WideFwd && g.unitUnpadded() && (g.colRows+g.mg)*g.wideLd() <= ColBandElems && 8*l <= 11*g.outPlane
+	return useWideFwd && g.unitUnpadded() && (g.colRows+g.mg)*g.wideLd() <= colBandElems && 8*l <= 11*g.outPlane
 }
 
 // wideBufs splits a buffer of (colRows+mg)·wideLd values into the wide
@@ -1122,9 +1130,9 @@ func convWide[T float](g *convGeom, mul func(tA, tB bool, m, n, k int, a []T, ld
 	}
 }
 
-// WideBias enables adding the biases as convWide crops its rows, instead
+// useWideBias enables adding the biases as convWide crops its rows, instead
 // of in a pass of its own over the outputs; tests turn it off to compare.
-var WideBias = true
+var useWideBias = true
 
 // addBiasRows sets o's rows of ow values to the rows of src (lds apart)
 // plus b: the crop of one filter's wide rows and its bias in one pass,
@@ -1145,10 +1153,10 @@ func addBiasRows[T float](o, src []T, lds, ow int, b T) {
 	}
 }
 
-// WideInPlace enables the forward wide rows' product reading each tap's
+// useWideInPlace enables the forward wide rows' product reading each tap's
 // row in place in the input (fgemm.SgemmRows) instead of from a copy in
 // col; tests turn it off to compare.
-var WideInPlace = true
+var useWideInPlace = true
 
 // wideInPlace reports whether convWide multiplies the tap rows in place:
 // float32, and the product not split among the threads (parallelProduct:
@@ -1157,7 +1165,7 @@ var WideInPlace = true
 func wideInPlace[T float](g *convGeom) bool {
 	var z T
 	_, f32 := any(z).(float32)
-	return f32 && WideInPlace && !parallelProduct(g.n)
+	return f32 && useWideInPlace && !parallelProduct(g.n)
 }
 
 // convWideGradX is one group of one sample of the input gradient of a
@@ -1246,16 +1254,16 @@ func segItems(g *convGeom) int {
 	return max(1, segItemBytes/((3*g.outPlane+4*g.inPlane)*4))
 }
 
-// WideSegments enables the weight gradient's wide rows as segmented dot
+// useWideSegments enables the weight gradient's wide rows as segmented dot
 // products (fgemm.SdotRowsSeg: each tap's oH rows of oW inputs against
 // gy's rows, both in place) instead of dot products of whole wide rows
 // against gy spread to rows of width W (padRows); tests turn it off to
 // compare.
-var WideSegments = true
+var useWideSegments = true
 
-// WideGradW enables the weight gradient's wide rows (tapOffsets, see
+// useWideGradW enables the weight gradient's wide rows (tapOffsets, see
 // wideRows); tests turn it off to compare with the banded im2col.
-var WideGradW = true
+var useWideGradW = true
 
 // wideMaxPlanes bounds, in values, one group's input planes that the
 // wide rows' dot products read again for every three filters: they
@@ -1266,12 +1274,12 @@ const wideMaxPlanes = 1 << 18
 // (tapOffsets) instead of im2col matrices, which the forward pass then
 // does not cache: float32 with a dot kernel, stride 1, no padding, one
 // group's input planes within wideMaxPlanes and its spread output
-// gradient (padRows) within ColBandElems.
+// gradient (padRows) within colBandElems.
 func wideRows[T float](g *convGeom) bool {
 	var z T
 	_, f32 := any(z).(float32)
-	return f32 && WideGradW && fgemm.Accelerated() && g.unitUnpadded() &&
-		g.cg*g.inPlane <= wideMaxPlanes && g.mg*g.wideLen() <= ColBandElems
+	return f32 && useWideGradW && fgemm.Accelerated() && g.unitUnpadded() &&
+		g.cg*g.inPlane <= wideMaxPlanes && g.mg*g.wideLen() <= colBandElems
 }
 
 // unitUnpadded reports whether g has stride 1, no padding and is not

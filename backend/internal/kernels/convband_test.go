@@ -9,7 +9,7 @@ import (
 )
 
 // TestConvBands checks that a convolution formed in bands of output rows
-// (ColBandElems small; the weight gradient's bands of bandCacheElems, see
+// (colBandElems small; the weight gradient's bands of bandCacheElems, see
 // gradWBandRows) gives the forward pass and both gradients of the
 // whole-matrix one to float64 round-off.
 func TestConvBands(t *testing.T) {
@@ -22,10 +22,10 @@ func TestConvBands(t *testing.T) {
 		{"stride_dil", []int{3, 2, 11, 8}, []int{5, 2, 3, 2}, ConvParams{Strides: []int{2, 1}, Dilations: []int{2, 1}, Pads: []int{2, 0, 1, 1}}},
 		{"groups_1sample", []int{1, 4, 6, 5}, []int{6, 2, 3, 3}, ConvParams{Group: 2, Pads: []int{1, 1, 1, 1}}},
 	}
-	limit, total, planes := ColBandElems, ColCacheTotal, BatchPlaneMax
-	defer func() { ColBandElems, ColCacheTotal, BatchPlaneMax = limit, total, planes }()
-	ColCacheTotal = 0 // the weight gradient recomputes, in bands
-	BatchPlaneMax = 0 // small planes too run per sample, in bands
+	limit, total, planes := colBandElems, colCacheTotal, batchPlaneMax
+	defer func() { colBandElems, colCacheTotal, batchPlaneMax = limit, total, planes }()
+	colCacheTotal = 0 // the weight gradient recomputes, in bands
+	batchPlaneMax = 0 // small planes too run per sample, in bands
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
@@ -37,7 +37,7 @@ func TestConvBands(t *testing.T) {
 			b := randTensor(rng, g.m)
 			gy := randTensor(rng, g.n, g.m, g.oh, g.ow)
 			run := func(band int) [3][]float64 {
-				ColBandElems = band
+				colBandElems = band
 				if got := g.bandRows(); band == 1 && got != 1 {
 					t.Fatalf("ColBandElems 1: %d rows per band, expected 1", got)
 				}
@@ -50,7 +50,7 @@ func TestConvBands(t *testing.T) {
 			// The weight gradient's bands of bandCacheElems: two output
 			// rows each, and a last band of one when oH is odd.
 			cache, minCols := bandCacheElems, gradWMinCols
-			ColBandElems, bandCacheElems, gradWMinCols = 1<<30, 2*g.colRows*g.ow, 1
+			colBandElems, bandCacheElems, gradWMinCols = 1<<30, 2*g.colRows*g.ow, 1
 			if got := g.gradWBandRows(); got != 2 {
 				t.Fatalf("weight gradient bands of %d rows, expected 2", got)
 			}

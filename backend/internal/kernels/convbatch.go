@@ -12,16 +12,16 @@ import "gorgonia.org/tensor"
 // cores) instead of taking a few samples each. The outputs are gathered
 // from and scattered to the [N, M, oH·oW] layout (a copy of M·N·oH·oW values).
 
-// BatchPlaneMax is the largest output plane (oH·oW) whose convolution
+// batchPlaneMax is the largest output plane (oH·oW) whose convolution
 // runs over the whole batch at once; 0 turns it off (tests compare both).
 // At MTAN's 16×24 (384) the per-sample products are faster (256 channels,
 // batch 4: forward 185–208 against 148–151 GFLOP/s, BenchmarkConvMTAN).
-var BatchPlaneMax = 128
+var batchPlaneMax = 128
 
 // batchedPlanes reports whether g's convolution and its gradients run
 // over the whole batch at once: one group, more than one sample, a small
-// output plane, and the batch's im2col matrix within ColBandElems. That
-// includes direct 1×1 convolutions (BatchDirect), whose "im2col matrix"
+// output plane, and the batch's im2col matrix within colBandElems. That
+// includes direct 1×1 convolutions (useBatchDirect), whose "im2col matrix"
 // is a copy of the input: per sample their products have as few columns
 // as the plane has values. In CPU time per layer, three passes, one
 // thread (BenchmarkConvPointwiseSmall, EfficientNet-B0's pointwise layers
@@ -29,14 +29,14 @@ var BatchPlaneMax = 128
 // 112→672 at 4×4, 1.7× less on 192→1152 at 2×2, the same on
 // squeeze-and-excitation's 1×1 planes.
 func batchedPlanes(g *convGeom) bool {
-	return g.g == 1 && g.n > 1 && g.outPlane <= BatchPlaneMax &&
-		g.n*g.colRows*g.outPlane <= ColBandElems && (!g.direct || BatchDirect && g.outPlane <= batchDirectMaxPlane)
+	return g.g == 1 && g.n > 1 && g.outPlane <= batchPlaneMax &&
+		g.n*g.colRows*g.outPlane <= colBandElems && (!g.direct || useBatchDirect && g.outPlane <= batchDirectMaxPlane)
 }
 
-// BatchDirect lets direct 1×1 convolutions of planes of at most
+// useBatchDirect lets direct 1×1 convolutions of planes of at most
 // batchDirectMaxPlane values (4×4, where it was measured) run over the
 // whole batch (batchedPlanes); tests turn it off to compare.
-var BatchDirect = true
+var useBatchDirect = true
 
 const batchDirectMaxPlane = 16
 

@@ -24,13 +24,13 @@ func TestConvBatchedPlanes(t *testing.T) {
 		{"3x3_pad", []int{3, 5, 4, 6}, []int{7, 5, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
 		{"stride_dil", []int{4, 2, 11, 8}, []int{5, 2, 3, 2}, ConvParams{Strides: []int{2, 1}, Dilations: []int{2, 1}, Pads: []int{2, 0, 1, 1}}},
 		{"odd_rows", []int{2, 3, 5, 5}, []int{13, 3, 2, 2}, ConvParams{}},
-		// direct 1×1 (BatchDirect): no im2col matrix kept, the input is its own
+		// direct 1×1 (useBatchDirect): no im2col matrix kept, the input is its own
 		{"pointwise", []int{4, 6, 2, 3}, []int{5, 6, 1, 1}, ConvParams{}},
 		{"pointwise_1x1_plane", []int{3, 7, 1, 1}, []int{4, 7, 1, 1}, ConvParams{}},
 		{"pointwise_2x2_plane", []int{4, 5, 2, 2}, []int{6, 5, 1, 1}, ConvParams{}},
 	}
-	saved, cacheTotal := BatchPlaneMax, ColCacheTotal
-	defer func() { BatchPlaneMax, ColCacheTotal = saved, cacheTotal }()
+	saved, cacheTotal := batchPlaneMax, colCacheTotal
+	defer func() { batchPlaneMax, colCacheTotal = saved, cacheTotal }()
 	for _, c := range cases {
 		for _, cache := range []bool{false, true} {
 			name := c.name + "/recomputed"
@@ -42,16 +42,16 @@ func TestConvBatchedPlanes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ColCacheTotal = 0
+				colCacheTotal = 0
 				if cache {
-					ColCacheTotal = cacheTotal
+					colCacheTotal = cacheTotal
 				}
 				rng := rand.New(rand.NewSource(5))
 				x, w := randTensor(rng, c.x...), randTensor(rng, c.w...)
 				b := randTensor(rng, g.m)
 				gy := randTensor(rng, g.n, g.m, g.oh, g.ow)
 				run64 := func(max int) [3][]float64 {
-					BatchPlaneMax = max
+					batchPlaneMax = max
 					sc := newConvScratch()
 					y := convForward(&g, sc, x, w, b, make([]float64, g.n*g.m*g.outPlane))
 					if cache && max > 0 && !g.direct && !sc.cache.valid {
@@ -63,14 +63,14 @@ func TestConvBatchedPlanes(t *testing.T) {
 				}
 				x32, w32, b32, gy32 := toF32(x), toF32(w), toF32(b), toF32(gy)
 				run32 := func(max int) [3][]float32 {
-					BatchPlaneMax = max
+					batchPlaneMax = max
 					sc := newConvScratch()
 					y := convForward(&g, sc, x32, w32, b32, make([]float32, g.n*g.m*g.outPlane))
 					dx := convGradX(&g, sc, w32, gy32, make([]float32, g.n*g.c*g.inPlane))
 					dw := convGradW[float32](g, sc, x32, gy32)
 					return [3][]float32{data[float32](y), data[float32](dx), data[float32](dw)}
 				}
-				BatchPlaneMax = 1 << 20
+				batchPlaneMax = 1 << 20
 				if !batchedPlanes(&g) {
 					t.Fatalf("%v: not run over the batch", g)
 				}

@@ -55,9 +55,9 @@ func TestConvColCache(t *testing.T) {
 			xd[len(xd)/2] += 1 // in place, after the forward pass
 			same("overwritten input", data[float64](convGradW[float64](g, sc, x, gy)), recomputed(x))
 
-			limit := ColCacheLimit
-			ColCacheLimit = 0
-			defer func() { ColCacheLimit = limit }()
+			limit := colCacheLimit
+			colCacheLimit = 0
+			defer func() { colCacheLimit = limit }()
 			sc0 := &scratch{}
 			convForward(&g, sc0, x, w, nil, make([]float64, g.n*g.m*g.outPlane))
 			if sc0.cache.valid || sc0.cache.col != nil {

@@ -16,7 +16,7 @@ import (
 // where it does not apply (stride, dilation, groups, padding as large as
 // the kernel, filters over bandCacheElems).
 func TestConvGradXAsForward(t *testing.T) {
-	defer func(v bool) { GradXAsForward = v }(GradXAsForward)
+	defer func(v bool) { useGradXAsForward = v }(useGradXAsForward)
 	cases := []struct {
 		name  string
 		x, w  []int
@@ -43,7 +43,7 @@ func TestConvGradXAsForward(t *testing.T) {
 			rng := rand.New(rand.NewSource(11))
 			w, gy := randTensor(rng, c.w...), randTensor(rng, g.n, g.m, g.oh, g.ow)
 			w32, gy32 := toF32(w), toF32(gy)
-			GradXAsForward = true
+			useGradXAsForward = true
 			dx := make([]float64, g.n*g.c*g.inPlane)
 			dx32 := make([]float32, len(dx))
 			ok := convGradXAsForward(&g, data[float64](w), data[float64](gy), dx)
@@ -51,7 +51,7 @@ func TestConvGradXAsForward(t *testing.T) {
 			if ok != c.apply || ok32 != c.apply {
 				t.Fatalf("%v: applies %v (float32 %v), want %v", g, ok, ok32, c.apply)
 			}
-			GradXAsForward = false
+			useGradXAsForward = false
 			want := data[float64](convGradX(&g, &scratch{}, w, gy, make([]float64, len(dx))))
 			want32 := data[float32](convGradX(&g, &scratch{}, w32, gy32, make([]float32, len(dx))))
 			if !c.apply {

@@ -27,10 +27,10 @@ var groupedOn = true
 // or im2col per group where that does not apply, such as dilated
 // depthwise layers of large planes), not a direct 1×1 product, stride 1,
 // at most groupedMaxCols output values per channel over the batch, and
-// one group's im2col matrix and products within ColBandElems.
+// one group's im2col matrix and products within colBandElems.
 func groupedOK(g *convGeom) bool {
 	return groupedOn && g.g > 1 && !g.direct && (g.cg > 1 || g.mg > 1) && g.y.s == 1 && g.x.s == 1 &&
-		g.n*g.outPlane <= groupedMaxCols && (g.colRows+g.mg)*g.n*g.outPlane <= ColBandElems
+		g.n*g.outPlane <= groupedMaxCols && (g.colRows+g.mg)*g.n*g.outPlane <= colBandElems
 }
 
 // groupedMaxCols bounds the columns (samples·oH·oW) of the grouped path.

@@ -28,7 +28,7 @@ var mtanConvShapes = []struct{ cin, cout, h, w int }{
 // the path does).
 func BenchmarkConvMTAN(b *testing.B) {
 	const n = 4
-	defer func(on bool) { Winograd = on }(Winograd)
+	defer func(on bool) { useWinograd = on }(useWinograd)
 	f32 := normals32(rand.New(rand.NewSource(1)))
 	for _, s := range mtanConvShapes {
 		g, passes := convPasses(b, f32, n, s.cin, s.cout, s.h, s.w)
@@ -44,12 +44,12 @@ func BenchmarkConvMTAN(b *testing.B) {
 // channels at 36×48 and 18×24 and 256 at 72×96, batch 2) and
 // reports GFLOP/s: the forward pass with 1 MB im2col bands
 // (bandCacheElems, for filters of at most 1 MB) and with bands of
-// ColBandElems (16 MB); the input gradient as a forward convolution
-// (GradXAsForward) and through col2im.
+// colBandElems (16 MB); the input gradient as a forward convolution
+// (useGradXAsForward) and through col2im.
 func BenchmarkConvLargePlanes(b *testing.B) {
 	f32 := normals32(rand.New(rand.NewSource(1)))
-	band, asFwd := bandCacheElems, GradXAsForward
-	defer func() { bandCacheElems, GradXAsForward = band, asFwd }()
+	band, asFwd := bandCacheElems, useGradXAsForward
+	defer func() { bandCacheElems, useGradXAsForward = band, asFwd }()
 	for _, s := range []struct{ n, cin, cout, h, w int }{{2, 64, 64, 288, 384}, {2, 128, 128, 144, 192}, {4, 64, 64, 64, 96}, {4, 64, 128, 64, 96}, {2, 256, 256, 72, 96}, {2, 512, 512, 36, 48}, {2, 512, 512, 18, 24}} {
 		xs, ws := tensor.Shape{s.n, s.cin, s.h, s.w}, tensor.Shape{s.cout, s.cin, 3, 3}
 		g, err := newConvGeom(xs, ws, ConvParams{Pads: []int{1, 1, 1, 1}})
@@ -68,13 +68,13 @@ func BenchmarkConvLargePlanes(b *testing.B) {
 			f    func()
 		}{
 			{"fwd/band1MB", func() { bandCacheElems = band }, func() { convForward[float32](&g, newConvScratch(), x, w, nil, out) }},
-			{"fwd/band16MB", func() { bandCacheElems = ColBandElems }, func() { convForward[float32](&g, newConvScratch(), x, w, nil, out) }},
-			{"dx/as-forward", func() { GradXAsForward = true }, func() { clear(dx); convGradX[float32](&g, newConvScratch(), w, gy, dx) }},
-			{"dx/col2im", func() { GradXAsForward = false }, func() { clear(dx); convGradX[float32](&g, newConvScratch(), w, gy, dx) }},
+			{"fwd/band16MB", func() { bandCacheElems = colBandElems }, func() { convForward[float32](&g, newConvScratch(), x, w, nil, out) }},
+			{"dx/as-forward", func() { useGradXAsForward = true }, func() { clear(dx); convGradX[float32](&g, newConvScratch(), w, gy, dx) }},
+			{"dx/col2im", func() { useGradXAsForward = false }, func() { clear(dx); convGradX[float32](&g, newConvScratch(), w, gy, dx) }},
 		} {
 			b.Run(fmt.Sprintf("n%d_%dx%dx%dx%d/%s", s.n, s.cin, s.cout, s.h, s.w, v.name), func(b *testing.B) {
 				v.set()
-				defer func() { bandCacheElems, GradXAsForward = band, asFwd }()
+				defer func() { bandCacheElems, useGradXAsForward = band, asFwd }()
 				for b.Loop() {
 					v.f()
 				}
@@ -128,7 +128,7 @@ func BenchmarkConvGradW(b *testing.B) {
 // BenchmarkConvGradWBands times the weight gradients of MTAN's 3×3
 // convolutions (batch 4 at 64×96 and batch 2 at 288×384's deeper planes)
 // in im2col bands of bandCacheElems, at least gradWMinCols pixels
-// (gradWBandRows: band1MB), and of ColBandElems (band16MB), on all cores,
+// (gradWBandRows: band1MB), and of colBandElems (band16MB), on all cores,
 // GFLOP/s.
 func BenchmarkConvGradWBands(b *testing.B) {
 	f32 := normals32(rand.New(rand.NewSource(1)))
@@ -147,7 +147,7 @@ func BenchmarkConvGradWBands(b *testing.B) {
 		for _, v := range []struct {
 			name string
 			band int
-		}{{"band1MB", cache}, {"band16MB", ColBandElems}} {
+		}{{"band1MB", cache}, {"band16MB", colBandElems}} {
 			b.Run(fmt.Sprintf("n%d_%dx%dx%dx%d/%s", s.n, s.cin, s.cout, s.h, s.w, v.name), func(b *testing.B) {
 				bandCacheElems = v.band
 				defer func() { bandCacheElems = cache }()
@@ -179,7 +179,7 @@ var mtanWinoShapes = []struct{ cin, cout, h, w, count int }{
 // behind winogradOK's bounds.
 func BenchmarkConvWinograd(b *testing.B) {
 	const n = 4
-	defer func(on bool, minC, minT int) { Winograd, winoMinChannels, winoMinPlaneTiles = on, minC, minT }(Winograd, winoMinChannels, winoMinPlaneTiles)
+	defer func(on bool, minC, minT int) { useWinograd, winoMinChannels, winoMinPlaneTiles = on, minC, minT }(useWinograd, winoMinChannels, winoMinPlaneTiles)
 	winoMinChannels, winoMinPlaneTiles = 1, 1
 	f32 := normals32(rand.New(rand.NewSource(1)))
 	for _, s := range mtanWinoShapes {
@@ -228,7 +228,7 @@ func benchBothPaths(b *testing.B, name string, f func(), flops float64) {
 	for _, wino := range []bool{true, false} {
 		path := map[bool]string{true: "wino", false: "im2col"}[wino]
 		b.Run(name+"/"+path, func(b *testing.B) {
-			Winograd = wino
+			useWinograd = wino
 			c0 := processCPU()
 			for b.Loop() {
 				f()

@@ -8,9 +8,9 @@ import (
 	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
 )
 
-// PackFilters enables packedFor's packed filters; tests turn it off to
+// usePackFilters enables packedFor's packed filters; tests turn it off to
 // compare.
-var PackFilters = true
+var usePackFilters = true
 
 // packedFor is gemmFor(n) for a convolution whose products all take one
 // fixed op(a) (m×k, row stride lda: the filters, or their transpose in
@@ -29,7 +29,7 @@ var PackFilters = true
 func packedFor[T float](n int, tA bool, m, k int, a []T, lda int) (mul func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int), release func()) {
 	base := gemmFor[T](n)
 	a32, ok := any(a).([]float32)
-	if !ok || !PackFilters || !fgemm.Accelerated() || m == 0 || k == 0 || m*k > bandCacheElems {
+	if !ok || !usePackFilters || !fgemm.Accelerated() || m == 0 || k == 0 || m*k > bandCacheElems {
 		return base, func() {}
 	}
 	par := parallelProduct(n)

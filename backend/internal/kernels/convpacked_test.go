@@ -19,7 +19,7 @@ import (
 // the others not); and the paths that do not pack once (large filters,
 // small planes over the whole batch) unchanged.
 func TestPackedFiltersSameBits(t *testing.T) {
-	defer func(p bool) { PackFilters = p }(PackFilters)
+	defer func(p bool) { usePackFilters = p }(usePackFilters)
 	f32 := normals32(rand.New(rand.NewSource(5)))
 	for _, c := range []struct {
 		n, c, h, w, m, k, group, pad, stride int
@@ -46,7 +46,7 @@ func TestPackedFiltersSameBits(t *testing.T) {
 			b := newTensor(tensor.Shape{c.m}, f32(c.m))
 			gy := newTensor(tensor.Shape{c.n, c.m, g.oh, g.ow}, f32(c.n*c.m*g.outPlane))
 			run := func(on bool) (out, dx []float32) {
-				PackFilters = on
+				usePackFilters = on
 				out = make([]float32, c.n*c.m*g.outPlane)
 				dx = make([]float32, xs.TotalSize())
 				for i := range out {

@@ -13,7 +13,7 @@ import (
 // weight gradient's dot products where wideRows holds): one copy or sum
 // of L values per tap instead of oH rows of oW through im2col and col2im,
 // and no packing of an im2col matrix for the weight gradient. The padded
-// copies are made a chunk of samples at a time, within ColBandElems.
+// copies are made a chunk of samples at a time, within colBandElems.
 
 // padWideMaxRows is the largest im2col height (C/group·kH·kW) whose
 // convolution runs over its padded input: 32 channels of a 3×3 filter.
@@ -29,7 +29,7 @@ const padWideMaxRows = 288
 // padded geometry.
 func padWide[T float](g *convGeom) (convGeom, bool) {
 	var z T
-	if _, f32 := any(z).(float32); !f32 || !WideFwd || g.direct || g.y.s != 1 || g.x.s != 1 || g.colRows > padWideMaxRows || batchedPlanes(g) {
+	if _, f32 := any(z).(float32); !f32 || !useWideFwd || g.direct || g.y.s != 1 || g.x.s != 1 || g.colRows > padWideMaxRows || batchedPlanes(g) {
 		return *g, false
 	}
 	if g.y.pb == 0 && g.y.pe == 0 && g.x.pb == 0 && g.x.pe == 0 {
@@ -40,15 +40,15 @@ func padWide[T float](g *convGeom) (convGeom, bool) {
 	p.y.in, p.x.in = p.h, p.w
 	p.y.pb, p.y.pe, p.x.pb, p.x.pe = 0, 0, 0, 0
 	p.inPlane = p.h * p.w
-	if p.cg*p.inPlane > ColBandElems || !wideForward(&p) {
+	if p.cg*p.inPlane > colBandElems || !wideForward(&p) {
 		return *g, false
 	}
 	return p, true
 }
 
 // padChunk is the number of samples whose padded input planes (c·h'·w'
-// each) fit in ColBandElems, at least 1.
-func padChunk(p *convGeom) int { return max(1, min(p.n, ColBandElems/(p.c*p.inPlane))) }
+// each) fit in colBandElems, at least 1.
+func padChunk(p *convGeom) int { return max(1, min(p.n, colBandElems/(p.c*p.inPlane))) }
 
 // padInputs copies samples [n0, n0+k) of x (g's planes) into xp (p's
 // planes, zero borders).
@@ -150,8 +150,8 @@ func chunkGrad[T float](g *convGeom, gy []T, n0, k int) tensor.Tensor {
 	return newTensor(tensor.Shape{k, g.m, g.oh, g.ow}, gy[n0*g.m*g.outPlane:][:k*g.m*g.outPlane])
 }
 
-// PadSegments enables convGradWSegments; tests turn it off to compare.
-var PadSegments = true
+// usePadSegments enables convGradWSegments; tests turn it off to compare.
+var usePadSegments = true
 
 // convGradWSegments adds the weight gradient of g (float32, stride 1,
 // padded: padWide) into dw without padding its input: for each tap
@@ -165,10 +165,10 @@ var PadSegments = true
 // end. The sums are those of the padded path up to round-off (terms in
 // another order, the zeros left out). It reports false, doing nothing,
 // when the CPU has no segmented dot kernel, for float64, or with
-// PadSegments off.
+// usePadSegments off.
 func convGradWSegments[T float](g *convGeom, x, gy, dw []T) bool {
 	x32, ok := any(x).([]float32)
-	if !ok || !PadSegments || !fgemm.Accelerated() {
+	if !ok || !usePadSegments || !fgemm.Accelerated() {
 		return false
 	}
 	gy32, dw32 := any(gy).([]float32), any(dw).([]float32)

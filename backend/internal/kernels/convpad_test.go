@@ -19,28 +19,28 @@ func TestConvPadWide(t *testing.T) {
 		name  string
 		x, w  []int
 		p     ConvParams
-		chunk bool // ColBandElems small enough to pad a few samples at a time
+		chunk bool // colBandElems small enough to pad a few samples at a time
 	}{
 		{"3x3_pad1", []int{3, 4, 12, 10}, []int{5, 4, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}, false},
 		{"3x3_pad1_chunks", []int{12, 4, 12, 10}, []int{5, 4, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}, true},
 		{"asym_dil", []int{2, 3, 11, 13}, []int{4, 3, 2, 3}, ConvParams{Pads: []int{0, 2, 1, 1}, Dilations: []int{2, 1}}, false},
 		{"groups", []int{2, 4, 12, 12}, []int{6, 2, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}, Group: 2}, false},
 	}
-	saved, band, batched := WideFwd, ColBandElems, BatchPlaneMax
-	defer func() { WideFwd, ColBandElems, BatchPlaneMax = saved, band, batched }()
-	defer func(v bool) { GradXAsForward = v }(GradXAsForward)
-	BatchPlaneMax = 0
+	saved, band, batched := useWideFwd, colBandElems, batchPlaneMax
+	defer func() { useWideFwd, colBandElems, batchPlaneMax = saved, band, batched }()
+	defer func(v bool) { useGradXAsForward = v }(useGradXAsForward)
+	batchPlaneMax = 0
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ColBandElems = band
+			colBandElems = band
 			if c.chunk { // just what the padded wide rows need: fewer samples than n per chunk
-				ColBandElems = (g.colRows + g.mg) * (((g.oh-1)*(g.w+2) + g.ow + 15) &^ 15)
+				colBandElems = (g.colRows + g.mg) * (((g.oh-1)*(g.w+2) + g.ow + 15) &^ 15)
 			}
-			WideFwd = true
+			useWideFwd = true
 			p, ok := padWide[float32](&g)
 			if !ok {
 				t.Fatalf("%v: not run over its padded input", g)
@@ -52,7 +52,7 @@ func TestConvPadWide(t *testing.T) {
 			x, w, b := toF32(randTensor(rng, c.x...)), toF32(randTensor(rng, c.w...)), toF32(randTensor(rng, g.m))
 			gy := toF32(randTensor(rng, g.n, g.m, g.oh, g.ow))
 			run := func(wide bool) (y, dx, dw []float32) {
-				WideFwd, GradXAsForward = wide, wide // the reference: im2col and col2im
+				useWideFwd, useGradXAsForward = wide, wide // the reference: im2col and col2im
 				sc := newConvScratch()
 				y = data[float32](convForward(&g, sc, x, w, b, make([]float32, g.n*g.m*g.outPlane)))
 				dirty := make([]float32, g.n*g.c*g.inPlane) // convGradX takes dx with any contents
@@ -89,10 +89,10 @@ func TestConvPadWide(t *testing.T) {
 // values in the same places, every other value equal (the weight gradient
 // to round-off).
 func TestConvPadWideNonFinite(t *testing.T) {
-	saved, batched := WideFwd, BatchPlaneMax
-	defer func() { WideFwd, BatchPlaneMax = saved, batched }()
-	defer func(v bool) { GradXAsForward = v }(GradXAsForward)
-	BatchPlaneMax = 0
+	saved, batched := useWideFwd, batchPlaneMax
+	defer func() { useWideFwd, batchPlaneMax = saved, batched }()
+	defer func(v bool) { useGradXAsForward = v }(useGradXAsForward)
+	batchPlaneMax = 0
 	g, err := newConvGeom(tensor.Shape{2, 3, 9, 8}, tensor.Shape{4, 3, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestConvPadWideNonFinite(t *testing.T) {
 	data[float32](w)[5] = float32(math.Inf(1))
 	data[float32](x)[40] = float32(math.NaN())
 	run := func(wide bool) [3][]float32 {
-		WideFwd, GradXAsForward = wide, wide // the reference: im2col and col2im
+		useWideFwd, useGradXAsForward = wide, wide // the reference: im2col and col2im
 		if _, ok := padWide[float32](&g); ok != wide {
 			t.Fatalf("padWide = %v with WideFwd %v", ok, wide)
 		}
@@ -160,9 +160,9 @@ func TestConvPadSegments(t *testing.T) {
 		{"one_row", []int{2, 3, 1, 9}, []int{4, 3, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
 		{"narrow", []int{2, 3, 12, 8}, []int{4, 3, 3, 3}, ConvParams{Pads: []int{1, 1, 1, 1}}},
 	}
-	saved, batched, seg := WideFwd, BatchPlaneMax, PadSegments
-	defer func() { WideFwd, BatchPlaneMax, PadSegments = saved, batched, seg }()
-	BatchPlaneMax, WideFwd = 0, true
+	saved, batched, seg := useWideFwd, batchPlaneMax, usePadSegments
+	defer func() { useWideFwd, batchPlaneMax, usePadSegments = saved, batched, seg }()
+	batchPlaneMax, useWideFwd = 0, true
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
@@ -177,10 +177,10 @@ func TestConvPadSegments(t *testing.T) {
 			x := toF32(randTensor(rng, c.x...))
 			gy := toF32(randTensor(rng, g.n, g.m, g.oh, g.ow))
 			dw := func(seg, wide bool) []float32 {
-				PadSegments, WideFwd = seg, wide
+				usePadSegments, useWideFwd = seg, wide
 				return data[float32](convGradWInto(&g, newConvScratch(), x, gy, make([]float32, g.m*g.colRows)))
 			}
-			PadSegments = true
+			usePadSegments = true
 			got := make([]float32, g.m*g.colRows)
 			if !convGradWSegments(&g, data[float32](x), data[float32](gy), got) {
 				t.Skip("no segmented dot kernel on this CPU")

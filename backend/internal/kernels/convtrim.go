@@ -70,7 +70,7 @@ type trimCache struct {
 func trimConv(g *convGeom) *convTrim {
 	ky0, ky1 := trimTaps(g.y, g.kh)
 	kx0, kx1 := trimTaps(g.x, g.kw)
-	if !TrimTaps || ky1 <= ky0 || kx1 <= kx0 || ky1-ky0 == g.kh && kx1-kx0 == g.kw {
+	if g.wholeKernel || ky1 <= ky0 || kx1 <= kx0 || ky1-ky0 == g.kh && kx1-kx0 == g.kw {
 		return nil
 	}
 	pads := []int{g.y.pb - ky0*g.y.d, g.x.pb - kx0*g.x.d, g.y.pe - (g.kh-ky1)*g.y.d, g.x.pe - (g.kw-kx1)*g.x.d}
@@ -88,9 +88,6 @@ func trimConv(g *convGeom) *convTrim {
 	tr.cache.bytes = cacheBytes(tr)
 	return tr
 }
-
-// TrimTaps enables trimConv; tests turn it off to compare.
-var TrimTaps = true
 
 // trimWeights copies the taps of the smaller kernel out of the whole
 // kernel w (g's) into a scratch buffer; give it back with

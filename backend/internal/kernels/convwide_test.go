@@ -28,18 +28,18 @@ func TestConvWideForward(t *testing.T) {
 		{"full_width", []int{2, 2, 7, 3}, []int{5, 2, 2, 1}, ConvParams{}}, // oW = W: no column dropped
 		{"one_row", []int{1, 2, 3, 8}, []int{3, 2, 3, 2}, ConvParams{}},    // L = oW
 	}
-	saved, batched, total := WideFwd, BatchPlaneMax, ColCacheTotal
-	defer func() { WideFwd, BatchPlaneMax, ColCacheTotal = saved, batched, total }()
-	defer func(v bool) { GradXAsForward = v }(GradXAsForward)
-	BatchPlaneMax = 0
-	ColCacheTotal = 0 // float64 would keep im2col matrices and not use wide rows
+	saved, batched, total := useWideFwd, batchPlaneMax, colCacheTotal
+	defer func() { useWideFwd, batchPlaneMax, colCacheTotal = saved, batched, total }()
+	defer func(v bool) { useGradXAsForward = v }(useGradXAsForward)
+	batchPlaneMax = 0
+	colCacheTotal = 0 // float64 would keep im2col matrices and not use wide rows
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			WideFwd = true
+			useWideFwd = true
 			if !wideForward(&g) {
 				t.Fatalf("%v: not a wide forward pass", g)
 			}
@@ -49,7 +49,7 @@ func TestConvWideForward(t *testing.T) {
 			gy := randTensor(rng, g.n, g.m, g.oh, g.ow)
 			gy32 := toF32(gy)
 			run := func(wide bool) (y, dx []float64, y32, dx32 []float32) {
-				WideFwd, GradXAsForward = wide, wide // the reference: im2col and col2im
+				useWideFwd, useGradXAsForward = wide, wide // the reference: im2col and col2im
 				y = data[float64](convForward(&g, &scratch{}, x, w, b, make([]float64, g.n*g.m*g.outPlane)))
 				y32 = data[float32](convForward(&g, &scratch{}, x32, w32, b32, make([]float32, g.n*g.m*g.outPlane)))
 				// dx with any contents: every element must be written
@@ -76,7 +76,7 @@ func TestConvWideForward(t *testing.T) {
 // TestConvWideInPlace checks that the forward wide rows' product reading
 // each tap's row in place in the input (wideInPlace, fgemm.SgemmRows)
 // gives the bits of the product over the rows copied into col, and that
-// the weight gradient's segmented dot products (WideSegments) stay within
+// the weight gradient's segmented dot products (useWideSegments) stay within
 // the round-off of the dot products over gy spread to rows of width W:
 // LeNet's layers, wide rows whose length leaves a partial panel of
 // columns (read in place with room after them, packed for the last
@@ -98,12 +98,12 @@ func TestConvWideInPlace(t *testing.T) {
 		{"grouped", []int{1, 4, 9, 9}, []int{6, 2, 3, 3}, ConvParams{Group: 2}},
 		{"full_width", []int{1, 2, 7, 3}, []int{25, 2, 2, 1}, ConvParams{}}, // oW = W: no column dropped
 	}
-	saved, batched, total := WideFwd, BatchPlaneMax, ColCacheTotal
-	defer func() { WideFwd, BatchPlaneMax, ColCacheTotal = saved, batched, total }()
-	defer func(a, b bool) { WideInPlace, WideSegments = a, b }(WideInPlace, WideSegments)
-	BatchPlaneMax = 0
-	ColCacheTotal = 0
-	WideFwd = true
+	saved, batched, total := useWideFwd, batchPlaneMax, colCacheTotal
+	defer func() { useWideFwd, batchPlaneMax, colCacheTotal = saved, batched, total }()
+	defer func(a, b bool) { useWideInPlace, useWideSegments = a, b }(useWideInPlace, useWideSegments)
+	batchPlaneMax = 0
+	colCacheTotal = 0
+	useWideFwd = true
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			xs := append([]int{2 * runtime.GOMAXPROCS(0)}, c.x[1:]...)
@@ -111,7 +111,7 @@ func TestConvWideInPlace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			WideInPlace, WideSegments = true, true
+			useWideInPlace, useWideSegments = true, true
 			if !wideForward(&g) || !wideInPlace[float32](&g) {
 				t.Fatalf("%v: wideForward %v, wideInPlace %v", g, wideForward(&g), wideInPlace[float32](&g))
 			}
@@ -119,7 +119,7 @@ func TestConvWideInPlace(t *testing.T) {
 			x, w, b := normal32(r, xs), normal32(r, c.w), normal32(r, []int{g.m})
 			gy := normal32(r, []int{g.n, g.m, g.oh, g.ow})
 			run := func(inPlace bool) (y, dw []float32) {
-				WideInPlace, WideSegments = inPlace, inPlace
+				useWideInPlace, useWideSegments = inPlace, inPlace
 				y = make([]float32, g.n*g.m*g.outPlane)
 				for i := range y {
 					y[i] = float32(math.NaN()) // every output is written
@@ -142,7 +142,7 @@ func TestConvWideInPlace(t *testing.T) {
 				}
 				return newTensor(t.Shape(), d)
 			}
-			WideInPlace, WideSegments = false, false
+			useWideInPlace, useWideSegments = false, false
 			bound := data[float32](convGradWInto(&g, newConvScratch(), abs(x), abs(gy), make([]float32, g.m*g.colRows)))
 			for i := range cdw {
 				if d := math.Abs(float64(idw[i]) - float64(cdw[i])); !(d <= 2e-6*float64(bound[i])) {

@@ -45,16 +45,16 @@ func BenchmarkConvWideRows(b *testing.B) {
 		for _, inPlace := range []bool{true, false} {
 			mode := map[bool]string{true: "inplace", false: "copied"}[inPlace]
 			b.Run(fmt.Sprintf("%s/fwd/%s", s.name, mode), func(b *testing.B) {
-				defer func(v bool) { WideInPlace = v }(WideInPlace)
-				WideInPlace = inPlace
+				defer func(v bool) { useWideInPlace = v }(useWideInPlace)
+				useWideInPlace = inPlace
 				for b.Loop() {
 					convForward[float32](&g, &scratch{}, x, w, nil, y)
 				}
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 			b.Run(fmt.Sprintf("%s/dw/%s", s.name, mode), func(b *testing.B) {
-				defer func(v bool) { WideSegments = v }(WideSegments)
-				WideSegments = inPlace
+				defer func(v bool) { useWideSegments = v }(useWideSegments)
+				useWideSegments = inPlace
 				for b.Loop() {
 					clear(dw)
 					convGradWInto[float32](&g, newConvScratch(), x, gy, dw)

@@ -90,8 +90,8 @@ func TestConvGradWWideRows(t *testing.T) {
 				data[float32](x)[5] = float32(math.Inf(1))
 			}
 			grad := func(wide bool, x, gy tensor.Tensor) []float32 {
-				defer func(v bool) { WideGradW = v }(WideGradW)
-				WideGradW = wide
+				defer func(v bool) { useWideGradW = v }(useWideGradW)
+				useWideGradW = wide
 				return data[float32](convGradWInto(&g, newConvScratch(), x, gy, make([]float32, g.m*g.colRows)))
 			}
 			abs := func(t tensor.Tensor) tensor.Tensor {

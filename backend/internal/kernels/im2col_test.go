@@ -76,7 +76,7 @@ func TestIm2colAgainstNaive(t *testing.T) {
 // 1×1 to 5×3 with symmetric and asymmetric "same" pads and pads that
 // leave taps without any valid row.
 func TestIm2colSameWidth(t *testing.T) {
-	defer func() { Im2colSameWidth = true }()
+	defer func() { useIm2colSameWidth = true }()
 	rng := rand.New(rand.NewSource(4))
 	cases := []struct {
 		x, w []int
@@ -108,7 +108,7 @@ func TestIm2colSameWidth(t *testing.T) {
 			}
 			ld := (r1-r0)*g.ow + 3
 			run := func(fast bool) []float32 {
-				Im2colSameWidth = fast
+				useIm2colSameWidth = fast
 				col := make([]float32, g.colRows*ld)
 				for i := range col {
 					col[i] = float32(math.NaN())

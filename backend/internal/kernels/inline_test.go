@@ -18,8 +18,8 @@ import (
 // so that the counter is seen to move.
 func TestSmallConvStaysOnCaller(t *testing.T) {
 	defer setProcs(16)()
-	defer func(b int) { BatchPlaneMax = b }(BatchPlaneMax)
-	BatchPlaneMax = 0 // small planes too run per sample, the loops under test
+	defer func(b int) { batchPlaneMax = b }(batchPlaneMax)
+	batchPlaneMax = 0 // small planes too run per sample, the loops under test
 	cases := []struct {
 		name  string
 		x, w  []int

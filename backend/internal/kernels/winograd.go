@@ -8,9 +8,9 @@ import (
 	"github.com/paretonav/paretonav/backend/internal/vmath"
 )
 
-// Winograd enables the F(2×2, 3×3) Winograd convolution (winogradOK);
+// useWinograd enables the F(2×2, 3×3) Winograd convolution (winogradOK);
 // tests turn it off to compare with the im2col paths.
-var Winograd = true
+var useWinograd = true
 
 // winoMinChannels is the fewest input and output channels, and
 // winoMinPlaneTiles the fewest tiles (2×2 outputs) of all samples' planes,
@@ -39,7 +39,7 @@ var (
 // output plane is the input's), at least winoMinChannels channels in and
 // out, and at least winoMinPlaneTiles tiles over the samples' planes.
 func winogradOK(g *convGeom) bool {
-	return Winograd && g.kh == 3 && g.kw == 3 && g.g == 1 && !g.direct &&
+	return useWinograd && g.kh == 3 && g.kw == 3 && g.g == 1 && !g.direct &&
 		g.y.s == 1 && g.x.s == 1 && g.y.d == 1 && g.x.d == 1 &&
 		g.y.pb == 1 && g.y.pe == 1 && g.x.pb == 1 && g.x.pe == 1 &&
 		g.c >= winoMinChannels && g.m >= winoMinChannels && g.oh == g.h && g.ow == g.w &&
@@ -384,7 +384,7 @@ func winoFlip(xi int) int {
 // (see winoMul).
 func winoProducts[T float](u []T, m, c int, flip bool) *winoMul[T] {
 	p := &winoMul[T]{u: u, m: m, c: c, flip: flip}
-	if _, ok := any(u).([]float32); ok && PackFilters && fgemm.Accelerated() {
+	if _, ok := any(u).([]float32); ok && usePackFilters && fgemm.Accelerated() {
 		p.packed = make([]fgemm.PackedA, 16)
 		p.buf = getScratch[float32](&colScratch, 16*fgemm.PackedALen(m, c))
 		l := fgemm.PackedALen(m, c)

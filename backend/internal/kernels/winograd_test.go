@@ -44,7 +44,7 @@ func TestWinogradMatchesIm2col(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			Winograd = true
+			useWinograd = true
 			if !winogradOK(&g) {
 				t.Fatalf("%v: Winograd does not apply", g)
 			}
@@ -89,11 +89,11 @@ func checkWinograd(t *testing.T, g convGeom, x, w, b, gy *tensor.Dense, tol floa
 		dw = convGradWInto(&g, newConvScratch(), x, gy, make([]float64, nw))
 		return
 	}
-	Winograd = true
+	useWinograd = true
 	y, dx, dw := run()
-	Winograd = false
+	useWinograd = false
 	wy, wdx, wdw := run()
-	Winograd = true
+	useWinograd = true
 	for _, p := range []struct {
 		name      string
 		got, want tensor.Tensor
@@ -176,9 +176,9 @@ func TestWinogradNonFinite(t *testing.T) {
 				dw := convGradWInto(&g, newConvScratch(), x, gy, make([]float32, 4*27))
 				return [][]float32{data[float32](y), data[float32](dx), data[float32](dw)}
 			}
-			Winograd = true
+			useWinograd = true
 			got := run()
-			Winograd = false
+			useWinograd = false
 			want := run()
 			for _, k := range c.passes {
 				if !sameBits(got[k], want[k]) {
@@ -196,9 +196,9 @@ func TestWinogradNonFinite(t *testing.T) {
 // otherwise takes run as Winograd, whatever its channels and tiles, until
 // t ends.
 func winoAlways(t *testing.T) {
-	on, minC, minT := Winograd, winoMinChannels, winoMinPlaneTiles
-	t.Cleanup(func() { Winograd, winoMinChannels, winoMinPlaneTiles = on, minC, minT })
-	Winograd, winoMinChannels, winoMinPlaneTiles = true, 1, 1
+	on, minC, minT := useWinograd, winoMinChannels, winoMinPlaneTiles
+	t.Cleanup(func() { useWinograd, winoMinChannels, winoMinPlaneTiles = on, minC, minT })
+	useWinograd, winoMinChannels, winoMinPlaneTiles = true, 1, 1
 }
 
 // TestWinogradScratchBytes checks WinogradScratchBytes against the bytes

@@ -56,7 +56,7 @@ func convOperands(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) (x, 
 	if err != nil {
 		return
 	}
-	p.Group = int(g)
+	p.Group, p.WholeKernel = int(g), b.WholeConvKernels
 	if p.AutoPad, err = graph.AttrString(n, "auto_pad", kernels.AutoPadNotSet); err != nil {
 		return
 	}

@@ -53,7 +53,7 @@ func tryGraphWith(m *importer.Model, feeds map[string]*importer.Tensor, trainabl
 	for k, v := range feeds {
 		shapes[k] = v.Shape
 	}
-	bt, err := graph.Build(m.Proto.Graph, m.Opset(""), tensor.Float64, shapes, inits, trainable, false, rw)
+	bt, err := graph.Build(m.Proto.Graph, m.Opset(""), tensor.Float64, shapes, inits, trainable, false, graph.Options{Rewrites: rw})
 	if err != nil {
 		return nil, err
 	}

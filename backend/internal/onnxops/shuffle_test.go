@@ -136,7 +136,7 @@ func shuffleRun(t *testing.T, c shuffleCase, dt tensor.Dtype, fuse bool) (outs m
 	for k, v := range feeds {
 		shapes[k] = v.Shape
 	}
-	bt, err := graph.Build(m.Proto.Graph, m.Opset(""), dt, shapes, inits, nil, false, rw)
+	bt, err := graph.Build(m.Proto.Graph, m.Opset(""), dt, shapes, inits, nil, false, graph.Options{Rewrites: rw})
 	if err != nil {
 		t.Fatalf("building: %v", err)
 	}
@@ -242,7 +242,7 @@ func TestFuseChannelShuffle(t *testing.T) {
 			for k, v := range feeds {
 				shapes[k] = v.Shape
 			}
-			bt, err := graph.Build(m.Proto.Graph, m.Opset(""), tensor.Float32, shapes, inits, nil, false, rewrite.Options{})
+			bt, err := graph.Build(m.Proto.Graph, m.Opset(""), tensor.Float32, shapes, inits, nil, false, graph.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

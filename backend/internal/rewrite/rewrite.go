@@ -46,9 +46,6 @@ const (
 	ConvConcat     = "ConvConcat"     // a pointwise Conv of a Concat along channels (concat.go)
 )
 
-// Passes lists the fused op types, in the order their passes run.
-var Passes = []string{Gelu, SiLU, ChannelShuffle, ShuffleSlice, ConvConcat}
-
 // Options choose the passes that run.
 type Options struct {
 	// Off names passes (fused op types) that do not run; tests turn one
