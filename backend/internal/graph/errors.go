@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/paretonav/paretonav/internal/termsafe"
 )
@@ -29,4 +30,31 @@ func (b *Builder) LimitErr(n interface {
 	GetOpType() string
 }, format string, args ...any) error {
 	return &LimitError{Node: n.GetName(), OpType: n.GetOpType(), Opset: b.Opset, Reason: fmt.Sprintf(format, args...)}
+}
+
+// UnsupportedOp is one node backend cannot lower.
+type UnsupportedOp struct {
+	OpType string
+	Domain string
+	Node   string
+	Opset  int64
+}
+
+// UnsupportedError lists every node of a model that backend cannot lower.
+type UnsupportedError struct {
+	Ops []UnsupportedOp
+}
+
+func (e *UnsupportedError) Error() string {
+	var sb strings.Builder
+	// No "backend: " here: Open and the others prefix every error once.
+	fmt.Fprintf(&sb, "%d unsupported node(s):", len(e.Ops))
+	for _, o := range e.Ops {
+		op := o.OpType
+		if o.Domain != "" {
+			op = o.Domain + "." + op
+		}
+		fmt.Fprintf(&sb, "\n\t%s (node %q, opset %d)", termsafe.Name(op), o.Node, o.Opset)
+	}
+	return sb.String()
 }
