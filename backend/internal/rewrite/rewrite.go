@@ -37,13 +37,14 @@ const (
 	AttrFallbackInputs = "paretonav_fallback_inputs"
 )
 
-// The fused op types, in the order the passes run.
+// The fused op types, in the order the passes run; their lowerings are in
+// package onnxops, in the file named after each.
 const (
 	Gelu           = "Gelu"           // the five ops PyTorch 1.13 writes for GELU (gelu.go)
 	SiLU           = "SiLU"           // x·Sigmoid(x) (silu.go)
 	ChannelShuffle = "ChannelShuffle" // Concat → Reshape → Transpose of ShuffleNet (shuffle.go)
 	ShuffleSlice   = "ShuffleSlice"   // a Slice of the channels of a channel shuffle (shuffle.go)
-	ConvConcat     = "ConvConcat"     // a pointwise Conv of a Concat along channels (concat.go)
+	ConvConcat     = "ConvConcat"     // a pointwise Conv of a Concat along channels (conv.go)
 )
 
 // Options choose the passes that run.
