@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/models"
@@ -42,7 +43,7 @@ func decodeProto(tb testing.TB, mp *onnxpb.ModelProto) *importer.Model {
 
 // benchLabels returns n int64 class labels in [0, c) as a tensor of shape s.
 func benchLabels(r *rand.Rand, name string, c int, s ...int) *importer.Tensor {
-	d := make([]int64, numel(s))
+	d := make([]int64, shape.Numel(s))
 	for i := range d {
 		d[i] = int64(r.Intn(c))
 	}
@@ -51,7 +52,7 @@ func benchLabels(r *rand.Rand, name string, c int, s ...int) *importer.Tensor {
 
 // benchFloats returns a float32 tensor of shape s with values f().
 func benchFloats(name string, f func() float64, s ...int) *importer.Tensor {
-	d := make([]float32, numel(s))
+	d := make([]float32, shape.Numel(s))
 	for i := range d {
 		d[i] = float32(f())
 	}
@@ -88,7 +89,21 @@ func mtanBatch(n, h, w, classes int) map[string]*importer.Tensor {
 // failing the test on an error.
 func openStepCase(t testing.TB, sc stepCase) *Model {
 	t.Helper()
-	md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), Options{})
+	return openStepCaseWith(t, sc, Options{})
+}
+
+// execWith is the Options whose executor options are the defaults as set
+// changes them.
+func execWith(set func(o *execOptions)) Options {
+	o := defaultExec()
+	set(&o)
+	return Options{exec: &o}
+}
+
+// openStepCaseWith is openStepCase with options opt.
+func openStepCaseWith(t testing.TB, sc stepCase, opt Options) *Model {
+	t.Helper()
+	md, err := Open(sc.model(t), mustTasks(t, sc.tasks...), opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,28 +10,16 @@ import (
 	"github.com/paretonav/paretonav/internal/par"
 )
 
-// ConcurrentPassMaxBytes bounds the memory that running the backward
-// passes of several tasks at once may add to a step: the passes run
-// concurrently (up to GOMAXPROCS of them) when, besides one pass's values,
-// the others' take at most this many bytes; otherwise one after another,
-// each using every core inside its ops. Negative: never concurrently.
-//
-// A model of many small ops (the small MTAN fixture: a thousand ops of
-// tens of microseconds) keeps two cores busy only part of each op; its
-// passes side by side keep them busy throughout. A large model's ops use
-// every core already, and concurrent passes would hold m passes' values.
-var ConcurrentPassMaxBytes int64 = 64 << 20
-
 // concurrentPasses is how many of the m backward passes of pl may run at
 // once: 1 when they recompute forward values (they would write them into
 // the forward values' places) or when the extra passes' values would
-// exceed ConcurrentPassMaxBytes.
-func concurrentPasses(pl *plan, m int, remat bool) int {
+// exceed maxBytes (execOptions.concurrentPassMaxBytes).
+func concurrentPasses(pl *plan, m int, remat bool, maxBytes int64) int {
 	c := min(m, runtime.GOMAXPROCS(0))
-	if c <= 1 || remat || ConcurrentPassMaxBytes < 0 {
+	if c <= 1 || remat || maxBytes < 0 {
 		return 1
 	}
-	if int64(c-1)*pl.passRise(pl.bytes) > ConcurrentPassMaxBytes {
+	if int64(c-1)*pl.passRise(pl.bytes) > maxBytes {
 		return 1
 	}
 	return c

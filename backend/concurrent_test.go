@@ -14,7 +14,7 @@ import (
 // TestConcurrentPassesMatchSequential checks that the backward passes run
 // side by side (the step models' default: their passes' values are small)
 // give the losses and Jacobian of the passes run one after another
-// (ConcurrentPassMaxBytes −1) bit for bit, over two steps (the second
+// (concurrentPassMaxBytes −1) bit for bit, over two steps (the second
 // reusing the pool's buffers), and that the plan counts the concurrent
 // passes' values in the planned peak. Run under -race, it also checks
 // that concurrent passes share no mutable state.
@@ -22,23 +22,20 @@ func TestConcurrentPassesMatchSequential(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("needs GOMAXPROCS ≥ 2 for concurrent passes")
 	}
-	saved := ConcurrentPassMaxBytes
-	defer func() { ConcurrentPassMaxBytes = saved }()
 	for _, sc := range stepCases {
 		t.Run(sc.name, func(t *testing.T) {
 			m := len(sc.tasks)
 			batch := sc.batch(4)
 			run := func(limit int64) ([]float64, []float32, *program) {
-				ConcurrentPassMaxBytes = limit
-				return twoSteps(t, sc, batch)
+				return twoSteps(t, sc, batch, execWith(func(o *execOptions) { o.concurrentPassMaxBytes = limit }))
 			}
 			seqL, seqJ, seqP := run(-1)
-			conL, conJ, conP := run(saved)
+			conL, conJ, conP := run(defaultExec().concurrentPassMaxBytes)
 			if seqP.plan.conc != 1 {
-				t.Fatalf("ConcurrentPassMaxBytes −1: %d passes at once, want 1", seqP.plan.conc)
+				t.Fatalf("concurrentPassMaxBytes −1: %d passes at once, want 1", seqP.plan.conc)
 			}
 			if want := min(m, runtime.GOMAXPROCS(0)); conP.plan.conc != want {
-				t.Fatalf("default ConcurrentPassMaxBytes: %d passes at once, want %d (this model's passes are small)", conP.plan.conc, want)
+				t.Fatalf("default concurrentPassMaxBytes: %d passes at once, want %d (this model's passes are small)", conP.plan.conc, want)
 			}
 			rise := conP.plan.passRise(conP.plan.bytes)
 			if d := conP.plan.peak(conP) - seqP.plan.peak(seqP); rise <= 0 || d != int64(conP.plan.conc-1)*rise {
@@ -62,29 +59,25 @@ func TestConcurrentPassesMatchSequential(t *testing.T) {
 // fused (some pairs found), their gradients too (fusegrad.go: at least
 // one fused run per pair), and give the losses and Jacobian of the ops run
 // apart, bit for bit, with the backward passes recomputing the
-// forward values (RematMinBytes 0: the fused pair runs again inside each
+// forward values (rematMinBytes 0: the fused pair runs again inside each
 // pass) and keeping them.
 func TestFuseBatchNormRelu(t *testing.T) {
-	savedFuse, savedRemat := FuseBatchNormRelu, RematMinBytes
-	defer func() { FuseBatchNormRelu, RematMinBytes = savedFuse, savedRemat }()
 	for _, sc := range stepCases {
 		if !strings.HasPrefix(sc.name, "mtan") {
 			continue
 		}
-		for _, remat := range []int64{0, savedRemat} {
+		for _, remat := range []int64{0, defaultExec().rematMinBytes} {
 			t.Run(fmt.Sprintf("%s/remat%d", sc.name, remat), func(t *testing.T) {
-				RematMinBytes = remat
 				batch := sc.batch(3)
 				run := func(fuse bool) ([]float64, []float32, int, int64) {
-					FuseBatchNormRelu = fuse
-					losses, jac, p := twoSteps(t, sc, batch)
+					losses, jac, p := twoSteps(t, sc, batch, execWith(func(o *execOptions) { o.rematMinBytes, o.fuseBatchNormRelu = remat, fuse }))
 					fused := 0
 					for _, f := range p.fusedBN {
 						if f {
 							fused++
 						}
 					}
-					return losses, jac, fused, p.fusedGradRuns.Load()
+					return losses, jac, fused, p.stats.fusedGradRuns.Load()
 				}
 				l0, j0, n0, g0 := run(false)
 				l1, j1, n1, g1 := run(true)
@@ -109,13 +102,13 @@ func TestFuseBatchNormRelu(t *testing.T) {
 	}
 }
 
-// twoSteps opens sc's model, runs two Evaluate steps with a Jacobian on
-// batch (the second reusing the compiled program and the pool's buffers),
-// and returns the losses, the Jacobian and the program.
-func twoSteps(t *testing.T, sc stepCase, batch map[string]*importer.Tensor) ([]float64, []float32, *program) {
+// twoSteps opens sc's model with options opt, runs two Evaluate steps with
+// a Jacobian on batch (the second reusing the compiled program and the
+// pool's buffers), and returns the losses, the Jacobian and the program.
+func twoSteps(t *testing.T, sc stepCase, batch map[string]*importer.Tensor, opt Options) ([]float64, []float32, *program) {
 	t.Helper()
 	m := len(sc.tasks)
-	md := openStepCase(t, sc)
+	md := openStepCaseWith(t, sc, opt)
 	losses := make([]float64, m)
 	jac := png.NewJacobian(m, md.NumParams())
 	for step := 0; step < 2; step++ {

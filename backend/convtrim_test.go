@@ -5,7 +5,9 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/png"
@@ -18,27 +20,26 @@ import (
 func asppModel() *importer.Model {
 	r := rand.New(rand.NewSource(5))
 	nodes := []*onnxpb.NodeProto{
-		mkNode("Conv", "stem", []string{"x", "W0"}, []string{"s"}),
-		mkNode("Conv", "aspp", []string{"s", "W", "B"}, []string{"h0"},
-			aInts("dilations", 12, 12), aInts("pads", 12, 12, 12, 12)),
-		mkNode("Relu", "relu", []string{"h0"}, []string{"h"}),
-		mkNode("Conv", "heada", []string{"h", "Wa"}, []string{"za"}),
-		mkNode("LogSoftmax", "lsm", []string{"za"}, []string{"logp"}, aInt("axis", 1)),
-		mkNode("Conv", "headb", []string{"h", "Wb"}, []string{"reg"}),
+		onnxtest.Node("Conv", "stem", []string{"x", "W0"}, []string{"s"}),
+		onnxtest.Node("Conv", "aspp", []string{"s", "W", "B"}, []string{"h0"},
+			onnxtest.AInts("dilations", 12, 12), onnxtest.AInts("pads", 12, 12, 12, 12)),
+		onnxtest.Node("Relu", "relu", []string{"h0"}, []string{"h"}),
+		onnxtest.Node("Conv", "heada", []string{"h", "Wa"}, []string{"za"}),
+		onnxtest.Node("LogSoftmax", "lsm", []string{"za"}, []string{"logp"}, onnxtest.AInt("axis", 1)),
+		onnxtest.Node("Conv", "headb", []string{"h", "Wb"}, []string{"reg"}),
 	}
-	inits := []*importer.Tensor{randF32(r, "W0", 8, 5, 1, 1), randF32(r, "W", 6, 8, 3, 3), randF32(r, "B", 6), randF32(r, "Wa", 3, 6, 1, 1), randF32(r, "Wb", 1, 6, 1, 1)}
-	return graphModel(nodes, inits, map[string][]int64{"x": {-1, 5, 4, 4}}, "logp", "reg")
+	inits := []*importer.Tensor{onnxtest.RandF32(r, "W0", 8, 5, 1, 1), onnxtest.RandF32(r, "W", 6, 8, 3, 3), onnxtest.RandF32(r, "B", 6), onnxtest.RandF32(r, "Wa", 3, 6, 1, 1), onnxtest.RandF32(r, "Wb", 1, 6, 1, 1)}
+	return onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {-1, 5, 4, 4}}, "logp", "reg")
 }
 
 // TestConvTrimStepsMatchWholeKernel runs the ASPP model through steps
 // whose parameters an optimizer-like update changes in place between
 // evaluations (writing into Theta), with padding-only taps dropped and
-// with the whole kernel (ops.TrimTaps off): the losses and J of every
+// with the whole kernel (graph.Options.WholeConvKernels): the losses and J of every
 // step must agree, so the smaller kernel's weights a forward pass keeps
 // for its backward passes are never those of an earlier step.
 func TestConvTrimStepsMatchWholeKernel(t *testing.T) {
-	defer func(v bool) { ops.TrimTaps = v }(ops.TrimTaps)
-	if !ops.ConvTrimmed([]int{4, 8, 4, 4}, []int{6, 8, 3, 3}, ops.ConvParams{Dilations: []int{12, 12}, Pads: []int{12, 12, 12, 12}}) {
+	if !kernels.ConvTrimmed([]int{4, 8, 4, 4}, []int{6, 8, 3, 3}, kernels.ConvParams{Dilations: []int{12, 12}, Pads: []int{12, 12, 12, 12}}) {
 		t.Fatal("the ASPP convolution drops no taps")
 	}
 	r := rand.New(rand.NewSource(6))
@@ -47,12 +48,11 @@ func TestConvTrimStepsMatchWholeKernel(t *testing.T) {
 	for i := range ya {
 		ya[i] = int64(r.Intn(3))
 	}
-	batch := map[string]*importer.Tensor{"x": randF32(r, "x", n, 5, 4, 4),
-		"ya": importer.NewInt64("ya", []int{n, 4, 4}, ya), "yb": randF32(r, "yb", n, 1, 4, 4)}
+	batch := map[string]*importer.Tensor{"x": onnxtest.RandF32(r, "x", n, 5, 4, 4),
+		"ya": importer.NewInt64("ya", []int{n, 4, 4}, ya), "yb": onnxtest.RandF32(r, "yb", n, 1, 4, 4)}
 	const steps = 4
 	run := func(trim bool) (losses [steps][]float64, jacs [steps][]float32) {
-		ops.TrimTaps = trim
-		md, err := Open(asppModel(), mustTasks(t, "a:nll:logp:ya", "b:mse:reg:yb"), Options{})
+		md, err := Open(asppModel(), mustTasks(t, "a:nll:logp:ya", "b:mse:reg:yb"), Options{build: graph.Options{WholeConvKernels: !trim}})
 		if err != nil {
 			t.Fatal(err)
 		}

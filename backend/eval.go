@@ -10,6 +10,10 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/loss"
+	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/png"
 )
@@ -19,38 +23,38 @@ import (
 // copies losses and gradients into one fresh buffer (Gorgonia reuses
 // buffers of dead values, so values are read only from the sink).
 func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
-	b := c.bt.b
+	b := c.bt.B
 	for i, t := range md.tasks {
-		h := lossHeads[t.Loss]
-		out := c.bt.vals[t.Output]
-		var tg gnode
-		if t.Loss != "output" {
-			want, err := h.targetShape(out.shape)
+		h := loss.Lookup(t.Loss)
+		out := c.bt.Vals[t.Output]
+		var tg graph.Node
+		if h.TargetShape != nil {
+			want, err := h.TargetShape(out.Shape)
 			if err != nil {
 				return fmt.Errorf("%s %q: output %q: %v", md.kind(i), t.Name, t.Output, err)
 			}
-			if !equalShape(targets[t.Target], want) {
+			if !shape.Equal(targets[t.Target], want) {
 				return fmt.Errorf("%s %q: target array %q has shape %v, expected %v", md.kind(i), t.Name, t.Target, targets[t.Target], want)
 			}
-			tg = b.input(fmt.Sprintf("target#%d:%s", i, t.Target), want)
+			tg = b.InputNode(fmt.Sprintf("target#%d:%s", i, t.Target), want)
 		}
-		l, err := h.build(b, t, out.n, tg)
+		l, err := h.Build(b, t.head(), out.N, tg)
 		if err != nil {
 			return fmt.Errorf("%s %q: %w", md.kind(i), t.Name, err)
 		}
 		c.targets = append(c.targets, tg)
 		c.losses = append(c.losses, l)
-		c.u = append(c.u, b.input(fmt.Sprintf("u#%d", i), nil))
+		c.u = append(c.u, b.InputNode(fmt.Sprintf("u#%d", i), nil))
 	}
 	// Which parameters reach which losses through differentiable inputs.
-	reach := make([]map[gnode]bool, len(c.losses))
+	reach := make([]map[graph.Node]bool, len(c.losses))
 	for i, l := range c.losses {
-		reach[i] = diffAncestors(b.g, l)
+		reach[i] = diffAncestors(b.Graph, l)
 	}
 	var outs, gouts, wrt G.Nodes
 	for i, l := range c.losses {
 		has := false
-		for _, p := range c.bt.params {
+		for _, p := range c.bt.Params {
 			has = has || reach[i][p]
 		}
 		c.hasGrad = append(c.hasGrad, has)
@@ -59,7 +63,7 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 		}
 	}
 	for j, p := range md.params {
-		n := c.bt.params[p.Name]
+		n := c.bt.Params[p.Name]
 		for i := range c.losses {
 			if reach[i][n] {
 				c.wrt = append(c.wrt, j)
@@ -78,14 +82,14 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 		c.grads = grads
 	}
 	var err error
-	if c.sink, err = concatSink(b, "sink", sinkIn); err != nil {
+	if c.sink, err = graph.ConcatSink(b, "sink", sinkIn); err != nil {
 		return err
 	}
-	if c.lossOut, err = concatSink(b, "losses", c.losses); err != nil {
+	if c.lossOut, err = graph.ConcatSink(b, "losses", c.losses); err != nil {
 		return err
 	}
 	roots := append(append(G.Nodes{}, c.losses...), c.grads...)
-	if c.prog, err = newProgram(b.g, roots, c.u); err != nil {
+	if c.prog, err = newProgram(b.Graph, roots, c.u, md.run, md.stats); err != nil {
 		return fmt.Errorf("planning execution: %w", err)
 	}
 	c.prog.pool = md.bufPool()
@@ -96,14 +100,14 @@ func (md *Model) addLosses(c *compiled, targets map[string][]int) error {
 
 // diffAncestors returns the nodes from which root is reached through
 // differentiable op inputs.
-func diffAncestors(g *G.ExprGraph, root gnode) map[gnode]bool {
-	seen := map[gnode]bool{root: true}
-	stack := []gnode{root}
+func diffAncestors(g *G.ExprGraph, root graph.Node) map[graph.Node]bool {
+	seen := map[graph.Node]bool{root: true}
+	stack := []graph.Node{root}
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		it := g.From(n.ID())
-		var children []gnode
+		var children []graph.Node
 		for it.Next() {
 			children = append(children, it.Node().(*G.Node))
 		}
@@ -122,21 +126,6 @@ func diffAncestors(g *G.ExprGraph, root gnode) map[gnode]bool {
 		}
 	}
 	return seen
-}
-
-// concatSink adds a kernel copying the flat values of ns into one vector.
-// It has no gradient.
-func concatSink(b *builder, name string, ns G.Nodes) (gnode, error) {
-	total := 0
-	for _, n := range ns {
-		total += numel(n.Shape())
-	}
-	return b.kernel(name, "sink", ns, []int{total}, func(dst []float64, in [][]float64) {
-		off := 0
-		for _, d := range in {
-			off += copy(dst[off:], d)
-		}
-	}, nil, nil)
 }
 
 // Evaluate computes the task losses on batch into losses and, when jac is
@@ -207,12 +196,12 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 	}
 	bt := c.bt
 	for _, p := range md.params {
-		v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
-		if err := c.bindParam(bt.params[p.Name], md.dt, p.Shape, v); err != nil {
+		v := md.theta[p.Offset : p.Offset+shape.Numel(p.Shape)]
+		if err := c.bindParam(bt.Params[p.Name], md.dt, p.Shape, v); err != nil {
 			return fmt.Errorf("backend: parameter %q: %w", p.Name, err)
 		}
 	}
-	for name, n := range bt.inputs {
+	for name, n := range bt.Inputs {
 		a := batch[name]
 		if err := c.bind(n, md.dt, a.Shape, a.F32, a); err != nil {
 			return fmt.Errorf("backend: model input %q: %w", name, err)
@@ -236,7 +225,7 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 	md.times.Forward = time.Since(start)
 	all := make([]float64, len(c.losses))
 	for i, l := range c.losses {
-		d, err := valueFloats(c.prog.value(l))
+		d, err := graph.ValueFloats(c.prog.value(l))
 		if err != nil {
 			return fmt.Errorf("backend: reading losses: %w", err)
 		}
@@ -274,11 +263,11 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 		}
 	}
 	gaps := md.gradGaps(c)
-	if GradsIntoJacobian {
+	if md.run.gradsIntoJacobian {
 		c.prog.sinkOf = func(k, i int) []float32 {
 			if j, ok := c.gradAt[i]; ok {
 				p := md.params[j]
-				return rowOf(k)[p.Offset : p.Offset+numel(p.Shape)]
+				return rowOf(k)[p.Offset : p.Offset+shape.Numel(p.Shape)]
 			}
 			return nil
 		}
@@ -291,7 +280,7 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 		}
 		for gi, j := range c.wrt {
 			p := md.params[j]
-			dst := row[p.Offset : p.Offset+numel(p.Shape)]
+			dst := row[p.Offset : p.Offset+shape.Numel(p.Shape)]
 			if err := copyFloats32(dst, q.value(c.grads[gi])); err != nil {
 				return fmt.Errorf("backend: reading the gradient of %q: %w", p.Name, err)
 			}
@@ -307,13 +296,6 @@ func (md *Model) evaluate(fn string, batch map[string]*importer.Tensor, losses, 
 	c.prog.release()
 	return nil
 }
-
-// GradsIntoJacobian makes the ops computing parameter gradients write
-// them into their places in the Jacobian's rows, where they can (float32
-// ops writing into a given buffer, gradient sums), instead of into pool
-// buffers that are then copied there: at 44 M parameters a copy of 177 MB
-// a task. Tests turn it off to compare.
-var GradsIntoJacobian = true
 
 // gradPlaces maps the position in c's program of each parameter
 // gradient's node to the parameter (an index into md.params): backward
@@ -336,7 +318,7 @@ func (md *Model) gradGaps(c *compiled) [][2]int {
 	var filled [][2]int
 	for _, j := range c.wrt {
 		p := md.params[j]
-		filled = append(filled, [2]int{p.Offset, p.Offset + numel(p.Shape)})
+		filled = append(filled, [2]int{p.Offset, p.Offset + shape.Numel(p.Shape)})
 	}
 	slices.SortFunc(filled, func(a, b [2]int) int { return a[0] - b[0] })
 	var gaps [][2]int
@@ -357,18 +339,18 @@ func (md *Model) gradGaps(c *compiled) [][2]int {
 // rounding float64 values to float32; long float32 ones on all cores.
 func copyFloats32(dst []float32, v G.Value) error {
 	if t, ok := v.(*tensor.Dense); ok && !t.RequiresIterator() {
-		if d, ok := data32(t); ok {
+		if d, ok := graph.Data32(t); ok {
 			if len(d) != len(dst) {
 				return fmt.Errorf("%d values, expected %d", len(d), len(dst))
 			}
-			if len(d) == 0 || &d[0] == &dst[0] { // written in place (GradsIntoJacobian)
+			if len(d) == 0 || &d[0] == &dst[0] { // written in place (execOptions.gradsIntoJacobian)
 				return nil
 			}
-			copyPar(dst, d)
+			parallel.Copy(dst, d)
 			return nil
 		}
 	}
-	d, err := valueFloats(v)
+	d, err := graph.ValueFloats(v)
 	if err != nil {
 		return err
 	}

@@ -4,14 +4,15 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sync/atomic"
 	"weak"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/paretonav/paretonav/backend/ops"
-	"github.com/paretonav/paretonav/importer"
+	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
+	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 )
 
 // program executes the loss-and-gradient graph of a compiled model
@@ -34,7 +35,7 @@ import (
 // forks of the program: concurrent.go), except that a float32 BatchNorm
 // read only by a Relu runs fused with it (fuse.go). Do returns a
 // fresh value and never writes into its inputs (Gorgonia's contract, and
-// the contract of this package's kernels and of backend/ops), so a
+// the contract of this package's kernels and of backend/internal/kernels), so a
 // backward run gives exactly the values a full forward-and-backward run
 // with the same u gives: the same ops on the same inputs.
 //
@@ -43,13 +44,13 @@ import (
 // caller reads it, until release, unless it is cheap to recompute
 // (Relu, Sigmoid, Mul, Concat, BatchNorm with running statistics:
 // program.cheap) and the cheap values the backward passes read take at
-// least RematMinBytes, when each backward pass recomputes it just before
+// least execOptions.rematMinBytes, when each backward pass recomputes it just before
 // its first reader; a backward value lives until its last
 // use in its task's pass, a root until the pass ends. Where a value dies,
 // the buffer it lives in returns to the program's pool when it is one of
-// ours: the result of a float32 kernel node (kernelOp, kernelGradOp), of
-// Gorgonia's addition of two float32 tensors (add32), or of an ops node
-// writing into a given buffer (ops.fnOp.DoInto: Conv and its input
+// ours: the result of a float32 kernel node (graph.KernelOp, graph.KernelGradOp), of
+// Gorgonia's addition of two float32 tensors (add32), or of a kernels node
+// writing into a given buffer (kernels.fnOp.DoInto: Conv and its input
 // gradient, pooling gradients, BatchNorm…). Those ops write a fresh
 // result that shares no memory with their inputs, into a pool buffer of
 // the result's length, zeroed first, so reuse is invisible in the values.
@@ -57,17 +58,17 @@ import (
 // inputs) are never pooled, and keep every value they read alive as long
 // as they live (plan.go's alias rule), so a view never outlives its data.
 type program struct {
-	nodes  []gnode   // every needed node, in execution order
-	args   [][]int   // per node: positions of its children in nodes
-	fwd    []int     // op nodes of the forward segment, in order
-	bwd    []int     // op nodes of the backward segment, in order
-	leafs  []int     // input nodes (no op) other than u
-	u      []int     // positions of the u nodes (-1 when not needed)
-	deps   [][]bool  // per node: which u nodes it depends on
-	zeros  []G.Value // per node: its zero value, made on first use
+	nodes  []graph.Node // every needed node, in execution order
+	args   [][]int      // per node: positions of its children in nodes
+	fwd    []int        // op nodes of the forward segment, in order
+	bwd    []int        // op nodes of the backward segment, in order
+	leafs  []int        // input nodes (no op) other than u
+	u      []int        // positions of the u nodes (-1 when not needed)
+	deps   [][]bool     // per node: which u nodes it depends on
+	zeros  []G.Value    // per node: its zero value, made on first use
 	vals   []G.Value
 	adds   []bool // per node: Gorgonia's element-wise tensor addition (gradient sums)
-	pos    map[gnode]int
+	pos    map[graph.Node]int
 	roots  []bool  // per node: read by the caller after a pass
 	shapes [][]int // per node: its shape (gorgonia's Node.Shape makes a copy per call)
 
@@ -90,7 +91,7 @@ type program struct {
 	// the op then writes instead of a pool buffer (nil for other nodes).
 	sinkOf func(k, i int) []float32
 	// sinkWrap holds, per (task, node), the tensor that wrapped the node's
-	// sink in the last pass: the op is offered it (value32's reuse), so
+	// sink in the last pass: the op is offered it (graph.Value32's reuse), so
 	// that a parameter gradient written into the same Jacobian row step
 	// after step makes no tensor (a header, its shape and strides, four
 	// objects per gradient per step). The pointers are weak: a caller
@@ -98,20 +99,15 @@ type program struct {
 	// tensor wrapping it being collected with it. Indexed [task][node],
 	// made before the passes run (eachPass) and shared with the forks:
 	// each task's row is written only by the goroutine running its pass.
-	sinkWrap      *[][]weak.Pointer[tensor.Dense]
-	fusedGradRuns *atomic.Int64 // fused Relu gradients run, for tests; shared with forks
-	forks         []*program    // the programs of eachPass's goroutines, kept across steps (concurrent.go)
-	// into is the destination exec offers the ops package's op running
+	sinkWrap *[][]weak.Pointer[tensor.Dense]
+	forks    []*program // the programs of eachPass's goroutines, kept across steps (concurrent.go)
+	// into is the destination exec offers the kernels package's op running
 	// (buf and the tensor that last wrapped it), empty between ops.
-	into ops.Into
+	into kernels.Into
+
+	opt   *execOptions // the fast paths on (the Model's; shared with forks)
+	stats *execStats   // what the fast paths did, for tests (the Model's; shared with forks)
 }
-
-// SumInPlace lets a gradient sum write over an operand that dies with it
-// (program.sumInto); tests turn it off to compare.
-var SumInPlace = true
-
-// inPlaceSums counts the sums written over an operand, for tests.
-var inPlaceSums atomic.Int64
 
 // takeable reports whether node j's value dies with the node running and
 // lives in a pool buffer of n values this program owns, which that node
@@ -136,31 +132,22 @@ func (p *program) sumInto(i, n int) int {
 	return -1
 }
 
-// CopyInPlace lets a plain copy (a Reshape's value, or its gradient) take
-// over the buffer of the value it copies when that value dies with it
-// (program.takeCopied); tests turn it off to compare.
-var CopyInPlace = true
-
-// copiesTaken counts the plain copies that took over their operand's
-// buffer, for tests.
-var copiesTaken atomic.Int64
-
-// takeCopied runs node i, a plain copy (kernelOp.plainCopy, forward, or
+// takeCopied runs node i, a plain copy (graph.KernelOp.PlainCopy, forward, or
 // its gradient, which copies the output's gradient back), without copying
 // when the value it copies dies with it: the value of i is then that
 // buffer under i's shape, and the dying value keeps no buffer to free. It
 // applies to a value i may take over (takeable, in the forward pass too)
 // whose tensor is backed by exactly that buffer. It reports whether it ran
 // i.
-func (p *program) takeCopied(i int, cur gnode, n int) bool {
+func (p *program) takeCopied(i int, cur graph.Node, n int) bool {
 	j := -1
 	switch op := cur.Op().(type) {
-	case *kernelOp:
-		if op.plainCopy && len(p.args[i]) == 1 {
+	case *graph.KernelOp:
+		if op.PlainCopy && len(p.args[i]) == 1 {
 			j = p.args[i][0]
 		}
-	case *kernelGradOp:
-		if op.p.plainCopy && len(op.p.ins) == 1 && len(p.args[i]) == 3 {
+	case *graph.KernelGradOp:
+		if op.Of.PlainCopy && len(op.Of.Ins) == 1 && len(p.args[i]) == 3 {
 			j = p.args[i][2] // the output's gradient
 		}
 	}
@@ -168,24 +155,15 @@ func (p *program) takeCopied(i int, cur gnode, n int) bool {
 		return false
 	}
 	x, ok := p.vals[j].(*tensor.Dense)
-	if !ok || !backedBy(x, p.owned[j]) {
+	if !ok || !graph.BackedBy(x, p.owned[j]) {
 		return false
 	}
 	b := p.owned[j]
 	p.owned[j] = nil // j's free then drops only its value
-	p.vals[i], p.owned[i] = value32(nil, p.shapes[i], b), b
-	copiesTaken.Add(1)
+	p.vals[i], p.owned[i] = graph.Value32(nil, p.shapes[i], b), b
+	p.stats.copiesTaken.Add(1)
 	return true
 }
-
-// SkipZeroSums lets a gradient sum one of whose operands is a zero value
-// (program.sumWithZero) take the other operand instead of adding; tests
-// turn it off to compare.
-var SkipZeroSums = true
-
-// zeroSums counts the gradient sums that took their nonzero operand, for
-// tests.
-var zeroSums atomic.Int64
 
 // sumWithZero runs the gradient sum i when one of its operands in is the
 // zero value of a node the running pass does not run (another task's
@@ -212,11 +190,11 @@ func (p *program) sumWithZero(i int, buf, sink []float32, reuse *tensor.Dense, i
 	if !ok1 || !ok2 || x.RequiresIterator() || !x.Shape().Eq(z.Shape()) || len(x.Shape()) == 0 {
 		return nil, nil, false, false
 	}
-	xd, ok := data32(x)
+	xd, ok := graph.Data32(x)
 	if !ok || len(xd) != len(buf) {
 		return nil, nil, false, false
 	}
-	zeroSums.Add(1)
+	p.stats.zeroSums.Add(1)
 	j := p.args[i][o]
 	if sink == nil && p.takeable(j, len(buf), false) {
 		b := p.owned[j]
@@ -224,13 +202,9 @@ func (p *program) sumWithZero(i int, buf, sink []float32, reuse *tensor.Dense, i
 		return x, b, true, true
 	}
 	out := buf
-	copyPar(out, xd)
-	return value32(reuse, x.Shape(), out), out, false, true
+	parallel.Copy(out, xd)
+	return p.value32(reuse, x.Shape(), out), out, false, true
 }
-
-// sunkGrads counts the values written into their place in the Jacobian
-// (program.sinkOf), for tests.
-var sunkGrads atomic.Int64
 
 // isGorgoniaAdd reports whether op is Gorgonia's element-wise addition,
 // which symbolic differentiation uses to sum the gradients reaching a
@@ -245,14 +219,14 @@ func isGorgoniaAdd(op G.Op) bool {
 // does (one float32 addition per element), on all cores for long ones.
 // buf may back a or b: each element is read before it is written. ok is
 // false for any other inputs: the caller then runs the op's Do.
-func add32(buf []float32, reuse *tensor.Dense, a, b G.Value) (v G.Value, used []float32, ok bool) {
+func (p *program) add32(buf []float32, reuse *tensor.Dense, a, b G.Value) (v G.Value, used []float32, ok bool) {
 	x, ok1 := a.(*tensor.Dense)
 	y, ok2 := b.(*tensor.Dense)
 	if !ok1 || !ok2 || x.RequiresIterator() || y.RequiresIterator() || !x.Shape().Eq(y.Shape()) || len(x.Shape()) == 0 {
 		return nil, nil, false
 	}
-	xd, ok1 := data32(x)
-	yd, ok2 := data32(y)
+	xd, ok1 := graph.Data32(x)
+	yd, ok2 := graph.Data32(y)
 	if !ok1 || !ok2 || len(xd) != len(yd) {
 		return nil, nil, false
 	}
@@ -261,47 +235,56 @@ func add32(buf []float32, reuse *tensor.Dense, a, b G.Value) (v G.Value, used []
 		out = make([]float32, len(xd))
 	}
 	out = out[:len(xd)]
-	forElems(len(xd), vec3{out, xd, yd[:len(xd)]}, func(v vec3, lo, hi int) {
-		o, y := v.d[lo:hi], v.y[lo:hi]
-		for i, x := range v.x[lo:hi] {
+	parallel.ForElems(len(xd), parallel.Vec3{D: out, X: xd, Y: yd[:len(xd)]}, func(v parallel.Vec3, lo, hi int) {
+		o, y := v.D[lo:hi], v.Y[lo:hi]
+		for i, x := range v.X[lo:hi] {
 			o[i] = x + y[i]
 		}
 	})
-	return value32(reuse, x.Shape(), out), out, true
+	return p.value32(reuse, x.Shape(), out), out, true
 }
 
-// opsIntoOp is an ops op that can write its result into a given buffer
-// (ops.fnOp.DoInto).
+// opsIntoOp is a kernels op that can write its result into a given buffer
+// (kernels.fnOp.DoInto).
 type opsIntoOp interface {
 	DoInto(buf any, vals ...G.Value) (v G.Value, used any, err error)
 }
 
 // intoOp is an op that can write its result into a given float32 buffer
-// (see kernelOp.doInto).
+// (see graph.KernelOp.DoInto32).
 // reuse, when not nil, is a dead tensor that wrapped buf
 // (bufPool.getDense): the op returns it instead of a new tensor when it
-// is the result (value32).
+// is the result (graph.Value32).
 type intoOp interface {
-	doInto(buf []float32, reuse *tensor.Dense, vals []G.Value) (v G.Value, used []float32, err error)
+	DoInto32(buf []float32, reuse *tensor.Dense, vals []G.Value) (v G.Value, used []float32, err error)
 }
 
+// The ops of package graph write into given buffers and read only some
+// operands: a change of their methods must not silently turn that off.
+var (
+	_ intoOp    = (*graph.KernelOp)(nil)
+	_ intoOp    = (*graph.KernelGradOp)(nil)
+	_ intoOp    = (*graph.IntKernelOp)(nil)
+	_ argReader = (*graph.KernelGradOp)(nil)
+)
+
 // newProgram plans the execution of the nodes needed for roots, with u the
-// task-weight input nodes.
-func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
+// task-weight input nodes, with the fast paths of opt, counting in stats.
+func newProgram(g *G.ExprGraph, roots G.Nodes, u []graph.Node, opt *execOptions, stats *execStats) (*program, error) {
 	sorted, err := G.Sort(g)
 	if err != nil {
 		return nil, fmt.Errorf("sorting the graph: %w", err)
 	}
-	children := func(n gnode) []gnode {
+	children := func(n graph.Node) []graph.Node {
 		it := g.From(n.ID())
-		var out []gnode
+		var out []graph.Node
 		for it.Next() {
 			out = append(out, it.Node().(*G.Node))
 		}
 		return out
 	}
-	needed := map[gnode]bool{}
-	stack := append([]gnode{}, roots...)
+	needed := map[graph.Node]bool{}
+	stack := append([]graph.Node{}, roots...)
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -311,7 +294,7 @@ func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
 		needed[n] = true
 		stack = append(stack, children(n)...)
 	}
-	p := &program{pos: map[gnode]int{}, pool: &bufPool{}}
+	p := &program{pos: map[graph.Node]int{}, pool: &bufPool{}, opt: opt, stats: stats}
 	// G.Sort lists a node before its children: execute in reverse.
 	for i := len(sorted) - 1; i >= 0; i-- {
 		if n := sorted[i]; needed[n] {
@@ -319,7 +302,7 @@ func newProgram(g *G.ExprGraph, roots G.Nodes, u []gnode) (*program, error) {
 			p.nodes = append(p.nodes, n)
 		}
 	}
-	isU := map[gnode]bool{}
+	isU := map[graph.Node]bool{}
 	for _, n := range u {
 		isU[n] = true
 	}
@@ -456,12 +439,12 @@ func (p *program) free(i int) {
 
 // value returns the current value of n, which must be a root or an
 // ancestor of one.
-func (p *program) value(n gnode) G.Value { return p.vals[p.pos[n]] }
+func (p *program) value(n graph.Node) G.Value { return p.vals[p.pos[n]] }
 
 // run executes the op nodes at the given positions, turning a panic into
 // an error; after seg[t] it frees the values listed in frees[t].
 func (p *program) run(seg []int, frees [][]int) (err error) {
-	var cur gnode
+	var cur graph.Node
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("backend: panic while running %v: %v", cur, r)
@@ -487,7 +470,7 @@ func (p *program) run(seg []int, frees [][]int) (err error) {
 
 // exec runs node i on its input values in, writing into a pool buffer
 // where the op supports it.
-func (p *program) exec(i int, cur gnode, in []G.Value) error {
+func (p *program) exec(i int, cur graph.Node, in []G.Value) error {
 	if p.made[i] { // by its fused Relu gradient (fusegrad.go)
 		p.made[i] = false
 		return nil
@@ -532,7 +515,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 		switch {
 		case len(b) > 0 && sink != nil && &b[0] == &sink[0]:
 			p.owned[i] = nil
-			sunkGrads.Add(1)
+			p.stats.sunkGrads.Add(1)
 			return
 		case sink != nil:
 			buf = nil
@@ -547,7 +530,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 			p.putBuf(buf, reuse)
 		}
 	}
-	if p.adds[i] && f32 && SkipZeroSums {
+	if p.adds[i] && f32 && p.opt.skipZeroSums {
 		offered = true
 		if v, used, stolen, ok := p.sumWithZero(i, buf, sink, reuse, in); ok {
 			if stolen {
@@ -561,18 +544,18 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	}
 	if p.adds[i] && f32 {
 		stolen := -1 // the operand whose buffer takes the sum
-		if sink == nil && buf != nil && SumInPlace {
+		if sink == nil && buf != nil && p.opt.sumInPlace {
 			if j := p.sumInto(i, len(buf)); j >= 0 {
 				p.putBuf(buf, reuse)
 				buf, p.owned[j], stolen = p.owned[j], nil, j
 				// the operand's tensor, dying here, wraps the buffer
 				// the sum takes: the sum's value when shapes agree
 				reuse, _ = p.vals[j].(*tensor.Dense)
-				inPlaceSums.Add(1)
+				p.stats.inPlaceSums.Add(1)
 			}
 		}
 		offered = true
-		if sum, used, ok := add32(buf, reuse, in[0], in[1]); ok {
+		if sum, used, ok := p.add32(buf, reuse, in[0], in[1]); ok {
 			p.vals[i] = sum
 			keep(used)
 			return nil
@@ -581,7 +564,7 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 			p.owned[stolen], buf, reuse = buf, nil, nil
 		}
 	}
-	if sink == nil && len(buf) > 0 && f32 && CopyInPlace && p.takeCopied(i, cur, len(buf)) {
+	if sink == nil && len(buf) > 0 && f32 && p.opt.copyInPlace && p.takeCopied(i, cur, len(buf)) {
 		p.putBuf(buf, reuse)
 		return nil
 	}
@@ -591,18 +574,20 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	case intoOp:
 		var used []float32
 		offered = true
-		v, used, err = op.doInto(buf, reuse, in)
+		r := p.offer(reuse)
+		v, used, err = op.DoInto32(buf, r, in)
+		p.countReuse(v, r)
 		if used != nil && !f32 {
-			pooledIntKernels.Add(1)
+			p.stats.pooledIntKernels.Add(1)
 		}
 		keep(used)
 	case opsIntoOp:
 		if p.fusedBN[i] { // float32, with the Relu reading it (fuse.go)
 			var used []float32
 			var ok bool
-			p.into = ops.Into{Buf: buf, Wrap: p.offer(reuse)}
-			v, used, ok, err = ops.FuseReluInto(cur.Op(), &p.into, in...)
-			p.into = ops.Into{}
+			p.into = kernels.Into{Buf: buf, Wrap: p.offer(reuse)}
+			v, used, ok, err = kernels.FuseReluInto(cur.Op(), &p.into, in...)
+			p.into = kernels.Into{}
 			if !ok && err == nil {
 				err = fmt.Errorf("backend: %v has no fused Relu", cur)
 			}
@@ -614,25 +599,25 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 			// an int64 value takes a buffer of two float32 per element;
 			// p.into, not buf itself: a slice in an interface is a heap
 			// object per op run
-			p.into = ops.Into{Buf: buf, Wrap: p.offer(reuse)}
+			p.into = kernels.Into{Buf: buf, Wrap: p.offer(reuse)}
 			b = &p.into
 		}
 		var used any
 		v, used, err = op.DoInto(b, in...)
-		p.into = ops.Into{}
+		p.into = kernels.Into{}
 		var u32 []float32
 		switch u := used.(type) {
 		case []float32:
 			u32 = u
-		case *ops.Into:
+		case *kernels.Into:
 			u32 = buf
 		}
 		if u32 != nil && !f32 {
-			pooledInts.Add(1)
+			p.stats.pooledInts.Add(1)
 		}
 		if f32 && err == nil {
 			offered = true
-			v = takeReuse(v, reuse, buf)
+			v = p.takeReuse(v, reuse, buf)
 		}
 		keep(u32)
 	default:
@@ -646,34 +631,46 @@ func (p *program) exec(i int, cur gnode, in []G.Value) error {
 	return nil
 }
 
-// sinkTensorsOffered counts the values written into a Jacobian row by
-// ops that were offered its last tensor (exec's reuse), and
-// sinkTensorsReused those of them that returned it, for tests.
-var sinkTensorsOffered, sinkTensorsReused atomic.Int64
-
 // keepSinkWrap records node i's value in sinkWrap when it is a float32
 // tensor backed by sink, the node's place in the pass's Jacobian row, and
 // not already there (was: the tensor offered, *offered: whether the op
-// that ran was offered it; the ops package's ops make their own tensors).
+// that ran was offered it; the kernels package's ops make their own tensors).
 func (p *program) keepSinkWrap(i int, sink []float32, was *tensor.Dense, offered *bool) {
 	t, ok := p.vals[i].(*tensor.Dense)
 	if !ok || !*offered {
 		return
 	}
-	if !backedBy(t, sink) {
+	if !graph.BackedBy(t, sink) {
 		return
 	}
-	sinkTensorsOffered.Add(1)
+	p.stats.sinkTensorsOffered.Add(1)
 	if t == was {
-		sinkTensorsReused.Add(1)
+		p.stats.sinkTensorsReused.Add(1)
 		return
 	}
 	(*p.sinkWrap)[p.pass][i] = weak.Make(t)
 }
 
-// offer is reuse when tensors are reused (ReuseTensors), else nil.
+// value32 is graph.Value32 offered reuse when tensors are reused
+// (execOptions.reuseTensors).
+func (p *program) value32(reuse *tensor.Dense, s []int, data []float32) G.Value {
+	r := p.offer(reuse)
+	v := graph.Value32(r, s, data)
+	p.countReuse(v, r)
+	return v
+}
+
+// countReuse counts v when it is r, the tensor its op was offered.
+func (p *program) countReuse(v G.Value, r *tensor.Dense) {
+	if t, ok := v.(*tensor.Dense); ok && r != nil && t == r {
+		p.stats.reusedTensors.Add(1)
+	}
+}
+
+// offer is reuse when tensors are reused (execOptions.reuseTensors), else
+// nil.
 func (p *program) offer(reuse *tensor.Dense) *tensor.Dense {
-	if !ReuseTensors {
+	if !p.opt.reuseTensors {
 		return nil
 	}
 	return reuse
@@ -683,7 +680,7 @@ func (p *program) offer(reuse *tensor.Dense) *tensor.Dense {
 // with reuse, the dead tensor that wrapped it (if any, and if it does):
 // the next op given buf is offered it again.
 func (p *program) putBuf(buf []float32, reuse *tensor.Dense) {
-	if reuse != nil && backedBy(reuse, buf) {
+	if reuse != nil && graph.BackedBy(reuse, buf) {
 		p.pool.putDense(buf, reuse)
 		return
 	}
@@ -691,48 +688,45 @@ func (p *program) putBuf(buf []float32, reuse *tensor.Dense) {
 }
 
 // takeReuse returns reuse, the tensor that last wrapped buf, in place of
-// v, a tensor the ops package's kernel made around buf, when the two
-// have the same shape (as value32 does for the backend's kernels), and
+// v, a tensor the kernels package's kernel made around buf, when the two
+// have the same shape (as graph.Value32 does for the backend's kernels), and
 // gives v's header back to Gorgonia's tensor pool, where the next
 // tensor.New takes it instead of allocating one: the header, its shape
 // and its strides were a third of the bytes a small model's step
 // allocated. v is fresh (its kernel made it around the buffer it was
 // given and kept no reference), so nothing else reads it. An op offered
-// reuse (ops.Into) returns it itself when it fits: v is then reuse.
-func takeReuse(v G.Value, reuse *tensor.Dense, buf []float32) G.Value {
+// reuse (kernels.Into) returns it itself when it fits: v is then reuse.
+func (p *program) takeReuse(v G.Value, reuse *tensor.Dense, buf []float32) G.Value {
 	t, ok := v.(*tensor.Dense)
-	if ok && ReuseTensors && t != nil && t == reuse { // the op returned it (ops.Into)
-		reusedTensors.Add(1)
-		opsTensorsReused.Add(1)
+	if ok && p.opt.reuseTensors && t != nil && t == reuse { // the op returned it (kernels.Into)
+		p.stats.reusedTensors.Add(1)
+		p.stats.opsTensorsReused.Add(1)
 		return v
 	}
-	if !ok || !ReuseTensors || reuse == nil || t.RequiresIterator() || reuse.RequiresIterator() {
+	if !ok || !p.opt.reuseTensors || reuse == nil || t.RequiresIterator() || reuse.RequiresIterator() {
 		return v
 	}
-	if !backedBy(t, buf) || !backedBy(reuse, buf) || !reuse.Shape().Eq(t.Shape()) {
+	if !graph.BackedBy(t, buf) || !graph.BackedBy(reuse, buf) || !reuse.Shape().Eq(t.Shape()) {
 		return v
 	}
-	reusedTensors.Add(1)
-	opsTensorsReused.Add(1)
+	p.stats.reusedTensors.Add(1)
+	p.stats.opsTensorsReused.Add(1)
 	return reuse
 }
 
-// opsTensorsReused counts the tensors takeReuse returned, for tests.
-var opsTensorsReused atomic.Int64
-
 // pooled reports whether node i's value lives in a pool buffer: a
 // float32 result of an op writing into a given buffer (intoOp, opsIntoOp)
-// or of a gradient sum (add32), or, with PoolInts, an int64 result of an
-// ops op writing into a given buffer (MaxPool's indices: fresh memory for
+// or of a gradient sum (add32), or, with execOptions.poolInts, an int64 result of an
+// kernels op writing into a given buffer (MaxPool's indices: fresh memory for
 // them cost 50 ms of the full MTAN's step at 64×96, in page faults) or of
-// an integer kernel (intKernelOp: the indices' moves and arithmetic).
+// an integer kernel (graph.IntKernelOp: the indices' moves and arithmetic).
 func (p *program) pooled(i int) bool {
 	switch p.nodes[i].Dtype() {
 	case tensor.Float32:
 	case tensor.Int64:
 		switch p.nodes[i].Op().(type) {
-		case opsIntoOp, *intKernelOp:
-			return PoolInts
+		case opsIntoOp, *graph.IntKernelOp:
+			return p.opt.poolInts
 		}
 		return false
 	default:
@@ -745,27 +739,15 @@ func (p *program) pooled(i int) bool {
 	return p.adds[i]
 }
 
-// PoolInts lets int64 values of ops writing into a given buffer live in
-// pool buffers (pooled); tests turn it off to compare.
-var PoolInts = true
-
-// pooledInts counts the int64 values of ops ops written into pool
-// buffers, pooledIntKernels those of integer kernels (intKernelOp), for
-// tests.
-var pooledInts, pooledIntKernels atomic.Int64
-
 // poolLen is the length of the pool buffer node i's value takes: one
 // float32 per element, two for an int64 one.
 func (p *program) poolLen(i int) int {
-	n := numel(p.shapes[i])
+	n := shape.Numel(p.shapes[i])
 	if p.nodes[i].Dtype() == tensor.Int64 {
 		return 2 * n
 	}
 	return n
 }
-
-// boundParamsKept counts the parameters bindParam left bound, for tests.
-var boundParamsKept atomic.Int64
 
 // scalarValue is v as a Gorgonia scalar of dtype dt.
 func scalarValue(dt tensor.Dtype, v float64) G.Value {
@@ -773,80 +755,4 @@ func scalarValue(dt tensor.Dtype, v float64) G.Value {
 		return G.NewF32(float32(v))
 	}
 	return G.NewF64(v)
-}
-
-// bindParam binds a parameter's values v (a slice of θ) to n. In float32
-// mode the tensor is backed by v itself, not a copy: no op writes into its
-// inputs, and θ changes only between Evaluates (SetParams), so the graph
-// holds no second copy of the parameters. A node already bound to a
-// tensor of v (the step before, θ updated in place) keeps it: a tensor
-// per parameter per step was most of a small model's step's garbage.
-// Otherwise it is bind.
-func (c *compiled) bindParam(n gnode, dt tensor.Dtype, s []int, v []float32) error {
-	if dt != tensor.Float32 || len(s) == 0 {
-		return c.bind(n, dt, s, v, nil)
-	}
-	if cur, ok := n.Value().(*tensor.Dense); ok && !cur.RequiresIterator() && cur.Shape().Eq(tensor.Shape(s)) && backedBy(cur, v) {
-		boundParamsKept.Add(1)
-		return nil
-	}
-	return G.Let(n, tensor.New(tensor.WithShape(s...), tensor.WithBacking(v[:len(v):len(v)])))
-}
-
-// bind binds the values of an input node of shape s for the next program
-// run: f32 when it is not nil, else t's values. In float32 mode the node
-// keeps one tensor across calls and the values are copied into it; this
-// is safe because no op writes into its inputs and the program's values
-// are dead once Evaluate has copied its results out. Scalars and float64
-// mode bind fresh values.
-func (c *compiled) bind(n gnode, dt tensor.Dtype, s []int, f32 []float32, t *importer.Tensor) error {
-	if dt != tensor.Float32 || len(s) == 0 {
-		var d []float64
-		if f32 != nil {
-			d = make([]float64, len(f32))
-			for i, v := range f32 {
-				d[i] = float64(v)
-			}
-		} else {
-			d = t.Float64s()
-		}
-		return letFloats(n, dt, s, d)
-	}
-	if c.bufs == nil {
-		c.bufs = map[gnode]*tensor.Dense{}
-	}
-	buf, ok := c.bufs[n]
-	if !ok || !equalShape(buf.Shape(), s) {
-		buf = tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(s...))
-		c.bufs[n] = buf
-	}
-	dst, _ := data32(buf)
-	if f32 != nil {
-		copy(dst, f32)
-	} else {
-		for i := range dst {
-			dst[i] = float32(tensorFloat64(t, i))
-		}
-	}
-	return G.Let(n, buf)
-}
-
-// tensorFloat64 is element i of t as float64, the value t.Float64s()[i]
-// has, without copying t (a batch's targets are read every step).
-func tensorFloat64(t *importer.Tensor, i int) float64 {
-	switch {
-	case t.F64 != nil:
-		if i < len(t.F64) {
-			return t.F64[i]
-		}
-	case t.F32 != nil:
-		if i < len(t.F32) {
-			return float64(t.F32[i])
-		}
-	default:
-		if i < len(t.I64) {
-			return float64(t.I64[i])
-		}
-	}
-	return 0
 }

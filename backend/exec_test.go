@@ -6,6 +6,9 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/png"
@@ -18,7 +21,7 @@ import (
 func tapeJacobian(t *testing.T, md *Model, c *compiled) ([]float64, []float32) {
 	t.Helper()
 	m := len(md.tasks)
-	vm := G.NewTapeMachine(c.bt.b.g)
+	vm := G.NewTapeMachine(c.bt.B.Graph)
 	defer vm.Close()
 	jac := make([]float32, m*len(md.theta))
 	var losses []float64
@@ -32,10 +35,10 @@ func tapeJacobian(t *testing.T, md *Model, c *compiled) ([]float64, []float32) {
 				t.Fatal(err)
 			}
 		}
-		if err := runMachine(vm); err != nil {
+		if err := graph.RunMachine(vm); err != nil {
 			t.Fatal(err)
 		}
-		d, err := valueFloats(c.sink.Value())
+		d, err := graph.ValueFloats(c.sink.Value())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,10 +51,10 @@ func tapeJacobian(t *testing.T, md *Model, c *compiled) ([]float64, []float32) {
 		off := m
 		for _, j := range c.wrt {
 			p := md.params[j]
-			for i := 0; i < numel(p.Shape); i++ {
+			for i := 0; i < shape.Numel(p.Shape); i++ {
 				jac[k*len(md.theta)+p.Offset+i] = float32(d[off+i])
 			}
-			off += numel(p.Shape)
+			off += shape.Numel(p.Shape)
 		}
 	}
 	return losses, jac
@@ -158,16 +161,14 @@ func TestProgramReuseAcrossSteps(t *testing.T) {
 	}
 }
 
-// TestPlanFreesValues checks, with recomputing forced (RematMinBytes 0),
+// TestPlanFreesValues checks, with recomputing forced (rematMinBytes 0),
 // that the planned peak of live values is at most 3/4 of what holding
 // every value takes (the executor's old behaviour) and that the backward
 // passes recompute cheap forward values (and only those) instead of
-// keeping them; at the default RematMinBytes, that these small models
+// keeping them; at the default rematMinBytes, that these small models
 // recompute nothing; and in both, that a step leaves the program holding
 // no value beyond its inputs.
 func TestPlanFreesValues(t *testing.T) {
-	saved := RematMinBytes
-	defer func() { RematMinBytes = saved }()
 	for _, sc := range stepCases {
 		for _, recompute := range []bool{true, false} {
 			name := sc.name + "/keep"
@@ -175,19 +176,19 @@ func TestPlanFreesValues(t *testing.T) {
 				name = sc.name + "/recompute"
 			}
 			t.Run(name, func(t *testing.T) {
-				RematMinBytes = saved
+				remat := defaultExec().rematMinBytes
 				if recompute {
-					RematMinBytes = 0
+					remat = 0
 				}
-				planFreesValues(t, sc, recompute)
+				planFreesValues(t, sc, recompute, execWith(func(o *execOptions) { o.rematMinBytes = remat }))
 			})
 		}
 	}
 }
 
 // planFreesValues checks one model of TestPlanFreesValues.
-func planFreesValues(t *testing.T, sc stepCase, recompute bool) {
-	md := openStepCase(t, sc)
+func planFreesValues(t *testing.T, sc stepCase, recompute bool, opt Options) {
+	md := openStepCaseWith(t, sc, opt)
 	m := len(sc.tasks)
 	jac := png.NewJacobian(m, md.NumParams())
 	if err := md.Evaluate(sc.batch(3), make([]float64, m), &jac); err != nil {
@@ -229,7 +230,7 @@ func planFreesValues(t *testing.T, sc stepCase, recompute bool) {
 		t.Error("the backward pass recomputes no forward value (Relu, Sigmoid, BatchNorm)")
 	}
 	if !recompute && recomputed != 0 {
-		t.Errorf("the backward pass recomputes %d forward values of a model under RematMinBytes", recomputed)
+		t.Errorf("the backward pass recomputes %d forward values of a model under rematMinBytes", recomputed)
 	}
 }
 
@@ -239,26 +240,24 @@ func planFreesValues(t *testing.T, sc stepCase, recompute bool) {
 // depends on no parameter are zero, and the others are the gradients, in
 // float32 and float64 and with the passes side by side or not.
 func TestJacobianZeroWithoutGradient(t *testing.T) {
-	saved := ConcurrentPassMaxBytes
-	defer func() { ConcurrentPassMaxBytes = saved }()
 	x := []float32{0.5, -1, 2}
 	// y1 = Σ x·w1 (tasks a and b), y2 = x·w2 (no task), y3 = Σ x (task c).
-	m := graphModel([]*onnxpb.NodeProto{
-		mkNode("Mul", "m1", []string{"x", "w1"}, []string{"p1"}),
-		mkNode("ReduceSum", "s1", []string{"p1"}, []string{"y1"}),
-		mkNode("Mul", "m2", []string{"x", "w2"}, []string{"y2"}),
-		mkNode("ReduceSum", "s3", []string{"x"}, []string{"y3"}),
+	m := onnxtest.GraphModel([]*onnxpb.NodeProto{
+		onnxtest.Node("Mul", "m1", []string{"x", "w1"}, []string{"p1"}),
+		onnxtest.Node("ReduceSum", "s1", []string{"p1"}, []string{"y1"}),
+		onnxtest.Node("Mul", "m2", []string{"x", "w2"}, []string{"y2"}),
+		onnxtest.Node("ReduceSum", "s3", []string{"x"}, []string{"y3"}),
 	}, []*importer.Tensor{
 		importer.NewFloat32("w1", []int{3}, []float32{1, 2, 3}),
 		importer.NewFloat32("w2", []int{3}, []float32{4, 5, 6}),
 	}, map[string][]int64{"x": {3}}, "y1", "y2", "y3")
 	for _, f64 := range []bool{false, true} {
-		for _, limit := range []int64{-1, saved} {
+		for _, limit := range []int64{-1, defaultExec().concurrentPassMaxBytes} {
 			md, err := Open(m, mustTasks(t, "a:output:y1", "b:output:y1", "c:output:y3"), Options{Float64: f64})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ConcurrentPassMaxBytes = limit
+			md.run.concurrentPassMaxBytes = limit
 			jac := png.NewJacobian(3, md.NumParams())
 			for i := range jac.Data {
 				jac.Data[i] = float32(math.NaN())

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -12,9 +13,9 @@ import (
 // error naming every such pattern and the closest initializer names, the
 // closest first; patterns that match are accepted and freeze.
 func TestFreezeUnmatched(t *testing.T) {
-	m := graphModel([]*onnxpb.NodeProto{
-		mkNode("Mul", "mul", []string{"x", "encoder.0.weight"}, []string{"h"}),
-		mkNode("Add", "add", []string{"h", "head.bias"}, []string{"y"}),
+	m := onnxtest.GraphModel([]*onnxpb.NodeProto{
+		onnxtest.Node("Mul", "mul", []string{"x", "encoder.0.weight"}, []string{"h"}),
+		onnxtest.Node("Add", "add", []string{"h", "head.bias"}, []string{"y"}),
 	}, []*importer.Tensor{
 		importer.NewFloat32("encoder.0.weight", []int{2}, []float32{1, 1}),
 		importer.NewFloat32("head.bias", []int{2}, []float32{0, 0}),

@@ -3,6 +3,7 @@ package backend
 import (
 	"strings"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"gorgonia.org/tensor"
 )
 
@@ -31,12 +32,12 @@ func (p *program) fuseRelus() {
 			}
 		}
 	}
-	if !FuseBatchNormRelu {
+	if !p.opt.fuseBatchNormRelu {
 		return
 	}
 	for j, n := range p.nodes {
-		op, ok := n.Op().(*kernelOp)
-		if !ok || op.kind != "Relu" || len(p.args[j]) != 1 || n.Dtype() != tensor.Float32 {
+		op, ok := n.Op().(*graph.KernelOp)
+		if !ok || op.Kind != "Relu" || len(p.args[j]) != 1 || n.Dtype() != tensor.Float32 {
 			continue
 		}
 		i := p.args[j][0]
@@ -49,7 +50,3 @@ func (p *program) fuseRelus() {
 		p.fusedBN[i] = true
 	}
 }
-
-// FuseBatchNormRelu enables the fusion of a BatchNorm with the Relu
-// reading it (fuse.go); tests turn it off to compare.
-var FuseBatchNormRelu = true

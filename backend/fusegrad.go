@@ -2,12 +2,13 @@ package backend
 
 import (
 	"slices"
-	"sync/atomic"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 )
 
 // The backward side of a BatchNorm fused with its Relu (fuse.go): the
@@ -15,7 +16,7 @@ import (
 // gradient nodes for X, scale and B each read g. Where those are g's
 // only readers, the executor runs them all when it reaches the Relu's
 // gradient node, in one pass over gy and X that never writes g (the
-// factor [y > 0] recomputed from X: ops.BatchNormReluGrads): the same
+// factor [y > 0] recomputed from X: kernels.BatchNormReluGrads): the same
 // bits, less than half the memory traffic. The BatchNorm's gradient nodes
 // then find their values made and do nothing. Their values are made a few
 // nodes earlier than planned, while g, which the plan counts alive until
@@ -37,8 +38,7 @@ type bnGradGroup struct {
 func (p *program) fuseReluGrads() {
 	p.bnGrads = make([]*bnGradGroup, len(p.nodes))
 	p.made = make([]bool, len(p.nodes))
-	p.fusedGradRuns = new(atomic.Int64)
-	if !FuseBatchNormRelu {
+	if !p.opt.fuseBatchNormRelu {
 		return
 	}
 	readers := make([][]int, len(p.nodes))
@@ -48,8 +48,8 @@ func (p *program) fuseReluGrads() {
 		}
 	}
 	for r, n := range p.nodes {
-		gop, ok := n.Op().(*kernelGradOp)
-		if !ok || gop.p.kind != "Relu" || len(p.args[r]) != 3 || p.roots[r] || n.Dtype() != tensor.Float32 {
+		gop, ok := n.Op().(*graph.KernelGradOp)
+		if !ok || gop.Of.Kind != "Relu" || len(p.args[r]) != 3 || p.roots[r] || n.Dtype() != tensor.Float32 {
 			continue
 		}
 		j := p.args[r][1] // the Relu, whose output the gradient reads
@@ -60,7 +60,7 @@ func (p *program) fuseReluGrads() {
 		grp := &bnGradGroup{bn: bn, op: p.nodes[bn].Op(), grads: [3]int{-1, -1, -1}}
 		fused := len(readers[r]) > 0
 		for _, d := range readers[r] {
-			op, k, ok := ops.BatchNormReluGradOf(p.nodes[d].Op())
+			op, k, ok := kernels.BatchNormReluGradOf(p.nodes[d].Op())
 			if !ok || op != grp.op || grp.grads[k] >= 0 || !p.readsAs(d, r, bn, k) {
 				fused = false
 				break
@@ -117,9 +117,9 @@ func (p *program) execBNGrads(r int, grp *bnGradGroup, in []G.Value) (bool, erro
 	}
 	var dx []float32
 	if want[0] {
-		dx = p.pool.get(numel(p.shapes[grp.grads[0]]))
+		dx = p.pool.get(shape.Numel(p.shapes[grp.grads[0]]))
 	}
-	gx, gs, gb, err := ops.BatchNormReluGrads(grp.op, vals, in[2], dx, want[1], want[2])
+	gx, gs, gb, err := kernels.BatchNormReluGrads(grp.op, vals, in[2], dx, want[1], want[2])
 	if err != nil {
 		if dx != nil {
 			p.pool.put(dx)
@@ -136,6 +136,6 @@ func (p *program) execBNGrads(r int, grp *bnGradGroup, in []G.Value) (bool, erro
 		p.owned[grp.grads[0]] = dx
 	}
 	p.vals[r] = nil
-	p.fusedGradRuns.Add(1)
+	p.stats.fusedGradRuns.Add(1)
 	return true, nil
 }

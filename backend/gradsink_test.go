@@ -10,31 +10,31 @@ import (
 )
 
 // TestGradsIntoJacobian checks that parameter gradients written straight
-// into the Jacobian's rows (GradsIntoJacobian) give the copying path's
-// losses and J (see sameSteps).
+// into the Jacobian's rows (execOptions.gradsIntoJacobian) give the
+// copying path's losses and J (see sameSteps).
 func TestGradsIntoJacobian(t *testing.T) {
-	defer func(v bool) { GradsIntoJacobian = v }(GradsIntoJacobian)
-	sameSteps(t, func(on bool) { GradsIntoJacobian = on }, &sunkGrads, "gradient written into the Jacobian")
+	sameSteps(t, func(o *execOptions, on bool) { o.gradsIntoJacobian = on },
+		func(s *execStats) *atomic.Int64 { return &s.sunkGrads }, "gradient written into the Jacobian")
 }
 
 // TestSumInPlace checks that gradient sums written over an operand that
-// dies with them (SumInPlace) give the losses and J of sums into fresh
-// buffers (see sameSteps). Sums with a zero operand take the other one
-// (SkipZeroSums) before they could be written in place; they are added
-// here, so that the test cases' sums reach the in-place path.
+// dies with them (execOptions.sumInPlace) give the losses and J of sums
+// into fresh buffers (see sameSteps). Sums with a zero operand take the
+// other one (skipZeroSums) before they could be written in place; they are
+// added here, so that the test cases' sums reach the in-place path.
 func TestSumInPlace(t *testing.T) {
-	defer func(v, z bool) { SumInPlace, SkipZeroSums = v, z }(SumInPlace, SkipZeroSums)
-	SkipZeroSums = false
-	sameSteps(t, func(on bool) { SumInPlace = on }, &inPlaceSums, "gradient sum written in place")
+	sameSteps(t, func(o *execOptions, on bool) { o.skipZeroSums, o.sumInPlace = false, on },
+		func(s *execStats) *atomic.Int64 { return &s.inPlaceSums }, "gradient sum written in place")
 }
 
-// sameSteps checks, on every stepCase (or those named in only), that the steps with an executor
-// option on (set(true)) give the losses and J of the steps with it off,
-// bit for bit, over two steps each way (pool buffers reused); that the
-// option was used (used grew); and that a finished J is left alone by the
-// steps after it, one of another batch size included (no memory of it
-// went to the pool).
-func sameSteps(t *testing.T, set func(bool), used *atomic.Int64, what string, only ...string) {
+// sameSteps checks, on every stepCase (or those named in only), that the
+// steps with an executor option on (set(md.run, true)) give the losses and
+// J of the steps with it off, bit for bit, over two steps each way (pool
+// buffers reused); that the option was used (the count used picks from
+// the model's stats grew); and that a finished J is left alone by the
+// steps after it, one of another batch size included (no memory of it went
+// to the pool).
+func sameSteps(t *testing.T, set func(o *execOptions, on bool), used func(s *execStats) *atomic.Int64, what string, only ...string) {
 	for _, sc := range stepCases {
 		if len(only) > 0 && !slices.Contains(only, sc.name) {
 			continue
@@ -43,7 +43,7 @@ func sameSteps(t *testing.T, set func(bool), used *atomic.Int64, what string, on
 			md := openStepCase(t, sc)
 			m := len(sc.tasks)
 			step := func(on bool, n int) ([]float64, png.Jacobian) {
-				set(on)
+				set(md.run, on)
 				losses := make([]float64, m)
 				jac := png.NewJacobian(m, md.NumParams())
 				if err := md.Evaluate(sc.batch(n), losses, &jac); err != nil {
@@ -52,9 +52,9 @@ func sameSteps(t *testing.T, set func(bool), used *atomic.Int64, what string, on
 				return losses, jac
 			}
 			l0, j0 := step(false, 4)
-			before := used.Load()
+			before := used(md.stats).Load()
 			l1, j1 := step(true, 4)
-			if used.Load() == before {
+			if used(md.stats).Load() == before {
 				t.Errorf("no %s", what)
 			}
 			kept := slices.Clone(j1.Data)
@@ -78,36 +78,35 @@ func sameSteps(t *testing.T, set func(bool), used *atomic.Int64, what string, on
 
 // TestCopyInPlace checks that plain copies (Reshape, Flatten and their
 // gradients) taking over the buffer of a value that dies with them
-// (CopyInPlace) give the losses and J of copies into fresh buffers (see
+// (execOptions.copyInPlace) give the losses and J of copies into fresh buffers (see
 // sameSteps) on LeNet, whose Flatten does (the MTANs have no Reshape; the
 // torch fixtures' parity tests run with the option on).
 func TestCopyInPlace(t *testing.T) {
-	defer func(v bool) { CopyInPlace = v }(CopyInPlace)
-	sameSteps(t, func(on bool) { CopyInPlace = on }, &copiesTaken, "plain copy taking over its operand's buffer", "lenet2")
+	sameSteps(t, func(o *execOptions, on bool) { o.copyInPlace = on },
+		func(s *execStats) *atomic.Int64 { return &s.copiesTaken }, "plain copy taking over its operand's buffer", "lenet2")
 }
 
 // TestSkipZeroSums checks that gradient sums with a zero operand (another
-// task's contribution) taking the other operand (SkipZeroSums) give the
+// task's contribution) taking the other operand (execOptions.skipZeroSums) give the
 // losses and J of the additions (see sameSteps).
 func TestSkipZeroSums(t *testing.T) {
-	defer func(v bool) { SkipZeroSums = v }(SkipZeroSums)
-	sameSteps(t, func(on bool) { SkipZeroSums = on }, &zeroSums, "gradient sum with a zero operand")
+	sameSteps(t, func(o *execOptions, on bool) { o.skipZeroSums = on },
+		func(s *execStats) *atomic.Int64 { return &s.zeroSums }, "gradient sum with a zero operand")
 }
 
-// TestPoolInts checks that int64 values living in pool buffers (PoolInts:
+// TestPoolInts checks that int64 values living in pool buffers (execOptions.poolInts:
 // MaxPool's indices, which the small MTAN's MaxUnpool reads) give the
 // losses and J of fresh ones (see sameSteps).
 func TestPoolInts(t *testing.T) {
-	defer func(v bool) { PoolInts = v }(PoolInts)
-	sameSteps(t, func(on bool) { PoolInts = on }, &pooledInts, "int64 value in a pool buffer")
+	sameSteps(t, func(o *execOptions, on bool) { o.poolInts = on },
+		func(s *execStats) *atomic.Int64 { return &s.pooledInts }, "int64 value in a pool buffer")
 }
 
 // TestPoolIntKernels checks that the small MTAN's integer kernels (the
 // moves and arithmetic of its unpooling indices) write into pool buffers
-// with PoolInts, and that its losses and J are those of fresh buffers, bit
+// with execOptions.poolInts, and that its losses and J are those of fresh buffers, bit
 // for bit, over steps that reuse the buffers.
 func TestPoolIntKernels(t *testing.T) {
-	defer func(v bool) { PoolInts = v }(PoolInts)
 	for _, sc := range stepCases {
 		if sc.name != "mtan_small" {
 			continue
@@ -115,7 +114,7 @@ func TestPoolIntKernels(t *testing.T) {
 		md := openStepCase(t, sc)
 		m := len(sc.tasks)
 		step := func(on bool) ([]float64, []float32) {
-			PoolInts = on
+			md.run.poolInts = on
 			losses := make([]float64, m)
 			jac := png.NewJacobian(m, md.NumParams())
 			if err := md.Evaluate(sc.batch(4), losses, &jac); err != nil {
@@ -124,10 +123,10 @@ func TestPoolIntKernels(t *testing.T) {
 			return losses, jac.Data
 		}
 		l0, j0 := step(false)
-		before := pooledIntKernels.Load()
+		before := md.stats.pooledIntKernels.Load()
 		l1, j1 := step(true)
 		l2, j2 := step(true)
-		if pooledIntKernels.Load() == before {
+		if md.stats.pooledIntKernels.Load() == before {
 			t.Error("no integer kernel wrote into a pool buffer")
 		}
 		for i, s := range [][]float64{l1, l2} {
@@ -164,12 +163,12 @@ func TestSinkTensorsReused(t *testing.T) {
 				if err := ref.Evaluate(sc.batch(4), losses, &fresh); err != nil {
 					t.Fatal(err)
 				}
-				offered, reused := sinkTensorsOffered.Load(), sinkTensorsReused.Load()
+				offered, reused := md.stats.sinkTensorsOffered.Load(), md.stats.sinkTensorsReused.Load()
 				again := make([]float64, m)
 				if err := md.Evaluate(sc.batch(4), again, &same); err != nil {
 					t.Fatal(err)
 				}
-				offered, reused = sinkTensorsOffered.Load()-offered, sinkTensorsReused.Load()-reused
+				offered, reused = md.stats.sinkTensorsOffered.Load()-offered, md.stats.sinkTensorsReused.Load()-reused
 				if step == 2 {
 					total += offered
 				}

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/importer"
-	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
 // Integer model inputs (and float inputs used only as Resize scales and
@@ -37,23 +37,12 @@ var indexOperand = map[string][]int{
 	"SplitToSequence": {1}, "SequenceAt": {1},
 }
 
-// integerType reports whether a model input of element type et is bound
-// at build time (integers and bools).
-func integerType(et importer.DataType) bool {
-	switch et {
-	case importer.Int64, importer.Int32, importer.Int8, importer.Uint8, importer.Bool,
-		onnxpb.TensorProto_INT16, onnxpb.TensorProto_UINT16, onnxpb.TensorProto_UINT32, onnxpb.TensorProto_UINT64:
-		return true
-	}
-	return false
-}
-
 // checkIntInputs returns a *LimitError (joined, one per use) for every
 // integer model input that feeds a data operand.
 func (md *Model) checkIntInputs() error {
 	ints := map[string]bool{}
 	for _, in := range md.inputs {
-		if integerType(in.Type) {
+		if graph.IntegerType(in.Type) {
 			ints[in.Name] = true
 		}
 	}
@@ -74,7 +63,7 @@ func (md *Model) checkIntInputs() error {
 			if name == "" {
 				name = fmt.Sprintf("#%d", i)
 			}
-			errs = append(errs, &LimitError{Node: name, OpType: n.GetOpType(), Opset: md.opset,
+			errs = append(errs, &graph.LimitError{Node: name, OpType: n.GetOpType(), Opset: md.opset,
 				Reason: fmt.Sprintf("integer model input %q as data operand %d (integer inputs may only be shapes, indices or counts, bound when the graph is built)", s, k)})
 		}
 	}
@@ -97,7 +86,7 @@ func (md *Model) staticInputs() map[string]bool {
 	}
 	out := map[string]bool{}
 	for _, in := range md.inputs {
-		if integerType(in.Type) {
+		if graph.IntegerType(in.Type) {
 			out[in.Name] = true
 			continue
 		}
@@ -129,7 +118,7 @@ func (md *Model) batchInts(batch map[string]*importer.Tensor) (map[string]*impor
 		if out == nil {
 			out = map[string]*importer.Tensor{}
 		}
-		if !integerType(in.Type) {
+		if !graph.IntegerType(in.Type) {
 			out[in.Name] = a
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/png"
@@ -52,7 +53,7 @@ func TestLossHeads(t *testing.T) {
 			for i, d := range c.shape {
 				dims[i] = int64(d)
 			}
-			m := graphModel([]*onnxpb.NodeProto{mkNode("Mul", "mul", []string{"x", "w"}, []string{"y"})},
+			m := onnxtest.GraphModel([]*onnxpb.NodeProto{onnxtest.Node("Mul", "mul", []string{"x", "w"}, []string{"y"})},
 				[]*importer.Tensor{importer.NewFloat32("w", c.shape, ones)}, map[string][]int64{"x": dims}, "y")
 			md, err := Open(m, mustTasks(t, c.spec), Options{Float64: true})
 			if err != nil {
@@ -93,7 +94,7 @@ func TestLossHeads(t *testing.T) {
 }
 
 func TestNonFiniteLoss(t *testing.T) {
-	m := graphModel([]*onnxpb.NodeProto{mkNode("Mul", "mul", []string{"x", "w"}, []string{"y"})},
+	m := onnxtest.GraphModel([]*onnxpb.NodeProto{onnxtest.Node("Mul", "mul", []string{"x", "w"}, []string{"y"})},
 		[]*importer.Tensor{importer.NewFloat32("w", []int{2}, []float32{1, 1})}, map[string][]int64{"x": {-1, 2}}, "y")
 	md, err := Open(m, mustTasks(t, "d:depth_l1:y:tg"), Options{})
 	if err != nil {

@@ -7,7 +7,9 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	fgemm "github.com/paretonav/paretonav/backend/internal/gemm"
-	"github.com/paretonav/paretonav/backend/ops"
+	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/kernels"
+	"github.com/paretonav/paretonav/backend/internal/loss"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -113,11 +115,12 @@ func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Ten
 	}
 	targets := map[string][]int{}
 	for i, t := range md.tasks {
-		if t.Loss == "output" {
+		k := loss.Lookup(t.Loss)
+		if k.TargetShape == nil {
 			continue
 		}
-		out := c0.bt.vals[t.Output]
-		want, err := lossHeads[t.Loss].targetShape(out.shape)
+		out := c0.bt.Vals[t.Output]
+		want, err := k.TargetShape(out.Shape)
 		if err != nil {
 			return MemoryEstimate{}, fmt.Errorf("backend: %s %q: output %q: %v", md.kind(i), t.Name, t.Output, err)
 		}
@@ -139,7 +142,7 @@ func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Ten
 		// convolutions keep (at most ColCacheTotal); the largest Winograd
 		// convolution's transformed filters and tiles; the products'
 		// packing buffers
-		Scratch: w*c.bt.b.colBand + max(c.bt.b.colBand, c.bt.b.colBatch) + min(c.bt.b.colCache, ops.ColCacheTotal) + c.bt.b.winoScratch +
+		Scratch: w*c.bt.B.ColBand + max(c.bt.B.ColBand, c.bt.B.ColBatch) + min(c.bt.B.ColCache, kernels.ColCacheTotal()) + c.bt.B.WinoScratch +
 			fgemm.PackBytes(int(w)),
 	}, nil
 }
@@ -164,18 +167,18 @@ func (md *Model) ForwardBytes(batch map[string]*importer.Tensor) (int64, error) 
 	}
 	var nodes G.Nodes
 	for _, t := range md.tasks {
-		if v := c.bt.vals[t.Output]; v != nil && !v.isConst() && !isIntNode(v) {
-			nodes = append(nodes, v.n)
+		if v := c.bt.Vals[t.Output]; v != nil && !v.IsConst() && !graph.IsIntNode(v) {
+			nodes = append(nodes, v.N)
 		}
 	}
 	if len(nodes) == 0 {
 		return 0, nil
 	}
-	sink, err := concatSink(c.bt.b, fmt.Sprintf("estimate%d", len(md.cache)), nodes)
+	sink, err := graph.ConcatSink(c.bt.B, fmt.Sprintf("estimate%d", len(md.cache)), nodes)
 	if err != nil {
 		return 0, fmt.Errorf("backend: %w", err)
 	}
-	p, err := newProgram(c.bt.b.g, G.Nodes{sink}, nil)
+	p, err := newProgram(c.bt.B.Graph, G.Nodes{sink}, nil, md.run, md.stats)
 	if err != nil {
 		return 0, fmt.Errorf("backend: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/png"
 )
@@ -107,14 +108,14 @@ func TestParametersHeldOnce(t *testing.T) {
 				t.Fatalf("%d graphs built, expected at least the trial build and the step's", len(md.cache))
 			}
 			onTheta := func(d []float32, p Param) bool {
-				return len(d) == numel(p.Shape) && &d[0] == &md.theta[p.Offset]
+				return len(d) == shape.Numel(p.Shape) && &d[0] == &md.theta[p.Offset]
 			}
 			for _, p := range md.params {
 				if d := md.inits[p.Name].F32; !onTheta(d, p) {
 					t.Errorf("decoded initializer %q is not a view of θ", p.Name)
 				}
 				for key, c := range md.cache {
-					n := c.bt.params[p.Name]
+					n := c.bt.Params[p.Name]
 					d, _ := n.Value().Data().([]float32)
 					if len(p.Shape) > 0 && !onTheta(d, p) {
 						t.Errorf("graph %q: parameter node %q holds a copy of the parameter", key, p.Name)

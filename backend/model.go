@@ -9,12 +9,17 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/loss"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/internal/hugepages"
 	"github.com/paretonav/paretonav/internal/termsafe"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	// the op lowerings register themselves with graph's registry
+	_ "github.com/paretonav/paretonav/backend/internal/onnxops"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -45,6 +50,13 @@ type Options struct {
 	// MaxBytesFrom says where the bound comes from, for the error.
 	MaxBytes     int64
 	MaxBytesFrom string
+
+	// build chooses the fast paths the graphs are built with (fusions,
+	// convolutions' trimmed kernels); tests turn one off to compare.
+	build graph.Options
+	// exec, when set, are the executor's options (defaultExec otherwise);
+	// tests turn a fast path off to compare.
+	exec *execOptions
 }
 
 // Param is one trainable initializer and where it lives in the flat
@@ -83,23 +95,26 @@ type Model struct {
 	static   map[string]bool     // inputs bound when the graph is built (intinputs.go)
 	shared   []importer.Shared   // trainable initializers read by several nodes (shared.go)
 	untied   map[string][]string // the copies Options.Untie made
+	run      *execOptions        // the executor's options, read by every program when it runs
+	stats    *execStats          // what the programs' fast paths did, for tests
 }
 
 // compiled is the graph for one signature of input and target shapes.
 type compiled struct {
-	bt      *built
-	targets []gnode // per task; nil for "output"
-	u       []gnode // per task: weight of the task's loss in the backward pass
-	losses  []gnode
-	hasGrad []bool                  // per task: some trainable parameter affects the loss
-	wrt     []int                   // indices into Model.params of the differentiated params
-	sink    gnode                   // [losses..., gradients of wrt...]
-	lossOut gnode                   // [losses...]
-	grads   G.Nodes                 // per wrt parameter: its gradient of Σ u_i·ℓ_i
-	prog    *program                // runs losses once, gradients per task
-	gradAt  map[int]int             // per position in prog of a parameter gradient: the parameter (gradPlaces)
-	bufs    map[gnode]*tensor.Dense // float32 input values, refilled per Evaluate
-	fwd     *program                // Outputs' forward pass (no task weights)
+	bt      *graph.Built
+	targets []graph.Node // per task; nil for a kind without target ("output")
+	u       []graph.Node // per task: weight of the task's loss in the backward pass
+	losses  []graph.Node
+	hasGrad []bool                       // per task: some trainable parameter affects the loss
+	wrt     []int                        // indices into Model.params of the differentiated params
+	sink    graph.Node                   // [losses..., gradients of wrt...]
+	lossOut graph.Node                   // [losses...]
+	grads   G.Nodes                      // per wrt parameter: its gradient of Σ u_i·ℓ_i
+	prog    *program                     // runs losses once, gradients per task
+	gradAt  map[int]int                  // per position in prog of a parameter gradient: the parameter (gradPlaces)
+	bufs    map[graph.Node]*tensor.Dense // float32 input values, refilled per Evaluate
+	fwd     *program                     // Outputs' forward pass (no task weights)
+	stats   *execStats                   // the Model's, for bindParam's count
 }
 
 // Open prepares m for training the given tasks: it checks that every
@@ -130,7 +145,12 @@ func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
 			return nil, err
 		}
 	}
-	md := &Model{m: m, tasks: append(append([]Task(nil), tasks...), opt.Terms...), ntasks: len(tasks), opt: opt, opset: m.Opset(""), dt: tensor.Float32, inits: inits, cache: map[string]*compiled{}}
+	run := defaultExec()
+	if opt.exec != nil {
+		run = *opt.exec
+	}
+	md := &Model{m: m, tasks: append(append([]Task(nil), tasks...), opt.Terms...), ntasks: len(tasks), opt: opt, opset: m.Opset(""), dt: tensor.Float32, inits: inits, cache: map[string]*compiled{},
+		run: &run, stats: &execStats{}}
 	if opt.Float64 {
 		md.dt = tensor.Float64
 	}
@@ -145,7 +165,7 @@ func Open(m *importer.Model, tasks []Task, opt Options) (*Model, error) {
 	var errs []error
 	for i, t := range md.tasks {
 		kind := md.kind(i)
-		if _, ok := lossHeads[t.Loss]; !ok {
+		if loss.Lookup(t.Loss) == nil {
 			errs = append(errs, fmt.Errorf("%s %q: unknown loss %q (known: %s)", kind, t.Name, t.Loss, strings.Join(LossKinds(), ", ")))
 		}
 		if !produced[t.Output] {
@@ -246,7 +266,7 @@ func (md *Model) chooseParams() {
 		md.paramIdx[name] = len(md.params)
 		md.params = append(md.params, Param{Name: name, Shape: append([]int{}, t.Shape...), Offset: n})
 		chosen = append(chosen, t)
-		n += numel(t.Shape)
+		n += shape.Numel(t.Shape)
 	}
 	md.theta = make([]float32, 0, n) // exactly θ's length: it is the model's largest vector
 	hugepages.Advise(md.theta[:n])
@@ -364,7 +384,7 @@ func (md *Model) Weights() map[string]*importer.Tensor {
 	out := map[string]*importer.Tensor{}
 	for _, p := range md.params {
 		orig := md.inits[p.Name]
-		v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
+		v := md.theta[p.Offset : p.Offset+shape.Numel(p.Shape)]
 		t := &importer.Tensor{Name: p.Name, Type: orig.Type, Shape: append([]int{}, p.Shape...)}
 		if orig.F64 != nil {
 			t.F64 = make([]float64, len(v))
@@ -398,12 +418,12 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 	var errs []error
 	for i, t := range md.tasks {
 		kind := md.kind(i)
-		if t.Loss == "output" {
+		h := loss.Lookup(t.Loss)
+		if h.TargetShape == nil {
 			continue
 		}
-		h := lossHeads[t.Loss]
-		out := c.bt.vals[t.Output]
-		want, err := h.targetShape(out.shape)
+		out := c.bt.Vals[t.Output]
+		want, err := h.TargetShape(out.Shape)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: output %q: %v", kind, t.Name, t.Output, err))
 			continue
@@ -413,12 +433,12 @@ func (md *Model) CheckBatch(b map[string]*importer.Tensor) error {
 			errs = append(errs, fmt.Errorf("%s %q: no target array %q in the data (arrays: %s)", kind, t.Name, t.Target, arrayNames(b)))
 			continue
 		}
-		if !equalShape(a.Shape, want) {
-			errs = append(errs, fmt.Errorf("%s %q: target array %q has shape %v, expected %v for output %q of shape %v", kind, t.Name, t.Target, a.Shape, want, t.Output, out.shape))
+		if !shape.Equal(a.Shape, want) {
+			errs = append(errs, fmt.Errorf("%s %q: target array %q has shape %v, expected %v for output %q of shape %v", kind, t.Name, t.Target, a.Shape, want, t.Output, out.Shape))
 			continue
 		}
-		if h.integer {
-			C := int64(out.shape[1])
+		if h.IntegerTarget {
+			C := int64(out.Shape[1])
 			for i := range a.Len() {
 				v := tensorFloat64(a, i)
 				if v != math.Trunc(v) || ((int64(v) < 0 || int64(v) >= C) && int64(v) != t.IgnoreIndex) {
@@ -468,16 +488,16 @@ func (md *Model) compile(shapes map[string][]int, ints map[string]*importer.Tens
 	for _, p := range md.params {
 		trainable[p.Name] = true
 	}
-	bt, err := buildGraphInts(md.m.Proto.Graph, md.opset, md.dt, shapes, md.static, ints, md.inits, trainable, md.paramView, md.opt.BatchNorm == "train")
+	bt, err := graph.BuildInts(md.m.Proto.Graph, md.opset, md.dt, shapes, md.static, ints, md.inits, trainable, md.paramView, md.opt.BatchNorm == "train", md.opt.build)
 	if err != nil {
 		return nil, err
 	}
-	c := &compiled{bt: bt}
+	c := &compiled{bt: bt, stats: md.stats}
 	for i, t := range md.tasks {
-		if v := bt.vals[t.Output]; (v == nil && len(bt.b.deferred) == 0) || v.isConst() {
+		if v := bt.Vals[t.Output]; (v == nil && len(bt.B.Deferred) == 0) || v.IsConst() {
 			return nil, fmt.Errorf("%s %q: output %q is not computed at run time from the inputs and weights", md.kind(i), t.Name, t.Output)
 		}
-		if v := bt.vals[t.Output]; v != nil && v.seq != nil {
+		if v := bt.Vals[t.Output]; v != nil && v.Seq != nil {
 			return nil, fmt.Errorf("%s %q: output %q is a tensor sequence, expected a tensor", md.kind(i), t.Name, t.Output)
 		}
 	}
@@ -518,7 +538,7 @@ func (md *Model) paramView(name string) G.Value {
 		return nil
 	}
 	p := md.params[i]
-	v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
+	v := md.theta[p.Offset : p.Offset+shape.Numel(p.Shape)]
 	return tensor.New(tensor.WithShape(append([]int{}, p.Shape...)...), tensor.WithBacking(v[:len(v):len(v)]))
 }
 

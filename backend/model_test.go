@@ -7,52 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/png"
 )
-
-// mkNode returns a NodeProto.
-func mkNode(op, name string, ins, outs []string, attrs ...*onnxpb.AttributeProto) *onnxpb.NodeProto {
-	return &onnxpb.NodeProto{OpType: &op, Name: &name, Input: ins, Output: outs, Attribute: attrs}
-}
-
-// graphModel assembles a model at opset 13 from nodes, float32
-// initializers and float32 inputs with the given shapes (-1: dynamic).
-func graphModel(nodes []*onnxpb.NodeProto, inits []*importer.Tensor, inputs map[string][]int64, outputs ...string) *importer.Model {
-	g := &onnxpb.GraphProto{Node: nodes}
-	for _, t := range inits {
-		g.Initializer = append(g.Initializer, tensorProto(t))
-	}
-	for name, dims := range inputs {
-		nm := name
-		et := int32(importer.Float32)
-		sh := &onnxpb.TensorShapeProto{}
-		for _, d := range dims {
-			if d < 0 {
-				p := "N"
-				sh.Dim = append(sh.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: p}})
-			} else {
-				sh.Dim = append(sh.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: d}})
-			}
-		}
-		g.Input = append(g.Input, &onnxpb.ValueInfoProto{Name: &nm, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: &et, Shape: sh}}}})
-	}
-	for _, o := range outputs {
-		nm := o
-		g.Output = append(g.Output, &onnxpb.ValueInfoProto{Name: &nm})
-	}
-	dom, v := "", int64(13)
-	return &importer.Model{Proto: &onnxpb.ModelProto{Graph: g, OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: &dom, Version: &v}}}}
-}
-
-func randF32(r *rand.Rand, name string, shape ...int) *importer.Tensor {
-	d := make([]float32, numel(shape))
-	for i := range d {
-		d[i] = float32(r.NormFloat64() * 0.5)
-	}
-	return importer.NewFloat32(name, shape, d)
-}
 
 // twoHead is x[N,4] → Gemm(W1,b1) → Relu → {Gemm(Wa) → LogSoftmax = logp,
 // MatMul(Wb) + bb = reg}, with a Reshape of a folded shape chain on the
@@ -60,35 +21,35 @@ func randF32(r *rand.Rand, name string, shape ...int) *importer.Tensor {
 func twoHead() *importer.Model {
 	r := rand.New(rand.NewSource(1))
 	nodes := []*onnxpb.NodeProto{
-		mkNode("Gemm", "fc1", []string{"x", "W1", "b1"}, []string{"h0"}, aInt("transB", 1)),
-		mkNode("Relu", "relu", []string{"h0"}, []string{"h"}),
-		mkNode("Shape", "shape", []string{"h"}, []string{"hs"}),
-		mkNode("Gather", "g0", []string{"hs", "zero"}, []string{"n"}, aInt("axis", 0)),
-		mkNode("Unsqueeze", "u0", []string{"n", "ax0"}, []string{"n1"}),
-		mkNode("Concat", "cat", []string{"n1", "minus1"}, []string{"newshape"}, aInt("axis", 0)),
-		mkNode("Reshape", "rs", []string{"h", "newshape"}, []string{"hr"}),
-		mkNode("Gemm", "fca", []string{"hr", "Wa"}, []string{"za"}),
-		mkNode("LogSoftmax", "lsm", []string{"za"}, []string{"logp"}, aInt("axis", 1)),
-		mkNode("MatMul", "mm", []string{"h", "Wb"}, []string{"zb"}),
-		mkNode("Add", "addb", []string{"zb", "bb"}, []string{"reg"}),
+		onnxtest.Node("Gemm", "fc1", []string{"x", "W1", "b1"}, []string{"h0"}, onnxtest.AInt("transB", 1)),
+		onnxtest.Node("Relu", "relu", []string{"h0"}, []string{"h"}),
+		onnxtest.Node("Shape", "shape", []string{"h"}, []string{"hs"}),
+		onnxtest.Node("Gather", "g0", []string{"hs", "zero"}, []string{"n"}, onnxtest.AInt("axis", 0)),
+		onnxtest.Node("Unsqueeze", "u0", []string{"n", "ax0"}, []string{"n1"}),
+		onnxtest.Node("Concat", "cat", []string{"n1", "minus1"}, []string{"newshape"}, onnxtest.AInt("axis", 0)),
+		onnxtest.Node("Reshape", "rs", []string{"h", "newshape"}, []string{"hr"}),
+		onnxtest.Node("Gemm", "fca", []string{"hr", "Wa"}, []string{"za"}),
+		onnxtest.Node("LogSoftmax", "lsm", []string{"za"}, []string{"logp"}, onnxtest.AInt("axis", 1)),
+		onnxtest.Node("MatMul", "mm", []string{"h", "Wb"}, []string{"zb"}),
+		onnxtest.Node("Add", "addb", []string{"zb", "bb"}, []string{"reg"}),
 	}
 	inits := []*importer.Tensor{
-		randF32(r, "W1", 5, 4), randF32(r, "b1", 5), randF32(r, "Wa", 5, 3), randF32(r, "Wb", 5, 2), randF32(r, "bb", 2),
+		onnxtest.RandF32(r, "W1", 5, 4), onnxtest.RandF32(r, "b1", 5), onnxtest.RandF32(r, "Wa", 5, 3), onnxtest.RandF32(r, "Wb", 5, 2), onnxtest.RandF32(r, "bb", 2),
 		importer.NewInt64("zero", nil, []int64{0}), importer.NewInt64("ax0", []int{1}, []int64{0}),
 		importer.NewInt64("minus1", []int{1}, []int64{-1}),
 	}
-	return graphModel(nodes, inits, map[string][]int64{"x": {-1, 4}}, "logp", "reg")
+	return onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {-1, 4}}, "logp", "reg")
 }
 
 func twoHeadBatch(n int) map[string]*importer.Tensor {
 	r := rand.New(rand.NewSource(2))
-	x := randF32(r, "x", n, 4)
+	x := onnxtest.RandF32(r, "x", n, 4)
 	ya := make([]int64, n)
 	for i := range ya {
 		ya[i] = int64(r.Intn(3))
 	}
 	ya[n-1] = -100 // ignored
-	return map[string]*importer.Tensor{"x": x, "ya": importer.NewInt64("ya", []int{n}, ya), "yb": randF32(r, "yb", n, 2)}
+	return map[string]*importer.Tensor{"x": x, "ya": importer.NewInt64("ya", []int{n}, ya), "yb": onnxtest.RandF32(r, "yb", n, 2)}
 }
 
 func mustTasks(t testing.TB, specs ...string) []Task {
@@ -153,7 +114,7 @@ func TestPerTaskGradientsMatchSeparateGraphs(t *testing.T) {
 		if !ok {
 			continue
 		}
-		for i := p.Offset; i < p.Offset+numel(p.Shape); i++ {
+		for i := p.Offset; i < p.Offset+shape.Numel(p.Shape); i++ {
 			if jac.Row(k)[i] != 0 {
 				t.Fatalf("task %d has gradient %v on %s, which it does not use", k, jac.Row(k)[i], p.Name)
 			}
@@ -208,14 +169,14 @@ func TestTrainableAndFreeze(t *testing.T) {
 
 func TestUnsupportedOpsListedTogether(t *testing.T) {
 	nodes := []*onnxpb.NodeProto{
-		mkNode("Relu", "r", []string{"x"}, []string{"a"}),
-		mkNode("FancyOp", "f1", []string{"a"}, []string{"b"}),
-		mkNode("Relu", "r2", []string{"b"}, []string{"c"}),
-		mkNode("OtherOp", "f2", []string{"c"}, []string{"y"}),
+		onnxtest.Node("Relu", "r", []string{"x"}, []string{"a"}),
+		onnxtest.Node("FancyOp", "f1", []string{"a"}, []string{"b"}),
+		onnxtest.Node("Relu", "r2", []string{"b"}, []string{"c"}),
+		onnxtest.Node("OtherOp", "f2", []string{"c"}, []string{"y"}),
 	}
-	m := graphModel(nodes, nil, map[string][]int64{"x": {-1, 3}}, "y")
+	m := onnxtest.GraphModel(nodes, nil, map[string][]int64{"x": {-1, 3}}, "y")
 	_, err := Open(m, mustTasks(t, "t:output:y:-"), Options{})
-	var ue *UnsupportedError
+	var ue *graph.UnsupportedError
 	if !errors.As(err, &ue) {
 		t.Fatalf("error %v is not an UnsupportedError", err)
 	}
@@ -286,5 +247,50 @@ func TestParseTask(t *testing.T) {
 		if err != nil || tk.String() != c.want {
 			t.Errorf("ParseTask(%q) = %q, %v; want %q", c.in, tk.String(), err, c.want)
 		}
+	}
+}
+
+// TestSequenceTaskOutput checks that a task reading a tensor sequence is
+// refused when the model is opened, naming the task and the value.
+func TestSequenceTaskOutput(t *testing.T) {
+	nodes := []*onnxpb.NodeProto{onnxtest.Node("SplitToSequence", "s", []string{"x", "two"}, []string{"s"})}
+	m := onnxtest.GraphModel(nodes, []*importer.Tensor{onnxtest.Int64("two", []int{}, 2)}, map[string][]int64{"x": {4}}, "s")
+	_, err := Open(m, []Task{{Name: "t", Loss: "output", Output: "s"}}, Options{})
+	if err == nil || !onnxtest.ContainsAll(err.Error(), `task "t"`, `output "s" is a tensor sequence`) {
+		t.Errorf("got %v, want an error naming the task and its sequence output", err)
+	}
+}
+
+// TestLossRecordsDriveParseTask checks that a task spec is read as each
+// loss kind's record says: a target array needed or refused, its
+// options (integers) accepted and no other, its targets integer or not.
+func TestLossRecordsDriveParseTask(t *testing.T) {
+	for _, k := range Losses() {
+		t.Run(k.Name, func(t *testing.T) {
+			_, err := ParseTask("t:" + k.Name + ":out")
+			if (err != nil) != k.NeedsTarget {
+				t.Fatalf("without a target: error %v, the kind needs one: %v", err, k.NeedsTarget)
+			}
+			spec := "t:" + k.Name + ":out:y:"
+			for i, o := range k.Options {
+				if i > 0 {
+					spec += ","
+				}
+				spec += o.Key + "=7"
+			}
+			task, err := ParseTask(spec)
+			if err != nil {
+				t.Fatalf("%s: %v", spec, err)
+			}
+			if len(k.Options) > 0 && task.IgnoreIndex != 7 {
+				t.Fatalf("%s: ignore_index %d", spec, task.IgnoreIndex)
+			}
+			if _, err := ParseTask("t:" + k.Name + ":out:y:not_an_option=1"); err == nil || !strings.Contains(err.Error(), "takes no option") {
+				t.Fatalf("an unknown option: %v", err)
+			}
+			if IntegerTarget(k.Name) != k.IntegerTarget {
+				t.Fatalf("IntegerTarget %v, record %v", IntegerTarget(k.Name), k.IntegerTarget)
+			}
+		})
 	}
 }

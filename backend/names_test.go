@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -12,9 +13,9 @@ import (
 // batch lacking an input or target array, are errors that list what there
 // is (as criterion errors list the task names).
 func TestUnknownNamesListed(t *testing.T) {
-	m := graphModel([]*onnxpb.NodeProto{
-		mkNode("Mul", "mul", []string{"x", "w"}, []string{"seg"}),
-		mkNode("Relu", "relu", []string{"seg"}, []string{"depth"}),
+	m := onnxtest.GraphModel([]*onnxpb.NodeProto{
+		onnxtest.Node("Mul", "mul", []string{"x", "w"}, []string{"seg"}),
+		onnxtest.Node("Relu", "relu", []string{"seg"}, []string{"depth"}),
 	}, []*importer.Tensor{importer.NewFloat32("w", []int{2}, []float32{1, 1})}, map[string][]int64{"x": {-1, 2}}, "seg", "depth")
 	_, err := Open(m, mustTasks(t, "s:mse:segx:t"), Options{})
 	if err == nil || !strings.Contains(err.Error(), `the model has no output "segx" (outputs: seg, depth;`) {
@@ -56,10 +57,10 @@ func TestNamesFromModelEscaped(t *testing.T) {
 			t.Errorf("%s: raw control character in %q", what, err)
 		}
 	}
-	bad := graphModel([]*onnxpb.NodeProto{mkNode(evil+"Op", evil+"node", []string{"x"}, []string{"y"})}, nil, map[string][]int64{"x": {-1, 2}}, "y")
+	bad := onnxtest.GraphModel([]*onnxpb.NodeProto{onnxtest.Node(evil+"Op", evil+"node", []string{"x"}, []string{"y"})}, nil, map[string][]int64{"x": {-1, 2}}, "y")
 	_, err := Open(bad, mustTasks(t, "s:mse:y:t"), Options{})
 	check("unsupported op", err, shown+`Op (node "`+shown+`node"`)
-	m := graphModel([]*onnxpb.NodeProto{mkNode("Relu", "relu", []string{"x"}, []string{evil + "seg"})}, nil, map[string][]int64{"x": {-1, 2}}, evil+"seg")
+	m := onnxtest.GraphModel([]*onnxpb.NodeProto{onnxtest.Node("Relu", "relu", []string{"x"}, []string{evil + "seg"})}, nil, map[string][]int64{"x": {-1, 2}}, evil+"seg")
 	_, err = Open(m, mustTasks(t, "s:mse:segx:t"), Options{})
 	check("missing output", err, "(outputs: "+shown+"seg;")
 	md, err := Open(m, mustTasks(t, "s:mse:"+evil+"seg:t"), Options{})

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/internal/testkit/nodetests"
 )
@@ -68,8 +70,8 @@ func runNodeTest(c *nodetests.Case) (res nodeResult, msg string) {
 		return nodeUnsupported, c.Invalid.Error()
 	}
 	classify := func(stage string, err error) (nodeResult, string) {
-		var unsup *UnsupportedError
-		var limit *LimitError
+		var unsup *graph.UnsupportedError
+		var limit *graph.LimitError
 		if errors.As(err, &unsup) || errors.As(err, &limit) {
 			return nodeUnsupported, err.Error()
 		}
@@ -104,7 +106,7 @@ func compareOutput(got, want *importer.Tensor) error {
 	if got == nil {
 		return errors.New("missing")
 	}
-	if !equalShape(got.Shape, want.Shape) {
+	if !shape.Equal(got.Shape, want.Shape) {
 		return fmt.Errorf("shape %v, expected %v", got.Shape, want.Shape)
 	}
 	rtol, atol := 0.0, 0.0

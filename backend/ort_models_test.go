@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
@@ -13,13 +14,13 @@ import (
 )
 
 // ortInput returns a float32 input of the given shape with N(0, 1) values.
-func ortInput(name string, seed int64, shape ...int) *importer.Tensor {
+func ortInput(name string, seed int64, s ...int) *importer.Tensor {
 	r := rand.New(rand.NewSource(seed))
-	d := make([]float32, numel(shape))
+	d := make([]float32, shape.Numel(s))
 	for i := range d {
 		d[i] = float32(r.NormFloat64())
 	}
-	return importer.NewFloat32(name, shape, d)
+	return importer.NewFloat32(name, s, d)
 }
 
 // compareWithORT runs the model file in ONNX Runtime and in backend

@@ -8,6 +8,8 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 )
 
@@ -46,16 +48,16 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 	var errs []error
 	var nodes, intNodes G.Nodes // float and int64 (MaxPool indices) values
 	for _, name := range names {
-		v, ok := bt.vals[name]
+		v, ok := bt.Vals[name]
 		switch {
 		case !ok || v == nil:
 			errs = append(errs, fmt.Errorf("the model has no value %q", name))
-		case v.seq != nil:
+		case v.Seq != nil:
 			errs = append(errs, fmt.Errorf("value %q is a tensor sequence, expected a tensor", name))
-		case isIntNode(v):
-			intNodes = append(intNodes, v.n)
-		case !v.isConst():
-			nodes = append(nodes, v.n)
+		case graph.IsIntNode(v):
+			intNodes = append(intNodes, v.N)
+		case !v.IsConst():
+			nodes = append(nodes, v.N)
 		}
 	}
 	if len(errs) > 0 {
@@ -71,22 +73,22 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 		// float values, oc.lossOut the int64 ones. The program runs the
 		// ops' Do once each on this goroutine, without the TapeMachine's
 		// in-place buffer reuse (exec.go).
-		oc = &compiled{bt: bt}
+		oc = &compiled{bt: bt, stats: md.stats}
 		var roots G.Nodes
 		if len(nodes) > 0 {
-			if oc.sink, err = concatSink(bt.b, "outputs", nodes); err != nil {
+			if oc.sink, err = graph.ConcatSink(bt.B, "outputs", nodes); err != nil {
 				return nil, fmt.Errorf("backend: Outputs: %w", err)
 			}
 			roots = append(roots, oc.sink)
 		}
 		if len(intNodes) > 0 {
-			if oc.lossOut, err = intSink(intNodes); err != nil {
+			if oc.lossOut, err = graph.IntSink(intNodes); err != nil {
 				return nil, fmt.Errorf("backend: Outputs: %w", err)
 			}
 			roots = append(roots, oc.lossOut)
 		}
 		if len(roots) > 0 {
-			if oc.fwd, err = newProgram(bt.b.g, roots, nil); err != nil {
+			if oc.fwd, err = newProgram(bt.B.Graph, roots, nil, md.run, md.stats); err != nil {
 				return nil, fmt.Errorf("backend: Outputs: %w", err)
 			}
 			oc.fwd.pool = md.bufPool()
@@ -99,18 +101,18 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 	var flatInt []int64
 	if oc.fwd != nil {
 		for _, p := range md.params {
-			n, ok := bt.params[p.Name]
+			n, ok := bt.Params[p.Name]
 			if !ok {
 				continue
 			}
-			v := md.theta[p.Offset : p.Offset+numel(p.Shape)]
+			v := md.theta[p.Offset : p.Offset+shape.Numel(p.Shape)]
 			if err := oc.bindParam(n, md.dt, p.Shape, v); err != nil {
 				return nil, fmt.Errorf("backend: parameter %q: %w", p.Name, err)
 			}
 		}
-		for name, n := range bt.inputs {
+		for name, n := range bt.Inputs {
 			a := batch[name]
-			if err := letFloats(n, md.dt, a.Shape, a.Float64s()); err != nil {
+			if err := graph.LetFloats(n, md.dt, a.Shape, a.Float64s()); err != nil {
 				return nil, fmt.Errorf("backend: model input %q: %w", name, err)
 			}
 		}
@@ -118,12 +120,12 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 			return nil, fmt.Errorf("backend: forward pass: %w", err)
 		}
 		if oc.sink != nil {
-			if flat, err = valueFloats(oc.fwd.value(oc.sink)); err != nil {
+			if flat, err = graph.ValueFloats(oc.fwd.value(oc.sink)); err != nil {
 				return nil, fmt.Errorf("backend: reading outputs: %w", err)
 			}
 		}
 		if oc.lossOut != nil {
-			if flatInt, err = valueInt64s(oc.fwd.value(oc.lossOut)); err != nil {
+			if flatInt, err = graph.ValueInt64s(oc.fwd.value(oc.lossOut)); err != nil {
 				return nil, fmt.Errorf("backend: reading int64 outputs: %w", err)
 			}
 		}
@@ -131,14 +133,14 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 	}
 	off, offInt := 0, 0
 	for _, name := range names {
-		v := bt.vals[name]
-		if v.isConst() {
-			out[name] = v.c
+		v := bt.Vals[name]
+		if v.IsConst() {
+			out[name] = v.C
 			continue
 		}
-		s := append([]int{}, v.n.Shape()...)
-		sz := numel(s)
-		if isIntNode(v) {
+		s := append([]int{}, v.N.Shape()...)
+		sz := shape.Numel(s)
+		if graph.IsIntNode(v) {
 			out[name] = &importer.Tensor{Name: name, Type: importer.Int64, Shape: s, I64: append([]int64{}, flatInt[offInt:offInt+sz]...)}
 			offInt += sz
 			continue
@@ -159,25 +161,6 @@ func (md *Model) Outputs(batch map[string]*importer.Tensor, names ...string) (ma
 	return out, nil
 }
 
-// intSink adds a node copying the flat values of the int64 nodes ns into
-// one int64 vector.
-func intSink(ns G.Nodes) (gnode, error) {
-	op := &intKernelOp{name: "outputs", kind: "sink", id: kernelIDs.Add(1), consts: make([][]int64, len(ns))}
-	total := 0
-	for _, n := range ns {
-		op.ins = append(op.ins, append([]int{}, n.Shape()...))
-		total += numel(n.Shape())
-	}
-	op.out = []int{total}
-	op.fwd = func(dst []int64, in [][]int64) {
-		off := 0
-		for _, d := range in {
-			off += copy(dst[off:], d)
-		}
-	}
-	return G.ApplyOp(op, ns...)
-}
-
 // inputShapes checks that batch holds every model input as a float array
 // of a compatible shape and returns the shapes by input name.
 func (md *Model) inputShapes(batch map[string]*importer.Tensor) (map[string][]int, error) {
@@ -189,7 +172,7 @@ func (md *Model) inputShapes(batch map[string]*importer.Tensor) (map[string][]in
 			errs = append(errs, fmt.Errorf("model input %q: no array %q in the data (arrays: %s)", in.Name, in.Name, arrayNames(batch)))
 			continue
 		}
-		if !a.IsFloat() && !integerType(in.Type) {
+		if !a.IsFloat() && !graph.IntegerType(in.Type) {
 			errs = append(errs, fmt.Errorf("model input %q: array %q has element type %v, expected floating point", in.Name, in.Name, a.Type))
 			continue
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/internal/hugepages"
 
 	G "gorgonia.org/gorgonia"
@@ -37,7 +39,7 @@ type plan struct {
 const kept = int(^uint(0) >> 1)
 
 // aliases reports whether the op of node i may return a value sharing
-// memory with its inputs: any op but this package's kernels, backend/ops'
+// memory with its inputs: any op but this package's kernels, backend/internal/kernels'
 // ops and gradient sums, which always return fresh values.
 func (p *program) aliases(i int) bool {
 	switch p.nodes[i].Op().(type) {
@@ -54,8 +56,8 @@ func (p *program) aliases(i int) bool {
 // values: the same result, bit for bit.
 func (p *program) cheap(i int) bool {
 	switch op := p.nodes[i].Op().(type) {
-	case *kernelOp:
-		switch op.kind {
+	case *graph.KernelOp:
+		switch op.Kind {
 		case "Relu", "Sigmoid", "Mul", "Concat", "SiLU":
 			return true
 		}
@@ -65,13 +67,6 @@ func (p *program) cheap(i int) bool {
 	}
 	return false
 }
-
-// RematMinBytes is the least memory that recomputing cheap forward values
-// (program.cheap) in the backward passes must save: below it, as in small
-// models (LeNet, the small MTAN fixture: a few MB), every pass reads the
-// forward pass's values instead of recomputing them m times; above it (the
-// full MTAN: hundreds of MB), they are recomputed.
-var RematMinBytes int64 = 64 << 20
 
 // rematBytes is the memory that recomputing the values marked in remat
 // saves: the bytes of those a backward node reads, directly or through
@@ -106,13 +101,13 @@ func (p *program) eachBackwardRead(f func(j int)) {
 }
 
 // argReader is an op that reads only some of its operands (see
-// kernelOp.gradReads).
-type argReader interface{ readsArgs() []bool }
+// graph.KernelOp.GradReads).
+type argReader interface{ ReadsArgs() []bool }
 
 // reads reports whether node i's op reads its a-th operand.
 func (p *program) reads(i, a int) bool {
 	if r, ok := p.nodes[i].Op().(argReader); ok {
-		if m := r.readsArgs(); m != nil && a < len(m) {
+		if m := r.ReadsArgs(); m != nil && a < len(m) {
 			return m[a]
 		}
 	}
@@ -124,7 +119,7 @@ func newPlan(p *program, m int) *plan {
 	pl := &plan{bytes: make([]int64, len(p.nodes))}
 	for i, n := range p.nodes {
 		if n.Op() != nil {
-			pl.bytes[i] = int64(numel(n.Shape())) * int64(dtypeSize(n.Dtype()))
+			pl.bytes[i] = int64(shape.Numel(n.Shape())) * int64(dtypeSize(n.Dtype()))
 		}
 	}
 	inBwd := make([]bool, len(p.nodes))
@@ -157,7 +152,7 @@ func newPlan(p *program, m int) *plan {
 	for _, i := range p.fwd {
 		remat[i] = !p.roots[i] && p.cheap(i)
 	}
-	if b := rematBytes(p, pl, at, remat); b < RematMinBytes {
+	if b := rematBytes(p, pl, at, remat); b < p.opt.rematMinBytes {
 		clear(remat) // keeping them costs less memory than it saves time
 	}
 	var need func(j int)
@@ -235,13 +230,13 @@ func newPlan(p *program, m int) *plan {
 		for _, i := range p.bwd {
 			if zero[i] {
 				pl.zeroed[k] = append(pl.zeroed[k], i)
-				pl.zeroMax = max(pl.zeroMax, numel(p.nodes[i].Shape()))
+				pl.zeroMax = max(pl.zeroMax, shape.Numel(p.nodes[i].Shape()))
 			}
 		}
 		pl.segs[k] = seg
 		pl.bwdFree[k] = lifetimes(p, seg, at, last)
 	}
-	pl.conc = concurrentPasses(pl, m, slices.Contains(remat, true))
+	pl.conc = concurrentPasses(pl, m, slices.Contains(remat, true), p.opt.concurrentPassMaxBytes)
 	return pl
 }
 
@@ -351,8 +346,8 @@ type zeroBacking struct {
 
 // value is a zero of n's type and shape over the shared backing, grown to
 // at least size elements when it is shorter.
-func (z *zeroBacking) value(n gnode, size int) G.Value {
-	k := numel(n.Shape())
+func (z *zeroBacking) value(n graph.Node, size int) G.Value {
+	k := shape.Numel(n.Shape())
 	if n.IsScalar() {
 		if n.Dtype() == tensor.Float32 {
 			return G.NewF32(0)
@@ -395,7 +390,7 @@ type bufPool struct {
 	// free holds the free buffers by capacity, each with the float32
 	// tensor that wrapped it in the value that died (putDense), or nil:
 	// the next op writing its result into the buffer returns that tensor
-	// again when the result has its shape (value32) instead of making one
+	// again when the result has its shape (graph.Value32) instead of making one
 	// (a Gorgonia tensor is several allocations: half of the bytes a small
 	// model's step allocated). The tensor lives as long as its buffer
 	// stays in the pool, no longer.
@@ -444,7 +439,7 @@ func (b *bufPool) getDense(n int, s []int) ([]float32, *tensor.Dense) {
 func (b *bufPool) putDense(f []float32, v G.Value) {
 	var d *tensor.Dense
 	if t, ok := v.(*tensor.Dense); ok && len(f) > 0 {
-		if x, ok := data32(t); ok && len(x) > 0 && &x[0] == &f[0] {
+		if x, ok := graph.Data32(t); ok && len(x) > 0 && &x[0] == &f[0] {
 			d = t
 		}
 	}

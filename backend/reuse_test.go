@@ -10,15 +10,13 @@ import (
 
 // TestReusedTensorsMatchFresh checks that the step models' losses and
 // Jacobian over three steps, with the float32 kernels returning the dead
-// tensors that wrapped their pool buffers (value32, bufPool.getDense) and
+// tensors that wrapped their pool buffers (graph.Value32, bufPool.getDense) and
 // the concurrent passes' forks kept across steps, are those of the same
 // steps with a fresh tensor for every value, bit for bit, and that the
-// steps after the first do reuse tensors, those of the ops package's
+// steps after the first do reuse tensors, those of the kernels package's
 // kernels included (offered with their buffer, ops.Into, or swapped in by
 // takeReuse).
 func TestReusedTensorsMatchFresh(t *testing.T) {
-	saved := ReuseTensors
-	defer func() { ReuseTensors = saved }()
 	for _, sc := range stepCases {
 		if sc.name != "lenet2" && sc.name != "mtan_small" {
 			continue
@@ -26,8 +24,7 @@ func TestReusedTensorsMatchFresh(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			batch := sc.batch(4)
 			run := func(reuse bool) ([][]float64, [][]float32, int64, int64) {
-				ReuseTensors = reuse
-				md := openStepCase(t, sc)
+				md := openStepCaseWith(t, sc, execWith(func(o *execOptions) { o.reuseTensors = reuse }))
 				m := len(sc.tasks)
 				var ls [][]float64
 				var js [][]float32
@@ -35,12 +32,12 @@ func TestReusedTensorsMatchFresh(t *testing.T) {
 				for step := 0; step < 3; step++ {
 					losses := make([]float64, m)
 					jac := png.NewJacobian(m, md.NumParams())
-					before, opsBefore := reusedTensors.Load(), opsTensorsReused.Load()
+					before, opsBefore := md.stats.reusedTensors.Load(), md.stats.opsTensorsReused.Load()
 					if err := md.Evaluate(batch, losses, &jac); err != nil {
 						t.Fatal(err)
 					}
 					if step == 2 {
-						reused, opsReused = reusedTensors.Load()-before, opsTensorsReused.Load()-opsBefore
+						reused, opsReused = md.stats.reusedTensors.Load()-before, md.stats.opsTensorsReused.Load()-opsBefore
 					}
 					ls, js = append(ls, losses), append(js, jac.Data)
 				}
@@ -49,10 +46,10 @@ func TestReusedTensorsMatchFresh(t *testing.T) {
 			freshL, freshJ, none, _ := run(false)
 			reL, reJ, reused, opsReused := run(true)
 			if none != 0 {
-				t.Errorf("ReuseTensors off: %d tensors reused", none)
+				t.Errorf("reuseTensors off: %d tensors reused", none)
 			}
 			if reused == 0 || opsReused == 0 {
-				t.Errorf("third step: %d tensors reused, %d of them made by the ops package's kernels (takeReuse); want some of each", reused, opsReused)
+				t.Errorf("third step: %d tensors reused, %d of them made by the kernels package's kernels (takeReuse); want some of each", reused, opsReused)
 			}
 			for s := range freshL {
 				for k := range freshL[s] {
@@ -99,9 +96,9 @@ func TestBoundParamsKept(t *testing.T) {
 			if err := ref.SetParams(theta); err != nil {
 				t.Fatal(err)
 			}
-			before := boundParamsKept.Load()
+			before := md.stats.boundParamsKept.Load()
 			l1, j1 := eval(md)
-			if kept := boundParamsKept.Load() - before; kept != int64(len(md.params)) {
+			if kept := md.stats.boundParamsKept.Load() - before; kept != int64(len(md.params)) {
 				t.Errorf("second step kept %d of %d parameters bound", kept, len(md.params))
 			}
 			l0, j0 := eval(ref)

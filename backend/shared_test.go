@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/onnxtest"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
@@ -16,12 +18,12 @@ import (
 // bias b read by both Gemms, as PyTorch's export merges them.
 func tiedModel(r *rand.Rand) *importer.Model {
 	nodes := []*onnxpb.NodeProto{
-		mkNode("Gemm", "fc1", []string{"x", "w1", "b"}, []string{"h"}, aInt("transB", 1)),
-		mkNode("Relu", "act", []string{"h"}, []string{"a"}),
-		mkNode("Gemm", "fc2", []string{"a", "w2", "b"}, []string{"y"}, aInt("transB", 1)),
+		onnxtest.Node("Gemm", "fc1", []string{"x", "w1", "b"}, []string{"h"}, onnxtest.AInt("transB", 1)),
+		onnxtest.Node("Relu", "act", []string{"h"}, []string{"a"}),
+		onnxtest.Node("Gemm", "fc2", []string{"a", "w2", "b"}, []string{"y"}, onnxtest.AInt("transB", 1)),
 	}
-	inits := []*importer.Tensor{randF32Tensor(r, "w1", 4, 4), randF32Tensor(r, "w2", 4, 4), importer.NewFloat32("b", []int{4}, make([]float32, 4))}
-	m := graphModel(nodes, inits, map[string][]int64{"x": {-1, 4}}, "y")
+	inits := []*importer.Tensor{onnxtest.RandUniform32(r, "w1", 4, 4), onnxtest.RandUniform32(r, "w2", 4, 4), importer.NewFloat32("b", []int{4}, make([]float32, 4))}
+	m := onnxtest.GraphModel(nodes, inits, map[string][]int64{"x": {-1, 4}}, "y")
 	ir := int64(8)
 	m.Proto.IrVersion = &ir
 	return m
@@ -33,7 +35,7 @@ func tiedModel(r *rand.Rand) *importer.Model {
 func TestUntieOpen(t *testing.T) {
 	r := rand.New(rand.NewSource(12))
 	task := []Task{{Name: "t", Loss: "mse", Output: "y", Target: "yt", Options: map[string]string{}}}
-	batch := map[string]*importer.Tensor{"x": randF32Tensor(r, "x", 3, 4), "yt": randF32Tensor(r, "yt", 3, 4)}
+	batch := map[string]*importer.Tensor{"x": onnxtest.RandUniform32(r, "x", 3, 4), "yt": onnxtest.RandUniform32(r, "yt", 3, 4)}
 
 	m := tiedModel(rand.New(rand.NewSource(1)))
 	tied, err := Open(m, task, Options{})
@@ -67,7 +69,7 @@ func TestUntieOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertClose(t, "y after untie", after["y"], before["y"].Shape, before["y"].Float64s(), 0)
+	onnxtest.AssertClose(t, "y after untie", after["y"], before["y"].Shape, before["y"].Float64s(), 0)
 
 	// The tied gradient of b is the sum of the two untied ones.
 	grad := func(md *Model) map[string][]float32 {
@@ -77,7 +79,7 @@ func TestUntieOpen(t *testing.T) {
 		}
 		out := map[string][]float32{}
 		for _, p := range md.Trainable() {
-			n := numel(p.Shape)
+			n := shape.Numel(p.Shape)
 			out[p.Name] = jac.Row(0)[p.Offset : p.Offset+n]
 		}
 		return out
@@ -103,7 +105,7 @@ func TestUntieOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertClose(t, "ONNX Runtime on the untied file", ort["y"], before["y"].Shape, before["y"].Float64s(), 1e-6)
+	onnxtest.AssertClose(t, "ONNX Runtime on the untied file", ort["y"], before["y"].Shape, before["y"].Float64s(), 1e-6)
 }
 
 // TestUntieTorchExports opens the fresh torchvision ViT and ConvNeXt
@@ -166,8 +168,8 @@ func TestUntieTorchExports(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, o := range []string{"logp_a", "logp_b"} {
-				assertClose(t, o+": ONNX Runtime, untied vs tied file", after[o], before[o].Shape, before[o].Float64s(), 0)
-				assertClose(t, o+": backend untied vs ONNX Runtime", ours[o], before[o].Shape, before[o].Float64s(), 1e-5)
+				onnxtest.AssertClose(t, o+": ONNX Runtime, untied vs tied file", after[o], before[o].Shape, before[o].Float64s(), 0)
+				onnxtest.AssertClose(t, o+": backend untied vs ONNX Runtime", ours[o], before[o].Shape, before[o].Float64s(), 1e-5)
 			}
 			t.Logf("%d shared initializers, %d copies", len(sh), copies)
 		})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
@@ -82,7 +83,7 @@ func maxAbsDiffT(t *testing.T, what string, got, want *importer.Tensor) float64 
 	if got == nil || want == nil {
 		t.Fatalf("%s: missing tensor (got %v, want %v)", what, got != nil, want != nil)
 	}
-	if !equalShape(got.Shape, want.Shape) {
+	if !shape.Equal(got.Shape, want.Shape) {
 		t.Fatalf("%s: shape %v, want %v", what, got.Shape, want.Shape)
 	}
 	g, w := got.Float64s(), want.Float64s()
@@ -259,7 +260,7 @@ func checkTorchFixture(t *testing.T, tf *torchFixture, f64 bool) {
 			if ref == nil {
 				t.Fatalf("fixture has no gradient of task %q for %q", task.Name, p.Name)
 			}
-			if !equalShape(ref.Shape, p.Shape) {
+			if !shape.Equal(ref.Shape, p.Shape) {
 				t.Fatalf("gradient %s/%s: fixture shape %v, parameter shape %v", task.Name, p.Name, ref.Shape, p.Shape)
 			}
 			r := ref.Float64s()

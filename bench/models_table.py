@@ -75,11 +75,11 @@ VMATH_MOVES = r"PlusZero32|plusZeroAVX2|Deinterleave32Rows|Interleave32Rows|dein
 # buffer pool).
 BACKEND_COPIES = (r"valueFloatsInto|readInputsInto|\(\*move32\)|\(\*transposeArgs\)|transposeRows|transposeLast2|"
                   r"shuffle(Slice)?(Fwd|Bwd)")
-BACKEND_ALLOCS = r"makeValue|makeValue32|\(\*f64Scratch\)|\(\*bufPool\)|outBuf32For"
+BACKEND_ALLOCS = r"MakeValue|makeValue32|\(\*F64Scratch\)|\(\*bufPool\)|outBuf32For"
 
 # Innermost functions that are not arithmetic: the Go runtime, the worker
 # pool, the executor's buffer pool (allocation: backend.(*bufPool)), and
-# backend code that converts, copies or clears (ops.trimWeights,
+# backend code that converts, copies or clears (kernels.trimWeights,
 # trimInto and spreadWeights move a trimmed convolution's taps between the
 # whole kernel and the smaller one; Transpose's walks, the channel shuffle's
 # plane copies and vmath.PlusZero32, the gradient copies of the data
@@ -93,9 +93,9 @@ BACKEND_ALLOCS = r"makeValue|makeValue32|\(\*f64Scratch\)|\(\*bufPool\)|outBuf32
 # GODEBUG=asyncpreemptoff=1 its share, a fifth of a transformer block's
 # step at load 17, moves to the kernels and the total stays the same).
 OVERHEAD = re.compile(r"^(runtime\.(?!asyncPreempt)|internal/runtime|sync\.|.*internal/par\.|"
-                      r".*backend\.(readF32|" + BACKEND_COPIES + "|" + BACKEND_ALLOCS + r")|"
+                      r".*backend(/internal/(graph|onnxops))?\.(readF32|" + BACKEND_COPIES + "|" + BACKEND_ALLOCS + r")|"
                       r".*backend/internal/gemm\.TransposeRows|"
-                      r".*backend/ops\.(ClearPar|" + OPS_MOVES + r")\b|"
+                      r".*backend/internal/kernels\.(ClearPar|" + OPS_MOVES + r")\b|"
                       r".*backend/internal/vmath\.(" + VMATH_MOVES + r")\b|.*hugepages\.)")
 
 
@@ -133,14 +133,14 @@ KINDS = ("allocation", "clearing", "copying", "scheduling", "other")
 ALLOC_FRAME = re.compile(r"^runtime\.(mallocgc|newobject|makeslice|growslice|makemap|makechan|gcBgMarkWorker|"
                          r"gcAssistAlloc|gcDrain|gcStart|gcMarkDone|gcMarkTermination|bgsweep|bgscavenge|sweepone|"
                          r"markroot|scanobject|scanObject|mProf|(\(\*mheap\)|\(\*mcache\)|\(\*mcentral\))\.)|"
-                         r".*backend\.(" + BACKEND_ALLOCS + r")|.*hugepages\.")
+                         r".*backend(/internal/graph)?\.(" + BACKEND_ALLOCS + r")|.*hugepages\.")
 SCHED_FRAME = re.compile(r"^(runtime\.(futex|schedule|findRunnable|park_m|mcall|stopm|startm|wakep|notesleep|"
                          r"notewakeup|ready|goready|lock2|unlock2|osyield|procyield|usleep|runqgrab|gopark|"
                          r"chansend|chanrecv|closechan|selectgo|semacquire|semrelease|sysmon)|sync\.|.*internal/par\.)")
-CLEAR_LEAF = re.compile(r"^(runtime\.memclr|.*backend/ops\.ClearPar)")
+CLEAR_LEAF = re.compile(r"^(runtime\.memclr|.*backend/internal/kernels\.ClearPar)")
 COPY_LEAF = re.compile(r"^(runtime\.(memmove|typedmemmove|typedslicecopy|wbMove|bulkBarrierPreWrite)|"
-                       r".*backend\.(" + BACKEND_COPIES + r")|.*backend/internal/gemm\.(TransposeRows|transpose8)|"
-                       r".*backend/ops\.(" + OPS_MOVES + r")\b|"
+                       r".*backend/internal/(graph|onnxops)\.(" + BACKEND_COPIES + r")|.*backend/internal/gemm\.(TransposeRows|transpose8)|"
+                       r".*backend/internal/kernels\.(" + OPS_MOVES + r")\b|"
                        r".*backend/internal/vmath\.(" + VMATH_MOVES + r")\b)")
 
 

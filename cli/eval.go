@@ -20,9 +20,10 @@ of the same names (--map input=array to rename); task targets from the arrays
 the tasks name. Losses are the batch means averaged over batches weighted by
 batch size, and so are the task gradients, from which g(θ) = min over the
 simplex of |Σ ω_i ∇ℓ_i|² is computed (0 on the Pareto set). Tasks with
-metrics get them pooled over every evaluated pixel (nll/ce: miou and pixel_acc,
-or accuracy per example; depth_l1: abs_err, rel_err; normal_cos: angle_mean,
-angle_median, within_11.25, within_22.5, within_30; "metrics" in --json).
+metrics get them pooled over every evaluated pixel ("metrics" in --json; by
+loss kind, as paretonav losses lists them):
+
+` + metricsByKind() + `
 
 --grad-out writes the gradients as an NPZ: array "TASK/INITIALIZER" is the
 gradient of that task's mean loss with respect to that trainable initializer

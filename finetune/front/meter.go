@@ -2,6 +2,7 @@ package front
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune/metrics"
@@ -15,11 +16,13 @@ type Outputer interface {
 }
 
 // Meter accumulates the task metrics of package metrics over the batches
-// of one evaluation, pooled over every pixel: for nll and ce tasks with
+// of one evaluation, pooled over every pixel, by the metric family of each
+// task's loss kind (backend.LossKind.Metrics): for classes (nll, ce) with
 // per-pixel targets ([N, C, d...] outputs) "miou" and "pixel_acc", with
-// per-example targets ([N, C]) "accuracy"; for depth_l1 "abs_err" and
-// "rel_err"; for normal_cos the angle metrics. Tasks of other loss kinds
-// have none. The zero Meter is not usable: use NewMeter.
+// per-example targets ([N, C]) "accuracy"; for depth (depth_l1) "abs_err"
+// and "rel_err"; for normals (normal_cos) the angle metrics. Tasks of
+// kinds without a family have none. The zero Meter is not usable: use
+// NewMeter.
 type Meter struct {
 	tasks []backend.Task
 	conf  []*metrics.Confusion // per task, created at the first batch
@@ -29,10 +32,29 @@ type Meter struct {
 	outs  []string
 }
 
-// HasMetrics reports whether task t has metrics (its loss is nll, ce,
-// depth_l1 or normal_cos).
-func HasMetrics(t backend.Task) bool {
-	return IsClassification(t) || t.Loss == "depth_l1" || t.Loss == "normal_cos"
+// HasMetrics reports whether task t has metrics (its loss kind has a
+// metric family: nll, ce, depth_l1, normal_cos).
+func HasMetrics(t backend.Task) bool { return metricsOf(t) != "" }
+
+// MetricsDoc says which metrics a Meter reports for a task whose loss
+// kind has metric family family (backend.LossKind.Metrics), as the
+// command-line reference lists them; "" for a family it does not know.
+func MetricsDoc(family string) string {
+	switch family {
+	case backend.MetricsClasses:
+		return metrics.MIoU + " and " + metrics.PixelAcc + ", or " + metrics.Accuracy + " per example"
+	case backend.MetricsDepth:
+		return metrics.AbsErr + ", " + metrics.RelErr
+	case backend.MetricsNormals:
+		return strings.Join([]string{metrics.AngleMean, metrics.AngleMedian, metrics.Within11, metrics.Within22, metrics.Within30}, ", ")
+	}
+	return ""
+}
+
+// metricsOf is the metric family of t's loss kind.
+func metricsOf(t backend.Task) string {
+	k, _ := backend.Loss(t.Loss)
+	return k.Metrics
 }
 
 // NewMeter returns a Meter for tasks.
@@ -41,10 +63,10 @@ func NewMeter(tasks []backend.Task) *Meter {
 		depth: make([]*metrics.Depth, len(tasks)), norm: make([]*metrics.Normals, len(tasks))}
 	seen := map[string]bool{}
 	for k, t := range tasks {
-		switch t.Loss {
-		case "depth_l1":
+		switch metricsOf(t) {
+		case backend.MetricsDepth:
 			m.depth[k] = &metrics.Depth{}
-		case "normal_cos":
+		case backend.MetricsNormals:
 			m.norm[k] = &metrics.Normals{}
 		}
 		if HasMetrics(t) && !seen[t.Output] {
@@ -109,7 +131,7 @@ func (m *Meter) add(k int, t backend.Task, out, target *importer.Tensor) error {
 			return fmt.Errorf("output %q has %d classes, earlier batches %d", t.Output, C, m.conf[k].C)
 		}
 		return m.conf[k].AddScores(out.Float64s(), target.Float64s(), N, inner, t.IgnoreIndex)
-	case t.Loss == "depth_l1":
+	case metricsOf(t) == backend.MetricsDepth:
 		return m.depth[k].Add(out.Float64s(), target.Float64s())
 	default:
 		return m.norm[k].Add(out.Float64s(), target.Float64s(), N, C, inner)

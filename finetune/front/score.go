@@ -21,9 +21,9 @@ type Classifier interface {
 	Outputs(b map[string]*importer.Tensor, names ...string) (map[string]*importer.Tensor, error)
 }
 
-// IsClassification reports whether task t has an accuracy: loss nll or
-// ce, whose output's second axis holds the classes.
-func IsClassification(t backend.Task) bool { return t.Loss == "nll" || t.Loss == "ce" }
+// IsClassification reports whether task t has an accuracy: its loss kind's
+// metrics are classes (nll, ce), its output's second axis holding them.
+func IsClassification(t backend.Task) bool { return metricsOf(t) == backend.MetricsClasses }
 
 // Score returns md's task losses and accuracies over data, in file order,
 // batchSize examples at a time, each batch weighted by its size. The

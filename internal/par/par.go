@@ -1,6 +1,6 @@
 // Package par runs the chunks of a loop on a fixed set of worker
 // goroutines that live as long as the process, shared by the backend's
-// kernels (backend, backend/ops, backend/internal/gemm) and png's column
+// kernels (backend, backend/internal/kernels, backend/internal/gemm) and png's column
 // loops over the Jacobian.
 //
 // Starting goroutines for every parallel loop, as the kernels did, costs a
@@ -39,7 +39,7 @@ import (
 // gaps are longer than 20 µs. It is a time, not a share of the cores: every idle worker spins at most
 // this long after its last chunk, however many there are. What it costs is
 // bounded by the loops that post work: kernels give a chunk to a worker
-// only for enough work to outweigh the hand-over (ops' minChunkWork and,
+// only for enough work to outweigh the hand-over (the kernels' minChunkWork and,
 // for loops of matrix products, minProductWork; backend's elemChunk;
 // gemm's parallelMin), so a run of tiny ops leaves the workers asleep
 // rather than spinning after each one.

@@ -2,24 +2,54 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 __all__ = ["Task", "LOSSES", "as_tasks", "check_criterion"]
 
-#: The loss kinds the binary knows, with the target each expects.
-LOSSES: Dict[str, str] = {
-    "nll": "class labels (int64) for log-probabilities [N,C] or [N,C,H,W]",
-    "ce": "class labels (int64) for logits [N,C] or [N,C,H,W]",
-    "mse": "an array of the output's shape",
-    "l1": "an array of the output's shape",
-    "depth_l1": "a depth map of the output's shape (0 = no depth)",
-    "normal_cos": "unit normals of the output's shape (0 = no normal)",
-    "output": "no target: the output already is the scalar loss",
-}
-_OPTIONS = {"nll": ("ignore_index",), "ce": ("ignore_index",)}
+
+
+@functools.lru_cache(maxsize=None)
+def _kinds() -> Dict[str, Dict[str, Any]]:
+    """The binary's loss kinds by name (``paretonav losses --json``): its
+    registry is the one description of each kind, read once a process."""
+    from ._run import run_json
+
+    answer, _ = run_json(["losses", "--json"])
+    return {k["name"]: k for k in answer["losses"]}
+
+
+class _Losses(Mapping[str, str]):
+    """The loss kinds the binary knows, each with what its target array
+    holds, read from the binary on first use."""
+
+    def __getitem__(self, name: str) -> str:
+        return str(_kinds()[name]["target"])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_kinds())
+
+    def __len__(self) -> int:
+        return len(_kinds())
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+#: The loss kinds the binary knows, with the target each expects
+#: (``paretonav losses`` lists them with their options and metrics).
+LOSSES: Mapping[str, str] = _Losses()
+
+
+def _option_keys(loss: str) -> List[str]:
+    """The options loss kind ``loss`` accepts (all integers)."""
+    kind = _kinds().get(loss)
+    return [o["key"] for o in kind["options"]] if kind else []
+
+
 _BAD_NAME = re.compile(r"[\s()+\-*/,:]")
 
 
@@ -60,25 +90,25 @@ class Task:
         if not isinstance(self.name, str) or not self.name or _BAD_NAME.search(self.name):
             raise ValueError("%s: name %s must be non-empty and contain no spaces, operators or commas"
                              % (where, _q(self.name)))
-        if self.loss not in LOSSES:
-            raise ValueError("%s: unknown loss %s (known: %s)" % (where, _q(self.loss), ", ".join(sorted(LOSSES))))
+        if self.loss not in _kinds():
+            raise ValueError("%s: unknown loss %s (known: %s)" % (where, _q(self.loss), ", ".join(sorted(_kinds()))))
         if not self.output or ":" in str(self.output):
             raise ValueError("%s: the ONNX output is missing" % where if not self.output else
                              "%s: output %s may not contain ':'" % (where, _q(self.output)))
-        if self.loss == "output":
+        if not _kinds()[self.loss]["needs_target"]:
             if self.target not in (None, "", "-"):
-                raise ValueError("%s: loss \"output\" takes no target (got %s)" % (where, _q(self.target)))
+                raise ValueError("%s: loss %s takes no target (got %s)" % (where, _q(self.loss), _q(self.target)))
         elif not self.target:
             raise ValueError("%s: loss %s needs a target array" % (where, _q(self.loss)))
         elif ":" in str(self.target):
             raise ValueError("%s: target %s may not contain ':'" % (where, _q(self.target)))
+        accepted = _option_keys(self.loss)
         for k, v in self.options.items():
-            accepted = _OPTIONS.get(self.loss, ())
             if k not in accepted:
                 raise ValueError("%s: loss %s takes no option %s (accepted: [%s])"
                                  % (where, _q(self.loss), _q(k), " ".join(accepted)))
-            if k == "ignore_index" and (isinstance(v, bool) or not isinstance(v, int)):
-                raise ValueError("%s: ignore_index %s is not an integer" % (where, _q(v)))
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError("%s: %s %s is not an integer" % (where, k, _q(v)))
 
     @classmethod
     def parse(cls, spec: str) -> "Task":
@@ -93,11 +123,11 @@ class Task:
                 k, sep, v = kv.partition("=")
                 if not sep or not k:
                     raise ValueError("task %s: option %s is not key=value" % (_q(spec), _q(kv)))
-                if k == "ignore_index":
+                if k in _option_keys(parts[1]):
                     try:
                         opts[k] = int(v)
                     except ValueError:
-                        raise ValueError("task %s: ignore_index %s is not an integer" % (_q(spec), _q(v))) from None
+                        raise ValueError("task %s: %s %s is not an integer" % (_q(spec), k, _q(v))) from None
                 else:
                     opts[k] = v
         target = parts[3] if parts[3] not in ("", "-") else None
@@ -117,7 +147,7 @@ class Task:
     @property
     def integer_target(self) -> bool:
         """Whether the target holds class labels."""
-        return self.loss in ("nll", "ce")
+        return bool(_kinds()[self.loss]["integer_target"])
 
 
 def as_tasks(tasks: Union[str, Task, Iterable[Union[str, Task]]], what: str = "tasks") -> List[Task]:

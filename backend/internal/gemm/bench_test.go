@@ -178,7 +178,7 @@ func BenchmarkDirectFar(b *testing.B) {
 // im2col bands), one of 128-channel inputs, and one of 128 columns (where
 // a is packed).
 func BenchmarkDirectA(b *testing.B) {
-	defer func(v bool, n int) { DirectA, directAMaxN = v, n }(DirectA, directAMaxN)
+	defer func(v bool, n int) { useDirectA, directAMaxN = v, n }(useDirectA, directAMaxN)
 	for _, s := range []struct{ m, n, k int }{{576, 64, 6144}, {576, 64, 6912}, {1152, 64, 1536}, {576, 128, 6144}} {
 		a, bb, c := make([]float32, s.m*s.k), make([]float32, s.k*s.n), make([]float32, s.m*s.n)
 		for i := range a {
@@ -189,7 +189,7 @@ func BenchmarkDirectA(b *testing.B) {
 		}
 		for _, on := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%dx%dx%d/inplace=%v", s.m, s.n, s.k, on), func(b *testing.B) {
-				DirectA, directAMaxN = on, 128
+				useDirectA, directAMaxN = on, 128
 				for b.Loop() {
 					Sgemm(false, true, s.m, s.n, s.k, 1, a, s.k, bb, s.k, 1, c, s.n)
 				}

@@ -97,7 +97,7 @@ var (
 	dotMinRatio = 2
 )
 
-// DirectA enables reading a in place (kernel.directA) for products of at
+// useDirectA enables reading a in place (kernel.directA) for products of at
 // most directAMaxN columns; tests turn it off to compare. Rows that do not
 // fill a whole panel (512 filters are 85 panels of 6 and 2 rows) are
 // packed, the whole panels read in place: MTAN's 512-filter 3×3 layers
@@ -108,7 +108,7 @@ var (
 // 576×128×6144 171 → 181; the 3×3 weight gradients on MTAN's large planes
 // 8–14% faster on two cores, BenchmarkConvGradW).
 var (
-	DirectA     = true
+	useDirectA  = true
 	directAMaxN = 128
 )
 
@@ -120,10 +120,10 @@ var (
 // 1040 values apart).
 const aliasRow = 1024
 
-// Wide enables the micro-kernels' 2·mr-row variants (kernel.fn2) for
+// useWide enables the micro-kernels' 2·mr-row variants (kernel.fn2) for
 // whole tiles; tests turn it off to compare. The 12×32 AVX-512 kernel ran
 // hot in L1 at 225 against 200 GFLOP/s for the 6×32 one on one core.
-var Wide = true
+var useWide = true
 
 // Products with m ≤ directMaxM and an untransposed b read full-width
 // panels of b in place instead of packing them (kernel.direct). With the
@@ -232,7 +232,7 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // scales by alpha), whole panels of mr rows, at most directAMaxN columns,
 // and b not itself read in place.
 func aInPlace(kr *kernel, transA, transB bool, m, n int, alpha float32) bool {
-	return kr.directA != nil && DirectA && !transA && alpha == 1 && m%kr.mr == 0 && n <= directAMaxN && !bInPlace(kr, transB, m)
+	return kr.directA != nil && useDirectA && !transA && alpha == 1 && m%kr.mr == 0 && n <= directAMaxN && !bInPlace(kr, transB, m)
 }
 
 // bInPlace reports whether blocked reads an untransposed b's full-width
@@ -517,7 +517,7 @@ func blocked(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []fl
 	// a or b read in place instead of packed (never a for cᵀ).
 	inPlaceA := !transC && aInPlace(kr, transA, transB, m, n, alpha)
 	direct := bInPlace(kr, transB, m)
-	wide := Wide && kr.fn2 != nil && (kr.direct == nil || kr.direct2 != nil) && (kr.directA == nil || kr.directA2 != nil)
+	wide := useWide && kr.fn2 != nil && (kr.direct == nil || kr.direct2 != nil) && (kr.directA == nil || kr.directA2 != nil)
 	for jc := 0; jc < n; jc += blockN {
 		nc := min(blockN, n-jc)
 		for pc := 0; pc < k; pc += blockK {

@@ -335,8 +335,8 @@ func TestDirectAMatchesPacked(t *testing.T) {
 				c0[i] = float32(rng.NormFloat64())
 			}
 			run := func(on bool) []float32 {
-				defer func(v bool, d int) { DirectA, dotMaxB = v, d }(DirectA, dotMaxB)
-				DirectA, dotMaxB = on, 0 // both through blocked, not the dot products
+				defer func(v bool, d int) { useDirectA, dotMaxB = v, d }(useDirectA, dotMaxB)
+				useDirectA, dotMaxB = on, 0 // both through blocked, not the dot products
 				c := append([]float32{}, c0...)
 				Sgemm(false, s.tB, s.m, s.n, s.k, 1, a, lda, b, ldb, s.beta, c, s.n)
 				return c
@@ -403,8 +403,8 @@ func TestWideMatchesNarrow(t *testing.T) {
 				}
 			}
 			run := func(on bool) []float32 {
-				defer func(v bool) { Wide = v }(Wide)
-				Wide = on
+				defer func(v bool) { useWide = v }(useWide)
+				useWide = on
 				c := append([]float32{}, c0...)
 				Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, b, ldb, s.beta, c, s.n)
 				return c

@@ -54,7 +54,7 @@ func rowsBlocked(kr *kernel, m, n, k int, a []float32, lda int, b []float32, bof
 	if ldc >= farRow {
 		pfc = kr.farC
 	}
-	wide := Wide && kr.rows2 != nil
+	wide := useWide && kr.rows2 != nil
 	for jc := 0; jc < n; jc += blockN {
 		nc := min(blockN, n-jc)
 		for pc := 0; pc < k; pc += blockK {

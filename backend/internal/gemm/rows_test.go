@@ -57,8 +57,8 @@ func testSgemmRows(t *testing.T) {
 				name += " (6-row kernel)"
 			}
 			t.Run(name, func(t *testing.T) {
-				defer func(w bool) { Wide = w }(Wide)
-				Wide = wide
+				defer func(w bool) { useWide = w }(useWide)
+				useWide = wide
 				lda, ldc := c.k+2, c.n+3
 				boff := make([]int, c.k)
 				for l := range boff {

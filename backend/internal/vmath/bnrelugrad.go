@@ -3,7 +3,7 @@ package vmath
 import "math"
 
 // BNReluGradRow32 runs one row of the fused BatchNorm+Relu gradient
-// (backend/ops' BatchNormReluGrads): with g_k = gy_k·[a·x_k + cf > 0] (the
+// (backend/internal/kernels' BatchNormReluGrads): with g_k = gy_k·[a·x_k + cf > 0] (the
 // Relu's factor 1 or 0 multiplied in, so that an infinite or NaN gy times
 // 0 gives NaN), it writes d_k = a·g_k + b when d is not nil (len(x)) and
 // returns Σ g_k·(x_k − m) and Σ g_k, each summed as four partial sums

@@ -119,6 +119,36 @@ var importRules = []importRule{
 		forbid: []string{"cli/..."},
 		why:    "reference models and data sets are libraries the command line uses, not the other way round",
 	},
+	// Inside backend, each floor imports only the floors below it: the
+	// model (backend) over the op lowerings (onnxops) and the loss heads
+	// (loss), over the graph builder and registry (graph), over the
+	// kernels (kernels, gemm, vmath); rewrite, shape and parallel are
+	// leaves any floor may use (docs/design.md, section 3).
+	{
+		from:   []string{"backend/internal/kernels", "backend/internal/gemm", "backend/internal/vmath", "backend/internal/cpu", "backend/internal/wrap"},
+		forbid: []string{"backend", "backend/internal/graph", "backend/internal/onnxops", "backend/internal/loss", "backend/internal/rewrite", "backend/internal/onnxtest"},
+		why:    "the kernels are numeric code on slices and Gorgonia's op interface: the graph, its lowerings, the losses and the model build on them, never the reverse",
+	},
+	{
+		from:   []string{"backend/internal/shape", "backend/internal/parallel", "backend/internal/rewrite"},
+		forbid: []string{"backend/..."},
+		why:    "shape arithmetic, loop splitting and the graph rewrites (which see the ONNX graph alone, before anything is lowered) are leaves every floor of backend may use",
+	},
+	{
+		from:   []string{"backend/internal/graph"},
+		forbid: []string{"backend", "backend/internal/onnxops", "backend/internal/loss", "backend/internal/onnxtest"},
+		why:    "the graph builder, its values and its registry know no op family, no loss kind and no model: those register with it or drive it",
+	},
+	{
+		from:   []string{"backend/internal/onnxops", "backend/internal/loss"},
+		forbid: []string{"backend", "backend/internal/onnxops", "backend/internal/loss", "backend/internal/onnxtest"},
+		why:    "an op lowering and a loss head build on the graph and the kernels; neither knows the other or the model that assembles them",
+	},
+	{
+		from:   []string{"..."},
+		forbid: []string{"backend/internal/onnxtest"},
+		why:    "onnxtest builds models for tests: only test files import it",
+	},
 	{
 		from:   []string{"internal/..."},
 		except: []string{"internal/testkit/..."},
@@ -238,7 +268,7 @@ func TestViolationsFindsBreaks(t *testing.T) {
 		pkg("png/criterion", "!os"),
 		pkg("png", "importer"),
 		pkg("importer", "backend"),
-		pkg("backend/ops", "finetune"),
+		pkg("backend/internal/kernels", "finetune"),
 		pkg("format/npz", "cli"),
 		pkg("format/npz", "backend"),
 		pkg("importer", "format/npz"),
@@ -253,6 +283,14 @@ func TestViolationsFindsBreaks(t *testing.T) {
 		pkg("models/datasets", "cli"),
 		pkg("internal/atomicfile", "importer"),
 		{ImportPath: modulePath + "/models", XTestImports: []string{"gorgonia.org/tensor"}},
+		pkg("backend/internal/kernels", "backend/internal/graph"),
+		pkg("backend/internal/gemm", "backend"),
+		pkg("backend/internal/rewrite", "backend/internal/graph"),
+		pkg("backend/internal/shape", "backend/internal/kernels"),
+		pkg("backend/internal/graph", "backend/internal/onnxops"),
+		pkg("backend/internal/onnxops", "backend/internal/loss"),
+		pkg("backend/internal/loss", "backend"),
+		pkg("backend", "backend/internal/onnxtest"),
 	}
 	for _, p := range bad {
 		if v := violations([]listedPackage{p}, importRules); len(v) == 0 {
@@ -271,6 +309,10 @@ func TestViolationsFindsBreaks(t *testing.T) {
 		pkg("cli", "bench"),
 		pkg("internal/testkit/interop", "internal/testkit/ortcheck", "backend", "batch"),
 		{ImportPath: modulePath + "/backend", TestImports: []string{modulePath + "/internal/testkit/ortcheck"}},
+		pkg("backend", "backend/internal/onnxops", "backend/internal/loss", "backend/internal/graph"),
+		pkg("backend/internal/onnxops", "backend/internal/graph", "backend/internal/kernels", "backend/internal/rewrite"),
+		pkg("backend/internal/kernels", "backend/internal/gemm", "backend/internal/vmath"),
+		{ImportPath: modulePath + "/backend/internal/onnxops", TestImports: []string{modulePath + "/backend/internal/onnxtest"}},
 	}
 	for _, p := range good {
 		if v := violations([]listedPackage{p}, importRules); len(v) != 0 {
