@@ -78,6 +78,9 @@ def test_row(name, cells, metrics, ref):
             out += " – |"
             continue
         diff = t["t"]  # t on ref − this row: positive means ref's value is larger
+        if not diff:  # 0 (every pair equal, e.g. both hypervolumes 0) or null
+            out += f" p = {t['p']:.2g} (equal) |"
+            continue
         better = (diff > 0) == HIGHER[m]
         out += f" p = {t['p']:.2g} ({ref if better else name} better) |"
     return out
