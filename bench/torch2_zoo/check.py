@@ -9,9 +9,9 @@ torchvision 0.29.2, timm 1.0.31, onnxscript 0.7.2, onnx 1.23.2, onnxruntime
 
     go build -o /tmp/zoo/paretonav .
     PARETONAV_BINARY=/tmp/zoo/paretonav PYTHONPATH=$PWD/python nohup \\
-        /work/venv-torch2/bin/python bench/torch2_zoo/check.py run --out /tmp/zoo/out \\
+        VENV/bin/python bench/torch2_zoo/check.py run --out /tmp/zoo/out \\
         > /tmp/zoo/run.log 2>&1 &
-    /work/venv-torch2/bin/python bench/torch2_zoo/check.py table /tmp/zoo/out/results.jsonl
+    VENV/bin/python bench/torch2_zoo/check.py table /tmp/zoo/out/results.jsonl
 
 `run` checks the models one by one, each model × exporter in its own
 process with a time limit (--timeout, default 1800 s), and appends one JSON

@@ -6,7 +6,7 @@ use (float64 reference losses and gradients, ONNX Runtime cross-check).
 Regenerate from the repo root with the system Python (torch 1.13,
 torchvision 0.14, onnx 1.12):
 
-    PARETONAV_ORT_DIR=/work/ort/node_modules /usr/bin/python3 backend/testdata/torch/make_transformer_fixtures.py
+    PARETONAV_ORT_DIR=$PWD/.tools/ort/node_modules /usr/bin/python3 backend/testdata/torch/make_transformer_fixtures.py
 
 It writes, beside this script:
 
