@@ -21,8 +21,8 @@ from . import data as _data
 from ._run import ParetonavWarning, read_log, run_json
 from ._types import JSON, Array, Data, Model, PathArg, Records, Strings, TaskSpecs
 from .errors import MappingError
-from .statedict import (_TORCH_KIND, StateDictMapping, _identity_aliases, _metadata, _optimizer_rewritten,
-                        map_state_dict, onnx_values, to_key_layout)
+from .statedict import (_TORCH_KIND, StateDictMapping, _folded_from_raw, _identity_aliases, _metadata,
+                        _optimizer_rewritten, map_state_dict, onnx_values, to_key_layout)
 from .tasks import Task, as_tasks, check_criterion
 
 if TYPE_CHECKING:
@@ -631,6 +631,7 @@ def untrained(module: "torch.nn.Module", onnx_path: PathArg) -> Dict[str, str]:
                 kind[v.name] = k
     optimized = _optimized_file(onnx_path, mapping, g)
     held = {key: mapping.initializer[n] for n, key in mapping.items()}
+    folded = _folded_from_raw(g, inits) if kind else {}
     aliases = _aliases(module)
     out: Dict[str, str] = {}
     for key, p in module.named_parameters():
@@ -647,6 +648,15 @@ def untrained(module: "torch.nn.Module", onnx_path: PathArg) -> Dict[str, str]:
         elif kind.get(init, "PARAMETER") != "PARAMETER":
             out[key] = "the file marks its initializer %s a %s (InputSpec.kind), which is not trained" % (
                 init, kind[init].lower().replace("_", " "))
+        elif init in folded and not any("." in src or kind.get(src) == "PARAMETER" for src in folded[init]):
+            # The binary's rule (importer.Model.NotParameters): a folded
+            # tensor is a parameter's copy when one of its sources is a
+            # PARAMETER initializer or a dotted state_dict key; a top-level
+            # parameter has no dot and reads as an exporter constant.
+            out[key] = ("torch.onnx.export's optimizer folded it into %s (from %s), which the binary takes for a "
+                        "constant and does not train: a parameter of the top-level module has no dot in its name, "
+                        "as the exporter's own constants do not; move it into a submodule or export with "
+                        "optimize=False" % (init, ", ".join(folded[init])))
     return out
 
 

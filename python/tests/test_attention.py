@@ -449,6 +449,45 @@ def test_zero_bias_dropped_by_optimizer_named(torch, binary, tmp_path):
         paretonav.load_weights(m, r.paths["out"])
 
 
+def test_top_level_parameter_folded_by_optimizer_named(torch, binary, tmp_path):
+    """A parameter of the top-level module (no dot in its name) that the optimizer folds into a reshaped copy
+    reads, to the binary, as one of the exporter's constants and is not trained: untrained() names it, and the
+    same parameter in a submodule is trained."""
+    need_torch2(torch)
+    nn, F = torch.nn, torch.nn.functional
+
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gamma = nn.Parameter(torch.rand(8) + 0.5)
+
+    class TopLevel(nn.Module):
+        def __init__(self, nested):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            if nested:
+                self.ls = Scale()
+            else:
+                self.gamma = nn.Parameter(torch.rand(8) + 0.5)
+            self.a = nn.Linear(8, 3)
+            self.b = nn.Linear(8, 1)
+
+        def forward(self, x):
+            g = self.ls.gamma if hasattr(self, "ls") else self.gamma
+            h = (self.conv(x) * g.view(1, -1, 1, 1)).mean((2, 3))
+            return F.log_softmax(self.a(h), -1), self.b(h)
+
+    data = attention_data(torch)
+    for nested, want in ((False, ["gamma"]), (True, [])):
+        torch.manual_seed(17)
+        m = TopLevel(nested)
+        path = dynamo_optimized(torch, m, data["x"][:2], str(tmp_path / ("n%d.onnx" % nested)))
+        left = paretonav.untrained(m, path)
+        assert list(left) == want, left
+        if want:
+            assert "top-level module" in left["gamma"], left
+
+
 def test_every_parameter_of_a_plain_module_trains(torch, tmp_path):
     """untrained() is empty for the package's own export of a module that caches nothing."""
     torch.manual_seed(16)
