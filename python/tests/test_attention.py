@@ -435,7 +435,9 @@ def test_zero_bias_dropped_by_optimizer_named(torch, binary, tmp_path):
     data = attention_data(torch)
     path = dynamo_optimized(torch, m, data["x"][:2], str(tmp_path / "opt.onnx"))
     left = paretonav.untrained(m, path)
-    assert list(left) == ["b.bias"] and "folded it away" in left["b.bias"], left
+    # gamma, a parameter of the top-level module folded into a reshaped copy, is named too
+    # (test_top_level_parameter_folded_by_optimizer_named)
+    assert sorted(left) == ["b.bias", "gamma"] and "folded it away" in left["b.bias"], left
     r = paretonav.tune(path, data=data, tasks=TASKS, criterion="a+b", steps=3, out=str(tmp_path / "t.onnx"),
                        progress=False)
     for strict in (True, False):  # the file computes with the zeros the module holds: exact either way
