@@ -47,6 +47,33 @@ const (
 	fieldNodeMeta   = protowire.Number(9)
 )
 
+// graphValueMeta returns the metadata_props of every graph input and
+// value_info of g that has some, by name, and whether any carries the
+// dynamo exporter's InputSpec.kind (the file is a dynamo export).
+func graphValueMeta(g *onnxpb.GraphProto) (map[string]map[string]string, bool) {
+	meta := map[string]map[string]string{}
+	dynamo := false
+	for _, vis := range [][]*onnxpb.ValueInfoProto{g.Input, g.ValueInfo} {
+		for _, vi := range vis {
+			if md := valueInfoMeta(vi); md != nil {
+				meta[vi.GetName()] = md
+				_, k := md[torchKindKey]
+				dynamo = dynamo || k
+			}
+		}
+	}
+	return meta, dynamo
+}
+
+// floatTensor reports whether t holds floating-point values.
+func floatTensor(t *onnxpb.TensorProto) bool {
+	switch DataType(t.GetDataType()) {
+	case Float32, Float64, Float16, onnxpb.TensorProto_BFLOAT16:
+		return true
+	}
+	return false
+}
+
 // valueInfoMeta returns the metadata_props of a ValueInfoProto.
 func valueInfoMeta(vi *onnxpb.ValueInfoProto) map[string]string {
 	return metadataProps(vi, fieldVIMeta)
@@ -104,21 +131,14 @@ func (m *Model) NotParameters() map[string]string {
 	if g == nil {
 		return nil
 	}
-	inits := map[string]bool{}
-	for _, t := range g.Initializer {
-		inits[t.GetName()] = true
-	}
+	all, _ := graphValueMeta(g)
 	meta := map[string]map[string]string{}
 	dynamo := false
-	for _, vis := range [][]*onnxpb.ValueInfoProto{g.Input, g.ValueInfo} {
-		for _, vi := range vis {
-			if inits[vi.GetName()] {
-				if md := valueInfoMeta(vi); md != nil {
-					meta[vi.GetName()] = md
-					_, k := md[torchKindKey]
-					dynamo = dynamo || k
-				}
-			}
+	for _, t := range g.Initializer {
+		if md, ok := all[t.GetName()]; ok {
+			meta[t.GetName()] = md
+			_, k := md[torchKindKey]
+			dynamo = dynamo || k
 		}
 	}
 	out := map[string]string{}
@@ -215,23 +235,11 @@ func (m *Model) OptimizerRewritten() map[string]string {
 	}
 	float := map[string]bool{}
 	for _, t := range g.Initializer {
-		switch DataType(t.GetDataType()) {
-		case Float32, Float64, Float16, onnxpb.TensorProto_BFLOAT16:
+		if floatTensor(t) {
 			float[t.GetName()] = true
 		}
 	}
-	meta := map[string]map[string]string{}
-	dynamo := false
-	for _, vis := range [][]*onnxpb.ValueInfoProto{g.Input, g.ValueInfo} {
-		for _, vi := range vis {
-			if md := valueInfoMeta(vi); md != nil {
-				meta[vi.GetName()] = md
-				if _, ok := md[torchKindKey]; ok {
-					dynamo = true
-				}
-			}
-		}
-	}
+	meta, dynamo := graphValueMeta(g)
 	// What a fused BatchNorm leaves: a Conv's weight or bias.
 	convParam := map[string]bool{}
 	for _, n := range g.Node {
@@ -302,23 +310,10 @@ func (m *Model) LiftedConstants() []LiftedConstant {
 	if g == nil {
 		return nil
 	}
-	kinds := map[string]string{}
-	for _, vis := range [][]*onnxpb.ValueInfoProto{g.Input, g.ValueInfo} {
-		for _, vi := range vis {
-			if md := valueInfoMeta(vi); md != nil {
-				if k, ok := md[torchKindKey]; ok {
-					kinds[vi.GetName()] = k
-				}
-			}
-		}
-	}
+	meta, _ := graphValueMeta(g)
 	var out []LiftedConstant
 	for _, t := range g.Initializer {
-		if kinds[t.GetName()] != torchConstant || len(t.GetDims()) == 0 {
-			continue
-		}
-		switch onnxpb.TensorProto_DataType(t.GetDataType()) {
-		case onnxpb.TensorProto_FLOAT, onnxpb.TensorProto_DOUBLE, onnxpb.TensorProto_FLOAT16, onnxpb.TensorProto_BFLOAT16:
+		if meta[t.GetName()][torchKindKey] == torchConstant && len(t.GetDims()) > 0 && floatTensor(t) {
 			out = append(out, LiftedConstant{t.GetName(), t.GetDims()})
 		}
 	}
