@@ -25,17 +25,12 @@ func RewrittenWarning(path string, m *importer.Model) string {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s: %d initializer(s) were rewritten by torch.onnx.export's optimizer (dynamo=True) and hold no parameter of the PyTorch module as it is; they are trained as they are, but will not load back into the module (export with dynamo=True, optimize=False, or dynamo=False, to keep the parameters):", path, len(names))
-	const show = 8
+	lines := make([]string, len(names))
 	for i, n := range names {
-		if i == show {
-			fmt.Fprintf(&sb, "\n  ... and %d more", len(names)-show)
-			break
-		}
-		fmt.Fprintf(&sb, "\n  %s: %s", n, rw[n])
+		lines[i] = n + ": " + rw[n]
 	}
-	return sb.String()
+	return fmt.Sprintf("%s: %d initializer(s) were rewritten by torch.onnx.export's optimizer (dynamo=True) and hold no parameter of the PyTorch module as it is; they are trained as they are, but will not load back into the module (export with dynamo=True, optimize=False, or dynamo=False, to keep the parameters):", path, len(names)) +
+		warningList(lines)
 }
 
 // ConstantsWarning names the float tensors that PyTorch's dynamo exporter
@@ -51,16 +46,28 @@ func ConstantsWarning(path string, m *importer.Model) string {
 	if len(consts) == 0 {
 		return ""
 	}
+	lines := make([]string, len(consts))
+	for i, c := range consts {
+		lines[i] = fmt.Sprintf("%s %v", c.Name, c.Dims)
+	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s: %d float tensor(s) that the dynamo exporter stored as constants (CONSTANT_TENSOR) are not trained:", path, len(consts))
+	sb.WriteString(warningList(lines))
+	sb.WriteString("\nA constant is a tensor the forward code creates, or a copy of a parameter (or of a tensor computed from one) that the module cached before the export, as timm's LeViT and EfficientFormerV2 cache their attention biases in eval mode; that parameter is then not in the file and is never trained. To train it, clear the cache before exporting (model.train() then model.eval(), with no forward in between) or export with dynamo=False")
+	return sb.String()
+}
+
+// warningList writes lines one per line, indented, the first eight and
+// then how many more.
+func warningList(lines []string) string {
 	const show = 8
-	for i, c := range consts {
+	var sb strings.Builder
+	for i, l := range lines {
 		if i == show {
-			fmt.Fprintf(&sb, "\n  ... and %d more", len(consts)-show)
+			fmt.Fprintf(&sb, "\n  ... and %d more", len(lines)-show)
 			break
 		}
-		fmt.Fprintf(&sb, "\n  %s %v", c.Name, c.Dims)
+		sb.WriteString("\n  " + l)
 	}
-	sb.WriteString("\nA constant is a tensor the forward code creates, or a copy of a parameter (or of a tensor computed from one) that the module cached before the export, as timm's LeViT and EfficientFormerV2 cache their attention biases in eval mode; that parameter is then not in the file and is never trained. To train it, clear the cache before exporting (model.train() then model.eval(), with no forward in between) or export with dynamo=False")
 	return sb.String()
 }
