@@ -722,8 +722,7 @@ type traceRecorder struct{ stepTrace }
 func (t *traceRecorder) Init(*finetune.Config) error { return nil }
 
 func (t *traceRecorder) Record(st *finetune.Step) error {
-	p := st.Points[0]
-	t.record(p.Info, p.F, p.Losses)
+	t.record(st.Points[0])
 	return nil
 }
 
