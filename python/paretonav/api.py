@@ -124,8 +124,9 @@ class TuneResult:
     record; ``paths`` the files: ``model`` (the ONNX file tuned),
     ``out`` (the tuned ONNX), ``log``, ``workdir``; ``raw`` the binary's JSON;
     ``explanation`` what happened and what to try, as the CLI's summary says
-    it (its ``lines`` and ``try``, with the numbers behind them: ``band``,
-    ``control``, ``F``, ``front_limit``), and ``summary`` those words as text.
+    it (its ``lines`` and ``try``, ``short`` the run in one line, with the
+    numbers behind them: ``band``, ``control``, ``bound``, ``F``,
+    ``front_limit``), and ``summary`` those words as text.
     """
 
     status: str
@@ -180,7 +181,10 @@ class TuneResult:
 class FrontModel:
     """One model of a front: ``index``, ``path`` (its ONNX file), ``losses``,
     ``g``, ``metrics``, ``non_dominated`` (no other model of the front is at
-    least as good in every task and better in one)."""
+    least as good in every task and better in one), ``explanation`` (what
+    its run did, as the CLI's report says it: ``short``, its one line, and
+    ``lines``, with the numbers behind them: ``band``, ``control``,
+    ``bound``)."""
 
     index: int
     path: str
@@ -188,6 +192,7 @@ class FrontModel:
     g: Optional[float]
     metrics: Dict[str, Dict[str, float]]
     non_dominated: bool
+    explanation: Dict[str, Any] = field(default_factory=dict)
     _module: Optional["torch.nn.Module"] = field(default=None, repr=False)
 
     def state_dict(self) -> Dict[str, Array]:
@@ -1003,7 +1008,8 @@ def _front(model: Model, data: Data, tasks: List[Task], terms: List[Task], model
     losses = [{k: _finite(v) for k, v in (m.get("losses") or {}).items()} for m in ms]
     nd = _non_dominated(losses)
     fm = [FrontModel(index=int(m.get("model", i)), path=os.path.abspath(m.get("file") or ""), losses=losses[i],
-                     g=_finite(m.get("g")), metrics=m.get("metrics") or {}, non_dominated=nd[i], _module=module)
+                     g=_finite(m.get("g")), metrics=m.get("metrics") or {}, non_dominated=nd[i],
+                     explanation=m.get("explanation") or {}, _module=module)
           for i, m in enumerate(ms)]
     q = res.get("loss_quality") or {}
     return FrontResult(status=res.get("status", ""), steps=int(res.get("steps") or 0), models=fm,
