@@ -187,9 +187,9 @@ func openFolder(s Source) (*Folder, error) {
 		if first == "" {
 			first, f.N = name, n
 		} else if n != f.N {
-			lo, hi := first, name
+			lo, hi := name, first // fewer, more examples
 			if n > f.N {
-				lo, hi = name, first
+				lo, hi = first, name
 			}
 			return nil, fmt.Errorf("%s is missing: %s/ holds %d examples (0.npy..%d.npy) but %s/ holds %d; every array needs one file per example",
 				filepath.Join(s.Path, lo, fmt.Sprintf("%d.npy", counts[lo])), hi, counts[hi], counts[hi]-1, lo, counts[lo])
