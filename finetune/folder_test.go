@@ -388,7 +388,7 @@ func TestFolderReadsOneBatchAtATime(t *testing.T) {
 		t.Fatalf("opening read %d files, held %d bytes; want headers only", f.FilesRead(), f.PeakBytes())
 	}
 	perExample := int64(H * W * (4*3 + 8 + 4 + 4*3)) // image, label (int64), depth, normal as read
-	file := int64(H * W * 3 * 8)                      // the largest file decoded: image or normal, float64
+	file := int64(H * W * 3 * 8)                     // the largest file decoded: image or normal, float64
 	if got := ds.Bytes(); got != file {
 		t.Errorf("Bytes = %d; want one decoded file, %d", got, file)
 	}

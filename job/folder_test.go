@@ -3,7 +3,7 @@ package job
 import (
 	"context"
 	"encoding/binary"
-		"fmt"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,10 +141,10 @@ func TestTuneNYUv2FolderOverBudget(t *testing.T) {
 func TestTuneFolderErrorsBeforeStep1(t *testing.T) {
 	const n, H, W = 6, 64, 64
 	for _, tc := range []struct {
-		name  string
-		label func(i int, v []float64)
+		name   string
+		label  func(i int, v []float64)
 		break_ func(dir string)
-		want  []string // "DIR" is the split's folder
+		want   []string // "DIR" is the split's folder
 	}{
 		{"class out of range", func(i int, v []float64) {
 			if i == 4 {
