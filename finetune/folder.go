@@ -349,9 +349,11 @@ func (f *Folder) nyuv2() error {
 	return nil
 }
 
-// readExample decodes example i of a into dst (the row of a batch, of
-// a.shape) converted to want, the type the Dataset's header says.
-func (a *folderArray) readExample(i int, dst *importer.Tensor, off int, want importer.DataType) error {
+// readExample decodes example i of a into dst at offset off (the row of
+// a batch, of a.shape), converted to dst's storage: channels moved first
+// when a.move, floating values checked to be whole for an integer dst.
+// Nothing but the decoded file is held beside dst.
+func (a *folderArray) readExample(i int, dst *importer.Tensor, off int) error {
 	path := a.file(i)
 	t, err := npz.DecodeNPY(path)
 	if err != nil {
@@ -360,67 +362,56 @@ func (a *folderArray) readExample(i int, dst *importer.Tensor, off int, want imp
 	if !equalInts(t.Shape, a.stored) {
 		return fmt.Errorf("%s: shape %v, but it had shape %v when the data were checked", path, t.Shape, a.stored)
 	}
-	src := t.Float64s
-	var ints []int64
-	switch {
-	case t.I64 != nil:
-		ints = t.I64
-	case a.label || isInteger(want):
-		v := t.Float64s()
-		ints = make([]int64, len(v))
-		for k, x := range v {
-			if x != math.Trunc(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("%s: value %v at index %d is not a whole number; %s holds %s", path, x, k, a.name, map[bool]string{true: "class ids", false: "whole numbers"}[a.label])
-			}
-			ints[k] = int64(x)
-		}
-	}
-	n := len(ints)
-	var floats []float64
-	if ints == nil {
-		floats = src()
-		n = len(floats)
-	}
-	// k is the index in the file, r in the row (channels moved first).
-	rowIndex := func(k int) int { return k }
+	// at is the index in dst of the file's k-th value.
+	at := func(k int) int { return off + k }
 	if a.move {
-		H, W, C := a.stored[0], a.stored[1], a.stored[2]
-		rowIndex = func(k int) int {
-			c, p := k%C, k/C
-			return c*H*W + p
-		}
-		_ = W
+		hw, C := a.stored[0]*a.stored[1], a.stored[2]
+		at = func(k int) int { return off + (k%C)*hw + k/C }
 	}
 	switch {
-	case dst.F32 != nil:
-		if ints != nil {
-			return fmt.Errorf("%s: integer values for a floating-point array", path)
+	case dst.F32 != nil && t.F32 != nil:
+		for k, x := range t.F32 {
+			dst.F32[at(k)] = x
 		}
-		row := dst.F32[off : off+n]
-		if t.F32 != nil {
-			for k, x := range t.F32 {
-				row[rowIndex(k)] = x
+	case dst.F32 != nil && t.F64 != nil:
+		for k, x := range t.F64 {
+			dst.F32[at(k)] = float32(x)
+		}
+	case dst.F64 != nil && t.F64 != nil:
+		for k, x := range t.F64 {
+			dst.F64[at(k)] = x
+		}
+	case dst.F64 != nil && t.F32 != nil:
+		for k, x := range t.F32 {
+			dst.F64[at(k)] = float64(x)
+		}
+	case dst.F32 != nil || dst.F64 != nil:
+		return fmt.Errorf("%s: integer values for a floating-point array", path)
+	case t.I64 != nil:
+		for k, x := range t.I64 {
+			dst.I64[at(k)] = x
+		}
+	default: // floating values for an integer array: class ids stored as floats
+		what := "whole numbers"
+		if a.label {
+			what = "class ids"
+		}
+		put := func(k int, x float64) error {
+			if x != math.Trunc(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("%s: value %v at index %d is not a whole number; %s holds %s", path, x, k, a.name, what)
 			}
-		} else {
-			for k, x := range floats {
-				row[rowIndex(k)] = float32(x)
+			dst.I64[at(k)] = int64(x)
+			return nil
+		}
+		for k, x := range t.F32 {
+			if err := put(k, float64(x)); err != nil {
+				return err
 			}
 		}
-	case dst.F64 != nil:
-		if ints != nil {
-			return fmt.Errorf("%s: integer values for a floating-point array", path)
-		}
-		row := dst.F64[off : off+n]
-		for k, x := range floats {
-			row[rowIndex(k)] = x
-		}
-	default:
-		if ints == nil {
-			return fmt.Errorf("%s: floating-point values for an integer array", path)
-		}
-		row := dst.I64[off : off+n]
-		for k, x := range ints {
-			row[rowIndex(k)] = x
+		for k, x := range t.F64 {
+			if err := put(k, x); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -461,7 +452,7 @@ func (v *fileView) take(d *Dataset, idx []int) (Batch, error) {
 			if i < 0 || i >= v.n {
 				return nil, fmt.Errorf("finetune: example %d of a data set of %d", i, v.n)
 			}
-			if err := a.readExample(i, out, k*row, h.Type); err != nil {
+			if err := a.readExample(i, out, k*row); err != nil {
 				return nil, fmt.Errorf("finetune: data %q: %w", v.folder.Spec, err)
 			}
 			v.folder.read.Add(1)
