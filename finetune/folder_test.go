@@ -405,3 +405,39 @@ func TestFolderReadsOneBatchAtATime(t *testing.T) {
 		t.Errorf("peak %d bytes; want at most one batch and one file, %d, of the set's %d", p, bound, n*perExample)
 	}
 }
+
+// TestFolderConvertsToTheHeaderType: a binding that converts an array of
+// a folder (float64 to float32 for a model input, whole floats to int64
+// for an integer input) changes its header's Type; the batches read then
+// hold the converted values, and a float with a fraction is an error
+// naming its file.
+func TestFolderConvertsToTheHeaderType(t *testing.T) {
+	dir := t.TempDir()
+	vals := [][]float64{{1, 2, 3}, {4, 5, 6.5}}
+	for i, v := range vals {
+		writeNPY(t, filepath.Join(dir, "z", fmt.Sprintf("%d.npy", i)), &importer.Tensor{Type: importer.Float64, Shape: []int{3}, F64: v})
+	}
+	_, ds := openBound(t, "folder:"+dir, uses("z"), 0)
+	if got := ds.Arrays["z"]; got.Type != importer.Float64 || !reflect.DeepEqual(got.Shape, []int{2, 3}) {
+		t.Fatalf("header %v %v; want float64 [2 3]", got.Type, got.Shape)
+	}
+	f32 := ds.Clone()
+	f32.Arrays["z"] = &importer.Tensor{Name: "z", Type: importer.Float32, Shape: []int{2, 3}}
+	b, err := f32.Rows(0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float32{1, 2, 3, 4, 5, 6.5}; !reflect.DeepEqual(b["z"].F32, want) || b["z"].Type != importer.Float32 {
+		t.Errorf("as float32: %v %v; want %v", b["z"].Type, b["z"].F32, want)
+	}
+	if ds.Arrays["z"].Type != importer.Float64 {
+		t.Errorf("converting a clone changed the original's header")
+	}
+	ints := ds.Clone()
+	ints.Arrays["z"] = &importer.Tensor{Name: "z", Type: importer.Int32, Shape: []int{2, 3}}
+	if b, err := ints.Rows(0, 1); err != nil || !reflect.DeepEqual(b["z"].I64, []int64{1, 2, 3}) {
+		t.Errorf("example 0 as int32: %v, %v; want [1 2 3]", b, err)
+	}
+	_, err = ints.Rows(1, 2)
+	checkErr(t, err, dir, []string{"DIR/z/1.npy: value 6.5 at index 2 is not a whole number; z holds whole numbers"})
+}
