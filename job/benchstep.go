@@ -114,10 +114,7 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	if d := diskReadBytes(); d >= 0 && disk >= 0 {
 		out.LoadPhases.DiskBytes = d - disk
 	}
-	b, err := ds.Rows(0, out.Batch)
-	if err != nil {
-		return nil, err
-	}
+	b := ds.Slice(0, out.Batch)
 	m, n := len(setup.tasks), md.NumParams()
 	losses := make([]float64, m)
 	jac := png.NewJacobian(m, n)
