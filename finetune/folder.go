@@ -93,7 +93,7 @@ func (f *Folder) PeakBytes() int64 { return f.peak.Load() }
 // FilesRead is the number of example files decoded from f so far.
 func (f *Folder) FilesRead() int64 { return f.read.Load() }
 
-// exampleFile matches the name of one example's file.
+// exampleIndex returns the example a file name N.npy numbers.
 func exampleIndex(name string) (int, bool) {
 	base, ok := strings.CutSuffix(name, ".npy")
 	if !ok || base == "" || (len(base) > 1 && base[0] == '0') {
@@ -143,7 +143,7 @@ func openFolder(s Source) (*Folder, error) {
 		return nil, err
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory; %s%s wants a folder of subfolders (one per array) holding 0.npy, 1.npy, … one file per example", s.Path, s.Kind, ":")
+		return nil, fmt.Errorf("%s is not a directory; %s:DIR wants a folder of subfolders (one per array) holding 0.npy, 1.npy, … one file per example", s.Path, s.Kind)
 	}
 	entries, err := os.ReadDir(s.Path)
 	if err != nil {
