@@ -61,7 +61,6 @@ type folderArray struct {
 	typ    importer.DataType // element type as read (before Binding's conversions)
 	move   bool              // H×W×C stored, C×H×W read
 	label  bool              // nyuv2 label: whole numbers read as int64
-	f32    bool              // nyuv2: floating values read as float32
 	bytes  int64             // one file decoded
 }
 
@@ -117,8 +116,9 @@ func exampleIndex(name string) (int, bool) {
 //
 // For KindNYUv2 the folder must hold the subfolders image, label, depth
 // and normal (others are ignored) as MTAN's preprocessing writes them,
-// channels last: image H×W×3, label H×W (class ids, −1 for pixels
-// without one), depth H×W×1 or H×W, normal H×W×3, floating point. They
+// channels last: image H×W×3, label H×W or H×W×1 (class ids, −1 for
+// pixels without one), depth H×W×1 or H×W, normal H×W×3, floating point
+// (labels may be integers). They
 // are read as MTAN's loader reads them: image, depth and normal as
 // float32 channels first (3×H×W, 1×H×W, 3×H×W), label as int64 H×W
 // (whole numbers; −1 kept, for a ce or nll task with ignore_index -1).
@@ -315,7 +315,7 @@ func (f *Folder) nyuv2() error {
 		return fmt.Errorf("%s: shape %v: an NYUv2 image is H×W×3 (channels last)", img.file(0), img.stored)
 	}
 	H, W := img.stored[0], img.stored[1]
-	want := map[string]string{"image": "H×W×3", "label": "H×W", "depth": "H×W×1 or H×W", "normal": "H×W×3"}
+	want := map[string]string{"image": "H×W×3", "label": "H×W or H×W×1", "depth": "H×W×1 or H×W", "normal": "H×W×3"}
 	for _, name := range nyuv2Arrays {
 		a := f.arrays[name]
 		s := a.stored
@@ -323,9 +323,7 @@ func (f *Folder) nyuv2() error {
 		switch name {
 		case "image", "normal":
 			ok = ok && len(s) == 3 && s[2] == 3
-		case "label":
-			ok = ok && len(s) == 2
-		case "depth":
+		case "label", "depth":
 			ok = ok && (len(s) == 2 || len(s) == 3 && s[2] == 1)
 		}
 		if !ok {
@@ -338,7 +336,7 @@ func (f *Folder) nyuv2() error {
 		case "label":
 			a.label, a.typ, a.shape = true, importer.Int64, []int{H, W}
 		default:
-			a.f32, a.typ = true, importer.Float32
+			a.typ = importer.Float32
 			a.move = len(s) == 3
 			a.shape = []int{1, H, W}
 			if len(s) == 3 {

@@ -148,6 +148,16 @@ func TestFolderBatchesMatchInMemory(t *testing.T) {
 	const n, H, W = 7, 4, 5
 	nyuDir := t.TempDir()
 	ex := writeNYU(t, nyuDir, n, H, W)
+	// The same split with labels stored as int64 H×W×1.
+	intDir := t.TempDir()
+	writeNYU(t, intDir, n, H, W)
+	for i, e := range ex {
+		l := make([]int64, H*W)
+		for k, v := range e.label.F64 {
+			l[k] = int64(v)
+		}
+		writeNPY(t, filepath.Join(intDir, "label", fmt.Sprintf("%d.npy", i)), importer.NewInt64("", []int{H, W, 1}, l))
+	}
 
 	// A general folder: x H×W×2 float32 (moved to 2×H×W), y one int64
 	// per example, z a float64 vector of 3.
@@ -186,6 +196,7 @@ func TestFolderBatchesMatchInMemory(t *testing.T) {
 		limit int
 	}{
 		{"nyuv2", "nyuv2:" + nyuDir, []string{"image", "label", "depth", "normal"}, nyuInMemory(ex, H, W), 0},
+		{"nyuv2 int labels H×W×1", "nyuv2:" + intDir, []string{"image", "label", "depth", "normal"}, nyuInMemory(ex, H, W), 0},
 		{"nyuv2 two arrays", "nyuv2:" + nyuDir, []string{"image", "label"}, nyuInMemory(ex, H, W), 0},
 		{"nyuv2 limit", "nyuv2:" + nyuDir, []string{"image", "label", "depth", "normal"}, nyuInMemory(ex, H, W).Prefix(5), 5},
 		{"folder", "folder:" + genDir, []string{"x", "y", "z"}, gen, 0},
@@ -276,6 +287,11 @@ func TestFolderErrorsNameTheFile(t *testing.T) {
 				writeNPY(t, file(dir, "image", i), f64(H, W))
 			}
 		}, false, []string{"DIR/image/0.npy: shape [4 5]", "H×W×3"}},
+		{"label rank", "", func(t *testing.T, dir string) {
+			for i := range n {
+				writeNPY(t, file(dir, "label", i), f64(H, W, 2))
+			}
+		}, false, []string{"DIR/label/0.npy: shape [4 5 2]", "an NYUv2 label is H×W or H×W×1"}},
 		{"depth size", "", func(t *testing.T, dir string) {
 			for i := range n {
 				writeNPY(t, file(dir, "depth", i), f64(H, W+1, 1))

@@ -122,7 +122,7 @@ def _folder_example(spec: str, folder: str, name: str, i: int, nyuv2: bool) -> n
         raise FileNotFoundError("data %r: %s: no such file" % (spec, path))
     a = np.load(path)
     if nyuv2 and name == "label":
-        return a.astype(np.int64)
+        return a.reshape(a.shape[:2]).astype(np.int64)
     if nyuv2 and name == "depth" and a.ndim == 2:
         a = a[..., None]
     if a.ndim == 3:
