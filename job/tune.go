@@ -365,7 +365,7 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	} else {
 		job.Report, job.ReportName = job.Train, "training"
 		if job.Train.Len() > tuneReportMax {
-			job.Report = &finetune.Dataset{Arrays: job.Train.Slice(0, tuneReportMax)}
+			job.Report = job.Train.Prefix(tuneReportMax)
 		}
 	}
 	job.Warnings = append(job.Warnings, bind.Warnings...)
@@ -438,7 +438,7 @@ func (c *TuneConfig) destinations(job *Tune) *Destinations {
 
 // missingData is the error for a job given no data sources for flag.
 func missingData(flag, what string) error {
-	return fmt.Errorf("--%s: required (%s: FILE.npz, NAME=FILE.npy or NAME=FILE.idx, repeatable)", flag, what)
+	return fmt.Errorf("--%s: required (%s: FILE.npz, NAME=FILE.npy or NAME=FILE.idx, repeatable; or folder:DIR or nyuv2:DIR)", flag, what)
 }
 
 // measured is one measurement of the model on the report set, beside
