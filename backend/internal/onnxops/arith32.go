@@ -433,6 +433,30 @@ func reducePattern32(op string, k int, dst []float32, acc []float64, o, g []floa
 	outer := len(g) / (mid * inner)
 	neg := op == "Sub" && k == 1
 	mul := op == "Mul"
+	if inner == 1 && !mul {
+		// A bias over the last axis (a Linear's, [outer, mid] rows): one
+		// add per term, row by row, no branch per term, acc[e]'s terms
+		// still in ascending output order.
+		parallel.Items(mid, outer, func(lo, hi int) {
+			a := acc[lo:hi]
+			for ob := 0; ob < outer; ob++ {
+				gr := g[ob*mid+lo : ob*mid+hi]
+				if neg {
+					for e, v := range gr {
+						a[e] -= float64(v)
+					}
+					continue
+				}
+				for e, v := range gr {
+					a[e] += float64(v)
+				}
+			}
+			for e := lo; e < hi; e++ {
+				dst[e] = float32(acc[e])
+			}
+		})
+		return
+	}
 	parallel.Items(mid, outer*inner, func(lo, hi int) {
 		for ob := 0; ob < outer; ob++ {
 			for e := lo; e < hi; e++ {
