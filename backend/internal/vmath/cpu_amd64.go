@@ -185,3 +185,26 @@ func (k kernel) hasMaxPool() bool { return k == avx512 }
 //
 //go:noescape
 func maxPool2x2AVX512(x *float32, w int, idx *int64, oh, ow, base int) (rows int)
+
+// hasGelu reports whether k has Gelu32's kernels (AVX-512 only).
+func (k kernel) hasGelu() bool { return k == avx512 }
+
+// geluPre runs k's first Gelu32 kernel on n elements, n a multiple of 8.
+func (k kernel) geluPre(t, p *float64, x *float32, n int) { geluPreAVX512(t, p, x, n, &phiConsts) }
+
+// geluPost runs k's last Gelu32 kernel on n elements, n a multiple of 8.
+func (k kernel) geluPost(dst, x *float32, t, e *float64, n int) {
+	geluPostAVX512(dst, x, t, e, n, &phiConsts)
+}
+
+// geluPreAVX512 sets t[i] and p[i] to phiPoly(float64(x[i])) for i < n,
+// n a multiple of 8.
+//
+//go:noescape
+func geluPreAVX512(t, p *float64, x *float32, n int, c *[20]float64)
+
+// geluPostAVX512 sets dst[i] = float32(v·phiFinish(v, t[i], e[i])), v =
+// float64(x[i]), for i < n, n a multiple of 8.
+//
+//go:noescape
+func geluPostAVX512(dst, x *float32, t, e *float64, n int, c *[20]float64)

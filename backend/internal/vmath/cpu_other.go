@@ -94,3 +94,12 @@ func (kernel) hasMaxPool() bool { return false }
 func maxPool2x2AVX512(x *float32, w int, idx *int64, oh, ow, base int) (rows int) {
 	panic("vmath: no vector kernel")
 }
+
+// hasGelu reports that there are no Gelu32 kernels outside amd64.
+func (kernel) hasGelu() bool { return false }
+
+// geluPre is never called outside amd64.
+func (kernel) geluPre(t, p *float64, x *float32, n int) { panic("vmath: no vector kernel") }
+
+// geluPost is never called outside amd64.
+func (kernel) geluPost(dst, x *float32, t, e *float64, n int) { panic("vmath: no vector kernel") }
