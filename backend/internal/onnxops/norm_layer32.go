@@ -37,6 +37,45 @@ func layerStats32(v []float32, eps float64) (mu, inv float64) {
 	return mu, 1 / math.Sqrt(vr/float64(len(v))+eps)
 }
 
+// statsChunk is how many groups' statistics the kernels compute ahead of
+// using them (two arrays of it on a goroutine's stack).
+const statsChunk = 64
+
+// layerStats32Groups sets mu[i], inv[i] to layerStats32 of group i of x
+// (S values each) for i < len(mu): four groups at a time, each group's
+// sums in their own order (layerStats32's bits), so four independent
+// chains of float64 additions overlap instead of each waiting for the
+// last.
+func layerStats32Groups(x []float32, S int, eps float64, mu, inv []float64) {
+	n, i := len(mu), 0
+	inv = inv[:n]
+	fs := float64(S)
+	for ; i+4 <= n; i += 4 {
+		a, b, c, d := x[i*S:][:S], x[(i+1)*S:][:S], x[(i+2)*S:][:S], x[(i+3)*S:][:S]
+		var s0, s1, s2, s3 float64
+		for j, v := range a {
+			s0 += float64(v)
+			s1 += float64(b[j])
+			s2 += float64(c[j])
+			s3 += float64(d[j])
+		}
+		m0, m1, m2, m3 := s0/fs, s1/fs, s2/fs, s3/fs
+		var v0, v1, v2, v3 float64
+		for j, v := range a {
+			d0, d1, d2, d3 := float64(v)-m0, float64(b[j])-m1, float64(c[j])-m2, float64(d[j])-m3
+			v0 += d0 * d0
+			v1 += d1 * d1
+			v2 += d2 * d2
+			v3 += d3 * d3
+		}
+		mu[i], mu[i+1], mu[i+2], mu[i+3] = m0, m1, m2, m3
+		inv[i], inv[i+1], inv[i+2], inv[i+3] = 1/math.Sqrt(v0/fs+eps), 1/math.Sqrt(v1/fs+eps), 1/math.Sqrt(v2/fs+eps), 1/math.Sqrt(v3/fs+eps)
+	}
+	for ; i < n; i++ {
+		mu[i], inv[i] = layerStats32(x[i*S:(i+1)*S], eps)
+	}
+}
+
 // forward writes the normalised x into dst.
 func (l layerNorm32) forward(dst []float32, in [][]float32) {
 	x, sc := in[0], in[1]
@@ -46,10 +85,15 @@ func (l layerNorm32) forward(dst []float32, in [][]float32) {
 	}
 	S := l.S
 	parallel.Items(l.groups, S, func(lo, hi int) {
+		var mus, invs [statsChunk]float64
 		for gi := lo; gi < hi; gi++ {
+			if k := (gi - lo) % statsChunk; k == 0 {
+				n := min(statsChunk, hi-gi)
+				layerStats32Groups(x[gi*S:], S, l.eps, mus[:n], invs[:n])
+			}
+			mu, inv := mus[(gi-lo)%statsChunk], invs[(gi-lo)%statsChunk]
 			off := gi * S
 			xs, d := x[off:off+S], dst[off:off+S]
-			mu, inv := layerStats32(xs, l.eps)
 			for j, v := range xs {
 				y := (float64(v) - mu) * inv * float64(sc[j])
 				if b != nil {
@@ -66,10 +110,15 @@ func (l layerNorm32) forward(dst []float32, in [][]float32) {
 func (l layerNorm32) gradX(dst, x, sc, g []float32) {
 	S := l.S
 	parallel.Items(l.groups, 3*S, func(lo, hi int) {
+		var mus, invs [statsChunk]float64
 		for gi := lo; gi < hi; gi++ {
+			if k := (gi - lo) % statsChunk; k == 0 {
+				n := min(statsChunk, hi-gi)
+				layerStats32Groups(x[gi*S:], S, l.eps, mus[:n], invs[:n])
+			}
+			mu, inv := mus[(gi-lo)%statsChunk], invs[(gi-lo)%statsChunk]
 			off := gi * S
 			xs, gs, d := x[off:off+S], g[off:off+S], dst[off:off+S]
-			mu, inv := layerStats32(xs, l.eps)
 			var mg, mgx float64
 			for j, v := range xs {
 				t := float64(gs[j]) * float64(sc[j])
@@ -89,15 +138,13 @@ func (l layerNorm32) gradX(dst, x, sc, g []float32) {
 // gradAffine writes ∂/∂Scale (bias false) or ∂/∂B (bias true) into dst
 // (S values): each sums one term per group in ascending group order, as
 // the float64 path does, in float64 (acc: S zeroed values; stats: 2·groups
-// values), then rounds once. The columns are split across goroutines, so
+// values: the means, then the inverse deviations), then rounds once. The columns are split across goroutines, so
 // every sum keeps its order.
 func (l layerNorm32) gradAffine(dst []float32, x, g []float32, bias bool, acc, stats []float64) {
 	S := l.S
 	if !bias {
 		parallel.Items(l.groups, S, func(lo, hi int) {
-			for gi := lo; gi < hi; gi++ {
-				stats[2*gi], stats[2*gi+1] = layerStats32(x[gi*S:(gi+1)*S], l.eps)
-			}
+			layerStats32Groups(x[lo*S:], S, l.eps, stats[lo:hi], stats[l.groups+lo:l.groups+hi])
 		})
 	}
 	parallel.Items(S, l.groups, func(lo, hi int) {
@@ -110,7 +157,7 @@ func (l layerNorm32) gradAffine(dst []float32, x, g []float32, bias bool, acc, s
 				}
 				continue
 			}
-			mu, inv := stats[2*gi], stats[2*gi+1]
+			mu, inv := stats[gi], stats[l.groups+gi]
 			xs := x[gi*S+lo : gi*S+hi]
 			for j, v := range gs {
 				a[j] += float64(v) * (float64(xs[j]) - mu) * inv
