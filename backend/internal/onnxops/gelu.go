@@ -40,9 +40,6 @@ func init() {
 	graph.RegisterFused(rewrite.Gelu, lowerFusedGelu)
 }
 
-// geluBlock is the values whose Φ one pass of the kernels holds at a time.
-const geluBlock = 256
-
 // invSqrt2Pi is 1/√(2π).
 var invSqrt2Pi = 1 / math.Sqrt(2*math.Pi)
 
@@ -76,8 +73,8 @@ func geluFwd32(dst []float32, in [][]float32) {
 	parallel.Elems(len(dst), func(lo, hi int) { vmath.Gelu32(dst[lo:hi], x[lo:hi]) })
 }
 
-// geluBwd32 is g·(Φ(x) + x·φ(x)) with Φ(x) = y/x from the forward pass's
-// output (the next op, a MatMul or a Conv, keeps y for its own gradient)
+// geluBwd32 is vmath.GeluGrad32 split among goroutines: g·(Φ(x) +
+// x·φ(x)) with Φ(x) = y/x from the forward pass's output (the next op, a MatMul or a Conv, keeps y for its own gradient)
 // and φ(x) = exp(−x²/2)/√(2π) in vector blocks: no erf in the backward
 // passes, which run once per task. y/x holds Φ to float32's precision
 // (y's one rounding); at x = ±0, ±Inf it is ½, 1 or 0 (the limits), and
@@ -85,32 +82,7 @@ func geluFwd32(dst []float32, in [][]float32) {
 // x·φ(x).
 func geluBwd32(_ int, dst []float32, in [][]float32, out, g []float32) bool {
 	x, y, g := in[0][:len(dst)], out[:len(dst)], g[:len(dst)]
-	parallel.Elems(len(dst), func(lo, hi int) {
-		var ex [geluBlock]float64
-		for b0 := lo; b0 < hi; b0 += geluBlock {
-			b1 := min(hi, b0+geluBlock)
-			e, xs := ex[:b1-b0], x[b0:b1]
-			for i, v := range xs {
-				f := float64(v)
-				e[i] = -0.5 * (f * f)
-			}
-			vmath.Exp64(e, e)
-			d, gs, ys := dst[b0:b1], g[b0:b1], y[b0:b1]
-			for i, v := range xs {
-				f := float64(v)
-				var p float64
-				switch {
-				case f == 0:
-					p = 0.5
-				case math.IsInf(f, 0):
-					p = max(0, math.Copysign(1, f))
-				default:
-					p = float64(ys[i]) / f
-				}
-				d[i] = float32(float64(gs[i]) * (p + f*e[i]*invSqrt2Pi))
-			}
-		}
-	})
+	parallel.Elems(len(dst), func(lo, hi int) { vmath.GeluGrad32(dst[lo:hi], x[lo:hi], y[lo:hi], g[lo:hi]) })
 	return true
 }
 

@@ -208,3 +208,27 @@ func geluPreAVX512(t, p *float64, x *float32, n int, c *[20]float64)
 //
 //go:noescape
 func geluPostAVX512(dst, x *float32, t, e *float64, n int, c *[20]float64)
+
+// geluGradPre runs k's first GeluGrad32 kernel on n elements, n a
+// multiple of 8.
+func (k kernel) geluGradPre(e *float64, x *float32, n int) {
+	geluGradPreAVX512(e, x, n, &geluGradConsts)
+}
+
+// geluGradPost runs k's last GeluGrad32 kernel on n elements, n a
+// multiple of 8.
+func (k kernel) geluGradPost(dst, x, y, g *float32, e *float64, n int) {
+	geluGradPostAVX512(dst, x, y, g, e, n, &geluGradConsts)
+}
+
+// geluGradPreAVX512 sets e[i] = −0.5·(v·v), v = float64(x[i]), for i < n,
+// n a multiple of 8.
+//
+//go:noescape
+func geluGradPreAVX512(e *float64, x *float32, n int, c *[6]float64)
+
+// geluGradPostAVX512 is GeluGrad32's last loop on n elements, n a
+// multiple of 8, e[i] holding exp(−x²/2).
+//
+//go:noescape
+func geluGradPostAVX512(dst, x, y, gy *float32, e *float64, n int, c *[6]float64)

@@ -103,3 +103,11 @@ func (kernel) geluPre(t, p *float64, x *float32, n int) { panic("vmath: no vecto
 
 // geluPost is never called outside amd64.
 func (kernel) geluPost(dst, x *float32, t, e *float64, n int) { panic("vmath: no vector kernel") }
+
+// geluGradPre is never called outside amd64.
+func (kernel) geluGradPre(e *float64, x *float32, n int) { panic("vmath: no vector kernel") }
+
+// geluGradPost is never called outside amd64.
+func (kernel) geluGradPost(dst, x, y, g *float32, e *float64, n int) {
+	panic("vmath: no vector kernel")
+}

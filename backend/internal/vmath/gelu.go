@@ -131,3 +131,58 @@ func geluWith(k kernel, dst, x []float32) {
 		}
 	}
 }
+
+// invSqrt2Pi is 1/√(2π).
+var invSqrt2Pi = 1 / math.Sqrt(2*math.Pi)
+
+// GeluGrad32 sets dst[i] = float32(g·(Φ(x) + x·φ(x))) for x =
+// float64(x[i]), g = float64(g[i]), i < len(dst), with Φ(x) = y[i]/x from
+// the forward pass's output y = Gelu32(x) (½, 1 or 0 at x = ±0, +Inf,
+// −Inf: the limits) and φ(x) = exp(−x²/2)/√(2π) by Exp64. On amd64 with
+// AVX-512F the whole vectors run a kernel with the scalar loop's
+// operations in its order: the same bits (TestGeluGrad32KernelsMatch).
+// x, y and g hold at least len(dst) elements.
+func GeluGrad32(dst, x, y, g []float32) { geluGradWith(active, dst, x, y, g) }
+
+// geluGradConsts are GeluGrad32's constants in the order its vector
+// kernel reads them: −0.5, 0.5, 1, +Inf, 1/√(2π), the sign bit.
+var geluGradConsts = [6]float64{-0.5, 0.5, 1, math.Inf(1), invSqrt2Pi, math.Float64frombits(1 << 63)}
+
+// geluGradWith is GeluGrad32 with kernel k.
+func geluGradWith(k kernel, dst, x, y, g []float32) {
+	x, y, g = x[:len(dst)], y[:len(dst)], g[:len(dst)]
+	var ex [PhiBlock]float64
+	for b0 := 0; b0 < len(dst); b0 += PhiBlock {
+		b1 := min(len(dst), b0+PhiBlock)
+		d, xs, ys, gs := dst[b0:b1], x[b0:b1], y[b0:b1], g[b0:b1]
+		e := ex[:len(d)]
+		n := 0
+		if k.hasGelu() {
+			n = len(d) &^ 7
+		}
+		if n > 0 {
+			k.geluGradPre(&e[0], &xs[0], n)
+		}
+		for i, v := range xs[n:] {
+			f := float64(v)
+			e[n+i] = -0.5 * (f * f)
+		}
+		Exp64(e, e)
+		if n > 0 {
+			k.geluGradPost(&d[0], &xs[0], &ys[0], &gs[0], &e[0], n)
+		}
+		for i := n; i < len(d); i++ {
+			f := float64(xs[i])
+			var p float64
+			switch {
+			case f == 0:
+				p = 0.5
+			case math.IsInf(f, 0):
+				p = max(0, math.Copysign(1, f))
+			default:
+				p = float64(ys[i]) / f
+			}
+			d[i] = float32(float64(gs[i]) * (p + f*e[i]*invSqrt2Pi))
+		}
+	}
+}

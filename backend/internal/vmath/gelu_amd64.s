@@ -124,3 +124,79 @@ postloop:
 
 postdone:
 	RET
+
+// GeluGrad32's kernels, with geluGradConsts (c): −0.5, 0.5, 1, +Inf,
+// 1/√(2π), the sign bit.
+
+// func geluGradPreAVX512(e *float64, x *float32, n int, c *[6]float64)
+TEXT ·geluGradPreAVX512(SB), NOSPLIT, $0-32
+	MOVQ e+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ c+24(FP), R8
+	SHRQ $3, CX
+	JZ   gpredone
+	VBROADCASTSD 0(R8), Z16 // −0.5
+
+gpreloop:
+	VCVTPS2PD (SI), Z0      // v
+	VMULPD    Z0, Z0, Z1    // v·v
+	VMULPD    Z16, Z1, Z1   // −0.5·(v·v)
+	VMOVUPD   Z1, (DI)
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       gpreloop
+	VZEROUPPER
+
+gpredone:
+	RET
+
+// func geluGradPostAVX512(dst, x, y, gy *float32, e *float64, n int, c *[6]float64)
+TEXT ·geluGradPostAVX512(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), BX
+	MOVQ gy+24(FP), DX
+	MOVQ e+32(FP), R9
+	MOVQ n+40(FP), CX
+	MOVQ c+48(FP), R8
+	SHRQ $3, CX
+	JZ   gpostdone
+	VBROADCASTSD 8(R8), Z17  // 0.5
+	VBROADCASTSD 16(R8), Z18 // 1
+	VBROADCASTSD 24(R8), Z19 // +Inf
+	VBROADCASTSD 32(R8), Z20 // 1/√(2π)
+	VPBROADCASTQ 40(R8), Z21 // sign bit
+	VPXORQ       Z22, Z22, Z22 // 0
+
+gpostloop:
+	VCVTPS2PD (SI), Z0       // f
+	VCVTPS2PD (BX), Z1       // y
+	VDIVPD    Z0, Z1, Z2     // p = y/f
+	VCMPPD    $0, Z22, Z0, K1 // f == 0 (ordered)
+	VMOVAPD   Z17, K1, Z2    // p = ½ there
+	VPANDNQ   Z0, Z21, Z3    // |f|
+	VCMPPD    $0, Z19, Z3, K2 // |f| == +Inf
+	VMOVAPD   Z22, K2, Z2    // p = 0 there (f = −Inf) ...
+	VCMPPD    $30, Z22, Z0, K3 // f > 0 (ordered)
+	KANDW     K2, K3, K3
+	VMOVAPD   Z18, K3, Z2    // ... and 1 where f = +Inf
+	VMULPD    (R9), Z0, Z3   // f·e
+	VMULPD    Z20, Z3, Z3    // f·e·(1/√(2π))
+	VADDPD    Z3, Z2, Z2     // p + ·
+	VCVTPS2PD (DX), Z4       // g
+	VMULPD    Z2, Z4, Z2     // g·(p + ·)
+	VCVTPD2PS Z2, Y3
+	VMOVUPS   Y3, (DI)
+	ADDQ      $32, SI
+	ADDQ      $32, BX
+	ADDQ      $32, DX
+	ADDQ      $32, DI
+	ADDQ      $64, R9
+	DECQ      CX
+	JNZ       gpostloop
+	VZEROUPPER
+
+gpostdone:
+	RET

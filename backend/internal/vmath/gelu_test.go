@@ -56,3 +56,42 @@ func TestGelu32KernelsMatch(t *testing.T) {
 		})
 	}
 }
+
+// TestGeluGrad32KernelsMatch checks every GeluGrad32 kernel this CPU runs
+// against the scalar loop, bit for bit (any NaN matching any NaN), with y
+// GELU's output and g varied, on the inputs of TestGelu32KernelsMatch
+// (every 61st float32 of [−40, 40], the special values) and lengths that
+// leave a tail after the whole vectors.
+func TestGeluGrad32KernelsMatch(t *testing.T) {
+	var x []float32
+	forty := math.Float32bits(40)
+	for _, sign := range []uint32{0, 1 << 31} {
+		for b := uint32(0); b <= forty; b += 61 {
+			x = append(x, math.Float32frombits(sign|b))
+		}
+	}
+	x = append(x, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+		float32(math.NaN()), math.MaxFloat32, -math.MaxFloat32, 1e-45, -1e-45, 18.4, -18.4)
+	y, g := geluScalar(x), make([]float32, len(x))
+	for i := range g {
+		g[i] = float32(math.Sin(float64(i))) * 3
+	}
+	want := make([]float32, len(x))
+	geluGradWith(scalar, want, x, y, g)
+	for _, k := range kernels()[1:] {
+		t.Run(k.String(), func(t *testing.T) {
+			for _, n := range []int{len(x), 7, 8, 9, PhiBlock + 13} {
+				o := len(x) - n
+				got := make([]float32, n)
+				geluGradWith(k, got, x[o:], y[o:], g[o:])
+				for i, v := range got {
+					w := want[o+i]
+					if math.Float32bits(v) != math.Float32bits(w) && !(v != v && w != w) {
+						t.Fatalf("n=%d: GELU'(%v) · %v = %v [%#08x], scalar %v [%#08x]", n, x[o+i], g[o+i],
+							v, math.Float32bits(v), w, math.Float32bits(w))
+					}
+				}
+			}
+		})
+	}
+}
