@@ -225,7 +225,7 @@ func softmaxRowsForward[T graph.Float](dst, src []T, outer, d int, logSm bool) {
 			x, y := src[o*d:][:d], dst[o*d:][:d]
 			mx := math.Inf(-1)
 			for _, xv := range x {
-				mx = math.Max(mx, float64(xv))
+				mx = max64(mx, float64(xv))
 			}
 			s := 0.0
 			for k0 := 0; k0 < d; k0 += softmaxBlock {
@@ -260,6 +260,19 @@ func softmaxRowsForward[T graph.Float](dst, src []T, outer, d int, logSm bool) {
 			}
 		}
 	})
+}
+
+// max64 is math.Max(a, b), inlined where a and b are ordered and differ
+// (math.Max is a call, one per score): ties, signed zeros, NaN and the
+// infinities go to math.Max.
+func max64(a, b float64) float64 {
+	switch {
+	case a > b:
+		return a
+	case b > a:
+		return b
+	}
+	return math.Max(a, b)
 }
 
 // softmaxRowsBackward is softmaxBackward along the last axis (inner = 1),
