@@ -111,35 +111,80 @@ func (l layerNorm32) gradX(dst, x, sc, g []float32) {
 	S := l.S
 	parallel.Items(l.groups, 3*S, func(lo, hi int) {
 		var mus, invs [statsChunk]float64
-		for gi := lo; gi < hi; gi++ {
-			if k := (gi - lo) % statsChunk; k == 0 {
-				n := min(statsChunk, hi-gi)
-				layerStats32Groups(x[gi*S:], S, l.eps, mus[:n], invs[:n])
-			}
-			mu, inv := mus[(gi-lo)%statsChunk], invs[(gi-lo)%statsChunk]
-			off := gi * S
-			xs, gs, d := x[off:off+S], g[off:off+S], dst[off:off+S]
-			var mg, mgx float64
-			for j, v := range xs {
-				t := float64(gs[j]) * float64(sc[j])
-				mg += t
-				mgx += t * (float64(v) - mu) * inv
-			}
-			mg /= float64(S)
-			mgx /= float64(S)
-			for j, v := range xs {
-				xh := (float64(v) - mu) * inv
-				d[j] = float32(inv * (float64(gs[j])*float64(sc[j]) - mg - xh*mgx))
+		var mg, mgx [4]float64
+		for c0 := lo; c0 < hi; c0 += statsChunk {
+			n := min(statsChunk, hi-c0)
+			layerStats32Groups(x[c0*S:], S, l.eps, mus[:n], invs[:n])
+			for i := 0; i < n; {
+				// The sums of four groups at a time (fewer at the end),
+				// each group's in its own order: independent chains.
+				q := min(4, n-i)
+				if q == 4 {
+					gradXSums4(x[(c0+i)*S:], g[(c0+i)*S:], sc[:S], mus[i:i+4], invs[i:i+4], &mg, &mgx)
+				} else {
+					for k := range q {
+						mg[k], mgx[k] = gradXSums(x[(c0+i+k)*S:][:S], g[(c0+i+k)*S:][:S], sc[:S], mus[i+k], invs[i+k])
+					}
+				}
+				for k := range q {
+					mu, inv := mus[i+k], invs[i+k]
+					off := (c0 + i + k) * S
+					xs, gs, d := x[off:off+S], g[off:off+S], dst[off:off+S]
+					m, mx := mg[k]/float64(S), mgx[k]/float64(S)
+					for j, v := range xs {
+						xh := (float64(v) - mu) * inv
+						d[j] = float32(inv * (float64(gs[j])*float64(sc[j]) - m - xh*mx))
+					}
+				}
+				i += q
 			}
 		}
 	})
 }
 
+// gradXSums returns gradX's sums over one group: Σ g'·1 and Σ g'·x̂, g' =
+// Scale·g, in ascending order.
+func gradXSums(xs, gs, sc []float32, mu, inv float64) (mg, mgx float64) {
+	gs, sc = gs[:len(xs)], sc[:len(xs)]
+	for j, v := range xs {
+		t := float64(gs[j]) * float64(sc[j])
+		mg += t
+		mgx += t * (float64(v) - mu) * inv
+	}
+	return mg, mgx
+}
+
+// gradXSums4 is gradXSums of four consecutive groups (x and g from the
+// first group on, S = len(sc) values each), interleaved: the same sums in
+// the same order as four calls, in eight independent chains.
+func gradXSums4(x, g, sc []float32, mu, inv []float64, mg, mgx *[4]float64) {
+	S := len(sc)
+	x0, x1, x2, x3 := x[:S], x[S:2*S], x[2*S:3*S], x[3*S:4*S]
+	g0, g1, g2, g3 := g[:S], g[S:2*S], g[2*S:3*S], g[3*S:4*S]
+	m0, m1, m2, m3 := mu[0], mu[1], mu[2], mu[3]
+	i0, i1, i2, i3 := inv[0], inv[1], inv[2], inv[3]
+	var a0, a1, a2, a3, b0, b1, b2, b3 float64
+	for j, s := range sc {
+		f := float64(s)
+		t0, t1, t2, t3 := float64(g0[j])*f, float64(g1[j])*f, float64(g2[j])*f, float64(g3[j])*f
+		a0 += t0
+		a1 += t1
+		a2 += t2
+		a3 += t3
+		b0 += t0 * (float64(x0[j]) - m0) * i0
+		b1 += t1 * (float64(x1[j]) - m1) * i1
+		b2 += t2 * (float64(x2[j]) - m2) * i2
+		b3 += t3 * (float64(x3[j]) - m3) * i3
+	}
+	*mg = [4]float64{a0, a1, a2, a3}
+	*mgx = [4]float64{b0, b1, b2, b3}
+}
+
 // gradAffine writes ∂/∂Scale (bias false) or ∂/∂B (bias true) into dst
 // (S values): each sums one term per group in ascending group order, as
 // the float64 path does, in float64 (acc: S zeroed values; stats: 2·groups
-// values: the means, then the inverse deviations), then rounds once. The columns are split across goroutines, so
-// every sum keeps its order.
+// values: the means, then the inverse deviations), then rounds once. The
+// columns are split across goroutines, so every sum keeps its order.
 func (l layerNorm32) gradAffine(dst []float32, x, g []float32, bias bool, acc, stats []float64) {
 	S := l.S
 	if !bias {
