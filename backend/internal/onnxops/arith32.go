@@ -476,9 +476,7 @@ func reducePattern32(op string, k int, dst []float32, acc []float64, o, g []floa
 					}
 					continue
 				}
-				for e, v := range gr {
-					a[e] += float64(v)
-				}
+				vmath.AddTo64(a, gr)
 			}
 			for e := lo; e < hi; e++ {
 				dst[e] = float32(acc[e])

@@ -5,6 +5,7 @@ import (
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/vmath"
 )
 
 // Float32 kernels of LayerNormalization: the float64 path's arithmetic on
@@ -197,16 +198,10 @@ func (l layerNorm32) gradAffine(dst []float32, x, g []float32, bias bool, acc, s
 		for gi := 0; gi < l.groups; gi++ {
 			gs := g[gi*S+lo : gi*S+hi]
 			if bias {
-				for j, v := range gs {
-					a[j] += float64(v)
-				}
+				vmath.AddTo64(a, gs)
 				continue
 			}
-			mu, inv := stats[gi], stats[l.groups+gi]
-			xs := x[gi*S+lo : gi*S+hi]
-			for j, v := range gs {
-				a[j] += float64(v) * (float64(xs[j]) - mu) * inv
-			}
+			vmath.AddNormTo64(a, gs, x[gi*S+lo:gi*S+hi], stats[gi], stats[l.groups+gi])
 		}
 		for j, v := range a {
 			dst[lo+j] = float32(v)

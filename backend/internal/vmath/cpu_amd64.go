@@ -232,3 +232,17 @@ func geluGradPreAVX512(e *float64, x *float32, n int, c *[6]float64)
 //
 //go:noescape
 func geluGradPostAVX512(dst, x, y, gy *float32, e *float64, n int, c *[6]float64)
+
+// addTo64AVX512 is AddTo64's AVX-512F kernel: n a multiple of 8.
+//
+//go:noescape
+func addTo64AVX512(acc *float64, gr *float32, n int)
+
+// addNormTo64AVX512 is AddNormTo64's AVX-512F kernel: n a multiple of 8.
+//
+//go:noescape
+func addNormTo64AVX512(acc *float64, gr, x *float32, n int, mu, inv float64)
+
+// hasSums reports whether k has AddTo64's and AddNormTo64's kernels
+// (AVX-512 only).
+func (k kernel) hasSums() bool { return k == avx512 }

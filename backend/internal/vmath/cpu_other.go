@@ -111,3 +111,14 @@ func (kernel) geluGradPre(e *float64, x *float32, n int) { panic("vmath: no vect
 func (kernel) geluGradPost(dst, x, y, g *float32, e *float64, n int) {
 	panic("vmath: no vector kernel")
 }
+
+// addTo64AVX512 is never called outside amd64.
+func addTo64AVX512(acc *float64, gr *float32, n int) { panic("vmath: no vector kernel") }
+
+// addNormTo64AVX512 is never called outside amd64.
+func addNormTo64AVX512(acc *float64, gr, x *float32, n int, mu, inv float64) {
+	panic("vmath: no vector kernel")
+}
+
+// hasSums reports that there are no AddTo64 kernels outside amd64.
+func (kernel) hasSums() bool { return false }
