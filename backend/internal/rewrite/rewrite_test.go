@@ -55,6 +55,17 @@ func TestApply(t *testing.T) {
 			node("Concat", "c", []string{"p0", "p1"}, []string{"cat"}, intAttr("axis", 1)),
 			node("Conv", "cv", []string{"cat", "w", "b"}, []string{"y"}),
 		}, 1, ConvConcat, []string{"p0", "p1"}},
+		{"layernorm", []*onnxpb.NodeProto{
+			node("ReduceMean", "m1", []string{"x"}, []string{"mu"}, intsAttr("axes", -1)),
+			node("Sub", "s", []string{"x", "mu"}, []string{"d"}),
+			node("Pow", "p", []string{"d", "two"}, []string{"d2"}),
+			node("ReduceMean", "m2", []string{"d2"}, []string{"v"}, intsAttr("axes", -1)),
+			node("Add", "ae", []string{"eps", "v"}, []string{"ve"}),
+			node("Sqrt", "sq", []string{"ve"}, []string{"sd"}),
+			node("Div", "dv", []string{"d", "sd"}, []string{"n"}),
+			node("Mul", "ms", []string{"w", "n"}, []string{"nw"}),
+			node("Add", "ab", []string{"nw", "b"}, []string{"y"}),
+		}, 8, LayerNorm, []string{"x", "w", "b", "eps", "two"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			gp := graph1(c.nodes...)
@@ -86,7 +97,7 @@ func TestApply(t *testing.T) {
 		})
 	}
 	// not patterns: the Erf's value read twice; a Transpose of another
-	// permutation
+	// permutation; two LayerNorms below
 	gelu := graph1(
 		node("Div", "d", []string{"x", "r2"}, []string{"a"}),
 		node("Erf", "e", []string{"a"}, []string{"b"}),
@@ -100,7 +111,25 @@ func TestApply(t *testing.T) {
 		node("Reshape", "r", []string{"cat", "s"}, []string{"g"}),
 		node("Transpose", "t", []string{"g"}, []string{"y"}, intsAttr("perm", 0, 1, 3, 2)),
 	)
-	for _, gp := range []*onnxpb.GraphProto{gelu, shuffle} {
+	// a LayerNorm whose deviation d is also read by another node, and one
+	// whose two ReduceMeans have different axes
+	lnNodes := func() []*onnxpb.NodeProto {
+		return []*onnxpb.NodeProto{
+			node("ReduceMean", "m1", []string{"x"}, []string{"mu"}, intsAttr("axes", -1)),
+			node("Sub", "s", []string{"x", "mu"}, []string{"d"}),
+			node("Pow", "p", []string{"d", "two"}, []string{"d2"}),
+			node("ReduceMean", "m2", []string{"d2"}, []string{"v"}, intsAttr("axes", -1)),
+			node("Add", "ae", []string{"eps", "v"}, []string{"ve"}),
+			node("Sqrt", "sq", []string{"ve"}, []string{"sd"}),
+			node("Div", "dv", []string{"d", "sd"}, []string{"n"}),
+			node("Mul", "ms", []string{"w", "n"}, []string{"nw"}),
+			node("Add", "ab", []string{"nw", "b"}, []string{"y"}),
+		}
+	}
+	lnShared := graph1(append(lnNodes(), node("Neg", "n2", []string{"d"}, []string{"z"}))...)
+	lnAxes := graph1(lnNodes()...)
+	lnAxes.Node[3] = node("ReduceMean", "m2", []string{"d2"}, []string{"v"}, intsAttr("axes", -2, -1))
+	for _, gp := range []*onnxpb.GraphProto{gelu, shuffle, lnShared, lnAxes} {
 		if got := Apply(gp, Options{}); got != gp {
 			t.Fatalf("no pattern here, yet %v", got.Node)
 		}
