@@ -114,7 +114,7 @@ func openStepCaseWith(t testing.TB, sc stepCase, opt Options) *Model {
 // attnCase is a step case of a twin of bench/step_models.py's tfblock in
 // testdata/attn (bench/attn/make_attn.py): one ViT encoder block, hidden
 // 128, 2 heads, batch 4, its two classification tasks; file names the
-// export (TorchScript's or dynamo's).
+// export (TorchScript's at opset 17 or 14, or dynamo's).
 func attnCase(name, file string) stepCase {
 	return stepCase{
 		name: name,
@@ -175,6 +175,7 @@ var stepCases = []stepCase{
 		n:     8,
 	},
 	attnCase("tfblock1_ts", "tfblock1_ts.onnx"),
+	attnCase("tfblock1_ts14", "tfblock1_ts14.onnx"),
 	attnCase("tfblock1_dynopt", "tfblock1_dynopt.onnx"),
 }
 
@@ -191,7 +192,8 @@ func cpuTime() time.Duration {
 // BenchmarkStep times one Evaluate with a Jacobian (forward pass, per-task
 // gradients) in float32, as one PNG step needs: lenet2 at batch 256 with
 // two tasks, two MTANs at batch 8 (32×32) with three tasks, a ViT encoder
-// block's TorchScript and dynamo exports at batch 4 with two tasks.
+// block's TorchScript (opsets 17 and 14: LayerNorm as nine ops) and dynamo
+// exports at batch 4 with two tasks.
 func BenchmarkStep(b *testing.B) {
 	for _, sc := range stepCases {
 		b.Run(sc.name, func(b *testing.B) {

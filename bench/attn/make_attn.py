@@ -10,6 +10,9 @@ tokens of a 4x4/4 patch stem, two heads on the mean token, batch 4 of
 writes, with the PyTorch 2.x of the venv (the versions are printed):
   tfblock1_ts.onnx      torch.onnx.export(dynamo=False), opset 17 (the
                         TorchScript exporter, as step_models.py exports)
+  tfblock1_ts14.onnx    the same at opset 14, before LayerNormalization:
+                        each LayerNorm as nine ops (ReduceMean, Sub, Pow,
+                        ReduceMean, Add, Sqrt, Div, Mul, Add)
   tfblock1_dynopt.onnx  torch.onnx.export(dynamo=True), opset 20 (the
                         dynamo exporter with its optimizer: Gelu and
                         LayerNormalization ops, attention as MatMul/Softmax)
@@ -48,6 +51,8 @@ def main():
     with torch.no_grad():
         torch.onnx.export(model, (xt,), os.path.join(d, "tfblock1_ts.onnx"), dynamo=False, opset_version=17,
                           input_names=["x"], output_names=outs)
+        torch.onnx.export(model, (xt,), os.path.join(d, "tfblock1_ts14.onnx"), dynamo=False, opset_version=14,
+                          input_names=["x"], output_names=outs)
         torch.onnx.export(model, (xt,), os.path.join(d, "tfblock1_dynopt.onnx"), dynamo=True, optimize=True,
                           opset_version=20, input_names=["x"], output_names=outs, verbose=False)
     # The dynamo exporter writes the weights to a side file: one file.
@@ -55,7 +60,7 @@ def main():
     onnx.save_model(onnx.load(dyn), dyn + ".tmp", save_as_external_data=False)
     os.replace(dyn + ".tmp", dyn)
     os.remove(dyn + ".data")
-    for f in ("tfblock1_ts.onnx", "tfblock1_dynopt.onnx"):
+    for f in ("tfblock1_ts.onnx", "tfblock1_ts14.onnx", "tfblock1_dynopt.onnx"):
         p = os.path.join(d, f)
         print(f"wrote {p} ({os.path.getsize(p) / 1e6:.2f} MB)", file=sys.stderr)
 
