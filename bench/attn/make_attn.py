@@ -3,7 +3,7 @@
 transformer cases (backend/bench_test.go): one torchvision ViT encoder block
 (nn.MultiheadAttention inside, hidden 128, 2 heads of 64, MLP 512) over 64
 tokens of a 4x4/4 patch stem, two heads on the mean token, batch 4 of
-3x32x32.
+3x32x32 (the batch axis dynamic).
 
     /work/venv-torch2/bin/python bench/attn/make_attn.py [--dir backend/testdata/attn]
 
@@ -48,13 +48,14 @@ def main():
     # aten op the TorchScript exporter does not know: the composite ops.
     torch.backends.mha.set_fastpath_enabled(False)
     outs = ["logp_a", "logp_b"]
+    batch = {n: {0: "N"} for n in ["x"] + outs}  # any batch size
     with torch.no_grad():
         torch.onnx.export(model, (xt,), os.path.join(d, "tfblock1_ts.onnx"), dynamo=False, opset_version=17,
-                          input_names=["x"], output_names=outs)
+                          input_names=["x"], output_names=outs, dynamic_axes=batch)
         torch.onnx.export(model, (xt,), os.path.join(d, "tfblock1_ts14.onnx"), dynamo=False, opset_version=14,
-                          input_names=["x"], output_names=outs)
+                          input_names=["x"], output_names=outs, dynamic_axes=batch)
         torch.onnx.export(model, (xt,), os.path.join(d, "tfblock1_dynopt.onnx"), dynamo=True, optimize=True,
-                          opset_version=20, input_names=["x"], output_names=outs, verbose=False)
+                          opset_version=20, input_names=["x"], output_names=outs, dynamic_axes=batch, verbose=False)
     # The dynamo exporter writes the weights to a side file: one file.
     dyn = os.path.join(d, "tfblock1_dynopt.onnx")
     onnx.save_model(onnx.load(dyn), dyn + ".tmp", save_as_external_data=False)
