@@ -74,8 +74,9 @@ func geluFwd32(dst []float32, in [][]float32) {
 }
 
 // geluBwd32 is vmath.GeluGrad32 split among goroutines: g·(Φ(x) +
-// x·φ(x)) with Φ(x) = y/x from the forward pass's output (the next op, a MatMul or a Conv, keeps y for its own gradient)
-// and φ(x) = exp(−x²/2)/√(2π) in vector blocks: no erf in the backward
+// x·φ(x)) with Φ(x) = y/x from the forward pass's output (the next op, a
+// MatMul or a Conv, keeps y for its own gradient) and φ(x) =
+// exp(−x²/2)/√(2π) in vector blocks: no erf in the backward
 // passes, which run once per task. y/x holds Φ to float32's precision
 // (y's one rounding); at x = ±0, ±Inf it is ½, 1 or 0 (the limits), and
 // where y underflows (x < −13) Φ's error is below 1e-45, far under
