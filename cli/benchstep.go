@@ -21,11 +21,21 @@ graph (timed together as load + build), runs one untimed step and --steps
 timed ones on that batch, and prints the median step time, the shares of the
 forward pass, the backward passes and the PNG direction, and the process's
 peak resident memory. bench/torch_mtan.py times the same step of
-the MTAN model (paretonav models mtan) in PyTorch.`,
+the MTAN model (paretonav models mtan) in PyTorch.
+
+--tune then runs a real tune of --steps+1 steps on the same model, data and
+batch in the same process (PNG, Adam at --tune-lr, the sum of the tasks as
+criterion, its model written to a temporary folder and removed) and prints
+the median of its steps after the first, timed between the loop's step
+records (evaluation, direction, optimizer, log and checkpoints: what a tune
+step costs), and its ratio to the bench step's median.`,
 	Flags: []ucli.Flag{dataFlag, taskFlag, mapFlag, bnFlag, freezeFlag, maxMemoryFlag, batchFlag(2),
 		&ucli.IntFlag{Name: "steps", Value: 3, Usage: "timed steps `K`"},
 		&ucli.StringFlag{Name: "cpuprofile", Usage: "write a pprof CPU profile of the timed steps to `FILE` (go tool pprof FILE)"},
-		&ucli.StringFlag{Name: "memprofile", Usage: "write a pprof allocation profile of the run to `FILE` (go tool pprof -sample_index=alloc_space FILE)"}, jsonFlag},
+		&ucli.StringFlag{Name: "memprofile", Usage: "write a pprof allocation profile of the run to `FILE` (go tool pprof -sample_index=alloc_space FILE)"},
+		&ucli.BoolFlag{Name: "tune", Usage: "also time a real tune's steps on the same model and data, in the same process"},
+		&ucli.Float64Flag{Name: "tune-lr", Value: 1e-5, Usage: "the learning rate `LR` of --tune's Adam (small: random weights diverge at tune's default)"},
+		&ucli.StringFlag{Name: "tune-cpuprofile", Usage: "write a pprof CPU profile of --tune's timed steps to `FILE`"}, jsonFlag},
 	Action: runBenchStep,
 }))
 
@@ -37,11 +47,12 @@ func runBenchStep(c *ucli.Context) error {
 		return fmt.Errorf("bench step: want one MODEL.onnx argument, got %d (%s)", len(args), strings.Join(args, " "))
 	}
 	cfg := &job.BenchStepConfig{Model: args[0], Data: c.StringSlice(dataFlag.Name),
-		ModelConfig: modelConfigFromFlags(c), Batch: c.Int("batch"), Steps: c.Int("steps")}
+		ModelConfig: modelConfigFromFlags(c), Batch: c.Int("batch"), Steps: c.Int("steps"),
+		Tune: c.Bool("tune"), TuneLR: c.Float64("tune-lr")}
 	for _, pf := range []struct {
 		flag string
 		w    *io.Writer
-	}{{"cpuprofile", &cfg.CPUProfile}, {"memprofile", &cfg.MemProfile}} {
+	}{{"cpuprofile", &cfg.CPUProfile}, {"memprofile", &cfg.MemProfile}, {"tune-cpuprofile", &cfg.TuneCPUProfile}} {
 		path := c.String(pf.flag)
 		if path == "" {
 			continue
@@ -72,6 +83,10 @@ func runBenchStep(c *ucli.Context) error {
 	fmt.Fprintf(w, "  shares         forward %.0f%%, backward passes %.0f%%, PNG direction %.1f%%\n",
 		100*res.ForwardShare, 100*res.BackwardShare, 100*res.PNGShare)
 	fmt.Fprintf(w, "  allocated      %.0f objects, %s per step\n", res.AllocsPerStep, backend.FormatBytes(int64(res.AllocBytesPerStep)))
+	if t := res.Tune; t != nil {
+		fmt.Fprintf(w, "  tune step      %.3f s (median over %d steps), %.3f× the step; %.0f objects, %s allocated per step\n",
+			t.MedianS, len(t.StepS), t.Ratio, t.AllocsPerStep, backend.FormatBytes(int64(t.AllocBytesPerStep)))
+	}
 	fmt.Fprintf(w, "  peak RSS       %s (%s)\n", backend.FormatBytes(res.PeakRSS), res.Memory)
 	return nil
 }

@@ -67,3 +67,47 @@ func TestBenchStep(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestBenchStepTune checks bench step --tune on the LeNet fixture: a real
+// tune of --steps+1 steps runs in the same process, its steps after the
+// first are timed, the ratio is their median over the bench step's, its
+// CPU profile is written, and the tune's temporary output is gone
+// afterwards (no tuned model beside the input either).
+func TestBenchStepTune(t *testing.T) {
+	dir := t.TempDir()
+	fx, data, taskArgs := torchFixture(t, "lenet2_op13", dir, "d.npz", "x")
+	prof := filepath.Join(dir, "tune.prof")
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	args := append([]string{"bench", "step", fx.ModelPath, "--data", data, "--batch", "4", "--steps", "3", "--json", "--tune", "--tune-cpuprofile", prof}, taskArgs...)
+	out, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var r job.BenchStepOutcome
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	tu := r.Tune
+	if tu == nil || len(tu.StepS) != 3 {
+		t.Fatalf("tune timing %+v: want 3 timed steps", tu)
+	}
+	for _, s := range tu.StepS {
+		if s <= 0 {
+			t.Errorf("tune step times %v: want positive", tu.StepS)
+		}
+	}
+	if tu.MedianS <= 0 || tu.Ratio != tu.MedianS/r.MedianS {
+		t.Errorf("tune median %g s, ratio %g; bench median %g s", tu.MedianS, tu.Ratio, r.MedianS)
+	}
+	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
+		t.Errorf("tune CPU profile: %v", err)
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil || len(left) != 0 {
+		t.Errorf("temporary folder after the run: %v %v, want empty", left, err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(filepath.Dir(fx.ModelPath), "*_tuned*")); len(m) > 0 {
+		t.Errorf("tuned files beside the model: %v", m)
+	}
+}

@@ -1,13 +1,18 @@
 package job
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/png"
 )
 
@@ -28,6 +33,19 @@ type BenchStepConfig struct {
 	// every allocation, so that the profiles of runs of 1 and N+1 steps
 	// differ, with pprof -base, by exactly N steps' allocations).
 	MemProfile io.Writer
+	// Tune, when set, also runs a real tune in the same process after the
+	// timed steps (TuneConfig.Prepare and Tune.Run, PNG with Adam at
+	// TuneLR, its output in a temporary folder removed afterwards) of
+	// Steps+1 steps on the same model, data and batch, and reports the
+	// times between the loop's step records after the first (the whole
+	// loop: evaluation, direction, optimizer, logging, checkpoints) beside
+	// the bench steps'.
+	Tune bool
+	// TuneLR is the tune's learning rate (0: TuneLR).
+	TuneLR float64
+	// TuneCPUProfile, when set, receives a pprof CPU profile of the tune's
+	// timed steps.
+	TuneCPUProfile io.Writer
 }
 
 // BenchStepOutcome is what `bench step` reports. Times are in seconds;
@@ -53,6 +71,21 @@ type BenchStepOutcome struct {
 	AllocsPerStep     float64 `json:"allocs_per_step"`
 	AllocBytesPerStep float64 `json:"alloc_bytes_per_step"`
 	Memory            string  `json:"expected_memory"`
+	// Tune is the in-process tune's timing (BenchStepConfig.Tune).
+	Tune *TuneStepTiming `json:"tune,omitempty"`
+}
+
+// TuneStepTiming is what a real tune's steps cost beside the bench steps
+// of the same model in the same process: the seconds between the loop's
+// consecutive step records (the first step, which allocates the loop's
+// buffers, is not timed), their median, and Ratio, that median over
+// BenchStepOutcome.MedianS.
+type TuneStepTiming struct {
+	StepS             []float64 `json:"step_s"`
+	MedianS           float64   `json:"median_s"`
+	Ratio             float64   `json:"ratio"`
+	AllocsPerStep     float64   `json:"allocs_per_step"`
+	AllocBytesPerStep float64   `json:"alloc_bytes_per_step"`
 }
 
 // LoadPhases splits BenchStepOutcome.LoadBuildS: reading, checking and
@@ -153,11 +186,7 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	for _, v := range out.StepS {
 		total += v
 	}
-	sorted := slices.Sorted(slices.Values(out.StepS))
-	out.MedianS = sorted[len(sorted)/2]
-	if len(sorted)%2 == 0 {
-		out.MedianS = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
-	}
+	out.MedianS = median(out.StepS)
 	if c.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -170,6 +199,118 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 		}
 	}
 	out.ForwardShare, out.BackwardShare, out.PNGShare = fwd.Seconds()/total, bwd.Seconds()/total, dirT.Seconds()/total
+	if c.Tune {
+		// The bench's step buffers are idle from here on: the tune's
+		// model takes their place.
+		md.ReleaseBuffers()
+		runtime.GC()
+		if out.Tune, err = c.tune(); err != nil {
+			return nil, fmt.Errorf("the tune: %w", err)
+		}
+		out.Tune.Ratio = out.Tune.MedianS / out.MedianS
+	}
 	out.PeakRSS = PeakRSS()
 	return out, nil
+}
+
+// median returns the median of v (not empty).
+func median(v []float64) float64 {
+	sorted := slices.Sorted(slices.Values(v))
+	m := sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		m = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+	}
+	return m
+}
+
+// tune runs c's tune (BenchStepConfig.Tune) and times its steps.
+func (c *BenchStepConfig) tune() (*TuneStepTiming, error) {
+	dir, err := os.MkdirTemp("", "paretonav-bench-tune-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	setup, err := c.ModelConfig.setup()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(setup.tasks))
+	for i, t := range setup.tasks {
+		names[i] = t.Name
+	}
+	tc := &TuneConfig{Model: c.Model, Data: c.Data, ModelConfig: c.ModelConfig, Criterion: strings.Join(names, " + "),
+		Method:    MethodConfig{Name: "png", Alpha: png.DefaultAlpha, Gamma: png.DefaultGamma},
+		Optimizer: TuneOptimizer, LR: c.TuneLR, Steps: c.Steps + 1, Batch: c.Batch, Out: filepath.Join(dir, "tuned.onnx")}
+	tj, err := tc.Prepare(nil)
+	if err != nil {
+		return nil, err
+	}
+	tj.Progress = io.Discard // the progress lines tune prints, formatted
+	rec := &stepTimer{prof: c.TuneCPUProfile, last: c.Steps + 1}
+	tj.Extra = append(tj.Extra, rec)
+	defer rec.stop()
+	if _, err := tj.Run(context.Background()); err != nil {
+		return nil, err
+	}
+	if rec.err != nil {
+		return nil, rec.err
+	}
+	if len(rec.steps) == 0 {
+		return nil, fmt.Errorf("the tune recorded %d steps, want %d", rec.n, c.Steps+1)
+	}
+	t := &TuneStepTiming{StepS: rec.steps, MedianS: median(rec.steps)}
+	k := float64(len(rec.steps))
+	t.AllocsPerStep = float64(rec.ms1.Mallocs-rec.ms0.Mallocs) / k
+	t.AllocBytesPerStep = float64(rec.ms1.TotalAlloc-rec.ms0.TotalAlloc) / k
+	return t, nil
+}
+
+// stepTimer is a finetune.Recorder that times the steps after the first
+// up to step last (between consecutive Record calls), profiling them when
+// prof is set.
+type stepTimer struct {
+	prof      io.Writer
+	profiling bool
+	n, last   int // steps recorded, the last step to time
+	at        time.Time
+	steps     []float64
+	ms0, ms1  runtime.MemStats
+	err       error
+}
+
+func (t *stepTimer) Init(*finetune.Config) error { return nil }
+
+func (t *stepTimer) Record(*finetune.Step) error {
+	now := time.Now()
+	t.n++
+	if t.n == 1 {
+		if t.prof != nil {
+			if err := pprof.StartCPUProfile(t.prof); err != nil {
+				t.err = fmt.Errorf("the CPU profile: %w", err)
+			} else {
+				t.profiling = true
+			}
+		}
+		runtime.ReadMemStats(&t.ms0)
+	} else {
+		t.steps = append(t.steps, now.Sub(t.at).Seconds())
+		runtime.ReadMemStats(&t.ms1)
+		if t.n == t.last {
+			t.stop() // not the final evaluation after it
+		}
+	}
+	t.at = time.Now()
+	return nil
+}
+
+func (t *stepTimer) Done(*finetune.Result) error {
+	t.stop()
+	return nil
+}
+
+func (t *stepTimer) stop() {
+	if t.profiling {
+		pprof.StopCPUProfile()
+		t.profiling = false
+	}
 }
