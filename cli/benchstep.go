@@ -19,9 +19,14 @@ var benchStepCommand = withInterspersed(withConfig(&ucli.Command{
 	Description: `Loads MODEL.onnx and the first --batch examples of --data, builds the step's
 graph (timed together as load + build), runs one untimed step and --steps
 timed ones on that batch, and prints the median step time, the shares of the
-forward pass, the backward passes and the PNG direction, and the process's
-peak resident memory. bench/torch_mtan.py times the same step of
-the MTAN model (paretonav models mtan) in PyTorch.
+forward pass, the backward passes and the PNG direction, the step's
+floating-point operations counted from its graph (convolutions and matrix
+products: as direct convolutions, and as executed, Winograd's where it
+runs) with the rates they give, the rate of a float32 GEMM measured in the
+same run before the model is loaded (the machine's practical peak) and the
+step's share of it, and the process's peak resident memory.
+bench/torch_mtan.py times the same step of the MTAN model (paretonav models
+mtan) in PyTorch.
 
 --tune then runs a real tune of --steps+1 steps on the same model, data and
 batch in the same process (PNG, Adam at --tune-lr, the sum of the tasks as
@@ -82,6 +87,11 @@ func runBenchStep(c *ucli.Context) error {
 	fmt.Fprintf(w, "  step (median)  %.3f s over %d steps\n", res.MedianS, len(res.StepS))
 	fmt.Fprintf(w, "  shares         forward %.0f%%, backward passes %.0f%%, PNG direction %.1f%%\n",
 		100*res.ForwardShare, 100*res.BackwardShare, 100*res.PNGShare)
+	f := res.FLOPs
+	fmt.Fprintf(w, "  FLOPs          %.3g direct (forward %.3g, %.0f%% of it in Winograd convolutions), %.3g executed: %.1f GFLOP/s direct, %.1f executed\n",
+		float64(f.Direct), float64(f.Forward), 100*float64(f.Winograd)/max(1, float64(f.Direct)), float64(f.Executed), res.GFLOPSDirect, res.GFLOPSExecuted)
+	fmt.Fprintf(w, "  peak (GEMM)    %.1f GFLOP/s measured (%d×%d float32 products): the step executes at %.0f%% of it\n",
+		res.PeakGFLOPS, job.PeakGEMMSize, job.PeakGEMMSize, 100*res.PeakShare)
 	fmt.Fprintf(w, "  allocated      %.0f objects, %s per step\n", res.AllocsPerStep, backend.FormatBytes(int64(res.AllocBytesPerStep)))
 	if t := res.Tune; t != nil {
 		fmt.Fprintf(w, "  tune step      %.3f s (median over %d steps), %.3f× the step; %.0f objects, %s allocated per step\n",

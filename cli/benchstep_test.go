@@ -14,7 +14,8 @@ import (
 // TestBenchStep checks bench step's report on the LeNet fixture: as many
 // step times as --steps, a median among them, shares of a step that add
 // up to at most 1, the memory fields filled, the load's phases within its
-// time, and a CPU and an allocation
+// time, the step's FLOPs and their rates beside a measured GEMM peak, and
+// a CPU and an allocation
 // profile written (gzip-compressed, as pprof writes them).
 func TestBenchStep(t *testing.T) {
 	dir := t.TempDir()
@@ -44,6 +45,16 @@ func TestBenchStep(t *testing.T) {
 	}
 	if r.PeakRSS <= 0 || r.LoadBuildS <= 0 || r.Memory == "" {
 		t.Errorf("peak RSS %d, load %g s, memory %q", r.PeakRSS, r.LoadBuildS, r.Memory)
+	}
+	f := r.FLOPs
+	if f.Direct <= 0 || f.Executed <= 0 || f.Executed > f.Direct || f.Forward <= 0 || f.Forward >= f.Direct || f.Winograd != 0 {
+		t.Errorf("FLOPs %+v: want direct > forward > 0, 0 < executed ≤ direct, no Winograd in LeNet's convolutions", f)
+	}
+	if r.GFLOPSDirect != float64(f.Direct)/r.MedianS/1e9 || r.GFLOPSExecuted != float64(f.Executed)/r.MedianS/1e9 {
+		t.Errorf("GFLOP/s %g direct, %g executed: want the counts over the median %g s", r.GFLOPSDirect, r.GFLOPSExecuted, r.MedianS)
+	}
+	if !(r.PeakGFLOPS > 0) || r.PeakShare != r.GFLOPSExecuted/r.PeakGFLOPS {
+		t.Errorf("peak %g GFLOP/s, share %g: want a measured rate and the executed rate's share of it", r.PeakGFLOPS, r.PeakShare)
 	}
 	ph := r.LoadPhases
 	if sum := ph.ModelS + ph.DataS + ph.PlanS; ph.ModelS <= 0 || ph.DataS <= 0 || ph.PlanS < 0 || sum > r.LoadBuildS+1e-9 {

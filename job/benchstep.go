@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/png"
 )
@@ -48,6 +49,12 @@ type BenchStepConfig struct {
 	TuneCPUProfile io.Writer
 }
 
+// PeakGEMMSize is the side of the square matrices of bench step's GEMM
+// microbenchmark (BenchStepOutcome.PeakGFLOPS): large enough for the
+// kernels' blocking to reach its steady rate (2·1536³ = 7.2 GFLOP a
+// product).
+const PeakGEMMSize = 1536
+
 // BenchStepOutcome is what `bench step` reports. Times are in seconds;
 // the shares are of the summed step times.
 type BenchStepOutcome struct {
@@ -71,6 +78,18 @@ type BenchStepOutcome struct {
 	AllocsPerStep     float64 `json:"allocs_per_step"`
 	AllocBytesPerStep float64 `json:"alloc_bytes_per_step"`
 	Memory            string  `json:"expected_memory"`
+	// FLOPs is the step's floating-point work counted from its graph
+	// (backend.StepFLOPs); GFLOPSDirect and GFLOPSExecuted are its direct
+	// and executed counts over MedianS, in 10⁹ per second.
+	FLOPs          backend.StepFLOPs `json:"flops"`
+	GFLOPSDirect   float64           `json:"gflops_direct"`
+	GFLOPSExecuted float64           `json:"gflops_executed"`
+	// PeakGFLOPS is the float32 GEMM rate measured in the same run before
+	// the model is loaded (backend.PeakGEMM, PeakGEMMSize square, on
+	// GOMAXPROCS threads), and PeakShare GFLOPSExecuted over it: how
+	// close the step comes to what this machine's cores do at best.
+	PeakGFLOPS float64 `json:"peak_gemm_gflops"`
+	PeakShare  float64 `json:"peak_share"`
 	// Tune is the in-process tune's timing (BenchStepConfig.Tune).
 	Tune *TuneStepTiming `json:"tune,omitempty"`
 }
@@ -116,6 +135,8 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	if len(c.Data) == 0 {
 		return nil, missingData("data", "the data")
 	}
+	// before the model: the product's matrices add nothing to the peak
+	peak := backend.PeakGEMM(PeakGEMMSize, 3) / 1e9
 	start, disk := time.Now(), diskReadBytes()
 	setup, err := c.ModelConfig.setup()
 	if err != nil {
@@ -199,6 +220,13 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 		}
 	}
 	out.ForwardShare, out.BackwardShare, out.PNGShare = fwd.Seconds()/total, bwd.Seconds()/total, dirT.Seconds()/total
+	if out.FLOPs, err = md.StepFLOPs(b); err != nil {
+		return nil, err
+	}
+	out.GFLOPSDirect = float64(out.FLOPs.Direct) / out.MedianS / 1e9
+	out.GFLOPSExecuted = float64(out.FLOPs.Executed) / out.MedianS / 1e9
+	out.PeakGFLOPS = peak
+	out.PeakShare = out.GFLOPSExecuted / peak
 	if c.Tune {
 		// The bench's step buffers are idle from here on: the tune's
 		// model takes their place.
