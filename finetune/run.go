@@ -596,14 +596,14 @@ func (l *loop) commit() {
 		if pt.base == nil {
 			pt.base = make([]float32, l.n)
 		}
-		copy(pt.base, pt.theta)
+		copyVec(pt.base, pt.theta)
 		// The pending update's vectors are the loop's own; lent ones go
 		// back before the next evaluation (giveBack), so they are copied.
 		if pt.pendDir == nil {
 			pt.pendDir = make([]float32, l.n)
 		}
 		if pt.lender != nil {
-			copy(pt.pendDir, pt.dir)
+			copyVec(pt.pendDir, pt.dir)
 		} else {
 			pt.pendDir, pt.dir = pt.dir, pt.pendDir
 		}
@@ -613,7 +613,7 @@ func (l *loop) commit() {
 				if pt.pendUpd == nil {
 					pt.pendUpd = make([]float32, l.n)
 				}
-				copy(pt.pendUpd, pt.prop)
+				copyVec(pt.pendUpd, pt.prop)
 			default:
 				// the update lives in prop's buffer: prop takes the old
 				// one's (nil at first: constrain allocates it)

@@ -11,9 +11,9 @@ import (
 
 // TestVectorPassesSplit checks that the optimizer's passes over a vector
 // long enough to be cut into spans on the worker pool (propose, applyTheta,
-// advance, the finiteness checks, firstOrderChange) give bit for bit what
-// they give on short pieces of it, which run in one piece on the caller:
-// cutting the work changes nothing the loop computes.
+// advance, the finiteness checks, firstOrderChange, copyVec) give bit for
+// bit what they give on short pieces of it, which run in one piece on the
+// caller: cutting the work changes nothing the loop computes.
 func TestVectorPassesSplit(t *testing.T) {
 	const n = 5*minSpan + 37
 	const piece = 1000 // below 2·minSpan: never cut
@@ -89,6 +89,11 @@ func TestVectorPassesSplit(t *testing.T) {
 		if !slices.Equal(got.M, want.M) || !slices.Equal(got.V, want.V) {
 			t.Errorf("%s: advance differs when cut into spans", name)
 		}
+	}
+
+	c := make([]float32, n)
+	if copyVec(c, v); !slices.Equal(c, v) {
+		t.Error("copyVec: the copy differs")
 	}
 
 	J := png.NewJacobian(3, n)
