@@ -2,6 +2,7 @@ package backend
 
 import (
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/paretonav/paretonav/backend/internal/onnxtest"
@@ -12,7 +13,9 @@ import (
 // TestStepFLOPs checks StepFLOPs against counts made by hand on small
 // graphs: a convolution (2·N·M·C·kH·kW·oH·oW a pass), two in a row (the
 // second's input gradient is run, the first's is not: x is no parameter),
-// with two tasks (the backward passes counted once each), a 3×3
+// with two tasks (the backward passes counted once each), a pointwise
+// convolution of a concatenation (fused into one op whose parts'
+// gradients add up to the convolution's), ConvTranspose, a 3×3
 // convolution that runs as Winograd (16 products of M×C by C×tiles a
 // pass), Gemm (2·m·n·k; C's gradient is a sum) and batched MatMul (2·m·n·k
 // per product, also with one B for every batch).
@@ -27,6 +30,7 @@ func TestStepFLOPs(t *testing.T) {
 		out   []int // y's shape (the tasks' targets)
 		tasks []string
 		want  StepFLOPs
+		op    string // an op the step must run (the fusion the case is about), or ""
 	}{
 		{
 			name:  "conv",
@@ -55,6 +59,29 @@ func TestStepFLOPs(t *testing.T) {
 			// direct 2·64·64·9·384 = 28311552 a pass; Winograd 12·8 = 96
 			// tiles, 2·16·64·64·96 = 12582912 a pass
 			want: StepFLOPs{Direct: 2 * 28311552, Executed: 2 * 12582912, Forward: 28311552, Winograd: 2 * 28311552},
+		},
+		{
+			name: "pointwise conv of a concat",
+			nodes: []*onnxpb.NodeProto{onnxtest.Node("Conv", "a", []string{"x", "Wa"}, []string{"a"}),
+				onnxtest.Node("Conv", "b", []string{"x", "Wb"}, []string{"b"}),
+				onnxtest.Node("Concat", "cat", []string{"a", "b"}, []string{"c"}, onnxtest.AInt("axis", 1)),
+				onnxtest.Node("Conv", "y", []string{"c", "Wy"}, []string{"y"})},
+			inits: []*importer.Tensor{onnxtest.RandF32(r, "Wa", 2, 3, 1, 1), onnxtest.RandF32(r, "Wb", 3, 3, 1, 1), onnxtest.RandF32(r, "Wy", 4, 5, 1, 1)},
+			x:     []int{2, 3, 4, 4}, out: []int{2, 4, 4, 4}, tasks: []string{"a:mse:y:t"},
+			// a 2·2·2·3·16 = 384 a pass, b 576, y 1280 (its input's
+			// gradient 512 into a's part, 768 into b's): forward 2240;
+			// backward the three weights' 2240 and y's input 1280
+			want: StepFLOPs{Direct: 2240 + 2240 + 1280, Executed: 2240 + 2240 + 1280, Forward: 2240},
+			op:   "ConvConcat",
+		},
+		{
+			name:  "conv transpose",
+			nodes: []*onnxpb.NodeProto{onnxtest.Node("ConvTranspose", "ct", []string{"x", "W"}, []string{"y"})},
+			inits: []*importer.Tensor{onnxtest.RandF32(r, "W", 2, 4, 3, 3)},
+			x:     []int{1, 2, 3, 3}, out: []int{1, 4, 5, 5}, tasks: []string{"a:mse:y:t"},
+			// every input element times every tap: 2·1·2·4·9·9 = 1296 a
+			// pass, forward and W's gradient
+			want: StepFLOPs{Direct: 2592, Executed: 2592, Forward: 1296},
 		},
 		{
 			name:  "gemm",
@@ -98,8 +125,31 @@ func TestStepFLOPs(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("StepFLOPs = %+v, want %+v", got, tc.want)
 			}
+			if tc.op != "" && !stepRuns(t, md, batch, tc.op) {
+				t.Errorf("the step runs no %s op", tc.op)
+			}
 		})
 	}
+}
+
+// stepRuns reports whether md's step on batch runs an op whose name
+// starts with op.
+func stepRuns(t *testing.T, md *Model, batch map[string]*importer.Tensor, op string) bool {
+	t.Helper()
+	shapes, err := md.inputShapes(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := md.compileStep(shapes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range c.prog.fwd {
+		if o := c.prog.nodes[i].Op(); o != nil && strings.HasPrefix(o.String(), op) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestPeakGEMM checks that the GEMM rate is a positive finite number of
