@@ -231,6 +231,7 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 		// The bench's step buffers are idle from here on: the tune's
 		// model takes their place.
 		md.ReleaseBuffers()
+		mem.forget() // the tune's plan sets the runtime's limits as a tune's own
 		runtime.GC()
 		if out.Tune, err = c.tune(); err != nil {
 			return nil, fmt.Errorf("the tune: %w", err)
