@@ -1,8 +1,6 @@
 package onnxops
 
 import (
-	"math"
-
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 )
 
@@ -19,73 +17,108 @@ type instNorm32 struct {
 	eps     float64
 }
 
-// stats is the float64 kernel's mean and 1/√(σ²+ε) of instance x.
-func (p *instNorm32) stats(x []float32) (mu, inv float64) {
-	for _, v := range x {
-		mu += float64(v)
-	}
-	mu /= float64(p.s)
-	var vr float64
-	for _, v := range x {
-		vr += (float64(v) - mu) * (float64(v) - mu)
-	}
-	return mu, 1 / math.Sqrt(vr/float64(p.s)+p.eps)
+// statsInto sets mu[k], inv[k] to the float64 kernel's mean and
+// 1/√(σ²+ε) of instance i0+k (layerStats32Groups: the same sums, four
+// instances' chains at a time).
+func (p *instNorm32) statsInto(x []float32, i0 int, mu, inv []float64) {
+	layerStats32Groups(x[i0*p.s:], p.s, p.eps, mu, inv)
 }
 
 func (p *instNorm32) forward(dst []float32, in [][]float32) {
 	x, sc, b := in[0], in[1], in[2]
 	parallel.Items(p.n*p.c, 2*p.s, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			c, xi, yi := i%p.c, x[i*p.s:][:p.s], dst[i*p.s:][:p.s]
-			mu, inv := p.stats(xi)
-			s, bb := float64(sc[c]), float64(b[c])
-			for j, v := range xi {
-				yi[j] = float32(s*(float64(v)-mu)*inv + bb)
+		var mus, invs [statsChunk]float64
+		for i0 := lo; i0 < hi; i0 += statsChunk {
+			q := min(statsChunk, hi-i0)
+			p.statsInto(x, i0, mus[:q], invs[:q])
+			for k := range q {
+				i := i0 + k
+				c, xi, yi := i%p.c, x[i*p.s:][:p.s], dst[i*p.s:][:p.s]
+				mu, inv := mus[k], invs[k]
+				s, bb := float64(sc[c]), float64(b[c])
+				for j, v := range xi {
+					yi[j] = float32(s*(float64(v)-mu)*inv + bb)
+				}
 			}
 		}
 	})
 }
 
+// dxSums2 returns the sums Σg and Σg·x̂ of two instances (x, g) and
+// (x2, g2) of equal length, each in the float64 kernel's order, their
+// four chains interleaved.
+func dxSums2(x, g, x2, g2 []float32, mu, inv, mu2, inv2 float64) (mg, mgx, mg2, mgx2 float64) {
+	g2 = g2[:len(x)]
+	x2 = x2[:len(x)]
+	g = g[:len(x)]
+	for j, v := range x {
+		xh := (float64(v) - mu) * inv
+		xh2 := (float64(x2[j]) - mu2) * inv2
+		mg += float64(g[j])
+		mgx += float64(g[j]) * xh
+		mg2 += float64(g2[j])
+		mgx2 += float64(g2[j]) * xh2
+	}
+	return
+}
+
 func (p *instNorm32) backward(k int, dst []float32, in [][]float32, _, g []float32) bool {
 	x, sc := in[0], in[1]
+	S := p.s
 	switch k {
 	case 0:
-		parallel.Items(p.n*p.c, 3*p.s, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				c, xi, gi, di := i%p.c, x[i*p.s:][:p.s], g[i*p.s:][:p.s], dst[i*p.s:][:p.s]
-				mu, inv := p.stats(xi)
-				var mg, mgx float64
-				for j, v := range xi {
-					xh := (float64(v) - mu) * inv
-					mg += float64(gi[j])
-					mgx += float64(gi[j]) * xh
-				}
-				mg /= float64(p.s)
-				mgx /= float64(p.s)
-				s := float64(sc[c])
-				for j, v := range xi {
-					xh := (float64(v) - mu) * inv
-					di[j] = float32(s * inv * (float64(gi[j]) - mg - xh*mgx))
+		parallel.Items(p.n*p.c, 3*S, func(lo, hi int) {
+			var mus, invs [statsChunk]float64
+			for i0 := lo; i0 < hi; i0 += statsChunk {
+				q := min(statsChunk, hi-i0)
+				p.statsInto(x, i0, mus[:q], invs[:q])
+				for k := 0; k < q; {
+					var mg, mgx [2]float64
+					r := min(2, q-k)
+					i := i0 + k
+					if r == 2 {
+						mg[0], mgx[0], mg[1], mgx[1] = dxSums2(x[i*S:][:S], g[i*S:], x[(i+1)*S:], g[(i+1)*S:], mus[k], invs[k], mus[k+1], invs[k+1])
+					} else {
+						xi, gi := x[i*S:][:S], g[i*S:][:S]
+						for j, v := range xi {
+							xh := (float64(v) - mus[k]) * invs[k]
+							mg[0] += float64(gi[j])
+							mgx[0] += float64(gi[j]) * xh
+						}
+					}
+					for e := range r {
+						i := i0 + k + e
+						c, xi, gi, di := i%p.c, x[i*S:][:S], g[i*S:][:S], dst[i*S:][:S]
+						mu, inv := mus[k+e], invs[k+e]
+						m, mx := mg[e]/float64(S), mgx[e]/float64(S)
+						s := float64(sc[c])
+						for j, v := range xi {
+							xh := (float64(v) - mu) * inv
+							di[j] = float32(s * inv * (float64(gi[j]) - m - xh*mx))
+						}
+					}
+					k += r
 				}
 			}
 		})
 	case 1, 2:
-		parallel.Items(p.c, p.n*3*p.s, func(lo, hi int) {
+		parallel.Items(p.c, p.n*3*S, func(lo, hi int) {
+			var mu, inv [1]float64
 			for c := lo; c < hi; c++ {
 				var acc float64
 				for b := 0; b < p.n; b++ {
 					i := b*p.c + c
-					gi := g[i*p.s:][:p.s]
+					gi := g[i*S:][:S]
 					if k == 2 {
 						for _, v := range gi {
 							acc += float64(v)
 						}
 						continue
 					}
-					xi := x[i*p.s:][:p.s]
-					mu, inv := p.stats(xi)
+					xi := x[i*S:][:S]
+					p.statsInto(x, i, mu[:], inv[:])
 					for j, v := range xi {
-						acc += float64(gi[j]) * (float64(v) - mu) * inv
+						acc += float64(gi[j]) * (float64(v) - mu[0]) * inv[0]
 					}
 				}
 				dst[c] = float32(acc)
