@@ -102,30 +102,62 @@ func (p *instNorm32) backward(k int, dst []float32, in [][]float32, _, g []float
 			}
 		})
 	case 1, 2:
+		// Channels four at a time (four independent chains, fewer at the
+		// end), each channel's sum over the samples in the float64 order.
 		parallel.Items(p.c, p.n*3*S, func(lo, hi int) {
-			var mu, inv [1]float64
-			for c := lo; c < hi; c++ {
-				var acc float64
+			var mu, inv [4]float64
+			for c0 := lo; c0 < hi; c0 += 4 {
+				q := min(4, hi-c0)
+				var acc [4]float64
 				for b := 0; b < p.n; b++ {
-					i := b*p.c + c
-					gi := g[i*S:][:S]
+					i0 := b*p.c + c0
 					if k == 2 {
-						for _, v := range gi {
-							acc += float64(v)
+						for e := range q {
+							a := acc[e]
+							for _, v := range g[(i0+e)*S:][:S] {
+								a += float64(v)
+							}
+							acc[e] = a
 						}
 						continue
 					}
-					xi := x[i*S:][:S]
-					p.statsInto(x, i, mu[:], inv[:])
-					for j, v := range xi {
-						acc += float64(gi[j]) * (float64(v) - mu[0]) * inv[0]
+					p.statsInto(x, i0, mu[:q], inv[:q])
+					if q == 4 {
+						scaleSums4(x[i0*S:], g[i0*S:], S, &mu, &inv, &acc)
+						continue
+					}
+					for e := range q {
+						xi, gi := x[(i0+e)*S:][:S], g[(i0+e)*S:][:S]
+						a := acc[e]
+						for j, v := range xi {
+							a += float64(gi[j]) * (float64(v) - mu[e]) * inv[e]
+						}
+						acc[e] = a
 					}
 				}
-				dst[c] = float32(acc)
+				for e := range q {
+					dst[c0+e] = float32(acc[e])
+				}
 			}
 		})
 	default:
 		return false
 	}
 	return true
+}
+
+// scaleSums4 adds to acc[e] the terms g·x̂ of instance e of the four
+// consecutive instances of S values at x and g, each in order, the four
+// chains interleaved.
+func scaleSums4(x, g []float32, S int, mu, inv, acc *[4]float64) {
+	x0, x1, x2, x3 := x[:S], x[S:][:S], x[2*S:][:S], x[3*S:][:S]
+	g0, g1, g2, g3 := g[:S], g[S:][:S], g[2*S:][:S], g[3*S:][:S]
+	a0, a1, a2, a3 := acc[0], acc[1], acc[2], acc[3]
+	for j, v := range x0 {
+		a0 += float64(g0[j]) * (float64(v) - mu[0]) * inv[0]
+		a1 += float64(g1[j]) * (float64(x1[j]) - mu[1]) * inv[1]
+		a2 += float64(g2[j]) * (float64(x2[j]) - mu[2]) * inv[2]
+		a3 += float64(g3[j]) * (float64(x3[j]) - mu[3]) * inv[3]
+	}
+	acc[0], acc[1], acc[2], acc[3] = a0, a1, a2, a3
 }
