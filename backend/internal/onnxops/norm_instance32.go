@@ -91,10 +91,10 @@ func (p *instNorm32) backward(k int, dst []float32, in [][]float32, _, g []float
 						c, xi, gi, di := i%p.c, x[i*S:][:S], g[i*S:][:S], dst[i*S:][:S]
 						mu, inv := mus[k+e], invs[k+e]
 						m, mx := mg[e]/float64(S), mgx[e]/float64(S)
-						s := float64(sc[c])
+						si := float64(sc[c]) * inv // s·inv·(…) multiplies s·inv first
 						for j, v := range xi {
 							xh := (float64(v) - mu) * inv
-							di[j] = float32(s * inv * (float64(gi[j]) - m - xh*mx))
+							di[j] = float32(si * (float64(gi[j]) - m - xh*mx))
 						}
 					}
 					k += r
