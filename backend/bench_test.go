@@ -150,6 +150,43 @@ func attnCase(name, file string) stepCase {
 	}
 }
 
+// unetCase is a step case of the UNet twin in testdata/unet
+// (bench/unet/make_unet.py): ConvTranspose, bilinear Resize, GroupNorm and
+// InstanceNorm blocks and skip concatenations at width 16, batch 2 of
+// 3×64×64, its per-pixel nll and depth mse tasks; file names the export
+// (TorchScript's or dynamo's, both opset 20).
+func unetCase(name, file string) stepCase {
+	return stepCase{
+		name: name,
+		model: func(tb testing.TB) *importer.Model {
+			m, err := importer.Load(filepath.Join("testdata", "unet", file))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return m
+		},
+		tasks: []string{"seg:nll:seg_logp:seg", "depth:mse:depth:depth"},
+		batch: func(n int) map[string]*importer.Tensor {
+			arrays, err := npz.Read(filepath.Join("testdata", "unet", "unet16.npz"))
+			if err != nil {
+				panic(err)
+			}
+			for k, a := range arrays { // the first n examples
+				per := a.Len() / a.Shape[0]
+				s := append([]int{n}, a.Shape[1:]...)
+				if a.F32 != nil {
+					arrays[k] = importer.NewFloat32(a.Name, s, a.F32[:n*per])
+				} else {
+					arrays[k] = importer.NewInt64(a.Name, s, a.I64[:n*per])
+				}
+			}
+			return arrays
+		},
+		n:           2,
+		noIntValues: true,
+	}
+}
+
 var stepCases = []stepCase{
 	{
 		name:  "lenet2",
@@ -190,6 +227,8 @@ var stepCases = []stepCase{
 	attnCase("tfblock1_ts", "tfblock1_ts.onnx"),
 	attnCase("tfblock1_ts14", "tfblock1_ts14.onnx"),
 	attnCase("tfblock1_dynopt", "tfblock1_dynopt.onnx"),
+	unetCase("unet16_ts", "unet16_ts.onnx"),
+	unetCase("unet16_dynopt", "unet16_dynopt.onnx"),
 }
 
 // cpuTime is the user+system CPU time of the process so far. On a shared
@@ -206,7 +245,8 @@ func cpuTime() time.Duration {
 // gradients) in float32, as one PNG step needs: lenet2 at batch 256 with
 // two tasks, two MTANs at batch 8 (32×32) with three tasks, a ViT encoder
 // block's TorchScript (opsets 17 and 14: LayerNorm as nine ops) and dynamo
-// exports at batch 4 with two tasks.
+// exports at batch 4 with two tasks, and a UNet's TorchScript and dynamo
+// exports at batch 2 (64×64) with two tasks.
 func BenchmarkStep(b *testing.B) {
 	for _, sc := range stepCases {
 		b.Run(sc.name, func(b *testing.B) {

@@ -199,7 +199,8 @@ def deeplab():
     return DeepLab2()
 
 
-def unet():
+def unet(c=8):
+    """The zoo's UNet at width c (bench/unet/make_unet.py exports wider ones)."""
     torch, nn, F = _nn()
 
     def block(cin, cout, norm):
@@ -217,7 +218,7 @@ def unet():
         a ConvTranspose2d and a bilinear upsampling, skip concatenations; a
         per-pixel classification head (4 classes) and a depth head."""
 
-        def __init__(self, c=8):
+        def __init__(self, c):
             super().__init__()
             self.enc1, self.enc2 = block(3, c, gn), block(c, 2 * c, inorm)
             self.mid = block(2 * c, 4 * c, gn)
@@ -236,7 +237,7 @@ def unet():
             d1 = self.dec1(torch.cat([u1, e1], 1))
             return F.log_softmax(self.head_seg(d1), 1), self.head_depth(d1)
 
-    return UNet()
+    return UNet(c)
 
 
 def mha():

@@ -971,6 +971,13 @@ func convGradWInto[T float](g *convGeom, sc *scratch, xt, gyt tensor.Tensor, dw 
 	}
 	colSize := g.colRows * g.colCols
 	band := g.gradWBandRows()
+	if cacheSize[T](g) > 0 {
+		// An op that caches its matrices sums each sample's pixels in one
+		// product, as with the cache: whether the cache is there (another
+		// task's pass holding it, the total limit reached) then does not
+		// change the bits of dW.
+		band = g.oh
+	}
 	var offs []int // the taps' wide rows, when used (see tapOffsets)
 	if cols == nil && wideRows[T](g) && allFinite(x) {
 		offs = g.tapOffsets()

@@ -8,10 +8,22 @@ import (
 )
 
 // TestConvColCache checks that the weight gradient reading the forward
-// pass's cached im2col matrices is bit-for-bit the recomputed one, and
-// that a cache made from other input values (another tensor, or the same
-// buffer overwritten in place as the TapeMachine does) is not used.
+// pass's cached im2col matrices is bit-for-bit the recomputed one (also
+// where the recomputed one would run in bands of rows: colBandElems 1),
+// and that a cache made from other input values (another tensor, or the
+// same buffer overwritten in place as the TapeMachine does) is not used.
 func TestConvColCache(t *testing.T) {
+	for _, bands := range []bool{false, true} {
+		if bands {
+			old := colBandElems
+			colBandElems = 1
+			defer func() { colBandElems = old }()
+		}
+		testConvColCache(t, bands)
+	}
+}
+
+func testConvColCache(t *testing.T, bands bool) {
 	cases := []struct {
 		name string
 		x, w []int
@@ -22,7 +34,11 @@ func TestConvColCache(t *testing.T) {
 		{"groups", []int{2, 4, 5, 4}, []int{6, 2, 3, 3}, ConvParams{Group: 2, Strides: []int{2, 2}, Pads: []int{1, 1, 1, 1}}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
+		name := c.name
+		if bands {
+			name += "_bands"
+		}
+		t.Run(name, func(t *testing.T) {
 			g, err := newConvGeom(tensor.Shape(c.x), tensor.Shape(c.w), c.p)
 			if err != nil {
 				t.Fatal(err)

@@ -486,7 +486,20 @@ func reducePattern32(op string, k int, dst []float32, acc []float64, o, g []floa
 	}
 	parallel.Items(mid, outer*inner, func(lo, hi int) {
 		for ob := 0; ob < outer; ob++ {
-			for e := lo; e < hi; e++ {
+			e := lo
+			if !neg && (!mul || oi == nil) {
+				// Four elements' runs at a time: four independent chains
+				// of additions, each in its own order.
+				for ; e+4 <= hi; e += 4 {
+					base := (ob*mid + e) * inner
+					if mul {
+						sumRuns4Mul(acc[e:e+4], g[base:], o[base:], inner)
+					} else {
+						sumRuns4(acc[e:e+4], g[base:], inner)
+					}
+				}
+			}
+			for ; e < hi; e++ {
 				base := (ob*mid + e) * inner
 				var s float64 = acc[e]
 				for i := base; i < base+inner; i++ {
@@ -506,4 +519,32 @@ func reducePattern32(op string, k int, dst []float32, acc []float64, o, g []floa
 			dst[e] = float32(acc[e])
 		}
 	})
+}
+
+// sumRuns4 adds to acc[r] the n values of run r of the four consecutive
+// runs at g, each run in order.
+func sumRuns4(acc []float64, g []float32, n int) {
+	g0, g1, g2, g3 := g[:n], g[n:][:n], g[2*n:][:n], g[3*n:][:n]
+	s0, s1, s2, s3 := acc[0], acc[1], acc[2], acc[3]
+	for i, v := range g0 {
+		s0 += float64(v)
+		s1 += float64(g1[i])
+		s2 += float64(g2[i])
+		s3 += float64(g3[i])
+	}
+	acc[0], acc[1], acc[2], acc[3] = s0, s1, s2, s3
+}
+
+// sumRuns4Mul is sumRuns4 of the products g·o (o laid out as g).
+func sumRuns4Mul(acc []float64, g, o []float32, n int) {
+	g0, g1, g2, g3 := g[:n], g[n:][:n], g[2*n:][:n], g[3*n:][:n]
+	o0, o1, o2, o3 := o[:n], o[n:][:n], o[2*n:][:n], o[3*n:][:n]
+	s0, s1, s2, s3 := acc[0], acc[1], acc[2], acc[3]
+	for i, v := range g0 {
+		s0 += float64(v) * float64(o0[i])
+		s1 += float64(g1[i]) * float64(o1[i])
+		s2 += float64(g2[i]) * float64(o2[i])
+		s3 += float64(g3[i]) * float64(o3[i])
+	}
+	acc[0], acc[1], acc[2], acc[3] = s0, s1, s2, s3
 }

@@ -10,8 +10,9 @@ import (
 // strides, pads, dilations, group, output_padding, output_shape and
 // auto_pad, as the ONNX spec defines them. Every input x[n, c, i, j]
 // scatters x·W[c, m, ki, kj] to y[n, m, i·s − p + ki·d, j·s − p + kj·d];
-// the gradients gather the same terms back. A direct Go kernel: correct
-// for every attribute combination, not tuned for speed.
+// the gradients gather the same terms back. The float64 kernel is that
+// direct loop (the reference); the float32 one (convtranspose32.go) is the
+// same sums as float32 GEMMs and a col2im/im2col over per-tap ranges.
 
 func init() {
 	graph.Register("ConvTranspose", 1, lowerConvTranspose)
@@ -164,7 +165,7 @@ func lowerConvTranspose(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value
 	if bv != nil {
 		nodes = append(nodes, b.Node(bv))
 	}
-	y, err := b.Kernel(n.GetName(), "ConvTranspose", nodes, yShape, p.forward, p.backward, nil)
+	y, err := b.FillingKernel32(n.GetName(), "ConvTranspose", nodes, yShape, p.forward, p.backward, nil, p.forward32, p.backward32)
 	if err != nil {
 		return nil, err
 	}

@@ -2,12 +2,14 @@ package onnxops
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/paretonav/paretonav/backend/internal/onnxtest"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/internal/testkit/ortcheck"
@@ -144,6 +146,81 @@ func TestConvTransposeErrors(t *testing.T) {
 			m := onnxtest.OneNode("ConvTranspose", 13, c.attrs, []onnxtest.In{x, c.w}, "y")
 			if _, err := tryGraph(m, onnxtest.Feeds([]onnxtest.In{x}), nil); err == nil {
 				t.Fatal("no error")
+			}
+		})
+	}
+}
+
+// TestConvTranspose32 checks the float32 kernels (GEMMs, col2im, im2col)
+// against the float64 direct loop on every case of convTransposeCases and
+// on larger ones (the UNet's 2×2/2 upsampling of 64 channels, overlapping
+// taps of a 4×4/2 with pads, a grouped stride-1 one), into dirty buffers:
+// the output and ∂X, ∂W within 1e-5 of Σ|terms| (float32 accumulation,
+// as Gemm and MatMul: TestMatMul32), ∂B bit for bit.
+func TestConvTranspose32(t *testing.T) {
+	cases := convTransposeCases()
+	r := rand.New(rand.NewSource(12))
+	cases = append(cases,
+		oracleCase{"unet 64 to 32 k2 s2", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 2, 2)},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 64, 16, 16), onnxtest.RandUniform32(r, "w", 64, 32, 2, 2), onnxtest.RandUniform32(r, "b", 32)}},
+		oracleCase{"k4 s2 p1 overlapping", []*onnxpb.AttributeProto{onnxtest.AInts("strides", 2, 2), onnxtest.AInts("pads", 1, 1, 1, 1)},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 8, 9, 7), onnxtest.RandUniform32(r, "w", 8, 6, 4, 4), onnxtest.RandUniform32(r, "b", 6)}},
+		oracleCase{"groups stride 1 pads", []*onnxpb.AttributeProto{onnxtest.AInt("group", 3), onnxtest.AInts("pads", 1, 2, 0, 1)},
+			[]*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 6, 5, 6), onnxtest.RandUniform32(r, "w", 6, 2, 3, 3), nil}})
+	for ci, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			names := []string{"x", "w", "b"}[:len(c.ins)]
+			var shapes [][]int
+			for j, in := range c.ins {
+				if in == nil {
+					names[j] = ""
+					shapes = append(shapes, nil)
+					continue
+				}
+				shapes = append(shapes, in.Shape)
+			}
+			for len(names) > 0 && names[len(names)-1] == "" {
+				names, shapes = names[:len(names)-1], shapes[:len(shapes)-1]
+			}
+			n := onnxtest.Node("ConvTranspose", "ct", names, []string{"y"}, c.attrs...)
+			op := lowerKernel(t, lowerConvTranspose, n, shapes...)
+			rr := rand.New(rand.NewSource(int64(ci)))
+			ins32, ins64, abs := make([][]float32, len(op.Ins)), make([][]float64, len(op.Ins)), make([][]float64, len(op.Ins))
+			for i, s := range op.Ins {
+				k := shape.Numel(s)
+				ins32[i], ins64[i], abs[i] = make([]float32, k), make([]float64, k), make([]float64, k)
+				for j := range ins32[i] {
+					ins32[i][j] = float32(rr.NormFloat64())
+					ins64[i][j], abs[i][j] = float64(ins32[i][j]), math.Abs(float64(ins32[i][j]))
+				}
+			}
+			ny := shape.Numel(op.Out)
+			y32, y64, yabs := onnxtest.Dirty32(ny), make([]float64, ny), make([]float64, ny)
+			op.Fwd32(y32, ins32)
+			op.Fwd(y64, ins64)
+			op.Fwd(yabs, abs)
+			within(t, "output", y32, y64, yabs)
+			g32, g64, gabs := make([]float32, ny), make([]float64, ny), make([]float64, ny)
+			for i := range g32 {
+				g32[i] = float32(rr.NormFloat64())
+				g64[i], gabs[i] = float64(g32[i]), math.Abs(float64(g32[i]))
+			}
+			for k := range op.Ins {
+				d32, d64, dabs := onnxtest.Dirty32(len(ins32[k])), make([]float64, len(ins32[k])), make([]float64, len(ins32[k]))
+				if !op.Bwd32(k, d32, ins32, y32, g32) {
+					t.Fatalf("input %d: the float32 gradient declined", k)
+				}
+				op.Bwd(k, d64, ins64, y64, g64)
+				if k == 2 {
+					for i := range d32 {
+						if !onnxtest.SameBits32(d32[i], float32(d64[i])) {
+							t.Fatalf("∂B[%d] = %v, float64 path %v", i, d32[i], float32(d64[i]))
+						}
+					}
+					continue
+				}
+				op.Bwd(k, dabs, abs, yabs, gabs)
+				within(t, fmt.Sprintf("gradient of input %d", k), d32, d64, dabs)
 			}
 		})
 	}

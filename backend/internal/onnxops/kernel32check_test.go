@@ -97,8 +97,9 @@ func checkKernel32(t *testing.T, op *graph.KernelOp, seed int64, scale float64) 
 
 // TestArithBroadcast32MatchesFloat64 checks the float32 kernels of Add,
 // Sub, Mul, Div and Pow with broadcast operands (a per-channel scale as
-// ConvNeXt's layer scale, a bias over the last axis, a scalar on either
-// side, both sides broadcast, neither) against the float64 ones, bit for bit,
+// ConvNeXt's layer scale or a GroupNorm's affine, of 96 and of 7
+// channels, a bias over the last axis, a scalar on either side, both
+// sides broadcast, neither) against the float64 ones, bit for bit,
 // including the gradients of the broadcast operands (float64 sums in the
 // float64 path's order), on sizes that split across goroutines.
 func TestArithBroadcast32MatchesFloat64(t *testing.T) {
@@ -107,6 +108,7 @@ func TestArithBroadcast32MatchesFloat64(t *testing.T) {
 		a, b []int
 	}{
 		{"channel scale", []int{96, 1, 1}, []int{4, 96, 8, 8}},
+		{"channel scale, channels not a multiple of four", []int{7, 1, 1}, []int{3, 7, 5, 6}},
 		{"bias last axis", []int{4, 8, 8, 96}, []int{96}},
 		{"scalar right", []int{4, 3, 40, 40}, []int{}},
 		{"scalar left", []int{1}, []int{4, 3, 40, 40}},

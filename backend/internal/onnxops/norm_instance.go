@@ -76,7 +76,8 @@ func lowerInstanceNorm(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value)
 			}
 		}
 	}
-	r, err := b.Kernel(n.GetName(), "InstanceNormalization", []graph.Node{b.Node(x), b.Node(sc), b.Node(bias)}, x.Shape, fwd, bwd, nil)
+	p32 := &instNorm32{n: N, c: C, s: S, eps: eps}
+	r, err := b.FillingKernel32(n.GetName(), "InstanceNormalization", []graph.Node{b.Node(x), b.Node(sc), b.Node(bias)}, x.Shape, fwd, bwd, nil, p32.forward, p32.backward)
 	if err != nil {
 		return nil, err
 	}

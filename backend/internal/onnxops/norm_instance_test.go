@@ -2,9 +2,11 @@ package onnxops
 
 import (
 	"math"
+	"math/rand"
 	"testing"
 
 	"github.com/paretonav/paretonav/backend/internal/onnxtest"
+	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -59,4 +61,33 @@ func TestEyeLike(t *testing.T) {
 	ins := []onnxtest.In{onnxtest.Feed("x", []int{2, 3}, 0, 0, 0, 0, 0, 0)}
 	got := runOne(t, "EyeLike", 9, []*onnxpb.AttributeProto{onnxtest.AInt("k", 1)}, ins)
 	onnxtest.AssertClose(t, "EyeLike", got, []int{2, 3}, []float64{0, 1, 0, 0, 0, 1}, 0)
+}
+
+// instanceNormCases are InstanceNormalization nodes: the UNet's 2-D planes
+// (enough instances to split across goroutines), a 1-D and a 3-D input,
+// epsilon set.
+func instanceNormCases() []oracleCase {
+	r := rand.New(rand.NewSource(21))
+	return []oracleCase{
+		{"unet planes", nil, []*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 16, 32, 32), onnxtest.RandUniform32(r, "s", 16), onnxtest.RandUniform32(r, "b", 16)}},
+		{"1-D eps", []*onnxpb.AttributeProto{onnxtest.AFloat("epsilon", 1e-3)}, []*importer.Tensor{onnxtest.RandUniform32(r, "x", 3, 5, 7), onnxtest.RandUniform32(r, "s", 5), onnxtest.RandUniform32(r, "b", 5)}},
+		{"3-D", nil, []*importer.Tensor{onnxtest.RandUniform32(r, "x", 2, 3, 4, 3, 5), onnxtest.RandUniform32(r, "s", 3), onnxtest.RandUniform32(r, "b", 3)}},
+	}
+}
+
+// TestInstanceNormORT checks the forward pass against ONNX Runtime.
+func TestInstanceNormORT(t *testing.T) {
+	checkAgainstORT(t, "InstanceNormalization", 6, instanceNormCases(), 1e-5)
+}
+
+// TestInstanceNorm32MatchesFloat64 checks the float32 kernels (output,
+// ∂X, ∂scale, ∂B) against the float64 ones, bit for bit.
+func TestInstanceNorm32MatchesFloat64(t *testing.T) {
+	for i, c := range instanceNormCases() {
+		t.Run(c.name, func(t *testing.T) {
+			n := onnxtest.Node("InstanceNormalization", "in", []string{"x", "s", "b"}, []string{"y"}, c.attrs...)
+			op := lowerKernel(t, lowerInstanceNorm, n, c.ins[0].Shape, c.ins[1].Shape, c.ins[2].Shape)
+			checkKernel32(t, op, int64(i), 1)
+		})
+	}
 }
