@@ -35,10 +35,11 @@ import (
 // every weight, the radius ρ_c (in λ scaled per task by wᵢ = 1/√K_P,ii)
 // within which its state (free, or clipped at either end) cannot change:
 // the distance of s_c from its nearest breakpoint over Σᵢ|J_ic|·wᵢ. It
-// bins the weights by ρ_c (one bin an octave, one byte a weight) and sums,
-// per bin, the quadratic each weight contributes in its present state. A
-// radius ρ is then chosen so that at most boxCompact(n) weights lie within
-// it: these are copied out, the rest add up to one m×m quadratic. The
+// bins the weights by ρ_c (one bin an octave, one byte a weight), counts
+// them per bin, and sums the quadratic each weight contributes in its
+// present state. A radius ρ is then chosen so that at most boxCompact(n)
+// weights lie within it: these are copied out (read in place by
+// position), and the sum less their pieces is one m×m quadratic. The
 // model (that quadratic plus the copied weights' exact pieces) is h on
 // the ball ‖(λ − λ₀)/w‖∞ ≤ ρ, and near it a Newton model that knows the
 // pieces nearest the centre. Damped projected Newton steps on the model
@@ -52,12 +53,22 @@ import (
 //
 // When the rounds run out, Constrain falls back on an update that still
 // meets the rate (MetricInfo.Inexact; see boxCombine).
+//
+// A pass costs a few float64 operations a weight and no branch on its
+// state: each worker sums its chunk's pieces in registers (the bin counts
+// are the only per-weight memory updates besides the bin byte), and the
+// chunks' partial sums are added in chunk order, so that Constrain's
+// result is the same bits on any number of workers.
 const (
 	// constrainMaxPasses bounds Constrain's passes over the weights with
-	// a bound: the metric's Gram matrix, the test of the unbounded update
-	// against the box, the min-norm update's rates within it, boxDual's
-	// rounds and the update itself. Without a bound it makes two.
-	constrainMaxPasses = 4 + boxMaxRounds
+	// a bound: the metric's Gram matrix; one pass that tests the
+	// unbounded update against the box, finds the min-norm update's rates
+	// within it and makes boxDual's first round; boxDual's other rounds
+	// (one more where the rate asked is lowered to what the box allows,
+	// which moves the first centre); and the update itself. Without a
+	// bound it makes two; with one the unbounded update stays within,
+	// three.
+	constrainMaxPasses = 3 + boxMaxRounds
 	// boxMaxRounds bounds the rounds (passes over the weights) of all of
 	// one Constrain call's boxDual calls together.
 	boxMaxRounds = 10
@@ -139,132 +150,336 @@ func newBoxQuad(m int) boxQuad {
 	return boxQuad{A: make([]float64, m*m), b: make([]float64, m)}
 }
 
-func (q *boxQuad) add(o *boxQuad) {
-	for i := range q.A {
-		q.A[i] += o.A[i]
-	}
-	for i := range q.b {
-		q.b[i] += o.b[i]
-	}
-	q.c0 += o.c0
-	q.n += o.n
-	q.clipped += o.clipped
+// boxQuadClone is a copy of q.
+func boxQuadClone(q boxQuad) boxQuad {
+	q.A, q.b = slices.Clone(q.A), slices.Clone(q.b)
+	return q
 }
 
-// boxPiece adds weight c's contribution in the state it is in at s:
-// free (prop + p·s inside ±r): bᵀλ gets prop·J_c and A gets p·J_cJ_cᵀ;
-// clipped at ±r: bᵀλ gets ±r·J_c and c0 −(±r − prop)²/(2p).
-func (q *boxQuad) addWeight(col []float64, s, x, p, r float64) {
-	m := len(col)
-	u := x + p*s
-	q.n++
-	switch {
-	case u > r:
-		q.clipped++
-		for i := 0; i < m; i++ {
-			q.b[i] += r * col[i]
-		}
-		d := r - x
-		q.c0 -= d * d / (2 * p)
-	case u < -r:
-		q.clipped++
-		for i := 0; i < m; i++ {
-			q.b[i] -= r * col[i]
-		}
-		d := r + x
-		q.c0 -= d * d / (2 * p)
-	default:
-		for i := 0; i < m; i++ {
-			q.b[i] += x * col[i]
-			a := p * col[i]
-			for j := 0; j <= i; j++ {
-				q.A[i*m+j] += a * col[j]
-			}
-		}
-	}
+// boxSums is what one round's pass found at its centre: the quadratic of
+// every weight's piece of h in the state it is in there (A's lower
+// triangle in an m×m array), and the number of weights in each ρ bin. The
+// model of the round subtracts the pieces of the weights it copies
+// (boxSubtract): keeping a quadratic for every bin instead cost an m×m
+// update of a bin's sums in memory for every weight.
+type boxSums struct {
+	all  boxQuad
+	hist [boxBins]int
 }
 
-// boxRound is one round's pass at centre lambda: the per-bin quadratics
-// and, in bins (one byte a weight), each weight's ρ_c bin. It also adds
-// Σ_c |J_ic|·R_c into top when top is not nil, and returns
-// Σ_c R_c·|J_cᵀd| (the rate h loses along λ + t·d as t → ∞) when d is not
-// nil.
-func boxRound(J Jacobian, lambda, w []float64, P, prop, R []float32, bins []uint8, workers int, top, d []float64) ([]boxQuad, float64) {
+// boxTotals is the number of float64s of a chunk's partial: A's lower
+// triangle packed row by row (m(m+1)/2), b (m), c0 and the count of
+// clipped weights; then Σ_c |J_ic|·R_c (m), the rate h loses along d (1),
+// the min-norm update's rates (m) and whether the box clipped it (1).
+func boxTotals(m int) int { return m*(m+1)/2 + m + 2 + 2*m + 2 }
+
+// boxHists is the number of counts a chunk keeps for each ρ bin, one
+// for each weight's position modulo boxHists (see boxRange2).
+const boxHists = 4
+
+// boxRatioBin is the bin of ρ = du/q (du, q ≥ 0; q = 0: ρ = +Inf)
+// without a division: ρ ∈ [2^(e−1), 2^e) for e the difference of their
+// binary exponents, plus one where du's significand is at least q's. The
+// bins of subnormal and infinite operands err low (a weight copied out
+// that need not be): du subnormal or q infinite, bin 0; q subnormal, as
+// though it were 2^−1022. boxRange2 has it written out.
+func boxRatioBin(du, q float64) uint8 {
+	const mant = 1<<52 - 1
+	db, qb := math.Float64bits(du), math.Float64bits(q)
+	de, qe := int(db>>52), int(qb>>52)
+	e := de - qe + int((qb&mant-db&mant-1)>>63)
+	if qe == 0 {
+		e = de - 1
+	}
+	bin := max(-126, min(127, e)) + 127
+	if de == 0 || qe == 0x7ff {
+		bin = 0
+	}
+	if qb == 0 || de == 0x7ff {
+		bin = boxBins - 1
+	}
+	return uint8(bin)
+}
+
+// boxMinNorm asks a round's pass for the rates Jũ of the min-norm update
+// held within the box, ũ = clip(scale·P∘Jᵀω, −R, R), and whether the box
+// clipped it (Rates and Clipped are its answer).
+type boxMinNorm struct {
+	Omega   []float64
+	Scale   float64
+	Rates   []float64
+	Clipped bool
+}
+
+// boxRound is one round's pass at centre lambda: every weight's piece of
+// h there, summed, and in bins (one byte a weight) each weight's ρ_c bin,
+// counted per bin. It also adds Σ_c |J_ic|·R_c into top when top is not
+// nil, returns Σ_c R_c·|J_cᵀd| (the rate h loses along λ + t·d as
+// t → ∞) when d is not nil, and answers mn when it is not nil. R must not
+// be nil. The columns are cut into chunks (forChunks) whose partial sums,
+// in sc, are added in chunk order: the result does not depend on the
+// number of workers.
+func boxRound(J Jacobian, lambda, w []float64, P, prop, R []float32, sc *boxScratch, workers int, top, d []float64, mn *boxMinNorm) (boxSums, float64) {
 	m, n := J.M, J.N
-	nw := numWorkers(workers, n)
-	parts := make([][]boxQuad, nw)
-	extra := make([]float64, nw*(m+1))
-	splitCols(n, nw, 1, func(wi, lo, hi int) {
-		qs := make([]boxQuad, boxBins)
-		for b := range qs {
-			qs[b] = newBoxQuad(m)
+	per := boxTotals(m)
+	nc := numChunks(n)
+	if cap(sc.parts) < nc*per {
+		sc.parts = make([]float64, nc*per)
+		sc.hist = make([][boxHists][boxBins]uint32, nc)
+	}
+	parts, hists := sc.parts[:nc*per], sc.hist[:nc]
+	clear(parts)
+	clear(hists)
+	forChunks(n, workers, func(k, lo, hi int) {
+		part := parts[k*per : (k+1)*per]
+		if m == 2 {
+			boxRange2(part, &hists[k], J, lo, hi, lambda, w, P, prop, R, sc.bins, top != nil, d, mn)
+		} else {
+			boxRangeM(part, &hists[k], J, lo, hi, lambda, w, P, prop, R, sc.bins, top != nil, d, mn)
 		}
-		parts[wi] = qs
-		ex := extra[wi*(m+1) : (wi+1)*(m+1)]
-		col := make([]float64, m)
-		for c := lo; c < hi; c++ {
-			var s, ds, wsum float64
-			for i := 0; i < m; i++ {
-				col[i] = float64(J.Data[i*n+c])
-				s += lambda[i] * col[i]
-				wsum += math.Abs(col[i]) * w[i]
-				if d != nil {
-					ds += d[i] * col[i]
-				}
+	})
+	t := m * (m + 1) / 2
+	var sums boxSums
+	sums.all = newBoxQuad(m)
+	sums.all.n = n
+	var asym float64
+	if mn != nil {
+		mn.Rates, mn.Clipped = make([]float64, m), false
+	}
+	for k := 0; k < nc; k++ {
+		part := parts[k*per : (k+1)*per]
+		q, pi := &sums.all, 0
+		for i := 0; i < m; i++ {
+			for j := 0; j <= i; j++ {
+				q.A[i*m+j] += part[pi]
+				pi++
 			}
-			p, r := 1.0, math.Inf(1)
+		}
+		for i := 0; i < m; i++ {
+			q.b[i] += part[t+i]
+		}
+		q.c0 += part[t+m]
+		q.clipped += int(part[t+m+1])
+		ex := part[t+m+2:]
+		for i := 0; i < m && top != nil; i++ {
+			top[i] += ex[i]
+		}
+		asym += ex[m]
+		if mn != nil {
+			for i := range mn.Rates {
+				mn.Rates[i] += ex[m+1+i]
+			}
+			mn.Clipped = mn.Clipped || ex[2*m+1] != 0
+		}
+		for _, h := range hists[k] {
+			for b, c := range h {
+				sums.hist[b] += int(c)
+			}
+		}
+	}
+	return sums, asym
+}
+
+// boxRange2 is boxRound's work on columns [lo, hi) for m = 2, written out
+// and without branches on a weight's state: its piece of h is
+// b += y·J_c (y = prop_c where it is free, u_c = ±R_c where clipped),
+// A += p·J_cJ_cᵀ where it is free, c0 −= (u_c − prop_c)²/(2p) where it is
+// clipped, the selections made on the bits; its distance from its nearest
+// breakpoint in u is ||u| − R_c|.
+func boxRange2(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, hi int, lambda, w []float64, P, prop, R []float32, bins []uint8, top bool, d []float64, mn *boxMinNorm) {
+	n := J.N
+	j0s := J.Data[lo:hi]
+	j1s := J.Data[n+lo : n+hi][:len(j0s)]
+	xs, rs, bs := prop[lo:hi][:len(j0s)], R[lo:hi][:len(j0s)], bins[lo:hi][:len(j0s)]
+	var ps []float32
+	if P != nil {
+		ps = P[lo:hi][:len(j0s)]
+	}
+	const mant = 1<<52 - 1
+	l0, l1, w0, w1 := lambda[0], lambda[1], w[0], w[1]
+	var a0, a1, a2, b0, b1, c0 float64
+	var clipped int
+	for c, jf := range j0s {
+		j0, j1 := float64(jf), float64(j1s[c])
+		x, r, p := float64(xs[c]), float64(rs[c]), 1.0
+		if ps != nil {
+			p = float64(ps[c])
+		}
+		u := x + p*(l0*j0+l1*j1)
+		uc := max(-r, min(r, u))
+		// free = 1 where uc == u (the same bits), else 0, without a
+		// branch: a weight's state follows no pattern the branch
+		// predictor could learn.
+		diff := math.Float64bits(u) ^ math.Float64bits(uc)
+		free := 1 - (diff|-diff)>>63
+		mask := -free
+		clipped += int(1 - free)
+		y := math.Float64frombits(math.Float64bits(x)&mask | math.Float64bits(uc)&^mask)
+		pf := math.Float64frombits(math.Float64bits(p) & mask)
+		dd := math.Float64frombits(math.Float64bits(uc-x) &^ mask)
+		pj0, pj1 := pf*j0, pf*j1
+		a0 += pj0 * j0
+		a1 += pj1 * j0
+		a2 += pj1 * j1
+		b0 += y * j0
+		b1 += y * j1
+		c0 -= dd * dd / (2 * p)
+		// b := boxRatioBin(du, q), written out to keep the sums in
+		// registers.
+		db := math.Float64bits(math.Abs(math.Abs(u) - r))
+		qb := math.Float64bits(p * (math.Abs(j0)*w0 + math.Abs(j1)*w1))
+		de, qe := int(db>>52), int(qb>>52)
+		// e+1 where du's significand is at least q's, without a branch.
+		e := de - qe + int((qb&mant-db&mant-1)>>63)
+		if qe == 0 {
+			e = de - 1
+		}
+		bin := max(-126, min(127, e)) + 127
+		if de == 0 || qe == 0x7ff {
+			bin = 0
+		}
+		if qb == 0 || de == 0x7ff {
+			bin = boxBins - 1
+		}
+		b := uint8(bin)
+		bs[c] = b
+		// Four counts a bin, taken in turn: one count's increments
+		// wait on each other when weights in a row share a bin.
+		hist[c&3][b]++
+	}
+	part[0], part[1], part[2], part[3], part[4], part[5], part[6] = a0, a1, a2, b0, b1, c0, float64(clipped)
+	if !top && d == nil && mn == nil {
+		return
+	}
+	boxExtras(part[7:], J, lo, hi, P, R, top, d, mn)
+}
+
+// boxExtras adds, for columns [lo, hi), what a round's pass is asked
+// beside its sums (see boxTotals) into ex.
+func boxExtras(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, d []float64, mn *boxMinNorm) {
+	m, n := J.M, J.N
+	for c := lo; c < hi; c++ {
+		r := float64(R[c])
+		var ds, so float64
+		for i := 0; i < m; i++ {
+			v := float64(J.Data[i*n+c])
+			if top && v != 0 {
+				ex[i] += math.Abs(v) * r
+			}
+			if d != nil {
+				ds += d[i] * v
+			}
+			if mn != nil {
+				so += mn.Omega[i] * v
+			}
+		}
+		if ds != 0 {
+			ex[m] += r * math.Abs(ds)
+		}
+		if mn != nil {
+			p := 1.0
 			if P != nil {
 				p = float64(P[c])
 			}
-			if R != nil {
-				r = float64(R[c])
+			um := mn.Scale * (p * so)
+			if math.Abs(um) > r {
+				um, ex[2*m+1] = math.Copysign(r, um), 1
 			}
-			x := float64(prop[c])
-			// The breakpoints of f_c in s: (±r − x)/p.
-			sLo, sHi := (-r-x)/p, (r-x)/p
-			var dist float64
-			switch {
-			case s > sHi:
-				dist = s - sHi
-			case s < sLo:
-				dist = sLo - s
-			default:
-				dist = math.Min(sHi-s, s-sLo)
+			for i := 0; i < m; i++ {
+				ex[m+1+i] += float64(J.Data[i*n+c]) * um
 			}
-			rho := math.Inf(1)
-			if wsum > 0 {
-				rho = dist / wsum
+		}
+	}
+}
+
+// boxRangeM is boxRound's work on columns [lo, hi) for any m (see
+// boxRange2).
+func boxRangeM(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, hi int, lambda, w []float64, P, prop, R []float32, bins []uint8, top bool, d []float64, mn *boxMinNorm) {
+	m, n := J.M, J.N
+	t := m * (m + 1) / 2
+	col := make([]float64, m)
+	A, bv := part[:t], part[t:t+m]
+	var c0 float64
+	var clipped int
+	for c := lo; c < hi; c++ {
+		var s, ws float64
+		for i := range col {
+			v := float64(J.Data[i*n+c])
+			col[i] = v
+			s += lambda[i] * v
+			ws += math.Abs(v) * w[i]
+		}
+		x, r, p := float64(prop[c]), float64(R[c]), 1.0
+		if P != nil {
+			p = float64(P[c])
+		}
+		u := x + p*s
+		uc := max(-r, min(r, u))
+		if uc == u {
+			k := 0
+			for i, v := range col {
+				bv[i] += x * v
+				pv := p * v
+				for j := 0; j <= i; j++ {
+					A[k+j] += pv * col[j]
+				}
+				k += i + 1
 			}
-			b := boxBin(rho)
-			bins[c] = b
-			parts[wi][b].addWeight(col, s, x, p, r)
-			for i := 0; i < m && top != nil; i++ {
-				if col[i] != 0 {
-					ex[i] += math.Abs(col[i]) * r
+		} else {
+			clipped++
+			for i, v := range col {
+				bv[i] += uc * v
+			}
+			dd := uc - x
+			c0 -= dd * dd / (2 * p)
+		}
+		b := boxRatioBin(math.Abs(math.Abs(u)-r), p*ws)
+		bins[c] = b
+		hist[c&3][b]++
+	}
+	part[t+m], part[t+m+1] = c0, float64(clipped)
+	if top || d != nil || mn != nil {
+		boxExtras(part[t+m+2:], J, lo, hi, P, R, top, d, mn)
+	}
+}
+
+// boxSubtract removes from q the pieces of h of the weights at idx, in
+// the state they are in at lambda (the round's centre): what the weights
+// a round's model reads in place leave to its quadratic.
+func boxSubtract(q *boxQuad, J Jacobian, idx []uint32, lambda []float64, P, prop, R []float32) {
+	m, n := J.M, J.N
+	col := make([]float64, m)
+	for _, ci := range idx {
+		c := int(ci)
+		var s float64
+		for i := range col {
+			col[i] = float64(J.Data[i*n+c])
+			s += lambda[i] * col[i]
+		}
+		x, r, p := float64(prop[c]), float64(R[c]), 1.0
+		if P != nil {
+			p = float64(P[c])
+		}
+		u := x + p*s
+		uc := max(-r, min(r, u))
+		q.n--
+		if uc == u {
+			for i, v := range col {
+				q.b[i] -= x * v
+				pv := p * v
+				for j := 0; j <= i; j++ {
+					q.A[i*m+j] -= pv * col[j]
 				}
 			}
-			if d != nil && ds != 0 {
-				ex[m] += r * math.Abs(ds)
-			}
+			continue
 		}
-	})
-	qs := make([]boxQuad, boxBins)
-	for b := range qs {
-		qs[b] = newBoxQuad(m)
-		for wi := 0; wi < nw; wi++ {
-			if parts[wi] != nil {
-				qs[b].add(&parts[wi][b])
-			}
+		q.clipped--
+		for i, v := range col {
+			q.b[i] -= uc * v
 		}
+		dd := uc - x
+		q.c0 += dd * dd / (2 * p)
 	}
-	var asym float64
-	for wi := 0; wi < nw; wi++ {
-		for i := 0; i < m && top != nil; i++ {
-			top[i] += extra[wi*(m+1)+i]
-		}
-		asym += extra[wi*(m+1)+m]
-	}
-	return qs, asym
 }
 
 // boxModel is h on one round's ball: the quadratic of the weights whose
@@ -353,10 +568,13 @@ func (bm *boxModel) eval(lambda []float64) boxEval {
 
 // boxScratch is the memory of one Constrain call's boxDual calls, a
 // number of bytes a weight (ConstrainScratchBytes): each weight's ρ bin,
-// and the positions of the weights a round's model reads in place.
+// the positions of the weights a round's model reads in place, and the
+// chunks' partial sums of a round's pass.
 type boxScratch struct {
-	bins []uint8
-	idx  []uint32
+	bins  []uint8
+	idx   []uint32
+	parts []float64
+	hist  [][boxHists][boxBins]uint32
 }
 
 // newBoxScratch allocates the bins; the positions grow to the most
@@ -366,11 +584,20 @@ func newBoxScratch(n int) *boxScratch { return &boxScratch{bins: make([]uint8, n
 // ConstrainScratchBytes is the most memory a Constrain call with a bound
 // allocates beside its arguments for m tasks and n weights: five bytes a
 // weight (boxScratch: a ρ bin and a 32-bit position each) and, for the
-// m×m quadratics of each worker's ρ bins and the rest of the dual, at
-// boxBins·(m²+m+4)·8 bytes a worker (20 KiB at m = 2). A training loop's
-// memory plan adds it to the vectors it holds.
+// m×m quadratics of the ρ bins of each chunk of a pass (at most maxChunks
+// of them) and the rest of the dual, boxBins·(m²+m+4)·8 bytes a chunk
+// (20 KiB at m = 2). A training loop's memory plan adds it to the vectors
+// it holds.
 func ConstrainScratchBytes(m, n int) int64 {
-	return 5*int64(n) + int64(boxBins)*int64(m*m+m+4)*8*int64(min(64, max(1, numWorkers(0, n))))
+	return 5*int64(n) + int64(boxBins)*int64(m*m+m+4)*8*int64(numChunks(n)+4)
+}
+
+// boxPre is a first round's pass made before boxDual (Constrain's test of
+// the unbounded update against the box): its centre, the sums and bins of
+// its weights there (the bins in the boxScratch), and Σ_c |J_ic|·R_c.
+type boxPre struct {
+	lambda, top []float64
+	sums        boxSums
 }
 
 // boxResult is what boxDual found: λ, the coordinates at the bound there,
@@ -395,7 +622,7 @@ type boxResult struct {
 // out of reach within the box: h falls without bound along the last
 // round's step (a certificate: Σ_c R_c·|J_cᵀd| < φ·Σd), or every weight
 // was copied and h has no minimiser.
-func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, phi float64, workers int, cnt *boxCounter, sc *boxScratch) (boxResult, error) {
+func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, phi float64, workers int, cnt *boxCounter, sc *boxScratch, pre *boxPre) (boxResult, error) {
 	m, n := J.M, J.N
 	lambda = append([]float64(nil), lambda...)
 	var top, tol, step []float64
@@ -407,32 +634,39 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 	ball := false      // this round steps within the ball
 	for cnt.rounds < boxMaxRounds {
 		cnt.rounds++
-		cnt.pass()
-		first := top == nil
-		var topArg []float64
-		if first {
-			top = make([]float64, m)
-			topArg = top
+		var sums boxSums
+		var asym float64
+		if pre != nil {
+			// The first round's pass was made already, at pre.lambda.
+			lambda, top, sums, pre = slices.Clone(pre.lambda), pre.top, pre.sums, nil
+		} else {
+			cnt.pass()
+			var topArg []float64
+			if top == nil {
+				top = make([]float64, m)
+				topArg = top
+			}
+			sums, asym = boxRound(J, lambda, w, P, prop, R, sc, workers, topArg, step, nil)
 		}
-		qs, asym := boxRound(J, lambda, w, P, prop, R, bins, workers, topArg, step)
-		if first {
+		if tol == nil {
 			tol = make([]float64, m)
 			for i := range tol {
 				tol[i] = boxTol * (top[i] + math.Abs(phi))
 			}
 		}
 		// h, ∇h at the centre, exactly: every weight's piece there.
-		all := newBoxQuad(m)
-		for b := range qs {
-			all.add(&qs[b])
-		}
+		all := sums.all
 		hc, gc := boxQuadAt(&all, lambda, phi)
 		if math.IsNaN(hc) || math.IsInf(hc, 0) {
 			return best, fmt.Errorf("png: Constrain within the bound: dual value %v: %w", hc, ErrNonFinite)
 		}
-		if hc > bestH && prev != nil {
+		stationary := boxStationary(lambda, gc, tol)
+		if hc > bestH && prev != nil && !stationary {
 			// The free step raised h: step from the last centre within
-			// the ball instead.
+			// the ball instead. A centre that meets the optimality
+			// conditions is the minimiser whatever h's last digits say
+			// (h is convex): at the minimiser two centres' h differ by
+			// rounding alone.
 			lambda, prev, ball, step = prev, nil, true, nil
 			continue
 		}
@@ -441,7 +675,7 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 		for i := range best.rates {
 			best.rates[i] = gc[i] + phi
 		}
-		if boxStationary(lambda, gc, tol) {
+		if stationary {
 			best.done = true
 			return best, nil
 		}
@@ -456,23 +690,19 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 		}
 		// The ball: the widest radius with at most kmax weights within.
 		cut, k := 0, 0
-		for cut < boxBins && k+qs[cut].n <= kmax {
-			k += qs[cut].n
+		for cut < boxBins && k+sums.hist[cut] <= kmax {
+			k += sums.hist[cut]
 			cut++
 		}
 		if cut < 2 {
 			// Weights on their breakpoint: copy them all, whatever their
 			// number, so that the ball is not empty.
 			for ; cut < 2; cut++ {
-				k += qs[cut].n
+				k += sums.hist[cut]
 			}
 		}
 		rho := boxEdge(cut)
-		bm := &boxModel{m: m, phi: phi, q: newBoxQuad(m), J: J, P: P, R: R, prop: prop, col: make([]float64, m)}
-		for b := cut; b < boxBins; b++ {
-			bm.q.add(&qs[b])
-		}
-		symmetrize(bm.q.A, m)
+		bm := &boxModel{m: m, phi: phi, J: J, P: P, R: R, prop: prop, col: make([]float64, m)}
 		if cap(sc.idx) < k {
 			sc.idx = make([]uint32, 0, k)
 		}
@@ -482,6 +712,15 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 				bm.idx = append(bm.idx, uint32(c))
 			}
 		}
+		// The model's quadratic: every weight's piece at the centre less
+		// those of the weights it reads in place (none left when it reads
+		// them all).
+		bm.q = newBoxQuad(m)
+		if cut < boxBins {
+			bm.q = boxQuadClone(all)
+			boxSubtract(&bm.q, J, bm.idx, lambda, P, prop, R)
+		}
+		symmetrize(bm.q.A, m)
 		maxEvals := boxMaxEvals
 		if k > 0 {
 			maxEvals = min(boxMaxEvals, max(boxMinEvals, max(n, boxSmall)/k))
@@ -708,8 +947,8 @@ func boxBoxStationary(lambda, grad, lo, hi, tol []float64) bool {
 // is nil. t = 0 is the bounded problem's update.
 func boxCombine(dst []float32, J Jacobian, lambda []float64, P, prop, R []float32, t float64, omega []float64, scale float64, workers int) {
 	m, n := J.M, J.N
-	w := numWorkers(workers, n)
-	splitCols(n, w, 1, func(_, lo, hi int) {
+	mix := t != 0 && omega != nil
+	splitCols(n, numWorkers(workers, n), 1, func(_, lo, hi int) {
 		for c := lo; c < hi; c++ {
 			var s, so float64
 			for i := 0; i < m; i++ {
@@ -717,7 +956,7 @@ func boxCombine(dst []float32, J Jacobian, lambda []float64, P, prop, R []float3
 				if lambda[i] != 0 {
 					s += lambda[i] * v
 				}
-				if t != 0 && omega != nil {
+				if mix {
 					so += omega[i] * v
 				}
 			}
@@ -728,11 +967,11 @@ func boxCombine(dst []float32, J Jacobian, lambda []float64, P, prop, R []float3
 			u := float64(prop[c]) + s
 			if R != nil {
 				r := float64(R[c])
-				u = math.Max(-r, math.Min(r, u))
+				u = clip(u, r)
 				if t != 0 {
-					a := math.Max(-r, math.Min(r, scale*so))
-					if omega == nil {
-						a = 0
+					var a float64
+					if omega != nil {
+						a = clip(scale*so, r)
 					}
 					u = (1-t)*u + t*a
 				}
@@ -742,39 +981,14 @@ func boxCombine(dst []float32, J Jacobian, lambda []float64, P, prop, R []float3
 	})
 }
 
-// clippedRate returns the rates Jũ for ũ = clip(scale·P∘Jᵀω, −R, R), the
-// min-norm update of the metric held within the box, and whether the box
-// clipped it.
-func clippedRate(J Jacobian, omega []float64, P, R []float32, scale float64, workers int) ([]float64, bool) {
-	m, n := J.M, J.N
-	w := numWorkers(workers, n)
-	parts := make([]float64, w*(m+1))
-	splitCols(n, w, 1, func(wi, lo, hi int) {
-		q := parts[wi*(m+1) : (wi+1)*(m+1)]
-		for c := lo; c < hi; c++ {
-			var s float64
-			for i := 0; i < m; i++ {
-				s += omega[i] * float64(J.Data[i*n+c])
-			}
-			if P != nil {
-				s *= float64(P[c])
-			}
-			u := scale * s
-			if r := float64(R[c]); math.Abs(u) > r {
-				u, q[m] = math.Copysign(r, u), 1
-			}
-			for i := 0; i < m; i++ {
-				q[i] += float64(J.Data[i*n+c]) * u
-			}
-		}
-	})
-	q := make([]float64, m)
-	clipped := false
-	for wi := 0; wi < w; wi++ {
-		for i := range q {
-			q[i] += parts[wi*(m+1)+i]
-		}
-		clipped = clipped || parts[wi*(m+1)+m] != 0
+// clip is x held within ±r (r > 0, x not NaN): math.Max and math.Min,
+// which are calls on amd64, written as comparisons.
+func clip(x, r float64) float64 {
+	if x > r {
+		return r
 	}
-	return q, clipped
+	if x < -r {
+		return -r
+	}
+	return x
 }

@@ -211,7 +211,7 @@ func TestBoxDualMatchesReference(t *testing.T) {
 		for i := range w {
 			w[i] = 1 / math.Sqrt(K[i*m+i])
 		}
-		got, gerr := boxDual(c.J, lambda0, w, c.metric, c.prop, R, phi, 2, &boxCounter{}, newBoxScratch(c.J.N))
+		got, gerr := boxDual(c.J, lambda0, w, c.metric, c.prop, R, phi, 2, &boxCounter{}, newBoxScratch(c.J.N), nil)
 		if werr != nil {
 			if errors.Is(werr, ErrUnbounded) && gerr == nil && got.done {
 				t.Errorf("%s: reference: %v; bounded solver found a minimiser %v", c.name, werr, got.lambda)
@@ -256,6 +256,7 @@ func BenchmarkConstrainBox(b *testing.B) {
 				p := PNG{Settings{Alpha: 0.5}}
 				var cnt boxCounter
 				b.ResetTimer()
+				cpu := cpuNanos()
 				for i := 0; i < b.N; i++ {
 					cnt = boxCounter{}
 					info, err := p.constrain(u, c.J, c.prop, c.metric, R, 1, &cnt)
@@ -265,6 +266,8 @@ func BenchmarkConstrainBox(b *testing.B) {
 				}
 				b.ReportMetric(float64(cnt.passes), "passes")
 				b.ReportMetric(float64(cnt.rounds), "rounds")
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n)/float64(cnt.passes), "ns/weight/pass")
+				b.ReportMetric(float64(cpuNanos()-cpu)/float64(b.N)/float64(n)/float64(cnt.passes), "cpu-ns/weight/pass")
 			})
 		}
 	}
@@ -299,6 +302,100 @@ func TestConstrainScratchBytes(t *testing.T) {
 				t.Errorf("%s m=%d: Constrain allocated %d bytes, ConstrainScratchBytes says at most %d", kind, m, got, limit)
 			}
 			t.Logf("%s m=%d: %d rounds, allocated %.2f bytes a weight (bound %.2f)", kind, m, cnt.rounds, float64(got)/n, float64(limit)/n)
+		}
+	}
+}
+
+// BenchmarkBoxRound measures one round's pass of the bounded dual
+// (boxRound: every weight's state and ρ bin, and its piece of h added to
+// its bin) on 11.2M weights, the size of a ResNet-18 with two heads, for
+// Adam's metric and bound (bigBoxCase's adam kind) and for metric and
+// bound over eight decades (decades), on one worker and on all.
+func BenchmarkBoxRound(b *testing.B) {
+	const n = 11_200_000
+	for _, m := range []int{2, 3} {
+		for _, kind := range []string{"adam", "decades"} {
+			c, R := bigBoxCase(rand.New(rand.NewPCG(1, 1)), kind, m, n)
+			K := metricGram64(c.J, c.metric)
+			w, lambda := make([]float64, m), make([]float64, m)
+			for i := range w {
+				w[i] = 1 / math.Sqrt(K[i*m+i])
+				lambda[i] = w[i] * w[i]
+			}
+			sc := newBoxScratch(n)
+			if kind == "adam" {
+				// The floor: a sum of the vectors a round reads, one
+				// worker.
+				b.Run(fmt.Sprintf("m=%d/read", m), func(b *testing.B) {
+					cpu := cpuNanos()
+					var sum float64
+					for i := 0; i < b.N; i++ {
+						for k := 0; k < n; k++ {
+							x := float64(c.prop[k]) + float64(c.metric[k]) + float64(R[k])
+							for r := 0; r < m; r++ {
+								x += float64(c.J.Data[r*n+k])
+							}
+							sum += x
+						}
+					}
+					if math.IsNaN(sum) {
+						b.Fatal("NaN")
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/weight")
+					b.ReportMetric(float64(cpuNanos()-cpu)/float64(b.N)/n, "cpu-ns/weight")
+				})
+			}
+			for _, workers := range []int{1, 0} {
+				b.Run(fmt.Sprintf("m=%d/%s/workers=%d", m, kind, workers), func(b *testing.B) {
+					cpu := cpuNanos()
+					for i := 0; i < b.N; i++ {
+						boxRound(c.J, lambda, w, c.metric, c.prop, R, sc, workers, nil, lambda, nil)
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/weight")
+					b.ReportMetric(float64(cpuNanos()-cpu)/float64(b.N)/n, "cpu-ns/weight")
+				})
+			}
+		}
+	}
+}
+
+// TestConstrainSameBitsAnyWorkers: the bounded Constrain's update and
+// what it reports are the same bits whatever the number of workers (its
+// passes keep their partial sums per chunk of columns, not per worker),
+// on a case with many chunks and the bound active.
+func TestConstrainSameBitsAnyWorkers(t *testing.T) {
+	n := 300_000
+	if testing.Short() {
+		n = 100_000
+	}
+	for _, kind := range []string{"adam", "decades"} {
+		for _, m := range []int{2, 3} {
+			c, R := bigBoxCase(rand.New(rand.NewPCG(9, uint64(m))), kind, m, n)
+			var want []float32
+			var wantInfo MetricInfo
+			for _, workers := range []int{1, 2, 3, 8} {
+				u := make([]float32, n)
+				info, err := (PNG{Settings{Alpha: 0.5, Workers: workers}}).Constrain(u, c.J, c.prop, c.metric, R, 1)
+				if err != nil {
+					t.Fatalf("%s workers=%d: %v", c.name, workers, err)
+				}
+				if info.Clipped == 0 {
+					t.Fatalf("%s: the bound did not bind", c.name)
+				}
+				if want == nil {
+					want, wantInfo = u, info
+					continue
+				}
+				if fmt.Sprint(info) != fmt.Sprint(wantInfo) {
+					t.Errorf("%s: workers=%d reports %+v, workers=1 %+v", c.name, workers, info, wantInfo)
+				}
+				for k := range u {
+					if math.Float32bits(u[k]) != math.Float32bits(want[k]) {
+						t.Errorf("%s: workers=%d: u[%d] = %v, workers=1 %v", c.name, workers, k, u[k], want[k])
+						break
+					}
+				}
+			}
 		}
 	}
 }

@@ -183,3 +183,33 @@ func refBoxDual(J Jacobian, lambda []float64, P, prop, R []float32, phi float64,
 	}
 	return lambda, e.clipped, nil
 }
+
+// withinBound reports whether prop + P∘(Jᵀλ) lies within ±bound.
+func withinBound(J Jacobian, lambda []float64, P, prop, bound []float32, workers int) bool {
+	m, n := J.M, J.N
+	w := numWorkers(workers, n)
+	out := make([]bool, w)
+	splitCols(n, w, 1, func(wi, lo, hi int) {
+		for c := lo; c < hi; c++ {
+			var s float64
+			for i := 0; i < m; i++ {
+				if lambda[i] != 0 {
+					s += lambda[i] * float64(J.Data[i*n+c])
+				}
+			}
+			if P != nil {
+				s *= float64(P[c])
+			}
+			if math.Abs(float64(prop[c])+s) > float64(bound[c]) {
+				out[wi] = true
+				return
+			}
+		}
+	})
+	for _, o := range out {
+		if o {
+			return false
+		}
+	}
+	return true
+}

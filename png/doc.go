@@ -33,11 +33,15 @@
 //
 // Within Adam's per-weight step bound the dual of Constrain is piecewise
 // quadratic, with a piece for every pattern of weights at the bound;
-// Constrain solves it in at most 14 passes over the weights whatever the
-// model (the Gram pass, the box test, the clipped min-norm update, at most
-// 10 rounds of the box dual, the update; two without a bound), plus a scan
-// of one byte a weight and work over at most n/16 weights per round (read
-// in place by position) bounded by about one pass. It allocates at most
+// Constrain solves it in at most 13 passes over the weights whatever the
+// model (the Gram pass; one pass that tests the unbounded update against
+// the box, finds the clipped min-norm update's rates and makes the box
+// dual's first round; at most 10 rounds of the box dual in all, one pass
+// each; the update; two passes without a bound, three when the unbounded
+// update stays within it), plus a scan of one byte a weight and work over
+// at most n/16 weights per round (read in place by position) bounded by
+// about one pass. Its passes sum per chunk of columns, in chunk order: the
+// result is the same bits on any number of workers. It allocates at most
 // five bytes a weight (ConstrainScratchBytes), which a training loop's
 // memory plan counts. Should the rounds run out, the update still meets
 // every task's rate within the bound (MetricInfo.Inexact).
