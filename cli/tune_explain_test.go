@@ -105,8 +105,9 @@ func TestTuneExplains(t *testing.T) {
 			w0:   [2]float32{1.5, 0}, crit: "wd:0.3,0.0001", steps: "200",
 			text: []string{
 				"in the Pareto band (g ≤ e) at 100% of the last 100 steps", "improper trades (g ≤ e",
-				"the target is beyond the Pareto front: q's target 0.0001 is out of reach, q cannot go lower without raising p by",
-				"(PNG trades at most 10×); the closest point reached: p 1.653, q 0.01652",
+				"the target is beyond the Pareto front: q's target 0.0001 is out of reach, q cannot go lower without an improper trade: PNG held F's steps,",
+				"on the training batches would have raised the losses by more than 10× what they lowered them; on the training data at the end, lowering q along F's gradient raises p by",
+				"the closest point reached: p 1.653, q 0.01652",
 				"a target the front can reach: q no lower than about 0.01652",
 			},
 			check: func(t *testing.T, ex map[string]any, _ tuneOutcome) {

@@ -129,9 +129,11 @@ type FrontLimit struct {
 	Against string `json:"against"`
 	Ratio   Num    `json:"ratio"`
 	// HeldBy is "improper_trades" (PNG refused F's step: it would raise
-	// the losses by more than MaxTradeoff times what it lowers them; Ratio
-	// is that step's raise over its fall, measured on the report data's
-	// gradients at the end) or "front" (F's gradient is cancelled by the
+	// the losses by more than MaxTradeoff times what it lowers them, as
+	// tested on each step's training batch and the optimizer's update;
+	// Ratio is F's step's raise over its fall measured on the report
+	// data's gradients at the end, which can be within MaxTradeoff where
+	// the two disagree; the line names each with its data) or "front" (F's gradient is cancelled by the
 	// tasks' gradients: F is as low as the front allows here; Ratio is the
 	// front's exchange rate ω_Loss/ω_Against from the min-norm weights).
 	HeldBy string `json:"held_by"`
@@ -257,7 +259,7 @@ func explain(in explainInput) *Explanation {
 	if pngRun {
 		if ex.Front = frontLimit(in, tr); ex.Front != nil {
 			f := ex.Front
-			ex.Lines = append(ex.Lines, frontLine(f, in.Tasks, in.MaxTradeoff))
+			ex.Lines = append(ex.Lines, frontLine(f, in.Tasks, in.MaxTradeoff, in.MeasuredOn))
 			if f.Beyond {
 				ex.Try = append(ex.Try, fmt.Sprintf("a target the front can reach: %s no lower than about %s while %s stays at %s",
 					f.Loss, num4(float64(f.Closest[f.Loss])), f.Against, num4(float64(f.Closest[f.Against]))))
@@ -666,7 +668,9 @@ func frontLimit(in explainInput, tr stepTrace) *FrontLimit {
 	return f
 }
 
-func frontLine(f *FrontLimit, tasks []string, maxTradeoff float64) string {
+// frontLine is the explanation's line for f; measuredOn names the report
+// data ("validation", "training").
+func frontLine(f *FrontLimit, tasks []string, maxTradeoff float64, measuredOn string) string {
 	var pts []string
 	for _, t := range tasks {
 		pts = append(pts, fmt.Sprintf("%s %s", t, num4(float64(f.Closest[t]))))
@@ -680,9 +684,20 @@ func frontLine(f *FrontLimit, tasks []string, maxTradeoff float64) string {
 	default:
 		s = "the Pareto front held the run: "
 	}
-	s += fmt.Sprintf("%s cannot go lower without raising %s by %s× as much", f.Loss, f.Against, num3(float64(f.Ratio)))
 	if f.HeldBy == "improper_trades" {
-		s += fmt.Sprintf(" (PNG trades at most %s×)", num3(maxTradeoff))
+		// The trade test ran on each step's training batch and the
+		// optimizer's update; Ratio is F's step on the report data at
+		// the end. The line names each with what it measured, so that
+		// the two cannot read as one claim: where the training batches
+		// and the report data disagree, Ratio can be well within the
+		// limit that held the steps.
+		s += fmt.Sprintf("%s cannot go lower without an improper trade: PNG held F's steps, which on the training batches would have raised the losses by more than %s× what they lowered them; on the %s data at the end, lowering %s along F's gradient raises %s by %s× as much",
+			f.Loss, num3(maxTradeoff), measuredOn, f.Loss, f.Against, num3(float64(f.Ratio)))
+		if !(float64(f.Ratio) > maxTradeoff) {
+			s += fmt.Sprintf(", a trade within the limit there: the training batches' gradients and the %s data's disagree", measuredOn)
+		}
+	} else {
+		s += fmt.Sprintf("%s cannot go lower without raising %s by %s× as much", f.Loss, f.Against, num3(float64(f.Ratio)))
 	}
 	reached := "the point reached"
 	if f.Beyond {

@@ -282,8 +282,39 @@ func TestExplain(t *testing.T) {
 						t.Errorf("closest %v, want the losses after", f.Closest)
 					}
 				},
-				lines("the target is beyond the Pareto front: q's target 0.0001 is out of reach, q cannot go lower without raising p by 9.99× as much (PNG trades at most 10×)",
+				lines("the target is beyond the Pareto front: q's target 0.0001 is out of reach, q cannot go lower without an improper trade: PNG held F's steps, which on the training batches would have raised the losses by more than 10× what they lowered them; on the training data at the end, lowering q along F's gradient raises p by 9.99× as much, a trade within the limit there: the training batches' gradients and the training data's disagree",
 					"the closest point reached: p 1.653, q 0.01652", "a target the front can reach: q no lower than about 0.01652", "paretonav front"),
+			},
+		},
+		{
+			// The trade test runs on each step's training batch and the
+			// optimizer's update; the ratio is measured on the report
+			// data at the end, where F's step may be a proper trade. The
+			// line must not say the loss cannot go lower at a ratio
+			// within the limit it names.
+			name: "held as improper trades, a proper trade on the report data",
+			crit: "wd:0.3,0.0001", before: []float64{1.125, 0.125}, after: []float64{1.653, 0.01652},
+			gram: segmentGram(1.5),
+			trace: trace(200, func(i int) string {
+				if i < 54 {
+					return ""
+				}
+				return "improper"
+			}, []float64{1.1, 0.12}, []float64{1.65, 0.0165}),
+			checks: []check{
+				func(t *testing.T, ex *Explanation) {
+					f := ex.Front
+					if f == nil || f.HeldBy != "improper_trades" || !near(float64(f.Ratio), 1.5/(2-1.5), 1e-9) {
+						t.Fatalf("front = %+v, want held by the trade test at ratio 3", f)
+					}
+					for _, l := range ex.Lines {
+						if strings.Contains(l, "cannot go lower without raising") || strings.Contains(l, "trades at most") {
+							t.Errorf("line %q reads as the front stopping q at a ratio within PNG's limit", l)
+						}
+					}
+				},
+				lines("q cannot go lower without an improper trade: PNG held F's steps, which on the training batches would have raised the losses by more than 10× what they lowered them; on the training data at the end, lowering q along F's gradient raises p by 3× as much, a trade within the limit there",
+					"the closest point reached: p 1.653, q 0.01652"),
 			},
 		},
 		{
