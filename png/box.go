@@ -348,10 +348,64 @@ func boxRange2(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, 
 		hist[c&3][b]++
 	}
 	part[0], part[1], part[2], part[3], part[4], part[5], part[6] = a0, a1, a2, b0, b1, c0, float64(clipped)
-	if !top && d == nil && mn == nil {
-		return
+	if top || d != nil || mn != nil {
+		boxExtras2(part[7:], J, lo, hi, P, R, top, d, mn)
 	}
-	boxExtras(part[7:], J, lo, hi, P, R, top, d, mn)
+}
+
+// boxExtras2 is boxExtras for m = 2, its sums in registers and without a
+// branch on a weight's values: a product that could be 0·Inf (a zero
+// gradient beside an unbounded weight) is masked to 0 on the bits, as
+// boxExtras skips it.
+func boxExtras2(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, d []float64, mn *boxMinNorm) {
+	n := J.N
+	j0s := J.Data[lo:hi]
+	j1s := J.Data[n+lo : n+hi][:len(j0s)]
+	rs := R[lo:hi][:len(j0s)]
+	var ps []float32
+	if P != nil {
+		ps = P[lo:hi][:len(j0s)]
+	}
+	var d0, d1, o0, o1, scale float64
+	if d != nil {
+		d0, d1 = d[0], d[1]
+	}
+	if mn != nil {
+		o0, o1, scale = mn.Omega[0], mn.Omega[1], mn.Scale
+	}
+	// nonzero is all ones where x ≠ 0 (±0: none), else 0.
+	nonzero := func(x float64) uint64 {
+		b := math.Float64bits(x) &^ (1 << 63)
+		return -((b | -b) >> 63)
+	}
+	var t0, t1, asym, q0, q1 float64
+	var qc uint64
+	for c, jf := range j0s {
+		j0, j1, r := float64(jf), float64(j1s[c]), float64(rs[c])
+		if top {
+			t0 += math.Float64frombits(math.Float64bits(math.Abs(j0)*r) & nonzero(j0))
+			t1 += math.Float64frombits(math.Float64bits(math.Abs(j1)*r) & nonzero(j1))
+		}
+		if d != nil {
+			ds := d0*j0 + d1*j1
+			asym += math.Float64frombits(math.Float64bits(r*math.Abs(ds)) & nonzero(ds))
+		}
+		if mn != nil {
+			p := 1.0
+			if ps != nil {
+				p = float64(ps[c])
+			}
+			um := scale * (p * (o0*j0 + o1*j1))
+			umc := max(-r, min(r, um))
+			qc |= math.Float64bits(um) ^ math.Float64bits(umc)
+			q0 += j0 * umc
+			q1 += j1 * umc
+		}
+	}
+	ex[0], ex[1], ex[2], ex[3], ex[4] = t0, t1, asym, q0, q1
+	if qc != 0 {
+		ex[5] = 1
+	}
 }
 
 // boxExtras adds, for columns [lo, hi), what a round's pass is asked
@@ -944,11 +998,15 @@ func boxBoxStationary(lambda, grad, lo, hi, tol []float64) bool {
 // boxCombine writes dst = (1 − t)·clip(prop + P∘(Jᵀλ), −R, R) + t·a, each
 // element accumulated in float64 and rounded once, where a is the min-norm
 // update held within the box, clip(scale·P∘Jᵀω, −R, R), or 0 when omega
-// is nil. t = 0 is the bounded problem's update.
-func boxCombine(dst []float32, J Jacobian, lambda []float64, P, prop, R []float32, t float64, omega []float64, scale float64, workers int) {
+// is nil. t = 0 is the bounded problem's update. It reports whether
+// every element written is finite.
+func boxCombine(dst []float32, J Jacobian, lambda []float64, P, prop, R []float32, t float64, omega []float64, scale float64, workers int) bool {
 	m, n := J.M, J.N
 	mix := t != 0 && omega != nil
-	splitCols(n, numWorkers(workers, n), 1, func(_, lo, hi int) {
+	w := numWorkers(workers, n)
+	bad := make([]bool, w)
+	splitCols(n, w, 1, func(wi, lo, hi int) {
+		var nonFinite float32
 		for c := lo; c < hi; c++ {
 			var s, so float64
 			for i := 0; i < m; i++ {
@@ -976,9 +1034,13 @@ func boxCombine(dst []float32, J Jacobian, lambda []float64, P, prop, R []float3
 					u = (1-t)*u + t*a
 				}
 			}
-			dst[c] = float32(u)
+			f := float32(u)
+			dst[c] = f
+			nonFinite += f - f // NaN where f is ±Inf or NaN, else 0
 		}
+		bad[wi] = nonFinite != 0
 	})
+	return !slices.Contains(bad, true)
 }
 
 // clip is x held within ±r (r > 0, x not NaN): math.Max and math.Min,

@@ -247,15 +247,14 @@ func (p PNG) constrain(dst []float32, J Jacobian, prop, metric, bound []float32,
 	}
 	info.Lambda = lambda
 	cnt.pass()
+	var finite bool
 	if bound != nil {
-		boxCombine(dst, J, lambda, metric, prop, bound, mix, anchor, scale, s.Workers)
+		finite = boxCombine(dst, J, lambda, metric, prop, bound, mix, anchor, scale, s.Workers)
 	} else {
-		metricCombine(dst, J, lambda, metric, prop, s.Workers)
+		finite = metricCombine(dst, J, lambda, metric, prop, s.Workers)
 	}
-	for _, x := range dst {
-		if x != x || math.IsInf(float64(x), 0) {
-			return info, fmt.Errorf("png: Constrain: update overflows float32: %w", ErrNonFinite)
-		}
+	if !finite {
+		return info, fmt.Errorf("png: Constrain: update overflows float32: %w", ErrNonFinite)
 	}
 	return info, nil
 }
@@ -389,6 +388,7 @@ func metricGram(K, jp []float64, J Jacobian, P, prop []float32, workers int) {
 
 // metricCombine writes dst = prop + P∘(Jᵀλ) (P nil: identity), each
 // element accumulated in float64 and rounded once: boxCombine without a box.
-func metricCombine(dst []float32, J Jacobian, lambda []float64, P, prop []float32, workers int) {
-	boxCombine(dst, J, lambda, P, prop, nil, 0, nil, 0, workers)
+// It reports whether every element is finite.
+func metricCombine(dst []float32, J Jacobian, lambda []float64, P, prop []float32, workers int) bool {
+	return boxCombine(dst, J, lambda, P, prop, nil, 0, nil, 0, workers)
 }
