@@ -61,13 +61,11 @@ import (
 // result is the same bits on any number of workers.
 const (
 	// constrainMaxPasses bounds Constrain's passes over the weights with
-	// a bound: the metric's Gram matrix; one pass that tests the
-	// unbounded update against the box, finds the min-norm update's rates
-	// within it and makes boxDual's first round; boxDual's other rounds
-	// (one more where the rate asked is lowered to what the box allows,
-	// which moves the first centre); and the update itself. Without a
-	// bound it makes two; with one the unbounded update stays within,
-	// three.
+	// a bound: the metric's Gram matrix; one pass (boxTest, a few
+	// operations a weight) that tests the unbounded update against the
+	// box and finds the min-norm update's rates within it; boxDual's
+	// rounds; and the update itself. Without a bound it makes two; with
+	// one the unbounded update stays within, three.
 	constrainMaxPasses = 3 + boxMaxRounds
 	// boxMaxRounds bounds the rounds (passes over the weights) of all of
 	// one Constrain call's boxDual calls together.
@@ -170,8 +168,9 @@ type boxSums struct {
 // boxTotals is the number of float64s of a chunk's partial: A's lower
 // triangle packed row by row (m(m+1)/2), b (m), c0 and the count of
 // clipped weights; then Σ_c |J_ic|·R_c (m), the rate h loses along d (1),
-// the min-norm update's rates (m) and whether the box clipped it (1).
-func boxTotals(m int) int { return m*(m+1)/2 + m + 2 + 2*m + 2 }
+// the min-norm update's rates (m), whether the box clipped it (1), and
+// boxTest's count (1).
+func boxTotals(m int) int { return m*(m+1)/2 + m + 2 + 2*m + 3 }
 
 // boxHists is the number of counts a chunk keeps for each ρ bin, one
 // for each weight's position modulo boxHists (see boxRange2).
@@ -349,7 +348,7 @@ func boxRange2(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, 
 	}
 	part[0], part[1], part[2], part[3], part[4], part[5], part[6] = a0, a1, a2, b0, b1, c0, float64(clipped)
 	if top || d != nil || mn != nil {
-		boxExtras2(part[7:], J, lo, hi, P, R, top, d, mn)
+		boxExtras2(part[7:], J, lo, hi, P, R, top, d, mn, nil, nil)
 	}
 }
 
@@ -357,7 +356,7 @@ func boxRange2(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, 
 // branch on a weight's values: a product that could be 0·Inf (a zero
 // gradient beside an unbounded weight) is masked to 0 on the bits, as
 // boxExtras skips it.
-func boxExtras2(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, d []float64, mn *boxMinNorm) {
+func boxExtras2(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, d []float64, mn *boxMinNorm, lam []float64, prop []float32) {
 	n := J.N
 	j0s := J.Data[lo:hi]
 	j1s := J.Data[n+lo : n+hi][:len(j0s)]
@@ -378,10 +377,25 @@ func boxExtras2(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, 
 		b := math.Float64bits(x) &^ (1 << 63)
 		return -((b | -b) >> 63)
 	}
+	var l0, l1 float64
+	var xs []float32
+	if lam != nil {
+		l0, l1, xs = lam[0], lam[1], prop[lo:hi][:len(j0s)]
+	}
 	var t0, t1, asym, q0, q1 float64
 	var qc uint64
+	var out int
 	for c, jf := range j0s {
 		j0, j1, r := float64(jf), float64(j1s[c]), float64(rs[c])
+		if lam != nil {
+			p := 1.0
+			if ps != nil {
+				p = float64(ps[c])
+			}
+			u := float64(xs[c]) + p*(l0*j0+l1*j1)
+			diff := math.Float64bits(u) ^ math.Float64bits(max(-r, min(r, u)))
+			out += int((diff | -diff) >> 63)
+		}
 		if top {
 			t0 += math.Float64frombits(math.Float64bits(math.Abs(j0)*r) & nonzero(j0))
 			t1 += math.Float64frombits(math.Float64bits(math.Abs(j1)*r) & nonzero(j1))
@@ -402,19 +416,51 @@ func boxExtras2(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, 
 			q1 += j1 * umc
 		}
 	}
-	ex[0], ex[1], ex[2], ex[3], ex[4] = t0, t1, asym, q0, q1
+	ex[0], ex[1], ex[2], ex[3], ex[4], ex[6] = t0, t1, asym, q0, q1, float64(out)
 	if qc != 0 {
 		ex[5] = 1
 	}
 }
 
+// boxTest is Constrain's pass before the box dual: the number of weights
+// the unbounded update prop + P∘Jᵀλ leaves outside ±R, Σ_c |J_ic|·R_c
+// added into top, and mn's rates. It forms no ρ bins: where the rate is
+// lowered to what the box allows (mn), as it is at nearly every step of
+// Adam on the models measured, the dual's first round starts elsewhere.
+func boxTest(J Jacobian, lambda []float64, P, prop, R []float32, workers int, top []float64, mn *boxMinNorm) int {
+	m, n := J.M, J.N
+	per := 2*m + 3
+	nc := numChunks(n)
+	parts := make([]float64, nc*per)
+	forChunks(n, workers, func(k, lo, hi int) {
+		ex := parts[k*per : (k+1)*per]
+		if m == 2 {
+			boxExtras2(ex, J, lo, hi, P, R, true, nil, mn, lambda, prop)
+		} else {
+			boxExtras(ex, J, lo, hi, P, R, true, nil, mn, lambda, prop)
+		}
+	})
+	mn.Rates, mn.Clipped = make([]float64, m), false
+	out := 0
+	for k := 0; k < nc; k++ {
+		ex := parts[k*per : (k+1)*per]
+		for i := 0; i < m; i++ {
+			top[i] += ex[i]
+			mn.Rates[i] += ex[m+1+i]
+		}
+		mn.Clipped = mn.Clipped || ex[2*m+1] != 0
+		out += int(ex[2*m+2])
+	}
+	return out
+}
+
 // boxExtras adds, for columns [lo, hi), what a round's pass is asked
 // beside its sums (see boxTotals) into ex.
-func boxExtras(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, d []float64, mn *boxMinNorm) {
+func boxExtras(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, d []float64, mn *boxMinNorm, lam []float64, prop []float32) {
 	m, n := J.M, J.N
 	for c := lo; c < hi; c++ {
 		r := float64(R[c])
-		var ds, so float64
+		var ds, so, sl float64
 		for i := 0; i < m; i++ {
 			v := float64(J.Data[i*n+c])
 			if top && v != 0 {
@@ -425,6 +471,18 @@ func boxExtras(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, d
 			}
 			if mn != nil {
 				so += mn.Omega[i] * v
+			}
+			if lam != nil {
+				sl += lam[i] * v
+			}
+		}
+		if lam != nil {
+			p := 1.0
+			if P != nil {
+				p = float64(P[c])
+			}
+			if math.Abs(float64(prop[c])+p*sl) > r {
+				ex[2*m+2]++
 			}
 		}
 		if ds != 0 {
@@ -493,7 +551,7 @@ func boxRangeM(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, 
 	}
 	part[t+m], part[t+m+1] = c0, float64(clipped)
 	if top || d != nil || mn != nil {
-		boxExtras(part[t+m+2:], J, lo, hi, P, R, top, d, mn)
+		boxExtras(part[t+m+2:], J, lo, hi, P, R, top, d, mn, nil, nil)
 	}
 }
 
@@ -646,14 +704,6 @@ func ConstrainScratchBytes(m, n int) int64 {
 	return 5*int64(n) + int64(boxBins)*int64(m*m+m+4)*8*int64(numChunks(n)+4)
 }
 
-// boxPre is a first round's pass made before boxDual (Constrain's test of
-// the unbounded update against the box): its centre, the sums and bins of
-// its weights there (the bins in the boxScratch), and Σ_c |J_ic|·R_c.
-type boxPre struct {
-	lambda, top []float64
-	sums        boxSums
-}
-
 // boxResult is what boxDual found: λ, the coordinates at the bound there,
 // the task rates Ju(λ), and whether λ is the minimiser (false when the
 // rounds ran out first: λ is then the best point a pass evaluated).
@@ -676,10 +726,10 @@ type boxResult struct {
 // out of reach within the box: h falls without bound along the last
 // round's step (a certificate: Σ_c R_c·|J_cᵀd| < φ·Σd), or every weight
 // was copied and h has no minimiser.
-func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, phi float64, workers int, cnt *boxCounter, sc *boxScratch, pre *boxPre) (boxResult, error) {
+func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, phi float64, workers int, cnt *boxCounter, sc *boxScratch, top []float64) (boxResult, error) {
 	m, n := J.M, J.N
 	lambda = append([]float64(nil), lambda...)
-	var top, tol, step []float64
+	var tol, step []float64
 	bins := sc.bins
 	kmax := boxCompact(n)
 	var best boxResult
@@ -690,18 +740,13 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 		cnt.rounds++
 		var sums boxSums
 		var asym float64
-		if pre != nil {
-			// The first round's pass was made already, at pre.lambda.
-			lambda, top, sums, pre = slices.Clone(pre.lambda), pre.top, pre.sums, nil
-		} else {
-			cnt.pass()
-			var topArg []float64
-			if top == nil {
-				top = make([]float64, m)
-				topArg = top
-			}
-			sums, asym = boxRound(J, lambda, w, P, prop, R, sc, workers, topArg, step, nil)
+		cnt.pass()
+		var topArg []float64
+		if top == nil {
+			top = make([]float64, m)
+			topArg = top
 		}
+		sums, asym = boxRound(J, lambda, w, P, prop, R, sc, workers, topArg, step, nil)
 		if tol == nil {
 			tol = make([]float64, m)
 			for i := range tol {

@@ -35,10 +35,10 @@
 // quadratic, with a piece for every pattern of weights at the bound;
 // Constrain solves it in at most 13 passes over the weights whatever the
 // model (the Gram pass; one pass that tests the unbounded update against
-// the box, finds the clipped min-norm update's rates and makes the box
-// dual's first round; at most 10 rounds of the box dual in all, one pass
-// each; the update; two passes without a bound, three when the unbounded
-// update stays within it), plus a scan of one byte a weight and work over
+// the box and finds the clipped min-norm update's rates; at most 10
+// rounds of the box dual in all, one pass each; the update; two passes
+// without a bound, three when the unbounded update stays within it), plus
+// a scan of one byte a weight and work over
 // at most n/16 weights per round (read in place by position) bounded by
 // about one pass. Its passes sum per chunk of columns, in chunk order: the
 // result is the same bits on any number of workers. It allocates at most

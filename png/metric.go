@@ -222,24 +222,13 @@ func (p PNG) constrain(dst []float32, J Jacobian, prop, metric, bound []float32,
 	var mix float64
 	var anchor []float64
 	if bound != nil {
-		// One pass tests the unbounded update against the box, finds
-		// the rates of the min-norm update held within it, and makes
-		// boxDual's first round at the unbounded λ: the sums of a round
-		// do not depend on φ, so the round serves whatever rate is asked.
+		// One pass tests the unbounded update against the box and finds
+		// the rates of the min-norm update held within it.
 		cnt.pass()
-		w := make([]float64, m)
-		for i := range w {
-			w[i] = 1
-			if K[i*m+i] > 0 {
-				w[i] = 1 / math.Sqrt(K[i*m+i])
-			}
-		}
-		sc := newBoxScratch(J.N)
-		pre := &boxPre{lambda: lambda, top: make([]float64, m)}
+		top := make([]float64, m)
 		mn := &boxMinNorm{Omega: omega, Scale: scale}
-		pre.sums, _ = boxRound(J, lambda, w, metric, prop, bound, sc, s.Workers, pre.top, nil, mn)
-		if pre.sums.all.clipped > 0 {
-			mix, anchor, lambda, err = p.constrainBox(&info, s, J, K, jp, lambda, w, omega, metric, prop, bound, scale, cnt, sc, pre, mn)
+		if boxTest(J, lambda, metric, prop, bound, s.Workers, top, mn) > 0 {
+			mix, anchor, lambda, err = p.constrainBox(&info, s, J, K, jp, lambda, omega, metric, prop, bound, scale, cnt, top, mn)
 			if err != nil {
 				return info, err
 			}
@@ -261,12 +250,20 @@ func (p PNG) constrain(dst []float32, J Jacobian, prop, metric, bound []float32,
 
 // constrainBox is Constrain where the unbounded update leaves the box:
 // it lowers the rate to what the min-norm update held within the box
-// gives (mn) where it asks more, solves the bounded dual from its first
-// round (pre), and returns the λ of the update, and, when the rounds ran
+// gives (mn) where it asks more, solves the bounded dual (top: Σ_c
+// |J_ic|·R_c), and returns the λ of the update, and, when the rounds ran
 // out, the step toward the anchor that boxCombine takes (see there).
-func (p PNG) constrainBox(info *MetricInfo, s Settings, J Jacobian, K, jp, lambda, w, omega []float64, metric, prop, bound []float32, scale float64, cnt *boxCounter, sc *boxScratch, pre *boxPre, mn *boxMinNorm) (float64, []float64, []float64, error) {
+func (p PNG) constrainBox(info *MetricInfo, s Settings, J Jacobian, K, jp, lambda, omega []float64, metric, prop, bound []float32, scale float64, cnt *boxCounter, top []float64, mn *boxMinNorm) (float64, []float64, []float64, error) {
 	m := J.M
 	var err error
+	w := make([]float64, m)
+	for i := range w {
+		w[i] = 1
+		if K[i*m+i] > 0 {
+			w[i] = 1 / math.Sqrt(K[i*m+i])
+		}
+	}
+	sc := newBoxScratch(J.N)
 	// reach: the rate the min-norm update held within the box gives.
 	reach := math.Inf(1)
 	qt := mn.Rates
@@ -277,13 +274,9 @@ func (p PNG) constrainBox(info *MetricInfo, s Settings, J Jacobian, K, jp, lambd
 			if lambda, err = metricDual(K, jp, m, info.Phi); err != nil {
 				return 0, nil, nil, err
 			}
-			// The first round's centre was the λ of the higher rate:
-			// starting there instead took as many rounds again on the
-			// tests' Adam-like cases (bigBoxCase's adam kind).
-			pre = nil
 		}
 	}
-	res, err := boxDual(J, lambda, w, metric, prop, bound, info.Phi, s.Workers, cnt, sc, pre)
+	res, err := boxDual(J, lambda, w, metric, prop, bound, info.Phi, s.Workers, cnt, sc, top)
 	for _, lower := range []float64{reach, 0} {
 		if !errors.Is(err, ErrUnbounded) || lower >= info.Phi {
 			continue
@@ -294,7 +287,7 @@ func (p PNG) constrainBox(info *MetricInfo, s Settings, J Jacobian, K, jp, lambd
 		// (u = 0 meets it).
 		info.Phi = lower
 		if lambda, err = metricDual(K, jp, m, info.Phi); err == nil {
-			res, err = boxDual(J, lambda, w, metric, prop, bound, info.Phi, s.Workers, cnt, sc, nil)
+			res, err = boxDual(J, lambda, w, metric, prop, bound, info.Phi, s.Workers, cnt, sc, top)
 		}
 	}
 	if err != nil {
