@@ -313,6 +313,9 @@ func TestConstrainScratchBytes(t *testing.T) {
 // bound over eight decades (decades), on one worker and on all.
 func BenchmarkBoxRound(b *testing.B) {
 	const n = 11_200_000
+	if testing.Short() {
+		b.Skip("n = 1.1e7 in short mode")
+	}
 	for _, m := range []int{2, 3} {
 		for _, kind := range []string{"adam", "decades"} {
 			c, R := bigBoxCase(rand.New(rand.NewPCG(1, 1)), kind, m, n)
