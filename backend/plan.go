@@ -379,6 +379,12 @@ func (z *zeroBacking) value(n graph.Node, size int) G.Value {
 // new ones, so that the pool holds about the planned values, not their
 // sum over every size ever asked for.
 //
+// A buffer lent between two evaluations (lend: finetune.ScratchLender)
+// stays the pool's as a slab: once given back, the gets that find no free
+// buffer take pieces carved out of it instead of new buffers, so that the
+// memory of the buffers it displaced serves the next evaluation without
+// being allocated, cleared and collected again every step.
+//
 // The free buffers are kept by capacity (free): a step asks again for the
 // sizes it asked for before, so a get usually finds one of exactly its
 // size without looking at the others. A scan of every free buffer per get,
