@@ -82,3 +82,150 @@ func TestBufPool(t *testing.T) {
 		}
 	})
 }
+
+// TestBufPoolSlabs checks the lent buffers' lifetimes (bufPool.lend,
+// giveBack, carve): a given-back slab serves gets with pieces that overlap
+// neither each other nor anything still out, and that no free buffer
+// fits; a loan reclaims a slab whole only with every piece back, taking
+// its pieces out of the free lists, and nothing is carved from a slab
+// while it is lent; a slab with a piece still out at a loan is orphaned
+// (that piece comes back as an ordinary buffer) and a new slab lent;
+// held counts a slab once and every buffer besides; dropping frees slab
+// pieces neither above the limit nor at drop but with their slab.
+func TestBufPoolSlabs(t *testing.T) {
+	// in reports whether f, to its capacity, lies within s.
+	in := func(f, s []float32) bool {
+		for i := range s {
+			if len(f) > 0 && &s[i] == &f[0] {
+				return i+cap(f) <= len(s)
+			}
+		}
+		return false
+	}
+	overlap := func(a, b []float32) bool {
+		a, b = a[:cap(a)], b[:cap(b)]
+		for i := range a {
+			if &a[i] == &b[0] || &a[i] == &b[len(b)-1] {
+				return true
+			}
+		}
+		for i := range b {
+			if &b[i] == &a[0] {
+				return true
+			}
+		}
+		return false
+	}
+
+	t.Run("pieces of a given-back slab", func(t *testing.T) {
+		b := &bufPool{}
+		s := b.lend(100)
+		if len(s) != 100 || cap(s) != 100 || b.held != 100 {
+			t.Fatalf("lend(100): len %d cap %d held %d; expected 100 100 100", len(s), cap(s), b.held)
+		}
+		if got := b.get(10); in(got, s) {
+			t.Errorf("get(10) while the slab is lent returned a piece of it")
+		}
+		b.held = 100 // forget the ordinary buffer of 10 (never returned)
+		b.giveBack(s)
+		p1, p2, p3 := b.get(30), b.get(50), b.get(20)
+		ps := [][]float32{p1, p2, p3}
+		for i, p := range ps {
+			if !in(p, s) || cap(p) != len(p) {
+				t.Errorf("piece %d (len %d, cap %d) is not a piece of the slab of its own length", i, len(p), cap(p))
+			}
+			for j := range i {
+				if overlap(p, ps[j]) {
+					t.Errorf("pieces %d and %d overlap", j, i)
+				}
+			}
+		}
+		if b.held != 100 {
+			t.Errorf("held %d after carving, expected 100 (the slab)", b.held)
+		}
+		if got := b.get(1); in(got, s) {
+			t.Errorf("get(1) with the slab carved whole returned a piece of it")
+		} else {
+			b.put(got)
+		}
+		b.put(p2)
+		if got := b.get(50); &got[0] != &p2[0] {
+			t.Errorf("get(50) did not return the free piece of 50")
+		} else {
+			p2 = got
+		}
+		// A loan while pieces are out orphans the slab: a new one is lent,
+		// and a piece coming back is an ordinary buffer.
+		b.put(p1)
+		s2 := b.lend(100)
+		if in(s2, s) || overlap(s2, s) {
+			t.Fatalf("lend(100) with pieces out returned the slab they are carved from")
+		}
+		if len(b.slabs) != 1 || b.held != 1+50+20+100 {
+			t.Errorf("after the orphaning loan: %d slabs, held %d; expected 1, 171 (the free buffer of 1, the pieces of 50 and 20 still out, the new slab)", len(b.slabs), b.held)
+		}
+		b.put(p2)
+		b.put(p3)
+		if b.held != 171 || len(b.pieces) != 0 {
+			t.Errorf("pieces of the orphaned slab back: held %d, %d pieces known; expected 171, 0", b.held, len(b.pieces))
+		}
+		b.giveBack(s2)
+		if got := b.get(50); &got[0] != &p2[0] {
+			t.Errorf("get(50) did not return the orphaned piece of 50, now an ordinary free buffer")
+		}
+	})
+	t.Run("loan reclaims the slab whole", func(t *testing.T) {
+		b := &bufPool{}
+		s := b.lend(100)
+		b.giveBack(s)
+		p1, p2 := b.get(40), b.get(60)
+		b.put(p2)
+		b.put(p1)
+		if b.nfree != 2 {
+			t.Fatalf("%d free buffers, expected the 2 pieces", b.nfree)
+		}
+		s2 := b.lend(100)
+		if &s2[0] != &s[0] || b.nfree != 0 || len(b.pieces) != 0 || b.held != 100 {
+			t.Errorf("lend(100) with every piece back: same slab %v, %d free, %d pieces known, held %d; expected true, 0, 0, 100", &s2[0] == &s[0], b.nfree, len(b.pieces), b.held)
+		}
+		if got := b.get(40); in(got, s2) {
+			t.Errorf("get(40) while the slab is lent again returned a piece of it")
+		}
+	})
+	t.Run("carving reclaims a slab whose pieces are all free", func(t *testing.T) {
+		b := &bufPool{}
+		b.giveBack(b.lend(100))
+		p1, p2 := b.get(50), b.get(50)
+		b.put(p1)
+		b.put(p2)
+		got := b.get(80) // no piece fits, and the slab is full: reclaimed
+		if &got[0] != &p1[0] || b.nfree != 0 || b.held != 100 {
+			t.Errorf("get(80): from the slab's start %v, %d free, held %d; expected true, 0, 100", &got[0] == &p1[0], b.nfree, b.held)
+		}
+	})
+	t.Run("limit and drop", func(t *testing.T) {
+		b := &bufPool{limit: 130}
+		b.giveBack(b.lend(100))
+		p := b.get(60) // out
+		q := b.get(30)
+		b.put(q)
+		o := b.get(50) // no room in the slab, none reclaimed: a new buffer, the free piece kept
+		if in(o, b.slabs[0].buf) || b.held != 150 || b.nfree != 1 {
+			t.Errorf("get(50): held %d, %d free; expected 150 (slab and new buffer), 1 (the piece)", b.held, b.nfree)
+		}
+		b.put(p)
+		b.put(o)
+		b.drop()
+		if b.held != 0 || b.nfree != 0 || len(b.slabs) != 0 || len(b.pieces) != 0 {
+			t.Errorf("after drop: held %d, %d free, %d slabs, %d pieces; expected 0", b.held, b.nfree, len(b.slabs), len(b.pieces))
+		}
+	})
+	t.Run("off", func(t *testing.T) {
+		b := &bufPool{noCarve: true}
+		s := b.lend(100)
+		b.giveBack(s)
+		if got := b.get(10); in(got, s) || len(b.slabs) != 0 {
+			t.Errorf("with carving off, get(10) returned a piece of a given-back buffer (%d slabs)", len(b.slabs))
+		}
+	})
+}

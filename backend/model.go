@@ -351,14 +351,16 @@ func (md *Model) Lends() bool { return true }
 // Lend returns a buffer of n float32 values (contents undefined) from the
 // pool the evaluations draw their values from (finetune.ScratchLender):
 // between two evaluations the pool's buffers are idle, and a lent buffer
-// takes the place of some of them within the pool's limit (they are
-// dropped, largest first, and made again by the next evaluation) instead
-// of adding to them. Return it with TakeBack before the next evaluation.
-func (md *Model) Lend(n int) []float32 { return md.bufPool().get(n) }
+// takes the place of some of them within the pool's limit instead of
+// adding to them. Once given back, the evaluation that follows carves its
+// values out of it (bufPool.lend), so that the buffers it took the place
+// of are not allocated again; the next Lend takes it back whole. Return it
+// with TakeBack before the next evaluation.
+func (md *Model) Lend(n int) []float32 { return md.bufPool().lend(n) }
 
 // TakeBack returns a buffer Lend gave to the pool; nothing may read or
 // write it afterwards.
-func (md *Model) TakeBack(b []float32) { md.bufPool().put(b) }
+func (md *Model) TakeBack(b []float32) { md.bufPool().giveBack(b) }
 
 // Trainable returns the trainable initializers in flat-vector order.
 func (md *Model) Trainable() []Param {

@@ -379,6 +379,12 @@ func (z *zeroBacking) value(n graph.Node, size int) G.Value {
 // new ones, so that the pool holds about the planned values, not their
 // sum over every size ever asked for.
 //
+// A buffer lent between two evaluations (lend: finetune.ScratchLender)
+// stays the pool's as a slab: once given back, the gets that find no free
+// buffer take pieces carved out of it instead of new buffers, so that the
+// memory of the buffers it displaced serves the next evaluation without
+// being allocated, cleared and collected again every step.
+//
 // The free buffers are kept by capacity (free): a step asks again for the
 // sizes it asked for before, so a get usually finds one of exactly its
 // size without looking at the others. A scan of every free buffer per get,
@@ -398,13 +404,47 @@ type bufPool struct {
 	nfree int   // buffers in free
 	held  int64 // elements
 	limit int64 // elements; 0: none
+	// slabs are the buffers lent out (lend) and given back: while given
+	// back, gets that find no free buffer carve pieces out of them
+	// instead of allocating (carve), so that the lent buffers' memory
+	// serves the evaluations' values between loans rather than costing
+	// activation buffers that the next evaluation allocates again.
+	// pieces maps the first element of every piece carved and not yet
+	// reclaimed to its slab and length (nil when no slab was ever made).
+	slabs  []*slab
+	pieces map[*float32]piece
+	// noCarve turns carving off (tests compare against it): lent buffers
+	// come and go as ordinary ones.
+	noCarve bool
+	made    int64 // elements of every buffer and slab allocated
+}
+
+// slab is a buffer the pool lends (bufPool.lend) and, once given back,
+// carves pieces out of. Its pieces never overlap: each is carved once,
+// past off, and the slab is reclaimed whole (off back to 0, lent again)
+// only when every piece is back (out is 0) and none is in the free
+// lists any more (reclaim). Its elements count in held once, carved or
+// not.
+type slab struct {
+	buf    []float32
+	off    int  // elements carved since the slab was last reclaimed
+	out    int  // pieces handed out and not yet back
+	lent   bool // lent: nothing is carved
+	orphan bool // no longer the pool's: its pieces come back as ordinary buffers
+}
+
+// piece is a piece carved from slab s, of n elements.
+type piece struct {
+	s *slab
+	n int
 }
 
 // freeBuf is a free buffer (its whole capacity) and the tensor that last
-// wrapped it, or nil.
+// wrapped it, or nil; s is the slab it was carved from, or nil.
 type freeBuf struct {
 	f []float32
 	d *tensor.Dense
+	s *slab
 }
 
 // getDense is get for a value of shape s, also returning the tensor that
@@ -430,7 +470,7 @@ func (b *bufPool) getDense(n int, s []int) ([]float32, *tensor.Dense) {
 		}
 	}
 	d := l[i].d
-	return b.take(c, i)[:n], d
+	return b.handOut(c, i)[:n], d
 }
 
 // putDense is put for the buffer f of a value v that dies: when v is a
@@ -456,11 +496,25 @@ func (b *bufPool) get(n int) []float32 {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.getLocked(n)
+}
+
+// getLocked is get with b.mu held.
+func (b *bufPool) getLocked(n int) []float32 {
 	c := b.fitting(n)
 	if c < 0 {
 		return b.fresh(n)
 	}
-	return b.take(c, len(b.free[c])-1)[:n]
+	return b.handOut(c, len(b.free[c])-1)[:n]
+}
+
+// handOut is take for a buffer a caller will use: a slab's piece counts
+// as out until it comes back.
+func (b *bufPool) handOut(c, i int) []float32 {
+	if s := b.free[c][i].s; s != nil {
+		s.out++
+	}
+	return b.take(c, i)
 }
 
 // fitting is the smallest capacity of a free buffer holding n with at most
@@ -479,23 +533,176 @@ func (b *bufPool) fitting(n int) int {
 	return best
 }
 
-// fresh allocates a buffer of n, first dropping free buffers, largest
-// first, while held would exceed the limit.
+// fresh returns a buffer of n that no free buffer fits: a piece carved
+// from a given-back slab with room for it, else one carved from a slab
+// reclaimed for it (every piece back and free, none of them fitting),
+// else a new one, first dropping free buffers (not slab pieces: dropping
+// those frees nothing), largest first, while held would exceed the limit.
 func (b *bufPool) fresh(n int) []float32 {
-	for b.limit > 0 && b.held+int64(n) > b.limit && b.nfree > 0 {
-		big := -1
-		for c, l := range b.free {
-			if len(l) > 0 && c > big {
-				big = c
-			}
-		}
-		b.held -= int64(big)
-		b.take(big, len(b.free[big])-1)
+	if f := b.carve(n); f != nil {
+		return f
 	}
+	b.dropOver(int64(n))
 	b.held += int64(n)
+	b.made += int64(n)
 	buf := make([]float32, n)
 	hugepages.Advise(buf)
 	return buf
+}
+
+// dropOver drops free buffers that are not slab pieces, largest first,
+// while held plus n would exceed the limit.
+func (b *bufPool) dropOver(n int64) {
+	for b.limit > 0 && b.held+n > b.limit {
+		big, at := -1, -1
+		for c, l := range b.free {
+			if c <= big {
+				continue
+			}
+			for i := len(l) - 1; i >= 0; i-- {
+				if l[i].s == nil {
+					big, at = c, i
+					break
+				}
+			}
+		}
+		if big < 0 {
+			return
+		}
+		b.held -= int64(big)
+		b.take(big, at)
+	}
+}
+
+// carve returns a piece of n elements of a given-back slab, or nil when no
+// slab has room for it and none can be reclaimed for it.
+func (b *bufPool) carve(n int) []float32 {
+	if b.noCarve {
+		return nil
+	}
+	var s *slab
+	for _, t := range b.slabs {
+		if !t.lent && len(t.buf)-t.off >= n {
+			s = t
+			break
+		}
+	}
+	if s == nil {
+		for _, t := range b.slabs {
+			if !t.lent && t.out == 0 && len(t.buf) >= n {
+				b.reclaim(t)
+				s = t
+				break
+			}
+		}
+	}
+	if s == nil {
+		return nil
+	}
+	f := s.buf[s.off : s.off+n : s.off+n]
+	s.off += n
+	s.out++
+	b.pieces[&f[0]] = piece{s, n}
+	return f
+}
+
+// reclaim takes every piece of slab s, which has none out, back out of
+// the free lists, so that s is one buffer again with nothing carved.
+func (b *bufPool) reclaim(s *slab) {
+	b.unfree(s)
+	s.off = 0
+}
+
+// unfree removes slab s's free pieces from the free lists and forgets
+// them (pieces).
+func (b *bufPool) unfree(s *slab) {
+	for c, l := range b.free {
+		for i := len(l) - 1; i >= 0; i-- {
+			if l[i].s == s {
+				delete(b.pieces, &l[i].f[0])
+				b.take(c, i)
+				l = b.free[c]
+			}
+		}
+	}
+}
+
+// lend returns a buffer of n elements (contents undefined) that the caller
+// holds until it gives it back (giveBack), between two evaluations: a
+// given-back slab of at least n with every piece back, reclaimed, else a
+// new slab, first dropping free buffers while held would exceed the limit.
+// A slab with pieces still out at a loan (nothing should hold one between
+// evaluations) is orphaned rather than waited for: its pieces return as
+// ordinary buffers.
+func (b *bufPool) lend(n int) []float32 {
+	if n <= 0 {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.noCarve {
+		return b.getLocked(n)
+	}
+	var s *slab
+	for _, t := range b.slabs {
+		switch {
+		case t.lent:
+		case t.out > 0:
+			b.orphan(t)
+		case len(t.buf) >= n && (s == nil || len(t.buf) < len(s.buf)):
+			s = t
+		}
+	}
+	b.slabs = slices.DeleteFunc(b.slabs, func(t *slab) bool { return t.orphan })
+	if s == nil {
+		b.dropOver(int64(n))
+		b.held += int64(n)
+		b.made += int64(n)
+		s = &slab{buf: make([]float32, n)}
+		hugepages.Advise(s.buf)
+		b.slabs = append(b.slabs, s)
+		if b.pieces == nil {
+			b.pieces = map[*float32]piece{}
+		}
+	} else {
+		b.reclaim(s)
+	}
+	s.lent = true
+	return s.buf[:n:n]
+}
+
+// giveBack returns f, which lend gave, to the pool: its slab serves the
+// gets that follow. Nothing may read or write f afterwards. A buffer that
+// is not a lent slab is put.
+func (b *bufPool) giveBack(f []float32) {
+	if len(f) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, s := range b.slabs {
+		if s.lent && &s.buf[0] == &f[0] {
+			s.lent = false
+			s.off = 0
+			return
+		}
+	}
+	b.add(f, nil)
+}
+
+// orphan makes slab s no longer the pool's: its free pieces leave the
+// free lists, and its elements leave held but for the pieces still out,
+// which are forgotten (pieces) and come back (add) as ordinary buffers.
+func (b *bufPool) orphan(s *slab) {
+	b.unfree(s)
+	b.held -= int64(len(s.buf))
+	for k, pc := range b.pieces {
+		if pc.s == s {
+			b.held += int64(pc.n)
+			delete(b.pieces, k)
+		}
+	}
+	s.orphan = true
 }
 
 // take removes free buffer i of capacity c (and its tensor) from the pool
@@ -517,15 +724,25 @@ func (b *bufPool) put(f []float32) {
 	b.add(f, nil)
 }
 
-// add puts f, wrapped by d (or nil), among the free buffers.
+// add puts f, wrapped by d (or nil), among the free buffers: a slab's
+// piece comes back (out counts one less), and a piece of an orphaned slab
+// (orphan) or any other buffer is an ordinary one.
 func (b *bufPool) add(f []float32, d *tensor.Dense) {
-	if c := cap(f); c > 0 {
-		if b.free == nil {
-			b.free = map[int][]freeBuf{}
-		}
-		b.free[c] = append(b.free[c], freeBuf{f[:c], d})
-		b.nfree++
+	c := cap(f)
+	if c == 0 {
+		return
 	}
+	f = f[:c]
+	var s *slab
+	if pc, ok := b.pieces[&f[0]]; ok {
+		s = pc.s
+		s.out--
+	}
+	if b.free == nil {
+		b.free = map[int][]freeBuf{}
+	}
+	b.free[c] = append(b.free[c], freeBuf{f, d, s})
+	b.nfree++
 }
 
 // adopt counts f, a result buffer an op allocated itself, as held: it
@@ -536,10 +753,17 @@ func (b *bufPool) adopt(f []float32) {
 	b.mu.Unlock()
 }
 
-// drop empties the pool of free buffers.
+// drop empties the pool of free buffers and of its slabs but the ones
+// lent (their memory comes back with them).
 func (b *bufPool) drop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for _, s := range b.slabs {
+		if !s.lent {
+			b.orphan(s)
+		}
+	}
+	b.slabs = slices.DeleteFunc(b.slabs, func(s *slab) bool { return s.orphan })
 	for c, l := range b.free {
 		b.held -= int64(c * len(l))
 	}

@@ -296,7 +296,7 @@ func selfRSS() int64 {
 // runGCPercent that of whole training runs (tune, front: PlanMemoryLent),
 // whose peak is held to their plan: their loops borrow vectors from the
 // step's pool between evaluations (finetune.ScratchLender), whose
-// displaced buffers are garbage every step, and at 25% the growth the
+// displaced buffers are garbage, and at 25% the growth the
 // heap was allowed between collections was the largest term of the full
 // MTAN's tune (288×384, batch 2) above its live heap: 1.3–1.6 GB over
 // 5.3–6.1 GB. The heap is pointer-free but for the graphs, so collecting
