@@ -47,6 +47,11 @@ func (e *BindError) Error() string {
 // model's business (backend.Model.CheckBatch); Bind only knows names and
 // counts. file names the data in errors.
 func Bind(arrays map[string]*importer.Tensor, uses []Use, limit int, file string) (*Dataset, error) {
+	return bind(arrays, uses, limit, file, false)
+}
+
+// bind is Bind; with headers, arrays hold no values (BindFolder).
+func bind(arrays map[string]*importer.Tensor, uses []Use, limit int, file string, headers bool) (*Dataset, error) {
 	e := &BindError{File: file}
 	available := make([]string, 0, len(arrays))
 	for name := range arrays {
@@ -66,7 +71,7 @@ func Bind(arrays map[string]*importer.Tensor, uses []Use, limit int, file string
 			e.Problems = append(e.Problems, fmt.Sprintf("array %q for %s is a scalar; want a first dimension indexing examples", u.Array, u.Role))
 			continue
 		}
-		if storedLen(a) != a.Len() {
+		if !headers && storedLen(a) != a.Len() {
 			e.Problems = append(e.Problems, fmt.Sprintf("array %q for %s holds %d values for shape %v", u.Array, u.Role, storedLen(a), a.Shape))
 			continue
 		}
@@ -89,7 +94,11 @@ func Bind(arrays map[string]*importer.Tensor, uses []Use, limit int, file string
 	d := &Dataset{Arrays: out}
 	if limit > 0 && limit < d.Len() {
 		for k, a := range out {
-			out[k] = prefixRows(a, limit)
+			if headers {
+				out[k] = &importer.Tensor{Name: a.Name, Type: a.Type, Shape: append([]int{limit}, a.Shape[1:]...)}
+			} else {
+				out[k] = prefixRows(a, limit)
+			}
 		}
 	}
 	return d, nil

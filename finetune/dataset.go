@@ -13,8 +13,59 @@ import (
 // their first dimension, the example index. A Dataset with no arrays (or a
 // nil *Dataset) stands for a problem without data: every step then gets one
 // empty batch.
+//
+// A Dataset bound to a folder of per-example files (BindFolder) holds in
+// Arrays each array's header only (element type and shape, no values):
+// Take and Rows read the files of a batch's examples, and a change of an
+// array's Type in Arrays converts the values read. Such a Dataset is
+// FileBacked.
 type Dataset struct {
 	Arrays map[string]*importer.Tensor
+	files  *fileView
+}
+
+// FileBacked reports whether d reads its examples from files batch by
+// batch (BindFolder) instead of holding them.
+func (d *Dataset) FileBacked() bool { return d != nil && d.files != nil }
+
+// Clone returns a Dataset over the same arrays (and files) whose Arrays
+// map is d's copied, so that changing an entry leaves d alone.
+func (d *Dataset) Clone() *Dataset {
+	if d == nil {
+		return nil
+	}
+	out := &Dataset{Arrays: make(map[string]*importer.Tensor, len(d.Arrays)), files: d.files}
+	for k, v := range d.Arrays {
+		out.Arrays[k] = v
+	}
+	return out
+}
+
+// Only returns the Dataset of d's array name alone.
+func (d *Dataset) Only(name string) *Dataset {
+	return &Dataset{Arrays: map[string]*importer.Tensor{name: d.Arrays[name]}, files: d.files}
+}
+
+// Prefix returns the Dataset of d's first n examples (all of them when d
+// has no more), sharing d's values or files.
+func (d *Dataset) Prefix(n int) *Dataset {
+	if d == nil || n >= d.Len() {
+		return d
+	}
+	out := &Dataset{Arrays: map[string]*importer.Tensor{}}
+	for k, a := range d.Arrays {
+		if d.files != nil {
+			out.Arrays[k] = &importer.Tensor{Name: a.Name, Type: a.Type, Shape: append([]int{n}, a.Shape[1:]...)}
+		} else {
+			out.Arrays[k] = prefixRows(a, n)
+		}
+	}
+	if d.files != nil {
+		v := *d.files
+		v.n = n
+		out.files = &v
+	}
+	return out
 }
 
 // NewDataset returns a Dataset over arrays (not copied) after Validate.
@@ -65,7 +116,9 @@ func (d *Dataset) Validate() error {
 			return fmt.Errorf("finetune: dataset array %q is nil", name)
 		case len(t.Shape) == 0:
 			return fmt.Errorf("finetune: dataset array %q is a scalar; want a first dimension indexing examples", name)
-		case storedLen(t) != t.Len():
+		case d.files != nil && d.files.arrays[name] == nil:
+			return fmt.Errorf("finetune: dataset array %q has neither values nor files", name)
+		case d.files == nil && storedLen(t) != t.Len():
 			return fmt.Errorf("finetune: dataset array %q has %d values for shape %v (%d)", name, storedLen(t), t.Shape, t.Len())
 		}
 		if first == "" {
@@ -117,18 +170,23 @@ func (d *Dataset) Batches(seed int64, epoch, size int) [][]int {
 	return out
 }
 
-// Subset returns the batch made of the examples idx, in that order; the
-// rows are copied. An empty dataset gives an empty batch.
-func (d *Dataset) Subset(idx []int) Batch {
+// Take returns the batch made of the examples idx, in that order; the
+// rows are copied, or read from their files for a FileBacked d (whose
+// errors, a file gone or changed since it was checked, name the file).
+// An empty dataset gives an empty batch.
+func (d *Dataset) Take(idx []int) (Batch, error) {
+	if d.files != nil {
+		return d.files.take(d, idx)
+	}
 	b := Batch{}
 	for _, name := range d.Names() {
 		b[name] = takeRows(d.Arrays[name], idx)
 	}
-	return b
+	return b, nil
 }
 
-// Slice returns the batch of examples i..j−1 (copied).
-func (d *Dataset) Slice(i, j int) Batch {
+// Rows returns the batch of examples i..j−1 (Take).
+func (d *Dataset) Rows(i, j int) (Batch, error) {
 	if i < 0 || j > d.Len() || i > j {
 		panic(fmt.Sprintf("finetune: Slice [%d:%d] of a dataset of %d examples", i, j, d.Len()))
 	}
@@ -136,7 +194,26 @@ func (d *Dataset) Slice(i, j int) Batch {
 	for k := range idx {
 		idx[k] = i + k
 	}
-	return d.Subset(idx)
+	return d.Take(idx)
+}
+
+// Subset is Take for a dataset held in memory, which cannot fail; a read
+// error of a FileBacked dataset panics (use Take).
+func (d *Dataset) Subset(idx []int) Batch {
+	b, err := d.Take(idx)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Slice is Rows for a dataset held in memory (see Subset).
+func (d *Dataset) Slice(i, j int) Batch {
+	b, err := d.Rows(i, j)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func takeRows(t *importer.Tensor, idx []int) *importer.Tensor {
@@ -167,10 +244,15 @@ func takeRows(t *importer.Tensor, idx []int) *importer.Tensor {
 }
 
 // Bytes is the memory d's arrays hold (the values of arrays several
-// datasets share count in each).
+// datasets share count in each). A FileBacked d holds none but, while a
+// batch is read, the file being decoded: Bytes is the largest such file
+// decoded (the batch itself is the step's).
 func (d *Dataset) Bytes() int64 {
 	if d == nil {
 		return 0
+	}
+	if d.files != nil {
+		return d.files.bytes()
 	}
 	var n int64
 	for _, t := range d.Arrays {

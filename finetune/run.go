@@ -316,7 +316,10 @@ func (l *loop) loop(ctx context.Context) (*Result, error) {
 // criterion and the directions. It returns a non-nil *bad for non-finite
 // values and an error for anything else.
 func (l *loop) evalStep(first bool) (*bad, error) {
-	batch := l.currentBatch()
+	batch, err := l.currentBatch()
+	if err != nil {
+		return nil, err
+	}
 	if b, err := l.evaluate(batch, true); b != nil || err != nil {
 		return b, err
 	}
@@ -704,20 +707,25 @@ func (l *loop) setParams() error {
 	return nil
 }
 
-// currentBatch returns the batch at (epoch, pos), copying its rows once.
-func (l *loop) currentBatch() Batch {
+// currentBatch returns the batch at (epoch, pos), copying (or reading)
+// its rows once.
+func (l *loop) currentBatch() (Batch, error) {
 	if l.train.Empty() {
-		return nil
+		return nil, nil
 	}
 	key := [2]int{l.epoch, l.pos}
 	if l.haveB && key == l.batchKey {
-		return l.batch
+		return l.batch, nil
 	}
 	if l.batches == nil {
 		l.batches = l.train.Batches(l.s.Seed, l.epoch, l.s.BatchSize)
 	}
-	l.batch, l.batchKey, l.haveB = l.train.Subset(l.batches[l.pos]), key, true
-	return l.batch
+	b, err := l.train.Take(l.batches[l.pos])
+	if err != nil {
+		return nil, fmt.Errorf("finetune: step %d: training batch: %w", l.step+1, err)
+	}
+	l.batch, l.batchKey, l.haveB = b, key, true
+	return l.batch, nil
 }
 
 // advance moves to the next batch; the last batch is kept for the final
@@ -752,7 +760,10 @@ func (l *loop) validate(k int, pt *point) ([]float64, map[string]map[string]floa
 	tmp := make([]float64, l.m)
 	for i := 0; i < N; i += l.s.BatchSize {
 		j := min(i+l.s.BatchSize, N)
-		b := l.val.Slice(i, j)
+		b, err := l.val.Rows(i, j)
+		if err != nil {
+			return nil, nil, fmt.Errorf("finetune: validation after step %d: %w", l.step, err)
+		}
 		if err := pt.p.Evaluate(b, tmp, nil); err != nil {
 			return nil, nil, fmt.Errorf("finetune: validation after step %d, examples %d..%d: %w", l.step, i, j-1, err)
 		}
@@ -785,7 +796,10 @@ func (l *loop) finish() (*Result, error) {
 	if l.train.Empty() {
 		batch = nil
 	} else if !l.haveB {
-		batch = l.currentBatch()
+		var err error
+		if batch, err = l.currentBatch(); err != nil {
+			return l.fail(err)
+		}
 	}
 	b, err := l.evaluate(batch, true)
 	if err != nil {

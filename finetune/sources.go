@@ -27,6 +27,9 @@ type Source struct {
 	// Raw keeps IDX pixel values at 0..255 instead of scaling them to
 	// [0,1].
 	Raw bool
+	// Kind is "" for a file, KindFolder or KindNYUv2 for a folder of
+	// per-example files (Path is the folder; OpenFolder reads it).
+	Kind string
 }
 
 // rawSuffix marks an IDX image source whose pixels are not scaled.
@@ -38,16 +41,30 @@ const rawSuffix = ":raw"
 //	NAME=FILE       one array named NAME: FILE is a .npy file or an IDX
 //	                file (MNIST's format, raw or gzip)
 //	NAME=FILE:raw   the same, for IDX images: pixel values kept at 0..255
+//	folder:DIR      a folder of arrays kept one .npy file per example:
+//	                DIR/NAME/0.npy, DIR/NAME/1.npy, … (OpenFolder)
+//	nyuv2:DIR       an NYUv2 split as MTAN's preprocessing leaves it:
+//	                DIR/image, DIR/label, DIR/depth, DIR/normal (OpenFolder)
 //
-// The text before the first "=" is NAME, so a FILE given alone cannot hold
-// "=". What FILE holds is told by its first bytes when it is loaded, not
-// by its extension.
+// A spec starting with "folder:" or "nyuv2:" is a folder (give a file of
+// such a name as ./folder:…). Otherwise the text before the first "=" is
+// NAME, so a FILE given alone cannot hold "=". What FILE holds is told by
+// its first bytes when it is loaded, not by its extension.
 func ParseSource(spec string) (Source, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
-		return Source{}, errors.New("finetune: empty data source: want FILE.npz, NAME=FILE.npy or NAME=FILE.idx")
+		return Source{}, errors.New("finetune: empty data source: want FILE.npz, NAME=FILE.npy, NAME=FILE.idx, folder:DIR or nyuv2:DIR")
 	}
 	s := Source{Spec: spec, Path: spec}
+	for _, k := range []struct{ prefix, kind string }{{folderPrefix, KindFolder}, {nyuv2Prefix, KindNYUv2}} {
+		if dir, ok := strings.CutPrefix(spec, k.prefix); ok {
+			if dir = strings.TrimSpace(dir); dir == "" {
+				return Source{}, fmt.Errorf("finetune: data %q: no folder after %q: want %sDIR", spec, k.prefix, k.prefix)
+			}
+			s.Path, s.Kind = dir, k.kind
+			return s, nil
+		}
+	}
 	name, file, named := strings.Cut(spec, "=")
 	if !named {
 		return s, nil
@@ -143,6 +160,9 @@ func (s Source) LoadWithin(opt LoadOptions) (map[string]*importer.Tensor, error)
 }
 
 func (s Source) load(opt LoadOptions) (map[string]*importer.Tensor, error) {
+	if s.Kind != "" {
+		return nil, errFolder
+	}
 	if st, err := os.Stat(s.Path); err != nil {
 		return nil, err
 	} else if !st.Mode().IsRegular() {
@@ -271,7 +291,7 @@ func LoadArrays(specs []string) (map[string]*importer.Tensor, error) {
 // accepts, within opt.MaxBytes for all sources together.
 func LoadArraysWithin(specs []string, opt LoadOptions) (map[string]*importer.Tensor, error) {
 	if len(specs) == 0 {
-		return nil, errors.New("finetune: no data source: want FILE.npz, NAME=FILE.npy or NAME=FILE.idx")
+		return nil, errors.New("finetune: no data source: want FILE.npz, NAME=FILE.npy, NAME=FILE.idx, folder:DIR or nyuv2:DIR")
 	}
 	srcs := make([]Source, len(specs))
 	for i, spec := range specs {
@@ -328,6 +348,14 @@ func ArrayNames(specs []string) ([]string, error) {
 		}
 		if s.Name != "" {
 			out = append(out, s.Name)
+			continue
+		}
+		if s.Kind != "" {
+			f, err := OpenFolder(s)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f.Names()...)
 			continue
 		}
 		names, err := npz.Names(s.Path)

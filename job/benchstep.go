@@ -114,7 +114,10 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	if d := diskReadBytes(); d >= 0 && disk >= 0 {
 		out.LoadPhases.DiskBytes = d - disk
 	}
-	b := ds.Slice(0, out.Batch)
+	b, err := ds.Rows(0, out.Batch)
+	if err != nil {
+		return nil, err
+	}
 	m, n := len(setup.tasks), md.NumParams()
 	losses := make([]float64, m)
 	jac := png.NewJacobian(m, n)

@@ -133,19 +133,35 @@ func (b *Binding) Load(l *Loader, flag string, specs []string, limit, batch int)
 	key := b.checkKey(flag, specs, limit, batch)
 	if c, ok := l.checkedFor(key); ok {
 		b.Warnings = append(b.Warnings, c.warns...)
-		return &finetune.Dataset{Arrays: maps.Clone(c.ds.Arrays)}, nil
+		return c.ds.Clone(), nil
 	}
 	ds, warns, err := b.load(l, flag, specs, limit, batch)
 	if err != nil {
 		return nil, err
 	}
-	l.noteChecked(key, checkedData{ds: &finetune.Dataset{Arrays: maps.Clone(ds.Arrays)}, warns: warns})
+	l.noteChecked(key, checkedData{ds: ds.Clone(), warns: warns})
 	b.Warnings = append(b.Warnings, warns...)
 	return ds, nil
 }
 
 // load is Load without the Loader's cache; it returns the warnings.
 func (b *Binding) load(l *Loader, flag string, specs []string, limit, batch int) (*finetune.Dataset, []string, error) {
+	path := strings.Join(specs, ",")
+	src, folder, err := finetune.FolderSource(specs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	if folder {
+		f, err := l.Folder(src)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		ds, err := finetune.BindFolder(f, b.Uses(), limit, path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		return b.check(ds, flag, path, batch)
+	}
 	var want []string
 	for _, u := range b.Uses() {
 		want = append(want, u.Array)
@@ -154,7 +170,6 @@ func (b *Binding) load(l *Loader, flag string, specs []string, limit, batch int)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	path := strings.Join(specs, ",")
 	ds, err := finetune.Bind(arrays, b.Uses(), limit, path)
 	if err != nil && want != nil {
 		// Bind's error lists the arrays present, the skipped ones too.
@@ -173,6 +188,13 @@ func (b *Binding) load(l *Loader, flag string, specs []string, limit, batch int)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", flag, err)
 	}
+	return b.check(ds, flag, path, batch)
+}
+
+// check checks ds, bound from path, against the model (types, converting
+// them; input shapes; every batch of batch examples) and returns its
+// warnings. A FileBacked ds is read a batch at a time.
+func (b *Binding) check(ds *finetune.Dataset, flag, path string, batch int) (*finetune.Dataset, []string, error) {
 	if ds.Len() == 0 {
 		return nil, nil, fmt.Errorf("%s %s: no examples", flag, path)
 	}
@@ -192,7 +214,11 @@ func (b *Binding) load(l *Loader, flag string, specs []string, limit, batch int)
 	N := ds.Len()
 	for i := 0; i < N; i += batch {
 		j := min(i+batch, N)
-		if err := b.Model.CheckBatch(ds.Slice(i, j)); err != nil {
+		rows, err := ds.Rows(i, j)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		if err := b.Model.CheckBatch(rows); err != nil {
 			where := ""
 			if N > batch {
 				where = fmt.Sprintf(" (examples %d..%d)", i, j-1)
@@ -286,17 +312,20 @@ func Evaluate(md *backend.Model, ds *finetune.Dataset, batch int, grad bool, tas
 		if grad {
 			jp = &jac
 		}
-		var err error
+		rows, err := ds.Rows(i, j)
+		if err != nil {
+			return nil, err
+		}
 		if terms != nil {
-			err = md.EvaluateTerms(ds.Slice(i, j), tmp, terms, jp, nil)
+			err = md.EvaluateTerms(rows, tmp, terms, jp, nil)
 		} else {
-			err = md.Evaluate(ds.Slice(i, j), tmp, jp)
+			err = md.Evaluate(rows, tmp, jp)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("examples %d..%d: %w", i, j-1, err)
 		}
 		if meter != nil {
-			if err := meter.Add(md, ds.Slice(i, j)); err != nil {
+			if err := meter.Add(md, rows); err != nil {
 				return nil, fmt.Errorf("examples %d..%d: metrics: %w", i, j-1, err)
 			}
 		}

@@ -101,6 +101,13 @@ func (b *Binding) checkTypes(ds *finetune.Dataset, path string) ([]string, error
 			switch {
 			case isIntType(in.Type) || in.Type == importer.Bool:
 				if !isIntType(a.Type) && a.Type != importer.Bool {
+					if ds.FileBacked() {
+						// Read a batch at a time: each value is checked
+						// to be whole as its file is read.
+						ds.Arrays[u.Key] = &importer.Tensor{Name: a.Name, Type: in.Type, Shape: a.Shape}
+						warns = append(warns, fmt.Sprintf("%s: array %q (%s) converted to %s for %s (its values must be whole numbers)", path, arr, dtypeName(a.Type), dtypeName(in.Type), role))
+						continue
+					}
 					if v, ok := integral(a); ok {
 						ds.Arrays[u.Key] = &importer.Tensor{Name: a.Name, Type: in.Type, Shape: a.Shape, I64: v}
 						warns = append(warns, fmt.Sprintf("%s: array %q (%s, whole numbers) converted to %s for %s", path, arr, dtypeName(a.Type), dtypeName(in.Type), role))

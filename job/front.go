@@ -393,7 +393,7 @@ func (j *Front) onnx(l *Loader, N int, spread float64) error {
 		}
 		j.score, j.scoredOn = j.val, "validation data "+strings.Join(vs, ",")
 	} else if j.train.Len() > frontReportMax {
-		j.score = &finetune.Dataset{Arrays: j.train.Slice(0, frontReportMax)}
+		j.score = j.train.Prefix(frontReportMax)
 		j.scoredOn = fmt.Sprintf("first %d examples of training data %s", frontReportMax, dataPath)
 	}
 	j.Warnings = append(j.Warnings, bind.Warnings...)
@@ -713,12 +713,8 @@ func (c *FrontConfig) checkpointRecord() ([]byte, error) {
 		flag  string
 		specs []string
 	}{{"--data", saved.Data}, {"--val", saved.Val}} {
-		var paths []string
 		if err == nil {
-			paths, err = sourcePaths(src.flag, src.specs)
-		}
-		if err == nil {
-			sums, err = sumAll(sums, src.flag, paths...)
+			sums, err = sumSources(sums, src.flag, src.specs)
 		}
 	}
 	if err == nil && saved.Reference != "" {

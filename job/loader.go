@@ -21,6 +21,7 @@ type Loader struct {
 	// checks depend on (Binding.checkKey); dataChecks counts those checks.
 	checked    map[string]checkedData
 	dataChecks int
+	folders    map[string]*finetune.Folder
 }
 
 // checkedData is a data set that passed Binding.Load's checks, and the
@@ -32,7 +33,7 @@ type checkedData struct {
 
 // NewLoader returns an empty Loader.
 func NewLoader() *Loader {
-	return &Loader{models: map[string]*importer.Model{}, arrays: map[string]map[string]*importer.Tensor{}, checked: map[string]checkedData{}}
+	return &Loader{models: map[string]*importer.Model{}, arrays: map[string]map[string]*importer.Tensor{}, checked: map[string]checkedData{}, folders: map[string]*finetune.Folder{}}
 }
 
 // DataChecks is how many times a data set was bound and checked in full
@@ -135,4 +136,23 @@ func (l *Loader) ArraysWithin(specs, want []string, b importer.Budget) (map[stri
 	}
 	l.arrays[key] = a
 	return a, nil
+}
+
+// Folder returns the folder source s opened (finetune.OpenFolder: every
+// file's header read and checked), once per distinct spec.
+func (l *Loader) Folder(s finetune.Source) (*finetune.Folder, error) {
+	if l == nil {
+		return finetune.OpenFolder(s)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f, ok := l.folders[s.Spec]; ok {
+		return f, nil
+	}
+	f, err := finetune.OpenFolder(s)
+	if err != nil {
+		return nil, err
+	}
+	l.folders[s.Spec] = f
+	return f, nil
 }

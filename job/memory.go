@@ -371,10 +371,18 @@ func PlanMemoryLent(md *backend.Model, ds *finetune.Dataset, batch, models int, 
 	if err := CheckInputSizes(md, n, b); err != nil {
 		return nil, err
 	}
-	if p.Step, err = md.EstimateMemory(ds.Slice(0, n)); err != nil {
+	first, err := ds.Rows(0, n)
+	if err != nil {
 		return nil, err
 	}
-	if p.Report, err = md.ForwardBytes(shapeBatch(ds, n)); err != nil {
+	if p.Step, err = md.EstimateMemory(first); err != nil {
+		return nil, err
+	}
+	shapes, err := shapeBatch(ds, n)
+	if err != nil {
+		return nil, err
+	}
+	if p.Report, err = md.ForwardBytes(shapes); err != nil {
 		return nil, err
 	}
 	p.GC = p.garbage()
@@ -478,14 +486,19 @@ func CheckInputSizes(md *backend.Model, batch int, b importer.Budget) error {
 func (p *MemoryPlan) fitting(md *backend.Model, ds *finetune.Dataset, n int) string {
 	var estErr error
 	fits := func(b int) bool {
-		e, err := md.EstimateMemory(shapeBatch(ds, b))
+		shapes, err := shapeBatch(ds, b)
+		if err != nil {
+			estErr = err
+			return false
+		}
+		e, err := md.EstimateMemory(shapes)
 		if err != nil {
 			estErr = err
 			return false
 		}
 		q := *p
 		q.Step = e
-		if q.Report, err = md.ForwardBytes(shapeBatch(ds, b)); err != nil {
+		if q.Report, err = md.ForwardBytes(shapes); err != nil {
 			estErr = err
 			return false
 		}
@@ -515,26 +528,24 @@ func (p *MemoryPlan) fitting(md *backend.Model, ds *finetune.Dataset, n int) str
 // reads shapes only: floating arrays keep their type and shape without
 // values; integer arrays (labels, and inputs whose values fix shapes)
 // are copied.
-func shapeBatch(ds *finetune.Dataset, b int) map[string]*importer.Tensor {
+func shapeBatch(ds *finetune.Dataset, b int) (map[string]*importer.Tensor, error) {
 	out := map[string]*importer.Tensor{}
 	for name, a := range ds.Arrays {
 		if !a.IsFloat() {
-			out[name] = takeFirst(ds, name, b)
+			rows, err := ds.Only(name).Rows(0, b)
+			if err != nil {
+				return nil, err
+			}
+			out[name] = rows[name]
 			continue
 		}
 		t := &importer.Tensor{Name: a.Name, Type: a.Type, Shape: append([]int{b}, a.Shape[1:]...)}
-		if a.F64 != nil {
+		if a.F64 != nil || a.Type == importer.Float64 {
 			t.F64 = []float64{} // floating, without values
 		} else {
 			t.F32 = []float32{}
 		}
 		out[name] = t
 	}
-	return out
-}
-
-// takeFirst copies the first b rows of ds's array name.
-func takeFirst(ds *finetune.Dataset, name string, b int) *importer.Tensor {
-	one := &finetune.Dataset{Arrays: map[string]*importer.Tensor{name: ds.Arrays[name]}}
-	return one.Slice(0, b)[name]
+	return out, nil
 }

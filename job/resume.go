@@ -29,12 +29,15 @@ type runRecord struct {
 	Inputs  []fileSum       `json:"inputs"`
 }
 
-// fileSum identifies an input's content: its size and SHA-256.
+// fileSum identifies an input's content: its size and SHA-256. For a
+// folder (Dir; a folder data source) they are the total size of its
+// files and the SHA-256 of their names and SHA-256s (sumDir).
 type fileSum struct {
 	Flag   string `json:"flag"`
 	Path   string `json:"path"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+	Dir    bool   `json:"dir,omitempty"`
 }
 
 // sumKey identifies a file's content without reading it: the file (its
@@ -78,6 +81,43 @@ func sumFile(flag, path string) (fileSum, error) {
 	return sum, err
 }
 
+// sumDir fingerprints the folder at path: every regular file under it
+// (hidden ones aside), by its path relative to the folder, sorted.
+func sumDir(flag, path string) (fileSum, error) {
+	var files []string
+	err := filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != path && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return fileSum{}, fmt.Errorf("%s: %w", flag, err)
+	}
+	h := sha256.New()
+	out := fileSum{Flag: flag, Path: path, Dir: true}
+	for _, p := range files { // WalkDir walks in lexical order
+		s, err := sumFile(flag, p)
+		if err != nil {
+			return fileSum{}, err
+		}
+		rel, _ := filepath.Rel(path, p)
+		fmt.Fprintf(h, "%s\x00%s\n", rel, s.SHA256)
+		out.Size += s.Size
+	}
+	out.SHA256 = hex.EncodeToString(h.Sum(nil))
+	return out, nil
+}
+
 // hashFile reads the file at path whole and returns its size and SHA-256.
 func hashFile(flag, path string) (fileSum, error) {
 	f, err := os.Open(path)
@@ -108,14 +148,9 @@ func (c *TuneConfig) sumInputs() ([]fileSum, error) {
 		flag  string
 		specs []string
 	}{{"--data", c.Data}, {"--val", c.Val}} {
-		for _, spec := range src.specs {
-			s, err := finetune.ParseSource(spec)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", src.flag, err)
-			}
-			if err := add(src.flag, s.Path); err != nil {
-				return nil, err
-			}
+		var err error
+		if out, err = sumSources(out, src.flag, src.specs); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -125,7 +160,11 @@ func (c *TuneConfig) sumInputs() ([]fileSum, error) {
 func checkInputs(want []fileSum) error {
 	var errs []error
 	for _, w := range want {
-		got, err := sumFile(w.Flag, w.Path)
+		sum := sumFile
+		if w.Dir {
+			sum = sumDir
+		}
+		got, err := sum(w.Flag, w.Path)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%w (the interrupted run read it)", err))
@@ -163,6 +202,8 @@ func absSources(specs []string) []string {
 		}
 		p := absPath(s.Path)
 		switch {
+		case s.Kind != "":
+			out[i] = s.Kind + ":" + p
 		case s.Name == "":
 			out[i] = p
 		case s.Raw:
@@ -435,15 +476,22 @@ func sumAll(out []fileSum, flag string, paths ...string) ([]fileSum, error) {
 	return out, nil
 }
 
-// sourcePaths returns the files of data source specs.
-func sourcePaths(flag string, specs []string) ([]string, error) {
-	var out []string
+// sumSources fingerprints the files (or folders) of data source specs.
+func sumSources(out []fileSum, flag string, specs []string) ([]fileSum, error) {
 	for _, spec := range specs {
 		s, err := finetune.ParseSource(spec)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", flag, err)
 		}
-		out = append(out, s.Path)
+		sum := sumFile
+		if s.Kind != "" {
+			sum = sumDir
+		}
+		f, err := sum(flag, s.Path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
 	}
 	return out, nil
 }

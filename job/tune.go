@@ -365,7 +365,7 @@ func (c *TuneConfig) Prepare(l *Loader) (*Tune, error) {
 	} else {
 		job.Report, job.ReportName = job.Train, "training"
 		if job.Train.Len() > tuneReportMax {
-			job.Report = &finetune.Dataset{Arrays: job.Train.Slice(0, tuneReportMax)}
+			job.Report = job.Train.Prefix(tuneReportMax)
 		}
 	}
 	job.Warnings = append(job.Warnings, bind.Warnings...)

@@ -66,7 +66,10 @@ func ScoreMetrics(md Classifier, tasks []backend.Task, data *finetune.Dataset, b
 	tmp := make([]float64, m)
 	for i := 0; i < n; i += batchSize {
 		j := min(i+batchSize, n)
-		b := data.Slice(i, j)
+		b, err := data.Rows(i, j)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("front: %w", err)
+		}
 		if err := md.Evaluate(b, tmp, nil); err != nil {
 			return nil, nil, nil, fmt.Errorf("front: examples %d..%d: %w", i, j-1, err)
 		}
