@@ -13,10 +13,12 @@ NYUv2 dataset") end to end on the procedural stand-in, in one command:
    (seg*normal)/(0.001+depth), reading the per-sample folders directly
    (--data nyuv2:DIR/data/train; --source npz converts them to NPZ first),
    with the log (DIR/tune.jsonl), the figure (DIR/tune.png: F falling, g and
-   e) and the JSON summary (DIR/tune.json);
+   e) and the JSON summary (DIR/tune.json); then the baseline: the same steps
+   with equal weights (--method linear, DIR/linear.*), what continued
+   training alone does from the same start (--no-baseline leaves it out);
 4. the table of the paper (mIoU, pixel accuracy, depth abs/rel error, normal
-   angle mean/median/within 11.25/22.5/30 degrees, before and after, on the
-   val split) to DIR/table.md and everything measured to DIR/results.json.
+   angle mean/median/within 11.25/22.5/30 degrees, before, after PNG and
+   after the baseline, on the val split) to DIR/table.md and everything measured to DIR/results.json.
 
 The interpreter running this script needs numpy and torch (2.x, as PyPI
 ships it; the export is the Python package's own, python/paretonav/_export.py).
@@ -57,18 +59,23 @@ def fmt(v, col):
     return "%.4f" % v if col in (2, 3) else "%.2f" % v
 
 
-def table(before, after, losses):
-    """The markdown table: the paper's rows, then ours before and after,
-    then the losses and F."""
+def table(before, after, linear_after, res, linear):
+    """The markdown table: the paper's rows, then ours before and after
+    (and after the equal-weights baseline), then the losses, F and g."""
     head = "| | " + " | ".join(COLUMNS) + " |\n|---|" + "---|" * len(COLUMNS) + "\n"
     lines = []
     for name, vals in PAPER.items():
         lines.append("| %s | %s |" % (name, " | ".join(fmt(v, i) for i, v in enumerate(vals))))
-    for name, vals in (("Equal weights (stand-in, before)", before), ("PNG (stand-in, after)", after)):
+    ours = [("Equal weights (stand-in, before)", before), ("PNG (stand-in, after)", after)]
+    if linear_after is not None:
+        ours.append(("Equal weights continued (stand-in, baseline)", linear_after))
+    for name, vals in ours:
         lines.append("| %s | %s |" % (name, " | ".join(fmt(v, i) for i, v in enumerate(vals))))
     t = head + "\n".join(lines) + "\n\n| stand-in, val | seg | depth | normal | F | g |\n|---|---|---|---|---|---|\n"
-    for when in ("before", "after"):
-        l = losses[when]
+    rows = [("before", res["before"]), ("after PNG", res["after"])]
+    if linear is not None:
+        rows.append(("after the baseline", linear["after"]))
+    for when, l in rows:
         t += "| %s | %.4f | %.4f | %.4f | %.4f | %.4f |\n" % (when, l["losses"]["seg"], l["losses"]["depth"],
                                                               l["losses"]["normal"], l["F"], l["g"])
     return t
@@ -106,6 +113,9 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=8, help="tune's batch (default 8)")
     ap.add_argument("--lr", type=float, default=1e-4, help="tune's Adam learning rate (MTAN's: 1e-4)")
     ap.add_argument("--val-every", type=int, default=20, help="tune evaluates the val split every K steps")
+    ap.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=True,
+                    help="also continue the pretrained model with equal weights (--method linear) for the same "
+                         "steps, as the baseline: what more training alone does (default: on)")
     a = ap.parse_args(argv)
 
     t_all = time.perf_counter()
@@ -141,29 +151,35 @@ def main(argv=None):
         train_src, val_src = os.path.join(out, "train.npz"), os.path.join(out, "val.npz")
     else:
         train_src, val_src = "nyuv2:" + os.path.join(data, "train"), "nyuv2:" + os.path.join(data, "val")
-    tuned = os.path.join(out, "tuned.onnx")
-    summary = os.path.join(out, "tune.json")
-    cmd = [binary, "tune", model, "--data", train_src, "--val", val_src]
-    for t in TASKS:
-        cmd += ["--task", t]
-    cmd += ["--criterion", CRITERION, "--steps", str(a.steps), "--batch", str(a.batch), "--lr", str(a.lr),
-            "--val-every", str(a.val_every), "--seed", str(a.seed + 1), "--log", os.path.join(out, "tune.jsonl"),
-            "--plot", os.path.join(out, "tune.png"), "--out", tuned, "--json"]
-    t0 = time.perf_counter()
-    with open(summary + ".part", "w") as f, open(log, "a") as lf:
-        lf.write("$ %s > %s\n" % (" ".join(shlex.quote(c) for c in cmd), summary))
-        lf.flush()
-        rc = subprocess.call(cmd, stdout=f, stderr=lf, cwd=ROOT)
-    times["tune"] = time.perf_counter() - t0
-    if rc != 0:
-        sys.exit("run: tune failed (exit %d) after %.1f s; its output is in %s" % (rc, times["tune"], log))
-    os.replace(summary + ".part", summary)
-    print("%-9s %7.1f s" % ("tune", times["tune"]), flush=True)
+    runs = {}
+    for name, method in (("tune", ["--method", "png"]), ("linear", ["--method", "linear", "--weights", "1,1,1"])):
+        if name == "linear" and not a.baseline:
+            continue
+        summary = os.path.join(out, name + ".json")
+        cmd = [binary, "tune", model, "--data", train_src, "--val", val_src]
+        for t in TASKS:
+            cmd += ["--task", t]
+        cmd += ["--criterion", CRITERION] + method + [
+            "--steps", str(a.steps), "--batch", str(a.batch), "--lr", str(a.lr), "--val-every", str(a.val_every),
+            "--seed", str(a.seed + 1), "--log", os.path.join(out, name + ".jsonl"),
+            "--plot", os.path.join(out, name + ".png"), "--out", os.path.join(out, name + ".onnx"), "--json"]
+        t0 = time.perf_counter()
+        with open(summary + ".part", "w") as f, open(log, "a") as lf:
+            lf.write("$ %s > %s\n" % (" ".join(shlex.quote(c) for c in cmd), summary))
+            lf.flush()
+            rc = subprocess.call(cmd, stdout=f, stderr=lf, cwd=ROOT)
+        times[name] = time.perf_counter() - t0
+        if rc != 0:
+            sys.exit("run: %s failed (exit %d) after %.1f s; its output is in %s" % (name, rc, times[name], log))
+        os.replace(summary + ".part", summary)
+        print("%-9s %7.1f s" % (name, times[name]), flush=True)
+        with open(summary) as f:
+            runs[name] = (cmd, json.load(f))
 
-    with open(summary) as f:
-        res = json.load(f)
+    cmd, res = runs["tune"]
     before, after = row(res["before"]["metrics"]), row(res["after"]["metrics"])
-    md = table(before, after, res)
+    linear = runs.get("linear", (None, None))[1]
+    md = table(before, after, linear and row(linear["after"]["metrics"]), res, linear)
     steps = [json.loads(l) for l in open(os.path.join(out, "tune.jsonl")) if l.strip()]
     steps = [s for s in steps if "step" in s]
     times["total"] = time.perf_counter() - t_all
@@ -172,8 +188,10 @@ def main(argv=None):
         "commit": commit + ("-dirty" if dirty else ""), "source": a.source, "command": " ".join(sys.argv),
         "settings": {k: v for k, v in vars(a).items() if k not in ("out", "paretonav")},
         "tune_command": " ".join(shlex.quote(c) for c in cmd), "columns": COLUMNS,
-        "before": before, "after": after, "paper": PAPER,
+        "before": before, "after": after, "linear_after": linear and row(linear["after"]["metrics"]),
+        "paper": PAPER,
         "losses": {w: {"losses": res[w]["losses"], "F": res[w]["F"], "g": res[w]["g"]} for w in ("before", "after")},
+        "linear_losses": linear and {k: linear["after"][k] for k in ("losses", "F", "g")},
         "explanation": res.get("explanation", {}).get("lines"),
         "control_on_steps": sum(1 for s in steps if s.get("control")),
         "steps": len(steps), "wall_s": {k: round(v, 1) for k, v in times.items()},
