@@ -36,6 +36,9 @@ type Row struct {
 	NonDominated bool              `json:"non_dominated"`
 	Files        map[string]string `json:"files,omitempty"`
 	Error        string            `json:"error,omitempty"`
+	// Explanation is the run in one line (a tune job's, a front model's;
+	// job.Explanation.Short).
+	Explanation string `json:"explanation,omitempty"`
 }
 
 // Collection is a batch's collected results (results.json).
@@ -74,7 +77,7 @@ func Collect(dir string) (*Collection, error) {
 				continue
 			}
 			row.Losses, row.F, row.G, row.Metrics = res.Losses, res.F, res.G, res.Metrics
-			row.Steps, row.Seconds, row.Files = res.Steps, res.Seconds, res.Files
+			row.Steps, row.Seconds, row.Files, row.Explanation = res.Steps, res.Seconds, res.Files, res.Explanation
 			for _, t := range res.Tasks {
 				if !slices.Contains(col.Tasks, t) {
 					col.Tasks = append(col.Tasks, t)
@@ -140,6 +143,9 @@ func frontRows(row Row, res *Result) []Row {
 		idx := k
 		g := m.G
 		r.Model, r.Losses, r.G = &idx, m.Losses, &g
+		if m.Explanation != nil {
+			r.Explanation = m.Explanation.Short
+		}
 		r.Metrics = map[string]job.Num{}
 		for name, v := range row.Metrics {
 			r.Metrics[name] = v
@@ -280,6 +286,9 @@ func (c *Collection) columns() []column {
 			return strconv.FormatFloat(r.Seconds, 'f', 3, 64)
 		}},
 		column{"non_dominated", false, func(r *Row) string { return strconv.FormatBool(r.NonDominated) }})
+	if slices.ContainsFunc(c.Rows, func(r Row) bool { return r.Explanation != "" }) {
+		cols = append(cols, column{"explanation", false, func(r *Row) string { return r.Explanation }})
+	}
 	return cols
 }
 

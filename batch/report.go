@@ -78,8 +78,9 @@ func shortNumber(s string) string {
 // SVG pictures inline).
 func (c *Collection) html() ([]byte, error) {
 	d := reportData{Dir: c.Dir, Jobs: c.Jobs(), Counts: map[string]int{}}
-	// The table leaves out name (the ID starts with it) and non_dominated
-	// (the rows' colour says it).
+	// The table leaves out name (the ID starts with it), non_dominated
+	// (the rows' colour says it) and explanation (folded into the files
+	// cell: a sentence would widen the table).
 	metric := map[string]bool{}
 	for _, m := range c.Metrics {
 		metric[m] = true
@@ -88,7 +89,7 @@ func (c *Collection) html() ([]byte, error) {
 		switch {
 		case metric[col.Name]:
 			d.Metrics = append(d.Metrics, col)
-		case col.Name != "non_dominated" && col.Name != "name":
+		case col.Name != "non_dominated" && col.Name != "name" && col.Name != "explanation":
 			d.Columns = append(d.Columns, col)
 		}
 	}

@@ -1,10 +1,13 @@
 package batch
 
 import (
+	"encoding/csv"
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,14 +56,15 @@ func frontBatch(t *testing.T) string {
 			"criterion": {fmt.Sprintf("wd:0.%d,0.5,0.25", k+1)}, "data": {"nyuv2_train.npz"}, "val": {"nyuv2_val.npz"}}},
 			Result{Losses: map[string]job.Num{"seg": job.Num(1 + 0.1111111*float64(k)), "depth": job.Num(0.5 - 0.0123456*float64(k)), "normal": job.Num(0.3)},
 				F: &F, G: &g, Metrics: metrics(k), Steps: 2000, Seconds: 1234.56789,
-				Files: map[string]string{"model": ModelFile, "log": LogFile}})
+				Files:       map[string]string{"model": ModelFile, "log": LogFile},
+				Explanation: fmt.Sprintf("F rose 0.1 → 0.%d (seg past its target); g ≤ e at 0%% of the last 100 steps; control on at 2000 of 2000 steps <far>", k+2)})
 	}
 	var models []job.FrontModel
 	files := map[string]string{"log": LogFile}
 	for k := 0; k < 4; k++ {
 		models = append(models, job.FrontModel{Model: k, Losses: map[string]job.Num{
 			"seg": job.Num(0.9 + 0.05*float64(k)), "depth": job.Num(0.6 - 0.05*float64(k)), "normal": job.Num(0.25 + 0.01*float64(k))},
-			G: job.Num(0.01)})
+			G: job.Num(0.01), Explanation: &job.Explanation{Short: fmt.Sprintf("g ≤ e at %d%% of the last 100 steps", 10*k)}})
 		files[fmt.Sprintf("model_%d", k)] = fmt.Sprintf("model_%d.onnx", k)
 	}
 	add(Job{Name: "spread", Kind: KindFront, Keys: map[string][]string{"model": {"mtan.onnx"}, "models": {"4"}, "data": {"nyuv2_train.npz"}}},
@@ -155,5 +159,70 @@ document.getElementById("f").onload = function () {
 	}
 	if keep := os.Getenv("PARETONAV_KEEP_SCREENSHOT"); keep != "" {
 		headless(t, bin, "file://"+report, "--screenshot="+keep, "--window-size=1400,900")
+	}
+}
+
+// TestCollectExplanations: each tune job's and each front model's run in
+// one line reaches results.json, an explanation column of results.csv and
+// the page (folded under "why", escaped).
+func TestCollectExplanations(t *testing.T) {
+	col, err := Collect(frontBatch(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for k := 0; k < 3; k++ {
+		want = append(want, fmt.Sprintf("F rose 0.1 → 0.%d (seg past its target); g ≤ e at 0%% of the last 100 steps; control on at 2000 of 2000 steps <far>", k+2))
+	}
+	for k := 0; k < 4; k++ {
+		want = append(want, fmt.Sprintf("g ≤ e at %d%% of the last 100 steps", 10*k))
+	}
+	if len(col.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(col.Rows), len(want))
+	}
+	for i, r := range col.Rows {
+		if r.Explanation != want[i] {
+			t.Errorf("row %d: explanation %q, want %q", i, r.Explanation, want[i])
+		}
+	}
+	f, err := os.Open(col.Files["csv"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := slices.Index(recs[0], "explanation")
+	if c < 0 {
+		t.Fatalf("results.csv header %v has no explanation column", recs[0])
+	}
+	for i, rec := range recs[1:] {
+		if rec[c] != want[i] {
+			t.Errorf("results.csv row %d: explanation %q, want %q", i+1, rec[c], want[i])
+		}
+	}
+	page, err := os.ReadFile(col.Files["html"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		if !strings.Contains(string(page), "<summary>why</summary>"+html.EscapeString(w)+"</details>") {
+			t.Errorf("report.html lacks %q under why", w)
+		}
+	}
+	if strings.Contains(string(page), "<far>") {
+		t.Error("report.html has an explanation unescaped")
+	}
+}
+
+// TestFillResultExplanation: a tune job's result carries its
+// explanation's one-line form.
+func TestFillResultExplanation(t *testing.T) {
+	var res Result
+	fillResult(&res, &job.TuneOutcome{Tasks: []string{"a"}, Explanation: &job.Explanation{Short: "F fell 2 → 1"}})
+	if res.Explanation != "F fell 2 → 1" {
+		t.Errorf("result's explanation %q, want the outcome's short line", res.Explanation)
 	}
 }

@@ -33,8 +33,11 @@ type Result struct {
 	TrainSeconds float64 `json:"train_seconds"`
 	Resumed      bool    `json:"resumed,omitempty"`
 	// Files are the job's outputs, relative to the out folder.
-	Files   map[string]string `json:"files"`
-	Outcome any               `json:"outcome"`
+	Files map[string]string `json:"files"`
+	// Explanation is a tune job's run in one line (its outcome's
+	// explanation.short; the outcome holds the whole explanation).
+	Explanation string `json:"explanation,omitempty"`
+	Outcome     any    `json:"outcome"`
 }
 
 // ReadResult reads job j's result.json in the out folder dir and checks
@@ -88,6 +91,9 @@ func fillResult(res *Result, out any) {
 		res.Tasks, res.Losses, res.Steps = o.Tasks, o.After.Losses, o.Steps
 		res.F, res.G = &o.After.F, &o.After.G
 		res.Metrics = flatMetrics(o.After.Metrics)
+		if o.Explanation != nil {
+			res.Explanation = o.Explanation.Short
+		}
 	case *job.EvalOutcome:
 		res.Tasks, res.Losses, res.G = o.Names, o.Tasks, &o.G
 		res.Metrics = flatMetrics(o.Metrics)

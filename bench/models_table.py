@@ -352,6 +352,10 @@ def main():
                "steps": steps,
                "allocs": med([o["allocs_per_step"] for o in ours]) if all("allocs_per_step" in o for o in ours) else None,
                "speedup": one["median_s"] / t_o if one else None}
+        if all("direction_share" in o for o in ours):  # bench step times tune's steps, the direction as tune computes it
+            row["tune_s"] = med([o["tune_median_s"] for o in ours])
+            row["direction_share"] = med([o["direction_share"] for o in ours])
+            row["max_over_median"] = max(o["max_over_median"] for o in ours)
         count_row(row, ours)
         rows.append(row)
         raw[name] = {"paretonav": ours, "torch": theirs}
@@ -403,9 +407,9 @@ def write(a, rows, raw, started, load_start, load_end, torch_version):
         "    go build -o paretonav . && /usr/bin/python3 bench/models_table.py --paretonav ./paretonav",
         "",
         "A step is one forward pass, one backward pass per task (every row of J) and the PNG",
-        "direction (`paretonav bench step`); PyTorch's twin (`bench/step_models.py time`, the",
-        "same nn.Module and weights as the export) runs the forward pass, one `torch.autograd.grad`",
-        "per task and J·Jᵀ. Both on %d threads, at least %d timed steps per run (more for small"
+        "direction as `tune` computes it, within Adam's step bound (`paretonav bench step`);",
+        "PyTorch's twin (`bench/step_models.py time`, the same nn.Module and weights as the export)",
+        "runs the forward pass, one `torch.autograd.grad` per task and J·Jᵀ. Both on %d threads, at least %d timed steps per run (more for small"
         % (a.threads, a.steps),
         "models: at least %.0f s of steps, the `steps` column) after one untimed one," % a.min_seconds,
         "%d interleaved pairs per model; the table gives medians over the pairs." % a.pairs,
@@ -445,6 +449,20 @@ def write(a, rows, raw, started, load_start, load_end, torch_version):
         "| model | allocation | clearing | copying | allocation + clearing + copying | scheduling (of it, pool waiting) | other |",
         "|---|---|---|---|---|---|---|",
     ]
+    if all(r.get("direction_share") is not None for r in rows):
+        i = lines.index("What the outside-kernels share is made of (percent of the step's CPU profile, median over the") - 1
+        lines[i:i] = [
+            "",
+            "The direction as `tune` computes it (`bench step` runs tune's own steps: Adam at tune's",
+            "default rate, F the sum of the losses): PNG's direction from J and its update of Adam's step",
+            "held within Adam's per-weight step bound (`png.PNG.Constrain`), its share of the whole tune",
+            "step (the paretonav step above plus Adam's update of the weights; median over the pairs), and",
+            "the slowest timed tune step over the median (the largest of the pairs').",
+            "",
+            "| model | tune step | direction share | slowest / median |",
+            "|---|---|---|---|",
+        ] + [f"| `{r['model']}` | {r['tune_s']:.4f} s | {100 * r['direction_share']:.1f}% | {r['max_over_median']:.2f} |"
+             for r in rows]
     for r in rows:
         k = r.get("kinds")
         if not k:

@@ -14,13 +14,16 @@ import (
 
 var benchStepCommand = withInterspersed(withConfig(&ucli.Command{
 	Name:      "step",
-	Usage:     "time PNG steps (forward, one backward pass per task, the direction) of an ONNX model",
+	Usage:     "time tune's steps (forward, one backward pass per task, the direction, Adam's update) of an ONNX model",
 	ArgsUsage: "MODEL.onnx",
 	Description: `Loads MODEL.onnx and the first --batch examples of --data, builds the step's
 graph (timed together as load + build), runs one untimed step and --steps
-timed ones on that batch, and prints the median step time, the shares of the
-forward pass, the backward passes and the PNG direction, and the process's
-peak resident memory. bench/torch_mtan.py times the same step of
+timed ones of tune's loop on that batch (Adam at tune's default --lr, F the
+sum of the losses), and prints the median step time (forward pass, backward
+passes and direction), the median and slowest whole tune step (with Adam's
+update), the shares of the forward pass, the backward passes and the
+direction as tune computes it (PNG's direction and its update held within
+Adam's per-weight step bound), and the process's peak resident memory. bench/torch_mtan.py times the same step of
 the MTAN model (paretonav models mtan) in PyTorch.`,
 	Flags: []ucli.Flag{dataFlag, taskFlag, mapFlag, bnFlag, freezeFlag, maxMemoryFlag, batchFlag(2),
 		&ucli.IntFlag{Name: "steps", Value: 3, Usage: "timed steps `K`"},
@@ -68,9 +71,10 @@ func runBenchStep(c *ucli.Context) error {
 		fmt.Fprintf(w, "; %.0f MB read from disk, not the page cache", float64(ph.DiskBytes)/1e6)
 	}
 	fmt.Fprintln(w, ")")
-	fmt.Fprintf(w, "  step (median)  %.3f s over %d steps\n", res.MedianS, len(res.StepS))
-	fmt.Fprintf(w, "  shares         forward %.0f%%, backward passes %.0f%%, PNG direction %.1f%%\n",
-		100*res.ForwardShare, 100*res.BackwardShare, 100*res.PNGShare)
+	fmt.Fprintf(w, "  step (median)  %.3f s over %d steps (forward, backward passes, direction)\n", res.MedianS, len(res.StepS))
+	fmt.Fprintf(w, "  tune step      %.3f s median, slowest %.2f× the median (with Adam's update)\n", res.TuneMedianS, res.MaxOverMedian)
+	fmt.Fprintf(w, "  shares         forward %.0f%%, backward passes %.0f%%, direction %.1f%% (within Adam's step bound, as tune computes it)\n",
+		100*res.ForwardShare, 100*res.BackwardShare, 100*res.DirectionShare)
 	fmt.Fprintf(w, "  allocated      %.0f objects, %s per step\n", res.AllocsPerStep, backend.FormatBytes(int64(res.AllocBytesPerStep)))
 	fmt.Fprintf(w, "  peak RSS       %s (%s)\n", backend.FormatBytes(res.PeakRSS), res.Memory)
 	return nil

@@ -13,7 +13,8 @@ import (
 
 // TestBenchStep checks bench step's report on the LeNet fixture: as many
 // step times as --steps, a median among them, shares of a step that add
-// up to at most 1, the memory fields filled, the load's phases within its
+// up to at most 1, the direction timed within each step as tune computes
+// it, the memory fields filled, the load's phases within its
 // time, and a CPU and an allocation
 // profile written (gzip-compressed, as pprof writes them).
 func TestBenchStep(t *testing.T) {
@@ -39,8 +40,21 @@ func TestBenchStep(t *testing.T) {
 	if r.MedianS < lo || r.MedianS > hi || lo <= 0 {
 		t.Errorf("median %g outside the step times %v", r.MedianS, r.StepS)
 	}
-	if sum := r.ForwardShare + r.BackwardShare + r.PNGShare; r.ForwardShare <= 0 || r.BackwardShare <= 0 || sum > 1+1e-9 {
-		t.Errorf("shares forward %g, backward %g, PNG %g", r.ForwardShare, r.BackwardShare, r.PNGShare)
+	if sum := r.ForwardShare + r.BackwardShare + r.DirectionShare; r.ForwardShare <= 0 || r.BackwardShare <= 0 || r.DirectionShare <= 0 || sum > 1+1e-9 {
+		t.Errorf("shares forward %g, backward %g, direction %g", r.ForwardShare, r.BackwardShare, r.DirectionShare)
+	}
+	// The direction is timed as tune computes it, a part of each step,
+	// and each step is a part of tune's whole step.
+	if len(r.DirectionS) != 3 || len(r.TuneStepS) != 3 {
+		t.Fatalf("%d direction times, %d tune steps: want 3 each", len(r.DirectionS), len(r.TuneStepS))
+	}
+	for i := range r.StepS {
+		if d := r.DirectionS[i]; d <= 0 || d > r.StepS[i] || r.StepS[i] > r.TuneStepS[i]+1e-9 {
+			t.Errorf("step %d: direction %g s, step %g s, tune step %g s: want 0 < direction ≤ step ≤ tune step", i+1, d, r.StepS[i], r.TuneStepS[i])
+		}
+	}
+	if r.TuneMedianS <= 0 || r.MaxOverMedian < 1 {
+		t.Errorf("tune step median %g s, slowest over median %g", r.TuneMedianS, r.MaxOverMedian)
 	}
 	if r.PeakRSS <= 0 || r.LoadBuildS <= 0 || r.Memory == "" {
 		t.Errorf("peak RSS %d, load %g s, memory %q", r.PeakRSS, r.LoadBuildS, r.Memory)

@@ -9,6 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 
+	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/internal/smallfile"
 )
 
@@ -207,8 +208,8 @@ func resolvePaths(f ucli.Flag, vals []string, base string) []string {
 		for i, v := range vals {
 			parts := strings.Split(v, ",")
 			for k, p := range parts {
-				if name, file, ok := strings.Cut(p, "="); ok {
-					parts[k] = name + "=" + joinPath(base, strings.TrimSpace(file))
+				if s, err := finetune.ParseSource(p); err == nil {
+					parts[k] = s.WithPath(joinPath(base, s.Path))
 				} else {
 					parts[k] = joinPath(base, strings.TrimSpace(p))
 				}

@@ -94,7 +94,7 @@ func TestDataDocExamples(t *testing.T) {
 			}
 		}
 	}
-	if snippets != 2 || commands != 5 {
-		t.Errorf("ran %d snippets and %d command lines; the doc has 2 and 5", snippets, commands)
+	if snippets != 3 || commands != 6 {
+		t.Errorf("ran %d snippets and %d command lines; the doc has 3 and 6", snippets, commands)
 	}
 }

@@ -189,6 +189,9 @@ func frontSummary(w io.Writer, r *job.FrontOutcome, limit string) error {
 			extra = fmt.Sprintf("  front distance %#.4g", float64(*m.FrontDist))
 		}
 		fmt.Fprintf(w, "  model %d: %s  g %#.4g%s\n", m.Model, strings.Join(parts, " "), float64(m.G), extra)
+		if m.Explanation != nil && m.Explanation.Short != "" {
+			fmt.Fprintf(w, "    %s\n", m.Explanation.Short)
+		}
 		if job.BeyondAccuracy(m.Metrics) {
 			job.WriteMetrics(w, "    ", r.Tasks, m.Metrics)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -350,4 +351,102 @@ func fmtPtr(v *float64) string {
 		return "nil"
 	}
 	return strconv.FormatFloat(*v, 'g', -1, 64)
+}
+
+// TestFrontExplainsMembers: front's report gives each model its run's
+// explanation, counted from that model's steps as the log records them
+// (the band share of g ≤ e, the steps with the control on), and the
+// summary prints each model's one-line form under it.
+func TestFrontExplainsMembers(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "front.jsonl")
+	args := []string{"--problem", "exp2", "--models", "3", "--steps", "150", "--out-dir", dir, "--log", log}
+	type explained struct {
+		Models []struct {
+			Explanation *struct {
+				Short string `json:"short"`
+				Band  struct {
+					Share float64 `json:"share"`
+					Steps int     `json:"steps"`
+				} `json:"band"`
+				Control struct {
+					Steps int `json:"steps"`
+					On    int `json:"on"`
+				} `json:"control"`
+			} `json:"explanation"`
+		} `json:"models"`
+	}
+	r := runJSON[explained](t, "front", append(args, "--force")...)
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type point struct {
+		G, E    float64
+		Control bool
+	}
+	var steps [][]point
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var kind struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal([]byte(l), &kind); err != nil {
+			t.Fatal(err)
+		}
+		if kind.Kind != "" { // the configuration and the result
+			continue
+		}
+		var st struct {
+			Step   int `json:"step"`
+			Models []struct {
+				G       float64 `json:"g"`
+				E       float64 `json:"e"`
+				Control bool    `json:"control"`
+			} `json:"models"`
+		}
+		if err := json.Unmarshal([]byte(l), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Step == 0 {
+			continue
+		}
+		var pts []point
+		for _, m := range st.Models {
+			pts = append(pts, point{m.G, m.E, m.Control})
+		}
+		steps = append(steps, pts)
+	}
+	if len(r.Models) != 3 || len(steps) != 150 {
+		t.Fatalf("%d models, %d step lines: want 3 and 150", len(r.Models), len(steps))
+	}
+	for k, m := range r.Models {
+		ex := m.Explanation
+		if ex == nil || ex.Short == "" {
+			t.Fatalf("model %d: explanation %+v, want one with its line", k, ex)
+		}
+		on, band := 0, 0
+		for i, st := range steps {
+			if st[k].Control {
+				on++
+			}
+			if i >= len(steps)-100 && st[k].G <= st[k].E {
+				band++
+			}
+		}
+		if ex.Control.Steps != 150 || ex.Control.On != on || ex.Band.Steps != 100 || math.Abs(ex.Band.Share-float64(band)/100) > 1e-12 {
+			t.Errorf("model %d: control %+v, band %+v; the log has the control on at %d of 150 steps, g ≤ e at %d of the last 100", k, ex.Control, ex.Band, on, band)
+		}
+		if want := fmt.Sprintf("control on at %d of 150 steps", on); !strings.Contains(ex.Short, want) {
+			t.Errorf("model %d: short %q lacks %q", k, ex.Short, want)
+		}
+	}
+	out, err := runCLI(t, append([]string{"front"}, append(args, "--force")...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for k, m := range r.Models {
+		if !strings.Contains(out, "\n    "+m.Explanation.Short+"\n") {
+			t.Errorf("summary lacks model %d's line %q:\n%s", k, m.Explanation.Short, out)
+		}
+	}
 }

@@ -79,6 +79,7 @@ func TestResolvePaths(t *testing.T) {
 		{"absolute path kept", "out", []string{abs}, []string{abs}},
 		{"data sources", "data", []string{"a.npz,x=x.npy", "y=" + abs, "images=train.idx:raw"},
 			[]string{filepath.Join("proj", "a.npz") + ",x=" + filepath.Join("proj", "x.npy"), "y=" + abs, "images=" + filepath.Join("proj", "train.idx:raw")}},
+		{"folder sources", "val", []string{"nyuv2:nyu/val", "folder:" + abs}, []string{"nyuv2:" + filepath.Join("proj", "nyu", "val"), "folder:" + abs}},
 		{"not a path", "criterion", []string{"a+b"}, []string{"a+b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

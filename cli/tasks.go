@@ -37,7 +37,10 @@ var (
 // (finetune.ParseSource).
 const sourceUsage = "NAME=FILE.npy (one array, NAME), or NAME=FILE for an MNIST IDX file, gzip or not " +
 	"(images become float32 [N,1,H,W] in [0,1], 0..255 with NAME=FILE:raw; labels int64 [N]); " +
-	"repeat the flag or separate sources with commas to merge them"
+	"repeat the flag or separate sources with commas to merge them. " +
+	"nyuv2:DIR reads an NYUv2 split as MTAN's preprocessing leaves it (DIR/image, label, depth, normal, one .npy per example: " +
+	"image, depth, normal become float32 channels first, label int64 with -1 kept) and folder:DIR any folder with one subfolder " +
+	"per array holding 0.npy, 1.npy, … (H×W×C examples become C×H×W): both are read a batch at a time and given alone"
 
 // batchFlag is --batch with a per-command default.
 func batchFlag(def int) *ucli.IntFlag {

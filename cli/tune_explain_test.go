@@ -2,7 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
+	"github.com/paretonav/paretonav/job"
 	"github.com/paretonav/paretonav/models"
 )
 
@@ -175,5 +178,71 @@ func TestTuneExplains(t *testing.T) {
 			}
 			tc.check(t, raw["explanation"].(map[string]any), res)
 		})
+	}
+}
+
+// TestTuneExplainsBound: the steps whose update Adam's step bound held,
+// as the log reports them ("metric":{"clipped":k}), are the ones the
+// summary, its --json and its one-line form count.
+func TestTuneExplainsBound(t *testing.T) {
+	dir := t.TempDir()
+	// From w = (3, 0.01), F = p·q at lr 0.1: Adam's second weight has seen
+	// small gradients, so PNG's correction would move it by more than
+	// Adam can at some steps.
+	model, data := pointModel(t, dir, [2]float32{3, 0.01})
+	log := filepath.Join(dir, "tune.jsonl")
+	args := []string{"tune", model, "--data", data, "--task", "p:mse:y:a", "--task", "q:mse:y:b", "--criterion", "p*q",
+		"--steps", "30", "--lr", "0.1", "--out", filepath.Join(dir, "tuned.onnx"), "--log", log, "--force", "--json"}
+	printed, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, printed)
+	}
+	var raw struct {
+		Explanation job.Explanation `json:"explanation"`
+	}
+	if err := json.Unmarshal([]byte(printed[strings.Index(printed, "{"):]), &raw); err != nil {
+		t.Fatal(err)
+	}
+	logBytes, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, posed, most, steps := 0, 0, 0, 0
+	for _, l := range strings.Split(strings.TrimSpace(string(logBytes)), "\n") {
+		var st struct {
+			Step   int `json:"step"`
+			Metric *struct {
+				Clipped int `json:"clipped"`
+			} `json:"metric"`
+		}
+		if err := json.Unmarshal([]byte(l), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Step == 0 {
+			continue
+		}
+		steps++
+		if st.Metric != nil {
+			posed++
+			if st.Metric.Clipped > 0 {
+				held++
+				most = max(most, st.Metric.Clipped)
+			}
+		}
+	}
+	if held == 0 {
+		t.Fatalf("no step of the run was held by Adam's bound (%d posed of %d): the fixture no longer tests it", posed, steps)
+	}
+	b := raw.Explanation.Bound
+	if b == nil || b.Held != held || b.Posed != posed || b.Steps != steps || b.MaxClipped != most {
+		t.Fatalf("explanation's bound %+v, want the log's %d held of %d posed, %d steps, at most %d weights", b, held, posed, steps, most)
+	}
+	want := fmt.Sprintf("Adam's step bound held the update at %d of %d steps", held, steps)
+	if !strings.Contains(strings.Join(raw.Explanation.Lines, "\n"), want) || !strings.Contains(raw.Explanation.Short, want) {
+		t.Errorf("lines %q, short %q: want %q", raw.Explanation.Lines, raw.Explanation.Short, want)
+	}
+	text, err := runCLI(t, args[:len(args)-1]...)
+	if err != nil || !strings.Contains(text, want) {
+		t.Errorf("summary lacks %q (%v):\n%s", want, err, text)
 	}
 }

@@ -28,6 +28,29 @@ type Dataset struct {
 // batch (BindFolder) instead of holding them.
 func (d *Dataset) FileBacked() bool { return d != nil && d.files != nil }
 
+// Folder is the folder a FileBacked d reads (nil when d is held in
+// memory).
+func (d *Dataset) Folder() *Folder {
+	if d == nil || d.files == nil {
+		return nil
+	}
+	return d.files.folder
+}
+
+// ExampleFiles lists the files example i of a FileBacked d is read from,
+// sorted (nil when d is held in memory).
+func (d *Dataset) ExampleFiles(i int) []string {
+	if d == nil || d.files == nil {
+		return nil
+	}
+	var out []string
+	for _, k := range d.Names() {
+		out = append(out, d.files.arrays[k].file(i))
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Clone returns a Dataset over the same arrays (and files) whose Arrays
 // map is d's copied, so that changing an entry leaves d alone.
 func (d *Dataset) Clone() *Dataset {

@@ -61,7 +61,6 @@ type folderArray struct {
 	typ    importer.DataType // element type as read (before Binding's conversions)
 	move   bool              // H×W×C stored, C×H×W read
 	label  bool              // nyuv2 label: whole numbers read as int64
-	f32    bool              // nyuv2: floating values read as float32
 	bytes  int64             // one file decoded
 }
 
@@ -93,7 +92,7 @@ func (f *Folder) PeakBytes() int64 { return f.peak.Load() }
 // FilesRead is the number of example files decoded from f so far.
 func (f *Folder) FilesRead() int64 { return f.read.Load() }
 
-// exampleFile matches the name of one example's file.
+// exampleIndex returns the example a file name N.npy numbers.
 func exampleIndex(name string) (int, bool) {
 	base, ok := strings.CutSuffix(name, ".npy")
 	if !ok || base == "" || (len(base) > 1 && base[0] == '0') {
@@ -117,8 +116,9 @@ func exampleIndex(name string) (int, bool) {
 //
 // For KindNYUv2 the folder must hold the subfolders image, label, depth
 // and normal (others are ignored) as MTAN's preprocessing writes them,
-// channels last: image H×W×3, label H×W (class ids, −1 for pixels
-// without one), depth H×W×1 or H×W, normal H×W×3, floating point. They
+// channels last: image H×W×3, label H×W or H×W×1 (class ids, −1 for
+// pixels without one), depth H×W×1 or H×W, normal H×W×3, floating point
+// (labels may be integers). They
 // are read as MTAN's loader reads them: image, depth and normal as
 // float32 channels first (3×H×W, 1×H×W, 3×H×W), label as int64 H×W
 // (whole numbers; −1 kept, for a ce or nll task with ignore_index -1).
@@ -143,7 +143,7 @@ func openFolder(s Source) (*Folder, error) {
 		return nil, err
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory; %s%s wants a folder of subfolders (one per array) holding 0.npy, 1.npy, … one file per example", s.Path, s.Kind, ":")
+		return nil, fmt.Errorf("%s is not a directory; %s:DIR wants a folder of subfolders (one per array) holding 0.npy, 1.npy, … one file per example", s.Path, s.Kind)
 	}
 	entries, err := os.ReadDir(s.Path)
 	if err != nil {
@@ -187,9 +187,9 @@ func openFolder(s Source) (*Folder, error) {
 		if first == "" {
 			first, f.N = name, n
 		} else if n != f.N {
-			lo, hi := first, name
+			lo, hi := name, first // fewer, more examples
 			if n > f.N {
-				lo, hi = name, first
+				lo, hi = first, name
 			}
 			return nil, fmt.Errorf("%s is missing: %s/ holds %d examples (0.npy..%d.npy) but %s/ holds %d; every array needs one file per example",
 				filepath.Join(s.Path, lo, fmt.Sprintf("%d.npy", counts[lo])), hi, counts[hi], counts[hi]-1, lo, counts[lo])
@@ -315,7 +315,7 @@ func (f *Folder) nyuv2() error {
 		return fmt.Errorf("%s: shape %v: an NYUv2 image is H×W×3 (channels last)", img.file(0), img.stored)
 	}
 	H, W := img.stored[0], img.stored[1]
-	want := map[string]string{"image": "H×W×3", "label": "H×W", "depth": "H×W×1 or H×W", "normal": "H×W×3"}
+	want := map[string]string{"image": "H×W×3", "label": "H×W or H×W×1", "depth": "H×W×1 or H×W", "normal": "H×W×3"}
 	for _, name := range nyuv2Arrays {
 		a := f.arrays[name]
 		s := a.stored
@@ -323,9 +323,7 @@ func (f *Folder) nyuv2() error {
 		switch name {
 		case "image", "normal":
 			ok = ok && len(s) == 3 && s[2] == 3
-		case "label":
-			ok = ok && len(s) == 2
-		case "depth":
+		case "label", "depth":
 			ok = ok && (len(s) == 2 || len(s) == 3 && s[2] == 1)
 		}
 		if !ok {
@@ -338,7 +336,7 @@ func (f *Folder) nyuv2() error {
 		case "label":
 			a.label, a.typ, a.shape = true, importer.Int64, []int{H, W}
 		default:
-			a.f32, a.typ = true, importer.Float32
+			a.typ = importer.Float32
 			a.move = len(s) == 3
 			a.shape = []int{1, H, W}
 			if len(s) == 3 {
@@ -349,9 +347,11 @@ func (f *Folder) nyuv2() error {
 	return nil
 }
 
-// readExample decodes example i of a into dst (the row of a batch, of
-// a.shape) converted to want, the type the Dataset's header says.
-func (a *folderArray) readExample(i int, dst *importer.Tensor, off int, want importer.DataType) error {
+// readExample decodes example i of a into dst at offset off (the row of
+// a batch, of a.shape), converted to dst's storage: channels moved first
+// when a.move, floating values checked to be whole for an integer dst.
+// Nothing but the decoded file is held beside dst.
+func (a *folderArray) readExample(i int, dst *importer.Tensor, off int) error {
 	path := a.file(i)
 	t, err := npz.DecodeNPY(path)
 	if err != nil {
@@ -360,67 +360,56 @@ func (a *folderArray) readExample(i int, dst *importer.Tensor, off int, want imp
 	if !equalInts(t.Shape, a.stored) {
 		return fmt.Errorf("%s: shape %v, but it had shape %v when the data were checked", path, t.Shape, a.stored)
 	}
-	src := t.Float64s
-	var ints []int64
-	switch {
-	case t.I64 != nil:
-		ints = t.I64
-	case a.label || isInteger(want):
-		v := t.Float64s()
-		ints = make([]int64, len(v))
-		for k, x := range v {
-			if x != math.Trunc(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("%s: value %v at index %d is not a whole number; %s holds %s", path, x, k, a.name, map[bool]string{true: "class ids", false: "whole numbers"}[a.label])
-			}
-			ints[k] = int64(x)
-		}
-	}
-	n := len(ints)
-	var floats []float64
-	if ints == nil {
-		floats = src()
-		n = len(floats)
-	}
-	// k is the index in the file, r in the row (channels moved first).
-	rowIndex := func(k int) int { return k }
+	// at is the index in dst of the file's k-th value.
+	at := func(k int) int { return off + k }
 	if a.move {
-		H, W, C := a.stored[0], a.stored[1], a.stored[2]
-		rowIndex = func(k int) int {
-			c, p := k%C, k/C
-			return c*H*W + p
-		}
-		_ = W
+		hw, C := a.stored[0]*a.stored[1], a.stored[2]
+		at = func(k int) int { return off + (k%C)*hw + k/C }
 	}
 	switch {
-	case dst.F32 != nil:
-		if ints != nil {
-			return fmt.Errorf("%s: integer values for a floating-point array", path)
+	case dst.F32 != nil && t.F32 != nil:
+		for k, x := range t.F32 {
+			dst.F32[at(k)] = x
 		}
-		row := dst.F32[off : off+n]
-		if t.F32 != nil {
-			for k, x := range t.F32 {
-				row[rowIndex(k)] = x
+	case dst.F32 != nil && t.F64 != nil:
+		for k, x := range t.F64 {
+			dst.F32[at(k)] = float32(x)
+		}
+	case dst.F64 != nil && t.F64 != nil:
+		for k, x := range t.F64 {
+			dst.F64[at(k)] = x
+		}
+	case dst.F64 != nil && t.F32 != nil:
+		for k, x := range t.F32 {
+			dst.F64[at(k)] = float64(x)
+		}
+	case dst.F32 != nil || dst.F64 != nil:
+		return fmt.Errorf("%s: integer values for a floating-point array", path)
+	case t.I64 != nil:
+		for k, x := range t.I64 {
+			dst.I64[at(k)] = x
+		}
+	default: // floating values for an integer array: class ids stored as floats
+		what := "whole numbers"
+		if a.label {
+			what = "class ids"
+		}
+		put := func(k int, x float64) error {
+			if x != math.Trunc(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("%s: value %v at index %d is not a whole number; %s holds %s", path, x, k, a.name, what)
 			}
-		} else {
-			for k, x := range floats {
-				row[rowIndex(k)] = float32(x)
+			dst.I64[at(k)] = int64(x)
+			return nil
+		}
+		for k, x := range t.F32 {
+			if err := put(k, float64(x)); err != nil {
+				return err
 			}
 		}
-	case dst.F64 != nil:
-		if ints != nil {
-			return fmt.Errorf("%s: integer values for a floating-point array", path)
-		}
-		row := dst.F64[off : off+n]
-		for k, x := range floats {
-			row[rowIndex(k)] = x
-		}
-	default:
-		if ints == nil {
-			return fmt.Errorf("%s: floating-point values for an integer array", path)
-		}
-		row := dst.I64[off : off+n]
-		for k, x := range ints {
-			row[rowIndex(k)] = x
+		for k, x := range t.F64 {
+			if err := put(k, x); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -461,7 +450,7 @@ func (v *fileView) take(d *Dataset, idx []int) (Batch, error) {
 			if i < 0 || i >= v.n {
 				return nil, fmt.Errorf("finetune: example %d of a data set of %d", i, v.n)
 			}
-			if err := a.readExample(i, out, k*row, h.Type); err != nil {
+			if err := a.readExample(i, out, k*row); err != nil {
 				return nil, fmt.Errorf("finetune: data %q: %w", v.folder.Spec, err)
 			}
 			v.folder.read.Add(1)

@@ -13,10 +13,13 @@ import (
 //
 //	{"step":1,"epoch":0,"losses":{"a":0.5,"b":0.2},"F":0.7,"g":0.01,"e":0.001,
 //	 "control":true,"phi":0.005,"lambda":[0.1,0],"vnorm":0.3,
-//	 "dloss":{"a":-6e-6,"b":-5e-6},"lr":0.001,"seconds":0.01}
+//	 "dloss":{"a":-6e-6,"b":-5e-6},"lr":0.001,"seconds":0.01,"direction_ms":0.4}
 //
-// where phi is the control φ (0 when off) and dloss the first-order change
-// ∇ℓ_iᵀΔθ of each loss under the update the optimizer applied. With terms
+// where phi is the control φ (0 when off), dloss the first-order change
+// ∇ℓ_iᵀΔθ of each loss under the update the optimizer applied, seconds
+// the time since the run started and direction_ms the time this step's
+// direction took (Step.Direction: the method's direction and, with Adam
+// or momentum, the constrained update within Adam's step bound). With terms
 // (Config.Terms) a "terms" object follows "losses", and "drift"
 // (‖θ − θ₀‖²) when a criterion reads it: "terms":{"adv":0.3},"drift":0.01.
 // With momentum SGD or Adam and the control on, "metric":{"g":..,
@@ -91,20 +94,22 @@ type jsonEPO struct {
 }
 
 type jsonStep struct {
-	Step       int         `json:"step"`
-	Epoch      int         `json:"epoch"`
-	F          jsonFloat   `json:"F"`
-	LR         jsonFloat   `json:"lr"`
-	Retries    int         `json:"retries,omitempty"`
-	Seconds    jsonFloat   `json:"seconds"`
-	*jsonPoint             // Run: the only model's fields inline
-	Models     []jsonPoint `json:"models,omitempty"`
+	Step    int       `json:"step"`
+	Epoch   int       `json:"epoch"`
+	F       jsonFloat `json:"F"`
+	LR      jsonFloat `json:"lr"`
+	Retries int       `json:"retries,omitempty"`
+	Seconds jsonFloat `json:"seconds"`
+	// DirectionMS is Step.Direction in milliseconds.
+	DirectionMS jsonFloat   `json:"direction_ms"`
+	*jsonPoint              // Run: the only model's fields inline
+	Models      []jsonPoint `json:"models,omitempty"`
 }
 
 // Record writes one step line.
 func (r *JSONLRecorder) Record(st *Step) error {
 	js := jsonStep{Step: st.Step, Epoch: st.Epoch, F: jsonFloat(st.F), LR: jsonFloat(st.LR), Retries: st.Retries,
-		Seconds: jsonFloat(st.Elapsed.Seconds())}
+		Seconds: jsonFloat(st.Elapsed.Seconds()), DirectionMS: jsonFloat(float64(st.Direction.Microseconds()) / 1000)}
 	pts := make([]jsonPoint, len(st.Points))
 	for k, p := range st.Points {
 		pts[k] = jsonPoint{Losses: r.named(p.Losses), Terms: r.termMap(p.Terms), Drift: r.driftOf(p.Drift), G: jsonFloat(p.Info.G), E: jsonFloat(p.Info.E),

@@ -87,7 +87,12 @@ type Step struct {
 	LR      float64       // learning rate used for the update (schedule × retry halvings)
 	Retries int           // rollbacks this step needed
 	Elapsed time.Duration // since the run (or the resumed run) started
-	Points  []Point       // one per model; Run has one
+	// Direction is the time the step's directions took: the method's
+	// directions of every model and, with momentum or Adam, PNG's
+	// constrained update of the optimizer's proposal within its bound
+	// (png.PNG.Constrain), as the loop computes them; not the gradients.
+	Direction time.Duration
+	Points    []Point // one per model; Run has one
 }
 
 // Point is one model's part of a step.

@@ -190,3 +190,50 @@ func TestJSONLMetricInexact(t *testing.T) {
 		}
 	}
 }
+
+// slowMethod is gd whose direction takes at least pause.
+type slowMethod struct{ pause time.Duration }
+
+func (m slowMethod) Direction(dst []float32, J png.Jacobian, grad png.Gradient, st *png.State) (png.Info, error) {
+	time.Sleep(m.pause)
+	return gd{}.Direction(dst, J, grad, st)
+}
+
+// TestJSONLDirectionTime checks that every step line carries the time
+// its direction took ("direction_ms", Step.Direction): a method that
+// sleeps 20 ms shows at least that, and no more than the step's share of
+// the run's time.
+func TestJSONLDirectionTime(t *testing.T) {
+	const pause = 20 * time.Millisecond
+	var buf bytes.Buffer
+	var dirs []time.Duration
+	s := finetune.Settings{Method: slowMethod{pause}, Criterion: weighted{1, 1}, LR: 0.1, Steps: 3}
+	rec := finetune.Multi(finetune.NewJSONLRecorder(&buf), recorderFunc(func(st *finetune.Step) error { dirs = append(dirs, st.Direction); return nil }))
+	if _, err := finetune.Run(context.Background(), newQuad(0, 2), nil, nil, &s, rec); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(&buf)
+	n := 0
+	for sc.Scan() {
+		var line map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := line["step"]; !ok {
+			continue
+		}
+		n++
+		ms, ok := line["direction_ms"].(float64)
+		if !ok || ms < float64(pause.Milliseconds()) || ms > 1000*line["seconds"].(float64) {
+			t.Errorf("step %v: direction_ms %v, want ≥ %d and ≤ the run's %v s", line["step"], line["direction_ms"], pause.Milliseconds(), line["seconds"])
+		}
+	}
+	if n != 3 || len(dirs) != 3 {
+		t.Fatalf("%d step lines, %d steps recorded, want 3", n, len(dirs))
+	}
+	for i, d := range dirs {
+		if d < pause {
+			t.Errorf("step %d: Step.Direction %v, want ≥ %v", i+1, d, pause)
+		}
+	}
+}

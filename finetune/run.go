@@ -109,6 +109,7 @@ type loop struct {
 	m, n       int
 	rec        Recorder
 	start      time.Time
+	dirTime    time.Duration // the last evalStep's directions (Step.Direction)
 
 	total    int
 	step     int // steps completed
@@ -352,6 +353,7 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 		grad.Losses = pt.losses // for EPO
 		l.dirs[k], l.jacs[k], l.grads[k], l.states[k] = pt.dir, pt.jac, grad, &pt.st
 	}
+	dirStart := time.Now()
 	infos, err := png.MultiDirection(l.dirs, l.jacs, l.grads, l.states, l.s.Method)
 	if err != nil {
 		if errors.Is(err, png.ErrNonFinite) {
@@ -368,7 +370,9 @@ func (l *loop) evalStep(first bool) (*bad, error) {
 		}
 	}
 	l.dampDrift()
-	return l.constrain()
+	b, err := l.constrain()
+	l.dirTime = time.Since(dirStart)
+	return b, err
 }
 
 // checkNonnegative returns a *NegativeLossError for the first task loss
@@ -783,7 +787,7 @@ func (l *loop) validate(k int, pt *point) ([]float64, map[string]map[string]floa
 }
 
 func (l *loop) stepRecord(lr float64) *Step {
-	st := &Step{Step: l.step, Epoch: l.batchKey[0], F: l.F, LR: lr, Retries: l.retries, Elapsed: time.Since(l.start)}
+	st := &Step{Step: l.step, Epoch: l.batchKey[0], F: l.F, LR: lr, Retries: l.retries, Elapsed: time.Since(l.start), Direction: l.dirTime}
 	for _, pt := range l.pts {
 		st.Points = append(st.Points, Point{Losses: pt.losses, Terms: pt.terms, Drift: pt.driftValue(l.lay), F: pt.f, Info: pt.info, Metric: pt.minfo, DLoss: pt.dloss})
 	}

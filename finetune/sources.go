@@ -82,6 +82,20 @@ func ParseSource(spec string) (Source, error) {
 	return s, nil
 }
 
+// WithPath returns the spec of s with its file (or folder) at path: its
+// kind, name and :raw kept.
+func (s Source) WithPath(path string) string {
+	switch {
+	case s.Kind != "":
+		return s.Kind + ":" + path
+	case s.Name == "":
+		return path
+	case s.Raw:
+		return s.Name + "=" + path + rawSuffix
+	}
+	return s.Name + "=" + path
+}
+
 // fileKind is what a data file holds, told by its first bytes.
 type fileKind int
 

@@ -58,6 +58,11 @@ func TestParseSource(t *testing.T) {
 		{"=a.npy", finetune.Source{}, "empty array name"},
 		{"x=", finetune.Source{}, "no file"},
 		{"x=:raw", finetune.Source{}, "no file"},
+		{"nyuv2:nyu/train", finetune.Source{Spec: "nyuv2:nyu/train", Path: "nyu/train", Kind: finetune.KindNYUv2}, ""},
+		{" folder: d=1 ", finetune.Source{Spec: "folder: d=1", Path: "d=1", Kind: finetune.KindFolder}, ""},
+		{"nyuv2:", finetune.Source{}, "no folder"},
+		{"folder: ", finetune.Source{}, "no folder"},
+		{"./nyuv2:x.npz", finetune.Source{Spec: "./nyuv2:x.npz", Path: "./nyuv2:x.npz"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.spec, func(t *testing.T) {

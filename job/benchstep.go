@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"runtime"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/png"
 )
 
@@ -30,21 +32,35 @@ type BenchStepConfig struct {
 	MemProfile io.Writer
 }
 
-// BenchStepOutcome is what `bench step` reports. Times are in seconds;
-// the shares are of the summed step times.
+// BenchStepOutcome is what `bench step` reports. Times are in seconds.
 type BenchStepOutcome struct {
-	Model         string     `json:"model"`
-	Params        int        `json:"params"`
-	Batch         int        `json:"batch"`
-	Tasks         int        `json:"tasks"`
-	LoadBuildS    float64    `json:"load_build_s"` // reading model and data, opening the model, building the step's graph
-	LoadPhases    LoadPhases `json:"load_phases"`
-	StepS         []float64  `json:"step_s"`
-	MedianS       float64    `json:"median_s"`
-	ForwardShare  float64    `json:"forward_share"`
-	BackwardShare float64    `json:"backward_share"`
-	PNGShare      float64    `json:"png_share"` // the PNG direction from J
-	PeakRSS       int64      `json:"peak_rss_bytes"`
+	Model      string     `json:"model"`
+	Params     int        `json:"params"`
+	Batch      int        `json:"batch"`
+	Tasks      int        `json:"tasks"`
+	LoadBuildS float64    `json:"load_build_s"` // reading model and data, opening the model, building the step's graph
+	LoadPhases LoadPhases `json:"load_phases"`
+	// StepS are the timed steps' forward pass, backward passes and
+	// direction (what PyTorch's twin, bench/step_models.py, times), and
+	// MedianS their median.
+	StepS   []float64 `json:"step_s"`
+	MedianS float64   `json:"median_s"`
+	// TuneStepS are the whole steps tune takes (the above, and Adam's
+	// update of the weights written into the model), TuneMedianS their
+	// median, and MaxOverMedian the slowest over the median.
+	TuneStepS     []float64 `json:"tune_step_s"`
+	TuneMedianS   float64   `json:"tune_median_s"`
+	MaxOverMedian float64   `json:"max_over_median"`
+	// DirectionS are the steps' directions as tune computes them
+	// (finetune.Step.Direction): PNG's direction from J and, Adam's
+	// proposal for it being the update, PNG's update held within Adam's
+	// per-weight step bound (png.PNG.Constrain).
+	DirectionS []float64 `json:"direction_s"`
+	// The shares are of the summed tune steps.
+	ForwardShare   float64 `json:"forward_share"`
+	BackwardShare  float64 `json:"backward_share"`
+	DirectionShare float64 `json:"direction_share"`
+	PeakRSS        int64   `json:"peak_rss_bytes"`
 	// AllocsPerStep and AllocBytesPerStep are the heap objects and bytes
 	// the timed steps allocated, per step (runtime.MemStats; the warm-up
 	// step's buffers are not counted). A steady-state step should allocate
@@ -69,10 +85,12 @@ type LoadPhases struct {
 }
 
 // BenchStep loads c's model and data (timing it, with the graph build of
-// the step), runs one untimed step and then c.Steps timed ones on the
-// first batch: the model's Evaluate (forward pass, one backward pass per
-// task, J) and the PNG direction from J, and reports their times and the
-// process's peak resident memory.
+// the step), runs one untimed step and then c.Steps timed ones of tune's
+// loop on the first batch (Adam at tune's default rate, F the sum of the
+// losses): the model's Evaluate (forward pass, one backward pass per task,
+// J), the direction as tune computes it (PNG's direction and its update
+// within Adam's step bound) and Adam's update, and reports their times
+// and the process's peak resident memory.
 func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	if c.Batch < 1 {
 		return nil, fmt.Errorf("--batch %d: want at least 1", c.Batch)
@@ -102,8 +120,9 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 		return nil, err
 	}
 	dataDone := time.Now()
-	// builds the step's graph; beside the step, the loop holds the direction
-	mem, err := PlanMemory(md, ds, c.Batch, 1, 4*int64(md.NumParams()), c.MaxMemory)
+	// builds the step's graph; beside the step, tune's loop holds its
+	// vectors
+	mem, err := PlanMemoryLent(md, ds, c.Batch, 1, TuneLoopBytes(len(setup.tasks), md.NumParams()), TuneLentBytes(md.NumParams()), c.MaxMemory)
 	if err != nil {
 		return nil, err
 	}
@@ -114,56 +133,50 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	if d := diskReadBytes(); d >= 0 && disk >= 0 {
 		out.LoadPhases.DiskBytes = d - disk
 	}
-	b, err := ds.Rows(0, out.Batch)
+	// The timed steps are tune's own (finetune.Run with Adam, PNG as tune
+	// sets it, F the sum of the losses) on the one batch: the direction
+	// is the one the loop computes, with the update held within Adam's
+	// step bound (png.PNG.Constrain).
+	train := &finetune.Dataset{Arrays: ds.Slice(0, out.Batch)}
+	p := png.PNG{}
+	p.Settings.ThresholdCap, p.Settings.MaxTradeoff = png.RobustThresholdCap, png.RobustMaxTradeoff
+	s := &finetune.Settings{Method: p, Optimizer: "adam", LR: TuneLR, Steps: c.Steps + 1, BatchSize: out.Batch, Seed: 1}
+	var fwd, bwd, dirT, tuneT time.Duration
+	var ms0, ms1 runtime.MemStats
+	var prev time.Duration
+	var profErr error
+	rec := stepRecorder(func(st *finetune.Step) {
+		tt := st.Elapsed - prev
+		prev = st.Elapsed
+		if st.Step == 1 {
+			if c.CPUProfile != nil {
+				profErr = pprof.StartCPUProfile(c.CPUProfile)
+			}
+			runtime.ReadMemStats(&ms0)
+			return // warm-up: buffers allocated
+		}
+		e := md.LastStep()
+		fwd, bwd, dirT, tuneT = fwd+e.Forward, bwd+e.Backward, dirT+st.Direction, tuneT+tt
+		out.StepS = append(out.StepS, (e.Forward + e.Backward + st.Direction).Seconds())
+		out.TuneStepS = append(out.TuneStepS, tt.Seconds())
+		out.DirectionS = append(out.DirectionS, st.Direction.Seconds())
+	})
+	_, err = finetune.Run(context.Background(), md, train, nil, s, rec)
+	if c.CPUProfile != nil && profErr == nil {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return nil, err
 	}
-	m, n := len(setup.tasks), md.NumParams()
-	losses := make([]float64, m)
-	jac := png.NewJacobian(m, n)
-	dir := make([]float32, n)
-	grad := png.Gradient{Coef: slices.Repeat([]float64{1}, m), Losses: losses}
-	var fwd, bwd, dirT time.Duration
-	var ms0, ms1 runtime.MemStats
-	for s := 0; s <= c.Steps; s++ {
-		t0 := time.Now()
-		if err := md.Evaluate(b, losses, &jac); err != nil {
-			return nil, err
-		}
-		t1 := time.Now()
-		if _, err := (png.PNG{}).Direction(dir, jac, grad, nil); err != nil {
-			return nil, fmt.Errorf("the PNG direction: %w", err)
-		}
-		t2 := time.Now()
-		if s == 0 {
-			if c.CPUProfile != nil {
-				if err := pprof.StartCPUProfile(c.CPUProfile); err != nil {
-					return nil, fmt.Errorf("the CPU profile: %w", err)
-				}
-				defer pprof.StopCPUProfile()
-			}
-			runtime.ReadMemStats(&ms0)
-			continue // warm-up: buffers allocated
-		}
-		st := md.LastStep()
-		fwd, bwd, dirT = fwd+st.Forward, bwd+st.Backward, dirT+t2.Sub(t1)
-		out.StepS = append(out.StepS, t2.Sub(t0).Seconds())
+	if profErr != nil {
+		return nil, fmt.Errorf("the CPU profile: %w", profErr)
 	}
 	runtime.ReadMemStats(&ms1)
 	out.AllocsPerStep = float64(ms1.Mallocs-ms0.Mallocs) / float64(c.Steps)
 	out.AllocBytesPerStep = float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(c.Steps)
-	total := 0.0
-	for _, v := range out.StepS {
-		total += v
-	}
-	sorted := slices.Sorted(slices.Values(out.StepS))
-	out.MedianS = sorted[len(sorted)/2]
-	if len(sorted)%2 == 0 {
-		out.MedianS = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
-	}
-	if c.CPUProfile != nil {
-		pprof.StopCPUProfile()
-	}
+	out.MedianS = median(out.StepS)
+	out.TuneMedianS = median(out.TuneStepS)
+	out.MaxOverMedian = slices.Max(out.TuneStepS) / out.TuneMedianS
 	if c.MemProfile != nil {
 		// The profile is as of the last completed collection: without
 		// one here, the last steps' allocations would be missing from it.
@@ -172,7 +185,24 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 			return nil, fmt.Errorf("the allocation profile: %w", err)
 		}
 	}
-	out.ForwardShare, out.BackwardShare, out.PNGShare = fwd.Seconds()/total, bwd.Seconds()/total, dirT.Seconds()/total
+	total := tuneT.Seconds()
+	out.ForwardShare, out.BackwardShare, out.DirectionShare = fwd.Seconds()/total, bwd.Seconds()/total, dirT.Seconds()/total
 	out.PeakRSS = PeakRSS()
 	return out, nil
 }
+
+// median returns the median of v (not empty).
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	if len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// stepRecorder is a finetune.Recorder that hands each step to a function.
+type stepRecorder func(*finetune.Step)
+
+func (stepRecorder) Init(*finetune.Config) error      { return nil }
+func (f stepRecorder) Record(st *finetune.Step) error { f(st); return nil }
+func (stepRecorder) Done(*finetune.Result) error      { return nil }

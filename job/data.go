@@ -223,10 +223,32 @@ func (b *Binding) check(ds *finetune.Dataset, flag, path string, batch int) (*fi
 			if N > batch {
 				where = fmt.Sprintf(" (examples %d..%d)", i, j-1)
 			}
+			if k, kerr := firstBad(b.Model, ds, i, j); kerr != nil {
+				where, err = fmt.Sprintf(" (example %d: %s)", k, strings.Join(ds.ExampleFiles(k), ", ")), kerr
+			}
 			return nil, nil, fmt.Errorf("%s %s%s: %w", flag, path, where, err)
 		}
 	}
 	return ds, out, nil
+}
+
+// firstBad returns the first example of i..j−1 of a FileBacked ds that
+// fails the model's checks, and its error (−1, nil for data in memory,
+// whose errors name the batch).
+func firstBad(md *backend.Model, ds *finetune.Dataset, i, j int) (int, error) {
+	if !ds.FileBacked() {
+		return -1, nil
+	}
+	for k := i; k < j; k++ {
+		rows, err := ds.Rows(k, k+1)
+		if err != nil {
+			return k, err
+		}
+		if err := md.CheckBatch(rows); err != nil {
+			return k, err
+		}
+	}
+	return -1, nil
 }
 
 // checkInputs checks the shapes of the arrays bound to the model inputs, naming the data array and the input.

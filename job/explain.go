@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/png"
 	"github.com/paretonav/paretonav/png/criterion"
 )
@@ -23,6 +24,9 @@ type Explanation struct {
 	Band *BandShare `json:"band,omitempty"`
 	// Control counts the steps with PNG's control on, and why (PNG only).
 	Control *ControlCount `json:"control,omitempty"`
+	// Bound counts the steps whose update Adam's per-weight step bound
+	// held (Adam with PNG's update of its proposal); nil when it held none.
+	Bound *BoundCount `json:"bound,omitempty"`
 	// F is the criterion before and after on the report data, with what
 	// each of its variables' changes added to it; nil when F is not
 	// finite at either end.
@@ -30,6 +34,8 @@ type Explanation struct {
 	// Front is set when the run ended on the front with F held there:
 	// Front.Beyond says that the criterion's target lies beyond it.
 	Front *FrontLimit `json:"front_limit,omitempty"`
+	// Short is the run in one line (front's members, batch's jobs).
+	Short string `json:"short"`
 	// Lines say what happened, one sentence each.
 	Lines []string `json:"lines"`
 	// Try says what to change, one suggestion each.
@@ -59,6 +65,23 @@ type ControlCount struct {
 	// recorded: above 1 the control is on to bring g down.
 	GOverEFirst Num `json:"g_over_e_first"`
 	GOverELast  Num `json:"g_over_e_last"`
+}
+
+// BoundCount counts the steps whose update Adam's per-weight step bound
+// held. With Adam and the control on (or F's step tested as a trade), PNG
+// replaces Adam's proposal by the closest update within Adam's step bound
+// that lowers every loss at PNG's rate (png.PNG.Constrain): Posed counts
+// those steps, Held the ones with weights held at the bound
+// (png.MetricInfo.Clipped > 0), MaxClipped the most weights at the bound
+// at one step, and Inexact the steps whose bounded problem was not solved
+// within its passes over the weights (png.MetricInfo.Inexact: the update
+// met every loss's rate but was not the closest one).
+type BoundCount struct {
+	Steps      int `json:"steps"` // the steps this process recorded
+	Posed      int `json:"posed"`
+	Held       int `json:"held"`
+	MaxClipped int `json:"max_clipped"`
+	Inexact    int `json:"inexact"`
 }
 
 // FChange is the criterion before and after on the report data.
@@ -126,17 +149,47 @@ type stepTrace struct {
 	G, E, F                 []float64
 	Losses                  [][]float64
 	Control, Improper, Held []bool
+	// Posed, Clipped and Inexact are the update within the optimizer's
+	// step bound (png.MetricInfo): whether it was posed, the weights held
+	// at the bound, and whether its dual was solved within its passes.
+	Posed, Inexact []bool
+	Clipped        []int
 }
 
-// record appends one step.
-func (t *stepTrace) record(info png.Info, F float64, losses []float64) {
+// record appends one step of a model: p is its part of the step.
+func (t *stepTrace) record(p finetune.Point) {
+	info := p.Info
 	t.G = append(t.G, info.G)
 	t.E = append(t.E, info.E)
-	t.F = append(t.F, F)
-	t.Losses = append(t.Losses, append([]float64(nil), losses...))
+	t.F = append(t.F, p.F)
+	t.Losses = append(t.Losses, append([]float64(nil), p.Losses...))
 	t.Control = append(t.Control, info.ControlOn)
 	t.Improper = append(t.Improper, info.Improper)
 	t.Held = append(t.Held, info.Held)
+	mi := p.Metric
+	t.Posed = append(t.Posed, mi != nil)
+	t.Clipped = append(t.Clipped, 0)
+	t.Inexact = append(t.Inexact, false)
+	if mi != nil {
+		t.Clipped[len(t.Clipped)-1], t.Inexact[len(t.Inexact)-1] = mi.Clipped, mi.Inexact
+	}
+}
+
+// from returns the trace's steps from step k (0-based) on; the losses and
+// F are kept whole (explain reads their ends).
+func (t stepTrace) from(k int) stepTrace {
+	cut := func(b []bool) []bool {
+		if len(b) < k {
+			return nil
+		}
+		return b[k:]
+	}
+	out := stepTrace{G: t.G[k:], E: t.E[k:], Control: cut(t.Control), Improper: cut(t.Improper), Held: cut(t.Held),
+		Posed: cut(t.Posed), Inexact: cut(t.Inexact), F: t.F, Losses: t.Losses}
+	if len(t.Clipped) >= k {
+		out.Clipped = t.Clipped[k:]
+	}
+	return out
 }
 
 // explainInput is what explain reads: the run's steps, the criterion, and
@@ -185,8 +238,7 @@ func explain(in explainInput) *Explanation {
 	ex := &Explanation{Lines: []string{}}
 	tr := in.Trace
 	if in.Skip > 0 && in.Skip <= len(tr.G) {
-		tr = stepTrace{G: tr.G[in.Skip:], E: tr.E[in.Skip:], Control: tr.Control[in.Skip:], Improper: tr.Improper[in.Skip:],
-			Held: tr.Held[in.Skip:], F: in.Trace.F, Losses: in.Trace.Losses}
+		tr = tr.from(in.Skip)
 	}
 	pngRun := in.Method == "png" && len(tr.G) > 0
 	if pngRun {
@@ -194,6 +246,9 @@ func explain(in explainInput) *Explanation {
 		ex.Band = &BandShare{Counts: "g ≤ e", Share: share, Steps: k}
 		ex.Control = countControl(tr, in.MaxTradeoff)
 		ex.Lines = append(ex.Lines, bandLine(ex.Band, in.Skip), controlLine(ex.Control, in.Resumed))
+	}
+	if ex.Bound = countBound(tr); ex.Bound != nil {
+		ex.Lines = append(ex.Lines, boundLine(ex.Bound))
 	}
 	ex.F = fChange(in)
 	if ex.F != nil && ex.F.Rose {
@@ -213,7 +268,95 @@ func explain(in explainInput) *Explanation {
 		}
 	}
 	ex.Try = dedupe(ex.Try)
+	ex.Short = ex.short()
 	return ex
+}
+
+// short says the run in one line: F's change, the band share, the
+// control's steps, the bound's, and what raised F or held it.
+func (ex *Explanation) short() string {
+	var parts []string
+	if f := ex.F; f != nil {
+		verb := "fell"
+		if f.Rose {
+			verb = "rose"
+		}
+		s := fmt.Sprintf("F %s %s → %s", verb, num4(float64(f.Before)), num4(float64(f.After)))
+		if f.Rose {
+			var why []string
+			for _, p := range f.Parts {
+				switch p.Cause {
+				case "past_target":
+					why = append(why, p.Name+" past its target")
+				case "away":
+					why = append(why, p.Name+" below where F wants it")
+				case "rose":
+					why = append(why, p.Name+" rose")
+				}
+			}
+			if len(why) > 0 {
+				s += " (" + strings.Join(why, ", ") + ")"
+			}
+		}
+		parts = append(parts, s)
+	}
+	if b := ex.Band; b != nil {
+		parts = append(parts, fmt.Sprintf("g ≤ e at %s of the last %d steps", percent(float64(b.Share)), b.Steps))
+	}
+	if c := ex.Control; c != nil {
+		s := fmt.Sprintf("control on at %d of %d steps", c.On, c.Steps)
+		var why []string
+		if c.Far > 0 {
+			why = append(why, fmt.Sprintf("%d far from the front", c.Far))
+		}
+		if c.Improper > 0 {
+			why = append(why, fmt.Sprintf("%d improper trades", c.Improper))
+		}
+		if len(why) > 0 {
+			s += " (" + strings.Join(why, ", ") + ")"
+		}
+		parts = append(parts, s)
+	}
+	if b := ex.Bound; b != nil && b.Held > 0 {
+		parts = append(parts, fmt.Sprintf("Adam's step bound held the update at %d of %d steps", b.Held, b.Steps))
+	}
+	if f := ex.Front; f != nil && f.Beyond {
+		parts = append(parts, fmt.Sprintf("%s's target beyond the front", f.Loss))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// countBound counts the steps Adam's step bound held; nil when it held
+// none and every bounded update was solved exactly.
+func countBound(tr stepTrace) *BoundCount {
+	b := &BoundCount{Steps: len(tr.G)}
+	for i := range tr.Posed {
+		if !tr.Posed[i] {
+			continue
+		}
+		b.Posed++
+		if tr.Clipped[i] > 0 {
+			b.Held++
+			b.MaxClipped = max(b.MaxClipped, tr.Clipped[i])
+		}
+		if tr.Inexact[i] {
+			b.Inexact++
+		}
+	}
+	if b.Held == 0 && b.Inexact == 0 {
+		return nil
+	}
+	return b
+}
+
+func boundLine(b *BoundCount) string {
+	s := fmt.Sprintf("Adam's step bound held the update at %d of %d steps (up to %d weights at the bound): "+
+		"the update there is the closest to Adam's step that lowers every loss at PNG's rate with no weight moving farther than Adam can in one step",
+		b.Held, b.Steps, b.MaxClipped)
+	if b.Inexact > 0 {
+		s += fmt.Sprintf("; at %d steps that update was not solved within the step's passes over the weights, so it lowered every loss at PNG's rate but was not the closest one", b.Inexact)
+	}
+	return s
 }
 
 // countControl counts the control's steps and reasons.
@@ -372,6 +515,11 @@ func (ex *Explanation) explainRise(in explainInput) {
 				ex.Try = append(ex.Try, fmt.Sprintf("if a higher %s is welcome, a target for it at or above %s%s", p.Name, num4(float64(p.After)), wdHint(in, p)))
 			}
 		}
+	}
+	if b := ex.Bound; b != nil && 2*b.Held >= b.Steps && b.Held > 0 {
+		ex.Lines = append(ex.Lines, fmt.Sprintf("what held the step: Adam's step bound, at %d of %d steps: PNG's update met every loss's rate with the weights Adam could still move, "+
+			"so it followed F less than an unbounded step would", b.Held, b.Steps))
+		ex.Try = append(ex.Try, "--optimizer sgd, whose step has no per-weight bound, or more steps: Adam moves a weight at most lr·B_t at step t, and B_t grows from 1 at the first step to about 7.3 (β 0.9, 0.999)")
 	}
 	for _, p := range rose {
 		s := fmt.Sprintf("%s rose on the %s data", p.Name, in.MeasuredOn)

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,6 +42,18 @@ func trace(n int, flag func(i int) string, first, last []float64) stepTrace {
 }
 
 func all(f string) func(int) string { return func(int) string { return f } }
+
+// bounded marks every step of t as an update posed within Adam's step
+// bound, with clipped(i) weights held at the bound at step i and the
+// steps in inexact solved inexactly.
+func bounded(t stepTrace, clipped func(i int) int, inexact ...int) stepTrace {
+	for i := range t.G {
+		t.Posed = append(t.Posed, true)
+		t.Clipped = append(t.Clipped, clipped(i))
+		t.Inexact = append(t.Inexact, slices.Contains(inexact, i))
+	}
+	return t
+}
 
 // TestExplain: what a run's summary says, from its steps and its
 // measurements before and after: F that rose because a loss fell past its
@@ -117,6 +130,67 @@ func TestExplain(t *testing.T) {
 					"why: the run was far from the Pareto front, where PNG lowers every loss (p, q included) before it descends F",
 					"more steps", "a larger --gamma (now 0.1)", "--criterion wd:3.672,6", "--criterion wd:4.5,5.272"),
 				absent("target is beyond"),
+			},
+		},
+		{
+			name: "F rose while Adam's step bound held the update at most steps",
+			crit: "wd:4.5,6", before: []float64{4.52, 6.12}, after: []float64{3.672, 5.272},
+			trace: bounded(trace(30, all("far"), []float64{4.5, 6.1}, []float64{3.7, 5.3}), func(i int) int {
+				if i < 6 {
+					return 0
+				}
+				return 100 + i
+			}, 3, 20),
+			checks: []check{
+				func(t *testing.T, ex *Explanation) {
+					if b := ex.Bound; b == nil || b.Steps != 30 || b.Posed != 30 || b.Held != 24 || b.MaxClipped != 129 || b.Inexact != 2 {
+						t.Errorf("bound = %+v, want 24 of 30 steps held, at most 129 weights, 2 inexact", b)
+					}
+					for _, w := range []string{"F rose 0.002489 → 0.2407 (p past its target, q past its target)", "g ≤ e at 0% of the last 30 steps",
+						"control on at 30 of 30 steps (30 far from the front)", "Adam's step bound held the update at 24 of 30 steps"} {
+						if !strings.Contains(ex.Short, w) {
+							t.Errorf("short %q lacks %q", ex.Short, w)
+						}
+					}
+				},
+				lines("Adam's step bound held the update at 24 of 30 steps (up to 129 weights at the bound)",
+					"at 2 steps that update was not solved within the step's passes over the weights",
+					"what held the step: Adam's step bound, at 24 of 30 steps", "--optimizer sgd, whose step has no per-weight bound"),
+			},
+		},
+		{
+			name: "Adam's step bound posed but never reached: not mentioned",
+			crit: "wd:4.5,6", before: []float64{4.52, 6.12}, after: []float64{3.672, 5.272},
+			trace: bounded(trace(30, all("far"), []float64{4.5, 6.1}, []float64{3.7, 5.3}), func(int) int { return 0 }),
+			checks: []check{
+				func(t *testing.T, ex *Explanation) {
+					if ex.Bound != nil || strings.Contains(ex.Short, "bound") {
+						t.Errorf("bound = %+v, short %q: want nothing said of a bound that held no weight", ex.Bound, ex.Short)
+					}
+				},
+				absent("step bound", "--optimizer sgd"),
+			},
+		},
+		{
+			name: "Adam's step bound held a few steps of a run whose F fell: said, not blamed",
+			crit: "p+q", before: []float64{4.52, 6.12}, after: []float64{3.672, 5.272},
+			trace: bounded(trace(20, all("far"), []float64{4.5, 6.1}, []float64{3.7, 5.3}), func(i int) int {
+				if i == 4 {
+					return 7
+				}
+				return 0
+			}),
+			checks: []check{
+				func(t *testing.T, ex *Explanation) {
+					if b := ex.Bound; b == nil || b.Held != 1 || b.MaxClipped != 7 {
+						t.Errorf("bound = %+v, want 1 step held, 7 weights", b)
+					}
+					if !strings.HasPrefix(ex.Short, "F fell 10.64 → 8.944; ") {
+						t.Errorf("short %q: want it to start with F's fall", ex.Short)
+					}
+				},
+				lines("Adam's step bound held the update at 1 of 20 steps (up to 7 weights at the bound)"),
+				absent("what held the step", "--optimizer sgd"),
 			},
 		},
 		{

@@ -454,6 +454,8 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 	defer func() { err = errors.Join(err, closeFiles()) }()
 	recs = append(recs, traced...)
 	recs = append(recs, extra...)
+	trace := &memberTraces{}
+	recs = append(recs, trace)
 	var res *finetune.Result
 	if c.Resume != "" {
 		res, err = finetune.ResumeMulti(ctx, c.Resume, j.probs, j.train, j.val, j.s, finetune.Multi(recs...))
@@ -469,6 +471,7 @@ func (j *Front) Run(ctx context.Context, extra ...finetune.Recorder) (out *Front
 		return nil, err
 	}
 	out = j.report(res, members, j.ref, j.reference, j.refName, j.label)
+	j.explainMembers(out, trace.models)
 	for _, net := range j.nets { // the steps are over: their pooled buffers make room for saving
 		net.ReleaseBuffers()
 	}
@@ -744,4 +747,46 @@ func lossVector(m map[string]Num, tasks []string) []float64 {
 		v[i] = float64(x)
 	}
 	return v
+}
+
+// memberTraces keeps what explain reads of every step, one trace a model.
+type memberTraces struct{ models []stepTrace }
+
+func (t *memberTraces) Init(*finetune.Config) error { return nil }
+
+func (t *memberTraces) Record(st *finetune.Step) error {
+	if len(t.models) < len(st.Points) {
+		t.models = make([]stepTrace, len(st.Points))
+	}
+	for k, p := range st.Points {
+		t.models[k].record(p)
+	}
+	return nil
+}
+
+func (t *memberTraces) Done(*finetune.Result) error { return nil }
+
+// explainMembers gives each model of out its run's explanation from its
+// steps: the band share, the control's steps and reasons and the steps
+// Adam's step bound held (PNG; EPO's runs have the bound's part only).
+// F's change is not among them: a member's losses before (its first
+// batch's) and after (the scoring data's) are measured on different
+// data.
+func (j *Front) explainMembers(out *FrontOutcome, traces []stepTrace) {
+	in := explainInput{Method: "png", Tasks: j.tasks, Resumed: max(0, j.resumed)}
+	if p, ok := j.s.Method.(png.PNG); ok {
+		in.Gamma, in.MaxTradeoff = p.Settings.Gamma, p.Settings.MaxTradeoff
+		if in.Gamma == 0 {
+			in.Gamma = png.DefaultGamma
+		}
+	} else {
+		in.Method = "epo"
+	}
+	for k := range out.Models {
+		if k >= len(traces) || len(traces[k].G) == 0 {
+			continue
+		}
+		in.Trace = traces[k]
+		out.Models[k].Explanation = explain(in)
+	}
 }

@@ -29,6 +29,10 @@ type FrontModel struct {
 	// reads drift) at the end, on the last training batch.
 	Terms map[string]Num `json:"terms,omitempty"`
 	Drift *Num           `json:"drift,omitempty"`
+	// Explanation is what this model's run did (its band share, the
+	// control's steps and reasons, the steps Adam's step bound held):
+	// Explanation.Short is the summary's line for it.
+	Explanation *Explanation `json:"explanation,omitempty"`
 }
 
 // FrontQuality is a front.Quality in JSON. IGD+ is reported only

@@ -200,17 +200,7 @@ func absSources(specs []string) []string {
 			out[i] = spec
 			continue
 		}
-		p := absPath(s.Path)
-		switch {
-		case s.Kind != "":
-			out[i] = s.Kind + ":" + p
-		case s.Name == "":
-			out[i] = p
-		case s.Raw:
-			out[i] = s.Name + "=" + p + ":raw"
-		default:
-			out[i] = s.Name + "=" + p
-		}
+		out[i] = s.WithPath(absPath(s.Path))
 	}
 	return out
 }

@@ -438,7 +438,7 @@ func (c *TuneConfig) destinations(job *Tune) *Destinations {
 
 // missingData is the error for a job given no data sources for flag.
 func missingData(flag, what string) error {
-	return fmt.Errorf("--%s: required (%s: FILE.npz, NAME=FILE.npy or NAME=FILE.idx, repeatable)", flag, what)
+	return fmt.Errorf("--%s: required (%s: FILE.npz, NAME=FILE.npy or NAME=FILE.idx, repeatable; or folder:DIR or nyuv2:DIR)", flag, what)
 }
 
 // measured is one measurement of the model on the report set, beside
@@ -722,8 +722,7 @@ type traceRecorder struct{ stepTrace }
 func (t *traceRecorder) Init(*finetune.Config) error { return nil }
 
 func (t *traceRecorder) Record(st *finetune.Step) error {
-	p := st.Points[0]
-	t.record(p.Info, p.F, p.Losses)
+	t.record(st.Points[0])
 	return nil
 }
 

@@ -31,9 +31,11 @@ Array = Union[np.ndarray, "torch.Tensor"]
 Item = Union[Mapping[str, Array], Sequence[Array]]
 
 #: What ``data=`` and ``val=`` take: arrays by name (first axis = examples),
-#: a torch Dataset, DataLoader or IterableDataset of items, or any
-#: re-iterable object yielding items.
-Data = Union[Mapping[str, Array], "torch.utils.data.Dataset[Any]", Iterable[Item]]
+#: a torch Dataset, DataLoader or IterableDataset of items, any
+#: re-iterable object yielding items, or a string: a data source the binary
+#: reads itself, passed through as ``--data`` (``"nyuv2:DIR"``,
+#: ``"folder:DIR"``, ``"d.npz"``, ``"x=x.npy,y=y.npy"``).
+Data = Union[str, Mapping[str, Array], "torch.utils.data.Dataset[Any]", Iterable[Item]]
 
 #: A model: a torch module, or the path of an ONNX file.
 Model = Union[str, "os.PathLike[str]", "torch.nn.Module"]

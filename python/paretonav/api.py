@@ -124,8 +124,9 @@ class TuneResult:
     record; ``paths`` the files: ``model`` (the ONNX file tuned),
     ``out`` (the tuned ONNX), ``log``, ``workdir``; ``raw`` the binary's JSON;
     ``explanation`` what happened and what to try, as the CLI's summary says
-    it (its ``lines`` and ``try``, with the numbers behind them: ``band``,
-    ``control``, ``F``, ``front_limit``), and ``summary`` those words as text.
+    it (its ``lines`` and ``try``, ``short`` the run in one line, with the
+    numbers behind them: ``band``, ``control``, ``bound``, ``F``,
+    ``front_limit``), and ``summary`` those words as text.
     """
 
     status: str
@@ -180,7 +181,10 @@ class TuneResult:
 class FrontModel:
     """One model of a front: ``index``, ``path`` (its ONNX file), ``losses``,
     ``g``, ``metrics``, ``non_dominated`` (no other model of the front is at
-    least as good in every task and better in one)."""
+    least as good in every task and better in one), ``explanation`` (what
+    its run did, as the CLI's report says it: ``short``, its one line, and
+    ``lines``, with the numbers behind them: ``band``, ``control``,
+    ``bound``)."""
 
     index: int
     path: str
@@ -188,6 +192,7 @@ class FrontModel:
     g: Optional[float]
     metrics: Dict[str, Dict[str, float]]
     non_dominated: bool
+    explanation: Dict[str, Any] = field(default_factory=dict)
     _module: Optional["torch.nn.Module"] = field(default=None, repr=False)
 
     def state_dict(self) -> Dict[str, Array]:
@@ -372,9 +377,10 @@ def _data_args(flag: str, paths: Mapping[str, str]) -> List[str]:
 
 def _prepare(model: Model, data: Data, inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]],
              workdir: str, opset: Optional[int], strict: bool, names: Optional[Sequence[str]] = None,
-             training: bool = False) -> Tuple[str, Optional["torch.nn.Module"]]:
+             training: bool = False, maps: Optional[Mapping[str, str]] = None) -> Tuple[str, Optional["torch.nn.Module"]]:
     """The ONNX file to run (exported from a module), and the module (or
-    None). ``training``: warn about the parameters the file would not train."""
+    None). ``training``: warn about the parameters the file would not train.
+    ``maps``: input -> array (``map=``), for a data source given as a string."""
     if isinstance(model, (str, os.PathLike)):
         path = os.path.abspath(os.fspath(model))
         if not os.path.isfile(path):
@@ -391,7 +397,7 @@ def _prepare(model: Model, data: Data, inputs: Optional[Sequence[str]], outputs:
         inputs = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     import torch
 
-    ex = _data.first_examples(data, inputs, data_names=names)
+    ex = _data.first_examples(data, inputs, data_names=names, maps=maps)
     try:
         dev = next(model.parameters()).device
     except StopIteration:
@@ -811,6 +817,18 @@ def _write(workdir: str, sub: str, data: Data, model_path: str, tasks: Sequence[
     return _data.write_data(os.path.join(workdir, sub), data, _dtypes(ins, outs, tasks, _maps(flags)), what, names)
 
 
+def _source_args(flag: str, workdir: str, data: Data, model_path: str, tasks: Sequence[Task], flags: Flags,
+                 names: Optional[Sequence[str]] = None) -> List[str]:
+    """``--flag`` arguments for ``data``: a string is a data source spec the
+    binary reads itself (``"nyuv2:DIR"``, ``"folder:DIR"``, ``"d.npz"``...),
+    passed through; anything else is written under ``workdir/flag``."""
+    if isinstance(data, str):
+        if not data.strip():
+            raise ValueError("%s: an empty data source; give e.g. 'nyuv2:DIR' or 'd.npz'" % flag)
+        return ["--" + flag, data]
+    return _data_args(flag, _write(workdir, flag, data, model_path, tasks, flags, flag, names))
+
+
 # ------------------------------------------------------------------ commands
 
 
@@ -824,10 +842,10 @@ def _run_training(command: str, model_path: str, workdir: str, data: Data, val: 
     ``paretonav COMMAND --resume`` needs them."""
     written = [os.path.join(workdir, "data")]
     try:
-        args = [command, model_path] + _data_args("data", _write(workdir, "data", data, model_path, tasks + terms, flags, "data", names))
+        args = [command, model_path] + _source_args("data", workdir, data, model_path, tasks + terms, flags, names)
         if val is not None:
             written.append(os.path.join(workdir, "val"))
-            args += _data_args("val", _write(workdir, "val", val, model_path, tasks + terms, flags, "val", names))
+            args += _source_args("val", workdir, val, model_path, tasks + terms, flags, names)
         given_log = flags.pop("log", None)
         log = os.path.abspath(given_log) if isinstance(given_log, (str, os.PathLike)) and given_log else \
             os.path.join(workdir, command + ".jsonl")
@@ -902,7 +920,8 @@ def _tune(model: Model, data: Data, tasks: List[Task], terms: List[Task], criter
           inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]], val: Optional[Data],
           out: Optional[PathArg], workdir: str, progress: bool, load_back: bool, strict: bool, opset: Optional[int],
           keep_data: bool, names: Optional[Sequence[str]], flags: Flags) -> TuneResult:
-    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names, training=True)
+    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names, training=True,
+                                  maps=_maps(flags))
     _frozen(module, model_path, flags)
     _check_untie(module, model_path, flags)
     out_path = os.path.abspath(out) if out else os.path.join(
@@ -991,7 +1010,8 @@ def _front(model: Model, data: Data, tasks: List[Task], terms: List[Task], model
            criterion: Optional[str], inputs: Optional[Sequence[str]], outputs: Optional[Sequence[str]],
            val: Optional[Data], out_dir: Optional[PathArg], workdir: str, progress: bool, strict: bool,
            opset: Optional[int], keep_data: bool, names: Optional[Sequence[str]], flags: Flags) -> FrontResult:
-    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names, training=True)
+    model_path, module = _prepare(model, data, inputs, outputs, workdir, opset, strict, names, training=True,
+                                  maps=_maps(flags))
     _frozen(module, model_path, flags)
     _check_untie(module, model_path, flags)
     out = os.path.abspath(out_dir) if out_dir else os.path.join(workdir, "front")
@@ -1003,7 +1023,8 @@ def _front(model: Model, data: Data, tasks: List[Task], terms: List[Task], model
     losses = [{k: _finite(v) for k, v in (m.get("losses") or {}).items()} for m in ms]
     nd = _non_dominated(losses)
     fm = [FrontModel(index=int(m.get("model", i)), path=os.path.abspath(m.get("file") or ""), losses=losses[i],
-                     g=_finite(m.get("g")), metrics=m.get("metrics") or {}, non_dominated=nd[i], _module=module)
+                     g=_finite(m.get("g")), metrics=m.get("metrics") or {}, non_dominated=nd[i],
+                     explanation=m.get("explanation") or {}, _module=module)
           for i, m in enumerate(ms)]
     q = res.get("loss_quality") or {}
     return FrontResult(status=res.get("status", ""), steps=int(res.get("steps") or 0), models=fm,
@@ -1032,9 +1053,8 @@ def evaluate(model: Model, data: Data, *, tasks: TaskSpecs, inputs: Optional[Seq
     work, own = _workdir(workdir)
     d = os.path.join(work, "data")
     try:
-        model_path, _ = _prepare(model, data, inputs, outputs, work, opset, strict, names)
-        args = ["eval", model_path] + _data_args("data", _write(work, "data", data, model_path, task_list, flags,
-                                                                "data", names))
+        model_path, _ = _prepare(model, data, inputs, outputs, work, opset, strict, names, maps=_maps(flags))
+        args = ["eval", model_path] + _source_args("data", work, data, model_path, task_list, flags, names)
         args += _task_args(task_list, []) + ["--json"] + _flag_args(flags)
         res, _ = run_json(args)
     finally:

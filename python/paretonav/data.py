@@ -112,12 +112,69 @@ def _items(data: Any, what: str,
         yield _item(data[i], i, what, names), False
 
 
+_NYUV2 = ("image", "label", "depth", "normal")
+
+
+def _folder_example(spec: str, folder: str, name: str, i: int, nyuv2: bool) -> np.ndarray:
+    """Example i of array name of a folder source, as the binary reads it."""
+    path = os.path.join(folder, name, "%d.npy" % i)
+    if not os.path.isfile(path):
+        raise FileNotFoundError("data %r: %s: no such file" % (spec, path))
+    a = np.load(path)
+    if nyuv2 and name == "label":
+        return a.reshape(a.shape[:2]).astype(np.int64)
+    if nyuv2 and name == "depth" and a.ndim == 2:
+        a = a[..., None]
+    if a.ndim == 3:
+        a = np.moveaxis(a, -1, 0)
+    if nyuv2 or a.dtype == np.float64:
+        a = a.astype(np.float32)
+    return a
+
+
+def _spec_examples(spec: str, inputs: Sequence[str], k: int, maps: Mapping[str, str]) -> Dict[str, np.ndarray]:
+    """The first k examples of the arrays feeding inputs (through maps:
+    input -> array) of a data source spec the binary reads (nyuv2:DIR,
+    folder:DIR, FILE.npz, NAME=FILE.npy; comma-separated), by input."""
+    names = [maps.get(nm, nm) for nm in inputs]
+    out: Dict[str, np.ndarray] = {}
+    for part in (p.strip() for p in spec.split(",")):
+        for prefix in ("nyuv2:", "folder:"):
+            if part.startswith(prefix):
+                folder = part[len(prefix):].strip()
+                have = _NYUV2 if prefix == "nyuv2:" else sorted(
+                    e for e in os.listdir(folder) if os.path.isdir(os.path.join(folder, e)) and not e.startswith("."))
+                for nm in names:
+                    if nm in have:
+                        out[nm] = np.stack([_folder_example(spec, folder, nm, i, prefix == "nyuv2:") for i in range(k)])
+                break
+        else:
+            name, eq, path = part.partition("=")
+            if eq:
+                if name.strip() in names:
+                    out[name.strip()] = np.load(path.strip(), mmap_mode="r")[:k]
+            else:
+                with np.load(part) as z:
+                    out.update({nm: z[nm][:k] for nm in names if nm in z.files})
+    missing = [nm for nm in names if nm not in out]
+    if missing:
+        raise KeyError("data %r: no array %s for the export (read: %s)"
+                       % (spec, ", ".join(map(repr, missing)), ", ".join(sorted(out)) or "none of them"))
+    return {inp: out[nm] for inp, nm in zip(inputs, names)}
+
+
 def first_examples(data: Data, names: Sequence[str], k: int = 2,
-                   data_names: Optional[Sequence[str]] = None) -> Dict[str, np.ndarray]:
-    """The first k examples of the named arrays (for tracing an export)."""
+                   data_names: Optional[Sequence[str]] = None,
+                   maps: Optional[Mapping[str, str]] = None) -> Dict[str, np.ndarray]:
+    """The first k examples of the named arrays (for tracing an export);
+    for a data source spec (a string) or arrays by name without one of
+    them, of the arrays maps (input -> array) names for them."""
+    if isinstance(data, str):
+        return _spec_examples(data, names, k, maps or {})
     if not _is_dataset(data):
         arrays = cast(Mapping[str, Array], data)
-        return {nm: _numpy(arrays[nm][:k]) for nm in names}
+        m = maps or {}
+        return {nm: _numpy(arrays[nm if nm in arrays else m.get(nm, nm)][:k]) for nm in names}
     got: List[Mapping[str, np.ndarray]] = []
     items = _items(data, "data", data_names)
     try:

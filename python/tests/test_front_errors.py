@@ -24,6 +24,9 @@ def test_front(torch, binary, trained, model):
                         for j in range(4) if j != i)
         assert m.non_dominated == (not dominated)
         assert os.path.isfile(m.path)
+        # Each model's run explained, as report.json holds it.
+        assert m.explanation == r.raw["models"][i]["explanation"] and m.explanation["short"]
+        assert m.explanation["control"]["steps"] == 15
     assert r.non_dominated and r.raw["loss_quality"]["non_dominated"] == len(r.non_dominated)
     # The module is untouched; a model's state_dict gives PyTorch the report's losses.
     assert all(torch.equal(v, sd0[k]) for k, v in model.state_dict().items())
