@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/paretonav/paretonav/backend/internal/shape"
+	"github.com/paretonav/paretonav/format/npz"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 	"github.com/paretonav/paretonav/models"
@@ -26,6 +27,9 @@ type stepCase struct {
 	tasks []string
 	batch func(n int) map[string]*importer.Tensor
 	n     int
+	// noIntValues: the step computes no int64 values (TestPoolInts skips
+	// the model)
+	noIntValues bool
 }
 
 func decodeProto(tb testing.TB, mp *onnxpb.ModelProto) *importer.Model {
@@ -110,6 +114,42 @@ func openStepCaseWith(t testing.TB, sc stepCase, opt Options) *Model {
 	return md
 }
 
+// attnCase is a step case of a twin of bench/step_models.py's tfblock in
+// testdata/attn (bench/attn/make_attn.py): one ViT encoder block, hidden
+// 128, 2 heads, batch 4, its two classification tasks; file names the
+// export (TorchScript's at opset 17 or 14, or dynamo's).
+func attnCase(name, file string) stepCase {
+	return stepCase{
+		name: name,
+		model: func(tb testing.TB) *importer.Model {
+			m, err := importer.Load(filepath.Join("testdata", "attn", file))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return m
+		},
+		tasks: []string{"a:nll:logp_a:a", "b:nll:logp_b:b"},
+		batch: func(n int) map[string]*importer.Tensor {
+			arrays, err := npz.Read(filepath.Join("testdata", "attn", "tfblock1.npz"))
+			if err != nil {
+				panic(err)
+			}
+			for k, a := range arrays { // the first n examples
+				per := a.Len() / a.Shape[0]
+				s := append([]int{n}, a.Shape[1:]...)
+				if a.F32 != nil {
+					arrays[k] = importer.NewFloat32(a.Name, s, a.F32[:n*per])
+				} else {
+					arrays[k] = importer.NewInt64(a.Name, s, a.I64[:n*per])
+				}
+			}
+			return arrays
+		},
+		n:           4,
+		noIntValues: true,
+	}
+}
+
 var stepCases = []stepCase{
 	{
 		name:  "lenet2",
@@ -147,6 +187,9 @@ var stepCases = []stepCase{
 		batch: func(n int) map[string]*importer.Tensor { return mtanBatch(n, 32, 32, 13) },
 		n:     8,
 	},
+	attnCase("tfblock1_ts", "tfblock1_ts.onnx"),
+	attnCase("tfblock1_ts14", "tfblock1_ts14.onnx"),
+	attnCase("tfblock1_dynopt", "tfblock1_dynopt.onnx"),
 }
 
 // cpuTime is the user+system CPU time of the process so far. On a shared
@@ -161,7 +204,9 @@ func cpuTime() time.Duration {
 
 // BenchmarkStep times one Evaluate with a Jacobian (forward pass, per-task
 // gradients) in float32, as one PNG step needs: lenet2 at batch 256 with
-// two tasks, two MTANs at batch 8 (32×32) with three tasks.
+// two tasks, two MTANs at batch 8 (32×32) with three tasks, a ViT encoder
+// block's TorchScript (opsets 17 and 14: LayerNorm as nine ops) and dynamo
+// exports at batch 4 with two tasks.
 func BenchmarkStep(b *testing.B) {
 	for _, sc := range stepCases {
 		b.Run(sc.name, func(b *testing.B) {

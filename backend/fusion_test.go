@@ -85,6 +85,71 @@ func TestFuseGelu(t *testing.T) {
 	}
 }
 
+// TestFuseLayerNorm checks that the nine ops of a LayerNorm before opset
+// 17 run as LayerNormalization in a float32 step (not where the pattern
+// does not hold: a fourth power, a deviation read twice), and that the
+// fused and unfused steps' losses and Jacobians agree to float32
+// round-off (the fused op keeps its statistics in float64, the nine
+// float32 ops round each step).
+func TestFuseLayerNorm(t *testing.T) {
+	specs := []string{"a:nll:logp:ya", "b:mse:reg:yb"}
+	batch := twoHeadBatch(8)
+	for _, tc := range []struct {
+		variant string
+		fused   bool
+	}{
+		{"torch", true}, {"swapped", true}, {"pow4", false}, {"d-read-twice", false},
+	} {
+		t.Run(tc.variant, func(t *testing.T) {
+			m := onnxtest.LayerNormTwoHead(tc.variant)
+			run := func(fuse bool) ([]float64, png.Jacobian, string) {
+				var opt Options
+				if !fuse {
+					opt.build.Rewrites = rewrite.Options{Off: []string{rewrite.LayerNorm}}
+				}
+				md, err := Open(m, mustTasks(t, specs...), opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				losses := make([]float64, 2)
+				jac := png.NewJacobian(2, md.NumParams())
+				if err := md.Evaluate(batch, losses, &jac); err != nil {
+					t.Fatal(err)
+				}
+				var op string
+				for _, c := range md.cache {
+					op = c.bt.Vals["h"].N.Op().String()
+				}
+				return losses, jac, op
+			}
+			wl, wj, wop := run(false)
+			gl, gj, gop := run(true)
+			if strings.Contains(wop, "LayerNormalization") {
+				t.Fatalf("unfused: h is computed by %v", wop)
+			}
+			if got := strings.Contains(gop, "LayerNormalization"); got != tc.fused {
+				t.Fatalf("h is computed by %v; fused: want %v", gop, tc.fused)
+			}
+			worst := 0.0
+			for i := range wl {
+				scale := math.Abs(wl[i])
+				for _, v := range wj.Row(i) {
+					scale = math.Max(scale, math.Abs(float64(v)))
+				}
+				d := math.Abs(gl[i]-wl[i]) / scale
+				for k, v := range wj.Row(i) {
+					d = math.Max(d, math.Abs(float64(gj.Row(i)[k])-float64(v))/scale)
+				}
+				worst = math.Max(worst, d)
+				if d > 1e-5 {
+					t.Fatalf("task %s: fused and unfused differ by %.3g of the largest entry (losses %v and %v)", specs[i], d, gl[i], wl[i])
+				}
+			}
+			t.Logf("largest difference: %.3g of the largest entry", worst)
+		})
+	}
+}
+
 // TestFuseConcatConv checks that the small MTAN fixture's pointwise
 // convolutions of channel Concats run fused (ops.ConvConcat, the Concats
 // then not formed) and that its losses and J agree with the unfused

@@ -96,10 +96,17 @@ func TestSkipZeroSums(t *testing.T) {
 
 // TestPoolInts checks that int64 values living in pool buffers (execOptions.poolInts:
 // MaxPool's indices, which the small MTAN's MaxUnpool reads) give the
-// losses and J of fresh ones (see sameSteps).
+// losses and J of fresh ones (see sameSteps), on the step cases that have
+// int64 values.
 func TestPoolInts(t *testing.T) {
+	var withInts []string
+	for _, sc := range stepCases {
+		if !sc.noIntValues {
+			withInts = append(withInts, sc.name)
+		}
+	}
 	sameSteps(t, func(o *execOptions, on bool) { o.poolInts = on },
-		func(s *execStats) *atomic.Int64 { return &s.pooledInts }, "int64 value in a pool buffer")
+		func(s *execStats) *atomic.Int64 { return &s.pooledInts }, "int64 value in a pool buffer", withInts...)
 }
 
 // TestPoolIntKernels checks that the small MTAN's integer kernels (the

@@ -106,12 +106,22 @@ func (md *Model) EstimateMemoryBatch(n int) (MemoryEstimate, error) {
 // estimate compiles the step for the given input shapes (targets shaped
 // as the losses need) and sums the plan's parts.
 func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Tensor) (MemoryEstimate, error) {
+	c, err := md.compileStep(shapes, ints)
+	if err != nil {
+		return MemoryEstimate{}, err
+	}
+	return md.estimateOf(c), nil
+}
+
+// compileStep compiles the step for the given input shapes, with targets
+// shaped as the losses need.
+func (md *Model) compileStep(shapes map[string][]int, ints map[string]*importer.Tensor) (*compiled, error) {
 	if len(md.tasks) == 0 {
-		return MemoryEstimate{}, fmt.Errorf("backend: no tasks: the model was opened for Outputs only")
+		return nil, fmt.Errorf("backend: no tasks: the model was opened for Outputs only")
 	}
 	c0, err := md.compile(shapes, ints, nil)
 	if err != nil {
-		return MemoryEstimate{}, fmt.Errorf("backend: %w", err)
+		return nil, fmt.Errorf("backend: %w", err)
 	}
 	targets := map[string][]int{}
 	for i, t := range md.tasks {
@@ -122,14 +132,19 @@ func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Ten
 		out := c0.bt.Vals[t.Output]
 		want, err := k.TargetShape(out.Shape)
 		if err != nil {
-			return MemoryEstimate{}, fmt.Errorf("backend: %s %q: output %q: %v", md.kind(i), t.Name, t.Output, err)
+			return nil, fmt.Errorf("backend: %s %q: output %q: %v", md.kind(i), t.Name, t.Output, err)
 		}
 		targets[t.Target] = want
 	}
 	c, err := md.compile(shapes, ints, targets)
 	if err != nil {
-		return MemoryEstimate{}, fmt.Errorf("backend: %w", err)
+		return nil, fmt.Errorf("backend: %w", err)
 	}
+	return c, nil
+}
+
+// estimateOf sums the parts of c's plan.
+func (md *Model) estimateOf(c *compiled) MemoryEstimate {
 	n := int64(len(md.theta))
 	w := int64(runtime.GOMAXPROCS(0))
 	return MemoryEstimate{
@@ -144,7 +159,7 @@ func (md *Model) estimate(shapes map[string][]int, ints map[string]*importer.Ten
 		// packing buffers
 		Scratch: w*c.bt.B.ColBand + max(c.bt.B.ColBand, c.bt.B.ColBatch) + min(c.bt.B.ColCache, kernels.ColCacheTotal()) + c.bt.B.WinoScratch +
 			fgemm.PackBytes(int(w)),
-	}, nil
+	}
 }
 
 // ForwardBytes is the planned peak, in bytes, of the pooled values of a

@@ -26,7 +26,10 @@ clearing, copying, garbage collection, preemption, scheduling), the
 worker pool waiting, or backend code that converts or moves data rather
 than computing (float64 copies, Transpose/Concat/Slice, buffer clears);
 a second table splits that share by kind (allocation, clearing, copying,
-scheduling, other: overhead_kind). `go tool pprof` must be on PATH for
+scheduling, other: overhead_kind); a third gives the step's FLOPs counted
+from its graph (direct and as executed, Winograd's where it runs), the
+GFLOP/s they give and their share of the float32 GEMM rate each bench
+step run measures (flops_row). `go tool pprof` must be on PATH for
 those columns. The load averages at the
 start and the end are written beside the table: timings from a busy
 machine flatter PyTorch's threads less than ours (see bench/README.md).
@@ -357,6 +360,7 @@ def main():
             row["direction_share"] = med([o["direction_share"] for o in ours])
             row["max_over_median"] = max(o["max_over_median"] for o in ours)
         count_row(row, ours)
+        flops_row(row, ours)
         rows.append(row)
         raw[name] = {"paretonav": ours, "torch": theirs}
     load_end = loadavg()
@@ -374,6 +378,20 @@ def count_row(row, ours):
     row["profile_samples"] = min((o["profile_samples"] for o in ours if o["profile_samples"]), default=None)
     row["kinds"] = ({k: med([o["outside_kinds"][k] for o in ours]) for k in KINDS}
                     if all(o.get("outside_kinds") for o in ours) else None)
+
+
+def flops_row(row, ours):
+    """Sets row's FLOPs fields from its runs (bench step's flops, GFLOP/s
+    and the GEMM peak measured in each run): the counts are the graph's,
+    the same in every run; the rates and the share are medians over the
+    pairs. Runs of a paretonav that does not count FLOPs leave them None."""
+    if not all("flops" in o and "peak_gemm_gflops" in o for o in ours):
+        row["flops"] = None
+        return
+    med = statistics.median
+    row["flops"] = ours[0]["flops"]
+    for k in ("gflops_direct", "gflops_executed", "peak_gemm_gflops", "peak_share"):
+        row[k] = med([o[k] for o in ours])
 
 
 def recount(a, binary):
@@ -471,6 +489,30 @@ def write(a, rows, raw, started, load_start, load_end, torch_version):
         lines.append(f"| `{r['model']}` | {100 * k['allocation']:.1f} | {100 * k['clearing']:.1f} |"
                      f" {100 * k['copying']:.1f} | **{100 * acc:.1f}** | {100 * k['scheduling']:.1f}"
                      f" ({100 * r['pool_waiting']:.1f}) | {100 * k['other']:.1f} |")
+    lines += [
+        "",
+        "How close to the limit: the floating-point operations of a step counted from its graph",
+        "(`paretonav bench step`'s `flops`: the products of the convolutions, Gemm and MatMul nodes",
+        "of the forward pass and of every task's backward pass, two per multiply-add; element-wise",
+        "work not counted), as direct convolutions (every kernel tap: the usual count) and as",
+        "executed (3×3 convolutions that run as Winograd F(2×2, 3×3) do 2.25× fewer multiplications;",
+        "taps that read only padding dropped), the rates they give over paretonav's median step, the",
+        "float32 GEMM rate measured in the same runs on the same threads (`%d×%d` products, the"
+        % (1536, 1536),
+        "machine's practical peak), and the executed rate's share of it (medians over the pairs).",
+        "",
+        "| model | GFLOP a step (direct) | of it in Winograd convolutions | GFLOP executed | GFLOP/s direct |"
+        " GFLOP/s executed | peak measured (GEMM) | share of peak |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        f = r.get("flops")
+        if not f:
+            continue
+        wino = f["winograd"] / f["direct"] if f["direct"] else 0
+        lines.append(f"| `{r['model']}` | {f['direct'] / 1e9:.3g} | {100 * wino:.0f}% | {f['executed'] / 1e9:.3g} |"
+                     f" {r['gflops_direct']:.1f} | {r['gflops_executed']:.1f} | {r['peak_gemm_gflops']:.1f} |"
+                     f" **{100 * r['peak_share']:.0f}%** |")
     lines += [
         "",
         "Time ratio: paretonav's median step over PyTorch's (below 1: paretonav is faster). RSS: each",

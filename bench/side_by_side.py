@@ -18,6 +18,12 @@ Needs numpy for the interpreter that runs it; the PyTorch twins run under
 the venv of bench/torchenv.py (PyPI's torch, versions pinned there and
 printed first), or under --python PY.
 
+--torchjd adds TorchJD's step to every pair (bench/torch_mtan.py
+--torchjd: autojac.backward of the three losses, then jac_to_grad with
+UPGrad, TorchJD pinned in bench/torchenv.py), run after PyTorch's, with
+its time and paretonav's ratio to it: the multi-task library beside plain
+PyTorch.
+
     /usr/bin/python3 bench/side_by_side.py --tune [--size 288x384] [--batch 2]
         [--steps 2] [--lr 1e-5] [--pairs 1] ...
 
@@ -172,6 +178,8 @@ def main():
     ap.add_argument("--tune", action="store_true",
                     help="whole tune runs (paretonav tune against bench/torch_tune.py) instead of steps")
     ap.add_argument("--lr", type=float, default=1e-5, help="--tune: Adam's learning rate on both sides")
+    ap.add_argument("--torchjd", action="store_true",
+                    help="also time TorchJD's step (autojac.backward, jac_to_grad with UPGrad) in every pair")
     a = ap.parse_args()
     for name in ("batch", "steps", "pairs", "threads"):
         if getattr(a, name) < 1:
@@ -185,6 +193,8 @@ def main():
         print("against " + a.torch, flush=True)
     model, data = prepare(a.paretonav, a.dir, h, w, a.batch)
     env = dict(os.environ, GOMAXPROCS=str(a.threads))
+    if a.tune and a.torchjd:
+        sys.exit("side_by_side: --torchjd times steps; it does not go with --tune")
     if a.tune:
         return tune_pairs(a, h, w, model, data, env)
     go_cmd = [a.paretonav, "bench", "step", model, "--data", data, "--batch", str(a.batch),
@@ -201,19 +211,29 @@ def main():
              "time_ratio": g["median_s"] / t["median_s"],
              "paretonav_rss": g["peak_rss_bytes"], "torch_rss": t["peak_rss_bytes"],
              "rss_ratio": g["peak_rss_bytes"] / t["peak_rss_bytes"]}
+        if a.torchjd:
+            j = run_json(torch_cmd + ["--torchjd"], env, "bench/torch_mtan.py --torchjd")
+            p.update({"torchjd_s": j["median_s"], "torchjd_ratio": g["median_s"] / j["median_s"],
+                      "torchjd_rss": j["peak_rss_bytes"], "torchjd_version": j["torchjd"]})
         pairs.append(p)
         if not a.json:
-            print(f"pair {i + 1}: paretonav {p['paretonav_s']:.3f} s, PyTorch {p['torch_s']:.3f} s, "
-                  f"ratio {p['time_ratio']:.2f}; peak RSS {p['paretonav_rss'] / 1e9:.2f} / "
-                  f"{p['torch_rss'] / 1e9:.2f} GB = {p['rss_ratio']:.2f}", flush=True)
-    med = {k: statistics.median(p[k] for p in pairs) for k in ("time_ratio", "rss_ratio")}
+            line = (f"pair {i + 1}: paretonav {p['paretonav_s']:.3f} s, PyTorch {p['torch_s']:.3f} s, "
+                    f"ratio {p['time_ratio']:.2f}; peak RSS {p['paretonav_rss'] / 1e9:.2f} / "
+                    f"{p['torch_rss'] / 1e9:.2f} GB = {p['rss_ratio']:.2f}")
+            if a.torchjd:
+                line += (f"; TorchJD {p['torchjd_version']} (UPGrad) {p['torchjd_s']:.3f} s, "
+                         f"ratio {p['torchjd_ratio']:.2f}, peak RSS {p['torchjd_rss'] / 1e9:.2f} GB")
+            print(line, flush=True)
+    keys = ("time_ratio", "rss_ratio") + (("torchjd_ratio",) if a.torchjd else ())
+    med = {k: statistics.median(p[k] for p in pairs) for k in keys}
     if a.json:
         print(json.dumps({"torch": a.torch, "size": [h, w], "batch": a.batch, "steps": a.steps, "threads": a.threads,
                           "pairs": pairs, "median": med}, indent=1))
         return
     r = [p["time_ratio"] for p in pairs]
     print(f"{a.pairs} pairs at {h}x{w}, batch {a.batch}: time ratio {min(r):.2f}–{max(r):.2f} "
-          f"(median {med['time_ratio']:.2f}), peak RSS ratio median {med['rss_ratio']:.2f}")
+          f"(median {med['time_ratio']:.2f}), peak RSS ratio median {med['rss_ratio']:.2f}"
+          + (f"; against TorchJD: median {med['torchjd_ratio']:.2f}" if a.torchjd else ""))
 
 
 if __name__ == "__main__":

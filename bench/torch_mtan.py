@@ -7,6 +7,14 @@ side-by-side comparison with `paretonav bench step` on the exported model.
 
     /usr/bin/python3 bench/torch_mtan.py [--width 64] [--size 288x384]
         [--batch 2] [--steps 3] [--warmup 1] [--threads 2] [--no-flush-denormal]
+        [--torchjd]
+
+--torchjd times TorchJD's step instead (the multi-task library users would
+otherwise run; 0.18, pinned in bench/torchenv.py): one forward pass,
+`torchjd.autojac.backward` of the three losses (their Jacobian into every
+parameter's .jac) and `torchjd.autojac.jac_to_grad` with UPGrad (the
+aggregated gradient into .grad). Its "backward_share" is then the
+Jacobian's and "aggregate_share" UPGrad's.
 
 Prints one JSON object: build time, per-step seconds, the median, the
 shares of the step spent in forward and backward passes, and the peak RSS
@@ -121,7 +129,14 @@ def main():
                     help="flush subnormal floats to zero (torch.set_flush_denormal), as paretonav's "
                          "GEMM kernels do; without it, Intel CPUs take a microcode assist on each "
                          "subnormal that the backward passes meet (default: on)")
+    ap.add_argument("--torchjd", action="store_true",
+                    help="time TorchJD's step (autojac.backward, then jac_to_grad with UPGrad) instead")
     args = ap.parse_args()
+    if args.torchjd:
+        import importlib.metadata
+        from torchjd.aggregation import UPGrad
+        from torchjd.autojac import backward as jd_backward, jac_to_grad
+        upgrad = UPGrad()
     torch.set_num_threads(args.threads)
     flush = torch.set_flush_denormal(args.flush_denormal) and args.flush_denormal
     torch.manual_seed(0)
@@ -137,11 +152,26 @@ def main():
     depth = torch.from_numpy(rng.uniform(0, 5, (n, 1, h, w)).astype(np.float32))
     normal = F.normalize(torch.randn(n, 3, h, w), dim=1)
     tasks = [("nll", 0, seg), ("depth_l1", 1, depth), ("normal_cos", 2, normal)]
-    times, fwd, bwd = [], [], []
+    times, fwd, bwd, agg = [], [], [], []
     for s in range(args.warmup + args.steps):
         t0 = time.perf_counter()
         outs = model(x)
         t1 = time.perf_counter()
+        if args.torchjd:
+            for p in params:
+                p.grad = None
+            losses = [fx.LOSSES[kind](outs[out], target) for kind, out, target in tasks]
+            jd_backward(losses, inputs=params)
+            t2 = time.perf_counter()
+            jac_to_grad(params, upgrad)
+            del outs, losses
+            t3 = time.perf_counter()
+            if s >= args.warmup:
+                times.append(t3 - t0)
+                fwd.append(t1 - t0)
+                bwd.append(t2 - t1)
+                agg.append(t3 - t2)
+            continue
         rows = []
         for i, (kind, out, target) in enumerate(tasks):
             loss = fx.LOSSES[kind](outs[out], target)
@@ -159,8 +189,9 @@ def main():
         fwd.append(t1 - t0)
         bwd.append(t2 - t1)
     total = sum(times)
+    extra = {"torchjd": importlib.metadata.version("torchjd"), "aggregate_share": sum(agg) / total} if args.torchjd else {}
     print(json.dumps({
-        "torch": torch.__version__, "threads": torch.get_num_threads(), "flush_denormal": flush,
+        **extra, "torch": torch.__version__, "threads": torch.get_num_threads(), "flush_denormal": flush,
         "warmup": args.warmup, "width": args.width, "size": [h, w], "batch": n, "tasks": len(tasks),
         "params": int(sum(p.numel() for p in params)),
         "build_s": build, "step_s": times, "median_s": statistics.median(times),

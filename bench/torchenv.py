@@ -23,8 +23,11 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 VENV = os.path.join(REPO, ".tools", "bench-torch2")
-# The versions of backend/testdata/torch2/make_torch2_fixtures.py's venv.
-PINS = ["torch==2.15.0", "torchvision==0.29.2", "numpy==2.4.6", "onnx==1.23.2", "onnxscript==0.7.2"]
+# The versions of backend/testdata/torch2/make_torch2_fixtures.py's venv,
+# and TorchJD (torch_mtan.py --torchjd) with the QP solver its UPGrad
+# needs (its extra quadprog-projector).
+PINS = ["torch==2.15.0", "torchvision==0.29.2", "numpy==2.4.6", "onnx==1.23.2", "onnxscript==0.7.2",
+        "torchjd==0.18.0", "qpsolvers==4.13.0", "quadprog==0.1.14", "scipy==1.17.1"]
 
 
 def _pinned(py):
@@ -44,7 +47,8 @@ def _pinned(py):
 
 def python(override=None):
     """The interpreter the PyTorch twins run under: override when given,
-    else the bench venv's, made (or remade, when a pin differs) first."""
+    else the bench venv's, made first (or brought to the pins, when one
+    differs or is missing)."""
     if override:
         return override
     py = os.path.join(VENV, "bin", "python")
@@ -52,7 +56,10 @@ def python(override=None):
         return py
     print("torchenv: installing %s from PyPI into %s (several GB, a few minutes)" % (" ".join(PINS), VENV),
           file=sys.stderr)
-    subprocess.run(["/usr/bin/python3", "-m", "venv", "--clear", VENV], check=True)
+    if not os.path.exists(py):
+        subprocess.run(["/usr/bin/python3", "-m", "venv", VENV], check=True)
+    # An existing venv keeps what already matches a pin (pip skips it):
+    # a pin added later costs its own download, not torch's again.
     subprocess.run([py, "-m", "pip", "install", "--quiet"] + PINS, check=True)
     if not _pinned(py):
         sys.exit("torchenv: %s does not hold %s after installing them" % (VENV, " ".join(PINS)))

@@ -14,8 +14,9 @@ import (
 // TestBenchStep checks bench step's report on the LeNet fixture: as many
 // step times as --steps, a median among them, shares of a step that add
 // up to at most 1, the direction timed within each step as tune computes
-// it, the memory fields filled, the load's phases within its
-// time, and a CPU and an allocation
+// it, the memory fields filled, the load's phases within its time, the
+// step's FLOPs and their rates beside a measured GEMM peak, and a CPU and
+// an allocation
 // profile written (gzip-compressed, as pprof writes them).
 func TestBenchStep(t *testing.T) {
 	dir := t.TempDir()
@@ -59,6 +60,16 @@ func TestBenchStep(t *testing.T) {
 	if r.PeakRSS <= 0 || r.LoadBuildS <= 0 || r.Memory == "" {
 		t.Errorf("peak RSS %d, load %g s, memory %q", r.PeakRSS, r.LoadBuildS, r.Memory)
 	}
+	f := r.FLOPs
+	if f.Direct <= 0 || f.Executed <= 0 || f.Executed > f.Direct || f.Forward <= 0 || f.Forward >= f.Direct || f.Winograd != 0 {
+		t.Errorf("FLOPs %+v: want direct > forward > 0, 0 < executed ≤ direct, no Winograd in LeNet's convolutions", f)
+	}
+	if r.GFLOPSDirect != float64(f.Direct)/r.MedianS/1e9 || r.GFLOPSExecuted != float64(f.Executed)/r.MedianS/1e9 {
+		t.Errorf("GFLOP/s %g direct, %g executed: want the counts over the median %g s", r.GFLOPSDirect, r.GFLOPSExecuted, r.MedianS)
+	}
+	if !(r.PeakGFLOPS > 0) || r.PeakShare != r.GFLOPSExecuted/r.PeakGFLOPS {
+		t.Errorf("peak %g GFLOP/s, share %g: want a measured rate and the executed rate's share of it", r.PeakGFLOPS, r.PeakShare)
+	}
 	ph := r.LoadPhases
 	if sum := ph.ModelS + ph.DataS + ph.PlanS; ph.ModelS <= 0 || ph.DataS <= 0 || ph.PlanS < 0 || sum > r.LoadBuildS+1e-9 {
 		t.Errorf("load phases model %g s, data %g s, plan %g s: want positive and at most the load + build %g s", ph.ModelS, ph.DataS, ph.PlanS, r.LoadBuildS)
@@ -79,5 +90,49 @@ func TestBenchStep(t *testing.T) {
 			t.Fatalf("%s: %d bytes, %v", p, len(b), err)
 		}
 		f.Close()
+	}
+}
+
+// TestBenchStepTune checks bench step --tune on the LeNet fixture: a real
+// tune of --steps+1 steps runs in the same process, its steps after the
+// first are timed, the ratio is their median over the bench step's, its
+// CPU profile is written, and the tune's temporary output is gone
+// afterwards (no tuned model beside the input either).
+func TestBenchStepTune(t *testing.T) {
+	dir := t.TempDir()
+	fx, data, taskArgs := torchFixture(t, "lenet2_op13", dir, "d.npz", "x")
+	prof := filepath.Join(dir, "tune.prof")
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	args := append([]string{"bench", "step", fx.ModelPath, "--data", data, "--batch", "4", "--steps", "3", "--json", "--tune", "--tune-cpuprofile", prof}, taskArgs...)
+	out, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var r job.BenchStepOutcome
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	tu := r.Tune
+	if tu == nil || len(tu.StepS) != 3 {
+		t.Fatalf("tune timing %+v: want 3 timed steps", tu)
+	}
+	for _, s := range tu.StepS {
+		if s <= 0 {
+			t.Errorf("tune step times %v: want positive", tu.StepS)
+		}
+	}
+	if tu.MedianS <= 0 || tu.Ratio != tu.MedianS/r.MedianS {
+		t.Errorf("tune median %g s, ratio %g; bench median %g s", tu.MedianS, tu.Ratio, r.MedianS)
+	}
+	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
+		t.Errorf("tune CPU profile: %v", err)
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil || len(left) != 0 {
+		t.Errorf("temporary folder after the run: %v %v, want empty", left, err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(filepath.Dir(fx.ModelPath), "*_tuned*")); len(m) > 0 {
+		t.Errorf("tuned files beside the model: %v", m)
 	}
 }

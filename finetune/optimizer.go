@@ -1,6 +1,9 @@
 package finetune
 
-import "math"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // OptState is an optimizer's memory for one parameter vector: SGD's
 // momentum buffer in M, Adam's first and second moments in M and V, and
@@ -46,23 +49,26 @@ func (s *Settings) propose(prop, metric, bound, v []float32, st OptState, pend [
 		b1, b2 := s.Beta1, s.Beta2
 		c1 := 1 - math.Pow(b1, float64(t))
 		c2 := 1 - math.Pow(b2, float64(t))
-		for i, g := range v {
-			gi := float64(g)
-			var m0, w0 float64
-			if st.M != nil {
-				m0, w0 = float64(st.M[i]), float64(st.V[i])
+		ab := newAdamBounds(b1, b2, c1, c2)
+		spans(len(v), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				gi := float64(v[i])
+				var m0, w0 float64
+				if st.M != nil {
+					m0, w0 = float64(st.M[i]), float64(st.V[i])
+				}
+				if pend != nil {
+					p := float64(pend[i])
+					m0, w0 = float64(float32(b1*m0+(1-b1)*p)), float64(float32(b2*w0+(1-b2)*p*p))
+				}
+				m := b1*m0 + (1-b1)*gi
+				w := b2*w0 + (1-b2)*gi*gi
+				d := math.Sqrt(w/c2) + s.Eps
+				prop[i] = float32((m / c1) / d)
+				metric[i] = float32(1 / d)
+				bound[i] = float32(ab.at(m0, w0))
 			}
-			if pend != nil {
-				p := float64(pend[i])
-				m0, w0 = float64(float32(b1*m0+(1-b1)*p)), float64(float32(b2*w0+(1-b2)*p*p))
-			}
-			m := b1*m0 + (1-b1)*gi
-			w := b2*w0 + (1-b2)*gi*gi
-			d := math.Sqrt(w/c2) + s.Eps
-			prop[i] = float32((m / c1) / d)
-			metric[i] = float32(1 / d)
-			bound[i] = float32(adamBound(b1, b2, c1, c2, m0, w0))
-		}
+		})
 		return true
 	case s.Momentum != 0:
 		for i, g := range v {
@@ -93,10 +99,24 @@ func (s *Settings) propose(prop, metric, bound, v []float32, st OptState, pend [
 // the step). With no memory (m0 = w0 = 0) it is b/√d, 1 at the first step.
 // It is at most AdamStepBound(t): the bound over every gradient history.
 func adamBound(b1, b2, c1, c2, m0, w0 float64) float64 {
+	return newAdamBounds(b1, b2, c1, c2).at(m0, w0)
+}
+
+// adamBounds is adamBound at one step (β1, β2, c1, c2), with the part that
+// does not depend on the moments, b²/d, computed once for every
+// coordinate: the same operations on the same values as adamBound's.
+type adamBounds struct{ b1, b2, c1, c2, r0 float64 }
+
+func newAdamBounds(b1, b2, c1, c2 float64) adamBounds {
 	b, d := (1-b1)/c1, (1-b2)/c2
-	r := b * b / d
+	return adamBounds{b1: b1, b2: b2, c1: c1, c2: c2, r0: b * b / d}
+}
+
+// at is adamBound from the moments m0 and w0.
+func (ab adamBounds) at(m0, w0 float64) float64 {
+	r := ab.r0
 	if m0 != 0 {
-		a, c := b1*m0/c1, b2*w0/c2
+		a, c := ab.b1*m0/ab.c1, ab.b2*w0/ab.c2
 		if c == 0 {
 			return math.Inf(1)
 		}
@@ -186,20 +206,34 @@ func (s *Settings) apply(theta, v, u []float32, st *OptState, lr float64) {
 // optimizer's own) and the rate lr, leaving the optimizer's state st as
 // it is: the loop keeps the state from before its last update until the
 // step after it proves good (run.go's commit), when advance brings it
-// forward. The arithmetic is apply's, element for element.
-func (s *Settings) applyTheta(dst, base, v, u []float32, st OptState, lr float64) {
+// forward. The arithmetic is apply's, element for element. It reports
+// whether every value written is finite (the loop's check of the new
+// parameters, made in the same pass).
+func (s *Settings) applyTheta(dst, base, v, u []float32, st OptState, lr float64) bool {
+	var nonFinite atomic.Bool
+	spans(len(v), func(lo, hi int) {
+		s.applyRange(dst, base, v, u, st, lr, lo, hi)
+		if !finiteRange(dst[lo:hi]) {
+			nonFinite.Store(true)
+		}
+	})
+	return !nonFinite.Load()
+}
+
+// applyRange is applyTheta on the elements [lo, hi).
+func (s *Settings) applyRange(dst, base, v, u []float32, st OptState, lr float64, lo, hi int) {
 	switch {
 	case s.Optimizer == "adam":
 		t := st.T + 1
 		b1, b2 := s.Beta1, s.Beta2
 		c1 := 1 - math.Pow(b1, float64(t))
 		c2 := 1 - math.Pow(b2, float64(t))
-		for i, g := range v {
+		for i := lo; i < hi; i++ {
 			step := 0.0
 			if u != nil {
 				step = float64(u[i])
 			} else {
-				gi := float64(g)
+				gi := float64(v[i])
 				var m0, w0 float64
 				if st.M != nil {
 					m0, w0 = float64(st.M[i]), float64(st.V[i])
@@ -212,7 +246,7 @@ func (s *Settings) applyTheta(dst, base, v, u []float32, st OptState, lr float64
 			dst[i] = float32(float64(base[i]) - lr*step)
 		}
 	case s.Momentum != 0:
-		for i, g := range v {
+		for i := lo; i < hi; i++ {
 			var step float64
 			if u != nil {
 				step = float64(u[i])
@@ -221,16 +255,17 @@ func (s *Settings) applyTheta(dst, base, v, u []float32, st OptState, lr float64
 				if st.M != nil {
 					b = float64(st.M[i])
 				}
-				step = s.Momentum*b + float64(g)
+				step = s.Momentum*b + float64(v[i])
 			}
 			dst[i] = float32(float64(base[i]) - lr*step)
 		}
 	default:
+		w := v
 		if u != nil {
-			v = u
+			w = u
 		}
-		for i, g := range v {
-			dst[i] = float32(float64(base[i]) - lr*float64(g))
+		for i := lo; i < hi; i++ {
+			dst[i] = float32(float64(base[i]) - lr*float64(w[i]))
 		}
 	}
 }
@@ -246,20 +281,26 @@ func (s *Settings) advance(st *OptState, v []float32) {
 		}
 		st.T++
 		b1, b2 := s.Beta1, s.Beta2
-		for i, g := range v {
-			gi := float64(g)
-			m := b1*float64(st.M[i]) + (1-b1)*gi
-			w := b2*float64(st.V[i]) + (1-b2)*gi*gi
-			st.M[i], st.V[i] = float32(m), float32(w)
-		}
+		M, V := st.M, st.V
+		spans(len(v), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				gi := float64(v[i])
+				m := b1*float64(M[i]) + (1-b1)*gi
+				w := b2*float64(V[i]) + (1-b2)*gi*gi
+				M[i], V[i] = float32(m), float32(w)
+			}
+		})
 	case s.Momentum != 0:
 		if st.M == nil {
 			st.M = make([]float32, len(v))
 		}
 		st.T++
-		for i, g := range v {
-			st.M[i] = float32(s.Momentum*float64(st.M[i]) + float64(g))
-		}
+		M := st.M
+		spans(len(v), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				M[i] = float32(s.Momentum*float64(M[i]) + float64(v[i]))
+			}
+		})
 	default:
 		st.T++
 	}

@@ -7,8 +7,10 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/paretonav/paretonav/internal/par"
 	"github.com/paretonav/paretonav/png"
 )
 
@@ -275,8 +277,7 @@ func (l *loop) loop(ctx context.Context) (*Result, error) {
 		lr := l.s.lrAt(l.step, l.total) * l.lrScale
 		l.commit()
 		for k, pt := range l.pts {
-			l.s.applyTheta(pt.theta, pt.base, pt.pendDir, pt.pendingUpd(), pt.opt, lr)
-			if !finite32(pt.theta) {
+			if !l.s.applyTheta(pt.theta, pt.base, pt.pendDir, pt.pendingUpd(), pt.opt, lr) {
 				if err := l.rollback(&bad{model: k, what: "parameters"}); err != nil {
 					return l.fail(err)
 				}
@@ -602,14 +603,14 @@ func (l *loop) commit() {
 		if pt.base == nil {
 			pt.base = make([]float32, l.n)
 		}
-		copy(pt.base, pt.theta)
+		copyVec(pt.base, pt.theta)
 		// The pending update's vectors are the loop's own; lent ones go
 		// back before the next evaluation (giveBack), so they are copied.
 		if pt.pendDir == nil {
 			pt.pendDir = make([]float32, l.n)
 		}
 		if pt.lender != nil {
-			copy(pt.pendDir, pt.dir)
+			copyVec(pt.pendDir, pt.dir)
 		} else {
 			pt.pendDir, pt.dir = pt.dir, pt.pendDir
 		}
@@ -619,7 +620,7 @@ func (l *loop) commit() {
 				if pt.pendUpd == nil {
 					pt.pendUpd = make([]float32, l.n)
 				}
-				copy(pt.pendUpd, pt.prop)
+				copyVec(pt.pendUpd, pt.prop)
 			default:
 				// the update lives in prop's buffer: prop takes the old
 				// one's (nil at first: constrain allocates it)
@@ -687,8 +688,7 @@ func (l *loop) rollback(b *bad) error {
 		lr := l.s.lrAt(l.prevStep, l.total) * l.lrScale
 		ok := true
 		for k, pt := range l.pts {
-			l.s.applyTheta(pt.theta, pt.base, pt.pendDir, pt.pendingUpd(), pt.opt, lr)
-			if ok && !finite32(pt.theta) {
+			if !l.s.applyTheta(pt.theta, pt.base, pt.pendDir, pt.pendingUpd(), pt.opt, lr) && ok {
 				ok = false
 				b = &bad{model: k, what: "parameters"}
 			}
@@ -883,13 +883,21 @@ func firstOrderChange(dst []float64, J png.Jacobian, before, after []float32) []
 		dst = make([]float64, J.M)
 	}
 	dst = dst[:J.M]
-	for i := range dst {
+	row := func(i int) {
 		var s float64
 		for j, g := range J.Row(i) {
 			s += float64(g) * (float64(after[j]) - float64(before[j]))
 		}
 		dst[i] = s
 	}
+	if J.N < 2*minSpan {
+		for i := range dst {
+			row(i)
+		}
+		return dst
+	}
+	// one row per worker: each sum still runs in index order
+	par.For(J.M, row)
 	return dst
 }
 
@@ -921,11 +929,36 @@ func finite64(x []float64) bool {
 	return true
 }
 
+// finite32 reports whether every value of x is finite, checking spans of
+// a long x on the worker pool.
 func finite32(x []float32) bool {
-	for _, v := range x {
-		if v != v || math.IsInf(float64(v), 0) {
-			return false
-		}
+	if len(x) < 2*minSpan {
+		return finiteRange(x)
 	}
-	return true
+	var nonFinite atomic.Bool
+	spans(len(x), func(lo, hi int) {
+		if !finiteRange(x[lo:hi]) {
+			nonFinite.Store(true)
+		}
+	})
+	return !nonFinite.Load()
+}
+
+// finiteRange reports whether every value of x is finite: v·0 is 0 for a
+// finite v and NaN for ±Inf and NaN, and a NaN stays in the sum, so the
+// pass has no branch per value.
+func finiteRange(x []float32) bool {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i] * 0
+		s1 += x[i+1] * 0
+		s2 += x[i+2] * 0
+		s3 += x[i+3] * 0
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i] * 0
+	}
+	s := s0 + s1 + s2 + s3
+	return s == s
 }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/paretonav/paretonav/backend"
 	"github.com/paretonav/paretonav/finetune"
 	"github.com/paretonav/paretonav/png"
 )
@@ -30,7 +34,26 @@ type BenchStepConfig struct {
 	// every allocation, so that the profiles of runs of 1 and N+1 steps
 	// differ, with pprof -base, by exactly N steps' allocations).
 	MemProfile io.Writer
+	// Tune, when set, also runs a real tune in the same process after the
+	// timed steps (TuneConfig.Prepare and Tune.Run, PNG with Adam at
+	// TuneLR, its output in a temporary folder removed afterwards) of
+	// Steps+1 steps on the same model, data and batch, and reports the
+	// times between the loop's step records after the first (the whole
+	// loop: evaluation, direction, optimizer, logging, checkpoints) beside
+	// the bench steps'.
+	Tune bool
+	// TuneLR is the tune's learning rate (0: TuneLR).
+	TuneLR float64
+	// TuneCPUProfile, when set, receives a pprof CPU profile of the tune's
+	// timed steps.
+	TuneCPUProfile io.Writer
 }
+
+// PeakGEMMSize is the side of the square matrices of bench step's GEMM
+// microbenchmark (BenchStepOutcome.PeakGFLOPS): large enough for the
+// kernels' blocking to reach its steady rate (2·1536³ = 7.2 GFLOP a
+// product).
+const PeakGEMMSize = 1536
 
 // BenchStepOutcome is what `bench step` reports. Times are in seconds.
 type BenchStepOutcome struct {
@@ -69,6 +92,33 @@ type BenchStepOutcome struct {
 	AllocsPerStep     float64 `json:"allocs_per_step"`
 	AllocBytesPerStep float64 `json:"alloc_bytes_per_step"`
 	Memory            string  `json:"expected_memory"`
+	// FLOPs is the step's floating-point work counted from its graph
+	// (backend.StepFLOPs); GFLOPSDirect and GFLOPSExecuted are its direct
+	// and executed counts over MedianS, in 10⁹ per second.
+	FLOPs          backend.StepFLOPs `json:"flops"`
+	GFLOPSDirect   float64           `json:"gflops_direct"`
+	GFLOPSExecuted float64           `json:"gflops_executed"`
+	// PeakGFLOPS is the float32 GEMM rate measured in the same run before
+	// the model is loaded (backend.PeakGEMM, PeakGEMMSize square, on
+	// GOMAXPROCS threads), and PeakShare GFLOPSExecuted over it: how
+	// close the step comes to what this machine's cores do at best.
+	PeakGFLOPS float64 `json:"peak_gemm_gflops"`
+	PeakShare  float64 `json:"peak_share"`
+	// Tune is the in-process tune's timing (BenchStepConfig.Tune).
+	Tune *TuneStepTiming `json:"tune,omitempty"`
+}
+
+// TuneStepTiming is what a real tune's steps cost beside the bench steps
+// of the same model in the same process: the seconds between the loop's
+// consecutive step records (the first step, which allocates the loop's
+// buffers, is not timed), their median, and Ratio, that median over
+// BenchStepOutcome.MedianS.
+type TuneStepTiming struct {
+	StepS             []float64 `json:"step_s"`
+	MedianS           float64   `json:"median_s"`
+	Ratio             float64   `json:"ratio"`
+	AllocsPerStep     float64   `json:"allocs_per_step"`
+	AllocBytesPerStep float64   `json:"alloc_bytes_per_step"`
 }
 
 // LoadPhases splits BenchStepOutcome.LoadBuildS: reading, checking and
@@ -101,6 +151,8 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	if len(c.Data) == 0 {
 		return nil, missingData("data", "the data")
 	}
+	// before the model: the product's matrices add nothing to the peak
+	peak := backend.PeakGEMM(PeakGEMMSize, 3) / 1e9
 	start, disk := time.Now(), diskReadBytes()
 	setup, err := c.ModelConfig.setup()
 	if err != nil {
@@ -187,6 +239,24 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	}
 	total := tuneT.Seconds()
 	out.ForwardShare, out.BackwardShare, out.DirectionShare = fwd.Seconds()/total, bwd.Seconds()/total, dirT.Seconds()/total
+	if out.FLOPs, err = md.StepFLOPs(train.Slice(0, out.Batch)); err != nil {
+		return nil, err
+	}
+	out.GFLOPSDirect = float64(out.FLOPs.Direct) / out.MedianS / 1e9
+	out.GFLOPSExecuted = float64(out.FLOPs.Executed) / out.MedianS / 1e9
+	out.PeakGFLOPS = peak
+	out.PeakShare = out.GFLOPSExecuted / peak
+	if c.Tune {
+		// The bench's step buffers are idle from here on: the tune's
+		// model takes their place.
+		md.ReleaseBuffers()
+		mem.forget() // the tune's plan sets the runtime's limits as a tune's own
+		runtime.GC()
+		if out.Tune, err = c.tune(); err != nil {
+			return nil, fmt.Errorf("the tune: %w", err)
+		}
+		out.Tune.Ratio = out.Tune.MedianS / out.MedianS
+	}
 	out.PeakRSS = PeakRSS()
 	return out, nil
 }
@@ -206,3 +276,95 @@ type stepRecorder func(*finetune.Step)
 func (stepRecorder) Init(*finetune.Config) error      { return nil }
 func (f stepRecorder) Record(st *finetune.Step) error { f(st); return nil }
 func (stepRecorder) Done(*finetune.Result) error      { return nil }
+
+// tune runs c's tune (BenchStepConfig.Tune) and times its steps.
+func (c *BenchStepConfig) tune() (*TuneStepTiming, error) {
+	dir, err := os.MkdirTemp("", "paretonav-bench-tune-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	setup, err := c.ModelConfig.setup()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(setup.tasks))
+	for i, t := range setup.tasks {
+		names[i] = t.Name
+	}
+	tc := &TuneConfig{Model: c.Model, Data: c.Data, ModelConfig: c.ModelConfig, Criterion: strings.Join(names, " + "),
+		Method:    MethodConfig{Name: "png", Alpha: png.DefaultAlpha, Gamma: png.DefaultGamma},
+		Optimizer: TuneOptimizer, LR: c.TuneLR, Steps: c.Steps + 1, Batch: c.Batch, Out: filepath.Join(dir, "tuned.onnx")}
+	tj, err := tc.Prepare(nil)
+	if err != nil {
+		return nil, err
+	}
+	tj.Progress = io.Discard // the progress lines tune prints, formatted
+	rec := &stepTimer{prof: c.TuneCPUProfile, last: c.Steps + 1}
+	tj.Extra = append(tj.Extra, rec)
+	defer rec.stop()
+	if _, err := tj.Run(context.Background()); err != nil {
+		return nil, err
+	}
+	if rec.err != nil {
+		return nil, rec.err
+	}
+	if len(rec.steps) == 0 {
+		return nil, fmt.Errorf("the tune recorded %d steps, want %d", rec.n, c.Steps+1)
+	}
+	t := &TuneStepTiming{StepS: rec.steps, MedianS: median(rec.steps)}
+	k := float64(len(rec.steps))
+	t.AllocsPerStep = float64(rec.ms1.Mallocs-rec.ms0.Mallocs) / k
+	t.AllocBytesPerStep = float64(rec.ms1.TotalAlloc-rec.ms0.TotalAlloc) / k
+	return t, nil
+}
+
+// stepTimer is a finetune.Recorder that times the steps after the first
+// up to step last (between consecutive Record calls), profiling them when
+// prof is set.
+type stepTimer struct {
+	prof      io.Writer
+	profiling bool
+	n, last   int // steps recorded, the last step to time
+	at        time.Time
+	steps     []float64
+	ms0, ms1  runtime.MemStats
+	err       error
+}
+
+func (t *stepTimer) Init(*finetune.Config) error { return nil }
+
+func (t *stepTimer) Record(*finetune.Step) error {
+	now := time.Now()
+	t.n++
+	if t.n == 1 {
+		if t.prof != nil {
+			if err := pprof.StartCPUProfile(t.prof); err != nil {
+				t.err = fmt.Errorf("the CPU profile: %w", err)
+			} else {
+				t.profiling = true
+			}
+		}
+		runtime.ReadMemStats(&t.ms0)
+	} else {
+		t.steps = append(t.steps, now.Sub(t.at).Seconds())
+		runtime.ReadMemStats(&t.ms1)
+		if t.n == t.last {
+			t.stop() // not the final evaluation after it
+		}
+	}
+	t.at = time.Now()
+	return nil
+}
+
+func (t *stepTimer) Done(*finetune.Result) error {
+	t.stop()
+	return nil
+}
+
+func (t *stepTimer) stop() {
+	if t.profiling {
+		pprof.StopCPUProfile()
+		t.profiling = false
+	}
+}

@@ -51,6 +51,17 @@ type MemoryPlan struct {
 	// gcPercent is the heap growth between collections the job runs
 	// with (gcPercent or runGCPercent; 0: gcPercent).
 	gcPercent int
+	// planned is what the plan added to plannedBytes (forget).
+	planned int64
+}
+
+// forget takes the plan's bytes back from those of the jobs planned in
+// this process, for a job whose step is over before another is planned
+// in it (bench step --tune): the next plan then sets the runtime's limits
+// as for a process of its own.
+func (p *MemoryPlan) forget() {
+	plannedBytes.Add(-p.planned)
+	p.planned = 0
 }
 
 // Total is the expected peak in bytes.
@@ -404,7 +415,8 @@ func PlanMemoryLent(md *backend.Model, ds *finetune.Dataset, batch, models int, 
 	// 7.3–7.4 GB of peak RSS against 6.3–6.4 GB with the steps' limit
 	// (bench step, bench/side_by_side.py). The limit is soft: the report
 	// pass may exceed it at the price of more frequent collections.
-	planned := plannedBytes.Add(p.live() - int64(p.Models)*p.reportBytes())
+	p.planned = p.live() - int64(p.Models)*p.reportBytes()
+	planned := plannedBytes.Add(p.planned)
 	p.GCLimit = p.gcLimit(planned + p.Process)
 	debug.SetMemoryLimit(p.GCLimit)
 	// The percent is the process's: with other jobs planned in it (batch's

@@ -190,3 +190,38 @@ func TestDiskReadBytes(t *testing.T) {
 		t.Fatalf("diskReadBytes %d then %d: want a count that never decreases", a, b)
 	}
 }
+
+// TestPlanForget checks that a plan forgotten (bench step --tune, before
+// its tune is planned) takes its bytes back from the process's planned
+// total, which the next plan's memory limit counts.
+func TestPlanForget(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "lenet2.onnx")
+	if err := models.WriteModel(model, models.LeNet2(1)); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := ParseTasks([]string{"left:nll:logp_left:left", "right:nll:logp_right:right"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, md, err := OpenModel(nil, model, tasks, backend.Options{BatchNorm: "frozen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 64
+	lab := importer.NewInt64("left", []int{n}, make([]int64, n))
+	ds := &finetune.Dataset{Arrays: map[string]*importer.Tensor{
+		"x": importer.NewFloat32("x", []int{n, 1, 36, 36}, make([]float32, n*36*36)), "left": lab, "right": lab}}
+	before := plannedBytes.Load()
+	p, err := PlanMemory(md, ds, 32, 1, 0, "1TB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plannedBytes.Load() - before; got <= 0 {
+		t.Fatalf("a plan added %d bytes to the planned total, want its live bytes", got)
+	}
+	p.forget()
+	if got := plannedBytes.Load(); got != before {
+		t.Errorf("planned total after forget %d, want %d as before the plan", got, before)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/paretonav/paretonav/internal/par"
 )
 
 // Constrainer is a Method that can also hold its guarantee on the update a
@@ -39,14 +41,45 @@ func (p PNG) ImproperUpdate(J Jacobian, u []float32) bool {
 		panic(fmt.Sprintf("png: ImproperUpdate: len(u) = %d, want n = %d", len(u), J.N))
 	}
 	q := make([]float64, J.M)
-	for i := range q {
+	row := func(i int) {
 		var t float64
 		for c, x := range J.Data[i*J.N : (i+1)*J.N] {
 			t += float64(x) * float64(u[c])
 		}
 		q[i] = t
 	}
+	if numWorkers(s.Workers, J.N) > 1 {
+		par.For(J.M, row) // a row per worker: each sum still in column order
+	} else {
+		for i := range q {
+			row(i)
+		}
+	}
 	return !TradeOK(q, s.MaxTradeoff)
+}
+
+// firstBad returns the first index of x whose value bad reports, or −1,
+// checking column ranges of a long x on workers (Settings.Workers).
+func firstBad(x []float32, bad func(float32) bool, workers int) int {
+	w := numWorkers(workers, len(x))
+	first := make([]int, w)
+	for k := range first {
+		first[k] = -1
+	}
+	splitCols(len(x), w, 1, func(k, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if bad(x[i]) {
+				first[k] = i
+				return
+			}
+		}
+	})
+	for _, i := range first {
+		if i >= 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // MetricInfo records what Constrain found.
@@ -148,15 +181,11 @@ func (p PNG) constrain(dst []float32, J Jacobian, prop, metric, bound []float32,
 	if !(scale >= 0) || math.IsInf(scale, 0) {
 		return MetricInfo{}, fmt.Errorf("png: Constrain: scale = %v, want a finite value ≥ 0: %w", scale, ErrNonFinite)
 	}
-	for k, w := range metric {
-		if !(w > 0) || math.IsInf(float64(w), 0) {
-			return MetricInfo{}, fmt.Errorf("png: Constrain: metric[%d] = %v, want a finite value > 0: %w", k, w, ErrNonFinite)
-		}
+	if k := firstBad(metric, func(w float32) bool { return !(w > 0) || math.IsInf(float64(w), 0) }, p.Settings.Workers); k >= 0 {
+		return MetricInfo{}, fmt.Errorf("png: Constrain: metric[%d] = %v, want a finite value > 0: %w", k, metric[k], ErrNonFinite)
 	}
-	for k, r := range bound {
-		if !(r > 0) {
-			return MetricInfo{}, fmt.Errorf("png: Constrain: bound[%d] = %v, want a value > 0 (+Inf: none): %w", k, r, ErrNonFinite)
-		}
+	if k := firstBad(bound, func(r float32) bool { return !(r > 0) }, p.Settings.Workers); k >= 0 {
+		return MetricInfo{}, fmt.Errorf("png: Constrain: bound[%d] = %v, want a value > 0 (+Inf: none): %w", k, bound[k], ErrNonFinite)
 	}
 	if cnt == nil {
 		cnt = &boxCounter{}

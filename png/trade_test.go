@@ -3,6 +3,8 @@ package png
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -135,3 +137,62 @@ func TestImproperUpdate(t *testing.T) {
 		}
 	}
 }
+
+// TestConstrainNamesFirstBadValue checks, on vectors long enough to be
+// checked in column ranges on several workers, that Constrain's error
+// names the first bad metric or bound value, wherever the ranges fall, and
+// that ImproperUpdate there gives what one worker gives.
+func TestConstrainNamesFirstBadValue(t *testing.T) {
+	const n = 6 * minColsPerWorker
+	rng := rand.New(rand.NewPCG(5, 5))
+	J := NewJacobian(2, n)
+	for i := range J.Data {
+		J.Data[i] = float32(rng.NormFloat64())
+	}
+	prop := make([]float32, n)
+	for i := range prop {
+		prop[i] = float32(rng.NormFloat64())
+	}
+	ones := func() []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = 1
+		}
+		return v
+	}
+	late, early := 5*minColsPerWorker+3, 10
+	for _, tc := range []struct {
+		name   string
+		bad    []int
+		bound  bool
+		val    float32
+		naming string
+	}{
+		{"metric, one late", []int{late}, false, float32(math.NaN()), "metric[" + itoa(late) + "]"},
+		{"metric, early and late", []int{late, early}, false, 0, "metric[" + itoa(early) + "]"},
+		{"bound, early and late", []int{late, early}, true, -1, "bound[" + itoa(early) + "]"},
+	} {
+		metric, bound := ones(), ones()
+		v := metric
+		if tc.bound {
+			v = bound
+		}
+		for _, i := range tc.bad {
+			v[i] = tc.val
+		}
+		p := PNG{Settings{Workers: 4}}
+		_, err := p.Constrain(make([]float32, n), J, prop, metric, bound, 1)
+		if err == nil || !strings.Contains(err.Error(), tc.naming+" =") {
+			t.Errorf("%s: error %v, want one naming %s", tc.name, err, tc.naming)
+		}
+	}
+	for _, M := range []float64{0.5, 2, 10, 1e3} {
+		many := PNG{Settings{MaxTradeoff: M, Workers: 4}}.ImproperUpdate(J, prop)
+		one := PNG{Settings{MaxTradeoff: M, Workers: 1}}.ImproperUpdate(J, prop)
+		if many != one {
+			t.Errorf("ImproperUpdate with M = %g: %v on 4 workers, %v on one", M, many, one)
+		}
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

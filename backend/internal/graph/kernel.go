@@ -85,6 +85,26 @@ type KernelOp struct {
 	// (a product whose operand is broadcast sums into its gradient).
 	FwdFills  bool
 	GradFills []bool
+	// FLOPs, when set, returns the floating-point operations of the
+	// forward pass (k = −1) or of the gradient of input k (OpFLOPs).
+	FLOPs func(k int) int64
+}
+
+// OpFLOPs returns the floating-point operations one run of op does, when
+// it is a KernelOp or KernelGradOp whose kernel counts them
+// (KernelOp.FLOPs); ok is false otherwise.
+func OpFLOPs(op G.Op) (flops int64, ok bool) {
+	switch o := op.(type) {
+	case *KernelOp:
+		if o.FLOPs != nil {
+			return o.FLOPs(-1), true
+		}
+	case *KernelGradOp:
+		if o.Of.FLOPs != nil {
+			return o.Of.FLOPs(o.k), true
+		}
+	}
+	return 0, false
 }
 
 // Kernel adds a KernelOp node computing out from ins. diff says which

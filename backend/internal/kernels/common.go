@@ -95,6 +95,11 @@ type fnOp struct {
 	// the input it is the gradient of.
 	parent *fnOp
 	input  int
+	// flops, when set, returns the floating-point operations of the
+	// forward pass (input −1) or of the gradient of an input, as a direct
+	// computation and as executed (OpFLOPs).
+	flops func(input int) (direct, executed int64)
+	wino  bool // a convolution that runs as Winograd F(2×2, 3×3)
 }
 
 var _ gorgonia.Op = (*fnOp)(nil)

@@ -171,6 +171,8 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 			}},
 		},
 	}
+	op.flops = convFLOPs(&g, tr)
+	op.wino = tr == nil && winogradOK(&g) || tr != nil && winogradOK(&tr.g) // the geometry convFLOPs runs
 	fwd, gradX, gradW := op.into, op.grads[0].into, op.grads[1].into
 	op.fwd = func(in []tensor.Tensor) (tensor.Tensor, error) { return fwd(nil, in) }
 	op.grads[0].fn = func(in []tensor.Tensor) (tensor.Tensor, error) { return gradX(nil, in) }

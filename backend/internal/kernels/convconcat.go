@@ -126,6 +126,19 @@ func ConvConcat(xs []*gorgonia.Node, w, b *gorgonia.Node, p ConvParams) (*gorgon
 	}
 	fwd := op.into
 	op.fwd = func(in []tensor.Tensor) (tensor.Tensor, error) { return fwd(nil, in) }
+	// a pointwise convolution: part i's gradient is the product over its
+	// C_i channels, the weights' over all C
+	op.flops = func(input int) (int64, int64) {
+		f := convPassFLOPs(&g)
+		switch {
+		case input < 0 || input == k:
+		case input < k:
+			f = f / int64(g.c) * int64(cs[input])
+		default:
+			f = 0
+		}
+		return f, f
+	}
 	for i := range op.grads {
 		into := op.grads[i].into
 		op.grads[i].fn = func(in []tensor.Tensor) (tensor.Tensor, error) { return into(nil, in) }

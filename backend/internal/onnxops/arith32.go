@@ -3,6 +3,7 @@ package onnxops
 import (
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
+	"github.com/paretonav/paretonav/backend/internal/vmath"
 )
 
 // Float32 kernels of Add, Sub, Mul and Div without broadcasting, split
@@ -200,6 +201,38 @@ func arithHalf32(op string, dst, a, c []float32, ia, ib *shape.Bcast) bool {
 		parallel.Elems(len(dst), f)
 		return true
 	}
+	if b.Inner == 1 {
+		// A bias or scale over the last axis: part's run of Mid values
+		// against each row of full, no walk per element.
+		mid := b.Mid
+		parallel.Elems(len(dst), func(lo, hi int) {
+			for i := lo; i < hi; {
+				k := i % mid
+				n := min(hi-i, mid-k)
+				d, x, p := dst[i:i+n], full[i:i+n], part[k:k+n]
+				switch op {
+				case "Add":
+					for j, v := range x {
+						d[j] = v + p[j]
+					}
+				case "Mul":
+					for j, v := range x {
+						d[j] = v * p[j]
+					}
+				case "Sub":
+					for j, v := range x {
+						d[j] = v - p[j]
+					}
+				case "Div":
+					for j, v := range x {
+						d[j] = v / p[j]
+					}
+				}
+				i += n
+			}
+		})
+		return true
+	}
 	var f func(lo, hi int)
 	switch op {
 	case "Add":
@@ -311,11 +344,7 @@ func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *shape.Bcast
 			}
 		})
 	case op == "Add" || op == "Sub" && k == 0:
-		parallel.Elems(len(dst), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				dst[i] = 0 + g[i]
-			}
-		})
+		parallel.Elems(len(dst), func(lo, hi int) { vmath.PlusZero32(dst[lo:hi], g[lo:hi]) })
 	case op == "Sub":
 		parallel.Elems(len(dst), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
@@ -433,6 +462,28 @@ func reducePattern32(op string, k int, dst []float32, acc []float64, o, g []floa
 	outer := len(g) / (mid * inner)
 	neg := op == "Sub" && k == 1
 	mul := op == "Mul"
+	if inner == 1 && !mul {
+		// A bias over the last axis (a Linear's, [outer, mid] rows): one
+		// add per term, row by row, no branch per term, acc[e]'s terms
+		// still in ascending output order.
+		parallel.Items(mid, outer, func(lo, hi int) {
+			a := acc[lo:hi]
+			for ob := 0; ob < outer; ob++ {
+				gr := g[ob*mid+lo : ob*mid+hi]
+				if neg {
+					for e, v := range gr {
+						a[e] -= float64(v)
+					}
+					continue
+				}
+				vmath.AddTo64(a, gr)
+			}
+			for e := lo; e < hi; e++ {
+				dst[e] = float32(acc[e])
+			}
+		})
+		return
+	}
 	parallel.Items(mid, outer*inner, func(lo, hi int) {
 		for ob := 0; ob < outer; ob++ {
 			for e := lo; e < hi; e++ {

@@ -168,6 +168,15 @@ func lowerConvTranspose(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value
 	if err != nil {
 		return nil, err
 	}
+	// every input element times every tap of its group's filters, the
+	// taps that land outside the output counted too, in every pass; the
+	// bias's gradient is a sum
+	y.Op().(*graph.KernelOp).FLOPs = func(k int) int64 {
+		if k > 1 {
+			return 0
+		}
+		return 2 * int64(p.n) * int64(p.c) * int64(p.mPerG) * int64(p.kh) * int64(p.kw) * int64(p.h) * int64(p.w)
+	}
 	return []*graph.Value{graph.NodeValue(y)}, nil
 }
 

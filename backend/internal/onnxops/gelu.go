@@ -21,7 +21,8 @@ import (
 // Φ(x) + x·φ(x), reads x and y (which the next MatMul or Conv keeps for
 // its own gradient), Φ(x) = y/x and φ(x) recomputed in blocks that stay
 // in cache. No call of math.Erf per element: the float32 forward kernel
-// takes Φ from phiBlock.
+// is vmath.Gelu32 (Φ by vmath.Phi64's polynomial and exponential, the
+// whole vectors in an AVX-512 kernel with the scalar loop's bits).
 //
 // The five ops fuse (rewrite.Gelu finds them) only where each of the four
 // intermediate values has no reader other than the next op of the pattern
@@ -38,9 +39,6 @@ func init() {
 	graph.Register("Gelu", 20, lowerGelu)
 	graph.RegisterFused(rewrite.Gelu, lowerFusedGelu)
 }
-
-// geluBlock is the values whose Φ one pass of the kernels holds at a time.
-const geluBlock = 256
 
 // invSqrt2Pi is 1/√(2π).
 var invSqrt2Pi = 1 / math.Sqrt(2*math.Pi)
@@ -69,60 +67,23 @@ func geluDeriv64(x, _ float64) float64 {
 	return 0.5*math.Erfc(-x/math.Sqrt2) + x*math.Exp(-0.5*x*x)*invSqrt2Pi
 }
 
+// geluFwd32 is vmath.Gelu32 split among goroutines.
 func geluFwd32(dst []float32, in [][]float32) {
 	x := in[0][:len(dst)]
-	parallel.Elems(len(dst), func(lo, hi int) {
-		var xb, phi [geluBlock]float64
-		for b0 := lo; b0 < hi; b0 += geluBlock {
-			b1 := min(hi, b0+geluBlock)
-			xs, p := xb[:b1-b0], phi[:b1-b0]
-			for i, v := range x[b0:b1] {
-				xs[i] = float64(v)
-			}
-			phiBlock(p, xs)
-			d := dst[b0:b1]
-			for i, v := range xs {
-				d[i] = float32(v * p[i])
-			}
-		}
-	})
+	parallel.Elems(len(dst), func(lo, hi int) { vmath.Gelu32(dst[lo:hi], x[lo:hi]) })
 }
 
-// geluBwd32 is g·(Φ(x) + x·φ(x)) with Φ(x) = y/x from the forward pass's
-// output (the next op, a MatMul or a Conv, keeps y for its own gradient)
-// and φ(x) = exp(−x²/2)/√(2π) in vector blocks: no erf in the backward
+// geluBwd32 is vmath.GeluGrad32 split among goroutines: g·(Φ(x) +
+// x·φ(x)) with Φ(x) = y/x from the forward pass's output (the next op, a
+// MatMul or a Conv, keeps y for its own gradient) and φ(x) =
+// exp(−x²/2)/√(2π) in vector blocks: no erf in the backward
 // passes, which run once per task. y/x holds Φ to float32's precision
 // (y's one rounding); at x = ±0, ±Inf it is ½, 1 or 0 (the limits), and
 // where y underflows (x < −13) Φ's error is below 1e-45, far under
 // x·φ(x).
 func geluBwd32(_ int, dst []float32, in [][]float32, out, g []float32) bool {
 	x, y, g := in[0][:len(dst)], out[:len(dst)], g[:len(dst)]
-	parallel.Elems(len(dst), func(lo, hi int) {
-		var ex [geluBlock]float64
-		for b0 := lo; b0 < hi; b0 += geluBlock {
-			b1 := min(hi, b0+geluBlock)
-			e, xs := ex[:b1-b0], x[b0:b1]
-			for i, v := range xs {
-				f := float64(v)
-				e[i] = -0.5 * (f * f)
-			}
-			vmath.Exp64(e, e)
-			d, gs, ys := dst[b0:b1], g[b0:b1], y[b0:b1]
-			for i, v := range xs {
-				f := float64(v)
-				var p float64
-				switch {
-				case f == 0:
-					p = 0.5
-				case math.IsInf(f, 0):
-					p = max(0, math.Copysign(1, f))
-				default:
-					p = float64(ys[i]) / f
-				}
-				d[i] = float32(float64(gs[i]) * (p + f*e[i]*invSqrt2Pi))
-			}
-		}
-	})
+	parallel.Elems(len(dst), func(lo, hi int) { vmath.GeluGrad32(dst[lo:hi], x[lo:hi], y[lo:hi], g[lo:hi]) })
 	return true
 }
 
@@ -152,65 +113,10 @@ func lowerFusedGelu(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([
 	return lowerGeluOp(b, n, x)
 }
 
-// The normal distribution function Φ(x) = ½(1 + erf(x/√2)) of a block of
-// values, for the float32 GELU kernels, without a call of
-// math.Erf per element and without a branch per element.
-//
-// With z = |x|/√2 and t = 1/(1 + z/2), erfc(z) = t·exp(−z² + P(t)), the
-// form of Numerical Recipes' erfcc, with P a polynomial of degree 12 in
-// u = (30t − 17)/13 fitted to erfc over z in [0, 13] (testdata/fit_phi.py):
-// its error is the relative error of erfc, about 3e-10. Then Φ(x) is
-// ½erfc(z) for x < 0 and 1 − ½erfc(z) otherwise, chosen by the sign bit,
-// so Φ keeps its relative accuracy in the lower tail, where 1 + erf
-// cancels. Beyond z = 13 (|x| > 18.4) u is held at −1: Φ is then 1 or
-// below 1e-74, which float32 GELU rounds to 0 either way. Every element
-// takes the same path: one division, the polynomial and an exponential of
-// the whole block in vmath.Exp64's vector kernel (TestPhiBlockAccuracy).
-
-const (
-	phiC0  = -0.581380562493238
-	phiC1  = 0.5916626699974751
-	phiC2  = 0.020841413111728598
-	phiC3  = -0.03289625404719126
-	phiC4  = -0.002096077723169684
-	phiC5  = 0.0045776534424116985
-	phiC6  = -0.00015836434709981604
-	phiC7  = -0.0007761700976594124
-	phiC8  = 0.00016337089830920922
-	phiC9  = 0.0001170534318865648
-	phiC10 = -5.1757445625799925e-05
-	phiC11 = -1.0808032395151519e-05
-	phiC12 = 7.833410954891054e-06
-)
-
-// phiBlock sets phi[i] = Φ(x[i]) for i < len(phi); x holds at least
-// len(phi) elements and does not overlap phi.
-func phiBlock(phi, x []float64) {
-	x = x[:len(phi)]
-	var tb [geluBlock]float64
-	for b0 := 0; b0 < len(phi); b0 += geluBlock {
-		b1 := min(len(phi), b0+geluBlock)
-		p, xs, ts := phi[b0:b1], x[b0:b1], tb[:b1-b0]
-		for i, v := range xs {
-			t := 1 / (1 + math.Abs(v)*(0.5/math.Sqrt2))
-			u := max(t*(30.0/13)-17.0/13, -1)
-			// Estrin's scheme: four levels of products instead of Horner's
-			// twelve dependent steps, so consecutive elements overlap.
-			u2 := u * u
-			u4 := u2 * u2
-			q := ((phiC0 + phiC1*u) + (phiC2+phiC3*u)*u2) + ((phiC4+phiC5*u)+(phiC6+phiC7*u)*u2)*u4 +
-				(((phiC8+phiC9*u)+(phiC10+phiC11*u)*u2)+phiC12*u4)*(u4*u4)
-			ts[i] = t
-			p[i] = q - 0.5*(v*v)
-		}
-		vmath.Exp64(p, p)
-		for i, v := range xs {
-			c := 0.5 * ts[i] * p[i] // ½erfc(|x|/√2)
-			neg := float64(math.Float64bits(v) >> 63)
-			p[i] = (1 - neg) + (2*neg-1)*c // c for x < 0, 1 − c otherwise
-		}
-	}
-}
+// phiBlock sets phi[i] = Φ(x[i]) for i < len(phi) (vmath.Phi64, where
+// its method is described); x holds at least len(phi) elements and does
+// not overlap phi.
+func phiBlock(phi, x []float64) { vmath.Phi64(phi, x) }
 
 // geluC is √(2/π).
 var geluC = math.Sqrt(2 / math.Pi)

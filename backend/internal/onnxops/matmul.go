@@ -115,6 +115,13 @@ func lowerGemm(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*gra
 	// from beta·C.
 	op.FwdFills = C != nil && beta != 0
 	op.GradFills = []bool{true, true, true}
+	// A's and B's gradients are products of the forward pass's size; C's a sum
+	op.FLOPs = func(k int) int64 {
+		if k > 1 {
+			return 0
+		}
+		return 2 * int64(M) * int64(N) * int64(K)
+	}
 	return []*graph.Value{graph.NodeValue(r)}, nil
 }
 
@@ -181,6 +188,8 @@ func lowerMatMul(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*g
 	// gradient of a broadcast operand sums into zeros.
 	op.FwdFills = true
 	op.GradFills = []bool{mm.ia == nil, mm.ib == nil}
+	// nb products of M×K by K×N, in every pass
+	op.FLOPs = func(int) int64 { return 2 * int64(mm.nb) * int64(mm.m) * int64(mm.n) * int64(mm.k) }
 	return []*graph.Value{graph.NodeValue(r)}, nil
 }
 

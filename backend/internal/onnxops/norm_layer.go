@@ -2,8 +2,12 @@ package onnxops
 
 import (
 	"math"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/paretonav/paretonav/backend/internal/graph"
+	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
@@ -16,7 +20,75 @@ import (
 // float32 graph rounds them once to float32). Differentiable in X, Scale
 // and B, and Mean and InvStdDev in X.
 
-func init() { graph.Register("LayerNormalization", 17, lowerLayerNorm) }
+//
+// The nine ops exporters write for LayerNorm before opset 17,
+// ReduceMean → Sub → Pow(·, 2) → ReduceMean → Add(·, ε) → Sqrt → Div →
+// Mul(·, Scale) → Add(·, B) (rewrite.LayerNorm finds them), run as
+// LayerNormalization over the same trailing axes (lowerFusedLayerNorm):
+// one pass for the statistics and one for the output instead of nine ops
+// with five stored intermediates and their broadcast gradients, and the
+// statistics in float64 (the float32 ops round each step, so the two
+// differ by float32 round-off: TestLayerNormPatternFused, TestFuseLayerNorm).
+
+func init() {
+	graph.Register("LayerNormalization", 17, lowerLayerNorm)
+	graph.RegisterFused(rewrite.LayerNorm, lowerFusedLayerNorm)
+}
+
+// lowerFusedLayerNorm lowers a fused LayerNorm (rewrite.LayerNorm) as
+// LayerNormalization of its x, Scale and B with its ε, or as the Add it
+// replaced where the pattern is not one: x not a float value computed at
+// run time, the exponent not a constant 2, ε not a constant single value,
+// the ReduceMeans' axes not X's trailing axes, or Scale or B broadcasting
+// X to a larger shape.
+func lowerFusedLayerNorm(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*graph.Value, error) {
+	k := len(rewrite.Fallback(n).Input)
+	x, sc, bias, eps, two := in[k], in[k+1], in[k+2], in[k+3], in[k+4]
+	if x == nil || x.IsConst() || x.N == nil || graph.IsIntNode(x) || sc == nil || bias == nil {
+		return b.LowerFallback(n, in)
+	}
+	single := func(v *graph.Value) (float64, bool) {
+		if v == nil || !v.IsConst() || !v.C.IsFloat() || shape.Numel(v.C.Shape) != 1 || len(v.C.Shape) > len(x.Shape) {
+			return 0, false
+		}
+		return v.C.Float64s()[0], true
+	}
+	e, ok1 := single(eps)
+	p, ok2 := single(two)
+	if !ok1 || !ok2 || p != 2 || float64(float32(e)) != e { // the attribute is a float32
+		return b.LowerFallback(n, in)
+	}
+	r := len(x.Shape)
+	axes := rewrite.AttrInts(n, rewrite.AttrLayerNormAxes)
+	norm := make([]int, len(axes))
+	for i, a := range axes {
+		if a < -int64(r) || a >= int64(r) {
+			return b.LowerFallback(n, in)
+		}
+		if a < 0 {
+			a += int64(r)
+		}
+		norm[i] = int(a)
+	}
+	slices.Sort(norm)
+	for i, a := range norm {
+		if a != r-len(norm)+i {
+			return b.LowerFallback(n, in)
+		}
+	}
+	for _, v := range []*graph.Value{sc, bias} {
+		if bs, err := shape.Broadcast(x.Shape, v.Shape); err != nil || !shape.Equal(bs, x.Shape) {
+			return b.LowerFallback(n, in)
+		}
+	}
+	name, op := n.GetName(), "LayerNormalization"
+	ln := &onnxpb.NodeProto{Name: &name, OpType: &op, Input: rewrite.Extra(n)[:3], Output: n.Output[:1],
+		Attribute: []*onnxpb.AttributeProto{
+			{Name: proto.String("axis"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(int64(r - len(norm)))},
+			{Name: proto.String("epsilon"), Type: onnxpb.AttributeProto_FLOAT.Enum(), F: proto.Float32(float32(e))},
+		}}
+	return lowerLayerNorm(b, ln, []*graph.Value{x, sc, bias})
+}
 
 // stashTypes are the stash_type values ONNX allows (float, float16,
 // double, bfloat16).

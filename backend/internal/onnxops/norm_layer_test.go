@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/paretonav/paretonav/backend/internal/onnxtest"
+	"github.com/paretonav/paretonav/backend/internal/rewrite"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/importer/onnxpb"
@@ -112,6 +113,39 @@ func TestLayerNormGrad(t *testing.T) {
 			for _, k := range []int{1, 2} {
 				m.Proto.Graph.Output = []*onnxpb.ValueInfoProto{outs[k]}
 				gradCheck(t, m, onnxtest.Feeds(ins), "x", 1e-5)
+			}
+		})
+	}
+}
+
+// TestLayerNormPatternFused checks that the nine ops PyTorch writes for
+// LayerNorm before opset 17 run as LayerNormalization (its operands
+// either way round, over one or two trailing axes), its outputs those of
+// the nine ops to float64 round-off and its gradients in x, the scale and
+// the shift passing the finite-difference check; and that a fourth power
+// in place of the square, or a deviation read outside the pattern, leaves
+// the ops as they are.
+func TestLayerNormPatternFused(t *testing.T) {
+	for _, c := range []struct {
+		variant string
+		fused   bool
+	}{{"torch", true}, {"swapped", true}, {"two-axes", true}, {"pow4", false}, {"d-read-twice", false}} {
+		t.Run(c.variant, func(t *testing.T) {
+			x := onnxtest.RandFeed("x", 6, 3, 5, 6)
+			for i := range x.T.F64 {
+				x.T.F64[i] = 3*x.T.F64[i] + 1 // a mean and a spread away from 0 and 1
+			}
+			m, feeds := onnxtest.LayerNormOnly(c.variant), onnxtest.Feeds([]onnxtest.In{x})
+			op := testGraph(t, m, feeds, nil).Vals["h"].N.Op().String()
+			if got := strings.Contains(op, "LayerNormalization"); got != c.fused {
+				t.Fatalf("h is computed by %v; fused: want %v", op, c.fused)
+			}
+			out := m.Proto.Graph.Output[0].GetName()
+			got := forward(t, m, feeds)[out]
+			want := forwardWith(t, m, feeds, rewrite.Options{Off: []string{rewrite.LayerNorm}})[out]
+			onnxtest.AssertClose(t, out, got, want.Shape, want.Float64s(), 1e-12)
+			for _, wrt := range []string{"x", "lnw", "lnb"} {
+				gradCheck(t, m, feeds, wrt, 1e-6)
 			}
 		})
 	}

@@ -120,6 +120,10 @@ var softmaxTemps = sync.Pool{New: func() any { return new(softmaxTemp) }}
 // sum of exponentials and results are those of the one-vector formula:
 // the sum runs over k in order, with math.Exp's values (exp64).
 func softmaxForward[T graph.Float](dst, src []T, outer, d, inner int, logSm bool) {
+	if inner == 1 {
+		softmaxRowsForward(dst, src, outer, d, logSm)
+		return
+	}
 	softmaxBlocks(outer, d, inner, func(o, j0, j1 int, t *softmaxTemp) {
 		n := j1 - j0
 		mx, s, v, e := t.mx[:n], t.s[:n], t.v[:n], t.e[:n]
@@ -169,6 +173,10 @@ func softmaxForward[T graph.Float](dst, src []T, outer, d, inner int, logSm bool
 // softmaxBackward writes the gradient of (Log)Softmax with output y and
 // incoming gradient g into dst, as softmaxForward computes.
 func softmaxBackward[T graph.Float](dst, y, g []T, outer, d, inner int, logSm bool) {
+	if inner == 1 {
+		softmaxRowsBackward(dst, y, g, outer, d, logSm)
+		return
+	}
 	softmaxBlocks(outer, d, inner, func(o, j0, j1 int, t *softmaxTemp) {
 		n := j1 - j0
 		s, v, e := t.s[:n], t.v[:n], t.e[:n]
@@ -198,6 +206,106 @@ func softmaxBackward[T graph.Float](dst, y, g []T, outer, d, inner int, logSm bo
 			}
 			for b, gv := range gk {
 				dk[b] = T(float64(yk[b]) * (float64(gv) - s[b]))
+			}
+		}
+	})
+}
+
+// softmaxRowsForward is softmaxForward along the last axis (inner = 1,
+// the attention scores' softmax): a vector is a contiguous row, whose
+// exponentials are computed softmaxBlock at a time by one exp64 call
+// rather than one call per element, the rows split among goroutines. The
+// maximum, the sum (over k in order) and every result are the same
+// operations in the same order as softmaxForward's, so the same bits.
+func softmaxRowsForward[T graph.Float](dst, src []T, outer, d int, logSm bool) {
+	parallel.Items(outer, d, func(lo, hi int) {
+		t := softmaxTemps.Get().(*softmaxTemp)
+		defer softmaxTemps.Put(t)
+		for o := lo; o < hi; o++ {
+			x, y := src[o*d:][:d], dst[o*d:][:d]
+			mx := math.Inf(-1)
+			for _, xv := range x {
+				mx = max64(mx, float64(xv))
+			}
+			s := 0.0
+			for k0 := 0; k0 < d; k0 += softmaxBlock {
+				xs := x[k0:min(d, k0+softmaxBlock)]
+				v, e := t.v[:len(xs)], t.e[:len(xs)]
+				for i, xv := range xs {
+					v[i] = float64(xv) - mx
+				}
+				exp64(e, v)
+				for _, ev := range e {
+					s += ev
+				}
+			}
+			ls := math.Log(s)
+			for k0 := 0; k0 < d; k0 += softmaxBlock {
+				k1 := min(d, k0+softmaxBlock)
+				xs, ys := x[k0:k1], y[k0:k1]
+				v, e := t.v[:len(xs)], t.e[:len(xs)]
+				for i, xv := range xs {
+					v[i] = float64(xv) - mx - ls
+				}
+				if logSm {
+					for i, z := range v {
+						ys[i] = T(z)
+					}
+					continue
+				}
+				exp64(e, v)
+				for i, z := range e {
+					ys[i] = T(z)
+				}
+			}
+		}
+	})
+}
+
+// max64 is math.Max(a, b), inlined where a and b are ordered and differ
+// (math.Max is a call, one per score): ties, signed zeros, NaN and the
+// infinities go to math.Max.
+func max64(a, b float64) float64 {
+	switch {
+	case a > b:
+		return a
+	case b > a:
+		return b
+	}
+	return math.Max(a, b)
+}
+
+// softmaxRowsBackward is softmaxBackward along the last axis (inner = 1),
+// row by row as softmaxRowsForward: the same sums in the same order.
+func softmaxRowsBackward[T graph.Float](dst, y, g []T, outer, d int, logSm bool) {
+	parallel.Items(outer, d, func(lo, hi int) {
+		t := softmaxTemps.Get().(*softmaxTemp)
+		defer softmaxTemps.Put(t)
+		for o := lo; o < hi; o++ {
+			gr, yr, dr := g[o*d:][:d], y[o*d:][:d], dst[o*d:][:d]
+			s := 0.0
+			if logSm {
+				for _, gv := range gr {
+					s += float64(gv)
+				}
+				for k0 := 0; k0 < d; k0 += softmaxBlock {
+					k1 := min(d, k0+softmaxBlock)
+					v, e := t.v[:k1-k0], t.e[:k1-k0]
+					for i, yv := range yr[k0:k1] {
+						v[i] = float64(yv)
+					}
+					exp64(e, v)
+					for i, gv := range gr[k0:k1] {
+						dr[k0+i] = T(float64(gv) - e[i]*s)
+					}
+				}
+				continue
+			}
+			for k, gv := range gr {
+				s += float64(gv) * float64(yr[k])
+			}
+			for k, gv := range gr {
+				dr[k] = T(float64(yr[k]) * (float64(gv) - s))
 			}
 		}
 	})

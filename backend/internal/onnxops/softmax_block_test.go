@@ -56,14 +56,15 @@ func softmaxBackwardNaive(dst, y, g []float32, outer, d, inner int, logSm bool) 
 }
 
 // TestSoftmaxBlocksMatchNaive checks the blocked (Log)Softmax kernels
-// against the one-vector formula bit for bit, with inner 1, below, at and
+// against the one-vector formula bit for bit, with inner 1 (the row
+// kernels, d below and above softmaxBlock), inner below, at and
 // above softmaxBlock (not a multiple of it), several outer indices, and
 // NaN, infinite and huge inputs among the values (a NaN matches any NaN:
 // which operand's NaN an operation passes on is the compiler's choice).
 func TestSoftmaxBlocksMatchNaive(t *testing.T) {
 	r := rand.New(rand.NewSource(8))
 	for _, c := range []struct{ outer, d, inner int }{
-		{7, 10, 1}, {3, 13, 100}, {2, 5, softmaxBlock}, {3, 13, 2*softmaxBlock + 37}, {1, 1, 600},
+		{7, 10, 1}, {48, 64, 1}, {3, 2*softmaxBlock + 37, 1}, {3, 13, 100}, {2, 5, softmaxBlock}, {3, 13, 2*softmaxBlock + 37}, {1, 1, 600},
 	} {
 		n := c.outer * c.d * c.inner
 		x, g := make([]float32, n), make([]float32, n)

@@ -3,6 +3,8 @@ package rewrite
 import (
 	"slices"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/paretonav/paretonav/importer/onnxpb"
 )
 
@@ -212,6 +214,99 @@ func fuseConvConcats(g *graph) {
 		g.fuse(cv, ConvConcat, slices.Clone(c.Input), intAttr(AttrConcatAxis, attrInt(c, "axis", 0)))
 	}
 }
+
+// AttrLayerNormAxes is the axes attribute of the two ReduceMeans of a
+// fused LayerNorm (they are the same).
+const AttrLayerNormAxes = "paretonav_layernorm_axes"
+
+// fuseLayerNorms fuses the nine ops PyTorch's exporters write for
+// nn.LayerNorm before opset 17 (which has LayerNormalization):
+//
+//	mean = ReduceMean(x, axes)   d = Sub(x, mean)   p = Pow(d, 2)
+//	var = ReduceMean(p, axes)    s = Sqrt(Add(var, eps))
+//	y = Add(Mul(Div(d, s), scale), bias)
+//
+// the operands of the Add with eps, the Mul and the last Add in either
+// order; both ReduceMeans with the same axes attribute and keepdims 1;
+// d read by the Pow and the Div only, every other intermediate by the
+// next op only, none of them a graph output. The last Add becomes a
+// LayerNorm reading, after the Add's two inputs, x, scale, bias, eps and
+// the exponent (AttrLayerNormAxes the axes): whether the axes are the
+// trailing ones, the exponent is 2 and eps a single value is checked when
+// the graph is built.
+func fuseLayerNorms(g *graph) {
+	private := func(name, op string, readers int) *onnxpb.NodeProto {
+		n := g.prod[name]
+		if n == nil || n.GetOpType() != op || g.readers[name] != readers || g.outputs[name] || len(n.Output) != 1 || slices.Contains(n.Input, "") {
+			return nil
+		}
+		return n
+	}
+	mean := func(name string) (*onnxpb.NodeProto, []int64) {
+		r := private(name, "ReduceMean", 1)
+		if r == nil || len(r.Input) != 1 || attrInt(r, "keepdims", 1) != 1 {
+			return nil, nil
+		}
+		axes := attrInts(r, "axes")
+		if len(axes) == 0 {
+			return nil, nil
+		}
+		return r, axes
+	}
+	for _, add := range g.gp.Node {
+		if add.GetOpType() != "Add" || len(add.Input) != 2 || len(add.Output) != 1 || !defaultDomain(add) || g.fused[add] != nil {
+			continue
+		}
+	sides:
+		for side := range 2 {
+			mul := private(add.Input[side], "Mul", 1)
+			if mul == nil || len(mul.Input) != 2 {
+				continue
+			}
+			bias := add.Input[1-side]
+			for ms := range 2 {
+				div := private(mul.Input[ms], "Div", 1)
+				if div == nil || len(div.Input) != 2 {
+					continue
+				}
+				scale := mul.Input[1-ms]
+				sub := private(div.Input[0], "Sub", 2)
+				sq := private(div.Input[1], "Sqrt", 1)
+				if sub == nil || sq == nil || len(sub.Input) != 2 || len(sq.Input) != 1 {
+					continue
+				}
+				x := sub.Input[0]
+				m1, axes := mean(sub.Input[1])
+				if m1 == nil || m1.Input[0] != x {
+					continue
+				}
+				ae := private(sq.Input[0], "Add", 1)
+				if ae == nil || len(ae.Input) != 2 {
+					continue
+				}
+				for es := range 2 {
+					m2, axes2 := mean(ae.Input[es])
+					if m2 == nil || !slices.Equal(axes, axes2) {
+						continue
+					}
+					pow := private(m2.Input[0], "Pow", 1)
+					if pow == nil || len(pow.Input) != 2 || pow.Input[0] != sub.Output[0] {
+						continue
+					}
+					g.fuse(add, LayerNorm, []string{x, scale, bias, ae.Input[1-es], pow.Input[1]}, axesAttr(AttrLayerNormAxes, axes))
+					break sides
+				}
+			}
+		}
+	}
+}
+
+func axesAttr(name string, v []int64) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: slices.Clone(v)}
+}
+
+// AttrInts returns the ints attribute name of n, or nil.
+func AttrInts(n *onnxpb.NodeProto, name string) []int64 { return attrInts(n, name) }
 
 func attrInts(n *onnxpb.NodeProto, name string) []int64 {
 	for _, a := range n.Attribute {

@@ -45,6 +45,7 @@ const (
 	ChannelShuffle = "ChannelShuffle" // Concat → Reshape → Transpose of ShuffleNet (shuffle.go)
 	ShuffleSlice   = "ShuffleSlice"   // a Slice of the channels of a channel shuffle (shuffle.go)
 	ConvConcat     = "ConvConcat"     // a pointwise Conv of a Concat along channels (conv.go)
+	LayerNorm      = "LayerNorm"      // the nine ops exporters write for LayerNorm before opset 17 (norm_layer.go)
 )
 
 // Options choose the passes that run.
@@ -208,4 +209,4 @@ type pass struct {
 	run func(g *graph)
 }
 
-var passes = []pass{{Gelu, fuseGelus}, {SiLU, fuseSiLUs}, {ChannelShuffle, fuseShuffles}, {ShuffleSlice, fuseShuffleSlices}, {ConvConcat, fuseConvConcats}}
+var passes = []pass{{Gelu, fuseGelus}, {SiLU, fuseSiLUs}, {ChannelShuffle, fuseShuffles}, {ShuffleSlice, fuseShuffleSlices}, {ConvConcat, fuseConvConcats}, {LayerNorm, fuseLayerNorms}}

@@ -26,8 +26,24 @@ func graph1(nodes ...*onnxpb.NodeProto) *onnxpb.GraphProto {
 // reading its inputs and then the pass's extra inputs; Fallback gives
 // the node back; the graph given is not modified; a pass turned off
 // leaves its pattern alone; and a pattern that does not hold (an
-// intermediate value read twice, another permutation) is left alone.
+// intermediate value read twice, another permutation, ReduceMeans over
+// different axes) is left alone.
 func TestApply(t *testing.T) {
+	// the nine ops of a LayerNorm over the last axis, as exported before
+	// opset 17
+	lnNodes := func() []*onnxpb.NodeProto {
+		return []*onnxpb.NodeProto{
+			node("ReduceMean", "m1", []string{"x"}, []string{"mu"}, intsAttr("axes", -1)),
+			node("Sub", "s", []string{"x", "mu"}, []string{"d"}),
+			node("Pow", "p", []string{"d", "two"}, []string{"d2"}),
+			node("ReduceMean", "m2", []string{"d2"}, []string{"v"}, intsAttr("axes", -1)),
+			node("Add", "ae", []string{"eps", "v"}, []string{"ve"}),
+			node("Sqrt", "sq", []string{"ve"}, []string{"sd"}),
+			node("Div", "dv", []string{"d", "sd"}, []string{"n"}),
+			node("Mul", "ms", []string{"w", "n"}, []string{"nw"}),
+			node("Add", "ab", []string{"nw", "b"}, []string{"y"}),
+		}
+	}
 	for _, c := range []struct {
 		name  string
 		nodes []*onnxpb.NodeProto
@@ -55,6 +71,7 @@ func TestApply(t *testing.T) {
 			node("Concat", "c", []string{"p0", "p1"}, []string{"cat"}, intAttr("axis", 1)),
 			node("Conv", "cv", []string{"cat", "w", "b"}, []string{"y"}),
 		}, 1, ConvConcat, []string{"p0", "p1"}},
+		{"layernorm", lnNodes(), 8, LayerNorm, []string{"x", "w", "b", "eps", "two"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			gp := graph1(c.nodes...)
@@ -86,7 +103,7 @@ func TestApply(t *testing.T) {
 		})
 	}
 	// not patterns: the Erf's value read twice; a Transpose of another
-	// permutation
+	// permutation; two LayerNorms below
 	gelu := graph1(
 		node("Div", "d", []string{"x", "r2"}, []string{"a"}),
 		node("Erf", "e", []string{"a"}, []string{"b"}),
@@ -100,7 +117,12 @@ func TestApply(t *testing.T) {
 		node("Reshape", "r", []string{"cat", "s"}, []string{"g"}),
 		node("Transpose", "t", []string{"g"}, []string{"y"}, intsAttr("perm", 0, 1, 3, 2)),
 	)
-	for _, gp := range []*onnxpb.GraphProto{gelu, shuffle} {
+	// a LayerNorm whose deviation d is also read by another node, and one
+	// whose two ReduceMeans have different axes
+	lnShared := graph1(append(lnNodes(), node("Neg", "n2", []string{"d"}, []string{"z"}))...)
+	lnAxes := graph1(lnNodes()...)
+	lnAxes.Node[3] = node("ReduceMean", "m2", []string{"d2"}, []string{"v"}, intsAttr("axes", -2, -1))
+	for _, gp := range []*onnxpb.GraphProto{gelu, shuffle, lnShared, lnAxes} {
 		if got := Apply(gp, Options{}); got != gp {
 			t.Fatalf("no pattern here, yet %v", got.Node)
 		}

@@ -185,3 +185,64 @@ func (k kernel) hasMaxPool() bool { return k == avx512 }
 //
 //go:noescape
 func maxPool2x2AVX512(x *float32, w int, idx *int64, oh, ow, base int) (rows int)
+
+// hasGelu reports whether k has Gelu32's kernels (AVX-512 only).
+func (k kernel) hasGelu() bool { return k == avx512 }
+
+// geluPre runs k's first Gelu32 kernel on n elements, n a multiple of 8.
+func (k kernel) geluPre(t, p *float64, x *float32, n int) { geluPreAVX512(t, p, x, n, &phiConsts) }
+
+// geluPost runs k's last Gelu32 kernel on n elements, n a multiple of 8.
+func (k kernel) geluPost(dst, x *float32, t, e *float64, n int) {
+	geluPostAVX512(dst, x, t, e, n, &phiConsts)
+}
+
+// geluPreAVX512 sets t[i] and p[i] to phiPoly(float64(x[i])) for i < n,
+// n a multiple of 8.
+//
+//go:noescape
+func geluPreAVX512(t, p *float64, x *float32, n int, c *[20]float64)
+
+// geluPostAVX512 sets dst[i] = float32(v·phiFinish(v, t[i], e[i])), v =
+// float64(x[i]), for i < n, n a multiple of 8.
+//
+//go:noescape
+func geluPostAVX512(dst, x *float32, t, e *float64, n int, c *[20]float64)
+
+// geluGradPre runs k's first GeluGrad32 kernel on n elements, n a
+// multiple of 8.
+func (k kernel) geluGradPre(e *float64, x *float32, n int) {
+	geluGradPreAVX512(e, x, n, &geluGradConsts)
+}
+
+// geluGradPost runs k's last GeluGrad32 kernel on n elements, n a
+// multiple of 8.
+func (k kernel) geluGradPost(dst, x, y, g *float32, e *float64, n int) {
+	geluGradPostAVX512(dst, x, y, g, e, n, &geluGradConsts)
+}
+
+// geluGradPreAVX512 sets e[i] = −0.5·(v·v), v = float64(x[i]), for i < n,
+// n a multiple of 8.
+//
+//go:noescape
+func geluGradPreAVX512(e *float64, x *float32, n int, c *[6]float64)
+
+// geluGradPostAVX512 is GeluGrad32's last loop on n elements, n a
+// multiple of 8, e[i] holding exp(−x²/2).
+//
+//go:noescape
+func geluGradPostAVX512(dst, x, y, gy *float32, e *float64, n int, c *[6]float64)
+
+// addTo64AVX512 is AddTo64's AVX-512F kernel: n a multiple of 8.
+//
+//go:noescape
+func addTo64AVX512(acc *float64, gr *float32, n int)
+
+// addNormTo64AVX512 is AddNormTo64's AVX-512F kernel: n a multiple of 8.
+//
+//go:noescape
+func addNormTo64AVX512(acc *float64, gr, x *float32, n int, mu, inv float64)
+
+// hasSums reports whether k has AddTo64's and AddNormTo64's kernels
+// (AVX-512 only).
+func (k kernel) hasSums() bool { return k == avx512 }

@@ -94,3 +94,31 @@ func (kernel) hasMaxPool() bool { return false }
 func maxPool2x2AVX512(x *float32, w int, idx *int64, oh, ow, base int) (rows int) {
 	panic("vmath: no vector kernel")
 }
+
+// hasGelu reports that there are no Gelu32 kernels outside amd64.
+func (kernel) hasGelu() bool { return false }
+
+// geluPre is never called outside amd64.
+func (kernel) geluPre(t, p *float64, x *float32, n int) { panic("vmath: no vector kernel") }
+
+// geluPost is never called outside amd64.
+func (kernel) geluPost(dst, x *float32, t, e *float64, n int) { panic("vmath: no vector kernel") }
+
+// geluGradPre is never called outside amd64.
+func (kernel) geluGradPre(e *float64, x *float32, n int) { panic("vmath: no vector kernel") }
+
+// geluGradPost is never called outside amd64.
+func (kernel) geluGradPost(dst, x, y, g *float32, e *float64, n int) {
+	panic("vmath: no vector kernel")
+}
+
+// addTo64AVX512 is never called outside amd64.
+func addTo64AVX512(acc *float64, gr *float32, n int) { panic("vmath: no vector kernel") }
+
+// addNormTo64AVX512 is never called outside amd64.
+func addNormTo64AVX512(acc *float64, gr, x *float32, n int, mu, inv float64) {
+	panic("vmath: no vector kernel")
+}
+
+// hasSums reports that there are no AddTo64 kernels outside amd64.
+func (kernel) hasSums() bool { return false }
