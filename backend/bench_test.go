@@ -119,35 +119,7 @@ func openStepCaseWith(t testing.TB, sc stepCase, opt Options) *Model {
 // 128, 2 heads, batch 4, its two classification tasks; file names the
 // export (TorchScript's at opset 17 or 14, or dynamo's).
 func attnCase(name, file string) stepCase {
-	return stepCase{
-		name: name,
-		model: func(tb testing.TB) *importer.Model {
-			m, err := importer.Load(filepath.Join("testdata", "attn", file))
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return m
-		},
-		tasks: []string{"a:nll:logp_a:a", "b:nll:logp_b:b"},
-		batch: func(n int) map[string]*importer.Tensor {
-			arrays, err := npz.Read(filepath.Join("testdata", "attn", "tfblock1.npz"))
-			if err != nil {
-				panic(err)
-			}
-			for k, a := range arrays { // the first n examples
-				per := a.Len() / a.Shape[0]
-				s := append([]int{n}, a.Shape[1:]...)
-				if a.F32 != nil {
-					arrays[k] = importer.NewFloat32(a.Name, s, a.F32[:n*per])
-				} else {
-					arrays[k] = importer.NewInt64(a.Name, s, a.I64[:n*per])
-				}
-			}
-			return arrays
-		},
-		n:           4,
-		noIntValues: true,
-	}
+	return twinCase(name, "attn", file, "tfblock1.npz", 4, "a:nll:logp_a:a", "b:nll:logp_b:b")
 }
 
 // unetCase is a step case of the UNet twin in testdata/unet
@@ -156,18 +128,25 @@ func attnCase(name, file string) stepCase {
 // 3×64×64, its per-pixel nll and depth mse tasks; file names the export
 // (TorchScript's or dynamo's, both opset 20).
 func unetCase(name, file string) stepCase {
+	return twinCase(name, "unet", file, "unet16.npz", 2, "seg:nll:seg_logp:seg", "depth:mse:depth:depth")
+}
+
+// twinCase is a step case of a PyTorch 2.15 twin in testdata/dir: the
+// export file, its examples in data (the first n of them a batch) and
+// its tasks.
+func twinCase(name, dir, file, data string, n int, tasks ...string) stepCase {
 	return stepCase{
 		name: name,
 		model: func(tb testing.TB) *importer.Model {
-			m, err := importer.Load(filepath.Join("testdata", "unet", file))
+			m, err := importer.Load(filepath.Join("testdata", dir, file))
 			if err != nil {
 				tb.Fatal(err)
 			}
 			return m
 		},
-		tasks: []string{"seg:nll:seg_logp:seg", "depth:mse:depth:depth"},
+		tasks: tasks,
 		batch: func(n int) map[string]*importer.Tensor {
-			arrays, err := npz.Read(filepath.Join("testdata", "unet", "unet16.npz"))
+			arrays, err := npz.Read(filepath.Join("testdata", dir, data))
 			if err != nil {
 				panic(err)
 			}
@@ -182,7 +161,7 @@ func unetCase(name, file string) stepCase {
 			}
 			return arrays
 		},
-		n:           2,
+		n:           n,
 		noIntValues: true,
 	}
 }
