@@ -82,6 +82,9 @@ const (
 	boxSmall = 1 << 18
 	// boxMaxEvals caps a round's evaluations whatever their size.
 	boxMaxEvals = 200
+	// boxNewtonPasses bounds the work of all rounds' Newton steps
+	// together in passes' worth of weights (boxNewtonWork).
+	boxNewtonPasses = 2
 )
 
 // boxBins is the number of ρ_c bins: 0 for ρ_c = 0, one an octave for the
@@ -120,11 +123,22 @@ func boxBin(rho float64) uint8 {
 // most n/k evaluations over k copied weights).
 func boxCompact(n int) int { return max(4096, n/16) }
 
+// boxNewtonWork is the most weights the Newton steps of one Constrain
+// call's rounds read in all (an evaluation of a round's model reads each
+// copied weight once): boxNewtonPasses passes' worth of n, or of boxSmall
+// below it. An evaluation reads a weight's column of J in place and
+// sums its m×m piece alone, several times a pass's cost a weight.
+func boxNewtonWork(n int) int { return boxNewtonPasses * max(n, boxSmall) }
+
 // boxCounter counts one Constrain call's passes over the weights (each a
 // read of J and of the per-weight vectors) and boxDual's rounds.
 type boxCounter struct {
 	passes int
 	rounds int
+	// evals and work are the Newton steps' evaluations of the round
+	// models and the weights they read, over all rounds.
+	evals int
+	work  int
 }
 
 func (c *boxCounter) pass() {
@@ -611,6 +625,7 @@ type boxModel struct {
 	prop  []float32
 	col   []float64 // one weight's column of J
 	evals int
+	cnt   *boxCounter
 }
 
 // boxEval is h, ∇h and the generalised Hessian at one λ.
@@ -623,6 +638,10 @@ type boxEval struct {
 
 func (bm *boxModel) eval(lambda []float64) boxEval {
 	bm.evals++
+	if bm.cnt != nil {
+		bm.cnt.evals++
+		bm.cnt.work += len(bm.idx)
+	}
 	m := bm.m
 	e := boxEval{grad: make([]float64, m), H: append([]float64(nil), bm.q.A...), clipped: bm.q.clipped}
 	e.h = bm.q.c0
@@ -801,7 +820,7 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 			}
 		}
 		rho := boxEdge(cut)
-		bm := &boxModel{m: m, phi: phi, J: J, P: P, R: R, prop: prop, col: make([]float64, m)}
+		bm := &boxModel{m: m, phi: phi, J: J, P: P, R: R, prop: prop, col: make([]float64, m), cnt: cnt}
 		if cap(sc.idx) < k {
 			sc.idx = make([]uint32, 0, k)
 		}
@@ -823,6 +842,14 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 		maxEvals := boxMaxEvals
 		if k > 0 {
 			maxEvals = min(boxMaxEvals, max(boxMinEvals, max(n, boxSmall)/k))
+			// All rounds' evaluations together read at most
+			// boxNewtonWork(n) weights: a round that cannot make its
+			// fewest evaluations within what is left ends the rounds.
+			left := boxNewtonWork(n) - cnt.work
+			if left/k < boxMinEvals {
+				return best, nil
+			}
+			maxEvals = min(maxEvals, left/k)
 		}
 		lo, hi := make([]float64, m), make([]float64, m)
 		inf := math.Inf(1)
@@ -841,6 +868,13 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 				hi[i] = lambda[i] + rho*w[i]
 			}
 			bm.evals = 0
+			if k > 0 {
+				left := boxNewtonWork(n) - cnt.work
+				if left/k < boxMinEvals {
+					return best, nil
+				}
+				maxEvals = min(maxEvals, left/k)
+			}
 			next, e, err = boxNewton(bm, lambda, lo, hi, tol, maxEvals)
 		}
 		if err != nil {

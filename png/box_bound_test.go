@@ -96,7 +96,7 @@ func TestConstrainPassBound(t *testing.T) {
 				if cnt.passes > constrainMaxPasses {
 					t.Errorf("%s α=%v: %d passes over the weights, bound %d", c.name, alpha, cnt.passes, constrainMaxPasses)
 				}
-				t.Logf("%s α=%v: %d passes, %d rounds, %d clipped, inexact %v", c.name, alpha, cnt.passes, cnt.rounds, info.Clipped, info.Inexact)
+				t.Logf("%s α=%v: %d passes, %d rounds, %d evals, work %.2fn, %d clipped, inexact %v", c.name, alpha, cnt.passes, cnt.rounds, cnt.evals, float64(cnt.work)/float64(n), info.Clipped, info.Inexact)
 				if !info.Inexact {
 					checkBoxed(t, c, u, R, info, alpha, 1)
 					continue
