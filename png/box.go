@@ -619,13 +619,14 @@ type boxModel struct {
 	// evaluation: copying them out took (m+3)·8 bytes a weight, and when
 	// every weight sits on a breakpoint (an update at Adam's bound) that
 	// was every weight.
-	idx   []uint32
-	J     Jacobian
-	P, R  []float32
-	prop  []float32
-	col   []float64 // one weight's column of J
-	evals int
-	cnt   *boxCounter
+	idx     []uint32
+	J       Jacobian
+	P, R    []float32
+	prop    []float32
+	col     []float64 // one weight's column of J
+	evals   int
+	cnt     *boxCounter
+	workers int // of an evaluation over more than one chunk of positions
 }
 
 // boxEval is h, ∇h and the generalised Hessian at one λ.
@@ -653,8 +654,44 @@ func (bm *boxModel) eval(lambda []float64) boxEval {
 		e.grad[i] = bm.q.b[i] + al
 		e.h += lambda[i] * (bm.q.b[i] + 0.5*al)
 	}
-	n, col := bm.J.N, bm.col
-	for _, c := range bm.idx {
+	if nc := numChunks(len(bm.idx)); nc == 1 {
+		e.clipped += bm.pieces(lambda, bm.idx, &e.h, e.grad, e.H, bm.col)
+	} else {
+		// The copied weights' pieces per chunk of positions, added in
+		// chunk order: the same bits on any number of workers.
+		stride := 1 + 2*m + m*m
+		parts := make([]float64, nc*stride)
+		clipped := make([]int, nc)
+		forChunks(len(bm.idx), bm.workers, func(k, lo, hi int) {
+			p := parts[k*stride : (k+1)*stride]
+			clipped[k] = bm.pieces(lambda, bm.idx[lo:hi], &p[0], p[1:1+m], p[1+2*m:], p[1+m:1+2*m])
+		})
+		for k := 0; k < nc; k++ {
+			p := parts[k*stride : (k+1)*stride]
+			e.h += p[0]
+			for i := 0; i < m; i++ {
+				e.grad[i] += p[1+i]
+			}
+			for i, v := range p[1+2*m:] {
+				e.H[i] += v
+			}
+			e.clipped += clipped[k]
+		}
+	}
+	for i := 0; i < m; i++ {
+		e.grad[i] -= bm.phi
+		e.h -= bm.phi * lambda[i]
+	}
+	return e
+}
+
+// pieces adds the pieces of the weights at positions idx at lambda to h,
+// grad and H (col: scratch for one weight's column of J) and returns the
+// number of them clipped.
+func (bm *boxModel) pieces(lambda []float64, idx []uint32, h *float64, grad, H, col []float64) int {
+	m, n := bm.m, bm.J.N
+	clipped := 0
+	for _, c := range idx {
 		var s float64
 		for i := range col {
 			col[i] = float64(bm.J.Data[i*n+int(c)])
@@ -675,26 +712,22 @@ func (bm *boxModel) eval(lambda []float64) boxEval {
 			u, free = -r, false
 		}
 		dd := u - x
-		e.h += s*u - dd*dd/(2*p)
+		*h += s*u - dd*dd/(2*p)
 		for i, v := range col {
-			e.grad[i] += v * u
+			grad[i] += v * u
 		}
 		if free {
 			for i, v := range col {
 				a := p * v
 				for j := 0; j < m; j++ {
-					e.H[i*m+j] += a * col[j]
+					H[i*m+j] += a * col[j]
 				}
 			}
 		} else {
-			e.clipped++
+			clipped++
 		}
 	}
-	for i := 0; i < m; i++ {
-		e.grad[i] -= bm.phi
-		e.h -= bm.phi * lambda[i]
-	}
-	return e
+	return clipped
 }
 
 // boxScratch is the memory of one Constrain call's boxDual calls, a
@@ -820,7 +853,7 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 			}
 		}
 		rho := boxEdge(cut)
-		bm := &boxModel{m: m, phi: phi, J: J, P: P, R: R, prop: prop, col: make([]float64, m), cnt: cnt}
+		bm := &boxModel{m: m, phi: phi, J: J, P: P, R: R, prop: prop, col: make([]float64, m), cnt: cnt, workers: workers}
 		if cap(sc.idx) < k {
 			sc.idx = make([]uint32, 0, k)
 		}

@@ -402,3 +402,45 @@ func TestConstrainSameBitsAnyWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestConstrainNewtonWork holds all the work of a bounded Constrain call
+// to its bound, the Newton steps' evaluations over the copied weights
+// included, where n is above boxSmall (so that the bound scales with n)
+// and the dual takes many rounds: metric and bound over eight decades
+// each with a rate out of reach (α = 2), and every coordinate of the
+// proposal on the bound (Adam's sign step, every weight on a
+// breakpoint). Without the bound on the Newton work the rounds read up
+// to a pass's worth of weights each, ten passes' worth in all on top of
+// the counted passes.
+func TestConstrainNewtonWork(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 1))
+	n := 3 * boxSmall
+	for _, kind := range []string{"decades", "saturated"} {
+		for _, m := range []int{2, 3} {
+			c, R := bigBoxCase(rng, kind, m, n)
+			for _, alpha := range []float64{0.5, 2} {
+				p := PNG{Settings{Alpha: alpha, Workers: 2}}
+				u := make([]float32, n)
+				cnt := &boxCounter{}
+				info, err := p.constrain(u, c.J, c.prop, c.metric, R, 1, cnt)
+				if err != nil {
+					t.Fatalf("%s α=%v: %v", c.name, alpha, err)
+				}
+				t.Logf("%s α=%v: %d passes, %d rounds, %d evaluations reading %.2f passes' worth, inexact %v",
+					c.name, alpha, cnt.passes, cnt.rounds, cnt.evals, float64(cnt.work)/float64(n), info.Inexact)
+				if cnt.passes > constrainMaxPasses {
+					t.Errorf("%s α=%v: %d passes over the weights, bound %d", c.name, alpha, cnt.passes, constrainMaxPasses)
+				}
+				if cnt.work > boxNewtonWork(n) {
+					t.Errorf("%s α=%v: the Newton steps read %d weights (%.2f passes' worth), bound %d",
+						c.name, alpha, cnt.work, float64(cnt.work)/float64(n), boxNewtonWork(n))
+				}
+				if info.Inexact {
+					checkFeasible(t, c, u, R, info.Phi)
+				} else {
+					checkBoxed(t, c, u, R, info, alpha, 1)
+				}
+			}
+		}
+	}
+}
