@@ -44,14 +44,15 @@ import (
 // the ball ‖(λ − λ₀)/w‖∞ ≤ ρ, and near it a Newton model that knows the
 // pieces nearest the centre. Damped projected Newton steps on the model
 // (each a few m×m solves and a pass over the copied weights only, at most
-// n/k of them) minimise it over λ ≥ 0, giving the next centre; where that
+// n/k of them in a round and 4·n weights read in all rounds together:
+// boxNewtonWork) minimise it over λ ≥ 0, giving the next centre; where that
 // raised h, the round is made again from the last centre with the steps
 // held to the ball, where the model is exact and h falls. On the adversarial
 // cases of the tests (metric and bound over eight decades each, every
 // coordinate saturated, tasks that nearly cancel) it ends in 3 to 8
 // rounds.
 //
-// When the rounds run out, Constrain falls back on an update that still
+// When the rounds or the Newton steps' work run out, Constrain falls back on an update that still
 // meets the rate (MetricInfo.Inexact; see boxCombine).
 //
 // A pass costs a few float64 operations a weight and no branch on its
@@ -82,6 +83,10 @@ const (
 	boxSmall = 1 << 18
 	// boxMaxEvals caps a round's evaluations whatever their size.
 	boxMaxEvals = 200
+	// boxNewtonPasses bounds the work of all rounds' Newton steps
+	// together in passes' worth of weights (boxNewtonWork). The hardest
+	// cases of the tests that end exactly read up to 3.5.
+	boxNewtonPasses = 4
 )
 
 // boxBins is the number of ρ_c bins: 0 for ρ_c = 0, one an octave for the
@@ -120,11 +125,22 @@ func boxBin(rho float64) uint8 {
 // most n/k evaluations over k copied weights).
 func boxCompact(n int) int { return max(4096, n/16) }
 
+// boxNewtonWork is the most weights the Newton steps of one Constrain
+// call's rounds read in all (an evaluation of a round's model reads each
+// copied weight once): boxNewtonPasses passes' worth of n, or of boxSmall
+// below it. An evaluation reads a weight's column of J in place, by
+// position, and sums its m×m piece: several times a pass's cost a weight.
+func boxNewtonWork(n int) int { return boxNewtonPasses * max(n, boxSmall) }
+
 // boxCounter counts one Constrain call's passes over the weights (each a
 // read of J and of the per-weight vectors) and boxDual's rounds.
 type boxCounter struct {
 	passes int
 	rounds int
+	// evals and work are the Newton steps' evaluations of the round
+	// models and the weights they read, over all rounds.
+	evals int
+	work  int
 }
 
 func (c *boxCounter) pass() {
@@ -605,12 +621,14 @@ type boxModel struct {
 	// evaluation: copying them out took (m+3)·8 bytes a weight, and when
 	// every weight sits on a breakpoint (an update at Adam's bound) that
 	// was every weight.
-	idx   []uint32
-	J     Jacobian
-	P, R  []float32
-	prop  []float32
-	col   []float64 // one weight's column of J
-	evals int
+	idx     []uint32
+	J       Jacobian
+	P, R    []float32
+	prop    []float32
+	col     []float64 // one weight's column of J
+	evals   int
+	cnt     *boxCounter
+	workers int // of an evaluation over more than one chunk of positions
 }
 
 // boxEval is h, ∇h and the generalised Hessian at one λ.
@@ -623,6 +641,10 @@ type boxEval struct {
 
 func (bm *boxModel) eval(lambda []float64) boxEval {
 	bm.evals++
+	if bm.cnt != nil {
+		bm.cnt.evals++
+		bm.cnt.work += len(bm.idx)
+	}
 	m := bm.m
 	e := boxEval{grad: make([]float64, m), H: append([]float64(nil), bm.q.A...), clipped: bm.q.clipped}
 	e.h = bm.q.c0
@@ -634,8 +656,44 @@ func (bm *boxModel) eval(lambda []float64) boxEval {
 		e.grad[i] = bm.q.b[i] + al
 		e.h += lambda[i] * (bm.q.b[i] + 0.5*al)
 	}
-	n, col := bm.J.N, bm.col
-	for _, c := range bm.idx {
+	if nc := numChunks(len(bm.idx)); nc == 1 {
+		e.clipped += bm.pieces(lambda, bm.idx, &e.h, e.grad, e.H, bm.col)
+	} else {
+		// The copied weights' pieces per chunk of positions, added in
+		// chunk order: the same bits on any number of workers.
+		stride := 1 + 2*m + m*m
+		parts := make([]float64, nc*stride)
+		clipped := make([]int, nc)
+		forChunks(len(bm.idx), bm.workers, func(k, lo, hi int) {
+			p := parts[k*stride : (k+1)*stride]
+			clipped[k] = bm.pieces(lambda, bm.idx[lo:hi], &p[0], p[1:1+m], p[1+2*m:], p[1+m:1+2*m])
+		})
+		for k := 0; k < nc; k++ {
+			p := parts[k*stride : (k+1)*stride]
+			e.h += p[0]
+			for i := 0; i < m; i++ {
+				e.grad[i] += p[1+i]
+			}
+			for i, v := range p[1+2*m:] {
+				e.H[i] += v
+			}
+			e.clipped += clipped[k]
+		}
+	}
+	for i := 0; i < m; i++ {
+		e.grad[i] -= bm.phi
+		e.h -= bm.phi * lambda[i]
+	}
+	return e
+}
+
+// pieces adds the pieces of the weights at positions idx at lambda to h,
+// grad and H (col: scratch for one weight's column of J) and returns the
+// number of them clipped.
+func (bm *boxModel) pieces(lambda []float64, idx []uint32, h *float64, grad, H, col []float64) int {
+	m, n := bm.m, bm.J.N
+	clipped := 0
+	for _, c := range idx {
 		var s float64
 		for i := range col {
 			col[i] = float64(bm.J.Data[i*n+int(c)])
@@ -656,26 +714,22 @@ func (bm *boxModel) eval(lambda []float64) boxEval {
 			u, free = -r, false
 		}
 		dd := u - x
-		e.h += s*u - dd*dd/(2*p)
+		*h += s*u - dd*dd/(2*p)
 		for i, v := range col {
-			e.grad[i] += v * u
+			grad[i] += v * u
 		}
 		if free {
 			for i, v := range col {
 				a := p * v
 				for j := 0; j < m; j++ {
-					e.H[i*m+j] += a * col[j]
+					H[i*m+j] += a * col[j]
 				}
 			}
 		} else {
-			e.clipped++
+			clipped++
 		}
 	}
-	for i := 0; i < m; i++ {
-		e.grad[i] -= bm.phi
-		e.h -= bm.phi * lambda[i]
-	}
-	return e
+	return clipped
 }
 
 // boxScratch is the memory of one Constrain call's boxDual calls, a
@@ -801,7 +855,7 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 			}
 		}
 		rho := boxEdge(cut)
-		bm := &boxModel{m: m, phi: phi, J: J, P: P, R: R, prop: prop, col: make([]float64, m)}
+		bm := &boxModel{m: m, phi: phi, J: J, P: P, R: R, prop: prop, col: make([]float64, m), cnt: cnt, workers: workers}
 		if cap(sc.idx) < k {
 			sc.idx = make([]uint32, 0, k)
 		}
@@ -823,6 +877,14 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 		maxEvals := boxMaxEvals
 		if k > 0 {
 			maxEvals = min(boxMaxEvals, max(boxMinEvals, max(n, boxSmall)/k))
+			// All rounds' evaluations together read at most
+			// boxNewtonWork(n) weights: a round that cannot make its
+			// fewest evaluations within what is left ends the rounds.
+			left := boxNewtonWork(n) - cnt.work
+			if left/k < boxMinEvals {
+				return best, nil
+			}
+			maxEvals = min(maxEvals, left/k)
 		}
 		lo, hi := make([]float64, m), make([]float64, m)
 		inf := math.Inf(1)
@@ -833,7 +895,7 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 				hi[i] = lambda[i] + rho*w[i]
 			}
 		}
-		next, e, err := boxNewton(bm, lambda, lo, hi, tol, maxEvals)
+		next, e, err := boxNewton(bm, lambda, lo, hi, tol, w, maxEvals)
 		if err != nil && errors.Is(err, ErrUnbounded) && !ball && !math.IsInf(rho, 1) {
 			// The model, not h, falls without bound: within the ball.
 			for i := range lo {
@@ -841,7 +903,14 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 				hi[i] = lambda[i] + rho*w[i]
 			}
 			bm.evals = 0
-			next, e, err = boxNewton(bm, lambda, lo, hi, tol, maxEvals)
+			if k > 0 {
+				left := boxNewtonWork(n) - cnt.work
+				if left/k < boxMinEvals {
+					return best, nil
+				}
+				maxEvals = min(maxEvals, left/k)
+			}
+			next, e, err = boxNewton(bm, lambda, lo, hi, tol, w, maxEvals)
 		}
 		if err != nil {
 			return best, err
@@ -903,14 +972,18 @@ func symmetrize(A []float64, m int) {
 // boxNewton minimises bm over lo ≤ λ ≤ hi from lambda by projected,
 // damped Newton steps (Levenberg–Marquardt): coordinates at a bound the
 // gradient pushes against stay there, the others take the step
-// (H_FF + μI)⁻¹ of the piece λ is on, clipped to the box. A step that does
+// (H_FF + μI)⁻¹ of the piece λ is on in λ scaled per task by w (the step
+// W(WHW + μI)⁻¹W), clipped to the box. Without the scaling μ, sized to
+// H's trace, swamps the curvature of a task whose gradient is tiny beside
+// the others' (a loss that has saturated: K_ii 1e-80 of the others), and
+// its λ barely moves in any number of steps. A step that does
 // not decrease h enough is retried with μ ten times larger, and μ shrinks
 // tenfold after each accepted one: on the right piece, with μ small, one
 // step is exact, and where H is singular (every weight of a task clipped:
 // h linear along some direction) μ sets the step's length. It stops at a
 // stationary point or after maxEvals evaluations, returning the best point
 // found.
-func boxNewton(bm *boxModel, lambda, lo, hi, tol []float64, maxEvals int) ([]float64, boxEval, error) {
+func boxNewton(bm *boxModel, lambda, lo, hi, tol, w []float64, maxEvals int) ([]float64, boxEval, error) {
 	m := bm.m
 	lambda = append([]float64(nil), lambda...)
 	e := bm.eval(lambda)
@@ -926,7 +999,7 @@ func boxNewton(bm *boxModel, lambda, lo, hi, tol []float64, maxEvals int) ([]flo
 				continue
 			}
 			free = append(free, i)
-			tr += e.H[i*m+i]
+			tr += w[i] * w[i] * e.H[i*m+i]
 		}
 		if len(free) == 0 {
 			break
@@ -935,8 +1008,8 @@ func boxNewton(bm *boxModel, lambda, lo, hi, tol []float64, maxEvals int) ([]flo
 		if muMin == 0 {
 			var gn, ln float64
 			for _, i := range free {
-				gn = math.Max(gn, math.Abs(e.grad[i]))
-				ln = math.Max(ln, math.Abs(lambda[i]))
+				gn = math.Max(gn, math.Abs(w[i]*e.grad[i]))
+				ln = math.Max(ln, math.Abs(lambda[i]/w[i]))
 			}
 			muMin = gn / (1 + ln) * 1e-6
 		}
@@ -945,9 +1018,9 @@ func boxNewton(bm *boxModel, lambda, lo, hi, tol []float64, maxEvals int) ([]flo
 		H := make([]float64, f*f)
 		g := make([]float64, f)
 		for a, i := range free {
-			g[a] = -e.grad[i]
+			g[a] = -w[i] * e.grad[i]
 			for b, j := range free {
-				H[a*f+b] = e.H[i*m+j]
+				H[a*f+b] = w[i] * w[j] * e.H[i*m+j]
 			}
 			H[a*f+a] += mu
 		}
@@ -955,7 +1028,7 @@ func boxNewton(bm *boxModel, lambda, lo, hi, tol []float64, maxEvals int) ([]flo
 		next := slices.Clone(lambda)
 		var slope float64
 		for a, i := range free {
-			next[i] = math.Max(lo[i], math.Min(hi[i], lambda[i]+x[a]))
+			next[i] = math.Max(lo[i], math.Min(hi[i], lambda[i]+w[i]*x[a]))
 			slope += e.grad[i] * (next[i] - lambda[i])
 		}
 		if !(slope < 0) {

@@ -96,7 +96,7 @@ func TestConstrainPassBound(t *testing.T) {
 				if cnt.passes > constrainMaxPasses {
 					t.Errorf("%s α=%v: %d passes over the weights, bound %d", c.name, alpha, cnt.passes, constrainMaxPasses)
 				}
-				t.Logf("%s α=%v: %d passes, %d rounds, %d clipped, inexact %v", c.name, alpha, cnt.passes, cnt.rounds, info.Clipped, info.Inexact)
+				t.Logf("%s α=%v: %d passes, %d rounds, %d evals, work %.2fn, %d clipped, inexact %v", c.name, alpha, cnt.passes, cnt.rounds, cnt.evals, float64(cnt.work)/float64(n), info.Clipped, info.Inexact)
 				if !info.Inexact {
 					checkBoxed(t, c, u, R, info, alpha, 1)
 					continue
@@ -397,6 +397,65 @@ func TestConstrainSameBitsAnyWorkers(t *testing.T) {
 						t.Errorf("%s: workers=%d: u[%d] = %v, workers=1 %v", c.name, workers, k, u[k], want[k])
 						break
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestConstrainNewtonWork holds all the work of a bounded Constrain call
+// to its bound, the Newton steps' evaluations over the copied weights
+// included, where n is above boxSmall (so that the bound scales with n)
+// and the dual takes many rounds: metric and bound over eight decades
+// each with a rate out of reach (α = 2), and every coordinate of the
+// proposal on the bound (Adam's sign step, every weight on a
+// breakpoint). Without the bound on the Newton work the rounds read up
+// to a pass's worth of weights each, ten passes' worth in all on top of
+// the counted passes.
+func TestConstrainNewtonWork(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 1))
+	n := 3 * boxSmall
+	for _, kind := range []string{"decades", "saturated", "heavy", "vanishing"} {
+		for _, m := range []int{2, 3} {
+			var c metricCase
+			var R []float32
+			if kind == "vanishing" {
+				// Adam's case with task 0's gradient at float32's
+				// subnormal scale (a loss that has saturated): K_P,00
+				// is 1e-80 of the others, which a Newton step damped
+				// in λ's own units does not resolve.
+				c, R = bigBoxCase(rng, "adam", m, n)
+				for k, v := range c.J.Row(0) {
+					c.J.Row(0)[k] = v * 1e-40
+				}
+				c.name = fmt.Sprintf("vanishing/m=%d/n=%d", m, n)
+			} else {
+				c, R = bigBoxCase(rng, kind, m, n)
+			}
+			for _, alpha := range []float64{0.5, 2} {
+				p := PNG{Settings{Alpha: alpha, Workers: 2}}
+				u := make([]float32, n)
+				cnt := &boxCounter{}
+				info, err := p.constrain(u, c.J, c.prop, c.metric, R, 1, cnt)
+				if err != nil {
+					t.Fatalf("%s α=%v: %v", c.name, alpha, err)
+				}
+				t.Logf("%s α=%v: %d passes, %d rounds, %d evaluations reading %.2f passes' worth, inexact %v",
+					c.name, alpha, cnt.passes, cnt.rounds, cnt.evals, float64(cnt.work)/float64(n), info.Inexact)
+				if cnt.passes > constrainMaxPasses {
+					t.Errorf("%s α=%v: %d passes over the weights, bound %d", c.name, alpha, cnt.passes, constrainMaxPasses)
+				}
+				if cnt.work > boxNewtonWork(n) {
+					t.Errorf("%s α=%v: the Newton steps read %d weights (%.2f passes' worth), bound %d",
+						c.name, alpha, cnt.work, float64(cnt.work)/float64(n), boxNewtonWork(n))
+				}
+				if kind == "vanishing" && info.Inexact {
+					t.Errorf("%s α=%v: out of rounds", c.name, alpha)
+				}
+				if info.Inexact {
+					checkFeasible(t, c, u, R, info.Phi)
+				} else {
+					checkBoxed(t, c, u, R, info, alpha, 1)
 				}
 			}
 		}
