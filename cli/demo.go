@@ -51,7 +51,7 @@ type demoSize struct {
 // --quick (a few seconds) is for tests.
 var (
 	demoFull = demoSize{Train: 40000, Val: 1024, Batch: 256, PretrainSteps: 500, PretrainLR: 2e-3,
-		TuneSteps: 300, TuneLR: 3e-4, Seconds: 40, LeftFactor: 0.7, RightFactor: 1.0, Gamma: 0.5, ReportLastSteps: 100, ValEvery: 10}
+		TuneSteps: 300, TuneLR: 3e-4, Seconds: 20, LeftFactor: 0.7, RightFactor: 1.0, Gamma: 0.5, ReportLastSteps: 100, ValEvery: 10}
 	demoQuick = demoSize{Train: 256, Val: 64, Batch: 16, PretrainSteps: 40, PretrainLR: 3e-3,
 		TuneSteps: 30, TuneLR: 5e-4, Seconds: 5, LeftFactor: 0.7, RightFactor: 1.0, Gamma: png.DefaultGamma, ReportLastSteps: 100, ValEvery: 5}
 )
