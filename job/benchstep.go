@@ -252,7 +252,7 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 		md.ReleaseBuffers()
 		mem.forget() // the tune's plan sets the runtime's limits as a tune's own
 		runtime.GC()
-		if out.Tune, err = c.tune(); err != nil {
+		if out.Tune, err = c.tune(setup.tasks); err != nil {
 			return nil, fmt.Errorf("the tune: %w", err)
 		}
 		out.Tune.Ratio = out.Tune.MedianS / out.MedianS
@@ -277,19 +277,16 @@ func (stepRecorder) Init(*finetune.Config) error      { return nil }
 func (f stepRecorder) Record(st *finetune.Step) error { f(st); return nil }
 func (stepRecorder) Done(*finetune.Result) error      { return nil }
 
-// tune runs c's tune (BenchStepConfig.Tune) and times its steps.
-func (c *BenchStepConfig) tune() (*TuneStepTiming, error) {
+// tune runs c's tune (BenchStepConfig.Tune) over the bench's tasks, their
+// sum the criterion, and times its steps.
+func (c *BenchStepConfig) tune(tasks []backend.Task) (*TuneStepTiming, error) {
 	dir, err := os.MkdirTemp("", "paretonav-bench-tune-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	setup, err := c.ModelConfig.setup()
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(setup.tasks))
-	for i, t := range setup.tasks {
+	names := make([]string, len(tasks))
+	for i, t := range tasks {
 		names[i] = t.Name
 	}
 	tc := &TuneConfig{Model: c.Model, Data: c.Data, ModelConfig: c.ModelConfig, Criterion: strings.Join(names, " + "),
