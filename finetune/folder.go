@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -273,7 +274,7 @@ func (a *folderArray) readHeaders(n int) error {
 			}
 			continue
 		}
-		if !equalInts(h.Shape, h0.Shape) || h.Type != h0.Type {
+		if !slices.Equal(h.Shape, h0.Shape) || h.Type != h0.Type {
 			return fmt.Errorf("%s: shape %v of %s, but %s has shape %v of %s: every example of %s/ needs one shape and element type",
 				path, h.Shape, h.Descr, a.file(0), h0.Shape, h0.Descr, a.name)
 		}
@@ -287,18 +288,6 @@ func isInteger(t importer.DataType) bool {
 	switch t {
 	case importer.Float32, importer.Float64, importer.Float16:
 		return false
-	}
-	return true
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
 	}
 	return true
 }
@@ -357,7 +346,7 @@ func (a *folderArray) readExample(i int, dst *importer.Tensor, off int) error {
 	if err != nil {
 		return err
 	}
-	if !equalInts(t.Shape, a.stored) {
+	if !slices.Equal(t.Shape, a.stored) {
 		return fmt.Errorf("%s: shape %v, but it had shape %v when the data were checked", path, t.Shape, a.stored)
 	}
 	// at is the index in dst of the file's k-th value.
