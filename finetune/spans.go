@@ -24,16 +24,7 @@ const spansPerWorker = 4
 // decides the result's last bits.
 func spans(n int, f func(lo, hi int)) {
 	k := min(spansPerWorker*runtime.GOMAXPROCS(0), n/minSpan)
-	if k <= 1 {
-		f(0, n)
-		return
-	}
-	size := (n + k - 1) / k
-	par.For(k, func(i int) {
-		if lo, hi := i*size, min((i+1)*size, n); lo < hi {
-			f(lo, hi)
-		}
-	})
+	par.Ranges(n, k, 1, func(_, lo, hi int) { f(lo, hi) })
 }
 
 // copyVec copies src into dst (of the same length) in spans on the worker

@@ -35,17 +35,7 @@ func numWorkers(workers, n int) int {
 // passes: a goroutine per range cost a thread wake-up (a futex call) per
 // range and direction, a point of the ConvNeXt fixture's step.
 func splitCols(n, workers, align int, f func(w, lo, hi int)) {
-	if workers <= 1 {
-		f(0, 0, n)
-		return
-	}
-	chunk := (n + workers - 1) / workers
-	chunk = (chunk + align - 1) / align * align
-	par.For(workers, func(w int) {
-		if lo, hi := w*chunk, min((w+1)*chunk, n); lo < hi {
-			f(w, lo, hi)
-		}
-	})
+	par.Ranges(n, workers, align, f)
 }
 
 // maxChunks bounds the number of chunks a Constrain pass cuts the columns

@@ -133,6 +133,21 @@ func For(n int, f func(i int)) {
 	}
 }
 
+// Ranges calls f(i, lo, hi) for the contiguous ranges [lo, hi) that cut
+// [0, n) into at most k of equal length, each length a multiple of align
+// (the last one's end aside), through For, and returns when all have
+// returned. Range i always starts at i times the length, so a reduction
+// kept per i and added in order depends on n, k and align alone.
+func Ranges(n, k, align int, f func(i, lo, hi int)) {
+	if k <= 1 || n <= 1 {
+		f(0, 0, n)
+		return
+	}
+	size := (n + k - 1) / k
+	size = (size + align - 1) / align * align
+	For((n+size-1)/size, func(i int) { f(i, i*size, min((i+1)*size, n)) })
+}
+
 // Posted is the number of loops For has handed to the workers since the
 // process started (a loop of one chunk runs on the caller and is not
 // counted): kernels' tests read it to check that a loop too small to pay

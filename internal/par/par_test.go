@@ -291,3 +291,41 @@ func runOnBuffer() weak.Pointer[byte] {
 	For(4, func(i int) { buf[i] = 1 })
 	return weak.Make(&buf[0])
 }
+
+// TestRanges checks that Ranges covers [0, n) once with ranges starting at
+// multiples of align (the length rounded up to it), at most k of them,
+// range i starting at i times the length, and one call for k ≤ 1.
+func TestRanges(t *testing.T) {
+	for _, c := range []struct{ n, k, align, calls int }{
+		{0, 1, 1, 1}, {1, 4, 1, 1}, {10, 1, 1, 1}, {10, 3, 1, 3}, {10, 4, 1, 4},
+		{10, 20, 1, 10}, {100, 3, 8, 3}, {100, 8, 16, 7}, {17, 2, 16, 2},
+	} {
+		var mu sync.Mutex
+		seen := make([]int, c.n)
+		starts := map[int]int{}
+		Ranges(c.n, c.k, c.align, func(i, lo, hi int) {
+			mu.Lock()
+			defer mu.Unlock()
+			starts[i] = lo
+			for j := lo; j < hi; j++ {
+				seen[j]++
+			}
+		})
+		if len(starts) != c.calls {
+			t.Errorf("n %d, k %d, align %d: %d ranges, want %d", c.n, c.k, c.align, len(starts), c.calls)
+		}
+		for j, s := range seen {
+			if s != 1 {
+				t.Errorf("n %d, k %d, align %d: element %d covered %d times", c.n, c.k, c.align, j, s)
+			}
+		}
+		if len(starts) > 1 {
+			size := starts[1]
+			for i, lo := range starts {
+				if lo != i*size || size%c.align != 0 {
+					t.Errorf("n %d, k %d, align %d: range %d starts at %d, length %d", c.n, c.k, c.align, i, lo, size)
+				}
+			}
+		}
+	}
+}

@@ -532,8 +532,7 @@ func parallelFor(n int, f func(worker, lo, hi int)) {
 		f(0, 0, n)
 		return
 	}
-	chunk := (n + w - 1) / w
-	par.For((n+chunk-1)/chunk, func(i int) { f(i, i*chunk, min((i+1)*chunk, n)) })
+	par.Ranges(n, w, 1, f)
 }
 
 // minChunkWork is the least work, in multiply-adds (or values read and

@@ -32,8 +32,7 @@ func Items(n, per int, f func(lo, hi int)) {
 		f(0, n)
 		return
 	}
-	chunk := (n + w - 1) / w
-	par.For((n+chunk-1)/chunk, func(i int) { f(i*chunk, min((i+1)*chunk, n)) })
+	par.Ranges(n, w, 1, func(_, lo, hi int) { f(lo, hi) })
 }
 
 // Vec2 and Vec3 are the operands of an element-wise kernel run by
