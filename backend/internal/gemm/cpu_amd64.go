@@ -1,6 +1,6 @@
 package gemm
 
-import "github.com/paretonav/paretonav/backend/internal/cpu"
+import "github.com/paretonav/paretonav/internal/cpu"
 
 // sgemmKernel6x16 is the AVX2+FMA micro-kernel (MR=6, NR=16, 12 YMM
 // accumulators): c[i*ldc+j] += Σ_l a[l*6+i]·b[l*16+j] (= when over ≠ 0).

@@ -1,6 +1,6 @@
 package gemm
 
-import "github.com/paretonav/paretonav/backend/internal/cpu"
+import "github.com/paretonav/paretonav/internal/cpu"
 
 // packAsm reports whether the AVX2 packing kernels of pack_amd64.s run on
 // this CPU (the pure-Go loops of pack.go pack otherwise, and at the edges).

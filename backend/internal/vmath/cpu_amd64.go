@@ -1,6 +1,6 @@
 package vmath
 
-import "github.com/paretonav/paretonav/backend/internal/cpu"
+import "github.com/paretonav/paretonav/internal/cpu"
 
 // maxWidth is the most float32 lanes a kernel handles at once.
 const maxWidth = 8

@@ -125,9 +125,14 @@ var importRules = []importRule{
 	// kernels (kernels, gemm, vmath); rewrite, shape and parallel are
 	// leaves any floor may use (docs/design.md, section 3).
 	{
-		from:   []string{"backend/internal/kernels", "backend/internal/gemm", "backend/internal/vmath", "backend/internal/cpu", "backend/internal/wrap"},
+		from:   []string{"backend/internal/kernels", "backend/internal/gemm", "backend/internal/vmath", "backend/internal/wrap"},
 		forbid: []string{"backend", "backend/internal/graph", "backend/internal/onnxops", "backend/internal/loss", "backend/internal/rewrite", "backend/internal/onnxtest"},
 		why:    "the kernels are numeric code on slices and Gorgonia's op interface: the graph, its lowerings, the losses and the model build on them, never the reverse",
+	},
+	{
+		from:   []string{"internal/cpu"},
+		forbid: []string{"backend/...", "png/...", "finetune/...", "importer/..."},
+		why:    "the CPU's vector features are a leaf that the assembly kernels of backend, png and finetune read",
 	},
 	{
 		from:   []string{"backend/internal/shape", "backend/internal/parallel", "backend/internal/rewrite"},

@@ -1,5 +1,5 @@
-// Package cpu reports the vector instruction sets the backend's assembly
-// kernels (backend/internal/gemm, backend/internal/vmath) can use on this
+// Package cpu reports the vector instruction sets the assembly
+// kernels (backend's gemm and vmath, png's and finetune's vector passes) can use on this
 // CPU, with the register state the operating system saves.
 package cpu
 
