@@ -36,7 +36,9 @@ batch in the same process (PNG, Adam at --tune-lr, the sum of the tasks as
 criterion, its model written to a temporary folder and removed) and prints
 the median of its steps after the first, timed between the loop's step
 records (evaluation, direction, optimizer, log and checkpoints: what a tune
-step costs), and its ratio to the bench step's median.`,
+step costs), and its ratio to the median tune step of the bench (which then
+runs at --tune-lr too: the rate decides whether the bounded update runs, and
+both sides must time the same computation).`,
 	Flags: []ucli.Flag{dataFlag, taskFlag, mapFlag, bnFlag, freezeFlag, maxMemoryFlag, batchFlag(2),
 		&ucli.IntFlag{Name: "steps", Value: 3, Usage: "timed steps `K`"},
 		&ucli.StringFlag{Name: "cpuprofile", Usage: "write a pprof CPU profile of the timed steps to `FILE` (go tool pprof FILE)"},

@@ -34,6 +34,9 @@ func TestBenchStep(t *testing.T) {
 	if len(r.StepS) != 3 || r.Batch != 4 || r.Tasks != 2 || r.Params <= 0 {
 		t.Fatalf("report %+v: expected 3 steps of batch 4, 2 tasks", r)
 	}
+	if r.LR != job.TuneLR {
+		t.Errorf("the steps ran at lr %g; want tune's default %g", r.LR, job.TuneLR)
+	}
 	lo, hi := r.StepS[0], r.StepS[0]
 	for _, s := range r.StepS {
 		lo, hi = min(lo, s), max(hi, s)
@@ -95,7 +98,8 @@ func TestBenchStep(t *testing.T) {
 
 // TestBenchStepTune checks bench step --tune on the LeNet fixture: a real
 // tune of --steps+1 steps runs in the same process, its steps after the
-// first are timed, the ratio is their median over the bench step's, its
+// first are timed, the ratio is their median over the bench's whole steps
+// (run at the tune's rate), its
 // CPU profile is written, and the tune's temporary output is gone
 // afterwards (no tuned model beside the input either).
 func TestBenchStepTune(t *testing.T) {
@@ -122,8 +126,11 @@ func TestBenchStepTune(t *testing.T) {
 			t.Errorf("tune step times %v: want positive", tu.StepS)
 		}
 	}
-	if tu.MedianS <= 0 || tu.Ratio != tu.MedianS/r.MedianS {
-		t.Errorf("tune median %g s, ratio %g; bench median %g s", tu.MedianS, tu.Ratio, r.MedianS)
+	if tu.MedianS <= 0 || tu.Ratio != tu.MedianS/r.TuneMedianS {
+		t.Errorf("tune median %g s, ratio %g; bench's median tune step %g s", tu.MedianS, tu.Ratio, r.TuneMedianS)
+	}
+	if r.LR != 1e-5 {
+		t.Errorf("the bench steps ran at lr %g; want --tune-lr's 1e-5, the tune's", r.LR)
 	}
 	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
 		t.Errorf("tune CPU profile: %v", err)

@@ -36,7 +36,8 @@ type BenchStepConfig struct {
 	MemProfile io.Writer
 	// Tune, when set, also runs a real tune in the same process after the
 	// timed steps (TuneConfig.Prepare and Tune.Run, PNG with Adam at
-	// TuneLR, its output in a temporary folder removed afterwards) of
+	// TuneLR, at which the timed steps then run too, its output in a
+	// temporary folder removed afterwards) of
 	// Steps+1 steps on the same model, data and batch, and reports the
 	// times between the loop's step records after the first (the whole
 	// loop: evaluation, direction, optimizer, logging, checkpoints) beside
@@ -63,6 +64,9 @@ type BenchStepOutcome struct {
 	Tasks      int        `json:"tasks"`
 	LoadBuildS float64    `json:"load_build_s"` // reading model and data, opening the model, building the step's graph
 	LoadPhases LoadPhases `json:"load_phases"`
+	// LR is the learning rate of the timed steps' Adam: tune's default,
+	// or with Tune the tune's.
+	LR float64 `json:"lr"`
 	// StepS are the timed steps' forward pass, backward passes and
 	// direction (what PyTorch's twin, bench/step_models.py, times), and
 	// MedianS their median.
@@ -112,7 +116,8 @@ type BenchStepOutcome struct {
 // of the same model in the same process: the seconds between the loop's
 // consecutive step records (the first step, which allocates the loop's
 // buffers, is not timed), their median, and Ratio, that median over
-// BenchStepOutcome.MedianS.
+// BenchStepOutcome.TuneMedianS (the bench's whole steps, Adam's update
+// included, at the tune's learning rate).
 type TuneStepTiming struct {
 	StepS             []float64 `json:"step_s"`
 	MedianS           float64   `json:"median_s"`
@@ -192,7 +197,15 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 	train := &finetune.Dataset{Arrays: ds.Slice(0, out.Batch)}
 	p := png.PNG{}
 	p.Settings.ThresholdCap, p.Settings.MaxTradeoff = png.RobustThresholdCap, png.RobustMaxTradeoff
-	s := &finetune.Settings{Method: p, Optimizer: "adam", LR: TuneLR, Steps: c.Steps + 1, BatchSize: out.Batch, Seed: 1}
+	// With a tune to compare, the bench steps run at its rate: the rate
+	// decides whether the control is on and whether Constrain runs, and
+	// the two must time the same computation.
+	lr := TuneLR
+	if c.Tune && c.TuneLR > 0 {
+		lr = c.TuneLR
+	}
+	out.LR = lr
+	s := &finetune.Settings{Method: p, Optimizer: "adam", LR: lr, Steps: c.Steps + 1, BatchSize: out.Batch, Seed: 1}
 	var fwd, bwd, dirT, tuneT time.Duration
 	var ms0, ms1 runtime.MemStats
 	var prev time.Duration
@@ -255,7 +268,7 @@ func BenchStep(c *BenchStepConfig) (*BenchStepOutcome, error) {
 		if out.Tune, err = c.tune(setup.tasks); err != nil {
 			return nil, fmt.Errorf("the tune: %w", err)
 		}
-		out.Tune.Ratio = out.Tune.MedianS / out.MedianS
+		out.Tune.Ratio = out.Tune.MedianS / out.TuneMedianS
 	}
 	out.PeakRSS = PeakRSS()
 	return out, nil
