@@ -98,7 +98,7 @@ table linking each job's model and log.`,
 				&ucli.IntFlag{Name: "cpus", Usage: "CPUs per array task `C` (--cpus-per-task)", DefaultText: "the partition's", Category: "Slurm"},
 				&ucli.StringFlag{Name: "mem", Usage: "memory per array task, as Slurm takes it (`M`, e.g. 8G)", Category: "Slurm"},
 				&ucli.IntFlag{Name: "workers", Value: 1, Usage: "each array task runs `W` jobs at once", Category: "Slurm"},
-				&ucli.StringSliceFlag{Name: "extra", Usage: "one more #SBATCH `LINE` (repeatable), e.g. --extra '--gres=gpu:1'", Category: "Slurm"},
+				&ucli.GenericFlag{Name: "extra", Value: &lines{}, Usage: "one more #SBATCH `LINE` (repeatable; taken whole, commas included), e.g. --extra '--gres=gpu:1'", Category: "Slurm"},
 				&ucli.BoolFlag{Name: "submit", Usage: "submit the script with sbatch and print the job ID", Category: "Slurm"},
 			},
 			Action: runBatchSlurm,
@@ -361,7 +361,7 @@ func runBatchSlurm(c *ucli.Context) error {
 		return err
 	}
 	o := batch.SlurmOptions{JobsFile: file, OutDir: dir, Shards: c.Int("shards"), Partition: c.String("partition"),
-		Time: c.String("time"), CPUs: c.Int("cpus"), Mem: c.String("mem"), Workers: c.Int("workers"), Extra: c.StringSlice("extra")}
+		Time: c.String("time"), CPUs: c.Int("cpus"), Mem: c.String("mem"), Workers: c.Int("workers"), Extra: extraLines(c)}
 	script, err := batch.WriteSlurm(o, jobs)
 	if err != nil {
 		return err
@@ -396,5 +396,13 @@ func runBatchK8s(c *ucli.Context) error {
 		return err
 	}
 	fmt.Fprintf(c.App.Writer, "kubectl apply -f %s\n", filepath.Clean(path))
+	return nil
+}
+
+// extraLines returns batch slurm's --extra lines, one an occurrence.
+func extraLines(c *ucli.Context) []string {
+	if l, ok := c.Generic("extra").(*lines); ok && l != nil {
+		return *l
+	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -389,5 +390,33 @@ func TestBatchSlurmChecksFirst(t *testing.T) {
 				t.Errorf("%v", err)
 			}
 		}
+	}
+}
+
+// TestBatchSlurmExtraKeepsCommas: each --extra is one #SBATCH line, taken
+// whole: a Slurm option whose value lists several items with commas is
+// not cut into lines.
+func TestBatchSlurmExtraKeepsCommas(t *testing.T) {
+	dir := t.TempDir()
+	model, data := tinyLeNet(t, dir, 8)
+	jobsFile := filepath.Join(dir, "jobs.yaml")
+	os.WriteFile(jobsFile, []byte("defaults: {model: "+model+", data: "+data+", task: [\"left:nll:logp_left:left\", \"right:nll:logp_right:right\"], steps: 2}\njobs: [{name: x, criterion: \"wd:2,2\"}]\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	if _, err := runCLI(t, "batch", "slurm", jobsFile, "--out-dir", out, "--shards", "1",
+		"--extra", "--mail-type=END,FAIL", "--extra", "--gres=gpu:1"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "batch.sbatch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sbatch []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "#SBATCH --mail") || strings.HasPrefix(l, "#SBATCH --gres") || l == "#SBATCH FAIL" {
+			sbatch = append(sbatch, l)
+		}
+	}
+	if want := []string{"#SBATCH --mail-type=END,FAIL", "#SBATCH --gres=gpu:1"}; !slices.Equal(sbatch, want) {
+		t.Errorf("#SBATCH lines %q; want %q", sbatch, want)
 	}
 }
