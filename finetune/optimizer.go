@@ -3,6 +3,8 @@ package finetune
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/paretonav/paretonav/finetune/internal/stepvec"
 )
 
 // OptState is an optimizer's memory for one parameter vector: SGD's
@@ -46,28 +48,9 @@ func (s *Settings) propose(prop, metric, bound, v []float32, st OptState, pend [
 		if pend != nil {
 			t++
 		}
-		b1, b2 := s.Beta1, s.Beta2
-		c1 := 1 - math.Pow(b1, float64(t))
-		c2 := 1 - math.Pow(b2, float64(t))
-		ab := newAdamBounds(b1, b2, c1, c2)
+		a := stepvec.NewAdam(s.Beta1, s.Beta2, s.Eps, t)
 		spans(len(v), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				gi := float64(v[i])
-				var m0, w0 float64
-				if st.M != nil {
-					m0, w0 = float64(st.M[i]), float64(st.V[i])
-				}
-				if pend != nil {
-					p := float64(pend[i])
-					m0, w0 = float64(float32(b1*m0+(1-b1)*p)), float64(float32(b2*w0+(1-b2)*p*p))
-				}
-				m := b1*m0 + (1-b1)*gi
-				w := b2*w0 + (1-b2)*gi*gi
-				d := math.Sqrt(w/c2) + s.Eps
-				prop[i] = float32((m / c1) / d)
-				metric[i] = float32(1 / d)
-				bound[i] = float32(ab.at(m0, w0))
-			}
+			a.Propose(prop[lo:hi], metric[lo:hi], bound[lo:hi], v[lo:hi], part(st.M, lo, hi), part(st.V, lo, hi), part(pend, lo, hi))
 		})
 		return true
 	case s.Momentum != 0:
@@ -99,30 +82,16 @@ func (s *Settings) propose(prop, metric, bound, v []float32, st OptState, pend [
 // the step). With no memory (m0 = w0 = 0) it is b/√d, 1 at the first step.
 // It is at most AdamStepBound(t): the bound over every gradient history.
 func adamBound(b1, b2, c1, c2, m0, w0 float64) float64 {
-	return newAdamBounds(b1, b2, c1, c2).at(m0, w0)
+	return stepvec.Adam{B1: b1, B2: b2, C1: c1, C2: c2}.Bound(m0, w0)
 }
 
-// adamBounds is adamBound at one step (β1, β2, c1, c2), with the part that
-// does not depend on the moments, b²/d, computed once for every
-// coordinate: the same operations on the same values as adamBound's.
-type adamBounds struct{ b1, b2, c1, c2, r0 float64 }
-
-func newAdamBounds(b1, b2, c1, c2 float64) adamBounds {
-	b, d := (1-b1)/c1, (1-b2)/c2
-	return adamBounds{b1: b1, b2: b2, c1: c1, c2: c2, r0: b * b / d}
-}
-
-// at is adamBound from the moments m0 and w0.
-func (ab adamBounds) at(m0, w0 float64) float64 {
-	r := ab.r0
-	if m0 != 0 {
-		a, c := ab.b1*m0/ab.c1, ab.b2*w0/ab.c2
-		if c == 0 {
-			return math.Inf(1)
-		}
-		r += a * a / c
+// part is x[lo:hi], nil for a nil x (no optimizer memory yet, no
+// pending step).
+func part(x []float32, lo, hi int) []float32 {
+	if x == nil {
+		return nil
 	}
-	return math.Sqrt(r)
+	return x[lo:hi]
 }
 
 // AdamStepBound returns B_t, the most Adam (moments β1, β2 with β1² < β2)
