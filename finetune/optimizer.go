@@ -181,61 +181,35 @@ func (s *Settings) apply(theta, v, u []float32, st *OptState, lr float64) {
 func (s *Settings) applyTheta(dst, base, v, u []float32, st OptState, lr float64) bool {
 	var nonFinite atomic.Bool
 	spans(len(v), func(lo, hi int) {
-		s.applyRange(dst, base, v, u, st, lr, lo, hi)
-		if !finiteRange(dst[lo:hi]) {
+		if !s.applyRange(dst, base, v, u, st, lr, lo, hi) {
 			nonFinite.Store(true)
 		}
 	})
 	return !nonFinite.Load()
 }
 
-// applyRange is applyTheta on the elements [lo, hi).
-func (s *Settings) applyRange(dst, base, v, u []float32, st OptState, lr float64, lo, hi int) {
+// applyRange is applyTheta on the elements [lo, hi): it reports whether
+// every value it wrote is finite.
+func (s *Settings) applyRange(dst, base, v, u []float32, st OptState, lr float64, lo, hi int) bool {
+	dst, base = dst[lo:hi], base[lo:hi]
 	switch {
+	case u != nil:
+		return stepvec.Update(dst, base, u[lo:hi], lr)
 	case s.Optimizer == "adam":
-		t := st.T + 1
-		b1, b2 := s.Beta1, s.Beta2
-		c1 := 1 - math.Pow(b1, float64(t))
-		c2 := 1 - math.Pow(b2, float64(t))
-		for i := lo; i < hi; i++ {
-			step := 0.0
-			if u != nil {
-				step = float64(u[i])
-			} else {
-				gi := float64(v[i])
-				var m0, w0 float64
-				if st.M != nil {
-					m0, w0 = float64(st.M[i]), float64(st.V[i])
-				}
-				m := b1*m0 + (1-b1)*gi
-				w := b2*w0 + (1-b2)*gi*gi
-				d := math.Sqrt(w/c2) + s.Eps
-				step = (m / c1) / d
-			}
-			dst[i] = float32(float64(base[i]) - lr*step)
-		}
+		a := stepvec.NewAdam(s.Beta1, s.Beta2, s.Eps, st.T+1)
+		return a.Update(dst, base, v[lo:hi], part(st.M, lo, hi), part(st.V, lo, hi), lr)
 	case s.Momentum != 0:
-		for i := lo; i < hi; i++ {
-			var step float64
-			if u != nil {
-				step = float64(u[i])
-			} else {
-				var b float64
-				if st.M != nil {
-					b = float64(st.M[i])
-				}
-				step = s.Momentum*b + float64(v[i])
+		for i := range dst {
+			var b float64
+			if st.M != nil {
+				b = float64(st.M[lo+i])
 			}
+			step := s.Momentum*b + float64(v[lo+i])
 			dst[i] = float32(float64(base[i]) - lr*step)
 		}
+		return stepvec.Finite(dst)
 	default:
-		w := v
-		if u != nil {
-			w = u
-		}
-		for i := lo; i < hi; i++ {
-			dst[i] = float32(float64(base[i]) - lr*float64(w[i]))
-		}
+		return stepvec.Update(dst, base, v[lo:hi], lr)
 	}
 }
 
