@@ -223,16 +223,9 @@ func (s *Settings) advance(st *OptState, v []float32) {
 			st.V = make([]float32, len(v))
 		}
 		st.T++
-		b1, b2 := s.Beta1, s.Beta2
+		a := stepvec.NewAdam(s.Beta1, s.Beta2, s.Eps, st.T)
 		M, V := st.M, st.V
-		spans(len(v), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				gi := float64(v[i])
-				m := b1*float64(M[i]) + (1-b1)*gi
-				w := b2*float64(V[i]) + (1-b2)*gi*gi
-				M[i], V[i] = float32(m), float32(w)
-			}
-		})
+		spans(len(v), func(lo, hi int) { a.Advance(M[lo:hi], V[lo:hi], v[lo:hi]) })
 	case s.Momentum != 0:
 		if st.M == nil {
 			st.M = make([]float32, len(v))
