@@ -128,15 +128,7 @@ func AdamStepBound(beta1, beta2 float64, t int) float64 {
 // shrunk below the optimizer's memory: there the rate asked would grow
 // without bound. It is top when v is zero.
 func stepScale(prop, metric, v []float32, top float64) float64 {
-	var num, den float64
-	for i, u := range prop {
-		p, x := 1.0, float64(v[i])
-		if metric != nil {
-			p = float64(metric[i])
-		}
-		num += float64(u) * float64(u) / p
-		den += p * x * x
-	}
+	num, den := stepvec.ScaleSums(prop, metric, v)
 	if den == 0 || !(num >= 0) || math.IsInf(num, 0) || math.IsInf(den, 0) {
 		return top
 	}

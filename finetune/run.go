@@ -884,20 +884,15 @@ func firstOrderChange(dst []float64, J png.Jacobian, before, after []float32) []
 		dst = make([]float64, J.M)
 	}
 	dst = dst[:J.M]
-	row := func(i int) {
-		var s float64
-		for j, g := range J.Row(i) {
-			s += float64(g) * (float64(after[j]) - float64(before[j]))
-		}
-		dst[i] = s
-	}
+	row := func(i int) { dst[i] = stepvec.DeltaDot(J.Row(i), before, after) }
 	if J.N < 2*minSpan {
 		for i := range dst {
 			row(i)
 		}
 		return dst
 	}
-	// one row per worker: each sum still runs in index order
+	// one row per worker: each sum runs on one core, in an order fixed by
+	// the length alone
 	par.For(J.M, row)
 	return dst
 }
