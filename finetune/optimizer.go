@@ -54,16 +54,10 @@ func (s *Settings) propose(prop, metric, bound, v []float32, st OptState, pend [
 		})
 		return true
 	case s.Momentum != 0:
-		for i, g := range v {
-			var b float64
-			if st.M != nil {
-				b = float64(st.M[i])
-			}
-			if pend != nil {
-				b = float64(float32(s.Momentum*b + float64(pend[i])))
-			}
-			prop[i] = float32(s.Momentum*b + float64(g))
-		}
+		mu := stepvec.Momentum(s.Momentum)
+		spans(len(v), func(lo, hi int) {
+			mu.Propose(prop[lo:hi], v[lo:hi], part(st.M, lo, hi), part(pend, lo, hi))
+		})
 	default:
 		copy(prop, v)
 	}
@@ -191,15 +185,7 @@ func (s *Settings) applyRange(dst, base, v, u []float32, st OptState, lr float64
 		a := stepvec.NewAdam(s.Beta1, s.Beta2, s.Eps, st.T+1)
 		return a.Update(dst, base, v[lo:hi], part(st.M, lo, hi), part(st.V, lo, hi), lr)
 	case s.Momentum != 0:
-		for i := range dst {
-			var b float64
-			if st.M != nil {
-				b = float64(st.M[lo+i])
-			}
-			step := s.Momentum*b + float64(v[lo+i])
-			dst[i] = float32(float64(base[i]) - lr*step)
-		}
-		return stepvec.Finite(dst)
+		return stepvec.Momentum(s.Momentum).Update(dst, base, v[lo:hi], part(st.M, lo, hi), lr)
 	default:
 		return stepvec.Update(dst, base, v[lo:hi], lr)
 	}
@@ -223,12 +209,8 @@ func (s *Settings) advance(st *OptState, v []float32) {
 			st.M = make([]float32, len(v))
 		}
 		st.T++
-		M := st.M
-		spans(len(v), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				M[i] = float32(s.Momentum*float64(M[i]) + float64(v[i]))
-			}
-		})
+		mu, M := stepvec.Momentum(s.Momentum), st.M
+		spans(len(v), func(lo, hi int) { mu.Advance(M[lo:hi], v[lo:hi]) })
 	default:
 		st.T++
 	}

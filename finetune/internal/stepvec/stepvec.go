@@ -1,9 +1,10 @@
 // Package stepvec holds finetune's per-weight passes of an optimizer
 // step: Adam's proposal with its metric and trust region (Adam.Propose),
 // the parameter update with its finiteness check (Update, Adam.Update),
-// Adam's moment update (Adam.Advance), the finiteness check alone
-// (Finite) and the sums over the weights of finetune's stepScale and
-// firstOrderChange (ScaleSums, DeltaDot).
+// Adam's moment update (Adam.Advance), momentum SGD's proposal, update
+// and buffer (Momentum), the finiteness check alone (Finite) and the sums
+// over the weights of finetune's stepScale and firstOrderChange
+// (ScaleSums, DeltaDot).
 //
 // Each pass is a Go loop, and on amd64 with AVX-512F a kernel that runs
 // it on 8 float64 lanes at once, the Go loop finishing the last len mod 8
