@@ -3,6 +3,7 @@ package stepvec
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/paretonav/paretonav/internal/cpu"
@@ -93,4 +94,20 @@ func kernelName(vec bool) string {
 		return "avx512"
 	}
 	return "go"
+}
+
+// perWeight runs f b.N times and reports its wall time and its thread's
+// CPU time per weight of a pass over n weights (the CPU time, not the
+// wall time, is what to compare on a machine shared with other work).
+func perWeight(b *testing.B, n int, f func()) {
+	runtime.LockOSThread() // cpuNanos counts this thread
+	defer runtime.UnlockOSThread()
+	runtime.GC() // the set-up's garbage, not collected during the pass
+	b.ResetTimer()
+	cpu := cpuNanos()
+	for range b.N {
+		f()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/weight")
+	b.ReportMetric(float64(cpuNanos()-cpu)/float64(b.N)/float64(n), "cpu-ns/weight")
 }

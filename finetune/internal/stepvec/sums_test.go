@@ -97,23 +97,17 @@ func TestSumKernels(t *testing.T) {
 }
 
 // BenchmarkSums times ScaleSums (with a metric) and DeltaDot on one
-// goroutine over 1M weights, in ns/weight.
+// goroutine over 1M weights, in ns and CPU ns per weight.
 func BenchmarkSums(b *testing.B) {
 	const n = 1 << 20
 	rng := rand.New(rand.NewPCG(1, 1))
 	x, y, z := randVec(rng, n, 1), randVec(rng, n, 1), randVec(rng, n, 1)
 	for _, vec := range kernelFlags() {
 		b.Run("scale/"+kernelName(vec), func(b *testing.B) {
-			for b.Loop() {
-				scaleSums(vec, x, y, z)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/weight")
+			perWeight(b, n, func() { scaleSums(vec, x, y, z) })
 		})
 		b.Run("delta/"+kernelName(vec), func(b *testing.B) {
-			for b.Loop() {
-				deltaDot(vec, x, y, z)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/weight")
+			perWeight(b, n, func() { deltaDot(vec, x, y, z) })
 		})
 	}
 }
