@@ -25,9 +25,10 @@ func (a Adam) r0() float64 {
 // c = 0, √(b²/d) when m0 = 0.
 func (a Adam) Bound(m0, w0 float64) float64 { return bound(a.consts(), m0, w0) }
 
-// consts are an Adam step's constants as the kernels read them.
+// consts are an Adam step's constants as the kernels read them (the
+// field order is consts_amd64.h's: TestConstsLayout).
 type consts struct {
-	b1, omb1, b2, omb2, c1, c2, eps, r0, one, inf, zero float64
+	b1, omb1, b2, omb2, c1, c2, eps, r0, one, inf float64
 }
 
 func (a Adam) consts() *consts {

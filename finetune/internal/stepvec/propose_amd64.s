@@ -17,8 +17,8 @@ TEXT ·proposeAVX512(SB), NOSPLIT, $0-72
 	SHRQ $3, CX
 	JZ   done
 	LOADCONSTS(AX)
-	MOVQ R8, R11  // the moments' flag (m and w advance only when not nil)
-	MOVQ R10, R12 // pend's
+	MOVQ R8, R11  // whether there are moments (R8 itself advances)
+	MOVQ R10, R12 // whether there is a pending step
 
 loop:
 	VCVTPS2PD (BX), Z0 // g

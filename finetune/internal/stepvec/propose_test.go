@@ -1,7 +1,6 @@
 package stepvec
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -63,29 +62,6 @@ func at(x []float32, i int) float32 {
 		return 0
 	}
 	return x[i]
-}
-
-// TestBound checks Bound's cases: √(b²/d) (1 at the first step) with no
-// first moment, +Inf with a first moment and no second, √(a²/c + b²/d)
-// otherwise.
-func TestBound(t *testing.T) {
-	a := NewAdam(0.9, 0.999, 1e-8, 1)
-	b := NewAdam(0.9, 0.999, 1e-8, 5)
-	bb, d := 0.1/b.C1, 0.001/b.C2
-	for _, tc := range []struct {
-		a      Adam
-		m0, w0 float64
-		want   float64
-	}{
-		{a, 0, 0, 1},
-		{a, 0, 3, 1},
-		{b, 0.5, 0, math.Inf(1)},
-		{b, 0.5, 0.4, math.Sqrt(math.Pow(0.9*0.5/b.C1, 2)/(0.999*0.4/b.C2) + bb*bb/d)},
-	} {
-		if got := tc.a.Bound(tc.m0, tc.w0); math.Abs(got-tc.want) > 1e-12*tc.want && got != tc.want {
-			t.Errorf("Bound(%v, %v) at %+v: %v, want %v", tc.m0, tc.w0, tc.a, got, tc.want)
-		}
-	}
 }
 
 // BenchmarkPropose times Propose's Go loop and kernel on one goroutine
