@@ -3,6 +3,8 @@ package finetune
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/paretonav/paretonav/finetune/internal/stepvec"
 )
 
 // OptState is an optimizer's memory for one parameter vector: SGD's
@@ -46,41 +48,16 @@ func (s *Settings) propose(prop, metric, bound, v []float32, st OptState, pend [
 		if pend != nil {
 			t++
 		}
-		b1, b2 := s.Beta1, s.Beta2
-		c1 := 1 - math.Pow(b1, float64(t))
-		c2 := 1 - math.Pow(b2, float64(t))
-		ab := newAdamBounds(b1, b2, c1, c2)
+		a := stepvec.NewAdam(s.Beta1, s.Beta2, s.Eps, t)
 		spans(len(v), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				gi := float64(v[i])
-				var m0, w0 float64
-				if st.M != nil {
-					m0, w0 = float64(st.M[i]), float64(st.V[i])
-				}
-				if pend != nil {
-					p := float64(pend[i])
-					m0, w0 = float64(float32(b1*m0+(1-b1)*p)), float64(float32(b2*w0+(1-b2)*p*p))
-				}
-				m := b1*m0 + (1-b1)*gi
-				w := b2*w0 + (1-b2)*gi*gi
-				d := math.Sqrt(w/c2) + s.Eps
-				prop[i] = float32((m / c1) / d)
-				metric[i] = float32(1 / d)
-				bound[i] = float32(ab.at(m0, w0))
-			}
+			a.Propose(prop[lo:hi], metric[lo:hi], bound[lo:hi], v[lo:hi], part(st.M, lo, hi), part(st.V, lo, hi), part(pend, lo, hi))
 		})
 		return true
 	case s.Momentum != 0:
-		for i, g := range v {
-			var b float64
-			if st.M != nil {
-				b = float64(st.M[i])
-			}
-			if pend != nil {
-				b = float64(float32(s.Momentum*b + float64(pend[i])))
-			}
-			prop[i] = float32(s.Momentum*b + float64(g))
-		}
+		mu := stepvec.Momentum(s.Momentum)
+		spans(len(v), func(lo, hi int) {
+			mu.Propose(prop[lo:hi], v[lo:hi], part(st.M, lo, hi), part(pend, lo, hi))
+		})
 	default:
 		copy(prop, v)
 	}
@@ -99,30 +76,16 @@ func (s *Settings) propose(prop, metric, bound, v []float32, st OptState, pend [
 // the step). With no memory (m0 = w0 = 0) it is b/√d, 1 at the first step.
 // It is at most AdamStepBound(t): the bound over every gradient history.
 func adamBound(b1, b2, c1, c2, m0, w0 float64) float64 {
-	return newAdamBounds(b1, b2, c1, c2).at(m0, w0)
+	return stepvec.Adam{B1: b1, B2: b2, C1: c1, C2: c2}.Bound(m0, w0)
 }
 
-// adamBounds is adamBound at one step (β1, β2, c1, c2), with the part that
-// does not depend on the moments, b²/d, computed once for every
-// coordinate: the same operations on the same values as adamBound's.
-type adamBounds struct{ b1, b2, c1, c2, r0 float64 }
-
-func newAdamBounds(b1, b2, c1, c2 float64) adamBounds {
-	b, d := (1-b1)/c1, (1-b2)/c2
-	return adamBounds{b1: b1, b2: b2, c1: c1, c2: c2, r0: b * b / d}
-}
-
-// at is adamBound from the moments m0 and w0.
-func (ab adamBounds) at(m0, w0 float64) float64 {
-	r := ab.r0
-	if m0 != 0 {
-		a, c := ab.b1*m0/ab.c1, ab.b2*w0/ab.c2
-		if c == 0 {
-			return math.Inf(1)
-		}
-		r += a * a / c
+// part is x[lo:hi], nil for a nil x (no optimizer memory yet, no
+// pending step).
+func part(x []float32, lo, hi int) []float32 {
+	if x == nil {
+		return nil
 	}
-	return math.Sqrt(r)
+	return x[lo:hi]
 }
 
 // AdamStepBound returns B_t, the most Adam (moments β1, β2 with β1² < β2)
@@ -159,15 +122,7 @@ func AdamStepBound(beta1, beta2 float64, t int) float64 {
 // shrunk below the optimizer's memory: there the rate asked would grow
 // without bound. It is top when v is zero.
 func stepScale(prop, metric, v []float32, top float64) float64 {
-	var num, den float64
-	for i, u := range prop {
-		p, x := 1.0, float64(v[i])
-		if metric != nil {
-			p = float64(metric[i])
-		}
-		num += float64(u) * float64(u) / p
-		den += p * x * x
-	}
+	num, den := stepvec.ScaleSums(prop, metric, v)
 	if den == 0 || !(num >= 0) || math.IsInf(num, 0) || math.IsInf(den, 0) {
 		return top
 	}
@@ -212,61 +167,27 @@ func (s *Settings) apply(theta, v, u []float32, st *OptState, lr float64) {
 func (s *Settings) applyTheta(dst, base, v, u []float32, st OptState, lr float64) bool {
 	var nonFinite atomic.Bool
 	spans(len(v), func(lo, hi int) {
-		s.applyRange(dst, base, v, u, st, lr, lo, hi)
-		if !finiteRange(dst[lo:hi]) {
+		if !s.applyRange(dst, base, v, u, st, lr, lo, hi) {
 			nonFinite.Store(true)
 		}
 	})
 	return !nonFinite.Load()
 }
 
-// applyRange is applyTheta on the elements [lo, hi).
-func (s *Settings) applyRange(dst, base, v, u []float32, st OptState, lr float64, lo, hi int) {
+// applyRange is applyTheta on the elements [lo, hi): it reports whether
+// every value it wrote is finite.
+func (s *Settings) applyRange(dst, base, v, u []float32, st OptState, lr float64, lo, hi int) bool {
+	dst, base = dst[lo:hi], base[lo:hi]
 	switch {
+	case u != nil:
+		return stepvec.Update(dst, base, u[lo:hi], lr)
 	case s.Optimizer == "adam":
-		t := st.T + 1
-		b1, b2 := s.Beta1, s.Beta2
-		c1 := 1 - math.Pow(b1, float64(t))
-		c2 := 1 - math.Pow(b2, float64(t))
-		for i := lo; i < hi; i++ {
-			step := 0.0
-			if u != nil {
-				step = float64(u[i])
-			} else {
-				gi := float64(v[i])
-				var m0, w0 float64
-				if st.M != nil {
-					m0, w0 = float64(st.M[i]), float64(st.V[i])
-				}
-				m := b1*m0 + (1-b1)*gi
-				w := b2*w0 + (1-b2)*gi*gi
-				d := math.Sqrt(w/c2) + s.Eps
-				step = (m / c1) / d
-			}
-			dst[i] = float32(float64(base[i]) - lr*step)
-		}
+		a := stepvec.NewAdam(s.Beta1, s.Beta2, s.Eps, st.T+1)
+		return a.Update(dst, base, v[lo:hi], part(st.M, lo, hi), part(st.V, lo, hi), lr)
 	case s.Momentum != 0:
-		for i := lo; i < hi; i++ {
-			var step float64
-			if u != nil {
-				step = float64(u[i])
-			} else {
-				var b float64
-				if st.M != nil {
-					b = float64(st.M[i])
-				}
-				step = s.Momentum*b + float64(v[i])
-			}
-			dst[i] = float32(float64(base[i]) - lr*step)
-		}
+		return stepvec.Momentum(s.Momentum).Update(dst, base, v[lo:hi], part(st.M, lo, hi), lr)
 	default:
-		w := v
-		if u != nil {
-			w = u
-		}
-		for i := lo; i < hi; i++ {
-			dst[i] = float32(float64(base[i]) - lr*float64(w[i]))
-		}
+		return stepvec.Update(dst, base, v[lo:hi], lr)
 	}
 }
 
@@ -280,27 +201,16 @@ func (s *Settings) advance(st *OptState, v []float32) {
 			st.V = make([]float32, len(v))
 		}
 		st.T++
-		b1, b2 := s.Beta1, s.Beta2
+		a := stepvec.NewAdam(s.Beta1, s.Beta2, s.Eps, st.T)
 		M, V := st.M, st.V
-		spans(len(v), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				gi := float64(v[i])
-				m := b1*float64(M[i]) + (1-b1)*gi
-				w := b2*float64(V[i]) + (1-b2)*gi*gi
-				M[i], V[i] = float32(m), float32(w)
-			}
-		})
+		spans(len(v), func(lo, hi int) { a.Advance(M[lo:hi], V[lo:hi], v[lo:hi]) })
 	case s.Momentum != 0:
 		if st.M == nil {
 			st.M = make([]float32, len(v))
 		}
 		st.T++
-		M := st.M
-		spans(len(v), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				M[i] = float32(s.Momentum*float64(M[i]) + float64(v[i]))
-			}
-		})
+		mu, M := stepvec.Momentum(s.Momentum), st.M
+		spans(len(v), func(lo, hi int) { mu.Advance(M[lo:hi], v[lo:hi]) })
 	default:
 		st.T++
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/paretonav/paretonav/finetune/internal/stepvec"
 	"github.com/paretonav/paretonav/internal/par"
 	"github.com/paretonav/paretonav/png"
 )
@@ -883,20 +884,15 @@ func firstOrderChange(dst []float64, J png.Jacobian, before, after []float32) []
 		dst = make([]float64, J.M)
 	}
 	dst = dst[:J.M]
-	row := func(i int) {
-		var s float64
-		for j, g := range J.Row(i) {
-			s += float64(g) * (float64(after[j]) - float64(before[j]))
-		}
-		dst[i] = s
-	}
+	row := func(i int) { dst[i] = stepvec.DeltaDot(J.Row(i), before, after) }
 	if J.N < 2*minSpan {
 		for i := range dst {
 			row(i)
 		}
 		return dst
 	}
-	// one row per worker: each sum still runs in index order
+	// one row per worker: each sum runs on one core, in an order fixed by
+	// the length alone
 	par.For(J.M, row)
 	return dst
 }
@@ -933,32 +929,13 @@ func finite64(x []float64) bool {
 // a long x on the worker pool.
 func finite32(x []float32) bool {
 	if len(x) < 2*minSpan {
-		return finiteRange(x)
+		return stepvec.Finite(x)
 	}
 	var nonFinite atomic.Bool
 	spans(len(x), func(lo, hi int) {
-		if !finiteRange(x[lo:hi]) {
+		if !stepvec.Finite(x[lo:hi]) {
 			nonFinite.Store(true)
 		}
 	})
 	return !nonFinite.Load()
-}
-
-// finiteRange reports whether every value of x is finite: v·0 is 0 for a
-// finite v and NaN for ±Inf and NaN, and a NaN stays in the sum, so the
-// pass has no branch per value.
-func finiteRange(x []float32) bool {
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		s0 += x[i] * 0
-		s1 += x[i+1] * 0
-		s2 += x[i+2] * 0
-		s3 += x[i+3] * 0
-	}
-	for ; i < len(x); i++ {
-		s0 += x[i] * 0
-	}
-	s := s0 + s1 + s2 + s3
-	return s == s
 }

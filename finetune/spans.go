@@ -20,8 +20,9 @@ const spansPerWorker = 4
 // all have returned. The loop's passes over θ-sized vectors (the
 // optimizer's proposal and update, the finiteness checks) are element by
 // element, so what they compute does not depend on how [0, n) is cut;
-// sums over the vectors stay serial, in index order, where their order
-// decides the result's last bits.
+// a sum over a vector runs on one core, in an order fixed by the
+// vector's length alone (stepvec's lanes), as its order decides the
+// result's last bits.
 func spans(n int, f func(lo, hi int)) {
 	k := min(spansPerWorker*runtime.GOMAXPROCS(0), n/minSpan)
 	par.Ranges(n, k, 1, func(_, lo, hi int) { f(lo, hi) })

@@ -130,6 +130,11 @@ var importRules = []importRule{
 		why:    "the kernels are numeric code on slices and Gorgonia's op interface: the graph, its lowerings, the losses and the model build on them, never the reverse",
 	},
 	{
+		from:   []string{"finetune/internal/stepvec"},
+		forbid: []string{"finetune", "finetune/front", "finetune/metrics", "png/...", "backend/...", "importer/...", "format/..."},
+		why:    "the optimizer step's per-weight kernels work on plain slices: the training loop builds on them, never the reverse",
+	},
+	{
 		from:   []string{"internal/cpu"},
 		forbid: []string{"backend/...", "png/...", "finetune/...", "importer/..."},
 		why:    "the CPU's vector features are a leaf that the assembly kernels of backend, png and finetune read",
@@ -296,6 +301,7 @@ func TestViolationsFindsBreaks(t *testing.T) {
 		pkg("backend/internal/onnxops", "backend/internal/loss"),
 		pkg("backend/internal/loss", "backend"),
 		pkg("backend", "backend/internal/onnxtest"),
+		pkg("finetune/internal/stepvec", "finetune"),
 	}
 	for _, p := range bad {
 		if v := violations([]listedPackage{p}, importRules); len(v) == 0 {
@@ -317,6 +323,8 @@ func TestViolationsFindsBreaks(t *testing.T) {
 		pkg("backend", "backend/internal/onnxops", "backend/internal/loss", "backend/internal/graph"),
 		pkg("backend/internal/onnxops", "backend/internal/graph", "backend/internal/kernels", "backend/internal/rewrite"),
 		pkg("backend/internal/kernels", "backend/internal/gemm", "backend/internal/vmath"),
+		pkg("finetune", "finetune/internal/stepvec"),
+		pkg("finetune/internal/stepvec", "internal/cpu"),
 		{ImportPath: modulePath + "/backend/internal/onnxops", TestImports: []string{modulePath + "/backend/internal/onnxtest"}},
 	}
 	for _, p := range good {
