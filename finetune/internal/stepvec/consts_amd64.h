@@ -11,4 +11,6 @@
 	VBROADCASTSD 56(c), Z23; /* r0 = b²/d */ \
 	VBROADCASTSD 64(c), Z24; /* 1 */ \
 	VBROADCASTSD 72(c), Z25; /* +Inf */ \
+	VBROADCASTSD 80(c), Z28; /* rmax */ \
+	VBROADCASTSD 88(c), Z29; /* √r0 */ \
 	VPXORQ       Z26, Z26, Z26 /* 0 */

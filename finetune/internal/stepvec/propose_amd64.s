@@ -69,13 +69,18 @@ pended:
 	VCVTPD2PS Z7, Y7
 	VMOVUPS   Y7, (SI)
 
-	// the bound: √r0 where m0 = 0; else +Inf where c = 0, else √(r0 + a·a/c)
+	// the bound: √r0 where m0 = 0; else r = +Inf where c = 0, else
+	// r = r0 + a·a/c; √r, or max(|a|/ε, √r0) where r > rmax
 	VCMPPD    $4, Z26, Z1, K1 // m0 ≠ 0 (unordered: NaN too)
 	VMOVAPD   Z23, Z10        // r0
 	KORTESTW  K1, K1
 	JZ        bounded
 	VMULPD    Z16, Z1, Z8     // β1·m0
 	VDIVPD    Z20, Z8, Z8     // a
+	VSUBPD    Z8, Z26, Z11    // −a
+	VMAXPD    Z8, Z11, Z11    // |a|
+	VDIVPD    Z22, Z11, Z11   // |a|/ε
+	VMAXPD    Z11, Z29, Z11   // max(|a|/ε, √r0); NaN where a is, as Go's max
 	VMULPD    Z18, Z2, Z9     // β2·w0
 	VDIVPD    Z21, Z9, Z9     // c
 	VMULPD    Z8, Z8, Z8      // a·a
@@ -83,8 +88,11 @@ pended:
 	VADDPD    Z8, Z23, K1, Z10 // r0 + a·a/c where m0 ≠ 0
 	VCMPPD    $0, Z26, Z9, K2 // c = 0 (ordered)
 	KANDW     K1, K2, K2
+	VMOVAPD   Z25, K2, Z10    // r = +Inf where m0 ≠ 0 and c = 0
+	VCMPPD    $0x1e, Z28, Z10, K3 // r > rmax (ordered)
+	KANDW     K1, K3, K3
 	VSQRTPD   Z10, Z10
-	VMOVAPD   Z25, K2, Z10    // +Inf where m0 ≠ 0 and c = 0
+	VMOVAPD   Z11, K3, Z10    // max(|a|/ε, √r0) there
 	JMP       store
 
 bounded:
