@@ -51,18 +51,7 @@ moments:
 	VCVTPS2PD Y2, Z2
 
 pended:
-	VMULPD    Z16, Z1, Z5 // β1·m0
-	VMULPD    Z17, Z0, Z6 // (1−β1)·g
-	VADDPD    Z6, Z5, Z5  // m
-	VMULPD    Z18, Z2, Z6 // β2·w0
-	VMULPD    Z19, Z0, Z7 // (1−β2)·g
-	VMULPD    Z0, Z7, Z7  // ·g
-	VADDPD    Z7, Z6, Z6  // w
-	VDIVPD    Z21, Z6, Z6 // w/c2
-	VSQRTPD   Z6, Z6
-	VADDPD    Z22, Z6, Z6 // d = √(w/c2) + ε
-	VDIVPD    Z20, Z5, Z5 // m/c1
-	VDIVPD    Z6, Z5, Z5  // (m/c1)/d
+	ADAMSTEP // Z5 = (m/c1)/d, Z6 = d
 	VCVTPD2PS Z5, Y5
 	VMOVUPS   Y5, (DI)
 	VDIVPD    Z6, Z24, Z7 // 1/d

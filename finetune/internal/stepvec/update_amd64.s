@@ -76,18 +76,7 @@ anomoments:
 	VPXORQ Z2, Z2, Z2
 
 amoments:
-	VMULPD    Z16, Z1, Z5 // β1·m0
-	VMULPD    Z17, Z0, Z6 // (1−β1)·g
-	VADDPD    Z6, Z5, Z5  // m
-	VMULPD    Z18, Z2, Z6 // β2·w0
-	VMULPD    Z19, Z0, Z7 // (1−β2)·g
-	VMULPD    Z0, Z7, Z7  // ·g
-	VADDPD    Z7, Z6, Z6  // w
-	VDIVPD    Z21, Z6, Z6 // w/c2
-	VSQRTPD   Z6, Z6
-	VADDPD    Z22, Z6, Z6 // d = √(w/c2) + ε
-	VDIVPD    Z20, Z5, Z5 // m/c1
-	VDIVPD    Z6, Z5, Z5  // step = (m/c1)/d
+	ADAMSTEP // Z5 = step = (m/c1)/d, Z6 = d
 	VMULPD    Z27, Z5, Z5 // lr·step
 	VCVTPS2PD (SI), Z1    // base
 	VSUBPD    Z5, Z1, Z1  // base − lr·step
