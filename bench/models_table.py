@@ -311,11 +311,7 @@ def main():
     py = torchenv.python(a.python)
     build = torchenv.describe(py)
     a.dir = a.dir or "/tmp/paretonav-bench-step-" + re.sub(r"[^0-9A-Za-z.]", "_", build["torch"])
-    names = [m for n in a.models.split(",") if n for m in (sm.ZOO if n == "zoo" else [n])] or list(sm.DEFAULT)
-    for n in names:
-        if n not in sm.MODELS:
-            sys.exit(f"models_table: --models: unknown model {n!r} (known: {', '.join(sm.MODELS)}; zoo: all of "
-                     f"{', '.join(sm.ZOO)})")
+    names = select(a.models)
     run([py, os.path.join(HERE, "step_models.py"), "export", "--dir", a.dir, "--only", ",".join(names)],
         what="export")
     env = dict(os.environ, GOMAXPROCS=str(a.threads))
@@ -429,6 +425,17 @@ def recount(a, binary):
         count_row(row, ours)
     torch_version = d.get("torch_version") or torchenv.label(torchenv.describe(torchenv.python(a.python)))
     write(a, d["rows"], d["runs"], started, d["load_start"], d["load_end"], torch_version)
+
+
+def select(models):
+    """The models a --models value names, in its order: step_models.DEFAULT for none, every model of
+    step_models.ZOO for `zoo`; exits naming an unknown one."""
+    names = [m for n in models.split(",") if n for m in (sm.ZOO if n == "zoo" else [n])] or list(sm.DEFAULT)
+    for n in names:
+        if n not in sm.MODELS:
+            sys.exit(f"models_table: --models: unknown model {n!r} (known: {', '.join(sm.MODELS)}; zoo: all of "
+                     f"{', '.join(sm.ZOO)})")
+    return names
 
 
 def command(a):

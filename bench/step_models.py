@@ -88,6 +88,7 @@ import shutil
 import statistics
 import sys
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -99,7 +100,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "..", "backend", "testdata", "torch")
 sys.path.insert(0, FIX)
 sys.path.insert(0, os.path.join(HERE, "torch2_zoo"))
-import check as zoo  # noqa: E402
+with warnings.catch_warnings():  # check.py silences every warning of its process: not of ours
+    import check as zoo  # noqa: E402
 import make_fixtures as mf  # noqa: E402
 import make_transformer_fixtures as mtf  # noqa: E402
 
