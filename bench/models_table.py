@@ -6,13 +6,20 @@ docs/bench-step.md.
     go build -o paretonav . && /usr/bin/python3 bench/models_table.py --paretonav ./paretonav
 
 Options: --dir DIR (models and data, written once by step_models.py
-export; default /tmp/paretonav-bench-step), --models a,b (default: all),
+export; default /tmp/paretonav-bench-step-TORCHVERSION), --models a,b
+(default: the models of docs/bench-step.md; `zoo` stands for every model
+of step_models.ZOO, the architectures of bench/torch2_zoo/check.py),
 --pairs P (default 2), --steps K (timed steps per run, default 3),
 --min-seconds S (at least S seconds of timed steps per run, default 10, so
 that a small model's CPU profile has enough samples), --max-steps N
 (default 10000), --threads T (GOMAXPROCS and torch threads, default 2), --out FILE (default
 docs/bench-step.md; "-" prints the Markdown), --json FILE (every run's
-numbers).
+numbers). A table of models of step_models.ZOO says so in a paragraph
+before its table, and the command it gives to regenerate it names its
+--models and --out. The zoo's table:
+
+    go build -o paretonav . && /usr/bin/python3 bench/models_table.py --paretonav ./paretonav \
+        --pairs 3 --models zoo --out docs/bench-step-zoo.md
 
 Each pair runs `paretonav bench step --json --cpuprofile` on the model's
 ONNX export and then `step_models.py time` on the same nn.Module (same
@@ -42,6 +49,7 @@ import re
 import statistics
 import subprocess
 import sys
+import textwrap
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,7 +70,12 @@ DESCRIPTIONS = {
     "shufflenet": "ShuffleNetV2 ×0.5 + 2 heads, 4 × 3×64×64",
     "regnet_x": "RegNetX-400MF (grouped 3×3, 16 channels/group) + 2 heads, 4 × 3×64×64",
     "deeplab_mbv3": "DeepLabV3-MobileNetV3-Large, segmentation + depth, 4 × 3×64×64",
+    "unet16": "UNet at width 16 (`bench/unet/make_unet.py`), segmentation + depth, 2 × 3×64×64",
 }
+for _n in sm.ZOO:  # the zoo's models as docs/pytorch2-exports.md names them
+    if _n in sm.zoo.MODELS:
+        _what, _variant, _, _shape, _ = sm.zoo.MODELS[_n]
+        DESCRIPTIONS[_n] = "%s, `%s`, %d × %s" % (_what, _variant, _shape[0], "×".join(map(str, _shape[1:])))
 
 # The backend's moves between layouts, their own loops as well as the
 # copy calls they make: the depthwise convolution's phase planes and wide
@@ -264,7 +277,9 @@ def main():
     ap.add_argument("--python", default="",
                     help="the interpreter of the PyTorch twins (default: the venv of bench/torchenv.py, PyPI's "
                          "torch with MKL and oneDNN, made on first use)")
-    ap.add_argument("--models", default="")
+    ap.add_argument("--models", default="",
+                    help="comma-separated models of bench/step_models.py (default: those of docs/bench-step.md); "
+                         "zoo: every model of its ZOO, the architectures of bench/torch2_zoo/check.py")
     ap.add_argument("--pairs", type=int, default=2)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--min-seconds", type=float, default=10.0,
@@ -275,7 +290,9 @@ def main():
     ap.add_argument("--max-steps", type=int, default=10000,
                     help="at most this many timed steps per run (the bound of --min-seconds)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default=os.path.join(HERE, "..", "docs", "bench-step.md"))
+    ap.add_argument("--out", default=os.path.join(HERE, "..", "docs", "bench-step.md"),
+                    help="the Markdown file written (default docs/bench-step.md; the zoo's: "
+                         "docs/bench-step-zoo.md; -: print it)")
     ap.add_argument("--json", default="")
     ap.add_argument("--scaling", action=argparse.BooleanOptionalAction, default=True,
                     help="also time paretonav on one thread (GOMAXPROCS=1): the speed-up column")
@@ -294,10 +311,7 @@ def main():
     py = torchenv.python(a.python)
     build = torchenv.describe(py)
     a.dir = a.dir or "/tmp/paretonav-bench-step-" + re.sub(r"[^0-9A-Za-z.]", "_", build["torch"])
-    names = [n for n in a.models.split(",") if n] or list(sm.MODELS)
-    for n in names:
-        if n not in sm.MODELS:
-            sys.exit(f"models_table: --models: unknown model {n!r} (known: {', '.join(sm.MODELS)})")
+    names = select(a.models)
     run([py, os.path.join(HERE, "step_models.py"), "export", "--dir", a.dir, "--only", ",".join(names)],
         what="export")
     env = dict(os.environ, GOMAXPROCS=str(a.threads))
@@ -413,16 +427,62 @@ def recount(a, binary):
     write(a, d["rows"], d["runs"], started, d["load_start"], d["load_end"], torch_version)
 
 
+def select(models):
+    """The models a --models value names, in its order: step_models.DEFAULT for none, every model of
+    step_models.ZOO for `zoo`; exits naming an unknown one."""
+    names = [m for n in models.split(",") if n for m in (sm.ZOO if n == "zoo" else [n])] or list(sm.DEFAULT)
+    for n in names:
+        if n not in sm.MODELS:
+            sys.exit(f"models_table: --models: unknown model {n!r} (known: {', '.join(sm.MODELS)}; zoo: all of "
+                     f"{', '.join(sm.ZOO)})")
+    return names
+
+
+def command(a):
+    """The command that writes a.out: the default table's, or with the --models and --out given."""
+    cmd = "go build -o paretonav . && /usr/bin/python3 bench/models_table.py --paretonav ./paretonav"
+    if a.pairs != 2:
+        cmd += " --pairs %d" % a.pairs
+    if a.models:
+        cmd += " --models " + a.models
+    default_out = os.path.abspath(os.path.join(HERE, "..", "docs", "bench-step.md"))
+    if a.out != "-" and os.path.abspath(a.out) != default_out:
+        repo = os.path.dirname(HERE)
+        out = os.path.abspath(a.out)
+        cmd += " --out " + (os.path.relpath(out, repo) if out.startswith(repo + os.sep) else out)
+    return cmd
+
+
+def zoo_intro(names):
+    """The paragraph before a table of step_models.ZOO's models: which they are and how they are exported."""
+    what = lambda n: "UNet (ours) at width 16" if n == "unet16" else sm.zoo.MODELS[n][0]  # noqa: E731
+    text = (
+        "The architectures of `bench/torch2_zoo/check.py` (the table of [pytorch2-exports.md](pytorch2-exports.md)):"
+        " %s. Each is check.py's model (its builder, variant and random initialisation perturbed as a"
+        " trained checkpoint's would be) with its two heads (classification `cls`, nll, and regression"
+        " `reg`, mse; the UNets' per-pixel `seg`, nll over 4 classes, and `depth`, mse), on check.py's"
+        " batch of 2 and input size (`unet16`: the same UNet at width 16 on 3×64×64, as"
+        " `bench/unet/make_unet.py` makes it; the rows give each variant and input). Each is exported"
+        " as check.py exports it, the file paretonav trains every parameter of: the TorchScript exporter"
+        " at opset 20, `TrainingMode.PRESERVE`, no constant folding, after `model.train(); model.eval()`"
+        " (with check.py's switch for the model where that call fails). PyTorch's twin runs the module as"
+        " its users do (timm's fused attention on)."
+        % ", ".join("`%s` (%s)" % (n, what(n)) for n in names))
+    return textwrap.wrap(text, 100, break_on_hyphens=False) + [""]
+
+
 def write(a, rows, raw, started, load_start, load_end, torch_version):
     """Writes the tables to a.out (and every run's numbers to a.json)."""
+    zoo = [r["model"] for r in rows if r["model"] in sm.ZOO]
     lines = [
-        "# One PNG step per model: paretonav against PyTorch",
+        "# One PNG step per model: paretonav against PyTorch" + (", the PyTorch 2.x zoo" if zoo else ""),
         "",
+    ] + (zoo_intro(zoo) if zoo else []) + [
         "Written by `bench/models_table.py` (regenerate from the repository root; it makes the",
         "PyTorch venv of `bench/torchenv.py` on first use, versions pinned there, and exports the",
         "models into `--dir` once, about a minute):",
         "",
-        "    go build -o paretonav . && /usr/bin/python3 bench/models_table.py --paretonav ./paretonav",
+        "    " + command(a),
         "",
         "A step is one forward pass, one backward pass per task (every row of J) and the PNG",
         "direction as `tune` computes it, within Adam's step bound (`paretonav bench step`);",

@@ -2,15 +2,26 @@
 """The models of docs/bench-step.md: their PyTorch definitions (the twins
 paretonav is timed against), their ONNX exports and a batch of data for each.
 
-    /usr/bin/python3 bench/step_models.py export --dir DIR [--only NAME,...]
-    /usr/bin/python3 bench/step_models.py time NAME --dir DIR [--steps K] [--threads 2]
+    PY bench/step_models.py export --dir DIR [--only NAME,...]
+    PY bench/step_models.py time NAME --dir DIR [--steps K] [--threads 2]
+
+PY: the venv of bench/torchenv.py (`.tools/bench-torch2/bin/python`);
+the models of docs/bench-step.md also export and run under Debian's
+/usr/bin/python3 (torch 1.13), the zoo's (ZOO, below) need torch 2.x and
+timm.
 
 `export` writes DIR/NAME.onnx (torch.onnx.export's TorchScript exporter,
 dynamo=False where torch has the argument, opset 17, TrainingMode.EVAL
 with constant folding) and DIR/NAME.npz
 (input `x` and the targets of the tasks, fixed seed) for every model below
-that is not already there; the fixture models (LeNet, the small MTAN, the
-ViT and ConvNeXt fixtures) are copied from backend/testdata/torch.
+that is not already there (without --only: the models of
+docs/bench-step.md, not ZOO's); the fixture models (LeNet, the small MTAN,
+the ViT and ConvNeXt fixtures) are copied from backend/testdata/torch.
+The ZOO models are exported as bench/torch2_zoo/check.py exports them
+(its `ts` exporter: opset 20, TrainingMode.PRESERVE, no constant folding,
+after model.train(); model.eval(); where that call fails, with check.py's
+switch for the model, timm.layers.set_fused_attn(False) for MaxViT), the
+export paretonav trains every parameter of.
 
 `time` builds the same nn.Module (same class, same seed, hence the same
 weights as the export), loads DIR/NAME.npz, runs one untimed step and
@@ -18,7 +29,11 @@ weights as the export), loads DIR/NAME.npz, runs one untimed step and
 and the process's peak RSS (ru_maxrss). A step is what `paretonav bench
 step` times: one forward pass, then one torch.autograd.grad per task over
 every parameter (retain_graph for all but the last), each flattened into a
-row of J, and J J^T.
+row of J, and J J^T. The twin runs the module as a PyTorch user does:
+timm's fused attention (F.scaled_dot_product_attention) on, whatever the
+export needed; LeViT's eval-mode cache of its attention biases emptied
+before each step (a cached bias would hold the previous step's freed
+graph, and a training step does not cache it).
 
 Models (all two or three tasks; batch and input in MODELS):
   lenet2       two-head LeNet fixture (make_fixtures.LeNet2), 256 x 1x36x36
@@ -40,6 +55,29 @@ Models (all two or three tasks; batch and input in MODELS):
   deeplab_mbv3 torchvision deeplabv3_mobilenet_v3_large (dilated depthwise, ASPP,
                bilinear upsampling), 14 output planes: 13-class segmentation
                (log-softmax, NLL) and depth (L1), 4 x 3x64x64
+
+ZOO, the architectures of bench/torch2_zoo/check.py (docs/pytorch2-exports.md),
+built by check.py's own builders (its variants, its random initialisation
+perturbed as a trained checkpoint would be, its batch of 2 and input
+sizes), each with check.py's two heads: a classification head (log_softmax,
+task `cls`, nll) and a regression head (3 values, task `reg`, mse) on the
+pooled features; the UNets have a per-pixel nll head over 4 classes (`seg`)
+and a depth head (`depth`, mse) instead:
+  unet         check.py's UNet (ConvTranspose2d, bilinear upsampling,
+               GroupNorm, InstanceNorm, skip concatenations), width 8, 2 x 3x32x32
+  unet16       the same UNet at width 16 as bench/unet/make_unet.py makes it
+               (its seed and perturbation), 2 x 3x64x64
+  vit_reg      timm vit_wee_patch16_reg1_gap_256 (register tokens), 2 x 3x64x64
+  eva02        timm eva02_tiny_patch14_224 (rotary embeddings), 2 x 3x56x56
+  levit        timm levit_128s, 2 x 3x128x128
+  mha          a transformer layer on nn.MultiheadAttention (dim 32, 4 heads),
+               2 x 8 tokens x 6 features
+  maxvit       timm maxvit_pico_rw_256, 2 x 3x64x64
+  convnextv2   timm convnextv2_atto (GRN), 2 x 3x64x64
+  fastvit      timm fastvit_t8, 2 x 3x64x64
+  mobilenetv4  timm mobilenetv4_conv_small_035, 2 x 3x64x64
+  regnety      timm regnety_002, 2 x 3x64x64
+  poolformer   timm poolformer_s12, 2 x 3x64x64
 """
 import argparse
 import inspect
@@ -50,6 +88,7 @@ import shutil
 import statistics
 import sys
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -60,6 +99,9 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "..", "backend", "testdata", "torch")
 sys.path.insert(0, FIX)
+sys.path.insert(0, os.path.join(HERE, "torch2_zoo"))
+with warnings.catch_warnings():  # check.py silences every warning of its process: not of ours
+    import check as zoo  # noqa: E402
 import make_fixtures as mf  # noqa: E402
 import make_transformer_fixtures as mtf  # noqa: E402
 
@@ -138,6 +180,22 @@ class Blocks(nn.Module):
         return F.log_softmax(self.head_a(h), 1), F.log_softmax(self.head_b(h), 1)
 
 
+def unet16():
+    """check.py's UNet at width 16, its parameters perturbed as bench/unet/make_unet.py does."""
+    torch.manual_seed(13)
+    model = zoo.unet(16)
+    gen = torch.Generator().manual_seed(13)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.02 * torch.randn(p.shape, generator=gen))
+    return zoo.fresh(model)
+
+
+def unet16_targets(rng, n):
+    return {"seg": rng.integers(0, 4, (n, 64, 64)).astype(np.int64),
+            "depth": rng.standard_normal((n, 1, 64, 64), dtype=np.float32)}
+
+
 def nll_targets(rng, n):
     return {"a": rng.integers(0, 10, n).astype(np.int64), "b": rng.integers(0, 5, n).astype(np.int64)}
 
@@ -175,6 +233,22 @@ MODELS = {
                      ["seg_logp", "depth"], None),
 }
 
+# The zoo's models (bench/torch2_zoo/check.py's names, builders, input
+# shapes, targets and heads), and unet16 (bench/unet/make_unet.py's width).
+ZOO = ["unet", "unet16", "vit_reg", "eva02", "levit", "mha", "maxvit", "convnextv2", "fastvit", "mobilenetv4",
+       "regnety", "poolformer"]
+for _name in ZOO:
+    _heads = zoo.MODELS["unet" if _name == "unet16" else _name][4]
+    if _name == "unet16":
+        MODELS[_name] = (unet16, (2, 3, 64, 64), unet16_targets, _heads["tasks"], _heads["outputs"], None)
+    else:
+        MODELS[_name] = (lambda k=_name: zoo.build(k), zoo.MODELS[_name][3],
+                         lambda rng, n, k=_name: zoo.batch(k)[1], _heads["tasks"], _heads["outputs"], None)
+# The models of docs/bench-step.md: what `export` without --only and
+# models_table.py without --models take.
+DEFAULT = [n for n in MODELS if n not in ZOO]
+LOSSES = dict(mf.LOSSES, mse=lambda pred, target: F.mse_loss(pred, target))
+
 
 def targets_of(name):
     """The task targets of NAME under the names its task specs read."""
@@ -194,8 +268,11 @@ def build(name):
 
 def export(d, only):
     os.makedirs(d, exist_ok=True)
+    for n in only:
+        if n not in MODELS:
+            sys.exit(f"step_models: --only: unknown model {n!r} (known: {', '.join(MODELS)})")
     for name, (_, shape, _, specs, outs, fixture) in MODELS.items():
-        if only and name not in only:
+        if name not in (only or DEFAULT):
             continue
         onnx_path, npz = os.path.join(d, name + ".onnx"), os.path.join(d, name + ".npz")
         x = np.random.default_rng(5).standard_normal(shape, dtype=np.float32)
@@ -207,6 +284,11 @@ def export(d, only):
             shutil.copyfile(os.path.join(FIX, fixture + ".onnx"), onnx_path)
             continue
         model = build(name)
+        if name in ZOO:
+            export_zoo(name, model, x, onnx_path + ".tmp", outs)
+            os.replace(onnx_path + ".tmp", onnx_path)
+            print(f"wrote {onnx_path} ({os.path.getsize(onnx_path) / 1e6:.1f} MB)", file=sys.stderr)
+            continue
         # The TorchScript exporter under every torch (torch 2.9+ defaults to
         # dynamo=True, whose optimizer fuses BatchNorm into the Conv before
         # it): the same graph whichever torch exports it.
@@ -219,13 +301,37 @@ def export(d, only):
         print(f"wrote {onnx_path} ({os.path.getsize(onnx_path) / 1e6:.1f} MB)", file=sys.stderr)
 
 
+def export_zoo(name, model, x, path, outs):
+    """check.py's `ts` export of a ZOO model to path: as written, and
+    where that fails, again with check.py's switch for the model."""
+    xt = torch.from_numpy(x)
+    try:
+        zoo.export(model, xt, path, outs, "ts")
+    except Exception as e:
+        if name not in zoo.SWITCHES:
+            raise
+        what, switch = zoo.SWITCHES[name]
+        print(f"{name}: the export fails as written ({zoo.export_error_text(e)}); again with {what}",
+              file=sys.stderr)
+        with switch(model):
+            zoo.export(model, xt, path, outs, "ts")
+
+
 def loss_of(spec, outs, targets):
     parts = spec.split(":")
     task, kind, out, tgt = parts[:4]
-    return mf.LOSSES[kind](outs[out], targets[tgt])
+    return LOSSES[kind](outs[out], targets[tgt])
 
 
-def step(model, params, x, specs, out_names, targets):
+def bias_caches(model):
+    """The modules of model that cache a tensor computed from parameters in
+    eval mode (timm's LeViT and EfficientFormerV2 attention biases)."""
+    return [m for m in model.modules() if isinstance(getattr(m, "attention_bias_cache", None), dict)]
+
+
+def step(model, params, x, specs, out_names, targets, caches=()):
+    for m in caches:  # computed again from the parameters, in this step's graph
+        m.attention_bias_cache = {}
     outs = dict(zip(out_names, model(x)))
     rows = []
     for i, spec in enumerate(specs):
@@ -246,12 +352,13 @@ def time_model(name, d, steps, warmup, threads):
     targets = {k: torch.from_numpy(data[k]) for k in data.files if k != "x"}
     model = build(name)
     params = list(model.parameters())
+    caches = bias_caches(model)
     for _ in range(warmup):
-        step(model, params, x, specs, outs, targets)
+        step(model, params, x, specs, outs, targets, caches)
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
-        step(model, params, x, specs, outs, targets)
+        step(model, params, x, specs, outs, targets, caches)
         times.append(time.perf_counter() - t0)
     return {"model": name, "median_s": statistics.median(times), "min_s": min(times), "steps": steps,
             "threads": threads, "batch": shape[0], "params": sum(p.numel() for p in params),
@@ -263,7 +370,8 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("export")
     e.add_argument("--dir", required=True)
-    e.add_argument("--only", default="", help="comma-separated model names (default: all)")
+    e.add_argument("--only", default="",
+                   help="comma-separated model names (default: the models of docs/bench-step.md, not ZOO's)")
     t = sub.add_parser("time")
     t.add_argument("name", choices=sorted(MODELS))
     t.add_argument("--dir", required=True)

@@ -25,9 +25,10 @@ REPO = os.path.dirname(HERE)
 VENV = os.path.join(REPO, ".tools", "bench-torch2")
 # The versions of backend/testdata/torch2/make_torch2_fixtures.py's venv,
 # and TorchJD (torch_mtan.py --torchjd) with the QP solver its UPGrad
-# needs (its extra quadprog-projector).
-PINS = ["torch==2.15.0", "torchvision==0.29.2", "numpy==2.4.6", "onnx==1.23.2", "onnxscript==0.7.2",
-        "torchjd==0.18.0", "qpsolvers==4.13.0", "quadprog==0.1.14", "scipy==1.17.1"]
+# needs (its extra quadprog-projector), and timm, the zoo's architectures
+# (step_models.ZOO, bench/torch2_zoo/check.py).
+PINS = ["torch==2.15.0", "torchvision==0.29.2", "timm==1.0.31", "numpy==2.4.6", "onnx==1.23.2",
+        "onnxscript==0.7.2", "torchjd==0.18.0", "qpsolvers==4.13.0", "quadprog==0.1.14", "scipy==1.17.1"]
 
 
 def _pinned(py):
