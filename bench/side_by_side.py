@@ -34,7 +34,9 @@ and after, the tuned model written to --dir) against bench/torch_tune.py
 after the other, never at once. It prints paretonav's memory plan (the
 line -v prints before the first step), the peak RSS of each process
 (ru_maxrss of the child, from wait4), their ratio, paretonav's peak
-against its plan, and the wall time of each run. --lr is small because
+against its plan, the wall time of each run, and the median of each run's
+steps after the first (paretonav's from its --log step records, PyTorch's
+from torch_tune.py's step_s) with their ratio. --lr is small because
 the model's weights are random: at tune's default 1e-3 its loss rises
 past the divergence bound and the run fails by design.
 """
@@ -104,10 +106,10 @@ def parse_gb(s):
 
 def tune_pairs(a, h, w, model, data, env):
     """--tune: whole paretonav tune runs against bench/torch_tune.py."""
-    out = os.path.join(a.dir, "tuned.onnx")
+    out, log = os.path.join(a.dir, "tuned.onnx"), os.path.join(a.dir, "tune.jsonl")
     go_cmd = [a.paretonav, "-v", "tune", model, "--data", data, "--batch", str(a.batch),
               "--steps", str(a.steps), "--lr", str(a.lr), "--criterion", "seg+depth+normal",
-              "--out", out, "--force"]
+              "--out", out, "--force", "--log", log]
     for t in TASKS:
         go_cmd += ["--task", t]
     torch_cmd = [a.py, os.path.join(HERE, "torch_tune.py"), "--data", data,
@@ -121,22 +123,36 @@ def tune_pairs(a, h, w, model, data, env):
         planned = parse_gb(m.group(1)) if m else float("nan")
         tout, _, trss, twall = run_measured(torch_cmd, env, "bench/torch_tune.py")
         tj = json.loads(tout)
+        gsteps = step_times(log)
+        tsteps = tj["seconds"]["step_s"]
+        # the steps after the first on both sides (the first allocates)
+        gstep = statistics.median(gsteps[1:] or gsteps)
+        tstep = statistics.median(tsteps[1:] or tsteps)
         p = {"paretonav_rss": grss, "torch_rss": trss, "rss_ratio": grss / trss,
              "plan": plan, "planned_bytes": planned, "peak_over_plan": grss / planned,
-             "paretonav_wall_s": gwall, "torch_wall_s": twall, "torch_seconds": tj["seconds"]}
+             "paretonav_wall_s": gwall, "torch_wall_s": twall, "torch_seconds": tj["seconds"],
+             "paretonav_step_s": gsteps, "paretonav_step": gstep, "torch_step": tstep, "step_ratio": gstep / tstep}
         pairs.append(p)
         if not a.json:
             print(f"pair {i + 1}: {plan}", flush=True)
             print(f"pair {i + 1}: peak RSS paretonav tune {grss / 1e9:.2f} GB ({p['peak_over_plan']:.3f} of its plan), "
-                  f"PyTorch twin {trss / 1e9:.2f} GB, ratio {p['rss_ratio']:.3f}; wall {gwall:.0f} s / {twall:.0f} s",
-                  flush=True)
-    med = {k: statistics.median(p[k] for p in pairs) for k in ("rss_ratio", "peak_over_plan")}
+                  f"PyTorch twin {trss / 1e9:.2f} GB, ratio {p['rss_ratio']:.3f}; wall {gwall:.0f} s / {twall:.0f} s; "
+                  f"tune step {gstep:.2f} s / {tstep:.2f} s, ratio {p['step_ratio']:.3f}", flush=True)
+    med = {k: statistics.median(p[k] for p in pairs) for k in ("rss_ratio", "peak_over_plan", "step_ratio")}
     if a.json:
         print(json.dumps({"mode": "tune", "torch": a.torch, "size": [h, w], "batch": a.batch, "steps": a.steps, "lr": a.lr,
                           "threads": a.threads, "pairs": pairs, "median": med}, indent=1))
         return
     print(f"{a.pairs} pairs at {h}x{w}, batch {a.batch}, {a.steps} steps: peak RSS ratio median "
-          f"{med['rss_ratio']:.3f}, paretonav's peak {med['peak_over_plan']:.3f} of its plan")
+          f"{med['rss_ratio']:.3f}, paretonav's peak {med['peak_over_plan']:.3f} of its plan, "
+          f"tune step ratio median {med['step_ratio']:.3f}")
+
+
+def step_times(log):
+    """The seconds of each step of a tune log (its step records hold the
+    seconds since the run began)."""
+    at = [json.loads(l)["seconds"] for l in open(log) if '"step"' in l and '"seconds"' in l]
+    return [b - a for a, b in zip([0.0] + at, at)]
 
 
 def prepare(bin_, d, h, w, batch):
