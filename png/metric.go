@@ -347,21 +347,14 @@ func metricGram(K, jp []float64, J Jacobian, P, prop []float32, workers int) {
 	stride := m*m + m
 	parts := make([]float64, nc*stride)
 	forChunks(n, workers, func(wi, lo, hi int) {
-		pk := parts[wi*stride : wi*stride+m*m]
-		pe := parts[wi*stride+m*m : (wi+1)*stride]
-		col := make([]float64, m)
-		for c := lo; c < hi; c++ {
-			pc := float64(P[c])
-			for i := 0; i < m; i++ {
-				col[i] = float64(J.Data[i*n+c])
-			}
-			for i := 0; i < m; i++ {
-				a := col[i] * pc
-				for j := 0; j <= i; j++ {
-					pk[i*m+j] += a * col[j]
-				}
-				pe[i] += col[i] * float64(prop[c])
-			}
+		part := parts[wi*stride : (wi+1)*stride]
+		switch m {
+		case 2:
+			metricGramRange2(part, J, P, prop, lo, hi)
+		case 3:
+			metricGramRange3(part, J, P, prop, lo, hi)
+		default:
+			metricGramRangeM(part, J, P, prop, lo, hi)
 		}
 	})
 	for wi := 0; wi < nc; wi++ {
@@ -384,4 +377,92 @@ func metricGram(K, jp []float64, J Jacobian, P, prop []float32, workers int) {
 // It reports whether every element is finite.
 func metricCombine(dst []float32, J Jacobian, lambda []float64, P, prop []float32, workers int) bool {
 	return boxCombine(dst, J, lambda, P, prop, nil, 0, nil, 0, workers)
+}
+
+// metricGramRangeM adds the products of columns [lo, hi) into part: K's
+// m×m sums (lower triangle) then jp's m, each sum in column order.
+func metricGramRangeM(part []float64, J Jacobian, P, prop []float32, lo, hi int) {
+	m, n := J.M, J.N
+	pk, pe := part[:m*m], part[m*m:m*m+m]
+	col := make([]float64, m)
+	for c := lo; c < hi; c++ {
+		pc := float64(P[c])
+		for i := 0; i < m; i++ {
+			col[i] = float64(J.Data[i*n+c])
+		}
+		for i := 0; i < m; i++ {
+			a := col[i] * pc
+			for j := 0; j <= i; j++ {
+				pk[i*m+j] += a * col[j]
+			}
+			pe[i] += col[i] * float64(prop[c])
+		}
+	}
+}
+
+// metricGramRange3 is metricGramRangeM for m = 3, its sums in registers:
+// the same operations in the same order, so the same bits.
+func metricGramRange3(part []float64, J Jacobian, P, prop []float32, lo, hi int) {
+	n := J.N
+	j0s := J.Data[lo:hi]
+	j1s := J.Data[n+lo : n+hi][:len(j0s)]
+	j2s := J.Data[2*n+lo : 2*n+hi][:len(j0s)]
+	ps, xs := P[lo:hi][:len(j0s)], prop[lo:hi][:len(j0s)]
+	k00, k10, k11, k20, k21, k22 := part[0], part[3], part[4], part[6], part[7], part[8]
+	e0, e1, e2 := part[9], part[10], part[11]
+	for c, f := range j0s {
+		pc, x := float64(ps[c]), float64(xs[c])
+		v0, v1, v2 := float64(f), float64(j1s[c]), float64(j2s[c])
+		a0 := v0 * pc
+		k00 += a0 * v0
+		e0 += v0 * x
+		a1 := v1 * pc
+		k10 += a1 * v0
+		k11 += a1 * v1
+		e1 += v1 * x
+		a2 := v2 * pc
+		k20 += a2 * v0
+		k21 += a2 * v1
+		k22 += a2 * v2
+		e2 += v2 * x
+	}
+	part[0], part[3], part[4], part[6], part[7], part[8] = k00, k10, k11, k20, k21, k22
+	part[9], part[10], part[11] = e0, e1, e2
+}
+
+// metricGramRange2 is metricGramRangeM for m = 2: on AVX-512 a kernel
+// sums eight columns at a time in eight lanes (the lanes added in order
+// at the end: the sums' bits differ from the column-order sums by
+// rounding alone), the rest in Go with the sums in registers.
+func metricGramRange2(part []float64, J Jacobian, P, prop []float32, lo, hi int) {
+	n := J.N
+	j0s := J.Data[lo:hi]
+	j1s := J.Data[n+lo : n+hi][:len(j0s)]
+	ps, xs := P[lo:hi][:len(j0s)], prop[lo:hi][:len(j0s)]
+	k00, k10, k11, e0, e1 := part[0], part[2], part[3], part[4], part[5]
+	done := 0
+	if useVec && len(j0s) >= 8 {
+		done = len(j0s) &^ 7
+		var lanes [5][8]float64
+		gram2AVX512(&lanes, &j0s[0], &j1s[0], &ps[0], &xs[0], done)
+		for l := 0; l < 8; l++ {
+			k00 += lanes[0][l]
+			k10 += lanes[1][l]
+			k11 += lanes[2][l]
+			e0 += lanes[3][l]
+			e1 += lanes[4][l]
+		}
+	}
+	for c := done; c < len(j0s); c++ {
+		pc, x := float64(ps[c]), float64(xs[c])
+		v0, v1 := float64(j0s[c]), float64(j1s[c])
+		a0 := v0 * pc
+		k00 += a0 * v0
+		e0 += v0 * x
+		a1 := v1 * pc
+		k10 += a1 * v0
+		k11 += a1 * v1
+		e1 += v1 * x
+	}
+	part[0], part[2], part[3], part[4], part[5] = k00, k10, k11, e0, e1
 }

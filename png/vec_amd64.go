@@ -1,0 +1,15 @@
+package png
+
+import "github.com/paretonav/paretonav/internal/cpu"
+
+// useVec is whether the passes over the weights run their AVX-512
+// kernels on this CPU (the tests turn it off to compare them with the Go
+// loops).
+var useVec = cpu.AVX512
+
+// gram2AVX512 is metricGramRange2's kernel on n columns (a multiple of
+// 8): lanes[k][l] is the sum over the columns ≡ l (mod 8) of K00, K10,
+// K11, jp0 and jp1's terms (k = 0 … 4), each in column order.
+//
+//go:noescape
+func gram2AVX512(lanes *[5][8]float64, j0, j1, p, x *float32, n int)

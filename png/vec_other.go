@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package png
+
+// useVec is false outside amd64: the passes over the weights run in Go.
+var useVec = false
+
+// gram2AVX512 is never called outside amd64.
+func gram2AVX512(lanes *[5][8]float64, j0, j1, p, x *float32, n int) {
+	panic("png: no vector kernel")
+}
