@@ -371,7 +371,9 @@ func boxRange2(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, 
 // boxExtras2 is boxExtras for m = 2, its sums in registers and without a
 // branch on a weight's values: a product that could be 0·Inf (a zero
 // gradient beside an unbounded weight) is masked to 0 on the bits, as
-// boxExtras skips it.
+// boxExtras skips it. With a metric, on AVX-512, a kernel takes eight
+// columns at a time (extras2AVX512: its sums in eight lanes, added in
+// order at the end; its counts the same).
 func boxExtras2(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, d []float64, mn *boxMinNorm, lam []float64, prop []float32) {
 	n := J.N
 	j0s := J.Data[lo:hi]
@@ -401,8 +403,36 @@ func boxExtras2(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, 
 	var t0, t1, asym, q0, q1 float64
 	var qc uint64
 	var out int
-	for c, jf := range j0s {
-		j0, j1, r := float64(jf), float64(j1s[c]), float64(rs[c])
+	done := 0
+	if useVec && ps != nil && len(j0s) >= 8 {
+		done = len(j0s) &^ 7
+		a := extras2Args{l0: l0, l1: l1, d0: d0, d1: d1, o0: o0, o1: o1, scale: scale}
+		var x *float32
+		if top {
+			a.flags |= extrasTop
+		}
+		if d != nil {
+			a.flags |= extrasD
+		}
+		if mn != nil {
+			a.flags |= extrasMinNorm
+		}
+		if lam != nil {
+			a.flags |= extrasLam
+			x = &xs[0]
+		}
+		extras2AVX512(&a, &j0s[0], &j1s[0], &ps[0], &rs[0], x, done)
+		for l := 0; l < 8; l++ {
+			t0 += a.lanes[0][l]
+			t1 += a.lanes[1][l]
+			asym += a.lanes[2][l]
+			q0 += a.lanes[3][l]
+			q1 += a.lanes[4][l]
+		}
+		out, qc = int(a.out), a.qc
+	}
+	for c := done; c < len(j0s); c++ {
+		j0, j1, r := float64(j0s[c]), float64(j1s[c]), float64(rs[c])
 		if lam != nil {
 			p := 1.0
 			if ps != nil {

@@ -13,3 +13,10 @@ var useVec = cpu.AVX512
 //
 //go:noescape
 func gram2AVX512(lanes *[5][8]float64, j0, j1, p, x *float32, n int)
+
+// extras2AVX512 is boxExtras2's kernel on n columns (a multiple of 8),
+// P not nil; x is read only where a.flags asks for the unbounded
+// update's test.
+//
+//go:noescape
+func extras2AVX512(a *extras2Args, j0, j1, p, r, x *float32, n int)

@@ -9,3 +9,8 @@ var useVec = false
 func gram2AVX512(lanes *[5][8]float64, j0, j1, p, x *float32, n int) {
 	panic("png: no vector kernel")
 }
+
+// extras2AVX512 is never called outside amd64.
+func extras2AVX512(a *extras2Args, j0, j1, p, r, x *float32, n int) {
+	panic("png: no vector kernel")
+}

@@ -1,0 +1,25 @@
+package png
+
+// The vector kernels' arguments (the assembly reads their fields at fixed
+// offsets: keep the order and the sizes).
+
+// extras2Args is extras2AVX512's input and output: λ, d, ω and the
+// min-norm update's scale, which of the sums to form (flags: 1 top, 2 d,
+// 4 the min-norm update's rates, 8 the unbounded update's test), and the
+// kernel's answer: the sums per lane (top's two, d's, the two rates), the
+// number of weights the unbounded update leaves outside the box, and a
+// nonzero qc where the box clipped the min-norm update.
+type extras2Args struct {
+	l0, l1, d0, d1, o0, o1, scale float64
+	flags                         uint64
+	lanes                         [5][8]float64
+	out                           uint64
+	qc                            uint64
+}
+
+const (
+	extrasTop = 1 << iota
+	extrasD
+	extrasMinNorm
+	extrasLam
+)
