@@ -1149,46 +1149,81 @@ func boxBoxStationary(lambda, grad, lo, hi, tol []float64) bool {
 // is nil. t = 0 is the bounded problem's update. It reports whether
 // every element written is finite.
 func boxCombine(dst []float32, J Jacobian, lambda []float64, P, prop, R []float32, t float64, omega []float64, scale float64, workers int) bool {
-	m, n := J.M, J.N
-	mix := t != 0 && omega != nil
-	w := numWorkers(workers, n)
+	w := numWorkers(workers, J.N)
 	bad := make([]bool, w)
-	splitCols(n, w, 1, func(wi, lo, hi int) {
-		var nonFinite float32
-		for c := lo; c < hi; c++ {
-			var s, so float64
-			for i := 0; i < m; i++ {
-				v := float64(J.Data[i*n+c])
-				if lambda[i] != 0 {
-					s += lambda[i] * v
-				}
-				if mix {
-					so += omega[i] * v
-				}
-			}
-			if P != nil {
-				s *= float64(P[c])
-				so *= float64(P[c])
-			}
-			u := float64(prop[c]) + s
-			if R != nil {
-				r := float64(R[c])
-				u = clip(u, r)
-				if t != 0 {
-					var a float64
-					if omega != nil {
-						a = clip(scale*so, r)
-					}
-					u = (1-t)*u + t*a
-				}
-			}
-			f := float32(u)
-			dst[c] = f
-			nonFinite += f - f // NaN where f is ±Inf or NaN, else 0
+	splitCols(J.N, w, 1, func(wi, lo, hi int) {
+		done := lo
+		if useVec && J.M == 2 && P != nil && R != nil && hi-lo >= 8 {
+			done = lo + (hi-lo)&^7
+			bad[wi] = boxCombine2Vec(dst, J, lambda, P, prop, R, t, omega, scale, lo, done)
 		}
-		bad[wi] = nonFinite != 0
+		if boxCombineRange(dst, J, lambda, P, prop, R, t, omega, scale, done, hi) {
+			bad[wi] = true
+		}
 	})
 	return !slices.Contains(bad, true)
+}
+
+// boxCombineRange is boxCombine on columns [lo, hi); it reports whether
+// an element written is not finite.
+func boxCombineRange(dst []float32, J Jacobian, lambda []float64, P, prop, R []float32, t float64, omega []float64, scale float64, lo, hi int) bool {
+	m, n := J.M, J.N
+	mix := t != 0 && omega != nil
+	var nonFinite float32
+	for c := lo; c < hi; c++ {
+		var s, so float64
+		for i := 0; i < m; i++ {
+			v := float64(J.Data[i*n+c])
+			if lambda[i] != 0 {
+				s += lambda[i] * v
+			}
+			if mix {
+				so += omega[i] * v
+			}
+		}
+		if P != nil {
+			s *= float64(P[c])
+			so *= float64(P[c])
+		}
+		u := float64(prop[c]) + s
+		if R != nil {
+			r := float64(R[c])
+			u = clip(u, r)
+			if t != 0 {
+				var a float64
+				if omega != nil {
+					a = clip(scale*so, r)
+				}
+				u = (1-t)*u + t*a
+			}
+		}
+		f := float32(u)
+		dst[c] = f
+		nonFinite += f - f // NaN where f is ±Inf or NaN, else 0
+	}
+	return nonFinite != 0
+}
+
+// boxCombine2Vec is boxCombineRange for m = 2 with a metric and a bound
+// on columns [lo, hi), hi − lo a multiple of 8, by combine2AVX512: the
+// Go loop's operations lane by lane, so the same bits.
+func boxCombine2Vec(dst []float32, J Jacobian, lambda []float64, P, prop, R []float32, t float64, omega []float64, scale float64, lo, hi int) bool {
+	n := J.N
+	a := combine2Args{l0: lambda[0], l1: lambda[1], t: t, omt: 1 - t, scale: scale}
+	if lambda[0] != 0 {
+		a.flags |= combineL0
+	}
+	if lambda[1] != 0 {
+		a.flags |= combineL1
+	}
+	if t != 0 {
+		a.flags |= combineT
+		if omega != nil {
+			a.flags |= combineOmega
+			a.o0, a.o1 = omega[0], omega[1]
+		}
+	}
+	return combine2AVX512(&a, &dst[lo], &J.Data[lo], &J.Data[n+lo], &P[lo], &prop[lo], &R[lo], hi-lo) != 0
 }
 
 // clip is x held within ±r (r > 0, x not NaN): math.Max and math.Min,

@@ -23,3 +23,19 @@ const (
 	extrasMinNorm
 	extrasLam
 )
+
+// combine2Args is combine2AVX512's input: λ, ω, t and 1 − t, the
+// min-norm update's scale, and flags: which λ_i are nonzero (the Go loop
+// skips a zero λ_i's term), whether t ≠ 0 (the step toward the anchor)
+// and whether the anchor is the min-norm update (ω) rather than 0.
+type combine2Args struct {
+	l0, l1, o0, o1, t, omt, scale float64
+	flags                         uint64
+}
+
+const (
+	combineL0 = 1 << iota
+	combineL1
+	combineT
+	combineOmega
+)

@@ -20,3 +20,10 @@ func gram2AVX512(lanes *[5][8]float64, j0, j1, p, x *float32, n int)
 //
 //go:noescape
 func extras2AVX512(a *extras2Args, j0, j1, p, r, x *float32, n int)
+
+// combine2AVX512 is boxCombine's kernel for m = 2 with a metric and a
+// bound on n columns (a multiple of 8); it returns nonzero where an
+// element written is not finite.
+//
+//go:noescape
+func combine2AVX512(a *combine2Args, dst, j0, j1, p, x, r *float32, n int) int

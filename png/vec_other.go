@@ -14,3 +14,8 @@ func gram2AVX512(lanes *[5][8]float64, j0, j1, p, x *float32, n int) {
 func extras2AVX512(a *extras2Args, j0, j1, p, r, x *float32, n int) {
 	panic("png: no vector kernel")
 }
+
+// combine2AVX512 is never called outside amd64.
+func combine2AVX512(a *combine2Args, dst, j0, j1, p, x, r *float32, n int) int {
+	panic("png: no vector kernel")
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -299,6 +300,72 @@ func TestBoxExtras2Kernel(t *testing.T) {
 					t.Errorf("%s flags=%d: ex[%d] = %v, Go loop %v", c.name, flags, i, got[i], want[i])
 				}
 			}
+		}
+	}
+}
+
+// TestBoxCombine2Kernel: boxCombine's m = 2 kernel writes the Go loop's
+// bits for every element and reports a non-finite one as it does, for
+// zero and nonzero λ_i, with and without the step toward either anchor,
+// on every length to 67 and a few large, from unaligned starts (with NaN
+// among the inputs: NaN where the Go loop writes NaN).
+func TestBoxCombine2Kernel(t *testing.T) {
+	for _, c := range boxVecCases(74) {
+		for _, tc := range []struct {
+			name  string
+			lam   []float64
+			t     float64
+			omega []float64
+		}{
+			{"λ", c.lam, 0, nil},
+			{"λ0=0", []float64{0, c.lam[1]}, 0, nil},
+			{"λ1=0", []float64{c.lam[0], 0}, 0, nil},
+			{"λ=0", []float64{0, 0}, 0, nil},
+			{"toward0", c.lam, 0.3, nil},
+			{"towardω", c.lam, 0.3, c.o},
+			{"atω", c.lam, 1, c.o},
+			{"ω,t=0", c.lam, 0, c.o},
+		} {
+			want, got := slices.Clone(c.x), slices.Clone(c.x)
+			lo, hi := c.off, c.off+c.n
+			var okWant, okGot bool
+			withVec(false, func() {
+				okWant = !boxCombineRange(want, c.J, tc.lam, c.P, c.x, c.R, tc.t, tc.omega, c.scale, lo, hi)
+			})
+			withVec(true, func() {
+				okGot = true
+				if c.n >= 8 {
+					okGot = !boxCombine2Vec(got, c.J, tc.lam, c.P, c.x, c.R, tc.t, tc.omega, c.scale, lo, lo+c.n&^7)
+				}
+				if boxCombineRange(got, c.J, tc.lam, c.P, c.x, c.R, tc.t, tc.omega, c.scale, lo+c.n&^7, hi) {
+					okGot = false
+				}
+			})
+			if okGot != okWant {
+				t.Errorf("%s %s: kernel reports finite %v, Go loop %v", c.name, tc.name, okGot, okWant)
+			}
+			for k := range got {
+				g, w := got[k], want[k]
+				if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+					t.Errorf("%s %s: dst[%d] = %v, Go loop %v", c.name, tc.name, k, g, w)
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestBoxCombineAliasesProp: boxCombine may write the update over prop
+// (the training loop's one buffer) on the kernel's path as on Go's.
+func TestBoxCombineAliasesProp(t *testing.T) {
+	for _, c := range boxVecCases(75)[:70] {
+		lam := c.lam
+		want := make([]float32, c.J.N)
+		boxCombine(want, c.J, lam, c.P, c.x, c.R, 0.25, c.o, c.scale, 1)
+		got := slices.Clone(c.x)
+		boxCombine(got, c.J, lam, c.P, got, c.R, 0.25, c.o, c.scale, 1)
+		if !slices.EqualFunc(got, want, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+			t.Errorf("%s: the update written over prop differs", c.name)
 		}
 	}
 }
