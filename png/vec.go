@@ -39,3 +39,12 @@ const (
 	combineT
 	combineOmega
 )
+
+// box2Args is range2AVX512's input, λ and w, and its answer: the sums of
+// the weights' pieces per lane (A00, A10, A11, b0, b1, c0) and the number
+// of weights clipped.
+type box2Args struct {
+	l0, l1, w0, w1 float64
+	lanes          [6][8]float64
+	clipped        uint64
+}

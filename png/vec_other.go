@@ -19,3 +19,8 @@ func extras2AVX512(a *extras2Args, j0, j1, p, r, x *float32, n int) {
 func combine2AVX512(a *combine2Args, dst, j0, j1, p, x, r *float32, n int) int {
 	panic("png: no vector kernel")
 }
+
+// range2AVX512 is never called outside amd64.
+func range2AVX512(a *box2Args, j0, j1, p, r, x *float32, bins *uint8, n int) {
+	panic("png: no vector kernel")
+}

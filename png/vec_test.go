@@ -369,3 +369,119 @@ func TestBoxCombineAliasesProp(t *testing.T) {
 		}
 	}
 }
+
+// TestBoxRange2Kernel: boxRange2's kernel stores the Go loop's ρ bin for
+// every weight, counts the same histogram and clipped weights, and gives
+// its sums to rounding (relative to the magnitudes of their terms); with
+// NaNs among the inputs, b is NaN where the Go loop's is.
+func TestBoxRange2Kernel(t *testing.T) {
+	for _, c := range boxVecCases(76) {
+		nan := strings.HasPrefix(c.name, "nan")
+		lo, hi := c.off, c.off+c.n
+		w := []float64{0.5 + c.o[0], 1e-3 + c.o[1]}
+		for _, d := range [][]float64{nil, c.d} {
+			per := boxTotals(2)
+			want, got := make([]float64, per), make([]float64, per)
+			var hw, hg [boxHists][boxBins]uint32
+			bw, bg := make([]uint8, c.J.N), make([]uint8, c.J.N)
+			withVec(false, func() {
+				boxRange2(want, &hw, c.J, lo, hi, c.lam, w, c.P, c.x, c.R, bw, false, d, nil)
+			})
+			withVec(true, func() {
+				boxRange2(got, &hg, c.J, lo, hi, c.lam, w, c.P, c.x, c.R, bg, false, d, nil)
+			})
+			mag := make([]float64, per)
+			for k := lo; k < hi; k++ {
+				j0, j1, r, p, x := float64(c.J.Data[k]), float64(c.J.Data[c.J.N+k]), float64(c.R[k]), float64(c.P[k]), float64(c.x[k])
+				u := x + p*(c.lam[0]*j0+c.lam[1]*j1)
+				uc := max(-r, min(r, u))
+				if uc == u {
+					mag[0] += math.Abs(p * j0 * j0)
+					mag[1] += math.Abs(p * j1 * j0)
+					mag[2] += math.Abs(p * j1 * j1)
+					uc = x
+				} else {
+					mag[5] += (uc - x) * (uc - x) / (2 * p)
+				}
+				mag[3] += math.Abs(uc * j0)
+				mag[4] += math.Abs(uc * j1)
+				if d != nil {
+					mag[9] += math.Abs(r * (d[0]*j0 + d[1]*j1))
+				}
+			}
+			tol := 0x1p-52 * float64(c.n+8)
+			for i := range got {
+				if nan && i != 3 && i != 4 {
+					// A NaN u's clip decision depends on its bits,
+					// which depend on the order of the operands; b
+					// is NaN either way.
+					continue
+				}
+				if !sameOrClose(got[i], want[i], mag[i], tol) {
+					t.Errorf("%s d=%v: part[%d] = %v, Go loop %v (terms' magnitudes %v)", c.name, d != nil, i, got[i], want[i], mag[i])
+				}
+			}
+			if nan {
+				continue
+			}
+			if !slices.Equal(bg, bw) {
+				for k := range bg {
+					if bg[k] != bw[k] {
+						t.Errorf("%s: bin[%d] = %d, Go loop %d", c.name, k, bg[k], bw[k])
+						break
+					}
+				}
+			}
+			if hg != hw {
+				t.Errorf("%s: histograms differ", c.name)
+			}
+		}
+	}
+}
+
+// TestBoxRange2KernelBins: the kernel's ρ bins on the edges of
+// boxRatioBin: du and q zero, subnormal, equal significands, infinite,
+// and ratios beyond the clamped exponents.
+func TestBoxRange2KernelBins(t *testing.T) {
+	// One weight a case: j = (j0, 0), λ = 0, w = (1, 1), so u = x,
+	// du = |r − |x||, and q = p·|j0|.
+	type one struct{ j0, p, r, x float32 }
+	inf := float32(math.Inf(1))
+	sub := float32(math.SmallestNonzeroFloat32)
+	cases := []one{
+		{1, 1, 1, 1},        // du = 0
+		{0, 1, 1, 0.5},      // q = 0
+		{1, 1, inf, 0.5},    // du = +Inf
+		{sub, 1, 1, 0.5},    // q subnormal in float32 (normal in float64)
+		{1, 1e-38, 1, 0.5},  // q tiny
+		{1, 1, 1, 1 - 6e-8}, // du tiny
+		{3e38, 3e38, 1, 0},  // q = +Inf
+		{1, 1, 2, 1},        // equal significands
+		{1, 1, 1.5, 0.25},   // du's significand above q's
+		{1, 1, 1.25, 0.5},   // below
+		{1e-30, 1e-30, 3e38, 0}, {1e30, 1e30, 1e-30, 0},
+	}
+	n := len(cases) * 8
+	J := NewJacobian(2, n)
+	P, R, x := make([]float32, n), make([]float32, n), make([]float32, n)
+	for k := 0; k < n; k++ {
+		c := cases[(k*7)%len(cases)]
+		J.Data[k], P[k], R[k], x[k] = c.j0, c.p, c.r, c.x
+	}
+	per := boxTotals(2)
+	lam, w := []float64{0, 0}, []float64{1, 1}
+	var hw, hg [boxHists][boxBins]uint32
+	bw, bg := make([]uint8, n), make([]uint8, n)
+	withVec(false, func() { boxRange2(make([]float64, per), &hw, J, 0, n, lam, w, P, x, R, bw, false, nil, nil) })
+	withVec(true, func() { boxRange2(make([]float64, per), &hg, J, 0, n, lam, w, P, x, R, bg, false, nil, nil) })
+	for k := range bg {
+		c := cases[(k*7)%len(cases)]
+		if bg[k] != bw[k] {
+			t.Errorf("%+v: bin %d, Go loop %d", c, bg[k], bw[k])
+		}
+		du := math.Abs(math.Abs(float64(c.x)) - float64(c.r))
+		if want := boxRatioBin(du, float64(c.p)*math.Abs(float64(c.j0))); bw[k] != want {
+			t.Errorf("%+v: Go loop's bin %d, boxRatioBin %d", c, bw[k], want)
+		}
+	}
+}
