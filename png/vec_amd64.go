@@ -34,3 +34,9 @@ func combine2AVX512(a *combine2Args, dst, j0, j1, p, x, r *float32, n int) int
 //
 //go:noescape
 func range2AVX512(a *box2Args, j0, j1, p, r, x *float32, bins *uint8, n int)
+
+// two2AVX512 is combineTwo's kernel on n values (a multiple of 8), e nil
+// for 0; ss[l] is the sum of the squares of the values ≡ l (mod 8).
+//
+//go:noescape
+func two2AVX512(d, e, x0, x1 *float32, a0, a1 float64, n int, ss *[8]float64)

@@ -24,3 +24,8 @@ func combine2AVX512(a *combine2Args, dst, j0, j1, p, x, r *float32, n int) int {
 func range2AVX512(a *box2Args, j0, j1, p, r, x *float32, bins *uint8, n int) {
 	panic("png: no vector kernel")
 }
+
+// two2AVX512 is never called outside amd64.
+func two2AVX512(d, e, x0, x1 *float32, a0, a1 float64, n int, ss *[8]float64) {
+	panic("png: no vector kernel")
+}

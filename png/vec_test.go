@@ -485,3 +485,44 @@ func TestBoxRange2KernelBins(t *testing.T) {
 		}
 	}
 }
+
+// TestCombineTwoKernel: combineTwo's kernel writes the Go loop's bits
+// (with and without e; NaN where it writes NaN) and sums the squares to
+// rounding.
+func TestCombineTwoKernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(77, 1))
+	for _, kind := range []string{"plain", "special", "nan"} {
+		for _, n := range vecLengths() {
+			for _, withE := range []bool{false, true} {
+				special := kind != "plain"
+				x0, x1 := vecData(rng, n+3, 1, special)[3:], vecData(rng, n+1, 1, special)[1:]
+				var e []float32
+				if withE {
+					e = vecData(rng, n, 1, special)
+				}
+				if kind == "nan" && n > 0 {
+					x0[rng.IntN(n)] = float32(math.NaN())
+				}
+				a0, a1 := rng.NormFloat64(), rng.NormFloat64()
+				if rng.IntN(4) == 0 {
+					a0 = 0
+				}
+				want, got := make([]float32, n), make([]float32, n)
+				var ssw, ssg float64
+				withVec(false, func() { ssw = combineTwo(want, e, a0, x0, a1, x1, 0.5) })
+				withVec(true, func() { ssg = combineTwo(got, e, a0, x0, a1, x1, 0.5) })
+				name := fmt.Sprintf("%s/n=%d/e=%v", kind, n, withE)
+				for k := range got {
+					g, w := got[k], want[k]
+					if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+						t.Errorf("%s: d[%d] = %v, Go loop %v", name, k, g, w)
+						break
+					}
+				}
+				if !sameOrClose(ssg, ssw, ssw, 0x1p-52*float64(n+8)) {
+					t.Errorf("%s: ss = %v, Go loop %v", name, ssg, ssw)
+				}
+			}
+		}
+	}
+}
