@@ -41,15 +41,9 @@ func (p PNG) ImproperUpdate(J Jacobian, u []float32) bool {
 		panic(fmt.Sprintf("png: ImproperUpdate: len(u) = %d, want n = %d", len(u), J.N))
 	}
 	q := make([]float64, J.M)
-	row := func(i int) {
-		var t float64
-		for c, x := range J.Data[i*J.N : (i+1)*J.N] {
-			t += float64(x) * float64(u[c])
-		}
-		q[i] = t
-	}
+	row := func(i int) { q[i] = dot64(J.Data[i*J.N:(i+1)*J.N], u) }
 	if numWorkers(s.Workers, J.N) > 1 {
-		par.For(J.M, row) // a row per worker: each sum still in column order
+		par.For(J.M, row) // a row per worker: each sum the same bits
 	} else {
 		for i := range q {
 			row(i)
@@ -58,24 +52,38 @@ func (p PNG) ImproperUpdate(J Jacobian, u []float32) bool {
 	return !TradeOK(q, s.MaxTradeoff)
 }
 
-// firstBad returns the first index of x whose value bad reports, or −1,
-// checking column ranges of a long x on workers (Settings.Workers).
-func firstBad(x []float32, bad func(float32) bool, workers int) int {
+// firstOutside returns the first index of x whose value is not in
+// (lo, hi] (NaN is not), or −1, checking column ranges of a long x on
+// workers (Settings.Workers), each through outsideRange.
+func firstOutside(x []float32, lo, hi float32, workers int) int {
 	w := numWorkers(workers, len(x))
 	first := make([]int, w)
-	for k := range first {
+	splitCols(len(x), w, 1, func(k, a, b int) {
 		first[k] = -1
-	}
-	splitCols(len(x), w, 1, func(k, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			if bad(x[i]) {
-				first[k] = i
-				return
-			}
+		if i := outsideRange(x[a:b], lo, hi); i >= 0 {
+			first[k] = a + i
 		}
 	})
 	for _, i := range first {
 		if i >= 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// outsideRange is firstOutside on one range: on AVX-512 a kernel compares
+// sixteen values at a time, the rest in Go.
+func outsideRange(x []float32, lo, hi float32) int {
+	done := 0
+	if useVec && len(x) >= 16 {
+		done = len(x) &^ 15
+		if i := firstOutAVX512(&x[0], done, lo, hi); i < done {
+			return i
+		}
+	}
+	for i := done; i < len(x); i++ {
+		if v := x[i]; !(v > lo && v <= hi) {
 			return i
 		}
 	}
@@ -181,10 +189,10 @@ func (p PNG) constrain(dst []float32, J Jacobian, prop, metric, bound []float32,
 	if !(scale >= 0) || math.IsInf(scale, 0) {
 		return MetricInfo{}, fmt.Errorf("png: Constrain: scale = %v, want a finite value ≥ 0: %w", scale, ErrNonFinite)
 	}
-	if k := firstBad(metric, func(w float32) bool { return !(w > 0) || math.IsInf(float64(w), 0) }, p.Settings.Workers); k >= 0 {
+	if k := firstOutside(metric, 0, math.MaxFloat32, p.Settings.Workers); k >= 0 {
 		return MetricInfo{}, fmt.Errorf("png: Constrain: metric[%d] = %v, want a finite value > 0: %w", k, metric[k], ErrNonFinite)
 	}
-	if k := firstBad(bound, func(r float32) bool { return !(r > 0) }, p.Settings.Workers); k >= 0 {
+	if k := firstOutside(bound, 0, float32(math.Inf(1)), p.Settings.Workers); k >= 0 {
 		return MetricInfo{}, fmt.Errorf("png: Constrain: bound[%d] = %v, want a value > 0 (+Inf: none): %w", k, bound[k], ErrNonFinite)
 	}
 	if cnt == nil {

@@ -48,3 +48,24 @@ type box2Args struct {
 	lanes          [6][8]float64
 	clipped        uint64
 }
+
+// dot64 is Σ float64(x_c)·float64(y_c) (y at least as long as x): on
+// AVX-512 by a kernel that sums in eight lanes, added in order after, and
+// the rest in Go, in column order.
+func dot64(x, y []float32) float64 {
+	y = y[:len(x)]
+	var t float64
+	done := 0
+	if useVec && len(x) >= 8 {
+		done = len(x) &^ 7
+		var lanes [8]float64
+		dot64AVX512(&x[0], &y[0], done, &lanes)
+		for _, v := range lanes {
+			t += v
+		}
+	}
+	for c := done; c < len(x); c++ {
+		t += float64(x[c]) * float64(y[c])
+	}
+	return t
+}

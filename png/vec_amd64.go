@@ -40,3 +40,15 @@ func range2AVX512(a *box2Args, j0, j1, p, r, x *float32, bins *uint8, n int)
 //
 //go:noescape
 func two2AVX512(d, e, x0, x1 *float32, a0, a1 float64, n int, ss *[8]float64)
+
+// firstOutAVX512 is outsideRange's kernel on n values (a multiple of
+// 16): the first index whose value is not in (lo, hi], or n.
+//
+//go:noescape
+func firstOutAVX512(x *float32, n int, lo, hi float32) int
+
+// dot64AVX512 is dot64's kernel on n values (a multiple of 8): lanes[l]
+// sums the products of the values ≡ l (mod 8).
+//
+//go:noescape
+func dot64AVX512(x, y *float32, n int, lanes *[8]float64)

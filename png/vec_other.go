@@ -29,3 +29,9 @@ func range2AVX512(a *box2Args, j0, j1, p, r, x *float32, bins *uint8, n int) {
 func two2AVX512(d, e, x0, x1 *float32, a0, a1 float64, n int, ss *[8]float64) {
 	panic("png: no vector kernel")
 }
+
+// firstOutAVX512 is never called outside amd64.
+func firstOutAVX512(x *float32, n int, lo, hi float32) int { panic("png: no vector kernel") }
+
+// dot64AVX512 is never called outside amd64.
+func dot64AVX512(x, y *float32, n int, lanes *[8]float64) { panic("png: no vector kernel") }

@@ -526,3 +526,75 @@ func TestCombineTwoKernel(t *testing.T) {
 		}
 	}
 }
+
+// TestOutsideRangeKernel: the kernel finds the first value outside
+// (lo, hi] where the Go loop does, for the metric's range (0, MaxFloat32]
+// and the bound's (0, +Inf], with each kind of bad value (0, −0, < 0,
+// NaN, ±Inf) at every position and none, good subnormal and huge values
+// around it.
+func TestOutsideRangeKernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(78, 1))
+	inf := float32(math.Inf(1))
+	bads := []float32{0, float32(math.Copysign(0, -1)), -1, float32(math.NaN()), inf, -inf}
+	for _, rg := range [][2]float32{{0, math.MaxFloat32}, {0, inf}} {
+		for _, n := range vecLengths() {
+			if n > 67 {
+				n = n%97 + 68
+			}
+			x := positive(rng, n, 8, true, rg[1] == inf)
+			for at := -1; at < n; at++ {
+				for _, b := range bads {
+					y := slices.Clone(x)
+					if at >= 0 {
+						y[at] = b
+					}
+					var want, got int
+					withVec(false, func() { want = outsideRange(y, rg[0], rg[1]) })
+					withVec(true, func() { got = outsideRange(y, rg[0], rg[1]) })
+					if got != want {
+						t.Errorf("(%v, %v] n=%d: %v at %d: kernel %d, Go loop %d", rg[0], rg[1], n, b, at, got, want)
+					}
+					if at >= 0 && !(b > rg[0] && b <= rg[1]) && want != at {
+						t.Errorf("(%v, %v] n=%d: %v at %d: found at %d", rg[0], rg[1], n, b, at, want)
+					}
+					if at < 0 {
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDot64Kernel: dot64's kernel gives the Go loop's sum to rounding
+// (its bits on exact values), every length to 67 and a few large, from
+// unaligned starts, with special values and NaN.
+func TestDot64Kernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(79, 1))
+	for _, kind := range []string{"plain", "special", "nan", "exact"} {
+		for _, n := range vecLengths() {
+			x, y := vecData(rng, n+2, 1, kind == "special")[2:], vecData(rng, n+1, 1, kind == "special")[1:]
+			if kind == "nan" && n > 0 {
+				y[rng.IntN(n)] = float32(math.NaN())
+			}
+			if kind == "exact" {
+				for k := range x {
+					x[k], y[k] = float32(rng.IntN(64)-32), float32(rng.IntN(64)-32)/4
+				}
+			}
+			var want, got, mag float64
+			withVec(false, func() { want = dot64(x, y) })
+			withVec(true, func() { got = dot64(x, y) })
+			for k := range x {
+				mag += math.Abs(float64(x[k]) * float64(y[k]))
+			}
+			tol := 0x1p-52 * float64(n+8)
+			if kind == "exact" {
+				tol = 0
+			}
+			if !sameOrClose(got, want, mag, tol) {
+				t.Errorf("%s/n=%d: kernel %v, Go loop %v", kind, n, got, want)
+			}
+		}
+	}
+}
