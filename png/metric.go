@@ -409,7 +409,8 @@ func metricGramRangeM(part []float64, J Jacobian, P, prop []float32, lo, hi int)
 }
 
 // metricGramRange3 is metricGramRangeM for m = 3, its sums in registers:
-// the same operations in the same order, so the same bits.
+// the same operations in the same order, so the same bits; on AVX-512 a
+// kernel sums eight columns at a time in eight lanes (metricGramRange2).
 func metricGramRange3(part []float64, J Jacobian, P, prop []float32, lo, hi int) {
 	n := J.N
 	j0s := J.Data[lo:hi]
@@ -418,9 +419,26 @@ func metricGramRange3(part []float64, J Jacobian, P, prop []float32, lo, hi int)
 	ps, xs := P[lo:hi][:len(j0s)], prop[lo:hi][:len(j0s)]
 	k00, k10, k11, k20, k21, k22 := part[0], part[3], part[4], part[6], part[7], part[8]
 	e0, e1, e2 := part[9], part[10], part[11]
-	for c, f := range j0s {
+	done := 0
+	if useVec && len(j0s) >= 8 {
+		done = len(j0s) &^ 7
+		var lanes [9][8]float64
+		gram3AVX512(&lanes, &j0s[0], &j1s[0], &j2s[0], &ps[0], &xs[0], done)
+		for l := 0; l < 8; l++ {
+			k00 += lanes[0][l]
+			k10 += lanes[1][l]
+			k11 += lanes[2][l]
+			k20 += lanes[3][l]
+			k21 += lanes[4][l]
+			k22 += lanes[5][l]
+			e0 += lanes[6][l]
+			e1 += lanes[7][l]
+			e2 += lanes[8][l]
+		}
+	}
+	for c := done; c < len(j0s); c++ {
 		pc, x := float64(ps[c]), float64(xs[c])
-		v0, v1, v2 := float64(f), float64(j1s[c]), float64(j2s[c])
+		v0, v1, v2 := float64(j0s[c]), float64(j1s[c]), float64(j2s[c])
 		a0 := v0 * pc
 		k00 += a0 * v0
 		e0 += v0 * x

@@ -52,3 +52,10 @@ func firstOutAVX512(x *float32, n int, lo, hi float32) int
 //
 //go:noescape
 func dot64AVX512(x, y *float32, n int, lanes *[8]float64)
+
+// gram3AVX512 is metricGramRange3's kernel on n columns (a multiple of
+// 8): lanes[k][l] is the sum over the columns ≡ l (mod 8) of K00, K10,
+// K11, K20, K21, K22, jp0, jp1 and jp2's terms (k = 0 … 8).
+//
+//go:noescape
+func gram3AVX512(lanes *[9][8]float64, j0, j1, j2, p, x *float32, n int)

@@ -35,3 +35,8 @@ func firstOutAVX512(x *float32, n int, lo, hi float32) int { panic("png: no vect
 
 // dot64AVX512 is never called outside amd64.
 func dot64AVX512(x, y *float32, n int, lanes *[8]float64) { panic("png: no vector kernel") }
+
+// gram3AVX512 is never called outside amd64.
+func gram3AVX512(lanes *[9][8]float64, j0, j1, j2, p, x *float32, n int) {
+	panic("png: no vector kernel")
+}

@@ -73,7 +73,7 @@ func sameOrClose(got, want, scale, tol float64) bool {
 }
 
 // TestMetricGramRanges: the Gram pass's m = 2 and m = 3 loops give the
-// general loop's bits in Go, and the m = 2 kernel its sums to rounding
+// general loop's bits in Go, and their kernels its sums to rounding
 // (relative to the sum of the terms' magnitudes), on random data with
 // special values, every length to 67 and a few large, from unaligned
 // starts.
@@ -117,13 +117,16 @@ func TestMetricGramRanges(t *testing.T) {
 						t.Errorf("%s: Go loop part[%d] = %v, general loop %v", name, k, got[k], want[k])
 					}
 				}
-				if m != 2 {
-					continue
-				}
 				clear(got)
-				withVec(true, func() { metricGramRange2(got, J, P, prop, off, off+n) })
+				withVec(true, func() {
+					if m == 2 {
+						metricGramRange2(got, J, P, prop, off, off+n)
+					} else {
+						metricGramRange3(got, J, P, prop, off, off+n)
+					}
+				})
 				for k := range got {
-					if !sameOrClose(got[k], want[k], scale[k], 1e-14) {
+					if !sameOrClose(got[k], want[k], scale[k], 0x1p-52*float64(n+8)) {
 						t.Errorf("%s: kernel part[%d] = %v, Go loop %v (terms' magnitudes %v)", name, k, got[k], want[k], scale[k])
 					}
 				}
@@ -133,25 +136,33 @@ func TestMetricGramRanges(t *testing.T) {
 }
 
 // TestMetricGramKernelExact: on values whose products and sums are exact
-// in float64 (small integers times powers of two) the m = 2 kernel's sums
-// are the Go loop's bits, whatever their order.
+// in float64 (small integers times powers of two) the m = 2 and m = 3
+// kernels' sums are the Go loop's bits, whatever their order.
 func TestMetricGramKernelExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(72, 1))
-	for _, n := range vecLengths() {
-		J := NewJacobian(2, n)
-		for k := range J.Data {
-			J.Data[k] = float32(rng.IntN(64)-32) / 8
-		}
-		P, prop := make([]float32, n), make([]float32, n)
-		for k := range P {
-			P[k] = float32(rng.IntN(16)+1) * 4
-			prop[k] = float32(rng.IntN(64) - 32)
-		}
-		var want, got [6]float64
-		metricGramRangeM(want[:], J, P, prop, 0, n)
-		withVec(true, func() { metricGramRange2(got[:], J, P, prop, 0, n) })
-		if got != want {
-			t.Errorf("n=%d: kernel %v, Go loop %v", n, got, want)
+	for _, m := range []int{2, 3} {
+		for _, n := range vecLengths() {
+			J := NewJacobian(m, n)
+			for k := range J.Data {
+				J.Data[k] = float32(rng.IntN(64)-32) / 8
+			}
+			P, prop := make([]float32, n), make([]float32, n)
+			for k := range P {
+				P[k] = float32(rng.IntN(16)+1) * 4
+				prop[k] = float32(rng.IntN(64) - 32)
+			}
+			want, got := make([]float64, m*m+m), make([]float64, m*m+m)
+			metricGramRangeM(want, J, P, prop, 0, n)
+			withVec(true, func() {
+				if m == 2 {
+					metricGramRange2(got, J, P, prop, 0, n)
+				} else {
+					metricGramRange3(got, J, P, prop, 0, n)
+				}
+			})
+			if !slices.Equal(got, want) {
+				t.Errorf("m=%d n=%d: kernel %v, Go loop %v", m, n, got, want)
+			}
 		}
 	}
 }
