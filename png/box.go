@@ -311,8 +311,8 @@ func boxRound(J Jacobian, lambda, w []float64, P, prop, R []float32, sc *boxScra
 // clipped, the selections made on the bits; its distance from its nearest
 // breakpoint in u is ||u| − R_c|. With a metric, on AVX-512, a kernel
 // takes eight columns at a time (range2AVX512: the same bins and clip
-// decisions, its sums in eight lanes added in order at the end) and the
-// bins it stored are counted after it.
+// decisions and counts, its sums in eight lanes added in order at the
+// end).
 func boxRange2(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, hi int, lambda, w []float64, P, prop, R []float32, bins []uint8, top bool, d []float64, mn *boxMinNorm) {
 	n := J.N
 	j0s := J.Data[lo:hi]
@@ -330,7 +330,7 @@ func boxRange2(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, 
 	if useVec && ps != nil && len(j0s) >= 8 {
 		done = len(j0s) &^ 7
 		a := box2Args{l0: l0, l1: l1, w0: w0, w1: w1}
-		range2AVX512(&a, &j0s[0], &j1s[0], &ps[0], &rs[0], &xs[0], &bs[0], done)
+		range2AVX512(&a, &j0s[0], &j1s[0], &ps[0], &rs[0], &xs[0], &bs[0], done, hist)
 		for l := 0; l < 8; l++ {
 			a0 += a.lanes[0][l]
 			a1 += a.lanes[1][l]
@@ -340,9 +340,6 @@ func boxRange2(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, 
 			c0 += a.lanes[5][l]
 		}
 		clipped = int(a.clipped)
-		for c, b := range bs[:done] {
-			hist[c&3][b]++
-		}
 	}
 	for c := done; c < len(j0s); c++ {
 		j0, j1 := float64(j0s[c]), float64(j1s[c])
@@ -635,6 +632,52 @@ func boxRangeM(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, 
 // the state they are in at lambda (the round's centre): what the weights
 // a round's model reads in place leave to its quadratic.
 func boxSubtract(q *boxQuad, J Jacobian, idx []uint32, lambda []float64, P, prop, R []float32) {
+	if J.M == 2 && P != nil {
+		boxSubtract2(q, J, idx, lambda, P, prop, R)
+		return
+	}
+	boxSubtractM(q, J, idx, lambda, P, prop, R)
+}
+
+// boxSubtract2 is boxSubtractM for m = 2 with a metric, its sums in
+// registers: the same operations in the same order, so the same bits.
+func boxSubtract2(q *boxQuad, J Jacobian, idx []uint32, lambda []float64, P, prop, R []float32) {
+	n := J.N
+	j0s, j1s := J.Data[:n], J.Data[n:2*n]
+	l0, l1 := lambda[0], lambda[1]
+	b0, b1, a00, a10, a11, c0 := q.b[0], q.b[1], q.A[0], q.A[2], q.A[3], q.c0
+	clipped := 0
+	for _, ci := range idx {
+		v0, v1 := float64(j0s[ci]), float64(j1s[ci])
+		var s float64
+		s += l0 * v0
+		s += l1 * v1
+		x, r, p := float64(prop[ci]), float64(R[ci]), float64(P[ci])
+		u := x + p*s
+		uc := max(-r, min(r, u))
+		if uc == u {
+			b0 -= x * v0
+			pv := p * v0
+			a00 -= pv * v0
+			b1 -= x * v1
+			pv = p * v1
+			a10 -= pv * v0
+			a11 -= pv * v1
+			continue
+		}
+		clipped++
+		b0 -= uc * v0
+		b1 -= uc * v1
+		dd := uc - x
+		c0 += dd * dd / (2 * p)
+	}
+	q.b[0], q.b[1], q.A[0], q.A[2], q.A[3], q.c0 = b0, b1, a00, a10, a11, c0
+	q.n -= len(idx)
+	q.clipped -= clipped
+}
+
+// boxSubtractM is boxSubtract for any m.
+func boxSubtractM(q *boxQuad, J Jacobian, idx []uint32, lambda []float64, P, prop, R []float32) {
 	m, n := J.M, J.N
 	col := make([]float64, m)
 	for _, ci := range idx {
@@ -751,6 +794,61 @@ func (bm *boxModel) eval(lambda []float64) boxEval {
 // grad and H (col: scratch for one weight's column of J) and returns the
 // number of them clipped.
 func (bm *boxModel) pieces(lambda []float64, idx []uint32, h *float64, grad, H, col []float64) int {
+	if bm.m == 2 {
+		return bm.pieces2(lambda, idx, h, grad, H)
+	}
+	return bm.piecesM(lambda, idx, h, grad, H, col)
+}
+
+// pieces2 is piecesM for m = 2, its sums in registers: the same
+// operations in the same order, so the same bits.
+func (bm *boxModel) pieces2(lambda []float64, idx []uint32, h *float64, grad, H []float64) int {
+	n := bm.J.N
+	j0s, j1s := bm.J.Data[:n], bm.J.Data[n:2*n]
+	l0, l1 := lambda[0], lambda[1]
+	hv, g0, g1 := *h, grad[0], grad[1]
+	h00, h01, h10, h11 := H[0], H[1], H[2], H[3]
+	clipped := 0
+	for _, c := range idx {
+		c0, c1 := float64(j0s[c]), float64(j1s[c])
+		var s float64
+		s += l0 * c0
+		s += l1 * c1
+		x, p, r := float64(bm.prop[c]), 1.0, math.Inf(1)
+		if bm.P != nil {
+			p = float64(bm.P[c])
+		}
+		if bm.R != nil {
+			r = float64(bm.R[c])
+		}
+		u := x + p*s
+		free := true
+		if u > r {
+			u, free = r, false
+		} else if u < -r {
+			u, free = -r, false
+		}
+		dd := u - x
+		hv += s*u - dd*dd/(2*p)
+		g0 += c0 * u
+		g1 += c1 * u
+		if free {
+			a0, a1 := p*c0, p*c1
+			h00 += a0 * c0
+			h01 += a0 * c1
+			h10 += a1 * c0
+			h11 += a1 * c1
+		} else {
+			clipped++
+		}
+	}
+	*h, grad[0], grad[1] = hv, g0, g1
+	H[0], H[1], H[2], H[3] = h00, h01, h10, h11
+	return clipped
+}
+
+// piecesM is pieces for any m.
+func (bm *boxModel) piecesM(lambda []float64, idx []uint32, h *float64, grad, H, col []float64) int {
 	m, n := bm.m, bm.J.N
 	clipped := 0
 	for _, c := range idx {

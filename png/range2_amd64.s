@@ -7,7 +7,7 @@
 // order (no FMA): u = x + p·(λ0·j0 + λ1·j1), its clip VMINPD(r, u) then
 // VMAXPD(−r, ·) with u second, the free test on the bits (VPCMPEQQ), the
 // selections by masked moves, and the bin's integer arithmetic on the
-// 64-bit lanes: the same bins and clip decisions as the Go loop wherever
+// 64-bit lanes, each bin stored and counted: the same bins and clip decisions as the Go loop wherever
 // u is not NaN. Go's min ORs its two operand orders' MINSD, which gives a
 // NaN u's bits OR r's: the kernel ORs them in too, so that a NaN u is
 // clipped and its NaN reaches the sums as in Go (which NaN an operation
@@ -23,8 +23,8 @@
 #define LANES 32
 #define CLIPPED 416
 
-// func range2AVX512(a *box2Args, j0, j1, p, r, x *float32, bins *uint8, n int)
-TEXT ·range2AVX512(SB), NOSPLIT, $0-64
+// func range2AVX512(a *box2Args, j0, j1, p, r, x *float32, bins *uint8, n int, hist *[boxHists][boxBins]uint32)
+TEXT ·range2AVX512(SB), NOSPLIT, $0-72
 	MOVQ a+0(FP), R8
 	MOVQ j0+8(FP), AX
 	MOVQ j1+16(FP), BX
@@ -33,6 +33,7 @@ TEXT ·range2AVX512(SB), NOSPLIT, $0-64
 	MOVQ x+40(FP), DI
 	MOVQ bins+48(FP), R13
 	MOVQ n+56(FP), CX
+	MOVQ hist+64(FP), R10
 	MOVQ $0x7fffffffffffffff, R11
 	VPBROADCASTQ R11, Z31 // |·|
 	MOVQ $0x000fffffffffffff, R11
@@ -142,6 +143,31 @@ loop:
 	KORW      K3, K4, K3
 	VMOVDQA64 Z20, K3, Z6   // bin 255 there
 	VPMOVQB   Z6, (R13)
+
+	// Count the eight bins, four counts a bin taken in turn.
+	MOVQ    (R13), R14
+	MOVBQZX R14, R15
+	INCL    (R10)(R15*4)
+	SHRQ    $8, R14
+	MOVBQZX R14, R15
+	INCL    1024(R10)(R15*4)
+	SHRQ    $8, R14
+	MOVBQZX R14, R15
+	INCL    2048(R10)(R15*4)
+	SHRQ    $8, R14
+	MOVBQZX R14, R15
+	INCL    3072(R10)(R15*4)
+	SHRQ    $8, R14
+	MOVBQZX R14, R15
+	INCL    (R10)(R15*4)
+	SHRQ    $8, R14
+	MOVBQZX R14, R15
+	INCL    1024(R10)(R15*4)
+	SHRQ    $8, R14
+	MOVBQZX R14, R15
+	INCL    2048(R10)(R15*4)
+	SHRQ    $8, R14
+	INCL    3072(R10)(R14*4)
 
 	ADDQ $32, AX
 	ADDQ $32, BX

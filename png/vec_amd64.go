@@ -29,11 +29,11 @@ func extras2AVX512(a *extras2Args, j0, j1, p, r, x *float32, n int)
 func combine2AVX512(a *combine2Args, dst, j0, j1, p, x, r *float32, n int) int
 
 // range2AVX512 is boxRange2's kernel on n columns (a multiple of 8) with
-// a metric: it stores their ρ bins and answers a's sums per lane and the
-// number of weights clipped.
+// a metric: it stores their ρ bins, counts them in hist, and answers a's
+// sums per lane and the number of weights clipped.
 //
 //go:noescape
-func range2AVX512(a *box2Args, j0, j1, p, r, x *float32, bins *uint8, n int)
+func range2AVX512(a *box2Args, j0, j1, p, r, x *float32, bins *uint8, n int, hist *[boxHists][boxBins]uint32)
 
 // two2AVX512 is combineTwo's kernel on n values (a multiple of 8), e nil
 // for 0; ss[l] is the sum of the squares of the values ≡ l (mod 8).

@@ -21,7 +21,7 @@ func combine2AVX512(a *combine2Args, dst, j0, j1, p, x, r *float32, n int) int {
 }
 
 // range2AVX512 is never called outside amd64.
-func range2AVX512(a *box2Args, j0, j1, p, r, x *float32, bins *uint8, n int) {
+func range2AVX512(a *box2Args, j0, j1, p, r, x *float32, bins *uint8, n int, hist *[boxHists][boxBins]uint32) {
 	panic("png: no vector kernel")
 }
 

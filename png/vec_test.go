@@ -609,3 +609,47 @@ func TestDot64Kernel(t *testing.T) {
 		}
 	}
 }
+
+// TestBoxPieces2: the m = 2 loops of the Newton steps' evaluations
+// (pieces2) and of the round model's subtraction (boxSubtract2) give the
+// general loops' bits, with and without a metric and a bound, on random
+// positions with special values.
+func TestBoxPieces2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(80, 1))
+	for _, c := range boxVecCases(81) {
+		if strings.HasPrefix(c.name, "nan") {
+			continue
+		}
+		idx := make([]uint32, 0, c.n)
+		for k := c.off; k < c.off+c.n; k++ {
+			if rng.IntN(3) > 0 {
+				idx = append(idx, uint32(k))
+			}
+		}
+		for _, opt := range []string{"P,R", "R", "P", "none"} {
+			bm := &boxModel{m: 2, J: c.J, prop: c.x}
+			if strings.Contains(opt, "P") {
+				bm.P = c.P
+			}
+			if strings.Contains(opt, "R") {
+				bm.R = c.R
+			}
+			start := []float64{0.5, -1, 2, 3, 4, 5, 6} // h, grad, H
+			want, got := slices.Clone(start), slices.Clone(start)
+			cw := bm.piecesM(c.lam, idx, &want[0], want[1:3], want[3:7], make([]float64, 2))
+			cg := bm.pieces2(c.lam, idx, &got[0], got[1:3], got[3:7])
+			if cg != cw || !slices.EqualFunc(got, want, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+				t.Errorf("%s %s: pieces2 %v (%d clipped), piecesM %v (%d)", c.name, opt, got, cg, want, cw)
+			}
+		}
+		q := func() boxQuad {
+			return boxQuad{A: []float64{1, 0, 2, 3}, b: []float64{4, 5}, c0: 6, n: 1000, clipped: 500}
+		}
+		qw, qg := q(), q()
+		boxSubtractM(&qw, c.J, idx, c.lam, c.P, c.x, c.R)
+		boxSubtract2(&qg, c.J, idx, c.lam, c.P, c.x, c.R)
+		if fmt.Sprint(qg) != fmt.Sprint(qw) || math.Float64bits(qg.c0) != math.Float64bits(qw.c0) {
+			t.Errorf("%s: boxSubtract2 %+v, boxSubtractM %+v", c.name, qg, qw)
+		}
+	}
+}
