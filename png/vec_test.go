@@ -653,3 +653,55 @@ func TestBoxPieces2(t *testing.T) {
 		}
 	}
 }
+
+// TestBoxRange3: boxRange3 gives boxRangeM's bits for m = 3 (its +0
+// terms for a state a weight is not in change no sum, which never is
+// −0), its bins, counts and extra sums, with and without a metric, on
+// random data with special values and every length to 67 and a few large.
+func TestBoxRange3(t *testing.T) {
+	rng := rand.New(rand.NewPCG(82, 1))
+	for _, special := range []bool{false, true} {
+		for _, n := range vecLengths() {
+			off := rng.IntN(4)
+			N := n + off + rng.IntN(3)
+			J := NewJacobian(3, N)
+			copy(J.Data, vecData(rng, 3*N, 1, special))
+			P, R := positive(rng, N, 8, special, false), positive(rng, N, 8, special, true)
+			x := vecData(rng, N, 0.5, special)
+			for k, r := range R {
+				x[k] = float32(max(-float64(r), min(float64(r), float64(x[k]))))
+			}
+			lam := []float64{rng.ExpFloat64(), 0, rng.ExpFloat64()}
+			w := []float64{1, 0.5, 2}
+			d := []float64{1, -1, 0.5}
+			for _, metric := range [][]float32{P, nil} {
+				per := boxTotals(3)
+				want, got := make([]float64, per), make([]float64, per)
+				var hw, hg [boxHists][boxBins]uint32
+				bw, bg := make([]uint8, N), make([]uint8, N)
+				mn := func() *boxMinNorm { return &boxMinNorm{Omega: []float64{0.3, 0.2, 0.5}, Scale: 1} }
+				boxRangeM(want, &hw, J, off, off+n, lam, w, metric, x, R, bw, true, d, mn())
+				boxRange3(got, &hg, J, off, off+n, lam, w, metric, x, R, bg, true, d, mn())
+				name := fmt.Sprintf("special=%v/n=%d/metric=%v", special, n, metric != nil)
+				if !slices.EqualFunc(got, want, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+					t.Errorf("%s: boxRange3 %v, boxRangeM %v", name, got, want)
+				}
+				if !slices.Equal(bg, bw) {
+					t.Errorf("%s: bins differ", name)
+				}
+				// The four counts a bin are taken in turn from another
+				// weight: their sums are the counts.
+				var cw, cg [boxBins]uint32
+				for h := range hw {
+					for b := range hw[h] {
+						cw[b] += hw[h][b]
+						cg[b] += hg[h][b]
+					}
+				}
+				if cg != cw {
+					t.Errorf("%s: bin counts differ", name)
+				}
+			}
+		}
+	}
+}
