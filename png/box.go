@@ -64,11 +64,12 @@ import (
 // (range2AVX512, extras2AVX512, combine2AVX512; the metric's Gram pass
 // too, and for three tasks): the same bins, clip decisions and updates as
 // the Go loops, the sums in eight lanes added in order. A round's pass
-// then costs about 1.7 CPU ns a weight on 11.2M weights, about what a Go
-// loop takes to read the vectors it reads (1.5), against 11 in the Go
-// loops (BenchmarkBoxRound, m = 2, one worker), and the Gram pass 0.45
-// against 6 (BenchmarkMetricGram). Three tasks and more take the generic
-// loops but for the Gram pass (a round's pass about 22 CPU ns a weight).
+// then costs about 1.5 CPU ns a weight on 11.2M weights, what a Go loop
+// takes to read the vectors it reads (1.5), against 11 in the Go loops
+// (BenchmarkBoxRound, m = 2, one worker), and the Gram pass 0.45 against
+// 6 (BenchmarkMetricGram). Three tasks take Go loops with their sums in
+// registers (boxRange3: a round's pass about 17 CPU ns a weight, 22 in
+// the general loop), more tasks the general loops.
 const (
 	// constrainMaxPasses bounds Constrain's passes over the weights with
 	// a bound: the metric's Gram matrix; one pass (boxTest, a few
