@@ -512,6 +512,8 @@ func boxTest(J Jacobian, lambda []float64, P, prop, R []float32, workers int, to
 		ex := parts[k*per : (k+1)*per]
 		if m == 2 {
 			boxExtras2(ex, J, lo, hi, P, R, true, nil, mn, lambda, prop)
+		} else if m == 3 {
+			boxExtras3(ex, J, lo, hi, P, R, true, nil, mn, lambda, prop)
 		} else {
 			boxExtras(ex, J, lo, hi, P, R, true, nil, mn, lambda, prop)
 		}
@@ -577,6 +579,85 @@ func boxExtras(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, d
 				ex[m+1+i] += float64(J.Data[i*n+c]) * um
 			}
 		}
+	}
+}
+
+// boxExtras3 is boxExtras for m = 3 as boxExtras2 is for m = 2: its sums
+// in registers, without a branch on a weight's values (a term boxExtras
+// skips is added as +0 here: no sum changes, as none is ever −0), and
+// its clip the same for every value but NaN.
+func boxExtras3(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, d []float64, mn *boxMinNorm, lam []float64, prop []float32) {
+	n := J.N
+	j0s := J.Data[lo:hi]
+	j1s := J.Data[n+lo : n+hi][:len(j0s)]
+	j2s := J.Data[2*n+lo : 2*n+hi][:len(j0s)]
+	rs := R[lo:hi][:len(j0s)]
+	var ps, xs []float32
+	if P != nil {
+		ps = P[lo:hi][:len(j0s)]
+	}
+	var d0, d1, d2, o0, o1, o2, scale, l0, l1, l2 float64
+	if d != nil {
+		d0, d1, d2 = d[0], d[1], d[2]
+	}
+	if mn != nil {
+		o0, o1, o2, scale = mn.Omega[0], mn.Omega[1], mn.Omega[2], mn.Scale
+	}
+	if lam != nil {
+		l0, l1, l2, xs = lam[0], lam[1], lam[2], prop[lo:hi][:len(j0s)]
+	}
+	// nonzero is all ones where x ≠ 0 (±0: none), else 0.
+	nonzero := func(x float64) uint64 {
+		b := math.Float64bits(x) &^ (1 << 63)
+		return -((b | -b) >> 63)
+	}
+	masked := func(x float64, mask uint64) float64 { return math.Float64frombits(math.Float64bits(x) & mask) }
+	var t0, t1, t2, asym, q0, q1, q2 float64
+	var qc uint64
+	var out int
+	for c, jf := range j0s {
+		j0, j1, j2, r := float64(jf), float64(j1s[c]), float64(j2s[c]), float64(rs[c])
+		p := 1.0
+		if ps != nil {
+			p = float64(ps[c])
+		}
+		if lam != nil {
+			var sl float64
+			sl += l0 * j0
+			sl += l1 * j1
+			sl += l2 * j2
+			u := float64(xs[c]) + p*sl
+			diff := math.Float64bits(u) ^ math.Float64bits(max(-r, min(r, u)))
+			out += int((diff | -diff) >> 63)
+		}
+		if top {
+			t0 += masked(math.Abs(j0)*r, nonzero(j0))
+			t1 += masked(math.Abs(j1)*r, nonzero(j1))
+			t2 += masked(math.Abs(j2)*r, nonzero(j2))
+		}
+		if d != nil {
+			var ds float64
+			ds += d0 * j0
+			ds += d1 * j1
+			ds += d2 * j2
+			asym += masked(r*math.Abs(ds), nonzero(ds))
+		}
+		if mn != nil {
+			var so float64
+			so += o0 * j0
+			so += o1 * j1
+			so += o2 * j2
+			um := scale * (p * so)
+			umc := max(-r, min(r, um))
+			qc |= math.Float64bits(um) ^ math.Float64bits(umc)
+			q0 += j0 * umc
+			q1 += j1 * umc
+			q2 += j2 * umc
+		}
+	}
+	ex[0], ex[1], ex[2], ex[3], ex[4], ex[5], ex[6], ex[8] = t0, t1, t2, asym, q0, q1, q2, float64(out)
+	if qc != 0 {
+		ex[7] = 1
 	}
 }
 
@@ -702,7 +783,7 @@ func boxRange3(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, 
 	}
 	copy(part, []float64{a00, a10, a11, a20, a21, a22, b0, b1, b2, c0, float64(clipped)})
 	if top || d != nil || mn != nil {
-		boxExtras(part[11:], J, lo, hi, P, R, top, d, mn, nil, nil)
+		boxExtras3(part[11:], J, lo, hi, P, R, top, d, mn, nil, nil)
 	}
 }
 
@@ -872,10 +953,68 @@ func (bm *boxModel) eval(lambda []float64) boxEval {
 // grad and H (col: scratch for one weight's column of J) and returns the
 // number of them clipped.
 func (bm *boxModel) pieces(lambda []float64, idx []uint32, h *float64, grad, H, col []float64) int {
-	if bm.m == 2 {
+	switch bm.m {
+	case 2:
 		return bm.pieces2(lambda, idx, h, grad, H)
+	case 3:
+		return bm.pieces3(lambda, idx, h, grad, H)
 	}
 	return bm.piecesM(lambda, idx, h, grad, H, col)
+}
+
+// pieces3 is piecesM for m = 3, its sums in registers: the same
+// operations in the same order, so the same bits.
+func (bm *boxModel) pieces3(lambda []float64, idx []uint32, h *float64, grad, H []float64) int {
+	n := bm.J.N
+	j0s, j1s, j2s := bm.J.Data[:n], bm.J.Data[n:2*n], bm.J.Data[2*n:3*n]
+	l0, l1, l2 := lambda[0], lambda[1], lambda[2]
+	hv, g0, g1, g2 := *h, grad[0], grad[1], grad[2]
+	H = H[:9]
+	h00, h01, h02, h10, h11, h12, h20, h21, h22 := H[0], H[1], H[2], H[3], H[4], H[5], H[6], H[7], H[8]
+	clipped := 0
+	for _, c := range idx {
+		c0, c1, c2 := float64(j0s[c]), float64(j1s[c]), float64(j2s[c])
+		var s float64
+		s += l0 * c0
+		s += l1 * c1
+		s += l2 * c2
+		x, p, r := float64(bm.prop[c]), 1.0, math.Inf(1)
+		if bm.P != nil {
+			p = float64(bm.P[c])
+		}
+		if bm.R != nil {
+			r = float64(bm.R[c])
+		}
+		u := x + p*s
+		free := true
+		if u > r {
+			u, free = r, false
+		} else if u < -r {
+			u, free = -r, false
+		}
+		dd := u - x
+		hv += s*u - dd*dd/(2*p)
+		g0 += c0 * u
+		g1 += c1 * u
+		g2 += c2 * u
+		if free {
+			a0, a1, a2 := p*c0, p*c1, p*c2
+			h00 += a0 * c0
+			h01 += a0 * c1
+			h02 += a0 * c2
+			h10 += a1 * c0
+			h11 += a1 * c1
+			h12 += a1 * c2
+			h20 += a2 * c0
+			h21 += a2 * c1
+			h22 += a2 * c2
+		} else {
+			clipped++
+		}
+	}
+	*h, grad[0], grad[1], grad[2] = hv, g0, g1, g2
+	H[0], H[1], H[2], H[3], H[4], H[5], H[6], H[7], H[8] = h00, h01, h02, h10, h11, h12, h20, h21, h22
+	return clipped
 }
 
 // pieces2 is piecesM for m = 2, its sums in registers: the same

@@ -705,3 +705,74 @@ func TestBoxRange3(t *testing.T) {
 		}
 	}
 }
+
+// TestBoxExtras3Pieces3: for m = 3, boxExtras3 gives boxExtras' bits for
+// every combination of what a pass asks, and pieces3 piecesM's, with and
+// without a metric and a bound, on random data with special values.
+func TestBoxExtras3Pieces3(t *testing.T) {
+	rng := rand.New(rand.NewPCG(83, 1))
+	same := func(a, b []float64) bool {
+		return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
+	}
+	for _, special := range []bool{false, true} {
+		for _, n := range vecLengths() {
+			off := rng.IntN(4)
+			N := n + off + rng.IntN(3)
+			J := NewJacobian(3, N)
+			copy(J.Data, vecData(rng, 3*N, 1, special))
+			P, R := positive(rng, N, 8, special, false), positive(rng, N, 8, special, true)
+			x := vecData(rng, N, 0.5, special)
+			for k, r := range R {
+				x[k] = float32(max(-float64(r), min(float64(r), float64(x[k]))))
+			}
+			lam := []float64{rng.ExpFloat64(), 0, rng.ExpFloat64()}
+			name := fmt.Sprintf("special=%v/n=%d", special, n)
+			for flags := 0; flags < 16; flags++ {
+				var d, l []float64
+				var prop []float32
+				if flags&extrasD != 0 {
+					d = []float64{1, 0, -0.5}
+				}
+				if flags&extrasLam != 0 {
+					l, prop = lam, x
+				}
+				mn := func() *boxMinNorm {
+					if flags&extrasMinNorm == 0 {
+						return nil
+					}
+					return &boxMinNorm{Omega: []float64{0.3, 0.2, 0.5}, Scale: 1.5}
+				}
+				for _, metric := range [][]float32{P, nil} {
+					want, got := make([]float64, 9), make([]float64, 9)
+					boxExtras(want, J, off, off+n, metric, R, flags&extrasTop != 0, d, mn(), l, prop)
+					boxExtras3(got, J, off, off+n, metric, R, flags&extrasTop != 0, d, mn(), l, prop)
+					if !same(got, want) {
+						t.Errorf("%s flags=%d metric=%v: boxExtras3 %v, boxExtras %v", name, flags, metric != nil, got, want)
+					}
+				}
+			}
+			idx := make([]uint32, 0, n)
+			for k := off; k < off+n; k++ {
+				if rng.IntN(3) > 0 {
+					idx = append(idx, uint32(k))
+				}
+			}
+			for _, opt := range []string{"P,R", "R", "P", "none"} {
+				bm := &boxModel{m: 3, J: J, prop: x}
+				if strings.Contains(opt, "P") {
+					bm.P = P
+				}
+				if strings.Contains(opt, "R") {
+					bm.R = R
+				}
+				start := []float64{0.5, -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12} // h, grad, H
+				want, got := slices.Clone(start), slices.Clone(start)
+				cw := bm.piecesM(lam, idx, &want[0], want[1:4], want[4:13], make([]float64, 3))
+				cg := bm.pieces3(lam, idx, &got[0], got[1:4], got[4:13])
+				if cg != cw || !same(got, want) {
+					t.Errorf("%s %s: pieces3 %v (%d clipped), piecesM %v (%d)", name, opt, got, cg, want, cw)
+				}
+			}
+		}
+	}
+}
