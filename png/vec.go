@@ -69,3 +69,12 @@ func dot64(x, y []float32) float64 {
 	}
 	return t
 }
+
+// box3Args is range3AVX512's input, λ and w in eight lanes each, and
+// its answer: the sums per lane (A00, A10, A11, A20, A21, A22, b0, b1,
+// b2, c0) and the number of weights clipped.
+type box3Args struct {
+	l0, l1, l2, w0, w1, w2 [8]float64
+	lanes                  [10][8]float64
+	clipped                uint64
+}

@@ -59,3 +59,9 @@ func dot64AVX512(x, y *float32, n int, lanes *[8]float64)
 //
 //go:noescape
 func gram3AVX512(lanes *[9][8]float64, j0, j1, j2, p, x *float32, n int)
+
+// range3AVX512 is boxRange3's kernel on n columns (a multiple of 8) with
+// a metric (see range2AVX512).
+//
+//go:noescape
+func range3AVX512(a *box3Args, j0, j1, j2, p, r, x *float32, bins *uint8, n int, hist *[boxHists][boxBins]uint32)

@@ -40,3 +40,8 @@ func dot64AVX512(x, y *float32, n int, lanes *[8]float64) { panic("png: no vecto
 func gram3AVX512(lanes *[9][8]float64, j0, j1, j2, p, x *float32, n int) {
 	panic("png: no vector kernel")
 }
+
+// range3AVX512 is never called outside amd64.
+func range3AVX512(a *box3Args, j0, j1, j2, p, r, x *float32, bins *uint8, n int, hist *[boxHists][boxBins]uint32) {
+	panic("png: no vector kernel")
+}

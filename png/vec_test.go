@@ -654,10 +654,12 @@ func TestBoxPieces2(t *testing.T) {
 	}
 }
 
-// TestBoxRange3: boxRange3 gives boxRangeM's bits for m = 3 (its +0
-// terms for a state a weight is not in change no sum, which never is
-// −0), its bins, counts and extra sums, with and without a metric, on
-// random data with special values and every length to 67 and a few large.
+// TestBoxRange3: boxRange3's Go loop gives boxRangeM's bits for m = 3
+// (its +0 terms for a state a weight is not in change no sum, which never
+// is −0), its bins, counts and extra sums, and its kernel the same bins,
+// counts and extra sums and the sums to rounding, with and without a
+// metric, on random data with special values and every length to 67 and
+// a few large.
 func TestBoxRange3(t *testing.T) {
 	rng := rand.New(rand.NewPCG(82, 1))
 	for _, special := range []bool{false, true} {
@@ -674,32 +676,66 @@ func TestBoxRange3(t *testing.T) {
 			lam := []float64{rng.ExpFloat64(), 0, rng.ExpFloat64()}
 			w := []float64{1, 0.5, 2}
 			d := []float64{1, -1, 0.5}
+			mn := func() *boxMinNorm { return &boxMinNorm{Omega: []float64{0.3, 0.2, 0.5}, Scale: 1} }
+			// The magnitudes of the sums' terms.
+			mag := make([]float64, 10)
+			for k := off; k < off+n; k++ {
+				j := []float64{float64(J.Data[k]), float64(J.Data[N+k]), float64(J.Data[2*N+k])}
+				p, r, xk := float64(P[k]), float64(R[k]), float64(x[k])
+				u := xk + p*(lam[0]*j[0]+lam[1]*j[1]+lam[2]*j[2])
+				uc := max(-r, min(r, u))
+				y := uc
+				if uc == u {
+					y = xk
+					for a, pi := 0, 0; a < 3; a++ {
+						for b := 0; b <= a; b++ {
+							mag[pi] += math.Abs(p * j[a] * j[b])
+							pi++
+						}
+					}
+				} else {
+					mag[9] += (uc - xk) * (uc - xk) / (2 * p)
+				}
+				for a := range 3 {
+					mag[6+a] += math.Abs(y * j[a])
+				}
+			}
 			for _, metric := range [][]float32{P, nil} {
 				per := boxTotals(3)
-				want, got := make([]float64, per), make([]float64, per)
-				var hw, hg [boxHists][boxBins]uint32
-				bw, bg := make([]uint8, N), make([]uint8, N)
-				mn := func() *boxMinNorm { return &boxMinNorm{Omega: []float64{0.3, 0.2, 0.5}, Scale: 1} }
+				want := make([]float64, per)
+				var hw [boxHists][boxBins]uint32
+				bw := make([]uint8, N)
 				boxRangeM(want, &hw, J, off, off+n, lam, w, metric, x, R, bw, true, d, mn())
-				boxRange3(got, &hg, J, off, off+n, lam, w, metric, x, R, bg, true, d, mn())
-				name := fmt.Sprintf("special=%v/n=%d/metric=%v", special, n, metric != nil)
-				if !slices.EqualFunc(got, want, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
-					t.Errorf("%s: boxRange3 %v, boxRangeM %v", name, got, want)
-				}
-				if !slices.Equal(bg, bw) {
-					t.Errorf("%s: bins differ", name)
-				}
-				// The four counts a bin are taken in turn from another
-				// weight: their sums are the counts.
-				var cw, cg [boxBins]uint32
-				for h := range hw {
-					for b := range hw[h] {
-						cw[b] += hw[h][b]
-						cg[b] += hg[h][b]
+				for _, vec := range []bool{false, true} {
+					got := make([]float64, per)
+					var hg [boxHists][boxBins]uint32
+					bg := make([]uint8, N)
+					withVec(vec, func() { boxRange3(got, &hg, J, off, off+n, lam, w, metric, x, R, bg, true, d, mn()) })
+					name := fmt.Sprintf("special=%v/n=%d/metric=%v/vec=%v", special, n, metric != nil, vec)
+					for i := range got {
+						ok := math.Float64bits(got[i]) == math.Float64bits(want[i])
+						if vec && i < 10 {
+							ok = sameOrClose(got[i], want[i], mag[i], 0x1p-52*float64(n+8))
+						}
+						if !ok {
+							t.Errorf("%s: part[%d] = %v, boxRangeM %v", name, i, got[i], want[i])
+						}
 					}
-				}
-				if cg != cw {
-					t.Errorf("%s: bin counts differ", name)
+					if !slices.Equal(bg, bw) {
+						t.Errorf("%s: bins differ", name)
+					}
+					// The four counts a bin are taken in turn from
+					// another weight: their sums are the counts.
+					var cw, cg [boxBins]uint32
+					for h := range hw {
+						for b := range hw[h] {
+							cw[b] += hw[h][b]
+							cg[b] += hg[h][b]
+						}
+					}
+					if cg != cw {
+						t.Errorf("%s: bin counts differ", name)
+					}
 				}
 			}
 		}
