@@ -585,7 +585,9 @@ func boxExtras(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, d
 // boxExtras3 is boxExtras for m = 3 as boxExtras2 is for m = 2: its sums
 // in registers, without a branch on a weight's values (a term boxExtras
 // skips is added as +0 here: no sum changes, as none is ever −0), and
-// its clip the same for every value but NaN.
+// its clip the same for every value but NaN. With a metric, on AVX-512,
+// a kernel takes eight columns at a time (extras3AVX512, as
+// extras2AVX512 for m = 2).
 func boxExtras3(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, d []float64, mn *boxMinNorm, lam []float64, prop []float32) {
 	n := J.N
 	j0s := J.Data[lo:hi]
@@ -615,8 +617,38 @@ func boxExtras3(ex []float64, J Jacobian, lo, hi int, P, R []float32, top bool, 
 	var t0, t1, t2, asym, q0, q1, q2 float64
 	var qc uint64
 	var out int
-	for c, jf := range j0s {
-		j0, j1, j2, r := float64(jf), float64(j1s[c]), float64(j2s[c]), float64(rs[c])
+	done := 0
+	if useVec && ps != nil && len(j0s) >= 8 {
+		done = len(j0s) &^ 7
+		a := extras3Args{l0: l0, l1: l1, l2: l2, d0: d0, d1: d1, d2: d2, o0: o0, o1: o1, o2: o2, scale: scale}
+		var x *float32
+		if top {
+			a.flags |= extrasTop
+		}
+		if d != nil {
+			a.flags |= extrasD
+		}
+		if mn != nil {
+			a.flags |= extrasMinNorm
+		}
+		if lam != nil {
+			a.flags |= extrasLam
+			x = &xs[0]
+		}
+		extras3AVX512(&a, &j0s[0], &j1s[0], &j2s[0], &ps[0], &rs[0], x, done)
+		for l := 0; l < 8; l++ {
+			t0 += a.lanes[0][l]
+			t1 += a.lanes[1][l]
+			t2 += a.lanes[2][l]
+			asym += a.lanes[3][l]
+			q0 += a.lanes[4][l]
+			q1 += a.lanes[5][l]
+			q2 += a.lanes[6][l]
+		}
+		out, qc = int(a.out), a.qc
+	}
+	for c := done; c < len(j0s); c++ {
+		j0, j1, j2, r := float64(j0s[c]), float64(j1s[c]), float64(j2s[c]), float64(rs[c])
 		p := 1.0
 		if ps != nil {
 			p = float64(ps[c])

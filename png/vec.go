@@ -78,3 +78,13 @@ type box3Args struct {
 	lanes                  [10][8]float64
 	clipped                uint64
 }
+
+// extras3Args is extras3AVX512's input and output (extras2Args for three
+// tasks): the sums per lane are top's three, d's and the three rates.
+type extras3Args struct {
+	l0, l1, l2, d0, d1, d2, o0, o1, o2, scale float64
+	flags                                     uint64
+	lanes                                     [7][8]float64
+	out                                       uint64
+	qc                                        uint64
+}

@@ -65,3 +65,9 @@ func gram3AVX512(lanes *[9][8]float64, j0, j1, j2, p, x *float32, n int)
 //
 //go:noescape
 func range3AVX512(a *box3Args, j0, j1, j2, p, r, x *float32, bins *uint8, n int, hist *[boxHists][boxBins]uint32)
+
+// extras3AVX512 is boxExtras3's kernel on n columns (a multiple of 8),
+// P not nil (see extras2AVX512).
+//
+//go:noescape
+func extras3AVX512(a *extras3Args, j0, j1, j2, p, r, x *float32, n int)

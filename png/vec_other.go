@@ -45,3 +45,8 @@ func gram3AVX512(lanes *[9][8]float64, j0, j1, j2, p, x *float32, n int) {
 func range3AVX512(a *box3Args, j0, j1, j2, p, r, x *float32, bins *uint8, n int, hist *[boxHists][boxBins]uint32) {
 	panic("png: no vector kernel")
 }
+
+// extras3AVX512 is never called outside amd64.
+func extras3AVX512(a *extras3Args, j0, j1, j2, p, r, x *float32, n int) {
+	panic("png: no vector kernel")
+}

@@ -290,9 +290,16 @@ func TestBoxExtras2Kernel(t *testing.T) {
 			mag := make([]float64, 5)
 			for k := lo; k < hi; k++ {
 				j0, j1, r, p := float64(c.J.Data[k]), float64(c.J.Data[c.J.N+k]), float64(c.R[k]), float64(c.P[k])
-				mag[0] += math.Abs(j0 * r)
-				mag[1] += math.Abs(j1 * r)
-				mag[2] += math.Abs(r * (c.d[0]*j0 + c.d[1]*j1))
+				// The terms Go leaves out (0·Inf) are left out here.
+				if j0 != 0 {
+					mag[0] += math.Abs(j0 * r)
+				}
+				if j1 != 0 {
+					mag[1] += math.Abs(j1 * r)
+				}
+				if ds := c.d[0]*j0 + c.d[1]*j1; ds != 0 {
+					mag[2] += math.Abs(r * ds)
+				}
 				um := max(-r, min(r, c.scale*(p*(c.o[0]*j0+c.o[1]*j1))))
 				mag[3] += math.Abs(j0 * um)
 				mag[4] += math.Abs(j1 * um)
@@ -714,8 +721,12 @@ func TestBoxRange3(t *testing.T) {
 					name := fmt.Sprintf("special=%v/n=%d/metric=%v/vec=%v", special, n, metric != nil, vec)
 					for i := range got {
 						ok := math.Float64bits(got[i]) == math.Float64bits(want[i])
-						if vec && i < 10 {
+						switch {
+						case vec && i < 10:
 							ok = sameOrClose(got[i], want[i], mag[i], 0x1p-52*float64(n+8))
+						case vec && i >= 11 && i < 18:
+							// The extra sums: TestBoxExtras3Pieces3.
+							ok = true
 						}
 						if !ok {
 							t.Errorf("%s: part[%d] = %v, boxRangeM %v", name, i, got[i], want[i])
@@ -742,9 +753,11 @@ func TestBoxRange3(t *testing.T) {
 	}
 }
 
-// TestBoxExtras3Pieces3: for m = 3, boxExtras3 gives boxExtras' bits for
-// every combination of what a pass asks, and pieces3 piecesM's, with and
-// without a metric and a bound, on random data with special values.
+// TestBoxExtras3Pieces3: for m = 3, boxExtras3's Go loop gives
+// boxExtras' bits for every combination of what a pass asks, its kernel
+// the same counts and the sums to rounding, and pieces3 piecesM's bits,
+// with and without a metric and a bound, on random data with special
+// values.
 func TestBoxExtras3Pieces3(t *testing.T) {
 	rng := rand.New(rand.NewPCG(83, 1))
 	same := func(a, b []float64) bool {
@@ -779,11 +792,45 @@ func TestBoxExtras3Pieces3(t *testing.T) {
 					return &boxMinNorm{Omega: []float64{0.3, 0.2, 0.5}, Scale: 1.5}
 				}
 				for _, metric := range [][]float32{P, nil} {
-					want, got := make([]float64, 9), make([]float64, 9)
+					want, got, vgot := make([]float64, 9), make([]float64, 9), make([]float64, 9)
 					boxExtras(want, J, off, off+n, metric, R, flags&extrasTop != 0, d, mn(), l, prop)
-					boxExtras3(got, J, off, off+n, metric, R, flags&extrasTop != 0, d, mn(), l, prop)
+					withVec(false, func() { boxExtras3(got, J, off, off+n, metric, R, flags&extrasTop != 0, d, mn(), l, prop) })
 					if !same(got, want) {
 						t.Errorf("%s flags=%d metric=%v: boxExtras3 %v, boxExtras %v", name, flags, metric != nil, got, want)
+					}
+					withVec(true, func() { boxExtras3(vgot, J, off, off+n, metric, R, flags&extrasTop != 0, d, mn(), l, prop) })
+					// The magnitudes of the sums' terms.
+					mag := make([]float64, 7)
+					for k := off; k < off+n; k++ {
+						j := []float64{float64(J.Data[k]), float64(J.Data[N+k]), float64(J.Data[2*N+k])}
+						r, p := float64(R[k]), 1.0
+						if metric != nil {
+							p = float64(metric[k])
+						}
+						var ds, so float64
+						for a := range 3 {
+							if j[a] != 0 {
+								mag[a] += math.Abs(j[a] * r)
+							}
+							ds += []float64{1, 0, -0.5}[a] * j[a]
+							so += []float64{0.3, 0.2, 0.5}[a] * j[a]
+						}
+						if ds != 0 {
+							mag[3] += math.Abs(r * ds)
+						}
+						um := max(-r, min(r, 1.5*(p*so)))
+						for a := range 3 {
+							mag[4+a] += math.Abs(j[a] * um)
+						}
+					}
+					for i := range vgot {
+						ok := math.Float64bits(vgot[i]) == math.Float64bits(want[i])
+						if i < 7 {
+							ok = sameOrClose(vgot[i], want[i], mag[i], 0x1p-52*float64(n+8))
+						}
+						if !ok {
+							t.Errorf("%s flags=%d metric=%v: kernel ex[%d] = %v, boxExtras %v", name, flags, metric != nil, i, vgot[i], want[i])
+						}
 					}
 				}
 			}
