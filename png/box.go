@@ -847,11 +847,60 @@ func boxRange3(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, 
 // the state they are in at lambda (the round's centre): what the weights
 // a round's model reads in place leave to its quadratic.
 func boxSubtract(q *boxQuad, J Jacobian, idx []uint32, lambda []float64, P, prop, R []float32) {
-	if J.M == 2 && P != nil {
+	switch {
+	case J.M == 2 && P != nil:
 		boxSubtract2(q, J, idx, lambda, P, prop, R)
-		return
+	case J.M == 3 && P != nil:
+		boxSubtract3(q, J, idx, lambda, P, prop, R)
+	default:
+		boxSubtractM(q, J, idx, lambda, P, prop, R)
 	}
-	boxSubtractM(q, J, idx, lambda, P, prop, R)
+}
+
+// boxSubtract3 is boxSubtractM for m = 3 with a metric, its sums in
+// registers: the same operations in the same order, so the same bits.
+func boxSubtract3(q *boxQuad, J Jacobian, idx []uint32, lambda []float64, P, prop, R []float32) {
+	n := J.N
+	j0s, j1s, j2s := J.Data[:n], J.Data[n:2*n], J.Data[2*n:3*n]
+	l0, l1, l2 := lambda[0], lambda[1], lambda[2]
+	b0, b1, b2, c0 := q.b[0], q.b[1], q.b[2], q.c0
+	a00, a10, a11, a20, a21, a22 := q.A[0], q.A[3], q.A[4], q.A[6], q.A[7], q.A[8]
+	clipped := 0
+	for _, ci := range idx {
+		v0, v1, v2 := float64(j0s[ci]), float64(j1s[ci]), float64(j2s[ci])
+		var s float64
+		s += l0 * v0
+		s += l1 * v1
+		s += l2 * v2
+		x, r, p := float64(prop[ci]), float64(R[ci]), float64(P[ci])
+		u := x + p*s
+		uc := max(-r, min(r, u))
+		if uc == u {
+			b0 -= x * v0
+			pv := p * v0
+			a00 -= pv * v0
+			b1 -= x * v1
+			pv = p * v1
+			a10 -= pv * v0
+			a11 -= pv * v1
+			b2 -= x * v2
+			pv = p * v2
+			a20 -= pv * v0
+			a21 -= pv * v1
+			a22 -= pv * v2
+			continue
+		}
+		clipped++
+		b0 -= uc * v0
+		b1 -= uc * v1
+		b2 -= uc * v2
+		dd := uc - x
+		c0 += dd * dd / (2 * p)
+	}
+	q.b[0], q.b[1], q.b[2], q.c0 = b0, b1, b2, c0
+	q.A[0], q.A[3], q.A[4], q.A[6], q.A[7], q.A[8] = a00, a10, a11, a20, a21, a22
+	q.n -= len(idx)
+	q.clipped -= clipped
 }
 
 // boxSubtract2 is boxSubtractM for m = 2 with a metric, its sums in
@@ -1554,9 +1603,9 @@ func boxCombine(dst []float32, J Jacobian, lambda []float64, P, prop, R []float3
 	bad := make([]bool, w)
 	splitCols(J.N, w, 1, func(wi, lo, hi int) {
 		done := lo
-		if useVec && J.M == 2 && P != nil && R != nil && hi-lo >= 8 {
+		if useVec && (J.M == 2 || J.M == 3) && P != nil && R != nil && hi-lo >= 8 {
 			done = lo + (hi-lo)&^7
-			bad[wi] = boxCombine2Vec(dst, J, lambda, P, prop, R, t, omega, scale, lo, done)
+			bad[wi] = boxCombineVec(dst, J, lambda, P, prop, R, t, omega, scale, lo, done)
 		}
 		if boxCombineRange(dst, J, lambda, P, prop, R, t, omega, scale, done, hi) {
 			bad[wi] = true
@@ -1605,26 +1654,32 @@ func boxCombineRange(dst []float32, J Jacobian, lambda []float64, P, prop, R []f
 	return nonFinite != 0
 }
 
-// boxCombine2Vec is boxCombineRange for m = 2 with a metric and a bound
-// on columns [lo, hi), hi − lo a multiple of 8, by combine2AVX512: the
-// Go loop's operations lane by lane, so the same bits.
-func boxCombine2Vec(dst []float32, J Jacobian, lambda []float64, P, prop, R []float32, t float64, omega []float64, scale float64, lo, hi int) bool {
+// boxCombineVec is boxCombineRange for m = 2 or 3 with a metric and a
+// bound on columns [lo, hi), hi − lo a multiple of 8, by combine2AVX512
+// or combine3AVX512: the Go loop's operations lane by lane, so the same
+// bits.
+func boxCombineVec(dst []float32, J Jacobian, lambda []float64, P, prop, R []float32, t float64, omega []float64, scale float64, lo, hi int) bool {
 	n := J.N
-	a := combine2Args{l0: lambda[0], l1: lambda[1], t: t, omt: 1 - t, scale: scale}
-	if lambda[0] != 0 {
-		a.flags |= combineL0
-	}
-	if lambda[1] != 0 {
-		a.flags |= combineL1
-	}
-	if t != 0 {
-		a.flags |= combineT
-		if omega != nil {
-			a.flags |= combineOmega
-			a.o0, a.o1 = omega[0], omega[1]
+	var flags uint64
+	for i, bit := range []uint64{combineL0, combineL1, combineL2}[:J.M] {
+		if lambda[i] != 0 {
+			flags |= bit
 		}
 	}
-	return combine2AVX512(&a, &dst[lo], &J.Data[lo], &J.Data[n+lo], &P[lo], &prop[lo], &R[lo], hi-lo) != 0
+	o := make([]float64, 3)
+	if t != 0 {
+		flags |= combineT
+		if omega != nil {
+			flags |= combineOmega
+			copy(o, omega)
+		}
+	}
+	if J.M == 2 {
+		a := combine2Args{l0: lambda[0], l1: lambda[1], o0: o[0], o1: o[1], t: t, omt: 1 - t, scale: scale, flags: flags}
+		return combine2AVX512(&a, &dst[lo], &J.Data[lo], &J.Data[n+lo], &P[lo], &prop[lo], &R[lo], hi-lo) != 0
+	}
+	a := combine3Args{l0: lambda[0], l1: lambda[1], l2: lambda[2], o0: o[0], o1: o[1], o2: o[2], t: t, omt: 1 - t, scale: scale, flags: flags}
+	return combine3AVX512(&a, &dst[lo], &J.Data[lo], &J.Data[n+lo], &J.Data[2*n+lo], &P[lo], &prop[lo], &R[lo], hi-lo) != 0
 }
 
 // clip is x held within ±r (r > 0, x not NaN): math.Max and math.Min,

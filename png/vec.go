@@ -38,7 +38,15 @@ const (
 	combineL1
 	combineT
 	combineOmega
+	combineL2
 )
+
+// combine3Args is combine3AVX512's input: combine2Args with a third λ_i
+// and ω_i (flags: combineL2 where λ_2 ≠ 0).
+type combine3Args struct {
+	l0, l1, l2, o0, o1, o2, t, omt, scale float64
+	flags                                 uint64
+}
 
 // box2Args is range2AVX512's input, λ and w, and its answer: the sums of
 // the weights' pieces per lane (A00, A10, A11, b0, b1, c0) and the number

@@ -71,3 +71,10 @@ func range3AVX512(a *box3Args, j0, j1, j2, p, r, x *float32, bins *uint8, n int,
 //
 //go:noescape
 func extras3AVX512(a *extras3Args, j0, j1, j2, p, r, x *float32, n int)
+
+// combine3AVX512 is boxCombine's kernel for m = 3 with a metric and a
+// bound on n columns (a multiple of 8); it returns nonzero where an
+// element written is not finite.
+//
+//go:noescape
+func combine3AVX512(a *combine3Args, dst, j0, j1, j2, p, x, r *float32, n int) int

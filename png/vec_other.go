@@ -50,3 +50,8 @@ func range3AVX512(a *box3Args, j0, j1, j2, p, r, x *float32, bins *uint8, n int,
 func extras3AVX512(a *extras3Args, j0, j1, j2, p, r, x *float32, n int) {
 	panic("png: no vector kernel")
 }
+
+// combine3AVX512 is never called outside amd64.
+func combine3AVX512(a *combine3Args, dst, j0, j1, j2, p, x, r *float32, n int) int {
+	panic("png: no vector kernel")
+}

@@ -353,7 +353,7 @@ func TestBoxCombine2Kernel(t *testing.T) {
 			withVec(true, func() {
 				okGot = true
 				if c.n >= 8 {
-					okGot = !boxCombine2Vec(got, c.J, tc.lam, c.P, c.x, c.R, tc.t, tc.omega, c.scale, lo, lo+c.n&^7)
+					okGot = !boxCombineVec(got, c.J, tc.lam, c.P, c.x, c.R, tc.t, tc.omega, c.scale, lo, lo+c.n&^7)
 				}
 				if boxCombineRange(got, c.J, tc.lam, c.P, c.x, c.R, tc.t, tc.omega, c.scale, lo+c.n&^7, hi) {
 					okGot = false
@@ -755,8 +755,8 @@ func TestBoxRange3(t *testing.T) {
 
 // TestBoxExtras3Pieces3: for m = 3, boxExtras3's Go loop gives
 // boxExtras' bits for every combination of what a pass asks, its kernel
-// the same counts and the sums to rounding, and pieces3 piecesM's bits,
-// with and without a metric and a bound, on random data with special
+// the same counts and the sums to rounding, and pieces3 and
+// boxSubtract3 piecesM's and boxSubtractM's bits, with and without a metric and a bound, on random data with special
 // values.
 func TestBoxExtras3Pieces3(t *testing.T) {
 	rng := rand.New(rand.NewPCG(83, 1))
@@ -854,6 +854,76 @@ func TestBoxExtras3Pieces3(t *testing.T) {
 				cg := bm.pieces3(lam, idx, &got[0], got[1:4], got[4:13])
 				if cg != cw || !same(got, want) {
 					t.Errorf("%s %s: pieces3 %v (%d clipped), piecesM %v (%d)", name, opt, got, cg, want, cw)
+				}
+			}
+			q := func() boxQuad {
+				return boxQuad{A: []float64{1, 0, 0, 2, 3, 0, 4, 5, 6}, b: []float64{7, 8, 9}, c0: 10, n: 1000, clipped: 500}
+			}
+			qw, qg := q(), q()
+			boxSubtractM(&qw, J, idx, lam, P, x, R)
+			boxSubtract3(&qg, J, idx, lam, P, x, R)
+			if !same(qg.A, qw.A) || !same(qg.b, qw.b) || !same([]float64{qg.c0}, []float64{qw.c0}) || qg.n != qw.n || qg.clipped != qw.clipped {
+				t.Errorf("%s: boxSubtract3 %+v, boxSubtractM %+v", name, qg, qw)
+			}
+		}
+	}
+}
+
+// TestBoxCombine3Kernel: boxCombine's m = 3 kernel writes the Go loop's
+// bits for every element and reports a non-finite one as it does, for
+// zero and nonzero λ_i and with and without the step toward either
+// anchor, on random data with special values, every length to 67 and a
+// few large.
+func TestBoxCombine3Kernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(84, 1))
+	for _, special := range []bool{false, true} {
+		for _, n := range vecLengths() {
+			off := rng.IntN(4)
+			N := n + off + rng.IntN(3)
+			J := NewJacobian(3, N)
+			copy(J.Data, vecData(rng, 3*N, 1, special))
+			P, R := positive(rng, N, 8, special, false), positive(rng, N, 8, special, true)
+			x := vecData(rng, N, 0.5, special)
+			for k, r := range R {
+				x[k] = float32(max(-float64(r), min(float64(r), float64(x[k]))))
+			}
+			l := []float64{rng.ExpFloat64(), rng.ExpFloat64(), rng.ExpFloat64()}
+			o := []float64{0.3, 0.2, 0.5}
+			for _, tc := range []struct {
+				name  string
+				lam   []float64
+				t     float64
+				omega []float64
+			}{
+				{"λ", l, 0, nil},
+				{"λ1=0", []float64{l[0], 0, l[2]}, 0, nil},
+				{"λ2=0", []float64{l[0], l[1], 0}, 0, nil},
+				{"λ=0", []float64{0, 0, 0}, 0, nil},
+				{"toward0", l, 0.3, nil},
+				{"towardω", l, 0.3, o},
+				{"atω", l, 1, o},
+			} {
+				want, got := slices.Clone(x), slices.Clone(x)
+				lo, hi, mid := off, off+n, off+n&^7
+				okWant := !boxCombineRange(want, J, tc.lam, P, x, R, tc.t, tc.omega, 1.5, lo, hi)
+				okGot := true
+				withVec(true, func() {
+					if n >= 8 {
+						okGot = !boxCombineVec(got, J, tc.lam, P, x, R, tc.t, tc.omega, 1.5, lo, mid)
+					}
+					if boxCombineRange(got, J, tc.lam, P, x, R, tc.t, tc.omega, 1.5, mid, hi) {
+						okGot = false
+					}
+				})
+				name := fmt.Sprintf("special=%v/n=%d/%s", special, n, tc.name)
+				if okGot != okWant {
+					t.Errorf("%s: kernel reports finite %v, Go loop %v", name, okGot, okWant)
+				}
+				for k := range got {
+					if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+						t.Errorf("%s: dst[%d] = %v, Go loop %v", name, k, got[k], want[k])
+						break
+					}
 				}
 			}
 		}
