@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/paretonav/paretonav/internal/cpu"
 )
 
 // vecLengths are the column counts the kernel tests run: every length up
@@ -194,10 +197,14 @@ func TestMetricGramNonFinite(t *testing.T) {
 	}
 }
 
-// TestVecKernelsRun: on a CPU with AVX-512 the kernel tests above compare
-// the kernels, not the Go loops with themselves.
-func TestVecKernelsRun(t *testing.T) {
-	t.Logf("AVX-512 kernels: %v", useVec)
+// TestVecFollowsCPU: the kernels run exactly where the CPU has AVX-512
+// (on amd64), so that the kernel tests here compare the kernels with the
+// Go loops there, not the Go loops with themselves.
+func TestVecFollowsCPU(t *testing.T) {
+	want := cpu.AVX512 && runtime.GOARCH == "amd64"
+	if useVec != want {
+		t.Errorf("useVec = %v, want %v (AVX-512: %v, GOARCH %s)", useVec, want, cpu.AVX512, runtime.GOARCH)
+	}
 }
 
 // boxVecCase is a two-task box pass's inputs for a kernel test: N
