@@ -59,17 +59,16 @@ import (
 // state: each worker sums its chunk's pieces in registers (the bin counts
 // are the only per-weight memory updates besides the bin byte), and the
 // chunks' partial sums are added in chunk order, so that Constrain's
-// result is the same bits on any number of workers. For two tasks with a
-// metric (Adam's case) AVX-512 kernels take eight weights at a time
-// (range2AVX512, extras2AVX512, combine2AVX512; the metric's Gram pass
-// too, and for three tasks): the same bins, clip decisions and updates as
-// the Go loops, the sums in eight lanes added in order. A round's pass
-// then costs about 1.5 CPU ns a weight on 11.2M weights, what a Go loop
-// takes to read the vectors it reads (1.5), against 11 in the Go loops
-// (BenchmarkBoxRound, m = 2, one worker), and the Gram pass 0.45 against
-// 6 (BenchmarkMetricGram). Three tasks take Go loops with their sums in
-// registers (boxRange3: a round's pass about 17 CPU ns a weight, 22 in
-// the general loop), more tasks the general loops.
+// result is the same bits on any number of workers. For two and three
+// tasks with a metric (Adam's case) AVX-512 kernels take eight weights at
+// a time (range2AVX512, extras2AVX512, combine2AVX512 and their m = 3
+// twins; the metric's Gram pass too): the same bins, clip decisions and
+// updates as the Go loops, the sums in eight lanes added in order. A
+// round's pass then costs about 1.4 CPU ns a weight on 11.2M weights at
+// m = 2 (1.7 at m = 3), what a Go loop takes to read the vectors it reads
+// (1.5; 2.3), against 11 (15) in the Go loops (BenchmarkBoxRound, one
+// worker), and the Gram pass 0.47 (0.64) against 5.6 (8.5) in the general
+// loop (BenchmarkMetricGram). More tasks take the general loops.
 const (
 	// constrainMaxPasses bounds Constrain's passes over the weights with
 	// a bound: the metric's Gram matrix; one pass (boxTest, a few
