@@ -310,7 +310,8 @@ func TestConstrainScratchBytes(t *testing.T) {
 // (boxRound: every weight's state and ρ bin, and its piece of h added to
 // its bin) on 11.2M weights, the size of a ResNet-18 with two heads, for
 // Adam's metric and bound (bigBoxCase's adam kind) and for metric and
-// bound over eight decades (decades), on one worker and on all.
+// bound over eight decades (decades), on one worker and on all, with the
+// vector kernels (vec) and with the Go loops (go).
 func BenchmarkBoxRound(b *testing.B) {
 	const n = 11_200_000
 	if testing.Short() {
@@ -349,14 +350,20 @@ func BenchmarkBoxRound(b *testing.B) {
 				})
 			}
 			for _, workers := range []int{1, 0} {
-				b.Run(fmt.Sprintf("m=%d/%s/workers=%d", m, kind, workers), func(b *testing.B) {
-					cpu := cpuNanos()
-					for i := 0; i < b.N; i++ {
-						boxRound(c.J, lambda, w, c.metric, c.prop, R, sc, workers, nil, lambda, nil)
-					}
-					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/weight")
-					b.ReportMetric(float64(cpuNanos()-cpu)/float64(b.N)/n, "cpu-ns/weight")
-				})
+				for _, vec := range []bool{true, false} {
+					name := map[bool]string{true: "vec", false: "go"}[vec]
+					b.Run(fmt.Sprintf("m=%d/%s/workers=%d/%s", m, kind, workers, name), func(b *testing.B) {
+						withVec(vec, func() {
+							b.ResetTimer()
+							cpu := cpuNanos()
+							for i := 0; i < b.N; i++ {
+								boxRound(c.J, lambda, w, c.metric, c.prop, R, sc, workers, nil, lambda, nil)
+							}
+							b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/weight")
+							b.ReportMetric(float64(cpuNanos()-cpu)/float64(b.N)/n, "cpu-ns/weight")
+						})
+					})
+				}
 			}
 		}
 	}

@@ -185,9 +185,28 @@ func combineFew(d, e []float32, a [4]float64, x [4][]float32, rows int, ss float
 // combineTwo is one block of combine for two rows (the two-task models'):
 // d = e + (a0·x0 + a1·x1) (e nil: 0 + …, as the block path starts from a
 // cleared float64 block, which keeps its sign of zero) and ss plus the
-// squares of d in order, in one pass without the block and its clear.
+// squares of d in order, in one pass without the block and its clear. On
+// AVX-512 a kernel (two2AVX512) writes the same d eight values at a time
+// and sums the squares in eight lanes, added in order after.
 func combineTwo(d, e []float32, a0 float64, x0 []float32, a1 float64, x1 []float32, ss float64) float64 {
 	x0, x1 = x0[:len(d)], x1[:len(d)]
+	if useVec && len(d) >= 8 {
+		k := len(d) &^ 7
+		var ep *float32
+		if e != nil {
+			e = e[:len(d)]
+			ep = &e[0]
+		}
+		var lanes [8]float64
+		two2AVX512(&d[0], ep, &x0[0], &x1[0], a0, a1, k, &lanes)
+		for _, v := range lanes {
+			ss += v
+		}
+		if e != nil {
+			e = e[k:]
+		}
+		d, x0, x1 = d[k:], x0[k:], x1[k:]
+	}
 	if e == nil {
 		var z float64
 		for k := range d {

@@ -41,15 +41,9 @@ func (p PNG) ImproperUpdate(J Jacobian, u []float32) bool {
 		panic(fmt.Sprintf("png: ImproperUpdate: len(u) = %d, want n = %d", len(u), J.N))
 	}
 	q := make([]float64, J.M)
-	row := func(i int) {
-		var t float64
-		for c, x := range J.Data[i*J.N : (i+1)*J.N] {
-			t += float64(x) * float64(u[c])
-		}
-		q[i] = t
-	}
+	row := func(i int) { q[i] = dot64(J.Data[i*J.N:(i+1)*J.N], u) }
 	if numWorkers(s.Workers, J.N) > 1 {
-		par.For(J.M, row) // a row per worker: each sum still in column order
+		par.For(J.M, row) // a row per worker: each sum the same bits
 	} else {
 		for i := range q {
 			row(i)
@@ -58,24 +52,38 @@ func (p PNG) ImproperUpdate(J Jacobian, u []float32) bool {
 	return !TradeOK(q, s.MaxTradeoff)
 }
 
-// firstBad returns the first index of x whose value bad reports, or −1,
-// checking column ranges of a long x on workers (Settings.Workers).
-func firstBad(x []float32, bad func(float32) bool, workers int) int {
+// firstOutside returns the first index of x whose value is not in
+// (lo, hi] (NaN is not), or −1, checking column ranges of a long x on
+// workers (Settings.Workers), each through outsideRange.
+func firstOutside(x []float32, lo, hi float32, workers int) int {
 	w := numWorkers(workers, len(x))
 	first := make([]int, w)
-	for k := range first {
+	splitCols(len(x), w, 1, func(k, a, b int) {
 		first[k] = -1
-	}
-	splitCols(len(x), w, 1, func(k, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			if bad(x[i]) {
-				first[k] = i
-				return
-			}
+		if i := outsideRange(x[a:b], lo, hi); i >= 0 {
+			first[k] = a + i
 		}
 	})
 	for _, i := range first {
 		if i >= 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// outsideRange is firstOutside on one range: on AVX-512 a kernel compares
+// sixteen values at a time, the rest in Go.
+func outsideRange(x []float32, lo, hi float32) int {
+	done := 0
+	if useVec && len(x) >= 16 {
+		done = len(x) &^ 15
+		if i := firstOutAVX512(&x[0], done, lo, hi); i < done {
+			return i
+		}
+	}
+	for i := done; i < len(x); i++ {
+		if v := x[i]; !(v > lo && v <= hi) {
 			return i
 		}
 	}
@@ -181,10 +189,10 @@ func (p PNG) constrain(dst []float32, J Jacobian, prop, metric, bound []float32,
 	if !(scale >= 0) || math.IsInf(scale, 0) {
 		return MetricInfo{}, fmt.Errorf("png: Constrain: scale = %v, want a finite value ≥ 0: %w", scale, ErrNonFinite)
 	}
-	if k := firstBad(metric, func(w float32) bool { return !(w > 0) || math.IsInf(float64(w), 0) }, p.Settings.Workers); k >= 0 {
+	if k := firstOutside(metric, 0, math.MaxFloat32, p.Settings.Workers); k >= 0 {
 		return MetricInfo{}, fmt.Errorf("png: Constrain: metric[%d] = %v, want a finite value > 0: %w", k, metric[k], ErrNonFinite)
 	}
-	if k := firstBad(bound, func(r float32) bool { return !(r > 0) }, p.Settings.Workers); k >= 0 {
+	if k := firstOutside(bound, 0, float32(math.Inf(1)), p.Settings.Workers); k >= 0 {
 		return MetricInfo{}, fmt.Errorf("png: Constrain: bound[%d] = %v, want a value > 0 (+Inf: none): %w", k, bound[k], ErrNonFinite)
 	}
 	if cnt == nil {
@@ -347,21 +355,14 @@ func metricGram(K, jp []float64, J Jacobian, P, prop []float32, workers int) {
 	stride := m*m + m
 	parts := make([]float64, nc*stride)
 	forChunks(n, workers, func(wi, lo, hi int) {
-		pk := parts[wi*stride : wi*stride+m*m]
-		pe := parts[wi*stride+m*m : (wi+1)*stride]
-		col := make([]float64, m)
-		for c := lo; c < hi; c++ {
-			pc := float64(P[c])
-			for i := 0; i < m; i++ {
-				col[i] = float64(J.Data[i*n+c])
-			}
-			for i := 0; i < m; i++ {
-				a := col[i] * pc
-				for j := 0; j <= i; j++ {
-					pk[i*m+j] += a * col[j]
-				}
-				pe[i] += col[i] * float64(prop[c])
-			}
+		part := parts[wi*stride : (wi+1)*stride]
+		switch m {
+		case 2:
+			metricGramRange2(part, J, P, prop, lo, hi)
+		case 3:
+			metricGramRange3(part, J, P, prop, lo, hi)
+		default:
+			metricGramRangeM(part, J, P, prop, lo, hi)
 		}
 	})
 	for wi := 0; wi < nc; wi++ {
@@ -384,4 +385,110 @@ func metricGram(K, jp []float64, J Jacobian, P, prop []float32, workers int) {
 // It reports whether every element is finite.
 func metricCombine(dst []float32, J Jacobian, lambda []float64, P, prop []float32, workers int) bool {
 	return boxCombine(dst, J, lambda, P, prop, nil, 0, nil, 0, workers)
+}
+
+// metricGramRangeM adds the products of columns [lo, hi) into part: K's
+// m×m sums (lower triangle) then jp's m, each sum in column order.
+func metricGramRangeM(part []float64, J Jacobian, P, prop []float32, lo, hi int) {
+	m, n := J.M, J.N
+	pk, pe := part[:m*m], part[m*m:m*m+m]
+	col := make([]float64, m)
+	for c := lo; c < hi; c++ {
+		pc := float64(P[c])
+		for i := 0; i < m; i++ {
+			col[i] = float64(J.Data[i*n+c])
+		}
+		for i := 0; i < m; i++ {
+			a := col[i] * pc
+			for j := 0; j <= i; j++ {
+				pk[i*m+j] += a * col[j]
+			}
+			pe[i] += col[i] * float64(prop[c])
+		}
+	}
+}
+
+// metricGramRange3 is metricGramRangeM for m = 3, its sums in registers:
+// the same operations in the same order, so the same bits; on AVX-512 a
+// kernel sums eight columns at a time in eight lanes (metricGramRange2).
+func metricGramRange3(part []float64, J Jacobian, P, prop []float32, lo, hi int) {
+	n := J.N
+	j0s := J.Data[lo:hi]
+	j1s := J.Data[n+lo : n+hi][:len(j0s)]
+	j2s := J.Data[2*n+lo : 2*n+hi][:len(j0s)]
+	ps, xs := P[lo:hi][:len(j0s)], prop[lo:hi][:len(j0s)]
+	k00, k10, k11, k20, k21, k22 := part[0], part[3], part[4], part[6], part[7], part[8]
+	e0, e1, e2 := part[9], part[10], part[11]
+	done := 0
+	if useVec && len(j0s) >= 8 {
+		done = len(j0s) &^ 7
+		var lanes [9][8]float64
+		gram3AVX512(&lanes, &j0s[0], &j1s[0], &j2s[0], &ps[0], &xs[0], done)
+		for l := 0; l < 8; l++ {
+			k00 += lanes[0][l]
+			k10 += lanes[1][l]
+			k11 += lanes[2][l]
+			k20 += lanes[3][l]
+			k21 += lanes[4][l]
+			k22 += lanes[5][l]
+			e0 += lanes[6][l]
+			e1 += lanes[7][l]
+			e2 += lanes[8][l]
+		}
+	}
+	for c := done; c < len(j0s); c++ {
+		pc, x := float64(ps[c]), float64(xs[c])
+		v0, v1, v2 := float64(j0s[c]), float64(j1s[c]), float64(j2s[c])
+		a0 := v0 * pc
+		k00 += a0 * v0
+		e0 += v0 * x
+		a1 := v1 * pc
+		k10 += a1 * v0
+		k11 += a1 * v1
+		e1 += v1 * x
+		a2 := v2 * pc
+		k20 += a2 * v0
+		k21 += a2 * v1
+		k22 += a2 * v2
+		e2 += v2 * x
+	}
+	part[0], part[3], part[4], part[6], part[7], part[8] = k00, k10, k11, k20, k21, k22
+	part[9], part[10], part[11] = e0, e1, e2
+}
+
+// metricGramRange2 is metricGramRangeM for m = 2: on AVX-512 a kernel
+// sums eight columns at a time in eight lanes (the lanes added in order
+// at the end: the sums' bits differ from the column-order sums by
+// rounding alone), the rest in Go with the sums in registers.
+func metricGramRange2(part []float64, J Jacobian, P, prop []float32, lo, hi int) {
+	n := J.N
+	j0s := J.Data[lo:hi]
+	j1s := J.Data[n+lo : n+hi][:len(j0s)]
+	ps, xs := P[lo:hi][:len(j0s)], prop[lo:hi][:len(j0s)]
+	k00, k10, k11, e0, e1 := part[0], part[2], part[3], part[4], part[5]
+	done := 0
+	if useVec && len(j0s) >= 8 {
+		done = len(j0s) &^ 7
+		var lanes [5][8]float64
+		gram2AVX512(&lanes, &j0s[0], &j1s[0], &ps[0], &xs[0], done)
+		for l := 0; l < 8; l++ {
+			k00 += lanes[0][l]
+			k10 += lanes[1][l]
+			k11 += lanes[2][l]
+			e0 += lanes[3][l]
+			e1 += lanes[4][l]
+		}
+	}
+	for c := done; c < len(j0s); c++ {
+		pc, x := float64(ps[c]), float64(xs[c])
+		v0, v1 := float64(j0s[c]), float64(j1s[c])
+		a0 := v0 * pc
+		k00 += a0 * v0
+		e0 += v0 * x
+		a1 := v1 * pc
+		k10 += a1 * v0
+		k11 += a1 * v1
+		e1 += v1 * x
+	}
+	part[0], part[2], part[3], part[4], part[5] = k00, k10, k11, e0, e1
 }

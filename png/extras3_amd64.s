@@ -1,0 +1,162 @@
+#include "textflag.h"
+
+// boxExtras3's AVX-512F kernel: extras2AVX512 (see there) for three
+// tasks, the sums over the tasks in boxExtras3's order (from +0).
+
+// Offsets in extras3Args.
+#define L0 0
+#define L1 8
+#define L2 16
+#define D0 24
+#define D1 32
+#define D2 40
+#define O0 48
+#define O1 56
+#define O2 64
+#define SCALE 72
+#define FLAGS 80
+#define LANES 88
+#define OUT 536
+#define QC 544
+
+// func extras3AVX512(a *extras3Args, j0, j1, j2, p, r, x *float32, n int)
+TEXT ·extras3AVX512(SB), NOSPLIT, $0-64
+	MOVQ a+0(FP), R8
+	MOVQ j0+8(FP), AX
+	MOVQ j1+16(FP), BX
+	MOVQ j2+24(FP), R13
+	MOVQ p+32(FP), SI
+	MOVQ r+40(FP), DX
+	MOVQ x+48(FP), DI
+	MOVQ n+56(FP), CX
+	MOVQ FLAGS(R8), R10
+	MOVQ $0x7fffffffffffffff, R11
+	VPBROADCASTQ R11, Z31 // |·|
+	MOVQ $0x8000000000000000, R11
+	VPBROADCASTQ R11, Z30 // sign
+	VBROADCASTSD L0(R8), Z29
+	VBROADCASTSD L1(R8), Z28
+	VBROADCASTSD L2(R8), Z21
+	VBROADCASTSD D0(R8), Z27
+	VBROADCASTSD D1(R8), Z26
+	VBROADCASTSD D2(R8), Z20
+	VBROADCASTSD O0(R8), Z25
+	VBROADCASTSD O1(R8), Z24
+	VBROADCASTSD O2(R8), Z19
+	VBROADCASTSD SCALE(R8), Z23
+	VPXORQ Z10, Z10, Z10 // Σ|J_0c|·R_c
+	VPXORQ Z11, Z11, Z11 // Σ|J_1c|·R_c
+	VPXORQ Z12, Z12, Z12 // Σ|J_2c|·R_c
+	VPXORQ Z13, Z13, Z13 // Σ R_c·|J_cᵀd|
+	VPXORQ Z14, Z14, Z14 // min-norm rate 0
+	VPXORQ Z15, Z15, Z15 // min-norm rate 1
+	VPXORQ Z16, Z16, Z16 // min-norm rate 2
+	XORQ R9, R9
+	KXORW K7, K7, K7
+	SHRQ $3, CX
+	JZ   done
+
+loop:
+	VCVTPS2PD (AX), Z0  // j0
+	VCVTPS2PD (BX), Z1  // j1
+	VCVTPS2PD (R13), Z8 // j2
+	VCVTPS2PD (DX), Z2  // r
+	VCVTPS2PD (SI), Z3  // p
+	VPXORQ    Z30, Z2, Z6 // −r
+
+	TESTQ $8, R10
+	JZ    nolam
+	VPXORQ    Z4, Z4, Z4 // sl = 0
+	VMULPD    Z29, Z0, Z5
+	VADDPD    Z5, Z4, Z4
+	VMULPD    Z28, Z1, Z5
+	VADDPD    Z5, Z4, Z4
+	VMULPD    Z21, Z8, Z5
+	VADDPD    Z5, Z4, Z4
+	VMULPD    Z4, Z3, Z4  // p·sl
+	VCVTPS2PD (DI), Z5    // x
+	VADDPD    Z4, Z5, Z4  // u
+	VMINPD    Z4, Z2, Z7
+	VMAXPD    Z7, Z6, Z7
+	VPCMPQ    $4, Z7, Z4, K1
+	KMOVW     K1, R12
+	POPCNTL   R12, R12
+	ADDQ      R12, R9
+	ADDQ      $32, DI
+
+nolam:
+	TESTQ $1, R10
+	JZ    notop
+	VPANDQ   Z31, Z0, Z4
+	VMULPD   Z2, Z4, Z4
+	VPTESTMQ Z31, Z0, K1
+	VADDPD   Z4, Z10, K1, Z10
+	VPANDQ   Z31, Z1, Z5
+	VMULPD   Z2, Z5, Z5
+	VPTESTMQ Z31, Z1, K2
+	VADDPD   Z5, Z11, K2, Z11
+	VPANDQ   Z31, Z8, Z5
+	VMULPD   Z2, Z5, Z5
+	VPTESTMQ Z31, Z8, K2
+	VADDPD   Z5, Z12, K2, Z12
+
+notop:
+	TESTQ $2, R10
+	JZ    nod
+	VPXORQ   Z4, Z4, Z4 // ds = 0
+	VMULPD   Z27, Z0, Z5
+	VADDPD   Z5, Z4, Z4
+	VMULPD   Z26, Z1, Z5
+	VADDPD   Z5, Z4, Z4
+	VMULPD   Z20, Z8, Z5
+	VADDPD   Z5, Z4, Z4
+	VPANDQ   Z31, Z4, Z5
+	VMULPD   Z5, Z2, Z5 // r·|ds|
+	VPTESTMQ Z31, Z4, K1
+	VADDPD   Z5, Z13, K1, Z13
+
+nod:
+	TESTQ $4, R10
+	JZ    next
+	VPXORQ Z4, Z4, Z4 // so = 0
+	VMULPD Z25, Z0, Z5
+	VADDPD Z5, Z4, Z4
+	VMULPD Z24, Z1, Z5
+	VADDPD Z5, Z4, Z4
+	VMULPD Z19, Z8, Z5
+	VADDPD Z5, Z4, Z4
+	VMULPD Z4, Z3, Z4  // p·so
+	VMULPD Z4, Z23, Z4 // um = scale·(…)
+	VMINPD Z4, Z2, Z7
+	VMAXPD Z7, Z6, Z7  // umc
+	VPCMPQ $4, Z7, Z4, K1
+	KORW   K1, K7, K7
+	VMULPD Z7, Z0, Z5
+	VADDPD Z5, Z14, Z14
+	VMULPD Z7, Z1, Z5
+	VADDPD Z5, Z15, Z15
+	VMULPD Z7, Z8, Z5
+	VADDPD Z5, Z16, Z16
+
+next:
+	ADDQ $32, AX
+	ADDQ $32, BX
+	ADDQ $32, R13
+	ADDQ $32, SI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  loop
+
+done:
+	VMOVUPD Z10, LANES(R8)
+	VMOVUPD Z11, LANES+64(R8)
+	VMOVUPD Z12, LANES+128(R8)
+	VMOVUPD Z13, LANES+192(R8)
+	VMOVUPD Z14, LANES+256(R8)
+	VMOVUPD Z15, LANES+320(R8)
+	VMOVUPD Z16, LANES+384(R8)
+	MOVQ    R9, OUT(R8)
+	KMOVW   K7, R12
+	MOVQ    R12, QC(R8)
+	VZEROUPPER
+	RET

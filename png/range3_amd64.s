@@ -1,0 +1,203 @@
+#include "textflag.h"
+
+// boxRange3's AVX-512F kernel: range2AVX512 (see there) for three tasks,
+// λ and w read from eight-lane copies in box3Args, the sums of s and ws
+// in boxRange3's order (s from +0).
+
+// Offsets in box3Args.
+#define L0 0
+#define L1 64
+#define L2 128
+#define W0 192
+#define W1 256
+#define W2 320
+#define LANES 384
+#define CLIPPED 1024
+
+// func range3AVX512(a *box3Args, j0, j1, j2, p, r, x *float32, bins *uint8, n int, hist *[boxHists][boxBins]uint32)
+TEXT ·range3AVX512(SB), NOSPLIT, $0-80
+	MOVQ a+0(FP), R8
+	MOVQ j0+8(FP), AX
+	MOVQ j1+16(FP), BX
+	MOVQ j2+24(FP), R11
+	MOVQ p+32(FP), SI
+	MOVQ r+40(FP), DX
+	MOVQ x+48(FP), DI
+	MOVQ bins+56(FP), R13
+	MOVQ n+64(FP), CX
+	MOVQ hist+72(FP), R10
+	MOVQ $0x7fffffffffffffff, R12
+	VPBROADCASTQ R12, Z31 // |·|
+	MOVQ $0x000fffffffffffff, R12
+	VPBROADCASTQ R12, Z30 // significand
+	MOVQ $0x4000000000000000, R12
+	VPBROADCASTQ R12, Z25 // 2.0
+	MOVQ $1, R12
+	VPBROADCASTQ R12, Z24
+	MOVQ $127, R12
+	VPBROADCASTQ R12, Z23
+	MOVQ $-126, R12
+	VPBROADCASTQ R12, Z22
+	MOVQ $0x7ff, R12
+	VPBROADCASTQ R12, Z21
+	MOVQ $255, R12
+	VPBROADCASTQ R12, Z20
+	MOVQ $0x8000000000000000, R12
+	VPBROADCASTQ R12, Z19 // sign
+	VPXORQ Z10, Z10, Z10 // A00
+	VPXORQ Z11, Z11, Z11 // A10
+	VPXORQ Z12, Z12, Z12 // A11
+	VPXORQ Z13, Z13, Z13 // A20
+	VPXORQ Z14, Z14, Z14 // A21
+	VPXORQ Z15, Z15, Z15 // A22
+	VPXORQ Z16, Z16, Z16 // b0
+	VPXORQ Z17, Z17, Z17 // b1
+	VPXORQ Z18, Z18, Z18 // b2
+	VPXORQ Z26, Z26, Z26 // c0
+	XORQ   R9, R9        // clipped
+	SHRQ   $3, CX
+	JZ     done
+
+loop:
+	VCVTPS2PD (AX), Z0  // j0
+	VCVTPS2PD (BX), Z1  // j1
+	VCVTPS2PD (R11), Z2 // j2
+	VCVTPS2PD (SI), Z3  // p
+	VCVTPS2PD (DI), Z4  // x
+	VCVTPS2PD (DX), Z9  // r
+	VPXORQ    Z5, Z5, Z5     // s = 0
+	VMULPD    L0(R8), Z0, Z6
+	VADDPD    Z6, Z5, Z5
+	VMULPD    L1(R8), Z1, Z6
+	VADDPD    Z6, Z5, Z5
+	VMULPD    L2(R8), Z2, Z6
+	VADDPD    Z6, Z5, Z5
+	VMULPD    Z5, Z3, Z5     // p·s
+	VADDPD    Z5, Z4, Z5     // u = x + p·s
+	VPXORQ    Z19, Z9, Z6    // −r
+	VMINPD    Z5, Z9, Z7
+	VMAXPD    Z7, Z6, Z7     // uc
+	VCMPPD    $3, Z5, Z5, K2 // u NaN: Go's min ORs r's bits into it
+	VPORQ     Z9, Z7, K2, Z7
+	VPCMPEQQ  Z7, Z5, K1     // free
+	KMOVW     K1, R12
+	POPCNTL   R12, R12
+	ADDQ      $8, R9
+	SUBQ      R12, R9
+	KNOTW     K1, K2
+	VMOVAPD   Z7, Z8
+	VMOVAPD   Z4, K1, Z8     // y
+	VMOVAPD.Z Z3, K1, Z6     // pf
+	VSUBPD    Z4, Z7, Z7
+	VMOVAPD.Z Z7, K2, Z7     // dd
+	VMULPD    Z0, Z6, Z27    // pf·j0
+	VMULPD    Z0, Z27, Z27
+	VADDPD    Z27, Z10, Z10
+	VMULPD    Z1, Z6, Z28    // pf·j1
+	VMULPD    Z0, Z28, Z27
+	VADDPD    Z27, Z11, Z11
+	VMULPD    Z1, Z28, Z28
+	VADDPD    Z28, Z12, Z12
+	VMULPD    Z2, Z6, Z28    // pf·j2
+	VMULPD    Z0, Z28, Z27
+	VADDPD    Z27, Z13, Z13
+	VMULPD    Z1, Z28, Z27
+	VADDPD    Z27, Z14, Z14
+	VMULPD    Z2, Z28, Z28
+	VADDPD    Z28, Z15, Z15
+	VMULPD    Z0, Z8, Z27    // y·j0
+	VADDPD    Z27, Z16, Z16
+	VMULPD    Z1, Z8, Z27
+	VADDPD    Z27, Z17, Z17
+	VMULPD    Z2, Z8, Z27
+	VADDPD    Z27, Z18, Z18
+	VMULPD    Z7, Z7, Z7     // dd·dd
+	VMULPD    Z25, Z3, Z27   // 2·p
+	VDIVPD    Z27, Z7, Z7
+	VSUBPD    Z7, Z26, Z26   // c0 −= dd·dd/(2p)
+
+	// The bin of ρ = ||u| − r| / (p·ws).
+	VPANDQ    Z31, Z5, Z8
+	VSUBPD    Z9, Z8, Z8
+	VPANDQ    Z31, Z8, Z8    // db
+	VPANDQ    Z31, Z0, Z6
+	VMULPD    W0(R8), Z6, Z6 // |j0|·w0
+	VPANDQ    Z31, Z1, Z7
+	VMULPD    W1(R8), Z7, Z7
+	VADDPD    Z7, Z6, Z6
+	VPANDQ    Z31, Z2, Z7
+	VMULPD    W2(R8), Z7, Z7
+	VADDPD    Z7, Z6, Z6     // ws
+	VMULPD    Z6, Z3, Z6     // qb = p·ws
+	VPSRLQ    $52, Z8, Z27   // de
+	VPSRLQ    $52, Z6, Z28   // qe
+	VPANDQ    Z30, Z6, Z29
+	VPANDQ    Z30, Z8, Z7
+	VPSUBQ    Z7, Z29, Z29
+	VPSUBQ    Z24, Z29, Z29
+	VPSRLQ    $63, Z29, Z29
+	VPSUBQ    Z28, Z27, Z7
+	VPADDQ    Z29, Z7, Z7    // e
+	VPTESTNMQ Z28, Z28, K3
+	VPSUBQ    Z24, Z27, K3, Z7
+	VPMINSQ   Z23, Z7, Z7
+	VPMAXSQ   Z22, Z7, Z7
+	VPADDQ    Z23, Z7, Z7
+	VPTESTNMQ Z27, Z27, K3
+	VPCMPEQQ  Z21, Z28, K4
+	KORW      K3, K4, K3
+	VPXORQ    Z7, Z7, K3, Z7
+	VPTESTNMQ Z6, Z6, K3
+	VPCMPEQQ  Z21, Z27, K4
+	KORW      K3, K4, K3
+	VMOVDQA64 Z20, K3, Z7
+	VPMOVQB   Z7, (R13)
+
+	MOVQ    (R13), R14
+	MOVBQZX R14, R15
+	INCL    (R10)(R15*4)
+	SHRQ    $8, R14
+	MOVBQZX R14, R15
+	INCL    1024(R10)(R15*4)
+	SHRQ    $8, R14
+	MOVBQZX R14, R15
+	INCL    2048(R10)(R15*4)
+	SHRQ    $8, R14
+	MOVBQZX R14, R15
+	INCL    3072(R10)(R15*4)
+	SHRQ    $8, R14
+	MOVBQZX R14, R15
+	INCL    (R10)(R15*4)
+	SHRQ    $8, R14
+	MOVBQZX R14, R15
+	INCL    1024(R10)(R15*4)
+	SHRQ    $8, R14
+	MOVBQZX R14, R15
+	INCL    2048(R10)(R15*4)
+	SHRQ    $8, R14
+	INCL    3072(R10)(R14*4)
+
+	ADDQ $32, AX
+	ADDQ $32, BX
+	ADDQ $32, R11
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	ADDQ $8, R13
+	DECQ CX
+	JNZ  loop
+
+done:
+	VMOVUPD Z10, LANES(R8)
+	VMOVUPD Z11, LANES+64(R8)
+	VMOVUPD Z12, LANES+128(R8)
+	VMOVUPD Z13, LANES+192(R8)
+	VMOVUPD Z14, LANES+256(R8)
+	VMOVUPD Z15, LANES+320(R8)
+	VMOVUPD Z16, LANES+384(R8)
+	VMOVUPD Z17, LANES+448(R8)
+	VMOVUPD Z18, LANES+512(R8)
+	VMOVUPD Z26, LANES+576(R8)
+	MOVQ    R9, CLIPPED(R8)
+	VZEROUPPER
+	RET
