@@ -233,3 +233,36 @@ func BenchmarkMetricGram(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGramPass measures the Gram pass without a metric (K = J Jᵀ and
+// J·extra, the PNG direction's) on one worker, in ns and CPU ns a weight:
+// the one-pass kernels (vec), their Go loops (go) and the blocked Dsdot
+// loop that more rows take (blocked).
+func BenchmarkGramPass(b *testing.B) {
+	for _, m := range []int{2, 3} {
+		for _, n := range []int{1e6, 11_200_000} {
+			rng := rand.New(rand.NewPCG(1, 1))
+			J, extra := randJacobian(rng, m, n), randVec32(rng, n)
+			K, je := make([]float64, m*m), make([]float64, m)
+			for _, name := range []string{"vec", "go", "blocked"} {
+				b.Run(fmt.Sprintf("m=%d/n=%.2g/%s", m, float64(n), name), func(b *testing.B) {
+					withVec(name == "vec", func() {
+						b.ResetTimer()
+						cpu := cpuNanos()
+						for i := 0; i < b.N; i++ {
+							if name == "blocked" {
+								clear(K)
+								clear(je)
+								gramRange(K, je, J, extra, 0, n, colBlock(m))
+							} else {
+								gramPass(K, je, J, extra, 1)
+							}
+						}
+						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/weight")
+						b.ReportMetric(float64(cpuNanos()-cpu)/float64(b.N)/float64(n), "cpu-ns/weight")
+					})
+				})
+			}
+		}
+	}
+}

@@ -26,14 +26,18 @@ func colBlock(m int) int {
 // Gram writes K = J Jᵀ into dst (m×m, row-major, both triangles) with
 // float64 accumulation of the float32 Jacobian.
 //
-// J is read once: the columns are cut into blocks of B columns (all m rows
-// of a block fit in L2), each block contributes all m(m+1)/2 dot products
-// while it is in cache, and the blocks are split across workers goroutines
-// (0 = runtime.NumCPU(); small n uses fewer). Each worker sums into its own
-// m×m partial; the partials are added in worker order at the end, so the
-// result is deterministic for a given worker count. The inner products use
-// gonum's float32→float64 dot kernel (Dsdot: products of float32 values are
-// exact in float64).
+// J is read once: the columns are cut into chunks whose width depends on n
+// alone (forChunks), the chunks run on up to workers goroutines
+// (0 = runtime.NumCPU(); small n uses fewer), each chunk sums into its own
+// m×m partial, and the partials are added in chunk order at the end: the
+// result is the same bits whatever the number of workers. Products of
+// float32 values are exact in float64; only the additions round. For two
+// and three rows a chunk is one pass that keeps all m(m+1)/2 sums in
+// registers (gramRange2, gramRange3; on AVX-512 a kernel that sums eight
+// columns at a time in eight float64 lanes, added in order after). More
+// rows cut a chunk into blocks of B columns whose m rows fit in L2, and
+// each block contributes its m(m+1)/2 dot products (gonum's float32→float64
+// Dsdot) while it is in cache.
 //
 // Gram panics if len(dst) != m·m or len(J.Data) != m·n.
 func Gram(dst []float64, J Jacobian, workers int) {
@@ -52,37 +56,39 @@ func checkJacobian(J Jacobian) {
 }
 
 // gramPass computes K = J Jᵀ into K (m×m) and, when extra is not nil,
-// je = J·extra into je (m), in a single pass over J. This is how the PNG
-// step gets Jz = K·Coef + J·Extra without a third pass over J.
+// je = J·extra into je (m), in a single pass over J (see Gram). This is
+// how the PNG step gets Jz = K·Coef + J·Extra without a third pass over J.
 func gramPass(K, je []float64, J Jacobian, extra []float32, workers int) {
 	m, n := J.M, J.N
-	for i := range K {
-		K[i] = 0
-	}
-	for i := range je {
-		je[i] = 0
-	}
+	clear(K)
+	clear(je)
 	if m == 0 || n == 0 {
 		return
 	}
 	bs := colBlock(m)
-	w := numWorkers(workers, n)
-	stride := m*m + m // one partial K plus one partial je per worker
-	parts := make([]float64, w*stride)
-	splitCols(n, w, bs, func(wi, lo, hi int) {
-		pk := parts[wi*stride : wi*stride+m*m]
-		pe := parts[wi*stride+m*m : (wi+1)*stride]
-		gramRange(pk, pe, J, extra, lo, hi, bs)
+	nc := numChunks(n)
+	stride := m*m + m // one partial K plus one partial je per chunk
+	parts := make([]float64, nc*stride)
+	forChunks(n, workers, func(k, lo, hi int) {
+		part := parts[k*stride : (k+1)*stride]
+		switch m {
+		case 2:
+			gramRange2(part, J, extra, lo, hi)
+		case 3:
+			gramRange3(part, J, extra, lo, hi)
+		default:
+			gramRange(part[:m*m], part[m*m:], J, extra, lo, hi, bs)
+		}
 	})
-	for wi := 0; wi < w; wi++ {
-		pk := parts[wi*stride : wi*stride+m*m]
+	for k := 0; k < nc; k++ {
+		pk := parts[k*stride : k*stride+m*m]
 		for i := 0; i < m; i++ {
 			for j := 0; j <= i; j++ {
 				K[i*m+j] += pk[i*m+j]
 			}
 		}
 		if extra != nil {
-			pe := parts[wi*stride+m*m : (wi+1)*stride]
+			pe := parts[k*stride+m*m : (k+1)*stride]
 			for i := range je {
 				je[i] += pe[i]
 			}
@@ -116,5 +122,97 @@ func gramRange(pk, pe []float64, J Jacobian, extra []float32, lo, hi, bs int) {
 				pe[i] += impl.Dsdot(l, ri, 1, extra[b0:b1], 1)
 			}
 		}
+	}
+}
+
+// gramRange2 is gramRange for m = 2 in one pass over the columns [lo, hi)
+// that adds K00, K10, K11 (part[0], part[2], part[3]) and, where extra is
+// not nil, je0 and je1 (part[4], part[5]), each sum in registers: on
+// AVX-512 a kernel sums eight columns at a time in eight lanes (added in
+// order after), the rest in Go in column order.
+func gramRange2(part []float64, J Jacobian, extra []float32, lo, hi int) {
+	n := J.N
+	j0s := J.Data[lo:hi]
+	j1s := J.Data[n+lo : n+hi][:len(j0s)]
+	// Without extra the sums J·extra are formed over j0 and dropped: the
+	// loop stays one (the row is in cache; the products cost no memory).
+	xs := j0s
+	if extra != nil {
+		xs = extra[lo:hi][:len(j0s)]
+	}
+	k00, k10, k11, e0, e1 := part[0], part[2], part[3], part[4], part[5]
+	done := 0
+	if useVec && len(j0s) >= 8 {
+		done = len(j0s) &^ 7
+		var lanes [5][8]float64
+		plain2AVX512(&lanes, &j0s[0], &j1s[0], &xs[0], done)
+		for l := 0; l < 8; l++ {
+			k00 += lanes[0][l]
+			k10 += lanes[1][l]
+			k11 += lanes[2][l]
+			e0 += lanes[3][l]
+			e1 += lanes[4][l]
+		}
+	}
+	for c := done; c < len(j0s); c++ {
+		v0, v1, x := float64(j0s[c]), float64(j1s[c]), float64(xs[c])
+		k00 += v0 * v0
+		k10 += v1 * v0
+		k11 += v1 * v1
+		e0 += v0 * x
+		e1 += v1 * x
+	}
+	part[0], part[2], part[3] = k00, k10, k11
+	if extra != nil {
+		part[4], part[5] = e0, e1
+	}
+}
+
+// gramRange3 is gramRange2 for m = 3: K00, K10, K11, K20, K21, K22
+// (part[0], part[3], part[4], part[6], part[7], part[8]) and je0, je1,
+// je2 (part[9], part[10], part[11]).
+func gramRange3(part []float64, J Jacobian, extra []float32, lo, hi int) {
+	n := J.N
+	j0s := J.Data[lo:hi]
+	j1s := J.Data[n+lo : n+hi][:len(j0s)]
+	j2s := J.Data[2*n+lo : 2*n+hi][:len(j0s)]
+	xs := j0s // see gramRange2
+	if extra != nil {
+		xs = extra[lo:hi][:len(j0s)]
+	}
+	k00, k10, k11, k20, k21, k22 := part[0], part[3], part[4], part[6], part[7], part[8]
+	e0, e1, e2 := part[9], part[10], part[11]
+	done := 0
+	if useVec && len(j0s) >= 8 {
+		done = len(j0s) &^ 7
+		var lanes [9][8]float64
+		plain3AVX512(&lanes, &j0s[0], &j1s[0], &j2s[0], &xs[0], done)
+		for l := 0; l < 8; l++ {
+			k00 += lanes[0][l]
+			k10 += lanes[1][l]
+			k11 += lanes[2][l]
+			k20 += lanes[3][l]
+			k21 += lanes[4][l]
+			k22 += lanes[5][l]
+			e0 += lanes[6][l]
+			e1 += lanes[7][l]
+			e2 += lanes[8][l]
+		}
+	}
+	for c := done; c < len(j0s); c++ {
+		v0, v1, v2, x := float64(j0s[c]), float64(j1s[c]), float64(j2s[c]), float64(xs[c])
+		k00 += v0 * v0
+		k10 += v1 * v0
+		k11 += v1 * v1
+		k20 += v2 * v0
+		k21 += v2 * v1
+		k22 += v2 * v2
+		e0 += v0 * x
+		e1 += v1 * x
+		e2 += v2 * x
+	}
+	part[0], part[3], part[4], part[6], part[7], part[8] = k00, k10, k11, k20, k21, k22
+	if extra != nil {
+		part[9], part[10], part[11] = e0, e1, e2
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -290,4 +291,158 @@ func countNonzero(a []float64) int {
 		}
 	}
 	return c
+}
+
+// TestGramSameBitsAnyWorkers: K and J·extra are the same bits on any
+// number of workers (the chunks' partials are added in chunk order), for
+// the one-pass loops (m = 2, 3) and the blocked one (more rows).
+func TestGramSameBitsAnyWorkers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	n := 5*minColsPerWorker + 333
+	for _, m := range []int{1, 2, 3, 4} {
+		J := randJacobian(rng, m, n)
+		extra := randVec32(rng, n)
+		var wantK, wantJE []float64
+		for _, workers := range []int{1, 2, 3, 5, 8} {
+			K, je := make([]float64, m*m), make([]float64, m)
+			gramPass(K, je, J, extra, workers)
+			if wantK == nil {
+				wantK, wantJE = K, je
+				continue
+			}
+			if !slices.Equal(K, wantK) || !slices.Equal(je, wantJE) {
+				t.Errorf("m=%d workers=%d: K %v je %v, one worker gives %v %v", m, workers, K, je, wantK, wantJE)
+			}
+		}
+	}
+}
+
+// gramRangeRef is gramRange2 and gramRange3's reference for any m: the
+// lower triangle of K then J·x added into part (m·m + m), each sum in
+// column order.
+func gramRangeRef(part []float64, J Jacobian, x []float32, lo, hi int) {
+	m, n := J.M, J.N
+	for c := lo; c < hi; c++ {
+		for i := 0; i < m; i++ {
+			vi := float64(J.Data[i*n+c])
+			for j := 0; j <= i; j++ {
+				part[i*m+j] += vi * float64(J.Data[j*n+c])
+			}
+			if x != nil {
+				part[m*m+i] += vi * float64(x[c])
+			}
+		}
+	}
+}
+
+// TestGramRanges: gramRange2 and gramRange3 give the column-order
+// reference's bits in Go, and their kernels its sums to rounding
+// (relative to the sum of the terms' magnitudes), with and without
+// extra, on random data with special values, every length to 67 and a
+// few large, from unaligned starts; the partial's entries outside K's
+// lower triangle (and J·extra's without extra) are left as they were.
+func TestGramRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(73, 1))
+	for _, m := range []int{2, 3} {
+		run := func(part []float64, J Jacobian, x []float32, lo, hi int) {
+			if m == 2 {
+				gramRange2(part, J, x, lo, hi)
+			} else {
+				gramRange3(part, J, x, lo, hi)
+			}
+		}
+		for _, special := range []bool{false, true} {
+			for _, withExtra := range []bool{false, true} {
+				for _, n := range vecLengths() {
+					off := rng.IntN(4)
+					N := n + off + rng.IntN(3)
+					J := NewJacobian(m, N)
+					copy(J.Data, vecData(rng, m*N, 1, special))
+					var x, absX []float32
+					if withExtra {
+						x = vecData(rng, N, 1, special)
+						absX = make([]float32, N)
+						for k, v := range x {
+							absX[k] = float32(math.Abs(float64(v)))
+						}
+					}
+					per := m*m + m
+					init := make([]float64, per) // a partial that already holds sums
+					for k := range init {
+						init[k] = float64(k) + 0.5
+					}
+					want := slices.Clone(init)
+					gramRangeRef(want, J, x, off, off+n)
+					absJ := J
+					absJ.Data = make([]float32, len(J.Data))
+					for k, v := range J.Data {
+						absJ.Data[k] = float32(math.Abs(float64(v)))
+					}
+					scale := make([]float64, per)
+					gramRangeRef(scale, absJ, absX, off, off+n)
+					name := fmt.Sprintf("m=%d/special=%v/extra=%v/n=%d", m, special, withExtra, n)
+					for _, vec := range []bool{false, true} {
+						got := slices.Clone(init)
+						withVec(vec, func() { run(got, J, x, off, off+n) })
+						for k := range got {
+							ok := math.Float64bits(got[k]) == math.Float64bits(want[k])
+							if vec {
+								ok = sameOrClose(got[k], want[k], scale[k]+math.Abs(init[k]), 0x1p-52*float64(n+8))
+							}
+							if !ok {
+								t.Errorf("%s vec=%v: part[%d] = %v, reference %v (terms' magnitudes %v)", name, vec, k, got[k], want[k], scale[k])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGramKernelExact: on values whose products and sums are exact in
+// float64 the m = 2 and m = 3 kernels' sums are the Go loop's bits,
+// whatever their order; an Inf or NaN in J or extra makes the sums it
+// enters non-finite on both paths, so that the check on K still names it.
+func TestGramKernelExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(74, 1))
+	for _, m := range []int{2, 3} {
+		for _, n := range vecLengths() {
+			J := NewJacobian(m, n)
+			for k := range J.Data {
+				J.Data[k] = float32(rng.IntN(64)-32) / 8
+			}
+			x := make([]float32, n)
+			for k := range x {
+				x[k] = float32(rng.IntN(64) - 32)
+			}
+			bad := []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+			for _, at := range []int{-1, 0, 7, 8, n - 1, m*n + n/2} {
+				Jb, xb := J, slices.Clone(x)
+				Jb.Data = slices.Clone(J.Data)
+				v := bad[rng.IntN(len(bad))]
+				switch {
+				case at < 0 || n == 0:
+				case at < m*n && at < n:
+					Jb.Data[at] = v
+				default:
+					xb[n/2] = v
+				}
+				want, got := make([]float64, m*m+m), make([]float64, m*m+m)
+				gramRangeRef(want, Jb, xb, 0, n)
+				withVec(true, func() {
+					if m == 2 {
+						gramRange2(got, Jb, xb, 0, n)
+					} else {
+						gramRange3(got, Jb, xb, 0, n)
+					}
+				})
+				for k := range got {
+					if !sameOrClose(got[k], want[k], 0, 0) {
+						t.Errorf("m=%d n=%d bad at %d: kernel part[%d] = %v, reference %v", m, n, at, k, got[k], want[k])
+					}
+				}
+			}
+		}
+	}
 }

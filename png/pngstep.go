@@ -23,8 +23,8 @@ import (
 // satisfies ∇ℓ_iᵀv ≥ φ (the KKT conditions of the dual), so a small step
 // −ξv decreases every loss.
 //
-// Direction reads J twice: one blocked pass for K and J·Extra (Gram), one
-// for v. Everything else works on m×m data.
+// Direction reads J twice: one pass for K and J·Extra (Gram), one for v.
+// Everything else works on m×m data.
 type PNG struct {
 	Settings Settings
 }

@@ -78,3 +78,17 @@ func extras3AVX512(a *extras3Args, j0, j1, j2, p, r, x *float32, n int)
 //
 //go:noescape
 func combine3AVX512(a *combine3Args, dst, j0, j1, j2, p, x, r *float32, n int) int
+
+// plain2AVX512 is gramRange2's kernel on n columns (a multiple of 8):
+// lanes[k][l] is the sum over the columns ≡ l (mod 8) of K00, K10, K11,
+// je0 and je1's terms (k = 0 … 4), each in column order.
+//
+//go:noescape
+func plain2AVX512(lanes *[5][8]float64, j0, j1, x *float32, n int)
+
+// plain3AVX512 is gramRange3's kernel on n columns (a multiple of 8):
+// lanes[k][l] is the sum over the columns ≡ l (mod 8) of K00, K10, K11,
+// K20, K21, K22, je0, je1 and je2's terms (k = 0 … 8).
+//
+//go:noescape
+func plain3AVX512(lanes *[9][8]float64, j0, j1, j2, x *float32, n int)

@@ -55,3 +55,13 @@ func extras3AVX512(a *extras3Args, j0, j1, j2, p, r, x *float32, n int) {
 func combine3AVX512(a *combine3Args, dst, j0, j1, j2, p, x, r *float32, n int) int {
 	panic("png: no vector kernel")
 }
+
+// plain2AVX512 is never called outside amd64.
+func plain2AVX512(lanes *[5][8]float64, j0, j1, x *float32, n int) {
+	panic("png: no vector kernel")
+}
+
+// plain3AVX512 is never called outside amd64.
+func plain3AVX512(lanes *[9][8]float64, j0, j1, j2, x *float32, n int) {
+	panic("png: no vector kernel")
+}
