@@ -982,12 +982,16 @@ type boxModel struct {
 	m   int
 	phi float64
 	q   boxQuad // A filled in full (symmetric)
-	// idx are the positions of the weights within the ball, read in
-	// place from J, P, prop and R (nil: all ones, all +Inf) at each
-	// evaluation: copying them out took (m+3)·8 bytes a weight, and when
-	// every weight sits on a breakpoint (an update at Adam's bound) that
-	// was every weight.
+	// idx are the positions of the weights within the ball. Where there
+	// are at most boxCompact(n) of them (every round but one whose
+	// weights all sit on a breakpoint, an update at Adam's bound), their
+	// values are copied once into cols, which every evaluation then
+	// streams; otherwise (cols nil) each evaluation copies them a block
+	// at a time into its chunk's blocks[k] (copying them all took
+	// (m+3)·4 bytes a weight, and then that was every weight).
 	idx     []uint32
+	cols    *boxCols
+	blocks  []boxCols // one per chunk of positions, where cols is nil
 	J       Jacobian
 	P, R    []float32
 	prop    []float32
@@ -995,6 +999,58 @@ type boxModel struct {
 	evals   int
 	cnt     *boxCounter
 	workers int // of an evaluation over more than one chunk of positions
+}
+
+// boxGather is the number of weights an evaluation that reads them in
+// place copies at a time into its chunk's block (boxModel.blocks).
+const boxGather = 512
+
+// boxCols holds the values of k weights contiguously, in the order of
+// their positions: J's m rows, then prop, P and R (1 and +Inf where P or
+// R is nil: their float64 values are those the loops take for none), k
+// values each, in data.
+type boxCols struct {
+	m, k int
+	data []float32
+}
+
+// row returns positions [lo, hi) of row i of c: J's rows 0 … m−1, then
+// prop (m), P (m+1) and R (m+2).
+func (c *boxCols) row(i, lo, hi int) []float32 {
+	return c.data[i*c.k+lo : i*c.k+hi]
+}
+
+// fill copies into c the values of the m-row J, P, prop and R at the
+// positions idx (P or R nil: ones, +Inf), growing c.data if needed.
+func (c *boxCols) fill(J Jacobian, P, prop, R []float32, idx []uint32) {
+	m, k, n := J.M, len(idx), J.N
+	c.m, c.k = m, k
+	if cap(c.data) < (m+3)*k {
+		c.data = make([]float32, (m+3)*k)
+	}
+	c.data = c.data[:(m+3)*k]
+	for i := 0; i < m; i++ {
+		dst, src := c.row(i, 0, k), J.Data[i*n:(i+1)*n]
+		for t, ci := range idx {
+			dst[t] = src[ci]
+		}
+	}
+	for i, v := range [][]float32{prop, P, R} {
+		dst := c.row(m+i, 0, k)
+		if v == nil {
+			fill := float32(1)
+			if i == 2 {
+				fill = float32(math.Inf(1))
+			}
+			for t := range dst {
+				dst[t] = fill
+			}
+			continue
+		}
+		for t, ci := range idx {
+			dst[t] = v[ci]
+		}
+	}
 }
 
 // boxEval is h, ∇h and the generalised Hessian at one λ.
@@ -1023,7 +1079,7 @@ func (bm *boxModel) eval(lambda []float64) boxEval {
 		e.h += lambda[i] * (bm.q.b[i] + 0.5*al)
 	}
 	if nc := numChunks(len(bm.idx)); nc == 1 {
-		e.clipped += bm.pieces(lambda, bm.idx, &e.h, e.grad, e.H, bm.col)
+		e.clipped += bm.pieces(0, lambda, 0, len(bm.idx), &e.h, e.grad, e.H, bm.col)
 	} else {
 		// The copied weights' pieces per chunk of positions, added in
 		// chunk order: the same bits on any number of workers.
@@ -1032,7 +1088,7 @@ func (bm *boxModel) eval(lambda []float64) boxEval {
 		clipped := make([]int, nc)
 		forChunks(len(bm.idx), bm.workers, func(k, lo, hi int) {
 			p := parts[k*stride : (k+1)*stride]
-			clipped[k] = bm.pieces(lambda, bm.idx[lo:hi], &p[0], p[1:1+m], p[1+2*m:], p[1+m:1+2*m])
+			clipped[k] = bm.pieces(k, lambda, lo, hi, &p[0], p[1:1+m], p[1+2*m:], p[1+m:1+2*m])
 		})
 		for k := 0; k < nc; k++ {
 			p := parts[k*stride : (k+1)*stride]
@@ -1053,42 +1109,57 @@ func (bm *boxModel) eval(lambda []float64) boxEval {
 	return e
 }
 
-// pieces adds the pieces of the weights at positions idx at lambda to h,
-// grad and H (col: scratch for one weight's column of J) and returns the
-// number of them clipped.
-func (bm *boxModel) pieces(lambda []float64, idx []uint32, h *float64, grad, H, col []float64) int {
-	switch bm.m {
-	case 2:
-		return bm.pieces2(lambda, idx, h, grad, H)
-	case 3:
-		return bm.pieces3(lambda, idx, h, grad, H)
+// pieces adds the pieces of the copied weights at positions [lo, hi) of
+// idx (chunk k of them) at lambda to h, grad and H (col: scratch for one
+// weight's column of J) in the order of their positions, and returns the
+// number of them clipped. Whether the values come from cols or block by
+// block from blocks[k], the sums are the same operations in the same
+// order: the same bits.
+func (bm *boxModel) pieces(k int, lambda []float64, lo, hi int, h *float64, grad, H, col []float64) int {
+	if bm.cols != nil {
+		return bm.cols.pieces(lambda, lo, hi, h, grad, H, col)
 	}
-	return bm.piecesM(lambda, idx, h, grad, H, col)
+	blk := &bm.blocks[k]
+	clipped := 0
+	for b0 := lo; b0 < hi; b0 += boxGather {
+		b1 := min(hi, b0+boxGather)
+		blk.fill(bm.J, bm.P, bm.prop, bm.R, bm.idx[b0:b1])
+		clipped += blk.pieces(lambda, 0, b1-b0, h, grad, H, col)
+	}
+	return clipped
+}
+
+// pieces adds the pieces of c's weights [lo, hi) at lambda to h, grad and
+// H (col: scratch for one weight's column of J, m > 3) and returns the
+// number of them clipped.
+func (c *boxCols) pieces(lambda []float64, lo, hi int, h *float64, grad, H, col []float64) int {
+	switch c.m {
+	case 2:
+		return c.pieces2(lambda, lo, hi, h, grad, H)
+	case 3:
+		return c.pieces3(lambda, lo, hi, h, grad, H)
+	}
+	return c.piecesM(lambda, lo, hi, h, grad, H, col)
 }
 
 // pieces3 is piecesM for m = 3, its sums in registers: the same
 // operations in the same order, so the same bits.
-func (bm *boxModel) pieces3(lambda []float64, idx []uint32, h *float64, grad, H []float64) int {
-	n := bm.J.N
-	j0s, j1s, j2s := bm.J.Data[:n], bm.J.Data[n:2*n], bm.J.Data[2*n:3*n]
+func (c *boxCols) pieces3(lambda []float64, lo, hi int, h *float64, grad, H []float64) int {
+	j0s := c.row(0, lo, hi)
+	j1s, j2s := c.row(1, lo, hi)[:len(j0s)], c.row(2, lo, hi)[:len(j0s)]
+	xs, ps, rs := c.row(3, lo, hi)[:len(j0s)], c.row(4, lo, hi)[:len(j0s)], c.row(5, lo, hi)[:len(j0s)]
 	l0, l1, l2 := lambda[0], lambda[1], lambda[2]
 	hv, g0, g1, g2 := *h, grad[0], grad[1], grad[2]
 	H = H[:9]
 	h00, h01, h02, h10, h11, h12, h20, h21, h22 := H[0], H[1], H[2], H[3], H[4], H[5], H[6], H[7], H[8]
 	clipped := 0
-	for _, c := range idx {
-		c0, c1, c2 := float64(j0s[c]), float64(j1s[c]), float64(j2s[c])
+	for t := range j0s {
+		c0, c1, c2 := float64(j0s[t]), float64(j1s[t]), float64(j2s[t])
 		var s float64
 		s += l0 * c0
 		s += l1 * c1
 		s += l2 * c2
-		x, p, r := float64(bm.prop[c]), 1.0, math.Inf(1)
-		if bm.P != nil {
-			p = float64(bm.P[c])
-		}
-		if bm.R != nil {
-			r = float64(bm.R[c])
-		}
+		x, p, r := float64(xs[t]), float64(ps[t]), float64(rs[t])
 		u := x + p*s
 		free := true
 		if u > r {
@@ -1123,25 +1194,21 @@ func (bm *boxModel) pieces3(lambda []float64, idx []uint32, h *float64, grad, H 
 
 // pieces2 is piecesM for m = 2, its sums in registers: the same
 // operations in the same order, so the same bits.
-func (bm *boxModel) pieces2(lambda []float64, idx []uint32, h *float64, grad, H []float64) int {
-	n := bm.J.N
-	j0s, j1s := bm.J.Data[:n], bm.J.Data[n:2*n]
+func (c *boxCols) pieces2(lambda []float64, lo, hi int, h *float64, grad, H []float64) int {
+	j0s := c.row(0, lo, hi)
+	j1s := c.row(1, lo, hi)[:len(j0s)]
+	xs, ps, rs := c.row(2, lo, hi)[:len(j0s)], c.row(3, lo, hi)[:len(j0s)], c.row(4, lo, hi)[:len(j0s)]
 	l0, l1 := lambda[0], lambda[1]
 	hv, g0, g1 := *h, grad[0], grad[1]
+	H = H[:4]
 	h00, h01, h10, h11 := H[0], H[1], H[2], H[3]
 	clipped := 0
-	for _, c := range idx {
-		c0, c1 := float64(j0s[c]), float64(j1s[c])
+	for t := range j0s {
+		c0, c1 := float64(j0s[t]), float64(j1s[t])
 		var s float64
 		s += l0 * c0
 		s += l1 * c1
-		x, p, r := float64(bm.prop[c]), 1.0, math.Inf(1)
-		if bm.P != nil {
-			p = float64(bm.P[c])
-		}
-		if bm.R != nil {
-			r = float64(bm.R[c])
-		}
+		x, p, r := float64(xs[t]), float64(ps[t]), float64(rs[t])
 		u := x + p*s
 		free := true
 		if u > r {
@@ -1169,22 +1236,17 @@ func (bm *boxModel) pieces2(lambda []float64, idx []uint32, h *float64, grad, H 
 }
 
 // piecesM is pieces for any m.
-func (bm *boxModel) piecesM(lambda []float64, idx []uint32, h *float64, grad, H, col []float64) int {
-	m, n := bm.m, bm.J.N
+func (c *boxCols) piecesM(lambda []float64, lo, hi int, h *float64, grad, H, col []float64) int {
+	m := c.m
+	xs, ps, rs := c.row(m, lo, hi), c.row(m+1, lo, hi), c.row(m+2, lo, hi)
 	clipped := 0
-	for _, c := range idx {
+	for t := range xs {
 		var s float64
 		for i := range col {
-			col[i] = float64(bm.J.Data[i*n+int(c)])
+			col[i] = float64(c.data[i*c.k+lo+t])
 			s += lambda[i] * col[i]
 		}
-		x, p, r := float64(bm.prop[c]), 1.0, math.Inf(1)
-		if bm.P != nil {
-			p = float64(bm.P[c])
-		}
-		if bm.R != nil {
-			r = float64(bm.R[c])
-		}
+		x, p, r := float64(xs[t]), float64(ps[t]), float64(rs[t])
 		u := x + p*s
 		free := true
 		if u > r {
@@ -1213,13 +1275,16 @@ func (bm *boxModel) piecesM(lambda []float64, idx []uint32, h *float64, grad, H,
 
 // boxScratch is the memory of one Constrain call's boxDual calls, a
 // number of bytes a weight (ConstrainScratchBytes): each weight's ρ bin,
-// the positions of the weights a round's model reads in place, and the
+// the positions of the weights a round's model copies, their values
+// (at most boxCompact(n) of them) or a block of them per chunk, and the
 // chunks' partial sums of a round's pass.
 type boxScratch struct {
-	bins  []uint8
-	idx   []uint32
-	parts []float64
-	hist  [][boxHists][boxBins]uint32
+	bins   []uint8
+	idx    []uint32
+	cols   boxCols   // the copied weights' values (boxModel.cols)
+	blocks []boxCols // per chunk, where they are read in place
+	parts  []float64
+	hist   [][boxHists][boxBins]uint32
 }
 
 // newBoxScratch allocates the bins; the positions grow to the most
@@ -1228,13 +1293,16 @@ func newBoxScratch(n int) *boxScratch { return &boxScratch{bins: make([]uint8, n
 
 // ConstrainScratchBytes is the most memory a Constrain call with a bound
 // allocates beside its arguments for m tasks and n weights: five bytes a
-// weight (boxScratch: a ρ bin and a 32-bit position each) and, for the
-// m×m quadratics of the ρ bins of each chunk of a pass (at most maxChunks
-// of them) and the rest of the dual, boxBins·(m²+m+4)·8 bytes a chunk
-// (20 KiB at m = 2). A training loop's memory plan adds it to the vectors
-// it holds.
+// weight (boxScratch: a ρ bin and a 32-bit position each); the values of
+// the weights a round copies, (m+3)·4 bytes for each of at most
+// boxCompact(n) (1.25 bytes a weight at m = 2), or a block of boxGather
+// of them per chunk; and, for the m×m quadratics of the ρ bins of each
+// chunk of a pass (at most maxChunks of them) and the rest of the dual,
+// boxBins·(m²+m+4)·8 bytes a chunk (20 KiB at m = 2). A training loop's
+// memory plan adds it to the vectors it holds.
 func ConstrainScratchBytes(m, n int) int64 {
-	return 5*int64(n) + int64(boxBins)*int64(m*m+m+4)*8*int64(numChunks(n)+4)
+	return 5*int64(n) + int64(m+3)*4*int64(boxCompact(n)+numChunks(n)*boxGather) +
+		int64(boxBins)*int64(m*m+m+4)*8*int64(numChunks(n)+4)
 }
 
 // boxResult is what boxDual found: λ, the coordinates at the bound there,
@@ -1347,6 +1415,21 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 		// The model's quadratic: every weight's piece at the centre less
 		// those of the weights it reads in place (none left when it reads
 		// them all).
+		if len(bm.idx) <= kmax {
+			if sc.cols.data == nil {
+				sc.cols.data = make([]float32, 0, (m+3)*kmax)
+			}
+			sc.cols.fill(J, P, prop, R, bm.idx)
+			bm.cols = &sc.cols
+		} else {
+			if sc.blocks == nil {
+				sc.blocks = make([]boxCols, numChunks(n))
+				for k := range sc.blocks {
+					sc.blocks[k].data = make([]float32, 0, (m+3)*boxGather)
+				}
+			}
+			bm.blocks = sc.blocks
+		}
 		bm.q = newBoxQuad(m)
 		if cut < boxBins {
 			bm.q = boxQuadClone(all)

@@ -39,10 +39,12 @@
 // rounds of the box dual in all, one pass each; the update; two passes
 // without a bound, three when the unbounded update stays within it), plus
 // a scan of one byte a weight and the Newton steps' evaluations over at
-// most n/16 weights a round (read in place by position), which read at
-// most 4n weights in all rounds together (4·2¹⁸ below 2¹⁸ weights). Its passes sum per chunk of columns, in chunk order: the
-// result is the same bits on any number of workers. It allocates at most
-// five bytes a weight (ConstrainScratchBytes), which a training loop's
+// most n/16 weights a round (their values copied once a round, so that the
+// evaluations stream them), which read at most 4n weights in all rounds
+// together (4·2¹⁸ below 2¹⁸ weights). Its passes sum per chunk of
+// columns, in chunk order: the result is the same bits on any number of
+// workers. It allocates at most five bytes a weight and (m+3)·4 bytes for
+// each of n/16 weights (ConstrainScratchBytes), which a training loop's
 // memory plan counts. Should the rounds or that work run out, the update still meets
 // every task's rate within the bound (MetricInfo.Inexact).
 //

@@ -624,6 +624,133 @@ func TestDot64Kernel(t *testing.T) {
 	}
 }
 
+// piecesRef is the Newton steps' evaluation of the pieces of the weights
+// at positions idx read in place from bm's J, P, prop and R: the general
+// loop over the positions, which the loops over the copied values
+// (boxCols.pieces) must match bit for bit.
+func piecesRef(bm *boxModel, lambda []float64, idx []uint32, h *float64, grad, H []float64) int {
+	m, n := bm.m, bm.J.N
+	col := make([]float64, m)
+	clipped := 0
+	for _, c := range idx {
+		var s float64
+		for i := range col {
+			col[i] = float64(bm.J.Data[i*n+int(c)])
+			s += lambda[i] * col[i]
+		}
+		x, p, r := float64(bm.prop[c]), 1.0, math.Inf(1)
+		if bm.P != nil {
+			p = float64(bm.P[c])
+		}
+		if bm.R != nil {
+			r = float64(bm.R[c])
+		}
+		u := x + p*s
+		free := true
+		if u > r {
+			u, free = r, false
+		} else if u < -r {
+			u, free = -r, false
+		}
+		dd := u - x
+		*h += s*u - dd*dd/(2*p)
+		for i, v := range col {
+			grad[i] += v * u
+		}
+		if free {
+			for i, v := range col {
+				a := p * v
+				for j := 0; j < m; j++ {
+					H[i*m+j] += a * col[j]
+				}
+			}
+		} else {
+			clipped++
+		}
+	}
+	return clipped
+}
+
+// checkPieces checks that the evaluation of the pieces of the weights at
+// idx (bm: m, J, P, prop and R set) adds to start (h, grad, H) the bits of
+// piecesRef, by the m = 2 or 3 loop and the general one over the values
+// copied once (boxModel.cols), and block by block from the positions
+// (boxModel.blocks), from position 0 and from a position inside.
+func checkPieces(t *testing.T, name string, bm *boxModel, lambda []float64, idx []uint32, start []float64) {
+	t.Helper()
+	m := bm.m
+	same := func(a, b []float64) bool {
+		return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
+	}
+	for _, lo := range []int{0, len(idx) / 3} {
+		want := slices.Clone(start)
+		cw := piecesRef(bm, lambda, idx[lo:], &want[0], want[1:1+m], want[1+m:])
+		var cols boxCols
+		cols.fill(bm.J, bm.P, bm.prop, bm.R, idx)
+		run := map[string]func(got []float64) int{
+			"copied": func(got []float64) int {
+				b := *bm
+				b.idx, b.cols = idx, &cols
+				return b.pieces(0, lambda, lo, len(idx), &got[0], got[1:1+m], got[1+m:], make([]float64, m))
+			},
+			"blocks": func(got []float64) int {
+				b := *bm
+				b.idx, b.blocks = idx, make([]boxCols, 1)
+				return b.pieces(0, lambda, lo, len(idx), &got[0], got[1:1+m], got[1+m:], make([]float64, m))
+			},
+			"general": func(got []float64) int {
+				return cols.piecesM(lambda, lo, len(idx), &got[0], got[1:1+m], got[1+m:], make([]float64, m))
+			},
+		}
+		for path, f := range run {
+			got := slices.Clone(start)
+			if cg := f(got); cg != cw || !same(got, want) {
+				t.Errorf("%s lo=%d %s: pieces %v (%d clipped), in place %v (%d)", name, lo, path, got, cg, want, cw)
+			}
+		}
+	}
+}
+
+// TestBoxPiecesBlocks: the evaluation of more copied weights than a
+// block (boxGather) gives the bits of the general loop over the
+// positions, from the copied values and block by block, for m = 2, 3
+// and 4, with and without a metric and a bound.
+func TestBoxPiecesBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(84, 1))
+	for _, m := range []int{2, 3, 4} {
+		n := 3*boxGather + 77
+		J := NewJacobian(m, n)
+		copy(J.Data, vecData(rng, m*n, 1, true))
+		P := positive(rng, n, 8, true, false)
+		R := positive(rng, n, 4, true, true)
+		x := vecData(rng, n, 1, true)
+		lam := make([]float64, m)
+		for i := range lam {
+			lam[i] = rng.Float64() * 3
+		}
+		idx := make([]uint32, 0, n)
+		for k := 0; k < n; k++ {
+			if rng.IntN(4) > 0 {
+				idx = append(idx, uint32(k))
+			}
+		}
+		for _, opt := range []string{"P,R", "R", "P", "none"} {
+			bm := &boxModel{m: m, J: J, prop: x}
+			if strings.Contains(opt, "P") {
+				bm.P = P
+			}
+			if strings.Contains(opt, "R") {
+				bm.R = R
+			}
+			start := make([]float64, 1+m+m*m)
+			for i := range start {
+				start[i] = float64(i) - 0.5
+			}
+			checkPieces(t, fmt.Sprintf("m=%d %s", m, opt), bm, lam, idx, start)
+		}
+	}
+}
+
 // TestBoxPieces2: the m = 2 loops of the Newton steps' evaluations
 // (pieces2) and of the round model's subtraction (boxSubtract2) give the
 // general loops' bits, with and without a metric and a bound, on random
@@ -649,12 +776,7 @@ func TestBoxPieces2(t *testing.T) {
 				bm.R = c.R
 			}
 			start := []float64{0.5, -1, 2, 3, 4, 5, 6} // h, grad, H
-			want, got := slices.Clone(start), slices.Clone(start)
-			cw := bm.piecesM(c.lam, idx, &want[0], want[1:3], want[3:7], make([]float64, 2))
-			cg := bm.pieces2(c.lam, idx, &got[0], got[1:3], got[3:7])
-			if cg != cw || !slices.EqualFunc(got, want, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
-				t.Errorf("%s %s: pieces2 %v (%d clipped), piecesM %v (%d)", c.name, opt, got, cg, want, cw)
-			}
+			checkPieces(t, c.name+" "+opt, bm, c.lam, idx, start)
 		}
 		q := func() boxQuad {
 			return boxQuad{A: []float64{1, 0, 2, 3}, b: []float64{4, 5}, c0: 6, n: 1000, clipped: 500}
@@ -856,12 +978,7 @@ func TestBoxExtras3Pieces3(t *testing.T) {
 					bm.R = R
 				}
 				start := []float64{0.5, -1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12} // h, grad, H
-				want, got := slices.Clone(start), slices.Clone(start)
-				cw := bm.piecesM(lam, idx, &want[0], want[1:4], want[4:13], make([]float64, 3))
-				cg := bm.pieces3(lam, idx, &got[0], got[1:4], got[4:13])
-				if cg != cw || !same(got, want) {
-					t.Errorf("%s %s: pieces3 %v (%d clipped), piecesM %v (%d)", name, opt, got, cg, want, cw)
-				}
+				checkPieces(t, name+" "+opt, bm, lam, idx, start)
 			}
 			q := func() boxQuad {
 				return boxQuad{A: []float64{1, 0, 0, 2, 3, 0, 4, 5, 6}, b: []float64{7, 8, 9}, c0: 10, n: 1000, clipped: 500}
