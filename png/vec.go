@@ -96,3 +96,11 @@ type extras3Args struct {
 	out                                       uint64
 	qc                                        uint64
 }
+
+// pieces2Args is pieces2AVX512's input, λ, and its answer: the sums per
+// lane (h, g0, g1, H00, H01, H10, H11) and the number of weights clipped.
+type pieces2Args struct {
+	l0, l1  float64
+	lanes   [7][8]float64
+	clipped uint64
+}

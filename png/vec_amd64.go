@@ -92,3 +92,10 @@ func plain2AVX512(lanes *[5][8]float64, j0, j1, x *float32, n int)
 //
 //go:noescape
 func plain3AVX512(lanes *[9][8]float64, j0, j1, j2, x *float32, n int)
+
+// pieces2AVX512 is boxCols.pieces2's kernel on n copied weights (a
+// multiple of 8): a's sums per lane of h, g0, g1, H00, H01, H10 and H11's
+// terms and the number of weights clipped.
+//
+//go:noescape
+func pieces2AVX512(a *pieces2Args, j0, j1, x, p, r *float32, n int)

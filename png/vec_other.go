@@ -65,3 +65,8 @@ func plain2AVX512(lanes *[5][8]float64, j0, j1, x *float32, n int) {
 func plain3AVX512(lanes *[9][8]float64, j0, j1, j2, x *float32, n int) {
 	panic("png: no vector kernel")
 }
+
+// pieces2AVX512 is never called outside amd64.
+func pieces2AVX512(a *pieces2Args, j0, j1, x, p, r *float32, n int) {
+	panic("png: no vector kernel")
+}

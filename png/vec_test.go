@@ -629,6 +629,18 @@ func TestDot64Kernel(t *testing.T) {
 // loop over the positions, which the loops over the copied values
 // (boxCols.pieces) must match bit for bit.
 func piecesRef(bm *boxModel, lambda []float64, idx []uint32, h *float64, grad, H []float64) int {
+	return piecesRefAbs(bm, lambda, idx, h, grad, H, false)
+}
+
+// piecesRefAbs is piecesRef, with abs the sums of the terms' magnitudes
+// instead (which bound a sum's rounding in another order).
+func piecesRefAbs(bm *boxModel, lambda []float64, idx []uint32, h *float64, grad, H []float64, abs bool) int {
+	f := func(v float64) float64 {
+		if abs {
+			return math.Abs(v)
+		}
+		return v
+	}
 	m, n := bm.m, bm.J.N
 	col := make([]float64, m)
 	clipped := 0
@@ -653,15 +665,19 @@ func piecesRef(bm *boxModel, lambda []float64, idx []uint32, h *float64, grad, H
 			u, free = -r, false
 		}
 		dd := u - x
-		*h += s*u - dd*dd/(2*p)
+		if abs {
+			*h += math.Abs(s*u) + math.Abs(dd*dd/(2*p))
+		} else {
+			*h += s*u - dd*dd/(2*p)
+		}
 		for i, v := range col {
-			grad[i] += v * u
+			grad[i] += f(v * u)
 		}
 		if free {
 			for i, v := range col {
 				a := p * v
 				for j := 0; j < m; j++ {
-					H[i*m+j] += a * col[j]
+					H[i*m+j] += f(a * col[j])
 				}
 			}
 		} else {
@@ -677,6 +693,31 @@ func piecesRef(bm *boxModel, lambda []float64, idx []uint32, h *float64, grad, H
 // copied once (boxModel.cols), and block by block from the positions
 // (boxModel.blocks), from position 0 and from a position inside.
 func checkPieces(t *testing.T, name string, bm *boxModel, lambda []float64, idx []uint32, start []float64) {
+	t.Helper()
+	withVec(false, func() { checkPiecesBits(t, name, bm, lambda, idx, start) })
+	if bm.m != 2 {
+		return
+	}
+	// pieces2's kernel: the clipped count, and the sums to rounding.
+	for _, lo := range []int{0, len(idx) / 3} {
+		want, mag := slices.Clone(start), make([]float64, len(start))
+		cw := piecesRef(bm, lambda, idx[lo:], &want[0], want[1:3], want[3:])
+		piecesRefAbs(bm, lambda, idx[lo:], &mag[0], mag[1:3], mag[3:], true)
+		var cols boxCols
+		cols.fill(bm.J, bm.P, bm.prop, bm.R, idx)
+		got := slices.Clone(start)
+		var cg int
+		withVec(true, func() { cg = cols.pieces2(lambda, lo, len(idx), &got[0], got[1:3], got[3:]) })
+		for i := range got {
+			if cg != cw || !sameOrClose(got[i], want[i], mag[i]+math.Abs(start[i]), 0x1p-52*float64(len(idx)+8)) {
+				t.Errorf("%s lo=%d: kernel [%d] = %v (%d clipped), in place %v (%d; terms' magnitudes %v)", name, lo, i, got[i], cg, want[i], cw, mag[i])
+			}
+		}
+	}
+}
+
+// checkPiecesBits is checkPieces's test of the Go loops' bits.
+func checkPiecesBits(t *testing.T, name string, bm *boxModel, lambda []float64, idx []uint32, start []float64) {
 	t.Helper()
 	m := bm.m
 	same := func(a, b []float64) bool {
