@@ -1143,7 +1143,8 @@ func (c *boxCols) pieces(lambda []float64, lo, hi int, h *float64, grad, H, col 
 }
 
 // pieces3 is piecesM for m = 3, its sums in registers: the same
-// operations in the same order, so the same bits.
+// operations in the same order, so the same bits; on AVX-512 a kernel
+// takes eight weights at a time (see pieces2).
 func (c *boxCols) pieces3(lambda []float64, lo, hi int, h *float64, grad, H []float64) int {
 	j0s := c.row(0, lo, hi)
 	j1s, j2s := c.row(1, lo, hi)[:len(j0s)], c.row(2, lo, hi)[:len(j0s)]
@@ -1153,7 +1154,29 @@ func (c *boxCols) pieces3(lambda []float64, lo, hi int, h *float64, grad, H []fl
 	H = H[:9]
 	h00, h01, h02, h10, h11, h12, h20, h21, h22 := H[0], H[1], H[2], H[3], H[4], H[5], H[6], H[7], H[8]
 	clipped := 0
-	for t := range j0s {
+	done := 0
+	if useVec && len(j0s) >= 8 {
+		done = len(j0s) &^ 7
+		a := pieces3Args{l0: l0, l1: l1, l2: l2}
+		pieces3AVX512(&a, &j0s[0], &j1s[0], &j2s[0], &xs[0], &ps[0], &rs[0], done)
+		for l := 0; l < 8; l++ {
+			hv += a.lanes[0][l]
+			g0 += a.lanes[1][l]
+			g1 += a.lanes[2][l]
+			g2 += a.lanes[3][l]
+			h00 += a.lanes[4][l]
+			h01 += a.lanes[5][l]
+			h02 += a.lanes[6][l]
+			h10 += a.lanes[7][l]
+			h11 += a.lanes[8][l]
+			h12 += a.lanes[9][l]
+			h20 += a.lanes[10][l]
+			h21 += a.lanes[11][l]
+			h22 += a.lanes[12][l]
+		}
+		clipped = int(a.clipped)
+	}
+	for t := done; t < len(j0s); t++ {
 		c0, c1, c2 := float64(j0s[t]), float64(j1s[t]), float64(j2s[t])
 		var s float64
 		s += l0 * c0

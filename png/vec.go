@@ -104,3 +104,12 @@ type pieces2Args struct {
 	lanes   [7][8]float64
 	clipped uint64
 }
+
+// pieces3Args is pieces3AVX512's input, λ, and its answer: the sums per
+// lane (h, g0, g1, g2, then H row-major) and the number of weights
+// clipped.
+type pieces3Args struct {
+	l0, l1, l2 float64
+	lanes      [13][8]float64
+	clipped    uint64
+}

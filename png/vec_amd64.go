@@ -99,3 +99,10 @@ func plain3AVX512(lanes *[9][8]float64, j0, j1, j2, x *float32, n int)
 //
 //go:noescape
 func pieces2AVX512(a *pieces2Args, j0, j1, x, p, r *float32, n int)
+
+// pieces3AVX512 is boxCols.pieces3's kernel on n copied weights (a
+// multiple of 8): a's sums per lane of h, g0, g1, g2 and H's nine
+// entries' terms (row-major) and the number of weights clipped.
+//
+//go:noescape
+func pieces3AVX512(a *pieces3Args, j0, j1, j2, x, p, r *float32, n int)

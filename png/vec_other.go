@@ -70,3 +70,8 @@ func plain3AVX512(lanes *[9][8]float64, j0, j1, j2, x *float32, n int) {
 func pieces2AVX512(a *pieces2Args, j0, j1, x, p, r *float32, n int) {
 	panic("png: no vector kernel")
 }
+
+// pieces3AVX512 is never called outside amd64.
+func pieces3AVX512(a *pieces3Args, j0, j1, j2, x, p, r *float32, n int) {
+	panic("png: no vector kernel")
+}

@@ -695,19 +695,21 @@ func piecesRefAbs(bm *boxModel, lambda []float64, idx []uint32, h *float64, grad
 func checkPieces(t *testing.T, name string, bm *boxModel, lambda []float64, idx []uint32, start []float64) {
 	t.Helper()
 	withVec(false, func() { checkPiecesBits(t, name, bm, lambda, idx, start) })
-	if bm.m != 2 {
+	if m := bm.m; m != 2 && m != 3 {
 		return
 	}
-	// pieces2's kernel: the clipped count, and the sums to rounding.
+	// pieces2 and pieces3's kernels: the clipped count, and the sums to
+	// rounding.
+	m := bm.m
 	for _, lo := range []int{0, len(idx) / 3} {
 		want, mag := slices.Clone(start), make([]float64, len(start))
-		cw := piecesRef(bm, lambda, idx[lo:], &want[0], want[1:3], want[3:])
-		piecesRefAbs(bm, lambda, idx[lo:], &mag[0], mag[1:3], mag[3:], true)
+		cw := piecesRef(bm, lambda, idx[lo:], &want[0], want[1:1+m], want[1+m:])
+		piecesRefAbs(bm, lambda, idx[lo:], &mag[0], mag[1:1+m], mag[1+m:], true)
 		var cols boxCols
 		cols.fill(bm.J, bm.P, bm.prop, bm.R, idx)
 		got := slices.Clone(start)
 		var cg int
-		withVec(true, func() { cg = cols.pieces2(lambda, lo, len(idx), &got[0], got[1:3], got[3:]) })
+		withVec(true, func() { cg = cols.pieces(lambda, lo, len(idx), &got[0], got[1:1+m], got[1+m:], make([]float64, m)) })
 		for i := range got {
 			if cg != cw || !sameOrClose(got[i], want[i], mag[i]+math.Abs(start[i]), 0x1p-52*float64(len(idx)+8)) {
 				t.Errorf("%s lo=%d: kernel [%d] = %v (%d clipped), in place %v (%d; terms' magnitudes %v)", name, lo, i, got[i], cg, want[i], cw, mag[i])
