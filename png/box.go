@@ -842,36 +842,37 @@ func boxRange3(part []float64, hist *[boxHists][boxBins]uint32, J Jacobian, lo, 
 	}
 }
 
-// boxSubtract removes from q the pieces of h of the weights at idx, in
+// boxSubtract removes from q the pieces of h of c's weights [lo, hi), in
 // the state they are in at lambda (the round's centre): what the weights
-// a round's model reads in place leave to its quadratic.
-func boxSubtract(q *boxQuad, J Jacobian, idx []uint32, lambda []float64, P, prop, R []float32) {
-	switch {
-	case J.M == 2 && P != nil:
-		boxSubtract2(q, J, idx, lambda, P, prop, R)
-	case J.M == 3 && P != nil:
-		boxSubtract3(q, J, idx, lambda, P, prop, R)
+// a round's model copies leave to its quadratic.
+func boxSubtract(q *boxQuad, c *boxCols, lo, hi int, lambda []float64) {
+	switch c.m {
+	case 2:
+		boxSubtract2(q, c, lo, hi, lambda)
+	case 3:
+		boxSubtract3(q, c, lo, hi, lambda)
 	default:
-		boxSubtractM(q, J, idx, lambda, P, prop, R)
+		boxSubtractM(q, c, lo, hi, lambda)
 	}
 }
 
-// boxSubtract3 is boxSubtractM for m = 3 with a metric, its sums in
-// registers: the same operations in the same order, so the same bits.
-func boxSubtract3(q *boxQuad, J Jacobian, idx []uint32, lambda []float64, P, prop, R []float32) {
-	n := J.N
-	j0s, j1s, j2s := J.Data[:n], J.Data[n:2*n], J.Data[2*n:3*n]
+// boxSubtract3 is boxSubtractM for m = 3, its sums in registers: the
+// same operations in the same order, so the same bits.
+func boxSubtract3(q *boxQuad, c *boxCols, lo, hi int, lambda []float64) {
+	j0s := c.row(0, lo, hi)
+	j1s, j2s := c.row(1, lo, hi)[:len(j0s)], c.row(2, lo, hi)[:len(j0s)]
+	xs, ps, rs := c.row(3, lo, hi)[:len(j0s)], c.row(4, lo, hi)[:len(j0s)], c.row(5, lo, hi)[:len(j0s)]
 	l0, l1, l2 := lambda[0], lambda[1], lambda[2]
 	b0, b1, b2, c0 := q.b[0], q.b[1], q.b[2], q.c0
 	a00, a10, a11, a20, a21, a22 := q.A[0], q.A[3], q.A[4], q.A[6], q.A[7], q.A[8]
 	clipped := 0
-	for _, ci := range idx {
-		v0, v1, v2 := float64(j0s[ci]), float64(j1s[ci]), float64(j2s[ci])
+	for t := range j0s {
+		v0, v1, v2 := float64(j0s[t]), float64(j1s[t]), float64(j2s[t])
 		var s float64
 		s += l0 * v0
 		s += l1 * v1
 		s += l2 * v2
-		x, r, p := float64(prop[ci]), float64(R[ci]), float64(P[ci])
+		x, r, p := float64(xs[t]), float64(rs[t]), float64(ps[t])
 		u := x + p*s
 		uc := max(-r, min(r, u))
 		if uc == u {
@@ -898,24 +899,25 @@ func boxSubtract3(q *boxQuad, J Jacobian, idx []uint32, lambda []float64, P, pro
 	}
 	q.b[0], q.b[1], q.b[2], q.c0 = b0, b1, b2, c0
 	q.A[0], q.A[3], q.A[4], q.A[6], q.A[7], q.A[8] = a00, a10, a11, a20, a21, a22
-	q.n -= len(idx)
+	q.n -= len(j0s)
 	q.clipped -= clipped
 }
 
-// boxSubtract2 is boxSubtractM for m = 2 with a metric, its sums in
-// registers: the same operations in the same order, so the same bits.
-func boxSubtract2(q *boxQuad, J Jacobian, idx []uint32, lambda []float64, P, prop, R []float32) {
-	n := J.N
-	j0s, j1s := J.Data[:n], J.Data[n:2*n]
+// boxSubtract2 is boxSubtractM for m = 2, its sums in registers: the
+// same operations in the same order, so the same bits.
+func boxSubtract2(q *boxQuad, c *boxCols, lo, hi int, lambda []float64) {
+	j0s := c.row(0, lo, hi)
+	j1s := c.row(1, lo, hi)[:len(j0s)]
+	xs, ps, rs := c.row(2, lo, hi)[:len(j0s)], c.row(3, lo, hi)[:len(j0s)], c.row(4, lo, hi)[:len(j0s)]
 	l0, l1 := lambda[0], lambda[1]
 	b0, b1, a00, a10, a11, c0 := q.b[0], q.b[1], q.A[0], q.A[2], q.A[3], q.c0
 	clipped := 0
-	for _, ci := range idx {
-		v0, v1 := float64(j0s[ci]), float64(j1s[ci])
+	for t := range j0s {
+		v0, v1 := float64(j0s[t]), float64(j1s[t])
 		var s float64
 		s += l0 * v0
 		s += l1 * v1
-		x, r, p := float64(prop[ci]), float64(R[ci]), float64(P[ci])
+		x, r, p := float64(xs[t]), float64(rs[t]), float64(ps[t])
 		u := x + p*s
 		uc := max(-r, min(r, u))
 		if uc == u {
@@ -935,25 +937,22 @@ func boxSubtract2(q *boxQuad, J Jacobian, idx []uint32, lambda []float64, P, pro
 		c0 += dd * dd / (2 * p)
 	}
 	q.b[0], q.b[1], q.A[0], q.A[2], q.A[3], q.c0 = b0, b1, a00, a10, a11, c0
-	q.n -= len(idx)
+	q.n -= len(j0s)
 	q.clipped -= clipped
 }
 
 // boxSubtractM is boxSubtract for any m.
-func boxSubtractM(q *boxQuad, J Jacobian, idx []uint32, lambda []float64, P, prop, R []float32) {
-	m, n := J.M, J.N
+func boxSubtractM(q *boxQuad, c *boxCols, lo, hi int, lambda []float64) {
+	m := c.m
+	xs, ps, rs := c.row(m, lo, hi), c.row(m+1, lo, hi), c.row(m+2, lo, hi)
 	col := make([]float64, m)
-	for _, ci := range idx {
-		c := int(ci)
+	for t := range xs {
 		var s float64
 		for i := range col {
-			col[i] = float64(J.Data[i*n+c])
+			col[i] = float64(c.data[i*c.k+lo+t])
 			s += lambda[i] * col[i]
 		}
-		x, r, p := float64(prop[c]), float64(R[c]), 1.0
-		if P != nil {
-			p = float64(P[c])
-		}
+		x, r, p := float64(xs[t]), float64(rs[t]), float64(ps[t])
 		u := x + p*s
 		uc := max(-r, min(r, u))
 		q.n--
@@ -1000,6 +999,11 @@ type boxModel struct {
 	cnt     *boxCounter
 	workers int // of an evaluation over more than one chunk of positions
 }
+
+// boxBlocksAlways makes every round read its copied weights block by
+// block from their positions, as one with more than boxCompact(n) of
+// them does (the tests compare the two).
+var boxBlocksAlways = false
 
 // boxGather is the number of weights an evaluation that reads them in
 // place copies at a time into its chunk's block (boxModel.blocks).
@@ -1113,8 +1117,9 @@ func (bm *boxModel) eval(lambda []float64) boxEval {
 // idx (chunk k of them) at lambda to h, grad and H (col: scratch for one
 // weight's column of J) in the order of their positions, and returns the
 // number of them clipped. Whether the values come from cols or block by
-// block from blocks[k], the sums are the same operations in the same
-// order: the same bits.
+// block from blocks[k], the Go loops' sums are the same operations in the
+// same order: the same bits; the kernels' lanes are added to them once a
+// block there, a difference of rounding alone.
 func (bm *boxModel) pieces(k int, lambda []float64, lo, hi int, h *float64, grad, H, col []float64) int {
 	if bm.cols != nil {
 		return bm.cols.pieces(lambda, lo, hi, h, grad, H, col)
@@ -1457,7 +1462,7 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 		// The model's quadratic: every weight's piece at the centre less
 		// those of the weights it reads in place (none left when it reads
 		// them all).
-		if len(bm.idx) <= kmax {
+		if len(bm.idx) <= kmax && !boxBlocksAlways {
 			if sc.cols.data == nil {
 				sc.cols.data = make([]float32, 0, (m+3)*kmax)
 			}
@@ -1475,7 +1480,16 @@ func boxDual(J Jacobian, lambda []float64, w []float64, P, prop, R []float32, ph
 		bm.q = newBoxQuad(m)
 		if cut < boxBins {
 			bm.q = boxQuadClone(all)
-			boxSubtract(&bm.q, J, bm.idx, lambda, P, prop, R)
+			if nk := len(bm.idx); bm.cols != nil {
+				boxSubtract(&bm.q, bm.cols, 0, nk, lambda)
+			} else {
+				blk := &bm.blocks[0]
+				for b0 := 0; b0 < nk; b0 += boxGather {
+					b1 := min(nk, b0+boxGather)
+					blk.fill(J, P, prop, R, bm.idx[b0:b1])
+					boxSubtract(&bm.q, blk, 0, b1-b0, lambda)
+				}
+			}
 		}
 		symmetrize(bm.q.A, m)
 		maxEvals := boxMaxEvals

@@ -517,3 +517,60 @@ func BenchmarkBoxEval(b *testing.B) {
 		}
 	}
 }
+
+// TestConstrainBlocksSameBits: a round that reads its copied weights
+// block by block from their positions (where more than boxCompact(n) sit
+// on a breakpoint) gives the bits of one that copies them once, the
+// update and the report, for two, three and four tasks, in the Go loops;
+// with the kernels, whose lanes are added per block there, λ to
+// rounding.
+func TestConstrainBlocksSameBits(t *testing.T) {
+	defer func() { boxBlocksAlways = false }()
+	n := 100_000
+	for _, kind := range []string{"adam", "decades"} {
+		for _, m := range []int{2, 3, 4} {
+			c, R := bigBoxCase(rand.New(rand.NewPCG(19, uint64(m))), kind, m, n)
+			for _, vec := range []bool{false, true} {
+				var want []float32
+				var wantInfo MetricInfo
+				for _, blocks := range []bool{false, true} {
+					boxBlocksAlways = blocks
+					u := make([]float32, n)
+					var cnt boxCounter
+					var info MetricInfo
+					var err error
+					withVec(vec, func() {
+						info, err = (PNG{Settings{Alpha: 0.5, Workers: 2}}).constrain(u, c.J, c.prop, c.metric, R, 1, &cnt)
+					})
+					if err != nil {
+						t.Fatalf("%s vec=%v blocks=%v: %v", c.name, vec, blocks, err)
+					}
+					if cnt.evals == 0 {
+						t.Fatalf("%s: no Newton step evaluated the copied weights", c.name)
+					}
+					if !blocks {
+						want, wantInfo = u, info
+						continue
+					}
+					if vec {
+						for i, l := range info.Lambda {
+							if w := wantInfo.Lambda[i]; math.Abs(l-w) > 1e-9*math.Abs(w) {
+								t.Errorf("%s kernels: block by block λ = %v, copied once %v", c.name, info.Lambda, wantInfo.Lambda)
+							}
+						}
+						continue
+					}
+					if fmt.Sprint(info) != fmt.Sprint(wantInfo) {
+						t.Errorf("%s: block by block reports %+v, copied once %+v", c.name, info, wantInfo)
+					}
+					for k := range u {
+						if math.Float32bits(u[k]) != math.Float32bits(want[k]) {
+							t.Errorf("%s: block by block u[%d] = %v, copied once %v", c.name, k, u[k], want[k])
+							break
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -687,6 +687,45 @@ func piecesRefAbs(bm *boxModel, lambda []float64, idx []uint32, h *float64, grad
 	return clipped
 }
 
+// boxSubtractRef is the round model's subtraction of the pieces of the
+// weights at positions idx read in place: the general loop, which
+// boxSubtract's over the copied values must match bit for bit.
+func boxSubtractRef(q *boxQuad, J Jacobian, idx []uint32, lambda []float64, P, prop, R []float32) {
+	m, n := J.M, J.N
+	col := make([]float64, m)
+	for _, ci := range idx {
+		c := int(ci)
+		var s float64
+		for i := range col {
+			col[i] = float64(J.Data[i*n+c])
+			s += lambda[i] * col[i]
+		}
+		x, r, p := float64(prop[c]), float64(R[c]), 1.0
+		if P != nil {
+			p = float64(P[c])
+		}
+		u := x + p*s
+		uc := max(-r, min(r, u))
+		q.n--
+		if uc == u {
+			for i, v := range col {
+				q.b[i] -= x * v
+				pv := p * v
+				for j := 0; j <= i; j++ {
+					q.A[i*m+j] -= pv * col[j]
+				}
+			}
+			continue
+		}
+		q.clipped--
+		for i, v := range col {
+			q.b[i] -= uc * v
+		}
+		dd := uc - x
+		q.c0 += dd * dd / (2 * p)
+	}
+}
+
 // checkPieces checks that the evaluation of the pieces of the weights at
 // idx (bm: m, J, P, prop and R set) adds to start (h, grad, H) the bits of
 // piecesRef, by the m = 2 or 3 loop and the general one over the values
@@ -824,11 +863,16 @@ func TestBoxPieces2(t *testing.T) {
 		q := func() boxQuad {
 			return boxQuad{A: []float64{1, 0, 2, 3}, b: []float64{4, 5}, c0: 6, n: 1000, clipped: 500}
 		}
-		qw, qg := q(), q()
-		boxSubtractM(&qw, c.J, idx, c.lam, c.P, c.x, c.R)
-		boxSubtract2(&qg, c.J, idx, c.lam, c.P, c.x, c.R)
-		if fmt.Sprint(qg) != fmt.Sprint(qw) || math.Float64bits(qg.c0) != math.Float64bits(qw.c0) {
-			t.Errorf("%s: boxSubtract2 %+v, boxSubtractM %+v", c.name, qg, qw)
+		qw := q()
+		boxSubtractRef(&qw, c.J, idx, c.lam, c.P, c.x, c.R)
+		var cols boxCols
+		cols.fill(c.J, c.P, c.x, c.R, idx)
+		for name, sub := range map[string]func(*boxQuad, *boxCols, int, int, []float64){"boxSubtract2": boxSubtract2, "boxSubtractM": boxSubtractM} {
+			qg := q()
+			sub(&qg, &cols, 0, len(idx), c.lam)
+			if fmt.Sprint(qg) != fmt.Sprint(qw) || math.Float64bits(qg.c0) != math.Float64bits(qw.c0) {
+				t.Errorf("%s: %s %+v, in place %+v", c.name, name, qg, qw)
+			}
 		}
 	}
 }
@@ -1026,11 +1070,16 @@ func TestBoxExtras3Pieces3(t *testing.T) {
 			q := func() boxQuad {
 				return boxQuad{A: []float64{1, 0, 0, 2, 3, 0, 4, 5, 6}, b: []float64{7, 8, 9}, c0: 10, n: 1000, clipped: 500}
 			}
-			qw, qg := q(), q()
-			boxSubtractM(&qw, J, idx, lam, P, x, R)
-			boxSubtract3(&qg, J, idx, lam, P, x, R)
-			if !same(qg.A, qw.A) || !same(qg.b, qw.b) || !same([]float64{qg.c0}, []float64{qw.c0}) || qg.n != qw.n || qg.clipped != qw.clipped {
-				t.Errorf("%s: boxSubtract3 %+v, boxSubtractM %+v", name, qg, qw)
+			qw := q()
+			boxSubtractRef(&qw, J, idx, lam, P, x, R)
+			var cols boxCols
+			cols.fill(J, P, x, R, idx)
+			for sname, sub := range map[string]func(*boxQuad, *boxCols, int, int, []float64){"boxSubtract3": boxSubtract3, "boxSubtractM": boxSubtractM} {
+				qg := q()
+				sub(&qg, &cols, 0, len(idx), lam)
+				if !same(qg.A, qw.A) || !same(qg.b, qw.b) || !same([]float64{qg.c0}, []float64{qw.c0}) || qg.n != qw.n || qg.clipped != qw.clipped {
+					t.Errorf("%s: %s %+v, in place %+v", name, sname, qg, qw)
+				}
 			}
 		}
 	}
