@@ -38,8 +38,9 @@ import (
 // bins the weights by ρ_c (one bin an octave, one byte a weight), counts
 // them per bin, and sums the quadratic each weight contributes in its
 // present state. A radius ρ is then chosen so that at most boxCompact(n)
-// weights lie within it: these are copied out (read in place by
-// position), and the sum less their pieces is one m×m quadratic. The
+// weights lie within it: these are copied out (their values copied once
+// a round into contiguous rows, which the evaluations then stream), and
+// the sum less their pieces is one m×m quadratic. The
 // model (that quadratic plus the copied weights' exact pieces) is h on
 // the ball ‖(λ − λ₀)/w‖∞ ≤ ρ, and near it a Newton model that knows the
 // pieces nearest the centre. Damped projected Newton steps on the model
@@ -68,7 +69,11 @@ import (
 // m = 2 (1.7 at m = 3), what a Go loop takes to read the vectors it reads
 // (1.5; 2.3), against 11 (15) in the Go loops (BenchmarkBoxRound, one
 // worker), and the Gram pass 0.47 (0.64) against 5.6 (8.5) in the general
-// loop (BenchmarkMetricGram). More tasks take the general loops.
+// loop (BenchmarkMetricGram). The Newton steps' evaluations over the
+// copied values run kernels too (pieces2AVX512, pieces3AVX512): 0.5 (0.8)
+// CPU ns a copied weight, against 12 (15.5) where the Go loops read them
+// in place by position; the round's copy of their values costs about 17
+// (BenchmarkBoxEval). More tasks take the general loops.
 const (
 	// constrainMaxPasses bounds Constrain's passes over the weights with
 	// a bound: the metric's Gram matrix; one pass (boxTest, a few
