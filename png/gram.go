@@ -33,8 +33,8 @@ func colBlock(m int) int {
 // result is the same bits whatever the number of workers. Products of
 // float32 values are exact in float64; only the additions round. For two
 // and three rows a chunk is one pass that keeps all m(m+1)/2 sums in
-// registers (gramRange2, gramRange3; on AVX-512 a kernel that sums eight
-// columns at a time in eight float64 lanes, added in order after). More
+// registers (on AVX-512 a kernel that sums eight columns at a time in
+// eight float64 lanes, added in order after). More
 // rows cut a chunk into blocks of B columns whose m rows fit in L2, and
 // each block contributes its m(m+1)/2 dot products (gonum's float32→float64
 // Dsdot) while it is in cache.
