@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A new user's first real model, tuned end to end, with its step times.
 
-    /work/venv-torch2/bin/python bench/resnet_two_head.py --bin ./paretonav \\
+    .tools/bench-torch2/bin/python bench/resnet_two_head.py --bin ./paretonav \\
         [--work DIR] [--steps 60] [--batch 32] [--lr 1e-4] [--threads 0] \\
         [--out bench/results/resnet-two-head.json]
 
@@ -25,7 +25,8 @@ and its update within Adam's step bound) and its share of the step, and the
 run's explanation (the --json summary's), as one JSON object written to
 --out and printed.
 
-Needs torch and timm (PyPI's torch 2.x: /work/venv-torch2); the paretonav
+Needs torch and timm (PyPI's torch 2.x: the venv that bench/torchenv.py makes,
+.tools/bench-torch2); the paretonav
 Python package is read from python/ beside this folder.
 """
 import argparse

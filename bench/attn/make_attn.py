@@ -5,7 +5,7 @@ transformer cases (backend/bench_test.go): one torchvision ViT encoder block
 tokens of a 4x4/4 patch stem, two heads on the mean token, batch 4 of
 3x32x32 (the batch axis dynamic).
 
-    /work/venv-torch2/bin/python bench/attn/make_attn.py [--dir backend/testdata/attn]
+    .tools/bench-torch2/bin/python bench/attn/make_attn.py [--dir backend/testdata/attn]
 
 writes, with the PyTorch 2.x of the venv (the versions are printed):
   tfblock1_ts.onnx      torch.onnx.export(dynamo=False), opset 17 (the

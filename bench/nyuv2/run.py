@@ -2,7 +2,7 @@
 """The paper's NYUv2 experiment (PNG, appendix "Three-task learning on the
 NYUv2 dataset") end to end on the procedural stand-in, in one command:
 
-    /work/venv-torch2/bin/python bench/nyuv2/run.py --out DIR
+    .tools/bench-torch2/bin/python bench/nyuv2/run.py --out DIR
 
 1. bench/nyuv2/standin.py writes DIR/data/{train,val} in lorenmt/mtan's
    NYUv2 layout (per-sample .npy, channels last);

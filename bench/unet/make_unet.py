@@ -5,7 +5,7 @@ InstanceNorm blocks, skip concatenations, at width 16 on batch 2 of
 3x64x64 (the batch axis dynamic), with its two heads (per-pixel nll over 4
 classes, depth mse).
 
-    /work/venv-torch2/bin/python bench/unet/make_unet.py [--dir backend/testdata/unet]
+    .tools/bench-torch2/bin/python bench/unet/make_unet.py [--dir backend/testdata/unet]
 
 writes, with the PyTorch 2.x of the venv (the versions are printed):
   unet16_ts.onnx      torch.onnx.export(dynamo=False), opset 20, as check.py

@@ -5,7 +5,7 @@ perturbation), the first two examples of backend/testdata/unet/unet16.npz,
 forward, then one autograd.grad per task (nll, mse), as `bench step` times
 PyTorch. Prints the milliseconds per step, wall and process CPU time.
 
-    /work/venv-torch2/bin/python bench/unet/torch_step.py [--threads 2] [--steps 20] [--rounds 1]
+    .tools/bench-torch2/bin/python bench/unet/torch_step.py [--threads 2] [--steps 20] [--rounds 1]
 """
 import argparse
 import os
