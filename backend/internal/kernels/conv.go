@@ -584,6 +584,17 @@ func reserveCache(held *int64, need int64) bool {
 	return true
 }
 
+// ReserveKept is reserveCache for the values other ops keep from their
+// forward passes for their gradients (InstanceNormalization's
+// statistics): they share colCacheTotal with the Conv ops' caches, so
+// the memory estimate's bound covers both. held is a counter from
+// KeptCounter.
+func ReserveKept(held *int64, need int64) bool { return reserveCache(held, need) }
+
+// KeptCounter returns the counter of the bytes owner keeps (ReserveKept);
+// once owner is garbage collected they are no longer counted.
+func KeptCounter[O any](owner *O) *int64 { return cacheBytes(owner) }
+
 // sameBits reports whether a and b hold the same bits.
 func sameBits[T float](a, b []T) bool {
 	if len(a) != len(b) {
