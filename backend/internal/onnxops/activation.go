@@ -76,15 +76,7 @@ func reluFwd32(dst []float32, in [][]float32) {
 // NaN g), the factor chosen on integer bits, without a branch on the data.
 func reluBwd32(_ int, dst []float32, _ [][]float32, out, g []float32) bool {
 	parallel.ForElems(len(dst), parallel.Vec3{D: dst, X: out[:len(dst)], Y: g[:len(dst)]}, func(v parallel.Vec3, lo, hi int) {
-		d, gg := v.D[lo:hi], v.Y[lo:hi]
-		gg = gg[:len(d)]
-		for i, y := range v.X[lo:hi] {
-			one := uint32(0)
-			if y > 0 {
-				one = 0x3f800000 // 1.0
-			}
-			d[i] = gg[i] * math.Float32frombits(one)
-		}
+		vmath.ReluGrad32(v.D[lo:hi], v.X[lo:hi], v.Y[lo:hi])
 	})
 	return true
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/vmath"
 )
 
 // Float32 kernels of InstanceNormalization: the float64 kernel's
@@ -143,11 +144,7 @@ func (p *instNorm32) forward(dst []float32, in [][]float32) {
 			for k := range q {
 				i := i0 + k
 				c, xi, yi := i%p.c, x[i*p.s:][:p.s], dst[i*p.s:][:p.s]
-				mu, inv := mus[k], invs[k]
-				s, bb := float64(sc[c]), float64(b[c])
-				for j, v := range xi {
-					yi[j] = float32(s*(float64(v)-mu)*inv + bb)
-				}
+				vmath.NormRow32(yi, xi, mus[k], invs[k], float64(sc[c]), float64(b[c]))
 			}
 		}
 	})
@@ -209,10 +206,7 @@ func (p *instNorm32) backward(k int, dst []float32, in [][]float32, _, g []float
 						mu, inv := mus[k+e], invs[k+e]
 						m, mx := mg[e]/float64(S), mgx[e]/float64(S)
 						si := float64(sc[c]) * inv // s·inv·(…) multiplies s·inv first
-						for j, v := range xi {
-							xh := (float64(v) - mu) * inv
-							di[j] = float32(si * (float64(gi[j]) - m - xh*mx))
-						}
+						vmath.NormGradRow32(di, xi, gi, mu, inv, m, mx, si)
 					}
 					k += r
 				}

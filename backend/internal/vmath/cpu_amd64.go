@@ -246,3 +246,18 @@ func addNormTo64AVX512(acc *float64, gr, x *float32, n int, mu, inv float64)
 // hasSums reports whether k has AddTo64's and AddNormTo64's kernels
 // (AVX-512 only).
 func (k kernel) hasSums() bool { return k == avx512 }
+
+// normRowAVX512 is NormRow32's AVX-512F kernel: n a multiple of 8.
+//
+//go:noescape
+func normRowAVX512(dst, x *float32, n int, mu, inv, s, b float64)
+
+// normGradRowAVX512 is NormGradRow32's AVX-512F kernel: n a multiple of 8.
+//
+//go:noescape
+func normGradRowAVX512(dst, x, gr *float32, n int, mu, inv, m, mx, si float64)
+
+// reluGradAVX512 is ReluGrad32's AVX-512F kernel: n a multiple of 16.
+//
+//go:noescape
+func reluGradAVX512(dst, y, gr *float32, n int)

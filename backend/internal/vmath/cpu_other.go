@@ -122,3 +122,14 @@ func addNormTo64AVX512(acc *float64, gr, x *float32, n int, mu, inv float64) {
 
 // hasSums reports that there are no AddTo64 kernels outside amd64.
 func (kernel) hasSums() bool { return false }
+
+// normRowAVX512 is never called outside amd64.
+func normRowAVX512(dst, x *float32, n int, mu, inv, s, b float64) { panic("vmath: no vector kernel") }
+
+// normGradRowAVX512 is never called outside amd64.
+func normGradRowAVX512(dst, x, gr *float32, n int, mu, inv, m, mx, si float64) {
+	panic("vmath: no vector kernel")
+}
+
+// reluGradAVX512 is never called outside amd64.
+func reluGradAVX512(dst, y, gr *float32, n int) { panic("vmath: no vector kernel") }
