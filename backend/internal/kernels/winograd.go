@@ -28,9 +28,14 @@ var useWinograd = true
 // (4×6, 512 channels) 1.6–2.0: the filters' transform and the products'
 // packing, fixed costs of the filters, outweigh products of 24 columns.
 // The whole 64×96 step took 4–5% less CPU time with the 8×12 layers as
-// Winograd (bench step --cpuprofile, one worker, runs interleaved).
+// Winograd (bench step --cpuprofile, one worker, runs interleaved). With
+// 32 channels in and out (the UNet twin's 32-channel layers at 32×32 and
+// 16×16, batch 2: 128 to 512 tiles) the UNet step took 5–8% less CPU time
+// than with those layers as im2col, the MTAN steps of BenchmarkStep the
+// same within the noise (one worker, runs interleaved); at 16 channels
+// the UNet step gained nothing more.
 var (
-	winoMinChannels   = 64
+	winoMinChannels   = 32
 	winoMinPlaneTiles = 96
 )
 
