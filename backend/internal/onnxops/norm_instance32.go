@@ -187,10 +187,15 @@ func (p *instNorm32) backward(k int, dst []float32, in [][]float32, _, g []float
 				q := min(statsChunk, hi-i0)
 				p.stats(kept, x, i0, mus[:q], invs[:q])
 				for k := 0; k < q; {
-					var mg, mgx [2]float64
+					var mg, mgx [8]float64
 					r := min(2, q-k)
+					if q-k >= 8 {
+						r = 8
+					}
 					i := i0 + k
-					if r == 2 {
+					if r == 8 {
+						vmath.NormSums8(x[i*S:], g[i*S:], S, (*[8]float64)(mus[k:]), (*[8]float64)(invs[k:]), &mg, &mgx)
+					} else if r == 2 {
 						mg[0], mgx[0], mg[1], mgx[1] = dxSums2(x[i*S:][:S], g[i*S:], x[(i+1)*S:], g[(i+1)*S:], mus[k], invs[k], mus[k+1], invs[k+1])
 					} else {
 						xi, gi := x[i*S:][:S], g[i*S:][:S]

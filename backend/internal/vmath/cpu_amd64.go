@@ -261,3 +261,16 @@ func normGradRowAVX512(dst, x, gr *float32, n int, mu, inv, m, mx, si float64)
 //
 //go:noescape
 func reluGradAVX512(dst, y, gr *float32, n int)
+
+// normSums8AVX512 is NormSums8's AVX-512F kernel over the first n values
+// of each instance, n a multiple of 8.
+//
+//go:noescape
+func normSums8AVX512(x, gr *float32, S, n int, mu, inv, mg, mgx *[8]float64)
+
+// sums8AVX512 adds to acc[e] the values float64(x[e·S+j]) (mu nil) or
+// the squares (float64(x[e·S+j]) − mu[e])², j < n in order, n a multiple
+// of 8: Stats8's AVX-512F kernel.
+//
+//go:noescape
+func sums8AVX512(x *float32, S, n int, acc, mu *[8]float64)

@@ -133,3 +133,11 @@ func normGradRowAVX512(dst, x, gr *float32, n int, mu, inv, m, mx, si float64) {
 
 // reluGradAVX512 is never called outside amd64.
 func reluGradAVX512(dst, y, gr *float32, n int) { panic("vmath: no vector kernel") }
+
+// normSums8AVX512 is never called outside amd64.
+func normSums8AVX512(x, gr *float32, S, n int, mu, inv, mg, mgx *[8]float64) {
+	panic("vmath: no vector kernel")
+}
+
+// sums8AVX512 is never called outside amd64.
+func sums8AVX512(x *float32, S, n int, acc, mu *[8]float64) { panic("vmath: no vector kernel") }

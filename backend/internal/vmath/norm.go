@@ -1,5 +1,7 @@
 package vmath
 
+import "math"
+
 // NormRow32 sets dst[i] = float32(s·(float64(x[i]) − mu)·inv + b) for
 // i < len(dst), the operations in that order, each rounded to float64 (Go
 // does not fuse them on amd64): a row of an instance normalisation's
@@ -67,5 +69,77 @@ func reluGradWith(k kernel, dst, y, g []float32) {
 			f = 1
 		}
 		dst[i] = g[i] * f
+	}
+}
+
+// NormSums8 adds to mg[e] the values float64(g[e·S+j]) and to mgx[e] the
+// products float64(g[e·S+j])·x̂ with x̂ = (float64(x[e·S+j]) − mu[e])·inv[e],
+// j = 0…S−1 in order, for the eight instances e of S values at x and g:
+// the sums of an instance normalisation's input gradient, eight
+// instances' chains at a time, each in its own order. The AVX-512 kernel
+// moves the instances' values into lanes (an 8×8 transpose) and repeats
+// the operations lane by lane: the Go loop's bits.
+func NormSums8(x, g []float32, S int, mu, inv, mg, mgx *[8]float64) {
+	normSums8With(active, x, g, S, mu, inv, mg, mgx)
+}
+
+func normSums8With(k kernel, x, g []float32, S int, mu, inv, mg, mgx *[8]float64) {
+	x, g = x[:8*S], g[:8*S]
+	n := 0
+	if k.hasSums() && S >= 8 {
+		n = S &^ 7
+		normSums8AVX512(&x[0], &g[0], S, n, mu, inv, mg, mgx)
+	}
+	for e := range 8 {
+		a, b := mg[e], mgx[e]
+		xe, ge := x[e*S+n:(e+1)*S], g[e*S+n:(e+1)*S]
+		for j, v := range xe {
+			xh := (float64(v) - mu[e]) * inv[e]
+			a += float64(ge[j])
+			b += float64(ge[j]) * xh
+		}
+		mg[e], mgx[e] = a, b
+	}
+}
+
+// Stats8 sets mu[e] and inv[e] to the mean and 1/√(σ²+eps) of instance e
+// of the eight instances of S values at x (S > 0): the sum
+// Σ float64(x[e·S+j]) then the sum of squared deviations
+// Σ (float64(x[e·S+j]) − mu[e])², j = 0…S−1 in order, each divided by S
+// (the biased variance). The AVX-512 kernel moves the instances' values
+// into lanes (an 8×8 transpose) and repeats the operations lane by lane:
+// the Go loop's bits.
+func Stats8(x []float32, S int, eps float64, mu, inv *[8]float64) {
+	stats8With(active, x, S, eps, mu, inv)
+}
+
+func stats8With(k kernel, x []float32, S int, eps float64, mu, inv *[8]float64) {
+	x = x[:8*S]
+	n := 0
+	if k.hasSums() && S >= 8 {
+		n = S &^ 7
+	}
+	var s, v [8]float64
+	if n > 0 {
+		sums8AVX512(&x[0], S, n, &s, nil)
+	}
+	fs := float64(S)
+	for e := range 8 {
+		a := s[e]
+		for _, w := range x[e*S+n : (e+1)*S] {
+			a += float64(w)
+		}
+		mu[e] = a / fs
+	}
+	if n > 0 {
+		sums8AVX512(&x[0], S, n, &v, mu)
+	}
+	for e := range 8 {
+		a := v[e]
+		for _, w := range x[e*S+n : (e+1)*S] {
+			d := float64(w) - mu[e]
+			a += d * d
+		}
+		inv[e] = 1 / math.Sqrt(a/fs+eps)
 	}
 }

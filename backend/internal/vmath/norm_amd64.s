@@ -100,3 +100,197 @@ reluloop:
 
 reludone:
 	RET
+
+// TRANSPOSE8 transposes the 8×8 float32 matrix in rows Y0…Y7 into
+// columns Y0…Y7 (Y8…Y15 clobbered): column j holds element j of every
+// row, row r in lane r.
+#define TRANSPOSE8 \
+	VUNPCKLPS Y1, Y0, Y8 \
+	VUNPCKHPS Y1, Y0, Y9 \
+	VUNPCKLPS Y3, Y2, Y10 \
+	VUNPCKHPS Y3, Y2, Y11 \
+	VUNPCKLPS Y5, Y4, Y12 \
+	VUNPCKHPS Y5, Y4, Y13 \
+	VUNPCKLPS Y7, Y6, Y14 \
+	VUNPCKHPS Y7, Y6, Y15 \
+	VSHUFPS $0x44, Y10, Y8, Y0 \
+	VSHUFPS $0xEE, Y10, Y8, Y1 \
+	VSHUFPS $0x44, Y11, Y9, Y2 \
+	VSHUFPS $0xEE, Y11, Y9, Y3 \
+	VSHUFPS $0x44, Y14, Y12, Y4 \
+	VSHUFPS $0xEE, Y14, Y12, Y5 \
+	VSHUFPS $0x44, Y15, Y13, Y6 \
+	VSHUFPS $0xEE, Y15, Y13, Y7 \
+	VPERM2F128 $0x20, Y4, Y0, Y8 \
+	VPERM2F128 $0x20, Y5, Y1, Y9 \
+	VPERM2F128 $0x20, Y6, Y2, Y10 \
+	VPERM2F128 $0x20, Y7, Y3, Y11 \
+	VPERM2F128 $0x31, Y4, Y0, Y12 \
+	VPERM2F128 $0x31, Y5, Y1, Y13 \
+	VPERM2F128 $0x31, Y6, Y2, Y14 \
+	VPERM2F128 $0x31, Y7, Y3, Y15 \
+	VMOVAPS Y8, Y0 \
+	VMOVAPS Y9, Y1 \
+	VMOVAPS Y10, Y2 \
+	VMOVAPS Y11, Y3 \
+	VMOVAPS Y12, Y4 \
+	VMOVAPS Y13, Y5 \
+	VMOVAPS Y14, Y6 \
+	VMOVAPS Y15, Y7
+
+// LOAD8 loads 8 values of each of the 8 rows at p, S·4 bytes apart (R
+// the row stride in bytes, R3 = 3·R), into Y0…Y7.
+#define LOAD8(p) \
+	MOVQ p, R8 \
+	VMOVUPS (R8), Y0 \
+	VMOVUPS (R8)(R9*1), Y1 \
+	VMOVUPS (R8)(R9*2), Y2 \
+	VMOVUPS (R8)(R10*1), Y3 \
+	ADDQ R11, R8 \
+	VMOVUPS (R8), Y4 \
+	VMOVUPS (R8)(R9*1), Y5 \
+	VMOVUPS (R8)(R9*2), Y6 \
+	VMOVUPS (R8)(R10*1), Y7
+
+// XHAT(col, dst): dst = (float64(col) − mu)·inv, lane by lane.
+#define XHAT(col, dst) \
+	VCVTPS2PD col, dst \
+	VSUBPD Z30, dst, dst \
+	VMULPD Z31, dst, dst
+
+// GSUM(col, xh): mg += float64(col); mgx += float64(col)·xh.
+#define GSUM(col, xh) \
+	VCVTPS2PD col, Z24 \
+	VADDPD Z24, Z28, Z28 \
+	VMULPD xh, Z24, Z25 \
+	VADDPD Z25, Z29, Z29
+
+// func normSums8AVX512(x, gr *float32, S, n int, mu, inv, mg, mgx *[8]float64)
+//
+// Lane e runs instance e's chains: column j of the transposed 8×8 blocks
+// after column j−1, as NormSums8's Go loop.
+TEXT ·normSums8AVX512(SB), NOSPLIT, $0-64
+	MOVQ x+0(FP), SI
+	MOVQ gr+8(FP), BX
+	MOVQ S+16(FP), R9
+	SHLQ $2, R9           // row stride in bytes
+	LEAQ (R9)(R9*2), R10  // 3 rows
+	LEAQ (R9*4), R11      // 4 rows
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ   sumsdone
+	MOVQ mu+32(FP), AX
+	VMOVUPD (AX), Z30
+	MOVQ inv+40(FP), AX
+	VMOVUPD (AX), Z31
+	MOVQ mg+48(FP), AX
+	VMOVUPD (AX), Z28
+	MOVQ mgx+56(FP), AX
+	VMOVUPD (AX), Z29
+
+sumsloop:
+	LOAD8(SI)
+	TRANSPOSE8
+	XHAT(Y0, Z16)
+	XHAT(Y1, Z17)
+	XHAT(Y2, Z18)
+	XHAT(Y3, Z19)
+	XHAT(Y4, Z20)
+	XHAT(Y5, Z21)
+	XHAT(Y6, Z22)
+	XHAT(Y7, Z23)
+	LOAD8(BX)
+	TRANSPOSE8
+	GSUM(Y0, Z16)
+	GSUM(Y1, Z17)
+	GSUM(Y2, Z18)
+	GSUM(Y3, Z19)
+	GSUM(Y4, Z20)
+	GSUM(Y5, Z21)
+	GSUM(Y6, Z22)
+	GSUM(Y7, Z23)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  sumsloop
+
+	MOVQ mg+48(FP), AX
+	VMOVUPD Z28, (AX)
+	MOVQ mgx+56(FP), AX
+	VMOVUPD Z29, (AX)
+	VZEROUPPER
+
+sumsdone:
+	RET
+
+// XSUM(col): acc += float64(col).
+#define XSUM(col) \
+	VCVTPS2PD col, Z24 \
+	VADDPD Z24, Z28, Z28
+
+// XSQ(col): acc += (float64(col) − mu)², the difference rounded, then
+// its square.
+#define XSQ(col) \
+	VCVTPS2PD col, Z24 \
+	VSUBPD Z30, Z24, Z24 \
+	VMULPD Z24, Z24, Z24 \
+	VADDPD Z24, Z28, Z28
+
+// func sums8AVX512(x *float32, S, n int, acc, mu *[8]float64)
+//
+// Lane e runs instance e's chain: column j of the transposed 8×8 blocks
+// after column j−1, as Stats8's Go loops.
+TEXT ·sums8AVX512(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ S+8(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
+	LEAQ (R9*4), R11
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   s8done
+	MOVQ acc+24(FP), AX
+	VMOVUPD (AX), Z28
+	MOVQ mu+32(FP), DX
+	TESTQ DX, DX
+	JNZ  sqloop
+
+sumloop:
+	LOAD8(SI)
+	TRANSPOSE8
+	XSUM(Y0)
+	XSUM(Y1)
+	XSUM(Y2)
+	XSUM(Y3)
+	XSUM(Y4)
+	XSUM(Y5)
+	XSUM(Y6)
+	XSUM(Y7)
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  sumloop
+	JMP  s8store
+
+sqloop:
+	VMOVUPD (DX), Z30
+sqnext:
+	LOAD8(SI)
+	TRANSPOSE8
+	XSQ(Y0)
+	XSQ(Y1)
+	XSQ(Y2)
+	XSQ(Y3)
+	XSQ(Y4)
+	XSQ(Y5)
+	XSQ(Y6)
+	XSQ(Y7)
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  sqnext
+
+s8store:
+	VMOVUPD Z28, (AX)
+	VZEROUPPER
+
+s8done:
+	RET

@@ -46,3 +46,67 @@ func TestNormKernelsMatch(t *testing.T) {
 		})
 	}
 }
+
+// TestNormSums8Match checks NormSums8's kernel against its Go loop, bit
+// for bit (any NaN matching any NaN), on eight instances of random values
+// with infinities, NaN, signed zeros and subnormals among them, of
+// lengths below, at and beyond one 8×8 block, from nonzero sums.
+func TestNormSums8Match(t *testing.T) {
+	r := rand.New(rand.NewSource(6))
+	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) || a != a && b != b }
+	for _, k := range kernels()[1:] {
+		t.Run(k.String(), func(t *testing.T) {
+			for _, S := range []int{1, 7, 8, 9, 16, 61, 4096} {
+				x, g := make([]float32, 8*S), make([]float32, 8*S)
+				for i := range x {
+					x[i], g[i] = float32(r.NormFloat64()*3), float32(r.NormFloat64()*100)
+				}
+				if S > 20 {
+					g[3], x[S+5], g[2*S+7], x[3*S+9], g[4*S+11] = float32(math.Inf(1)), float32(math.NaN()), float32(math.Copysign(0, -1)), 1e-45, 1e-45
+				}
+				var mu, inv, mg0, mgx0 [8]float64
+				for e := range 8 {
+					mu[e], inv[e], mg0[e], mgx0[e] = r.NormFloat64(), 1+r.Float64(), r.NormFloat64(), r.NormFloat64()
+				}
+				wg, wgx, gg, ggx := mg0, mgx0, mg0, mgx0
+				normSums8With(scalar, x, g, S, &mu, &inv, &wg, &wgx)
+				normSums8With(k, x, g, S, &mu, &inv, &gg, &ggx)
+				for e := range 8 {
+					if !same(gg[e], wg[e]) || !same(ggx[e], wgx[e]) {
+						t.Fatalf("S=%d instance %d: sums %v %v, Go loop %v %v", S, e, gg[e], ggx[e], wg[e], wgx[e])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestStats8Match checks Stats8's kernel against its Go loops, bit for
+// bit (any NaN matching any NaN), on eight instances of random values
+// (some with an infinity, a NaN, −0 or a subnormal among them) of lengths
+// below, at and beyond one 8×8 block.
+func TestStats8Match(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) || a != a && b != b }
+	for _, k := range kernels()[1:] {
+		t.Run(k.String(), func(t *testing.T) {
+			for _, S := range []int{1, 7, 8, 9, 16, 61, 4096} {
+				x := make([]float32, 8*S)
+				for i := range x {
+					x[i] = float32(r.NormFloat64()*3 + 1)
+				}
+				if S > 20 {
+					x[S+3], x[2*S+5], x[3*S+7], x[4*S+9] = float32(math.Inf(-1)), float32(math.NaN()), float32(math.Copysign(0, -1)), 1e-45
+				}
+				var wm, wi, gm, gi [8]float64
+				stats8With(scalar, x, S, 1e-5, &wm, &wi)
+				stats8With(k, x, S, 1e-5, &gm, &gi)
+				for e := range 8 {
+					if !same(gm[e], wm[e]) || !same(gi[e], wi[e]) {
+						t.Fatalf("S=%d instance %d: %v %v, Go loops %v %v", S, e, gm[e], gi[e], wm[e], wi[e])
+					}
+				}
+			}
+		})
+	}
+}
