@@ -64,10 +64,7 @@ func lowerRelu(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*gra
 // the time: 4.5 against 0.74 ns per value).
 func reluFwd32(dst []float32, in [][]float32) {
 	parallel.ForElems(len(dst), parallel.Vec2{D: dst, X: in[0][:len(dst)]}, func(v parallel.Vec2, lo, hi int) {
-		d := v.D[lo:hi]
-		for i, x := range v.X[lo:hi] {
-			d[i] = max(x, 0)
-		}
+		vmath.AffineRelu32(v.D[lo:hi], v.X[lo:hi], 1, negZero32, true) // max(1·x + (−0), 0) is max(x, 0)
 	})
 }
 
