@@ -535,8 +535,12 @@ func reducePattern32(op string, k int, dst []float32, acc []float64, o, g []floa
 		for ob := 0; ob < outer; ob++ {
 			e := lo
 			if !neg && (!mul || oi == nil) {
-				// Four elements' runs at a time: four independent chains
-				// of additions, each in its own order.
+				// Eight elements' runs at a time in vector lanes
+				// (plain sums), then four: independent chains of
+				// additions, each in its own order.
+				for ; !mul && e+8 <= hi; e += 8 {
+					vmath.AddRuns8((*[8]float64)(acc[e:]), g[(ob*mid+e)*inner:], inner)
+				}
 				for ; e+4 <= hi; e += 4 {
 					base := (ob*mid + e) * inner
 					if mul {

@@ -217,7 +217,33 @@ func (p *instNorm32) backward(k int, dst []float32, in [][]float32, _, g []float
 				}
 			}
 		})
-	case 1, 2:
+	case 2:
+		// Channels eight at a time in vector lanes (fewer at the end),
+		// each channel's sum over the samples in the float64 order.
+		parallel.Items(p.c, p.n*S, func(lo, hi int) {
+			for c0 := lo; c0 < hi; c0 += 8 {
+				q := min(8, hi-c0)
+				var acc [8]float64
+				for b := 0; b < p.n; b++ {
+					i0 := b*p.c + c0
+					if q == 8 {
+						vmath.AddRuns8(&acc, g[i0*S:], S)
+						continue
+					}
+					for e := range q {
+						a := acc[e]
+						for _, v := range g[(i0+e)*S:][:S] {
+							a += float64(v)
+						}
+						acc[e] = a
+					}
+				}
+				for e := range q {
+					dst[c0+e] = float32(acc[e])
+				}
+			}
+		})
+	case 1:
 		// Channels four at a time (four independent chains, fewer at the
 		// end), each channel's sum over the samples in the float64 order.
 		parallel.Items(p.c, p.n*3*S, func(lo, hi int) {
@@ -227,16 +253,6 @@ func (p *instNorm32) backward(k int, dst []float32, in [][]float32, _, g []float
 				var acc [4]float64
 				for b := 0; b < p.n; b++ {
 					i0 := b*p.c + c0
-					if k == 2 {
-						for e := range q {
-							a := acc[e]
-							for _, v := range g[(i0+e)*S:][:S] {
-								a += float64(v)
-							}
-							acc[e] = a
-						}
-						continue
-					}
 					p.stats(kept, x, i0, mu[:q], inv[:q])
 					if q == 4 {
 						scaleSums4(x[i0*S:], g[i0*S:], S, &mu, &inv, &acc)

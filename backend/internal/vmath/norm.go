@@ -143,3 +143,26 @@ func stats8With(k kernel, x []float32, S int, eps float64, mu, inv *[8]float64) 
 		inv[e] = 1 / math.Sqrt(a/fs+eps)
 	}
 }
+
+// AddRuns8 adds to acc[e] the values float64(g[e·S+j]), j = 0…S−1 in
+// order, for the eight consecutive runs e of S values at g: eight
+// channels' sums (a bias's gradient over planes), each chain in its own
+// order. The AVX-512 kernel (Stats8's first pass) gives the Go loop's
+// bits.
+func AddRuns8(acc *[8]float64, g []float32, S int) { addRuns8With(active, acc, g, S) }
+
+func addRuns8With(k kernel, acc *[8]float64, g []float32, S int) {
+	g = g[:8*S]
+	n := 0
+	if k.hasSums() && S >= 8 {
+		n = S &^ 7
+		sums8AVX512(&g[0], S, n, acc, nil)
+	}
+	for e := range 8 {
+		a := acc[e]
+		for _, v := range g[e*S+n : (e+1)*S] {
+			a += float64(v)
+		}
+		acc[e] = a
+	}
+}

@@ -110,3 +110,37 @@ func TestStats8Match(t *testing.T) {
 		})
 	}
 }
+
+// TestAddRuns8Match checks AddRuns8's kernel against its Go loop, bit for
+// bit (any NaN matching any NaN), from nonzero sums, on runs of lengths
+// below, at and beyond one 8×8 block, with an infinity, a NaN and −0
+// among the values.
+func TestAddRuns8Match(t *testing.T) {
+	r := rand.New(rand.NewSource(8))
+	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) || a != a && b != b }
+	for _, k := range kernels()[1:] {
+		t.Run(k.String(), func(t *testing.T) {
+			for _, S := range []int{1, 7, 8, 9, 16, 61, 1024} {
+				g := make([]float32, 8*S)
+				for i := range g {
+					g[i] = float32(r.NormFloat64() * 100)
+				}
+				if S > 20 {
+					g[S+3], g[2*S+5], g[3*S+7] = float32(math.Inf(1)), float32(math.NaN()), float32(math.Copysign(0, -1))
+				}
+				var want, got [8]float64
+				for e := range want {
+					want[e] = r.NormFloat64()
+				}
+				got = want
+				addRuns8With(scalar, &want, g, S)
+				addRuns8With(k, &got, g, S)
+				for e := range 8 {
+					if !same(got[e], want[e]) {
+						t.Fatalf("S=%d run %d: %v, Go loop %v", S, e, got[e], want[e])
+					}
+				}
+			}
+		})
+	}
+}
