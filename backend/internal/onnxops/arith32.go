@@ -535,11 +535,16 @@ func reducePattern32(op string, k int, dst []float32, acc []float64, o, g []floa
 		for ob := 0; ob < outer; ob++ {
 			e := lo
 			if !neg && (!mul || oi == nil) {
-				// Eight elements' runs at a time in vector lanes
-				// (plain sums), then four: independent chains of
-				// additions, each in its own order.
-				for ; !mul && e+8 <= hi; e += 8 {
-					vmath.AddRuns8((*[8]float64)(acc[e:]), g[(ob*mid+e)*inner:], inner)
+				// Eight elements' runs at a time in vector lanes, then
+				// four: independent chains of additions, each in its
+				// own order.
+				for ; e+8 <= hi; e += 8 {
+					base := (ob*mid + e) * inner
+					if mul {
+						vmath.AddProdRuns8((*[8]float64)(acc[e:]), g[base:], o[base:], inner, nil, nil)
+					} else {
+						vmath.AddRuns8((*[8]float64)(acc[e:]), g[base:], inner)
+					}
 				}
 				for ; e+4 <= hi; e += 4 {
 					base := (ob*mid + e) * inner

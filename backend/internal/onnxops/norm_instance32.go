@@ -244,18 +244,26 @@ func (p *instNorm32) backward(k int, dst []float32, in [][]float32, _, g []float
 			}
 		})
 	case 1:
-		// Channels four at a time (four independent chains, fewer at the
-		// end), each channel's sum over the samples in the float64 order.
+		// Channels eight at a time in vector lanes, then four (independent
+		// chains, fewer at the end), each channel's sum over the samples
+		// in the float64 order.
 		parallel.Items(p.c, p.n*3*S, func(lo, hi int) {
-			var mu, inv [4]float64
-			for c0 := lo; c0 < hi; c0 += 4 {
+			var mu, inv [8]float64
+			for c0 := lo; c0 < hi; {
 				q := min(4, hi-c0)
-				var acc [4]float64
+				if hi-c0 >= 8 {
+					q = 8
+				}
+				var acc [8]float64
 				for b := 0; b < p.n; b++ {
 					i0 := b*p.c + c0
 					p.stats(kept, x, i0, mu[:q], inv[:q])
-					if q == 4 {
-						scaleSums4(x[i0*S:], g[i0*S:], S, &mu, &inv, &acc)
+					switch q {
+					case 8:
+						vmath.AddProdRuns8(&acc, g[i0*S:], x[i0*S:], S, &mu, &inv)
+						continue
+					case 4:
+						scaleSums4(x[i0*S:], g[i0*S:], S, (*[4]float64)(mu[:]), (*[4]float64)(inv[:]), (*[4]float64)(acc[:]))
 						continue
 					}
 					for e := range q {
@@ -270,6 +278,7 @@ func (p *instNorm32) backward(k int, dst []float32, in [][]float32, _, g []float
 				for e := range q {
 					dst[c0+e] = float32(acc[e])
 				}
+				c0 += q
 			}
 		})
 	default:

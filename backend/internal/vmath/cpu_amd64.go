@@ -274,3 +274,9 @@ func normSums8AVX512(x, gr *float32, S, n int, mu, inv, mg, mgx *[8]float64)
 //
 //go:noescape
 func sums8AVX512(x *float32, S, n int, acc, mu *[8]float64)
+
+// prodSums8AVX512 is AddProdRuns8's AVX-512F kernel over the first n
+// values of each run, n a multiple of 8 (mu and inv both nil or both not).
+//
+//go:noescape
+func prodSums8AVX512(gr, o *float32, S, n int, acc, mu, inv *[8]float64)

@@ -141,3 +141,8 @@ func normSums8AVX512(x, gr *float32, S, n int, mu, inv, mg, mgx *[8]float64) {
 
 // sums8AVX512 is never called outside amd64.
 func sums8AVX512(x *float32, S, n int, acc, mu *[8]float64) { panic("vmath: no vector kernel") }
+
+// prodSums8AVX512 is never called outside amd64.
+func prodSums8AVX512(gr, o *float32, S, n int, acc, mu, inv *[8]float64) {
+	panic("vmath: no vector kernel")
+}

@@ -166,3 +166,37 @@ func addRuns8With(k kernel, acc *[8]float64, g []float32, S int) {
 		acc[e] = a
 	}
 }
+
+// AddProdRuns8 adds to acc[e] the products float64(g[e·S+j])·float64(o[e·S+j])
+// (a channel scale's gradient over planes) or, with mu and inv not nil,
+// float64(g[e·S+j])·(float64(o[e·S+j]) − mu[e])·inv[e] (an instance
+// normalisation's scale gradient), j = 0…S−1 in order, for the eight
+// consecutive runs e of S values at g and o, each chain in its own order.
+// The AVX-512 kernel moves the runs' values into lanes (an 8×8
+// transpose) and repeats the operations lane by lane: the Go loops' bits.
+func AddProdRuns8(acc *[8]float64, g, o []float32, S int, mu, inv *[8]float64) {
+	addProdRuns8With(active, acc, g, o, S, mu, inv)
+}
+
+func addProdRuns8With(k kernel, acc *[8]float64, g, o []float32, S int, mu, inv *[8]float64) {
+	g, o = g[:8*S], o[:8*S]
+	n := 0
+	if k.hasSums() && S >= 8 {
+		n = S &^ 7
+		prodSums8AVX512(&g[0], &o[0], S, n, acc, mu, inv)
+	}
+	for e := range 8 {
+		a := acc[e]
+		ge, oe := g[e*S+n:(e+1)*S], o[e*S+n:(e+1)*S]
+		if mu == nil {
+			for j, v := range ge {
+				a += float64(v) * float64(oe[j])
+			}
+		} else {
+			for j, v := range ge {
+				a += float64(v) * (float64(oe[j]) - mu[e]) * inv[e]
+			}
+		}
+		acc[e] = a
+	}
+}

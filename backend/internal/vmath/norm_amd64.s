@@ -294,3 +294,106 @@ s8store:
 
 s8done:
 	RET
+
+// GCOL(col, dst): dst = float64(col).
+#define GCOL(col, dst) \
+	VCVTPS2PD col, dst
+
+// PSUM(col, gd): acc += gd·float64(col).
+#define PSUM(col, gd) \
+	VCVTPS2PD col, Z24 \
+	VMULPD Z24, gd, Z24 \
+	VADDPD Z24, Z28, Z28
+
+// NSUM(col, gd): acc += (gd·(float64(col) − mu))·inv.
+#define NSUM(col, gd) \
+	VCVTPS2PD col, Z24 \
+	VSUBPD Z30, Z24, Z24 \
+	VMULPD Z24, gd, Z24 \
+	VMULPD Z31, Z24, Z24 \
+	VADDPD Z24, Z28, Z28
+
+// func prodSums8AVX512(gr, o *float32, S, n int, acc, mu, inv *[8]float64)
+//
+// Lane e runs run e's chain: column j of the transposed 8×8 blocks after
+// column j−1, as AddProdRuns8's Go loops.
+TEXT ·prodSums8AVX512(SB), NOSPLIT, $0-56
+	MOVQ gr+0(FP), SI
+	MOVQ o+8(FP), BX
+	MOVQ S+16(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
+	LEAQ (R9*4), R11
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ   p8done
+	MOVQ acc+32(FP), AX
+	VMOVUPD (AX), Z28
+	MOVQ mu+40(FP), DX
+	TESTQ DX, DX
+	JNZ  nsetup
+
+ploop:
+	LOAD8(SI)
+	TRANSPOSE8
+	GCOL(Y0, Z16)
+	GCOL(Y1, Z17)
+	GCOL(Y2, Z18)
+	GCOL(Y3, Z19)
+	GCOL(Y4, Z20)
+	GCOL(Y5, Z21)
+	GCOL(Y6, Z22)
+	GCOL(Y7, Z23)
+	LOAD8(BX)
+	TRANSPOSE8
+	PSUM(Y0, Z16)
+	PSUM(Y1, Z17)
+	PSUM(Y2, Z18)
+	PSUM(Y3, Z19)
+	PSUM(Y4, Z20)
+	PSUM(Y5, Z21)
+	PSUM(Y6, Z22)
+	PSUM(Y7, Z23)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  ploop
+	JMP  p8store
+
+nsetup:
+	VMOVUPD (DX), Z30
+	MOVQ inv+48(FP), DX
+	VMOVUPD (DX), Z31
+
+nloop:
+	LOAD8(SI)
+	TRANSPOSE8
+	GCOL(Y0, Z16)
+	GCOL(Y1, Z17)
+	GCOL(Y2, Z18)
+	GCOL(Y3, Z19)
+	GCOL(Y4, Z20)
+	GCOL(Y5, Z21)
+	GCOL(Y6, Z22)
+	GCOL(Y7, Z23)
+	LOAD8(BX)
+	TRANSPOSE8
+	NSUM(Y0, Z16)
+	NSUM(Y1, Z17)
+	NSUM(Y2, Z18)
+	NSUM(Y3, Z19)
+	NSUM(Y4, Z20)
+	NSUM(Y5, Z21)
+	NSUM(Y6, Z22)
+	NSUM(Y7, Z23)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  nloop
+
+p8store:
+	VMOVUPD Z28, (AX)
+	VZEROUPPER
+
+p8done:
+	RET

@@ -144,3 +144,44 @@ func TestAddRuns8Match(t *testing.T) {
 		})
 	}
 }
+
+// TestAddProdRuns8Match checks AddProdRuns8's kernel, plain products and
+// normalised ones, against its Go loops, bit for bit (any NaN matching
+// any NaN), from nonzero sums, on runs of lengths below, at and beyond
+// one 8×8 block, with an infinity, a NaN, −0 and a subnormal among the
+// values.
+func TestAddProdRuns8Match(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) || a != a && b != b }
+	for _, k := range kernels()[1:] {
+		t.Run(k.String(), func(t *testing.T) {
+			for _, S := range []int{1, 7, 8, 9, 16, 61, 1024} {
+				g, o := make([]float32, 8*S), make([]float32, 8*S)
+				for i := range g {
+					g[i], o[i] = float32(r.NormFloat64()*100), float32(r.NormFloat64()*3)
+				}
+				if S > 20 {
+					g[S+3], o[2*S+5], g[3*S+7], o[4*S+9] = float32(math.Inf(1)), float32(math.NaN()), float32(math.Copysign(0, -1)), 1e-45
+				}
+				var mu, inv, acc0 [8]float64
+				for e := range 8 {
+					mu[e], inv[e], acc0[e] = r.NormFloat64(), 1+r.Float64(), r.NormFloat64()
+				}
+				for _, norm := range []bool{false, true} {
+					m, iv := &mu, &inv
+					if !norm {
+						m, iv = nil, nil
+					}
+					want, got := acc0, acc0
+					addProdRuns8With(scalar, &want, g, o, S, m, iv)
+					addProdRuns8With(k, &got, g, o, S, m, iv)
+					for e := range 8 {
+						if !same(got[e], want[e]) {
+							t.Fatalf("S=%d normalised %v run %d: %v, Go loop %v", S, norm, e, got[e], want[e])
+						}
+					}
+				}
+			}
+		})
+	}
+}
