@@ -17,7 +17,7 @@ import (
 // convolution of a concatenation (fused into one op whose parts'
 // gradients add up to the convolution's), ConvTranspose, a 3×3
 // convolution that runs as Winograd (16 products of M×C by C×tiles a
-// pass), Gemm (2·m·n·k; C's gradient is a sum) and batched MatMul (2·m·n·k
+// pass; one of 16 channels whose weight gradient does not), Gemm (2·m·n·k; C's gradient is a sum) and batched MatMul (2·m·n·k
 // per product, also with one B for every batch).
 func TestStepFLOPs(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
@@ -59,6 +59,16 @@ func TestStepFLOPs(t *testing.T) {
 			// direct 2·64·64·9·384 = 28311552 a pass; Winograd 12·8 = 96
 			// tiles, 2·16·64·64·96 = 12582912 a pass
 			want: StepFLOPs{Direct: 2 * 28311552, Executed: 2 * 12582912, Forward: 28311552, Winograd: 2 * 28311552},
+		},
+		{
+			name:  "winograd conv of 16 channels",
+			nodes: []*onnxpb.NodeProto{onnxtest.Node("Conv", "c", []string{"x", "W"}, []string{"y"}, pad1)},
+			inits: []*importer.Tensor{onnxtest.RandF32(r, "W", 16, 16, 3, 3)},
+			x:     []int{1, 16, 24, 16}, out: []int{1, 16, 24, 16}, tasks: []string{"a:mse:y:t"},
+			// direct 2·16·16·9·384 = 1769472 a pass; the forward pass as
+			// Winograd, 2·16·16·16·96 = 786432; the weight gradient
+			// direct (fewer than 32 channels)
+			want: StepFLOPs{Direct: 2 * 1769472, Executed: 786432 + 1769472, Forward: 1769472, Winograd: 1769472},
 		},
 		{
 			name: "pointwise conv of a concat",

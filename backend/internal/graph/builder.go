@@ -32,7 +32,9 @@ type Builder struct {
 	WinoScratch int64
 	// ColBand is the largest im2col band of the graph's convolutions,
 	// colBatch the largest batched im2col matrix and colCache the im2col
-	// matrices they keep, in bytes (ops.ColScratchBytes).
+	// matrices they keep, in bytes (ops.ColScratchBytes), with what other
+	// ops keep from their forward passes for their gradients
+	// (InstanceNormalization's statistics and a copy of its input).
 	ColBand, ColBatch, ColCache int64
 }
 

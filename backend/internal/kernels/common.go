@@ -100,6 +100,8 @@ type fnOp struct {
 	// computation and as executed (OpFLOPs).
 	flops func(input int) (direct, executed int64)
 	wino  bool // a convolution that runs as Winograd F(2×2, 3×3)
+	// winoGradW: its weight gradient runs as Winograd too
+	winoGradW bool
 }
 
 var _ gorgonia.Op = (*fnOp)(nil)

@@ -152,7 +152,7 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 							return convGradWInto(&g, sc, in[0], in[1], outBufDirty[float64](buf, n)), nil
 						})
 				}
-				if batchedPlanes(&g) && !winogradOK(&g) { // writes every element: no zeroing
+				if batchedPlanes(&g) && !winogradGradWOK(&g) { // writes every element: no zeroing
 					return dispatch(in[0],
 						func() (tensor.Tensor, error) {
 							return convGradWBatched(&g, sc, data[float32](in[0]), data[float32](in[1]), outBufDirty[float32](buf, n), 0), nil
@@ -172,7 +172,11 @@ func Conv(x, w, b *gorgonia.Node, p ConvParams) (*gorgonia.Node, error) {
 		},
 	}
 	op.flops = convFLOPs(&g, tr)
-	op.wino = tr == nil && winogradOK(&g) || tr != nil && winogradOK(&tr.g) // the geometry convFLOPs runs
+	run := &g // the geometry convFLOPs runs
+	if tr != nil {
+		run = &tr.g
+	}
+	op.wino, op.winoGradW = winogradOK(run), winogradGradWOK(run)
 	fwd, gradX, gradW := op.into, op.grads[0].into, op.grads[1].into
 	op.fwd = func(in []tensor.Tensor) (tensor.Tensor, error) { return fwd(nil, in) }
 	op.grads[0].fn = func(in []tensor.Tensor) (tensor.Tensor, error) { return gradX(nil, in) }
@@ -584,6 +588,17 @@ func reserveCache(held *int64, need int64) bool {
 	return true
 }
 
+// ReserveKept is reserveCache for the values other ops keep from their
+// forward passes for their gradients (InstanceNormalization's
+// statistics): they share colCacheTotal with the Conv ops' caches, so
+// the memory estimate's bound covers both. held is a counter from
+// KeptCounter.
+func ReserveKept(held *int64, need int64) bool { return reserveCache(held, need) }
+
+// KeptCounter returns the counter of the bytes owner keeps (ReserveKept);
+// once owner is garbage collected they are no longer counted.
+func KeptCounter[O any](owner *O) *int64 { return cacheBytes(owner) }
+
 // sameBits reports whether a and b hold the same bits.
 func sameBits[T float](a, b []T) bool {
 	if len(a) != len(b) {
@@ -948,7 +963,7 @@ func convGradWInto[T float](g *convGeom, sc *scratch, xt, gyt tensor.Tensor, dw 
 		convGradWGrouped(g, x, gy, dw)
 		return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
 	}
-	if winogradOK(g) {
+	if winogradGradWOK(g) {
 		if winoGradW(g, x, gy, dw) {
 			return newTensor(tensor.Shape{g.m, g.cg, g.kh, g.kw}, dw)
 		}

@@ -179,8 +179,10 @@ var mtanWinoShapes = []struct{ cin, cout, h, w, count int }{
 // behind winogradOK's bounds.
 func BenchmarkConvWinograd(b *testing.B) {
 	const n = 4
-	defer func(on bool, minC, minT int) { useWinograd, winoMinChannels, winoMinPlaneTiles = on, minC, minT }(useWinograd, winoMinChannels, winoMinPlaneTiles)
-	winoMinChannels, winoMinPlaneTiles = 1, 1
+	defer func(on bool, minC, minW, minT int) {
+		useWinograd, winoMinChannels, winoMinChannelsGradW, winoMinPlaneTiles = on, minC, minW, minT
+	}(useWinograd, winoMinChannels, winoMinChannelsGradW, winoMinPlaneTiles)
+	winoMinChannels, winoMinChannelsGradW, winoMinPlaneTiles = 1, 1, 1
 	f32 := normals32(rand.New(rand.NewSource(1)))
 	for _, s := range mtanWinoShapes {
 		_, passes := convPasses(b, f32, n, s.cin, s.cout, s.h, s.w)

@@ -231,7 +231,7 @@ func trimmedGradW[T float](g *convGeom, tr *convTrim, sc *scratch, xt, gyt tenso
 	switch {
 	case depthwiseOK(t) || groupedOK(t): // write every element
 		convGradWInto(t, sc, xt, gyt, dt)
-	case batchedPlanes(t) && !winogradOK(t): // with beta 0, writes every element
+	case batchedPlanes(t) && !winogradGradWOK(t): // with beta 0, writes every element
 		convGradWBatched(t, sc, data[T](xt), data[T](gyt), dt, 0)
 	default:
 		clear(dt)

@@ -13,7 +13,8 @@ import "gorgonia.org/gorgonia"
 // forward pass or one of its gradients): direct, as a direct convolution
 // with every kernel tap (2·N·M·(C/group)·kH·kW·oH·oW per pass), and
 // executed, what the kernels run: the F(2×2, 3×3) Winograd products
-// (2·16·M·C per tile of 2×2 outputs) where winogradOK picks Winograd, and
+// (2·16·M·C per tile of 2×2 outputs) where winogradOK (for the weight
+// gradient winogradGradWOK) picks Winograd, and
 // without the taps that read only padding (trimConv). ok is false for
 // other ops.
 func OpFLOPs(op gorgonia.Op) (direct, executed int64, ok bool) {
@@ -59,13 +60,19 @@ func convFLOPs(g *convGeom, tr *convTrim) func(input int) (int64, int64) {
 	if tr != nil {
 		run = &tr.g
 	}
-	executed := convPassFLOPs(run)
+	executed, executedW := convPassFLOPs(run), convPassFLOPs(run)
 	if winogradOK(run) {
 		executed = winoPassFLOPs(run)
 	}
+	if winogradGradWOK(run) {
+		executedW = winoPassFLOPs(run)
+	}
 	return func(input int) (int64, int64) {
-		if input > 1 {
+		switch {
+		case input > 1:
 			return 0, 0
+		case input == 1: // the weight gradient
+			return direct, executedW
 		}
 		return direct, executed
 	}
@@ -79,6 +86,9 @@ func OpWinograd(op gorgonia.Op) bool {
 		return false
 	}
 	if f.parent != nil {
+		if f.input == 1 { // a convolution's weight gradient
+			return f.parent.winoGradW
+		}
 		f = f.parent
 	}
 	return f.wino

@@ -28,10 +28,21 @@ var useWinograd = true
 // (4×6, 512 channels) 1.6–2.0: the filters' transform and the products'
 // packing, fixed costs of the filters, outweigh products of 24 columns.
 // The whole 64×96 step took 4–5% less CPU time with the 8×12 layers as
-// Winograd (bench step --cpuprofile, one worker, runs interleaved).
+// Winograd (bench step --cpuprofile, one worker, runs interleaved). With
+// 32 channels in and out (the UNet twin's 32-channel layers at 32×32 and
+// 16×16, batch 2: 128 to 512 tiles) the UNet step took 5–8% less CPU time
+// than with those layers as im2col, the MTAN steps of BenchmarkStep the
+// same within the noise (one worker, runs interleaved). At 16 channels
+// (the UNet's 16-channel layers at 64×64, batch 2: 2048 tiles) the
+// forward pass and the input gradient took about a third less CPU time
+// as Winograd but the weight gradient about two fifths more (products of
+// 16 rows: the transforms of the input and of the output gradient cost
+// more than the multiplications saved), so the weight gradient runs as
+// Winograd only from winoMinChannelsGradW channels in and out.
 var (
-	winoMinChannels   = 64
-	winoMinPlaneTiles = 96
+	winoMinChannels      = 16
+	winoMinChannelsGradW = 32
+	winoMinPlaneTiles    = 96
 )
 
 // winogradOK reports whether g runs as Winograd F(2×2, 3×3): a 3×3
@@ -44,6 +55,12 @@ func winogradOK(g *convGeom) bool {
 		g.y.pb == 1 && g.y.pe == 1 && g.x.pb == 1 && g.x.pe == 1 &&
 		g.c >= winoMinChannels && g.m >= winoMinChannels && g.oh == g.h && g.ow == g.w &&
 		g.n*((g.h+1)/2)*((g.w+1)/2) >= winoMinPlaneTiles
+}
+
+// winogradGradWOK reports whether g's weight gradient runs as Winograd:
+// winogradOK with at least winoMinChannelsGradW channels in and out.
+func winogradGradWOK(g *convGeom) bool {
+	return winogradOK(g) && g.c >= winoMinChannelsGradW && g.m >= winoMinChannelsGradW
 }
 
 // The F(2×2, 3×3) transforms (Lavin and Gray, 2016): an output tile of
@@ -537,7 +554,7 @@ var winoOwnGradElems = 1 << 20
 
 // ConvWinograd reports whether a convolution of input shape xs and
 // filters ws with parameters p runs as Winograd F(2×2, 3×3) (its forward
-// pass and both gradients).
+// pass and input gradient; its weight gradient where winogradGradWOK).
 func ConvWinograd(xs, ws []int, p ConvParams) bool {
 	g, err := newConvGeom(xs, ws, p)
 	return err == nil && winogradOK(&g)

@@ -196,9 +196,9 @@ func TestWinogradNonFinite(t *testing.T) {
 // otherwise takes run as Winograd, whatever its channels and tiles, until
 // t ends.
 func winoAlways(t *testing.T) {
-	on, minC, minT := useWinograd, winoMinChannels, winoMinPlaneTiles
-	t.Cleanup(func() { useWinograd, winoMinChannels, winoMinPlaneTiles = on, minC, minT })
-	useWinograd, winoMinChannels, winoMinPlaneTiles = true, 1, 1
+	on, minC, minW, minT := useWinograd, winoMinChannels, winoMinChannelsGradW, winoMinPlaneTiles
+	t.Cleanup(func() { useWinograd, winoMinChannels, winoMinChannelsGradW, winoMinPlaneTiles = on, minC, minW, minT })
+	useWinograd, winoMinChannels, winoMinChannelsGradW, winoMinPlaneTiles = true, 1, 1, 1
 }
 
 // TestWinogradScratchBytes checks WinogradScratchBytes against the bytes

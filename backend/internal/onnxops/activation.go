@@ -64,10 +64,7 @@ func lowerRelu(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value) ([]*gra
 // the time: 4.5 against 0.74 ns per value).
 func reluFwd32(dst []float32, in [][]float32) {
 	parallel.ForElems(len(dst), parallel.Vec2{D: dst, X: in[0][:len(dst)]}, func(v parallel.Vec2, lo, hi int) {
-		d := v.D[lo:hi]
-		for i, x := range v.X[lo:hi] {
-			d[i] = max(x, 0)
-		}
+		vmath.AffineRelu32(v.D[lo:hi], v.X[lo:hi], 1, negZero32, true) // max(1·x + (−0), 0) is max(x, 0)
 	})
 }
 
@@ -76,15 +73,7 @@ func reluFwd32(dst []float32, in [][]float32) {
 // NaN g), the factor chosen on integer bits, without a branch on the data.
 func reluBwd32(_ int, dst []float32, _ [][]float32, out, g []float32) bool {
 	parallel.ForElems(len(dst), parallel.Vec3{D: dst, X: out[:len(dst)], Y: g[:len(dst)]}, func(v parallel.Vec3, lo, hi int) {
-		d, gg := v.D[lo:hi], v.Y[lo:hi]
-		gg = gg[:len(d)]
-		for i, y := range v.X[lo:hi] {
-			one := uint32(0)
-			if y > 0 {
-				one = 0x3f800000 // 1.0
-			}
-			d[i] = gg[i] * math.Float32frombits(one)
-		}
+		vmath.ReluGrad32(v.D[lo:hi], v.X[lo:hi], v.Y[lo:hi])
 	})
 	return true
 }

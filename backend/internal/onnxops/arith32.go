@@ -1,6 +1,8 @@
 package onnxops
 
 import (
+	"math"
+
 	"github.com/paretonav/paretonav/backend/internal/parallel"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/backend/internal/vmath"
@@ -233,6 +235,21 @@ func arithHalf32(op string, dst, a, c []float32, ia, ib *shape.Bcast) bool {
 		})
 		return true
 	}
+	if b.Inner >= minVecRun && (op == "Add" || op == "Mul") {
+		// Long runs against one value of part (a per-channel scale or
+		// bias over planes): x·s + (−0) is x·s for every x·s, 1·x + s is
+		// x + s, NaN payloads aside (vmath.AffineRelu32).
+		parallel.Elems(len(dst), func(lo, hi int) {
+			bcastRuns(b, lo, hi, func(i, n, k int) {
+				if op == "Add" {
+					vmath.AffineRelu32(dst[i:i+n], full[i:i+n], 1, part[k], false)
+				} else {
+					vmath.AffineRelu32(dst[i:i+n], full[i:i+n], part[k], negZero32, false)
+				}
+			})
+		})
+		return true
+	}
 	var f func(lo, hi int)
 	switch op {
 	case "Add":
@@ -320,6 +337,28 @@ func arithScalar32(op string, dst, x []float32, s float32, swapped bool) bool {
 	return true
 }
 
+// minVecRun is the shortest run of elements against one broadcast value
+// that the element-wise kernels give to a vector kernel (bcastRuns).
+const minVecRun = 16
+
+// negZero32 is −0, the float32 that adds to any value without changing it.
+var negZero32 = float32(math.Copysign(0, -1))
+
+// bcastRuns calls f(i, n, k) for each run [i, i+n) of the result elements
+// [lo, hi) that read element k of b's operand (b.Idx nil), in order.
+func bcastRuns(b *shape.Bcast, lo, hi int, f func(i, n, k int)) {
+	k, r := b.Walk(lo)
+	for i := lo; i < hi; {
+		n := min(b.Inner-r, hi-i)
+		f(i, n, k)
+		i += n
+		r = 0
+		if k++; k == b.Mid {
+			k = 0
+		}
+	}
+}
+
 // arithGradSpread32 writes into dst the gradient of input k of Add, Sub
 // or Mul, or of Div's dividend, when k is not broadcast but its other
 // operand is (read through its broadcast oi): one term per element, as
@@ -370,6 +409,14 @@ func arithGradSpread32(op string, k int, dst, a, c, g []float32, oi *shape.Bcast
 				for i := lo; i < hi; i++ {
 					dst[i] = 0 + g[i]*o[oi.Idx[i]]
 				}
+			})
+			return true
+		}
+		if oi.Inner >= minVecRun { // 0 + g·s is s·g + 0
+			parallel.Elems(len(dst), func(lo, hi int) {
+				bcastRuns(oi, lo, hi, func(i, n, k int) {
+					vmath.AffineRelu32(dst[i:i+n], g[i:i+n], o[k], 0, false)
+				})
 			})
 			return true
 		}
@@ -488,8 +535,17 @@ func reducePattern32(op string, k int, dst []float32, acc []float64, o, g []floa
 		for ob := 0; ob < outer; ob++ {
 			e := lo
 			if !neg && (!mul || oi == nil) {
-				// Four elements' runs at a time: four independent chains
-				// of additions, each in its own order.
+				// Eight elements' runs at a time in vector lanes, then
+				// four: independent chains of additions, each in its
+				// own order.
+				for ; e+8 <= hi; e += 8 {
+					base := (ob*mid + e) * inner
+					if mul {
+						vmath.AddProdRuns8((*[8]float64)(acc[e:]), g[base:], o[base:], inner, nil, nil)
+					} else {
+						vmath.AddRuns8((*[8]float64)(acc[e:]), g[base:], inner)
+					}
+				}
 				for ; e+4 <= hi; e += 4 {
 					base := (ob*mid + e) * inner
 					if mul {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/shape"
 )
 
 // TestArith32MatchesFloat64 checks the float32 Add, Sub, Mul and Div
@@ -58,6 +59,56 @@ func TestArith32MatchesFloat64(t *testing.T) {
 				if !onnxtest.SameBits32(grad[i], want) {
 					t.Fatalf("%s: gradient %d at (%v, %v)·%v = %v, float64 formula %v", op, k, a[i], c[i], g[i], grad[i], want)
 				}
+			}
+		}
+	}
+}
+
+// TestArithChannelRuns32 checks the runs of Mul and Add against one
+// per-channel value (a GroupNorm's affine over planes) and Mul's spread
+// gradient, which run as vector kernels, against the float32 expressions
+// element by element, bit for bit (any NaN matching any NaN), with
+// infinities, NaN and signed zeros in X, the gradient and the channel
+// values, on plane sizes at, above and below a vector and chunks that
+// start inside a run.
+func TestArithChannelRuns32(t *testing.T) {
+	neg0 := float32(math.Copysign(0, -1))
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	for _, plane := range []int{16, 17, 50, 64 * 64} {
+		const n, c = 2, 5
+		out := []int{n, c, plane}
+		b := shape.NewBcast([]int{c, 1}, out)
+		r := rand.New(rand.NewSource(int64(plane)))
+		x, g := make([]float32, n*c*plane), make([]float32, n*c*plane)
+		for i := range x {
+			x[i], g[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+		}
+		x[0], x[3], x[plane+1], x[2*plane+2] = neg0, 0, inf, nan
+		g[1], g[4], g[plane+2], g[3*plane] = neg0, 0, -inf, nan
+		ch := []float32{1.5, neg0, 0, -2, inf}
+		same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
+		for _, op := range []string{"Mul", "Add"} {
+			dst := make([]float32, len(x))
+			if !arithHalf32(op, dst, x, ch, nil, b) {
+				t.Fatalf("%s plane %d: declined", op, plane)
+			}
+			for i, v := range x {
+				want := v * ch[b.At(i)]
+				if op == "Add" {
+					want = v + ch[b.At(i)]
+				}
+				if !same(dst[i], want) {
+					t.Fatalf("%s plane %d [%d]: %v, want %v", op, plane, i, dst[i], want)
+				}
+			}
+		}
+		dst := make([]float32, len(g))
+		if !arithGradSpread32("Mul", 0, dst, x, ch, g, b) {
+			t.Fatalf("Mul gradient plane %d: declined", plane)
+		}
+		for i, v := range g {
+			if want := 0 + v*ch[b.At(i)]; !same(dst[i], want) {
+				t.Fatalf("Mul gradient plane %d [%d]: %v, want %v", plane, i, dst[i], want)
 			}
 		}
 	}

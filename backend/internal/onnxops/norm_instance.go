@@ -6,6 +6,7 @@ import (
 	"github.com/paretonav/paretonav/backend/internal/graph"
 	"github.com/paretonav/paretonav/backend/internal/shape"
 	"github.com/paretonav/paretonav/importer/onnxpb"
+	"gorgonia.org/tensor"
 )
 
 // InstanceNormalization: per sample and channel, normalise over the
@@ -77,6 +78,9 @@ func lowerInstanceNorm(b *graph.Builder, n *onnxpb.NodeProto, in []*graph.Value)
 		}
 	}
 	p32 := &instNorm32{n: N, c: C, s: S, eps: eps}
+	if b.Dtype == tensor.Float32 {
+		b.ColCache += p32.keptBytes()
+	}
 	r, err := b.FillingKernel32(n.GetName(), "InstanceNormalization", []graph.Node{b.Node(x), b.Node(sc), b.Node(bias)}, x.Shape, fwd, bwd, nil, p32.forward, p32.backward)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,13 @@
 package onnxops
 
 import (
+	"bytes"
+	"sync"
+	"unsafe"
+
+	"github.com/paretonav/paretonav/backend/internal/kernels"
 	"github.com/paretonav/paretonav/backend/internal/parallel"
+	"github.com/paretonav/paretonav/backend/internal/vmath"
 )
 
 // Float32 kernels of InstanceNormalization: the float64 kernel's
@@ -15,6 +21,104 @@ import (
 type instNorm32 struct {
 	n, c, s int
 	eps     float64
+	kept    keptStats
+}
+
+// keptStatsLimit bounds, in bytes, the copy of X and the statistics one
+// InstanceNormalization keeps from its forward pass (the ops' kept values
+// together share kernels.ColCacheTotal with the Conv ops' caches).
+const keptStatsLimit = 16 << 20
+
+// keptStats are the statistics of every instance of one forward input,
+// with a copy of that input: a backward pass uses them only when its own
+// X is bit-for-bit the copy, so they are exactly the ones it would
+// compute, whatever ran between the passes. The forward pass only
+// TryLocks lock (a backward pass reading them: it keeps nothing this time)
+// and the backward passes TryRLock it (several tasks' passes read them
+// side by side; a forward pass writing them: they compute their own).
+type keptStats struct {
+	lock      sync.RWMutex
+	valid     bool
+	x         []float32
+	mean, inv []float64 // the mean and 1/√(σ²+ε) of each instance
+	bytes     *int64    // what they hold, counted by kernels.ReserveKept
+}
+
+// keptBytes is what p keeps from a forward pass: X and two float64s per
+// instance; 0 above keptStatsLimit.
+func (p *instNorm32) keptBytes() int64 {
+	b := int64(p.n*p.c) * int64(4*p.s+16)
+	if b > keptStatsLimit {
+		return 0
+	}
+	return b
+}
+
+// begin locks p's kept statistics for a forward pass over x and returns
+// them to fill (the caller copies x and the statistics in, then calls
+// done), or nil when nothing is kept this time.
+func (p *instNorm32) begin(x []float32) *keptStats {
+	need := p.keptBytes()
+	k := &p.kept
+	if need == 0 || len(x) == 0 || !k.lock.TryLock() {
+		return nil
+	}
+	k.valid = false
+	if len(k.x) != len(x) {
+		if k.bytes == nil {
+			k.bytes = kernels.KeptCounter(p)
+		}
+		if !kernels.ReserveKept(k.bytes, need) {
+			k.x, k.mean, k.inv = nil, nil, nil
+			k.lock.Unlock()
+			return nil
+		}
+		k.x, k.mean, k.inv = make([]float32, len(x)), make([]float64, p.n*p.c), make([]float64, p.n*p.c)
+	}
+	return k
+}
+
+// done marks the statistics filled and unlocks them.
+func (k *keptStats) done() {
+	k.valid = true
+	k.lock.Unlock()
+}
+
+// read returns p's kept statistics when they are of an input bit-for-bit
+// equal to x, read-locked until the caller calls release; nil otherwise.
+func (p *instNorm32) read(x []float32) *keptStats {
+	k := &p.kept
+	if p.keptBytes() == 0 || len(x) == 0 || !k.lock.TryRLock() {
+		return nil
+	}
+	if !k.valid || len(k.x) != len(x) || !bytes.Equal(f32Bytes(k.x), f32Bytes(x)) {
+		k.lock.RUnlock()
+		return nil
+	}
+	return k
+}
+
+// release ends a read of k (nil: nothing read).
+func (k *keptStats) release() {
+	if k != nil {
+		k.lock.RUnlock()
+	}
+}
+
+// f32Bytes is the memory of x as bytes.
+func f32Bytes(x []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
+}
+
+// stats sets mu[k], inv[k] to the statistics of instance i0+k, from kept
+// when it is not nil.
+func (p *instNorm32) stats(kept *keptStats, x []float32, i0 int, mu, inv []float64) {
+	if kept != nil {
+		copy(mu, kept.mean[i0:])
+		copy(inv, kept.inv[i0:])
+		return
+	}
+	p.statsInto(x, i0, mu, inv)
 }
 
 // statsInto sets mu[k], inv[k] to the float64 kernel's mean and
@@ -26,22 +130,27 @@ func (p *instNorm32) statsInto(x []float32, i0 int, mu, inv []float64) {
 
 func (p *instNorm32) forward(dst []float32, in [][]float32) {
 	x, sc, b := in[0], in[1], in[2]
+	kept := p.begin(x)
 	parallel.Items(p.n*p.c, 2*p.s, func(lo, hi int) {
 		var mus, invs [statsChunk]float64
 		for i0 := lo; i0 < hi; i0 += statsChunk {
 			q := min(statsChunk, hi-i0)
 			p.statsInto(x, i0, mus[:q], invs[:q])
+			if kept != nil {
+				copy(kept.x[i0*p.s:(i0+q)*p.s], x[i0*p.s:])
+				copy(kept.mean[i0:], mus[:q])
+				copy(kept.inv[i0:], invs[:q])
+			}
 			for k := range q {
 				i := i0 + k
 				c, xi, yi := i%p.c, x[i*p.s:][:p.s], dst[i*p.s:][:p.s]
-				mu, inv := mus[k], invs[k]
-				s, bb := float64(sc[c]), float64(b[c])
-				for j, v := range xi {
-					yi[j] = float32(s*(float64(v)-mu)*inv + bb)
-				}
+				vmath.NormRow32(yi, xi, mus[k], invs[k], float64(sc[c]), float64(b[c]))
 			}
 		}
 	})
+	if kept != nil {
+		kept.done()
+	}
 }
 
 // dxSums2 returns the sums Σg and Σg·x̂ of two instances (x, g) and
@@ -65,18 +174,28 @@ func dxSums2(x, g, x2, g2 []float32, mu, inv, mu2, inv2 float64) (mg, mgx, mg2, 
 func (p *instNorm32) backward(k int, dst []float32, in [][]float32, _, g []float32) bool {
 	x, sc := in[0], in[1]
 	S := p.s
+	var kept *keptStats
+	if k == 0 || k == 1 {
+		kept = p.read(x)
+		defer kept.release()
+	}
 	switch k {
 	case 0:
 		parallel.Items(p.n*p.c, 3*S, func(lo, hi int) {
 			var mus, invs [statsChunk]float64
 			for i0 := lo; i0 < hi; i0 += statsChunk {
 				q := min(statsChunk, hi-i0)
-				p.statsInto(x, i0, mus[:q], invs[:q])
+				p.stats(kept, x, i0, mus[:q], invs[:q])
 				for k := 0; k < q; {
-					var mg, mgx [2]float64
+					var mg, mgx [8]float64
 					r := min(2, q-k)
+					if q-k >= 8 {
+						r = 8
+					}
 					i := i0 + k
-					if r == 2 {
+					if r == 8 {
+						vmath.NormSums8(x[i*S:], g[i*S:], S, (*[8]float64)(mus[k:]), (*[8]float64)(invs[k:]), &mg, &mgx)
+					} else if r == 2 {
 						mg[0], mgx[0], mg[1], mgx[1] = dxSums2(x[i*S:][:S], g[i*S:], x[(i+1)*S:], g[(i+1)*S:], mus[k], invs[k], mus[k+1], invs[k+1])
 					} else {
 						xi, gi := x[i*S:][:S], g[i*S:][:S]
@@ -92,38 +211,59 @@ func (p *instNorm32) backward(k int, dst []float32, in [][]float32, _, g []float
 						mu, inv := mus[k+e], invs[k+e]
 						m, mx := mg[e]/float64(S), mgx[e]/float64(S)
 						si := float64(sc[c]) * inv // s·inv·(…) multiplies s·inv first
-						for j, v := range xi {
-							xh := (float64(v) - mu) * inv
-							di[j] = float32(si * (float64(gi[j]) - m - xh*mx))
-						}
+						vmath.NormGradRow32(di, xi, gi, mu, inv, m, mx, si)
 					}
 					k += r
 				}
 			}
 		})
-	case 1, 2:
-		// Channels four at a time (four independent chains, fewer at the
-		// end), each channel's sum over the samples in the float64 order.
-		parallel.Items(p.c, p.n*3*S, func(lo, hi int) {
-			var mu, inv [4]float64
-			for c0 := lo; c0 < hi; c0 += 4 {
-				q := min(4, hi-c0)
-				var acc [4]float64
+	case 2:
+		// Channels eight at a time in vector lanes (fewer at the end),
+		// each channel's sum over the samples in the float64 order.
+		parallel.Items(p.c, p.n*S, func(lo, hi int) {
+			for c0 := lo; c0 < hi; c0 += 8 {
+				q := min(8, hi-c0)
+				var acc [8]float64
 				for b := 0; b < p.n; b++ {
 					i0 := b*p.c + c0
-					if k == 2 {
-						for e := range q {
-							a := acc[e]
-							for _, v := range g[(i0+e)*S:][:S] {
-								a += float64(v)
-							}
-							acc[e] = a
-						}
+					if q == 8 {
+						vmath.AddRuns8(&acc, g[i0*S:], S)
 						continue
 					}
-					p.statsInto(x, i0, mu[:q], inv[:q])
-					if q == 4 {
-						scaleSums4(x[i0*S:], g[i0*S:], S, &mu, &inv, &acc)
+					for e := range q {
+						a := acc[e]
+						for _, v := range g[(i0+e)*S:][:S] {
+							a += float64(v)
+						}
+						acc[e] = a
+					}
+				}
+				for e := range q {
+					dst[c0+e] = float32(acc[e])
+				}
+			}
+		})
+	case 1:
+		// Channels eight at a time in vector lanes, then four (independent
+		// chains, fewer at the end), each channel's sum over the samples
+		// in the float64 order.
+		parallel.Items(p.c, p.n*3*S, func(lo, hi int) {
+			var mu, inv [8]float64
+			for c0 := lo; c0 < hi; {
+				q := min(4, hi-c0)
+				if hi-c0 >= 8 {
+					q = 8
+				}
+				var acc [8]float64
+				for b := 0; b < p.n; b++ {
+					i0 := b*p.c + c0
+					p.stats(kept, x, i0, mu[:q], inv[:q])
+					switch q {
+					case 8:
+						vmath.AddProdRuns8(&acc, g[i0*S:], x[i0*S:], S, &mu, &inv)
+						continue
+					case 4:
+						scaleSums4(x[i0*S:], g[i0*S:], S, (*[4]float64)(mu[:]), (*[4]float64)(inv[:]), (*[4]float64)(acc[:]))
 						continue
 					}
 					for e := range q {
@@ -138,6 +278,7 @@ func (p *instNorm32) backward(k int, dst []float32, in [][]float32, _, g []float
 				for e := range q {
 					dst[c0+e] = float32(acc[e])
 				}
+				c0 += q
 			}
 		})
 	default:

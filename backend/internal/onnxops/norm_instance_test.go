@@ -91,3 +91,54 @@ func TestInstanceNorm32MatchesFloat64(t *testing.T) {
 		})
 	}
 }
+
+// TestInstanceNorm32KeptStats checks that the backward passes read the
+// statistics the forward pass kept when X is bit for bit the forward
+// pass's, with the gradients of an op that keeps nothing, and recompute
+// them when X has changed since (one value, or only its sign bit: -0).
+func TestInstanceNorm32KeptStats(t *testing.T) {
+	const n, c, s = 2, 6, 50
+	r := rand.New(rand.NewSource(5))
+	fill := func(k int) []float32 {
+		a := make([]float32, k)
+		for i := range a {
+			a[i] = float32(r.NormFloat64())
+		}
+		return a
+	}
+	x, sc, b, g := fill(n*c*s), fill(c), fill(c), fill(n*c*s)
+	x[7] = 0
+	cases := []struct {
+		name   string
+		change func(x []float32)
+		kept   bool
+	}{
+		{"same X", func([]float32) {}, true},
+		{"one value changed", func(x []float32) { x[3*s+1] += 0.5 }, false},
+		{"zero to -0", func(x []float32) { x[7] = float32(math.Copysign(0, -1)) }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &instNorm32{n: n, c: c, s: s, eps: 1e-5}
+			xf := append([]float32(nil), x...)
+			p.forward(make([]float32, len(x)), [][]float32{xf, sc, b})
+			tc.change(xf)
+			k := p.read(xf)
+			if (k != nil) != tc.kept {
+				t.Fatalf("kept statistics read: %v, want %v", k != nil, tc.kept)
+			}
+			k.release()
+			fresh := &instNorm32{n: n, c: c, s: s, eps: 1e-5}
+			for in, size := range []int{n * c * s, c, c} {
+				got, want := make([]float32, size), make([]float32, size)
+				p.backward(in, got, [][]float32{xf, sc, b}, nil, g)
+				fresh.backward(in, want, [][]float32{xf, sc, b}, nil, g)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("gradient %d [%d] = %v, recomputed statistics give %v", in, i, got[i], want[i])
+					}
+				}
+			}
+		})
+	}
+}

@@ -43,14 +43,17 @@ func layerStats32(v []float32, eps float64) (mu, inv float64) {
 const statsChunk = 64
 
 // layerStats32Groups sets mu[i], inv[i] to layerStats32 of group i of x
-// (S values each) for i < len(mu): four groups at a time, each group's
-// sums in their own order (layerStats32's bits), so four independent
-// chains of float64 additions overlap instead of each waiting for the
-// last.
+// (S values each) for i < len(mu): eight groups at a time in vector lanes
+// (vmath.Stats8), then four at a time, each group's sums in their own
+// order (layerStats32's bits), so independent chains of float64
+// additions overlap instead of each waiting for the last.
 func layerStats32Groups(x []float32, S int, eps float64, mu, inv []float64) {
 	n, i := len(mu), 0
 	inv = inv[:n]
 	fs := float64(S)
+	for ; i+8 <= n; i += 8 {
+		vmath.Stats8(x[i*S:], S, eps, (*[8]float64)(mu[i:]), (*[8]float64)(inv[i:]))
+	}
 	for ; i+4 <= n; i += 4 {
 		a, b, c, d := x[i*S:][:S], x[(i+1)*S:][:S], x[(i+2)*S:][:S], x[(i+3)*S:][:S]
 		var s0, s1, s2, s3 float64

@@ -246,3 +246,37 @@ func addNormTo64AVX512(acc *float64, gr, x *float32, n int, mu, inv float64)
 // hasSums reports whether k has AddTo64's and AddNormTo64's kernels
 // (AVX-512 only).
 func (k kernel) hasSums() bool { return k == avx512 }
+
+// normRowAVX512 is NormRow32's AVX-512F kernel: n a multiple of 8.
+//
+//go:noescape
+func normRowAVX512(dst, x *float32, n int, mu, inv, s, b float64)
+
+// normGradRowAVX512 is NormGradRow32's AVX-512F kernel: n a multiple of 8.
+//
+//go:noescape
+func normGradRowAVX512(dst, x, gr *float32, n int, mu, inv, m, mx, si float64)
+
+// reluGradAVX512 is ReluGrad32's AVX-512F kernel: n a multiple of 16.
+//
+//go:noescape
+func reluGradAVX512(dst, y, gr *float32, n int)
+
+// normSums8AVX512 is NormSums8's AVX-512F kernel over the first n values
+// of each instance, n a multiple of 8.
+//
+//go:noescape
+func normSums8AVX512(x, gr *float32, S, n int, mu, inv, mg, mgx *[8]float64)
+
+// sums8AVX512 adds to acc[e] the values float64(x[e·S+j]) (mu nil) or
+// the squares (float64(x[e·S+j]) − mu[e])², j < n in order, n a multiple
+// of 8: Stats8's AVX-512F kernel.
+//
+//go:noescape
+func sums8AVX512(x *float32, S, n int, acc, mu *[8]float64)
+
+// prodSums8AVX512 is AddProdRuns8's AVX-512F kernel over the first n
+// values of each run, n a multiple of 8 (mu and inv both nil or both not).
+//
+//go:noescape
+func prodSums8AVX512(gr, o *float32, S, n int, acc, mu, inv *[8]float64)

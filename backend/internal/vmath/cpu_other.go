@@ -122,3 +122,27 @@ func addNormTo64AVX512(acc *float64, gr, x *float32, n int, mu, inv float64) {
 
 // hasSums reports that there are no AddTo64 kernels outside amd64.
 func (kernel) hasSums() bool { return false }
+
+// normRowAVX512 is never called outside amd64.
+func normRowAVX512(dst, x *float32, n int, mu, inv, s, b float64) { panic("vmath: no vector kernel") }
+
+// normGradRowAVX512 is never called outside amd64.
+func normGradRowAVX512(dst, x, gr *float32, n int, mu, inv, m, mx, si float64) {
+	panic("vmath: no vector kernel")
+}
+
+// reluGradAVX512 is never called outside amd64.
+func reluGradAVX512(dst, y, gr *float32, n int) { panic("vmath: no vector kernel") }
+
+// normSums8AVX512 is never called outside amd64.
+func normSums8AVX512(x, gr *float32, S, n int, mu, inv, mg, mgx *[8]float64) {
+	panic("vmath: no vector kernel")
+}
+
+// sums8AVX512 is never called outside amd64.
+func sums8AVX512(x *float32, S, n int, acc, mu *[8]float64) { panic("vmath: no vector kernel") }
+
+// prodSums8AVX512 is never called outside amd64.
+func prodSums8AVX512(gr, o *float32, S, n int, acc, mu, inv *[8]float64) {
+	panic("vmath: no vector kernel")
+}
