@@ -7,6 +7,7 @@ import (
 
 	"github.com/paretonav/paretonav/backend/internal/onnxtest"
 	"github.com/paretonav/paretonav/backend/internal/rewrite"
+	"github.com/paretonav/paretonav/importer"
 	"github.com/paretonav/paretonav/png"
 )
 
@@ -26,8 +27,6 @@ import (
 // 1e-5 leaves room; a wrong formula (x·Φ off by a constant factor, the
 // gradient missing x·φ(x)) moves them by far more than 1e-2.
 func TestFuseGelu(t *testing.T) {
-	specs := []string{"a:nll:logp:ya", "b:mse:reg:yb"}
-	batch := twoHeadBatch(8)
 	for _, tc := range []struct {
 		variant string
 		fused   bool
@@ -36,51 +35,7 @@ func TestFuseGelu(t *testing.T) {
 		{"wrong-constant", false}, {"erf-read-twice", false},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
-			m := onnxtest.GeluTwoHead(tc.variant)
-			run := func(fuse bool) ([]float64, png.Jacobian, string) {
-				var opt Options
-				if !fuse {
-					opt.build.Rewrites = rewrite.Options{Off: []string{rewrite.Gelu}}
-				}
-				md, err := Open(m, mustTasks(t, specs...), opt)
-				if err != nil {
-					t.Fatal(err)
-				}
-				losses := make([]float64, 2)
-				jac := png.NewJacobian(2, md.NumParams())
-				if err := md.Evaluate(batch, losses, &jac); err != nil {
-					t.Fatal(err)
-				}
-				var op string
-				for _, c := range md.cache {
-					op = c.bt.Vals["h"].N.Op().String()
-				}
-				return losses, jac, op
-			}
-			wl, wj, wop := run(false)
-			gl, gj, gop := run(true)
-			if strings.Contains(wop, "Gelu") {
-				t.Fatalf("unfused: h is computed by %v", wop)
-			}
-			if got := strings.Contains(gop, "Gelu"); got != tc.fused {
-				t.Fatalf("h is computed by %v; fused: want %v", gop, tc.fused)
-			}
-			worst := 0.0
-			for i := range wl {
-				scale := math.Abs(wl[i])
-				for _, v := range wj.Row(i) {
-					scale = math.Max(scale, math.Abs(float64(v)))
-				}
-				d := math.Abs(gl[i]-wl[i]) / scale
-				for k, v := range wj.Row(i) {
-					d = math.Max(d, math.Abs(float64(gj.Row(i)[k])-float64(v))/scale)
-				}
-				worst = math.Max(worst, d)
-				if d > 1e-5 {
-					t.Fatalf("task %s: fused and unfused differ by %.3g of the largest entry (losses %v and %v)", specs[i], d, gl[i], wl[i])
-				}
-			}
-			t.Logf("largest difference: %.3g of the largest entry", worst)
+			checkFusion(t, onnxtest.GeluTwoHead(tc.variant), rewrite.Gelu, "Gelu", tc.fused)
 		})
 	}
 }
@@ -92,8 +47,6 @@ func TestFuseGelu(t *testing.T) {
 // round-off (the fused op keeps its statistics in float64, the nine
 // float32 ops round each step).
 func TestFuseLayerNorm(t *testing.T) {
-	specs := []string{"a:nll:logp:ya", "b:mse:reg:yb"}
-	batch := twoHeadBatch(8)
 	for _, tc := range []struct {
 		variant string
 		fused   bool
@@ -101,53 +54,64 @@ func TestFuseLayerNorm(t *testing.T) {
 		{"torch", true}, {"swapped", true}, {"pow4", false}, {"d-read-twice", false},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {
-			m := onnxtest.LayerNormTwoHead(tc.variant)
-			run := func(fuse bool) ([]float64, png.Jacobian, string) {
-				var opt Options
-				if !fuse {
-					opt.build.Rewrites = rewrite.Options{Off: []string{rewrite.LayerNorm}}
-				}
-				md, err := Open(m, mustTasks(t, specs...), opt)
-				if err != nil {
-					t.Fatal(err)
-				}
-				losses := make([]float64, 2)
-				jac := png.NewJacobian(2, md.NumParams())
-				if err := md.Evaluate(batch, losses, &jac); err != nil {
-					t.Fatal(err)
-				}
-				var op string
-				for _, c := range md.cache {
-					op = c.bt.Vals["h"].N.Op().String()
-				}
-				return losses, jac, op
-			}
-			wl, wj, wop := run(false)
-			gl, gj, gop := run(true)
-			if strings.Contains(wop, "LayerNormalization") {
-				t.Fatalf("unfused: h is computed by %v", wop)
-			}
-			if got := strings.Contains(gop, "LayerNormalization"); got != tc.fused {
-				t.Fatalf("h is computed by %v; fused: want %v", gop, tc.fused)
-			}
-			worst := 0.0
-			for i := range wl {
-				scale := math.Abs(wl[i])
-				for _, v := range wj.Row(i) {
-					scale = math.Max(scale, math.Abs(float64(v)))
-				}
-				d := math.Abs(gl[i]-wl[i]) / scale
-				for k, v := range wj.Row(i) {
-					d = math.Max(d, math.Abs(float64(gj.Row(i)[k])-float64(v))/scale)
-				}
-				worst = math.Max(worst, d)
-				if d > 1e-5 {
-					t.Fatalf("task %s: fused and unfused differ by %.3g of the largest entry (losses %v and %v)", specs[i], d, gl[i], wl[i])
-				}
-			}
-			t.Logf("largest difference: %.3g of the largest entry", worst)
+			checkFusion(t, onnxtest.LayerNormTwoHead(tc.variant), rewrite.LayerNorm, "LayerNormalization", tc.fused)
 		})
 	}
+}
+
+// checkFusion builds the two-head model m with the rewrite rule on and
+// off and checks that its hidden value h is computed by the op named op
+// exactly when the rule fires (fused), never without the rule, and that
+// the two steps' losses and per-task gradients agree to 1e-5 of the
+// largest entry (the tolerances' reasons are the callers').
+func checkFusion(t *testing.T, m *importer.Model, rule, op string, fused bool) {
+	t.Helper()
+	specs := []string{"a:nll:logp:ya", "b:mse:reg:yb"}
+	batch := twoHeadBatch(8)
+	run := func(fuse bool) ([]float64, png.Jacobian, string) {
+		var opt Options
+		if !fuse {
+			opt.build.Rewrites = rewrite.Options{Off: []string{rule}}
+		}
+		md, err := Open(m, mustTasks(t, specs...), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		losses := make([]float64, 2)
+		jac := png.NewJacobian(2, md.NumParams())
+		if err := md.Evaluate(batch, losses, &jac); err != nil {
+			t.Fatal(err)
+		}
+		var name string
+		for _, c := range md.cache {
+			name = c.bt.Vals["h"].N.Op().String()
+		}
+		return losses, jac, name
+	}
+	wl, wj, wop := run(false)
+	gl, gj, gop := run(true)
+	if strings.Contains(wop, op) {
+		t.Fatalf("unfused: h is computed by %v", wop)
+	}
+	if got := strings.Contains(gop, op); got != fused {
+		t.Fatalf("h is computed by %v; fused: want %v", gop, fused)
+	}
+	worst := 0.0
+	for i := range wl {
+		scale := math.Abs(wl[i])
+		for _, v := range wj.Row(i) {
+			scale = math.Max(scale, math.Abs(float64(v)))
+		}
+		d := math.Abs(gl[i]-wl[i]) / scale
+		for k, v := range wj.Row(i) {
+			d = math.Max(d, math.Abs(float64(gj.Row(i)[k])-float64(v))/scale)
+		}
+		worst = math.Max(worst, d)
+		if d > 1e-5 {
+			t.Fatalf("task %s: fused and unfused differ by %.3g of the largest entry (losses %v and %v)", specs[i], d, gl[i], wl[i])
+		}
+	}
+	t.Logf("largest difference: %.3g of the largest entry", worst)
 }
 
 // TestFuseConcatConv checks that the small MTAN fixture's pointwise
